@@ -1,0 +1,45 @@
+package pool
+
+import "time"
+
+// State is an instance's lifecycle state.
+type State string
+
+const (
+	StateStarting State = "starting" // spawned, initialize not yet answered
+	StateReady    State = "ready"    // serving calls
+	StateBackoff  State = "backoff"  // crashed repeatedly; next start not before BackoffUntil
+	StateStopping State = "stopping" // draining and shutting down
+	StateStopped  State = "stopped"  // gone (kept briefly in status so callers see why)
+)
+
+// CwdSource says where a child's working directory came from.
+type CwdSource string
+
+const (
+	CwdConfig CwdSource = "config" // the server's cwd field (after substitution)
+	CwdScope  CwdSource = "scope"  // the instance root
+	CwdDaemon CwdSource = "daemon" // neither: the child inherits the daemon's cwd
+)
+
+// InstanceStatus is a snapshot of one instance, for status output and the API.
+type InstanceStatus struct {
+	ID           string    `json:"id"`
+	Server       string    `json:"server"`
+	Key          string    `json:"key"`
+	Root         string    `json:"root"`
+	Cwd          string    `json:"cwd,omitempty"`
+	CwdSource    CwdSource `json:"cwdSource"`
+	Transport    string    `json:"transport"` // "stdio" or "http"
+	Pid          int       `json:"pid,omitempty"`
+	State        State     `json:"state"`
+	Protocol     string    `json:"protocolVersion,omitempty"`
+	Started      time.Time `json:"started"`
+	LastUsed     time.Time `json:"lastUsed"`
+	Calls        int64     `json:"calls"`
+	InFlight     int       `json:"inFlight"`
+	Restarts     int       `json:"restarts"`
+	BackoffUntil time.Time `json:"backoffUntil,omitzero"`
+	LastError    string    `json:"lastError,omitempty"`
+	Degraded     string    `json:"degraded,omitempty"`
+}
