@@ -14,7 +14,7 @@ type recorder struct {
 	skipped, failed string
 }
 
-func (r *recorder) Skip(args ...any)                 { r.skipped = fmt.Sprint(args...) }
+func (r *recorder) Skip(args ...any)                  { r.skipped = fmt.Sprint(args...) }
 func (r *recorder) Fatalf(format string, args ...any) { r.failed = fmt.Sprintf(format, args...) }
 
 func TestMissingSkipsOrFails(t *testing.T) {
