@@ -1,0 +1,53 @@
+// Package demo is mcpx's built-in MCP server: the `demo` server the daemon
+// serves when there is no config file (`mcpx demo-server`), and the real child
+// that tests in every package spawn.
+//
+//	srv := demo.NewServer()                     // an *mcp.Server, for in-memory transports
+//	err := demo.Run(ctx, os.Stdin, os.Stdout)   // newline-delimited JSON over stdio
+//
+// # Tools
+//
+//	echo {message}            text = message
+//	add {a, b}                text = the sum; structuredContent {sum}
+//	sleep {ms}                writes "sleeping Nms" to stderr and sleeps; on
+//	                          cancellation writes "cancelled sleep" to stderr
+//	progress {steps, delayMs} one notifications/progress per step (when the request
+//	                          has a progressToken), then "done N"
+//	cwd                       the process working directory
+//	roots                     the client's roots/list answer as JSON text; "[]" when
+//	                          the client has no roots capability
+//	env {name}                the value of that environment variable
+//	pid                       the process id
+//	crash {code, stderr}      writes stderr, then exits with code (default 3), unanswered
+//	big {bytes}               a text of exactly that many bytes
+//	init                      the exact initialize request line the client sent, and
+//	                          its parsed capabilities, as JSON text
+//	fail {message}            a result with isError: true
+//	stderr {text}             writes text to stderr, returns "ok"
+//
+// plus the prompt `greet {name}` and the resource `demo://readme`.
+//
+// # Failure flags
+//
+// Main (and so MaybeServe and `mcpx demo-server`) honours, before serving:
+// EnvExitAtStart=N writes "boom" to stderr and exits N; EnvGarbage=1 writes a
+// non-JSON line to stdout; EnvHang=1 never answers initialize.
+//
+// # Re-exec'ing the test binary as a real child
+//
+// Tests that need a real child process spawn their own test binary with
+// EnvServer=1. Call MaybeServe first thing in TestMain:
+//
+//	func TestMain(m *testing.M) {
+//		demo.MaybeServe() // in the child: serves stdio, then exits
+//		os.Exit(m.Run())
+//	}
+//
+// and start the child as
+//
+//	cmd := exec.Command(os.Args[0])
+//	cmd.Env = append(os.Environ(), demo.EnvServer+"=1")
+//
+// The child runs the demo server instead of the tests and exits 0 when its
+// stdin reaches EOF.
+package demo

@@ -1,0 +1,97 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Environment variables read by Main and MaybeServe.
+const (
+	// EnvServer=1 makes MaybeServe serve the demo server and exit.
+	EnvServer = "MCPX_DEMO_SERVER"
+	// EnvGarbage=1 writes a non-JSON line to stdout before serving.
+	EnvGarbage = "MCPX_DEMO_GARBAGE"
+	// EnvHang=1 reads stdin and never answers anything, initialize included.
+	EnvHang = "MCPX_DEMO_HANG"
+	// EnvExitAtStart=N writes "boom" to stderr and exits with code N at once.
+	EnvExitAtStart = "MCPX_DEMO_EXIT_AT_START"
+)
+
+// GarbageLine is what EnvGarbage=1 writes to stdout (without the newline).
+const GarbageLine = "this is not JSON-RPC"
+
+// Run serves the demo server over newline-delimited JSON: requests are read
+// from in, responses written to out, logs and tool output meant for stderr go
+// to os.Stderr. It returns nil when in reaches EOF, and ctx.Err() when ctx is
+// done first. Run does not close in or out.
+func Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	return run(ctx, in, out, os.Stderr)
+}
+
+func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer) error {
+	rec := &initRecorder{r: in}
+	srv := newServer(stderr, rec)
+	t := &mcp.IOTransport{Reader: io.NopCloser(rec), Writer: nopWriteCloser{out}}
+	err := srv.Run(ctx, t)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
+		return nil
+	}
+	return err
+}
+
+// Main runs the demo server on os.Stdin and os.Stdout, honouring the failure
+// flags (EnvExitAtStart, EnvGarbage, EnvHang), and returns the process exit
+// code: 0 after a clean EOF on stdin.
+func Main(ctx context.Context) int {
+	if v, ok := os.LookupEnv(EnvExitAtStart); ok {
+		code, err := strconv.Atoi(v)
+		if err != nil {
+			code = 1
+		}
+		fmt.Fprintln(os.Stderr, "boom")
+		return code
+	}
+	if os.Getenv(EnvGarbage) == "1" {
+		fmt.Fprintln(os.Stdout, GarbageLine)
+	}
+	if os.Getenv(EnvHang) == "1" {
+		hang(ctx, os.Stdin)
+		return 1
+	}
+	if err := Run(ctx, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "demo server: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// hang consumes in without answering and, even after EOF, keeps the process
+// alive until ctx is done, so that callers must signal it to stop it.
+func hang(ctx context.Context, in io.Reader) {
+	io.Copy(io.Discard, in)
+	<-ctx.Done()
+}
+
+// MaybeServe serves the demo server on stdin/stdout and exits the process if
+// EnvServer is "1"; otherwise it returns at once. See the package doc for
+// the TestMain pattern.
+func MaybeServe() {
+	if os.Getenv(EnvServer) != "1" {
+		return
+	}
+	os.Exit(Main(context.Background()))
+}
+
+// nopWriteCloser keeps the transport from closing the caller's writer.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
