@@ -11,16 +11,26 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
 )
 
 // Transport carries whole JSON-RPC messages. Send and Recv may be called
 // concurrently with each other; Close unblocks both.
 type Transport interface {
-	// Send writes one message (no trailing newline).
+	// Send writes one message (no trailing newline). It may be called
+	// concurrently and must not retain msg after it returns. Streamable
+	// HTTP answers within the POST, so its Send returns once the answer has
+	// been handed to Recv (or ctx ends).
 	Send(ctx context.Context, msg []byte) error
-	// Recv returns the next message. It returns an error (io.EOF on clean end)
-	// once the peer is gone; after that every call returns an error.
+	// Recv returns the next message, one syntactically valid JSON value that
+	// the caller owns. It returns an error (io.EOF on clean end) once the
+	// peer is gone; after that every call returns an error. Only one
+	// goroutine calls Recv.
 	Recv() ([]byte, error)
 	Close() error
 }
@@ -35,7 +45,8 @@ type Options struct {
 	// rootUri, workspaceFolders and capabilities.workspace.workspaceFolders.
 	// Empty: initialize is the rootless one and roots/list answers [].
 	Root string
-	// Logger receives protocol-level events (nil = discard).
+	// Logger receives protocol-level events (nil = discard). The child's
+	// notifications/message records are logged to it at their level.
 	Logger *slog.Logger
 }
 
@@ -48,11 +59,363 @@ type RPCError struct {
 
 func (e *RPCError) Error() string { return e.Message }
 
+// JSON-RPC error codes the broker meets (spec: basic#responses, schema).
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
+
 // ErrClosed is returned (wrapped) by calls on a session whose transport is gone.
 var ErrClosed = errors.New("mcp session closed")
 
+// closedError is how a session ended: it matches ErrClosed and the cause.
+type closedError struct{ cause error }
+
+func (e *closedError) Error() string   { return ErrClosed.Error() + ": " + e.cause.Error() }
+func (e *closedError) Unwrap() []error { return []error{ErrClosed, e.cause} }
+
 // Session is one initialized MCP session. Safe for concurrent use.
-type Session struct{}
+type Session struct {
+	t    Transport
+	opts Options
+	log  *slog.Logger
+
+	version    string          // set by Connect before the session is shared
+	initResult json.RawMessage // set by Connect before the session is shared
+
+	nextID   atomic.Int64
+	inFlight atomic.Int64
+
+	mu      sync.Mutex
+	pending map[int64]*call // guarded by mu; nil once the session ended
+	err     error           // guarded by mu; why done was closed
+
+	done       chan struct{} // closed when the session ends
+	readerDone chan struct{} // closed when the reader goroutine returns
+	ctx        context.Context
+	cancel     context.CancelFunc // ends ctx, which bounds replies
+	replies    sync.WaitGroup     // goroutines answering the child's requests
+
+	tools, resources, templates, prompts listCache
+}
+
+// call is one request waiting for its response.
+type call struct {
+	ch         chan response // buffered 1; receives exactly one response
+	onProgress func(json.RawMessage)
+
+	progMu   sync.Mutex // serialises onProgress with finish
+	finished bool       // guarded by progMu: the caller has returned
+}
+
+type response struct {
+	result json.RawMessage
+	err    error
+}
 
 // Connect performs the initialize handshake and returns a ready session.
-func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) { return nil, ErrClosed }
+// ctx bounds only the handshake; the session lives until Close or until the
+// transport is gone. On error the transport is closed.
+func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Session{
+		t:          t,
+		opts:       opts,
+		log:        opts.Logger,
+		pending:    make(map[int64]*call),
+		done:       make(chan struct{}),
+		readerDone: make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	go s.read()
+	var err error
+	for _, e := range eras {
+		s.version, s.initResult, err = e.open(ctx, s)
+		if err == nil {
+			return s, nil
+		}
+	}
+	s.Close()
+	return nil, fmt.Errorf("initializing mcp session: %w", err)
+}
+
+// ProtocolVersion returns the negotiated protocol version.
+func (s *Session) ProtocolVersion() string { return s.version }
+
+// InitializeResult returns the child's initialize result as it sent it. The
+// caller must not modify it.
+func (s *Session) InitializeResult() json.RawMessage { return s.initResult }
+
+// InFlight returns the number of requests waiting for the child.
+func (s *Session) InFlight() int { return int(s.inFlight.Load()) }
+
+// Done is closed when the session has ended: the transport is gone (EOF, a
+// protocol violation, an expired HTTP session) or Close was called.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns why Done was closed, nil before. It matches ErrClosed.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Close ends the session: it closes the transport (for stdio, the child's
+// stdin), fails pending calls with ErrClosed, and waits for the session's
+// goroutines.
+func (s *Session) Close() error {
+	s.shutdown(nil)
+	<-s.readerDone
+	s.replies.Wait()
+	return nil
+}
+
+// shutdown ends the session once. cause nil means Close was called.
+func (s *Session) shutdown(cause error) {
+	s.mu.Lock()
+	if s.pending == nil {
+		s.mu.Unlock()
+		return
+	}
+	var err error = ErrClosed
+	if cause != nil {
+		err = &closedError{cause}
+	}
+	s.err = err
+	pending := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+
+	s.cancel()
+	if cerr := s.t.Close(); cerr != nil {
+		s.log.Debug("closing mcp transport", "err", cerr)
+	}
+	for _, c := range pending {
+		c.ch <- response{err: err}
+	}
+	close(s.done)
+	if cause != nil {
+		s.log.Info("mcp session ended", "err", cause)
+	}
+}
+
+// Call sends the request method with params (nil = none) and returns the
+// result bytes exactly as the child sent them; the caller owns them. A
+// JSON-RPC error answer is returned as *RPCError.
+//
+// If onProgress is non-nil, a progress token unique to this call is merged
+// into params._meta.progressToken and every notifications/progress params
+// carrying it is passed to onProgress. onProgress runs on the session's
+// reader goroutine: it must not block, and it is never called after Call
+// returns.
+//
+// When ctx ends first, the child is sent notifications/cancelled and Call
+// returns ctx's error, wrapped; a late response is dropped.
+func (s *Session) Call(ctx context.Context, method string, params json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+	return s.request(ctx, method, params, onProgress, true)
+}
+
+// CallTool calls tools/call for the tool name with the arguments args (nil =
+// none) and returns the CallToolResult as the child sent it. A tool that ran
+// and failed is a result with "isError":true, not an error.
+func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+	b := getBuf()
+	defer putBuf(b)
+	b.WriteString(`{"name":`)
+	b.Write(appendString(b.AvailableBuffer(), name))
+	if len(args) > 0 {
+		b.WriteString(`,"arguments":`)
+		if err := appendParams(b, args); err != nil {
+			return nil, fmt.Errorf("calling tool %s: arguments: %w", name, err)
+		}
+	}
+	b.WriteByte('}')
+	return s.request(ctx, "tools/call", b.Bytes(), onProgress, true)
+}
+
+// request runs one request. cancel=false (initialize) sends no
+// notifications/cancelled when ctx ends.
+func (s *Session) request(ctx context.Context, method string, params []byte, onProgress func(json.RawMessage), cancel bool) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("calling %s: %w", method, err)
+	}
+	id := s.nextID.Add(1)
+	c := &call{ch: make(chan response, 1), onProgress: onProgress}
+	if onProgress != nil {
+		var err error
+		// The request id doubles as the progress token: unique among
+		// active requests, and it routes through the pending map.
+		if params, err = withProgressToken(params, id); err != nil {
+			return nil, fmt.Errorf("calling %s: params: %w", method, err)
+		}
+		defer c.finish()
+	}
+
+	s.mu.Lock()
+	if s.pending == nil {
+		err := s.err
+		s.mu.Unlock()
+		return nil, fmt.Errorf("calling %s: %w", method, err)
+	}
+	s.pending[id] = c
+	s.mu.Unlock()
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+
+	b := getBuf()
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(strconv.AppendInt(b.AvailableBuffer(), id, 10))
+	b.WriteString(`,"method":`)
+	b.Write(appendString(b.AvailableBuffer(), method))
+	if len(params) > 0 {
+		b.WriteString(`,"params":`)
+		if err := appendParams(b, params); err != nil {
+			putBuf(b)
+			s.forget(id)
+			return nil, fmt.Errorf("calling %s: %w", method, err)
+		}
+	}
+	b.WriteByte('}')
+	err := s.t.Send(ctx, b.Bytes())
+	putBuf(b)
+	if err != nil {
+		if s.forget(id) && ctx.Err() != nil && cancel {
+			// Streamable HTTP: the POST may have reached the child.
+			s.cancelRequest(ctx, id)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("calling %s: %w", method, ctx.Err())
+		}
+		return nil, fmt.Errorf("calling %s: %w", method, s.sendError(err))
+	}
+
+	select {
+	case r := <-c.ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("calling %s: %w", method, r.err)
+		}
+		return r.result, nil
+	case <-ctx.Done():
+		if !s.forget(id) {
+			// The response (or the session's end) is being delivered.
+			r := <-c.ch
+			if r.err != nil {
+				return nil, fmt.Errorf("calling %s: %w", method, r.err)
+			}
+			return r.result, nil
+		}
+		if cancel {
+			s.cancelRequest(ctx, id)
+		}
+		return nil, fmt.Errorf("calling %s: %w", method, ctx.Err())
+	}
+}
+
+// sendError turns a failed Send into the session's end when the transport
+// says the session is over.
+func (s *Session) sendError(err error) error {
+	if errors.Is(err, ErrSessionExpired) {
+		s.shutdown(err)
+	}
+	select {
+	case <-s.done:
+		if e := s.Err(); e != nil {
+			return e
+		}
+	default:
+	}
+	return err
+}
+
+// forget removes id from the pending map; false if it was not there (its
+// response is on the way or the session ended).
+func (s *Session) forget(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pending[id]; !ok {
+		return false
+	}
+	delete(s.pending, id)
+	return true
+}
+
+func (c *call) finish() {
+	c.progMu.Lock()
+	c.finished = true
+	c.progMu.Unlock()
+}
+
+func (c *call) progress(params json.RawMessage) {
+	c.progMu.Lock()
+	defer c.progMu.Unlock()
+	if !c.finished {
+		c.onProgress(params)
+	}
+}
+
+// cancelRequest tells the child to stop working on id.
+//
+// Spec (basic/utilities/cancellation): "When a party wants to cancel an
+// in-progress request, it sends a notifications/cancelled notification
+// containing: The ID of the request to cancel, An optional reason string".
+// Schema: "The request SHOULD still be in-flight, but due to communication
+// latency, it is always possible that this notification MAY arrive after the
+// request has already finished." Late responses are dropped by the reader.
+func (s *Session) cancelRequest(ctx context.Context, id int64) {
+	reason := "the caller went away"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		reason = "timeout: the caller's deadline passed"
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		reason += ": " + cause.Error()
+	}
+	b := getBuf()
+	defer putBuf(b)
+	b.WriteString(`{"requestId":`)
+	b.Write(strconv.AppendInt(b.AvailableBuffer(), id, 10))
+	b.WriteString(`,"reason":`)
+	b.Write(appendString(b.AvailableBuffer(), reason))
+	b.WriteByte('}')
+	if err := s.notify(s.ctx, "notifications/cancelled", b.Bytes()); err != nil {
+		s.log.Debug("sending notifications/cancelled", "id", id, "err", err)
+	}
+}
+
+// notify sends a notification (params nil = none).
+func (s *Session) notify(ctx context.Context, method string, params []byte) error {
+	b := getBuf()
+	defer putBuf(b)
+	b.WriteString(`{"jsonrpc":"2.0","method":`)
+	b.Write(appendString(b.AvailableBuffer(), method))
+	if len(params) > 0 {
+		b.WriteString(`,"params":`)
+		b.Write(params)
+	}
+	b.WriteByte('}')
+	return s.t.Send(ctx, b.Bytes())
+}
+
+// read is the session's one reader goroutine: it routes every message the
+// child sends until the transport is gone.
+func (s *Session) read() {
+	defer close(s.readerDone)
+	for {
+		msg, err := s.t.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("child closed its output (EOF)")
+			}
+			s.shutdown(err)
+			return
+		}
+		if err := s.dispatch(msg); err != nil {
+			s.shutdown(err)
+			return
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+)
+
+// dispatch routes one message from the child. An error ends the session.
+func (s *Session) dispatch(msg []byte) error {
+	if i := skipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
+		// JSON-RPC batches were allowed by 2024-11-05 and 2025-03-26.
+		var err error
+		elements(msg, func(m []byte) {
+			if err == nil {
+				err = s.dispatchOne(m, msg)
+			}
+		})
+		return err
+	}
+	return s.dispatchOne(msg, msg)
+}
+
+func (s *Session) dispatchOne(msg, line []byte) error {
+	e, err := parseEnvelope(msg)
+	switch {
+	case err != nil:
+		return s.violation(line, err.Error())
+	case e.isResponse():
+		s.deliver(&e)
+	case e.isRequest():
+		s.answer(&e)
+	case e.isNotification():
+		s.notification(&e)
+	default:
+		return s.violation(line, "not a JSON-RPC message")
+	}
+	return nil
+}
+
+// deliver hands a response to the call waiting for it. Late responses, for
+// calls that were cancelled or abandoned, are dropped.
+//
+// Spec (basic/utilities/cancellation): "The sender of the cancellation
+// notification SHOULD ignore any response to the request that arrives
+// afterward."
+func (s *Session) deliver(e *envelope) {
+	id, ok := parseID(e.id)
+	if !ok {
+		// e.g. an error answering a request the child could not parse.
+		s.log.Warn("mcp child answered a request id mcpx never sent", "id", string(e.id), "error", string(e.err))
+		return
+	}
+	s.mu.Lock()
+	c := s.pending[id]
+	delete(s.pending, id)
+	s.mu.Unlock()
+	if c == nil {
+		s.log.Debug("dropping late mcp response", "id", id)
+		return
+	}
+	if e.err != nil {
+		rerr := new(RPCError)
+		if err := json.Unmarshal(e.err, rerr); err != nil {
+			rerr = &RPCError{Code: CodeInternalError, Message: "malformed error from child: " + string(truncate(e.err, 200))}
+		}
+		c.ch <- response{err: rerr}
+		return
+	}
+	c.ch <- response{result: e.result}
+}
+
+// answer replies to a request from the child. Replies are sent off the
+// reader goroutine: a child blocked writing to us must never stop us from
+// reading (the two pipes would deadlock).
+//
+// Spec (client/roots, basic/utilities/ping, client/sampling,
+// client/elicitation): the server may ask the client for roots/list, ping,
+// sampling/createMessage and elicitation/create.
+func (s *Session) answer(e *envelope) {
+	method, _ := unquote(e.method)
+	var result []byte
+	var rerr *RPCError
+	switch method {
+	case "ping":
+		// Spec (basic/utilities/ping): "The receiver MUST respond promptly
+		// with an empty response".
+		result = []byte("{}")
+	case "roots/list":
+		var err error
+		if result, err = rootsResult(s.opts); err != nil {
+			rerr = &RPCError{Code: CodeInternalError, Message: err.Error()}
+		}
+	case "sampling/createMessage":
+		rerr = &RPCError{Code: CodeMethodNotFound, Message: "mcpx does not support sampling yet; the broker forwards no sampling requests to callers"}
+	case "elicitation/create":
+		rerr = &RPCError{Code: CodeMethodNotFound, Message: "mcpx does not support elicitation yet; the broker forwards no elicitation requests to callers"}
+	default:
+		rerr = &RPCError{Code: CodeMethodNotFound, Message: fmt.Sprintf("method not found: mcpx does not serve %q to child servers", method)}
+	}
+	if rerr != nil {
+		s.log.Debug("refusing mcp request from child", "method", method, "code", rerr.Code)
+	}
+	msg := replyMessage(e.id, result, rerr)
+	s.replies.Add(1)
+	go func() {
+		defer s.replies.Done()
+		if err := s.t.Send(s.ctx, msg); err != nil {
+			s.log.Debug("answering mcp request from child", "method", method, "err", err)
+		}
+	}()
+}
+
+func replyMessage(id, result []byte, rerr *RPCError) []byte {
+	b := make([]byte, 0, 64+len(result))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	if rerr != nil {
+		eb, _ := json.Marshal(rerr)
+		b = append(b, `,"error":`...)
+		b = append(b, eb...)
+	} else {
+		b = append(b, `,"result":`...)
+		b = append(b, result...)
+	}
+	return append(b, '}')
+}
+
+// notification handles a notification from the child.
+func (s *Session) notification(e *envelope) {
+	method, _ := unquote(e.method)
+	switch method {
+	case "notifications/progress":
+		s.progress(e.params)
+	// Spec (server/tools#list-changed-notification): "When the list of
+	// available tools changes, servers that declared the listChanged
+	// capability SHOULD send a notification". Same for resources and
+	// prompts.
+	case "notifications/tools/list_changed":
+		s.tools.invalidate()
+	case "notifications/resources/list_changed":
+		s.resources.invalidate()
+		s.templates.invalidate()
+	case "notifications/prompts/list_changed":
+		s.prompts.invalidate()
+	case "notifications/message":
+		s.logMessage(e.params)
+	default:
+		s.log.Debug("ignoring mcp notification", "method", method)
+	}
+}
+
+// progress routes notifications/progress to the call that asked for it.
+//
+// Spec (basic/utilities/progress): "The receiver MAY then send progress
+// notifications containing: The original progress token, The current
+// progress value so far, An optional total value, An optional message".
+func (s *Session) progress(params []byte) {
+	tok := member(params, `"progressToken"`)
+	id, ok := parseID(tok)
+	if !ok {
+		s.log.Debug("ignoring progress for an unknown token", "token", string(tok))
+		return
+	}
+	s.mu.Lock()
+	c := s.pending[id]
+	s.mu.Unlock()
+	if c == nil || c.onProgress == nil {
+		s.log.Debug("ignoring progress for an unknown token", "token", string(tok))
+		return
+	}
+	c.progress(params)
+}
+
+// logMessage logs a notifications/message record (spec:
+// server/utilities/logging) at the matching slog level.
+func (s *Session) logMessage(params []byte) {
+	var m struct {
+		Level  string          `json:"level"`
+		Logger string          `json:"logger"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(params, &m); err != nil {
+		s.log.Debug("malformed notifications/message", "err", err)
+		return
+	}
+	level := slog.LevelInfo
+	switch m.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "info", "notice":
+		level = slog.LevelInfo
+	case "warning":
+		level = slog.LevelWarn
+	case "error", "critical", "alert", "emergency":
+		level = slog.LevelError
+	}
+	data := string(m.Data)
+	if s, ok := unquote(m.Data); ok {
+		data = s
+	}
+	attrs := []any{"level_mcp", m.Level, "data", data}
+	if m.Logger != "" {
+		attrs = append(attrs, "logger", m.Logger)
+	}
+	s.log.Log(context.Background(), level, "mcp child log", attrs...)
+}
+
+// ProtocolError is a message from the child that breaks the protocol. It
+// ends the session.
+type ProtocolError struct {
+	Line   []byte // the offending message, truncated
+	Reason string
+	Hint   string // what the child's author should fix, if known
+}
+
+func (e *ProtocolError) Error() string {
+	msg := fmt.Sprintf("child sent %s: %s", e.Reason, strconv.Quote(string(e.Line)))
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
+}
+
+// violation builds the protocol error for line, with the transport's hint.
+func (s *Session) violation(line []byte, reason string) error {
+	hint := ""
+	if h, ok := s.t.(interface{ violationHint() string }); ok {
+		hint = h.violationHint()
+	}
+	return &ProtocolError{Line: truncate(line, 200), Reason: reason, Hint: hint}
+}
+
+// truncate returns at most n bytes of b, marked when cut.
+func truncate(b []byte, n int) []byte {
+	b = bytes.TrimSpace(b)
+	if len(b) <= n {
+		return bytes.Clone(b)
+	}
+	return append(bytes.Clone(b[:n]), "…"...)
+}

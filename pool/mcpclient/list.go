@@ -1,0 +1,153 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// maxPages bounds one listing: a child that keeps handing out new cursors
+// ends the listing with an error instead of looping forever.
+const maxPages = 10000
+
+// Tools returns every tool the child offers (all pages of tools/list) as one
+// JSON array of Tool objects, as the child sent them. The array is cached
+// until the child sends notifications/tools/list_changed. The caller must not
+// modify it.
+func (s *Session) Tools(ctx context.Context) (json.RawMessage, error) {
+	return s.list(ctx, &s.tools, "tools/list", `"tools"`)
+}
+
+// Resources returns every resource (all pages of resources/list) as one JSON
+// array, cached until notifications/resources/list_changed. The caller must
+// not modify it.
+func (s *Session) Resources(ctx context.Context) (json.RawMessage, error) {
+	return s.list(ctx, &s.resources, "resources/list", `"resources"`)
+}
+
+// ResourceTemplates returns every resource template (all pages of
+// resources/templates/list) as one JSON array, cached until
+// notifications/resources/list_changed. The caller must not modify it.
+func (s *Session) ResourceTemplates(ctx context.Context) (json.RawMessage, error) {
+	return s.list(ctx, &s.templates, "resources/templates/list", `"resourceTemplates"`)
+}
+
+// Prompts returns every prompt (all pages of prompts/list) as one JSON array,
+// cached until notifications/prompts/list_changed. The caller must not modify
+// it.
+func (s *Session) Prompts(ctx context.Context) (json.RawMessage, error) {
+	return s.list(ctx, &s.prompts, "prompts/list", `"prompts"`)
+}
+
+// ReadResource calls resources/read for uri and returns the
+// ReadResourceResult as the child sent it.
+func (s *Session) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	params, _ := json.Marshal(struct {
+		URI string `json:"uri"`
+	}{uri})
+	return s.Call(ctx, "resources/read", params, nil)
+}
+
+// GetPrompt calls prompts/get for the prompt name with args (nil = none)
+// and returns the GetPromptResult as the child sent it.
+func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error) {
+	params, _ := json.Marshal(struct {
+		Name      string            `json:"name"`
+		Arguments map[string]string `json:"arguments,omitempty"`
+	}{name, args})
+	return s.Call(ctx, "prompts/get", params, nil)
+}
+
+// list fetches all pages of method and joins the key arrays.
+//
+// Spec (server/utilities/pagination): "The server's response includes: The
+// current page of results, An optional nextCursor field if more results
+// exist". "Clients MUST treat cursors as opaque tokens" and "Clients MUST NOT
+// assume a fixed page size".
+func (s *Session) list(ctx context.Context, cache *listCache, method, key string) (json.RawMessage, error) {
+	val, gen := cache.get()
+	if val != nil {
+		return val, nil
+	}
+	out := []byte{'['}
+	n := 0
+	var cursor []byte // raw JSON string
+	seen := make(map[string]bool)
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("listing %s: more than %d pages", method, maxPages)
+		}
+		params := []byte("{}")
+		if cursor != nil {
+			params = append(append([]byte(`{"cursor":`), cursor...), '}')
+		}
+		res, err := s.Call(ctx, method, params, nil)
+		if err != nil {
+			return nil, err
+		}
+		var items, next []byte
+		if err := members(res, func(k, v []byte) {
+			switch string(k) {
+			case key:
+				items = v
+			case `"nextCursor"`:
+				next = v
+			}
+		}); err != nil {
+			return nil, fmt.Errorf("listing %s: result is %w", method, err)
+		}
+		if items != nil {
+			if err := elements(items, func(v []byte) {
+				if n > 0 {
+					out = append(out, ',')
+				}
+				out = append(out, v...)
+				n++
+			}); err != nil {
+				return nil, fmt.Errorf("listing %s: %s is %w", method, key, err)
+			}
+		}
+		c, ok := unquote(next)
+		if !ok || c == "" {
+			break
+		}
+		if seen[c] {
+			return nil, fmt.Errorf("listing %s: child repeated cursor %s", method, next)
+		}
+		seen[c] = true
+		cursor = next
+	}
+	out = append(out, ']')
+	cache.put(out, gen)
+	return out, nil
+}
+
+// listCache holds one joined listing until the child says it changed.
+type listCache struct {
+	mu  sync.Mutex
+	gen uint64          // guarded by mu; bumped by each list_changed
+	val json.RawMessage // guarded by mu; nil = not cached
+}
+
+func (c *listCache) get() (json.RawMessage, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.val, c.gen
+}
+
+// put caches val unless a list_changed arrived since the listing began.
+func (c *listCache) put(val json.RawMessage, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == gen {
+		c.val = val
+	}
+}
+
+func (c *listCache) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.val = nil
+}
