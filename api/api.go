@@ -1,0 +1,122 @@
+// Package api serves the broker over HTTP: the /v1 routes, authentication of
+// local callers (unix-socket peer credentials, loopback TCP), problem+json
+// errors, compression and server-sent events for tool progress.
+//
+//	ln, err := api.ListenUnix("/run/user/1000/mcpx/mcpx.sock")
+//	h := api.New(api.Options{Broker: b, Logger: logger, Version: "v0.1.0"})
+//	err = api.Serve(ctx, ln, h, api.ServeOptions{Logger: logger})
+//
+// Nothing here knows about processes: every request becomes a call on
+// *broker.Broker with a broker.Request (who is calling, from where, which
+// server), and every error comes back as a *broker.Error mapped to one status
+// and one stable problem type in writeProblem.
+//
+// The route table (Routes) is the single description of the API: the router
+// is built from it, and the OpenAPI generator reads it.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/klauspost/compress/gzhttp"
+
+	"mcpx.dev/mcpx/broker"
+)
+
+// DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 4 << 20
+
+// Options configure New.
+type Options struct {
+	Broker       *broker.Broker // required
+	Logger       *slog.Logger   // nil = discard
+	Version      string         // reported by /healthz and /v1/whoami; "" = "dev"
+	MaxBodyBytes int64          // request body limit; 0 = DefaultMaxBodyBytes
+}
+
+// server holds what every handler needs. It is immutable after New.
+type server struct {
+	b       *broker.Broker
+	log     *slog.Logger
+	version string
+	maxBody int64
+	owner   int // the only uid admitted on the unix socket: the daemon's
+}
+
+// New returns the API handler. It serves every route in Routes, on any
+// listener: callers are authenticated from the connection (see ConnContext),
+// so the handler must be served by an http.Server whose ConnContext is
+// ConnContext (Serve and NewServer do that) for unix-socket callers to be
+// admitted.
+func New(opts Options) http.Handler {
+	return newServer(opts).handler(routes)
+}
+
+func newServer(opts Options) *server {
+	s := &server{
+		b:       opts.Broker,
+		log:     opts.Logger,
+		version: opts.Version,
+		maxBody: opts.MaxBodyBytes,
+		owner:   os.Getuid(),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.version == "" {
+		s.version = "dev"
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	return s
+}
+
+// handler builds the router from table. Middleware order, outermost first:
+// recover panics, authenticate, compress (not event streams), route.
+func (s *server) handler(table []route) http.Handler {
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeProblem(w, r, &broker.Error{Kind: broker.KindNotFound, Op: "route",
+			Msg: "no such endpoint: " + r.URL.Path, Hint: "see /openapi.json for the routes"})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeProblem(w, r, errMethodNotAllowed)
+	})
+	for _, rt := range table {
+		r.Method(rt.Method, rt.Pattern, s.endpoint(rt))
+	}
+	return s.recoverer(s.authenticate(compress(r)))
+}
+
+// endpoint adapts a route's handler: its error becomes a problem response.
+func (s *server) endpoint(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := rt.handle(s, w, r); err != nil {
+			s.writeProblem(w, r, err)
+		}
+	})
+}
+
+// compress wraps h with zstd/gzip compression of JSON responses. Event
+// streams bypass it entirely: the compressor buffers until it has seen enough
+// bytes to decide, which would hold back progress events.
+func compress(h http.Handler) http.Handler {
+	wrap, err := gzhttp.NewWrapper(gzhttp.ContentTypes([]string{
+		"application/json", "application/problem+json",
+	}))
+	if err != nil {
+		panic(err) // the options above are constant and valid
+	}
+	gz := wrap(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if wantsEvents(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		gz.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,108 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"mcpx.dev/mcpx/broker"
+)
+
+// readBody reads the request body, at most s.maxBody bytes (more is a
+// 413 through http.MaxBytesError), with surrounding whitespace trimmed.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, err
+		}
+		return nil, &broker.Error{Kind: broker.KindBadRequest, Op: "read body", Field: "body",
+			Msg: "could not read the request body", Err: err}
+	}
+	return trimSpace(b), nil
+}
+
+// readArguments reads tool arguments: a JSON object, passed on as sent. An
+// empty body means no arguments ({}).
+func (s *server) readArguments(w http.ResponseWriter, r *http.Request) (json.RawMessage, error) {
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	if err := checkObject(b, "tool arguments"); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// readPromptArguments reads prompt arguments: a JSON object of strings.
+func (s *server) readPromptArguments(w http.ResponseWriter, r *http.Request) (map[string]string, error) {
+	b, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	args := map[string]string{}
+	if len(b) == 0 {
+		return args, nil
+	}
+	if err := checkObject(b, "prompt arguments"); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &args); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, badBody(fmt.Sprintf("prompt argument %q must be a string, not a JSON %s", te.Field, te.Value),
+				"quote the value: prompt arguments are strings")
+		}
+		return nil, badBody("prompt arguments: "+err.Error(), "")
+	}
+	return args, nil
+}
+
+// checkObject reports whether b is one well-formed JSON object. Syntax
+// errors name the byte offset so the caller can find the mistake.
+func checkObject(b []byte, what string) error {
+	var v json.RawMessage
+	if err := json.Unmarshal(b, &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return badBody(fmt.Sprintf("%s are not valid JSON: %s at byte offset %d", what, se.Error(), se.Offset),
+				"send a JSON object, e.g. {\"name\": \"value\"}")
+		}
+		return badBody(fmt.Sprintf("%s are not valid JSON: %s", what, err), "")
+	}
+	if b[0] != '{' {
+		return badBody(fmt.Sprintf("%s must be a JSON object, not %s", what, jsonKind(b[0])),
+			"wrap them in an object: {\"name\": value}")
+	}
+	return nil
+}
+
+func badBody(msg, hint string) error {
+	return &broker.Error{Kind: broker.KindBadRequest, Op: "read body", Field: "body", Msg: msg, Hint: hint}
+}
+
+// jsonKind names the kind of JSON value that starts with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+func trimSpace(b []byte) []byte { return bytes.TrimSpace(b) }

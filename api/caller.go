@@ -1,0 +1,137 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"mcpx.dev/mcpx/broker"
+)
+
+// Caller-context headers: what a caller declares about where and who it is.
+// See broker.CallContext.
+const (
+	HeaderCwd           = "Mcpx-Cwd"            // absolute path on the broker's machine
+	HeaderSession       = "Mcpx-Session"        // the caller's session id
+	HeaderParentSession = "Mcpx-Parent-Session" // the session that started the caller's session
+	HeaderLease         = "Mcpx-Lease"          // a remote caller's pid-style lifetime
+	HeaderPid           = "Mcpx-Pid"            // the caller's pid; trusted from unix-socket callers only
+)
+
+// Caller Via values.
+const (
+	ViaUnix        = "unix"
+	ViaTCPLoopback = "tcp-loopback"
+)
+
+type callerKey struct{}
+
+// callerFrom returns the authenticated caller of a request.
+func callerFrom(ctx context.Context) (broker.Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(broker.Caller)
+	return c, ok
+}
+
+// authenticate admits a request or answers 403:
+//
+//   - unix-socket callers (peer credentials from ConnContext) whose uid is the
+//     daemon's get full rights and Local (their Mcpx-Pid is trusted);
+//   - loopback TCP callers get full rights but not Local: anyone on this
+//     machine can reach a loopback port, so this trusts the machine, not the
+//     user. Bearer tokens (a later issue) will narrow it. Browsers are
+//     refused: a request with an Origin header, or a Host that is not a
+//     loopback name (DNS rebinding), is not from a local program.
+//
+// Everything else is refused: X-Forwarded-For and friends are never read.
+func (s *server) authenticate(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.identify(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	})
+}
+
+func (s *server) identify(r *http.Request) (broker.Caller, error) {
+	if p, ok := peerFrom(r.Context()); ok {
+		return s.unixCaller(p)
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil || !ap.Addr().Unmap().IsLoopback() {
+		return broker.Caller{}, forbidden("only local callers are served: connect over the unix socket or a loopback address")
+	}
+	if r.Header.Get("Origin") != "" {
+		return broker.Caller{}, forbidden("requests from web pages are refused (the request has an Origin header)")
+	}
+	if !loopbackHost(r.Host) {
+		return broker.Caller{}, forbidden(fmt.Sprintf("host %q is not a loopback name", r.Host))
+	}
+	return broker.Caller{Name: "loopback", Via: ViaTCPLoopback, Admin: true}, nil
+}
+
+func (s *server) unixCaller(p peer) (broker.Caller, error) {
+	if p.err != nil {
+		return broker.Caller{}, &broker.Error{Kind: broker.KindForbidden, Op: "authenticate",
+			Msg: "cannot read the peer credentials of this connection", Err: p.err}
+	}
+	if p.uid != s.owner {
+		return broker.Caller{}, forbidden(fmt.Sprintf("uid %d may not use this daemon; it serves uid %d only", p.uid, s.owner))
+	}
+	return broker.Caller{Name: "local:" + strconv.Itoa(p.uid), Via: ViaUnix, Uid: p.uid, Local: true, Admin: true}, nil
+}
+
+func forbidden(msg string) error {
+	return &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Msg: msg}
+}
+
+// loopbackHost reports whether a Host header names this machine: a loopback
+// IP or "localhost", with or without a port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+// callContext reads the caller-context headers. Mcpx-Pid is honoured only
+// from local (unix-socket) callers: a remote pid names nothing we can watch.
+func callContext(r *http.Request, c broker.Caller) (broker.CallContext, error) {
+	h := r.Header
+	cc := broker.CallContext{
+		Cwd:           h.Get(HeaderCwd),
+		Session:       h.Get(HeaderSession),
+		ParentSession: h.Get(HeaderParentSession),
+		Lease:         h.Get(HeaderLease),
+	}
+	if v := h.Get(HeaderPid); v != "" && c.Local {
+		pid, err := strconv.Atoi(v)
+		if err != nil || pid <= 0 {
+			return cc, &broker.Error{Kind: broker.KindBadRequest, Op: "read headers", Field: HeaderPid,
+				Msg: fmt.Sprintf("%s %q is not a process id", HeaderPid, v), Hint: "send a positive integer or omit the header"}
+		}
+		cc.Pid = pid
+	}
+	return cc, nil
+}
+
+// request builds the broker request for r: the caller, its declared
+// context, and the {server} path parameter if the route has one.
+func request(r *http.Request) (broker.Request, error) {
+	c, _ := callerFrom(r.Context())
+	cc, err := callContext(r, c)
+	if err != nil {
+		return broker.Request{}, err
+	}
+	return broker.Request{Caller: c, Context: cc, Server: param(r, "server")}, nil
+}

@@ -1,0 +1,162 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"mcpx.dev/mcpx/broker"
+)
+
+// wantsEvents reports whether the client asked for a server-sent event stream.
+func wantsEvents(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && mt == "text/event-stream" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// streamCall runs a tool call as a server-sent event stream:
+//
+//	event: progress   the params of each notifications/progress, in order
+//	event: result     the child's CallToolResult, unchanged
+//	event: error      a Problem, if the call failed after the stream began
+//
+// Errors found before the call starts (unknown server, bad headers or body)
+// are plain problem responses with their status. The call runs on its own
+// goroutine so that the broker's progress callback never waits on a slow
+// client; this handler writes every event and waits for that goroutine.
+func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.Request, tool string, args json.RawMessage) error {
+	if _, err := s.b.Server(req.Server); err != nil {
+		return err
+	}
+	ev := newEventWriter(w)
+	q := newProgressQueue()
+	type outcome struct {
+		res json.RawMessage
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("panic in tool call", "server", req.Server, "tool", tool, "panic", v, "stack", string(debug.Stack()))
+				o.err = &broker.Error{Kind: broker.KindInternal, Op: "call", Err: fmt.Errorf("panic: %v", v)}
+			}
+			done <- o
+		}()
+		o.res, o.err = s.b.CallTool(r.Context(), req, tool, args, q.push)
+	}()
+	for {
+		select {
+		case <-q.ready:
+			for _, p := range q.take() {
+				ev.send("progress", p)
+			}
+		case o := <-done:
+			q.close()
+			for _, p := range q.take() {
+				ev.send("progress", p)
+			}
+			if o.err != nil {
+				p, _ := json.Marshal(s.problem(r, o.err))
+				ev.send("error", p)
+			} else {
+				ev.send("result", o.res)
+			}
+			return nil
+		}
+	}
+}
+
+// eventWriter writes server-sent events, flushing after each. Only the
+// handler's goroutine uses it.
+type eventWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	err error // the first write error: the client is gone, later events are dropped
+}
+
+func newEventWriter(w http.ResponseWriter) *eventWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // ask reverse proxies not to buffer the stream
+	w.WriteHeader(http.StatusOK)
+	e := &eventWriter{w: w, rc: http.NewResponseController(w)}
+	e.err = e.rc.Flush()
+	return e
+}
+
+// send writes one event. Data is split into lines, each its own data field
+// (per the SSE format), so multi-line JSON stays one event.
+func (e *eventWriter) send(name string, data []byte) {
+	if e.err != nil {
+		return
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "event: %s\n", name)
+	for line := range bytes.SplitSeq(bytes.TrimRight(data, "\r\n"), []byte("\n")) {
+		b.WriteString("data: ")
+		b.Write(bytes.TrimSuffix(line, []byte("\r")))
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	if _, e.err = e.w.Write(b.Bytes()); e.err == nil {
+		e.err = e.rc.Flush()
+	}
+}
+
+// progressQueue hands progress from the broker's goroutine to the handler
+// without ever blocking the broker. It is unbounded in principle; a child
+// floods it only as fast as it can write notifications, and the handler
+// drains it as fast as the client reads.
+type progressQueue struct {
+	ready chan struct{} // has a value when items may be waiting
+	mu    sync.Mutex
+	items []json.RawMessage // guarded by mu
+	shut  bool              // guarded by mu: the call returned; later pushes are dropped
+}
+
+func newProgressQueue() *progressQueue {
+	return &progressQueue{ready: make(chan struct{}, 1)}
+}
+
+// push is the broker's onProgress callback. The caller may reuse p after push
+// returns, so it is copied.
+func (q *progressQueue) push(p json.RawMessage) {
+	q.mu.Lock()
+	if !q.shut {
+		q.items = append(q.items, bytes.Clone(p))
+	}
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *progressQueue) take() []json.RawMessage {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
+}
+
+func (q *progressQueue) close() {
+	q.mu.Lock()
+	q.shut = true
+	q.mu.Unlock()
+}

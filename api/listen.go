@@ -1,0 +1,162 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// ErrSocketInUse is returned (wrapped) by ListenUnix when another process
+// answers on the socket path.
+var ErrSocketInUse = errors.New("another process is serving on the socket")
+
+// ListenUnix listens on a unix socket at path that only its owner can
+// connect to: the socket is chmod 0600 after listening (so the umask does not
+// matter), and a missing parent directory is created 0700. A socket left by a
+// daemon that died is removed; if something still answers on it, ListenUnix
+// refuses with ErrSocketInUse rather than stealing the path. Closing the
+// listener removes the socket.
+func ListenUnix(path string) (net.Listener, error) {
+	if err := ensurePrivateDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	if err := removeStaleSocket(path); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("restricting %s to its owner: %w", path, err)
+	}
+	return ln, nil
+}
+
+// ensurePrivateDir creates dir (and parents) if missing, ending with mode
+// 0700 on dir itself. An existing dir is left as it is: it may be
+// $XDG_RUNTIME_DIR or a directory the user chose.
+func ensurePrivateDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating socket directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("restricting socket directory: %w", err)
+	}
+	return nil
+}
+
+// removeStaleSocket removes a socket at path that nothing answers on.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checking socket path: %w", err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s exists and is not a socket; remove it or choose another socket path", path)
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("%s: %w (is another `mcpx serve` running?)", path, ErrSocketInUse)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("checking whether %s is live: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing stale socket: %w", err)
+	}
+	return nil
+}
+
+// ListenLoopback listens on a TCP address that must be on the loopback
+// interface ("127.0.0.1:8080", "[::1]:0", "localhost:0"). Other addresses are
+// refused: until callers can present tokens, TCP callers are trusted because
+// only this machine can reach a loopback port.
+func ListenLoopback(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %q: %w (want host:port, e.g. 127.0.0.1:7777)", addr, err)
+	}
+	if !loopbackHost(host) {
+		return nil, fmt.Errorf("listen address %q is not a loopback address: mcpx only serves TCP on 127.0.0.1, [::1] or localhost", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err != nil || !ap.Addr().Unmap().IsLoopback() {
+		ln.Close()
+		return nil, fmt.Errorf("listen address %q resolved to %s, which is not loopback", addr, ln.Addr())
+	}
+	return ln, nil
+}
+
+// ServeOptions configure Serve.
+type ServeOptions struct {
+	Logger *slog.Logger // server errors (bad handshakes, panics); nil = discard
+	// DrainTimeout bounds how long shutdown waits for in-flight requests
+	// (tool calls, event streams) before closing their connections, which
+	// cancels them. 0 = 10s.
+	DrainTimeout time.Duration
+}
+
+// NewServer returns an http.Server for h with the settings the API needs:
+// ConnContext (unix peer credentials), a read-header timeout, and no write
+// timeout (tool calls and event streams may run for minutes).
+func NewServer(h http.Handler, logger *slog.Logger) *http.Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &http.Server{
+		Handler:           h,
+		ConnContext:       ConnContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// Serve serves h on ln until ctx is done, then stops accepting, waits up to
+// DrainTimeout for in-flight requests and closes what remains. It returns nil
+// after a shutdown, or the error that stopped serving. Request contexts do
+// not derive from ctx: cancelling ctx drains calls rather than aborting them.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptions) error {
+	srv := NewServer(h, opts.Logger)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	drain := opts.DrainTimeout
+	if drain <= 0 {
+		drain = 10 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		err = fmt.Errorf("draining %s: %w", ln.Addr(), err)
+		srv.Close() // cancels what is left; the broker cancels the child calls
+	}
+	<-errc // http.ErrServerClosed
+	return err
+}
