@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
 )
 
 func TestMain(m *testing.M) {
@@ -57,8 +58,9 @@ type child struct {
 }
 
 func childCommand(t *testing.T, env ...string) *child {
+	proctest.CheckNoLeaks(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{demo.EnvServer + "=1"}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{demo.EnvServer + "=1", proctest.Env(t)}, env...)...)
 	c := &child{cmd: cmd, stderr: &syncBuffer{}}
 	cmd.Stderr = c.stderr
 	return c
