@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 
 	"mcpx.dev/mcpx/broker"
 )
@@ -55,13 +57,21 @@ func (s *server) readPromptArguments(w http.ResponseWriter, r *http.Request) (ma
 	if err := checkObject(b, "prompt arguments"); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(b, &args); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return nil, badBody(fmt.Sprintf("prompt argument %q must be a string, not a JSON %s", te.Field, te.Value),
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, badBody("prompt arguments: "+err.Error(), "")
+	}
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[name]
+		if len(v) == 0 || v[0] != '"' {
+			return nil, badBody(fmt.Sprintf("prompt argument %q must be a string, not %s", name, jsonKind(v[0])),
 				"quote the value: prompt arguments are strings")
 		}
-		return nil, badBody("prompt arguments: "+err.Error(), "")
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, badBody(fmt.Sprintf("prompt argument %q: %v", name, err), "")
+		}
+		args[name] = s
 	}
 	return args, nil
 }

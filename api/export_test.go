@@ -1,0 +1,28 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"mcpx.dev/mcpx/broker"
+)
+
+// NewForOwner is New admitting unix-socket callers of uid owner only.
+func NewForOwner(opts Options, owner int) http.Handler {
+	s := newServer(opts)
+	s.owner = owner
+	return s.handler(routes)
+}
+
+// NewPanicking is New plus GET /panic, which panics.
+func NewPanicking(opts Options) http.Handler {
+	table := append([]route{{Route{Method: "GET", Pattern: "/panic"},
+		func(*server, http.ResponseWriter, *http.Request) error { panic("boom") }}}, routes...)
+	return newServer(opts).handler(table)
+}
+
+// WriteProblem answers err as caller c would see it.
+func WriteProblem(w http.ResponseWriter, r *http.Request, c broker.Caller, err error) {
+	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+	newServer(Options{}).writeProblem(w, r, err)
+}

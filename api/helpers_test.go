@@ -1,0 +1,208 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
+)
+
+func TestMain(m *testing.M) {
+	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
+	os.Exit(m.Run())
+}
+
+// daemon is the API served on a real unix socket and a loopback TCP port.
+type daemon struct {
+	b    *broker.Broker
+	sock string
+	unix *client // over the unix socket: a local caller
+	tcp  *client // over loopback TCP
+	logs *syncBuffer
+}
+
+type daemonOptions struct {
+	cfg      *broker.Config // nil = no servers
+	maxBody  int64
+	owner    *int // admit this uid on the socket instead of ours
+	panicky  bool
+	noBroker bool
+}
+
+func startDaemon(t *testing.T, o daemonOptions) *daemon {
+	t.Helper()
+	cfg := o.cfg
+	if cfg == nil {
+		cfg = &broker.Config{Servers: map[string]*broker.ServerConfig{}}
+	}
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b, err := broker.New(broker.Options{Config: cfg, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Errorf("closing broker: %v", err)
+		}
+	})
+	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody}
+	var h http.Handler
+	switch {
+	case o.owner != nil:
+		h = api.NewForOwner(opts, *o.owner)
+	case o.panicky:
+		h = api.NewPanicking(opts)
+	default:
+		h = api.New(opts)
+	}
+	d := &daemon{b: b, sock: filepath.Join(t.TempDir(), "mcpx.sock"), logs: logs}
+	uln, err := api.ListenUnix(d.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tln, err := api.ListenLoopback("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, ln := range []net.Listener{uln, tln} {
+		wg.Go(func() {
+			if err := api.Serve(ctx, ln, h, api.ServeOptions{Logger: logger, DrainTimeout: 5 * time.Second}); err != nil {
+				t.Errorf("serve %s: %v", ln.Addr(), err)
+			}
+		})
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() }) // runs before the broker closes
+	d.unix = unixClient(d.sock)
+	d.tcp = &client{base: "http://" + tln.Addr().String(), hc: &http.Client{}}
+	return d
+}
+
+// client makes requests to one listener.
+type client struct {
+	base string
+	hc   *http.Client
+}
+
+func unixClient(sock string) *client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}
+	return &client{base: "http://mcpx", hc: &http.Client{Transport: tr}}
+}
+
+// response is a finished response with its body read.
+type response struct {
+	*http.Response
+	body []byte
+}
+
+func (r *response) problem(t *testing.T) api.Problem {
+	t.Helper()
+	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type = %q, want application/problem+json; body %s", ct, r.body)
+	}
+	var p api.Problem
+	if err := json.Unmarshal(r.body, &p); err != nil {
+		t.Fatalf("decoding problem %s: %v", r.body, err)
+	}
+	if p.Status != r.StatusCode {
+		t.Errorf("problem status %d, response status %d", p.Status, r.StatusCode)
+	}
+	return p
+}
+
+func (r *response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decoding %s: %v", r.body, err)
+	}
+}
+
+// do sends a request; headers come in name, value pairs.
+func (c *client) do(t *testing.T, method, path, body string, headers ...string) *response {
+	t.Helper()
+	return c.doCtx(t, t.Context(), method, path, body, headers...)
+}
+
+func (c *client) doCtx(t *testing.T, ctx context.Context, method, path, body string, headers ...string) *response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", method, path, err)
+	}
+	return &response{resp, b}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers (loggers).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// demoServer is a config entry for the demo server: this test binary
+// re-exec'd with demo.EnvServer=1, carrying t's process marker.
+func demoServer(t *testing.T, scope broker.ScopeKind, env ...string) *broker.ServerConfig {
+	e := map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)}
+	for i := 0; i+1 < len(env); i += 2 {
+		e[env[i]] = env[i+1]
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &broker.ServerConfig{Command: exe, Env: e, Scope: scope}
+}
+
+func config(servers map[string]*broker.ServerConfig) *broker.Config {
+	for name, s := range servers {
+		s.Name = name
+	}
+	return &broker.Config{Servers: servers}
+}
