@@ -1,8 +1,540 @@
 package mcpclient
 
-import "errors"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
 
 // ErrSessionExpired is returned (wrapped) when a streamable HTTP server
 // answers 404 to a request carrying a session id: the session is over and
 // the caller must connect again.
+//
+// Spec (basic/transports#session-management): "When a client receives HTTP
+// 404 in response to a request containing an Mcp-Session-Id, it MUST start a
+// new session by sending a new InitializeRequest without a session ID
+// attached."
 var ErrSessionExpired = errors.New("mcp http session expired")
+
+// NewHTTP returns the streamable HTTP client transport for the MCP endpoint
+// url (spec: basic/transports#streamable-http). headers are sent on every
+// request (e.g. Authorization). client nil means a default client; its
+// Timeout should be zero, as answers may stream for as long as a tool runs.
+// Redirects are followed only within the endpoint's scheme and host.
+//
+// Each message is POSTed; the answer to a request comes back in the POST's
+// response, as a JSON body or an SSE stream that may first carry the
+// server's own requests and notifications. After initialize, a GET stream
+// receives messages the server sends outside any request (list_changed,
+// logging). Close ends the HTTP session with DELETE.
+func NewHTTP(url string, headers map[string]string, client *http.Client) Transport {
+	c := http.Client{}
+	if client != nil {
+		c = *client
+	}
+	next := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+			return fmt.Errorf("refusing redirect from %s to another host or scheme (%s://%s)", via[0].URL.Host, req.URL.Scheme, req.URL.Host)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &httpTransport{
+		url:     url,
+		headers: headers,
+		client:  &c,
+		in:      make(chan []byte, 64),
+		closed:  make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+}
+
+type httpTransport struct {
+	url     string
+	headers map[string]string
+	client  *http.Client
+
+	mu         sync.Mutex
+	sessionID  string // guarded by mu; from the initialize response
+	version    string // guarded by mu; set after negotiation
+	getStarted bool   // guarded by mu
+	err        error  // guarded by mu; why closed was closed
+
+	in        chan []byte   // messages for Recv
+	closed    chan struct{} // closed by Close or a fatal error
+	closeOnce sync.Once
+	ctx       context.Context // ends with the transport; bounds every HTTP request
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // the GET stream goroutine
+}
+
+// SetProtocolVersion implements ProtocolVersionSetter.
+func (t *httpTransport) SetProtocolVersion(v string) {
+	t.mu.Lock()
+	t.version = v
+	t.mu.Unlock()
+}
+
+func (t *httpTransport) violationHint() string {
+	return "MCP HTTP servers must answer with JSON-RPC messages (a JSON body or text/event-stream data)"
+}
+
+// newRequest builds a request carrying the session's headers.
+//
+// Spec (basic/transports#sending-messages-to-the-server): "The client MUST
+// include an Accept header, listing both application/json and
+// text/event-stream as supported content types." Spec
+// (#protocol-version-header): "the client MUST include the
+// MCP-Protocol-Version: <protocol-version> HTTP header on all subsequent
+// requests to the MCP server".
+func (t *httpTransport) newRequest(ctx context.Context, method string, body []byte) (*http.Request, string, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.url, r)
+	if err != nil {
+		return nil, "", err
+	}
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	switch method {
+	case http.MethodPost:
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	case http.MethodGet:
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	t.mu.Lock()
+	sid, version := t.sessionID, t.version
+	t.mu.Unlock()
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	return req, sid, nil
+}
+
+// Send POSTs msg and hands whatever the server answers to Recv. For a
+// request it returns once the answer's stream has ended.
+//
+// Spec: "If the input is a JSON-RPC response or notification: If the server
+// accepts the input, the server MUST return HTTP status code 202 Accepted
+// with no body." "If the input is a JSON-RPC request, the server MUST either
+// return Content-Type: text/event-stream, to initiate an SSE stream, or
+// Content-Type: application/json, to return one JSON object."
+func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
+	if err := t.closedErr(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(t.ctx, cancel)
+	defer stop()
+
+	req, sid, err := t.newRequest(ctx, http.MethodPost, bytes.Clone(msg))
+	if err != nil {
+		return err
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		if cerr := t.closedErr(); cerr != nil {
+			return cerr
+		}
+		return fmt.Errorf("POST %s: %w", t.url, err)
+	}
+	defer resp.Body.Close()
+	if err := t.checkStatus(resp, sid, "POST"); err != nil {
+		return err
+	}
+	t.captureSession(resp)
+	if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
+		t.startGet()
+		return nil
+	}
+	e, _ := parseEnvelope(msg)
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxMessageSize+1))
+		if err != nil {
+			return fmt.Errorf("reading POST answer: %w", err)
+		}
+		if len(bytes.TrimSpace(body)) == 0 {
+			return nil
+		}
+		return t.push(ctx, body)
+	case "text/event-stream":
+		return t.readStream(ctx, resp.Body, e.id)
+	default:
+		return fmt.Errorf("POST %s answered with Content-Type %q; want application/json or text/event-stream", t.url, resp.Header.Get("Content-Type"))
+	}
+}
+
+// checkStatus turns a failed HTTP answer into an error; a 404 for a
+// session ends the transport with ErrSessionExpired.
+func (t *httpTransport) checkStatus(resp *http.Response, sid, method string) error {
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	if resp.StatusCode == http.StatusNotFound && sid != "" {
+		err := fmt.Errorf("%w: %s %s answered 404 for session %s", ErrSessionExpired, method, t.url, sid)
+		t.fail(err)
+		return err
+	}
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return fmt.Errorf("%s %s: %s: %s", method, t.url, resp.Status, bytes.TrimSpace(snippet))
+}
+
+// captureSession records the session id the server assigned at initialize.
+//
+// Spec: "A server using the Streamable HTTP transport MAY assign a session ID
+// at initialization time, by including it in an Mcp-Session-Id header on the
+// HTTP response containing the InitializeResult." "Clients MUST include it
+// in the Mcp-Session-Id header on all of their subsequent HTTP requests."
+func (t *httpTransport) captureSession(resp *http.Response) {
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		return
+	}
+	t.mu.Lock()
+	if t.sessionID == "" {
+		t.sessionID = sid
+	}
+	t.mu.Unlock()
+}
+
+// readStream hands each SSE event's data to Recv. reqID (raw, nil for
+// none) is the request this stream answers: if the stream breaks before
+// its response, it is resumed with GET and Last-Event-ID when the server
+// gave event ids.
+//
+// Spec (#resumability-and-redelivery): "If the client wishes to resume after
+// a disconnection, it SHOULD issue an HTTP GET to the MCP endpoint, and
+// include the Last-Event-ID header".
+func (t *httpTransport) readStream(ctx context.Context, body io.Reader, reqID []byte) error {
+	answered := reqID == nil
+	var lastID string
+	retry := time.Second
+	for attempt := 0; ; attempt++ {
+		err := readSSE(body, func(ev sseEvent) error {
+			if ev.id != "" {
+				lastID = ev.id
+			}
+			if ev.retry > 0 {
+				retry = ev.retry
+			}
+			if (ev.event != "" && ev.event != "message") || len(bytes.TrimSpace(ev.data)) == 0 {
+				return nil // e.g. the priming event that carries only an id
+			}
+			if !answered && answers(ev.data, reqID) {
+				answered = true
+			}
+			return t.push(ctx, ev.data)
+		})
+		if answered || ctx.Err() != nil || t.closedErr() != nil {
+			if err != nil && !answered {
+				return err
+			}
+			return nil
+		}
+		var pe *ProtocolError
+		if errors.As(err, &pe) {
+			return err
+		}
+		if lastID == "" || attempt == 5 {
+			if err == nil {
+				err = errors.New("stream ended before the response")
+			}
+			return fmt.Errorf("reading the answer stream: %w", err)
+		}
+		select {
+		case <-time.After(retry):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		rc, err := t.resume(ctx, lastID)
+		if err != nil {
+			return fmt.Errorf("resuming the answer stream: %w", err)
+		}
+		defer rc.Close()
+		body = rc
+	}
+}
+
+// answers reports whether msg is (or a batch that contains) the response to id.
+func answers(msg, id []byte) bool {
+	found := false
+	check := func(m []byte) {
+		if e, err := parseEnvelope(m); err == nil && e.isResponse() && bytes.Equal(e.id, id) {
+			found = true
+		}
+	}
+	if i := skipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
+		elements(msg, check)
+	} else {
+		check(msg)
+	}
+	return found
+}
+
+// resume reopens a stream after lastID with GET.
+func (t *httpTransport) resume(ctx context.Context, lastID string) (io.ReadCloser, error) {
+	req, sid, err := t.newRequest(ctx, http.MethodGet, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Last-Event-ID", lastID)
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.checkStatus(resp, sid, "GET"); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// startGet opens, once after initialization, the GET stream on which the
+// server sends messages that belong to no request.
+//
+// Spec (#listening-for-messages-from-the-server): "The client MAY issue an
+// HTTP GET to the MCP endpoint. This can be used to open an SSE stream,
+// allowing the server to communicate to the client, without the client
+// first sending data via HTTP POST." "The server MUST either return
+// Content-Type: text/event-stream in response to this HTTP GET, or else
+// return HTTP 405 Method Not Allowed".
+func (t *httpTransport) startGet() {
+	t.mu.Lock()
+	start := t.version != "" && !t.getStarted
+	t.getStarted = t.getStarted || start
+	t.mu.Unlock()
+	if !start {
+		return
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.listen()
+	}()
+}
+
+// listen keeps the GET stream open until the transport closes or the
+// server says it has none.
+func (t *httpTransport) listen() {
+	backoff := time.Second
+	lastID := ""
+	for t.ctx.Err() == nil {
+		req, sid, err := t.newRequest(t.ctx, http.MethodGet, nil)
+		if err != nil {
+			return
+		}
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := t.client.Do(req)
+		if err == nil {
+			if resp.StatusCode == http.StatusMethodNotAllowed {
+				resp.Body.Close()
+				return // the server offers no GET stream
+			}
+			if err = t.checkStatus(resp, sid, "GET"); err == nil {
+				backoff = time.Second
+				err = readSSE(resp.Body, func(ev sseEvent) error {
+					if ev.id != "" {
+						lastID = ev.id
+					}
+					if ev.retry > 0 {
+						backoff = ev.retry
+					}
+					if (ev.event != "" && ev.event != "message") || len(bytes.TrimSpace(ev.data)) == 0 {
+						return nil
+					}
+					return t.push(t.ctx, ev.data)
+				})
+			}
+			resp.Body.Close()
+		}
+		var pe *ProtocolError
+		if errors.As(err, &pe) {
+			t.fail(err)
+			return
+		}
+		if errors.Is(err, ErrSessionExpired) {
+			return
+		}
+		select {
+		case <-time.After(backoff):
+		case <-t.ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// push validates msg and hands it to Recv.
+func (t *httpTransport) push(ctx context.Context, msg []byte) error {
+	if !json.Valid(msg) {
+		err := &ProtocolError{Line: truncate(msg, 200), Reason: "a message that is not JSON", Hint: t.violationHint()}
+		t.fail(err)
+		return err
+	}
+	select {
+	case t.in <- msg:
+		return nil
+	case <-t.closed:
+		return t.closedErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Recv returns the next message the server sent.
+func (t *httpTransport) Recv() ([]byte, error) {
+	select {
+	case m := <-t.in:
+		return m, nil
+	case <-t.closed:
+		return nil, t.closedErr()
+	}
+}
+
+func (t *httpTransport) closedErr() error {
+	select {
+	case <-t.closed:
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.err
+	default:
+		return nil
+	}
+}
+
+// fail ends the transport with err (first one wins).
+func (t *httpTransport) fail(err error) {
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.err = err
+		t.mu.Unlock()
+		close(t.closed)
+		t.cancel()
+	})
+}
+
+// Close ends in-flight requests and the GET stream, then ends the HTTP
+// session with DELETE.
+//
+// Spec (#session-management): "Clients that no longer need a particular
+// session […] SHOULD send an HTTP DELETE to the MCP endpoint with the
+// Mcp-Session-Id header, to explicitly terminate the session." The server
+// MAY answer 405; either way the session is over for us.
+func (t *httpTransport) Close() error {
+	t.fail(ErrClosed)
+	t.wg.Wait()
+	t.mu.Lock()
+	sid, expired := t.sessionID, errors.Is(t.err, ErrSessionExpired)
+	t.sessionID = "" // DELETE once
+	t.mu.Unlock()
+	if sid == "" || expired {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url, nil)
+	if err != nil {
+		return err
+	}
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Mcp-Session-Id", sid)
+	t.mu.Lock()
+	if t.version != "" {
+		req.Header.Set("MCP-Protocol-Version", t.version)
+	}
+	t.mu.Unlock()
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("ending mcp http session: %w", err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// sseEvent is one server-sent event (WHATWG HTML, "server-sent events").
+type sseEvent struct {
+	id, event string
+	data      []byte
+	retry     time.Duration
+}
+
+// readSSE calls fn for each event of the stream r until EOF (nil) or an
+// error. Data lines of any size are accepted, up to MaxMessageSize.
+func readSSE(r io.Reader, fn func(sseEvent) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var ev sseEvent
+	var data []byte
+	hasData := false
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 { // dispatch
+			if hasData || ev.id != "" {
+				ev.data = data
+				if err := fn(ev); err != nil {
+					return err
+				}
+			}
+			ev, data, hasData = sseEvent{}, nil, false
+			continue
+		}
+		if line[0] == ':' { // comment / keep-alive
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
+			if hasData {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+			hasData = true
+		case "event":
+			ev.event = string(value)
+		case "id":
+			ev.id = string(value)
+		case "retry":
+			if ms, err := strconv.Atoi(string(value)); err == nil && ms > 0 {
+				ev.retry = time.Duration(ms) * time.Millisecond
+			}
+		}
+	}
+}

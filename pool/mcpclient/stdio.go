@@ -65,7 +65,7 @@ func (t *stdio) Send(ctx context.Context, msg []byte) error {
 // JSON is a *ProtocolError.
 func (t *stdio) Recv() ([]byte, error) {
 	for {
-		line, err := t.readLine()
+		line, err := readLine(t.r)
 		if err != nil {
 			return nil, err
 		}
@@ -79,10 +79,11 @@ func (t *stdio) Recv() ([]byte, error) {
 	}
 }
 
-// readLine returns the next line without its newline, in a new slice. At
-// EOF the last unterminated line is returned with a nil error.
-func (t *stdio) readLine() ([]byte, error) {
-	frag, err := t.r.ReadSlice('\n')
+// readLine returns the next line of br without its newline, in a new slice.
+// At EOF the last unterminated line is returned with a nil error. Lines may
+// be up to MaxMessageSize long.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	frag, err := br.ReadSlice('\n')
 	if err == nil {
 		return bytes.Clone(frag[:len(frag)-1]), nil
 	}
@@ -92,7 +93,7 @@ func (t *stdio) readLine() ([]byte, error) {
 		if len(line) > MaxMessageSize {
 			return nil, fmt.Errorf("child wrote a message larger than %d bytes", MaxMessageSize)
 		}
-		frag, err = t.r.ReadSlice('\n')
+		frag, err = br.ReadSlice('\n')
 	}
 	line = append(line, frag...)
 	if err == nil {

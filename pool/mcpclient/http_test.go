@@ -1,0 +1,278 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"mcpx.dev/mcpx/internal/demo"
+)
+
+// seenRequest is what the test server recorded of one HTTP request.
+type seenRequest struct {
+	Method, Session, Version, Accept, Auth string
+}
+
+// httpServer serves a go-sdk server through mcp.NewStreamableHTTPHandler on
+// 127.0.0.1 and records the requests it gets.
+type httpServer struct {
+	srv  *mcp.Server
+	ts   *httptest.Server
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+func startHTTP(t *testing.T, opts *mcp.StreamableHTTPOptions) *httpServer {
+	t.Helper()
+	h := &httpServer{srv: demo.NewServer()}
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.srv }, opts)
+	h.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.seen = append(h.seen, seenRequest{r.Method, r.Header.Get("Mcp-Session-Id"), r.Header.Get("MCP-Protocol-Version"), r.Header.Get("Accept"), r.Header.Get("Authorization")})
+		h.mu.Unlock()
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(h.ts.Close)
+	return h
+}
+
+func (h *httpServer) requests() []seenRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]seenRequest(nil), h.seen...)
+}
+
+func connectHTTP(t *testing.T, h *httpServer, opts Options) *Session {
+	t.Helper()
+	s, err := Connect(t.Context(), NewHTTP(h.ts.URL, map[string]string{"Authorization": "Bearer t0k"}, h.ts.Client()), opts)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestHTTPEcho(t *testing.T) {
+	for _, jsonResponse := range []bool{false, true} {
+		t.Run(fmt.Sprint("JSONResponse=", jsonResponse), func(t *testing.T) {
+			h := startHTTP(t, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+			s := connectHTTP(t, h, Options{})
+			if v := s.ProtocolVersion(); v != "2025-11-25" {
+				t.Errorf("ProtocolVersion = %q", v)
+			}
+			res, err := s.CallTool(t.Context(), "echo", json.RawMessage(`{"message":"over http"}`), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := toolText(t, res); got != "over http" {
+				t.Errorf("echo = %q", got)
+			}
+			tools, err := s.Tools(t.Context())
+			if err != nil || !bytes.Contains(tools, []byte(`"echo"`)) {
+				t.Errorf("Tools = %s, %v", truncate(tools, 200), err)
+			}
+		})
+	}
+}
+
+func TestHTTPHeadersAndDelete(t *testing.T) {
+	h := startHTTP(t, nil)
+	s := connectHTTP(t, h, Options{})
+	if _, err := s.CallTool(t.Context(), "echo", json.RawMessage(`{"message":"x"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var posts []seenRequest
+	var deletes int
+	var sid string
+	for _, r := range h.requests() {
+		switch r.Method {
+		case http.MethodPost:
+			posts = append(posts, r)
+		case http.MethodDelete:
+			deletes++
+			if r.Session == "" {
+				t.Errorf("DELETE without a session id")
+			}
+		}
+		if r.Auth != "Bearer t0k" {
+			t.Errorf("%s without the configured Authorization header", r.Method)
+		}
+		if r.Session != "" {
+			sid = r.Session
+		}
+	}
+	if len(posts) < 3 {
+		t.Fatalf("got %d POSTs, want initialize, initialized, tools/call: %v", len(posts), posts)
+	}
+	want := seenRequest{Method: "POST", Accept: "application/json, text/event-stream", Auth: "Bearer t0k"}
+	if d := cmp.Diff(want, posts[0]); d != "" {
+		t.Errorf("initialize POST (-want +got):\n%s", d)
+	}
+	want.Session, want.Version = sid, "2025-11-25"
+	for _, p := range posts[1:] {
+		if d := cmp.Diff(want, p); d != "" {
+			t.Errorf("POST after initialize (-want +got):\n%s", d)
+		}
+	}
+	if deletes != 1 {
+		t.Errorf("got %d DELETEs, want 1", deletes)
+	}
+}
+
+func TestHTTPProgressAndRoots(t *testing.T) {
+	h := startHTTP(t, nil)
+	s := connectHTTP(t, h, Options{Root: "/srv/app"})
+	var got []string
+	res, err := s.CallTool(t.Context(), "progress", json.RawMessage(`{"steps":3}`), func(p json.RawMessage) {
+		var pr struct{ Message string }
+		json.Unmarshal(p, &pr)
+		got = append(got, pr.Message)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := toolText(t, res); text != "done 3" {
+		t.Errorf("progress = %q", text)
+	}
+	if d := cmp.Diff([]string{"step 1 of 3", "step 2 of 3", "step 3 of 3"}, got); d != "" {
+		t.Errorf("progress (-want +got):\n%s", d)
+	}
+	// roots: the server asks roots/list on the call's SSE stream and we
+	// answer with a POST.
+	res, err = s.CallTool(t.Context(), "roots", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := toolText(t, res); !strings.Contains(text, `"uri":"file:///srv/app"`) {
+		t.Errorf("roots = %s", text)
+	}
+}
+
+func TestHTTPListChangedOnGetStream(t *testing.T) {
+	h := startHTTP(t, nil)
+	s := connectHTTP(t, h, Options{})
+	if _, err := s.Tools(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h.srv.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	// The server announces the change on the GET stream; until it arrives
+	// Tools serves the cached list.
+	for {
+		tools, err := s.Tools(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(tools, []byte(`"late"`)) {
+			break
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal("tools/list_changed never arrived")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func TestHTTPSessionExpired(t *testing.T) {
+	h := startHTTP(t, nil)
+	s := connectHTTP(t, h, Options{})
+	var sid string
+	for _, r := range h.requests() {
+		if r.Session != "" {
+			sid = r.Session
+		}
+	}
+	// End the session behind the client's back.
+	req, _ := http.NewRequest(http.MethodDelete, h.ts.URL, nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := h.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	_, err = s.CallTool(t.Context(), "echo", json.RawMessage(`{"message":"x"}`), nil)
+	if !errors.Is(err, ErrSessionExpired) {
+		t.Fatalf("CallTool error = %v, want ErrSessionExpired", err)
+	}
+	<-s.Done()
+	if err := s.Err(); !errors.Is(err, ErrSessionExpired) || !errors.Is(err, ErrClosed) {
+		t.Errorf("Err = %v, want ErrSessionExpired and ErrClosed", err)
+	}
+}
+
+func TestHTTPNoRedirectToOtherHost(t *testing.T) {
+	var hits int
+	var mu sync.Mutex
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		http.Error(w, "nope", http.StatusTeapot)
+	}))
+	defer other.Close()
+	// Same IP, other port: another host as far as URLs go.
+	redirector := httptest.NewServer(http.RedirectHandler(other.URL+"/mcp", http.StatusTemporaryRedirect))
+	defer redirector.Close()
+	_, err := Connect(t.Context(), NewHTTP(redirector.URL, nil, nil), Options{})
+	if err == nil || !strings.Contains(err.Error(), "refusing redirect") {
+		t.Errorf("Connect error = %v, want a refused redirect", err)
+	}
+	if hits != 0 {
+		t.Errorf("the other host got %d requests", hits)
+	}
+}
+
+func TestHTTPStatusError(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad gateway token", http.StatusUnauthorized)
+	}))
+	defer ts.Close()
+	_, err := Connect(t.Context(), NewHTTP(ts.URL, nil, nil), Options{})
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "bad gateway token") {
+		t.Errorf("Connect error = %v, want the 401 and its body", err)
+	}
+}
+
+func TestReadSSE(t *testing.T) {
+	stream := ": keep-alive\r\n" +
+		"id: 1\r\nretry: 250\r\ndata:\r\n\r\n" + // priming event
+		"event: message\ndata: {\"a\":\ndata: 1}\n\n" +
+		"event: other\ndata: x\n\n" +
+		"data: " + strings.Repeat("y", 200000) + "\n\n" +
+		"data: {\"unterminated\":true}"
+	var got []sseEvent
+	err := readSSE(strings.NewReader(stream), func(ev sseEvent) error {
+		if len(ev.data) > 100 {
+			ev.data = []byte(fmt.Sprint(len(ev.data)))
+		}
+		got = append(got, ev)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sseEvent{
+		{id: "1", retry: 250 * time.Millisecond, data: []byte{}},
+		{event: "message", data: []byte("{\"a\":\n1}")},
+		{event: "other", data: []byte("x")},
+		{data: []byte("200000")},
+	}
+	if d := cmp.Diff(want, got, cmp.AllowUnexported(sseEvent{}), cmp.Comparer(bytes.Equal)); d != "" {
+		t.Errorf("events (-want +got):\n%s", d)
+	}
+}
