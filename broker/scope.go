@@ -1,5 +1,17 @@
 package broker
 
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
 // ScopeKind names how callers are grouped onto instances. See the table in
 // DESIGN.md: the kind decides the key and the root.
 type ScopeKind string
@@ -30,4 +42,374 @@ type ResolvedScope struct {
 	Key      string // e.g. "worktree:/src/app-wt1"
 	Root     string // "" for global/session/pid/call scopes
 	Degraded string // why the requested scope could not be used; "" if it was
+}
+
+// ResolverOptions configures a Resolver. The zero value is ready to use.
+type ResolverOptions struct {
+	// Logger receives one Info record per degraded key, with the reason
+	// (per reason for call: keys, which are new on every call). nil = discard.
+	Logger *slog.Logger
+	// CeilingDirs stop git discovery the way GIT_CEILING_DIRECTORIES does:
+	// the walk up from a cwd never moves into one of these directories
+	// (a cwd that is one is still looked at). Absolute paths; relative ones
+	// are ignored, as git ignores them. nil = walk to the filesystem root.
+	CeilingDirs []string
+}
+
+// Resolver maps a scope kind and what a caller declared to a key and a root;
+// see DESIGN.md "Scopes, keys and roots". It is the only resolution path.
+//
+//	r := broker.NewResolver(broker.ResolverOptions{Logger: log})
+//	cwd, err := r.CanonicalCwd(header) // once per request, before authorization
+//	...
+//	rs := r.Resolve(broker.ScopeWorktree, broker.CallContext{Cwd: cwd, CallID: id})
+//	// rs.Key == "worktree:/src/app-wt1", rs.Root == "/src/app-wt1"
+//
+// Git layout is discovered natively (git.go) and cached per directory; every
+// cache hit is revalidated with a few stat calls, so `git init`, `git
+// worktree add/remove` and the like are noticed on the next call. Caches are
+// bounded. All methods are safe for concurrent use.
+type Resolver struct {
+	log      *slog.Logger
+	ceilings map[string]bool // read-only after NewResolver
+
+	cwds  scopeCache[*scopeCwd] // declared cwd -> its canonical form
+	finds scopeCache[*gitFind]  // canonical dir -> where it lies in git
+	repos scopeCache[*gitRepo]  // canonical common dir -> the repository
+
+	logMu  sync.RWMutex
+	logged map[scopeLogKey]bool // guarded by logMu: degradations already logged
+}
+
+// NewResolver returns a Resolver with empty caches.
+func NewResolver(opts ResolverOptions) *Resolver {
+	r := &Resolver{log: opts.Logger, logged: make(map[scopeLogKey]bool)}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	for _, c := range opts.CeilingDirs {
+		if !filepath.IsAbs(c) {
+			continue
+		}
+		if r.ceilings == nil {
+			r.ceilings = make(map[string]bool)
+		}
+		if p, err := filepath.EvalSymlinks(c); err == nil {
+			c = p
+		}
+		r.ceilings[filepath.Clean(c)] = true
+	}
+	return r
+}
+
+// Degradation reasons: short, human, free of paths other than the caller's.
+const (
+	reasonNoCwd       = "no cwd declared"
+	reasonRelCwd      = "cwd is not an absolute path"
+	reasonBadCwd      = "cwd is not an existing directory"
+	reasonNoRepo      = "not inside a git repository"
+	reasonBrokenGit   = "broken .git file (it leads to no repository)"
+	reasonBare        = "inside a bare repository (no worktree)"
+	reasonInGitDir    = "inside a git directory (no worktree)"
+	reasonNoSession   = "no session declared"
+	reasonNoParent    = "no parent session or session declared"
+	reasonNoPid       = "no pid or lease declared"
+	reasonUnknownKind = "unknown scope kind"
+)
+
+// Resolve returns where a call of kind from cc lands. It never fails: a
+// scope that cannot be honoured degrades, with ResolvedScope.Degraded
+// saying why:
+//
+//   - repo and worktree outside a repository (or at a broken .git file)
+//     fall to cwd:<dir>; worktree inside a bare repository or a .git
+//     directory also does (repo does not: the repository is known);
+//   - repo, worktree and cwd with no usable cwd fall to call:<CallID>;
+//   - session with no session, parent-session with neither a parent nor a
+//     session, pid with neither a pid nor a lease fall to call:<CallID>.
+//     parent-session falling back to session:<id> is not a degradation: a
+//     session with no parent is its own top-level session;
+//   - an unknown kind resolves to call:<CallID>, the narrowest scope.
+//
+// cc.Cwd should come from CanonicalCwd; a symlinked or uncanonical path is
+// canonicalised here too (cached, and rechecked with one stat per call).
+// An already-canonical path is trusted without a stat: CanonicalCwd has
+// just checked that it exists. cc.CallID should be set.
+func (r *Resolver) Resolve(kind ScopeKind, cc CallContext) ResolvedScope {
+	rs := r.resolve(kind, cc)
+	if rs.Degraded != "" {
+		r.noteDegraded(kind, rs)
+	}
+	return rs
+}
+
+func (r *Resolver) resolve(kind ScopeKind, cc CallContext) ResolvedScope {
+	switch kind {
+	case ScopeGlobal:
+		return ResolvedScope{Key: "global"}
+	case ScopeCall:
+		return callScope(cc, "")
+	case ScopeSession:
+		if cc.Session != "" {
+			return ResolvedScope{Key: "session:" + cc.Session}
+		}
+		return callScope(cc, reasonNoSession)
+	case ScopeParentSession:
+		switch {
+		case cc.ParentSession != "":
+			return ResolvedScope{Key: "psession:" + cc.ParentSession}
+		case cc.Session != "":
+			return ResolvedScope{Key: "session:" + cc.Session}
+		}
+		return callScope(cc, reasonNoParent)
+	case ScopePid:
+		switch {
+		case cc.Pid > 0:
+			return ResolvedScope{Key: "pid:" + strconv.Itoa(cc.Pid)}
+		case cc.Lease != "":
+			return ResolvedScope{Key: "lease:" + cc.Lease}
+		}
+		return callScope(cc, reasonNoPid)
+	case ScopeCwd, ScopeRepo, ScopeWorktree:
+		return r.resolveDir(kind, cc)
+	}
+	return callScope(cc, reasonUnknownKind)
+}
+
+func callScope(cc CallContext, reason string) ResolvedScope {
+	return ResolvedScope{Key: "call:" + cc.CallID, Degraded: reason}
+}
+
+// resolveDir resolves the scopes that depend on the cwd. For repo, worktree
+// and cwd the root is a function of the key alone.
+func (r *Resolver) resolveDir(kind ScopeKind, cc CallContext) ResolvedScope {
+	if cc.Cwd == "" {
+		return callScope(cc, reasonNoCwd)
+	}
+	cw := r.cwd(cc.Cwd)
+	if cw == nil {
+		if !filepath.IsAbs(cc.Cwd) {
+			return callScope(cc, reasonRelCwd)
+		}
+		return callScope(cc, reasonBadCwd)
+	}
+	here := ResolvedScope{Key: cw.key, Root: cw.path}
+	if kind == ScopeCwd {
+		return here
+	}
+	f := r.find(cw.path)
+	if f == nil { // the directory went away since it was canonicalised
+		r.cwds.del(cc.Cwd)
+		return callScope(cc, reasonBadCwd)
+	}
+	switch f.place {
+	case gitOutside:
+		here.Degraded = reasonNoRepo
+		return here
+	case gitBroken:
+		here.Degraded = reasonBrokenGit
+		return here
+	}
+	if kind == ScopeRepo {
+		g := r.repo(f)
+		return ResolvedScope{Key: g.key, Root: g.root}
+	}
+	switch {
+	case f.place == gitInGitDir && r.repo(f).bare:
+		here.Degraded = reasonBare
+	case f.place == gitInGitDir:
+		here.Degraded = reasonInGitDir
+	case f.gitDir == f.commonDir && r.repo(f).bare: // a .git file or directory naming a bare repository
+		here.Degraded = reasonBare
+	default:
+		return ResolvedScope{Key: f.worktreeKey, Root: f.top}
+	}
+	return here
+}
+
+// CanonicalCwd checks a declared cwd and returns its canonical form:
+// absolute, clean, symlinks resolved, an existing directory. Errors are
+// *Error{Kind: KindBadRequest, Field: "Mcpx-Cwd"}. Answers are cached per
+// declared path and rechecked with one stat: the directory must still be
+// the same one (so a repointed symlink or a removed directory is noticed).
+func (r *Resolver) CanonicalCwd(cwd string) (string, error) {
+	if !filepath.IsAbs(cwd) {
+		return "", cwdError(fmt.Sprintf("cwd %q is not an absolute path", cwd), nil)
+	}
+	if c, ok := r.cwds.get(cwd); ok {
+		if fi, err := os.Stat(cwd); err == nil && fi.IsDir() && os.SameFile(fi, c.fi) {
+			return c.path, nil
+		}
+	}
+	c, err := r.canonicalize(cwd)
+	if err != nil {
+		return "", err
+	}
+	return c.path, nil
+}
+
+// scopeCwd is a declared cwd, canonicalised. Immutable once built.
+type scopeCwd struct {
+	path string      // canonical
+	key  string      // "cwd:" + path
+	fi   os.FileInfo // the directory, to notice it being replaced
+	same bool        // the declared path was already canonical
+}
+
+// cwd returns the canonical form of a declared cwd, nil if it is not an
+// existing absolute directory.
+func (r *Resolver) cwd(raw string) *scopeCwd {
+	if c, ok := r.cwds.get(raw); ok {
+		if c.same {
+			return c
+		}
+		if fi, err := os.Stat(raw); err == nil && fi.IsDir() && os.SameFile(fi, c.fi) {
+			return c
+		}
+	}
+	c, err := r.canonicalize(raw)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// canonicalize resolves cwd from scratch and caches the answer.
+func (r *Resolver) canonicalize(cwd string) (*scopeCwd, error) {
+	if !filepath.IsAbs(cwd) {
+		return nil, cwdError(fmt.Sprintf("cwd %q is not an absolute path", cwd), nil)
+	}
+	p, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		r.cwds.del(cwd)
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, cwdError(fmt.Sprintf("cwd %q is not accessible to the broker", cwd), err)
+		}
+		return nil, cwdError(fmt.Sprintf("cwd %q does not exist on the broker's machine", cwd), err)
+	}
+	p = filepath.Clean(p)
+	fi, err := os.Stat(p)
+	if err != nil {
+		r.cwds.del(cwd)
+		return nil, cwdError(fmt.Sprintf("cwd %q does not exist on the broker's machine", cwd), err)
+	}
+	if !fi.IsDir() {
+		r.cwds.del(cwd)
+		return nil, cwdError(fmt.Sprintf("cwd %q is not a directory", cwd), nil)
+	}
+	c := &scopeCwd{path: p, key: "cwd:" + p, fi: fi, same: p == cwd}
+	r.cwds.put(cwd, c)
+	return c, nil
+}
+
+func cwdError(msg string, err error) *Error {
+	return &Error{
+		Kind:  KindBadRequest,
+		Op:    "resolve cwd",
+		Field: "Mcpx-Cwd",
+		Msg:   msg,
+		Hint:  "send an absolute path to a directory that exists on the broker's machine",
+		Err:   err,
+	}
+}
+
+// find returns where the canonical directory dir lies in git, nil if it is
+// no longer a directory.
+func (r *Resolver) find(dir string) *gitFind {
+	if f, ok := r.finds.get(dir); ok && f.valid() {
+		return f
+	}
+	f := discoverGit(dir, r.ceilings)
+	if f == nil {
+		r.finds.del(dir)
+		return nil
+	}
+	r.finds.put(dir, f)
+	return f
+}
+
+// repo returns the repository f lies in.
+func (r *Resolver) repo(f *gitFind) *gitRepo {
+	if g, ok := r.repos.get(f.commonDir); ok && g.valid() {
+		return g
+	}
+	mainTop := ""
+	if f.place == gitWorktree && f.gitFile && f.gitDir == f.commonDir {
+		mainTop = f.top
+	}
+	g := loadGitRepo(f.commonDir, mainTop)
+	r.repos.put(f.commonDir, g)
+	return g
+}
+
+// scopeLogKey identifies a logged degradation: per key and reason, except
+// call: keys (new on every call), which are logged once per kind and reason.
+type scopeLogKey struct {
+	kind   ScopeKind
+	key    string
+	reason string
+}
+
+func (r *Resolver) noteDegraded(kind ScopeKind, rs ResolvedScope) {
+	k := scopeLogKey{key: rs.Key, reason: rs.Degraded}
+	if strings.HasPrefix(rs.Key, "call:") {
+		k = scopeLogKey{kind: kind, key: "call:", reason: rs.Degraded}
+	}
+	r.logMu.RLock()
+	seen := r.logged[k]
+	r.logMu.RUnlock()
+	if seen {
+		return
+	}
+	r.logMu.Lock()
+	seen = r.logged[k]
+	if !seen {
+		if len(r.logged) >= scopeCacheMax {
+			clear(r.logged) // bounded: past this many, some are logged again
+		}
+		r.logged[k] = true
+	}
+	r.logMu.Unlock()
+	if !seen {
+		r.log.Info("scope degraded", "scope", string(kind), "key", rs.Key, "reason", rs.Degraded)
+	}
+}
+
+// scopeCacheMax bounds each of the resolver's caches. Callers choose the
+// cwds, so the caches must not grow without limit.
+const scopeCacheMax = 4096
+
+// scopeCache is a bounded map safe for concurrent use. When full, an
+// arbitrary entry makes room (map iteration order is randomised).
+type scopeCache[V any] struct {
+	mu sync.RWMutex
+	m  map[string]V // guarded by mu
+}
+
+func (c *scopeCache[V]) get(k string) (V, bool) {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	return v, ok
+}
+
+func (c *scopeCache[V]) put(k string, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]V)
+	}
+	if _, ok := c.m[k]; !ok && len(c.m) >= scopeCacheMax {
+		for old := range c.m {
+			delete(c.m, old)
+			break
+		}
+	}
+	c.m[k] = v
+}
+
+func (c *scopeCache[V]) del(k string) {
+	c.mu.Lock()
+	delete(c.m, k)
+	c.mu.Unlock()
 }
