@@ -1,0 +1,536 @@
+package broker_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"mcpx.dev/mcpx/broker"
+)
+
+// configErrors returns the *broker.Errors inside err, failing if err is not a
+// *broker.ConfigError made only of them.
+func configErrors(t testing.TB, err error) []*broker.Error {
+	t.Helper()
+	var ce *broker.ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("error %v (%T) is not a *broker.ConfigError", err, err)
+	}
+	var out []*broker.Error
+	for _, e := range ce.Errs {
+		var be *broker.Error
+		if !errors.As(e, &be) || be.Kind != broker.KindConfig {
+			t.Fatalf("problem %v (%T) is not a *broker.Error of KindConfig", e, e)
+		}
+		out = append(out, be)
+	}
+	if broker.KindOf(err) != broker.KindConfig {
+		t.Errorf("KindOf = %s, want config", broker.KindOf(err))
+	}
+	return out
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		doc    string
+		server string // "" = not about a server
+		field  string
+		want   []string // substrings of the message
+	}{
+		{"unknown field", `{"servers":{"git":{"comand":"git-mcp"}}}`,
+			"git", "comand", []string{`unknown field "comand"`, `did you mean "command"?`}},
+		{"unknown field no suggestion", `{"servers":{"git":{"command":"x","zzzzzz":1}}}`,
+			"git", "zzzzzz", []string{`unknown field "zzzzzz"`, "known fields:", "startTimeout"}},
+		{"duplicate field", `{"servers":{"git":{"command":"x","command":"y"}}}`,
+			"git", "command", []string{"appears twice"}},
+		{"unknown top-level field", `{"server":{}}`,
+			"", "server", []string{`unknown top-level field "server"`, `did you mean "servers"?`}},
+		{"unknown pool field", `{"pool":{"maxInstance":3}}`,
+			"", "pool.maxInstance", []string{`did you mean "maxInstances"?`}},
+		{"command and url", `{"servers":{"x":{"command":"a","url":"http://h/mcp"}}}`,
+			"x", "url", []string{"both command and url"}},
+		{"neither command nor url", `{"servers":{"x":{"args":["a"]}}}`,
+			"x", "command", []string{"neither command nor url"}},
+		{"server not an object", `{"servers":{"x":"git"}}`,
+			"x", "", []string{"must be an object"}},
+		{"servers not an object", `{"servers":[]}`,
+			"", "servers", []string{"must be an object"}},
+		{"bad name", `{"servers":{"my server":{"command":"a"}}}`,
+			"my server", "", []string{"invalid server name", "letters, digits"}},
+		{"empty name", `{"servers":{"":{"command":"a"}}}`,
+			"", "", []string{"invalid server name"}},
+		{"duplicate server", `{"servers":{"a":{"command":"x"},"a":{"command":"y"}}}`,
+			"a", "", []string{"defined twice"}},
+		{"bad scope", `{"servers":{"x":{"command":"a","scope":"worktre"}}}`,
+			"x", "scope", []string{`unknown scope "worktre"`, `did you mean "worktree"?`}},
+		{"bad scope list", `{"servers":{"x":{"command":"a","scope":"galaxy"}}}`,
+			"x", "scope", []string{`unknown scope "galaxy"`, "known scopes: global, repo, worktree, cwd, session, parent-session, pid, call"}},
+		{"bad sharing", `{"servers":{"x":{"command":"a","sharing":"exclusiv"}}}`,
+			"x", "sharing", []string{`unknown sharing "exclusiv"`, `did you mean "exclusive"?`}},
+		{"negative max", `{"servers":{"x":{"command":"a","max":-1}}}`,
+			"x", "max", []string{"max is -1"}},
+		{"fractional max", `{"servers":{"x":{"command":"a","max":1.5}}}`,
+			"x", "max", []string{"want a non-negative integer"}},
+		{"duration without unit", `{"servers":{"x":{"command":"a","callTimeout":"90"}}}`,
+			"x", "callTimeout", []string{`invalid duration "90"`, `"90s"`}},
+		{"duration as number", `{"servers":{"x":{"command":"a","idleTimeout":90}}}`,
+			"x", "idleTimeout", []string{"duration string", "got 90"}},
+		{"negative duration", `{"servers":{"x":{"command":"a","startTimeout":"-1s"}}}`,
+			"x", "startTimeout", []string{"negative duration -1s"}},
+		{"negative pool duration", `{"pool":{"reapInterval":"-5m"}}`,
+			"", "pool.reapInterval", []string{"negative duration"}},
+		{"bad pool duration", `{"pool":{"idleTimeout":"soon"}}`,
+			"", "pool.idleTimeout", []string{`invalid duration "soon"`}},
+		{"negative pool max", `{"pool":{"maxInstances":-2}}`,
+			"", "pool.maxInstances", []string{"maxInstances is -2"}},
+		{"unknown placeholder", `{"servers":{"fs":{"command":"a","args":["--root","${mcpx.rot}"]}}}`,
+			"fs", "args[1]", []string{"unknown placeholder ${mcpx.rot}", "did you mean ${mcpx.root}?", "known: ${mcpx.root}, ${mcpx.cwd}"}},
+		{"unknown placeholder in command", `{"servers":{"fs":{"command":"${mcpx.bin}/x"}}}`,
+			"fs", "command", []string{"unknown placeholder ${mcpx.bin}"}},
+		{"unclosed placeholder", `{"servers":{"fs":{"command":"a","cwd":"${mcpx.root"}}}`,
+			"fs", "cwd", []string{`unclosed placeholder "${mcpx.root"`}},
+		{"unclosed bare placeholder", `{"servers":{"fs":{"command":"a","args":["x${mcpx"]}}}`,
+			"fs", "args[0]", []string{"unclosed placeholder"}},
+		{"empty placeholder", `{"servers":{"fs":{"command":"a","env":{"ROOT":"${mcpx.}"}}}}`,
+			"fs", "env.ROOT", []string{"empty placeholder ${mcpx.}"}},
+		{"placeholder without name", `{"servers":{"h":{"url":"http://h/mcp","headers":{"X-Root":"${mcpx}"}}}}`,
+			"h", "headers.X-Root", []string{"empty placeholder ${mcpx}"}},
+		{"placeholder in url", `{"servers":{"h":{"url":"http://h/${mcpx.roo}"}}}`,
+			"h", "url", []string{"unknown placeholder ${mcpx.roo}"}},
+		{"relative cwd", `{"servers":{"x":{"command":"a","cwd":"./sub/dir"}}}`,
+			"x", "cwd", []string{`cwd "./sub/dir" is relative`, "absolute path", "${mcpx.root}/sub/dir"}},
+		{"home cwd", `{"servers":{"x":{"command":"a","cwd":"~/src"}}}`,
+			"x", "cwd", []string{"is relative"}},
+		{"type stdio with url", `{"mcpServers":{"x":{"type":"stdio","url":"http://h/mcp"}}}`,
+			"x", "type", []string{`type "stdio" needs a command`}},
+		{"type http with command", `{"mcpServers":{"x":{"type":"http","command":"a"}}}`,
+			"x", "type", []string{`type "http" needs a url`}},
+		{"type sse", `{"mcpServers":{"x":{"type":"sse","url":"http://h/sse"}}}`,
+			"x", "type", []string{"SSE transport is not supported"}},
+		{"unknown type", `{"mcpServers":{"x":{"type":"stdi","command":"a"}}}`,
+			"x", "type", []string{`unknown type "stdi"`, `did you mean "stdio"?`}},
+		{"args for url server", `{"servers":{"x":{"url":"http://h/mcp","args":["a"]}}}`,
+			"x", "args", []string{"only for command servers"}},
+		{"cwd for url server", `{"servers":{"x":{"url":"http://h/mcp","cwd":"/tmp"}}}`,
+			"x", "cwd", []string{"only for command servers"}},
+		{"headers for command server", `{"servers":{"x":{"command":"a","headers":{"A":"b"}}}}`,
+			"x", "headers", []string{"only for url servers"}},
+		{"url not http", `{"servers":{"x":{"url":"ftp://h/mcp"}}}`,
+			"x", "url", []string{"not an absolute http(s) URL"}},
+		{"url relative", `{"servers":{"x":{"url":"/mcp"}}}`,
+			"x", "url", []string{"not an absolute http(s) URL"}},
+		{"args not an array", `{"servers":{"x":{"command":"a","args":"--flag"}}}`,
+			"x", "args", []string{"want an array of strings, got string"}},
+		{"env value not a string", `{"servers":{"x":{"command":"a","env":{"N":1}}}}`,
+			"x", "env", []string{"want an object with string values, got number"}},
+		{"bad env name", `{"servers":{"x":{"command":"a","env":{"A=B":"c"}}}}`,
+			"x", "env", []string{`invalid environment variable name "A=B"`}},
+		{"bad header name", `{"servers":{"x":{"url":"http://h/mcp","headers":{"a b":"c"}}}}`,
+			"x", "headers", []string{`invalid header name "a b"`}},
+		{"NUL in args", `{"servers":{"x":{"command":"a","args":["a\u0000b"]}}}`,
+			"x", "args[0]", []string{"NUL"}},
+		{"both shapes", `{"servers":{},"mcpServers":{}}`,
+			"", "mcpServers", []string{`both "servers" and "mcpServers"`}},
+		{"syntax error", "{\n  \"servers\": {\n    \"x\": {\"command\": \"a\",}\n  }\n}",
+			"", "", []string{"invalid JSON at line 3, column 26"}},
+		{"not an object", `["servers"]`, "", "", []string{"JSON object"}},
+		{"empty", ``, "", "", []string{"empty or truncated"}},
+		{"truncated", `{"servers":{`, "", "", []string{"empty or truncated"}},
+		{"trailing data", `{} {}`, "", "", []string{"after the top-level object"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := broker.ParseConfig([]byte(tc.doc), "/etc/mcpx.json")
+			if err == nil {
+				t.Fatalf("no error; config = %+v", cfg)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "config /etc/mcpx.json: ") {
+				t.Errorf("message %q does not name the source", msg)
+			}
+			var found *broker.Error
+			for _, e := range configErrors(t, err) {
+				if e.Server == tc.server && e.Field == tc.field {
+					found = e
+				}
+			}
+			if found == nil {
+				t.Fatalf("no problem with server %q and field %q in:\n%s", tc.server, tc.field, msg)
+			}
+			one := found.Error()
+			if tc.server != "" && !strings.Contains(one, `server "`+tc.server+`"`) {
+				t.Errorf("%q does not name the server", one)
+			}
+			if tc.field != "" && !strings.Contains(one, tc.field) {
+				t.Errorf("%q does not name the field", one)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(one, w) {
+					t.Errorf("%q does not contain %q", one, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseConfigReportsAllErrors(t *testing.T) {
+	doc := `{
+		"servers": {
+			"a": {"comand": "x", "max": -3},
+			"b": {"command": "y", "scope": "nope", "callTimeout": "1 minute"},
+			"c": {"command": "z", "args": ["${mcpx.nope}", "${mcpx.root}", "${mcpx.cwd"]}
+		},
+		"pool": {"maxInstances": -1}
+	}`
+	_, err := broker.ParseConfig([]byte(doc), "cfg.json")
+	type key struct{ server, field string }
+	var got []key
+	for _, e := range configErrors(t, err) {
+		got = append(got, key{e.Server, e.Field})
+	}
+	want := []key{
+		{"", "pool.maxInstances"},
+		{"a", "comand"},
+		{"a", "max"},
+		{"b", "callTimeout"},
+		{"b", "scope"},
+		{"c", "args[0]"},
+		{"c", "args[2]"},
+	}
+	less := func(a, b key) bool { return a.server+"\x00"+a.field < b.server+"\x00"+b.field }
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(less), cmp.AllowUnexported(key{})); diff != "" {
+		t.Errorf("problems (-want +got):\n%s\nerror: %v", diff, err)
+	}
+	if n := strings.Count(err.Error(), "\n\t"); n != len(want) {
+		t.Errorf("message lists %d problems, want %d:\n%v", n, len(want), err)
+	}
+}
+
+func TestParseConfigDefaults(t *testing.T) {
+	doc := `{
+		"servers": {
+			"cmd": {"command": "git-mcp"},
+			"web": {"url": "https://example.com/mcp"},
+			"own": {"command": "x", "scope": "session", "sharing": "exclusive", "max": 2,
+			        "idleTimeout": "1m", "callTimeout": "10s", "startTimeout": "5s"}
+		},
+		"pool": {"idleTimeout": "2m"}
+	}`
+	cfg, err := broker.ParseConfig([]byte(doc), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &broker.Config{
+		Servers: map[string]*broker.ServerConfig{
+			"cmd": {Name: "cmd", Command: "git-mcp", Scope: broker.ScopeWorktree, Sharing: broker.SharingShared, Max: 4,
+				IdleTimeout: dur(2 * time.Minute), CallTimeout: dur(5 * time.Minute), StartTimeout: dur(30 * time.Second)},
+			"web": {Name: "web", URL: "https://example.com/mcp", Scope: broker.ScopeGlobal, Sharing: broker.SharingShared, Max: 4,
+				IdleTimeout: dur(2 * time.Minute), CallTimeout: dur(5 * time.Minute), StartTimeout: dur(30 * time.Second)},
+			"own": {Name: "own", Command: "x", Scope: broker.ScopeSession, Sharing: broker.SharingExclusive, Max: 2,
+				IdleTimeout: dur(time.Minute), CallTimeout: dur(10 * time.Second), StartTimeout: dur(5 * time.Second)},
+		},
+		Pool: broker.PoolConfig{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second)},
+	}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+
+	empty, err := broker.ParseConfig([]byte(`{}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPool := broker.PoolConfig{MaxInstances: 64, IdleTimeout: dur(5 * time.Minute), ReapInterval: dur(30 * time.Second)}
+	if diff := cmp.Diff(wantPool, empty.Pool); diff != "" {
+		t.Errorf("pool defaults (-want +got):\n%s", diff)
+	}
+	if empty.Servers == nil || len(empty.Servers) != 0 {
+		t.Errorf("servers = %#v, want empty", empty.Servers)
+	}
+	// A server's default idle timeout is the pool's, defaulted or not.
+	one, err := broker.ParseConfig([]byte(`{"servers":{"a":{"command":"x"}}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := one.Servers["a"].IdleTimeout.D(); got != 5*time.Minute {
+		t.Errorf("idleTimeout = %v, want the pool default 5m", got)
+	}
+}
+
+func dur(d time.Duration) broker.Duration { return broker.Duration(d) }
+
+func TestParseConfigShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		want      map[string]*broker.ServerConfig // only the fields set here are compared
+	}{
+		{"claude desktop", `{"mcpServers": {
+				"filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${mcpx.root}"],
+				               "env": {"DEBUG": "1"}}}}`,
+			map[string]*broker.ServerConfig{"filesystem": {Command: "npx",
+				Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "${mcpx.root}"}, Env: map[string]string{"DEBUG": "1"}}}},
+		{"cursor", `{"mcpServers": {
+				"local": {"command": "gopls", "args": ["mcp"]},
+				"remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}}}`,
+			map[string]*broker.ServerConfig{
+				"local":  {Command: "gopls", Args: []string{"mcp"}},
+				"remote": {URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${TOKEN}"}}}},
+		{"vs code", `{"servers": {
+				"git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git"]},
+				"api": {"type": "http", "url": "http://localhost:3000/mcp"},
+				"api2": {"type": "streamable-http", "url": "http://localhost:3001/mcp"}}}`,
+			map[string]*broker.ServerConfig{
+				"git":  {Command: "uvx", Args: []string{"mcp-server-git"}},
+				"api":  {URL: "http://localhost:3000/mcp"},
+				"api2": {URL: "http://localhost:3001/mcp"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := broker.ParseConfig([]byte(tc.doc), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.Servers) != len(tc.want) {
+				t.Errorf("got %d servers, want %d", len(cfg.Servers), len(tc.want))
+			}
+			for name, w := range tc.want {
+				g := cfg.Servers[name]
+				if g == nil {
+					t.Errorf("no server %q", name)
+					continue
+				}
+				w.Name = name
+				got := &broker.ServerConfig{Name: g.Name, Command: g.Command, Args: g.Args, Env: g.Env, URL: g.URL, Headers: g.Headers}
+				if diff := cmp.Diff(w, got); diff != "" {
+					t.Errorf("server %s (-want +got):\n%s", name, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestPlaceholdersPassThrough(t *testing.T) {
+	doc := `{"servers":{"x":{
+		"command": "${mcpx.root}/bin/tool",
+		"args": ["${HOME}", "${mcpxHome}", "$mcpx.root", "${mcpx.root}${mcpx.cwd}", "{mcpx.nope}", "$${x}"],
+		"env": {"ROOT": "${mcpx.root}", "CWD": "${mcpx.cwd}", "OTHER": "${env:FOO}"},
+		"cwd": "${mcpx.root}/sub"}}}`
+	cfg, err := broker.ParseConfig([]byte(doc), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Servers["x"]
+	if s.Command != "${mcpx.root}/bin/tool" || s.Args[3] != "${mcpx.root}${mcpx.cwd}" || s.Cwd != "${mcpx.root}/sub" || s.Env["OTHER"] != "${env:FOO}" {
+		t.Errorf("placeholders changed: %+v", s)
+	}
+	for _, cwd := range []string{"/abs", "${mcpx.cwd}", "${mcpx.root}"} {
+		doc := `{"servers":{"x":{"command":"a","cwd":"` + cwd + `"}}}`
+		if _, err := broker.ParseConfig([]byte(doc), ""); err != nil {
+			t.Errorf("cwd %q: %v", cwd, err)
+		}
+	}
+	// ${mcpx.root} in a url is allowed, if pointless.
+	if _, err := broker.ParseConfig([]byte(`{"servers":{"x":{"url":"http://h/${mcpx.root}"}}}`), ""); err != nil {
+		t.Errorf("url with placeholder: %v", err)
+	}
+}
+
+// fullConfig uses every field, so that the round trip proves each JSON name
+// ParseConfig accepts is one it writes.
+const fullConfig = `{
+	"servers": {
+		"fs": {
+			"command": "npx",
+			"args": ["-y", "@modelcontextprotocol/server-filesystem", "${mcpx.root}", "${mcpx.cwd}"],
+			"env": {"ROOT": "${mcpx.root}", "HOME": "${HOME}"},
+			"cwd": "${mcpx.root}/sub",
+			"scope": "repo",
+			"sharing": "exclusive",
+			"max": 2,
+			"idleTimeout": "90s",
+			"callTimeout": "1m",
+			"startTimeout": "10s",
+			"tags": ["files", "npm"],
+			"description": "files under the repo"
+		},
+		"web": {
+			"url": "https://example.com/mcp",
+			"headers": {"Authorization": "Bearer ${TOKEN}"}
+		}
+	},
+	"pool": {"maxInstances": 10, "idleTimeout": "10m", "reapInterval": "1m"}
+}`
+
+func TestConfigShowRoundTrip(t *testing.T) {
+	cfg, err := broker.ParseConfig([]byte(fullConfig), "a.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"${mcpx.root}/sub"`, `"idleTimeout": "1m30s"`, `"callTimeout": "5m0s"`, `"reapInterval": "1m0s"`, `"scope": "global"`, `"Bearer ${TOKEN}"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("shown config lacks %s:\n%s", want, out)
+		}
+	}
+	again, err := broker.ParseConfig(out, "b.json")
+	if err != nil {
+		t.Fatalf("shown config does not parse: %v\n%s", err, out)
+	}
+	if diff := cmp.Diff(cfg, again, cmpopts.IgnoreFields(broker.Config{}, "Source")); diff != "" {
+		t.Errorf("round trip (-first +second):\n%s", diff)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	b, err := json.Marshal(struct{ D broker.Duration }{broker.Duration(90 * time.Second)})
+	if err != nil || string(b) != `{"D":"1m30s"}` {
+		t.Errorf("marshal = %s, %v", b, err)
+	}
+	var d broker.Duration
+	if err := json.Unmarshal([]byte(`"1h2m"`), &d); err != nil || d.D() != time.Hour+2*time.Minute {
+		t.Errorf("unmarshal = %v, %v", d, err)
+	}
+	if err := json.Unmarshal([]byte(`null`), &d); err != nil || d.D() != time.Hour+2*time.Minute {
+		t.Errorf("null changed the value: %v, %v", d, err)
+	}
+	for _, bad := range []string{`90`, `"90"`, `""`, `true`, `"5 minutes"`} {
+		if err := json.Unmarshal([]byte(bad), &d); err == nil {
+			t.Errorf("unmarshal %s: no error", bad)
+		}
+	}
+	if s := broker.Duration(1500 * time.Millisecond).String(); s != "1.5s" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope.json")
+	_, err := broker.LoadConfig(missing)
+	if err == nil || !strings.Contains(err.Error(), missing) || !errors.Is(err, fs.ErrNotExist) || broker.KindOf(err) != broker.KindConfig {
+		t.Errorf("missing file: %v", err)
+	}
+
+	good := filepath.Join(dir, "config.json")
+	os.WriteFile(good, []byte(fullConfig), 0o600)
+	cfg, err := broker.LoadConfig(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Source != good || len(cfg.Servers) != 2 {
+		t.Errorf("loaded %+v", cfg)
+	}
+
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"servers":{"x":{}}}`), 0o600)
+	_, err = broker.LoadConfig(bad)
+	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), `server "x"`) {
+		t.Errorf("bad file: %v", err)
+	}
+}
+
+func TestDefaultConfig(t *testing.T) {
+	cfg := broker.DefaultConfig("/usr/bin/mcpx")
+	demo := cfg.Servers["demo"]
+	if len(cfg.Servers) != 1 || demo == nil {
+		t.Fatalf("servers = %v", cfg.Servers)
+	}
+	want := &broker.ServerConfig{Name: "demo", Command: "/usr/bin/mcpx", Args: []string{"demo-server"},
+		Scope: broker.ScopeWorktree, Sharing: broker.SharingShared, Max: 4, Tags: []string{"demo"},
+		IdleTimeout: dur(5 * time.Minute), CallTimeout: dur(5 * time.Minute), StartTimeout: dur(30 * time.Second)}
+	if diff := cmp.Diff(want, demo, cmpopts.IgnoreFields(broker.ServerConfig{}, "Description")); diff != "" {
+		t.Errorf("demo (-want +got):\n%s", diff)
+	}
+	if demo.Description == "" || cfg.Pool.MaxInstances != 64 || cfg.Source != "" {
+		t.Errorf("config = %+v", cfg)
+	}
+	// What `mcpx config show` prints for it parses back to the same.
+	out, _ := json.Marshal(cfg)
+	again, err := broker.ParseConfig(out, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cfg, again); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	cfg := &broker.Config{Servers: map[string]*broker.ServerConfig{"a": {Command: "x"}}}
+	if err := cfg.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Servers["a"]; a.Name != "a" || a.Max != 4 || a.Scope != broker.ScopeWorktree || cfg.Pool.MaxInstances != 64 {
+		t.Errorf("normalized %+v %+v", a, cfg.Pool)
+	}
+	bad := &broker.Config{Servers: map[string]*broker.ServerConfig{"b": {Command: "x", Args: []string{"${mcpx.x}"}}, "c": nil}}
+	errs := configErrors(t, bad.Normalize())
+	if len(errs) != 2 || errs[0].Server != "b" || errs[0].Field != "args[0]" || errs[1].Server != "c" {
+		t.Errorf("problems = %v", errs)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	for _, seed := range []string{
+		fullConfig,
+		`{}`,
+		`{"mcpServers":{"a":{"type":"stdio","command":"x","args":["${mcpx.root}"]}}}`,
+		`{"servers":{"a":{"url":"http://h/mcp","headers":{"A":"${mcpx.cwd}"}}},"pool":{"idleTimeout":"1s"}}`,
+		`{"servers":{"a":{"command":"x","cwd":"${mcpx.","env":{"":"${mcpx}"}}}}`,
+		`{"servers":{"a":{"command":"x","idleTimeout":"-1h","max":-1,"scope":"x"}}}`,
+		`{"servers":{"a":{"command":"x"},"a":{}},"servers":1}`,
+		`[1, 2]`,
+		`{"servers":{"a":{"comand":"x"}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := broker.ParseConfig(data, "fuzz.json")
+		if err != nil {
+			if errs := configErrors(t, err); len(errs) == 0 {
+				t.Fatalf("empty ConfigError for %q", data)
+			}
+			_ = err.Error()
+			return
+		}
+		// A config that parses shows as JSON that parses to the same config.
+		out, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatalf("marshal: %v", err)
+		}
+		again, err := broker.ParseConfig(out, "fuzz.json")
+		if err != nil {
+			t.Fatalf("shown config %s does not parse: %v", out, err)
+		}
+		if diff := cmp.Diff(cfg, again, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("round trip of %q (-first +second):\n%s", data, diff)
+		}
+	})
+}
+
+func ExampleParseConfig_errors() {
+	doc := `{
+	  "mcpServers": {
+	    "git": {"comand": "uvx", "args": ["mcp-server-git", "--repository", "${mcpx.rot}"]},
+	    "fs": {"type": "stdio", "command": "npx", "cwd": "src", "idleTimeout": "10"}
+	  }
+	}`
+	_, err := broker.ParseConfig([]byte(doc), "config.json")
+	fmt.Println(err)
+	// Output:
+	// config config.json: 4 problems:
+	// 	server "git": unknown field "comand" (field comand); did you mean "command"?
+	// 	server "git": unknown placeholder ${mcpx.rot} (field args[2]); did you mean ${mcpx.root}? (known: ${mcpx.root}, ${mcpx.cwd})
+	// 	server "fs": invalid duration "10": want a Go duration such as "90s" or "5m" (field idleTimeout)
+	// 	server "fs": cwd "src" is relative (field cwd); use an absolute path, or ${mcpx.root}/src for a directory under the instance root
+}
