@@ -1,11 +1,33 @@
+// Package broker is mcpx's domain: it maps a caller's declared context to a
+// scope key and root, and forwards calls to the pooled child for that key.
+//
+//	b, err := broker.New(broker.Options{Config: cfg, Logger: log})
+//	res, err := b.CallTool(ctx, broker.Request{Caller: c, Context: cc, Server: "demo"}, "echo", args, nil)
+//	defer b.Close(ctx)
+//
+// It knows nothing of HTTP: the api package translates requests into
+// Requests and *Error kinds into status codes.
 package broker
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
 
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // Caller is who is calling, as the API layer authenticated it.
@@ -45,30 +67,148 @@ type Instance = pool.InstanceStatus
 
 // Options configures a Broker.
 type Options struct {
-	Config *Config      // required
-	Logger *slog.Logger // nil = discard
-	Self   string       // path of the mcpx binary, for the built-in demo server
+	Config  *Config      // required
+	Logger  *slog.Logger // nil = discard
+	Version string       // reported to children as clientInfo.version; "" = "dev"
+	// Pool overrides for tests; zero fields come from Config.Pool.
+	Now          func() time.Time
+	ReapInterval time.Duration // negative: no background reaper
+	Env          []string      // children's base environment; nil = os.Environ()
 }
 
 // Broker maps callers to scoped instances and forwards their calls.
 // All methods are safe for concurrent use.
 type Broker struct {
-	opts Options
+	log   *slog.Logger
+	scope *Resolver
+	pool  *pool.Pool
+
+	mu  sync.RWMutex
+	cfg *Config // guarded by mu
 }
 
 // New builds a broker. It starts no children; Close stops them.
-func New(opts Options) (*Broker, error) { return &Broker{opts: opts}, nil }
+func New(opts Options) (*Broker, error) {
+	if opts.Config == nil {
+		return nil, &Error{Kind: KindConfig, Op: "start broker", Msg: "no config"}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pc := opts.Config.Pool
+	b := &Broker{log: log, scope: NewResolver(ResolverOptions{Logger: log})}
+	b.pool = pool.New(pool.Options{
+		MaxInstances:  pc.MaxInstances,
+		IdleTimeout:   pc.IdleTimeout.D(),
+		ReapInterval:  cmp.Or(opts.ReapInterval, pc.ReapInterval.D()),
+		KeyAlive:      keyAlive,
+		Env:           opts.Env,
+		Logger:        log,
+		Now:           opts.Now,
+		ClientName:    "mcpx",
+		ClientVersion: cmp.Or(opts.Version, "dev"),
+	})
+	b.SetConfig(opts.Config)
+	return b, nil
+}
+
+// SetConfig replaces the configuration. Instances of unchanged servers keep
+// running; changed or removed servers' instances are drained and replaced.
+// Pool-wide limits take effect at the next start of the daemon.
+func (b *Broker) SetConfig(cfg *Config) {
+	defs := make([]pool.Server, 0, len(cfg.Servers))
+	for _, name := range sortedNames(cfg.Servers) {
+		defs = append(defs, poolServer(name, cfg.Servers[name]))
+	}
+	b.mu.Lock()
+	b.cfg = cfg
+	b.mu.Unlock()
+	b.pool.SetServers(defs)
+}
+
+func poolServer(name string, s *ServerConfig) pool.Server {
+	return pool.Server{
+		Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
+		URL: s.URL, Headers: s.Headers,
+		Exclusive:    s.Sharing == SharingExclusive,
+		Max:          s.Max,
+		IdleTimeout:  s.IdleTimeout.D(),
+		StartTimeout: s.StartTimeout.D(),
+	}
+}
+
+func sortedNames(m map[string]*ServerConfig) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (b *Broker) config() *Config {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.cfg
+}
 
 // Servers lists the configured servers, sorted by name.
-func (b *Broker) Servers() []ServerInfo { return nil }
+func (b *Broker) Servers() []ServerInfo {
+	cfg := b.config()
+	counts := map[string]int{}
+	for _, in := range b.pool.Instances() {
+		counts[in.Server]++
+	}
+	out := make([]ServerInfo, 0, len(cfg.Servers))
+	for _, name := range sortedNames(cfg.Servers) {
+		out = append(out, serverInfo(name, cfg.Servers[name], counts[name]))
+	}
+	return out
+}
+
+func serverInfo(name string, s *ServerConfig, n int) ServerInfo {
+	tr := "stdio"
+	if s.URL != "" {
+		tr = "http"
+	}
+	return ServerInfo{Name: name, Description: s.Description, Tags: s.Tags, Transport: tr,
+		Scope: s.Scope, Sharing: cmp.Or(s.Sharing, SharingShared), Max: cmp.Or(s.Max, 4), Instances: n}
+}
 
 // Server describes one server; KindNotFound if there is none by that name.
-func (b *Broker) Server(name string) (ServerInfo, error) { return ServerInfo{}, errNotImplemented }
+func (b *Broker) Server(name string) (ServerInfo, error) {
+	s, err := b.lookup(name)
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	n := 0
+	for _, in := range b.pool.Instances() {
+		if in.Server == name {
+			n++
+		}
+	}
+	return serverInfo(name, s, n), nil
+}
+
+func (b *Broker) lookup(name string) (*ServerConfig, error) {
+	cfg := b.config()
+	if s := cfg.Servers[name]; s != nil {
+		return s, nil
+	}
+	return nil, &Error{Kind: KindNotFound, Op: "find server", Server: name, Msg: "no such server",
+		Hint: "configured servers: " + strings.Join(sortedNames(cfg.Servers), ", ")}
+}
 
 // Tools returns the server's tools as the child listed them (all pages
 // joined): a JSON array of MCP Tool objects.
 func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) {
-	return nil, errNotImplemented
+	var out json.RawMessage
+	err := b.do(ctx, r, "list tools", func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out, err = s.Tools(ctx)
+		return err
+	})
+	return out, err
 }
 
 // CallTool calls tool with args (a JSON object; nil = {}) and returns the
@@ -76,36 +216,238 @@ func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) 
 // params of each notifications/progress the child sends for this call.
 // Cancelling ctx sends notifications/cancelled to the child.
 func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
-	return nil, errNotImplemented
+	var out json.RawMessage
+	err := b.do(ctx, r, "call "+tool, func(ctx context.Context, s *mcpclient.Session) error {
+		ok, err := hasTool(ctx, s, tool)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &Error{Kind: KindNotFound, Op: "call", Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool),
+				Hint: fmt.Sprintf("`mcpx tools %s` lists its tools", r.Server)}
+		}
+		out, err = s.CallTool(ctx, tool, args, onProgress)
+		return err
+	})
+	return out, err
 }
 
 // Resources returns the server's resources: a JSON array of MCP Resource objects.
 func (b *Broker) Resources(ctx context.Context, r Request) (json.RawMessage, error) {
-	return nil, errNotImplemented
+	var out json.RawMessage
+	err := b.do(ctx, r, "list resources", func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out, err = s.Resources(ctx)
+		return err
+	})
+	return out, err
 }
 
 // ReadResource returns the child's resources/read result for uri.
 func (b *Broker) ReadResource(ctx context.Context, r Request, uri string) (json.RawMessage, error) {
-	return nil, errNotImplemented
+	var out json.RawMessage
+	err := b.do(ctx, r, "read resource", func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out, err = s.ReadResource(ctx, uri)
+		return err
+	})
+	return out, err
 }
 
 // Prompts returns the server's prompts: a JSON array of MCP Prompt objects.
 func (b *Broker) Prompts(ctx context.Context, r Request) (json.RawMessage, error) {
-	return nil, errNotImplemented
+	var out json.RawMessage
+	err := b.do(ctx, r, "list prompts", func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out, err = s.Prompts(ctx)
+		return err
+	})
+	return out, err
 }
 
 // GetPrompt returns the child's prompts/get result.
 func (b *Broker) GetPrompt(ctx context.Context, r Request, name string, args map[string]string) (json.RawMessage, error) {
-	return nil, errNotImplemented
+	var out json.RawMessage
+	err := b.do(ctx, r, "get prompt", func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out, err = s.GetPrompt(ctx, name, args)
+		return err
+	})
+	return out, err
 }
 
 // Instances lists the pooled children, sorted by server then key.
-func (b *Broker) Instances() []Instance { return nil }
+func (b *Broker) Instances() []Instance { return b.pool.Instances() }
 
 // StopInstance stops one instance by ID after draining its calls.
 // KindNotFound if there is none.
-func (b *Broker) StopInstance(ctx context.Context, id string) error { return errNotImplemented }
+func (b *Broker) StopInstance(ctx context.Context, id string) error {
+	return b.translate(b.pool.Stop(ctx, id), "stop instance", "")
+}
+
+// Reap stops idle and orphaned instances now (the pool also does it on a tick).
+func (b *Broker) Reap() { b.pool.Reap() }
 
 // Close stops accepting calls, drains in-flight calls until ctx is done, and
 // stops every child.
-func (b *Broker) Close(ctx context.Context) error { return nil }
+func (b *Broker) Close(ctx context.Context) error { return b.pool.Close(ctx) }
+
+// Target resolves where r would land, without calling anything.
+func (b *Broker) Target(r Request) (pool.Target, error) {
+	_, t, err := b.target(r)
+	return t, err
+}
+
+func (b *Broker) target(r Request) (*ServerConfig, pool.Target, error) {
+	def, err := b.lookup(r.Server)
+	if err != nil {
+		return nil, pool.Target{}, err
+	}
+	c := r.Caller
+	if c.Servers != nil && !slices.Contains(c.Servers, r.Server) && !slices.Contains(c.Servers, "*") {
+		return nil, pool.Target{}, &Error{Kind: KindForbidden, Op: "authorize", Server: r.Server, Msg: "this caller may not use this server"}
+	}
+	cc := r.Context
+	if !c.Local {
+		cc.Pid = 0 // only a unix-socket peer's pid means anything here
+	}
+	if cc.Cwd != "" {
+		cwd, err := b.scope.CanonicalCwd(cc.Cwd)
+		if err != nil {
+			return nil, pool.Target{}, err
+		}
+		if !underAny(cwd, c.Roots) {
+			return nil, pool.Target{}, &Error{Kind: KindForbidden, Op: "authorize", Server: r.Server, Field: "Mcpx-Cwd",
+				Msg: "the declared cwd is outside the roots this caller may use"}
+		}
+		cc.Cwd = cwd
+	}
+	if cc.CallID == "" {
+		cc.CallID = newCallID()
+	}
+	rs := b.scope.Resolve(def.Scope, cc)
+	return def, pool.Target{
+		Server: r.Server, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
+		Ephemeral: strings.HasPrefix(rs.Key, "call:"),
+	}, nil
+}
+
+// underAny reports whether path lies under one of roots; nil roots = anywhere.
+// Both sides are canonical (roots are canonicalised when the grant is made).
+func underAny(path string, roots []string) bool {
+	if roots == nil {
+		return true
+	}
+	for _, r := range roots {
+		r = filepath.Clean(r)
+		if path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func newCallID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// do resolves r to an instance and runs fn on its session under the
+// server's call timeout.
+func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.Context, *mcpclient.Session) error) error {
+	def, t, err := b.target(r)
+	if err != nil {
+		return err
+	}
+	if d := def.CallTimeout.D(); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	err = b.pool.Do(ctx, t, func(s *mcpclient.Session) error { return fn(ctx, s) })
+	return b.translate(err, op, r.Server)
+}
+
+// translate maps pool and protocol errors to *Error kinds.
+func (b *Broker) translate(err error, op, server string) error {
+	if err == nil {
+		return nil
+	}
+	var be *Error
+	if errors.As(err, &be) {
+		return err
+	}
+	var rpc *mcpclient.RPCError
+	if errors.As(err, &rpc) {
+		e := &Error{Op: op, Server: server, Msg: rpc.Message, RPCCode: rpc.Code, Err: err, Kind: KindChildFailed}
+		switch rpc.Code {
+		case -32602: // Invalid params: the child rejected the arguments.
+			e.Kind = KindBadRequest
+		case -32601: // Method not found: the child does not offer this.
+			e.Kind = KindNotFound
+		}
+		return e
+	}
+	var pe *pool.Error
+	if !errors.As(err, &pe) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return &Error{Kind: KindTimeout, Op: op, Server: server, Msg: "timed out", Err: err}
+		}
+		return &Error{Kind: KindInternal, Op: op, Server: server, Msg: "internal error", Err: err}
+	}
+	e := &Error{Op: op, Server: cmp.Or(pe.Server, server), Msg: pe.Detail, StderrTail: pe.StderrTail, RetryAfter: pe.RetryAfter, Err: err}
+	switch {
+	case errors.Is(err, pool.ErrUnknownServer), errors.Is(err, pool.ErrNotFound):
+		e.Kind = KindNotFound
+		e.Msg = cmp.Or(pe.Detail, "not found")
+	case errors.Is(err, pool.ErrExhausted):
+		e.Kind = KindExhausted
+	case errors.Is(err, pool.ErrBackoff):
+		e.Kind = KindUnavailable
+		e.Msg = "the server keeps failing to start; waiting before trying again. Last error: " + pe.Detail
+		e.Hint = "check `mcpx status` and the daemon log for the child's stderr"
+	case errors.Is(err, pool.ErrClosed):
+		e.Kind = KindUnavailable
+		e.RetryAfter = time.Second
+	case errors.Is(err, pool.ErrTimeout), errors.Is(err, pool.ErrStartTimeout):
+		e.Kind = KindTimeout
+	case errors.Is(err, pool.ErrSpawnConfig):
+		e.Kind = KindBadRequest
+		e.Field = "scope"
+	default: // ErrCrashed, ErrStart
+		e.Kind = KindChildFailed
+	}
+	return e
+}
+
+// keyAlive reports whether the owner of a caller-owned key still exists.
+// pid: keys are checked with kill(pid, 0); other keys live until idle.
+func keyAlive(key string) bool {
+	rest, ok := strings.CutPrefix(key, "pid:")
+	if !ok {
+		return true
+	}
+	pid, err := strconv.Atoi(rest)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// hasTool reports whether the child lists tool (its cached tools/list).
+func hasTool(ctx context.Context, s *mcpclient.Session, tool string) (bool, error) {
+	raw, err := s.Tools(ctx)
+	if err != nil {
+		return false, err
+	}
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return false, err
+	}
+	for _, t := range tools {
+		if t.Name == tool {
+			return true, nil
+		}
+	}
+	return false, nil
+}

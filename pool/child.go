@@ -1,0 +1,179 @@
+package pool
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// child is one running stdio server process, leader of its own process group.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stderr *ring
+	// exited is closed by the one goroutine that calls cmd.Wait; waitErr is
+	// set before that and read only after.
+	exited  chan struct{}
+	waitErr error
+	// stderrDone is closed when the stderr reader has seen EOF.
+	stderrDone chan struct{}
+}
+
+// stderrRingBytes bounds the kept stderr tail per instance.
+const stderrRingBytes = 64 << 10
+
+// startChild starts sp as a process in its own process group. Stdout and
+// stderr are our own os.Pipes, not cmd's, so reading them never races with
+// cmd.Wait. Every stderr line is logged with log (server/key/pid attached).
+func startChild(sp spawnSpec, baseEnv []string, log *slog.Logger) (*child, error) {
+	cmd := exec.Command(sp.command, sp.args...)
+	cmd.Dir = sp.cwd
+	cmd.Env = append(append([]string(nil), baseEnv...), sp.env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW)
+		return nil, err
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		closeAll(stdinR, stdinW, stdoutR, stdoutW)
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	if err := cmd.Start(); err != nil {
+		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
+		return nil, err
+	}
+	// The child holds its own copies now.
+	closeAll(stdinR, stdoutW, stderrW)
+	c := &child{
+		cmd:        cmd,
+		stdin:      stdinW,
+		stdout:     stdoutR,
+		stderr:     newRing(stderrRingBytes),
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+	}
+	log = log.With("pid", cmd.Process.Pid)
+	go c.readStderr(stderrR, log)
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+func (c *child) readStderr(r *os.File, log *slog.Logger) {
+	defer close(c.stderrDone)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 256<<10)
+	for sc.Scan() {
+		line := sc.Bytes()
+		c.stderr.Write(line)
+		c.stderr.Write([]byte{'\n'})
+		log.Info("child stderr", "line", string(line))
+	}
+	// A line longer than the scanner buffer: keep draining so the child
+	// never blocks on a full stderr pipe.
+	io.Copy(c.stderr, r)
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// exitDescription says how the child ended, for errors and status.
+func (c *child) exitDescription() string {
+	var ee *exec.ExitError
+	switch {
+	case c.waitErr == nil:
+		return "exited with status 0"
+	case errors.As(c.waitErr, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "killed by signal " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+	default:
+		return c.waitErr.Error()
+	}
+}
+
+// stderrTail waits briefly for the stderr reader to finish (the child has
+// exited, so EOF is near) and returns the last lines.
+func (c *child) stderrTail() string {
+	select {
+	case <-c.stderrDone:
+	case <-time.After(200 * time.Millisecond):
+	}
+	return c.stderr.Tail(20)
+}
+
+// Grace periods of the shutdown sequence (MCP spec, Lifecycle/Shutdown/stdio:
+// close stdin, wait, SIGTERM, wait, SIGKILL).
+var (
+	stdinGrace = 2 * time.Second
+	termGrace  = 2 * time.Second
+)
+
+// stop shuts the child down: close stdin, then SIGTERM, then SIGKILL of the
+// whole process group, each after a bounded wait. It returns when the leader
+// has been reaped; descendants left in the group are killed too.
+func (c *child) stop(ctx context.Context) {
+	c.stdin.Close()
+	defer c.stdout.Close()
+	pgid := c.cmd.Process.Pid
+	if c.wait(ctx, stdinGrace) {
+		// The leader left; make sure nothing it started lingers.
+		killGroup(pgid, syscall.SIGKILL)
+		return
+	}
+	killGroup(pgid, syscall.SIGTERM)
+	if c.wait(ctx, termGrace) {
+		killGroup(pgid, syscall.SIGKILL)
+		return
+	}
+	killGroup(pgid, syscall.SIGKILL)
+	<-c.exited
+}
+
+// wait reports whether the child exited within d (or before ctx ended).
+func (c *child) wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+func killGroup(pgid int, sig syscall.Signal) {
+	if pgid > 0 {
+		syscall.Kill(-pgid, sig) // ESRCH when the group is already empty
+	}
+}

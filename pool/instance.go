@@ -1,0 +1,327 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"mcpx.dev/mcpx/pool/mcpclient"
+)
+
+// instance is one (server, key) slot. Its root and spawn spec are fixed at
+// creation; each (re)start makes a new generation.
+type instance struct {
+	id       string
+	key      instKey
+	def      *Server
+	root     string
+	degraded string
+	spec     spawnSpec
+	sem      chan struct{} // exclusive servers: the one holder's token
+
+	// All below are guarded by Pool.mu.
+	state        State
+	gen          *generation   // the running child; nil when not running
+	starting     *startAttempt // non-nil while a start is under way
+	started      time.Time
+	lastUsed     time.Time
+	calls        int64
+	inflight     int
+	restarts     int
+	failures     int // consecutive failed starts/crashes with no good call since
+	backoffUntil time.Time
+	lastErr      string
+	lastTail     string
+	stopping     bool
+	drained      chan struct{} // closed when inflight drops to 0 while stopping
+}
+
+// idle reports whether the instance can be stopped without cutting a call.
+func (i *instance) idle() bool { return i.inflight == 0 && i.starting == nil && !i.stopping }
+
+type startAttempt struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// generation is one running child and its session.
+type generation struct {
+	proc     *child // nil for url servers
+	sess     *mcpclient.Session
+	stopOnce sync.Once
+	dead     chan struct{} // closed by the watcher once the child is gone
+	exitDesc string        // set before dead is closed
+	tail     string        // set before dead is closed
+}
+
+func (g *generation) pid() int {
+	if g == nil || g.proc == nil {
+		return 0
+	}
+	return g.proc.pid()
+}
+
+// stop ends the session and the child, once, however many callers ask.
+func (g *generation) stop(ctx context.Context) {
+	g.stopOnce.Do(func() {
+		if g.sess != nil {
+			g.sess.Close()
+		}
+		if g.proc != nil {
+			g.proc.stop(ctx)
+		}
+	})
+}
+
+func (g *generation) deathDetail() string {
+	if g.exitDesc == "" {
+		return "the child's session ended"
+	}
+	return "the child " + g.exitDesc
+}
+
+// Crash-loop backoff: after this many consecutive failures the next start
+// waits, doubling from backoffBase up to backoffMax.
+const (
+	backoffAfter = 3
+	backoffBase  = time.Second
+	backoffMax   = time.Minute
+)
+
+func (p *Pool) startLocked(inst *instance) {
+	a := &startAttempt{done: make(chan struct{})}
+	inst.starting = a
+	inst.state = StateStarting
+	if !inst.started.IsZero() {
+		inst.restarts++
+	}
+	p.wg.Go(func() { p.start(inst, a) })
+}
+
+// start spawns the child and runs initialize, bounded by the start timeout
+// and the pool's lifetime — never by the caller that triggered it.
+func (p *Pool) start(inst *instance, a *startAttempt) {
+	t := Target{Server: inst.def.Name, Key: inst.key.key}
+	log := p.log.With("server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
+	ctx, cancel := context.WithTimeout(p.ctx, inst.startTimeout(p.opts.StartTimeout))
+	defer cancel()
+
+	g := &generation{dead: make(chan struct{})}
+	var tr mcpclient.Transport
+	transport := "http"
+	if inst.def.URL != "" {
+		tr = mcpclient.NewHTTP(inst.spec.url, inst.spec.headers, p.opts.HTTPClient)
+	} else {
+		transport = "stdio"
+		proc, err := startChild(inst.spec, p.opts.Env, log)
+		if err != nil {
+			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; check the server's command and that it is installed on the daemon's machine", inst.spec.command, err))
+			e.Cause = err
+			p.finishStart(inst, a, nil, e, log)
+			return
+		}
+		g.proc = proc
+		tr = mcpclient.NewStdio(proc.stdout, proc.stdin)
+	}
+	sess, err := p.connect(ctx, tr, inst, g)
+	if err != nil {
+		e := p.perr("start", t, ErrStart, err.Error())
+		e.Cause = err
+		if ctx.Err() != nil && p.ctx.Err() == nil {
+			e.Err = ErrStartTimeout
+			e.Detail = fmt.Sprintf("no initialize answer within %s; is %q an MCP server speaking JSON-RPC on stdout?", inst.startTimeout(p.opts.StartTimeout), inst.def.Name)
+		}
+		stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Second)
+		g.stop(stopCtx)
+		stopCancel()
+		if g.proc != nil {
+			e.StderrTail = g.proc.stderrTail()
+			var pe *mcpclient.ProtocolError
+			if errors.Is(err, mcpclient.ErrClosed) && !errors.As(err, &pe) {
+				e.Err = ErrCrashed
+				e.Detail = "the child " + g.proc.exitDescription() + " during initialize"
+			}
+		}
+		tr.Close()
+		p.finishStart(inst, a, nil, e, log)
+		return
+	}
+	g.sess = sess
+	log.Info("spawned", "root", inst.root, "cwd", inst.spec.cwd, "cwdSource", inst.spec.cwdSource,
+		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded)
+	p.finishStart(inst, a, g, nil, log)
+}
+
+// connect runs initialize, returning early if the child dies first.
+func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instance, g *generation) (*mcpclient.Session, error) {
+	opts := mcpclient.Options{Root: inst.root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key)}
+	if g.proc == nil {
+		return mcpclient.Connect(ctx, tr, opts)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-g.proc.exited:
+			cancel(fmt.Errorf("%w: %s", mcpclient.ErrClosed, g.proc.exitDescription()))
+			tr.Close()
+		case <-ctx.Done():
+		}
+	}()
+	sess, err := mcpclient.Connect(ctx, tr, opts)
+	var pe *mcpclient.ProtocolError
+	if err != nil && !errors.As(err, &pe) {
+		// The child's exit is the better explanation, unless it broke the
+		// protocol first (its exit is then our doing).
+		if cause := context.Cause(ctx); errors.Is(cause, mcpclient.ErrClosed) {
+			return nil, cause
+		}
+	}
+	return sess, err
+}
+
+func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *Error, log *slog.Logger) {
+	p.mu.Lock()
+	inst.starting = nil
+	now := p.opts.Now()
+	if err != nil {
+		a.err = err
+		p.failLocked(inst, err.Detail, err.StderrTail, now)
+		log.Warn("start failed", "err", err, "stderr", err.StderrTail)
+	} else {
+		inst.gen = g
+		inst.state = StateReady
+		inst.started = now
+		// If the instance was stopped while starting, its stopper waits on
+		// a.done and then stops this generation.
+		p.wg.Go(func() { p.watch(inst, g) })
+	}
+	close(a.done)
+	p.mu.Unlock()
+}
+
+// failLocked records a failed start or a crash and enters backoff when the
+// instance keeps failing.
+func (p *Pool) failLocked(inst *instance, detail, tail string, now time.Time) {
+	inst.failures++
+	inst.lastErr = detail
+	inst.lastTail = tail
+	inst.state = StateStopped
+	if inst.failures >= backoffAfter {
+		d := backoffBase << (inst.failures - backoffAfter)
+		if d > backoffMax || d <= 0 {
+			d = backoffMax
+		}
+		inst.backoffUntil = now.Add(d)
+		inst.state = StateBackoff
+	}
+}
+
+// watch waits for the child to end, then records why. One watcher per
+// generation; it is the only place a crash is noticed.
+func (p *Pool) watch(inst *instance, g *generation) {
+	var exited <-chan struct{}
+	if g.proc != nil {
+		exited = g.proc.exited
+	}
+	select {
+	case <-exited:
+	case <-g.sess.Done():
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	g.stop(ctx)
+	cancel()
+	if g.proc != nil {
+		g.exitDesc = g.proc.exitDescription()
+		g.tail = g.proc.stderrTail()
+	} else if err := g.sess.Err(); err != nil {
+		g.exitDesc = "session ended: " + err.Error()
+	}
+	close(g.dead)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if inst.gen != g {
+		return
+	}
+	inst.gen = nil
+	if inst.stopping {
+		inst.state = StateStopped
+		return
+	}
+	if errors.Is(g.sess.Err(), mcpclient.ErrSessionExpired) {
+		inst.state = StateStopped // re-initialized on the next call
+		return
+	}
+	p.failLocked(inst, g.deathDetail(), g.tail, p.opts.Now())
+	p.log.Warn("child exited unexpectedly", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
+		"pid", g.pid(), "how", g.exitDesc, "stderr", g.tail)
+}
+
+// stopInstance drains inst's in-flight calls (bounded by ctx) and stops
+// its child. inst has already been removed from the maps.
+func (p *Pool) stopInstance(ctx context.Context, inst *instance, why string) {
+	p.mu.Lock()
+	var drained chan struct{}
+	if inst.inflight > 0 {
+		if inst.drained == nil {
+			inst.drained = make(chan struct{})
+		}
+		drained = inst.drained
+	}
+	a := inst.starting
+	p.mu.Unlock()
+	if drained != nil {
+		select {
+		case <-drained:
+		case <-ctx.Done():
+		}
+	}
+	if a != nil {
+		select {
+		case <-a.done:
+		case <-ctx.Done():
+		}
+	}
+	p.mu.Lock()
+	g := inst.gen
+	p.mu.Unlock()
+	if g != nil {
+		p.log.Info("stopping instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id, "pid", g.pid(), "why", why)
+		g.stop(ctx)
+		<-g.dead
+	}
+	p.mu.Lock()
+	inst.state = StateStopped
+	p.mu.Unlock()
+}
+
+func (i *instance) startTimeout(def time.Duration) time.Duration {
+	if i.def.StartTimeout > 0 {
+		return i.def.StartTimeout
+	}
+	return def
+}
+
+func (i *instance) statusLocked() InstanceStatus {
+	s := InstanceStatus{
+		ID: i.id, Server: i.def.Name, Key: i.key.key, Root: i.root,
+		Cwd: i.spec.cwd, CwdSource: i.spec.cwdSource,
+		Transport: "stdio", Pid: i.gen.pid(), State: i.state,
+		Started: i.started, LastUsed: i.lastUsed, Calls: i.calls, InFlight: i.inflight,
+		Restarts: i.restarts, LastError: i.lastErr, Degraded: i.degraded,
+	}
+	if i.def.URL != "" {
+		s.Transport = "http"
+	}
+	if i.gen != nil && i.gen.sess != nil {
+		s.Protocol = i.gen.sess.ProtocolVersion()
+	}
+	if i.state == StateBackoff {
+		s.BackoffUntil = i.backoffUntil
+	}
+	return s
+}

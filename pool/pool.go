@@ -1,0 +1,532 @@
+// Package pool keeps pooled child MCP servers keyed by (server, scope key).
+//
+//	p := pool.New(pool.Options{Logger: log})
+//	p.SetServers([]pool.Server{{Name: "demo", Command: "mcpx", Args: []string{"demo-server"}}})
+//	err := p.Do(ctx, pool.Target{Server: "demo", Key: "worktree:/src/app", Root: "/src/app"},
+//		func(s *mcpclient.Session) error { _, err := s.CallTool(ctx, "echo", args, nil); return err })
+//	defer p.Close(ctx)
+//
+// A child never hangs off a request context: it lives on the pool's context,
+// and a request context bounds only its own call. Instances are created on
+// first use, fixed to the root they were created with (restarts reuse it),
+// reaped when idle, evicted least-recently-used at the caps, and restarted
+// after a crash on the next call, with exponential backoff when they keep
+// failing.
+package pool
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"mcpx.dev/mcpx/pool/mcpclient"
+)
+
+// Server is the definition of one child server, as the pool needs it.
+// String fields may hold ${mcpx.root} and ${mcpx.cwd}; they are substituted
+// per instance at spawn time only.
+type Server struct {
+	Name    string
+	Command string // stdio child; exactly one of Command and URL is set
+	Args    []string
+	Env     map[string]string // added to the daemon's environment
+	Cwd     string            // "" = the instance root, else the daemon's cwd
+	URL     string            // streamable-HTTP child
+	Headers map[string]string
+
+	Exclusive    bool          // one caller at a time per instance
+	Max          int           // instances of this server; 0 = 4
+	IdleTimeout  time.Duration // 0 = Options.IdleTimeout
+	StartTimeout time.Duration // spawn + initialize; 0 = Options.StartTimeout
+}
+
+// Options configure a Pool. The zero value is usable.
+type Options struct {
+	MaxInstances int           // daemon-wide cap; 0 = 64
+	IdleTimeout  time.Duration // 0 = 5m
+	ReapInterval time.Duration // 0 = 30s; negative = no background reaper (call Reap)
+	StartTimeout time.Duration // 0 = 30s
+	// KeyAlive, if set, is asked on each reap whether a caller-owned key
+	// (pid:, lease:) still has its owner; false stops the instance at once.
+	KeyAlive func(key string) bool
+	Env      []string         // base environment of children; nil = os.Environ()
+	Logger   *slog.Logger     // nil = discard
+	Now      func() time.Time // nil = time.Now; tests inject a clock
+	// ClientName and ClientVersion go into initialize's clientInfo.
+	ClientName, ClientVersion string
+	HTTPClient                *http.Client // for url servers; nil = a default client
+}
+
+// Target says which instance a call wants.
+type Target struct {
+	Server    string
+	Key       string // scope key, e.g. "worktree:/src/app"
+	Root      string // the instance root; fixed when the instance is created
+	Cwd       string // the caller's canonical cwd, for ${mcpx.cwd}
+	Degraded  string // why the key is not the requested scope, for status
+	Ephemeral bool   // stop the instance right after this call (call: keys)
+}
+
+// Pool errors; a *Error wraps one of these.
+var (
+	ErrUnknownServer = errors.New("unknown server")
+	ErrExhausted     = errors.New("instance limit reached")
+	ErrBackoff       = errors.New("server is failing; waiting before the next start")
+	ErrCrashed       = errors.New("child exited")
+	ErrStart         = errors.New("child failed to start")
+	ErrStartTimeout  = errors.New("child did not finish initialize in time")
+	ErrSpawnConfig   = errors.New("cannot build the child's command line")
+	ErrTimeout       = errors.New("timed out")
+	ErrClosed        = errors.New("pool is shut down")
+	ErrNotFound      = errors.New("no such instance")
+)
+
+// Error is what the pool returns: Err is one of the sentinels above (test
+// with errors.Is), Detail says what happened in words safe to show the
+// daemon's owner.
+type Error struct {
+	Op         string // "start", "call", "acquire", "stop"
+	Server     string
+	Key        string
+	Err        error
+	Detail     string
+	StderrTail string        // the child's last stderr lines, when it died
+	RetryAfter time.Duration // for ErrExhausted and ErrBackoff
+	Cause      error         // underlying error, if any (logged, not shown)
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%s %s (%s): %v", e.Op, e.Server, e.Key, e.Err)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+func (e *Error) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{e.Err, e.Cause}
+	}
+	return []error{e.Err}
+}
+
+type instKey struct{ server, key string }
+
+// Pool is safe for concurrent use.
+type Pool struct {
+	opts   Options
+	log    *slog.Logger
+	ctx    context.Context // children's lifetime; cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the pool starts
+
+	mu        sync.Mutex
+	servers   map[string]*Server    // guarded by mu
+	instances map[instKey]*instance // guarded by mu
+	byID      map[string]*instance  // guarded by mu
+	seq       map[string]int        // guarded by mu; per-server instance numbers
+	closed    bool                  // guarded by mu
+}
+
+// New returns a pool with no servers. It starts the idle reaper; Close stops it.
+func New(opts Options) *Pool {
+	if opts.MaxInstances <= 0 {
+		opts.MaxInstances = 64
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 5 * time.Minute
+	}
+	if opts.ReapInterval == 0 {
+		opts.ReapInterval = 30 * time.Second
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	if opts.Env == nil {
+		opts.Env = os.Environ()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pool{
+		opts: opts, log: log, ctx: ctx, cancel: cancel,
+		servers:   map[string]*Server{},
+		instances: map[instKey]*instance{},
+		byID:      map[string]*instance{},
+		seq:       map[string]int{},
+	}
+	if opts.ReapInterval > 0 {
+		p.wg.Add(1)
+		go p.reapLoop(opts.ReapInterval)
+	}
+	return p
+}
+
+func (p *Pool) reapLoop(every time.Duration) {
+	defer p.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+			p.Reap()
+		}
+	}
+}
+
+// SetServers replaces the server definitions. Instances of removed or
+// changed servers are drained and stopped in the background; instances of
+// unchanged servers keep running.
+func (p *Pool) SetServers(defs []Server) {
+	next := make(map[string]*Server, len(defs))
+	for i := range defs {
+		d := defs[i]
+		next[d.Name] = &d
+	}
+	p.mu.Lock()
+	var stale []*instance
+	for k, inst := range p.instances {
+		if nd, ok := next[k.server]; !ok || !reflect.DeepEqual(nd, inst.def) {
+			stale = append(stale, inst)
+			p.removeLocked(inst)
+		}
+	}
+	p.servers = next
+	p.mu.Unlock()
+	for _, inst := range stale {
+		p.log.Info("server definition changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
+		p.stopAsync(inst, "definition changed")
+	}
+}
+
+// Do runs fn with a ready session of the instance for t, creating or
+// restarting it as needed. ctx bounds the wait for the instance and fn's
+// call, never the child. Errors are *Error, or what fn returned.
+func (p *Pool) Do(ctx context.Context, t Target, fn func(*mcpclient.Session) error) error {
+	for attempt := 0; ; attempt++ {
+		inst, g, err := p.acquire(ctx, t)
+		if err != nil {
+			return err
+		}
+		err = fn(g.sess)
+		err = p.release(ctx, inst, g, t, err)
+		// A streamable-HTTP child that expired our session never saw the
+		// request: re-initialize transparently, once.
+		if attempt == 0 && errors.Is(err, mcpclient.ErrSessionExpired) {
+			continue
+		}
+		return err
+	}
+}
+
+func (p *Pool) perr(op string, t Target, sentinel error, detail string) *Error {
+	return &Error{Op: op, Server: t.Server, Key: t.Key, Err: sentinel, Detail: detail}
+}
+
+func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, nil, p.perr("acquire", t, ErrClosed, "the daemon is shutting down")
+		}
+		inst := p.instances[instKey{t.Server, t.Key}]
+		if inst == nil {
+			var err error
+			if inst, err = p.newInstanceLocked(t); err != nil {
+				p.mu.Unlock()
+				return nil, nil, err
+			}
+		}
+		now := p.opts.Now()
+		if inst.state == StateBackoff && now.Before(inst.backoffUntil) {
+			e := p.perr("start", t, ErrBackoff, inst.lastErr)
+			e.RetryAfter = inst.backoffUntil.Sub(now)
+			e.StderrTail = inst.lastTail
+			p.mu.Unlock()
+			return nil, nil, e
+		}
+		if inst.gen == nil && inst.starting == nil {
+			p.startLocked(inst)
+		}
+		if a := inst.starting; a != nil {
+			p.mu.Unlock()
+			select {
+			case <-a.done:
+				if a.err != nil {
+					return nil, nil, a.err
+				}
+				continue
+			case <-ctx.Done():
+				return nil, nil, p.ctxErr(ctx, t, "waiting for the child to start")
+			}
+		}
+		g := inst.gen
+		if inst.def.Exclusive {
+			p.mu.Unlock()
+			select {
+			case inst.sem <- struct{}{}:
+			case <-ctx.Done():
+				return nil, nil, p.ctxErr(ctx, t, "waiting for the exclusive instance; another caller holds it")
+			}
+			p.mu.Lock()
+			if inst.gen != g || inst.stopping {
+				<-inst.sem
+				p.mu.Unlock()
+				continue
+			}
+		}
+		inst.inflight++
+		inst.lastUsed = now
+		p.mu.Unlock()
+		return inst, g, nil
+	}
+}
+
+func (p *Pool) ctxErr(ctx context.Context, t Target, what string) *Error {
+	e := p.perr("acquire", t, ErrTimeout, what)
+	e.Cause = ctx.Err()
+	return e
+}
+
+// newInstanceLocked creates the instance for t, evicting the least recently
+// used idle instance when a cap is reached.
+func (p *Pool) newInstanceLocked(t Target) (*instance, error) {
+	def := p.servers[t.Server]
+	if def == nil {
+		return nil, p.perr("acquire", t, ErrUnknownServer, "")
+	}
+	spec, err := resolveSpawn(def, vars{root: t.Root, cwd: t.Cwd})
+	if err != nil {
+		e := p.perr("start", t, ErrSpawnConfig, err.Error())
+		return nil, e
+	}
+	max := cmp.Or(def.Max, 4)
+	if n := p.countLocked(def.Name); n >= max {
+		if !p.evictLRULocked(func(i *instance) bool { return i.def.Name == def.Name }) {
+			e := p.perr("acquire", t, ErrExhausted, fmt.Sprintf("server %q has its maximum of %d instances, all busy; raise its max or retry", def.Name, max))
+			e.RetryAfter = time.Second
+			return nil, e
+		}
+	}
+	if len(p.instances) >= p.opts.MaxInstances {
+		if !p.evictLRULocked(func(*instance) bool { return true }) {
+			e := p.perr("acquire", t, ErrExhausted, fmt.Sprintf("the daemon-wide limit of %d instances is reached, all busy; raise pool.maxInstances or retry", p.opts.MaxInstances))
+			e.RetryAfter = time.Second
+			return nil, e
+		}
+	}
+	p.seq[def.Name]++
+	inst := &instance{
+		id:       fmt.Sprintf("%s-%d", def.Name, p.seq[def.Name]),
+		key:      instKey{t.Server, t.Key},
+		def:      def,
+		root:     t.Root,
+		degraded: t.Degraded,
+		spec:     spec,
+		state:    StateStopped,
+		lastUsed: p.opts.Now(),
+	}
+	if def.Exclusive {
+		inst.sem = make(chan struct{}, 1)
+	}
+	p.instances[inst.key] = inst
+	p.byID[inst.id] = inst
+	return inst, nil
+}
+
+func (p *Pool) countLocked(server string) int {
+	n := 0
+	for k := range p.instances {
+		if k.server == server {
+			n++
+		}
+	}
+	return n
+}
+
+// evictLRULocked stops the least recently used idle instance matching ok.
+func (p *Pool) evictLRULocked(ok func(*instance) bool) bool {
+	var victim *instance
+	for _, inst := range p.instances {
+		if inst.idle() && ok(inst) && (victim == nil || inst.lastUsed.Before(victim.lastUsed)) {
+			victim = inst
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	p.log.Info("evicting least recently used instance", "server", victim.def.Name, "key", victim.key.key, "instance", victim.id)
+	p.removeLocked(victim)
+	p.stopAsync(victim, "evicted")
+	return true
+}
+
+// removeLocked takes inst out of the maps; new callers get a new instance.
+func (p *Pool) removeLocked(inst *instance) {
+	if p.instances[inst.key] == inst {
+		delete(p.instances, inst.key)
+	}
+	delete(p.byID, inst.id)
+	inst.stopping = true
+	inst.state = StateStopping
+}
+
+func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Target, callErr error) error {
+	if callErr != nil && !isRPCError(callErr) {
+		callErr = p.callError(ctx, inst, g, t, callErr)
+	}
+	p.mu.Lock()
+	inst.inflight--
+	inst.calls++
+	inst.lastUsed = p.opts.Now()
+	if callErr == nil || isRPCError(callErr) {
+		inst.failures = 0
+	}
+	if inst.sem != nil {
+		<-inst.sem
+	}
+	if inst.inflight == 0 && inst.drained != nil {
+		close(inst.drained)
+		inst.drained = nil
+	}
+	ephemeral := t.Ephemeral && inst.inflight == 0 && !inst.stopping
+	if ephemeral {
+		p.removeLocked(inst)
+	}
+	p.mu.Unlock()
+	if ephemeral {
+		p.stopAsync(inst, "call finished")
+	}
+	return callErr
+}
+
+func isRPCError(err error) bool {
+	var re *mcpclient.RPCError
+	return errors.As(err, &re)
+}
+
+// callError turns a failed call into a pool error: a dead child becomes
+// ErrCrashed with its exit status and stderr tail.
+func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t Target, err error) error {
+	switch {
+	case errors.Is(err, mcpclient.ErrSessionExpired):
+		return err
+	case ctx.Err() != nil:
+		e := p.perr("call", t, ErrTimeout, "the call did not finish before its deadline; the child was sent notifications/cancelled")
+		e.Cause = err
+		return e
+	case errors.Is(err, mcpclient.ErrClosed):
+		// Give the watcher a moment to reap the child and collect stderr.
+		select {
+		case <-g.dead:
+		case <-time.After(2 * time.Second):
+		}
+		e := p.perr("call", t, ErrCrashed, g.deathDetail())
+		e.StderrTail = g.tail
+		e.Cause = err
+		return e
+	}
+	return err
+}
+
+// Instances returns a snapshot of every instance, sorted by server then key.
+func (p *Pool) Instances() []InstanceStatus {
+	p.mu.Lock()
+	out := make([]InstanceStatus, 0, len(p.instances))
+	for _, inst := range p.instances {
+		out = append(out, inst.statusLocked())
+	}
+	p.mu.Unlock()
+	slices.SortFunc(out, func(a, b InstanceStatus) int {
+		return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Key, b.Key))
+	})
+	return out
+}
+
+// Stop drains and stops one instance by ID. ctx bounds the drain; when it
+// ends, in-flight calls are cut off.
+func (p *Pool) Stop(ctx context.Context, id string) error {
+	p.mu.Lock()
+	inst := p.byID[id]
+	if inst == nil {
+		p.mu.Unlock()
+		return &Error{Op: "stop", Key: id, Err: ErrNotFound, Detail: fmt.Sprintf("no instance %q; `mcpx status` lists them", id)}
+	}
+	p.removeLocked(inst)
+	p.mu.Unlock()
+	p.stopInstance(ctx, inst, "stopped by request")
+	return nil
+}
+
+// Reap stops idle instances past their idle timeout and caller-owned
+// instances whose owner is gone. The background reaper calls it on a tick.
+func (p *Pool) Reap() {
+	now := p.opts.Now()
+	p.mu.Lock()
+	var victims []*instance
+	for _, inst := range p.instances {
+		if !inst.idle() {
+			continue
+		}
+		idle := cmp.Or(inst.def.IdleTimeout, p.opts.IdleTimeout)
+		gone := p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key)
+		if gone || now.Sub(inst.lastUsed) >= idle {
+			victims = append(victims, inst)
+			p.removeLocked(inst)
+		}
+	}
+	p.mu.Unlock()
+	for _, inst := range victims {
+		p.log.Info("reaping idle instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
+		p.stopAsync(inst, "idle")
+	}
+}
+
+// Close stops the pool: no new calls, in-flight calls drain until ctx ends,
+// then every child is stopped. It returns when every goroutine and child
+// the pool started is gone.
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	var all []*instance
+	for _, inst := range p.instances {
+		all = append(all, inst)
+		p.removeLocked(inst)
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, inst := range all {
+		wg.Go(func() { p.stopInstance(ctx, inst, "daemon shutting down") })
+	}
+	wg.Wait()
+	p.cancel()
+	p.wg.Wait()
+	return nil
+}
+
+func (p *Pool) stopAsync(inst *instance, why string) {
+	p.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		defer cancel()
+		p.stopInstance(ctx, inst, why)
+	})
+}

@@ -1,0 +1,129 @@
+package pool
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// SpawnCwd decides a child's working directory: the server's configured cwd
+// (already substituted) wins, then the instance root, else the child inherits
+// the daemon's cwd. It is a pure function so the rule is tested on its own.
+func SpawnCwd(configCwd, root string) (string, CwdSource) {
+	switch {
+	case configCwd != "":
+		return configCwd, CwdConfig
+	case root != "":
+		return root, CwdScope
+	default:
+		return "", CwdDaemon
+	}
+}
+
+// placeholder values available at spawn time.
+type vars struct {
+	root string // the instance root
+	cwd  string // the canonical cwd of the caller that caused the spawn
+}
+
+// substitute replaces ${mcpx.root} and ${mcpx.cwd} in s. Other ${...} pass
+// through untouched; config validation has already rejected unknown
+// ${mcpx.*} names. An empty value is an error naming server and field: we
+// never fall back to the daemon's own directory.
+func substitute(s string, v vars, server, field string) (string, error) {
+	if !strings.Contains(s, "${mcpx.") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${mcpx.")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		rest := s[i:]
+		j := strings.IndexByte(rest, '}')
+		if j < 0 {
+			return "", fmt.Errorf("server %q: %s: malformed placeholder %q: missing '}'", server, field, rest)
+		}
+		name := rest[len("${mcpx."):j]
+		var val string
+		switch name {
+		case "root":
+			val = v.root
+			if val == "" {
+				return "", fmt.Errorf("server %q: %s: ${mcpx.root} is empty: this call's scope has no root (global, session, pid and call scopes have none, and a call without a cwd degrades to call:); use scope worktree, repo or cwd and send a cwd, or remove the placeholder", server, field)
+			}
+		case "cwd":
+			val = v.cwd
+			if val == "" {
+				return "", fmt.Errorf("server %q: %s: ${mcpx.cwd} is empty: the caller declared no cwd; send Mcpx-Cwd (the CLI sends $PWD) or remove the placeholder", server, field)
+			}
+		default:
+			return "", fmt.Errorf("server %q: %s: unknown placeholder ${mcpx.%s} (known: ${mcpx.root}, ${mcpx.cwd})", server, field, name)
+		}
+		b.WriteString(val)
+		s = rest[j+1:]
+	}
+}
+
+// spawnSpec is a server definition with placeholders substituted: what is
+// actually started for one instance.
+type spawnSpec struct {
+	command   string
+	args      []string
+	env       []string // KEY=VALUE, appended to the base environment
+	cwd       string
+	cwdSource CwdSource
+	url       string
+	headers   map[string]string
+}
+
+// resolveSpawn substitutes placeholders in every field of def that may hold
+// them and applies the cwd rule.
+func resolveSpawn(def *Server, v vars) (spawnSpec, error) {
+	var sp spawnSpec
+	var err error
+	sub := func(s, field string) string {
+		if err != nil {
+			return ""
+		}
+		var out string
+		out, err = substitute(s, v, def.Name, field)
+		return out
+	}
+	sp.command = sub(def.Command, "command")
+	for i, a := range def.Args {
+		sp.args = append(sp.args, sub(a, fmt.Sprintf("args[%d]", i)))
+	}
+	for _, k := range sortedKeys(def.Env) {
+		sp.env = append(sp.env, k+"="+sub(def.Env[k], "env."+k))
+	}
+	cwd := sub(def.Cwd, "cwd")
+	sp.url = sub(def.URL, "url")
+	if len(def.Headers) > 0 {
+		sp.headers = make(map[string]string, len(def.Headers))
+		for _, k := range sortedKeys(def.Headers) {
+			sp.headers[k] = sub(def.Headers[k], "headers."+k)
+		}
+	}
+	if err != nil {
+		return spawnSpec{}, err
+	}
+	if cwd != "" && !filepath.IsAbs(cwd) {
+		return spawnSpec{}, fmt.Errorf("server %q: cwd: %q is not absolute after substitution; use an absolute path or ${mcpx.root}/sub", def.Name, cwd)
+	}
+	sp.cwd, sp.cwdSource = SpawnCwd(cwd, v.root)
+	return sp, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
