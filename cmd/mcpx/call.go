@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"mcpx.dev/mcpx/api"
+)
+
+// call is `mcpx call <server>.<tool> [json|-]`.
+func call(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "call")
+	brokerAddr := brokerFlag(fs)
+	asJSON := fs.Bool("json", false, "print the raw CallToolResult JSON")
+	progress := fs.Bool("progress", false, "print progress to stderr (default: when stderr is a terminal)")
+	var co callerOpts
+	fs.StringVar(&co.cwd, "cwd", "", "the directory the call is made from (default $PWD)")
+	fs.StringVar(&co.session, "session", "", "the caller's session id (default $MCPX_SESSION_ID)")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return usageError(c, fs, "want <server>.<tool> and optional JSON arguments")
+	}
+	server, tool, ok := strings.Cut(pos[0], ".")
+	if !ok || server == "" || tool == "" {
+		return usageError(c, fs, "%q is not <server>.<tool>, e.g. demo.echo", pos[0])
+	}
+	body, err := callArguments(c, pos[1:])
+	if err != nil {
+		return usageError(c, fs, "%v", err)
+	}
+
+	bc, err := newBrokerClient(c, *brokerAddr)
+	if err != nil {
+		return report(c, err)
+	}
+	h, err := bc.callerHeaders(co)
+	if err != nil {
+		return report(c, err)
+	}
+	stream := *progress || isTerminal(c.stderr)
+	if stream {
+		h.Set("Accept", "text/event-stream")
+	}
+	path := "/v1/servers/" + url.PathEscape(server) + "/tools/" + url.PathEscape(tool)
+	resp, err := bc.do(ctx, "POST", path, body, h)
+	if err != nil {
+		return report(c, err)
+	}
+	defer resp.Body.Close()
+	var result []byte
+	if isEventStream(resp) {
+		result, err = readEvents(resp.Body, func(p json.RawMessage) { printProgress(c, p) })
+	} else {
+		result, err = io.ReadAll(resp.Body)
+	}
+	if err != nil {
+		return report(c, err)
+	}
+	return printResult(c, result, *asJSON)
+}
+
+// callArguments returns the request body: the JSON argument, stdin for "-",
+// nothing (= {}) when absent. Malformed JSON is a usage error here rather
+// than a round trip.
+func callArguments(c *cli, pos []string) ([]byte, error) {
+	if len(pos) == 0 {
+		return []byte{}, nil
+	}
+	b := []byte(pos[0])
+	if pos[0] == "-" {
+		var err error
+		if b, err = io.ReadAll(c.stdin); err != nil {
+			return nil, fmt.Errorf("reading arguments from stdin: %w", err)
+		}
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return []byte{}, nil
+	}
+	var v json.RawMessage
+	if err := json.Unmarshal(b, &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("arguments are not valid JSON: %v at byte offset %d", se, se.Offset)
+		}
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	if b[0] != '{' {
+		return nil, errors.New(`arguments must be a JSON object, e.g. '{"message": "hi"}'`)
+	}
+	return b, nil
+}
+
+func isEventStream(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == "text/event-stream"
+}
+
+// readEvents reads the tool call event stream (see api: progress events, then
+// one result or error event) and returns the result.
+func readEvents(r io.Reader, onProgress func(json.RawMessage)) ([]byte, error) {
+	br := bufio.NewReader(r)
+	var event string
+	var data bytes.Buffer
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil && (err != io.EOF || line == "") {
+			if err == io.EOF {
+				err = errors.New("the broker ended the stream without a result")
+			}
+			return nil, err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			switch event {
+			case "progress":
+				onProgress(bytes.Clone(data.Bytes()))
+			case "result":
+				return data.Bytes(), nil
+			case "error":
+				var p api.Problem
+				if err := json.Unmarshal(data.Bytes(), &p); err != nil {
+					return nil, fmt.Errorf("undecodable error event: %s", data.Bytes())
+				}
+				return nil, &p
+			}
+			event = ""
+			data.Reset()
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+}
+
+// printProgress writes one notifications/progress params object as
+// "progress 3/10: message".
+func printProgress(c *cli, params json.RawMessage) {
+	var p struct {
+		Progress float64  `json:"progress"`
+		Total    *float64 `json:"total"`
+		Message  string   `json:"message"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	s := fmt.Sprintf("progress %g", p.Progress)
+	if p.Total != nil {
+		s += fmt.Sprintf("/%g", *p.Total)
+	}
+	if p.Message != "" {
+		s += ": " + p.Message
+	}
+	fmt.Fprintln(c.stderr, s)
+}
+
+// toolResult is the part of an MCP CallToolResult the CLI prints.
+type toolResult struct {
+	Content           []contentItem   `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+}
+
+type contentItem struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"` // base64: image, audio
+	URI      string `json:"uri"`  // resource_link
+	Name     string `json:"name"`
+	Resource *struct {
+		URI      string `json:"uri"`
+		MimeType string `json:"mimeType"`
+		Text     string `json:"text"`
+		Blob     string `json:"blob"`
+	} `json:"resource"`
+}
+
+// printResult prints a CallToolResult: raw with --json, else its text
+// content, one item per line, and a description of other items. A result
+// with isError goes to stderr and exits 1.
+func printResult(c *cli, raw []byte, asJSON bool) int {
+	var res toolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return report(c, fmt.Errorf("the broker's answer is not a CallToolResult: %w", err))
+	}
+	out, code := c.stdout, exitOK
+	if res.IsError {
+		out, code = c.stderr, exitToolError
+	}
+	if asJSON {
+		fmt.Fprintf(c.stdout, "%s\n", bytes.TrimRight(raw, "\n"))
+		return code
+	}
+	for _, item := range res.Content {
+		fmt.Fprintln(out, describe(item))
+	}
+	if len(res.Content) == 0 && len(res.StructuredContent) > 0 {
+		fmt.Fprintf(out, "%s\n", res.StructuredContent)
+	}
+	return code
+}
+
+// describe renders one content item: text as itself, anything else as a
+// bracketed description such as "[image image/png, 1234 bytes]".
+func describe(item contentItem) string {
+	switch item.Type {
+	case "text":
+		return strings.TrimSuffix(item.Text, "\n")
+	case "image", "audio":
+		return fmt.Sprintf("[%s %s, %d bytes]", item.Type, item.MimeType, decodedLen(item.Data))
+	case "resource_link":
+		s := "[resource link " + item.URI
+		if item.Name != "" {
+			s += " (" + item.Name + ")"
+		}
+		return s + "]"
+	case "resource":
+		if r := item.Resource; r != nil {
+			n := len(r.Text)
+			if r.Blob != "" {
+				n = decodedLen(r.Blob)
+			}
+			return fmt.Sprintf("[resource %s %s, %d bytes]", r.URI, r.MimeType, n)
+		}
+	}
+	return fmt.Sprintf("[%s content]", item.Type)
+}
+
+func decodedLen(b64 string) int {
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return base64.StdEncoding.DecodedLen(len(b64))
+	}
+	return len(b)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTTY(f.Fd())
+}

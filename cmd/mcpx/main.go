@@ -1,0 +1,18 @@
+// Command mcpx is the MCP broker daemon and its client: `mcpx serve` runs the
+// daemon, `mcpx call server.tool '{...}'` calls a tool through it. Run
+// `mcpx help` for the commands.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

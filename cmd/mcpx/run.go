@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+)
+
+// Exit codes. Scripts rely on them; keep them stable.
+const (
+	exitOK          = 0 // success
+	exitToolError   = 1 // the tool ran and returned isError; also: invalid config, serve failed
+	exitUsage       = 2 // bad command line
+	exitUnreachable = 3 // the broker is not running or not reachable
+	exitFailed      = 4 // the broker answered with an error (problem detail printed)
+)
+
+// cli is one invocation's environment. Commands read and write only through
+// it, so tests can run them in-process.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	args    string // synopsis after the name
+	summary string
+	run     func(ctx context.Context, c *cli, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "[--config F] [--state-dir D] [--socket P] [--listen 127.0.0.1:PORT]", "run the broker daemon", serve},
+		{"call", "[flags] <server>.<tool> [json|-]", "call a tool through the broker and print its result", call},
+		{"tools", "[--json] [server]", "list the tools of every server, or of one", tools},
+		{"status", "[--json]", "list the running server instances", status},
+		{"stop", "<instance-id>", "stop one instance", stop},
+		{"config", "check|show [--config F]", "validate or print the configuration", configCmd},
+		{"demo-server", "", "run the built-in demo MCP server on stdin/stdout", demoServer},
+		{"help", "[command]", "show this help, or a command's flags", nil}, // handled by run
+	}
+}
+
+// run is mcpx's main, minus the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	if len(args) == 0 {
+		usage(c.stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 && rest[0] != "help" {
+			return run(ctx, []string{rest[0], "-h"}, stdin, stdout, stdout) // help asked for goes to stdout
+		}
+		usage(c.stdout)
+		return exitOK
+	}
+	for _, cmd := range commands() {
+		if cmd.name == name && cmd.run != nil {
+			return cmd.run(ctx, c, rest)
+		}
+	}
+	fmt.Fprintf(c.stderr, "mcpx: unknown command %q\n\n", name)
+	usage(c.stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "mcpx brokers MCP servers: one daemon, scoped pooled children, many callers.")
+	fmt.Fprintln(w, "\nUsage: mcpx <command> [arguments]\n\nCommands:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, cmd := range commands() {
+		fmt.Fprintf(tw, "  %s\t%s\n", cmd.name, cmd.summary)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nRun `mcpx help <command>` for a command's flags.")
+	fmt.Fprintln(w, "\nExit codes: 0 ok, 1 the tool returned an error (or the config is invalid),")
+	fmt.Fprintln(w, "2 usage, 3 broker unreachable, 4 the call failed.")
+}
+
+// newFlags returns a flag set for a subcommand whose usage names its synopsis.
+func newFlags(c *cli, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcpx "+name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	var synopsis, summary string
+	for _, cmd := range commands() {
+		if cmd.name == name {
+			synopsis, summary = cmd.args, cmd.summary
+		}
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: mcpx %s %s\n\n%s.\n", name, synopsis, capitalize(summary))
+		if hasFlags(fs) {
+			fmt.Fprintln(fs.Output(), "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// parseFlags parses args allowing flags after positional arguments
+// (`mcpx call demo.echo '{}' --json`); "--" ends flag parsing. It returns the
+// positional arguments, or the exit code to return: 0 for -h, 2 for errors.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), 0, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageError prints a usage error and returns exitUsage.
+func usageError(c *cli, fs *flag.FlagSet, format string, a ...any) int {
+	fmt.Fprintf(c.stderr, "mcpx %s: %s\n", strings.TrimPrefix(fs.Name(), "mcpx "), fmt.Sprintf(format, a...))
+	fmt.Fprintf(c.stderr, "run `mcpx help %s` for usage\n", strings.TrimPrefix(fs.Name(), "mcpx "))
+	return exitUsage
+}
+
+// version is the module version the binary was built from.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

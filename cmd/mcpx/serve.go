@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	oklog "github.com/oklog/run"
+
+	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/broker"
+)
+
+// drainTimeout bounds how long shutdown waits for in-flight calls, and then
+// how long the broker has to stop its children.
+const drainTimeout = 10 * time.Second
+
+// serve is `mcpx serve`: the daemon. It serves the API on the unix socket
+// (and a loopback TCP address with --listen) until SIGINT or SIGTERM, then
+// stops accepting, drains in-flight calls (bounded) and stops every child.
+func serve(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "serve")
+	configPath := fs.String("config", "", "config file (default $XDG_CONFIG_HOME/mcpx/config.json; if absent, serve the built-in demo server)")
+	stateFlag := fs.String("state-dir", "", "state directory (default $XDG_STATE_HOME/mcpx)")
+	socketFlag := fs.String("socket", "", "unix socket path (default $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else in the state directory)")
+	listen := fs.String("listen", "", "also serve on this loopback TCP address, e.g. 127.0.0.1:7777")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(c, fs, "unexpected argument %q", pos[0])
+	}
+	log := slog.New(slog.NewTextHandler(c.stderr, nil))
+	fail := func(err error) int {
+		log.Error("mcpx serve: " + err.Error())
+		return exitToolError
+	}
+
+	cfg, src, err := loadConfig(*configPath, c.getenv)
+	if err != nil {
+		return fail(fmt.Errorf("config %s: %w", src, err))
+	}
+	if src.builtin {
+		log.Info("no config file: serving the built-in demo server", "looked", src.looked)
+	}
+	state, sock, err := daemonPaths(c.getenv, *stateFlag, *socketFlag)
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return fail(fmt.Errorf("creating state directory: %w", err))
+	}
+
+	b, err := broker.New(broker.Options{Config: cfg, Logger: log})
+	if err != nil {
+		return fail(err)
+	}
+	defer closeBroker(log, b)
+	h := api.New(api.Options{Broker: b, Logger: log, Version: version()})
+
+	listeners, err := listenAll(sock, *listen)
+	if err != nil {
+		return fail(err)
+	}
+
+	var g oklog.Group
+	{
+		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
+	}
+	for _, ln := range listeners {
+		sctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error {
+			return api.Serve(sctx, ln, h, api.ServeOptions{Logger: log, DrainTimeout: drainTimeout})
+		}, func(error) {
+			cancel()
+		})
+	}
+	attrs := []any{"socket", sock, "config", src.String(), "servers", len(cfg.Servers), "state", state, "version", version()}
+	if *listen != "" {
+		attrs = append(attrs, "listen", listeners[1].Addr().String())
+	}
+	log.Info("mcpx serving", attrs...)
+
+	err = g.Run()
+	log.Info("shutting down", "reason", err)
+	if errors.Is(err, oklog.ErrSignal) || errors.Is(err, context.Canceled) {
+		return exitOK
+	}
+	log.Error("mcpx serve stopped", "err", err)
+	return exitToolError
+}
+
+// daemonPaths applies the defaults for --state-dir and --socket.
+func daemonPaths(getenv func(string) string, state, sock string) (string, string, error) {
+	var err error
+	if state == "" {
+		if state, err = stateDir(getenv); err != nil {
+			return "", "", err
+		}
+	}
+	if sock == "" {
+		if sock, err = defaultSocket(getenv); err != nil {
+			return "", "", err
+		}
+	}
+	return state, sock, nil
+}
+
+// listenAll opens the unix socket and, if addr is set, the loopback TCP
+// listener. On error nothing is left open.
+func listenAll(sock, addr string) ([]net.Listener, error) {
+	uln, err := api.ListenUnix(sock)
+	if err != nil {
+		return nil, err
+	}
+	if addr == "" {
+		return []net.Listener{uln}, nil
+	}
+	tln, err := api.ListenLoopback(addr)
+	if err != nil {
+		uln.Close()
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	return []net.Listener{uln, tln}, nil
+}
+
+// closeBroker stops every child, bounded by drainTimeout.
+func closeBroker(log *slog.Logger, b *broker.Broker) {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := b.Close(ctx); err != nil {
+		log.Error("stopping servers", "err", err)
+		return
+	}
+	log.Info("stopped")
+}

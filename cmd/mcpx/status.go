@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"mcpx.dev/mcpx/broker"
+)
+
+// status is `mcpx status [--json]`: the instances table.
+func status(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "status")
+	brokerAddr := brokerFlag(fs)
+	asJSON := fs.Bool("json", false, "print the broker's JSON answer")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(c, fs, "unexpected argument %q", pos[0])
+	}
+	bc, err := newBrokerClient(c, *brokerAddr)
+	if err != nil {
+		return report(c, err)
+	}
+	var doc struct {
+		Instances []broker.Instance `json:"instances"`
+	}
+	var raw []byte
+	if err := bc.getJSON(ctx, "/v1/instances", nil, &doc, &raw); err != nil {
+		return report(c, err)
+	}
+	if *asJSON {
+		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
+		return exitOK
+	}
+	if len(doc.Instances) == 0 {
+		fmt.Fprintln(c.stdout, "no instances running")
+		return exitOK
+	}
+	printInstances(c, doc.Instances, time.Now())
+	return exitOK
+}
+
+func printInstances(c *cli, list []broker.Instance, now time.Time) {
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSERVER\tKEY\tROOT\tCWD\tPID\tAGE\tIDLE\tCALLS\tIN-FLIGHT\tSTATE")
+	for _, in := range list {
+		idle := "-"
+		if in.InFlight == 0 && !in.LastUsed.IsZero() {
+			idle = human(now.Sub(in.LastUsed))
+		}
+		state := string(in.State)
+		if in.Degraded != "" {
+			state += " (degraded)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
+			in.ID, in.Server, in.Key, orDash(in.Root), orDash(string(in.CwdSource)), pid(in.Pid),
+			human(now.Sub(in.Started)), idle, in.Calls, in.InFlight, state)
+	}
+	tw.Flush()
+}
+
+// human renders a duration the way people say it: 45s, 3m12s, 2h5m, 3d4h.
+func human(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func pid(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
+
+// stop is `mcpx stop <instance-id>`.
+func stop(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "stop")
+	brokerAddr := brokerFlag(fs)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(c, fs, "want one instance id (see `mcpx status`)")
+	}
+	bc, err := newBrokerClient(c, *brokerAddr)
+	if err != nil {
+		return report(c, err)
+	}
+	resp, err := bc.do(ctx, "DELETE", "/v1/instances/"+url.PathEscape(pos[0]), nil, nil)
+	if err != nil {
+		return report(c, err)
+	}
+	resp.Body.Close()
+	fmt.Fprintf(c.stdout, "stopped %s\n", pos[0])
+	return exitOK
+}
