@@ -1,13 +1,16 @@
 package mcpclient
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +23,44 @@ import (
 
 func TestMain(m *testing.M) {
 	demo.MaybeServe() // in the re-exec'd child: serve the demo server on stdio, exit
+	if os.Getenv(envRawChild) == "1" {
+		os.Exit(serveRaw(os.Stdin, os.Stdout))
+	}
 	os.Exit(m.Run())
+}
+
+// envRawChild=1 makes the re-exec'd test binary serve serveRaw instead.
+const envRawChild = "MCPX_TEST_RAW_CHILD"
+
+// serveRaw is a minimal MCP server that costs next to nothing per call, so
+// that benchmarks against it measure the client: it answers initialize,
+// ping and every tools/call with a fixed result, and ignores notifications.
+func serveRaw(in io.Reader, out io.Writer) int {
+	br := bufio.NewReaderSize(in, 64<<10)
+	bw := bufio.NewWriterSize(out, 64<<10)
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return 0
+		}
+		e, err := parseEnvelope(line)
+		if err != nil || e.id == nil {
+			continue
+		}
+		bw.WriteString(`{"jsonrpc":"2.0","id":`)
+		bw.Write(e.id)
+		switch method, _ := unquote(e.method); method {
+		case "initialize":
+			bw.WriteString(`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"0"}}}` + "\n")
+		case "tools/call":
+			bw.WriteString(`,"result":{"content":[{"type":"text","text":"hello"}]}}` + "\n")
+		default:
+			bw.WriteString(`,"result":{}}` + "\n")
+		}
+		if br.Buffered() == 0 {
+			bw.Flush()
+		}
+	}
 }
 
 // child is a re-exec'd test binary serving the demo server on stdio.
@@ -37,7 +77,12 @@ func startChild(t testing.TB, env ...string) (*child, Transport) {
 	t.Helper()
 	c := &child{exited: make(chan struct{})}
 	c.cmd = exec.Command(os.Args[0])
-	c.cmd.Env = append(os.Environ(), append([]string{demo.EnvServer + "=1"}, env...)...)
+	// GORACE: a -race child would otherwise sleep 1s at exit.
+	base := []string{"GORACE=atexit_sleep_ms=0"}
+	if !slices.Contains(env, envRawChild+"=1") {
+		base = append(base, demo.EnvServer+"=1")
+	}
+	c.cmd.Env = append(append(os.Environ(), base...), env...)
 	c.cmd.Stderr = &c.stderr
 	stdin, err := c.cmd.StdinPipe()
 	if err != nil {
@@ -323,10 +368,12 @@ func TestChildHangCloseUnblocks(t *testing.T) {
 // BenchmarkCallToolStdio measures one caller's tools/call round trip to a
 // real child (the demo server's echo) over stdio.
 func BenchmarkCallToolStdio(b *testing.B) {
-	_, s := connectChild(b, Options{})
+	c, s := connectChild(b, Options{})
 	args := json.RawMessage(`{"message":"hello"}`)
 	ctx := context.Background()
 	b.ReportAllocs()
+	cpu := startCPU(c.cmd.Process.Pid)
+	defer cpu.report(b)
 	for b.Loop() {
 		if _, err := s.CallTool(ctx, "echo", args, nil); err != nil {
 			b.Fatal(err)
@@ -355,4 +402,40 @@ func BenchmarkCallToolStdioParallel(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(maxInFlight.Load()), "max-inflight")
+}
+
+// BenchmarkCallToolRawChild is BenchmarkCallToolStdio against serveRaw: the
+// client's own cost over real pipes.
+func BenchmarkCallToolRawChild(b *testing.B) {
+	c, s := connectChild(b, Options{}, envRawChild+"=1")
+	args := json.RawMessage(`{"message":"hello"}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu := startCPU(c.cmd.Process.Pid)
+	defer cpu.report(b)
+	for b.Loop() {
+		if _, err := s.CallTool(ctx, "echo", args, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallToolRawChildParallel is BenchmarkCallToolStdioParallel
+// against serveRaw.
+func BenchmarkCallToolRawChildParallel(b *testing.B) {
+	c, s := connectChild(b, Options{}, envRawChild+"=1")
+	args := json.RawMessage(`{"message":"hello"}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu := startCPU(c.cmd.Process.Pid)
+	defer cpu.report(b)
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.CallTool(ctx, "echo", args, nil); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
