@@ -324,6 +324,12 @@ type gitRepo struct {
 	root string // the main worktree's top level; see gitRepoRoot
 	bare bool   // core.bare: the common dir has no worktree of its own
 
+	// worktree is core.worktree, canonical, when set and not bare: git
+	// takes it as the top level of whatever is found through the common
+	// dir itself (a submodule, the inside of its git dir), not of linked
+	// worktrees. worktreeKey is "worktree:" + worktree.
+	worktree, worktreeKey string
+
 	config gitCheck // the config file the answer came from; revalidated on each use
 }
 
@@ -348,6 +354,10 @@ func loadGitRepo(common, mainTop string) *gitRepo {
 	}
 	g.bare = core.bare
 	g.root = gitRepoRoot(common, core, mainTop)
+	if core.worktree != "" && !core.bare {
+		g.worktree = g.root
+		g.worktreeKey = "worktree:" + g.root
+	}
 	return g
 }
 

@@ -214,13 +214,22 @@ func (r *Resolver) resolveDir(kind ScopeKind, cc CallContext) ResolvedScope {
 		g := r.repo(f)
 		return ResolvedScope{Key: g.key, Root: g.root}
 	}
-	switch {
-	case f.place == gitInGitDir && r.repo(f).bare:
+	if f.gitDir != f.commonDir { // a linked worktree, or inside a linked worktree's git dir
+		if f.place == gitInGitDir {
+			here.Degraded = reasonInGitDir
+			return here
+		}
+		return ResolvedScope{Key: f.worktreeKey, Root: f.top}
+	}
+	// Found through the common dir itself: its config may say there is no
+	// worktree (core.bare) or where it is (core.worktree), as git reads it.
+	switch g := r.repo(f); {
+	case g.bare:
 		here.Degraded = reasonBare
+	case g.worktree != "":
+		return ResolvedScope{Key: g.worktreeKey, Root: g.worktree}
 	case f.place == gitInGitDir:
 		here.Degraded = reasonInGitDir
-	case f.gitDir == f.commonDir && r.repo(f).bare: // a .git file or directory naming a bare repository
-		here.Degraded = reasonBare
 	default:
 		return ResolvedScope{Key: f.worktreeKey, Root: f.top}
 	}
