@@ -356,12 +356,23 @@ func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.C
 	if err != nil {
 		return err
 	}
-	if d := def.CallTimeout.D(); d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
+	// callTimeout bounds the call, not the wait for a starting child: that
+	// has its own startTimeout, and the caller's deadline bounds both.
+	d := def.CallTimeout.D()
+	err = b.pool.Do(ctx, t, func(s *mcpclient.Session) error {
+		if d <= 0 {
+			return fn(ctx, s)
+		}
+		cctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
-	}
-	err = b.pool.Do(ctx, t, func(s *mcpclient.Session) error { return fn(ctx, s) })
+		err := fn(cctx, s)
+		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+			return &Error{Kind: KindTimeout, Op: op, Server: r.Server, Err: err,
+				Msg:  fmt.Sprintf("the call ran past the server's callTimeout of %s; the child was sent notifications/cancelled", d),
+				Hint: "raise callTimeout in the server's config if such calls are expected to take longer"}
+		}
+		return err
+	})
 	return b.translate(err, op, r.Server)
 }
 

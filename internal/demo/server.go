@@ -48,6 +48,7 @@ func (d *demo) addTools(s *mcp.Server) {
 	mcp.AddTool(s, tool("big", "Returns a text of exactly the given number of bytes.", bigSchema), big)
 	mcp.AddTool(s, tool("init", "Returns the exact initialize request line the client sent, with its parsed capabilities.", emptySchema), d.init)
 	mcp.AddTool(s, tool("fail", "Returns a tool result with isError: true and the message.", failSchema), fail)
+	mcp.AddTool(s, tool("strict", "Answers JSON-RPC -32602 (Invalid params) unless n is a positive integer.", strictSchema), strict)
 	mcp.AddTool(s, tool("stderr", "Writes text to the server's stderr and returns \"ok\".", stderrSchema), d.writeStderr)
 }
 

@@ -1,0 +1,314 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	demo.MaybeServe()
+	os.Exit(m.Run())
+}
+
+// newDemoBroker serves the demo server (this test binary re-exec'd) under
+// each name in scopes with that scope, and closes the broker at cleanup.
+func newDemoBroker(t *testing.T, scopes map[string]broker.ScopeKind, edit ...func(*broker.ServerConfig)) *broker.Broker {
+	t.Helper()
+	proctest.CheckNoLeaks(t)
+	servers := map[string]any{}
+	for name, scope := range scopes {
+		servers[name] = map[string]any{
+			"command": os.Args[0],
+			"env":     map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
+			"scope":   scope,
+		}
+	}
+	data, _ := json.Marshal(map[string]any{"servers": servers})
+	cfg, err := broker.ParseConfig(data, "test.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range cfg.Servers {
+		for _, e := range edit {
+			e(s)
+		}
+	}
+	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		b.Close(ctx)
+	})
+	return b
+}
+
+var local = broker.Caller{Name: "local:test", Via: "unix", Local: true, Admin: true}
+
+func req(server, cwd string) broker.Request {
+	return broker.Request{Caller: local, Server: server, Context: broker.CallContext{Cwd: cwd}}
+}
+
+func text(t *testing.T, res json.RawMessage) string {
+	t.Helper()
+	var r struct {
+		Content []struct{ Text string }
+		IsError bool
+	}
+	if err := json.Unmarshal(res, &r); err != nil || len(r.Content) == 0 {
+		t.Fatalf("result %s: %v", res, err)
+	}
+	return r.Content[0].Text
+}
+
+func callText(t *testing.T, b *broker.Broker, r broker.Request, tool string, args string) string {
+	t.Helper()
+	res, err := b.CallTool(t.Context(), r, tool, json.RawMessage(args), nil)
+	if err != nil {
+		t.Fatalf("%s.%s from %q: %v", r.Server, tool, r.Context.Cwd, err)
+	}
+	return text(t, res)
+}
+
+func TestTwoWorktreesGetTwoInstancesWithTheirOwnRoot(t *testing.T) {
+	dir := t.TempDir()
+	wts := testenv.Worktrees(t, filepath.Join(dir, "app"), map[string]string{"README": "hi\n", "pkg/a/a.txt": "a\n"}, "app-feature")
+	main, linked := wts[0], wts[1]
+	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeWorktree, "g": broker.ScopeGlobal, "repo": broker.ScopeRepo})
+
+	for _, wt := range wts {
+		// A cwd deep in the tree still lands on the worktree's instance.
+		deep := filepath.Join(wt, "pkg", "a")
+		if got := callText(t, b, req("demo", deep), "cwd", `{}`); got != wt {
+			t.Errorf("cwd tool from %s = %q, want the worktree %q", deep, got, wt)
+		}
+		var roots []struct{ URI, Name string }
+		json.Unmarshal([]byte(callText(t, b, req("demo", wt), "roots", `{}`)), &roots)
+		if len(roots) != 1 || roots[0].URI != "file://"+wt {
+			t.Errorf("roots from %s = %+v, want [file://%s]", wt, roots, wt)
+		}
+	}
+	var keys []string
+	for _, in := range b.Instances() {
+		if in.Server == "demo" {
+			keys = append(keys, in.Key)
+			if in.Root != strings.TrimPrefix(in.Key, "worktree:") || in.CwdSource != "scope" {
+				t.Errorf("instance %+v: root must match the key, cwd source scope", in)
+			}
+		}
+	}
+	if len(keys) != 2 {
+		t.Fatalf("demo instances %v, want two (one per worktree)", keys)
+	}
+
+	// repo scope: both worktrees share one instance rooted at the main checkout.
+	for _, wt := range wts {
+		if got := callText(t, b, req("repo", wt), "cwd", `{}`); got != main {
+			t.Errorf("repo-scoped cwd from %s = %q, want main checkout %q", wt, got, main)
+		}
+	}
+	_ = linked
+
+	// global: one rootless instance whose initialize carries no root fields.
+	for _, wt := range wts {
+		if got := callText(t, b, req("g", wt), "roots", `{}`); got != "[]" {
+			t.Errorf("global roots from %s = %s, want []", wt, got)
+		}
+	}
+	initLine := callText(t, b, req("g", main), "init", `{}`)
+	for _, f := range []string{"roots", "rootUri", "workspaceFolders", "workspace"} {
+		if strings.Contains(initLine, f) {
+			t.Errorf("global initialize mentions %q: %s", f, initLine)
+		}
+	}
+	n := 0
+	for _, in := range b.Instances() {
+		if in.Server == "g" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d global instances, want 1", n)
+	}
+}
+
+func TestSymlinkedCwdSharesTheInstance(t *testing.T) {
+	dir := t.TempDir()
+	wts := testenv.Worktrees(t, filepath.Join(dir, "app"), map[string]string{"f": "x"})
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(wts[0], link); err != nil {
+		t.Fatal(err)
+	}
+	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeWorktree})
+	p1 := callText(t, b, req("demo", wts[0]), "pid", `{}`)
+	p2 := callText(t, b, req("demo", link), "pid", `{}`)
+	if p1 != p2 || len(b.Instances()) != 1 {
+		t.Errorf("symlinked cwd got pid %s vs %s, %d instances; want one shared instance", p2, p1, len(b.Instances()))
+	}
+}
+
+func TestDegradedScopes(t *testing.T) {
+	plain, _ := filepath.EvalSymlinks(t.TempDir())
+	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeWorktree, "s": broker.ScopeSession})
+	// Outside git: the worktree scope degrades to the cwd and still runs there.
+	if got := callText(t, b, req("demo", plain), "cwd", `{}`); got != plain {
+		t.Errorf("cwd outside git = %q, want %q", got, plain)
+	}
+	in := b.Instances()
+	if len(in) != 1 || in[0].Key != "cwd:"+plain || in[0].Degraded == "" {
+		t.Fatalf("instances %+v, want cwd:%s with a degraded reason", in, plain)
+	}
+	// No session: a session-scoped server gets a per-call instance, gone after.
+	callText(t, b, req("s", plain), "pid", `{}`)
+	for _, in := range b.Instances() {
+		if in.Server == "s" {
+			t.Errorf("per-call instance %+v still listed after its call", in)
+		}
+	}
+	// With a session: one instance per session.
+	r := req("s", plain)
+	r.Context.Session = "sess-1"
+	p1 := callText(t, b, r, "pid", `{}`)
+	if p2 := callText(t, b, r, "pid", `{}`); p1 != p2 {
+		t.Errorf("same session, different pids %s %s", p1, p2)
+	}
+}
+
+func TestBadInputIsAClearErrorAndTheBrokerKeepsServing(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd})
+	cases := []struct {
+		name  string
+		r     broker.Request
+		tool  string
+		args  string
+		kind  broker.Kind
+		words []string
+	}{
+		{"unknown server", req("nope", dir), "echo", `{}`, broker.KindNotFound, []string{`"nope"`, "demo"}},
+		{"unknown tool", req("demo", dir), "nope", `{}`, broker.KindNotFound, []string{`"nope"`, "mcpx tools demo"}},
+		{"relative cwd", req("demo", "rel/dir"), "echo", `{"message":"x"}`, broker.KindBadRequest, []string{"Mcpx-Cwd"}},
+		{"missing cwd", req("demo", filepath.Join(dir, "gone")), "echo", `{"message":"x"}`, broker.KindBadRequest, []string{"Mcpx-Cwd"}},
+		{"cwd is a file", req("demo", file), "echo", `{"message":"x"}`, broker.KindBadRequest, []string{"Mcpx-Cwd"}},
+		{"arguments the child rejects", req("demo", dir), "strict", `{"n":-1}`, broker.KindBadRequest, []string{"n must be"}},
+		{"child crashes", req("demo", dir), "crash", `{"stderr":"kaput"}`, broker.KindChildFailed, []string{"status 3"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := b.CallTool(t.Context(), tc.r, tc.tool, json.RawMessage(tc.args), nil)
+			var be *broker.Error
+			if !errors.As(err, &be) || be.Kind != tc.kind {
+				t.Fatalf("err = %v (%T), want kind %s", err, err, tc.kind)
+			}
+			for _, w := range tc.words {
+				if !strings.Contains(be.Error(), w) {
+					t.Errorf("error %q does not mention %q", be.Error(), w)
+				}
+			}
+			if tc.kind == broker.KindChildFailed && !strings.Contains(be.StderrTail, "kaput") {
+				t.Errorf("crash error has stderr tail %q, want kaput", be.StderrTail)
+			}
+			// And the broker still serves.
+			if got := callText(t, b, req("demo", dir), "echo", `{"message":"still here"}`); got != "still here" {
+				t.Errorf("echo after bad input = %q", got)
+			}
+		})
+	}
+}
+
+func TestToolErrorResultPassesThroughUnchanged(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd})
+	res, err := b.CallTool(t.Context(), req("demo", dir), "fail", json.RawMessage(`{"message":"nope"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ IsError bool }
+	json.Unmarshal(res, &r)
+	if !r.IsError || !strings.Contains(string(res), "nope") {
+		t.Errorf("result %s, want isError with the message", res)
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd}, func(s *broker.ServerConfig) {
+		// Generous, so the follow-up echo fits even on a loaded machine.
+		s.CallTimeout = broker.Duration(2 * time.Second)
+	})
+	_, err := b.CallTool(t.Context(), req("demo", dir), "sleep", json.RawMessage(`{"ms":60000}`), nil)
+	if broker.KindOf(err) != broker.KindTimeout {
+		t.Fatalf("err = %v, want a timeout", err)
+	}
+	if got := callText(t, b, req("demo", dir), "echo", `{"message":"ok"}`); got != "ok" {
+		t.Errorf("echo after a timed-out call = %q", got)
+	}
+}
+
+func TestProgressIsForwarded(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd})
+	var mu sync.Mutex
+	var got []json.RawMessage
+	res, err := b.CallTool(t.Context(), req("demo", dir), "progress", json.RawMessage(`{"steps":3}`), func(p json.RawMessage) {
+		mu.Lock()
+		got = append(got, p)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || !strings.Contains(string(res), "done 3") {
+		t.Errorf("progress %s, result %s; want 3 notifications and done 3", got, res)
+	}
+}
+
+func TestHundredCallersOverTenKeys(t *testing.T) {
+	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd}, func(s *broker.ServerConfig) { s.Max = 10 })
+	dirs := make([]string, 10)
+	for i := range dirs {
+		dirs[i], _ = filepath.EvalSymlinks(t.TempDir())
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := range 100 {
+		wg.Go(func() {
+			r := req("demo", dirs[i%10])
+			res, err := b.CallTool(t.Context(), r, "cwd", nil, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			var out struct{ Content []struct{ Text string } }
+			json.Unmarshal(res, &out)
+			if len(out.Content) != 1 || out.Content[0].Text != dirs[i%10] {
+				errs <- fmt.Errorf("caller %d in %s got %s", i, dirs[i%10], res)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := len(b.Instances()); n != 10 {
+		t.Errorf("%d instances, want 10", n)
+	}
+}
