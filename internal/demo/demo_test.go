@@ -21,7 +21,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 )
 
-var allTools = []string{"add", "big", "crash", "cwd", "echo", "env", "fail", "init", "pid", "progress", "roots", "sleep", "stderr"}
+var allTools = []string{"add", "big", "crash", "cwd", "echo", "env", "fail", "init", "pid", "progress", "roots", "sleep", "stderr", "strict"}
 
 func TestListTools(t *testing.T) {
 	cs := connectMemory(t, nil, handshake)
@@ -82,6 +82,18 @@ func TestBadArguments(t *testing.T) {
 	var werr *jsonrpc.Error
 	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("unknown tool: err = %v, want JSON-RPC %d", err, jsonrpc.CodeInvalidParams)
+	}
+}
+
+func TestStrict(t *testing.T) {
+	cs := connectMemory(t, nil, handshake)
+	if got := callText(t, cs, "strict", map[string]any{"n": 1}); got != "ok" {
+		t.Errorf("strict 1 = %q", got)
+	}
+	_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "strict", Arguments: map[string]any{"n": 0}})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("strict 0: err = %v, want JSON-RPC %d", err, jsonrpc.CodeInvalidParams)
 	}
 }
 

@@ -23,6 +23,8 @@
 //	init                      the exact initialize request line the client sent, and
 //	                          its parsed capabilities, as JSON text
 //	fail {message}            a result with isError: true
+//	strict {n}                "ok", or a JSON-RPC -32602 error unless n > 0 (argument
+//	                          validation by the SDK gives isError results instead)
 //	stderr {text}             writes text to stderr, returns "ok"
 //
 // plus the prompt `greet {name}` and the resource `demo://readme`.
