@@ -18,7 +18,6 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
 )
 
 func TestMain(m *testing.M) {
@@ -184,25 +183,4 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// demoServer is a config entry for the demo server: this test binary
-// re-exec'd with demo.EnvServer=1, carrying t's process marker.
-func demoServer(t *testing.T, scope broker.ScopeKind, env ...string) *broker.ServerConfig {
-	e := map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)}
-	for i := 0; i+1 < len(env); i += 2 {
-		e[env[i]] = env[i+1]
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &broker.ServerConfig{Command: exe, Env: e, Scope: scope}
-}
-
-func config(servers map[string]*broker.ServerConfig) *broker.Config {
-	for name, s := range servers {
-		s.Name = name
-	}
-	return &broker.Config{Servers: servers}
 }

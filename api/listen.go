@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -139,6 +140,7 @@ func NewServer(h http.Handler, logger *slog.Logger) *http.Server {
 // not derive from ctx: cancelling ctx drains calls rather than aborting them.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptions) error {
 	srv := NewServer(h, opts.Logger)
+	fresh := trackFresh(srv)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -152,11 +154,44 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 	defer cancel()
-	err := srv.Shutdown(sctx)
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	fresh.closeAll()
+	err := <-shut
 	if err != nil {
 		err = fmt.Errorf("draining %s: %w", ln.Addr(), err)
 		srv.Close() // cancels what is left; the broker cancels the child calls
 	}
 	<-errc // http.ErrServerClosed
 	return err
+}
+
+// freshConns are connections that have not sent a request yet. Shutdown
+// treats them as busy for five seconds, but a client's spare keep-alive
+// connection may never send one, so Serve closes them when shutdown starts.
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]bool // guarded by mu
+}
+
+func trackFresh(srv *http.Server) *freshConns {
+	f := &freshConns{conns: map[net.Conn]bool{}}
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if s == http.StateNew {
+			f.conns[c] = true
+		} else {
+			delete(f.conns, c)
+		}
+	}
+	return f
+}
+
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		c.Close()
+	}
 }
