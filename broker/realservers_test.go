@@ -11,17 +11,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -39,13 +38,13 @@ var localCaller = broker.Caller{Name: "local:test", Via: "unix", Local: true, Ad
 // child's environment carries a marker so leaked grandchildren are found too.
 func newRealBroker(t *testing.T, servers map[string]map[string]any) *broker.Broker {
 	t.Helper()
-	marker := leakMarker(t)
+	proctest.CheckNoLeaks(t) // first, so its cleanup runs after Close
 	for _, s := range servers {
 		env, _ := s["env"].(map[string]string)
 		if env == nil {
 			env = map[string]string{}
 		}
-		env[leakMarkerEnv] = marker
+		env[proctest.MarkerEnv] = proctest.Marker(t)
 		s["env"] = env
 	}
 	data, err := json.Marshal(map[string]any{"servers": servers})
@@ -66,53 +65,8 @@ func newRealBroker(t *testing.T, servers map[string]map[string]any) *broker.Brok
 		if err := b.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		checkNoLeaks(t, marker)
 	})
 	return b
-}
-
-// TODO(ci): replace leakMarker/checkNoLeaks with internal/proctest
-// (proctest.CheckNoLeaks(t), proctest.MarkerEnv/proctest.Marker(t)) once it
-// lands; this is the same idea, local to this file.
-const leakMarkerEnv = "MCPX_REALSERVERS_TEST_MARKER"
-
-func leakMarker(t *testing.T) string {
-	return fmt.Sprintf("%d-%s-%d", os.Getpid(), t.Name(), time.Now().UnixNano())
-}
-
-// checkNoLeaks fails t if a process whose environment carries marker is
-// still alive (a zombie has no environment and does not count).
-func checkNoLeaks(t *testing.T, marker string) {
-	t.Helper()
-	want := []byte(leakMarkerEnv + "=" + marker + "\x00")
-	var alive []string
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		alive = alive[:0]
-		procs, err := os.ReadDir("/proc")
-		if err != nil {
-			t.Logf("no /proc, not checking for leaked children: %v", err)
-			return
-		}
-		for _, p := range procs {
-			pid, err := strconv.Atoi(p.Name())
-			if err != nil || pid == os.Getpid() {
-				continue
-			}
-			env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
-			if err != nil || !strings.Contains(string(env)+"\x00", string(want)) {
-				continue
-			}
-			cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-			alive = append(alive, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")))
-		}
-		if len(alive) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if len(alive) > 0 {
-		t.Errorf("children outlived the broker's Close:\n\t%s", strings.Join(alive, "\n\t"))
-	}
 }
 
 // request is a call from cwd.
