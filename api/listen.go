@@ -91,12 +91,8 @@ func removeStaleSocket(path string) error {
 // refused: until callers can present tokens, TCP callers are trusted because
 // only this machine can reach a loopback port.
 func ListenLoopback(addr string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen address %q: %w (want host:port, e.g. 127.0.0.1:7777)", addr, err)
-	}
-	if !loopbackHost(host) {
-		return nil, fmt.Errorf("listen address %q is not a loopback address: mcpx only serves TCP on 127.0.0.1, [::1] or localhost", addr)
+	if err := CheckLoopback(addr); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -107,6 +103,18 @@ func ListenLoopback(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen address %q resolved to %s, which is not loopback", addr, ln.Addr())
 	}
 	return ln, nil
+}
+
+// CheckLoopback reports whether addr is a host:port ListenLoopback accepts.
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w (want host:port, e.g. 127.0.0.1:7777)", addr, err)
+	}
+	if !loopbackHost(host) {
+		return fmt.Errorf("listen address %q is not a loopback address: mcpx only serves TCP on 127.0.0.1, [::1] or localhost", addr)
+	}
+	return nil
 }
 
 // ServeOptions configure Serve.

@@ -20,7 +20,7 @@ type configSource struct {
 
 func (s configSource) String() string {
 	if s.builtin {
-		return fmt.Sprintf("built-in demo server (no config at %s)", s.looked)
+		return fmt.Sprintf("the built-in demo server; no config at %s", s.looked)
 	}
 	return s.path
 }
@@ -68,7 +68,7 @@ func configCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	cfg, src, err := loadConfig(*path, c.getenv)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "mcpx: invalid config %s:\n%v\n", src, err)
+		fmt.Fprintf(c.stderr, "mcpx: %v\n", err)
 		return exitToolError
 	}
 	if pos[0] == "check" {

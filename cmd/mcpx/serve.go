@@ -36,15 +36,21 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
 	}
+	if *listen != "" {
+		if err := api.CheckLoopback(*listen); err != nil {
+			return usageError(c, fs, "--listen: %v", err)
+		}
+	}
 	log := slog.New(slog.NewTextHandler(c.stderr, nil))
+	// Startup errors are for a person at a terminal: plain text, not a log record.
 	fail := func(err error) int {
-		log.Error("mcpx serve: " + err.Error())
+		fmt.Fprintf(c.stderr, "mcpx serve: %v\n", err)
 		return exitToolError
 	}
 
 	cfg, src, err := loadConfig(*configPath, c.getenv)
 	if err != nil {
-		return fail(fmt.Errorf("config %s: %w", src, err))
+		return fail(err)
 	}
 	if src.builtin {
 		log.Info("no config file: serving the built-in demo server", "looked", src.looked)
@@ -57,7 +63,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		return fail(fmt.Errorf("creating state directory: %w", err))
 	}
 
-	b, err := broker.New(broker.Options{Config: cfg, Logger: log})
+	b, err := broker.New(broker.Options{Config: cfg, Logger: log, Version: version()})
 	if err != nil {
 		return fail(err)
 	}

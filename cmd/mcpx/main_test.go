@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"mcpx.dev/mcpx/internal/proctest"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary doubles as the mcpx command in scripts (and so as the
+	// daemon and its demo-server children).
+	testscript.Main(m, map[string]func(){"mcpx": main})
+}
+
+// TestScripts runs testdata/script/*.txtar. Each script gets its own
+// XDG directories, a short socket directory (socket paths are limited to
+// ~104 bytes), $SOCK (the default socket) and $PORT (a free loopback port).
+// Extra commands:
+//
+//	waitsock path            wait until a unix socket accepts connections
+//	exits N prog args...     run prog and check that it exits with status N
+//	nochildren status.json   every pid in a `mcpx status --json` file is gone
+func TestScripts(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	marker := proctest.Env(t)
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("testdata", "script"),
+		Setup: func(e *testscript.Env) error {
+			run, err := os.MkdirTemp("", "mcpx")
+			if err != nil {
+				return err
+			}
+			e.Defer(func() { os.RemoveAll(run) })
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			e.Setenv("XDG_RUNTIME_DIR", run)
+			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, "config"))
+			e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, "state"))
+			e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
+			e.Setenv("SOCK", filepath.Join(run, "mcpx", "mcpx.sock"))
+			e.Setenv("PORT", strconv.Itoa(port))
+			k, v, _ := strings.Cut(marker, "=")
+			e.Setenv(k, v) // children carry the marker, so leaks are found
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitsock":   waitSock,
+			"exits":      exits,
+			"nochildren": noChildren,
+		},
+	})
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitSock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitsock path")
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.Dial("unix", args[0])
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("socket %s never answered: %v", args[0], err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func exits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits N prog args...")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: %v", err)
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("exits: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+func noChildren(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: nochildren status.json")
+	}
+	var doc struct {
+		Instances []struct {
+			ID  string `json:"id"`
+			Pid int    `json:"pid"`
+		} `json:"instances"`
+	}
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &doc))
+	if len(doc.Instances) == 0 {
+		ts.Fatalf("%s lists no instances", args[0])
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, in := range doc.Instances {
+		for syscall.Kill(in.Pid, 0) == nil {
+			if time.Now().After(deadline) {
+				ts.Fatalf("instance %s (pid %d) is still running", in.ID, in.Pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
