@@ -81,7 +81,7 @@ func (s *server) handler(table []route) http.Handler {
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, &broker.Error{Kind: broker.KindNotFound, Op: "route",
-			Msg: "no such endpoint: " + r.URL.Path, Hint: "see /openapi.json for the routes"})
+			Msg: "no such endpoint: " + r.URL.Path})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, errMethodNotAllowed)

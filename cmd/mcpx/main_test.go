@@ -15,10 +15,12 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 )
 
 func TestMain(m *testing.M) {
+	demo.MaybeServe() // a demo child of an in-process daemon: serve and exit
 	// The test binary doubles as the mcpx command in scripts (and so as the
 	// daemon and its demo-server children).
 	testscript.Main(m, map[string]func(){"mcpx": main})

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
+)
+
+// TestServeDrainsInFlightCalls runs `mcpx serve` in-process, starts a call,
+// then shuts the daemon down: the call completes, the socket goes, and no
+// child is left.
+func TestServeDrainsInFlightCalls(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "mcpx.sock")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"servers": map[string]any{"demo": map[string]any{
+		"command": exe, "scope": "global",
+		"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
+	}}})
+	cfgPath := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, stopDaemon := context.WithCancel(t.Context())
+	defer stopDaemon()
+	var daemonErr syncBuffer
+	served := make(chan int, 1)
+	go func() {
+		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", filepath.Join(dir, "state")},
+			strings.NewReader(""), &syncBuffer{}, &daemonErr)
+	}()
+	waitFor(t, "the socket", func() bool { _, err := os.Stat(sock); return err == nil })
+
+	var out, errOut bytes.Buffer
+	called := make(chan int, 1)
+	go func() {
+		called <- run(t.Context(), []string{"call", "--broker", sock, "demo.sleep", `{"ms":500}`},
+			strings.NewReader(""), &out, &errOut)
+	}()
+	waitFor(t, "the call to reach the child", func() bool { return strings.Contains(daemonErr.String(), "sleeping 500ms") })
+	stopDaemon()
+
+	if code := <-called; code != exitOK || strings.TrimSpace(out.String()) != "slept 500ms" {
+		t.Errorf("in-flight call: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+	if code := <-served; code != exitOK {
+		t.Errorf("serve exited %d:\n%s", code, daemonErr.String())
+	}
+	if _, err := os.Stat(sock); err == nil {
+		t.Error("socket left behind")
+	}
+	if !strings.Contains(daemonErr.String(), "msg=stopped") {
+		t.Errorf("no stop in the log:\n%s", daemonErr.String())
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestHuman(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second:                  "0s",
+		0:                             "0s",
+		45 * time.Second:              "45s",
+		3*time.Minute + 2*time.Second: "3m02s",
+		2*time.Hour + 5*time.Minute:   "2h05m",
+		76 * time.Hour:                "3d4h",
+	} {
+		if got := human(d); got != want {
+			t.Errorf("human(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		item string
+		want string
+	}{
+		{`{"type":"text","text":"hi\n"}`, "hi"},
+		{`{"type":"image","mimeType":"image/png","data":"AAECAw=="}`, "[image image/png, 4 bytes]"},
+		{`{"type":"audio","mimeType":"audio/wav","data":"AAE="}`, "[audio audio/wav, 2 bytes]"},
+		{`{"type":"resource_link","uri":"file:///a","name":"a"}`, "[resource link file:///a (a)]"},
+		{`{"type":"resource","resource":{"uri":"demo://r","mimeType":"text/plain","text":"abc"}}`, "[resource demo://r text/plain, 3 bytes]"},
+		{`{"type":"hologram"}`, "[hologram content]"},
+	}
+	for _, tt := range tests {
+		var item contentItem
+		if err := json.Unmarshal([]byte(tt.item), &item); err != nil {
+			t.Fatal(err)
+		}
+		if got := describe(item); got != tt.want {
+			t.Errorf("describe(%s) = %q, want %q", tt.item, got, tt.want)
+		}
+	}
+}
+
+func TestParseFlagsInterspersed(t *testing.T) {
+	c := &cli{stderr: &bytes.Buffer{}}
+	fs := newFlags(c, "call")
+	asJSON := fs.Bool("json", false, "")
+	pos, _, ok := parseFlags(fs, []string{"demo.echo", "--json", "{}", "--", "--not-a-flag"})
+	if !ok || !*asJSON || fmt.Sprint(pos) != "[demo.echo {} --not-a-flag]" {
+		t.Errorf("pos %q json %v ok %v", pos, *asJSON, ok)
+	}
+}
