@@ -180,7 +180,7 @@ func newGitFind(dir string, f gitFind) *gitFind {
 const maxGitFile = 4 * 4096
 
 // readGitFile reads the .git file at path (in directory dir, stat'ed as fi)
-// and returns the git directory it names, canonical, if it is one.
+// and returns the git directory it names, if it is one.
 func readGitFile(path, dir string, fi os.FileInfo) (string, error) {
 	if fi.Size() > maxGitFile {
 		return "", errors.New("gitfile too large")
@@ -190,10 +190,6 @@ func readGitFile(path, dir string, fi os.FileInfo) (string, error) {
 		return "", err
 	}
 	target, err := parseGitFile(data, dir)
-	if err != nil {
-		return "", err
-	}
-	target, err = filepath.EvalSymlinks(target)
 	if err != nil {
 		return "", err
 	}

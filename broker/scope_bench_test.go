@@ -30,13 +30,25 @@ func BenchmarkResolveWarmWorktree(b *testing.B) {
 		benchResolve(b, r, ScopeWorktree, filepath.Join(fx.wt1, "sub/deep/er"), "worktree:"+fx.wt1)
 	})
 	b.Run("main/top", func(b *testing.B) { benchResolve(b, r, ScopeWorktree, fx.main, "worktree:"+fx.main) })
-	b.Run("symlinked", func(b *testing.B) {
-		link := filepath.Join(fx.tmp, "link")
-		if err := os.Symlink(fx.wt1, link); err != nil {
-			b.Fatal(err)
-		}
-		benchResolve(b, r, ScopeWorktree, link, "worktree:"+fx.wt1)
-	})
+	link := filepath.Join(fx.tmp, "link")
+	if err := os.Symlink(fx.wt1, link); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("symlinked", func(b *testing.B) { benchResolve(b, r, ScopeWorktree, link, "worktree:"+fx.wt1) })
+}
+
+// BenchmarkStat is the unit the warm benchmarks are made of: one stat of an
+// existing file, one of a missing one. Compare ratios within one run.
+func BenchmarkStat(b *testing.B) {
+	fx := newRepoFixture(b)
+	for _, p := range []string{filepath.Join(fx.wt1, ".git"), filepath.Join(fx.wt1, "sub/.git")} {
+		b.Run(filepath.Base(filepath.Dir(p)), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				os.Stat(p)
+			}
+		})
+	}
 }
 
 func BenchmarkResolveWarmRepo(b *testing.B) {
