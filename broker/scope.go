@@ -65,10 +65,15 @@ type ResolverOptions struct {
 //	rs := r.Resolve(broker.ScopeWorktree, broker.CallContext{Cwd: cwd, CallID: id})
 //	// rs.Key == "worktree:/src/app-wt1", rs.Root == "/src/app-wt1"
 //
-// Git layout is discovered natively (git.go) and cached per directory; every
-// cache hit is revalidated with a few stat calls, so `git init`, `git
-// worktree add/remove` and the like are noticed on the next call. Caches are
-// bounded. All methods are safe for concurrent use.
+// Git layout is discovered natively (git.go: no git process) and cached per
+// directory; every cache hit is revalidated with stat calls, so `git init`,
+// `git worktree add/remove`, `rm -rf .git` and the like are noticed on the
+// next call. A warm worktree resolution stats the worktree's .git entry, one
+// .git per directory level between the cwd and the top level, and, for a
+// main checkout or the repo scope, the repository's config; outside a
+// repository, one .git per ancestor up to the root. The cwd and global
+// scopes cost no system call. Caches are bounded. All methods are safe for
+// concurrent use.
 type Resolver struct {
 	log      *slog.Logger
 	ceilings map[string]bool // read-only after NewResolver
@@ -123,7 +128,10 @@ const (
 //
 //   - repo and worktree outside a repository (or at a broken .git file)
 //     fall to cwd:<dir>; worktree inside a bare repository or a .git
-//     directory also does (repo does not: the repository is known);
+//     directory also does (repo does not: the repository is known). As in
+//     git, a repository's core.worktree is the worktree of everything found
+//     through its git directory (submodules set it), but not of its linked
+//     worktrees;
 //   - repo, worktree and cwd with no usable cwd fall to call:<CallID>;
 //   - session with no session, parent-session with neither a parent nor a
 //     session, pid with neither a pid nor a lease fall to call:<CallID>.
