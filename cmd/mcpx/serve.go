@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"syscall"
 	"time"
@@ -70,26 +71,24 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	defer closeBroker(log, b)
 	h := api.New(api.Options{Broker: b, Logger: log, Version: version()})
 
-	listeners, err := listenAll(sock, *listen)
+	uln, tln, err := listenAll(sock, *listen)
 	if err != nil {
 		return fail(err)
 	}
 
 	var g oklog.Group
-	{
+	{ // SIGINT, SIGTERM (and ctx) stop the daemon
 		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 	}
-	for _, ln := range listeners {
-		sctx, cancel := context.WithCancel(context.Background())
-		g.Add(func() error {
-			return api.Serve(sctx, ln, h, api.ServeOptions{Logger: log, DrainTimeout: drainTimeout})
-		}, func(error) {
-			cancel()
-		})
+	{ // the unix socket
+		g.Add(serveActor(uln, h, log))
+	}
+	if tln != nil { // loopback TCP
+		g.Add(serveActor(tln, h, log))
 	}
 	attrs := []any{"socket", sock, "config", src.String(), "servers", len(cfg.Servers), "state", state, "version", version()}
-	if *listen != "" {
-		attrs = append(attrs, "listen", listeners[1].Addr().String())
+	if tln != nil {
+		attrs = append(attrs, "listen", tln.Addr().String())
 	}
 	log.Info("mcpx serving", attrs...)
 
@@ -119,21 +118,31 @@ func daemonPaths(getenv func(string) string, state, sock string) (string, string
 }
 
 // listenAll opens the unix socket and, if addr is set, the loopback TCP
-// listener. On error nothing is left open.
-func listenAll(sock, addr string) ([]net.Listener, error) {
-	uln, err := api.ListenUnix(sock)
-	if err != nil {
-		return nil, err
+// listener (else tln is nil). On error nothing is left open.
+func listenAll(sock, addr string) (uln, tln net.Listener, err error) {
+	if uln, err = api.ListenUnix(sock); err != nil {
+		return nil, nil, err
 	}
 	if addr == "" {
-		return []net.Listener{uln}, nil
+		return uln, nil, nil
 	}
-	tln, err := api.ListenLoopback(addr)
-	if err != nil {
+	if tln, err = api.ListenLoopback(addr); err != nil {
 		uln.Close()
-		return nil, fmt.Errorf("--listen: %w", err)
+		return nil, nil, fmt.Errorf("--listen: %w", err)
 	}
-	return []net.Listener{uln, tln}, nil
+	return uln, tln, nil
+}
+
+// serveActor serves h on ln until interrupted; then it stops accepting and
+// drains in-flight requests (bounded by drainTimeout) before returning, so
+// that the group returns only once every listener has drained.
+func serveActor(ln net.Listener, h http.Handler, log *slog.Logger) (func() error, func(error)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	return func() error {
+			return api.Serve(ctx, ln, h, api.ServeOptions{Logger: log, DrainTimeout: drainTimeout})
+		}, func(error) {
+			cancel()
+		}
 }
 
 // closeBroker stops every child, bounded by drainTimeout.
