@@ -48,9 +48,7 @@ type gitFind struct {
 	commonDir string // shared by all worktrees of the repository; the repo key
 	gitFile   bool   // found through a .git file rather than a .git directory
 
-	// Keys built once, so a warm Resolve allocates nothing for them.
-	worktreeKey string // "worktree:" + top
-	cwdKey      string // "cwd:" + the directory this answer is for
+	worktreeKey string // "worktree:" + top, built once so a warm Resolve allocates nothing for it
 
 	// checks are what the answer depended on; valid re-stats them.
 	checks []gitCheck
@@ -123,14 +121,14 @@ func discoverGit(dir string, ceilings map[string]bool) *gitFind {
 			checks = append(checks, gitCheck{path: dotgit})
 		case fi.IsDir() && isGitDir(dotgit):
 			checks = append(checks, gitCheck{dotgit, fi})
-			return gitWorktreeAt(dir, a, dotgit, false, checks)
+			return gitWorktreeAt(a, dotgit, false, checks)
 		case fi.Mode().IsRegular():
 			checks = append(checks, gitCheck{dotgit, fi})
 			gitDir, err := readGitFile(dotgit, a, fi)
 			if err != nil {
-				return newGitFind(dir, gitFind{place: gitBroken, checks: checks})
+				return newGitFind(gitFind{place: gitBroken, checks: checks})
 			}
-			return gitWorktreeAt(dir, a, gitDir, true, checks)
+			return gitWorktreeAt(a, gitDir, true, checks)
 		default: // a .git that is no repository: git looks further up
 			checks = append(checks, gitCheck{dotgit, fi})
 		}
@@ -140,13 +138,13 @@ func discoverGit(dir string, ceilings map[string]bool) *gitFind {
 			}
 			common, err := gitCommonDir(a)
 			if err != nil {
-				return newGitFind(dir, gitFind{place: gitBroken, checks: checks})
+				return newGitFind(gitFind{place: gitBroken, checks: checks})
 			}
-			return newGitFind(dir, gitFind{place: gitInGitDir, gitDir: a, commonDir: common, checks: checks})
+			return newGitFind(gitFind{place: gitInGitDir, gitDir: a, commonDir: common, checks: checks})
 		}
 		parent := filepath.Dir(a)
 		if parent == a || ceilings[parent] {
-			return newGitFind(dir, gitFind{place: gitOutside, checks: checks})
+			return newGitFind(gitFind{place: gitOutside, checks: checks})
 		}
 		a = parent
 	}
@@ -154,8 +152,8 @@ func discoverGit(dir string, ceilings map[string]bool) *gitFind {
 
 // gitWorktreeAt builds the answer for a worktree whose top level is top and
 // whose git directory is gitDir.
-func gitWorktreeAt(dir, top, gitDir string, gitFile bool, checks []gitCheck) *gitFind {
-	broken := newGitFind(dir, gitFind{place: gitBroken, checks: checks})
+func gitWorktreeAt(top, gitDir string, gitFile bool, checks []gitCheck) *gitFind {
+	broken := newGitFind(gitFind{place: gitBroken, checks: checks})
 	gitDir, err := filepath.EvalSymlinks(gitDir)
 	if err != nil {
 		return broken
@@ -164,11 +162,10 @@ func gitWorktreeAt(dir, top, gitDir string, gitFile bool, checks []gitCheck) *gi
 	if err != nil {
 		return broken
 	}
-	return newGitFind(dir, gitFind{place: gitWorktree, top: top, gitDir: gitDir, commonDir: common, gitFile: gitFile, checks: checks})
+	return newGitFind(gitFind{place: gitWorktree, top: top, gitDir: gitDir, commonDir: common, gitFile: gitFile, checks: checks})
 }
 
-func newGitFind(dir string, f gitFind) *gitFind {
-	f.cwdKey = "cwd:" + dir
+func newGitFind(f gitFind) *gitFind {
 	if f.place == gitWorktree {
 		f.worktreeKey = "worktree:" + f.top
 	}
