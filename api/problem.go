@@ -39,6 +39,10 @@ type problemKind struct {
 	title  string
 }
 
+// statusClientClosedRequest is nginx's 499: the caller disconnected, so
+// nobody reads the answer; it only shows in logs and metrics.
+const statusClientClosedRequest = 499
+
 // Kinds the API adds to broker.Kind for failures only HTTP has.
 const (
 	kindTooLarge         broker.Kind = "too-large"
@@ -53,6 +57,7 @@ var problemKinds = map[broker.Kind]problemKind{
 	broker.KindTimeout:     {http.StatusGatewayTimeout, "Timed out"},
 	broker.KindExhausted:   {http.StatusServiceUnavailable, "Pool exhausted"},
 	broker.KindUnavailable: {http.StatusServiceUnavailable, "Unavailable"},
+	broker.KindCanceled:    {statusClientClosedRequest, "Client closed request"},
 	broker.KindConfig:      {http.StatusInternalServerError, "Configuration error"},
 	broker.KindInternal:    {http.StatusInternalServerError, "Internal error"},
 	kindTooLarge:           {http.StatusRequestEntityTooLarge, "Request body too large"},
@@ -147,7 +152,7 @@ func asBrokerError(err error) *broker.Error {
 		return &broker.Error{Kind: broker.KindTimeout, Msg: "the request ran out of time", Err: err}
 	}
 	if errors.Is(err, context.Canceled) {
-		return &broker.Error{Kind: broker.KindUnavailable, Msg: "the request was cancelled", Err: err}
+		return &broker.Error{Kind: broker.KindCanceled, Msg: "the request was cancelled", Err: err}
 	}
 	return &broker.Error{Kind: broker.KindInternal, Err: err}
 }

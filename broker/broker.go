@@ -401,6 +401,9 @@ func (b *Broker) translate(err error, op, server string) error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return &Error{Kind: KindTimeout, Op: op, Server: server, Msg: "timed out", Err: err}
 		}
+		if errors.Is(err, context.Canceled) {
+			return &Error{Kind: KindCanceled, Op: op, Server: server, Msg: "the caller went away", Err: err}
+		}
 		return &Error{Kind: KindInternal, Op: op, Server: server, Msg: "internal error", Err: err}
 	}
 	e := &Error{Op: op, Server: cmp.Or(pe.Server, server), Msg: pe.Detail, StderrTail: pe.StderrTail, RetryAfter: pe.RetryAfter, Err: err}
@@ -419,6 +422,8 @@ func (b *Broker) translate(err error, op, server string) error {
 		e.RetryAfter = time.Second
 	case errors.Is(err, pool.ErrTimeout), errors.Is(err, pool.ErrStartTimeout):
 		e.Kind = KindTimeout
+	case errors.Is(err, pool.ErrCanceled):
+		e.Kind = KindCanceled
 	case errors.Is(err, pool.ErrSpawnConfig):
 		e.Kind = KindBadRequest
 		e.Field = "scope"

@@ -18,6 +18,7 @@ const (
 	KindTimeout     Kind = "timeout"      // the call or the child's start ran out of time: 504
 	KindExhausted   Kind = "exhausted"    // pool caps reached, nothing idle to evict: 503
 	KindUnavailable Kind = "unavailable"  // broker shutting down, server in crash-loop backoff: 503
+	KindCanceled    Kind = "canceled"     // the caller went away before the answer: 499 (nobody reads it)
 	KindConfig      Kind = "config"       // configuration is invalid
 	KindInternal    Kind = "internal"     // a bug; details are logged, never sent to remote callers
 )

@@ -116,6 +116,10 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		tr = mcpclient.NewHTTP(inst.spec.url, inst.spec.headers, p.opts.HTTPClient)
 	} else {
 		transport = "stdio"
+		if err := checkDir(inst.spec); err != nil {
+			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
+			return
+		}
 		proc, err := startChild(inst.spec, p.opts.Env, log)
 		if err != nil {
 			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; check the server's command and that it is installed on the daemon's machine", inst.spec.command, err))

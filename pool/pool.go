@@ -85,6 +85,7 @@ var (
 	ErrStartTimeout  = errors.New("child did not finish initialize in time")
 	ErrSpawnConfig   = errors.New("cannot build the child's command line")
 	ErrTimeout       = errors.New("timed out")
+	ErrCanceled      = errors.New("caller went away")
 	ErrClosed        = errors.New("pool is shut down")
 	ErrNotFound      = errors.New("no such instance")
 )
@@ -303,6 +304,9 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 
 func (p *Pool) ctxErr(ctx context.Context, t Target, what string) *Error {
 	e := p.perr("acquire", t, ErrTimeout, what)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		e.Err = ErrCanceled
+	}
 	e.Cause = ctx.Err()
 	return e
 }
@@ -430,6 +434,10 @@ func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t T
 	switch {
 	case errors.Is(err, mcpclient.ErrSessionExpired):
 		return err
+	case errors.Is(ctx.Err(), context.Canceled):
+		e := p.perr("call", t, ErrCanceled, "the caller went away; the child was sent notifications/cancelled")
+		e.Cause = err
+		return e
 	case ctx.Err() != nil:
 		e := p.perr("call", t, ErrTimeout, "the call did not finish before its deadline; the child was sent notifications/cancelled")
 		e.Cause = err

@@ -468,6 +468,29 @@ func TestBadCommand(t *testing.T) {
 	}
 }
 
+func TestMissingWorkingDirectoryIsNamed(t *testing.T) {
+	s := demoServer(t, "demo")
+	s.Cwd = "/nonexistent/dir"
+	p := newPool(t, pool.Options{}, s)
+	_, err := call(t.Context(), p, pool.Target{Server: "demo", Key: "global"}, "pid", nil)
+	if !errors.Is(err, pool.ErrStart) || !strings.Contains(err.Error(), `working directory "/nonexistent/dir" (from config)`) {
+		t.Fatalf("err = %v, want ErrStart naming the working directory and its source", err)
+	}
+}
+
+func TestCallerGoneIsNotATimeout(t *testing.T) {
+	p := newPool(t, pool.Options{}, demoServer(t, "demo"))
+	tg := pool.Target{Server: "demo", Key: "global"}
+	mustCall(t, p, tg, "pid", nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err := call(ctx, p, tg, "sleep", map[string]int{"ms": 60000})
+	if !errors.Is(err, pool.ErrCanceled) || errors.Is(err, pool.ErrTimeout) {
+		t.Fatalf("err = %v, want ErrCanceled", err)
+	}
+	mustCall(t, p, tg, "pid", nil)
+}
+
 func TestManyConcurrentCallersLandOnTheirInstance(t *testing.T) {
 	s := demoServer(t, "demo")
 	s.Max = 10

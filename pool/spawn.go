@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -117,6 +118,22 @@ func resolveSpawn(def *Server, v vars) (spawnSpec, error) {
 	}
 	sp.cwd, sp.cwdSource = SpawnCwd(cwd, v.root)
 	return sp, nil
+}
+
+// checkDir tells a missing working directory apart from a missing command:
+// exec reports both as "no such file or directory".
+func checkDir(sp spawnSpec) error {
+	if sp.cwd == "" {
+		return nil
+	}
+	fi, err := os.Stat(sp.cwd)
+	switch {
+	case err != nil:
+		return fmt.Errorf("working directory %q (from %s) does not exist; fix the server's cwd, or recreate the directory", sp.cwd, sp.cwdSource)
+	case !fi.IsDir():
+		return fmt.Errorf("working directory %q (from %s) is not a directory", sp.cwd, sp.cwdSource)
+	}
+	return nil
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -120,7 +120,9 @@ func (bc *brokerClient) callerHeaders(o callerOpts) (http.Header, error) {
 		h.Set(api.HeaderParentSession, p)
 	}
 	if bc.unix {
-		h.Set(api.HeaderPid, strconv.Itoa(os.Getpid()))
+		// The CLI lives for one call; a pid-scoped instance belongs to the
+		// process that runs it (the shell or the agent), so send the parent.
+		h.Set(api.HeaderPid, strconv.Itoa(os.Getppid()))
 	}
 	return h, nil
 }
