@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/pool/mcpclient"
+)
+
+// The paths, in the order each round measures them.
+var allPaths = []string{"A0", "A0r", "H", "Hraw", "U", "Uwt", "T", "Ur"}
+
+var pathDesc = map[string]string{
+	"A0":   "Go client → `mcpx demo-server` over stdio (the floor)",
+	"A0r":  "Go client → minimal hand-written echo child over stdio",
+	"H":    "Go client → go-sdk streamable-HTTP echo server, in process (one MCP HTTP hop)",
+	"Hraw": "net/http client → net/http POST echo handler (raw HTTP hop)",
+	"U":    "HTTP over the unix socket → mcpx serve → demo child (scope global)",
+	"Uwt":  "same, scope worktree, Mcpx-Cwd in a git repo (incl. resolution)",
+	"T":    "HTTP over loopback TCP → mcpx serve → demo child (scope global)",
+	"Ur":   "HTTP over the unix socket → mcpx serve → minimal echo child (global)",
+}
+
+var (
+	echoArgs = json.RawMessage(`{"message":"hi"}`)
+	echoWant = []byte(`"hi"`)
+)
+
+// callTimeout bounds every single call.
+const callTimeout = 10 * time.Second
+
+// path is one way to make the echo call. call is safe for concurrent use.
+type path struct {
+	name string
+	call func(ctx context.Context) error
+	// procs returns the pids whose CPU this path spends outside this
+	// process: the daemon (0 = none) and the child serving the call.
+	procs func() (daemon, child int)
+}
+
+type pathSet struct {
+	list    []*path
+	closers []func()
+}
+
+func (ps *pathSet) close() {
+	for _, c := range slices.Backward(ps.closers) {
+		c()
+	}
+	ps.closers = nil
+}
+
+func setupPaths(ctx context.Context, o *options, d *daemon, wt, self string) (*pathSet, error) {
+	ps := &pathSet{}
+	for _, name := range o.paths {
+		p, err := ps.setup(ctx, name, d, wt, self)
+		if err != nil {
+			return ps, fmt.Errorf("setting up %s: %w", name, err)
+		}
+		ps.list = append(ps.list, p)
+	}
+	return ps, nil
+}
+
+func (ps *pathSet) setup(ctx context.Context, name string, d *daemon, wt, self string) (*path, error) {
+	switch name {
+	case "A0", "A0r":
+		cmd := exec.Command(d.mcpx, "demo-server")
+		if name == "A0r" {
+			cmd = exec.Command(self)
+			cmd.Env = append(os.Environ(), envRawChild+"=1")
+		}
+		s, c, err := startStdio(ctx, cmd)
+		if err != nil {
+			return nil, err
+		}
+		ps.closers = append(ps.closers, func() { s.Close(); c.stop() })
+		return &path{name: name, call: sessionCall(s), procs: func() (int, int) { return 0, c.cmd.Process.Pid }}, nil
+	case "H":
+		srv := demo.NewServer()
+		url, stop, err := serveHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		if err != nil {
+			return nil, err
+		}
+		ps.closers = append(ps.closers, stop)
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		s, err := mcpclient.Connect(cctx, mcpclient.NewHTTP(url, nil, newClient(nil)), mcpclient.Options{})
+		if err != nil {
+			return nil, err
+		}
+		ps.closers = append(ps.closers, func() { s.Close() })
+		return &path{name: name, call: sessionCall(s), procs: none}, nil
+	case "Hraw":
+		url, stop, err := serveHTTP(http.HandlerFunc(rawEcho))
+		if err != nil {
+			return nil, err
+		}
+		ps.closers = append(ps.closers, stop)
+		return &path{name: name, call: postCall(newClient(nil), url, nil), procs: none}, nil
+	case "U", "T", "Ur", "Uwt":
+		server, cwd := map[string]string{"U": "demo", "T": "demo", "Ur": "raw", "Uwt": "demowt"}[name], ""
+		if name == "Uwt" {
+			cwd = wt
+		}
+		client, base := d.unix, "http://mcpx"
+		if name == "T" {
+			client, base = d.tcp, "http://"+d.addr
+		}
+		h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}}
+		if cwd != "" {
+			h.Set("Mcpx-Cwd", cwd)
+		}
+		p := &path{name: name, call: postCall(client, base+"/v1/servers/"+server+"/tools/echo", h)}
+		p.procs = func() (int, int) { return d.pid(), d.childPid(server) }
+		return p, nil
+	}
+	return nil, fmt.Errorf("unknown path %q", name)
+}
+
+func none() (int, int) { return 0, 0 }
+
+// warmPath starts whatever the path starts lazily (children, connections).
+func warmPath(ctx context.Context, p *path) error {
+	for range 50 {
+		if err := p.call(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sessionCall(s *mcpclient.Session) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		res, err := s.CallTool(ctx, "echo", echoArgs, nil)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(res, echoWant) {
+			return fmt.Errorf("unexpected result %.200s", res)
+		}
+		return nil
+	}
+}
+
+// postCall POSTs the echo arguments to url and checks the answer.
+func postCall(client *http.Client, url string, h http.Header) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(echoArgs))
+		if err != nil {
+			return err
+		}
+		if h != nil {
+			req.Header = h.Clone()
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(body, echoWant) {
+			return fmt.Errorf("%s: %.300s", resp.Status, body)
+		}
+		return nil
+	}
+}
+
+// newClient is a keep-alive client with enough idle connections for every
+// caller; dial nil = TCP.
+func newClient(dial func(context.Context, string, string) (net.Conn, error)) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext:         dial,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 128,
+		IdleConnTimeout:     2 * time.Minute,
+	}}
+}
+
+func unixDialer(sock string) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}
+}
+
+func rawEcho(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
+
+// serveHTTP serves h on a fresh loopback port and returns its URL.
+func serveHTTP(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ln)
+	}()
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
+		<-done
+	}
+	return "http://" + ln.Addr().String(), stop, nil
+}
+
+// stdioChild is a child MCP server this process started.
+type stdioChild struct {
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	exited chan struct{}
+}
+
+// startStdio starts cmd and initializes an MCP session over its stdio.
+func startStdio(ctx context.Context, cmd *exec.Cmd) (*mcpclient.Session, *stdioChild, error) {
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	c := &stdioChild{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(c.exited)
+	}()
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	s, err := mcpclient.Connect(cctx, mcpclient.NewStdio(stdout, stdin), mcpclient.Options{})
+	if err != nil {
+		c.stop()
+		return nil, nil, err
+	}
+	return s, c, nil
+}
+
+// stop closes stdin (the MCP stdio shutdown) and kills the child if it has
+// not exited within two seconds.
+func (c *stdioChild) stop() {
+	c.stdin.Close()
+	select {
+	case <-c.exited:
+		return
+	case <-time.After(2 * time.Second):
+	}
+	if err := c.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		fmt.Fprintf(os.Stderr, "load: killing child %d: %v\n", c.cmd.Process.Pid, err)
+	}
+	<-c.exited
+}

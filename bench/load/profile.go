@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/broker"
+)
+
+// envProfDaemon, set to a JSON profSpec, makes this binary serve the API
+// like `mcpx serve` (same broker and api packages, unix socket only) while
+// writing a CPU profile, until SIGTERM.
+const envProfDaemon = "MCPX_BENCH_PROFILE_DAEMON"
+
+type profSpec struct {
+	Config  string `json:"config"`
+	Socket  string `json:"socket"`
+	Profile string `json:"profile"`
+}
+
+// serveProfiled is the instrumented daemon: cmd/mcpx's serve wiring without
+// the TCP listener, plus runtime/pprof.
+func serveProfiled(spec string) int {
+	var s profSpec
+	if err := json.Unmarshal([]byte(spec), &s); err != nil {
+		fmt.Fprintln(os.Stderr, "profiled daemon:", err)
+		return 1
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	cfg, err := broker.LoadConfig(s.Config)
+	if err != nil {
+		log.Error("config", "err", err)
+		return 1
+	}
+	b, err := broker.New(broker.Options{Config: cfg, Logger: log})
+	if err != nil {
+		log.Error("broker", "err", err)
+		return 1
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		b.Close(ctx)
+	}()
+	ln, err := api.ListenUnix(s.Socket)
+	if err != nil {
+		log.Error("listen", "err", err)
+		return 1
+	}
+	f, err := os.Create(s.Profile)
+	if err != nil {
+		log.Error("profile", "err", err)
+		return 1
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Error("profile", "err", err)
+		return 1
+	}
+	defer pprof.StopCPUProfile()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	log.Info("profiled daemon serving", "socket", s.Socket)
+	if err := api.Serve(ctx, ln, api.New(api.Options{Broker: b, Logger: log}), api.ServeOptions{Logger: log}); err != nil {
+		log.Error("serve", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// profileDaemon runs the instrumented daemon under Uwt load (half the time at
+// the highest concurrency, half at c=1) and returns pprof's top listings.
+func profileDaemon(ctx context.Context, o *options, config, dir, wt, self string, logf func(string, ...any)) (string, error) {
+	prof, err := filepath.Abs(o.profile)
+	if err != nil {
+		return "", err
+	}
+	sock := filepath.Join(dir, "p.sock")
+	spec, _ := json.Marshal(profSpec{Config: config, Socket: sock, Profile: prof})
+	cmd := exec.Command(self)
+	cmd.Env = []string{envProfDaemon + "=" + string(spec)}
+	d, err := startServe(ctx, "", cmd, sock, false, logf)
+	if err != nil {
+		return "", err
+	}
+	defer d.stop()
+	h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}, "Mcpx-Cwd": {wt}}
+	p := &path{name: "Uwt (profiled)", call: postCall(d.unix, "http://mcpx/v1/servers/demowt/tools/echo", h), procs: none}
+	if err := warmPath(ctx, p); err != nil {
+		return "", err
+	}
+	for _, c := range []int{o.conc[len(o.conc)-1], 1} {
+		if _, _, err := load(ctx, p, c, o.profDur/2, 10*o.maxCalls, false); err != nil {
+			return "", err
+		}
+	}
+	d.stop()
+	logf("wrote %s", prof)
+	flat, err := pprofTop(ctx, self, prof, "-top", "-nodecount", "25")
+	if err != nil {
+		return "", err
+	}
+	cum, err := pprofTop(ctx, self, prof, "-top", "-cum", "-nodecount", "400")
+	if err != nil {
+		return "", err
+	}
+	var mine []string
+	for line := range strings.Lines(cum) {
+		if strings.Contains(line, "mcpx.dev/") || strings.Contains(line, "encoding/json.Unmarshal") ||
+			strings.Contains(line, "net/http.(*conn).serve") || strings.Contains(line, "gzhttp") || strings.Contains(line, "chi/v5.(*Mux)") {
+			mine = append(mine, line)
+		}
+		if len(mine) == 40 {
+			break
+		}
+	}
+	return flat + "\ncumulative, mcpx and HTTP frames:\n" + strings.Join(mine, ""), nil
+}
+
+func pprofTop(ctx context.Context, bin, prof string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"tool", "pprof"}, args...), bin, prof)...)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go tool pprof: %w", err)
+	}
+	return string(out), nil
+}
