@@ -335,7 +335,7 @@ func measureCold(ctx context.Context, mcpx string, d *daemon, dir string, round 
 		return cr, err
 	}
 	for _, in := range list {
-		if in.Server == "cold" {
+		if in.Server == "cold" && in.Key == "worktree:"+repo {
 			if err := d.do(ctx, http.MethodDelete, "/v1/instances/"+url.PathEscape(in.ID), nil, nil); err != nil && !errors.Is(err, context.Canceled) {
 				return cr, fmt.Errorf("stopping the cold instance: %w", err)
 			}

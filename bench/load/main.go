@@ -8,7 +8,8 @@
 //
 // Paths (see README.md): A0 stdio to `mcpx demo-server`; A0r stdio to a
 // minimal hand-written echo child; H one streamable-HTTP hop to a go-sdk
-// server in this process; Hraw a plain HTTP POST echo; U, Uwt, T and Ur
+// server in this process; Hraw a plain HTTP POST echo in this process, Hx
+// the same in another process over a unix socket; U, Uwt, T and Ur
 // through a `mcpx serve` daemon over its unix socket or loopback TCP.
 //
 // Without -mcpx it builds mcpx.dev/mcpx/cmd/mcpx into a temporary directory,
@@ -26,6 +27,8 @@ func main() {
 	switch {
 	case os.Getenv(envRawChild) == "1":
 		os.Exit(serveRawChild(os.Stdin, os.Stdout))
+	case os.Getenv(envRawHTTP) != "":
+		os.Exit(serveRawHTTP(os.Getenv(envRawHTTP)))
 	case os.Getenv(envProfDaemon) != "":
 		os.Exit(serveProfiled(os.Getenv(envProfDaemon)))
 	}

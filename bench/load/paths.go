@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -21,13 +22,14 @@ import (
 )
 
 // The paths, in the order each round measures them.
-var allPaths = []string{"A0", "A0r", "H", "Hraw", "U", "Uwt", "T", "Ur"}
+var allPaths = []string{"A0", "A0r", "H", "Hraw", "Hx", "U", "Uwt", "T", "Ur"}
 
 var pathDesc = map[string]string{
 	"A0":   "Go client → `mcpx demo-server` over stdio (the floor)",
 	"A0r":  "Go client → minimal hand-written echo child over stdio",
 	"H":    "Go client → go-sdk streamable-HTTP echo server, in process (one MCP HTTP hop)",
-	"Hraw": "net/http client → net/http POST echo handler (raw HTTP hop)",
+	"Hraw": "net/http client → net/http POST echo handler, in process (raw HTTP hop)",
+	"Hx":   "net/http client → net/http POST echo handler in another process, over a unix socket (raw cross-process hop)",
 	"U":    "HTTP over the unix socket → mcpx serve → demo child (scope global)",
 	"Uwt":  "same, scope worktree, Mcpx-Cwd in a git repo (incl. resolution)",
 	"T":    "HTTP over loopback TCP → mcpx serve → demo child (scope global)",
@@ -111,6 +113,17 @@ func (ps *pathSet) setup(ctx context.Context, name string, d *daemon, wt, self s
 		}
 		ps.closers = append(ps.closers, stop)
 		return &path{name: name, call: postCall(newClient(nil), url, nil), procs: none}, nil
+	case "Hx":
+		sock := filepath.Join(filepath.Dir(d.sock), "hx.sock")
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), envRawHTTP+"="+sock)
+		srv, err := startRawHTTP(ctx, cmd, sock)
+		if err != nil {
+			return nil, err
+		}
+		ps.closers = append(ps.closers, srv.stop)
+		return &path{name: name, call: postCall(newClient(unixDialer(sock)), "http://hx/echo", nil),
+			procs: func() (int, int) { return cmd.Process.Pid, 0 }}, nil
 	case "U", "T", "Ur", "Uwt":
 		server, cwd := map[string]string{"U": "demo", "T": "demo", "Ur": "raw", "Uwt": "demowt"}[name], ""
 		if name == "Uwt" {

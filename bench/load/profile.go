@@ -80,7 +80,7 @@ func serveProfiled(spec string) int {
 	return 0
 }
 
-// profileDaemon runs the instrumented daemon under Uwt load (half the time at
+// profileDaemon runs the instrumented daemon under -profile-path load (half the time at
 // the highest concurrency, half at c=1) and returns pprof's top listings.
 func profileDaemon(ctx context.Context, o *options, config, dir, wt, self string, logf func(string, ...any)) (string, error) {
 	prof, err := filepath.Abs(o.profile)
@@ -96,8 +96,12 @@ func profileDaemon(ctx context.Context, o *options, config, dir, wt, self string
 		return "", err
 	}
 	defer d.stop()
-	h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}, "Mcpx-Cwd": {wt}}
-	p := &path{name: "Uwt (profiled)", call: postCall(d.unix, "http://mcpx/v1/servers/demowt/tools/echo", h), procs: none}
+	h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}}
+	server := map[string]string{"U": "demo", "Uwt": "demowt", "Ur": "raw"}[o.profPath]
+	if o.profPath == "Uwt" {
+		h.Set("Mcpx-Cwd", wt)
+	}
+	p := &path{name: o.profPath + " (profiled)", call: postCall(d.unix, "http://mcpx/v1/servers/"+server+"/tools/echo", h), procs: none}
 	if err := warmPath(ctx, p); err != nil {
 		return "", err
 	}

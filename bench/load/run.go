@@ -27,6 +27,7 @@ type options struct {
 	jsonOut  string
 	profile  string        // write a CPU profile of an instrumented daemon here
 	profDur  time.Duration // load time for -profile
+	profPath string        // U, Uwt or Ur: the load -profile runs
 	timeout  time.Duration // the whole run
 }
 
@@ -43,7 +44,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.mcpx, "mcpx", "", "mcpx binary (default: build mcpx.dev/mcpx/cmd/mcpx into a temporary directory)")
 	fs.StringVar(&o.jsonOut, "json", "", "write the raw results as JSON to this file")
 	fs.StringVar(&o.profile, "profile", "", "after the rounds, CPU-profile an instrumented daemon (the broker and api packages in this binary) under Uwt load and write the profile here")
-	fs.DurationVar(&o.profDur, "profile-duration", 6*time.Second, "load time for -profile (half at c=32, half at c=1)")
+	fs.DurationVar(&o.profDur, "profile-duration", 6*time.Second, "load time for -profile (half at the highest -c, half at c=1)")
+	fs.StringVar(&o.profPath, "profile-path", "Uwt", "the path -profile loads: U, Uwt or Ur")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -53,6 +55,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.maxCalls < 1 {
 		return nil, errors.New("-rounds, -duration and -max-calls must be positive")
+	}
+	if !slices.Contains([]string{"U", "Uwt", "Ur"}, o.profPath) {
+		return nil, fmt.Errorf("-profile-path: want U, Uwt or Ur, not %q", o.profPath)
 	}
 	for _, s := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -179,6 +184,7 @@ func bench(ctx context.Context, o *options, logw io.Writer) (*results, error) {
 			return nil, fmt.Errorf("profile: %w", err)
 		}
 		res.ProfileTop = top
+		res.Options.ProfilePath = o.profPath
 	}
 	res.Machine.LoadAvgEnd = loadAvg()
 	return res, nil
