@@ -322,6 +322,13 @@ func (b *Broker) target(r Request) (*ServerConfig, pool.Target, error) {
 		cc.CallID = newCallID()
 	}
 	rs := b.scope.Resolve(def.Scope, cc)
+	if rs.Root != "" && !underAny(rs.Root, c.Roots) {
+		// Git discovery walks up: the repo or worktree may begin above the
+		// directories this caller may use. Never hand it a child rooted
+		// there; fall back to its own cwd, which was checked above.
+		rs = b.scope.Resolve(ScopeCwd, cc)
+		rs.Degraded = "the repository root lies outside the caller's allowed roots"
+	}
 	return def, pool.Target{
 		Server: r.Server, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),

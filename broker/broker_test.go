@@ -233,6 +233,27 @@ func TestBadInputIsAClearErrorAndTheBrokerKeepsServing(t *testing.T) {
 	}
 }
 
+func TestRootAboveTheCallersAllowedRootsDegradesToCwd(t *testing.T) {
+	dir := t.TempDir()
+	wts := testenv.Worktrees(t, filepath.Join(dir, "home"), map[string]string{"proj/f": "x"})
+	proj := filepath.Join(wts[0], "proj")
+	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeWorktree})
+	r := req("demo", proj)
+	r.Caller = broker.Caller{Name: "remote", Via: "tailnet", Roots: []string{proj}}
+	if got := callText(t, b, r, "cwd", `{}`); got != proj {
+		t.Errorf("cwd for a caller limited to %s = %q; its instance must not be rooted at the repo above", proj, got)
+	}
+	in := b.Instances()
+	if len(in) != 1 || in[0].Key != "cwd:"+proj || !strings.Contains(in[0].Degraded, "outside the caller's allowed roots") {
+		t.Errorf("instances %+v, want cwd:%s degraded", in, proj)
+	}
+	// A cwd outside the allowed roots is refused outright.
+	r.Context.Cwd = wts[0]
+	if _, err := b.CallTool(t.Context(), r, "cwd", nil, nil); broker.KindOf(err) != broker.KindForbidden {
+		t.Errorf("cwd outside the allowed roots: err = %v, want forbidden", err)
+	}
+}
+
 func TestToolErrorResultPassesThroughUnchanged(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd})
