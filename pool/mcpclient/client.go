@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Transport carries whole JSON-RPC messages. Send and Recv may be called
@@ -89,9 +90,10 @@ type Session struct {
 	nextID   atomic.Int64
 	inFlight atomic.Int64
 
-	mu      sync.Mutex
-	pending map[int64]*call // guarded by mu; nil once the session ended
-	err     error           // guarded by mu; why done was closed
+	mu       sync.Mutex
+	pending  map[int64]*call // guarded by mu; nil once the session ended
+	err      error           // guarded by mu; why done was closed
+	closeErr error           // the transport's Close error; set before done closes
 
 	done       chan struct{} // closed when the session ends
 	readerDone chan struct{} // closed when the reader goroutine returns
@@ -170,9 +172,10 @@ func (s *Session) Err() error {
 // goroutines.
 func (s *Session) Close() error {
 	s.shutdown(nil)
+	<-s.done
 	<-s.readerDone
 	s.replies.Wait()
-	return nil
+	return s.closeErr
 }
 
 // shutdown ends the session once. cause nil means Close was called.
@@ -192,9 +195,7 @@ func (s *Session) shutdown(cause error) {
 	s.mu.Unlock()
 
 	s.cancel()
-	if cerr := s.t.Close(); cerr != nil {
-		s.log.Debug("closing mcp transport", "err", cerr)
-	}
+	s.closeErr = s.t.Close()
 	for _, c := range pending {
 		c.ch <- response{err: err}
 	}
@@ -284,14 +285,7 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 	err := s.t.Send(ctx, b.Bytes())
 	putBuf(b)
 	if err != nil {
-		if s.forget(id) && ctx.Err() != nil && cancel {
-			// Streamable HTTP: the POST may have reached the child.
-			s.cancelRequest(ctx, id)
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("calling %s: %w", method, ctx.Err())
-		}
-		return nil, fmt.Errorf("calling %s: %w", method, s.sendError(err))
+		return nil, fmt.Errorf("calling %s: %w", method, s.sendFailed(ctx, id, err, cancel))
 	}
 
 	select {
@@ -316,20 +310,27 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 	}
 }
 
-// sendError turns a failed Send into the session's end when the transport
-// says the session is over.
-func (s *Session) sendError(err error) error {
-	if errors.Is(err, ErrSessionExpired) {
+// sendFailed cleans up after a failed Send of request id and returns the
+// error to report. A Send error that says the session is over (an expired
+// HTTP session, a broken stdio stream) ends the session.
+func (s *Session) sendFailed(ctx context.Context, id int64, err error, cancel bool) error {
+	fatal := errors.Is(err, ErrSessionExpired) || errors.Is(err, errBroken)
+	if fatal {
 		s.shutdown(err)
+	}
+	if s.forget(id) && !fatal && cancel && ctx.Err() != nil {
+		// Streamable HTTP: the POST may have reached the child.
+		s.cancelRequest(ctx, id)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	select {
 	case <-s.done:
-		if e := s.Err(); e != nil {
-			return e
-		}
+		return s.Err()
 	default:
+		return err
 	}
-	return err
 }
 
 // forget removes id from the pending map; false if it was not there (its
@@ -358,7 +359,9 @@ func (c *call) progress(params json.RawMessage) {
 	}
 }
 
-// cancelRequest tells the child to stop working on id.
+// cancelRequest tells the child to stop working on id. The notification is
+// sent off the caller's goroutine: a caller that gave up must not wait for a
+// child that stopped reading.
 //
 // Spec (basic/utilities/cancellation): "When a party wants to cancel an
 // in-progress request, it sends a notifications/cancelled notification
@@ -374,16 +377,39 @@ func (s *Session) cancelRequest(ctx context.Context, id int64) {
 	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
 		reason += ": " + cause.Error()
 	}
-	b := getBuf()
-	defer putBuf(b)
-	b.WriteString(`{"requestId":`)
-	b.Write(strconv.AppendInt(b.AvailableBuffer(), id, 10))
-	b.WriteString(`,"reason":`)
-	b.Write(appendString(b.AvailableBuffer(), reason))
-	b.WriteByte('}')
-	if err := s.notify(s.ctx, "notifications/cancelled", b.Bytes()); err != nil {
-		s.log.Debug("sending notifications/cancelled", "id", id, "err", err)
+	b := make([]byte, 0, 128+len(reason))
+	b = append(b, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"reason":`...)
+	b = appendString(b, reason)
+	b = append(b, "}}"...)
+	s.sendAsync("notifications/cancelled", b)
+}
+
+// asyncSendTimeout bounds a message sent off the caller's goroutine.
+const asyncSendTimeout = 10 * time.Second
+
+// sendAsync sends msg from a goroutine the session owns (Close waits for
+// it), bounded by the session's life and asyncSendTimeout.
+func (s *Session) sendAsync(what string, msg []byte) {
+	s.mu.Lock()
+	if s.pending == nil { // ended: Close may be waiting on replies
+		s.mu.Unlock()
+		return
 	}
+	s.replies.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.replies.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, asyncSendTimeout)
+		defer cancel()
+		if err := s.t.Send(ctx, msg); err != nil {
+			s.log.Debug("sending to mcp child", "what", what, "err", err)
+			if errors.Is(err, errBroken) {
+				s.shutdown(err)
+			}
+		}
+	}()
 }
 
 // notify sends a notification (params nil = none).

@@ -104,14 +104,7 @@ func (s *Session) answer(e *envelope) {
 	if rerr != nil {
 		s.log.Debug("refusing mcp request from child", "method", method, "code", rerr.Code)
 	}
-	msg := replyMessage(e.id, result, rerr)
-	s.replies.Add(1)
-	go func() {
-		defer s.replies.Done()
-		if err := s.t.Send(s.ctx, msg); err != nil {
-			s.log.Debug("answering mcp request from child", "method", method, "err", err)
-		}
-	}()
+	s.sendAsync("answer to "+method, replyMessage(e.id, result, rerr))
 }
 
 func replyMessage(id, result []byte, rerr *RPCError) []byte {

@@ -1,12 +1,15 @@
 package mcpclient
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -582,4 +585,62 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// TestStuckChildHonoursContext: a child that stops reading its stdin must
+// not hold callers past their context, neither the one blocked in the write
+// nor those waiting for the writer.
+func TestStuckChildHonoursContext(t *testing.T) {
+	toChildR, toChildW, err := os.Pipe() // the "child" never reads toChildR
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromChildR, fromChildW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer toChildR.Close()
+	defer fromChildW.Close()
+	// The child answers initialize, then never reads again.
+	go func() {
+		bufio.NewReader(toChildR).ReadString('\n')
+		io.WriteString(fromChildW, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"stuck","version":"1"}}}`+"\n")
+	}()
+	s, err := Connect(t.Context(), NewStdio(fromChildR, toChildW), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	big := json.RawMessage(`{"pad":"` + strings.Repeat("x", 4<<20) + `"}`) // far more than a pipe holds
+	ctx1, cancel1 := context.WithCancel(t.Context())
+	ch1 := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx1, "a", big, nil)
+		ch1 <- err
+	}()
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	ch2 := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx2, "b", nil, nil)
+		ch2 <- err
+	}()
+	cancel2()
+	if err := <-ch2; !errors.Is(err, context.Canceled) {
+		t.Errorf("waiting caller: %v, want context.Canceled", err)
+	}
+	cancel1()
+	if err := <-ch1; !errors.Is(err, context.Canceled) {
+		t.Errorf("writing caller: %v, want context.Canceled", err)
+	}
+	// Half a message sits in the child's stdin: the session is over (unless
+	// the big write never started).
+	select {
+	case <-s.Done():
+		if err := s.Err(); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "stdin") {
+			t.Errorf("Err after a cut write = %v", err)
+		}
+	default:
+		t.Log("the big write never started; the session is intact")
+	}
 }

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"time"
 )
 
 // MaxMessageSize bounds one message read from a child (256 MiB): a child that
@@ -27,38 +29,86 @@ const MaxMessageSize = 256 << 20
 // spec's shutdown), and closes r too if it is an io.Closer, which unblocks
 // Recv even when the child keeps its stdout open.
 func NewStdio(r io.Reader, w io.WriteCloser) Transport {
-	return &stdio{r: bufio.NewReaderSize(r, 64<<10), rc: r, w: w}
+	t := &stdio{r: bufio.NewReaderSize(r, 64<<10), rc: r, w: w, wsem: make(chan struct{}, 1)}
+	t.wd, _ = w.(writeDeadliner)
+	return t
+}
+
+// writeDeadliner is implemented by *os.File pipes: a write blocked on a
+// child that stopped reading can then end with the caller's context.
+type writeDeadliner interface {
+	SetWriteDeadline(time.Time) error
 }
 
 type stdio struct {
 	r  *bufio.Reader // used only by Recv
 	rc io.Reader
 
-	wmu  sync.Mutex // one writer: guards w and wbuf
+	wsem chan struct{} // the one writer lock; a channel so waiting honours ctx
 	w    io.WriteCloser
-	wbuf []byte
+	wd   writeDeadliner // w, if it supports deadlines; else nil
+	wbuf []byte         // guarded by wsem
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// Send writes msg and a newline in one Write. ctx is checked before writing;
-// a write already under way is not interrupted (Close does that).
+// errBroken marks a Send failure after which the stream is unusable (a
+// failed or partial write): the session ends.
+var errBroken = errors.New("stdio stream broken")
+
+// Send writes msg and a newline in one Write. Waiting for the writer lock
+// ends with ctx; so does a write blocked on a full pipe when w supports
+// write deadlines (os.Pipe files do). A write cut short leaves half a
+// message in the child's stdin: the error then wraps errBroken.
 func (t *stdio) Send(ctx context.Context, msg []byte) error {
+	select {
+	case t.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-t.wsem }()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	t.wmu.Lock()
-	defer t.wmu.Unlock()
 	t.wbuf = append(append(t.wbuf[:0], msg...), '\n')
-	_, err := t.w.Write(t.wbuf)
+	n, err := t.write(ctx, t.wbuf)
 	if cap(t.wbuf) > 1<<20 {
 		t.wbuf = nil
 	}
-	if err != nil {
-		return fmt.Errorf("writing to child's stdin: %w", err)
+	switch {
+	case err == nil:
+		return nil
+	case n == 0 && ctx.Err() != nil && errors.Is(err, os.ErrDeadlineExceeded):
+		return ctx.Err() // nothing written: the stream is intact
+	default:
+		return fmt.Errorf("%w: writing to the child's stdin: %w", errBroken, err)
 	}
-	return nil
+}
+
+// write writes b, interrupting the write when ctx ends if w supports
+// deadlines.
+func (t *stdio) write(ctx context.Context, b []byte) (int, error) {
+	if t.wd == nil || ctx.Done() == nil {
+		return t.w.Write(b)
+	}
+	var mu sync.Mutex
+	done := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			t.wd.SetWriteDeadline(time.Unix(1, 0))
+		}
+	})
+	n, err := t.w.Write(b)
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	if !stop() {
+		t.wd.SetWriteDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // Recv reads the next line. Blank lines are skipped; a line that is not
