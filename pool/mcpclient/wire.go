@@ -97,10 +97,11 @@ func elements(arr []byte, fn func(val []byte)) error {
 }
 
 // member returns the raw value of key (given quoted, e.g. `"tools"`) in obj.
+// Of duplicate keys the last wins, as in encoding/json and JavaScript.
 func member(obj []byte, key string) []byte {
 	var v []byte
 	members(obj, func(k, val []byte) {
-		if v == nil && string(k) == key {
+		if string(k) == key {
 			v = val
 		}
 	})
@@ -222,8 +223,9 @@ func appendParams(buf *bytes.Buffer, params []byte) error {
 }
 
 // setMember returns obj with key (given unquoted and plain) set to the raw
-// value val: an existing member's value is replaced in place, otherwise the
-// member is inserted first. Other members keep their bytes and order.
+// value val: an existing member's value is replaced in place (the last one,
+// which is the one parsers keep), otherwise the member is inserted first.
+// Other members keep their bytes and order.
 func setMember(obj []byte, key string, val []byte) ([]byte, error) {
 	start := skipSpace(obj, 0)
 	if start >= len(obj) || obj[start] != '{' {
@@ -232,7 +234,7 @@ func setMember(obj []byte, key string, val []byte) ([]byte, error) {
 	qkey := `"` + key + `"`
 	vs, ve := -1, -1
 	err := members(obj, func(k, v []byte) {
-		if vs < 0 && string(k) == qkey {
+		if string(k) == qkey {
 			// v is a sub-slice of obj: recover its offsets.
 			vs = cap(obj) - cap(v)
 			ve = vs + len(v)
