@@ -276,3 +276,122 @@ func TestReadSSE(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", d)
 	}
 }
+
+// scriptedHTTP is a hand-written streamable HTTP server for the cases the
+// go-sdk handler does not produce on demand. call answers tools/call.
+func scriptedHTTP(t *testing.T, call func(w http.ResponseWriter, r *http.Request, id string), get func(w http.ResponseWriter, r *http.Request)) *httptest.Server {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			get(w, r)
+			return
+		}
+		if r.Method == http.MethodDelete {
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage
+			Method string
+		}
+		json.NewDecoder(r.Body).Decode(&msg)
+		switch {
+		case msg.ID == nil:
+			w.WriteHeader(http.StatusAccepted)
+		case msg.Method == "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"scripted","version":"1"}}}`, msg.ID)
+		default:
+			call(w, r, string(msg.ID))
+		}
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func TestHTTPResumeAfterBrokenStream(t *testing.T) {
+	var mu sync.Mutex
+	var lastEventIDs []string
+	var pending string // the id of the request to answer on resumption
+	ts := scriptedHTTP(t, func(w http.ResponseWriter, r *http.Request, id string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		// Priming event, then the stream drops before the response.
+		fmt.Fprint(w, "id: e1\nretry: 1\ndata:\n\n")
+		mu.Lock()
+		pending = id
+		mu.Unlock()
+	}, func(w http.ResponseWriter, r *http.Request) {
+		last := r.Header.Get("Last-Event-ID")
+		if last == "" {
+			w.WriteHeader(http.StatusMethodNotAllowed) // no standalone stream
+			return
+		}
+		mu.Lock()
+		lastEventIDs = append(lastEventIDs, last)
+		id := pending
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: e2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"resumed\":true}}\n\n", id)
+	})
+	s, err := Connect(t.Context(), NewHTTP(ts.URL, nil, nil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v := s.ProtocolVersion(); v != "2025-06-18" {
+		t.Errorf("ProtocolVersion = %q", v)
+	}
+	res, err := s.CallTool(t.Context(), "x", nil, nil)
+	if err != nil || string(res) != `{"resumed":true}` {
+		t.Fatalf("CallTool = %s, %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if d := cmp.Diff([]string{"e1"}, lastEventIDs); d != "" {
+		t.Errorf("Last-Event-ID (-want +got):\n%s", d)
+	}
+}
+
+func TestHTTPStreamEndsWithoutResponse(t *testing.T) {
+	ts := scriptedHTTP(t, func(w http.ResponseWriter, r *http.Request, id string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"bye\"}}\n\n")
+	}, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	})
+	s, err := Connect(t.Context(), NewHTTP(ts.URL, nil, nil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.CallTool(t.Context(), "x", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "stream ended before the response") {
+		t.Errorf("CallTool error = %v, want the stream's early end", err)
+	}
+	if n := s.InFlight(); n != 0 {
+		t.Errorf("InFlight = %d", n)
+	}
+}
+
+func TestHTTPCancel(t *testing.T) {
+	h := startHTTP(t, nil)
+	s := connectHTTP(t, h, Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	ch := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx, "sleep", json.RawMessage(`{"ms":600000}`), nil)
+		ch <- err
+	}()
+	// Cancel once the call is on its way (it stays in flight while sleeping).
+	for s.InFlight() == 0 {
+		if _, err := s.Call(t.Context(), "ping", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	if err := <-ch; !errors.Is(err, context.Canceled) {
+		t.Errorf("sleep error = %v, want context.Canceled", err)
+	}
+	if _, err := s.CallTool(t.Context(), "echo", json.RawMessage(`{"message":"still here"}`), nil); err != nil {
+		t.Errorf("echo after cancel: %v", err)
+	}
+}
