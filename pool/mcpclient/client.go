@@ -8,6 +8,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -200,9 +201,8 @@ func (s *Session) shutdown(cause error) {
 		c.ch <- response{err: err}
 	}
 	close(s.done)
-	if cause != nil {
-		s.log.Info("mcp session ended", "err", cause)
-	}
+	// Whoever watches Done (the pool) reports the end; this is for tracing.
+	s.log.Debug("mcp session ended", "err", err)
 }
 
 // Call sends the request method with params (nil = none) and returns the
@@ -221,15 +221,15 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 	return s.request(ctx, method, params, onProgress, true)
 }
 
-// CallTool calls tools/call for the tool name with the arguments args (nil =
-// none) and returns the CallToolResult as the child sent it. A tool that ran
+// CallTool calls tools/call for the tool name with the arguments args (nil
+// or null = none) and returns the CallToolResult as the child sent it. A tool that ran
 // and failed is a result with "isError":true, not an error.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
 	b := getBuf()
 	defer putBuf(b)
 	b.WriteString(`{"name":`)
 	b.Write(appendString(b.AvailableBuffer(), name))
-	if len(args) > 0 {
+	if a := bytes.TrimSpace(args); len(a) > 0 && !bytes.Equal(a, []byte("null")) {
 		b.WriteString(`,"arguments":`)
 		if err := appendParams(b, args); err != nil {
 			return nil, fmt.Errorf("calling tool %s: arguments: %w", name, err)
