@@ -384,11 +384,13 @@ func BenchmarkCallToolStdio(b *testing.B) {
 // BenchmarkCallToolStdioParallel multiplexes GOMAXPROCS*p callers on one
 // child (-cpu and SetParallelism control the concurrency).
 func BenchmarkCallToolStdioParallel(b *testing.B) {
-	_, s := connectChild(b, Options{})
+	c, s := connectChild(b, Options{})
 	args := json.RawMessage(`{"message":"hello"}`)
 	ctx := context.Background()
 	var maxInFlight atomic.Int64
 	b.ReportAllocs()
+	cpu := startCPU(c.cmd.Process.Pid)
+	defer cpu.report(b)
 	b.SetParallelism(16) // c=32 on 2 cores
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
