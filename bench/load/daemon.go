@@ -70,7 +70,7 @@ func startDaemon(ctx context.Context, mcpx, config, dir string, logf func(string
 func startServe(ctx context.Context, mcpx string, cmd *exec.Cmd, sock string, wantTCP bool, logf func(string, ...any)) (*daemon, error) {
 	d := &daemon{mcpx: mcpx, cmd: cmd, sock: sock, exited: make(chan struct{})}
 	cmd.Env = append(cmd.Env, os.Environ()...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // never outlive this tool
+	cmd.SysProcAttr = childAttr()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"syscall"
 	"time"
 )
 
@@ -45,7 +44,7 @@ type rawHTTP struct {
 // startRawHTTP starts cmd (this binary with envRawHTTP set) and waits until
 // it accepts connections on sock.
 func startRawHTTP(ctx context.Context, cmd *exec.Cmd, sock string) (*rawHTTP, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = childAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
