@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"maps"
 	"net/url"
 	"os"
@@ -461,6 +462,7 @@ func (p *problems) checkServer(name string, s *ServerConfig, typ string, pc *Poo
 			fmt.Sprintf("use an absolute path, or %s/%s for a directory under the instance root", PlaceholderRoot, strings.TrimPrefix(s.Cwd, "./")))
 	}
 	p.checkChoices(name, s)
+	p.checkRootPlaceholder(name, s)
 	if s.Max < 0 {
 		p.add(name, "max", fmt.Sprintf("max is %d", s.Max), fmt.Sprintf("use 0 for the default (%d) or a positive number", DefaultMax))
 	} else if s.Max == 0 {
@@ -520,23 +522,64 @@ func (p *problems) checkURL(name, raw string) {
 // checkStrings checks placeholders and characters in every string the pool
 // will use, naming the field as args[1], env.NAME or headers.NAME.
 func (p *problems) checkStrings(name string, s *ServerConfig) {
-	p.checkString(name, "command", s.Command)
-	for i, a := range s.Args {
-		p.checkString(name, fmt.Sprintf("args[%d]", i), a)
-	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			p.add(name, "env", fmt.Sprintf("invalid environment variable name %q", k), "names may not be empty or contain = or NUL")
 		}
-		p.checkString(name, "env."+k, s.Env[k])
 	}
-	p.checkString(name, "cwd", s.Cwd)
-	p.checkString(name, "url", s.URL)
 	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		if !isToken(k) {
 			p.add(name, "headers", fmt.Sprintf("invalid header name %q", k), "header names are letters, digits and !#$%&'*+-.^_`|~")
 		}
-		p.checkString(name, "headers."+k, s.Headers[k])
+	}
+	for field, v := range s.substituted() {
+		p.checkString(name, field, v)
+	}
+}
+
+// substituted yields every field the pool substitutes placeholders in, named
+// as errors name them: command, args[1], env.NAME, cwd, url, headers.NAME.
+func (s *ServerConfig) substituted() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		if !yield("command", s.Command) {
+			return
+		}
+		for i, a := range s.Args {
+			if !yield(fmt.Sprintf("args[%d]", i), a) {
+				return
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+			if !yield("env."+k, s.Env[k]) {
+				return
+			}
+		}
+		if !yield("cwd", s.Cwd) || !yield("url", s.URL) {
+			return
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+			if !yield("headers."+k, s.Headers[k]) {
+				return
+			}
+		}
+	}
+}
+
+// rootless scopes never give an instance a root.
+var rootless = []ScopeKind{ScopeGlobal, ScopeSession, ScopeParentSession, ScopePid, ScopeCall}
+
+// checkRootPlaceholder rejects ${mcpx.root} in a server whose scope never
+// has a root: every spawn would fail, so say so at load.
+func (p *problems) checkRootPlaceholder(name string, s *ServerConfig) {
+	if !slices.Contains(rootless, s.Scope) {
+		return
+	}
+	for field, v := range s.substituted() {
+		if strings.Contains(v, PlaceholderRoot) {
+			p.add(name, field, fmt.Sprintf("%s is used, but scope %q has no root", PlaceholderRoot, s.Scope),
+				`use scope "worktree", "repo" or "cwd", or remove the placeholder`)
+			return
+		}
 	}
 }
 

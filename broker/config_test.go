@@ -93,6 +93,8 @@ func TestParseConfigErrors(t *testing.T) {
 			"", "pool.idleTimeout", []string{`invalid duration "soon"`}},
 		{"negative pool max", `{"pool":{"maxInstances":-2}}`,
 			"", "pool.maxInstances", []string{"maxInstances is -2"}},
+		{"root placeholder in a rootless scope", `{"servers":{"fs":{"command":"a","args":["${mcpx.root}"],"scope":"session"}}}`,
+			"fs", "args[0]", []string{`${mcpx.root} is used, but scope "session" has no root`, `use scope "worktree"`}},
 		{"unknown placeholder", `{"servers":{"fs":{"command":"a","args":["--root","${mcpx.rot}"]}}}`,
 			"fs", "args[1]", []string{"unknown placeholder ${mcpx.rot}", "did you mean ${mcpx.root}?", "known: ${mcpx.root}, ${mcpx.cwd}"}},
 		{"unknown placeholder in command", `{"servers":{"fs":{"command":"${mcpx.bin}/x"}}}`,
@@ -336,8 +338,9 @@ func TestPlaceholdersPassThrough(t *testing.T) {
 			t.Errorf("cwd %q: %v", cwd, err)
 		}
 	}
-	// ${mcpx.root} in a url is allowed, if pointless.
-	if _, err := broker.ParseConfig([]byte(`{"servers":{"x":{"url":"http://h/${mcpx.root}"}}}`), ""); err != nil {
+	// ${mcpx.root} in a url is allowed for a scope with a root (a url server
+	// is global by default, which has none: that is an error, tested above).
+	if _, err := broker.ParseConfig([]byte(`{"servers":{"x":{"url":"http://h/${mcpx.root}","scope":"worktree"}}}`), ""); err != nil {
 		t.Errorf("url with placeholder: %v", err)
 	}
 }
@@ -529,8 +532,8 @@ func ExampleParseConfig_errors() {
 	fmt.Println(err)
 	// Output:
 	// config config.json: 4 problems:
-	// 	server "git": unknown field "comand" (field comand); did you mean "command"?
+	// 	server "git": unknown field "comand"; did you mean "command"?
 	// 	server "git": unknown placeholder ${mcpx.rot} (field args[2]); did you mean ${mcpx.root}? (known: ${mcpx.root}, ${mcpx.cwd})
 	// 	server "fs": invalid duration "10": want a Go duration such as "90s" or "5m" (field idleTimeout)
-	// 	server "fs": cwd "src" is relative (field cwd); use an absolute path, or ${mcpx.root}/src for a directory under the instance root
+	// 	server "fs": cwd "src" is relative; use an absolute path, or ${mcpx.root}/src for a directory under the instance root
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -46,7 +47,7 @@ func (e *Error) Error() string {
 	if e.Server != "" {
 		s = fmt.Sprintf("server %q: %s", e.Server, s)
 	}
-	if e.Field != "" {
+	if e.Field != "" && !strings.Contains(s, e.Field) {
 		s += fmt.Sprintf(" (field %s)", e.Field)
 	}
 	if e.Hint != "" {
