@@ -131,6 +131,17 @@ func (r *results) summarize() {
 			return cl.CallsPerSec, ok
 		})
 	}
+	for _, q := range [][2]string{{"U", "A0"}, {"Ur", "A0r"}} {
+		xs := r.perRound(func(round int) (float64, bool) {
+			b, ok1 := r.find(round, q[0], hi)
+			d, ok2 := r.find(round, q[1], hi)
+			return b.CallsPerSec / d.CallsPerSec, ok1 && ok2
+		})
+		if len(xs) > 0 {
+			r.Checks = append(r.Checks, check{Name: fmt.Sprintf("%s / %s calls/s, c=%d (share of the child's direct throughput)", q[0], q[1], hi),
+				Value: median(xs), PerRound: xs, Target: "(informational)", Unit: "×"})
+		}
+	}
 	met := func(b bool) *bool { return &b }
 	if m := r.Memory; m.IdleKB > 0 {
 		mb := float64(m.IdleKB) / 1024
