@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -173,8 +173,7 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 		return nil
 	}
 	e, _ := parseEnvelope(msg)
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch ct {
+	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "application/json":
 		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxMessageSize+1))
 		if err != nil {
@@ -189,6 +188,14 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 	default:
 		return fmt.Errorf("POST %s answered with Content-Type %q; want application/json or text/event-stream", t.url, resp.Header.Get("Content-Type"))
 	}
+}
+
+// mediaType returns the lower-cased media type of a Content-Type value.
+func mediaType(ct string) string {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.ToLower(strings.TrimSpace(ct))
 }
 
 // checkStatus turns a failed HTTP answer into an error; a 404 for a
@@ -482,6 +489,9 @@ func (t *httpTransport) Close() error {
 	return nil
 }
 
+// sseReaders recycles stream readers: one per POST answered with SSE.
+var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+
 // sseEvent is one server-sent event (WHATWG HTML, "server-sent events").
 type sseEvent struct {
 	id, event string
@@ -492,7 +502,9 @@ type sseEvent struct {
 // readSSE calls fn for each event of the stream r until EOF (nil) or an
 // error. Data lines of any size are accepted, up to MaxMessageSize.
 func readSSE(r io.Reader, fn func(sseEvent) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := sseReaders.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() { br.Reset(nil); sseReaders.Put(br) }()
 	var ev sseEvent
 	var data []byte
 	hasData := false

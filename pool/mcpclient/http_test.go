@@ -395,3 +395,32 @@ func TestHTTPCancel(t *testing.T) {
 		t.Errorf("echo after cancel: %v", err)
 	}
 }
+
+// BenchmarkCallToolHTTP measures tools/call over streamable HTTP to the
+// demo server behind go-sdk's handler (SSE answers), in process.
+func BenchmarkCallToolHTTP(b *testing.B) {
+	for _, jsonResponse := range []bool{false, true} {
+		b.Run(fmt.Sprint("JSONResponse=", jsonResponse), func(b *testing.B) {
+			srv := demo.NewServer()
+			handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+			ts := httptest.NewServer(handler)
+			defer ts.Close()
+			s, err := Connect(b.Context(), NewHTTP(ts.URL, nil, nil), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			args := json.RawMessage(`{"message":"hello"}`)
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.CallTool(context.Background(), "echo", args, nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

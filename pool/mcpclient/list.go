@@ -40,6 +40,13 @@ func (s *Session) Prompts(ctx context.Context) (json.RawMessage, error) {
 	return s.list(ctx, &s.prompts, "prompts/list", `"prompts"`)
 }
 
+// Ping sends ping and waits for the child's answer: a health check
+// (spec: basic/utilities/ping).
+func (s *Session) Ping(ctx context.Context) error {
+	_, err := s.Call(ctx, "ping", nil, nil)
+	return err
+}
+
 // ReadResource calls resources/read for uri and returns the
 // ReadResourceResult as the child sent it.
 func (s *Session) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
