@@ -170,7 +170,9 @@ func (s *Session) Err() error {
 
 // Close ends the session: it closes the transport (for stdio, the child's
 // stdin), fails pending calls with ErrClosed, and waits for the session's
-// goroutines.
+// goroutines, the reader included: with a stdio reader that is not an
+// io.Closer, Close returns once the child closes its stdout. It returns the
+// transport's Close error. Close must not be called from onProgress.
 func (s *Session) Close() error {
 	s.shutdown(nil)
 	<-s.done

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,7 +58,7 @@ func NewHTTP(url string, headers map[string]string, client *http.Client) Transpo
 	ctx, cancel := context.WithCancel(context.Background())
 	return &httpTransport{
 		url:     url,
-		headers: headers,
+		headers: maps.Clone(headers),
 		client:  &c,
 		in:      make(chan []byte, 64),
 		closed:  make(chan struct{}),
