@@ -227,7 +227,6 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-
 // TestGopls drives `gopls mcp`, whose workspace is its working directory.
 func TestGopls(t *testing.T) {
 	gopls, err := exec.LookPath("gopls")
