@@ -64,9 +64,13 @@ func connectHTTP(t *testing.T, h *httpServer, opts Options) *Session {
 }
 
 func TestHTTPEcho(t *testing.T) {
-	for _, jsonResponse := range []bool{false, true} {
-		t.Run(fmt.Sprint("JSONResponse=", jsonResponse), func(t *testing.T) {
-			h := startHTTP(t, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+	for name, opts := range map[string]*mcp.StreamableHTTPOptions{
+		"sse":       {},
+		"json":      {JSONResponse: true},
+		"stateless": {Stateless: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := startHTTP(t, opts)
 			s := connectHTTP(t, h, Options{})
 			if v := s.ProtocolVersion(); v != "2025-11-25" {
 				t.Errorf("ProtocolVersion = %q", v)
