@@ -220,7 +220,15 @@ func (s *Session) shutdown(cause error) {
 // When ctx ends first, the child is sent notifications/cancelled and Call
 // returns ctx's error, wrapped; a late response is dropped.
 func (s *Session) Call(ctx context.Context, method string, params json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
-	return s.request(ctx, method, params, onProgress, true)
+	if len(params) == 0 {
+		return s.request(ctx, method, nil, onProgress, true)
+	}
+	b := getBuf()
+	defer putBuf(b)
+	if err := appendParams(b, params); err != nil {
+		return nil, fmt.Errorf("calling %s: %w", method, err)
+	}
+	return s.request(ctx, method, b.Bytes(), onProgress, true)
 }
 
 // CallTool calls tools/call for the tool name with the arguments args (nil
@@ -241,8 +249,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	return s.request(ctx, "tools/call", b.Bytes(), onProgress, true)
 }
 
-// request runs one request. cancel=false (initialize) sends no
-// notifications/cancelled when ctx ends.
+// request runs one request. params (nil = none) must be compact, valid
+// JSON. cancel=false (initialize) sends no notifications/cancelled when ctx
+// ends.
 func (s *Session) request(ctx context.Context, method string, params []byte, onProgress func(json.RawMessage), cancel bool) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("calling %s: %w", method, err)
@@ -277,11 +286,7 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 	b.Write(appendString(b.AvailableBuffer(), method))
 	if len(params) > 0 {
 		b.WriteString(`,"params":`)
-		if err := appendParams(b, params); err != nil {
-			putBuf(b)
-			s.forget(id)
-			return nil, fmt.Errorf("calling %s: %w", method, err)
-		}
+		b.Write(params)
 	}
 	b.WriteByte('}')
 	err := s.t.Send(ctx, b.Bytes())
