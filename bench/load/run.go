@@ -44,7 +44,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.mcpx, "mcpx", "", "mcpx binary (default: build mcpx.dev/mcpx/cmd/mcpx into a temporary directory)")
 	fs.StringVar(&o.jsonOut, "json", "", "write the raw results as JSON to this file")
 	fs.StringVar(&o.profile, "profile", "", "after the rounds, CPU-profile an instrumented daemon (the broker and api packages in this binary) under Uwt load and write the profile here")
-	fs.DurationVar(&o.profDur, "profile-duration", 6*time.Second, "load time for -profile (half at the highest -c, half at c=1)")
+	fs.DurationVar(&o.profDur, "profile-duration", 10*time.Second, "load time for -profile (half at the highest -c, half at c=1)")
 	fs.StringVar(&o.profPath, "profile-path", "Uwt", "the path -profile loads: U, Uwt or Ur")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
