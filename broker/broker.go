@@ -218,7 +218,7 @@ func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) 
 func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
 	var out json.RawMessage
 	err := b.do(ctx, r, "call "+tool, func(ctx context.Context, s *mcpclient.Session) error {
-		ok, err := hasTool(ctx, s, tool)
+		ok, err := s.HasTool(ctx, tool)
 		if err != nil {
 			return err
 		}
@@ -453,24 +453,4 @@ func keyAlive(key string) bool {
 	}
 	err = syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-// hasTool reports whether the child lists tool (its cached tools/list).
-func hasTool(ctx context.Context, s *mcpclient.Session, tool string) (bool, error) {
-	raw, err := s.Tools(ctx)
-	if err != nil {
-		return false, err
-	}
-	var tools []struct {
-		Name string `json:"name"`
-	}
-	if err := json.Unmarshal(raw, &tools); err != nil {
-		return false, err
-	}
-	for _, t := range tools {
-		if t.Name == tool {
-			return true, nil
-		}
-	}
-	return false, nil
 }

@@ -130,11 +130,52 @@ func (s *Session) list(ctx context.Context, cache *listCache, method, key string
 	return out, nil
 }
 
+// HasTool reports whether the child lists a tool by that name. It answers
+// from an index of the cached tools/list, so checking a name before each
+// call costs a map lookup, not a parse.
+func (s *Session) HasTool(ctx context.Context, name string) (bool, error) {
+	for {
+		if found, cached := s.tools.lookup(name); cached {
+			return found, nil
+		}
+		// Not cached (or a list_changed raced us): list, then look again.
+		if _, err := s.Tools(ctx); err != nil {
+			return false, err
+		}
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+	}
+}
+
 // listCache holds one joined listing until the child says it changed.
 type listCache struct {
-	mu  sync.Mutex
-	gen uint64          // guarded by mu; bumped by each list_changed
-	val json.RawMessage // guarded by mu; nil = not cached
+	mu    sync.Mutex
+	gen   uint64              // guarded by mu; bumped by each list_changed
+	val   json.RawMessage     // guarded by mu; nil = not cached
+	names map[string]struct{} // guarded by mu; index of val's "name" members, built on first lookup
+}
+
+// lookup reports whether val has an item with that name, and whether val
+// is cached at all.
+func (c *listCache) lookup(name string) (found, cached bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.val == nil {
+		return false, false
+	}
+	if c.names == nil {
+		var items []struct {
+			Name string `json:"name"`
+		}
+		json.Unmarshal(c.val, &items) // val was checked to be an array of objects when listed
+		c.names = make(map[string]struct{}, len(items))
+		for _, it := range items {
+			c.names[it.Name] = struct{}{}
+		}
+	}
+	_, found = c.names[name]
+	return found, true
 }
 
 func (c *listCache) get() (json.RawMessage, uint64) {
@@ -149,6 +190,7 @@ func (c *listCache) put(val json.RawMessage, gen uint64) {
 	defer c.mu.Unlock()
 	if c.gen == gen {
 		c.val = val
+		c.names = nil
 	}
 }
 
@@ -157,4 +199,5 @@ func (c *listCache) invalidate() {
 	defer c.mu.Unlock()
 	c.gen++
 	c.val = nil
+	c.names = nil
 }

@@ -644,3 +644,38 @@ func TestStuckChildHonoursContext(t *testing.T) {
 		t.Log("the big write never started; the session is intact")
 	}
 }
+
+func TestHasToolIndexFollowsListChanged(t *testing.T) {
+	p := newPeer(t)
+	s := p.connect(Options{}, "2025-11-25")
+	has := func(name string) <-chan bool {
+		ch := make(chan bool, 1)
+		go func() {
+			ok, err := s.HasTool(t.Context(), name)
+			if err != nil {
+				t.Errorf("HasTool(%q): %v", name, err)
+			}
+			ch <- ok
+		}()
+		return ch
+	}
+	ch := has("a")
+	p.expect(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a"},{"name":"b"}]}}`)
+	if !<-ch {
+		t.Fatal("HasTool(a) = false; the child lists a")
+	}
+	// Answered from the index: no request reaches the child.
+	if !<-has("b") || <-has("zz") {
+		t.Fatal("cached HasTool answers wrong")
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	p.send(`{"jsonrpc":"2.0","id":"sync","method":"ping"}`)
+	p.expect(`{"jsonrpc":"2.0","id":"sync","result":{}}`)
+	ch = has("a")
+	p.expect(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}`)
+	p.send(`{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b"}]}}`)
+	if <-ch {
+		t.Fatal("HasTool(a) = true after the child dropped it")
+	}
+}
