@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -350,10 +351,19 @@ func underAny(path string, roots []string) bool {
 	return false
 }
 
+// callIDs are unique per daemon run: a random prefix drawn once, then a
+// counter, so naming a call costs no syscall on the hot path.
+var (
+	callIDPrefix = func() string {
+		var b [4]byte
+		rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	callIDSeq atomic.Uint64
+)
+
 func newCallID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return callIDPrefix + "-" + strconv.FormatUint(callIDSeq.Add(1), 10)
 }
 
 // do resolves r to an instance and runs fn on its session under the
