@@ -1,0 +1,63 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+)
+
+// The npm reference server through the whole HTTP path: its progress reaches
+// an SSE caller as it happens, and a caller that hangs up mid-stream frees
+// the call without costing the child.
+func TestEverythingProgressOverSSEAndDisconnect(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"everything": map[string]any{
+		"command": testenv.Node(t),
+		"args":    []string{testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")},
+		"env":     map[string]string{proctest.MarkerEnv: proctest.Marker(t)},
+		"scope":   "global",
+	}}})
+	cfg, err := broker.ParseConfig(doc, "everything.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, daemonOptions{cfg: cfg})
+	const path = "/v1/servers/everything/tools/trigger-long-running-operation"
+
+	resp := streamRequest(t, t.Context(), d.unix, path, `{"duration":0.4,"steps":4}`, t.TempDir())
+	var names []string
+	var result toolResult
+	readEvents(t, resp.Body, func(ev event) {
+		names = append(names, ev.name)
+		if ev.name == "result" {
+			json.Unmarshal([]byte(ev.data), &result)
+		}
+	})
+	resp.Body.Close()
+	if len(names) < 3 || names[len(names)-1] != "result" || names[0] != "progress" {
+		t.Fatalf("events %v, want progress events then the result", names)
+	}
+	if !strings.Contains(result.text(), "Long running operation completed") {
+		t.Errorf("result %+v", result)
+	}
+
+	// Hang up after the first progress event of a 50 s operation.
+	ctx, cancel := context.WithCancel(t.Context())
+	resp = streamRequest(t, ctx, d.unix, path, `{"duration":50,"steps":50}`, t.TempDir())
+	first := make([]byte, 64)
+	if _, err := io.ReadAtLeast(resp.Body, first, len("event: progress")); err != nil || !strings.HasPrefix(string(first), "event: progress") {
+		t.Fatalf("first bytes %q, %v; want a progress event", first, err)
+	}
+	cancel()
+	resp.Body.Close()
+	waitInstance(t, d, "the abandoned call to end", func(in broker.Instance) bool { return in.InFlight == 0 })
+	if r := d.unix.do(t, "POST", "/v1/servers/everything/tools/echo", `{"message":"after"}`, cwdHeader(t.TempDir())...).result(t); r.text() != "Echo: after" {
+		t.Errorf("echo after the hang-up = %+v", r)
+	}
+}
