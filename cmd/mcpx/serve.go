@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"syscall"
 	"time"
 
@@ -80,6 +81,9 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	{ // SIGINT, SIGTERM (and ctx) stop the daemon
 		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 	}
+	{ // SIGHUP reloads the config; servers that did not change keep running
+		g.Add(reloadActor(log, b, func() (*broker.Config, configSource, error) { return loadConfig(*configPath, c.getenv) }))
+	}
 	{ // the unix socket
 		g.Add(serveActor(uln, h, log))
 	}
@@ -140,6 +144,34 @@ func serveActor(ln net.Listener, h http.Handler, log *slog.Logger) (func() error
 	ctx, cancel := context.WithCancel(context.Background())
 	return func() error {
 			return api.Serve(ctx, ln, h, api.ServeOptions{Logger: log, DrainTimeout: drainTimeout})
+		}, func(error) {
+			cancel()
+		}
+}
+
+// reloadActor reloads the config on each SIGHUP until interrupted. A config
+// that does not load is logged with every problem, and the running one kept:
+// a typo must not take down the servers other callers are using.
+func reloadActor(log *slog.Logger, b *broker.Broker, load func() (*broker.Config, configSource, error)) (func() error, func(error)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	return func() error {
+			defer signal.Stop(hup)
+			for {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-hup:
+					cfg, src, err := load()
+					if err != nil {
+						log.Error("reloading config: keeping the running config", "err", err)
+						continue
+					}
+					b.SetConfig(cfg)
+					log.Info("config reloaded", "config", src.String(), "servers", len(cfg.Servers))
+				}
+			}
 		}, func(error) {
 			cancel()
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -142,5 +143,75 @@ func TestParseFlagsInterspersed(t *testing.T) {
 	pos, _, ok := parseFlags(fs, []string{"demo.echo", "--json", "{}", "--", "--not-a-flag"})
 	if !ok || !*asJSON || fmt.Sprint(pos) != "[demo.echo {} --not-a-flag]" {
 		t.Errorf("pos %q json %v ok %v", pos, *asJSON, ok)
+	}
+}
+
+// TestServeReloadsConfigOnSIGHUP: a changed server is replaced, an unchanged
+// one keeps its child, and a broken config is refused with the old one kept.
+func TestServeReloadsConfigOnSIGHUP(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "mcpx.sock")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	writeCfg := func(x string) {
+		env := func(v string) map[string]string {
+			return map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t), "X": v}
+		}
+		doc, _ := json.Marshal(map[string]any{"servers": map[string]any{
+			"a": map[string]any{"command": exe, "scope": "global", "env": env(x)},
+			"b": map[string]any{"command": exe, "scope": "global", "env": env("same")},
+		}})
+		if err := os.WriteFile(cfgPath, doc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCfg("one")
+	ctx, stopDaemon := context.WithCancel(t.Context())
+	defer stopDaemon()
+	var logs syncBuffer
+	served := make(chan int, 1)
+	go func() {
+		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", filepath.Join(dir, "state")},
+			strings.NewReader(""), &syncBuffer{}, &logs)
+	}()
+	waitFor(t, "the socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	callOut := func(tool, args string) string {
+		var out, errOut bytes.Buffer
+		if code := run(t.Context(), []string{"call", "--broker", sock, tool, args}, strings.NewReader(""), &out, &errOut); code != exitOK {
+			t.Fatalf("%s: exit %d: %s", tool, code, errOut.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	if got := callOut("a.env", `{"name":"X"}`); got != "one" {
+		t.Fatalf("a.env X = %q", got)
+	}
+	pidB := callOut("b.pid", `{}`)
+
+	writeCfg("two")
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	waitFor(t, "the reload", func() bool { return strings.Contains(logs.String(), "config reloaded") })
+	if got := callOut("a.env", `{"name":"X"}`); got != "two" {
+		t.Errorf("after reload a.env X = %q, want two", got)
+	}
+	if got := callOut("b.pid", `{}`); got != pidB {
+		t.Errorf("unchanged server b was restarted: pid %s, was %s", got, pidB)
+	}
+
+	os.WriteFile(cfgPath, []byte(`{"servers": {"a": {"comand": "x"}}}`), 0o600)
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	waitFor(t, "the refused reload", func() bool { return strings.Contains(logs.String(), "keeping the running config") })
+	if !strings.Contains(logs.String(), `unknown field \"comand\"`) {
+		t.Errorf("the refused reload does not say why:\n%s", logs.String())
+	}
+	if got := callOut("a.env", `{"name":"X"}`); got != "two" {
+		t.Errorf("after a bad reload a.env X = %q, want the running config's two", got)
+	}
+	stopDaemon()
+	if code := <-served; code != exitOK {
+		t.Errorf("serve exited %d:\n%s", code, logs.String())
 	}
 }
