@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -331,5 +334,57 @@ func TestHundredCallersOverTenKeys(t *testing.T) {
 	}
 	if n := len(b.Instances()); n != 10 {
 		t.Errorf("%d instances, want 10", n)
+	}
+}
+
+func TestPidScopedInstanceStopsWhenItsOwnerDies(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"demo": map[string]any{
+		"command": os.Args[0], "scope": "pid",
+		"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
+	}}})
+	cfg, err := broker.ParseConfig(doc, "pid.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A long reap interval: only the owner check can stop the instance in time.
+	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	owner := exec.Command("sleep", "60")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := req("demo", "")
+	r.Context.Pid = owner.Process.Pid
+	childPid := callText(t, b, r, "pid", `{}`)
+	if in := b.Instances(); len(in) != 1 || in[0].Key != fmt.Sprintf("pid:%d", owner.Process.Pid) {
+		t.Fatalf("instances %+v, want one keyed by the owner's pid", in)
+	}
+	// A remote caller's declared pid means nothing: it lands on a call: key.
+	remote := r
+	remote.Caller = broker.Caller{Name: "remote", Via: "tailnet"}
+	callText(t, b, remote, "pid", `{}`)
+	if n := len(b.Instances()); n != 1 {
+		t.Errorf("a remote caller's Mcpx-Pid created a pid instance (%d instances)", n)
+	}
+
+	owner.Process.Kill()
+	owner.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(b.Instances()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("instance of dead owner still there: %+v", b.Instances())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pid, _ := strconv.Atoi(childPid)
+	for i := 0; syscall.Kill(pid, 0) == nil; i++ {
+		if i > 200 {
+			t.Fatalf("child %d of a dead owner still running", pid)
+		}
+		time.Sleep(25 * time.Millisecond)
 	}
 }

@@ -179,16 +179,27 @@ func New(opts Options) *Pool {
 	return p
 }
 
+// ownerCheckInterval is how often caller-owned instances are checked for a
+// living owner between full reaps: a dead pid's child goes within a second,
+// not at the next idle reap.
+const ownerCheckInterval = time.Second
+
 func (p *Pool) reapLoop(every time.Duration) {
 	defer p.wg.Done()
-	t := time.NewTicker(every)
+	t := time.NewTicker(min(every, ownerCheckInterval))
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
-		case <-t.C:
-			p.Reap()
+		case now := <-t.C:
+			if now.Sub(last) >= every {
+				last = now
+				p.Reap()
+			} else {
+				p.reap(false)
+			}
 		}
 	}
 }
@@ -487,7 +498,11 @@ func (p *Pool) Stop(ctx context.Context, id string) error {
 
 // Reap stops idle instances past their idle timeout and caller-owned
 // instances whose owner is gone. The background reaper calls it on a tick.
-func (p *Pool) Reap() {
+func (p *Pool) Reap() { p.reap(true) }
+
+// reap stops idle instances whose owner is gone and, with idle set, those
+// idle past their timeout.
+func (p *Pool) reap(idle bool) {
 	now := p.opts.Now()
 	p.mu.Lock()
 	var victims []*instance
@@ -495,9 +510,8 @@ func (p *Pool) Reap() {
 		if !inst.idle() {
 			continue
 		}
-		idle := cmp.Or(inst.def.IdleTimeout, p.opts.IdleTimeout)
 		gone := p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key)
-		if gone || now.Sub(inst.lastUsed) >= idle {
+		if gone || (idle && now.Sub(inst.lastUsed) >= cmp.Or(inst.def.IdleTimeout, p.opts.IdleTimeout)) {
 			victims = append(victims, inst)
 			p.removeLocked(inst)
 		}
