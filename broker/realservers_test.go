@@ -464,20 +464,42 @@ func Bye(name string) string { return "bye, " + name }
 	if err != nil || gocache == "" || gocache == "off" {
 		gocache = filepath.Join(home, "gocache")
 	}
-	b := newRealBroker(t, map[string]map[string]any{"gopls": {
-		"command": gopls,
-		"args":    []string{"mcp"},
-		"scope":   "worktree",
-		// Offline and hermetic: no proxy, no toolchain downloads, no
-		// go.work from outside, the user's build cache shared (it is safe
-		// for concurrent use and saves re-checking the standard library).
-		"env": map[string]string{
+	// Offline and hermetic: no proxy, no toolchain downloads, no go.work
+	// from outside, the user's build cache shared (it is safe for concurrent
+	// use and saves re-checking the standard library).
+	goEnv := func() map[string]string {
+		return map[string]string{
 			"HOME": home, "GOCACHE": gocache, "GOFLAGS": "-mod=mod", "GOPROXY": "off",
 			"GOTOOLCHAIN": "local", "GOWORK": "off", "GOTELEMETRY": "off",
+		}
+	}
+	b := newRealBroker(t, map[string]map[string]any{
+		"gopls": {
+			"command":      gopls,
+			"args":         []string{"mcp"},
+			"scope":        "worktree",
+			"env":          goEnv(),
+			"callTimeout":  "3m",
+			"startTimeout": "1m",
 		},
-		"callTimeout":  "3m",
-		"startTimeout": "1m",
-	}})
+		// The failure the broker exists to fix: a gopls started anywhere
+		// but the caller's module answers empty content, not an error.
+		"gopls-elsewhere": {
+			"command":      gopls,
+			"args":         []string{"mcp"},
+			"scope":        "global",
+			"cwd":          t.TempDir(),
+			"env":          goEnv(),
+			"callTimeout":  "3m",
+			"startTimeout": "1m",
+		},
+	})
+
+	res := call(t, ctx, b, request("gopls-elsewhere", wt1), "go_package_api", map[string]any{"packagePaths": []string{"example.com/m/greet"}})
+	t.Logf("go_package_api from a gopls outside the module: isError=%v, text %q", res.IsError, res.text())
+	if strings.Contains(res.text(), "func Hello") {
+		t.Fatalf("a gopls outside the module knows example.com/m/greet, so this test cannot tell a right cwd from a wrong one:\n%s", res.text())
+	}
 
 	for _, c := range []struct {
 		cwd      string
