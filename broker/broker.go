@@ -421,6 +421,10 @@ func (b *Broker) translate(err error, op, server string) error {
 		if errors.Is(err, context.Canceled) {
 			return &Error{Kind: KindCanceled, Op: op, Server: server, Msg: "the caller went away", Err: err}
 		}
+		if errors.Is(err, mcpclient.ErrClosed) {
+			return &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
+				Msg: "the server ended our session during the call (a url server that keeps forgetting sessions, or a child that closed its stdout)"}
+		}
 		return &Error{Kind: KindInternal, Op: op, Server: server, Msg: "internal error", Err: err}
 	}
 	e := &Error{Op: op, Server: cmp.Or(pe.Server, server), Msg: pe.Detail, StderrTail: pe.StderrTail, RetryAfter: pe.RetryAfter, Err: err}

@@ -244,8 +244,9 @@ func (p *Pool) watch(inst *instance, g *generation) {
 	} else if err := g.sess.Err(); err != nil {
 		g.exitDesc = "session ended: " + err.Error()
 	}
-	close(g.dead)
-
+	// Update the instance before announcing the death: whoever waits on
+	// dead then finds the instance ready to start again.
+	defer close(g.dead)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if inst.gen != g {

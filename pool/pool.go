@@ -292,6 +292,19 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 			}
 		}
 		g := inst.gen
+		select {
+		case <-g.sess.Done():
+			// Dead, and its watcher has not caught up yet: wait for it,
+			// then start afresh rather than hand out a dead session.
+			p.mu.Unlock()
+			select {
+			case <-g.dead:
+				continue
+			case <-ctx.Done():
+				return nil, nil, p.ctxErr(ctx, t, "waiting for a dead child to be cleaned up")
+			}
+		default:
+		}
 		if inst.def.Exclusive {
 			p.mu.Unlock()
 			select {
@@ -444,6 +457,12 @@ func isRPCError(err error) bool {
 func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t Target, err error) error {
 	switch {
 	case errors.Is(err, mcpclient.ErrSessionExpired):
+		// The call failed on send; let the watcher retire this session
+		// before Do retries, so the retry gets a fresh one.
+		select {
+		case <-g.dead:
+		case <-time.After(2 * time.Second):
+		}
 		return err
 	case errors.Is(ctx.Err(), context.Canceled):
 		e := p.perr("call", t, ErrCanceled, "the caller went away; the child was sent notifications/cancelled")

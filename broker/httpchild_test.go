@@ -1,0 +1,84 @@
+package broker_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/demo"
+)
+
+// A url server is a streamable-HTTP child: same calls, no process, and a
+// session the server forgets is re-initialized without the caller noticing.
+func TestStreamableHTTPChild(t *testing.T) {
+	var sessions atomic.Int32
+	newHandler := func() http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+			sessions.Add(1)
+			return demo.NewServer()
+		}, nil)
+	}
+	var current atomic.Pointer[http.Handler]
+	h := newHandler()
+	current.Store(&h)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*current.Load()).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+
+	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"remote": map[string]any{
+		"url": srv.URL, "headers": map[string]string{"X-Test": "1"},
+	}}})
+	cfg, err := broker.ParseConfig(doc, "http.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(t.Context())
+
+	r := req("remote", "")
+	if got := callText(t, b, r, "echo", `{"message":"over http"}`); got != "over http" {
+		t.Errorf("echo = %q", got)
+	}
+	tools, err := b.Tools(t.Context(), r)
+	if err != nil || !strings.Contains(string(tools), `"name":"echo"`) {
+		t.Errorf("tools = %.200s, %v", tools, err)
+	}
+	var progress int
+	if _, err := b.CallTool(t.Context(), r, "progress", json.RawMessage(`{"steps":2}`), func(json.RawMessage) { progress++ }); err != nil || progress != 2 {
+		t.Errorf("progress over http: %d notifications, %v", progress, err)
+	}
+	in := b.Instances()
+	if len(in) != 1 || in[0].Transport != "http" || in[0].Pid != 0 || in[0].Key != "global" {
+		t.Errorf("instances %+v, want one global http instance without a pid", in)
+	}
+	if got := callText(t, b, r, "roots", `{}`); got != "[]" {
+		t.Errorf("roots of a global url instance = %s, want []", got)
+	}
+
+	// The server restarts and forgets our session (404): the next call
+	// re-initializes and succeeds.
+	before := sessions.Load()
+	h2 := newHandler()
+	current.Store(&h2)
+	if res, err := b.CallTool(t.Context(), r, "echo", json.RawMessage(`{"message":"after expiry"}`), nil); err != nil {
+		var be *broker.Error
+		errors.As(err, &be)
+		t.Fatalf("echo after the session expired: %v (cause %v)", err, be.Err)
+	} else if got := text(t, res); got != "after expiry" {
+		t.Errorf("echo after the session expired = %q", got)
+	}
+	if sessions.Load() == before {
+		t.Error("no new session was initialized after the old one expired")
+	}
+}
