@@ -33,7 +33,7 @@ const stderrRingBytes = 64 << 10
 // startChild starts sp as a process in its own process group. Stdout and
 // stderr are our own os.Pipes, not cmd's, so reading them never races with
 // cmd.Wait. Every stderr line is logged with log (server/key/pid attached).
-func startChild(sp spawnSpec, baseEnv []string, log *slog.Logger) (*child, error) {
+func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logger) (*child, error) {
 	cmd := exec.Command(sp.command, sp.args...)
 	cmd.Dir = sp.cwd
 	cmd.Env = append(append([]string(nil), baseEnv...), sp.env...)
@@ -53,7 +53,7 @@ func startChild(sp spawnSpec, baseEnv []string, log *slog.Logger) (*child, error
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	if err := cmd.Start(); err != nil {
+	if err := spawner.start(cmd); err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
 		return nil, err
 	}

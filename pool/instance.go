@@ -120,7 +120,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
 			return
 		}
-		proc, err := startChild(inst.spec, p.opts.Env, log)
+		proc, err := startChild(inst.spec, p.opts.Env, p.spawner, log)
 		if err != nil {
 			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; check the server's command and that it is installed on the daemon's machine", inst.spec.command, err))
 			e.Cause = err

@@ -123,11 +123,12 @@ type instKey struct{ server, key string }
 
 // Pool is safe for concurrent use.
 type Pool struct {
-	opts   Options
-	log    *slog.Logger
-	ctx    context.Context // children's lifetime; cancelled by Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // every goroutine the pool starts
+	opts    Options
+	log     *slog.Logger
+	ctx     context.Context // children's lifetime; cancelled by Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // every goroutine the pool starts
+	spawner *spawner       // every child is started from its thread
 
 	mu        sync.Mutex
 	servers   map[string]*Server    // guarded by mu
@@ -167,6 +168,7 @@ func New(opts Options) *Pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{
 		opts: opts, log: log, ctx: ctx, cancel: cancel,
+		spawner:   newSpawner(),
 		servers:   map[string]*Server{},
 		instances: map[instKey]*instance{},
 		byID:      map[string]*instance{},
@@ -561,6 +563,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	wg.Wait()
 	p.cancel()
 	p.wg.Wait()
+	p.spawner.close()
 	return nil
 }
 

@@ -1,11 +1,13 @@
 package pool_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,7 +25,33 @@ import (
 
 func TestMain(m *testing.M) {
 	demo.MaybeServe()
+	if os.Getenv(envPoolDaemon) == "1" {
+		poolDaemon()
+	}
 	os.Exit(m.Run())
+}
+
+// envPoolDaemon makes this test binary a stand-in daemon: a pool with one
+// warm child, whose pid it prints, and then it waits to be killed. The child
+// is a shell that serves the demo and, once its stdin is gone, does not exit
+// but becomes `sleep`: only a signal can end it.
+const envPoolDaemon = "MCPX_TEST_POOL_DAEMON"
+
+func poolDaemon() {
+	p := pool.New(pool.Options{})
+	p.SetServers([]pool.Server{{Name: "demo", Command: "/bin/sh", Args: []string{"-c", `"$0"; exec sleep 600`, os.Args[0]},
+		Env: map[string]string{demo.EnvServer: "1", envPoolDaemon: ""}}})
+	ctx := context.Background()
+	err := p.Do(ctx, pool.Target{Server: "demo", Key: "global"}, func(s *mcpclient.Session) error {
+		_, err := s.CallTool(ctx, "pid", nil, nil)
+		return err
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(p.Instances()[0].Pid)
+	select {}
 }
 
 // demoServer is a definition of the demo server run as a re-exec'd test
@@ -576,6 +604,35 @@ func TestCloseDrainsInFlightCalls(t *testing.T) {
 	if _, err := call(t.Context(), p, tg, "pid", nil); !errors.Is(err, pool.ErrClosed) {
 		t.Errorf("call after Close: %v, want ErrClosed", err)
 	}
+}
+
+// A daemon killed without Close (SIGKILL, a crash, the OOM killer) takes its
+// children with it: nothing is orphaned.
+func TestChildrenDieWithAKilledDaemon(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	d := exec.Command(os.Args[0], "-test.run=^$")
+	d.Env = append(os.Environ(), envPoolDaemon+"=1", proctest.Env(t))
+	out, err := d.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Stderr = os.Stderr
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		d.Process.Kill()
+		d.Wait()
+		t.Fatalf("reading the child's pid from the daemon: %v", err)
+	}
+	child, _ := strconv.Atoi(strings.TrimSpace(line))
+	if child <= 0 || !alive(child) {
+		t.Fatalf("daemon reported child pid %q", line)
+	}
+	d.Process.Kill()
+	d.Wait()
+	waitGone(t, child)
 }
 
 // waitGone waits (bounded) for pid to exit.

@@ -1,0 +1,50 @@
+package pool
+
+import (
+	"os/exec"
+	"runtime"
+	"sync"
+)
+
+// spawner starts every child from one OS thread that lives as long as the
+// pool. Children get SIGKILL as their parent-death signal, and Linux sends
+// it when the *thread* that forked them exits; Go may retire threads, so
+// forking from an arbitrary goroutine would kill children at random. From
+// this locked thread, the signal means what we want: the daemon is gone (a
+// SIGKILL or a crash skips Close), so its children go too.
+type spawner struct {
+	reqs chan spawnReq
+	done sync.WaitGroup
+}
+
+type spawnReq struct {
+	cmd   *exec.Cmd
+	reply chan error
+}
+
+func newSpawner() *spawner {
+	s := &spawner{reqs: make(chan spawnReq)}
+	s.done.Go(func() {
+		// Never unlocked: the thread exits with the goroutine at close,
+		// after every child has been stopped.
+		runtime.LockOSThread()
+		for r := range s.reqs {
+			r.reply <- r.cmd.Start()
+		}
+	})
+	return s
+}
+
+// start runs cmd.Start on the spawner's thread.
+func (s *spawner) start(cmd *exec.Cmd) error {
+	setDeathSignal(cmd)
+	reply := make(chan error, 1)
+	s.reqs <- spawnReq{cmd, reply}
+	return <-reply
+}
+
+// close stops the spawner; no start may follow.
+func (s *spawner) close() {
+	close(s.reqs)
+	s.done.Wait()
+}
