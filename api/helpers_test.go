@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"mcpx.dev/mcpx/internal/testenv"
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
@@ -31,7 +32,7 @@ type daemon struct {
 	sock string
 	unix *client // over the unix socket: a local caller
 	tcp  *client // over loopback TCP
-	logs *syncBuffer
+	logs *testenv.SyncBuffer
 }
 
 type daemonOptions struct {
@@ -48,7 +49,7 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	if cfg == nil {
 		cfg = &broker.Config{Servers: map[string]*broker.ServerConfig{}}
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b, err := broker.New(broker.Options{Config: cfg, Logger: logger})
 	if err != nil {
@@ -165,22 +166,4 @@ func (c *client) doCtx(t *testing.T, ctx context.Context, method, path, body str
 		t.Fatalf("%s %s: reading body: %v", method, path, err)
 	}
 	return &response{resp, b}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers (loggers).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -8,10 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"mcpx.dev/mcpx/internal/testenv"
 
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
@@ -39,13 +40,13 @@ func TestServeDrainsInFlightCalls(t *testing.T) {
 
 	ctx, stopDaemon := context.WithCancel(t.Context())
 	defer stopDaemon()
-	var daemonErr syncBuffer
+	var daemonErr testenv.SyncBuffer
 	served := make(chan int, 1)
 	go func() {
 		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", filepath.Join(dir, "state")},
-			strings.NewReader(""), &syncBuffer{}, &daemonErr)
+			strings.NewReader(""), &testenv.SyncBuffer{}, &daemonErr)
 	}()
-	waitFor(t, "the socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	testenv.WaitFor(t, "the socket", func() bool { _, err := os.Stat(sock); return err == nil })
 
 	var out, errOut bytes.Buffer
 	called := make(chan int, 1)
@@ -53,7 +54,7 @@ func TestServeDrainsInFlightCalls(t *testing.T) {
 		called <- run(t.Context(), []string{"call", "--broker", sock, "demo.sleep", `{"ms":500}`},
 			strings.NewReader(""), &out, &errOut)
 	}()
-	waitFor(t, "the call to reach the child", func() bool { return strings.Contains(daemonErr.String(), "sleeping 500ms") })
+	testenv.WaitFor(t, "the call to reach the child", func() bool { return strings.Contains(daemonErr.String(), "sleeping 500ms") })
 	stopDaemon()
 
 	if code := <-called; code != exitOK || strings.TrimSpace(out.String()) != "slept 500ms" {
@@ -68,34 +69,6 @@ func TestServeDrainsInFlightCalls(t *testing.T) {
 	if !strings.Contains(daemonErr.String(), "msg=stopped") {
 		t.Errorf("no stop in the log:\n%s", daemonErr.String())
 	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestHuman(t *testing.T) {
@@ -172,13 +145,13 @@ func TestServeReloadsConfigOnSIGHUP(t *testing.T) {
 	writeCfg("one")
 	ctx, stopDaemon := context.WithCancel(t.Context())
 	defer stopDaemon()
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	served := make(chan int, 1)
 	go func() {
 		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", filepath.Join(dir, "state")},
-			strings.NewReader(""), &syncBuffer{}, &logs)
+			strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
 	}()
-	waitFor(t, "the socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	testenv.WaitFor(t, "the socket", func() bool { _, err := os.Stat(sock); return err == nil })
 	callOut := func(tool, args string) string {
 		var out, errOut bytes.Buffer
 		if code := run(t.Context(), []string{"call", "--broker", sock, tool, args}, strings.NewReader(""), &out, &errOut); code != exitOK {
@@ -193,7 +166,7 @@ func TestServeReloadsConfigOnSIGHUP(t *testing.T) {
 
 	writeCfg("two")
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	waitFor(t, "the reload", func() bool { return strings.Contains(logs.String(), "config reloaded") })
+	testenv.WaitFor(t, "the reload", func() bool { return strings.Contains(logs.String(), "config reloaded") })
 	if got := callOut("a.env", `{"name":"X"}`); got != "two" {
 		t.Errorf("after reload a.env X = %q, want two", got)
 	}
@@ -203,7 +176,7 @@ func TestServeReloadsConfigOnSIGHUP(t *testing.T) {
 
 	os.WriteFile(cfgPath, []byte(`{"servers": {"a": {"comand": "x"}}}`), 0o600)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	waitFor(t, "the refused reload", func() bool { return strings.Contains(logs.String(), "keeping the running config") })
+	testenv.WaitFor(t, "the refused reload", func() bool { return strings.Contains(logs.String(), "keeping the running config") })
 	if !strings.Contains(logs.String(), `unknown field \"comand\"`) {
 		t.Errorf("the refused reload does not say why:\n%s", logs.String())
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/internal/testenv"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -134,7 +136,7 @@ func TestProgress(t *testing.T) {
 	if text := textOf(t, res); text != "done 3" {
 		t.Errorf("progress = %q", text)
 	}
-	waitFor(t, "3 progress notifications", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 })
+	testenv.WaitFor(t, "3 progress notifications", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 })
 	mu.Lock()
 	defer mu.Unlock()
 	for i, p := range got {
@@ -295,7 +297,7 @@ func TestChildProcessTools(t *testing.T) {
 	if got := callText(t, cs, "stderr", map[string]any{"text": "to stderr\n"}); got != "ok" {
 		t.Errorf("stderr = %q", got)
 	}
-	waitFor(t, "stderr text", func() bool { return c.stderr.Contains("to stderr\n") })
+	testenv.WaitFor(t, "stderr text", func() bool { return strings.Contains(c.stderr.String(), "to stderr\n") })
 
 	if err := cs.Close(); err != nil {
 		t.Errorf("close: %v", err)
@@ -320,12 +322,12 @@ func TestSleepCancelled(t *testing.T) {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 600000}})
 		errc <- err
 	}()
-	waitFor(t, "the sleep to start", func() bool { return c.stderr.Contains("sleeping 600000ms") })
+	testenv.WaitFor(t, "the sleep to start", func() bool { return strings.Contains(c.stderr.String(), "sleeping 600000ms") })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled call = %v", err)
 	}
-	waitFor(t, `"cancelled sleep" on stderr`, func() bool { return c.stderr.Contains("cancelled sleep\n") })
+	testenv.WaitFor(t, `"cancelled sleep" on stderr`, func() bool { return strings.Contains(c.stderr.String(), "cancelled sleep\n") })
 	// The session survives the cancelled call.
 	if got := callText(t, cs, "echo", map[string]any{"message": "still here"}); got != "still here" {
 		t.Errorf("echo after cancel = %q", got)
@@ -351,7 +353,7 @@ func TestCrash(t *testing.T) {
 			if got := c.cmd.ProcessState.ExitCode(); got != tc.code {
 				t.Errorf("exit code = %d, want %d", got, tc.code)
 			}
-			if want, _ := tc.args["stderr"].(string); !c.stderr.Contains(want) {
+			if want, _ := tc.args["stderr"].(string); !strings.Contains(c.stderr.String(), want) {
 				t.Errorf("stderr = %q, want %q", c.stderr, want)
 			}
 		})

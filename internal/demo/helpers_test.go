@@ -1,17 +1,16 @@
 package demo_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"mcpx.dev/mcpx/internal/testenv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -54,14 +53,14 @@ func connect(t *testing.T, tr mcp.Transport, opts *mcp.ClientOptions, version st
 // child is the test binary re-exec'd as the demo server.
 type child struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testenv.SyncBuffer
 }
 
 func childCommand(t *testing.T, env ...string) *child {
 	proctest.CheckNoLeaks(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append([]string{demo.EnvServer + "=1", proctest.Env(t)}, env...)...)
-	c := &child{cmd: cmd, stderr: &syncBuffer{}}
+	c := &child{cmd: cmd, stderr: &testenv.SyncBuffer{}}
 	cmd.Stderr = c.stderr
 	return c
 }
@@ -114,43 +113,12 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// waitFor polls cond until it holds or the test's deadline nears.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func (b *syncBuffer) Contains(s string) bool { return strings.Contains(b.String(), s) }
-
 // pipeServer runs demo.Run over pipes. The client's writes are teed into
 // sent, so a test can compare what the client put on the wire.
 type pipeServer struct {
 	transport *mcp.IOTransport
-	sent      *syncBuffer
-	stderr    *syncBuffer
+	sent      *testenv.SyncBuffer
+	stderr    *testenv.SyncBuffer
 	done      chan error
 }
 
@@ -158,7 +126,7 @@ func startRun(t *testing.T, ctx context.Context) *pipeServer {
 	t.Helper()
 	inR, inW := io.Pipe()   // client -> server
 	outR, outW := io.Pipe() // server -> client
-	p := &pipeServer{sent: &syncBuffer{}, done: make(chan error, 1)}
+	p := &pipeServer{sent: &testenv.SyncBuffer{}, done: make(chan error, 1)}
 	go func() {
 		err := demo.Run(ctx, inR, outW)
 		outW.Close()
