@@ -56,14 +56,34 @@ func printInstances(c *cli, list []broker.Instance, now time.Time) {
 			idle = human(now.Sub(in.LastUsed))
 		}
 		state := string(in.State)
+		if in.State == "backoff" && in.BackoffUntil.After(now) {
+			state += " " + human(in.BackoffUntil.Sub(now))
+		}
+		if in.Restarts > 0 {
+			state += fmt.Sprintf(" (%d restarts)", in.Restarts)
+		}
 		if in.Degraded != "" {
 			state += " (degraded)"
 		}
+		age := "-"
+		if !in.Started.IsZero() {
+			age = human(now.Sub(in.Started))
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
 			in.ID, in.Server, in.Key, orDash(in.Root), orDash(string(in.CwdSource)), pid(in.Pid),
-			human(now.Sub(in.Started)), idle, in.Calls, in.InFlight, state)
+			age, idle, in.Calls, in.InFlight, state)
 	}
 	tw.Flush()
+	// Why an instance is not what was asked for, or keeps failing: the
+	// table says that it is, these lines say why.
+	for _, in := range list {
+		if in.Degraded != "" {
+			fmt.Fprintf(c.stdout, "%s: degraded: %s\n", in.ID, in.Degraded)
+		}
+		if in.LastError != "" {
+			fmt.Fprintf(c.stdout, "%s: last error: %s\n", in.ID, in.LastError)
+		}
+	}
 }
 
 // human renders a duration the way people say it: 45s, 3m12s, 2h5m, 3d4h.
