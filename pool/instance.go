@@ -14,13 +14,14 @@ import (
 // instance is one (server, key) slot. Its root and spawn spec are fixed at
 // creation; each (re)start makes a new generation.
 type instance struct {
-	id       string
-	key      instKey
-	def      *Server
-	root     string
-	degraded string
-	spec     spawnSpec
-	sem      chan struct{} // exclusive servers: the one holder's token
+	id        string
+	key       instKey
+	def       *Server
+	root      string
+	degraded  string
+	spec      spawnSpec
+	sem       chan struct{} // exclusive servers: the one holder's token
+	ephemeral bool          // a call: instance, stopped once its call is done
 
 	// All below are guarded by Pool.mu.
 	state        State
@@ -134,7 +135,9 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	if err != nil {
 		e := p.perr("start", t, ErrStart, err.Error())
 		e.Cause = err
-		if ctx.Err() != nil && p.ctx.Err() == nil {
+		if p.ctx.Err() != nil {
+			e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
+		} else if ctx.Err() != nil {
 			e.Err = ErrStartTimeout
 			e.Detail = fmt.Sprintf("no initialize answer within %s; is %q an MCP server speaking JSON-RPC on stdout?", inst.startTimeout(p.opts.StartTimeout), inst.def.Name)
 		}
@@ -199,9 +202,16 @@ func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *
 		inst.gen = g
 		inst.state = StateReady
 		inst.started = now
-		// If the instance was stopped while starting, its stopper waits on
-		// a.done and then stops this generation.
 		p.wg.Go(func() { p.watch(inst, g) })
+		if inst.stopping {
+			// Removed while starting, and its stopper may have given up
+			// waiting: nobody else will stop this child.
+			p.wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				g.stop(ctx)
+			})
+		}
 	}
 	close(a.done)
 	p.mu.Unlock()

@@ -224,11 +224,11 @@ func (p *Pool) SetServers(defs []Server) {
 		}
 	}
 	p.servers = next
-	p.mu.Unlock()
 	for _, inst := range stale {
 		p.log.Info("server definition changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 		p.stopAsync(inst, "definition changed")
 	}
+	p.mu.Unlock()
 }
 
 // Do runs fn with a ready session of the instance for t, creating or
@@ -240,16 +240,32 @@ func (p *Pool) Do(ctx context.Context, t Target, fn func(*mcpclient.Session) err
 		if err != nil {
 			return err
 		}
-		err = fn(g.sess)
-		err = p.release(ctx, inst, g, t, err)
-		// A streamable-HTTP child that expired our session never saw the
-		// request: re-initialize transparently, once.
-		if attempt == 0 && errors.Is(err, mcpclient.ErrSessionExpired) {
+		err = p.run(ctx, inst, g, t, fn)
+		// A streamable-HTTP child that expired our session and refused
+		// this very request never saw it: re-initialize, send it again,
+		// once. Calls it had already accepted are not repeated.
+		if attempt == 0 && errors.Is(err, mcpclient.ErrNotDelivered) {
 			continue
 		}
 		return err
 	}
 }
+
+// run calls fn and releases the instance however fn ends, a panic
+// included, so a bad handler cannot pin an instance or its exclusive token.
+func (p *Pool) run(ctx context.Context, inst *instance, g *generation, t Target, fn func(*mcpclient.Session) error) error {
+	released := false
+	defer func() {
+		if !released {
+			p.release(ctx, inst, g, t, errPanicked)
+		}
+	}()
+	err := fn(g.sess)
+	released = true
+	return p.release(ctx, inst, g, t, err)
+}
+
+var errPanicked = errors.New("call panicked")
 
 func (p *Pool) perr(op string, t Target, sentinel error, detail string) *Error {
 	return &Error{Op: op, Server: t.Server, Key: t.Key, Err: sentinel, Detail: detail}
@@ -366,14 +382,15 @@ func (p *Pool) newInstanceLocked(t Target) (*instance, error) {
 	}
 	p.seq[def.Name]++
 	inst := &instance{
-		id:       fmt.Sprintf("%s-%d", def.Name, p.seq[def.Name]),
-		key:      instKey{t.Server, t.Key},
-		def:      def,
-		root:     t.Root,
-		degraded: t.Degraded,
-		spec:     spec,
-		state:    StateStopped,
-		lastUsed: p.opts.Now(),
+		id:        fmt.Sprintf("%s-%d", def.Name, p.seq[def.Name]),
+		key:       instKey{t.Server, t.Key},
+		def:       def,
+		root:      t.Root,
+		degraded:  t.Degraded,
+		spec:      spec,
+		ephemeral: t.Ephemeral,
+		state:     StateStopped,
+		lastUsed:  p.opts.Now(),
 	}
 	if def.Exclusive {
 		inst.sem = make(chan struct{}, 1)
@@ -438,14 +455,11 @@ func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Tar
 		close(inst.drained)
 		inst.drained = nil
 	}
-	ephemeral := t.Ephemeral && inst.inflight == 0 && !inst.stopping
-	if ephemeral {
+	if t.Ephemeral && inst.inflight == 0 && !inst.stopping {
 		p.removeLocked(inst)
-	}
-	p.mu.Unlock()
-	if ephemeral {
 		p.stopAsync(inst, "call finished")
 	}
+	p.mu.Unlock()
 	return callErr
 }
 
@@ -475,14 +489,24 @@ func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t T
 		e.Cause = err
 		return e
 	case errors.Is(err, mcpclient.ErrClosed):
-		// Give the watcher a moment to reap the child and collect stderr.
+		p.mu.Lock()
+		stopping := inst.stopping
+		p.mu.Unlock()
+		if stopping {
+			e := p.perr("call", t, ErrClosed, "the instance was stopped (by request, a config reload, eviction or shutdown) before the call finished")
+			e.Cause = err
+			e.RetryAfter = time.Second
+			return e
+		}
+		// Give the watcher a moment to reap the child and collect stderr;
+		// its findings may be read only once dead is closed.
+		e := p.perr("call", t, ErrCrashed, "the child's session ended")
+		e.Cause = err
 		select {
 		case <-g.dead:
+			e.Detail, e.StderrTail = g.deathDetail(), g.tail
 		case <-time.After(2 * time.Second):
 		}
-		e := p.perr("call", t, ErrCrashed, g.deathDetail())
-		e.StderrTail = g.tail
-		e.Cause = err
 		return e
 	}
 	return err
@@ -526,22 +550,20 @@ func (p *Pool) Reap() { p.reap(true) }
 func (p *Pool) reap(idle bool) {
 	now := p.opts.Now()
 	p.mu.Lock()
-	var victims []*instance
 	for _, inst := range p.instances {
 		if !inst.idle() {
 			continue
 		}
-		gone := p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key)
+		// An ephemeral (call:) instance still here lost its caller during
+		// the start; other caller-owned keys ask their owner.
+		gone := inst.ephemeral || (p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key))
 		if gone || (idle && now.Sub(inst.lastUsed) >= cmp.Or(inst.def.IdleTimeout, p.opts.IdleTimeout)) {
-			victims = append(victims, inst)
 			p.removeLocked(inst)
+			p.log.Info("reaping instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id, "ownerGone", gone)
+			p.stopAsync(inst, "idle")
 		}
 	}
 	p.mu.Unlock()
-	for _, inst := range victims {
-		p.log.Info("reaping idle instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
-		p.stopAsync(inst, "idle")
-	}
 }
 
 // Close stops the pool: no new calls, in-flight calls drain until ctx ends,
@@ -568,6 +590,8 @@ func (p *Pool) Close(ctx context.Context) error {
 }
 
 func (p *Pool) stopAsync(inst *instance, why string) {
+	// Callers hold p.mu, so Close (which sets closed under p.mu before it
+	// waits) never waits on a WaitGroup that is still being added to.
 	p.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
 		defer cancel()

@@ -646,3 +646,69 @@ func waitGone(t *testing.T, pid int) {
 	}
 	t.Errorf("process %d still alive", pid)
 }
+
+// Stopping an instance whose child is still starting, with a stop deadline
+// shorter than the start, must still stop that child once it is up, and
+// Close must return.
+func TestStopDuringAStartLeavesNoChild(t *testing.T) {
+	s := demoServer(t, "slow")
+	s.Command, s.Args = "/bin/sh", []string{"-c", `sleep 0.5; exec "$0"`, os.Args[0]}
+	p := newPool(t, pool.Options{}, s)
+	tg := pool.Target{Server: "slow", Key: "global"}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	call(ctx, p, tg, "pid", nil) // gives up while the child starts
+	st := p.Instances()
+	if len(st) != 1 || st[0].State != pool.StateStarting {
+		t.Fatalf("instances %+v, want one starting", st)
+	}
+	sctx, scancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer scancel()
+	if err := p.Stop(sctx, st[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	// Let the start finish after the stopper gave up (the child sleeps
+	// 0.5 s before serving), then Close must still return: a child nobody
+	// stops would keep its watcher, and Close, waiting forever.
+	time.Sleep(time.Second)
+	closed := make(chan struct{})
+	go func() {
+		p.Close(context.Background())
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return: the child started after Stop was never stopped")
+	}
+}
+
+func TestPanickingCallerReleasesTheInstance(t *testing.T) {
+	s := demoServer(t, "demo")
+	s.Exclusive = true
+	p := newPool(t, pool.Options{}, s)
+	tg := pool.Target{Server: "demo", Key: "global"}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not propagate")
+			}
+		}()
+		p.Do(t.Context(), tg, func(*mcpclient.Session) error { panic("handler bug") })
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := call(ctx, p, tg, "pid", nil); err != nil {
+		t.Fatalf("exclusive instance after a panicking caller: %v", err)
+	}
+	if st := p.Instances(); st[0].InFlight != 0 {
+		t.Errorf("in-flight = %d after every call ended", st[0].InFlight)
+	}
+}
+
+func TestCloseTwice(t *testing.T) {
+	p := newPool(t, pool.Options{}, demoServer(t, "demo"))
+	mustCall(t, p, pool.Target{Server: "demo", Key: "global"}, "pid", nil)
+	p.Close(t.Context())
+	p.Close(t.Context()) // and newPool's cleanup closes it a third time
+}

@@ -13,8 +13,9 @@ import (
 // this locked thread, the signal means what we want: the daemon is gone (a
 // SIGKILL or a crash skips Close), so its children go too.
 type spawner struct {
-	reqs chan spawnReq
-	done sync.WaitGroup
+	reqs      chan spawnReq
+	done      sync.WaitGroup
+	closeOnce sync.Once
 }
 
 type spawnReq struct {
@@ -45,6 +46,6 @@ func (s *spawner) start(cmd *exec.Cmd) error {
 
 // close stops the spawner; no start may follow.
 func (s *spawner) close() {
-	close(s.reqs)
+	s.closeOnce.Do(func() { close(s.reqs) })
 	s.done.Wait()
 }

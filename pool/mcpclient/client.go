@@ -332,12 +332,17 @@ func (s *Session) sendFailed(ctx context.Context, id int64, err error, cancel bo
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	ret := err
 	select {
 	case <-s.done:
-		return s.Err()
+		ret = s.Err()
 	default:
-		return err
 	}
+	if errors.Is(err, ErrSessionExpired) {
+		// This request's own POST was refused: the server never acted on it.
+		return fmt.Errorf("%w: %w", ErrNotDelivered, ret)
+	}
+	return ret
 }
 
 // forget removes id from the pending map; false if it was not there (its

@@ -26,6 +26,11 @@ import (
 // attached."
 var ErrSessionExpired = errors.New("mcp http session expired")
 
+// ErrNotDelivered marks a request the server refused before acting on it:
+// its own POST was answered 404 for an expired session. Unlike the other
+// calls that fail when a session expires, it is safe to send again.
+var ErrNotDelivered = errors.New("request not delivered")
+
 // NewHTTP returns the streamable HTTP client transport for the MCP endpoint
 // url (spec: basic/transports#streamable-http). headers are sent on every
 // request (e.g. Authorization). client nil means a default client; its
