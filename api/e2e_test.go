@@ -168,12 +168,12 @@ func TestCrashIsBadGatewayWithStderrForLocalCallers(t *testing.T) {
 	d := startDemo(t, map[string]string{"demo": ""})
 	dir := t.TempDir()
 	p := d.unix.do(t, "POST", "/v1/servers/demo/tools/crash", `{"stderr":"dying words"}`, cwdHeader(dir)...).problem(t)
-	if p.Status != 502 || !strings.Contains(p.StderrTail, "dying words") {
+	if p.Status != 502 || !strings.Contains(p.StderrTail, "dying words") || !strings.Contains(p.Detail, "exited with status 3") {
 		t.Errorf("unix caller: %+v", p)
 	}
 	p = d.tcp.do(t, "POST", "/v1/servers/demo/tools/crash", `{"stderr":"dying words"}`, cwdHeader(dir)...).problem(t)
-	if p.Status != 502 || p.StderrTail != "" {
-		t.Errorf("tcp caller: %+v", p)
+	if p.Status != 502 || p.StderrTail != "" || p.Detail != "the server exited" {
+		t.Errorf("tcp caller: %+v; want the summary only", p)
 	}
 	// The next call gets a fresh child.
 	if res := d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"again"}`, cwdHeader(dir)...).result(t); res.text() != "again" {
@@ -263,6 +263,14 @@ func TestStreamProgress(t *testing.T) {
 
 func TestStreamErrors(t *testing.T) {
 	d := startDemo(t, map[string]string{"demo": ""})
+	// A bad cwd is found before the stream starts: a plain 400, not a 200
+	// stream carrying an error.
+	resp0 := streamRequest(t, t.Context(), d.unix, "/v1/servers/demo/tools/echo", `{}`, "relative/dir")
+	b0, _ := io.ReadAll(resp0.Body)
+	resp0.Body.Close()
+	if resp0.StatusCode != 400 || resp0.Header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("relative cwd: %d %s", resp0.StatusCode, b0)
+	}
 	// Unknown server: found before the stream starts, a plain 404.
 	resp := streamRequest(t, t.Context(), d.unix, "/v1/servers/nope/tools/echo", `{}`, t.TempDir())
 	b, _ := io.ReadAll(resp.Body)

@@ -37,7 +37,10 @@ func wantsEvents(r *http.Request) bool {
 // goroutine so that the broker's progress callback never waits on a slow
 // client; this handler writes every event and waits for that goroutine.
 func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.Request, tool string, args json.RawMessage) error {
-	if _, err := s.b.Server(req.Server); err != nil {
+	// Resolve first: an unknown server, a forbidden server or cwd, or a bad
+	// cwd is a plain problem with its own status, not a 200 stream that
+	// carries an error.
+	if _, err := s.b.Target(req); err != nil {
 		return err
 	}
 	ev := newEventWriter(w)

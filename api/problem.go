@@ -91,10 +91,12 @@ func (s *server) problem(r *http.Request, err error) *Problem {
 		pk = problemKinds[broker.KindInternal]
 	}
 	p := &Problem{
-		Type:    ProblemTypeBase + string(e.Kind),
-		Title:   pk.title,
-		Status:  pk.status,
-		Detail:  e.Msg,
+		Type:   ProblemTypeBase + string(e.Kind),
+		Title:  pk.title,
+		Status: pk.status,
+		Detail: e.Msg,
+		// Private detail (commands, paths, URLs) is for the daemon's own
+		// user; see below.
 		Server:  e.Server,
 		Field:   e.Field,
 		RPCCode: e.RPCCode,
@@ -110,6 +112,12 @@ func (s *server) problem(r *http.Request, err error) *Problem {
 	}
 	if c, ok := callerFrom(r.Context()); ok && c.Local {
 		p.StderrTail = e.StderrTail
+		if e.Private != "" {
+			p.Detail = e.Private
+			if e.Hint != "" {
+				p.Detail += "; " + e.Hint
+			}
+		}
 	}
 	if e.Kind == broker.KindExhausted || (e.Kind == broker.KindUnavailable && e.RetryAfter > 0) {
 		p.RetryAfter = retryAfterSeconds(e.RetryAfter)

@@ -323,6 +323,9 @@ func (b *Broker) target(r Request) (*ServerConfig, pool.Target, error) {
 		cc.CallID = newCallID()
 	}
 	rs := b.scope.Resolve(def.Scope, cc)
+	if !c.Local {
+		rs.Key = callerKey(rs.Key, c.Name)
+	}
 	if rs.Root != "" && !underAny(rs.Root, c.Roots) {
 		// Git discovery walks up: the repo or worktree may begin above the
 		// directories this caller may use. Never hand it a child rooted
@@ -334,6 +337,20 @@ func (b *Broker) target(r Request) (*ServerConfig, pool.Target, error) {
 		Server: r.Server, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),
 	}, nil
+}
+
+// callerKey confines keys named by caller-chosen ids (sessions, leases) to
+// the caller that chose them: two remote callers who send the same
+// Mcpx-Session must not share a child or its state. Local callers are the
+// daemon's own user and share freely; directory keys are shared by design
+// (the roots check guards them).
+func callerKey(key, caller string) string {
+	for _, p := range []string{"session:", "psession:", "lease:"} {
+		if rest, ok := strings.CutPrefix(key, p); ok {
+			return p + caller + "/" + rest
+		}
+	}
+	return key
 }
 
 // underAny reports whether path lies under one of roots; nil roots = anywhere.
@@ -425,9 +442,22 @@ func (b *Broker) translate(err error, op, server string) error {
 			return &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
 				Msg: "the server ended our session during the call (a url server that keeps forgetting sessions, or a child that closed its stdout)"}
 		}
-		return &Error{Kind: KindInternal, Op: op, Server: server, Msg: "internal error", Err: err}
+		// What is left came from the child's transport (an HTTP status, a
+		// refused connection, a malformed answer): the child failed, and
+		// the detail, which may name internal addresses, goes to the log.
+		return &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
+			Msg: "the server's transport failed during the call; the daemon log has the detail"}
 	}
+	// pe.Detail may name commands, paths and URLs of the daemon's machine:
+	// it is Private. Msg is what any caller may read.
 	e := &Error{Op: op, Server: cmp.Or(pe.Server, server), Msg: pe.Detail, StderrTail: pe.StderrTail, RetryAfter: pe.RetryAfter, Err: err}
+	private := func(msg string) {
+		e.Private = msg
+		if pe.Detail != "" {
+			e.Private = msg + ": " + pe.Detail
+		}
+		e.Msg = msg
+	}
 	switch {
 	case errors.Is(err, pool.ErrUnknownServer), errors.Is(err, pool.ErrNotFound):
 		e.Kind = KindNotFound
@@ -436,20 +466,28 @@ func (b *Broker) translate(err error, op, server string) error {
 		e.Kind = KindExhausted
 	case errors.Is(err, pool.ErrBackoff):
 		e.Kind = KindUnavailable
-		e.Msg = "the server keeps failing to start; waiting before trying again. Last error: " + pe.Detail
+		private("the server keeps failing to start; waiting before trying again. Last error")
 		e.Hint = "check `mcpx status` and the daemon log for the child's stderr"
 	case errors.Is(err, pool.ErrClosed):
 		e.Kind = KindUnavailable
 		e.RetryAfter = time.Second
-	case errors.Is(err, pool.ErrTimeout), errors.Is(err, pool.ErrStartTimeout):
+	case errors.Is(err, pool.ErrTimeout):
 		e.Kind = KindTimeout
+	case errors.Is(err, pool.ErrStartTimeout):
+		e.Kind = KindTimeout
+		private("the server did not finish starting in time")
 	case errors.Is(err, pool.ErrCanceled):
 		e.Kind = KindCanceled
 	case errors.Is(err, pool.ErrSpawnConfig):
 		e.Kind = KindBadRequest
 		e.Field = "scope"
-	default: // ErrCrashed, ErrStart
+		private("the server's command line needs a root or cwd this call does not have")
+	case errors.Is(err, pool.ErrCrashed):
 		e.Kind = KindChildFailed
+		private("the server exited")
+	default: // ErrStart
+		e.Kind = KindChildFailed
+		private("the server failed to start")
 	}
 	return e
 }

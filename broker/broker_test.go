@@ -388,3 +388,27 @@ func TestPidScopedInstanceStopsWhenItsOwnerDies(t *testing.T) {
 		time.Sleep(25 * time.Millisecond)
 	}
 }
+
+func TestRemoteCallersDoNotShareSessionsByID(t *testing.T) {
+	b := newDemoBroker(t, map[string]broker.ScopeKind{"s": broker.ScopeSession})
+	as := func(name string, local bool) broker.Request {
+		r := req("s", "")
+		r.Caller = broker.Caller{Name: name, Via: "tailnet", Local: local}
+		r.Context.Session = "S"
+		return r
+	}
+	alice := callText(t, b, as("alice", false), "pid", `{}`)
+	mallory := callText(t, b, as("mallory", false), "pid", `{}`)
+	if alice == mallory {
+		t.Errorf("two remote callers sending the same session id share child %s", alice)
+	}
+	if again := callText(t, b, as("alice", false), "pid", `{}`); again != alice {
+		t.Errorf("alice's session moved from %s to %s", alice, again)
+	}
+	// Local callers are the daemon's own user: one session id, one child.
+	l1 := callText(t, b, as("local:1", true), "pid", `{}`)
+	l2 := callText(t, b, as("local:2", true), "pid", `{}`)
+	if l1 != l2 {
+		t.Errorf("local callers with one session id got two children (%s, %s)", l1, l2)
+	}
+}

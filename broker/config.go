@@ -569,16 +569,24 @@ func (s *ServerConfig) substituted() iter.Seq2[string, string] {
 var rootless = []ScopeKind{ScopeGlobal, ScopeSession, ScopeParentSession, ScopePid, ScopeCall}
 
 // checkRootPlaceholder rejects ${mcpx.root} in a server whose scope never
-// has a root: every spawn would fail, so say so at load.
+// has a root (every spawn would fail), and ${mcpx.cwd} in a scope whose key
+// is not a directory: there the first caller's cwd would be baked into a
+// child that callers in other directories share.
 func (p *problems) checkRootPlaceholder(name string, s *ServerConfig) {
 	if !slices.Contains(rootless, s.Scope) {
 		return
 	}
-	for field, v := range s.substituted() {
-		if strings.Contains(v, PlaceholderRoot) {
-			p.add(name, field, fmt.Sprintf("%s is used, but scope %q has no root", PlaceholderRoot, s.Scope),
-				`use scope "worktree", "repo" or "cwd", or remove the placeholder`)
-			return
+	for _, ph := range []string{PlaceholderRoot, PlaceholderCwd} {
+		for field, v := range s.substituted() {
+			if strings.Contains(v, ph) {
+				what := "has no root"
+				if ph == PlaceholderCwd {
+					what = "is shared by callers in different directories"
+				}
+				p.add(name, field, fmt.Sprintf("%s is used, but an instance of scope %q %s", ph, s.Scope, what),
+					`use scope "worktree", "repo" or "cwd", or remove the placeholder`)
+				break
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,6 +33,7 @@ type Error struct {
 	Server     string        // the server involved, if any
 	Field      string        // the config field or request part involved, if any
 	Msg        string        // caller-safe description
+	Private    string        // fuller description for the daemon's own user (may name commands, paths, URLs); "" = Msg
 	Hint       string        // how to fix it, if known
 	StderrTail string        // last lines the child wrote to stderr (crashes)
 	RetryAfter time.Duration // for KindExhausted/KindUnavailable: when to try again
@@ -40,7 +42,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	s := e.Msg
+	s := cmp.Or(e.Private, e.Msg)
 	if s == "" && e.Err != nil {
 		s = e.Err.Error()
 	}

@@ -82,3 +82,32 @@ func TestStreamableHTTPChild(t *testing.T) {
 		t.Error("no new session was initialized after the old one expired")
 	}
 }
+
+func TestURLServerTransportFailureIsChildFailed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream on fire", http.StatusBadGateway)
+	}))
+	defer srv.Close()
+	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"remote": map[string]any{"url": srv.URL}}})
+	cfg, err := broker.ParseConfig(doc, "http.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(t.Context())
+	_, err = b.CallTool(t.Context(), req("remote", ""), "echo", nil, nil)
+	if k := broker.KindOf(err); k != broker.KindChildFailed {
+		t.Fatalf("err = %v (kind %s), want child-failed", err, k)
+	}
+	var be *broker.Error
+	errors.As(err, &be)
+	if strings.Contains(be.Msg, srv.URL) || strings.Contains(be.Msg, "on fire") {
+		t.Errorf("the message any caller may read names the internal URL or answer: %q", be.Msg)
+	}
+	if !strings.Contains(be.Private, "502") {
+		t.Errorf("the daemon's owner is not told what happened: %q", be.Private)
+	}
+}
