@@ -98,7 +98,9 @@ func New(opts Options) (*Broker, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	pc := opts.Config.Pool
-	b := &Broker{log: log, scope: NewResolver(ResolverOptions{Logger: log})}
+	// A second's revalidation window: a hot directory costs no stat per
+	// call, and a `git init` or removed worktree is noticed within a second.
+	b := &Broker{log: log, scope: NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second})}
 	b.pool = pool.New(pool.Options{
 		MaxInstances:  pc.MaxInstances,
 		IdleTimeout:   pc.IdleTimeout.D(),

@@ -52,6 +52,9 @@ type gitFind struct {
 
 	// checks are what the answer depended on; valid re-stats them.
 	checks []gitCheck
+	// checked is when the checks last held (unix ns; 0 = not yet), for
+	// ResolverOptions.Revalidate.
+	checked int64 // accessed atomically
 }
 
 // gitCheck is one file system fact an answer depended on: that path is
@@ -322,6 +325,7 @@ type gitRepo struct {
 	// dir itself (a submodule, the inside of its git dir), not of linked
 	// worktrees. worktreeKey is "worktree:" + worktree.
 	worktree, worktreeKey string
+	checked               int64 // accessed atomically: when config last held (unix ns), for ResolverOptions.Revalidate
 
 	config gitCheck // the config file the answer came from; revalidated on each use
 }

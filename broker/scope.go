@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // ScopeKind names how callers are grouped onto instances. See the table in
@@ -54,6 +56,12 @@ type ResolverOptions struct {
 	// (a cwd that is one is still looked at). Absolute paths; relative ones
 	// are ignored, as git ignores them. nil = walk to the filesystem root.
 	CeilingDirs []string
+	// Revalidate lets a cached git answer be trusted without re-stat'ing
+	// its files for this long after it was last checked. 0 = check on
+	// every hit: exact, one stat per directory level (~1 µs each on a
+	// small VM). The broker uses a second: a `git init` or `git worktree
+	// remove` is then noticed within a second instead of at once.
+	Revalidate time.Duration
 }
 
 // Resolver maps a scope kind and what a caller declared to a key and a root;
@@ -75,8 +83,9 @@ type ResolverOptions struct {
 // scopes cost no system call. Caches are bounded. All methods are safe for
 // concurrent use.
 type Resolver struct {
-	log      *slog.Logger
-	ceilings map[string]bool // read-only after NewResolver
+	log        *slog.Logger
+	ceilings   map[string]bool // read-only after NewResolver
+	revalidate time.Duration
 
 	cwds  scopeCache[*scopeCwd] // declared cwd -> its canonical form
 	finds scopeCache[*gitFind]  // canonical dir -> where it lies in git
@@ -88,7 +97,7 @@ type Resolver struct {
 
 // NewResolver returns a Resolver with empty caches.
 func NewResolver(opts ResolverOptions) *Resolver {
-	r := &Resolver{log: opts.Logger, logged: make(map[scopeLogKey]bool)}
+	r := &Resolver{log: opts.Logger, logged: make(map[scopeLogKey]bool), revalidate: opts.Revalidate}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -332,8 +341,25 @@ func cwdError(msg string, err error) *Error {
 
 // find returns where the canonical directory dir lies in git, nil if it is
 // no longer a directory.
+// fresh reports whether a cached answer still holds: checked within the
+// revalidation window, or valid when checked again now.
+func (r *Resolver) fresh(checked *int64, valid func() bool) bool {
+	if r.revalidate <= 0 {
+		return valid()
+	}
+	now := time.Now().UnixNano()
+	if now-atomic.LoadInt64(checked) < int64(r.revalidate) {
+		return true
+	}
+	if !valid() {
+		return false
+	}
+	atomic.StoreInt64(checked, now)
+	return true
+}
+
 func (r *Resolver) find(dir string) *gitFind {
-	if f, ok := r.finds.get(dir); ok && f.valid() {
+	if f, ok := r.finds.get(dir); ok && r.fresh(&f.checked, f.valid) {
 		return f
 	}
 	f := discoverGit(dir, r.ceilings)
@@ -347,7 +373,7 @@ func (r *Resolver) find(dir string) *gitFind {
 
 // repo returns the repository f lies in.
 func (r *Resolver) repo(f *gitFind) *gitRepo {
-	if g, ok := r.repos.get(f.commonDir); ok && g.valid() {
+	if g, ok := r.repos.get(f.commonDir); ok && r.fresh(&g.checked, g.valid) {
 		return g
 	}
 	mainTop := ""

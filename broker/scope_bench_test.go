@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // Warm benchmarks resolve a cwd the resolver has seen: a map lookup plus the
@@ -55,6 +56,19 @@ func BenchmarkResolveWarmRepo(b *testing.B) {
 	fx := newRepoFixture(b)
 	r := NewResolver(ResolverOptions{})
 	benchResolve(b, r, ScopeRepo, fx.wt1, "repo:"+filepath.Join(fx.main, ".git"))
+}
+
+// BenchmarkResolveWarmWindowed is the broker's setting: answers checked
+// within the last second are trusted without a stat.
+func BenchmarkResolveWarmWindowed(b *testing.B) {
+	fx := newRepoFixture(b)
+	r := NewResolver(ResolverOptions{Revalidate: time.Second})
+	b.Run("linked/depth3", func(b *testing.B) {
+		benchResolve(b, r, ScopeWorktree, filepath.Join(fx.wt1, "sub/deep/er"), "worktree:"+fx.wt1)
+	})
+	b.Run("main/top", func(b *testing.B) { benchResolve(b, r, ScopeWorktree, fx.main, "worktree:"+fx.main) })
+	dir := mkdir(b, filepath.Join(b.TempDir(), "plain/a/b"))
+	b.Run("outside", func(b *testing.B) { benchResolve(b, r, ScopeWorktree, dir, "cwd:"+dir) })
 }
 
 func BenchmarkResolveWarmCwd(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -304,6 +305,21 @@ func TestResolveCeilingDirs(t *testing.T) {
 		}
 		agreeWithGit(t, r, tt.cwd, "GIT_CEILING_DIRECTORIES="+tt.ceiling)
 	}
+}
+
+// With a revalidation window a cached answer is trusted, unchecked, until
+// the window passes: a long window keeps the stale answer.
+func TestResolveRevalidateWindow(t *testing.T) {
+	tmp := canon(t, t.TempDir())
+	dir := mkdir(t, filepath.Join(tmp, "later/a"))
+	top := filepath.Join(tmp, "later")
+	r := NewResolver(ResolverOptions{Revalidate: time.Hour})
+	outside := ResolvedScope{Key: "cwd:" + dir, Root: dir, Degraded: reasonNoRepo}
+	wantScope(t, resolveIn(r, ScopeWorktree, dir), outside)
+	testenv.RunGit(t, top, "init", "-q")
+	wantScope(t, resolveIn(r, ScopeWorktree, dir), outside)
+	// Without a window the same question sees the repository at once.
+	wantScope(t, resolveIn(NewResolver(ResolverOptions{}), ScopeWorktree, dir), ResolvedScope{Key: "worktree:" + top, Root: top})
 }
 
 func TestResolveNoticesChanges(t *testing.T) {
