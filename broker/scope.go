@@ -367,6 +367,7 @@ func (r *Resolver) find(dir string) *gitFind {
 		r.finds.del(dir)
 		return nil
 	}
+	f.checked = time.Now().UnixNano() // just discovered: as good as checked
 	r.finds.put(dir, f)
 	return f
 }
@@ -381,6 +382,7 @@ func (r *Resolver) repo(f *gitFind) *gitRepo {
 		mainTop = f.top
 	}
 	g := loadGitRepo(f.commonDir, mainTop)
+	g.checked = time.Now().UnixNano()
 	r.repos.put(f.commonDir, g)
 	return g
 }
