@@ -100,7 +100,7 @@ func New(opts Options) (*Broker, error) {
 	pc := opts.Config.Pool
 	// A second's revalidation window: a hot directory costs no stat per
 	// call, and a `git init` or removed worktree is noticed within a second.
-	b := &Broker{log: log, scope: NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second})}
+	b := &Broker{log: log, scope: NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second, CeilingDirs: opts.Config.CeilingDirs})}
 	b.pool = pool.New(pool.Options{
 		MaxInstances:  pc.MaxInstances,
 		IdleTimeout:   pc.IdleTimeout.D(),

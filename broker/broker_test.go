@@ -412,3 +412,35 @@ func TestRemoteCallersDoNotShareSessionsByID(t *testing.T) {
 		t.Errorf("local callers with one session id got two children (%s, %s)", l1, l2)
 	}
 }
+
+func TestCeilingDirsStopDiscovery(t *testing.T) {
+	dir := t.TempDir()
+	wts := testenv.Worktrees(t, filepath.Join(dir, "home"), map[string]string{"proj/f": "x"})
+	home := wts[0]
+	proj := filepath.Join(home, "proj")
+	doc, _ := json.Marshal(map[string]any{
+		"ceilingDirs": []string{home},
+		"servers": map[string]any{"demo": map[string]any{
+			"command": os.Args[0], "scope": "worktree",
+			"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
+		}},
+	})
+	cfg, err := broker.ParseConfig(doc, "ceiling.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proctest.CheckNoLeaks(t)
+	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	// proj is inside the home "dotfiles" repo, but the walk may not enter
+	// home: proj is outside git, and works in itself.
+	if got := callText(t, b, req("demo", proj), "cwd", `{}`); got != proj {
+		t.Errorf("cwd from %s = %q; the ceiling must keep it out of the repo at %s", proj, got, home)
+	}
+	if _, err := broker.ParseConfig([]byte(`{"ceilingDirs":["rel"],"servers":{}}`), "c.json"); err == nil || !strings.Contains(err.Error(), "ceilingDirs[0]") {
+		t.Errorf("relative ceiling: err = %v", err)
+	}
+}

@@ -26,6 +26,11 @@ type Config struct {
 	// "server.tool" CLI arguments).
 	Servers map[string]*ServerConfig `json:"servers"`
 	Pool    PoolConfig               `json:"pool"`
+	// CeilingDirs stop git discovery from walking up into them, like
+	// GIT_CEILING_DIRECTORIES: with a dotfiles repository at ~/.git, list
+	// your home directory here, or every directory under it that is not
+	// a repository of its own resolves to the home "worktree". Absolute.
+	CeilingDirs []string `json:"ceilingDirs,omitempty"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
 }
@@ -251,7 +256,7 @@ type decoded struct {
 	bad  map[string]bool // fields that failed to decode: not checked further
 }
 
-var topFields = []string{"servers", "mcpServers", "pool"}
+var topFields = []string{"servers", "mcpServers", "pool", "ceilingDirs"}
 
 // decode reads the document's structure and field types. It returns nil when
 // the document is not a JSON object at all.
@@ -275,6 +280,8 @@ func (p *problems) decode(data []byte) (*Config, []decoded) {
 			order = append(order, p.decodeServers(cfg, m.key, m.value)...)
 		case "pool":
 			p.decodePool(&cfg.Pool, m.value)
+		case "ceilingDirs":
+			p.decodeCeilings(&cfg.CeilingDirs, m.value)
 		default:
 			p.add("", m.key, fmt.Sprintf("unknown top-level field %q", m.key), hintFor(m.key, topFields, "fields"))
 		}
@@ -371,6 +378,18 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*ServerConfig
 	fields := serverFields(s, &d.typ)
 	p.decodeFields(name, "", members, fields, d.bad)
 	return s, d
+}
+
+func (p *problems) decodeCeilings(dirs *[]string, raw json.RawMessage) {
+	if err := json.Unmarshal(raw, dirs); err != nil {
+		p.add("", "ceilingDirs", "ceilingDirs must be a list of strings", `such as ["/home/me"]`)
+		return
+	}
+	for i, d := range *dirs {
+		if !filepath.IsAbs(d) {
+			p.add("", fmt.Sprintf("ceilingDirs[%d]", i), fmt.Sprintf("%q is not an absolute path", d), "use an absolute path such as /home/me")
+		}
+	}
 }
 
 func (p *problems) decodePool(pc *PoolConfig, raw json.RawMessage) {
