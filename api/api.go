@@ -16,9 +16,11 @@
 package api
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/klauspost/compress/gzhttp"
@@ -35,15 +37,19 @@ type Options struct {
 	Logger       *slog.Logger   // nil = discard
 	Version      string         // reported by /healthz and /v1/whoami; "" = "dev"
 	MaxBodyBytes int64          // request body limit; 0 = DefaultMaxBodyBytes
+	// KeepAlive is how often an event stream with nothing to say sends a
+	// comment, so that idle timeouts on the way do not cut it; 0 = 15s.
+	KeepAlive time.Duration
 }
 
 // server holds what every handler needs. It is immutable after New.
 type server struct {
-	b       *broker.Broker
-	log     *slog.Logger
-	version string
-	maxBody int64
-	owner   int // the only uid admitted on the unix socket: the daemon's
+	b         *broker.Broker
+	log       *slog.Logger
+	version   string
+	maxBody   int64
+	owner     int // the only uid admitted on the unix socket: the daemon's
+	keepAlive time.Duration
 }
 
 // New returns the API handler. It serves every route in Routes, on any
@@ -57,11 +63,12 @@ func New(opts Options) http.Handler {
 
 func newServer(opts Options) *server {
 	s := &server{
-		b:       opts.Broker,
-		log:     opts.Logger,
-		version: opts.Version,
-		maxBody: opts.MaxBodyBytes,
-		owner:   os.Getuid(),
+		b:         opts.Broker,
+		log:       opts.Logger,
+		version:   opts.Version,
+		maxBody:   opts.MaxBodyBytes,
+		owner:     os.Getuid(),
+		keepAlive: cmp.Or(opts.KeepAlive, 15*time.Second),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -193,7 +193,9 @@ func readEvents(t *testing.T, r io.Reader, each func(event)) {
 		line := sc.Text()
 		switch {
 		case line == "":
-			each(ev)
+			if ev != (event{}) { // a comment alone (keep-alive) is no event
+				each(ev)
+			}
 			ev = event{}
 		case strings.HasPrefix(line, "event: "):
 			ev.name = strings.TrimPrefix(line, "event: ")
@@ -554,5 +556,25 @@ func TestOversizedBodyOverRealBroker(t *testing.T) {
 	buf.WriteString(`{"message":"ok"}`)
 	if res := d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", buf.String(), cwdHeader(t.TempDir())...).result(t); res.text() != "ok" {
 		t.Errorf("after 413: %+v", res)
+	}
+}
+
+// A long call with nothing to report keeps its stream alive with comments,
+// which SSE clients ignore, and still ends with the result.
+func TestStreamKeepAlive(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": ""}), keepAlive: 20 * time.Millisecond})
+	resp := streamRequest(t, t.Context(), d.unix, "/v1/servers/demo/tools/sleep", `{"ms":300}`, t.TempDir())
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(body)
+	if !strings.Contains(s, ": keep-alive\n\n") || !strings.Contains(s, "event: result\n") {
+		t.Errorf("stream %q: want keep-alive comments and then the result", s)
+	}
+	if strings.Index(s, ": keep-alive") > strings.Index(s, "event: result") {
+		t.Errorf("no keep-alive before the result: %q", s)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"mcpx.dev/mcpx/broker"
 )
@@ -61,8 +63,14 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 		}()
 		o.res, o.err = s.b.CallTool(r.Context(), req, tool, args, q.push)
 	}()
+	// A long call with no progress would leave the stream silent, and
+	// proxies and clients with idle timeouts drop silent streams.
+	keepAlive := time.NewTicker(s.keepAlive)
+	defer keepAlive.Stop()
 	for {
 		select {
+		case <-keepAlive.C:
+			ev.comment("keep-alive")
 		case <-q.ready:
 			for _, p := range q.take() {
 				ev.send("progress", p)
@@ -100,6 +108,16 @@ func newEventWriter(w http.ResponseWriter) *eventWriter {
 	e := &eventWriter{w: w, rc: http.NewResponseController(w)}
 	e.err = e.rc.Flush()
 	return e
+}
+
+// comment writes an SSE comment line, which clients ignore.
+func (e *eventWriter) comment(text string) {
+	if e.err != nil {
+		return
+	}
+	if _, e.err = io.WriteString(e.w, ": "+text+"\n\n"); e.err == nil {
+		e.err = e.rc.Flush()
+	}
 }
 
 // send writes one event. Data is split into lines, each its own data field

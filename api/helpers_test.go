@@ -36,11 +36,12 @@ type daemon struct {
 }
 
 type daemonOptions struct {
-	cfg      *broker.Config // nil = no servers
-	maxBody  int64
-	owner    *int // admit this uid on the socket instead of ours
-	panicky  bool
-	noBroker bool
+	cfg       *broker.Config // nil = no servers
+	maxBody   int64
+	owner     *int // admit this uid on the socket instead of ours
+	panicky   bool
+	noBroker  bool
+	keepAlive time.Duration
 }
 
 func startDaemon(t *testing.T, o daemonOptions) *daemon {
@@ -62,7 +63,7 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 			t.Errorf("closing broker: %v", err)
 		}
 	})
-	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody}
+	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive}
 	var h http.Handler
 	switch {
 	case o.owner != nil:
