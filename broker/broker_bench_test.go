@@ -3,15 +3,12 @@ package broker_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -93,30 +90,7 @@ func benchCall(b *testing.B, br *broker.Broker, r broker.Request) {
 // broker is closed and its children checked gone at cleanup.
 func benchBroker(b *testing.B, scopes map[string]broker.ScopeKind) *broker.Broker {
 	b.Helper()
-	proctest.CheckNoLeaks(b)
-	servers := map[string]any{}
-	for name, scope := range scopes {
-		servers[name] = map[string]any{
-			"command": os.Args[0],
-			"env":     map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(b)},
-			"scope":   scope,
-		}
-	}
-	data, _ := json.Marshal(map[string]any{"servers": servers})
-	cfg, err := broker.ParseConfig(data, "bench.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	br, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		br.Close(ctx)
-	})
-	return br
+	return newDemoBroker(b, scopes)
 }
 
 func benchCPUNow() time.Duration {

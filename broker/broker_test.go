@@ -26,39 +26,66 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// newDemoBroker serves the demo server (this test binary re-exec'd) under
-// each name in scopes with that scope, and closes the broker at cleanup.
-func newDemoBroker(t *testing.T, scopes map[string]broker.ScopeKind, edit ...func(*broker.ServerConfig)) *broker.Broker {
-	t.Helper()
-	proctest.CheckNoLeaks(t)
+// demoSetup describes a broker serving the demo server (this test binary,
+// re-exec'd) under each name in scopes with that scope.
+type demoSetup struct {
+	scopes map[string]broker.ScopeKind
+	server func(*broker.ServerConfig) // edits each server after parsing; nil = none
+	config func(*broker.Config)       // edits the whole config; nil = none
+	opts   broker.Options             // Config is filled in; ReapInterval 0 = no reaper
+}
+
+// startDemoBroker starts the broker of s, closed at cleanup, and checks that
+// no child outlives the test.
+func startDemoBroker(tb testing.TB, s demoSetup) *broker.Broker {
+	tb.Helper()
+	proctest.CheckNoLeaks(tb)
 	servers := map[string]any{}
-	for name, scope := range scopes {
+	for name, scope := range s.scopes {
 		servers[name] = map[string]any{
 			"command": os.Args[0],
-			"env":     map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
+			"env":     map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(tb)},
 			"scope":   scope,
 		}
 	}
 	data, _ := json.Marshal(map[string]any{"servers": servers})
 	cfg, err := broker.ParseConfig(data, "test.json")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	for _, s := range cfg.Servers {
-		for _, e := range edit {
-			e(s)
+	for _, sc := range cfg.Servers {
+		if s.server != nil {
+			s.server(sc)
 		}
 	}
-	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
-	if err != nil {
-		t.Fatal(err)
+	if s.config != nil {
+		s.config(cfg)
 	}
-	t.Cleanup(func() {
+	opts := s.opts
+	opts.Config = cfg
+	if opts.ReapInterval == 0 {
+		opts.ReapInterval = -1
+	}
+	b, err := broker.New(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		b.Close(ctx)
 	})
 	return b
+}
+
+// newDemoBroker is startDemoBroker with only scopes and a server edit.
+func newDemoBroker(tb testing.TB, scopes map[string]broker.ScopeKind, edit ...func(*broker.ServerConfig)) *broker.Broker {
+	tb.Helper()
+	s := demoSetup{scopes: scopes}
+	if len(edit) > 0 {
+		s.server = edit[0]
+	}
+	return startDemoBroker(tb, s)
 }
 
 var local = broker.Caller{Name: "local:test", Via: "unix", Local: true, Admin: true}
@@ -338,21 +365,8 @@ func TestHundredCallersOverTenKeys(t *testing.T) {
 }
 
 func TestPidScopedInstanceStopsWhenItsOwnerDies(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"demo": map[string]any{
-		"command": os.Args[0], "scope": "pid",
-		"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
-	}}})
-	cfg, err := broker.ParseConfig(doc, "pid.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A long reap interval: only the owner check can stop the instance in time.
-	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(context.Background())
+	b := startDemoBroker(t, demoSetup{scopes: map[string]broker.ScopeKind{"demo": broker.ScopePid}, opts: broker.Options{ReapInterval: time.Hour}})
 	owner := exec.Command("sleep", "60")
 	if err := owner.Start(); err != nil {
 		t.Fatal(err)
@@ -418,23 +432,10 @@ func TestCeilingDirsStopDiscovery(t *testing.T) {
 	wts := testenv.Worktrees(t, filepath.Join(dir, "home"), map[string]string{"proj/f": "x"})
 	home := wts[0]
 	proj := filepath.Join(home, "proj")
-	doc, _ := json.Marshal(map[string]any{
-		"ceilingDirs": []string{home},
-		"servers": map[string]any{"demo": map[string]any{
-			"command": os.Args[0], "scope": "worktree",
-			"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
-		}},
+	b := startDemoBroker(t, demoSetup{
+		scopes: map[string]broker.ScopeKind{"demo": broker.ScopeWorktree},
+		config: func(c *broker.Config) { c.CeilingDirs = []string{home} },
 	})
-	cfg, err := broker.ParseConfig(doc, "ceiling.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	proctest.CheckNoLeaks(t)
-	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(context.Background())
 	// proj is inside the home "dotfiles" repo, but the walk may not enter
 	// home: proj is outside git, and works in itself.
 	if got := callText(t, b, req("demo", proj), "cwd", `{}`); got != proj {
