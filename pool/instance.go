@@ -202,6 +202,7 @@ func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *
 		inst.gen = g
 		inst.state = StateReady
 		inst.started = now
+		inst.lastUsed = now // a start is a use: its waiting callers are about to call
 		p.wg.Go(func() { p.watch(inst, g) })
 		if inst.stopping {
 			// Removed while starting, and its stopper may have given up

@@ -554,9 +554,10 @@ func (p *Pool) reap(idle bool) {
 		if !inst.idle() {
 			continue
 		}
-		// An ephemeral (call:) instance still here lost its caller during
-		// the start; other caller-owned keys ask their owner.
-		gone := inst.ephemeral || (p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key))
+		// An ephemeral (call:) instance idle for a whole check lost its
+		// caller during the start; other caller-owned keys ask their owner.
+		gone := (inst.ephemeral && now.Sub(inst.lastUsed) >= ownerCheckInterval) ||
+			(p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key))
 		if gone || (idle && now.Sub(inst.lastUsed) >= cmp.Or(inst.def.IdleTimeout, p.opts.IdleTimeout)) {
 			p.removeLocked(inst)
 			p.log.Info("reaping instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id, "ownerGone", gone)
