@@ -75,35 +75,12 @@ type child struct {
 // unless the child is gone by the end of the test.
 func startChild(t testing.TB, env ...string) (*child, Transport) {
 	t.Helper()
-	c := &child{exited: make(chan struct{})}
-	c.cmd = exec.Command(os.Args[0])
 	// GORACE: a -race child would otherwise sleep 1s at exit.
 	base := []string{"GORACE=atexit_sleep_ms=0"}
 	if !slices.Contains(env, envRawChild+"=1") {
 		base = append(base, demo.EnvServer+"=1")
 	}
-	c.cmd.Env = append(append(os.Environ(), base...), env...)
-	c.cmd.Stderr = &c.stderr
-	stdin, err := c.cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := c.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		c.err = c.cmd.Wait()
-		close(c.exited)
-	}()
-	t.Cleanup(func() {
-		stdin.Close() // the spec's first shutdown step; the demo exits on EOF
-		<-c.exited    // the child is gone: Wait has reaped it
-	})
-	return c, NewStdio(stdout, stdin)
+	return startProc(t, "", append(base, env...), os.Args[0])
 }
 
 // connectChild starts a child and connects to it.

@@ -44,7 +44,7 @@ func startNode(t *testing.T, env []string, args ...string) (*child, Transport) {
 
 // startProc runs name with args in dir ("" = ours) as a stdio MCP child;
 // the test fails unless it is gone at the end.
-func startProc(t *testing.T, dir string, env []string, name string, args ...string) (*child, Transport) {
+func startProc(t testing.TB, dir string, env []string, name string, args ...string) (*child, Transport) {
 	t.Helper()
 	c := &child{exited: make(chan struct{})}
 	c.cmd = exec.Command(name, args...)
@@ -67,7 +67,7 @@ func startProc(t *testing.T, dir string, env []string, name string, args ...stri
 		close(c.exited)
 	}()
 	t.Cleanup(func() {
-		stdin.Close()
+		stdin.Close() // the spec's first shutdown step; the demo exits on EOF
 		select {
 		case <-c.exited:
 		case <-time.After(10 * time.Second): // a node child that ignores stdin EOF
