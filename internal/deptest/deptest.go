@@ -1,0 +1,209 @@
+// Package deptest checks a package's dependency rules from the package's own
+// tests, so each rule sits next to the code it binds, with its reason (the
+// model is Tailscale's tstest/deptest):
+//
+//	func TestDeps(t *testing.T) {
+//		deptest.Rules{
+//			BadDeps: map[string]string{
+//				"mcpx.dev/mcpx/api/...": "the domain never sees HTTP requests",
+//				"tailscale.com/...":     "the tree builds and tests without tsnet",
+//			},
+//			NoHTTPServer: "pool is an HTTP client of url children, never a server",
+//		}.Check(t)
+//	}
+//
+// Rules cover the package in the test's working directory and every package
+// under it, so pool's rules also bind pool/mcpclient. The dependency direction
+// they enforce is drawn in docs/architecture.md.
+package deptest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Rules are one package tree's dependency rules. Patterns are import paths;
+// a pattern ending in "/..." also covers every path under it
+// ("tailscale.com/..." covers "tailscale.com/tsnet"), any other pattern
+// names exactly one package ("mcpx.dev/mcpx/api" is the API's server side,
+// not "mcpx.dev/mcpx/api/wire"). Each map's value is why the rule exists; it
+// is printed with every violation.
+type Rules struct {
+	// BadDeps are packages the tree must not depend on, directly or through
+	// any chain of imports.
+	BadDeps map[string]string
+	// BadImports are packages the tree's own files must not import (their
+	// dependencies may).
+	BadImports map[string]string
+	// NoHTTPServer, if not "", is why the tree's non-test files must not use
+	// net/http's server-side identifiers (http.Handler, http.Server, …). An
+	// HTTP client is allowed.
+	NoHTTPServer string
+}
+
+// Check fails t with one line per violation of r by the package in the
+// current directory (a test's package directory) and the packages under it.
+func (r Rules) Check(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("deptest runs go list over the package's dependencies")
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	violations, err := r.Violations(dir, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(violations) > 0 {
+		t.Errorf("dependency rules broken:\n\t%s", strings.Join(violations, "\n\t"))
+	}
+}
+
+// Violations lists r's violations by the packages of dir and below, one line
+// each, sorted. env is the environment of the go command. It is an error for
+// dir to hold no package: a rule that checks nothing proves nothing.
+func (r Rules) Violations(dir string, env []string) ([]string, error) {
+	pkgs, order, err := list(dir, env)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	checked := 0
+	for _, p := range order {
+		if p.Standard || !within(p.Dir, dir) {
+			continue
+		}
+		checked++
+		if p.Error != nil {
+			out = append(out, fmt.Sprintf("%s: does not load: %s", p.ImportPath, p.Error.Err))
+		}
+		out = append(out, r.badImports(p)...)
+		out = append(out, r.badDeps(p, pkgs)...)
+		if r.NoHTTPServer != "" {
+			v, err := serverIdentUses(p, r.NoHTTPServer)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v...)
+		}
+	}
+	if checked == 0 {
+		return nil, fmt.Errorf("deptest: no Go package in %s", dir)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// pkg is the part of `go list -json` the checker reads.
+type pkg struct {
+	ImportPath     string
+	Dir            string
+	Standard       bool
+	GoFiles        []string
+	CgoFiles       []string
+	IgnoredGoFiles []string // other GOOS/GOARCH/tags: still checked
+	Imports        []string
+	Error          *struct{ Err string }
+}
+
+// list runs go list over dir's packages and their dependencies.
+func list(dir string, env []string) (map[string]*pkg, []*pkg, error) {
+	cmd := exec.Command("go", "list", "-e", "-deps",
+		"-json=ImportPath,Dir,Standard,GoFiles,CgoFiles,IgnoredGoFiles,Imports,Error", "./...")
+	cmd.Dir = dir
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("go list in %s: %v\n%s", dir, err, stderr.Bytes())
+	}
+	pkgs := map[string]*pkg{}
+	var order []*pkg
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		p := new(pkg)
+		if err := dec.Decode(p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, nil, fmt.Errorf("decoding go list output: %v", err)
+		}
+		pkgs[p.ImportPath] = p
+		order = append(order, p)
+	}
+	return pkgs, order, nil
+}
+
+// within reports whether path is dir or lies under it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// match returns the pattern of rules that path matches, and its reason.
+func match(path string, rules map[string]string) (string, string, bool) {
+	for pat, why := range rules {
+		if base, ok := strings.CutSuffix(pat, "/..."); ok {
+			if path == base || strings.HasPrefix(path, base+"/") {
+				return pat, why, true
+			}
+		} else if path == pat {
+			return pat, why, true
+		}
+	}
+	return "", "", false
+}
+
+func (r Rules) badImports(p *pkg) []string {
+	var out []string
+	for _, imp := range p.Imports {
+		if _, why, bad := match(imp, r.BadImports); bad {
+			out = append(out, fmt.Sprintf("%s: imports %s: %s", p.ImportPath, imp, why))
+		}
+	}
+	return out
+}
+
+// badDeps reports each forbidden package p reaches, with the chain of imports
+// that reaches it (the shortest, breadth first).
+func (r Rules) badDeps(p *pkg, pkgs map[string]*pkg) []string {
+	var out []string
+	via := map[string]string{p.ImportPath: ""}
+	queue := []string{p.ImportPath}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		q, ok := pkgs[cur]
+		if !ok {
+			continue
+		}
+		for _, imp := range q.Imports {
+			if _, seen := via[imp]; seen {
+				continue
+			}
+			via[imp] = cur
+			if _, why, bad := match(imp, r.BadDeps); bad {
+				chain := []string{imp}
+				for c := cur; c != ""; c = via[c] {
+					chain = append(chain, c)
+				}
+				slices.Reverse(chain)
+				out = append(out, fmt.Sprintf("%s: depends on %s (%s): %s",
+					p.ImportPath, imp, strings.Join(chain, " -> "), why))
+				continue // its own dependencies are its problem
+			}
+			queue = append(queue, imp)
+		}
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package deptest_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"mcpx.dev/mcpx/internal/deptest"
+)
+
+// domain is a rule set shaped like the real domain packages' rules.
+var domain = deptest.Rules{
+	BadDeps: map[string]string{
+		"example.com/layered/api": "no server side",
+		"net/http/httptest":       "no test servers",
+	},
+	BadImports:   map[string]string{"net/http": "no HTTP at all"},
+	NoHTTPServer: "an HTTP client only",
+}
+
+// TestRulesCatch runs the checker over a synthetic module that breaks every
+// kind of rule, so a checker that silently passes everything fails here.
+func TestRulesCatch(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"go.mod": "module example.com/layered\n\ngo 1.26\n",
+		"api/api.go": `package api
+
+import "net/http"
+
+func Routes() http.Handler { return http.NewServeMux() }
+`,
+		"api/wire/wire.go": `package wire
+
+const Header = "Mcpx-Cwd"
+`,
+		"domain/domain.go": `package domain
+
+import (
+	_ "example.com/layered/api/wire" // allowed: only the exact api package is bad
+	"example.com/layered/api"
+)
+
+var _ = api.Routes
+`,
+		"domain/serve.go": `package domain
+
+import nethttp "net/http"
+
+func Serve(h nethttp.HandlerFunc) error { return nethttp.ListenAndServe("127.0.0.1:0", h) }
+
+func Shadow() int {
+	nethttp := struct{ Server int }{}
+	return nethttp.Server
+}
+`,
+		"domain/domain_test.go": `package domain
+
+import (
+	"net/http"
+	"testing"
+)
+
+// Tests may serve HTTP.
+func TestX(t *testing.T) { _ = http.Server{} }
+`,
+		"domain/inner/inner.go": `package inner
+
+import _ "example.com/layered/domain/inner/deeper"
+`,
+		"domain/inner/deeper/deeper.go": `package deeper
+
+import _ "net/http/httptest"
+`,
+	})
+	got, err := domain.Violations(filepath.Join(dir, "domain"), moduleEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"example.com/layered/domain/inner/deeper: depends on net/http/httptest (example.com/layered/domain/inner/deeper -> net/http/httptest): no test servers",
+		"example.com/layered/domain/inner: depends on net/http/httptest (example.com/layered/domain/inner -> example.com/layered/domain/inner/deeper -> net/http/httptest): no test servers",
+		"example.com/layered/domain: depends on example.com/layered/api (example.com/layered/domain -> example.com/layered/api): no server side",
+		"example.com/layered/domain: imports net/http: no HTTP at all",
+		"serve.go:5:14: uses net/http server identifier http.HandlerFunc: an HTTP client only",
+		"serve.go:5:50: uses net/http server identifier http.ListenAndServe: an HTTP client only",
+	}
+	var trimmed []string
+	for _, v := range got {
+		if strings.HasPrefix(v, dir) {
+			i := strings.Index(v, ".go:") + 3
+			v = filepath.Base(v[:i]) + v[i:]
+		}
+		trimmed = append(trimmed, v)
+	}
+	slices.Sort(trimmed)
+	if !slices.Equal(trimmed, want) {
+		t.Errorf("violations:\n\t%s\nwant:\n\t%s", strings.Join(trimmed, "\n\t"), strings.Join(want, "\n\t"))
+	}
+
+	// The api tree itself breaks none of these rules: the checker looks only
+	// under the directory it is given.
+	clean, err := domain.Violations(filepath.Join(dir, "api", "wire"), moduleEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(clean) != 0 {
+		t.Errorf("api/wire: unexpected violations %q", clean)
+	}
+}
+
+// TestRulesNeedAPackage: a directory with no Go package is an error, not a
+// pass.
+func TestRulesNeedAPackage(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"go.mod":     "module example.com/empty\n\ngo 1.26\n",
+		"doc/README": "no Go here\n",
+	})
+	if _, err := domain.Violations(filepath.Join(dir, "doc"), moduleEnv()); err == nil {
+		t.Error("Violations over a directory with no package: no error")
+	}
+}
+
+func writeModule(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func moduleEnv() []string {
+	return append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+}
