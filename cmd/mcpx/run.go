@@ -45,7 +45,7 @@ func commands() []command {
 		{"status", "[--json]", "list the running server instances", status},
 		{"stop", "<instance-id>", "stop one instance", stop},
 		{"config", "check|show [--config F]", "validate or print the configuration", configCmd},
-		{"demo-server", "", "run the built-in demo MCP server on stdin/stdout", demoServer},
+		{"demo-server", "[--failure-flags]", "run the built-in demo MCP server on stdin/stdout", demoServer},
 		{"help", "[command]", "show this help, or a command's flags", nil}, // handled by run
 	}
 }

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots are what mcpx gives every child with a root; the 2026-07-28 revision deprecates them with a twelve-month window, and the broker speaks the handshake eras that use them.
+
 package demo_test
 
 import (

@@ -31,9 +31,10 @@
 //
 // # Failure flags
 //
-// Main (and so MaybeServe and `mcpx demo-server`) honours, before serving:
-// EnvExitAtStart=N writes "boom" to stderr and exits N; EnvGarbage=1 writes a
-// non-JSON line to stdout; EnvHang=1 never answers initialize.
+// MaybeServe, and Main with failures set (`mcpx demo-server --failure-flags`),
+// honour before serving: EnvExitAtStart=N writes "boom" to stderr and exits
+// N; EnvGarbage=1 writes a non-JSON line to stdout; EnvHang=1 never answers
+// initialize. The daemon's default demo server ignores them.
 //
 // # Re-exec'ing the test binary as a real child
 //

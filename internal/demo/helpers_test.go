@@ -118,7 +118,6 @@ func mustJSON(v any) string {
 type pipeServer struct {
 	transport *mcp.IOTransport
 	sent      *testenv.SyncBuffer
-	stderr    *testenv.SyncBuffer
 	done      chan error
 }
 

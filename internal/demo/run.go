@@ -11,7 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Environment variables read by Main and MaybeServe.
+// Environment variables read by MaybeServe, and by Main when its failure
+// flags are on.
 const (
 	// EnvServer=1 makes MaybeServe serve the demo server and exit.
 	EnvServer = "MCPX_DEMO_SERVER"
@@ -48,30 +49,44 @@ func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer) err
 	return err
 }
 
-// Main runs the demo server on os.Stdin and os.Stdout, honouring the failure
-// flags (EnvExitAtStart, EnvGarbage, EnvHang), and returns the process exit
-// code: 0 after a clean EOF on stdin.
-func Main(ctx context.Context) int {
+// Main runs the demo server on stdin and stdout and returns the process exit
+// code: 0 after a clean EOF on stdin. Only when failures is true does it
+// honour the failure flags (EnvExitAtStart, EnvGarbage, EnvHang): tests turn
+// them on (MaybeServe, `mcpx demo-server --failure-flags`); the daemon's
+// default demo server never does, so a stray variable in a user's
+// environment cannot break it.
+func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, failures bool) int {
+	if failures {
+		if code, done := failAtStart(ctx, stdin, stdout, stderr); done {
+			return code
+		}
+	}
+	if err := run(ctx, stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "demo server: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// failAtStart acts on the failure flags. done is true when the process
+// should exit with code instead of serving.
+func failAtStart(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (code int, done bool) {
 	if v, ok := os.LookupEnv(EnvExitAtStart); ok {
 		code, err := strconv.Atoi(v)
 		if err != nil {
 			code = 1
 		}
-		fmt.Fprintln(os.Stderr, "boom")
-		return code
+		fmt.Fprintln(stderr, "boom")
+		return code, true
 	}
 	if os.Getenv(EnvGarbage) == "1" {
-		fmt.Fprintln(os.Stdout, GarbageLine)
+		fmt.Fprintln(stdout, GarbageLine)
 	}
 	if os.Getenv(EnvHang) == "1" {
-		hang(ctx, os.Stdin)
-		return 1
+		hang(ctx, stdin)
+		return 1, true
 	}
-	if err := Run(ctx, os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintf(os.Stderr, "demo server: %v\n", err)
-		return 1
-	}
-	return 0
+	return 0, false
 }
 
 // hang consumes in without answering and, even after EOF, keeps the process
@@ -81,14 +96,14 @@ func hang(ctx context.Context, in io.Reader) {
 	<-ctx.Done()
 }
 
-// MaybeServe serves the demo server on stdin/stdout and exits the process if
-// EnvServer is "1"; otherwise it returns at once. See the package doc for
+// MaybeServe serves the demo server on stdin/stdout, failure flags on, and
+// exits the process if EnvServer is "1"; otherwise it returns at once. See the package doc for
 // the TestMain pattern.
 func MaybeServe() {
 	if os.Getenv(EnvServer) != "1" {
 		return
 	}
-	os.Exit(Main(context.Background()))
+	os.Exit(Main(context.Background(), os.Stdin, os.Stdout, os.Stderr, true))
 }
 
 // nopWriteCloser keeps the transport from closing the caller's writer.

@@ -67,8 +67,7 @@ func selectorUses(fset *token.FileSet, f *ast.File, local, why string) []string 
 	// Scopes are tracked coarsely: a function that declares a parameter,
 	// result or variable named local is skipped entirely. Good enough for a
 	// guard whose failure a human reads.
-	var walk func(n ast.Node) bool
-	walk = func(n ast.Node) bool {
+	walk := func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.FuncDecl:
 			if declares(n.Type, n.Body, local) || (n.Recv != nil && fieldsDeclare(n.Recv, local)) {

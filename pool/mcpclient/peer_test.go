@@ -7,8 +7,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // peer is a scripted fake MCP server at the other end of two pipes: the test
@@ -64,20 +62,6 @@ func (p *peer) expect(want string) {
 	if got := p.recv(); got != want {
 		p.t.Errorf("client sent\n%s\nwant\n%s", got, want)
 	}
-}
-
-// expectJSON reads the next line and compares it as JSON.
-func (p *peer) expectJSON(want string) map[string]any {
-	p.t.Helper()
-	got := p.recvMsg()
-	var w map[string]any
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		p.t.Fatalf("bad want %q: %v", want, err)
-	}
-	if d := cmp.Diff(w, got); d != "" {
-		p.t.Errorf("client message mismatch (-want +got):\n%s", d)
-	}
-	return got
 }
 
 // connect runs Connect against the peer, answering initialize with version.
