@@ -60,17 +60,36 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	name, rest := args[0], args[1:]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		if len(rest) > 0 && rest[0] != "help" {
-			return run(ctx, []string{rest[0], "-h"}, stdin, stdout, stdout) // help asked for goes to stdout
+		// `mcpx help call` shows call's flags; a help flag after help
+		// (`mcpx help -h`, `mcpx -h -h`) is the general usage, never a loop.
+		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && rest[0] != "help" {
+			cmd, ok := lookup(rest[0])
+			if !ok {
+				return unknownCommand(c, rest[0])
+			}
+			c.stderr = c.stdout // help asked for goes to stdout
+			return cmd.run(ctx, c, []string{"-h"})
 		}
 		usage(c.stdout)
 		return exitOK
 	}
+	if cmd, ok := lookup(name); ok {
+		return cmd.run(ctx, c, rest)
+	}
+	return unknownCommand(c, name)
+}
+
+// lookup finds the subcommand called name.
+func lookup(name string) (command, bool) {
 	for _, cmd := range commands() {
 		if cmd.name == name && cmd.run != nil {
-			return cmd.run(ctx, c, rest)
+			return cmd, true
 		}
 	}
+	return command{}, false
+}
+
+func unknownCommand(c *cli, name string) int {
 	fmt.Fprintf(c.stderr, "mcpx: unknown command %q\n\n", name)
 	usage(c.stderr)
 	return exitUsage
