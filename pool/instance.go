@@ -14,20 +14,23 @@ import (
 // instance is one (server, key) slot. Its root and spawn spec are fixed at
 // creation; each (re)start makes a new generation.
 type instance struct {
+	// Constant after newInstanceLocked.
 	id        string
 	key       instKey
 	def       *Server
 	root      string
 	degraded  string
 	spec      spawnSpec
-	sem       chan struct{} // exclusive servers: the one holder's token
+	sem       chan struct{} // exclusive servers: the one holder's token; send/receive without Pool.mu
 	ephemeral bool          // a call: instance, stopped once its call is done
 
-	// All below are guarded by Pool.mu.
-	state        State
-	gen          *generation   // the running child; nil when not running
-	starting     *startAttempt // non-nil while a start is under way
-	started      time.Time
+	// Guarded by Pool.mu. Read them anywhere under the lock; they change
+	// only in apply (lifecycle.go), all together, along the edges listed
+	// there.
+	phase        phase
+	gen          *generation   // the running child; set in ready, and while a stopper has not yet stopped it
+	starting     *startAttempt // the start under way; set in starting, and when a stopper gave up waiting for it
+	started      time.Time     // when the last start finished
 	lastUsed     time.Time
 	calls        int64
 	inflight     int
@@ -36,12 +39,13 @@ type instance struct {
 	backoffUntil time.Time
 	lastErr      string
 	lastTail     string
-	stopping     bool
-	drained      chan struct{} // closed when inflight drops to 0 while stopping
+	drained      chan struct{} // made on remove with calls in flight; closed when the last one ends
 }
 
 // idle reports whether the instance can be stopped without cutting a call.
-func (i *instance) idle() bool { return i.inflight == 0 && i.starting == nil && !i.stopping }
+func (i *instance) idle() bool {
+	return i.inflight == 0 && i.phase != phaseStarting && !i.phase.removed()
+}
 
 type startAttempt struct {
 	done chan struct{}
@@ -84,22 +88,13 @@ func (g *generation) deathDetail() string {
 	return "the child " + g.exitDesc
 }
 
-// Crash-loop backoff: after this many consecutive failures the next start
-// waits, doubling from backoffBase up to backoffMax.
-const (
-	backoffAfter = 3
-	backoffBase  = time.Second
-	backoffMax   = time.Minute
-)
-
-func (p *Pool) startLocked(inst *instance) {
+func (p *Pool) startLocked(inst *instance, now time.Time) bool {
 	a := &startAttempt{done: make(chan struct{})}
-	inst.starting = a
-	inst.state = StateStarting
-	if !inst.started.IsZero() {
-		inst.restarts++
+	if !p.updateLocked(inst, &event{kind: evStart, now: now, attempt: a}) {
+		return false
 	}
 	p.wg.Go(func() { p.start(inst, a) })
+	return true
 }
 
 // start spawns the child and runs initialize, bounded by the start timeout
@@ -192,47 +187,35 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 
 func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *Error, log *slog.Logger) {
 	p.mu.Lock()
-	inst.starting = nil
+	defer p.mu.Unlock()
+	defer close(a.done)
 	now := p.opts.Now()
 	if err != nil {
 		a.err = err
-		p.failLocked(inst, err.Detail, err.StderrTail, now)
+		p.updateLocked(inst, &event{kind: evStartFailed, now: now, attempt: a, fail: &failure{err.Detail, err.StderrTail}})
 		log.Warn("start failed", "err", err, "stderr", err.StderrTail)
-	} else {
-		inst.gen = g
-		inst.state = StateReady
-		inst.started = now
-		inst.lastUsed = now // a start is a use: its waiting callers are about to call
-		p.wg.Go(func() { p.watch(inst, g) })
-		if inst.stopping {
-			// Removed while starting, and its stopper may have given up
-			// waiting: nobody else will stop this child.
-			p.wg.Go(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				g.stop(ctx)
-			})
-		}
+		return
 	}
-	close(a.done)
-	p.mu.Unlock()
+	if !p.updateLocked(inst, &event{kind: evStarted, now: now, attempt: a, gen: g}) {
+		a.err = p.perr("start", Target{Server: inst.def.Name, Key: inst.key.key}, ErrStart, "internal error: the instance refused its new child")
+		p.stopGenAsync(g)
+		return
+	}
+	p.wg.Go(func() { p.watch(inst, g) })
+	if inst.phase.removed() {
+		// Removed while starting, and its stopper may have given up
+		// waiting: nobody else will stop this child.
+		p.stopGenAsync(g)
+	}
 }
 
-// failLocked records a failed start or a crash and enters backoff when the
-// instance keeps failing.
-func (p *Pool) failLocked(inst *instance, detail, tail string, now time.Time) {
-	inst.failures++
-	inst.lastErr = detail
-	inst.lastTail = tail
-	inst.state = StateStopped
-	if inst.failures >= backoffAfter {
-		d := backoffBase << (inst.failures - backoffAfter)
-		if d > backoffMax || d <= 0 {
-			d = backoffMax
-		}
-		inst.backoffUntil = now.Add(d)
-		inst.state = StateBackoff
-	}
+// stopGenAsync stops g in the background, bounded.
+func (p *Pool) stopGenAsync(g *generation) {
+	p.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		g.stop(ctx)
+	})
 }
 
 // watch waits for the child to end, then records why. One watcher per
@@ -260,19 +243,15 @@ func (p *Pool) watch(inst *instance, g *generation) {
 	defer close(g.dead)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if inst.gen != g {
+	ev := event{kind: evExited, now: p.opts.Now(), gen: g}
+	// An expired session is re-initialized on the next call: no failure.
+	crashed := inst.phase == phaseReady && !errors.Is(g.sess.Err(), mcpclient.ErrSessionExpired)
+	if crashed {
+		ev.fail = &failure{g.deathDetail(), g.tail}
+	}
+	if !p.updateLocked(inst, &ev) || !crashed {
 		return
 	}
-	inst.gen = nil
-	if inst.stopping {
-		inst.state = StateStopped
-		return
-	}
-	if errors.Is(g.sess.Err(), mcpclient.ErrSessionExpired) {
-		inst.state = StateStopped // re-initialized on the next call
-		return
-	}
-	p.failLocked(inst, g.deathDetail(), g.tail, p.opts.Now())
 	p.log.Warn("child exited unexpectedly", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
 		"pid", g.pid(), "how", g.exitDesc, "stderr", g.tail)
 }
@@ -281,14 +260,7 @@ func (p *Pool) watch(inst *instance, g *generation) {
 // its child. inst has already been removed from the maps.
 func (p *Pool) stopInstance(ctx context.Context, inst *instance, why string) {
 	p.mu.Lock()
-	var drained chan struct{}
-	if inst.inflight > 0 {
-		if inst.drained == nil {
-			inst.drained = make(chan struct{})
-		}
-		drained = inst.drained
-	}
-	a := inst.starting
+	drained, a := inst.drained, inst.starting
 	p.mu.Unlock()
 	if drained != nil {
 		select {
@@ -311,7 +283,7 @@ func (p *Pool) stopInstance(ctx context.Context, inst *instance, why string) {
 		<-g.dead
 	}
 	p.mu.Lock()
-	inst.state = StateStopped
+	p.updateLocked(inst, &event{kind: evStopped, now: p.opts.Now()})
 	p.mu.Unlock()
 }
 
@@ -326,7 +298,7 @@ func (i *instance) statusLocked() InstanceStatus {
 	s := InstanceStatus{
 		ID: i.id, Server: i.def.Name, Key: i.key.key, Root: i.root,
 		Cwd: i.spec.cwd, CwdSource: i.spec.cwdSource,
-		Transport: "stdio", Pid: i.gen.pid(), State: i.state,
+		Transport: "stdio", Pid: i.gen.pid(), State: i.phase.state(),
 		Started: i.started, LastUsed: i.lastUsed, Calls: i.calls, InFlight: i.inflight,
 		Restarts: i.restarts, LastError: i.lastErr, Degraded: i.degraded,
 	}
@@ -336,7 +308,7 @@ func (i *instance) statusLocked() InstanceStatus {
 	if i.gen != nil && i.gen.sess != nil {
 		s.Protocol = i.gen.sess.ProtocolVersion()
 	}
-	if i.state == StateBackoff {
+	if i.phase == phaseBackoff {
 		s.BackoffUntil = i.backoffUntil
 	}
 	return s

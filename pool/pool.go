@@ -287,15 +287,21 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 			}
 		}
 		now := p.opts.Now()
-		if inst.state == StateBackoff && now.Before(inst.backoffUntil) {
-			e := p.perr("start", t, ErrBackoff, inst.lastErr)
-			e.RetryAfter = inst.backoffUntil.Sub(now)
-			e.StderrTail = inst.lastTail
-			p.mu.Unlock()
-			return nil, nil, e
-		}
-		if inst.gen == nil && inst.starting == nil {
-			p.startLocked(inst)
+		switch inst.phase {
+		case phaseBackoff:
+			if now.Before(inst.backoffUntil) {
+				e := p.perr("start", t, ErrBackoff, inst.lastErr)
+				e.RetryAfter = inst.backoffUntil.Sub(now)
+				e.StderrTail = inst.lastTail
+				p.mu.Unlock()
+				return nil, nil, e
+			}
+			fallthrough
+		case phaseIdle:
+			if !p.startLocked(inst, now) {
+				p.mu.Unlock()
+				return nil, nil, p.perr("start", t, ErrStart, "internal error: the instance refused to start")
+			}
 		}
 		if a := inst.starting; a != nil {
 			p.mu.Unlock()
@@ -331,14 +337,19 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 				return nil, nil, p.ctxErr(ctx, t, "waiting for the exclusive instance; another caller holds it")
 			}
 			p.mu.Lock()
-			if inst.gen != g || inst.stopping {
+			if inst.gen != g || inst.phase.removed() {
 				<-inst.sem
 				p.mu.Unlock()
 				continue
 			}
 		}
-		inst.inflight++
-		inst.lastUsed = now
+		if !p.updateLocked(inst, &event{kind: evAcquire, now: now, gen: g}) {
+			if inst.sem != nil {
+				<-inst.sem
+			}
+			p.mu.Unlock()
+			return nil, nil, p.perr("acquire", t, ErrStart, "internal error: the instance refused the call")
+		}
 		p.mu.Unlock()
 		return inst, g, nil
 	}
@@ -389,7 +400,7 @@ func (p *Pool) newInstanceLocked(t Target) (*instance, error) {
 		degraded:  t.Degraded,
 		spec:      spec,
 		ephemeral: t.Ephemeral,
-		state:     StateStopped,
+		phase:     phaseIdle,
 		lastUsed:  p.opts.Now(),
 	}
 	if def.Exclusive {
@@ -428,13 +439,13 @@ func (p *Pool) evictLRULocked(ok func(*instance) bool) bool {
 }
 
 // removeLocked takes inst out of the maps; new callers get a new instance.
+// The caller then owns stopping it (stopInstance, or stopAsync).
 func (p *Pool) removeLocked(inst *instance) {
 	if p.instances[inst.key] == inst {
 		delete(p.instances, inst.key)
 	}
 	delete(p.byID, inst.id)
-	inst.stopping = true
-	inst.state = StateStopping
+	p.updateLocked(inst, &event{kind: evRemove, now: p.opts.Now()})
 }
 
 func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Target, callErr error) error {
@@ -442,20 +453,11 @@ func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Tar
 		callErr = p.callError(ctx, inst, g, t, callErr)
 	}
 	p.mu.Lock()
-	inst.inflight--
-	inst.calls++
-	inst.lastUsed = p.opts.Now()
-	if callErr == nil || isRPCError(callErr) {
-		inst.failures = 0
-	}
+	p.updateLocked(inst, &event{kind: evRelease, now: p.opts.Now(), ok: callErr == nil || isRPCError(callErr)})
 	if inst.sem != nil {
 		<-inst.sem
 	}
-	if inst.inflight == 0 && inst.drained != nil {
-		close(inst.drained)
-		inst.drained = nil
-	}
-	if t.Ephemeral && inst.inflight == 0 && !inst.stopping {
+	if t.Ephemeral && inst.inflight == 0 && !inst.phase.removed() {
 		p.removeLocked(inst)
 		p.stopAsync(inst, "call finished")
 	}
@@ -490,7 +492,7 @@ func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t T
 		return e
 	case errors.Is(err, mcpclient.ErrClosed):
 		p.mu.Lock()
-		stopping := inst.stopping
+		stopping := inst.phase.removed()
 		p.mu.Unlock()
 		if stopping {
 			e := p.perr("call", t, ErrClosed, "the instance was stopped (by request, a config reload, eviction or shutdown) before the call finished")

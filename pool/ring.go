@@ -25,11 +25,12 @@ func (r *ring) Write(p []byte) (int, error) {
 }
 
 // Tail returns at most n trailing lines, without a partial first line when
-// the ring has wrapped.
+// the ring has wrapped. It reads the buffer under mu: Write compacts it in
+// place, so the bytes may not be looked at after unlocking.
 func (r *ring) Tail(n int) string {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	b := bytes.TrimRight(r.buf, "\n")
-	r.mu.Unlock()
 	end := len(b)
 	for i := len(b) - 1; i >= 0 && n > 0; i-- {
 		if b[i] == '\n' {

@@ -2,7 +2,9 @@ package pool
 
 import "time"
 
-// State is an instance's lifecycle state.
+// State is an instance's lifecycle state as the API shows it; the pool's
+// own states (idle and stopped both show as "stopped") and their allowed
+// transitions are in lifecycle.go.
 type State string
 
 const (
@@ -10,7 +12,7 @@ const (
 	StateReady    State = "ready"    // serving calls
 	StateBackoff  State = "backoff"  // crashed repeatedly; next start not before BackoffUntil
 	StateStopping State = "stopping" // draining and shutting down
-	StateStopped  State = "stopped"  // gone (kept briefly in status so callers see why)
+	StateStopped  State = "stopped"  // no child: not started yet, or it exited (the next call starts one; LastError says why)
 )
 
 // CwdSource says where a child's working directory came from.
