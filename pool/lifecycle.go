@@ -2,7 +2,6 @@ package pool
 
 import (
 	"fmt"
-	"testing"
 	"time"
 )
 
@@ -234,9 +233,14 @@ func (e *transitionError) Error() string {
 	return fmt.Sprintf("instance %s: illegal %s in phase %s (to %s): %s", e.id, e.ev, e.from, e.to, refusalNames[e.reason])
 }
 
+// panicOnIllegal makes an illegal transition panic instead of being logged
+// and refused. The pool's own tests set it (export_test.go), so a bug there
+// fails loudly; the daemon never does.
+var panicOnIllegal = false
+
 // updateLocked applies ev to inst and reports whether it was accepted.
-// An illegal event is a bug in the pool: it panics in tests; the daemon
-// logs it and leaves inst as it was. p.mu must be held.
+// An illegal event is a bug in the pool: it panics in the pool's tests; the
+// daemon logs it and leaves inst as it was. p.mu must be held.
 func (p *Pool) updateLocked(inst *instance, ev *event) bool {
 	if err := inst.apply(ev); err != nil {
 		p.refused(inst, err)
@@ -246,7 +250,7 @@ func (p *Pool) updateLocked(inst *instance, ev *event) bool {
 }
 
 func (p *Pool) refused(inst *instance, err error) {
-	if testing.Testing() {
+	if panicOnIllegal {
 		panic(err)
 	}
 	p.log.Error("refused an illegal instance transition; this is a bug in mcpx", "err", err,

@@ -14,6 +14,10 @@ import (
 	"time"
 )
 
+// The pool's tests fail loudly on an illegal transition, in every test of
+// this binary (the external pool_test package's included).
+func init() { panicOnIllegal = true }
+
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // lifecycleFixture is an instance in phase ph holding everything any event
@@ -216,5 +220,25 @@ func TestLifecycleFieldsChangeOnlyInApply(t *testing.T) {
 				return true
 			})
 		}
+	}
+}
+
+// TestIllegalTransitionLoggedInDaemon: outside the pool's tests an illegal
+// transition is refused and logged at error, and the instance is unchanged.
+func TestIllegalTransitionLoggedInDaemon(t *testing.T) {
+	panicOnIllegal = false
+	defer func() { panicOnIllegal = true }()
+	var logged strings.Builder
+	p := &Pool{log: slog.New(slog.NewTextHandler(&logged, nil))}
+	inst, _, _ := lifecycleFixture(phaseStopped, 0)
+	before := *inst
+	if p.updateLocked(inst, &event{kind: evRemove, now: t0}) {
+		t.Fatal("removing a stopped instance was accepted")
+	}
+	if !reflect.DeepEqual(*inst, before) {
+		t.Error("refused but changed the instance")
+	}
+	if !strings.Contains(logged.String(), "level=ERROR") || !strings.Contains(logged.String(), "illegal remove") {
+		t.Errorf("log = %q, want an error record naming the illegal event", logged.String())
 	}
 }
