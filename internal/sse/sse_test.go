@@ -151,3 +151,24 @@ func FuzzDecoder(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecoder reads the events of a streamable HTTP answer as
+// go-sdk's server writes them: an id, an event type, one data line.
+func BenchmarkDecoder(b *testing.B) {
+	ev := "event: message\nid: 1_0\ndata: " + `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}]}}` + "\n\n"
+	stream := strings.Repeat(ev, 100)
+	r := strings.NewReader(stream)
+	br := bufio.NewReaderSize(r, 16<<10)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Reset(stream)
+		br.Reset(r)
+		d := sse.NewDecoder(br, 1<<20)
+		for {
+			if _, err := d.Next(); err != nil {
+				break
+			}
+		}
+	}
+}
