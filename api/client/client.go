@@ -227,14 +227,11 @@ func get[T any](ctx context.Context, c *Client, op string, cl *Caller, query str
 }
 
 // readRaw returns the body of a raw route's answer: the child's MCP result.
+// A read error is returned as it is (the CLI has always printed it so).
 func readRaw(resp *http.Response, err error) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading the broker's answer: %w", err)
-	}
-	return b, nil
+	return io.ReadAll(resp.Body)
 }
