@@ -11,8 +11,9 @@
 // server), and every error comes back as a *broker.Error mapped to one status
 // and one stable problem type in writeProblem.
 //
-// The route table (Routes) is the single description of the API: the router
-// is built from it, and the OpenAPI generator reads it.
+// The contract (routes, headers, documents, problems, events) is data in
+// package api/wire: the router mounts wire's route table, one handler per
+// operation name; the Go client is api/client.
 package api
 
 import (
@@ -52,13 +53,13 @@ type server struct {
 	keepAlive time.Duration
 }
 
-// New returns the API handler. It serves every route in Routes, on any
+// New returns the API handler. It serves every route of wire.Routes, on any
 // listener: callers are authenticated from the connection (see ConnContext),
 // so the handler must be served by an http.Server whose ConnContext is
 // ConnContext (Serve and NewServer do that) for unix-socket callers to be
 // admitted.
 func New(opts Options) http.Handler {
-	return newServer(opts).handler(routes)
+	return newServer(opts).handler(routes())
 }
 
 func newServer(opts Options) *server {

@@ -9,23 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
-)
-
-// Caller-context headers: what a caller declares about where and who it is.
-// See broker.CallContext.
-const (
-	HeaderCwd           = "Mcpx-Cwd"            // absolute path on the broker's machine
-	HeaderSession       = "Mcpx-Session"        // the caller's session id
-	HeaderParentSession = "Mcpx-Parent-Session" // the session that started the caller's session
-	HeaderLease         = "Mcpx-Lease"          // a remote caller's pid-style lifetime
-	HeaderPid           = "Mcpx-Pid"            // the caller's pid; trusted from unix-socket callers only
-)
-
-// Caller Via values.
-const (
-	ViaUnix        = "unix"
-	ViaTCPLoopback = "tcp-loopback"
 )
 
 type callerKey struct{}
@@ -72,7 +57,7 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 	if !loopbackHost(r.Host) {
 		return broker.Caller{}, forbidden(fmt.Sprintf("host %q is not a loopback name", r.Host))
 	}
-	return broker.Caller{Name: "loopback", Via: ViaTCPLoopback, Admin: true}, nil
+	return broker.Caller{Name: "loopback", Via: wire.ViaTCPLoopback, Admin: true}, nil
 }
 
 func (s *server) unixCaller(p peer) (broker.Caller, error) {
@@ -83,7 +68,7 @@ func (s *server) unixCaller(p peer) (broker.Caller, error) {
 	if p.uid != s.owner {
 		return broker.Caller{}, forbidden(fmt.Sprintf("uid %d may not use this daemon; it serves uid %d only", p.uid, s.owner))
 	}
-	return broker.Caller{Name: "local:" + strconv.Itoa(p.uid), Via: ViaUnix, Uid: p.uid, Local: true, Admin: true}, nil
+	return broker.Caller{Name: "local:" + strconv.Itoa(p.uid), Via: wire.ViaUnix, Uid: p.uid, Local: true, Admin: true}, nil
 }
 
 func forbidden(msg string) error {
@@ -109,16 +94,16 @@ func loopbackHost(host string) bool {
 func callContext(r *http.Request, c broker.Caller) (broker.CallContext, error) {
 	h := r.Header
 	cc := broker.CallContext{
-		Cwd:           h.Get(HeaderCwd),
-		Session:       h.Get(HeaderSession),
-		ParentSession: h.Get(HeaderParentSession),
-		Lease:         h.Get(HeaderLease),
+		Cwd:           h.Get(wire.HeaderCwd),
+		Session:       h.Get(wire.HeaderSession),
+		ParentSession: h.Get(wire.HeaderParentSession),
+		Lease:         h.Get(wire.HeaderLease),
 	}
-	if v := h.Get(HeaderPid); v != "" && c.Local {
+	if v := h.Get(wire.HeaderPid); v != "" && c.Local {
 		pid, err := strconv.Atoi(v)
 		if err != nil || pid <= 0 {
-			return cc, &broker.Error{Kind: broker.KindBadRequest, Op: "read headers", Field: HeaderPid,
-				Msg: fmt.Sprintf("%s %q is not a process id", HeaderPid, v), Hint: "send a positive integer or omit the header"}
+			return cc, &broker.Error{Kind: broker.KindBadRequest, Op: "read headers", Field: wire.HeaderPid,
+				Msg: fmt.Sprintf("%s %q is not a process id", wire.HeaderPid, v), Hint: "send a positive integer or omit the header"}
 		}
 		cc.Pid = pid
 	}

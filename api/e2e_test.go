@@ -22,6 +22,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
@@ -80,7 +81,7 @@ func startDemo(t *testing.T, servers map[string]string) *daemon {
 	return startDaemon(t, daemonOptions{cfg: demoConfig(t, servers)})
 }
 
-func cwdHeader(dir string) []string { return []string{api.HeaderCwd, dir} }
+func cwdHeader(dir string) []string { return []string{wire.HeaderCwd, dir} }
 
 // toolResult is the part of a CallToolResult the tests look at.
 type toolResult struct {
@@ -142,8 +143,8 @@ func TestCallToolErrors(t *testing.T) {
 	}{
 		{"unknown server", "/v1/servers/nope/tools/echo", `{}`, cwdHeader(dir), 404, ""},
 		{"unknown tool", "/v1/servers/demo/tools/nope", `{}`, cwdHeader(dir), 404, ""},
-		{"relative cwd", "/v1/servers/demo/tools/echo", `{"message":"x"}`, cwdHeader("some/dir"), 400, api.HeaderCwd},
-		{"missing cwd", "/v1/servers/demo/tools/echo", `{"message":"x"}`, cwdHeader(filepath.Join(dir, "gone")), 400, api.HeaderCwd},
+		{"relative cwd", "/v1/servers/demo/tools/echo", `{"message":"x"}`, cwdHeader("some/dir"), 400, wire.HeaderCwd},
+		{"missing cwd", "/v1/servers/demo/tools/echo", `{"message":"x"}`, cwdHeader(filepath.Join(dir, "gone")), 400, wire.HeaderCwd},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,7 +214,7 @@ func streamRequest(t *testing.T, ctx context.Context, c *client, path, body, cwd
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Accept-Encoding", "gzip, zstd") // must not apply to streams
-	req.Header.Set(api.HeaderCwd, cwd)
+	req.Header.Set(wire.HeaderCwd, cwd)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -288,8 +289,8 @@ func TestStreamErrors(t *testing.T) {
 	if len(events) != 1 || events[0].name != "error" {
 		t.Fatalf("events %+v, want one error", events)
 	}
-	var p api.Problem
-	if err := json.Unmarshal([]byte(events[0].data), &p); err != nil || p.Status != 404 || p.Type != api.ProblemTypeBase+"not-found" {
+	var p wire.Problem
+	if err := json.Unmarshal([]byte(events[0].data), &p); err != nil || p.Status != 404 || p.Type != wire.ProblemTypeBase+"not-found" {
 		t.Errorf("error event %s: %v", events[0].data, err)
 	}
 }
@@ -339,7 +340,7 @@ func TestDisconnectCancelsTheChildCall(t *testing.T) {
 					return
 				}
 				req, _ := http.NewRequestWithContext(ctx, "POST", d.unix.base+"/v1/servers/demo/tools/sleep", strings.NewReader(`{"ms":600000}`))
-				req.Header.Set(api.HeaderCwd, os.TempDir())
+				req.Header.Set(wire.HeaderCwd, os.TempDir())
 				if resp, err := d.unix.hc.Do(req); err == nil {
 					resp.Body.Close()
 				}
@@ -358,7 +359,7 @@ func TestToolsAcrossServers(t *testing.T) {
 		"demo":   "",
 		"broken": fmt.Sprintf(`{"env": {%q: "3"}}`, demo.EnvExitAtStart),
 	})
-	var list api.ToolList
+	var list wire.ToolList
 	r := d.unix.do(t, "GET", "/v1/tools", "", cwdHeader(t.TempDir())...)
 	if r.StatusCode != 200 {
 		t.Fatalf("%d %s", r.StatusCode, r.body)
@@ -468,7 +469,7 @@ func TestExhaustedHasRetryAfter(t *testing.T) {
 	waitLog(t, d, "sleeping 600000ms")
 	r := d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"x"}`, cwdHeader(t.TempDir())...)
 	p := r.problem(t)
-	if p.Status != 503 || p.Type != api.ProblemTypeBase+"exhausted" || r.Header.Get("Retry-After") == "" {
+	if p.Status != 503 || p.Type != wire.ProblemTypeBase+"exhausted" || r.Header.Get("Retry-After") == "" {
 		t.Errorf("problem %+v, Retry-After %q", p, r.Header.Get("Retry-After"))
 	}
 	cancel()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"runtime/debug"
@@ -12,7 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/sse"
 )
 
 // wantsEvents reports whether the client asked for a server-sent event stream.
@@ -20,7 +21,7 @@ func wantsEvents(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept") {
 		for _, part := range strings.Split(v, ",") {
 			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err == nil && mt == "text/event-stream" {
+			if err == nil && mt == wire.MediaEventStream {
 				return true
 			}
 		}
@@ -28,7 +29,8 @@ func wantsEvents(r *http.Request) bool {
 	return false
 }
 
-// streamCall runs a tool call as a server-sent event stream:
+// streamCall runs a tool call as a server-sent event stream (see wire's
+// Event* constants):
 //
 //	event: progress   the params of each notifications/progress, in order
 //	event: result     the child's CallToolResult, unchanged
@@ -70,38 +72,39 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 	for {
 		select {
 		case <-keepAlive.C:
-			ev.comment("keep-alive")
+			ev.comment(wire.KeepAliveComment)
 		case <-q.ready:
 			for _, p := range q.take() {
-				ev.send("progress", p)
+				ev.send(wire.EventProgress, p)
 			}
 		case o := <-done:
 			q.close()
 			for _, p := range q.take() {
-				ev.send("progress", p)
+				ev.send(wire.EventProgress, p)
 			}
 			if o.err != nil {
 				p, _ := json.Marshal(s.problem(r, o.err))
-				ev.send("error", p)
+				ev.send(wire.EventError, p)
 			} else {
-				ev.send("result", o.res)
+				ev.send(wire.EventResult, o.res)
 			}
 			return nil
 		}
 	}
 }
 
-// eventWriter writes server-sent events, flushing after each. Only the
-// handler's goroutine uses it.
+// eventWriter writes server-sent events through the sse codec, flushing
+// after each. Only the handler's goroutine uses it.
 type eventWriter struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
-	err error // the first write error: the client is gone, later events are dropped
+	buf []byte // reused for each event
+	err error  // the first write error: the client is gone, later events are dropped
 }
 
 func newEventWriter(w http.ResponseWriter) *eventWriter {
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
+	h.Set("Content-Type", wire.MediaEventStream)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // ask reverse proxies not to buffer the stream
 	w.WriteHeader(http.StatusOK)
@@ -115,26 +118,20 @@ func (e *eventWriter) comment(text string) {
 	if e.err != nil {
 		return
 	}
-	if _, e.err = io.WriteString(e.w, ": "+text+"\n\n"); e.err == nil {
-		e.err = e.rc.Flush()
-	}
+	e.write(sse.AppendComment(e.buf[:0], text))
 }
 
-// send writes one event. Data is split into lines, each its own data field
-// (per the SSE format), so multi-line JSON stays one event.
+// send writes one event; multi-line data stays one event.
 func (e *eventWriter) send(name string, data []byte) {
 	if e.err != nil {
 		return
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "event: %s\n", name)
-	for line := range bytes.SplitSeq(bytes.TrimRight(data, "\r\n"), []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(bytes.TrimSuffix(line, []byte("\r")))
-		b.WriteByte('\n')
-	}
-	b.WriteByte('\n')
-	if _, e.err = e.w.Write(b.Bytes()); e.err == nil {
+	e.write(sse.AppendEvent(e.buf[:0], name, data))
+}
+
+func (e *eventWriter) write(b []byte) {
+	e.buf = b
+	if _, e.err = e.w.Write(b); e.err == nil {
 		e.err = e.rc.Flush()
 	}
 }

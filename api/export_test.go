@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 )
 
@@ -11,13 +12,13 @@ import (
 func NewForOwner(opts Options, owner int) http.Handler {
 	s := newServer(opts)
 	s.owner = owner
-	return s.handler(routes)
+	return s.handler(routes())
 }
 
 // NewPanicking is New plus GET /panic, which panics.
 func NewPanicking(opts Options) http.Handler {
-	table := append([]route{{Route{Method: "GET", Pattern: "/panic"},
-		func(*server, http.ResponseWriter, *http.Request) error { panic("boom") }}}, routes...)
+	table := append([]route{{wire.Route{Method: "GET", Pattern: "/panic"},
+		func(*server, http.ResponseWriter, *http.Request) error { panic("boom") }}}, routes()...)
 	return newServer(opts).handler(table)
 }
 

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 )
 
@@ -25,35 +25,35 @@ func TestProblemMapping(t *testing.T) {
 		name       string
 		err        error
 		caller     broker.Caller
-		want       api.Problem
+		want       wire.Problem
 		retryAfter string
 	}{
 		{"bad request", &broker.Error{Kind: broker.KindBadRequest, Field: "Mcpx-Cwd", Msg: "cwd is not absolute", Hint: "send an absolute path"}, remote,
-			api.Problem{Type: api.ProblemTypeBase + "bad-request", Title: "Bad request", Status: 400, Detail: "cwd is not absolute; send an absolute path", Field: "Mcpx-Cwd"}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "bad-request", Title: "Bad request", Status: 400, Detail: "cwd is not absolute; send an absolute path", Field: "Mcpx-Cwd"}, ""},
 		{"not found", &broker.Error{Kind: broker.KindNotFound, Server: "nope", Msg: `no server "nope"`}, remote,
-			api.Problem{Type: api.ProblemTypeBase + "not-found", Title: "Not found", Status: 404, Detail: `no server "nope"`, Server: "nope"}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "not-found", Title: "Not found", Status: 404, Detail: `no server "nope"`, Server: "nope"}, ""},
 		{"forbidden", &broker.Error{Kind: broker.KindForbidden, Msg: "no"}, remote,
-			api.Problem{Type: api.ProblemTypeBase + "forbidden", Title: "Forbidden", Status: 403, Detail: "no"}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "forbidden", Title: "Forbidden", Status: 403, Detail: "no"}, ""},
 		{"child failed, local caller sees stderr", &broker.Error{Kind: broker.KindChildFailed, Server: "demo", Msg: "the server exited", StderrTail: "panic: at /home/me/x.go:3", Err: errors.New("exit status 2")}, local,
-			api.Problem{Type: api.ProblemTypeBase + "child-failed", Title: "Server failed", Status: 502, Detail: "the server exited", Server: "demo", StderrTail: "panic: at /home/me/x.go:3"}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "child-failed", Title: "Server failed", Status: 502, Detail: "the server exited", Server: "demo", StderrTail: "panic: at /home/me/x.go:3"}, ""},
 		{"child failed, remote caller does not", &broker.Error{Kind: broker.KindChildFailed, Server: "demo", Msg: "the server exited", StderrTail: "secret", RPCCode: -32603}, remote,
-			api.Problem{Type: api.ProblemTypeBase + "child-failed", Title: "Server failed", Status: 502, Detail: "the server exited", Server: "demo", RPCCode: -32603}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "child-failed", Title: "Server failed", Status: 502, Detail: "the server exited", Server: "demo", RPCCode: -32603}, ""},
 		{"timeout", &broker.Error{Kind: broker.KindTimeout, Msg: "call timed out after 5m0s"}, remote,
-			api.Problem{Type: api.ProblemTypeBase + "timeout", Title: "Timed out", Status: 504, Detail: "call timed out after 5m0s"}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "timeout", Title: "Timed out", Status: 504, Detail: "call timed out after 5m0s"}, ""},
 		{"exhausted rounds up", &broker.Error{Kind: broker.KindExhausted, Msg: "pool full", RetryAfter: 1500 * time.Millisecond}, remote,
-			api.Problem{Type: api.ProblemTypeBase + "exhausted", Title: "Pool exhausted", Status: 503, Detail: "pool full", RetryAfter: 2}, "2"},
+			wire.Problem{Type: wire.ProblemTypeBase + "exhausted", Title: "Pool exhausted", Status: 503, Detail: "pool full", RetryAfter: 2}, "2"},
 		{"exhausted at least a second", &broker.Error{Kind: broker.KindExhausted, Msg: "pool full"}, remote,
-			api.Problem{Type: api.ProblemTypeBase + "exhausted", Title: "Pool exhausted", Status: 503, Detail: "pool full", RetryAfter: 1}, "1"},
+			wire.Problem{Type: wire.ProblemTypeBase + "exhausted", Title: "Pool exhausted", Status: 503, Detail: "pool full", RetryAfter: 1}, "1"},
 		{"unavailable", &broker.Error{Kind: broker.KindUnavailable, Msg: "shutting down"}, remote,
-			api.Problem{Type: api.ProblemTypeBase + "unavailable", Title: "Unavailable", Status: 503, Detail: "shutting down"}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "unavailable", Title: "Unavailable", Status: 503, Detail: "shutting down"}, ""},
 		{"internal hides everything", &broker.Error{Kind: broker.KindInternal, Msg: "at /src/x.go", Field: "f", StderrTail: "t", Err: errors.New("/etc/secret")}, local,
-			api.Problem{Type: api.ProblemTypeBase + "internal", Title: "Internal error", Status: 500, Detail: "internal error"}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "internal", Title: "Internal error", Status: 500, Detail: "internal error"}, ""},
 		{"plain error is internal", errors.New("open /root/.ssh/id: denied"), local,
-			api.Problem{Type: api.ProblemTypeBase + "internal", Title: "Internal error", Status: 500, Detail: "internal error"}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "internal", Title: "Internal error", Status: 500, Detail: "internal error"}, ""},
 		{"wrapped broker error", fmt.Errorf("calling: %w", &broker.Error{Kind: broker.KindNotFound, Msg: "no tool"}), remote,
-			api.Problem{Type: api.ProblemTypeBase + "not-found", Title: "Not found", Status: 404, Detail: "no tool"}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "not-found", Title: "Not found", Status: 404, Detail: "no tool"}, ""},
 		{"too large", &http.MaxBytesError{Limit: 10}, remote,
-			api.Problem{Type: api.ProblemTypeBase + "too-large", Title: "Request body too large", Status: 413, Detail: "request body is larger than 10 bytes; send smaller arguments", Field: "body"}, ""},
+			wire.Problem{Type: wire.ProblemTypeBase + "too-large", Title: "Request body too large", Status: 413, Detail: "request body is larger than 10 bytes; send smaller arguments", Field: "body"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestProblemMapping(t *testing.T) {
 			if got := w.Header().Get("Retry-After"); got != tt.retryAfter {
 				t.Errorf("Retry-After %q, want %q", got, tt.retryAfter)
 			}
-			var got api.Problem
+			var got wire.Problem
 			if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
@@ -76,32 +76,6 @@ func TestProblemMapping(t *testing.T) {
 				t.Errorf("problem (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestRoutesTable(t *testing.T) {
-	routes := api.Routes()
-	names := map[string]bool{}
-	for _, r := range routes {
-		if r.Method == "" || r.Pattern == "" || r.Name == "" || r.Summary == "" {
-			t.Errorf("incomplete route %+v", r)
-		}
-		if names[r.Name] {
-			t.Errorf("duplicate name %s", r.Name)
-		}
-		names[r.Name] = true
-		if r.Pattern != "/healthz" && !strings.HasPrefix(r.Pattern, "/v1/") {
-			t.Errorf("%s: pattern %s outside /v1", r.Name, r.Pattern)
-		}
-	}
-	for _, want := range []string{"GET /healthz", "GET /v1/whoami", "POST /v1/servers/{server}/tools/{tool}", "DELETE /v1/instances/{id}"} {
-		if !slices.ContainsFunc(routes, func(r api.Route) bool { return r.Method+" "+r.Pattern == want }) {
-			t.Errorf("missing route %s", want)
-		}
-	}
-	routes[0].Pattern = "changed"
-	if api.Routes()[0].Pattern == "changed" {
-		t.Error("Routes returned the table itself")
 	}
 }
 
@@ -117,24 +91,24 @@ func TestHealthz(t *testing.T) {
 
 func TestWhoami(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
-	hdr := []string{api.HeaderCwd, "/src/app", api.HeaderSession, "s1", api.HeaderParentSession, "p1",
-		api.HeaderLease, "l1", api.HeaderPid, "4242"}
+	hdr := []string{wire.HeaderCwd, "/src/app", wire.HeaderSession, "s1", wire.HeaderParentSession, "p1",
+		wire.HeaderLease, "l1", wire.HeaderPid, "4242"}
 
-	var unix api.Whoami
+	var unix wire.Whoami
 	d.unix.do(t, "GET", "/v1/whoami", "", hdr...).decode(t, &unix)
 	uid := os.Getuid()
-	want := api.Whoami{
-		Caller:  broker.Caller{Name: fmt.Sprintf("local:%d", uid), Via: "unix", Uid: uid, Local: true, Admin: true},
-		Context: api.DeclaredCtx{Cwd: "/src/app", Session: "s1", ParentSession: "p1", Lease: "l1", Pid: 4242},
+	want := wire.Whoami{
+		Caller:  wire.Caller{Name: fmt.Sprintf("local:%d", uid), Via: "unix", Uid: uid, Local: true, Admin: true},
+		Context: wire.DeclaredCtx{Cwd: "/src/app", Session: "s1", ParentSession: "p1", Lease: "l1", Pid: 4242},
 		Version: "test",
 	}
 	if diff := cmp.Diff(want, unix); diff != "" {
 		t.Errorf("unix whoami (-want +got):\n%s", diff)
 	}
 
-	var tcp api.Whoami
+	var tcp wire.Whoami
 	d.tcp.do(t, "GET", "/v1/whoami", "", hdr...).decode(t, &tcp)
-	want.Caller = broker.Caller{Name: "loopback", Via: "tcp-loopback", Admin: true}
+	want.Caller = wire.Caller{Name: "loopback", Via: "tcp-loopback", Admin: true}
 	want.Context.Pid = 0 // a pid from a TCP caller names nothing we can trust
 	if diff := cmp.Diff(want, tcp); diff != "" {
 		t.Errorf("tcp whoami (-want +got):\n%s", diff)
@@ -143,8 +117,8 @@ func TestWhoami(t *testing.T) {
 
 func TestBadPidHeader(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
-	p := d.unix.do(t, "GET", "/v1/whoami", "", api.HeaderPid, "abc").problem(t)
-	if p.Status != 400 || p.Field != api.HeaderPid {
+	p := d.unix.do(t, "GET", "/v1/whoami", "", wire.HeaderPid, "abc").problem(t)
+	if p.Status != 400 || p.Field != wire.HeaderPid {
 		t.Errorf("problem %+v", p)
 	}
 }
@@ -154,7 +128,7 @@ func TestPeerUidMustBeOwner(t *testing.T) {
 	d := startDaemon(t, daemonOptions{owner: &other})
 	r := d.unix.do(t, "GET", "/v1/servers", "")
 	p := r.problem(t)
-	if p.Status != 403 || p.Type != api.ProblemTypeBase+"forbidden" || !strings.Contains(p.Detail, fmt.Sprint(os.Getuid())) {
+	if p.Status != 403 || p.Type != wire.ProblemTypeBase+"forbidden" || !strings.Contains(p.Detail, fmt.Sprint(os.Getuid())) {
 		t.Errorf("problem %+v", p)
 	}
 	// Loopback TCP does not depend on the uid.

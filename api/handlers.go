@@ -8,29 +8,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 )
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.version})
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok", Version: s.version})
 	return nil
-}
-
-// Whoami is the /v1/whoami document.
-type Whoami struct {
-	Caller  broker.Caller `json:"caller"`
-	Context DeclaredCtx   `json:"context"`
-	Version string        `json:"version"`
-}
-
-// DeclaredCtx is the caller context as the broker received it from the
-// headers (after dropping what it does not trust, such as a remote pid).
-type DeclaredCtx struct {
-	Cwd           string `json:"cwd,omitempty"`
-	Session       string `json:"session,omitempty"`
-	ParentSession string `json:"parentSession,omitempty"`
-	Lease         string `json:"lease,omitempty"`
-	Pid           int    `json:"pid,omitempty"`
 }
 
 func (s *server) whoami(w http.ResponseWriter, r *http.Request) error {
@@ -39,20 +23,20 @@ func (s *server) whoami(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	cc := req.Context
-	writeJSON(w, http.StatusOK, Whoami{
-		Caller:  req.Caller,
-		Context: DeclaredCtx{cc.Cwd, cc.Session, cc.ParentSession, cc.Lease, cc.Pid},
+	writeJSON(w, http.StatusOK, wire.Whoami{
+		Caller:  callerDoc(req.Caller),
+		Context: wire.DeclaredCtx{Cwd: cc.Cwd, Session: cc.Session, ParentSession: cc.ParentSession, Lease: cc.Lease, Pid: cc.Pid},
 		Version: s.version,
 	})
 	return nil
 }
 
 func (s *server) listServers(w http.ResponseWriter, r *http.Request) error {
-	servers := s.b.Servers()
-	if servers == nil {
-		servers = []broker.ServerInfo{}
+	servers := []wire.Server{}
+	for _, si := range s.b.Servers() {
+		servers = append(servers, serverDoc(si))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"servers": servers})
+	writeJSON(w, http.StatusOK, wire.ServerList{Servers: servers})
 	return nil
 }
 
@@ -61,7 +45,7 @@ func (s *server) getServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, info)
+	writeJSON(w, http.StatusOK, serverDoc(info))
 	return nil
 }
 
@@ -74,16 +58,8 @@ func (s *server) listServerTools(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"server": req.Server, "tools": orEmpty(tools)})
+	writeJSON(w, http.StatusOK, wire.ServerTools{Server: req.Server, Tools: orEmpty(tools)})
 	return nil
-}
-
-// ToolList is the /v1/tools document: every server's tools, each an MCP Tool
-// object with a "server" member added, and a problem for each server whose
-// tools could not be listed.
-type ToolList struct {
-	Tools  []json.RawMessage `json:"tools"`
-	Errors []*Problem        `json:"errors,omitempty"`
 }
 
 func (s *server) listTools(w http.ResponseWriter, r *http.Request) error {
@@ -103,7 +79,7 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) error {
 		})
 	}
 	wg.Wait()
-	out := ToolList{Tools: []json.RawMessage{}}
+	out := wire.ToolList{Tools: []json.RawMessage{}}
 	for i, si := range servers {
 		if errs[i] != nil {
 			p := s.problem(r, errs[i])
@@ -114,7 +90,7 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) error {
 			continue
 		}
 		for _, t := range tools[i] {
-			out.Tools = append(out.Tools, tagServer(si.Name, t))
+			out.Tools = append(out.Tools, wire.TagServer(si.Name, t))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -132,24 +108,6 @@ func serverTools(list json.RawMessage, err error) ([]json.RawMessage, error) {
 			Msg: "the server's tool list is not a JSON array", Err: err}
 	}
 	return tools, nil
-}
-
-// tagServer adds "server":name as the first member of a JSON object,
-// leaving the rest of its bytes as the child sent them.
-func tagServer(name string, obj json.RawMessage) json.RawMessage {
-	tag, _ := json.Marshal(name)
-	rest := trimSpace(obj)
-	if len(rest) < 2 || rest[0] != '{' {
-		return obj
-	}
-	out := make([]byte, 0, len(rest)+len(tag)+11)
-	out = append(out, `{"server":`...)
-	out = append(out, tag...)
-	inner := trimSpace(rest[1:])
-	if len(inner) > 0 && inner[0] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, inner...)
 }
 
 func (s *server) callTool(w http.ResponseWriter, r *http.Request) error {
@@ -182,7 +140,7 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"server": req.Server, "resources": orEmpty(res)})
+	writeJSON(w, http.StatusOK, wire.ResourceList{Resources: orEmpty(res), Server: req.Server})
 	return nil
 }
 
@@ -213,7 +171,7 @@ func (s *server) listPrompts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"server": req.Server, "prompts": orEmpty(res)})
+	writeJSON(w, http.StatusOK, wire.PromptList{Prompts: orEmpty(res), Server: req.Server})
 	return nil
 }
 
@@ -235,11 +193,11 @@ func (s *server) getPrompt(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
-	list := s.b.Instances()
-	if list == nil {
-		list = []broker.Instance{}
+	list := []wire.Instance{}
+	for _, in := range s.b.Instances() {
+		list = append(list, instanceDoc(in))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"instances": list})
+	writeJSON(w, http.StatusOK, wire.InstanceList{Instances: list})
 	return nil
 }
 
@@ -269,14 +227,14 @@ func param(r *http.Request, name string) string {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", wire.MediaJSON)
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client is gone if this fails
 }
 
 // writeRaw answers 200 with a child's result bytes, unchanged.
 func writeRaw(w http.ResponseWriter, b json.RawMessage) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", wire.MediaJSON)
 	w.WriteHeader(http.StatusOK)
 	w.Write(b) //nolint:errcheck // the client is gone if this fails
 }

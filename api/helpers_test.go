@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/internal/testenv"
 
 	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/demo"
 )
@@ -116,12 +117,12 @@ type response struct {
 	body []byte
 }
 
-func (r *response) problem(t *testing.T) api.Problem {
+func (r *response) problem(t *testing.T) wire.Problem {
 	t.Helper()
 	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
 		t.Fatalf("Content-Type = %q, want application/problem+json; body %s", ct, r.body)
 	}
-	var p api.Problem
+	var p wire.Problem
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		t.Fatalf("decoding problem %s: %v", r.body, err)
 	}

@@ -8,8 +8,8 @@ import (
 
 // peer is the identity of a unix-socket connection, read once at accept.
 type peer struct {
-	uid, pid int
-	err      error // the credentials could not be read: refuse the caller
+	uid int
+	err error // the credentials could not be read: refuse the caller
 }
 
 type peerKey struct{}
@@ -24,7 +24,7 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 		return ctx
 	}
 	var p peer
-	p.uid, p.pid, p.err = peerCred(uc)
+	p.uid, p.err = peerCred(uc)
 	return context.WithValue(ctx, peerKey{}, p)
 }
 

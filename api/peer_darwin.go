@@ -6,26 +6,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerCred returns the uid and pid of the process at the other end of c
-// (LOCAL_PEERCRED and LOCAL_PEERPID, unix(4)).
-func peerCred(c *net.UnixConn) (uid, pid int, err error) {
+// peerCred returns the uid of the process at the other end of c
+// (LOCAL_PEERCRED, unix(4)).
+func peerCred(c *net.UnixConn) (uid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	var cred *unix.Xucred
 	var serr error
 	err = raw.Control(func(fd uintptr) {
 		cred, serr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
-		if serr == nil {
-			pid, serr = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID)
-		}
 	})
 	if err == nil {
 		err = serr
 	}
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	return int(cred.Uid), pid, nil
+	return int(cred.Uid), nil
 }

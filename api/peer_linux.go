@@ -6,12 +6,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerCred returns the uid and pid of the process at the other end of c, as
-// the kernel recorded them at connect (SO_PEERCRED, unix(7)).
-func peerCred(c *net.UnixConn) (uid, pid int, err error) {
+// peerCred returns the uid of the process at the other end of c, as the
+// kernel recorded it at connect (SO_PEERCRED, unix(7)).
+func peerCred(c *net.UnixConn) (uid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	var cred *unix.Ucred
 	var serr error
@@ -22,7 +22,7 @@ func peerCred(c *net.UnixConn) (uid, pid int, err error) {
 		err = serr
 	}
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	return int(cred.Uid), int(cred.Pid), nil
+	return int(cred.Uid), nil
 }

@@ -5,4 +5,4 @@ package api
 import "net"
 
 // peerCred is unsupported here: unix-socket callers are refused.
-func peerCred(c *net.UnixConn) (uid, pid int, err error) { return 0, 0, errNoPeerCred }
+func peerCred(c *net.UnixConn) (uid int, err error) { return 0, errNoPeerCred }

@@ -9,29 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 )
-
-// ProblemTypeBase prefixes every problem type URI; the suffix is the
-// broker.Kind (or one of the API's own: too-large, method-not-allowed).
-const ProblemTypeBase = "https://mcpx.dev/problems/"
-
-// Problem is an RFC 9457 problem details document, with mcpx's extension
-// members. Clients decode error responses (and `event: error` payloads) into it.
-type Problem struct {
-	Type   string `json:"type"`   // ProblemTypeBase + kind; stable
-	Title  string `json:"title"`  // short, per type
-	Status int    `json:"status"` // the HTTP status
-	Detail string `json:"detail"` // what went wrong and how to fix it; caller-safe
-
-	Server     string `json:"server,omitempty"`     // the server involved
-	Field      string `json:"field,omitempty"`      // the request part or config field involved
-	StderrTail string `json:"stderrTail,omitempty"` // the child's last stderr lines; local callers only
-	RPCCode    int    `json:"rpcCode,omitempty"`    // the child's JSON-RPC error code
-	RetryAfter int    `json:"retryAfter,omitempty"` // seconds; also sent as the Retry-After header
-}
-
-func (p *Problem) Error() string { return p.Detail }
 
 // problemKind is how one kind of error looks on the wire.
 type problemKind struct {
@@ -39,30 +19,21 @@ type problemKind struct {
 	title  string
 }
 
-// statusClientClosedRequest is nginx's 499: the caller disconnected, so
-// nobody reads the answer; it only shows in logs and metrics.
-const statusClientClosedRequest = 499
-
 // Kinds the API adds to broker.Kind for failures only HTTP has.
 const (
-	kindTooLarge         broker.Kind = "too-large"
-	kindMethodNotAllowed broker.Kind = "method-not-allowed"
+	kindTooLarge         broker.Kind = wire.KindTooLarge
+	kindMethodNotAllowed broker.Kind = wire.KindMethodNotAllowed
 )
 
-var problemKinds = map[broker.Kind]problemKind{
-	broker.KindBadRequest:  {http.StatusBadRequest, "Bad request"},
-	broker.KindNotFound:    {http.StatusNotFound, "Not found"},
-	broker.KindForbidden:   {http.StatusForbidden, "Forbidden"},
-	broker.KindChildFailed: {http.StatusBadGateway, "Server failed"},
-	broker.KindTimeout:     {http.StatusGatewayTimeout, "Timed out"},
-	broker.KindExhausted:   {http.StatusServiceUnavailable, "Pool exhausted"},
-	broker.KindUnavailable: {http.StatusServiceUnavailable, "Unavailable"},
-	broker.KindCanceled:    {statusClientClosedRequest, "Client closed request"},
-	broker.KindConfig:      {http.StatusInternalServerError, "Configuration error"},
-	broker.KindInternal:    {http.StatusInternalServerError, "Internal error"},
-	kindTooLarge:           {http.StatusRequestEntityTooLarge, "Request body too large"},
-	kindMethodNotAllowed:   {http.StatusMethodNotAllowed, "Method not allowed"},
-}
+// problemKinds maps every problem kind of wire to its status and title; a
+// broker.Kind is a wire kind of the same name (TestBrokerKindsAreWireKinds).
+var problemKinds = func() map[broker.Kind]problemKind {
+	m := map[broker.Kind]problemKind{}
+	for _, pt := range wire.ProblemTypes() {
+		m[broker.Kind(pt.Kind)] = problemKind{pt.Status, pt.Title}
+	}
+	return m
+}()
 
 var errMethodNotAllowed = &broker.Error{Kind: kindMethodNotAllowed, Op: "route",
 	Msg: "method not allowed on this endpoint"}
@@ -72,7 +43,7 @@ var errMethodNotAllowed = &broker.Error{Kind: kindMethodNotAllowed, Op: "route",
 func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.problem(r, err)
 	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Type", wire.MediaProblem)
 	h.Set("Cache-Control", "no-store")
 	if p.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
@@ -84,14 +55,14 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 // problem maps err to a problem document and logs it where that is useful.
 // Only broker.Error.Msg and Hint reach the caller; Err (paths, stack text)
 // is logged. Internal errors say "internal error" and nothing more.
-func (s *server) problem(r *http.Request, err error) *Problem {
+func (s *server) problem(r *http.Request, err error) *wire.Problem {
 	e := asBrokerError(err)
 	pk, ok := problemKinds[e.Kind]
 	if !ok {
 		pk = problemKinds[broker.KindInternal]
 	}
-	p := &Problem{
-		Type:   ProblemTypeBase + string(e.Kind),
+	p := &wire.Problem{
+		Type:   wire.ProblemTypeBase + string(e.Kind),
 		Title:  pk.title,
 		Status: pk.status,
 		Detail: e.Msg,
@@ -102,7 +73,7 @@ func (s *server) problem(r *http.Request, err error) *Problem {
 		RPCCode: e.RPCCode,
 	}
 	if !ok {
-		p.Type = ProblemTypeBase + string(broker.KindInternal)
+		p.Type = wire.ProblemTypeBase + string(broker.KindInternal)
 	}
 	if p.Detail == "" {
 		p.Detail = pk.title
@@ -130,7 +101,7 @@ func (s *server) problem(r *http.Request, err error) *Problem {
 	return p
 }
 
-func (s *server) logProblem(r *http.Request, p *Problem, e *broker.Error, err error) {
+func (s *server) logProblem(r *http.Request, p *wire.Problem, e *broker.Error, err error) {
 	level := slog.LevelDebug
 	switch {
 	case p.Status == http.StatusInternalServerError:

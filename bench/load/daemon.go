@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
 )
 
 // writeConfig writes the daemon's config: the demo server three times (one
@@ -46,10 +48,15 @@ func writeConfig(dir, mcpx, self string, rounds int) (string, error) {
 
 // daemon is a running `mcpx serve`.
 type daemon struct {
-	mcpx      string
-	cmd       *exec.Cmd
-	sock      string
-	addr      string // loopback TCP host:port
+	mcpx string
+	cmd  *exec.Cmd
+	sock string
+	addr string // loopback TCP host:port
+	// api is the Go client (api/client) on the unix socket, for everything
+	// but the measured calls: health, instances, stopping, cold starts.
+	api *client.Client
+	// unix and tcp are plain keep-alive HTTP clients for the measured paths
+	// (U, Uwt, Ur, T and the profile): see postCall for why they bypass api.
 	unix, tcp *http.Client
 	exited    chan struct{}
 	stopOnce  sync.Once
@@ -84,6 +91,7 @@ func startServe(ctx context.Context, mcpx string, cmd *exec.Cmd, sock string, wa
 		cmd.Wait()
 		close(d.exited)
 	}()
+	d.api = client.New(sock, client.Options{})
 	d.unix = newClient(unixDialer(sock))
 	if wantTCP {
 		select {
@@ -98,7 +106,7 @@ func startServe(ctx context.Context, mcpx string, cmd *exec.Cmd, sock string, wa
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := d.get(ctx, "/healthz", nil); err == nil {
+		if _, _, err := d.api.Healthz(ctx); err == nil {
 			break
 		} else if time.Now().After(deadline) || ctx.Err() != nil {
 			d.stop()
@@ -155,55 +163,25 @@ func (d *daemon) stop() {
 	})
 }
 
-// get GETs path on the unix socket and decodes the JSON answer into v (nil = discard).
-func (d *daemon) get(ctx context.Context, path string, v any) error {
-	return d.do(ctx, http.MethodGet, path, nil, v)
-}
-
-func (d *daemon) do(ctx context.Context, method, path string, h http.Header, v any) error {
+func (d *daemon) instances(ctx context.Context) ([]wire.Instance, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var body io.Reader
-	if method == http.MethodPost {
-		body = bytes.NewReader(echoArgs)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://mcpx"+path, body)
+	list, _, err := d.api.Instances(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if h != nil {
-		req.Header = h
-	}
-	resp, err := d.unix.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %.300s", method, path, resp.Status, data)
-	}
-	if v == nil {
-		return nil
-	}
-	return json.Unmarshal(data, v)
+	return list.Instances, nil
 }
 
-type instance struct {
-	ID     string `json:"id"`
-	Server string `json:"server"`
-	Key    string `json:"key"`
-	Pid    int    `json:"pid"`
-	State  string `json:"state"`
-}
-
-func (d *daemon) instances(ctx context.Context) ([]instance, error) {
-	var v struct{ Instances []instance }
-	err := d.get(ctx, "/v1/instances", &v)
-	return v.Instances, err
+// callEcho makes the echo call on server through the client, as cl.
+func (d *daemon) callEcho(ctx context.Context, server string, cl client.Caller) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	res, err := d.api.CallTool(ctx, cl, server, "echo", echoArgs, nil)
+	if err == nil && !bytes.Contains(res, echoWant) {
+		err = fmt.Errorf("unexpected result %.200s", res)
+	}
+	return err
 }
 
 // childPid returns the pid of the (first) ready instance of server, 0 if none.
@@ -277,8 +255,7 @@ const settle = 500 * time.Millisecond
 func measureMemory(ctx context.Context, d *daemon, res *results, logf func(string, ...any)) error {
 	time.Sleep(settle)
 	res.Memory.IdleKB = rssKB(d.pid())
-	h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}}
-	if err := d.do(ctx, http.MethodPost, "/v1/servers/demo/tools/echo", h, nil); err != nil {
+	if err := d.callEcho(ctx, "demo", client.Caller{Session: "bench"}); err != nil {
 		return fmt.Errorf("first call through the daemon: %w; log: %s", err, d.logTail())
 	}
 	time.Sleep(settle)
@@ -323,9 +300,8 @@ func measureCold(ctx context.Context, mcpx string, d *daemon, dir string, round 
 	if err != nil {
 		return cr, err
 	}
-	h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}, "Mcpx-Cwd": {repo}}
 	t0 = time.Now()
-	err = d.do(ctx, http.MethodPost, "/v1/servers/cold/tools/echo", h, nil)
+	err = d.callEcho(ctx, "cold", client.Caller{Session: "bench", Cwd: repo})
 	cr.BrokerMs = ms(time.Since(t0))
 	if err != nil {
 		return cr, err
@@ -336,7 +312,7 @@ func measureCold(ctx context.Context, mcpx string, d *daemon, dir string, round 
 	}
 	for _, in := range list {
 		if in.Server == "cold" && in.Key == "worktree:"+repo {
-			if err := d.do(ctx, http.MethodDelete, "/v1/instances/"+url.PathEscape(in.ID), nil, nil); err != nil && !errors.Is(err, context.Canceled) {
+			if err := d.api.StopInstance(ctx, in.ID); err != nil && !errors.Is(err, context.Canceled) {
 				return cr, fmt.Errorf("stopping the cold instance: %w", err)
 			}
 		}

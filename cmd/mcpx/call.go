@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -9,13 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
-	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/wire"
 )
 
 // call is `mcpx call <server>.<tool> [json|-]`.
@@ -47,26 +43,15 @@ func call(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	h, err := bc.callerHeaders(co)
+	caller, err := co.caller(c)
 	if err != nil {
 		return report(c, err)
 	}
-	stream := *progress || isTerminal(c.stderr)
-	if stream {
-		h.Set("Accept", "text/event-stream")
+	var onProgress func(json.RawMessage)
+	if *progress || isTerminal(c.stderr) {
+		onProgress = func(p json.RawMessage) { printProgress(c, p) }
 	}
-	path := "/v1/servers/" + url.PathEscape(server) + "/tools/" + url.PathEscape(tool)
-	resp, err := bc.do(ctx, "POST", path, body, h)
-	if err != nil {
-		return report(c, err)
-	}
-	defer resp.Body.Close()
-	var result []byte
-	if isEventStream(resp) {
-		result, err = readEvents(resp.Body, func(p json.RawMessage) { printProgress(c, p) })
-	} else {
-		result, err = io.ReadAll(resp.Body)
-	}
+	result, err := bc.CallTool(ctx, caller, server, tool, body, onProgress)
 	if err != nil {
 		return report(c, err)
 	}
@@ -105,61 +90,10 @@ func callArguments(c *cli, pos []string) ([]byte, error) {
 	return b, nil
 }
 
-func isEventStream(resp *http.Response) bool {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return mt == "text/event-stream"
-}
-
-// readEvents reads the tool call event stream (see api: progress events, then
-// one result or error event) and returns the result.
-func readEvents(r io.Reader, onProgress func(json.RawMessage)) ([]byte, error) {
-	br := bufio.NewReader(r)
-	var event string
-	var data bytes.Buffer
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil && (err != io.EOF || line == "") {
-			if err == io.EOF {
-				err = errors.New("the broker ended the stream without a result")
-			}
-			return nil, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			switch event {
-			case "progress":
-				onProgress(bytes.Clone(data.Bytes()))
-			case "result":
-				return data.Bytes(), nil
-			case "error":
-				var p api.Problem
-				if err := json.Unmarshal(data.Bytes(), &p); err != nil {
-					return nil, fmt.Errorf("undecodable error event: %s", data.Bytes())
-				}
-				return nil, &p
-			}
-			event = ""
-			data.Reset()
-		case strings.HasPrefix(line, "event:"):
-			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-		}
-	}
-}
-
 // printProgress writes one notifications/progress params object as
 // "progress 3/10: message".
 func printProgress(c *cli, params json.RawMessage) {
-	var p struct {
-		Progress float64  `json:"progress"`
-		Total    *float64 `json:"total"`
-		Message  string   `json:"message"`
-	}
+	var p wire.Progress
 	if json.Unmarshal(params, &p) != nil {
 		return
 	}

@@ -46,11 +46,7 @@ func loadConfig(path string, getenv func(string) string) (*broker.Config, config
 	if err != nil {
 		return nil, configSource{}, fmt.Errorf("finding the mcpx binary for the built-in demo server: %w", err)
 	}
-	cfg := broker.DefaultConfig(self)
-	if cfg == nil {
-		return nil, configSource{}, errors.New("no built-in config")
-	}
-	return cfg, configSource{builtin: true, looked: def}, nil
+	return broker.DefaultConfig(self), configSource{builtin: true, looked: def}, nil
 }
 
 // configCmd is `mcpx config check|show [--config F]`. check exits 0 and says

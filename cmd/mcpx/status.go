@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/api/wire"
 )
 
 // status is `mcpx status [--json]`: the instances table.
@@ -28,11 +27,8 @@ func status(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	var doc struct {
-		Instances []broker.Instance `json:"instances"`
-	}
-	var raw []byte
-	if err := bc.getJSON(ctx, "/v1/instances", nil, &doc, &raw); err != nil {
+	doc, raw, err := bc.Instances(ctx)
+	if err != nil {
 		return report(c, err)
 	}
 	if *asJSON {
@@ -47,7 +43,7 @@ func status(ctx context.Context, c *cli, args []string) int {
 	return exitOK
 }
 
-func printInstances(c *cli, list []broker.Instance, now time.Time) {
+func printInstances(c *cli, list []wire.Instance, now time.Time) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSERVER\tKEY\tROOT\tCWD\tPID\tAGE\tIDLE\tCALLS\tIN-FLIGHT\tSTATE")
 	for _, in := range list {
@@ -55,7 +51,7 @@ func printInstances(c *cli, list []broker.Instance, now time.Time) {
 		if in.InFlight == 0 && !in.LastUsed.IsZero() {
 			idle = human(now.Sub(in.LastUsed))
 		}
-		state := string(in.State)
+		state := in.State
 		if in.State == "backoff" && in.BackoffUntil.After(now) {
 			state += " " + human(in.BackoffUntil.Sub(now))
 		}
@@ -70,7 +66,7 @@ func printInstances(c *cli, list []broker.Instance, now time.Time) {
 			age = human(now.Sub(in.Started))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
-			in.ID, in.Server, in.Key, orDash(in.Root), orDash(string(in.CwdSource)), pid(in.Pid),
+			in.ID, in.Server, in.Key, orDash(in.Root), orDash(in.CwdSource), pid(in.Pid),
 			age, idle, in.Calls, in.InFlight, state)
 	}
 	tw.Flush()
@@ -131,11 +127,9 @@ func stop(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	resp, err := bc.do(ctx, "DELETE", "/v1/instances/"+url.PathEscape(pos[0]), nil, nil)
-	if err != nil {
+	if err := bc.StopInstance(ctx, pos[0]); err != nil {
 		return report(c, err)
 	}
-	resp.Body.Close()
 	fmt.Fprintf(c.stdout, "stopped %s\n", pos[0])
 	return exitOK
 }

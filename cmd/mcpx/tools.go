@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 
-	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
 )
 
 // tools is `mcpx tools [server] [--json]`: a table of server, tool and the
@@ -32,24 +32,11 @@ func tools(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	h, err := bc.callerHeaders(co)
+	caller, err := co.caller(c)
 	if err != nil {
 		return report(c, err)
 	}
-	var list api.ToolList
-	var raw []byte
-	if len(pos) == 1 {
-		var one struct {
-			Server string            `json:"server"`
-			Tools  []json.RawMessage `json:"tools"`
-		}
-		err = bc.getJSON(ctx, "/v1/servers/"+url.PathEscape(pos[0])+"/tools", h, &one, &raw)
-		for _, t := range one.Tools {
-			list.Tools = append(list.Tools, withServer(one.Server, t))
-		}
-	} else {
-		err = bc.getJSON(ctx, "/v1/tools", h, &list, &raw)
-	}
+	list, raw, err := listTools(ctx, bc, caller, pos)
 	if err != nil {
 		return report(c, err)
 	}
@@ -73,15 +60,25 @@ type toolRow struct {
 	Description string `json:"description"`
 }
 
-// withServer tags a tool from a one-server listing like /v1/tools does.
-func withServer(server string, tool json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(tool, &m) != nil {
-		return tool
+// listTools lists every server's tools, or with a server name that
+// server's, tagged the same way.
+func listTools(ctx context.Context, bc *client.Client, caller client.Caller, pos []string) (*wire.ToolList, []byte, error) {
+	if len(pos) == 0 {
+		return bc.Tools(ctx, caller)
 	}
-	m["server"], _ = json.Marshal(server)
-	b, _ := json.Marshal(m)
-	return b
+	one, raw, err := bc.ServerTools(ctx, caller, pos[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	var tools []json.RawMessage
+	if err := json.Unmarshal(one.Tools, &tools); err != nil {
+		return nil, raw, fmt.Errorf("decoding the broker's answer: %w", err)
+	}
+	list := &wire.ToolList{}
+	for _, t := range tools {
+		list.Tools = append(list.Tools, wire.TagServer(one.Server, t))
+	}
+	return list, raw, nil
 }
 
 func printTools(c *cli, tools []json.RawMessage) {

@@ -10,10 +10,11 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"mcpx.dev/mcpx/internal/sse"
 )
 
 // ErrSessionExpired is returned (wrapped) when a streamable HTTP server
@@ -250,20 +251,20 @@ func (t *httpTransport) readStream(ctx context.Context, body io.Reader, reqID []
 	var lastID string
 	retry := time.Second
 	for attempt := 0; ; attempt++ {
-		err := readSSE(body, func(ev sseEvent) error {
-			if ev.id != "" {
-				lastID = ev.id
+		err := readSSE(body, func(ev sse.Event) error {
+			if ev.ID != "" {
+				lastID = ev.ID
 			}
-			if ev.retry > 0 {
-				retry = ev.retry
+			if ev.Retry > 0 {
+				retry = ev.Retry
 			}
-			if (ev.event != "" && ev.event != "message") || len(bytes.TrimSpace(ev.data)) == 0 {
+			if (ev.Event != "" && ev.Event != "message") || len(bytes.TrimSpace(ev.Data)) == 0 {
 				return nil // e.g. the priming event that carries only an id
 			}
-			if !answered && answers(ev.data, reqID) {
+			if !answered && answers(ev.Data, reqID) {
 				answered = true
 			}
-			return t.push(ctx, ev.data)
+			return t.push(ctx, ev.Data)
 		})
 		if answered || ctx.Err() != nil || t.closedErr() != nil {
 			if err != nil && !answered {
@@ -374,17 +375,17 @@ func (t *httpTransport) listen() {
 			}
 			if err = t.checkStatus(resp, sid, "GET"); err == nil {
 				backoff = time.Second
-				err = readSSE(resp.Body, func(ev sseEvent) error {
-					if ev.id != "" {
-						lastID = ev.id
+				err = readSSE(resp.Body, func(ev sse.Event) error {
+					if ev.ID != "" {
+						lastID = ev.ID
 					}
-					if ev.retry > 0 {
-						backoff = ev.retry
+					if ev.Retry > 0 {
+						backoff = ev.Retry
 					}
-					if (ev.event != "" && ev.event != "message") || len(bytes.TrimSpace(ev.data)) == 0 {
+					if (ev.Event != "" && ev.Event != "message") || len(bytes.TrimSpace(ev.Data)) == 0 {
 						return nil
 					}
-					return t.push(t.ctx, ev.data)
+					return t.push(t.ctx, ev.Data)
 				})
 			}
 			resp.Body.Close()
@@ -498,61 +499,25 @@ func (t *httpTransport) Close() error {
 // sseReaders recycles stream readers: one per POST answered with SSE.
 var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 
-// sseEvent is one server-sent event (WHATWG HTML, "server-sent events").
-type sseEvent struct {
-	id, event string
-	data      []byte
-	retry     time.Duration
-}
-
 // readSSE calls fn for each event of the stream r until EOF (nil) or an
 // error. Data lines of any size are accepted, up to MaxMessageSize.
-func readSSE(r io.Reader, fn func(sseEvent) error) error {
+func readSSE(r io.Reader, fn func(sse.Event) error) error {
 	br := sseReaders.Get().(*bufio.Reader)
 	br.Reset(r)
 	defer func() { br.Reset(nil); sseReaders.Put(br) }()
-	var ev sseEvent
-	var data []byte
-	hasData := false
+	d := sse.NewDecoder(br, MaxMessageSize)
 	for {
-		line, err := readLine(br)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
+		ev, err := d.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, sse.ErrTooLarge):
+			return fmt.Errorf("child wrote a message larger than %d bytes", MaxMessageSize)
+		case err != nil:
 			return err
 		}
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(line) == 0 { // dispatch
-			if hasData || ev.id != "" {
-				ev.data = data
-				if err := fn(ev); err != nil {
-					return err
-				}
-			}
-			ev, data, hasData = sseEvent{}, nil, false
-			continue
-		}
-		if line[0] == ':' { // comment / keep-alive
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "data":
-			if hasData {
-				data = append(data, '\n')
-			}
-			data = append(data, value...)
-			hasData = true
-		case "event":
-			ev.event = string(value)
-		case "id":
-			ev.id = string(value)
-		case "retry":
-			if ms, err := strconv.Atoi(string(value)); err == nil && ms > 0 {
-				ev.retry = time.Duration(ms) * time.Millisecond
-			}
+		if err := fn(ev); err != nil {
+			return err
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/sse"
 )
 
 // seenRequest is what the test server recorded of one HTTP request.
@@ -259,10 +260,10 @@ func TestReadSSE(t *testing.T) {
 		"event: other\ndata: x\n\n" +
 		"data: " + strings.Repeat("y", 200000) + "\n\n" +
 		"data: {\"unterminated\":true}"
-	var got []sseEvent
-	err := readSSE(strings.NewReader(stream), func(ev sseEvent) error {
-		if len(ev.data) > 100 {
-			ev.data = []byte(fmt.Sprint(len(ev.data)))
+	var got []sse.Event
+	err := readSSE(strings.NewReader(stream), func(ev sse.Event) error {
+		if len(ev.Data) > 100 {
+			ev.Data = []byte(fmt.Sprint(len(ev.Data)))
 		}
 		got = append(got, ev)
 		return nil
@@ -270,13 +271,13 @@ func TestReadSSE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sseEvent{
-		{id: "1", retry: 250 * time.Millisecond, data: []byte{}},
-		{event: "message", data: []byte("{\"a\":\n1}")},
-		{event: "other", data: []byte("x")},
-		{data: []byte("200000")},
+	want := []sse.Event{
+		{ID: "1", Retry: 250 * time.Millisecond, Data: []byte{}},
+		{Event: "message", Data: []byte("{\"a\":\n1}")},
+		{Event: "other", Data: []byte("x")},
+		{Data: []byte("200000")},
 	}
-	if d := cmp.Diff(want, got, cmp.AllowUnexported(sseEvent{}), cmp.Comparer(bytes.Equal)); d != "" {
+	if d := cmp.Diff(want, got, cmp.Comparer(bytes.Equal)); d != "" {
 		t.Errorf("events (-want +got):\n%s", d)
 	}
 }

@@ -1,0 +1,237 @@
+// Package client is the Go client of the mcpx daemon's HTTP API (the
+// contract is package api/wire): it dials the daemon's unix socket or an
+// http(s) URL, sends the caller-context headers, decodes error answers into
+// a *wire.Problem, and reads streamed tool calls.
+//
+//	c := client.New("/run/user/1000/mcpx/mcpx.sock", client.Options{})
+//	res, err := c.CallTool(ctx, client.Caller{Cwd: "/src/app"}, "demo", "echo",
+//		json.RawMessage(`{"message":"hi"}`), nil)
+//	var p *wire.Problem
+//	if errors.As(err, &p) {
+//		// the daemon answered with an error: p.Status, p.Kind(), p.Detail
+//	}
+//
+// A Client is safe for concurrent use and keeps connections alive between
+// requests.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/gzhttp"
+
+	"mcpx.dev/mcpx/api/wire"
+)
+
+// Options configure New.
+type Options struct {
+	// Dial opens the connections to the daemon: ("unix", socket path) for a
+	// socket address, ("tcp", host:port) for an http(s) URL. nil = a
+	// net.Dialer with a 5s timeout.
+	//
+	// The tailnet issue adds a tsnet dialer for daemons on the tailnet.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Client talks to one daemon.
+type Client struct {
+	addr string // the socket path or URL, for messages
+	base string // URL prefix of the API
+	unix bool   // over the unix socket
+	hc   *http.Client
+}
+
+// New returns a client of the daemon at addr: an "http://" or "https://"
+// URL, or else a unix socket path (optionally "unix://path"). Nothing is
+// dialled until the first request.
+func New(addr string, opts Options) *Client {
+	c := &Client{addr: addr}
+	tr := &http.Transport{
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true, // gzhttp.Transport negotiates zstd and gzip
+	}
+	dial := opts.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+	}
+	switch {
+	case strings.HasPrefix(addr, "http://"), strings.HasPrefix(addr, "https://"):
+		c.base = strings.TrimSuffix(addr, "/")
+		tr.DialContext = dial
+	default:
+		sock := strings.TrimPrefix(addr, "unix://")
+		c.addr, c.base, c.unix = sock, "http://mcpx", true
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dial(ctx, "unix", sock)
+		}
+	}
+	c.hc = &http.Client{Transport: gzhttp.Transport(tr)}
+	return c
+}
+
+// Addr is the daemon's address: the socket path, or the URL.
+func (c *Client) Addr() string { return c.addr }
+
+// Unix reports whether the client talks to a unix socket.
+func (c *Client) Unix() bool { return c.unix }
+
+// Caller is what the calling program declares about itself, sent as the
+// caller-context headers (wire.HeaderCwd, …) on the routes that read them.
+// Zero fields are not sent.
+type Caller struct {
+	Cwd           string // absolute, on the daemon's machine
+	Session       string
+	ParentSession string
+	Lease         string
+	// Pid is the pid whose lifetime pid-scoped instances follow. It is sent
+	// over the unix socket only: the daemon trusts it from no one else.
+	Pid int
+}
+
+func (c *Client) header(cl *Caller) http.Header {
+	h := http.Header{}
+	if cl == nil {
+		return h
+	}
+	set := func(k, v string) {
+		if v != "" {
+			h.Set(k, v)
+		}
+	}
+	set(wire.HeaderCwd, cl.Cwd)
+	set(wire.HeaderSession, cl.Session)
+	set(wire.HeaderParentSession, cl.ParentSession)
+	set(wire.HeaderLease, cl.Lease)
+	if c.unix && cl.Pid > 0 {
+		h.Set(wire.HeaderPid, strconv.Itoa(cl.Pid))
+	}
+	return h
+}
+
+// UnreachableError is a failure to connect to the daemon at all: nothing
+// listens at Addr, or the dial failed.
+type UnreachableError struct {
+	Addr string // the socket path or URL
+	Unix bool   // Addr is a unix socket
+	Err  error  // the dial error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the broker at %s: %v", e.Addr, unwrapDial(e.Err))
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// unwrapDial shortens "dial unix /x: connect: no such file or directory" to
+// its cause.
+func unwrapDial(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}
+
+// Do sends a request to path (the API's, e.g. from wire.Route.Path) with
+// the headers h; a non-nil body is sent as JSON. A connection failure is an
+// *UnreachableError, an error status a *wire.Problem. On success the caller
+// owns and must close the response body.
+func (c *Client) Do(ctx context.Context, method, path string, body []byte, h http.Header) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", wire.MediaJSON)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, &UnreachableError{Addr: c.addr, Unix: c.unix, Err: err}
+		}
+		return nil, err
+	}
+	if resp.StatusCode >= 400 {
+		defer resp.Body.Close()
+		return nil, readProblem(resp)
+	}
+	return resp, nil
+}
+
+// readProblem decodes an error response. Anything that is not a problem
+// document (a proxy's error page) becomes one with the status text.
+func readProblem(resp *http.Response) *wire.Problem {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var p wire.Problem
+	if err := json.Unmarshal(b, &p); err != nil || p.Detail == "" {
+		p = wire.Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode),
+			Detail: strings.TrimSpace(fmt.Sprintf("%s: %s", resp.Status, b))}
+	}
+	if p.Status == 0 {
+		p.Status = resp.StatusCode
+	}
+	return &p
+}
+
+// send makes the request of the operation op with path parameters params
+// and returns the answer's body; the caller must close it.
+func (c *Client) send(ctx context.Context, op string, cl *Caller, body []byte, h http.Header, query string, params ...string) (*http.Response, error) {
+	rt, ok := wire.Lookup(op)
+	if !ok {
+		return nil, fmt.Errorf("client: unknown operation %q", op)
+	}
+	hh := c.header(cl)
+	for k, v := range h {
+		hh[k] = v
+	}
+	return c.Do(ctx, rt.Method, rt.Path(params...)+query, body, hh)
+}
+
+// get makes the GET request of op and decodes its JSON document. raw is the
+// body as the daemon sent it (decompressed), for callers that print or
+// forward it unchanged (`mcpx status --json`).
+func get[T any](ctx context.Context, c *Client, op string, cl *Caller, query string, params ...string) (doc *T, raw []byte, err error) {
+	resp, err := c.send(ctx, op, cl, nil, nil, query, params...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err = io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the broker's answer: %w", err)
+	}
+	doc = new(T)
+	if err := json.Unmarshal(raw, doc); err != nil {
+		return nil, raw, fmt.Errorf("decoding the broker's answer: %w", err)
+	}
+	return doc, raw, nil
+}
+
+// readRaw returns the body of a raw route's answer: the child's MCP result.
+// A read error is returned as it is (the CLI has always printed it so).
+func readRaw(resp *http.Response, err error) (json.RawMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}

@@ -1,0 +1,109 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"mcpx.dev/mcpx/api/wire"
+)
+
+// One method per route of wire's table. The document methods also return
+// the body as the daemon sent it, for callers that print it unchanged; most
+// callers ignore it.
+
+// Healthz reports whether the daemon is serving, and its version.
+func (c *Client) Healthz(ctx context.Context) (*wire.Health, []byte, error) {
+	return get[wire.Health](ctx, c, wire.OpHealthz, nil, "")
+}
+
+// Whoami shows how the daemon sees cl: identity, rights, declared context.
+func (c *Client) Whoami(ctx context.Context, cl Caller) (*wire.Whoami, []byte, error) {
+	return get[wire.Whoami](ctx, c, wire.OpWhoami, &cl, "")
+}
+
+// Servers lists the configured servers.
+func (c *Client) Servers(ctx context.Context) (*wire.ServerList, []byte, error) {
+	return get[wire.ServerList](ctx, c, wire.OpListServers, nil, "")
+}
+
+// Server describes one configured server.
+func (c *Client) Server(ctx context.Context, server string) (*wire.Server, []byte, error) {
+	return get[wire.Server](ctx, c, wire.OpGetServer, nil, "", server)
+}
+
+// ServerTools lists one server's tools as the child in cl's scope lists
+// them (untagged; see wire.TagServer).
+func (c *Client) ServerTools(ctx context.Context, cl Caller, server string) (*wire.ServerTools, []byte, error) {
+	return get[wire.ServerTools](ctx, c, wire.OpListServerTools, &cl, "", server)
+}
+
+// Tools lists every server's tools, each tagged with its server; a server
+// whose tools could not be listed is a problem in ToolList.Errors, not an
+// error.
+func (c *Client) Tools(ctx context.Context, cl Caller) (*wire.ToolList, []byte, error) {
+	return get[wire.ToolList](ctx, c, wire.OpListTools, &cl, "")
+}
+
+// Resources lists one server's resources.
+func (c *Client) Resources(ctx context.Context, cl Caller, server string) (*wire.ResourceList, []byte, error) {
+	return get[wire.ResourceList](ctx, c, wire.OpListResources, &cl, "", server)
+}
+
+// ReadResource reads one resource and returns the child's
+// ReadResourceResult, unchanged.
+func (c *Client) ReadResource(ctx context.Context, cl Caller, server, uri string) (json.RawMessage, error) {
+	return readRaw(c.send(ctx, wire.OpReadResource, &cl, nil, nil, "?uri="+url.QueryEscape(uri), server))
+}
+
+// Prompts lists one server's prompts.
+func (c *Client) Prompts(ctx context.Context, cl Caller, server string) (*wire.PromptList, []byte, error) {
+	return get[wire.PromptList](ctx, c, wire.OpListPrompts, &cl, "", server)
+}
+
+// GetPrompt gets a prompt with arguments and returns the child's
+// GetPromptResult, unchanged.
+func (c *Client) GetPrompt(ctx context.Context, cl Caller, server, prompt string, args map[string]string) (json.RawMessage, error) {
+	body, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	return readRaw(c.send(ctx, wire.OpGetPrompt, &cl, body, nil, "", server, prompt))
+}
+
+// Instances lists the pooled child instances.
+func (c *Client) Instances(ctx context.Context) (*wire.InstanceList, []byte, error) {
+	return get[wire.InstanceList](ctx, c, wire.OpListInstances, nil, "")
+}
+
+// StopInstance stops one instance after draining its calls.
+func (c *Client) StopInstance(ctx context.Context, id string) error {
+	resp, err := c.send(ctx, wire.OpStopInstance, nil, nil, nil, "", id)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// CallTool calls a tool and returns the child's CallToolResult, unchanged;
+// a tool that ran and failed is a result with isError, not an error. args
+// is the JSON object of arguments; nil sends no body, which the daemon takes
+// as {}. With onProgress set, the call is streamed (wire.Events) and
+// onProgress gets the params of each progress notification, in order, on
+// the calling goroutine; it owns them.
+func (c *Client) CallTool(ctx context.Context, cl Caller, server, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+	var h http.Header
+	if onProgress != nil {
+		h = http.Header{"Accept": {wire.MediaEventStream}}
+	}
+	resp, err := c.send(ctx, wire.OpCallTool, &cl, args, h, "", server, tool)
+	if err != nil {
+		return nil, err
+	}
+	if !isEventStream(resp) {
+		return readRaw(resp, nil)
+	}
+	defer resp.Body.Close()
+	return readCallEvents(resp.Body, onProgress)
+}

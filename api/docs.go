@@ -1,0 +1,30 @@
+package api
+
+import (
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+)
+
+// The broker's values as wire documents. wire may not import the broker, so
+// its documents are types of their own with the same members;
+// TestDocumentsMatchBroker fails if a field is added on one side only.
+
+func callerDoc(c broker.Caller) wire.Caller {
+	return wire.Caller{Name: c.Name, Via: c.Via, Uid: c.Uid, Local: c.Local, Admin: c.Admin,
+		Servers: c.Servers, Roots: c.Roots}
+}
+
+func serverDoc(si broker.ServerInfo) wire.Server {
+	return wire.Server{Name: si.Name, Description: si.Description, Tags: si.Tags, Transport: si.Transport,
+		Scope: string(si.Scope), Sharing: string(si.Sharing), Max: si.Max, Instances: si.Instances}
+}
+
+func instanceDoc(in broker.Instance) wire.Instance {
+	return wire.Instance{
+		ID: in.ID, Server: in.Server, Key: in.Key, Root: in.Root,
+		Cwd: in.Cwd, CwdSource: string(in.CwdSource), Transport: in.Transport, Pid: in.Pid,
+		State: string(in.State), Protocol: in.Protocol, Started: in.Started, LastUsed: in.LastUsed,
+		Calls: in.Calls, InFlight: in.InFlight, Restarts: in.Restarts, BackoffUntil: in.BackoffUntil,
+		LastError: in.LastError, Degraded: in.Degraded,
+	}
+}

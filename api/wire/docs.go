@@ -1,0 +1,119 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The JSON documents of the routes (Route.Response). Struct field order is
+// the order of the members on the wire.
+
+// Health is the /healthz document.
+type Health struct {
+	Status  string `json:"status"` // "ok"
+	Version string `json:"version"`
+}
+
+// Whoami is the /v1/whoami document.
+type Whoami struct {
+	Caller  Caller      `json:"caller"`
+	Context DeclaredCtx `json:"context"`
+	Version string      `json:"version"`
+}
+
+// Caller is the authenticated caller as the broker sees it.
+type Caller struct {
+	Name  string `json:"name"`          // login name, node name or "local:uid"
+	Via   string `json:"via"`           // ViaUnix, ViaTCPLoopback, …
+	Uid   int    `json:"uid,omitempty"` // unix callers
+	Local bool   `json:"local"`         // same machine (unix socket): Mcpx-Pid is trusted
+	Admin bool   `json:"admin"`         // may stop instances, manage sessions
+	// Servers and Roots restrict what the caller may name; absent = everything.
+	Servers []string `json:"servers,omitempty"`
+	Roots   []string `json:"roots,omitempty"`
+}
+
+// DeclaredCtx is the caller context as the broker received it from the
+// headers (after dropping what it does not trust, such as a remote pid).
+type DeclaredCtx struct {
+	Cwd           string `json:"cwd,omitempty"`
+	Session       string `json:"session,omitempty"`
+	ParentSession string `json:"parentSession,omitempty"`
+	Lease         string `json:"lease,omitempty"`
+	Pid           int    `json:"pid,omitempty"`
+}
+
+// ServerList is the /v1/servers document.
+type ServerList struct {
+	Servers []Server `json:"servers"`
+}
+
+// Server describes one configured server (/v1/servers/{server}).
+type Server struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+	Transport   string   `json:"transport"` // "stdio" or "http"
+	Scope       string   `json:"scope"`     // the scope kind: "global", "worktree", "cwd", …
+	Sharing     string   `json:"sharing"`
+	Max         int      `json:"max"`
+	Instances   int      `json:"instances"` // running now
+}
+
+// ServerTools is the /v1/servers/{server}/tools document.
+type ServerTools struct {
+	Server string `json:"server"`
+	// Tools is the child's list as it sent it: a JSON array of MCP Tool
+	// objects, untagged.
+	Tools json.RawMessage `json:"tools"`
+}
+
+// ResourceList is the /v1/servers/{server}/resources document.
+type ResourceList struct {
+	// Resources is the child's list: a JSON array of MCP Resource objects.
+	Resources json.RawMessage `json:"resources"`
+	Server    string          `json:"server"`
+}
+
+// PromptList is the /v1/servers/{server}/prompts document.
+type PromptList struct {
+	// Prompts is the child's list: a JSON array of MCP Prompt objects.
+	Prompts json.RawMessage `json:"prompts"`
+	Server  string          `json:"server"`
+}
+
+// ToolList is the /v1/tools document: every server's tools, each an MCP Tool
+// object with a "server" member added (see TagServer), and a problem for
+// each server whose tools could not be listed.
+type ToolList struct {
+	Tools  []json.RawMessage `json:"tools"`
+	Errors []*Problem        `json:"errors,omitempty"`
+}
+
+// InstanceList is the /v1/instances document.
+type InstanceList struct {
+	Instances []Instance `json:"instances"`
+}
+
+// Instance is one pooled child, as status shows it.
+type Instance struct {
+	ID        string `json:"id"`
+	Server    string `json:"server"`
+	Key       string `json:"key"`  // the scope key: "global", "worktree:/src/app", …
+	Root      string `json:"root"` // the instance root; "" for rootless instances
+	Cwd       string `json:"cwd,omitempty"`
+	CwdSource string `json:"cwdSource"` // "config", "scope" or "daemon"
+	Transport string `json:"transport"` // "stdio" or "http"
+	Pid       int    `json:"pid,omitempty"`
+	// State is "starting", "ready", "backoff", "stopping" or "stopped".
+	State        string    `json:"state"`
+	Protocol     string    `json:"protocolVersion,omitempty"`
+	Started      time.Time `json:"started"`
+	LastUsed     time.Time `json:"lastUsed"`
+	Calls        int64     `json:"calls"`
+	InFlight     int       `json:"inFlight"`
+	Restarts     int       `json:"restarts"`
+	BackoffUntil time.Time `json:"backoffUntil,omitzero"`
+	LastError    string    `json:"lastError,omitempty"`
+	Degraded     string    `json:"degraded,omitempty"`
+}

@@ -1,0 +1,208 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Route describes one endpoint. The server mounts exactly the routes of
+// this table (package api has one handler per operation name, and a test
+// fails if either side has one the other lacks); the Go client builds its
+// requests from it.
+//
+// Request, Response, Status, Problems and MCPResult are read by no running
+// code: they are the input of the OpenAPI generator (next issue), kept here
+// so that the generated document describes the routes the server serves.
+type Route struct {
+	Method  string // HTTP method
+	Pattern string // chi pattern: "/v1/servers/{server}"; path parameters in braces
+	Name    string // operationId: stable, camelCase; one of the Op* constants
+	Summary string // one line, for docs and `mcpx help`-style listings
+
+	// Caller is true if the endpoint reads the caller-context headers
+	// (HeaderCwd, HeaderSession, HeaderParentSession, HeaderLease, HeaderPid).
+	Caller bool
+	// Body is the request body's kind; BodyNone for none.
+	Body BodyKind
+	// Query lists the query parameters the endpoint reads (all required).
+	Query []string
+	// Stream is true if the endpoint also answers Accept: text/event-stream,
+	// with the events of Events.
+	Stream bool
+	// Raw is true if the success body is the child's MCP result bytes,
+	// passed through unchanged, rather than a document of this API's own;
+	// MCPResult names its MCP type.
+	Raw bool
+
+	// Request is the Go type of the request body; nil = no body.
+	// (OpenAPI generator input.)
+	Request reflect.Type
+	// Response is the Go type of the success body: a document of this
+	// package, or json.RawMessage for Raw routes; nil = no body (Status
+	// 204). (OpenAPI generator input.)
+	Response reflect.Type
+	// MCPResult names the MCP schema type of a Raw route's body, as the MCP
+	// specification's schema.ts spells it ("CallToolResult"); "" otherwise.
+	// (OpenAPI generator input.)
+	MCPResult string
+	// Status is the success status: 200, or 204 for no body. (OpenAPI
+	// generator input.)
+	Status int
+	// Problems are the problem kinds (Kind* constants) the route may answer
+	// with, besides KindMethodNotAllowed, which any route answers to a
+	// method it does not serve. (OpenAPI generator input.)
+	Problems []string
+}
+
+// BodyKind is the kind of a route's request body.
+type BodyKind string
+
+// Request body kinds for Route.Body.
+const (
+	BodyNone            BodyKind = ""
+	BodyArguments       BodyKind = "arguments"        // a JSON object: tool arguments; empty body = {}
+	BodyPromptArguments BodyKind = "prompt-arguments" // a JSON object of string values; empty body = {}
+)
+
+// Operation names (Route.Name), which are also the OpenAPI operationIds.
+const (
+	OpHealthz         = "healthz"
+	OpWhoami          = "whoami"
+	OpListServers     = "listServers"
+	OpGetServer       = "getServer"
+	OpListServerTools = "listServerTools"
+	OpCallTool        = "callTool"
+	OpListResources   = "listResources"
+	OpReadResource    = "readResource"
+	OpListPrompts     = "listPrompts"
+	OpGetPrompt       = "getPrompt"
+	OpListTools       = "listTools"
+	OpListInstances   = "listInstances"
+	OpStopInstance    = "stopInstance"
+)
+
+// The problems routes share, by what the route does.
+var (
+	// Every route: the caller is refused, or the daemon has a bug.
+	problemsAny = []string{KindForbidden, KindInternal}
+	// Routes that read the caller-context headers: a bad Mcpx-Pid or cwd.
+	problemsCaller = []string{KindBadRequest, KindForbidden, KindInternal}
+	// Routes that talk to a child in the caller's scope.
+	problemsChild = []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout,
+		KindExhausted, KindUnavailable, KindCanceled, KindConfig, KindInternal}
+	// The same, with a request body.
+	problemsChildBody = append(slices.Clip(problemsChild), KindTooLarge)
+)
+
+var (
+	typeRaw = reflect.TypeFor[json.RawMessage]()
+	// Tool arguments: any JSON object.
+	typeArguments = reflect.TypeFor[map[string]any]()
+	// Prompt arguments: a JSON object of strings.
+	typePromptArguments = reflect.TypeFor[map[string]string]()
+)
+
+// routes is the API. Keep it sorted by path; order does not matter to chi.
+var routes = []Route{
+	{Method: "GET", Pattern: "/healthz", Name: OpHealthz,
+		Summary:  "Report that the daemon is serving",
+		Response: reflect.TypeFor[Health](), Status: 200, Problems: problemsAny},
+	{Method: "GET", Pattern: "/v1/whoami", Name: OpWhoami, Caller: true,
+		Summary:  "Show how the broker sees the caller: identity, rights and declared context",
+		Response: reflect.TypeFor[Whoami](), Status: 200, Problems: problemsCaller},
+
+	{Method: "GET", Pattern: "/v1/servers", Name: OpListServers,
+		Summary:  "List the configured servers",
+		Response: reflect.TypeFor[ServerList](), Status: 200, Problems: problemsAny},
+	{Method: "GET", Pattern: "/v1/servers/{server}", Name: OpGetServer,
+		Summary:  "Describe one configured server",
+		Response: reflect.TypeFor[Server](), Status: 200, Problems: []string{KindNotFound, KindForbidden, KindInternal}},
+	{Method: "GET", Pattern: "/v1/servers/{server}/tools", Name: OpListServerTools, Caller: true,
+		Summary:  "List one server's tools, as the child in the caller's scope lists them",
+		Response: reflect.TypeFor[ServerTools](), Status: 200, Problems: problemsChild},
+	{Method: "POST", Pattern: "/v1/servers/{server}/tools/{tool}", Name: OpCallTool, Caller: true,
+		Body: BodyArguments, Stream: true, Raw: true,
+		Summary: "Call a tool; the result is the child's CallToolResult, or an event stream of progress then the result",
+		Request: typeArguments, Response: typeRaw, MCPResult: "CallToolResult", Status: 200, Problems: problemsChildBody},
+	{Method: "GET", Pattern: "/v1/servers/{server}/resources", Name: OpListResources, Caller: true,
+		Summary:  "List one server's resources",
+		Response: reflect.TypeFor[ResourceList](), Status: 200, Problems: problemsChild},
+	{Method: "GET", Pattern: "/v1/servers/{server}/resources/read", Name: OpReadResource, Caller: true,
+		Query: []string{"uri"}, Raw: true,
+		Summary:  "Read one resource; the result is the child's ReadResourceResult",
+		Response: typeRaw, MCPResult: "ReadResourceResult", Status: 200, Problems: problemsChild},
+	{Method: "GET", Pattern: "/v1/servers/{server}/prompts", Name: OpListPrompts, Caller: true,
+		Summary:  "List one server's prompts",
+		Response: reflect.TypeFor[PromptList](), Status: 200, Problems: problemsChild},
+	{Method: "POST", Pattern: "/v1/servers/{server}/prompts/{prompt}", Name: OpGetPrompt, Caller: true,
+		Body: BodyPromptArguments, Raw: true,
+		Summary: "Get a prompt with arguments; the result is the child's GetPromptResult",
+		Request: typePromptArguments, Response: typeRaw, MCPResult: "GetPromptResult", Status: 200, Problems: problemsChildBody},
+
+	{Method: "GET", Pattern: "/v1/tools", Name: OpListTools, Caller: true,
+		Summary:  "List every server's tools, each tagged with its server; failing servers are reported, not fatal",
+		Response: reflect.TypeFor[ToolList](), Status: 200, Problems: problemsCaller},
+
+	{Method: "GET", Pattern: "/v1/instances", Name: OpListInstances,
+		Summary:  "List the pooled child instances",
+		Response: reflect.TypeFor[InstanceList](), Status: 200, Problems: problemsAny},
+	{Method: "DELETE", Pattern: "/v1/instances/{id}", Name: OpStopInstance,
+		Summary: "Stop one instance after draining its calls",
+		Status:  204, Problems: []string{KindNotFound, KindForbidden, KindTimeout, KindCanceled, KindInternal}},
+}
+
+// Routes returns the route table, in a stable order. The caller owns the
+// returned slice and everything in it.
+func Routes() []Route {
+	out := make([]Route, len(routes))
+	for i, rt := range routes {
+		out[i] = rt.clone()
+	}
+	return out
+}
+
+// Lookup returns the route named name (an Op* constant).
+func Lookup(name string) (Route, bool) {
+	i := slices.IndexFunc(routes, func(rt Route) bool { return rt.Name == name })
+	if i < 0 {
+		return Route{}, false
+	}
+	return routes[i].clone(), true
+}
+
+func (rt Route) clone() Route {
+	rt.Query = slices.Clone(rt.Query)
+	rt.Problems = slices.Clone(rt.Problems)
+	return rt
+}
+
+// Path fills the route's path parameters, in order, each path-escaped:
+// Path("demo", "a/b") of "/v1/servers/{server}/tools/{tool}" is
+// "/v1/servers/demo/tools/a%2Fb". It panics if the number of params is not
+// the number of parameters in the pattern: that is a bug in the caller.
+func (rt Route) Path(params ...string) string {
+	var b strings.Builder
+	rest := rt.Pattern
+	for {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if len(params) == 0 || end < 0 {
+			panic(fmt.Sprintf("wire: %s: too few path parameters for %s", rt.Name, rt.Pattern))
+		}
+		b.WriteString(rest[:open])
+		b.WriteString(url.PathEscape(params[0]))
+		params, rest = params[1:], rest[open+end+1:]
+	}
+	if len(params) > 0 {
+		panic(fmt.Sprintf("wire: %s: too many path parameters for %s", rt.Name, rt.Pattern))
+	}
+	b.WriteString(rest)
+	return b.String()
+}
