@@ -41,7 +41,6 @@ type daemonOptions struct {
 	maxBody   int64
 	owner     *int // admit this uid on the socket instead of ours
 	panicky   bool
-	noBroker  bool
 	keepAlive time.Duration
 }
 

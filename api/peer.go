@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net"
 )
 
@@ -32,5 +31,3 @@ func peerFrom(ctx context.Context) (peer, bool) {
 	p, ok := ctx.Value(peerKey{}).(peer)
 	return p, ok
 }
-
-var errNoPeerCred = errors.New("peer credentials are not supported on this platform")

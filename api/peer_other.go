@@ -2,7 +2,12 @@
 
 package api
 
-import "net"
+import (
+	"errors"
+	"net"
+)
+
+var errNoPeerCred = errors.New("peer credentials are not supported on this platform")
 
 // peerCred is unsupported here: unix-socket callers are refused.
 func peerCred(c *net.UnixConn) (uid int, err error) { return 0, errNoPeerCred }

@@ -1,0 +1,23 @@
+package wire_test
+
+import (
+	"testing"
+
+	"mcpx.dev/mcpx/internal/deptest"
+)
+
+// TestDeps: the contract is data that the server, the Go client and the
+// OpenAPI and TypeScript generators all read (docs/architecture.md,
+// "Dependency direction"); it pulls in nothing but the standard library.
+func TestDeps(t *testing.T) {
+	const why = "the contract is plain data: whoever imports it (the client, the generators) gets no daemon code with it"
+	deptest.Rules{
+		BadDeps: map[string]string{
+			"mcpx.dev/mcpx/...": why,
+			"github.com/...":    why,
+			"golang.org/...":    why,
+			"tailscale.com/...": why,
+		},
+		NoHTTPServer: "the contract names routes; the api package serves them",
+	}.Check(t)
+}
