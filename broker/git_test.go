@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -40,7 +41,7 @@ func agreeWithGit(t *testing.T, r *Resolver, dir string, env ...string) {
 	t.Helper()
 	top, common := gitTruth(t, dir, env...)
 	cc := CallContext{Cwd: canon(t, dir), CallID: "c1"}
-	wt := r.Resolve(ScopeWorktree, cc)
+	wt := r.Resolve(config.ScopeWorktree, cc)
 	if top != "" {
 		if want := (ResolvedScope{Key: "worktree:" + top, Root: top}); wt != want {
 			t.Errorf("worktree scope in %s = %+v; git says top level %s", dir, wt, top)
@@ -48,7 +49,7 @@ func agreeWithGit(t *testing.T, r *Resolver, dir string, env ...string) {
 	} else if !strings.HasPrefix(wt.Key, "cwd:") || wt.Degraded == "" {
 		t.Errorf("worktree scope in %s = %+v; git sees no worktree, want a degraded cwd: key", dir, wt)
 	}
-	repo := r.Resolve(ScopeRepo, cc)
+	repo := r.Resolve(config.ScopeRepo, cc)
 	if common != "" {
 		if want := "repo:" + common; repo.Key != want || repo.Degraded != "" {
 			t.Errorf("repo scope in %s = %+v; git says common dir %s", dir, repo, common)

@@ -12,21 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// ScopeKind names how callers are grouped onto instances. See the table in
-// DESIGN.md: the kind decides the key and the root.
-type ScopeKind string
-
-const (
-	ScopeGlobal        ScopeKind = "global"
-	ScopeRepo          ScopeKind = "repo"
-	ScopeWorktree      ScopeKind = "worktree"
-	ScopeCwd           ScopeKind = "cwd"
-	ScopeSession       ScopeKind = "session"
-	ScopeParentSession ScopeKind = "parent-session"
-	ScopePid           ScopeKind = "pid"
-	ScopeCall          ScopeKind = "call"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 // CallContext is what a caller declares about itself, from the Mcpx-* headers.
@@ -152,7 +139,7 @@ const (
 // canonicalised here too (cached, and rechecked with one stat per call).
 // An already-canonical path is trusted without a stat: CanonicalCwd has
 // just checked that it exists. cc.CallID should be set.
-func (r *Resolver) Resolve(kind ScopeKind, cc CallContext) ResolvedScope {
+func (r *Resolver) Resolve(kind config.ScopeKind, cc CallContext) ResolvedScope {
 	rs := r.resolve(kind, cc)
 	if rs.Degraded != "" {
 		r.noteDegraded(kind, rs)
@@ -160,18 +147,18 @@ func (r *Resolver) Resolve(kind ScopeKind, cc CallContext) ResolvedScope {
 	return rs
 }
 
-func (r *Resolver) resolve(kind ScopeKind, cc CallContext) ResolvedScope {
+func (r *Resolver) resolve(kind config.ScopeKind, cc CallContext) ResolvedScope {
 	switch kind {
-	case ScopeGlobal:
+	case config.ScopeGlobal:
 		return ResolvedScope{Key: "global"}
-	case ScopeCall:
+	case config.ScopeCall:
 		return callScope(cc, "")
-	case ScopeSession:
+	case config.ScopeSession:
 		if cc.Session != "" {
 			return ResolvedScope{Key: "session:" + cc.Session}
 		}
 		return callScope(cc, reasonNoSession)
-	case ScopeParentSession:
+	case config.ScopeParentSession:
 		switch {
 		case cc.ParentSession != "":
 			return ResolvedScope{Key: "psession:" + cc.ParentSession}
@@ -179,7 +166,7 @@ func (r *Resolver) resolve(kind ScopeKind, cc CallContext) ResolvedScope {
 			return ResolvedScope{Key: "session:" + cc.Session}
 		}
 		return callScope(cc, reasonNoParent)
-	case ScopePid:
+	case config.ScopePid:
 		switch {
 		case cc.Pid > 0:
 			return ResolvedScope{Key: "pid:" + strconv.Itoa(cc.Pid)}
@@ -187,7 +174,7 @@ func (r *Resolver) resolve(kind ScopeKind, cc CallContext) ResolvedScope {
 			return ResolvedScope{Key: "lease:" + cc.Lease}
 		}
 		return callScope(cc, reasonNoPid)
-	case ScopeCwd, ScopeRepo, ScopeWorktree:
+	case config.ScopeCwd, config.ScopeRepo, config.ScopeWorktree:
 		return r.resolveDir(kind, cc)
 	}
 	return callScope(cc, reasonUnknownKind)
@@ -199,7 +186,7 @@ func callScope(cc CallContext, reason string) ResolvedScope {
 
 // resolveDir resolves the scopes that depend on the cwd. For repo, worktree
 // and cwd the root is a function of the key alone.
-func (r *Resolver) resolveDir(kind ScopeKind, cc CallContext) ResolvedScope {
+func (r *Resolver) resolveDir(kind config.ScopeKind, cc CallContext) ResolvedScope {
 	if cc.Cwd == "" {
 		return callScope(cc, reasonNoCwd)
 	}
@@ -211,7 +198,7 @@ func (r *Resolver) resolveDir(kind ScopeKind, cc CallContext) ResolvedScope {
 		return callScope(cc, reasonBadCwd)
 	}
 	here := ResolvedScope{Key: cw.key, Root: cw.path}
-	if kind == ScopeCwd {
+	if kind == config.ScopeCwd {
 		return here
 	}
 	f := r.find(cw.path)
@@ -227,7 +214,7 @@ func (r *Resolver) resolveDir(kind ScopeKind, cc CallContext) ResolvedScope {
 		here.Degraded = reasonBrokenGit
 		return here
 	}
-	if kind == ScopeRepo {
+	if kind == config.ScopeRepo {
 		g := r.repo(f)
 		return ResolvedScope{Key: g.key, Root: g.root}
 	}
@@ -390,12 +377,12 @@ func (r *Resolver) repo(f *gitFind) *gitRepo {
 // scopeLogKey identifies a logged degradation: per key and reason, except
 // call: keys (new on every call), which are logged once per kind and reason.
 type scopeLogKey struct {
-	kind   ScopeKind
+	kind   config.ScopeKind
 	key    string
 	reason string
 }
 
-func (r *Resolver) noteDegraded(kind ScopeKind, rs ResolvedScope) {
+func (r *Resolver) noteDegraded(kind config.ScopeKind, rs ResolvedScope) {
 	k := scopeLogKey{key: rs.Key, reason: rs.Degraded}
 	if strings.HasPrefix(rs.Key, "call:") {
 		k = scopeLogKey{kind: kind, key: "call:", reason: rs.Degraded}
