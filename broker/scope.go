@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/broker/internal/gitdir"
 )
 
 // CallContext is what a caller declares about itself, from the Mcpx-* headers.
@@ -52,18 +53,19 @@ type ResolverOptions struct {
 }
 
 // Resolver maps a scope kind and what a caller declared to a key and a root;
-// see DESIGN.md "Scopes, keys and roots". It is the only resolution path.
+// see "Scopes, keys and roots" in docs/architecture.md. It is the only
+// resolution path.
 //
 //	r := broker.NewResolver(broker.ResolverOptions{Logger: log})
 //	cwd, err := r.CanonicalCwd(header) // once per request, before authorization
 //	...
-//	rs := r.Resolve(broker.ScopeWorktree, broker.CallContext{Cwd: cwd, CallID: id})
+//	rs := r.Resolve(config.ScopeWorktree, broker.CallContext{Cwd: cwd, CallID: id})
 //	// rs.Key == "worktree:/src/app-wt1", rs.Root == "/src/app-wt1"
 //
-// Git layout is discovered natively (git.go: no git process) and cached per
-// directory; every cache hit is revalidated with stat calls, so `git init`,
-// `git worktree add/remove`, `rm -rf .git` and the like are noticed on the
-// next call. A warm worktree resolution stats the worktree's .git entry, one
+// Git layout is discovered natively (package gitdir: no git process) and
+// cached per directory; every cache hit is revalidated with stat calls, so
+// `git init`, `git worktree add/remove`, `rm -rf .git` and the like are
+// noticed on the next call. A warm worktree resolution stats the worktree's .git entry, one
 // .git per directory level between the cwd and the top level, and, for a
 // main checkout or the repo scope, the repository's config; outside a
 // repository, one .git per ancestor up to the root. The cwd and global
@@ -206,36 +208,36 @@ func (r *Resolver) resolveDir(kind config.ScopeKind, cc CallContext) ResolvedSco
 		r.cwds.del(cc.Cwd)
 		return callScope(cc, reasonBadCwd)
 	}
-	switch f.place {
-	case gitOutside:
+	switch f.Kind {
+	case gitdir.Outside:
 		here.Degraded = reasonNoRepo
 		return here
-	case gitBroken:
+	case gitdir.Broken:
 		here.Degraded = reasonBrokenGit
 		return here
 	}
 	if kind == config.ScopeRepo {
 		g := r.repo(f)
-		return ResolvedScope{Key: g.key, Root: g.root}
+		return ResolvedScope{Key: g.key, Root: g.Root}
 	}
-	if f.gitDir != f.commonDir { // a linked worktree, or inside a linked worktree's git dir
-		if f.place == gitInGitDir {
+	if f.GitDir != f.CommonDir { // a linked worktree, or inside a linked worktree's git dir
+		if f.Kind == gitdir.InGitDir {
 			here.Degraded = reasonInGitDir
 			return here
 		}
-		return ResolvedScope{Key: f.worktreeKey, Root: f.top}
+		return ResolvedScope{Key: f.worktreeKey, Root: f.Top}
 	}
 	// Found through the common dir itself: its config may say there is no
 	// worktree (core.bare) or where it is (core.worktree), as git reads it.
 	switch g := r.repo(f); {
-	case g.bare:
+	case g.Bare:
 		here.Degraded = reasonBare
-	case g.worktree != "":
-		return ResolvedScope{Key: g.worktreeKey, Root: g.worktree}
-	case f.place == gitInGitDir:
+	case g.Worktree != "":
+		return ResolvedScope{Key: g.worktreeKey, Root: g.Worktree}
+	case f.Kind == gitdir.InGitDir:
 		here.Degraded = reasonInGitDir
 	default:
-		return ResolvedScope{Key: f.worktreeKey, Root: f.top}
+		return ResolvedScope{Key: f.worktreeKey, Root: f.Top}
 	}
 	return here
 }
@@ -326,8 +328,25 @@ func cwdError(msg string, err error) *Error {
 	}
 }
 
-// find returns where the canonical directory dir lies in git, nil if it is
-// no longer a directory.
+// gitFind is a discovery answer as the resolver caches it, per canonical
+// directory. Immutable once built, but for checked.
+type gitFind struct {
+	*gitdir.Dir
+	worktreeKey string // "worktree:" + Top, built once so a warm Resolve allocates nothing for it
+	// checked is when the answer was last found valid (unix ns), for
+	// ResolverOptions.Revalidate.
+	checked int64 // accessed atomically
+}
+
+// gitRepo is a repository as the resolver caches it, per canonical common
+// dir. Immutable once built, but for checked.
+type gitRepo struct {
+	*gitdir.Repo
+	key         string // "repo:" + the common dir
+	worktreeKey string // "worktree:" + Worktree, when that is set
+	checked     int64  // accessed atomically: as gitFind.checked
+}
+
 // fresh reports whether a cached answer still holds: checked within the
 // revalidation window, or valid when checked again now.
 func (r *Resolver) fresh(checked *int64, valid func() bool) bool {
@@ -345,32 +364,36 @@ func (r *Resolver) fresh(checked *int64, valid func() bool) bool {
 	return true
 }
 
+// find returns where the canonical directory dir lies in git, nil if it is
+// no longer a directory.
 func (r *Resolver) find(dir string) *gitFind {
-	if f, ok := r.finds.get(dir); ok && r.fresh(&f.checked, f.valid) {
+	if f, ok := r.finds.get(dir); ok && r.fresh(&f.checked, f.Valid) {
 		return f
 	}
-	f := discoverGit(dir, r.ceilings)
-	if f == nil {
+	d := gitdir.Discover(dir, r.ceilings)
+	if d == nil {
 		r.finds.del(dir)
 		return nil
 	}
-	f.checked = time.Now().UnixNano() // just discovered: as good as checked
+	// Just discovered: as good as checked.
+	f := &gitFind{Dir: d, checked: time.Now().UnixNano()}
+	if d.Kind == gitdir.Worktree {
+		f.worktreeKey = "worktree:" + d.Top
+	}
 	r.finds.put(dir, f)
 	return f
 }
 
 // repo returns the repository f lies in.
 func (r *Resolver) repo(f *gitFind) *gitRepo {
-	if g, ok := r.repos.get(f.commonDir); ok && r.fresh(&g.checked, g.valid) {
+	if g, ok := r.repos.get(f.CommonDir); ok && r.fresh(&g.checked, g.Valid) {
 		return g
 	}
-	mainTop := ""
-	if f.place == gitWorktree && f.gitFile && f.gitDir == f.commonDir {
-		mainTop = f.top
+	g := &gitRepo{Repo: gitdir.ReadRepo(f.CommonDir, f.MainTop), key: "repo:" + f.CommonDir, checked: time.Now().UnixNano()}
+	if g.Worktree != "" {
+		g.worktreeKey = "worktree:" + g.Worktree
 	}
-	g := loadGitRepo(f.commonDir, mainTop)
-	g.checked = time.Now().UnixNano()
-	r.repos.put(f.commonDir, g)
+	r.repos.put(f.CommonDir, g)
 	return g
 }
 

@@ -38,6 +38,54 @@ func newRepoFixture(t testing.TB) repoFixture {
 	return repoFixture{tmp: tmp, main: paths[0], wt1: paths[1]}
 }
 
+// agreeWithGit checks the resolver's repo and worktree answers for dir
+// against git's.
+func agreeWithGit(t *testing.T, r *Resolver, dir string, env ...string) {
+	t.Helper()
+	top, common := testenv.GitRevParse(t, dir, env...)
+	cc := CallContext{Cwd: canon(t, dir), CallID: "c1"}
+	wt := r.Resolve(config.ScopeWorktree, cc)
+	if top != "" {
+		if want := (ResolvedScope{Key: "worktree:" + top, Root: top}); wt != want {
+			t.Errorf("worktree scope in %s = %+v; git says top level %s", dir, wt, top)
+		}
+	} else if !strings.HasPrefix(wt.Key, "cwd:") || wt.Degraded == "" {
+		t.Errorf("worktree scope in %s = %+v; git sees no worktree, want a degraded cwd: key", dir, wt)
+	}
+	repo := r.Resolve(config.ScopeRepo, cc)
+	if common != "" {
+		if want := "repo:" + common; repo.Key != want || repo.Degraded != "" {
+			t.Errorf("repo scope in %s = %+v; git says common dir %s", dir, repo, common)
+		}
+	} else if !strings.HasPrefix(repo.Key, "cwd:") || repo.Degraded == "" {
+		t.Errorf("repo scope in %s = %+v; git sees no repository, want a degraded cwd: key", dir, repo)
+	}
+}
+
+func canon(t testing.TB, p string) string {
+	t.Helper()
+	c, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mkdir(t testing.TB, p string) string {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return canon(t, p)
+}
+
+func writeFile(t testing.TB, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func resolveIn(r *Resolver, kind config.ScopeKind, cwd string) ResolvedScope {
 	return r.Resolve(kind, CallContext{Cwd: cwd, CallID: "c1"})
 }
@@ -139,7 +187,7 @@ func TestResolveSymlinkedCwd(t *testing.T) {
 
 func TestResolveOutsideGit(t *testing.T) {
 	dir := mkdir(t, filepath.Join(t.TempDir(), "plain/a/b"))
-	if top, common := gitTruth(t, dir); top != "" || common != "" {
+	if top, common := testenv.GitRevParse(t, dir); top != "" || common != "" {
 		t.Skipf("the temp dir is inside a git repository (%s)", common)
 	}
 	r := NewResolver(ResolverOptions{})
@@ -280,7 +328,7 @@ func TestResolveBrokenGitFile(t *testing.T) {
 		for _, kind := range []config.ScopeKind{config.ScopeRepo, config.ScopeWorktree} {
 			wantScope(t, resolveIn(r, kind, dir), ResolvedScope{Key: "cwd:" + dir, Root: dir, Degraded: reasonBrokenGit})
 		}
-		if top, common := gitTruth(t, dir); top != "" || common != "" {
+		if top, common := testenv.GitRevParse(t, dir); top != "" || common != "" {
 			t.Errorf("git accepts .git file %q: %s %s", content, top, common)
 		}
 	}
