@@ -60,8 +60,8 @@ type Server struct {
 
 	Scope        ScopeKind `json:"scope,omitempty"`        // "" = worktree for command servers, global for url servers
 	Sharing      Sharing   `json:"sharing,omitempty"`      // "" = shared
-	Max          int       `json:"max,omitempty"`          // instances of this server; 0 = 4
-	IdleTimeout  Duration  `json:"idleTimeout,omitempty"`  // 0 = pool.idleTimeout
+	Max          int       `json:"max,omitempty"`          // instances of this server; 0 = pool.DefaultMax
+	IdleTimeout  Duration  `json:"idleTimeout,omitempty"`  // 0 = Config.Pool.IdleTimeout
 	CallTimeout  Duration  `json:"callTimeout,omitempty"`  // 0 = DefaultCallTimeout
 	StartTimeout Duration  `json:"startTimeout,omitempty"` // 0 = pool.DefaultStartTimeout; spawn + initialize
 	Tags         []string  `json:"tags,omitempty"`
