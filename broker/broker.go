@@ -1,6 +1,7 @@
 // Package broker is mcpx's domain: it maps a caller's declared context to a
 // scope key and root, and forwards calls to the pooled child for that key.
 //
+//	cfg, err := config.Load(path) // package mcpx.dev/mcpx/broker/config
 //	b, err := broker.New(broker.Options{Config: cfg, Logger: log})
 //	res, err := b.CallTool(ctx, broker.Request{Caller: c, Context: cc, Server: "demo"}, "echo", args, nil)
 //	defer b.Close(ctx)

@@ -65,11 +65,11 @@ type ResolverOptions struct {
 // Git layout is discovered natively (package gitdir: no git process) and
 // cached per directory; every cache hit is revalidated with stat calls, so
 // `git init`, `git worktree add/remove`, `rm -rf .git` and the like are
-// noticed on the next call. A warm worktree resolution stats the worktree's .git entry, one
-// .git per directory level between the cwd and the top level, and, for a
-// main checkout or the repo scope, the repository's config; outside a
-// repository, one .git per ancestor up to the root. The cwd and global
-// scopes cost no system call. Caches are bounded. All methods are safe for
+// noticed on the next call. A warm worktree resolution stats the worktree's
+// .git entry, one .git per directory level between the cwd and the top
+// level, and, for a main checkout or the repo scope, the repository's
+// config; outside a repository, one .git per ancestor up to the root. The
+// cwd and global scopes cost no system call. Caches are bounded. All methods are safe for
 // concurrent use.
 type Resolver struct {
 	log        *slog.Logger

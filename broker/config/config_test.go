@@ -345,7 +345,7 @@ func TestPlaceholdersPassThrough(t *testing.T) {
 }
 
 // fullConfig uses every field, so that the round trip proves each JSON name
-// ParseConfig accepts is one it writes.
+// Parse accepts is one it writes.
 const fullConfig = `{
 	"servers": {
 		"fs": {
