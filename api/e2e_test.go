@@ -24,6 +24,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 )
@@ -31,7 +32,7 @@ import (
 // demoConfig parses a config of demo servers (this test binary as a child),
 // by name; each value is a JSON object of more fields for that server ("env"
 // is merged), or "".
-func demoConfig(t *testing.T, servers map[string]string) *broker.Config {
+func demoConfig(t *testing.T, servers map[string]string) *config.Config {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -68,7 +69,7 @@ func demoConfig(t *testing.T, servers map[string]string) *broker.Config {
 		fmt.Fprintf(&b, "%q: %s", name, js)
 	}
 	b.WriteString("}}")
-	cfg, err := broker.ParseConfig([]byte(b.String()), "test.json")
+	cfg, err := config.Parse([]byte(b.String()), "test.json")
 	if err != nil {
 		t.Fatalf("config %s: %v", b.String(), err)
 	}
@@ -400,7 +401,7 @@ func TestServers(t *testing.T) {
 	}
 	var one broker.ServerInfo
 	d.unix.do(t, "GET", "/v1/servers/demo", "").decode(t, &one)
-	if one.Scope != broker.ScopeGlobal {
+	if one.Scope != config.ScopeGlobal {
 		t.Errorf("server %+v", one)
 	}
 	if p := d.unix.do(t, "GET", "/v1/servers/nope", "").problem(t); p.Status != 404 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
@@ -23,7 +24,7 @@ func TestEverythingProgressOverSSEAndDisconnect(t *testing.T) {
 		"env":     map[string]string{proctest.MarkerEnv: proctest.Marker(t)},
 		"scope":   "global",
 	}}})
-	cfg, err := broker.ParseConfig(doc, "everything.json")
+	cfg, err := config.Parse(doc, "everything.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 func TestProblemMapping(t *testing.T) {
@@ -138,7 +139,7 @@ func TestPeerUidMustBeOwner(t *testing.T) {
 }
 
 func TestRefusesNonLocalAndBrowsers(t *testing.T) {
-	b, err := broker.New(broker.Options{Config: &broker.Config{}})
+	b, err := broker.New(broker.Options{Config: &config.Config{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/testenv"
 
 	"mcpx.dev/mcpx/api"
@@ -37,7 +38,7 @@ type daemon struct {
 }
 
 type daemonOptions struct {
-	cfg       *broker.Config // nil = no servers
+	cfg       *config.Config // nil = no servers
 	maxBody   int64
 	owner     *int // admit this uid on the socket instead of ours
 	panicky   bool
@@ -48,7 +49,7 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	t.Helper()
 	cfg := o.cfg
 	if cfg == nil {
-		cfg = &broker.Config{Servers: map[string]*broker.ServerConfig{}}
+		cfg = &config.Config{Servers: map[string]*config.Server{}}
 	}
 	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

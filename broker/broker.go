@@ -1,6 +1,7 @@
 // Package broker is mcpx's domain: it maps a caller's declared context to a
 // scope key and root, and forwards calls to the pooled child for that key.
 //
+//	cfg, err := config.Load(path) // package mcpx.dev/mcpx/broker/config
 //	b, err := broker.New(broker.Options{Config: cfg, Logger: log})
 //	res, err := b.CallTool(ctx, broker.Request{Caller: c, Context: cc, Server: "demo"}, "echo", args, nil)
 //	defer b.Close(ctx)
@@ -27,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )
@@ -53,14 +55,14 @@ type Request struct {
 
 // ServerInfo describes a configured server to callers.
 type ServerInfo struct {
-	Name        string    `json:"name"`
-	Description string    `json:"description,omitempty"`
-	Tags        []string  `json:"tags,omitempty"`
-	Transport   string    `json:"transport"` // "stdio" or "http"
-	Scope       ScopeKind `json:"scope"`
-	Sharing     Sharing   `json:"sharing"`
-	Max         int       `json:"max"`
-	Instances   int       `json:"instances"` // running now
+	Name        string           `json:"name"`
+	Description string           `json:"description,omitempty"`
+	Tags        []string         `json:"tags,omitempty"`
+	Transport   string           `json:"transport"` // "stdio" or "http"
+	Scope       config.ScopeKind `json:"scope"`
+	Sharing     config.Sharing   `json:"sharing"`
+	Max         int              `json:"max"`
+	Instances   int              `json:"instances"` // running now
 }
 
 // Instance is a pooled child, as status shows it.
@@ -68,9 +70,9 @@ type Instance = pool.InstanceStatus
 
 // Options configures a Broker.
 type Options struct {
-	Config  *Config      // required
-	Logger  *slog.Logger // nil = discard
-	Version string       // reported to children as clientInfo.version; "" = "dev"
+	Config  *config.Config // required
+	Logger  *slog.Logger   // nil = discard
+	Version string         // reported to children as clientInfo.version; "" = "dev"
 	// Pool overrides for tests; zero fields come from Config.Pool.
 	Now          func() time.Time
 	ReapInterval time.Duration // negative: no background reaper
@@ -85,7 +87,7 @@ type Broker struct {
 	pool  *pool.Pool
 
 	mu  sync.RWMutex
-	cfg *Config // guarded by mu
+	cfg *config.Config // guarded by mu
 }
 
 // New builds a broker. It starts no children; Close stops them.
@@ -119,7 +121,7 @@ func New(opts Options) (*Broker, error) {
 // SetConfig replaces the configuration. Instances of unchanged servers keep
 // running; changed or removed servers' instances are drained and replaced.
 // Pool-wide limits take effect at the next start of the daemon.
-func (b *Broker) SetConfig(cfg *Config) {
+func (b *Broker) SetConfig(cfg *config.Config) {
 	defs := make([]pool.Server, 0, len(cfg.Servers))
 	for _, name := range sortedNames(cfg.Servers) {
 		defs = append(defs, poolServer(name, cfg.Servers[name]))
@@ -130,18 +132,18 @@ func (b *Broker) SetConfig(cfg *Config) {
 	b.pool.SetServers(defs)
 }
 
-func poolServer(name string, s *ServerConfig) pool.Server {
+func poolServer(name string, s *config.Server) pool.Server {
 	return pool.Server{
 		Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
 		URL: s.URL, Headers: s.Headers,
-		Exclusive:    s.Sharing == SharingExclusive,
+		Exclusive:    s.Sharing == config.SharingExclusive,
 		Max:          s.Max,
 		IdleTimeout:  s.IdleTimeout.D(),
 		StartTimeout: s.StartTimeout.D(),
 	}
 }
 
-func sortedNames(m map[string]*ServerConfig) []string {
+func sortedNames(m map[string]*config.Server) []string {
 	names := make([]string, 0, len(m))
 	for n := range m {
 		names = append(names, n)
@@ -150,7 +152,7 @@ func sortedNames(m map[string]*ServerConfig) []string {
 	return names
 }
 
-func (b *Broker) config() *Config {
+func (b *Broker) currentConfig() *config.Config {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.cfg
@@ -158,7 +160,7 @@ func (b *Broker) config() *Config {
 
 // Servers lists the configured servers, sorted by name.
 func (b *Broker) Servers() []ServerInfo {
-	cfg := b.config()
+	cfg := b.currentConfig()
 	counts := map[string]int{}
 	for _, in := range b.pool.Instances() {
 		counts[in.Server]++
@@ -170,13 +172,13 @@ func (b *Broker) Servers() []ServerInfo {
 	return out
 }
 
-func serverInfo(name string, s *ServerConfig, n int) ServerInfo {
+func serverInfo(name string, s *config.Server, n int) ServerInfo {
 	tr := "stdio"
 	if s.URL != "" {
 		tr = "http"
 	}
 	return ServerInfo{Name: name, Description: s.Description, Tags: s.Tags, Transport: tr,
-		Scope: s.Scope, Sharing: cmp.Or(s.Sharing, SharingShared), Max: cmp.Or(s.Max, 4), Instances: n}
+		Scope: s.Scope, Sharing: cmp.Or(s.Sharing, config.SharingShared), Max: cmp.Or(s.Max, pool.DefaultMax), Instances: n}
 }
 
 // Server describes one server; KindNotFound if there is none by that name.
@@ -194,8 +196,8 @@ func (b *Broker) Server(name string) (ServerInfo, error) {
 	return serverInfo(name, s, n), nil
 }
 
-func (b *Broker) lookup(name string) (*ServerConfig, error) {
-	cfg := b.config()
+func (b *Broker) lookup(name string) (*config.Server, error) {
+	cfg := b.currentConfig()
 	if s := cfg.Servers[name]; s != nil {
 		return s, nil
 	}
@@ -284,9 +286,6 @@ func (b *Broker) StopInstance(ctx context.Context, id string) error {
 	return b.translate(b.pool.Stop(ctx, id), "stop instance", "")
 }
 
-// Reap stops idle and orphaned instances now (the pool also does it on a tick).
-func (b *Broker) Reap() { b.pool.Reap() }
-
 // Close stops accepting calls, drains in-flight calls until ctx is done, and
 // stops every child.
 func (b *Broker) Close(ctx context.Context) error { return b.pool.Close(ctx) }
@@ -297,7 +296,7 @@ func (b *Broker) Target(r Request) (pool.Target, error) {
 	return t, err
 }
 
-func (b *Broker) target(r Request) (*ServerConfig, pool.Target, error) {
+func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 	def, err := b.lookup(r.Server)
 	if err != nil {
 		return nil, pool.Target{}, err
@@ -332,7 +331,7 @@ func (b *Broker) target(r Request) (*ServerConfig, pool.Target, error) {
 		// Git discovery walks up: the repo or worktree may begin above the
 		// directories this caller may use. Never hand it a child rooted
 		// there; fall back to its own cwd, which was checked above.
-		rs = b.scope.Resolve(ScopeCwd, cc)
+		rs = b.scope.Resolve(config.ScopeCwd, cc)
 		rs.Degraded = "the repository root lies outside the caller's allowed roots"
 	}
 	return def, pool.Target{

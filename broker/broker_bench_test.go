@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -27,7 +28,7 @@ func BenchmarkBrokerCallTool(b *testing.B) {
 	paths := testenv.Worktrees(b, filepath.Join(b.TempDir(), "app"),
 		map[string]string{"go.mod": "module app\n", "sub/deep/er/x.go": "package er\n"}, "app-wt1")
 	wt := paths[1]
-	br := benchBroker(b, map[string]broker.ScopeKind{"wt": broker.ScopeWorktree, "global": broker.ScopeGlobal})
+	br := benchBroker(b, map[string]config.ScopeKind{"wt": config.ScopeWorktree, "global": config.ScopeGlobal})
 	cases := []struct {
 		name, server, cwd string
 	}{
@@ -64,7 +65,7 @@ func BenchmarkBrokerCallTool(b *testing.B) {
 // caller, canonicalising the cwd and resolving the scope.
 func BenchmarkBrokerTarget(b *testing.B) {
 	paths := testenv.Worktrees(b, filepath.Join(b.TempDir(), "app"), map[string]string{"go.mod": "module app\n"}, "app-wt1")
-	br := benchBroker(b, map[string]broker.ScopeKind{"wt": broker.ScopeWorktree})
+	br := benchBroker(b, map[string]config.ScopeKind{"wt": config.ScopeWorktree})
 	r := broker.Request{Caller: benchCaller, Server: "wt", Context: broker.CallContext{Cwd: paths[1], Session: "bench"}}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -88,7 +89,7 @@ func benchCall(b *testing.B, br *broker.Broker, r broker.Request) {
 
 // benchBroker serves the demo server under each name with that scope; the
 // broker is closed and its children checked gone at cleanup.
-func benchBroker(b *testing.B, scopes map[string]broker.ScopeKind) *broker.Broker {
+func benchBroker(b *testing.B, scopes map[string]config.ScopeKind) *broker.Broker {
 	b.Helper()
 	return newDemoBroker(b, scopes)
 }

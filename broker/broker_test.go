@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
@@ -29,10 +30,10 @@ func TestMain(m *testing.M) {
 // demoSetup describes a broker serving the demo server (this test binary,
 // re-exec'd) under each name in scopes with that scope.
 type demoSetup struct {
-	scopes map[string]broker.ScopeKind
-	server func(*broker.ServerConfig) // edits each server after parsing; nil = none
-	config func(*broker.Config)       // edits the whole config; nil = none
-	opts   broker.Options             // Config is filled in; ReapInterval 0 = no reaper
+	scopes map[string]config.ScopeKind
+	server func(*config.Server) // edits each server after parsing; nil = none
+	config func(*config.Config) // edits the whole config; nil = none
+	opts   broker.Options       // Config is filled in; ReapInterval 0 = no reaper
 }
 
 // startDemoBroker starts the broker of s, closed at cleanup, and checks that
@@ -49,7 +50,7 @@ func startDemoBroker(tb testing.TB, s demoSetup) *broker.Broker {
 		}
 	}
 	data, _ := json.Marshal(map[string]any{"servers": servers})
-	cfg, err := broker.ParseConfig(data, "test.json")
+	cfg, err := config.Parse(data, "test.json")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func startDemoBroker(tb testing.TB, s demoSetup) *broker.Broker {
 }
 
 // newDemoBroker is startDemoBroker with only scopes and a server edit.
-func newDemoBroker(tb testing.TB, scopes map[string]broker.ScopeKind, edit ...func(*broker.ServerConfig)) *broker.Broker {
+func newDemoBroker(tb testing.TB, scopes map[string]config.ScopeKind, edit ...func(*config.Server)) *broker.Broker {
 	tb.Helper()
 	s := demoSetup{scopes: scopes}
 	if len(edit) > 0 {
@@ -119,7 +120,7 @@ func TestTwoWorktreesGetTwoInstancesWithTheirOwnRoot(t *testing.T) {
 	dir := t.TempDir()
 	wts := testenv.Worktrees(t, filepath.Join(dir, "app"), map[string]string{"README": "hi\n", "pkg/a/a.txt": "a\n"}, "app-feature")
 	main, linked := wts[0], wts[1]
-	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeWorktree, "g": broker.ScopeGlobal, "repo": broker.ScopeRepo})
+	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeWorktree, "g": config.ScopeGlobal, "repo": config.ScopeRepo})
 
 	for _, wt := range wts {
 		// A cwd deep in the tree still lands on the worktree's instance.
@@ -184,7 +185,7 @@ func TestSymlinkedCwdSharesTheInstance(t *testing.T) {
 	if err := os.Symlink(wts[0], link); err != nil {
 		t.Fatal(err)
 	}
-	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeWorktree})
+	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeWorktree})
 	p1 := callText(t, b, req("demo", wts[0]), "pid", `{}`)
 	p2 := callText(t, b, req("demo", link), "pid", `{}`)
 	if p1 != p2 || len(b.Instances()) != 1 {
@@ -194,7 +195,7 @@ func TestSymlinkedCwdSharesTheInstance(t *testing.T) {
 
 func TestDegradedScopes(t *testing.T) {
 	plain, _ := filepath.EvalSymlinks(t.TempDir())
-	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeWorktree, "s": broker.ScopeSession})
+	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeWorktree, "s": config.ScopeSession})
 	// Outside git: the worktree scope degrades to the cwd and still runs there.
 	if got := callText(t, b, req("demo", plain), "cwd", `{}`); got != plain {
 		t.Errorf("cwd outside git = %q, want %q", got, plain)
@@ -223,7 +224,7 @@ func TestBadInputIsAClearErrorAndTheBrokerKeepsServing(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, nil, 0o644)
-	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd})
+	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeCwd})
 	cases := []struct {
 		name  string
 		r     broker.Request
@@ -267,7 +268,7 @@ func TestRootAboveTheCallersAllowedRootsDegradesToCwd(t *testing.T) {
 	dir := t.TempDir()
 	wts := testenv.Worktrees(t, filepath.Join(dir, "home"), map[string]string{"proj/f": "x"})
 	proj := filepath.Join(wts[0], "proj")
-	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeWorktree})
+	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeWorktree})
 	r := req("demo", proj)
 	r.Caller = broker.Caller{Name: "remote", Via: "tailnet", Roots: []string{proj}}
 	if got := callText(t, b, r, "cwd", `{}`); got != proj {
@@ -286,7 +287,7 @@ func TestRootAboveTheCallersAllowedRootsDegradesToCwd(t *testing.T) {
 
 func TestToolErrorResultPassesThroughUnchanged(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
-	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd})
+	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeCwd})
 	res, err := b.CallTool(t.Context(), req("demo", dir), "fail", json.RawMessage(`{"message":"nope"}`), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -300,9 +301,9 @@ func TestToolErrorResultPassesThroughUnchanged(t *testing.T) {
 
 func TestCallTimeout(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
-	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd}, func(s *broker.ServerConfig) {
+	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeCwd}, func(s *config.Server) {
 		// Generous, so the follow-up echo fits even on a loaded machine.
-		s.CallTimeout = broker.Duration(2 * time.Second)
+		s.CallTimeout = config.Duration(2 * time.Second)
 	})
 	_, err := b.CallTool(t.Context(), req("demo", dir), "sleep", json.RawMessage(`{"ms":60000}`), nil)
 	if broker.KindOf(err) != broker.KindTimeout {
@@ -315,7 +316,7 @@ func TestCallTimeout(t *testing.T) {
 
 func TestProgressIsForwarded(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
-	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd})
+	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeCwd})
 	var mu sync.Mutex
 	var got []json.RawMessage
 	res, err := b.CallTool(t.Context(), req("demo", dir), "progress", json.RawMessage(`{"steps":3}`), func(p json.RawMessage) {
@@ -332,7 +333,7 @@ func TestProgressIsForwarded(t *testing.T) {
 }
 
 func TestHundredCallersOverTenKeys(t *testing.T) {
-	b := newDemoBroker(t, map[string]broker.ScopeKind{"demo": broker.ScopeCwd}, func(s *broker.ServerConfig) { s.Max = 10 })
+	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeCwd}, func(s *config.Server) { s.Max = 10 })
 	dirs := make([]string, 10)
 	for i := range dirs {
 		dirs[i], _ = filepath.EvalSymlinks(t.TempDir())
@@ -366,7 +367,7 @@ func TestHundredCallersOverTenKeys(t *testing.T) {
 
 func TestPidScopedInstanceStopsWhenItsOwnerDies(t *testing.T) {
 	// A long reap interval: only the owner check can stop the instance in time.
-	b := startDemoBroker(t, demoSetup{scopes: map[string]broker.ScopeKind{"demo": broker.ScopePid}, opts: broker.Options{ReapInterval: time.Hour}})
+	b := startDemoBroker(t, demoSetup{scopes: map[string]config.ScopeKind{"demo": config.ScopePid}, opts: broker.Options{ReapInterval: time.Hour}})
 	owner := exec.Command("sleep", "60")
 	if err := owner.Start(); err != nil {
 		t.Fatal(err)
@@ -404,7 +405,7 @@ func TestPidScopedInstanceStopsWhenItsOwnerDies(t *testing.T) {
 }
 
 func TestRemoteCallersDoNotShareSessionsByID(t *testing.T) {
-	b := newDemoBroker(t, map[string]broker.ScopeKind{"s": broker.ScopeSession})
+	b := newDemoBroker(t, map[string]config.ScopeKind{"s": config.ScopeSession})
 	as := func(name string, local bool) broker.Request {
 		r := req("s", "")
 		r.Caller = broker.Caller{Name: name, Via: "tailnet", Local: local}
@@ -433,15 +434,29 @@ func TestCeilingDirsStopDiscovery(t *testing.T) {
 	home := wts[0]
 	proj := filepath.Join(home, "proj")
 	b := startDemoBroker(t, demoSetup{
-		scopes: map[string]broker.ScopeKind{"demo": broker.ScopeWorktree},
-		config: func(c *broker.Config) { c.CeilingDirs = []string{home} },
+		scopes: map[string]config.ScopeKind{"demo": config.ScopeWorktree},
+		config: func(c *config.Config) { c.CeilingDirs = []string{home} },
 	})
 	// proj is inside the home "dotfiles" repo, but the walk may not enter
 	// home: proj is outside git, and works in itself.
 	if got := callText(t, b, req("demo", proj), "cwd", `{}`); got != proj {
 		t.Errorf("cwd from %s = %q; the ceiling must keep it out of the repo at %s", proj, got, home)
 	}
-	if _, err := broker.ParseConfig([]byte(`{"ceilingDirs":["rel"],"servers":{}}`), "c.json"); err == nil || !strings.Contains(err.Error(), "ceilingDirs[0]") {
+	if _, err := config.Parse([]byte(`{"ceilingDirs":["rel"],"servers":{}}`), "c.json"); err == nil || !strings.Contains(err.Error(), "ceilingDirs[0]") {
 		t.Errorf("relative ceiling: err = %v", err)
+	}
+}
+
+// Config problems keep their kind now that package config reports them.
+func TestKindOfConfigProblems(t *testing.T) {
+	_, parseErr := config.Parse([]byte(`{"servers":{"a":{"comand":"x"}}}`), "c.json")
+	_, loadErr := config.Load(filepath.Join(t.TempDir(), "missing.json"))
+	for _, err := range []error{parseErr, loadErr} {
+		if k := broker.KindOf(err); err == nil || k != broker.KindConfig {
+			t.Errorf("KindOf(%v) = %s, want config", err, k)
+		}
+	}
+	if _, err := broker.New(broker.Options{}); broker.KindOf(err) != broker.KindConfig {
+		t.Errorf("New without a config: %v", err)
 	}
 }

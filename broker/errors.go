@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"mcpx.dev/mcpx/broker/config"
 )
 
 // Kind classifies a broker error. The api package maps each kind to one HTTP
@@ -60,11 +62,17 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// KindOf reports the kind of err, KindInternal if it is not a *Error.
+// KindOf reports the kind of err: KindConfig for a *config.Problem (what
+// config.Parse and config.Load return), KindInternal if it is neither that
+// nor a *Error.
 func KindOf(err error) Kind {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
+	}
+	var p *config.Problem
+	if errors.As(err, &p) {
+		return KindConfig
 	}
 	return KindInternal
 }

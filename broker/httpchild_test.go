@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
 )
 
@@ -36,7 +37,7 @@ func TestStreamableHTTPChild(t *testing.T) {
 	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"remote": map[string]any{
 		"url": srv.URL, "headers": map[string]string{"X-Test": "1"},
 	}}})
-	cfg, err := broker.ParseConfig(doc, "http.json")
+	cfg, err := config.Parse(doc, "http.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestURLServerTransportFailureIsChildFailed(t *testing.T) {
 	}))
 	defer srv.Close()
 	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"remote": map[string]any{"url": srv.URL}}})
-	cfg, err := broker.ParseConfig(doc, "http.json")
+	cfg, err := config.Parse(doc, "http.json")
 	if err != nil {
 		t.Fatal(err)
 	}

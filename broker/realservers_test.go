@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
@@ -51,7 +52,7 @@ func newRealBroker(t *testing.T, servers map[string]map[string]any) *broker.Brok
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := broker.ParseConfig(data, "realservers_test.json")
+	cfg, err := config.Parse(data, "realservers_test.json")
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, data)
 	}
@@ -163,7 +164,7 @@ func repoWithWorktrees(t *testing.T, files map[string]string) (main, wt1, wt2 st
 	return p[0], p[1], p[2]
 }
 
-func everythingServer(t *testing.T, scope broker.ScopeKind) map[string]any {
+func everythingServer(t *testing.T, scope config.ScopeKind) map[string]any {
 	return map[string]any{
 		"command": testenv.Node(t),
 		"args":    []string{testenv.NPMPackageBin(t, everythingPkg)},
@@ -176,7 +177,7 @@ func TestEverythingEcho(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	main, _, _ := repoWithWorktrees(t, nil)
-	b := newRealBroker(t, map[string]map[string]any{"everything": everythingServer(t, broker.ScopeWorktree)})
+	b := newRealBroker(t, map[string]map[string]any{"everything": everythingServer(t, config.ScopeWorktree)})
 
 	res := call(t, ctx, b, request("everything", main), "echo", map[string]any{"message": "hello through mcpx"})
 	if res.IsError || res.text() != "Echo: hello through mcpx" {
@@ -201,8 +202,8 @@ func TestEverythingRootsPerScope(t *testing.T) {
 	defer cancel()
 	main, wt1, wt2 := repoWithWorktrees(t, map[string]string{"deep/down/x.txt": "x\n"})
 	b := newRealBroker(t, map[string]map[string]any{
-		"wt":   everythingServer(t, broker.ScopeWorktree),
-		"glob": everythingServer(t, broker.ScopeGlobal),
+		"wt":   everythingServer(t, config.ScopeWorktree),
+		"glob": everythingServer(t, config.ScopeGlobal),
 	})
 
 	for _, c := range []struct {
@@ -276,7 +277,7 @@ func TestEverythingProgress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	main, _, _ := repoWithWorktrees(t, nil)
-	b := newRealBroker(t, map[string]map[string]any{"everything": everythingServer(t, broker.ScopeWorktree)})
+	b := newRealBroker(t, map[string]map[string]any{"everything": everythingServer(t, config.ScopeWorktree)})
 
 	var (
 		mu       sync.Mutex
@@ -334,7 +335,7 @@ func TestEverythingCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	main, _, _ := repoWithWorktrees(t, nil)
-	b := newRealBroker(t, map[string]map[string]any{"everything": everythingServer(t, broker.ScopeWorktree)})
+	b := newRealBroker(t, map[string]map[string]any{"everything": everythingServer(t, config.ScopeWorktree)})
 	r := request("everything", main)
 	call(t, ctx, b, r, "echo", map[string]any{"message": "warm"})
 	before := instancesOf(b, "everything")

@@ -12,21 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// ScopeKind names how callers are grouped onto instances. See the table in
-// DESIGN.md: the kind decides the key and the root.
-type ScopeKind string
-
-const (
-	ScopeGlobal        ScopeKind = "global"
-	ScopeRepo          ScopeKind = "repo"
-	ScopeWorktree      ScopeKind = "worktree"
-	ScopeCwd           ScopeKind = "cwd"
-	ScopeSession       ScopeKind = "session"
-	ScopeParentSession ScopeKind = "parent-session"
-	ScopePid           ScopeKind = "pid"
-	ScopeCall          ScopeKind = "call"
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/broker/internal/gitdir"
 )
 
 // CallContext is what a caller declares about itself, from the Mcpx-* headers.
@@ -65,22 +53,23 @@ type ResolverOptions struct {
 }
 
 // Resolver maps a scope kind and what a caller declared to a key and a root;
-// see DESIGN.md "Scopes, keys and roots". It is the only resolution path.
+// see "Scopes, keys and roots" in docs/architecture.md. It is the only
+// resolution path.
 //
 //	r := broker.NewResolver(broker.ResolverOptions{Logger: log})
 //	cwd, err := r.CanonicalCwd(header) // once per request, before authorization
 //	...
-//	rs := r.Resolve(broker.ScopeWorktree, broker.CallContext{Cwd: cwd, CallID: id})
+//	rs := r.Resolve(config.ScopeWorktree, broker.CallContext{Cwd: cwd, CallID: id})
 //	// rs.Key == "worktree:/src/app-wt1", rs.Root == "/src/app-wt1"
 //
-// Git layout is discovered natively (git.go: no git process) and cached per
-// directory; every cache hit is revalidated with stat calls, so `git init`,
-// `git worktree add/remove`, `rm -rf .git` and the like are noticed on the
-// next call. A warm worktree resolution stats the worktree's .git entry, one
-// .git per directory level between the cwd and the top level, and, for a
-// main checkout or the repo scope, the repository's config; outside a
-// repository, one .git per ancestor up to the root. The cwd and global
-// scopes cost no system call. Caches are bounded. All methods are safe for
+// Git layout is discovered natively (package gitdir: no git process) and
+// cached per directory; every cache hit is revalidated with stat calls, so
+// `git init`, `git worktree add/remove`, `rm -rf .git` and the like are
+// noticed on the next call. A warm worktree resolution stats the worktree's
+// .git entry, one .git per directory level between the cwd and the top
+// level, and, for a main checkout or the repo scope, the repository's
+// config; outside a repository, one .git per ancestor up to the root. The
+// cwd and global scopes cost no system call. Caches are bounded. All methods are safe for
 // concurrent use.
 type Resolver struct {
 	log        *slog.Logger
@@ -152,7 +141,7 @@ const (
 // canonicalised here too (cached, and rechecked with one stat per call).
 // An already-canonical path is trusted without a stat: CanonicalCwd has
 // just checked that it exists. cc.CallID should be set.
-func (r *Resolver) Resolve(kind ScopeKind, cc CallContext) ResolvedScope {
+func (r *Resolver) Resolve(kind config.ScopeKind, cc CallContext) ResolvedScope {
 	rs := r.resolve(kind, cc)
 	if rs.Degraded != "" {
 		r.noteDegraded(kind, rs)
@@ -160,18 +149,18 @@ func (r *Resolver) Resolve(kind ScopeKind, cc CallContext) ResolvedScope {
 	return rs
 }
 
-func (r *Resolver) resolve(kind ScopeKind, cc CallContext) ResolvedScope {
+func (r *Resolver) resolve(kind config.ScopeKind, cc CallContext) ResolvedScope {
 	switch kind {
-	case ScopeGlobal:
+	case config.ScopeGlobal:
 		return ResolvedScope{Key: "global"}
-	case ScopeCall:
+	case config.ScopeCall:
 		return callScope(cc, "")
-	case ScopeSession:
+	case config.ScopeSession:
 		if cc.Session != "" {
 			return ResolvedScope{Key: "session:" + cc.Session}
 		}
 		return callScope(cc, reasonNoSession)
-	case ScopeParentSession:
+	case config.ScopeParentSession:
 		switch {
 		case cc.ParentSession != "":
 			return ResolvedScope{Key: "psession:" + cc.ParentSession}
@@ -179,7 +168,7 @@ func (r *Resolver) resolve(kind ScopeKind, cc CallContext) ResolvedScope {
 			return ResolvedScope{Key: "session:" + cc.Session}
 		}
 		return callScope(cc, reasonNoParent)
-	case ScopePid:
+	case config.ScopePid:
 		switch {
 		case cc.Pid > 0:
 			return ResolvedScope{Key: "pid:" + strconv.Itoa(cc.Pid)}
@@ -187,7 +176,7 @@ func (r *Resolver) resolve(kind ScopeKind, cc CallContext) ResolvedScope {
 			return ResolvedScope{Key: "lease:" + cc.Lease}
 		}
 		return callScope(cc, reasonNoPid)
-	case ScopeCwd, ScopeRepo, ScopeWorktree:
+	case config.ScopeCwd, config.ScopeRepo, config.ScopeWorktree:
 		return r.resolveDir(kind, cc)
 	}
 	return callScope(cc, reasonUnknownKind)
@@ -199,7 +188,7 @@ func callScope(cc CallContext, reason string) ResolvedScope {
 
 // resolveDir resolves the scopes that depend on the cwd. For repo, worktree
 // and cwd the root is a function of the key alone.
-func (r *Resolver) resolveDir(kind ScopeKind, cc CallContext) ResolvedScope {
+func (r *Resolver) resolveDir(kind config.ScopeKind, cc CallContext) ResolvedScope {
 	if cc.Cwd == "" {
 		return callScope(cc, reasonNoCwd)
 	}
@@ -211,7 +200,7 @@ func (r *Resolver) resolveDir(kind ScopeKind, cc CallContext) ResolvedScope {
 		return callScope(cc, reasonBadCwd)
 	}
 	here := ResolvedScope{Key: cw.key, Root: cw.path}
-	if kind == ScopeCwd {
+	if kind == config.ScopeCwd {
 		return here
 	}
 	f := r.find(cw.path)
@@ -219,36 +208,36 @@ func (r *Resolver) resolveDir(kind ScopeKind, cc CallContext) ResolvedScope {
 		r.cwds.del(cc.Cwd)
 		return callScope(cc, reasonBadCwd)
 	}
-	switch f.place {
-	case gitOutside:
+	switch f.Kind {
+	case gitdir.Outside:
 		here.Degraded = reasonNoRepo
 		return here
-	case gitBroken:
+	case gitdir.Broken:
 		here.Degraded = reasonBrokenGit
 		return here
 	}
-	if kind == ScopeRepo {
+	if kind == config.ScopeRepo {
 		g := r.repo(f)
-		return ResolvedScope{Key: g.key, Root: g.root}
+		return ResolvedScope{Key: g.key, Root: g.Root}
 	}
-	if f.gitDir != f.commonDir { // a linked worktree, or inside a linked worktree's git dir
-		if f.place == gitInGitDir {
+	if f.GitDir != f.CommonDir { // a linked worktree, or inside a linked worktree's git dir
+		if f.Kind == gitdir.InGitDir {
 			here.Degraded = reasonInGitDir
 			return here
 		}
-		return ResolvedScope{Key: f.worktreeKey, Root: f.top}
+		return ResolvedScope{Key: f.worktreeKey, Root: f.Top}
 	}
 	// Found through the common dir itself: its config may say there is no
 	// worktree (core.bare) or where it is (core.worktree), as git reads it.
 	switch g := r.repo(f); {
-	case g.bare:
+	case g.Bare:
 		here.Degraded = reasonBare
-	case g.worktree != "":
-		return ResolvedScope{Key: g.worktreeKey, Root: g.worktree}
-	case f.place == gitInGitDir:
+	case g.Worktree != "":
+		return ResolvedScope{Key: g.worktreeKey, Root: g.Worktree}
+	case f.Kind == gitdir.InGitDir:
 		here.Degraded = reasonInGitDir
 	default:
-		return ResolvedScope{Key: f.worktreeKey, Root: f.top}
+		return ResolvedScope{Key: f.worktreeKey, Root: f.Top}
 	}
 	return here
 }
@@ -339,8 +328,25 @@ func cwdError(msg string, err error) *Error {
 	}
 }
 
-// find returns where the canonical directory dir lies in git, nil if it is
-// no longer a directory.
+// gitFind is a discovery answer as the resolver caches it, per canonical
+// directory. Immutable once built, but for checked.
+type gitFind struct {
+	*gitdir.Dir
+	worktreeKey string // "worktree:" + Top, built once so a warm Resolve allocates nothing for it
+	// checked is when the answer was last found valid (unix ns), for
+	// ResolverOptions.Revalidate.
+	checked int64 // accessed atomically
+}
+
+// gitRepo is a repository as the resolver caches it, per canonical common
+// dir. Immutable once built, but for checked.
+type gitRepo struct {
+	*gitdir.Repo
+	key         string // "repo:" + the common dir
+	worktreeKey string // "worktree:" + Worktree, when that is set
+	checked     int64  // accessed atomically: as gitFind.checked
+}
+
 // fresh reports whether a cached answer still holds: checked within the
 // revalidation window, or valid when checked again now.
 func (r *Resolver) fresh(checked *int64, valid func() bool) bool {
@@ -358,44 +364,48 @@ func (r *Resolver) fresh(checked *int64, valid func() bool) bool {
 	return true
 }
 
+// find returns where the canonical directory dir lies in git, nil if it is
+// no longer a directory.
 func (r *Resolver) find(dir string) *gitFind {
-	if f, ok := r.finds.get(dir); ok && r.fresh(&f.checked, f.valid) {
+	if f, ok := r.finds.get(dir); ok && r.fresh(&f.checked, f.Valid) {
 		return f
 	}
-	f := discoverGit(dir, r.ceilings)
-	if f == nil {
+	d := gitdir.Discover(dir, r.ceilings)
+	if d == nil {
 		r.finds.del(dir)
 		return nil
 	}
-	f.checked = time.Now().UnixNano() // just discovered: as good as checked
+	// Just discovered: as good as checked.
+	f := &gitFind{Dir: d, checked: time.Now().UnixNano()}
+	if d.Kind == gitdir.Worktree {
+		f.worktreeKey = "worktree:" + d.Top
+	}
 	r.finds.put(dir, f)
 	return f
 }
 
 // repo returns the repository f lies in.
 func (r *Resolver) repo(f *gitFind) *gitRepo {
-	if g, ok := r.repos.get(f.commonDir); ok && r.fresh(&g.checked, g.valid) {
+	if g, ok := r.repos.get(f.CommonDir); ok && r.fresh(&g.checked, g.Valid) {
 		return g
 	}
-	mainTop := ""
-	if f.place == gitWorktree && f.gitFile && f.gitDir == f.commonDir {
-		mainTop = f.top
+	g := &gitRepo{Repo: gitdir.ReadRepo(f.CommonDir, f.MainTop), key: "repo:" + f.CommonDir, checked: time.Now().UnixNano()}
+	if g.Worktree != "" {
+		g.worktreeKey = "worktree:" + g.Worktree
 	}
-	g := loadGitRepo(f.commonDir, mainTop)
-	g.checked = time.Now().UnixNano()
-	r.repos.put(f.commonDir, g)
+	r.repos.put(f.CommonDir, g)
 	return g
 }
 
 // scopeLogKey identifies a logged degradation: per key and reason, except
 // call: keys (new on every call), which are logged once per kind and reason.
 type scopeLogKey struct {
-	kind   ScopeKind
+	kind   config.ScopeKind
 	key    string
 	reason string
 }
 
-func (r *Resolver) noteDegraded(kind ScopeKind, rs ResolvedScope) {
+func (r *Resolver) noteDegraded(kind config.ScopeKind, rs ResolvedScope) {
 	k := scopeLogKey{key: rs.Key, reason: rs.Degraded}
 	if strings.HasPrefix(rs.Key, "call:") {
 		k = scopeLogKey{kind: kind, key: "call:", reason: rs.Degraded}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -37,7 +38,55 @@ func newRepoFixture(t testing.TB) repoFixture {
 	return repoFixture{tmp: tmp, main: paths[0], wt1: paths[1]}
 }
 
-func resolveIn(r *Resolver, kind ScopeKind, cwd string) ResolvedScope {
+// agreeWithGit checks the resolver's repo and worktree answers for dir
+// against git's.
+func agreeWithGit(t *testing.T, r *Resolver, dir string, env ...string) {
+	t.Helper()
+	top, common := testenv.GitRevParse(t, dir, env...)
+	cc := CallContext{Cwd: canon(t, dir), CallID: "c1"}
+	wt := r.Resolve(config.ScopeWorktree, cc)
+	if top != "" {
+		if want := (ResolvedScope{Key: "worktree:" + top, Root: top}); wt != want {
+			t.Errorf("worktree scope in %s = %+v; git says top level %s", dir, wt, top)
+		}
+	} else if !strings.HasPrefix(wt.Key, "cwd:") || wt.Degraded == "" {
+		t.Errorf("worktree scope in %s = %+v; git sees no worktree, want a degraded cwd: key", dir, wt)
+	}
+	repo := r.Resolve(config.ScopeRepo, cc)
+	if common != "" {
+		if want := "repo:" + common; repo.Key != want || repo.Degraded != "" {
+			t.Errorf("repo scope in %s = %+v; git says common dir %s", dir, repo, common)
+		}
+	} else if !strings.HasPrefix(repo.Key, "cwd:") || repo.Degraded == "" {
+		t.Errorf("repo scope in %s = %+v; git sees no repository, want a degraded cwd: key", dir, repo)
+	}
+}
+
+func canon(t testing.TB, p string) string {
+	t.Helper()
+	c, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mkdir(t testing.TB, p string) string {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return canon(t, p)
+}
+
+func writeFile(t testing.TB, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func resolveIn(r *Resolver, kind config.ScopeKind, cwd string) ResolvedScope {
 	return r.Resolve(kind, CallContext{Cwd: cwd, CallID: "c1"})
 }
 
@@ -62,9 +111,9 @@ func TestResolveLinkedWorktreeAndMainCheckout(t *testing.T) {
 		{filepath.Join(fx.wt1, "sub/deep/er"), fx.wt1},
 	} {
 		for range 2 { // cold, then warm
-			wantScope(t, resolveIn(r, ScopeWorktree, tt.cwd), ResolvedScope{Key: "worktree:" + tt.top, Root: tt.top})
-			wantScope(t, resolveIn(r, ScopeRepo, tt.cwd), repo)
-			wantScope(t, resolveIn(r, ScopeCwd, tt.cwd), ResolvedScope{Key: "cwd:" + tt.cwd, Root: tt.cwd})
+			wantScope(t, resolveIn(r, config.ScopeWorktree, tt.cwd), ResolvedScope{Key: "worktree:" + tt.top, Root: tt.top})
+			wantScope(t, resolveIn(r, config.ScopeRepo, tt.cwd), repo)
+			wantScope(t, resolveIn(r, config.ScopeCwd, tt.cwd), ResolvedScope{Key: "cwd:" + tt.cwd, Root: tt.cwd})
 		}
 		agreeWithGit(t, r, tt.cwd)
 	}
@@ -84,19 +133,19 @@ func TestResolveSubmodule(t *testing.T) {
 	r := NewResolver(ResolverOptions{})
 	smRepo := ResolvedScope{Key: "repo:" + filepath.Join(super, ".git/modules/third_party/lib"), Root: sm}
 	for _, cwd := range []string{sm, filepath.Join(sm, "pkg")} {
-		wantScope(t, resolveIn(r, ScopeWorktree, cwd), ResolvedScope{Key: "worktree:" + sm, Root: sm})
-		wantScope(t, resolveIn(r, ScopeRepo, cwd), smRepo)
+		wantScope(t, resolveIn(r, config.ScopeWorktree, cwd), ResolvedScope{Key: "worktree:" + sm, Root: sm})
+		wantScope(t, resolveIn(r, config.ScopeRepo, cwd), smRepo)
 		agreeWithGit(t, r, cwd)
 	}
 	// The superproject is a repository of its own, and so is the inside of
 	// the submodule's git directory.
-	wantScope(t, resolveIn(r, ScopeRepo, filepath.Join(super, "third_party")),
+	wantScope(t, resolveIn(r, config.ScopeRepo, filepath.Join(super, "third_party")),
 		ResolvedScope{Key: "repo:" + filepath.Join(super, ".git"), Root: super})
 	agreeWithGit(t, r, filepath.Join(super, "third_party"))
 	inModule := filepath.Join(super, ".git/modules/third_party/lib/refs")
-	wantScope(t, resolveIn(r, ScopeRepo, inModule), smRepo)
+	wantScope(t, resolveIn(r, config.ScopeRepo, inModule), smRepo)
 	// git takes core.worktree as the top level even from inside the git dir.
-	wantScope(t, resolveIn(r, ScopeWorktree, inModule), ResolvedScope{Key: "worktree:" + sm, Root: sm})
+	wantScope(t, resolveIn(r, config.ScopeWorktree, inModule), ResolvedScope{Key: "worktree:" + sm, Root: sm})
 	agreeWithGit(t, r, inModule)
 }
 
@@ -113,21 +162,21 @@ func TestResolveSymlinkedCwd(t *testing.T) {
 		if err != nil || got != real {
 			t.Errorf("CanonicalCwd(%q) = %q, %v; want %q", cwd, got, err, real)
 		}
-		wantScope(t, resolveIn(r, ScopeCwd, cwd), ResolvedScope{Key: "cwd:" + real, Root: real})
-		wantScope(t, resolveIn(r, ScopeWorktree, cwd), resolveIn(r, ScopeWorktree, real))
-		wantScope(t, resolveIn(r, ScopeRepo, cwd), resolveIn(r, ScopeRepo, real))
+		wantScope(t, resolveIn(r, config.ScopeCwd, cwd), ResolvedScope{Key: "cwd:" + real, Root: real})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, cwd), resolveIn(r, config.ScopeWorktree, real))
+		wantScope(t, resolveIn(r, config.ScopeRepo, cwd), resolveIn(r, config.ScopeRepo, real))
 	}
 	// A symlink through the middle of the path, and one that is repointed:
 	// the cached canonical form must follow it.
 	mid := filepath.Join(fx.tmp, "link/er/y")
-	wantScope(t, resolveIn(r, ScopeCwd, mid), ResolvedScope{Key: "cwd:" + filepath.Join(real, "er/y"), Root: filepath.Join(real, "er/y")})
+	wantScope(t, resolveIn(r, config.ScopeCwd, mid), ResolvedScope{Key: "cwd:" + filepath.Join(real, "er/y"), Root: filepath.Join(real, "er/y")})
 	if err := os.Remove(link); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(fx.wt1, link); err != nil {
 		t.Fatal(err)
 	}
-	wantScope(t, resolveIn(r, ScopeWorktree, link), ResolvedScope{Key: "worktree:" + fx.wt1, Root: fx.wt1})
+	wantScope(t, resolveIn(r, config.ScopeWorktree, link), ResolvedScope{Key: "worktree:" + fx.wt1, Root: fx.wt1})
 	if got, err := r.CanonicalCwd(link); err != nil || got != fx.wt1 {
 		t.Errorf("after repointing, CanonicalCwd(link) = %q, %v; want %q", got, err, fx.wt1)
 	}
@@ -138,21 +187,21 @@ func TestResolveSymlinkedCwd(t *testing.T) {
 
 func TestResolveOutsideGit(t *testing.T) {
 	dir := mkdir(t, filepath.Join(t.TempDir(), "plain/a/b"))
-	if top, common := gitTruth(t, dir); top != "" || common != "" {
+	if top, common := testenv.GitRevParse(t, dir); top != "" || common != "" {
 		t.Skipf("the temp dir is inside a git repository (%s)", common)
 	}
 	r := NewResolver(ResolverOptions{})
-	for _, kind := range []ScopeKind{ScopeRepo, ScopeWorktree} {
+	for _, kind := range []config.ScopeKind{config.ScopeRepo, config.ScopeWorktree} {
 		wantScope(t, resolveIn(r, kind, dir), ResolvedScope{Key: "cwd:" + dir, Root: dir, Degraded: reasonNoRepo})
 	}
-	wantScope(t, resolveIn(r, ScopeCwd, dir), ResolvedScope{Key: "cwd:" + dir, Root: dir})
+	wantScope(t, resolveIn(r, config.ScopeCwd, dir), ResolvedScope{Key: "cwd:" + dir, Root: dir})
 	agreeWithGit(t, r, dir)
 }
 
 func TestResolveWithoutCwd(t *testing.T) {
 	r := NewResolver(ResolverOptions{})
 	missing := filepath.Join(t.TempDir(), "missing")
-	for _, kind := range []ScopeKind{ScopeRepo, ScopeWorktree, ScopeCwd} {
+	for _, kind := range []config.ScopeKind{config.ScopeRepo, config.ScopeWorktree, config.ScopeCwd} {
 		wantScope(t, resolveIn(r, kind, ""), ResolvedScope{Key: "call:c1", Degraded: reasonNoCwd})
 		wantScope(t, resolveIn(r, kind, "relative/dir"), ResolvedScope{Key: "call:c1", Degraded: reasonRelCwd})
 		wantScope(t, resolveIn(r, kind, missing), ResolvedScope{Key: "call:c1", Degraded: reasonBadCwd})
@@ -162,25 +211,25 @@ func TestResolveWithoutCwd(t *testing.T) {
 func TestResolveCallerScopes(t *testing.T) {
 	r := NewResolver(ResolverOptions{})
 	tests := []struct {
-		kind ScopeKind
+		kind config.ScopeKind
 		cc   CallContext
 		want ResolvedScope
 	}{
-		{ScopeGlobal, CallContext{Cwd: "/nowhere", Session: "s"}, ResolvedScope{Key: "global"}},
-		{ScopeCall, CallContext{Session: "s", CallID: "c9"}, ResolvedScope{Key: "call:c9"}},
+		{config.ScopeGlobal, CallContext{Cwd: "/nowhere", Session: "s"}, ResolvedScope{Key: "global"}},
+		{config.ScopeCall, CallContext{Session: "s", CallID: "c9"}, ResolvedScope{Key: "call:c9"}},
 
-		{ScopeSession, CallContext{Session: "s1", ParentSession: "p1", CallID: "c"}, ResolvedScope{Key: "session:s1"}},
-		{ScopeSession, CallContext{ParentSession: "p1", CallID: "c"}, ResolvedScope{Key: "call:c", Degraded: reasonNoSession}},
+		{config.ScopeSession, CallContext{Session: "s1", ParentSession: "p1", CallID: "c"}, ResolvedScope{Key: "session:s1"}},
+		{config.ScopeSession, CallContext{ParentSession: "p1", CallID: "c"}, ResolvedScope{Key: "call:c", Degraded: reasonNoSession}},
 
-		{ScopeParentSession, CallContext{Session: "s1", ParentSession: "p1", CallID: "c"}, ResolvedScope{Key: "psession:p1"}},
-		{ScopeParentSession, CallContext{ParentSession: "p1", CallID: "c"}, ResolvedScope{Key: "psession:p1"}},
-		{ScopeParentSession, CallContext{Session: "s1", CallID: "c"}, ResolvedScope{Key: "session:s1"}}, // a top-level session is its own parent
-		{ScopeParentSession, CallContext{Pid: 7, Lease: "l", CallID: "c"}, ResolvedScope{Key: "call:c", Degraded: reasonNoParent}},
+		{config.ScopeParentSession, CallContext{Session: "s1", ParentSession: "p1", CallID: "c"}, ResolvedScope{Key: "psession:p1"}},
+		{config.ScopeParentSession, CallContext{ParentSession: "p1", CallID: "c"}, ResolvedScope{Key: "psession:p1"}},
+		{config.ScopeParentSession, CallContext{Session: "s1", CallID: "c"}, ResolvedScope{Key: "session:s1"}}, // a top-level session is its own parent
+		{config.ScopeParentSession, CallContext{Pid: 7, Lease: "l", CallID: "c"}, ResolvedScope{Key: "call:c", Degraded: reasonNoParent}},
 
-		{ScopePid, CallContext{Pid: 4242, Lease: "l1", CallID: "c"}, ResolvedScope{Key: "pid:4242"}},
-		{ScopePid, CallContext{Lease: "l1", CallID: "c"}, ResolvedScope{Key: "lease:l1"}},
-		{ScopePid, CallContext{Pid: -1, Lease: "l1", CallID: "c"}, ResolvedScope{Key: "lease:l1"}},
-		{ScopePid, CallContext{Session: "s", CallID: "c"}, ResolvedScope{Key: "call:c", Degraded: reasonNoPid}},
+		{config.ScopePid, CallContext{Pid: 4242, Lease: "l1", CallID: "c"}, ResolvedScope{Key: "pid:4242"}},
+		{config.ScopePid, CallContext{Lease: "l1", CallID: "c"}, ResolvedScope{Key: "lease:l1"}},
+		{config.ScopePid, CallContext{Pid: -1, Lease: "l1", CallID: "c"}, ResolvedScope{Key: "lease:l1"}},
+		{config.ScopePid, CallContext{Session: "s", CallID: "c"}, ResolvedScope{Key: "call:c", Degraded: reasonNoPid}},
 
 		{"", CallContext{Session: "s", CallID: "c"}, ResolvedScope{Key: "call:c", Degraded: reasonUnknownKind}},
 		{"workspace", CallContext{Session: "s", CallID: "c"}, ResolvedScope{Key: "call:c", Degraded: reasonUnknownKind}},
@@ -204,13 +253,13 @@ func TestResolveBareRepository(t *testing.T) {
 	// for every caller sharing the key.
 	repo := ResolvedScope{Key: "repo:" + bare, Root: fx.tmp}
 	for _, cwd := range []string{bare, filepath.Join(bare, "refs/heads")} {
-		wantScope(t, resolveIn(r, ScopeWorktree, cwd), ResolvedScope{Key: "cwd:" + cwd, Root: cwd, Degraded: reasonBare})
-		wantScope(t, resolveIn(r, ScopeRepo, cwd), repo)
+		wantScope(t, resolveIn(r, config.ScopeWorktree, cwd), ResolvedScope{Key: "cwd:" + cwd, Root: cwd, Degraded: reasonBare})
+		wantScope(t, resolveIn(r, config.ScopeRepo, cwd), repo)
 		agreeWithGit(t, r, cwd)
 	}
 	for _, cwd := range []string{wt, filepath.Join(wt, "sub/deep")} {
-		wantScope(t, resolveIn(r, ScopeWorktree, cwd), ResolvedScope{Key: "worktree:" + wt, Root: wt})
-		wantScope(t, resolveIn(r, ScopeRepo, cwd), repo)
+		wantScope(t, resolveIn(r, config.ScopeWorktree, cwd), ResolvedScope{Key: "worktree:" + wt, Root: wt})
+		wantScope(t, resolveIn(r, config.ScopeRepo, cwd), repo)
 		agreeWithGit(t, r, cwd)
 	}
 }
@@ -226,12 +275,12 @@ func TestResolveBareInProject(t *testing.T) {
 
 	r := NewResolver(ResolverOptions{})
 	repo := ResolvedScope{Key: "repo:" + filepath.Join(proj, ".bare"), Root: proj}
-	wantScope(t, resolveIn(r, ScopeWorktree, proj), ResolvedScope{Key: "cwd:" + proj, Root: proj, Degraded: reasonBare})
-	wantScope(t, resolveIn(r, ScopeRepo, proj), repo)
+	wantScope(t, resolveIn(r, config.ScopeWorktree, proj), ResolvedScope{Key: "cwd:" + proj, Root: proj, Degraded: reasonBare})
+	wantScope(t, resolveIn(r, config.ScopeRepo, proj), repo)
 	agreeWithGit(t, r, proj)
 	topic := filepath.Join(proj, "topic")
-	wantScope(t, resolveIn(r, ScopeWorktree, topic), ResolvedScope{Key: "worktree:" + topic, Root: topic})
-	wantScope(t, resolveIn(r, ScopeRepo, topic), repo)
+	wantScope(t, resolveIn(r, config.ScopeWorktree, topic), ResolvedScope{Key: "worktree:" + topic, Root: topic})
+	wantScope(t, resolveIn(r, config.ScopeRepo, topic), repo)
 	agreeWithGit(t, r, topic)
 }
 
@@ -239,8 +288,8 @@ func TestResolveInsideDotGit(t *testing.T) {
 	fx := newRepoFixture(t)
 	r := NewResolver(ResolverOptions{})
 	for _, cwd := range []string{filepath.Join(fx.main, ".git"), filepath.Join(fx.main, ".git/refs/heads"), filepath.Join(fx.main, ".git/worktrees/app-wt1")} {
-		wantScope(t, resolveIn(r, ScopeWorktree, cwd), ResolvedScope{Key: "cwd:" + cwd, Root: cwd, Degraded: reasonInGitDir})
-		wantScope(t, resolveIn(r, ScopeRepo, cwd), ResolvedScope{Key: "repo:" + filepath.Join(fx.main, ".git"), Root: fx.main})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, cwd), ResolvedScope{Key: "cwd:" + cwd, Root: cwd, Degraded: reasonInGitDir})
+		wantScope(t, resolveIn(r, config.ScopeRepo, cwd), ResolvedScope{Key: "repo:" + filepath.Join(fx.main, ".git"), Root: fx.main})
 		agreeWithGit(t, r, cwd)
 	}
 }
@@ -261,10 +310,10 @@ func TestResolveRelativeGitFile(t *testing.T) {
 			os.Rename(filepath.Join(wt, ".git.tmp"), filepath.Join(wt, ".git"))
 		}
 		for _, cwd := range []string{wt, filepath.Join(wt, "src")} {
-			wantScope(t, resolveIn(r, ScopeWorktree, cwd), ResolvedScope{Key: "worktree:" + wt, Root: wt})
+			wantScope(t, resolveIn(r, config.ScopeWorktree, cwd), ResolvedScope{Key: "worktree:" + wt, Root: wt})
 			// A --separate-git-dir repository records no way back to its
 			// main worktree; the first caller from there names it.
-			wantScope(t, resolveIn(r, ScopeRepo, cwd), ResolvedScope{Key: "repo:" + filepath.Join(tmp, "store/sep.git"), Root: wt})
+			wantScope(t, resolveIn(r, config.ScopeRepo, cwd), ResolvedScope{Key: "repo:" + filepath.Join(tmp, "store/sep.git"), Root: wt})
 			agreeWithGit(t, r, cwd)
 		}
 	}
@@ -276,10 +325,10 @@ func TestResolveBrokenGitFile(t *testing.T) {
 	r := NewResolver(ResolverOptions{})
 	for _, content := range []string{"gitdir: ../nowhere\n", "not a gitdir line\n", "gitdir: ../src\n"} {
 		writeFile(t, filepath.Join(tmp, "broken/.git"), content)
-		for _, kind := range []ScopeKind{ScopeRepo, ScopeWorktree} {
+		for _, kind := range []config.ScopeKind{config.ScopeRepo, config.ScopeWorktree} {
 			wantScope(t, resolveIn(r, kind, dir), ResolvedScope{Key: "cwd:" + dir, Root: dir, Degraded: reasonBrokenGit})
 		}
-		if top, common := gitTruth(t, dir); top != "" || common != "" {
+		if top, common := testenv.GitRevParse(t, dir); top != "" || common != "" {
 			t.Errorf("git accepts .git file %q: %s %s", content, top, common)
 		}
 	}
@@ -299,7 +348,7 @@ func TestResolveCeilingDirs(t *testing.T) {
 		{fx.tmp, deep, true},
 	} {
 		r := NewResolver(ResolverOptions{CeilingDirs: []string{tt.ceiling, "relative/ignored"}})
-		got := resolveIn(r, ScopeWorktree, tt.cwd)
+		got := resolveIn(r, config.ScopeWorktree, tt.cwd)
 		if inRepo := got.Degraded == ""; inRepo != tt.inRepo {
 			t.Errorf("ceiling %s, cwd %s: %+v; want in repo = %v", tt.ceiling, tt.cwd, got, tt.inRepo)
 		}
@@ -315,11 +364,11 @@ func TestResolveRevalidateWindow(t *testing.T) {
 	top := filepath.Join(tmp, "later")
 	r := NewResolver(ResolverOptions{Revalidate: time.Hour})
 	outside := ResolvedScope{Key: "cwd:" + dir, Root: dir, Degraded: reasonNoRepo}
-	wantScope(t, resolveIn(r, ScopeWorktree, dir), outside)
+	wantScope(t, resolveIn(r, config.ScopeWorktree, dir), outside)
 	testenv.RunGit(t, top, "init", "-q")
-	wantScope(t, resolveIn(r, ScopeWorktree, dir), outside)
+	wantScope(t, resolveIn(r, config.ScopeWorktree, dir), outside)
 	// Without a window the same question sees the repository at once.
-	wantScope(t, resolveIn(NewResolver(ResolverOptions{}), ScopeWorktree, dir), ResolvedScope{Key: "worktree:" + top, Root: top})
+	wantScope(t, resolveIn(NewResolver(ResolverOptions{}), config.ScopeWorktree, dir), ResolvedScope{Key: "worktree:" + top, Root: top})
 }
 
 func TestResolveNoticesChanges(t *testing.T) {
@@ -327,26 +376,26 @@ func TestResolveNoticesChanges(t *testing.T) {
 		tmp := canon(t, t.TempDir())
 		dir := mkdir(t, filepath.Join(tmp, "later/a/b"))
 		r := NewResolver(ResolverOptions{})
-		wantScope(t, resolveIn(r, ScopeWorktree, dir), ResolvedScope{Key: "cwd:" + dir, Root: dir, Degraded: reasonNoRepo})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, dir), ResolvedScope{Key: "cwd:" + dir, Root: dir, Degraded: reasonNoRepo})
 		top := filepath.Join(tmp, "later")
 		testenv.RunGit(t, top, "init", "-q")
-		wantScope(t, resolveIn(r, ScopeWorktree, dir), ResolvedScope{Key: "worktree:" + top, Root: top})
-		wantScope(t, resolveIn(r, ScopeRepo, dir), ResolvedScope{Key: "repo:" + filepath.Join(top, ".git"), Root: top})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, dir), ResolvedScope{Key: "worktree:" + top, Root: top})
+		wantScope(t, resolveIn(r, config.ScopeRepo, dir), ResolvedScope{Key: "repo:" + filepath.Join(top, ".git"), Root: top})
 		agreeWithGit(t, r, dir)
 		// and rm -rf .git takes it away again
 		if err := os.RemoveAll(filepath.Join(top, ".git")); err != nil {
 			t.Fatal(err)
 		}
-		wantScope(t, resolveIn(r, ScopeRepo, dir), ResolvedScope{Key: "cwd:" + dir, Root: dir, Degraded: reasonNoRepo})
+		wantScope(t, resolveIn(r, config.ScopeRepo, dir), ResolvedScope{Key: "cwd:" + dir, Root: dir, Degraded: reasonNoRepo})
 	})
 	t.Run("nested repository below the top", func(t *testing.T) {
 		fx := newRepoFixture(t)
 		r := NewResolver(ResolverOptions{})
 		deep := filepath.Join(fx.main, "sub/deep/er")
-		wantScope(t, resolveIn(r, ScopeWorktree, deep), ResolvedScope{Key: "worktree:" + fx.main, Root: fx.main})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, deep), ResolvedScope{Key: "worktree:" + fx.main, Root: fx.main})
 		nested := filepath.Join(fx.main, "sub")
 		testenv.RunGit(t, nested, "init", "-q")
-		wantScope(t, resolveIn(r, ScopeWorktree, deep), ResolvedScope{Key: "worktree:" + nested, Root: nested})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, deep), ResolvedScope{Key: "worktree:" + nested, Root: nested})
 		agreeWithGit(t, r, deep)
 	})
 	t.Run("worktree removed", func(t *testing.T) {
@@ -354,14 +403,14 @@ func TestResolveNoticesChanges(t *testing.T) {
 		r := NewResolver(ResolverOptions{})
 		sub := filepath.Join(fx.wt1, "sub")
 		for _, cwd := range []string{fx.wt1, sub} {
-			wantScope(t, resolveIn(r, ScopeWorktree, cwd), ResolvedScope{Key: "worktree:" + fx.wt1, Root: fx.wt1})
+			wantScope(t, resolveIn(r, config.ScopeWorktree, cwd), ResolvedScope{Key: "worktree:" + fx.wt1, Root: fx.wt1})
 			if _, err := r.CanonicalCwd(cwd); err != nil {
 				t.Fatal(err)
 			}
 		}
 		testenv.RunGit(t, fx.main, "worktree", "remove", "--force", fx.wt1)
 		for _, cwd := range []string{fx.wt1, sub} {
-			wantScope(t, resolveIn(r, ScopeWorktree, cwd), ResolvedScope{Key: "call:c1", Degraded: reasonBadCwd})
+			wantScope(t, resolveIn(r, config.ScopeWorktree, cwd), ResolvedScope{Key: "call:c1", Degraded: reasonBadCwd})
 			if _, err := r.CanonicalCwd(cwd); KindOf(err) != KindBadRequest {
 				t.Errorf("CanonicalCwd of a removed worktree: %v", err)
 			}
@@ -369,36 +418,36 @@ func TestResolveNoticesChanges(t *testing.T) {
 		// The directory comes back, but not as a worktree.
 		mkdir(t, sub)
 		for _, cwd := range []string{fx.wt1, sub} {
-			wantScope(t, resolveIn(r, ScopeWorktree, cwd), ResolvedScope{Key: "cwd:" + cwd, Root: cwd, Degraded: reasonNoRepo})
+			wantScope(t, resolveIn(r, config.ScopeWorktree, cwd), ResolvedScope{Key: "cwd:" + cwd, Root: cwd, Degraded: reasonNoRepo})
 			agreeWithGit(t, r, cwd)
 		}
 		// And then it is a worktree again.
 		os.RemoveAll(fx.wt1)
 		testenv.RunGit(t, fx.main, "worktree", "add", "-q", fx.wt1, "app-wt1")
-		wantScope(t, resolveIn(r, ScopeWorktree, sub), ResolvedScope{Key: "worktree:" + fx.wt1, Root: fx.wt1})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, sub), ResolvedScope{Key: "worktree:" + fx.wt1, Root: fx.wt1})
 		agreeWithGit(t, r, sub)
 	})
 	t.Run("core.bare set on a repository", func(t *testing.T) {
 		fx := newRepoFixture(t)
 		r := NewResolver(ResolverOptions{})
-		wantScope(t, resolveIn(r, ScopeWorktree, fx.main), ResolvedScope{Key: "worktree:" + fx.main, Root: fx.main})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, fx.main), ResolvedScope{Key: "worktree:" + fx.main, Root: fx.main})
 		testenv.RunGit(t, fx.main, "config", "core.bare", "true")
-		wantScope(t, resolveIn(r, ScopeWorktree, fx.main), ResolvedScope{Key: "cwd:" + fx.main, Root: fx.main, Degraded: reasonBare})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, fx.main), ResolvedScope{Key: "cwd:" + fx.main, Root: fx.main, Degraded: reasonBare})
 		agreeWithGit(t, r, fx.main)
 		// Linked worktrees take neither core.bare nor core.worktree from it.
-		wantScope(t, resolveIn(r, ScopeWorktree, fx.wt1), ResolvedScope{Key: "worktree:" + fx.wt1, Root: fx.wt1})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, fx.wt1), ResolvedScope{Key: "worktree:" + fx.wt1, Root: fx.wt1})
 		agreeWithGit(t, r, fx.wt1)
 	})
 	t.Run("core.worktree set on a repository", func(t *testing.T) {
 		fx := newRepoFixture(t)
 		r := NewResolver(ResolverOptions{})
-		wantScope(t, resolveIn(r, ScopeRepo, fx.main), ResolvedScope{Key: "repo:" + filepath.Join(fx.main, ".git"), Root: fx.main})
+		wantScope(t, resolveIn(r, config.ScopeRepo, fx.main), ResolvedScope{Key: "repo:" + filepath.Join(fx.main, ".git"), Root: fx.main})
 		elsewhere := mkdir(t, filepath.Join(fx.tmp, "elsewhere"))
 		testenv.RunGit(t, fx.main, "config", "core.worktree", "../../elsewhere")
-		wantScope(t, resolveIn(r, ScopeWorktree, fx.main), ResolvedScope{Key: "worktree:" + elsewhere, Root: elsewhere})
-		wantScope(t, resolveIn(r, ScopeRepo, fx.main), ResolvedScope{Key: "repo:" + filepath.Join(fx.main, ".git"), Root: elsewhere})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, fx.main), ResolvedScope{Key: "worktree:" + elsewhere, Root: elsewhere})
+		wantScope(t, resolveIn(r, config.ScopeRepo, fx.main), ResolvedScope{Key: "repo:" + filepath.Join(fx.main, ".git"), Root: elsewhere})
 		agreeWithGit(t, r, fx.main)
-		wantScope(t, resolveIn(r, ScopeWorktree, fx.wt1), ResolvedScope{Key: "worktree:" + fx.wt1, Root: fx.wt1})
+		wantScope(t, resolveIn(r, config.ScopeWorktree, fx.wt1), ResolvedScope{Key: "worktree:" + fx.wt1, Root: fx.wt1})
 		agreeWithGit(t, r, fx.wt1)
 	})
 }
@@ -451,12 +500,12 @@ func TestResolveLogsDegradationOnce(t *testing.T) {
 	}})})
 	for i := range 3 {
 		id := fmt.Sprint("c", i)
-		r.Resolve(ScopeRepo, CallContext{Cwd: dir, CallID: id})
-		r.Resolve(ScopeWorktree, CallContext{Cwd: dir, CallID: id})
-		r.Resolve(ScopeSession, CallContext{CallID: id})
-		r.Resolve(ScopeWorktree, CallContext{CallID: id})
-		r.Resolve(ScopeCwd, CallContext{Cwd: dir, CallID: id}) // not degraded
-		r.Resolve(ScopeSession, CallContext{Session: "s", CallID: id})
+		r.Resolve(config.ScopeRepo, CallContext{Cwd: dir, CallID: id})
+		r.Resolve(config.ScopeWorktree, CallContext{Cwd: dir, CallID: id})
+		r.Resolve(config.ScopeSession, CallContext{CallID: id})
+		r.Resolve(config.ScopeWorktree, CallContext{CallID: id})
+		r.Resolve(config.ScopeCwd, CallContext{Cwd: dir, CallID: id}) // not degraded
+		r.Resolve(config.ScopeSession, CallContext{Session: "s", CallID: id})
 	}
 	var got []string
 	for _, rec := range records {
@@ -532,11 +581,11 @@ func TestResolveConcurrent(t *testing.T) {
 			for i := range 300 {
 				for cwd, ok := range expect {
 					cc := CallContext{Cwd: cwd, CallID: fmt.Sprint(w, "-", i), Session: "s"}
-					if got := r.Resolve(ScopeWorktree, cc); !ok[got] {
+					if got := r.Resolve(config.ScopeWorktree, cc); !ok[got] {
 						t.Errorf("worktree scope in %s = %+v", cwd, got)
 						return
 					}
-					if got := r.Resolve(ScopeSession, cc); got.Key != "session:s" {
+					if got := r.Resolve(config.ScopeSession, cc); got.Key != "session:s" {
 						t.Errorf("session scope = %+v", got)
 						return
 					}
@@ -570,7 +619,7 @@ func TestScopeCacheBounded(t *testing.T) {
 func ExampleResolver_Resolve() {
 	r := NewResolver(ResolverOptions{})
 	cc := CallContext{Session: "s-1", CallID: "c-42", Lease: "remote-7"}
-	for _, kind := range []ScopeKind{ScopeGlobal, ScopeSession, ScopeParentSession, ScopePid, ScopeWorktree} {
+	for _, kind := range []config.ScopeKind{config.ScopeGlobal, config.ScopeSession, config.ScopeParentSession, config.ScopePid, config.ScopeWorktree} {
 		rs := r.Resolve(kind, cc)
 		fmt.Printf("%-14s %-14s %q\n", kind, rs.Key, rs.Degraded)
 	}

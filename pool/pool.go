@@ -43,17 +43,17 @@ type Server struct {
 	Headers map[string]string
 
 	Exclusive    bool          // one caller at a time per instance
-	Max          int           // instances of this server; 0 = 4
+	Max          int           // instances of this server; 0 = DefaultMax
 	IdleTimeout  time.Duration // 0 = Options.IdleTimeout
 	StartTimeout time.Duration // spawn + initialize; 0 = Options.StartTimeout
 }
 
 // Options configure a Pool. The zero value is usable.
 type Options struct {
-	MaxInstances int           // daemon-wide cap; 0 = 64
-	IdleTimeout  time.Duration // 0 = 5m
-	ReapInterval time.Duration // 0 = 30s; negative = no background reaper (call Reap)
-	StartTimeout time.Duration // 0 = 30s
+	MaxInstances int           // daemon-wide cap; 0 = DefaultMaxInstances
+	IdleTimeout  time.Duration // 0 = DefaultIdleTimeout
+	ReapInterval time.Duration // 0 = DefaultReapInterval; negative = no background reaper (call Reap)
+	StartTimeout time.Duration // 0 = DefaultStartTimeout
 	// KeyAlive, if set, is asked on each reap whether a caller-owned key
 	// (pid:, lease:) still has its owner; false stops the instance at once.
 	KeyAlive func(key string) bool
@@ -141,16 +141,16 @@ type Pool struct {
 // New returns a pool with no servers. It starts the idle reaper; Close stops it.
 func New(opts Options) *Pool {
 	if opts.MaxInstances <= 0 {
-		opts.MaxInstances = 64
+		opts.MaxInstances = DefaultMaxInstances
 	}
 	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = 5 * time.Minute
+		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	if opts.ReapInterval == 0 {
-		opts.ReapInterval = 30 * time.Second
+		opts.ReapInterval = DefaultReapInterval
 	}
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 30 * time.Second
+		opts.StartTimeout = DefaultStartTimeout
 	}
 	if opts.Env == nil {
 		opts.Env = os.Environ()
@@ -376,7 +376,7 @@ func (p *Pool) newInstanceLocked(t Target) (*instance, error) {
 		e := p.perr("start", t, ErrSpawnConfig, err.Error())
 		return nil, e
 	}
-	max := cmp.Or(def.Max, 4)
+	max := cmp.Or(def.Max, DefaultMax)
 	if n := p.countLocked(def.Name); n >= max {
 		if !p.evictLRULocked(func(i *instance) bool { return i.def.Name == def.Name }) {
 			e := p.perr("acquire", t, ErrExhausted, fmt.Sprintf("server %q has its maximum of %d instances, all busy; raise its max or retry", def.Name, max))

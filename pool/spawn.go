@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"mcpx.dev/mcpx/internal/placeholder"
 )
 
 // SpawnCwd decides a child's working directory: the server's configured cwd
@@ -28,46 +30,41 @@ type vars struct {
 	cwd  string // the canonical cwd of the caller that caused the spawn
 }
 
-// substitute replaces ${mcpx.root} and ${mcpx.cwd} in s. Other ${...} pass
-// through untouched; config validation has already rejected unknown
-// ${mcpx.*} names. An empty value is an error naming server and field: we
-// never fall back to the daemon's own directory.
+// substitute replaces ${mcpx.root} and ${mcpx.cwd} in s; the grammar is
+// package placeholder's. Other ${...} pass through untouched; config
+// validation has already rejected unknown ${mcpx.*} names. An empty value is
+// an error naming server and field: we never fall back to the daemon's own
+// directory.
 func substitute(s string, v vars, server, field string) (string, error) {
-	if !strings.Contains(s, "${mcpx.") {
-		return s, nil
-	}
 	var b strings.Builder
-	for {
-		i := strings.Index(s, "${mcpx.")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String(), nil
-		}
-		b.WriteString(s[:i])
-		rest := s[i:]
-		j := strings.IndexByte(rest, '}')
-		if j < 0 {
-			return "", fmt.Errorf("server %q: %s: malformed placeholder %q: missing '}'", server, field, rest)
-		}
-		name := rest[len("${mcpx."):j]
+	last := 0
+	for r := range placeholder.Refs(s) {
+		b.WriteString(s[last:r.Start])
+		last = r.End()
 		var val string
-		switch name {
-		case "root":
+		switch {
+		case !r.Closed:
+			return "", fmt.Errorf("server %q: %s: malformed placeholder %q: missing '}'", server, field, r.Text)
+		case r.Text == placeholder.Root:
 			val = v.root
 			if val == "" {
 				return "", fmt.Errorf("server %q: %s: ${mcpx.root} is empty: this call's scope has no root (global, session, pid and call scopes have none, and a call without a cwd degrades to call:); use scope worktree, repo or cwd and send a cwd, or remove the placeholder", server, field)
 			}
-		case "cwd":
+		case r.Text == placeholder.Cwd:
 			val = v.cwd
 			if val == "" {
 				return "", fmt.Errorf("server %q: %s: ${mcpx.cwd} is empty: the caller declared no cwd; send Mcpx-Cwd (the CLI sends $PWD) or remove the placeholder", server, field)
 			}
 		default:
-			return "", fmt.Errorf("server %q: %s: unknown placeholder ${mcpx.%s} (known: ${mcpx.root}, ${mcpx.cwd})", server, field, name)
+			return "", fmt.Errorf("server %q: %s: unknown placeholder %s (%s)", server, field, r.Text, placeholder.Known)
 		}
 		b.WriteString(val)
-		s = rest[j+1:]
 	}
+	if last == 0 {
+		return s, nil // no placeholders: no copy
+	}
+	b.WriteString(s[last:])
+	return b.String(), nil
 }
 
 // spawnSpec is a server definition with placeholders substituted: what is

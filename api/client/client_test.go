@@ -26,6 +26,7 @@ import (
 	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
@@ -69,7 +70,7 @@ func startDaemon(t *testing.T, servers map[string]string) *daemon {
 		doc[name] = fields
 	}
 	js, _ := json.Marshal(map[string]any{"servers": doc})
-	cfg, err := broker.ParseConfig(js, "test.json")
+	cfg, err := config.Parse(js, "test.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 // envProfDaemon, set to a JSON profSpec, makes this binary serve the API
@@ -39,7 +40,7 @@ func serveProfiled(spec string) int {
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	cfg, err := broker.LoadConfig(s.Config)
+	cfg, err := config.Load(s.Config)
 	if err != nil {
 		log.Error("config", "err", err)
 		return 1

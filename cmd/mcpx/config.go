@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"os"
 
-	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 // configSource says where a config came from, for logs and messages.
@@ -27,9 +27,9 @@ func (s configSource) String() string {
 
 // loadConfig reads the config from path; with path "" from the default path
 // if that file exists, else the built-in config serving the demo server.
-func loadConfig(path string, getenv func(string) string) (*broker.Config, configSource, error) {
+func loadConfig(path string, getenv func(string) string) (*config.Config, configSource, error) {
 	if path != "" {
-		cfg, err := broker.LoadConfig(path)
+		cfg, err := config.Load(path)
 		return cfg, configSource{path: path}, err
 	}
 	def, err := defaultConfigPath(getenv)
@@ -37,7 +37,7 @@ func loadConfig(path string, getenv func(string) string) (*broker.Config, config
 		return nil, configSource{}, err
 	}
 	if _, err := os.Stat(def); err == nil {
-		cfg, err := broker.LoadConfig(def)
+		cfg, err := config.Load(def)
 		return cfg, configSource{path: def}, err
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, configSource{path: def}, fmt.Errorf("reading config: %w", err)
@@ -46,7 +46,7 @@ func loadConfig(path string, getenv func(string) string) (*broker.Config, config
 	if err != nil {
 		return nil, configSource{}, fmt.Errorf("finding the mcpx binary for the built-in demo server: %w", err)
 	}
-	return broker.DefaultConfig(self), configSource{builtin: true, looked: def}, nil
+	return config.Default(self), configSource{builtin: true, looked: def}, nil
 }
 
 // configCmd is `mcpx config check|show [--config F]`. check exits 0 and says

@@ -16,6 +16,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 // drainTimeout bounds how long shutdown waits for in-flight calls, and then
@@ -82,7 +83,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 	}
 	{ // SIGHUP reloads the config; servers that did not change keep running
-		g.Add(reloadActor(log, b, func() (*broker.Config, configSource, error) { return loadConfig(*configPath, c.getenv) }))
+		g.Add(reloadActor(log, b, func() (*config.Config, configSource, error) { return loadConfig(*configPath, c.getenv) }))
 	}
 	{ // the unix socket
 		g.Add(serveActor(uln, h, log))
@@ -152,7 +153,7 @@ func serveActor(ln net.Listener, h http.Handler, log *slog.Logger) (func() error
 // reloadActor reloads the config on each SIGHUP until interrupted. A config
 // that does not load is logged with every problem, and the running one kept:
 // a typo must not take down the servers other callers are using.
-func reloadActor(log *slog.Logger, b *broker.Broker, load func() (*broker.Config, configSource, error)) (func() error, func(error)) {
+func reloadActor(log *slog.Logger, b *broker.Broker, load func() (*config.Config, configSource, error)) (func() error, func(error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

@@ -5,7 +5,7 @@
 //
 //	node := testenv.Node(t)
 //	bin := testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")
-//	cfg := &broker.ServerConfig{Command: node, Args: []string{bin}}
+//	cfg := &config.Server{Command: node, Args: []string{bin}}
 //
 // With MCPX_REQUIRE_DEPS=1 in the environment (.ci/run sets it) a missing
 // dependency fails the test instead: CI must never pass by skipping.

@@ -1,10 +1,19 @@
-package broker
-
-// Native git repository discovery: what `git rev-parse --show-toplevel
-// --git-common-dir` would answer for a directory, worked out the way git's
-// setup.c does it, without running git. The resolver calls this on every
-// repo- and worktree-scoped call, so the answers are cached per directory and
-// revalidated with a few stat calls (see gitFind.valid).
+// Package gitdir finds the git repository a directory lies in, natively:
+// what `git rev-parse --show-toplevel --git-common-dir` would answer,
+// worked out the way git's setup.c does it, without running git.
+//
+//	d := gitdir.Discover("/src/app/pkg", nil)
+//	// d.Kind == gitdir.Worktree, d.Top == "/src/app", d.CommonDir == "/src/app/.git"
+//	repo := gitdir.ReadRepo(d.CommonDir, d.MainTop)
+//	// repo.Root == "/src/app"
+//	...
+//	if !d.Valid() { // a `git init`, `git worktree remove` or `rm -rf .git` since
+//		d = gitdir.Discover("/src/app/pkg", nil)
+//	}
+//
+// The broker's resolver calls this on every repo- and worktree-scoped call,
+// so it caches the answers per directory; [Dir.Valid] and [Repo.Valid]
+// revalidate a cached answer with a few stat calls and no allocation.
 //
 // What is followed: `.git` directories; `.git` files holding `gitdir: <path>`
 // (linked worktrees, submodules, --separate-git-dir checkouts); the gitdir's
@@ -14,11 +23,12 @@ package broker
 //
 // What is not: GIT_DIR, GIT_WORK_TREE and GIT_CEILING_DIRECTORIES in the
 // daemon's environment (callers' environments are not ours to read; ceilings
-// come from ResolverOptions.CeilingDirs instead); GIT_DISCOVERY_ACROSS_FILESYSTEM
+// are passed to Discover instead); GIT_DISCOVERY_ACROSS_FILESYSTEM
 // (the walk goes on to the filesystem root across mount points); config
 // includes and per-worktree config (extensions.worktreeConfig);
 // safe.directory ownership checks (nothing from the repository is executed
 // or trusted, only its layout is read).
+package gitdir
 
 import (
 	"bytes"
@@ -29,52 +39,50 @@ import (
 	"strings"
 )
 
-// gitPlace says where a directory lies, as far as git is concerned.
-type gitPlace uint8
+// Kind says where a directory lies, as far as git is concerned.
+type Kind uint8
 
 const (
-	gitOutside  gitPlace = iota // in no repository
-	gitWorktree                 // in a worktree: top, gitDir and commonDir are set
-	gitInGitDir                 // inside a git directory (a bare repository or a .git): no worktree
-	gitBroken                   // a .git file that leads to no repository: git itself refuses to work here
+	Outside  Kind = iota // in no repository
+	Worktree             // in a worktree: Top, GitDir and CommonDir are set
+	InGitDir             // inside a git directory (a bare repository or a .git): no worktree
+	Broken               // a .git file that leads to no repository: git itself refuses to work here
 )
 
-// gitFind is the discovery answer for one canonical directory. It is
-// immutable once built and shared between goroutines.
-type gitFind struct {
-	place     gitPlace
-	top       string // the worktree's top level (gitWorktree)
-	gitDir    string // the worktree's own git directory, or the git directory we are in
-	commonDir string // shared by all worktrees of the repository; the repo key
-	gitFile   bool   // found through a .git file rather than a .git directory
+// Dir is the discovery answer for one canonical directory. It is immutable
+// once built and may be shared between goroutines.
+type Dir struct {
+	Kind      Kind
+	Top       string // the worktree's top level (Worktree)
+	GitDir    string // the worktree's own git directory, or the git directory we are in
+	CommonDir string // shared by all worktrees of the repository
+	// MainTop is Top when the worktree's .git file points straight at the
+	// common dir (a --separate-git-dir checkout), whose repository records
+	// no main worktree: for [ReadRepo]. "" otherwise.
+	MainTop string
 
-	worktreeKey string // "worktree:" + top, built once so a warm Resolve allocates nothing for it
-
-	// checks are what the answer depended on; valid re-stats them.
-	checks []gitCheck
-	// checked is when the checks last held (unix ns; 0 = not yet), for
-	// ResolverOptions.Revalidate.
-	checked int64 // accessed atomically
+	// checks are what the answer depended on; Valid re-stats them.
+	checks []check
 }
 
-// gitCheck is one file system fact an answer depended on: that path is
+// check is one file system fact an answer depended on: that path is
 // absent (fi == nil), or that it is the same file it was (fi != nil).
-type gitCheck struct {
+type check struct {
 	path string
 	fi   os.FileInfo
 }
 
-// valid reports whether every fact f depended on still holds. It costs one
+// Valid reports whether every fact d depended on still holds. It costs one
 // stat per check: the .git entries of the directory and each ancestor up to
-// the one where the repository was found (up to the root for gitOutside).
+// the one where the repository was found (up to the root for Outside).
 //
 // Not rechecked, because git itself never changes them under a live
 // worktree: a linked worktree's gitdir and its commondir file (`git worktree
 // remove` deletes the worktree's .git file, which is checked), and ancestors
 // turning into bare repositories (`git init --bare` around an existing
 // directory).
-func (f *gitFind) valid() bool {
-	for _, c := range f.checks {
+func (d *Dir) Valid() bool {
+	for _, c := range d.checks {
 		if !c.holds() {
 			return false
 		}
@@ -83,106 +91,105 @@ func (f *gitFind) valid() bool {
 }
 
 // holds re-stats c.path (following symlinks, as git does).
-func (c gitCheck) holds() bool {
+func (c check) holds() bool {
 	fi, err := os.Stat(c.path)
 	if c.fi == nil {
 		return err != nil
 	}
-	return err == nil && sameGitFile(c.fi, fi)
+	return err == nil && sameFile(c.fi, fi)
 }
 
-// sameGitFile reports whether b is still the file a was. Directories are
+// sameFile reports whether b is still the file a was. Directories are
 // compared by identity only: .git directories change content all the time.
 // Files are also compared by size and modification time, which catches
 // `git worktree repair`/`move` rewriting a .git file in place.
-func sameGitFile(a, b os.FileInfo) bool {
+func sameFile(a, b os.FileInfo) bool {
 	if !os.SameFile(a, b) || a.Mode() != b.Mode() {
 		return false
 	}
 	return a.IsDir() || (a.Size() == b.Size() && a.ModTime().Equal(b.ModTime()))
 }
 
-// discoverGit finds the repository dir (canonical, existing) lies in by
-// walking up to the filesystem root, or to just below one of ceilings. It
-// returns nil if dir is not a directory.
+// Discover finds the repository dir (canonical, existing) lies in by
+// walking up to the filesystem root, or to just below one of ceilings
+// (canonical directories the walk never moves into, as with
+// GIT_CEILING_DIRECTORIES; nil = none). It returns nil if dir is not a
+// directory.
 //
 // At each level, as git does: a .git directory that is a git directory
 // means a worktree; a .git regular file means a worktree whose git
 // directory is elsewhere (and if that file is broken, git stops there with
 // an error, and so do we); otherwise a directory that is itself a git
 // directory means we are inside one, with no worktree.
-func discoverGit(dir string, ceilings map[string]bool) *gitFind {
+func Discover(dir string, ceilings map[string]bool) *Dir {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil
 	}
-	var checks []gitCheck
+	var checks []check
 	for a := dir; ; {
 		dotgit := filepath.Join(a, ".git")
 		fi, err := os.Stat(dotgit)
 		switch {
 		case err != nil:
-			checks = append(checks, gitCheck{path: dotgit})
+			checks = append(checks, check{path: dotgit})
 		case fi.IsDir() && isGitDir(dotgit):
-			checks = append(checks, gitCheck{dotgit, fi})
-			return gitWorktreeAt(a, dotgit, false, checks)
+			checks = append(checks, check{dotgit, fi})
+			return worktreeAt(a, dotgit, false, checks)
 		case fi.Mode().IsRegular():
-			checks = append(checks, gitCheck{dotgit, fi})
+			checks = append(checks, check{dotgit, fi})
 			gitDir, err := readGitFile(dotgit, a, fi)
 			if err != nil {
-				return newGitFind(gitFind{place: gitBroken, checks: checks})
+				return &Dir{Kind: Broken, checks: checks}
 			}
-			return gitWorktreeAt(a, gitDir, true, checks)
+			return worktreeAt(a, gitDir, true, checks)
 		default: // a .git that is no repository: git looks further up
-			checks = append(checks, gitCheck{dotgit, fi})
+			checks = append(checks, check{dotgit, fi})
 		}
 		if isGitDir(a) {
 			if fi, err := os.Stat(a); err == nil {
-				checks = append(checks, gitCheck{a, fi})
+				checks = append(checks, check{a, fi})
 			}
-			common, err := gitCommonDir(a)
+			common, err := readCommonDir(a)
 			if err != nil {
-				return newGitFind(gitFind{place: gitBroken, checks: checks})
+				return &Dir{Kind: Broken, checks: checks}
 			}
-			return newGitFind(gitFind{place: gitInGitDir, gitDir: a, commonDir: common, checks: checks})
+			return &Dir{Kind: InGitDir, GitDir: a, CommonDir: common, checks: checks}
 		}
 		parent := filepath.Dir(a)
 		if parent == a || ceilings[parent] {
-			return newGitFind(gitFind{place: gitOutside, checks: checks})
+			return &Dir{Kind: Outside, checks: checks}
 		}
 		a = parent
 	}
 }
 
-// gitWorktreeAt builds the answer for a worktree whose top level is top and
-// whose git directory is gitDir.
-func gitWorktreeAt(top, gitDir string, gitFile bool, checks []gitCheck) *gitFind {
-	broken := newGitFind(gitFind{place: gitBroken, checks: checks})
+// worktreeAt builds the answer for a worktree whose top level is top and
+// whose git directory is gitDir, found through a .git file if gitFile.
+func worktreeAt(top, gitDir string, gitFile bool, checks []check) *Dir {
+	broken := &Dir{Kind: Broken, checks: checks}
 	gitDir, err := filepath.EvalSymlinks(gitDir)
 	if err != nil {
 		return broken
 	}
-	common, err := gitCommonDir(gitDir)
+	common, err := readCommonDir(gitDir)
 	if err != nil {
 		return broken
 	}
-	return newGitFind(gitFind{place: gitWorktree, top: top, gitDir: gitDir, commonDir: common, gitFile: gitFile, checks: checks})
-}
-
-func newGitFind(f gitFind) *gitFind {
-	if f.place == gitWorktree {
-		f.worktreeKey = "worktree:" + f.top
+	d := &Dir{Kind: Worktree, Top: top, GitDir: gitDir, CommonDir: common, checks: checks}
+	if gitFile && gitDir == common {
+		d.MainTop = top
 	}
-	return &f
+	return d
 }
 
-// maxGitFile bounds what is read of a .git or commondir file; git refuses
+// maxFile bounds what is read of a .git or commondir file; git refuses
 // .git files larger than 4*PATH_MAX.
-const maxGitFile = 4 * 4096
+const maxFile = 4 * 4096
 
 // readGitFile reads the .git file at path (in directory dir, stat'ed as fi)
 // and returns the git directory it names, if it is one.
 func readGitFile(path, dir string, fi os.FileInfo) (string, error) {
-	if fi.Size() > maxGitFile {
+	if fi.Size() > maxFile {
 		return "", errors.New("gitfile too large")
 	}
 	data, err := os.ReadFile(path)
@@ -200,8 +207,8 @@ func readGitFile(path, dir string, fi os.FileInfo) (string, error) {
 }
 
 var (
-	errGitFileFormat = errors.New(`gitfile does not start with "gitdir: "`)
-	errGitFilePath   = errors.New("gitfile names no usable path")
+	errFileFormat = errors.New(`gitfile does not start with "gitdir: "`)
+	errFilePath   = errors.New("gitfile names no usable path")
 )
 
 // parseGitFile parses the content of a .git file, "gitdir: <path>", as git's
@@ -212,17 +219,17 @@ var (
 func parseGitFile(data []byte, dir string) (string, error) {
 	rest, ok := bytes.CutPrefix(data, []byte("gitdir: "))
 	if !ok {
-		return "", errGitFileFormat
+		return "", errFileFormat
 	}
-	return gitPathValue(rest, dir)
+	return pathValue(rest, dir)
 }
 
-// gitPathValue turns the path held in a git pointer file (.git, commondir)
+// pathValue turns the path held in a git pointer file (.git, commondir)
 // into a clean path: trailing CR/LF trimmed, relative to base.
-func gitPathValue(v []byte, base string) (string, error) {
+func pathValue(v []byte, base string) (string, error) {
 	v = bytes.TrimRight(v, "\r\n")
 	if len(v) == 0 || bytes.IndexByte(v, 0) >= 0 {
-		return "", errGitFilePath
+		return "", errFilePath
 	}
 	p := string(v)
 	if !filepath.IsAbs(p) {
@@ -231,17 +238,17 @@ func gitPathValue(v []byte, base string) (string, error) {
 	return filepath.Clean(p), nil
 }
 
-// gitCommonDir returns the common directory of gitDir: the one its
+// readCommonDir returns the common directory of gitDir: the one its
 // commondir file names (relative to gitDir), canonical, or gitDir itself.
-func gitCommonDir(gitDir string) (string, error) {
-	data, err := gitReadSmall(filepath.Join(gitDir, "commondir"))
+func readCommonDir(gitDir string) (string, error) {
+	data, err := readSmall(filepath.Join(gitDir, "commondir"))
 	if errors.Is(err, os.ErrNotExist) {
 		return gitDir, nil
 	}
 	if err != nil {
 		return "", err
 	}
-	p, err := gitPathValue(data, gitDir)
+	p, err := pathValue(data, gitDir)
 	if err != nil {
 		return "", err
 	}
@@ -253,19 +260,19 @@ func gitCommonDir(gitDir string) (string, error) {
 // in its common directory. The first stat fails fast for ordinary
 // directories.
 func isGitDir(dir string) bool {
-	if !gitValidHead(filepath.Join(dir, "HEAD")) {
+	if !validHead(filepath.Join(dir, "HEAD")) {
 		return false
 	}
-	common, err := gitCommonDir(dir)
+	common, err := readCommonDir(dir)
 	if err != nil {
 		return false
 	}
-	return gitIsDir(filepath.Join(common, "objects")) && gitIsDir(filepath.Join(common, "refs"))
+	return isDir(filepath.Join(common, "objects")) && isDir(filepath.Join(common, "refs"))
 }
 
-// gitValidHead mirrors git's validate_headref: a symlink into refs/, a
+// validHead mirrors git's validate_headref: a symlink into refs/, a
 // symbolic ref "ref: refs/...", or a hex object name.
-func gitValidHead(path string) bool {
+func validHead(path string) bool {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return false
@@ -277,7 +284,7 @@ func gitValidHead(path string) bool {
 	if !fi.Mode().IsRegular() {
 		return false
 	}
-	data, err := gitReadSmall(path)
+	data, err := readSmall(path)
 	if err != nil {
 		return false
 	}
@@ -285,80 +292,79 @@ func gitValidHead(path string) bool {
 		return bytes.HasPrefix(bytes.TrimLeft(ref, " \t"), []byte("refs/"))
 	}
 	n := 0
-	for n < len(data) && gitIsHex(data[n]) {
+	for n < len(data) && isHex(data[n]) {
 		n++
 	}
-	return (n == 40 || n == 64) && (n == len(data) || gitIsSpace(data[n]))
+	return (n == 40 || n == 64) && (n == len(data) || isSpace(data[n]))
 }
 
-func gitIsHex(c byte) bool {
+func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
-func gitIsSpace(c byte) bool {
+func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
-func gitIsDir(path string) bool {
+func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
 }
 
-// gitReadSmall reads at most maxGitFile bytes of path.
-func gitReadSmall(path string) ([]byte, error) {
+// readSmall reads at most maxFile bytes of path.
+func readSmall(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxGitFile))
+	return io.ReadAll(io.LimitReader(f, maxFile))
 }
 
-// gitRepo is what the repo scope needs to know about a repository, keyed by
+// Repo is what the repo scope needs to know about a repository, read from
 // its canonical common directory. Immutable once built.
-type gitRepo struct {
-	key  string // "repo:" + the common dir
-	root string // the main worktree's top level; see gitRepoRoot
-	bare bool   // core.bare: the common dir has no worktree of its own
+type Repo struct {
+	Root string // the main worktree's top level; see repoRoot
+	Bare bool   // core.bare: the common dir has no worktree of its own
 
-	// worktree is core.worktree, canonical, when set and not bare: git
+	// Worktree is core.worktree, canonical, when set and not bare: git
 	// takes it as the top level of whatever is found through the common
 	// dir itself (a submodule, the inside of its git dir), not of linked
-	// worktrees. worktreeKey is "worktree:" + worktree.
-	worktree, worktreeKey string
-	checked               int64 // accessed atomically: when config last held (unix ns), for ResolverOptions.Revalidate
+	// worktrees. "" otherwise.
+	Worktree string
 
-	config gitCheck // the config file the answer came from; revalidated on each use
+	config check // the config file the answer came from
 }
 
-func (g *gitRepo) valid() bool { return g.config.holds() }
+// Valid reports whether the repository's config is still the file r was
+// read from: one stat.
+func (r *Repo) Valid() bool { return r.config.holds() }
 
-// maxGitConfig bounds how much of a repository's config is read.
-const maxGitConfig = 1 << 20
+// maxConfig bounds how much of a repository's config is read.
+const maxConfig = 1 << 20
 
-// loadGitRepo reads the repository at the canonical common dir. mainTop is
+// ReadRepo reads the repository at the canonical common dir. mainTop is
 // the top level of a worktree whose .git file points straight at common
-// (a --separate-git-dir checkout), "" if unknown.
-func loadGitRepo(common, mainTop string) *gitRepo {
-	g := &gitRepo{key: "repo:" + common}
+// (Dir.MainTop), "" if unknown.
+func ReadRepo(common, mainTop string) *Repo {
+	r := &Repo{}
 	path := filepath.Join(common, "config")
-	g.config = gitCheck{path: path}
-	var core gitCore
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxGitConfig {
+	r.config = check{path: path}
+	var core coreVars
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() <= maxConfig {
 		if data, err := os.ReadFile(path); err == nil {
-			g.config.fi = fi
-			core = parseGitConfig(data)
+			r.config.fi = fi
+			core = parseConfig(data)
 		}
 	}
-	g.bare = core.bare
-	g.root = gitRepoRoot(common, core, mainTop)
+	r.Bare = core.bare
+	r.Root = repoRoot(common, core, mainTop)
 	if core.worktree != "" && !core.bare {
-		g.worktree = g.root
-		g.worktreeKey = "worktree:" + g.root
+		r.Worktree = r.Root
 	}
-	return g
+	return r
 }
 
-// gitRepoRoot is the repo scope's root: the main worktree's top level.
+// repoRoot is the repo scope's root: the main worktree's top level.
 //
 //   - A bare repository has no main worktree (its worktrees, if any, are all
 //     linked): the root is the common dir's parent, which for the common
@@ -372,9 +378,9 @@ func loadGitRepo(common, mainTop string) *gitRepo {
 //   - Otherwise (a --separate-git-dir checkout) git records nothing that
 //     leads back to the main worktree: mainTop, the top of a worktree whose
 //     .git file points straight at the common dir, when the first caller
-//     came from there; else the common dir's parent. Cached per common dir,
-//     so the first answer sticks while the config is unchanged.
-func gitRepoRoot(common string, core gitCore, mainTop string) string {
+//     came from there; else the common dir's parent. The resolver caches it
+//     per common dir, so the first answer sticks while the config is unchanged.
+func repoRoot(common string, core coreVars, mainTop string) string {
 	switch {
 	case core.bare:
 		return filepath.Dir(common)
@@ -395,28 +401,28 @@ func gitRepoRoot(common string, core gitCore, mainTop string) string {
 	return filepath.Dir(common)
 }
 
-// gitCore is what mcpx reads from a repository's config.
-type gitCore struct {
+// coreVars is what mcpx reads from a repository's config.
+type coreVars struct {
 	bare     bool   // core.bare
 	worktree string // core.worktree, unresolved; "" = unset
 }
 
-// parseGitConfig reads core.bare and core.worktree from a git config file.
+// parseConfig reads core.bare and core.worktree from a git config file.
 // It follows git's syntax (config.c) closely enough for these two keys:
 // case-insensitive section and key names, `[core]` only (not subsections),
 // `key = value` or a bare `key` (true), quotes, backslash escapes and line
 // continuations, `#`/`;` comments; the last assignment wins. Includes are
 // not followed. Malformed lines are skipped where git would refuse the file.
-func parseGitConfig(data []byte) gitCore {
-	var c gitCore
-	p := gitConfigParser{data: data}
+func parseConfig(data []byte) coreVars {
+	var c coreVars
+	p := configParser{data: data}
 	for p.next() {
 		if !strings.EqualFold(p.section, "core") || p.subsection {
 			continue
 		}
 		switch strings.ToLower(p.name) {
 		case "bare":
-			if b, ok := gitBool(p.value, p.hasValue); ok {
+			if b, ok := parseBool(p.value, p.hasValue); ok {
 				c.bare = b
 			}
 		case "worktree":
@@ -428,8 +434,8 @@ func parseGitConfig(data []byte) gitCore {
 	return c
 }
 
-// gitBool parses a git boolean: a key with no "=" is true; "" is false.
-func gitBool(v string, hasValue bool) (bool, bool) {
+// parseBool parses a git boolean: a key with no "=" is true; "" is false.
+func parseBool(v string, hasValue bool) (bool, bool) {
 	if !hasValue {
 		return true, true
 	}
@@ -442,8 +448,8 @@ func gitBool(v string, hasValue bool) (bool, bool) {
 	return false, false
 }
 
-// gitConfigParser walks the variables of a config file.
-type gitConfigParser struct {
+// configParser walks the variables of a config file.
+type configParser struct {
 	data       []byte
 	i          int
 	section    string
@@ -455,7 +461,7 @@ type gitConfigParser struct {
 }
 
 // next reads up to the next variable; false at the end.
-func (p *gitConfigParser) next() bool {
+func (p *configParser) next() bool {
 	for p.i < len(p.data) {
 		c := p.data[p.i]
 		switch {
@@ -465,7 +471,7 @@ func (p *gitConfigParser) next() bool {
 			p.skipLine()
 		case c == '[':
 			p.readSection()
-		case gitIsNameChar(c):
+		case isNameChar(c):
 			if p.readVariable() {
 				return true
 			}
@@ -476,7 +482,7 @@ func (p *gitConfigParser) next() bool {
 	return false
 }
 
-func (p *gitConfigParser) skipLine() {
+func (p *configParser) skipLine() {
 	if j := bytes.IndexByte(p.data[p.i:], '\n'); j >= 0 {
 		p.i += j + 1
 	} else {
@@ -484,15 +490,15 @@ func (p *gitConfigParser) skipLine() {
 	}
 }
 
-func gitIsNameChar(c byte) bool {
+func isNameChar(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-'
 }
 
 // readSection reads "[name]", "[name "sub"]" or "[name.sub]".
-func (p *gitConfigParser) readSection() {
+func (p *configParser) readSection() {
 	p.i++ // '['
 	start := p.i
-	for p.i < len(p.data) && (gitIsNameChar(p.data[p.i]) || p.data[p.i] == '.') {
+	for p.i < len(p.data) && (isNameChar(p.data[p.i]) || p.data[p.i] == '.') {
 		p.i++
 	}
 	name := string(p.data[start:p.i])
@@ -526,9 +532,9 @@ func (p *gitConfigParser) readSection() {
 }
 
 // readVariable reads "name", "name = value" up to the end of its line.
-func (p *gitConfigParser) readVariable() bool {
+func (p *configParser) readVariable() bool {
 	start := p.i
-	for p.i < len(p.data) && gitIsNameChar(p.data[p.i]) {
+	for p.i < len(p.data) && isNameChar(p.data[p.i]) {
 		p.i++
 	}
 	p.name = string(p.data[start:p.i])
@@ -553,7 +559,7 @@ func (p *gitConfigParser) readVariable() bool {
 // readValue reads a value as git's parse_value does: leading whitespace
 // dropped, trailing unquoted whitespace dropped, quotes removed, \" \\ \n
 // \t \b escapes, backslash-newline continues the line, comments end it.
-func (p *gitConfigParser) readValue() (string, bool) {
+func (p *configParser) readValue() (string, bool) {
 	var b []byte
 	quoted := false
 	pending := 0 // unquoted whitespace seen but not yet kept

@@ -1,4 +1,4 @@
-package broker_test
+package config_test
 
 import (
 	"encoding/json"
@@ -14,32 +14,29 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
-// configErrors returns the *broker.Errors inside err, failing if err is not a
-// *broker.ConfigError made only of them.
-func configErrors(t testing.TB, err error) []*broker.Error {
+// configErrors returns the *config.Problems inside err, failing if err is
+// not a *config.Error made only of them.
+func configErrors(t testing.TB, err error) []*config.Problem {
 	t.Helper()
-	var ce *broker.ConfigError
+	var ce *config.Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("error %v (%T) is not a *broker.ConfigError", err, err)
+		t.Fatalf("error %v (%T) is not a *config.Error", err, err)
 	}
-	var out []*broker.Error
+	var out []*config.Problem
 	for _, e := range ce.Errs {
-		var be *broker.Error
-		if !errors.As(e, &be) || be.Kind != broker.KindConfig {
-			t.Fatalf("problem %v (%T) is not a *broker.Error of KindConfig", e, e)
+		var pe *config.Problem
+		if !errors.As(e, &pe) {
+			t.Fatalf("problem %v (%T) is not a *config.Problem", e, e)
 		}
-		out = append(out, be)
-	}
-	if broker.KindOf(err) != broker.KindConfig {
-		t.Errorf("KindOf = %s, want config", broker.KindOf(err))
+		out = append(out, pe)
 	}
 	return out
 }
 
-func TestParseConfigErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		doc    string
@@ -153,7 +150,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"trailing data", `{} {}`, "", "", []string{"after the top-level object"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := broker.ParseConfig([]byte(tc.doc), "/etc/mcpx.json")
+			cfg, err := config.Parse([]byte(tc.doc), "/etc/mcpx.json")
 			if err == nil {
 				t.Fatalf("no error; config = %+v", cfg)
 			}
@@ -161,7 +158,7 @@ func TestParseConfigErrors(t *testing.T) {
 			if !strings.HasPrefix(msg, "config /etc/mcpx.json: ") {
 				t.Errorf("message %q does not name the source", msg)
 			}
-			var found *broker.Error
+			var found *config.Problem
 			for _, e := range configErrors(t, err) {
 				if e.Server == tc.server && e.Field == tc.field {
 					found = e
@@ -186,7 +183,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
-func TestParseConfigReportsAllErrors(t *testing.T) {
+func TestParseReportsAllErrors(t *testing.T) {
 	doc := `{
 		"servers": {
 			"a": {"comand": "x", "max": -3},
@@ -195,7 +192,7 @@ func TestParseConfigReportsAllErrors(t *testing.T) {
 		},
 		"pool": {"maxInstances": -1}
 	}`
-	_, err := broker.ParseConfig([]byte(doc), "cfg.json")
+	_, err := config.Parse([]byte(doc), "cfg.json")
 	type key struct{ server, field string }
 	var got []key
 	for _, e := range configErrors(t, err) {
@@ -219,7 +216,7 @@ func TestParseConfigReportsAllErrors(t *testing.T) {
 	}
 }
 
-func TestParseConfigDefaults(t *testing.T) {
+func TestParseDefaults(t *testing.T) {
 	doc := `{
 		"servers": {
 			"cmd": {"command": "git-mcp"},
@@ -229,30 +226,30 @@ func TestParseConfigDefaults(t *testing.T) {
 		},
 		"pool": {"idleTimeout": "2m"}
 	}`
-	cfg, err := broker.ParseConfig([]byte(doc), "")
+	cfg, err := config.Parse([]byte(doc), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &broker.Config{
-		Servers: map[string]*broker.ServerConfig{
-			"cmd": {Name: "cmd", Command: "git-mcp", Scope: broker.ScopeWorktree, Sharing: broker.SharingShared, Max: 4,
+	want := &config.Config{
+		Servers: map[string]*config.Server{
+			"cmd": {Name: "cmd", Command: "git-mcp", Scope: config.ScopeWorktree, Sharing: config.SharingShared, Max: 4,
 				IdleTimeout: dur(2 * time.Minute), CallTimeout: dur(5 * time.Minute), StartTimeout: dur(30 * time.Second)},
-			"web": {Name: "web", URL: "https://example.com/mcp", Scope: broker.ScopeGlobal, Sharing: broker.SharingShared, Max: 4,
+			"web": {Name: "web", URL: "https://example.com/mcp", Scope: config.ScopeGlobal, Sharing: config.SharingShared, Max: 4,
 				IdleTimeout: dur(2 * time.Minute), CallTimeout: dur(5 * time.Minute), StartTimeout: dur(30 * time.Second)},
-			"own": {Name: "own", Command: "x", Scope: broker.ScopeSession, Sharing: broker.SharingExclusive, Max: 2,
+			"own": {Name: "own", Command: "x", Scope: config.ScopeSession, Sharing: config.SharingExclusive, Max: 2,
 				IdleTimeout: dur(time.Minute), CallTimeout: dur(10 * time.Second), StartTimeout: dur(5 * time.Second)},
 		},
-		Pool: broker.PoolConfig{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second)},
+		Pool: config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second)},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
 
-	empty, err := broker.ParseConfig([]byte(`{}`), "")
+	empty, err := config.Parse([]byte(`{}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPool := broker.PoolConfig{MaxInstances: 64, IdleTimeout: dur(5 * time.Minute), ReapInterval: dur(30 * time.Second)}
+	wantPool := config.Pool{MaxInstances: 64, IdleTimeout: dur(5 * time.Minute), ReapInterval: dur(30 * time.Second)}
 	if diff := cmp.Diff(wantPool, empty.Pool); diff != "" {
 		t.Errorf("pool defaults (-want +got):\n%s", diff)
 	}
@@ -260,7 +257,7 @@ func TestParseConfigDefaults(t *testing.T) {
 		t.Errorf("servers = %#v, want empty", empty.Servers)
 	}
 	// A server's default idle timeout is the pool's, defaulted or not.
-	one, err := broker.ParseConfig([]byte(`{"servers":{"a":{"command":"x"}}}`), "")
+	one, err := config.Parse([]byte(`{"servers":{"a":{"command":"x"}}}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,35 +266,35 @@ func TestParseConfigDefaults(t *testing.T) {
 	}
 }
 
-func dur(d time.Duration) broker.Duration { return broker.Duration(d) }
+func dur(d time.Duration) config.Duration { return config.Duration(d) }
 
-func TestParseConfigShapes(t *testing.T) {
+func TestParseShapes(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc string
-		want      map[string]*broker.ServerConfig // only the fields set here are compared
+		want      map[string]*config.Server // only the fields set here are compared
 	}{
 		{"claude desktop", `{"mcpServers": {
 				"filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${mcpx.root}"],
 				               "env": {"DEBUG": "1"}}}}`,
-			map[string]*broker.ServerConfig{"filesystem": {Command: "npx",
+			map[string]*config.Server{"filesystem": {Command: "npx",
 				Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "${mcpx.root}"}, Env: map[string]string{"DEBUG": "1"}}}},
 		{"cursor", `{"mcpServers": {
 				"local": {"command": "gopls", "args": ["mcp"]},
 				"remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}}}`,
-			map[string]*broker.ServerConfig{
+			map[string]*config.Server{
 				"local":  {Command: "gopls", Args: []string{"mcp"}},
 				"remote": {URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${TOKEN}"}}}},
 		{"vs code", `{"servers": {
 				"git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git"]},
 				"api": {"type": "http", "url": "http://localhost:3000/mcp"},
 				"api2": {"type": "streamable-http", "url": "http://localhost:3001/mcp"}}}`,
-			map[string]*broker.ServerConfig{
+			map[string]*config.Server{
 				"git":  {Command: "uvx", Args: []string{"mcp-server-git"}},
 				"api":  {URL: "http://localhost:3000/mcp"},
 				"api2": {URL: "http://localhost:3001/mcp"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := broker.ParseConfig([]byte(tc.doc), "")
+			cfg, err := config.Parse([]byte(tc.doc), "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,7 +308,7 @@ func TestParseConfigShapes(t *testing.T) {
 					continue
 				}
 				w.Name = name
-				got := &broker.ServerConfig{Name: g.Name, Command: g.Command, Args: g.Args, Env: g.Env, URL: g.URL, Headers: g.Headers}
+				got := &config.Server{Name: g.Name, Command: g.Command, Args: g.Args, Env: g.Env, URL: g.URL, Headers: g.Headers}
 				if diff := cmp.Diff(w, got); diff != "" {
 					t.Errorf("server %s (-want +got):\n%s", name, diff)
 				}
@@ -326,7 +323,7 @@ func TestPlaceholdersPassThrough(t *testing.T) {
 		"args": ["${HOME}", "${mcpxHome}", "$mcpx.root", "${mcpx.root}${mcpx.cwd}", "{mcpx.nope}", "$${x}"],
 		"env": {"ROOT": "${mcpx.root}", "CWD": "${mcpx.cwd}", "OTHER": "${env:FOO}"},
 		"cwd": "${mcpx.root}/sub"}}}`
-	cfg, err := broker.ParseConfig([]byte(doc), "")
+	cfg, err := config.Parse([]byte(doc), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,19 +333,19 @@ func TestPlaceholdersPassThrough(t *testing.T) {
 	}
 	for _, cwd := range []string{"/abs", "${mcpx.cwd}", "${mcpx.root}"} {
 		doc := `{"servers":{"x":{"command":"a","cwd":"` + cwd + `"}}}`
-		if _, err := broker.ParseConfig([]byte(doc), ""); err != nil {
+		if _, err := config.Parse([]byte(doc), ""); err != nil {
 			t.Errorf("cwd %q: %v", cwd, err)
 		}
 	}
 	// ${mcpx.root} in a url is allowed for a scope with a root (a url server
 	// is global by default, which has none: that is an error, tested above).
-	if _, err := broker.ParseConfig([]byte(`{"servers":{"x":{"url":"http://h/${mcpx.root}","scope":"worktree"}}}`), ""); err != nil {
+	if _, err := config.Parse([]byte(`{"servers":{"x":{"url":"http://h/${mcpx.root}","scope":"worktree"}}}`), ""); err != nil {
 		t.Errorf("url with placeholder: %v", err)
 	}
 }
 
 // fullConfig uses every field, so that the round trip proves each JSON name
-// ParseConfig accepts is one it writes.
+// Parse accepts is one it writes.
 const fullConfig = `{
 	"servers": {
 		"fs": {
@@ -374,7 +371,7 @@ const fullConfig = `{
 }`
 
 func TestConfigShowRoundTrip(t *testing.T) {
-	cfg, err := broker.ParseConfig([]byte(fullConfig), "a.json")
+	cfg, err := config.Parse([]byte(fullConfig), "a.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,21 +384,21 @@ func TestConfigShowRoundTrip(t *testing.T) {
 			t.Errorf("shown config lacks %s:\n%s", want, out)
 		}
 	}
-	again, err := broker.ParseConfig(out, "b.json")
+	again, err := config.Parse(out, "b.json")
 	if err != nil {
 		t.Fatalf("shown config does not parse: %v\n%s", err, out)
 	}
-	if diff := cmp.Diff(cfg, again, cmpopts.IgnoreFields(broker.Config{}, "Source")); diff != "" {
+	if diff := cmp.Diff(cfg, again, cmpopts.IgnoreFields(config.Config{}, "Source")); diff != "" {
 		t.Errorf("round trip (-first +second):\n%s", diff)
 	}
 }
 
 func TestDuration(t *testing.T) {
-	b, err := json.Marshal(struct{ D broker.Duration }{broker.Duration(90 * time.Second)})
+	b, err := json.Marshal(struct{ D config.Duration }{config.Duration(90 * time.Second)})
 	if err != nil || string(b) != `{"D":"1m30s"}` {
 		t.Errorf("marshal = %s, %v", b, err)
 	}
-	var d broker.Duration
+	var d config.Duration
 	if err := json.Unmarshal([]byte(`"1h2m"`), &d); err != nil || d.D() != time.Hour+2*time.Minute {
 		t.Errorf("unmarshal = %v, %v", d, err)
 	}
@@ -413,22 +410,22 @@ func TestDuration(t *testing.T) {
 			t.Errorf("unmarshal %s: no error", bad)
 		}
 	}
-	if s := broker.Duration(1500 * time.Millisecond).String(); s != "1.5s" {
+	if s := config.Duration(1500 * time.Millisecond).String(); s != "1.5s" {
 		t.Errorf("String = %q", s)
 	}
 }
 
-func TestLoadConfig(t *testing.T) {
+func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "nope.json")
-	_, err := broker.LoadConfig(missing)
-	if err == nil || !strings.Contains(err.Error(), missing) || !errors.Is(err, fs.ErrNotExist) || broker.KindOf(err) != broker.KindConfig {
+	_, err := config.Load(missing)
+	if err == nil || !strings.Contains(err.Error(), missing) || !errors.Is(err, fs.ErrNotExist) || !errors.As(err, new(*config.Problem)) {
 		t.Errorf("missing file: %v", err)
 	}
 
 	good := filepath.Join(dir, "config.json")
 	os.WriteFile(good, []byte(fullConfig), 0o600)
-	cfg, err := broker.LoadConfig(good)
+	cfg, err := config.Load(good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,22 +435,22 @@ func TestLoadConfig(t *testing.T) {
 
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"servers":{"x":{}}}`), 0o600)
-	_, err = broker.LoadConfig(bad)
+	_, err = config.Load(bad)
 	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), `server "x"`) {
 		t.Errorf("bad file: %v", err)
 	}
 }
 
-func TestDefaultConfig(t *testing.T) {
-	cfg := broker.DefaultConfig("/usr/bin/mcpx")
+func TestDefault(t *testing.T) {
+	cfg := config.Default("/usr/bin/mcpx")
 	demo := cfg.Servers["demo"]
 	if len(cfg.Servers) != 1 || demo == nil {
 		t.Fatalf("servers = %v", cfg.Servers)
 	}
-	want := &broker.ServerConfig{Name: "demo", Command: "/usr/bin/mcpx", Args: []string{"demo-server"},
-		Scope: broker.ScopeWorktree, Sharing: broker.SharingShared, Max: 4, Tags: []string{"demo"},
+	want := &config.Server{Name: "demo", Command: "/usr/bin/mcpx", Args: []string{"demo-server"},
+		Scope: config.ScopeWorktree, Sharing: config.SharingShared, Max: 4, Tags: []string{"demo"},
 		IdleTimeout: dur(5 * time.Minute), CallTimeout: dur(5 * time.Minute), StartTimeout: dur(30 * time.Second)}
-	if diff := cmp.Diff(want, demo, cmpopts.IgnoreFields(broker.ServerConfig{}, "Description")); diff != "" {
+	if diff := cmp.Diff(want, demo, cmpopts.IgnoreFields(config.Server{}, "Description")); diff != "" {
 		t.Errorf("demo (-want +got):\n%s", diff)
 	}
 	if demo.Description == "" || cfg.Pool.MaxInstances != 64 || cfg.Source != "" {
@@ -461,7 +458,7 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	// What `mcpx config show` prints for it parses back to the same.
 	out, _ := json.Marshal(cfg)
-	again, err := broker.ParseConfig(out, "")
+	again, err := config.Parse(out, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,21 +468,21 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func TestNormalize(t *testing.T) {
-	cfg := &broker.Config{Servers: map[string]*broker.ServerConfig{"a": {Command: "x"}}}
+	cfg := &config.Config{Servers: map[string]*config.Server{"a": {Command: "x"}}}
 	if err := cfg.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	if a := cfg.Servers["a"]; a.Name != "a" || a.Max != 4 || a.Scope != broker.ScopeWorktree || cfg.Pool.MaxInstances != 64 {
+	if a := cfg.Servers["a"]; a.Name != "a" || a.Max != 4 || a.Scope != config.ScopeWorktree || cfg.Pool.MaxInstances != 64 {
 		t.Errorf("normalized %+v %+v", a, cfg.Pool)
 	}
-	bad := &broker.Config{Servers: map[string]*broker.ServerConfig{"b": {Command: "x", Args: []string{"${mcpx.x}"}}, "c": nil}}
+	bad := &config.Config{Servers: map[string]*config.Server{"b": {Command: "x", Args: []string{"${mcpx.x}"}}, "c": nil}}
 	errs := configErrors(t, bad.Normalize())
 	if len(errs) != 2 || errs[0].Server != "b" || errs[0].Field != "args[0]" || errs[1].Server != "c" {
 		t.Errorf("problems = %v", errs)
 	}
 }
 
-func FuzzParseConfig(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, seed := range []string{
 		fullConfig,
 		`{}`,
@@ -500,10 +497,10 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := broker.ParseConfig(data, "fuzz.json")
+		cfg, err := config.Parse(data, "fuzz.json")
 		if err != nil {
 			if errs := configErrors(t, err); len(errs) == 0 {
-				t.Fatalf("empty ConfigError for %q", data)
+				t.Fatalf("empty config.Error for %q", data)
 			}
 			_ = err.Error()
 			return
@@ -513,7 +510,7 @@ func FuzzParseConfig(f *testing.F) {
 		if err != nil {
 			t.Fatalf("marshal: %v", err)
 		}
-		again, err := broker.ParseConfig(out, "fuzz.json")
+		again, err := config.Parse(out, "fuzz.json")
 		if err != nil {
 			t.Fatalf("shown config %s does not parse: %v", out, err)
 		}
@@ -523,14 +520,14 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
-func ExampleParseConfig_errors() {
+func ExampleParse_errors() {
 	doc := `{
 	  "mcpServers": {
 	    "git": {"comand": "uvx", "args": ["mcp-server-git", "--repository", "${mcpx.rot}"]},
 	    "fs": {"type": "stdio", "command": "npx", "cwd": "src", "idleTimeout": "10"}
 	  }
 	}`
-	_, err := broker.ParseConfig([]byte(doc), "config.json")
+	_, err := config.Parse([]byte(doc), "config.json")
 	fmt.Println(err)
 	// Output:
 	// config config.json: 4 problems:

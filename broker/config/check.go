@@ -1,0 +1,263 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"iter"
+	"maps"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"mcpx.dev/mcpx/internal/placeholder"
+	"mcpx.dev/mcpx/pool"
+)
+
+var serverName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+var scopeKinds = []ScopeKind{ScopeGlobal, ScopeRepo, ScopeWorktree, ScopeCwd, ScopeSession, ScopeParentSession, ScopePid, ScopeCall}
+
+// transportTypes are the mcpServers "type" values: what each requires.
+var transportTypes = map[string]string{"stdio": "command", "http": "url", "streamable-http": "url"}
+
+func (p *problems) checkPool(pc *Pool) {
+	if pc.MaxInstances < 0 {
+		p.add("", "pool.maxInstances", fmt.Sprintf("maxInstances is %d", pc.MaxInstances), fmt.Sprintf("use 0 for the default (%d) or a positive number", pool.DefaultMaxInstances))
+	} else if pc.MaxInstances == 0 {
+		pc.MaxInstances = pool.DefaultMaxInstances
+	}
+	p.duration("", "pool.idleTimeout", &pc.IdleTimeout, pool.DefaultIdleTimeout)
+	p.duration("", "pool.reapInterval", &pc.ReapInterval, pool.DefaultReapInterval)
+}
+
+// duration rejects a negative *d and replaces zero with def.
+func (p *problems) duration(server, field string, d *Duration, def time.Duration) {
+	switch {
+	case *d < 0:
+		p.add(server, field, fmt.Sprintf("negative duration %s", d), fmt.Sprintf(`use a positive duration, or leave it out for the default (%s)`, def))
+	case *d == 0:
+		*d = Duration(def)
+	}
+}
+
+// checkServer validates s and fills in its defaults. typ is the mcpServers
+// "type" ("" if absent); fields in bad failed to decode and are skipped.
+func (p *problems) checkServer(name string, s *Server, typ string, pc *Pool, bad map[string]bool) {
+	s.Name = name
+	if !serverName.MatchString(name) {
+		p.add(name, "", "invalid server name", "names may use only letters, digits, _ and - (they appear in URLs and in server.tool arguments)")
+	}
+	p.checkTransport(name, s, typ, bad)
+	p.checkStrings(name, s)
+	if s.Cwd != "" && !hasAbsPrefix(s.Cwd) && placeholderProblems(s.Cwd) == nil {
+		p.add(name, "cwd", fmt.Sprintf("cwd %q is relative", s.Cwd),
+			fmt.Sprintf("use an absolute path, or %s/%s for a directory under the instance root", placeholder.Root, strings.TrimPrefix(s.Cwd, "./")))
+	}
+	p.checkChoices(name, s)
+	p.checkRootPlaceholder(name, s)
+	if s.Max < 0 {
+		p.add(name, "max", fmt.Sprintf("max is %d", s.Max), fmt.Sprintf("use 0 for the default (%d) or a positive number", pool.DefaultMax))
+	} else if s.Max == 0 {
+		s.Max = pool.DefaultMax
+	}
+	p.duration(name, "idleTimeout", &s.IdleTimeout, cmp.Or(pc.IdleTimeout.D(), pool.DefaultIdleTimeout))
+	p.duration(name, "callTimeout", &s.CallTimeout, DefaultCallTimeout)
+	p.duration(name, "startTimeout", &s.StartTimeout, pool.DefaultStartTimeout)
+}
+
+// checkTransport enforces exactly one of command and url, agreement with the
+// mcpServers "type", and fields that belong to the other transport.
+func (p *problems) checkTransport(name string, s *Server, typ string, bad map[string]bool) {
+	hasCmd, hasURL := s.Command != "", s.URL != ""
+	switch {
+	case hasCmd && hasURL:
+		p.add(name, "url", "both command and url are set", "a server is either a command (stdio) or a url (streamable HTTP): remove one")
+	case !hasCmd && !hasURL && !bad["command"] && !bad["url"]:
+		p.add(name, "command", "neither command nor url is set", `set "command" for a stdio server or "url" for a streamable-HTTP server`)
+	}
+	if typ != "" && !bad["type"] {
+		need, ok := transportTypes[typ]
+		switch {
+		case typ == "sse":
+			p.add(name, "type", `the legacy SSE transport is not supported`, `use the server's streamable-HTTP endpoint with type "http"`)
+		case !ok:
+			p.add(name, "type", fmt.Sprintf("unknown type %q", typ), hintFor(typ, slices.Sorted(maps.Keys(transportTypes)), "types"))
+		case need == "command" && !hasCmd && hasURL:
+			p.add(name, "type", fmt.Sprintf("type %q needs a command, but url is set", typ), `use type "http" for a url server`)
+		case need == "url" && !hasURL && hasCmd:
+			p.add(name, "type", fmt.Sprintf("type %q needs a url, but command is set", typ), `use type "stdio" for a command server`)
+		}
+	}
+	if hasURL && !hasCmd {
+		for field, set := range map[string]bool{"args": len(s.Args) > 0, "env": len(s.Env) > 0, "cwd": s.Cwd != ""} {
+			if set {
+				p.add(name, field, field+" is only for command servers", "remove it; a url server is not started by mcpx")
+			}
+		}
+	}
+	if hasCmd && !hasURL && len(s.Headers) > 0 {
+		p.add(name, "headers", "headers is only for url servers", "remove it, or pass settings to the command in args or env")
+	}
+	if hasURL {
+		p.checkURL(name, s.URL)
+	}
+}
+
+func (p *problems) checkURL(name, raw string) {
+	probe := strings.NewReplacer(placeholder.Root, "root", placeholder.Cwd, "cwd").Replace(raw)
+	u, err := url.Parse(probe)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.add(name, "url", fmt.Sprintf("url %q is not an absolute http(s) URL", raw), "use a streamable-HTTP endpoint such as https://host/mcp")
+	}
+}
+
+// checkStrings checks placeholders and characters in every string the pool
+// will use, naming the field as args[1], env.NAME or headers.NAME.
+func (p *problems) checkStrings(name string, s *Server) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			p.add(name, "env", fmt.Sprintf("invalid environment variable name %q", k), "names may not be empty or contain = or NUL")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		if !isToken(k) {
+			p.add(name, "headers", fmt.Sprintf("invalid header name %q", k), "header names are letters, digits and !#$%&'*+-.^_`|~")
+		}
+	}
+	for field, v := range s.substituted() {
+		p.checkString(name, field, v)
+	}
+}
+
+// substituted yields every field the pool substitutes placeholders in, named
+// as errors name them: command, args[1], env.NAME, cwd, url, headers.NAME.
+func (s *Server) substituted() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		if !yield("command", s.Command) {
+			return
+		}
+		for i, a := range s.Args {
+			if !yield(fmt.Sprintf("args[%d]", i), a) {
+				return
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+			if !yield("env."+k, s.Env[k]) {
+				return
+			}
+		}
+		if !yield("cwd", s.Cwd) || !yield("url", s.URL) {
+			return
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+			if !yield("headers."+k, s.Headers[k]) {
+				return
+			}
+		}
+	}
+}
+
+// rootless scopes never give an instance a root.
+var rootless = []ScopeKind{ScopeGlobal, ScopeSession, ScopeParentSession, ScopePid, ScopeCall}
+
+// checkRootPlaceholder rejects ${mcpx.root} in a server whose scope never
+// has a root (every spawn would fail), and ${mcpx.cwd} in a scope whose key
+// is not a directory: there the first caller's cwd would be baked into a
+// child that callers in other directories share.
+func (p *problems) checkRootPlaceholder(name string, s *Server) {
+	if !slices.Contains(rootless, s.Scope) {
+		return
+	}
+	for _, ph := range []string{placeholder.Root, placeholder.Cwd} {
+		for field, v := range s.substituted() {
+			if strings.Contains(v, ph) {
+				what := "has no root"
+				if ph == placeholder.Cwd {
+					what = "is shared by callers in different directories"
+				}
+				p.add(name, field, fmt.Sprintf("%s is used, but an instance of scope %q %s", ph, s.Scope, what),
+					`use scope "worktree", "repo" or "cwd", or remove the placeholder`)
+				break
+			}
+		}
+	}
+}
+
+func (p *problems) checkString(name, field, v string) {
+	if strings.IndexByte(v, 0) >= 0 {
+		p.add(name, field, "contains a NUL byte", "")
+	}
+	for _, pr := range placeholderProblems(v) {
+		p.add(name, field, pr.msg, pr.hint)
+	}
+}
+
+type problem struct{ msg, hint string }
+
+// placeholderProblems finds the ${mcpx...} placeholders in s that are not
+// ${mcpx.root} or ${mcpx.cwd}. A "${mcpx" followed by anything but "." or
+// "}" (say ${mcpxHome}) is not ours and passes through, like any other ${...}.
+func placeholderProblems(s string) []problem {
+	var out []problem
+	for r := range placeholder.Refs(s) {
+		switch {
+		case !r.Closed:
+			out = append(out, problem{fmt.Sprintf("unclosed placeholder %q", clip(r.Text, 40)), "close it with }: " + placeholder.Known})
+		case r.Known():
+		case r.Name == "":
+			out = append(out, problem{fmt.Sprintf("empty placeholder %s", r.Text), placeholder.Known})
+		default:
+			hint := placeholder.Known
+			if sug := suggest(r.Name, placeholder.Names); sug != "" {
+				hint = fmt.Sprintf("did you mean ${mcpx.%s}? (%s)", sug, placeholder.Known)
+			}
+			out = append(out, problem{fmt.Sprintf("unknown placeholder %s", r.Text), hint})
+		}
+	}
+	return out
+}
+
+// hasAbsPrefix reports whether a cwd is absolute once its placeholders are
+// substituted: an absolute path, or one that starts with a placeholder (both
+// stand for absolute paths).
+func hasAbsPrefix(cwd string) bool {
+	return filepath.IsAbs(cwd) || strings.HasPrefix(cwd, placeholder.Root) || strings.HasPrefix(cwd, placeholder.Cwd)
+}
+
+func (p *problems) checkChoices(name string, s *Server) {
+	switch {
+	case s.Scope == "" && s.URL != "" && s.Command == "":
+		s.Scope = ScopeGlobal
+	case s.Scope == "":
+		s.Scope = ScopeWorktree
+	case !slices.Contains(scopeKinds, s.Scope):
+		names := make([]string, len(scopeKinds))
+		for i, k := range scopeKinds {
+			names[i] = string(k)
+		}
+		p.add(name, "scope", fmt.Sprintf("unknown scope %q", s.Scope), hintFor(string(s.Scope), names, "scopes"))
+	}
+	switch s.Sharing {
+	case "":
+		s.Sharing = SharingShared
+	case SharingShared, SharingExclusive:
+	default:
+		p.add(name, "sharing", fmt.Sprintf("unknown sharing %q", s.Sharing), hintFor(string(s.Sharing), []string{string(SharingShared), string(SharingExclusive)}, "values"))
+	}
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110, section 5.6.2).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}

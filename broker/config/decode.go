@@ -1,0 +1,268 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+)
+
+// decoded is what decoding learnt about one server beyond its Server.
+type decoded struct {
+	name string
+	typ  string          // the mcpServers "type", if any
+	bad  map[string]bool // fields that failed to decode: not checked further
+}
+
+var topFields = []string{"servers", "mcpServers", "pool", "ceilingDirs"}
+
+// decode reads the document's structure and field types. It returns nil when
+// the document is not a JSON object at all.
+func (p *problems) decode(data []byte) (*Config, []decoded) {
+	members, err := objectMembers(data)
+	if err != nil {
+		p.syntax(data, err)
+		return nil, nil
+	}
+	cfg := &Config{Servers: map[string]*Server{}}
+	var order []decoded
+	seen := map[string]bool{}
+	for _, m := range members {
+		if seen[m.key] {
+			p.add("", m.key, fmt.Sprintf("field %q appears twice", m.key), "merge the two")
+			continue
+		}
+		seen[m.key] = true
+		switch m.key {
+		case "servers", "mcpServers":
+			order = append(order, p.decodeServers(cfg, m.key, m.value)...)
+		case "pool":
+			p.decodePool(&cfg.Pool, m.value)
+		case "ceilingDirs":
+			p.decodeCeilings(&cfg.CeilingDirs, m.value)
+		default:
+			p.add("", m.key, fmt.Sprintf("unknown top-level field %q", m.key), hintFor(m.key, topFields, "fields"))
+		}
+	}
+	if seen["servers"] && seen["mcpServers"] {
+		p.add("", "mcpServers", `both "servers" and "mcpServers" are set`, "put every server under one of them")
+	}
+	return cfg, order
+}
+
+// syntax reports why data is not a JSON object, with the line and column.
+func (p *problems) syntax(data []byte, err error) {
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		// The streaming decoder's offsets are not always from the start of
+		// data; Unmarshal checks the whole document first, so its are.
+		var v any
+		if uerr := json.Unmarshal(data, &v); errors.As(uerr, &se) {
+			err = se
+		}
+		line, col := position(data, se.Offset-1) // the offending byte
+		p.add("", "", fmt.Sprintf("invalid JSON at line %d, column %d: %v", line, col, err), "")
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		p.add("", "", "the document is empty or truncated", `a config is a JSON object such as {"servers": {"name": {"command": "..."}}}`)
+	default:
+		p.add("", "", err.Error(), `a config is a JSON object such as {"servers": {"name": {"command": "..."}}}`)
+	}
+}
+
+func (p *problems) decodeServers(cfg *Config, key string, raw json.RawMessage) []decoded {
+	if isNull(raw) {
+		return nil
+	}
+	members, err := objectMembers(raw)
+	if err != nil {
+		p.add("", key, fmt.Sprintf("%s must be an object of servers by name", key), `such as {"git": {"command": "mcp-server-git"}}`)
+		return nil
+	}
+	var order []decoded
+	for _, m := range members {
+		if _, dup := cfg.Servers[m.key]; dup {
+			p.add(m.key, "", "defined twice", "rename or remove one of them")
+			continue
+		}
+		s, d := p.decodeServer(m.key, m.value)
+		cfg.Servers[m.key] = s
+		order = append(order, d)
+	}
+	return order
+}
+
+// fieldSpec is where one JSON field decodes to.
+type fieldSpec struct {
+	ptr  any    // a pointer to the field
+	want string // the field's expected JSON type, for type errors: "a string"
+}
+
+func serverFields(s *Server, typ *string) map[string]fieldSpec {
+	const (
+		str     = "a string"
+		strs    = "an array of strings"
+		strMap  = "an object with string values"
+		durWant = `a duration string such as "90s" or "5m"`
+	)
+	return map[string]fieldSpec{
+		"command":      {&s.Command, str},
+		"args":         {&s.Args, strs},
+		"env":          {&s.Env, strMap},
+		"cwd":          {&s.Cwd, str},
+		"url":          {&s.URL, str},
+		"headers":      {&s.Headers, strMap},
+		"type":         {typ, `"stdio", "http" or "streamable-http"`},
+		"scope":        {&s.Scope, str},
+		"sharing":      {&s.Sharing, `"shared" or "exclusive"`},
+		"max":          {&s.Max, "a non-negative integer"},
+		"idleTimeout":  {&s.IdleTimeout, durWant},
+		"callTimeout":  {&s.CallTimeout, durWant},
+		"startTimeout": {&s.StartTimeout, durWant},
+		"tags":         {&s.Tags, strs},
+		"description":  {&s.Description, str},
+	}
+}
+
+func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, decoded) {
+	s := &Server{Name: name}
+	d := decoded{name: name, bad: map[string]bool{}}
+	members, err := objectMembers(raw)
+	if err != nil {
+		p.add(name, "", "a server must be an object", `such as {"command": "mcp-server-git", "args": ["--repository", "${mcpx.root}"]}`)
+		d.bad["command"], d.bad["url"] = true, true
+		return s, d
+	}
+	fields := serverFields(s, &d.typ)
+	p.decodeFields(name, "", members, fields, d.bad)
+	return s, d
+}
+
+func (p *problems) decodeCeilings(dirs *[]string, raw json.RawMessage) {
+	if err := json.Unmarshal(raw, dirs); err != nil {
+		p.add("", "ceilingDirs", "ceilingDirs must be a list of strings", `such as ["/home/me"]`)
+		return
+	}
+	for i, d := range *dirs {
+		if !filepath.IsAbs(d) {
+			p.add("", fmt.Sprintf("ceilingDirs[%d]", i), fmt.Sprintf("%q is not an absolute path", d), "use an absolute path such as /home/me")
+		}
+	}
+}
+
+func (p *problems) decodePool(pc *Pool, raw json.RawMessage) {
+	if isNull(raw) {
+		return
+	}
+	members, err := objectMembers(raw)
+	if err != nil {
+		p.add("", "pool", "pool must be an object", `such as {"maxInstances": 64, "idleTimeout": "5m"}`)
+		return
+	}
+	fields := map[string]fieldSpec{
+		"maxInstances": {&pc.MaxInstances, "a non-negative integer"},
+		"idleTimeout":  {&pc.IdleTimeout, `a duration string such as "5m"`},
+		"reapInterval": {&pc.ReapInterval, `a duration string such as "30s"`},
+	}
+	p.decodeFields("", "pool.", members, fields, map[string]bool{})
+}
+
+// decodeFields decodes each member into its field, one at a time, so that
+// one bad field does not hide the problems of the others.
+func (p *problems) decodeFields(server, prefix string, members []member, fields map[string]fieldSpec, bad map[string]bool) {
+	names := slices.Sorted(maps.Keys(fields))
+	seen := map[string]bool{}
+	for _, m := range members {
+		f, ok := fields[m.key]
+		switch {
+		case !ok:
+			p.add(server, prefix+m.key, fmt.Sprintf("unknown field %q", m.key), hintFor(m.key, names, "fields"))
+			if s := suggest(m.key, names); s != "" {
+				bad[s] = true // a misspelt "comand" is not also a missing command
+			}
+			continue
+		case seen[m.key]:
+			p.add(server, prefix+m.key, fmt.Sprintf("field %q appears twice", m.key), "keep one of them")
+			continue
+		}
+		seen[m.key] = true
+		if err := json.Unmarshal(m.value, f.ptr); err != nil {
+			bad[m.key] = true
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				p.add(server, prefix+m.key, fmt.Sprintf("want %s, got %s", f.want, te.Value), "")
+			} else {
+				p.add(server, prefix+m.key, err.Error(), "")
+			}
+		}
+	}
+}
+
+// member is one key and value of a JSON object, in document order.
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// objectMembers splits a JSON object into its members, keeping their order
+// and any duplicate keys (which encoding/json would silently merge).
+func objectMembers(data []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok != json.Delim('{') {
+		return nil, errNotObject
+	}
+	var out []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, errNotObject
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, member{key, v})
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = errors.New("unexpected data after the top-level object")
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// position converts a byte offset in data to a 1-based line and column.
+func position(data []byte, offset int64) (line, col int) {
+	offset = min(max(offset, 0), int64(len(data)))
+	before := data[:offset]
+	line = bytes.Count(before, []byte{'\n'}) + 1
+	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

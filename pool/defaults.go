@@ -1,0 +1,14 @@
+package pool
+
+import "time"
+
+// Defaults for the zero values of Server and Options. They are stated here
+// only: the config fills its defaults from these, so that `mcpx config show`
+// prints what the pool will do.
+const (
+	DefaultMax          = 4                // Server.Max: instances of one server
+	DefaultMaxInstances = 64               // Options.MaxInstances: instances of all servers
+	DefaultIdleTimeout  = 5 * time.Minute  // Options.IdleTimeout
+	DefaultReapInterval = 30 * time.Second // Options.ReapInterval
+	DefaultStartTimeout = 30 * time.Second // Options.StartTimeout: spawn + initialize
+)
