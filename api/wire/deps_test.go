@@ -10,14 +10,8 @@ import (
 // OpenAPI and TypeScript generators all read (docs/architecture.md,
 // "Dependency direction"); it pulls in nothing but the standard library.
 func TestDeps(t *testing.T) {
-	const why = "the contract is plain data: whoever imports it (the client, the generators) gets no daemon code with it"
 	deptest.Rules{
-		BadDeps: map[string]string{
-			"mcpx.dev/mcpx/...": why,
-			"github.com/...":    why,
-			"golang.org/...":    why,
-			"tailscale.com/...": why,
-		},
+		StdlibOnly:   "the contract is plain data: whoever imports it (the client, the generators) gets no daemon code with it",
 		NoHTTPServer: "the contract names routes; the api package serves them",
 	}.Check(t)
 }

@@ -44,6 +44,9 @@ type Rules struct {
 	// BadImports are packages the tree's own files must not import (their
 	// dependencies may).
 	BadImports map[string]string
+	// StdlibOnly, if not "", is why the tree may depend on the standard
+	// library only (and on its own packages).
+	StdlibOnly string
 	// NoHTTPServer, if not "", is why the tree's non-test files must not use
 	// net/http's server-side identifiers (http.Handler, http.Server, …). An
 	// HTTP client is allowed.
@@ -90,6 +93,9 @@ func (r Rules) Violations(dir string, env []string) ([]string, error) {
 		}
 		out = append(out, r.badImports(p)...)
 		out = append(out, r.badDeps(p, pkgs)...)
+		if r.StdlibOnly != "" {
+			out = append(out, nonStandard(p, pkgs, dir, r.StdlibOnly)...)
+		}
 		if r.NoHTTPServer != "" {
 			v, err := serverIdentUses(p, r.NoHTTPServer)
 			if err != nil {
@@ -203,6 +209,18 @@ func (r Rules) badDeps(p *pkg, pkgs map[string]*pkg) []string {
 				continue // its own dependencies are its problem
 			}
 			queue = append(queue, imp)
+		}
+	}
+	return out
+}
+
+// nonStandard reports each package outside the standard library and outside
+// dir that p imports, directly.
+func nonStandard(p *pkg, pkgs map[string]*pkg, dir, why string) []string {
+	var out []string
+	for _, imp := range p.Imports {
+		if q, ok := pkgs[imp]; ok && !q.Standard && !within(q.Dir, dir) {
+			out = append(out, fmt.Sprintf("%s: imports %s, outside the standard library: %s", p.ImportPath, imp, why))
 		}
 	}
 	return out

@@ -110,6 +110,30 @@ import _ "net/http/httptest"
 	}
 }
 
+// TestStdlibOnly: a leaf may import the standard library and its own
+// subpackages, nothing else.
+func TestStdlibOnly(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"go.mod":           "module example.com/leafy\n\ngo 1.26\n",
+		"other/other.go":   "package other\n",
+		"leaf/leaf.go":     "package leaf\n\nimport (\n\t_ \"strings\"\n\n\t_ \"example.com/leafy/leaf/inner\"\n)\n",
+		"leaf/inner/in.go": "package inner\n\nimport _ \"example.com/leafy/other\"\n",
+		"clean/clean.go":   "package clean\n\nimport _ \"fmt\"\n",
+	})
+	rules := deptest.Rules{StdlibOnly: "a leaf"}
+	got, err := rules.Violations(filepath.Join(dir, "leaf"), moduleEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"example.com/leafy/leaf/inner: imports example.com/leafy/other, outside the standard library: a leaf"}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+	if got, err := rules.Violations(filepath.Join(dir, "clean"), moduleEnv()); err != nil || len(got) != 0 {
+		t.Errorf("clean: %q, %v; want no violations", got, err)
+	}
+}
+
 // TestRulesNeedAPackage: a directory with no Go package is an error, not a
 // pass.
 func TestRulesNeedAPackage(t *testing.T) {

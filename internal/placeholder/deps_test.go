@@ -10,13 +10,8 @@ import (
 // (docs/architecture.md, "Dependency direction"); it needs nothing but the
 // standard library, and must never bring the daemon's packages into them.
 func TestDeps(t *testing.T) {
-	const why = "a leaf package: the standard library only"
 	deptest.Rules{
-		BadDeps: map[string]string{
-			"mcpx.dev/mcpx/...": why,
-			"github.com/...":    why,
-			"golang.org/...":    why,
-		},
-		NoHTTPServer: why,
+		StdlibOnly:   "a leaf package that pool and its peers import: it must never bring other packages into them",
+		NoHTTPServer: "a leaf package",
 	}.Check(t)
 }
