@@ -40,6 +40,15 @@ type Config struct {
 	CeilingDirs []string `json:"ceilingDirs,omitempty"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
+	// Disabled names the servers marked "disabled": true, in document
+	// order. They are checked (their problems are warnings) but not served,
+	// and are not in Servers.
+	Disabled []string `json:"-"`
+	// Warnings are what the document has that mcpx reads but ignores (see
+	// the package doc), each naming the server and field like an error.
+	// They do not stop the config loading; `mcpx config check` prints them
+	// and `mcpx serve` logs them.
+	Warnings []*Problem `json:"-"`
 }
 
 // Server is one child MCP server. Exactly one of Command or URL is set.
@@ -114,23 +123,37 @@ const DefaultCallTimeout = 5 * time.Minute
 // an *Error holding every problem found, each a *Problem.
 func Parse(data []byte, source string) (*Config, error) {
 	var p problems
-	cfg, order := p.decode(data)
+	cfg, order, inputs := p.decode(data)
 	if cfg == nil {
 		return nil, p.err(source)
 	}
 	cfg.Source = source
 	p.checkPool(&cfg.Pool)
 	rank := map[string]int{}
+	usesInputs := false
 	for i, d := range order {
-		p.checkServer(d.name, cfg.Servers[d.name], d.typ, &cfg.Pool, d.bad)
+		s := cfg.Servers[d.name]
+		d.probs.checkServer(d.name, s, d.typ, &cfg.Pool, d.bad)
+		p.merge(d.probs, d.disabled)
+		usesInputs = usesInputs || s.usesInputs()
+		if d.disabled {
+			delete(cfg.Servers, d.name)
+			cfg.Disabled = append(cfg.Disabled, d.name)
+		}
 		rank[d.name] = i + 1
+	}
+	if inputs > 0 && !usesInputs {
+		p.warn("", "inputs", "VS Code inputs ignored: no server uses them, and mcpx never prompts",
+			"remove them, or keep them for VS Code")
 	}
 	p.groupByServer(rank)
 	if err := p.err(source); err != nil {
 		return nil, err
 	}
+	cfg.Warnings = p.warns
 	return cfg, nil
 }
+
 
 // Load reads and parses the file at path.
 func Load(path string) (*Config, error) {
@@ -176,8 +199,9 @@ func (c *Config) Normalize() error {
 		if s := c.Servers[name]; s == nil {
 			p.add(name, "", "no definition", "give it a command or a url")
 		} else {
-			p.checkServer(name, s, "", &c.Pool, nil)
+			p.checkServer(name, s, transport{}, &c.Pool, nil)
 		}
 	}
+	c.Warnings = p.warns
 	return p.err(c.Source)
 }
