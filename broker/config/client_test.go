@@ -151,9 +151,9 @@ func stable(s string) string {
 func TestClientKeys(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc string
-		errors   []string
-		warnings []string
-		disabled []string
+		errors    []string
+		warnings  []string
+		disabled  []string
 	}{
 		{name: "own format: typos are errors",
 			doc: `{"servers":{"a":{"command":"x","autoApprov":[],"bogus":1}},"globalShortcu":"x"}`,

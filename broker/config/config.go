@@ -7,13 +7,44 @@
 //	}
 //	b, err := broker.New(broker.Options{Config: cfg})
 //
-// Both the {"servers": {...}} shape and the {"mcpServers": {...}} one of
-// Claude Desktop, Cursor and VS Code are read. Every problem names the
-// server and the field and suggests the fix, with a "did you mean" for
-// misspelt names. Strings keep their ${mcpx.root} and ${mcpx.cwd}
-// placeholders (see package mcpx.dev/mcpx/internal/placeholder); the pool
-// substitutes them at spawn time. Defaults are filled in, so a parsed
-// Config says exactly what will run.
+// Every problem names the server and the field and suggests the fix, with a
+// "did you mean" for misspelt names. Strings keep their ${mcpx.root} and
+// ${mcpx.cwd} placeholders (see package mcpx.dev/mcpx/internal/placeholder);
+// the pool substitutes them at spawn time. Defaults are filled in, so a
+// parsed Config says exactly what will run.
+//
+// # Client formats
+//
+// Besides its own {"servers": {...}} format, the package reads the config
+// files of MCP clients as they are: VS Code's mcp.json, Claude Desktop's
+// claude_desktop_config.json, Cline's cline_mcp_settings.json and Cursor's
+// mcp.json. A document is in a client's format when its servers are under
+// "mcpServers", it has a top-level "inputs", "globalShortcut" or
+// "preferences", or one of its servers names its transport ("type" or
+// "transportType"), which mcpx's own format leaves to command or url.
+//
+// In a client's format a key mcpx does not know is a warning that it is
+// ignored (Config.Warnings), not an error; in mcpx's own format it stays an
+// error. In any file, a key within a typo of one mcpx knows ("comand",
+// "scop") is an error with a "did you mean", since ignoring it would change
+// what runs. The client keys mcpx knows are accepted in any file:
+//
+//   - "disabled": true: the server is checked, its problems are only
+//     warnings, and it is not served (Config.Disabled names it).
+//   - "type" and Cline's "transportType": "stdio", "http",
+//     "streamable-http" or "streamableHttp", checked against command or
+//     url. "sse" is an error naming the server and field: mcpx speaks
+//     streamable HTTP only, and an SSE endpoint would fail every call.
+//   - "envFile" is an error where used: mcpx reads no environment files.
+//   - "${input:id}" in a value is an error naming the server and field:
+//     mcpx never prompts, so the value must be written in the config. An
+//     "inputs" array that no server uses is only a warning.
+//   - ${env:NAME}, ${workspaceFolder}, ${userHome} and the clients' other
+//     variables are warnings: mcpx expands only ${mcpx.root} and
+//     ${mcpx.cwd}, and passes the rest to the server as written.
+//   - "autoApprove", "alwaysAllow", "timeout" (Cline's), "dev" (VS Code's),
+//     and Claude Desktop's "globalShortcut" and "preferences" mean nothing
+//     to a broker and are ignored without a warning.
 package config
 
 import (
@@ -153,7 +184,6 @@ func Parse(data []byte, source string) (*Config, error) {
 	cfg.Warnings = p.warns
 	return cfg, nil
 }
-
 
 // Load reads and parses the file at path.
 func Load(path string) (*Config, error) {
