@@ -42,6 +42,8 @@
 //   - ${env:NAME}, ${workspaceFolder}, ${userHome} and the clients' other
 //     variables are warnings: mcpx expands only ${mcpx.root} and
 //     ${mcpx.cwd}, and passes the rest to the server as written.
+//   - A url ending in /sse with no type is a warning: Cline reads such a
+//     server as SSE, mcpx as streamable HTTP.
 //   - "autoApprove", "alwaysAllow", "timeout" (Cline's), "dev" (VS Code's),
 //     and Claude Desktop's "globalShortcut" and "preferences" mean nothing
 //     to a broker and are ignored without a warning.
@@ -146,12 +148,13 @@ type Pool struct {
 const DefaultCallTimeout = 5 * time.Minute
 
 // Parse reads a config document. source names it in errors (a path).
-// Both {"servers": {...}} and the {"mcpServers": {...}} shape used by Claude
-// Desktop, Cursor and VS Code are accepted. Every error names the server and
-// the field and suggests the fix.
+// mcpx's own format and those of MCP clients are read (see "Client formats"
+// in the package doc). Every error names the server and the field and
+// suggests the fix.
 //
-// The returned Config is normalized (see Normalize). On failure the error is
-// an *Error holding every problem found, each a *Problem.
+// The returned Config is normalized (see Normalize), with the document's
+// warnings in Config.Warnings. On failure the error is an *Error holding
+// every problem found, each a *Problem, and the warnings.
 func Parse(data []byte, source string) (*Config, error) {
 	var p problems
 	cfg, order, inputs := p.decode(data)
