@@ -127,8 +127,9 @@ func (p *problems) checkTransport(name string, s *Server, t transport, bad map[s
 	}
 	if hasURL {
 		p.checkURL(name, s.URL)
-		if typ == "" && strings.HasSuffix(strings.TrimRight(s.URL, "/"), "/sse") {
-			// Cline reads a url with no type as an SSE server.
+		if p.foreign && typ == "" && strings.HasSuffix(strings.TrimRight(s.URL, "/"), "/sse") {
+			// Cline reads a url with no type as an SSE server; in mcpx's
+			// own format a url is streamable HTTP, whatever its path.
 			p.warn(name, "url", fmt.Sprintf("url %q looks like a legacy SSE endpoint; mcpx speaks streamable HTTP only", s.URL),
 				`use the server's streamable-HTTP endpoint (often /mcp); if this is one, say so with type "http"`)
 		}

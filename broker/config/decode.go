@@ -190,10 +190,14 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 	var typ string
 	fields := serverFields(s, &typ)
 	var own []member
+	seen := map[string]bool{}
 	for _, m := range members {
 		_, mine := fields[m.key]
 		switch {
+		case !mine && seen[m.key]:
+			d.probs.add(name, m.key, fmt.Sprintf("field %q appears twice", m.key), "keep one of them")
 		case d.probs.clientField(name, m, &d):
+			seen[m.key] = true
 		case !mine && suggest(m.key, clientFields) != "" && suggest(m.key, slices.Collect(maps.Keys(fields))) == "":
 			// A misspelt client key, say "autoAprove".
 			d.probs.unknown(name, m.key, fmt.Sprintf("unknown field %q", m.key), fmt.Sprintf("did you mean %q?", suggest(m.key, clientFields)), true)
