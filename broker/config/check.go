@@ -16,12 +16,18 @@ import (
 	"mcpx.dev/mcpx/pool"
 )
 
-var serverName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var (
+	serverName   = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	notNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+)
 
 var scopeKinds = []ScopeKind{ScopeGlobal, ScopeRepo, ScopeWorktree, ScopeCwd, ScopeSession, ScopeParentSession, ScopePid, ScopeCall}
 
-// transportTypes are the mcpServers "type" values: what each requires.
-var transportTypes = map[string]string{"stdio": "command", "http": "url", "streamable-http": "url"}
+// transportTypes are the client formats' "type" values: what each requires.
+// "streamableHttp" is Cline's spelling. The legacy SSE transport ("sse") is
+// refused: mcpx speaks streamable HTTP only, and an SSE endpoint answers its
+// POST with an error or a stream that never carries the answer.
+var transportTypes = map[string]string{"stdio": "command", "http": "url", "streamable-http": "url", "streamableHttp": "url"}
 
 func (p *problems) checkPool(pc *Pool) {
 	if pc.MaxInstances < 0 {
@@ -43,12 +49,17 @@ func (p *problems) duration(server, field string, d *Duration, def time.Duration
 	}
 }
 
-// checkServer validates s and fills in its defaults. typ is the mcpServers
-// "type" ("" if absent); fields in bad failed to decode and are skipped.
-func (p *problems) checkServer(name string, s *Server, typ string, pc *Pool, bad map[string]bool) {
+// checkServer validates s and fills in its defaults. typ is the transport a
+// client format names (zero if none); fields in bad failed to decode and are
+// skipped.
+func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, bad map[string]bool) {
 	s.Name = name
 	if !serverName.MatchString(name) {
-		p.add(name, "", "invalid server name", "names may use only letters, digits, _ and - (they appear in URLs and in server.tool arguments)")
+		hint := "names may use only letters, digits, _ and - (they appear in URLs and in server.tool arguments)"
+		if alt := nameFor(name); alt != "" {
+			hint = fmt.Sprintf("rename it, say to %q; ", alt) + hint
+		}
+		p.add(name, "", "invalid server name", hint)
 	}
 	p.checkTransport(name, s, typ, bad)
 	p.checkStrings(name, s)
@@ -68,9 +79,21 @@ func (p *problems) checkServer(name string, s *Server, typ string, pc *Pool, bad
 	p.duration(name, "startTimeout", &s.StartTimeout, pool.DefaultStartTimeout)
 }
 
+// nameFor suggests a valid name for an invalid one: Cline names servers it
+// installs by their repository path, "github.com/owner/repo/tree/main/src/git".
+func nameFor(name string) string {
+	base := name[strings.LastIndexByte(name, '/')+1:]
+	alt := strings.Trim(notNameChars.ReplaceAllString(base, "-"), "-")
+	if alt == name {
+		return ""
+	}
+	return alt
+}
+
 // checkTransport enforces exactly one of command and url, agreement with the
-// mcpServers "type", and fields that belong to the other transport.
-func (p *problems) checkTransport(name string, s *Server, typ string, bad map[string]bool) {
+// transport a client format names, and fields that belong to the other one.
+func (p *problems) checkTransport(name string, s *Server, t transport, bad map[string]bool) {
+	typ := t.value
 	hasCmd, hasURL := s.Command != "", s.URL != ""
 	switch {
 	case hasCmd && hasURL:
@@ -82,13 +105,14 @@ func (p *problems) checkTransport(name string, s *Server, typ string, bad map[st
 		need, ok := transportTypes[typ]
 		switch {
 		case typ == "sse":
-			p.add(name, "type", `the legacy SSE transport is not supported`, `use the server's streamable-HTTP endpoint with type "http"`)
+			p.add(name, t.field, `the legacy SSE transport is not supported: mcpx speaks streamable HTTP only`,
+				`use the server's streamable-HTTP endpoint (often /mcp) with type "http"`)
 		case !ok:
-			p.add(name, "type", fmt.Sprintf("unknown type %q", typ), hintFor(typ, slices.Sorted(maps.Keys(transportTypes)), "types"))
+			p.add(name, t.field, fmt.Sprintf("unknown %s %q", t.field, typ), hintFor(typ, slices.Sorted(maps.Keys(transportTypes)), "types"))
 		case need == "command" && !hasCmd && hasURL:
-			p.add(name, "type", fmt.Sprintf("type %q needs a command, but url is set", typ), `use type "http" for a url server`)
+			p.add(name, t.field, fmt.Sprintf("%s %q needs a command, but url is set", t.field, typ), fmt.Sprintf(`use %s "http" for a url server`, t.field))
 		case need == "url" && !hasURL && hasCmd:
-			p.add(name, "type", fmt.Sprintf("type %q needs a url, but command is set", typ), `use type "stdio" for a command server`)
+			p.add(name, t.field, fmt.Sprintf("%s %q needs a url, but command is set", t.field, typ), fmt.Sprintf(`use %s "stdio" for a command server`, t.field))
 		}
 	}
 	if hasURL && !hasCmd {
@@ -103,6 +127,12 @@ func (p *problems) checkTransport(name string, s *Server, typ string, bad map[st
 	}
 	if hasURL {
 		p.checkURL(name, s.URL)
+		if p.foreign && typ == "" && strings.HasSuffix(strings.TrimRight(s.URL, "/"), "/sse") {
+			// Cline reads a url with no type as an SSE server; in mcpx's
+			// own format a url is streamable HTTP, whatever its path.
+			p.warn(name, "url", fmt.Sprintf("url %q looks like a legacy SSE endpoint; mcpx speaks streamable HTTP only", s.URL),
+				`use the server's streamable-HTTP endpoint (often /mcp); if this is one, say so with type "http"`)
+		}
 	}
 }
 
@@ -193,6 +223,43 @@ func (p *problems) checkString(name, field, v string) {
 	for _, pr := range placeholderProblems(v) {
 		p.add(name, field, pr.msg, pr.hint)
 	}
+	p.checkClientVars(name, field, v)
+}
+
+// clientVar matches the variables VS Code and Cursor expand in their
+// configs: ${input:id}, ${env:NAME}, ${workspaceFolder} and the like.
+var clientVar = regexp.MustCompile(`\$\{(input:[^}]*|env:[^}]*|config:[^}]*|command:[^}]*|workspaceFolder|workspaceFolderBasename|userHome|pathSeparator|/)\}`)
+
+// checkClientVars reports the client variables in v, which mcpx does not
+// expand: the server would get them as written. ${input:...} is an error,
+// since its value exists only in the prompt a client would show; the others
+// are warnings, as "${env:X}" may be meant literally.
+func (p *problems) checkClientVars(name, field, v string) {
+	const only = "mcpx expands only " + placeholder.Root + " and " + placeholder.Cwd
+	for _, m := range clientVar.FindAllStringSubmatch(v, -1) {
+		text, inner := m[0], m[1]
+		switch {
+		case strings.HasPrefix(inner, "input:"):
+			p.add(name, field, fmt.Sprintf("%s is a VS Code input, which mcpx does not support: it never prompts", text),
+				fmt.Sprintf("write the value itself in the config (%s)", only))
+		case inner == "workspaceFolder":
+			p.warn(name, field, fmt.Sprintf("%s is not expanded: the server gets it as written", text),
+				fmt.Sprintf("use %s, the caller's worktree or repository", placeholder.Root))
+		default:
+			p.warn(name, field, fmt.Sprintf("%s is not expanded: the server gets it as written", text),
+				fmt.Sprintf("write the value itself (%s)", only))
+		}
+	}
+}
+
+// usesInputs reports whether s refers to a VS Code input.
+func (s *Server) usesInputs() bool {
+	for _, v := range s.substituted() {
+		if strings.Contains(v, "${input:") {
+			return true
+		}
+	}
+	return false
 }
 
 type problem struct{ msg, hint string }

@@ -7,13 +7,46 @@
 //	}
 //	b, err := broker.New(broker.Options{Config: cfg})
 //
-// Both the {"servers": {...}} shape and the {"mcpServers": {...}} one of
-// Claude Desktop, Cursor and VS Code are read. Every problem names the
-// server and the field and suggests the fix, with a "did you mean" for
-// misspelt names. Strings keep their ${mcpx.root} and ${mcpx.cwd}
-// placeholders (see package mcpx.dev/mcpx/internal/placeholder); the pool
-// substitutes them at spawn time. Defaults are filled in, so a parsed
-// Config says exactly what will run.
+// Every problem names the server and the field and suggests the fix, with a
+// "did you mean" for misspelt names. Strings keep their ${mcpx.root} and
+// ${mcpx.cwd} placeholders (see package mcpx.dev/mcpx/internal/placeholder);
+// the pool substitutes them at spawn time. Defaults are filled in, so a
+// parsed Config says exactly what will run.
+//
+// # Client formats
+//
+// Besides its own {"servers": {...}} format, the package reads the config
+// files of MCP clients as they are: VS Code's mcp.json, Claude Desktop's
+// claude_desktop_config.json, Cline's cline_mcp_settings.json and Cursor's
+// mcp.json. A document is in a client's format when its servers are under
+// "mcpServers", it has a top-level "inputs", "globalShortcut" or
+// "preferences", or one of its servers names its transport ("type" or
+// "transportType"), which mcpx's own format leaves to command or url.
+//
+// In a client's format a key mcpx does not know is a warning that it is
+// ignored (Config.Warnings), not an error; in mcpx's own format it stays an
+// error. In any file, a key within a typo of one mcpx knows ("comand",
+// "scop") is an error with a "did you mean", since ignoring it would change
+// what runs. The client keys mcpx knows are accepted in any file:
+//
+//   - "disabled": true: the server is checked, its problems are only
+//     warnings, and it is not served (Config.Disabled names it).
+//   - "type" and Cline's "transportType": "stdio", "http",
+//     "streamable-http" or "streamableHttp", checked against command or
+//     url. "sse" is an error naming the server and field: mcpx speaks
+//     streamable HTTP only, and an SSE endpoint would fail every call.
+//   - "envFile" is an error where used: mcpx reads no environment files.
+//   - "${input:id}" in a value is an error naming the server and field:
+//     mcpx never prompts, so the value must be written in the config. An
+//     "inputs" array that no server uses is only a warning.
+//   - ${env:NAME}, ${workspaceFolder}, ${userHome} and the clients' other
+//     variables are warnings: mcpx expands only ${mcpx.root} and
+//     ${mcpx.cwd}, and passes the rest to the server as written.
+//   - A url ending in /sse with no type is a warning: Cline reads such a
+//     server as SSE, mcpx as streamable HTTP.
+//   - "autoApprove", "alwaysAllow", "timeout" (Cline's), "dev" (VS Code's),
+//     and Claude Desktop's "globalShortcut" and "preferences" mean nothing
+//     to a broker and are ignored without a warning.
 package config
 
 import (
@@ -40,6 +73,15 @@ type Config struct {
 	CeilingDirs []string `json:"ceilingDirs,omitempty"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
+	// Disabled names the servers marked "disabled": true, in document
+	// order. They are checked (their problems are warnings) but not served,
+	// and are not in Servers.
+	Disabled []string `json:"-"`
+	// Warnings are what the document has that mcpx reads but ignores (see
+	// the package doc), each naming the server and field like an error.
+	// They do not stop the config loading; `mcpx config check` prints them
+	// and `mcpx serve` logs them.
+	Warnings []*Problem `json:"-"`
 }
 
 // Server is one child MCP server. Exactly one of Command or URL is set.
@@ -106,29 +148,43 @@ type Pool struct {
 const DefaultCallTimeout = 5 * time.Minute
 
 // Parse reads a config document. source names it in errors (a path).
-// Both {"servers": {...}} and the {"mcpServers": {...}} shape used by Claude
-// Desktop, Cursor and VS Code are accepted. Every error names the server and
-// the field and suggests the fix.
+// mcpx's own format and those of MCP clients are read (see "Client formats"
+// in the package doc). Every error names the server and the field and
+// suggests the fix.
 //
-// The returned Config is normalized (see Normalize). On failure the error is
-// an *Error holding every problem found, each a *Problem.
+// The returned Config is normalized (see Normalize), with the document's
+// warnings in Config.Warnings. On failure the error is an *Error holding
+// every problem found, each a *Problem, and the warnings.
 func Parse(data []byte, source string) (*Config, error) {
 	var p problems
-	cfg, order := p.decode(data)
+	cfg, order, inputs := p.decode(data)
 	if cfg == nil {
 		return nil, p.err(source)
 	}
 	cfg.Source = source
 	p.checkPool(&cfg.Pool)
 	rank := map[string]int{}
+	usesInputs := false
 	for i, d := range order {
-		p.checkServer(d.name, cfg.Servers[d.name], d.typ, &cfg.Pool, d.bad)
+		s := cfg.Servers[d.name]
+		d.probs.checkServer(d.name, s, d.typ, &cfg.Pool, d.bad)
+		p.merge(d.probs, d.disabled)
+		usesInputs = usesInputs || s.usesInputs()
+		if d.disabled {
+			delete(cfg.Servers, d.name)
+			cfg.Disabled = append(cfg.Disabled, d.name)
+		}
 		rank[d.name] = i + 1
+	}
+	if inputs > 0 && !usesInputs {
+		p.warn("", "inputs", "VS Code inputs ignored: no server uses them, and mcpx never prompts",
+			"remove them, or keep them for VS Code")
 	}
 	p.groupByServer(rank)
 	if err := p.err(source); err != nil {
 		return nil, err
 	}
+	cfg.Warnings = p.warns
 	return cfg, nil
 }
 
@@ -176,8 +232,9 @@ func (c *Config) Normalize() error {
 		if s := c.Servers[name]; s == nil {
 			p.add(name, "", "no definition", "give it a command or a url")
 		} else {
-			p.checkServer(name, s, "", &c.Pool, nil)
+			p.checkServer(name, s, transport{}, &c.Pool, nil)
 		}
 	}
+	c.Warnings = p.warns
 	return p.err(c.Source)
 }

@@ -13,23 +13,37 @@ import (
 
 // decoded is what decoding learnt about one server beyond its Server.
 type decoded struct {
-	name string
-	typ  string          // the mcpServers "type", if any
-	bad  map[string]bool // fields that failed to decode: not checked further
+	name     string
+	typ      transport       // the client formats' "type" or "transportType", if any
+	disabled bool            // "disabled": true: checked, but not served
+	bad      map[string]bool // fields that failed to decode: not checked further
+	// probs are this server's own problems, kept apart until it is known
+	// whether the server is disabled (then its errors are only warnings).
+	probs *problems
 }
+
+// transport is the transport a client format names for a server, and the
+// field that names it ("type", or Cline's "transportType").
+type transport struct{ field, value string }
 
 var topFields = []string{"servers", "mcpServers", "pool", "ceilingDirs"}
 
+// clientTop are the top-level keys of the client formats mcpx reads (see
+// the package doc) besides their servers: VS Code's "inputs", checked where
+// used, and Claude Desktop's own settings, which mean nothing to a broker.
+var clientTop = map[string]bool{"inputs": true, "globalShortcut": true, "preferences": true}
+
 // decode reads the document's structure and field types. It returns nil when
-// the document is not a JSON object at all.
-func (p *problems) decode(data []byte) (*Config, []decoded) {
+// the document is not a JSON object at all. inputs counts VS Code's input
+// definitions.
+func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int) {
 	members, err := objectMembers(data)
 	if err != nil {
 		p.syntax(data, err)
-		return nil, nil
+		return nil, nil, 0
 	}
-	cfg := &Config{Servers: map[string]*Server{}}
-	var order []decoded
+	p.foreign = isForeign(members)
+	cfg = &Config{Servers: map[string]*Server{}}
 	seen := map[string]bool{}
 	for _, m := range members {
 		if seen[m.key] {
@@ -44,14 +58,50 @@ func (p *problems) decode(data []byte) (*Config, []decoded) {
 			p.decodePool(&cfg.Pool, m.value)
 		case "ceilingDirs":
 			p.decodeCeilings(&cfg.CeilingDirs, m.value)
+		case "inputs":
+			var in []json.RawMessage
+			if json.Unmarshal(m.value, &in) != nil {
+				p.warn("", "inputs", "inputs is not an array, ignored", "VS Code's inputs are an array of prompt definitions")
+			}
+			inputs = len(in)
 		default:
-			p.add("", m.key, fmt.Sprintf("unknown top-level field %q", m.key), hintFor(m.key, topFields, "fields"))
+			if !clientTop[m.key] {
+				client := slices.Sorted(maps.Keys(clientTop))
+				typo := suggest(m.key, topFields) != "" || suggest(m.key, client) != ""
+				p.unknown("", m.key, fmt.Sprintf("unknown top-level field %q", m.key), clientHint(m.key, topFields, client, "fields"), typo)
+			}
 		}
 	}
 	if seen["servers"] && seen["mcpServers"] {
 		p.add("", "mcpServers", `both "servers" and "mcpServers" are set`, "put every server under one of them")
 	}
-	return cfg, order
+	return cfg, order, inputs
+}
+
+// isForeign reports whether a document is in a client's format rather than
+// mcpx's own: its servers are under "mcpServers", it has a top-level key of
+// a client format ("inputs", "globalShortcut", "preferences"), or a server
+// names its transport ("type" or "transportType"), which mcpx's own format
+// leaves to command or url.
+func isForeign(members []member) bool {
+	for _, m := range members {
+		if m.key == "mcpServers" || clientTop[m.key] {
+			return true
+		}
+		if m.key != "servers" {
+			continue
+		}
+		servers, _ := objectMembers(m.value)
+		for _, s := range servers {
+			fields, _ := objectMembers(s.value)
+			for _, f := range fields {
+				if f.key == "type" || f.key == "transportType" {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // syntax reports why data is not a JSON object, with the line and column.
@@ -130,16 +180,70 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 
 func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, decoded) {
 	s := &Server{Name: name}
-	d := decoded{name: name, bad: map[string]bool{}}
+	d := decoded{name: name, bad: map[string]bool{}, probs: &problems{foreign: p.foreign}}
 	members, err := objectMembers(raw)
 	if err != nil {
-		p.add(name, "", "a server must be an object", `such as {"command": "mcp-server-git", "args": ["--repository", "${mcpx.root}"]}`)
+		d.probs.add(name, "", "a server must be an object", `such as {"command": "mcp-server-git", "args": ["--repository", "${mcpx.root}"]}`)
 		d.bad["command"], d.bad["url"] = true, true
 		return s, d
 	}
-	fields := serverFields(s, &d.typ)
-	p.decodeFields(name, "", members, fields, d.bad)
+	var typ string
+	fields := serverFields(s, &typ)
+	var own []member
+	seen := map[string]bool{}
+	for _, m := range members {
+		_, mine := fields[m.key]
+		switch {
+		case !mine && seen[m.key]:
+			d.probs.add(name, m.key, fmt.Sprintf("field %q appears twice", m.key), "keep one of them")
+		case d.probs.clientField(name, m, &d):
+			seen[m.key] = true
+		case !mine && suggest(m.key, clientFields) != "" && suggest(m.key, slices.Collect(maps.Keys(fields))) == "":
+			// A misspelt client key, say "autoAprove".
+			d.probs.unknown(name, m.key, fmt.Sprintf("unknown field %q", m.key), fmt.Sprintf("did you mean %q?", suggest(m.key, clientFields)), true)
+		default:
+			own = append(own, m)
+		}
+	}
+	d.probs.decodeFields(name, "", own, fields, d.bad)
+	if typ != "" { // "type" wins over Cline's legacy "transportType", as in Cline
+		d.typ = transport{"type", typ}
+	}
 	return s, d
+}
+
+// clientFields are the per-server keys clientField knows.
+var clientFields = []string{"alwaysAllow", "autoApprove", "dev", "disabled", "envFile", "timeout", "transportType"}
+
+// clientField decodes m if it is a per-server key of a client format mcpx
+// reads (see the package doc), and reports whether it was one. Cline's
+// "disabled" is honoured and its "transportType" checked like "type";
+// "envFile" would change what runs, so it is refused; the rest (approval
+// lists, Cline's timeout, VS Code's dev mode) mean nothing to a broker and
+// are ignored.
+func (p *problems) clientField(name string, m member, d *decoded) bool {
+	switch m.key {
+	case "disabled":
+		if err := json.Unmarshal(m.value, &d.disabled); err != nil {
+			d.bad["disabled"] = true
+			p.add(name, "disabled", "want true or false, got "+clip(string(m.value), 20), "")
+		}
+	case "transportType":
+		var v string
+		if err := json.Unmarshal(m.value, &v); err != nil {
+			d.bad["type"] = true
+			p.add(name, "transportType", "want a string, got "+clip(string(m.value), 20), `use "stdio" or "streamableHttp"`)
+		} else {
+			d.typ = transport{"transportType", v}
+		}
+	case "envFile":
+		p.add(name, "envFile", "envFile is not supported: mcpx does not read environment files",
+			`copy the variables the server needs into "env"`)
+	case "autoApprove", "alwaysAllow", "timeout", "dev":
+	default:
+		return false
+	}
+	return true
 }
 
 func (p *problems) decodeCeilings(dirs *[]string, raw json.RawMessage) {
@@ -180,8 +284,9 @@ func (p *problems) decodeFields(server, prefix string, members []member, fields 
 		f, ok := fields[m.key]
 		switch {
 		case !ok:
-			p.add(server, prefix+m.key, fmt.Sprintf("unknown field %q", m.key), hintFor(m.key, names, "fields"))
-			if s := suggest(m.key, names); s != "" {
+			s := suggest(m.key, names)
+			p.unknown(server, prefix+m.key, fmt.Sprintf("unknown field %q", m.key), hintFor(m.key, names, "fields"), s != "")
+			if s != "" {
 				bad[s] = true // a misspelt "comand" is not also a missing command
 			}
 			continue

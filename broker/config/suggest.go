@@ -13,6 +13,16 @@ func hintFor(got string, known []string, what string) string {
 	return fmt.Sprintf("known %s: %s", what, strings.Join(known, ", "))
 }
 
+// clientHint is hintFor for a key of mcpx's own (known), which also
+// suggests the closest key of a client format (client) that mcpx accepts,
+// but lists only its own.
+func clientHint(got string, known, client []string, what string) string {
+	if s := suggest(got, client); s != "" && suggest(got, known) == "" {
+		return fmt.Sprintf("did you mean %q?", s)
+	}
+	return hintFor(got, known, what)
+}
+
 // suggest returns the candidate closest to s by edit distance, if it is
 // close enough to be a likely typo.
 func suggest(s string, candidates []string) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 
 	"mcpx.dev/mcpx/broker/config"
@@ -50,8 +51,9 @@ func loadConfig(path string, getenv func(string) string) (*config.Config, config
 }
 
 // configCmd is `mcpx config check|show [--config F]`. check exits 0 and says
-// "ok: N servers", or prints every error and exits 1 (exitToolError: the
-// command ran and found the config invalid; 2 stays reserved for usage).
+// "ok: N servers" and which servers are disabled, or prints every error and
+// exits 1 (exitToolError: the command ran and found the config invalid; 2
+// stays reserved for usage). Either way the config's warnings go to stderr.
 func configCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "config")
 	path := fs.String("config", "", "config file (default $XDG_CONFIG_HOME/mcpx/config.json)")
@@ -65,13 +67,21 @@ func configCmd(ctx context.Context, c *cli, args []string) int {
 	cfg, src, err := loadConfig(*path, c.getenv)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcpx: %v\n", err)
+		if ce := (*config.Error)(nil); errors.As(err, &ce) {
+			printWarnings(c, ce.Warnings)
+		}
 		return exitToolError
 	}
 	if pos[0] == "check" {
 		n := len(cfg.Servers)
 		fmt.Fprintf(c.stdout, "ok: %d server%s (%s)\n", n, plural(n), src)
+		for _, name := range cfg.Disabled {
+			fmt.Fprintf(c.stdout, "disabled: %s (not served)\n", name)
+		}
+		printWarnings(c, cfg.Warnings)
 		return exitOK
 	}
+	printWarnings(c, cfg.Warnings)
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcpx: printing config: %v\n", err)
@@ -79,6 +89,23 @@ func configCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "%s\n", b)
 	return exitOK
+}
+
+func printWarnings(c *cli, ws []*config.Problem) {
+	for _, w := range ws {
+		fmt.Fprintf(c.stderr, "warning: %v\n", w)
+	}
+}
+
+// logConfig logs, once per load, the servers a config disables and what it
+// ignores (config.Config.Warnings).
+func logConfig(log *slog.Logger, cfg *config.Config) {
+	for _, name := range cfg.Disabled {
+		log.Info("server disabled in the config: not served", "server", name)
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn("config: "+w.Error(), "server", w.Server, "field", w.Field)
+	}
 }
 
 func plural(n int) string {

@@ -58,6 +58,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if src.builtin {
 		log.Info("no config file: serving the built-in demo server", "looked", src.looked)
 	}
+	logConfig(log, cfg)
 	state, sock, err := daemonPaths(c.getenv, *stateFlag, *socketFlag)
 	if err != nil {
 		return fail(err)
@@ -171,6 +172,7 @@ func reloadActor(log *slog.Logger, b *broker.Broker, load func() (*config.Config
 					}
 					b.SetConfig(cfg)
 					log.Info("config reloaded", "config", src.String(), "servers", len(cfg.Servers))
+					logConfig(log, cfg)
 				}
 			}
 		}, func(error) {
