@@ -41,6 +41,13 @@ type Options struct {
 	// KeepAlive is how often an event stream with nothing to say sends a
 	// comment, so that idle timeouts on the way do not cut it; 0 = 15s.
 	KeepAlive time.Duration
+	// Token is the bearer token every TCP request must carry
+	// ("Authorization: Bearer <token>"); "" = TCP callers are refused (401).
+	// Unix-socket callers never need it.
+	Token string
+	// Daemon is the daemon's description and controls, for /v1/whoami and
+	// the /v1/daemon routes; nil = those routes answer 503.
+	Daemon *Daemon
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -51,6 +58,8 @@ type server struct {
 	maxBody   int64
 	owner     int // the only uid admitted on the unix socket: the daemon's
 	keepAlive time.Duration
+	token     []byte  // Options.Token; empty = no TCP caller is admitted
+	daemon    *Daemon // Options.Daemon; may be nil
 }
 
 // New returns the API handler. It serves every route of wire.Routes, on any
@@ -70,6 +79,8 @@ func newServer(opts Options) *server {
 		maxBody:   opts.MaxBodyBytes,
 		owner:     os.Getuid(),
 		keepAlive: cmp.Or(opts.KeepAlive, 15*time.Second),
+		token:     []byte(opts.Token),
+		daemon:    opts.Daemon,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

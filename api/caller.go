@@ -25,17 +25,19 @@ func callerFrom(ctx context.Context) (broker.Caller, bool) {
 //
 //   - unix-socket callers (peer credentials from ConnContext) whose uid is the
 //     daemon's get full rights and Local (their Mcpx-Pid is trusted);
-//   - loopback TCP callers get full rights but not Local: anyone on this
-//     machine can reach a loopback port, so this trusts the machine, not the
-//     user. Bearer tokens (a later issue) will narrow it. Browsers are
-//     refused: a request with an Origin header, or a Host that is not a
-//     loopback name (DNS rebinding), is not from a local program.
+//   - loopback TCP callers must send the daemon's bearer token (see
+//     checkToken): anyone on this machine can reach a loopback port, but
+//     only the daemon's user can read the token file. With it they get full
+//     rights but not Local (a TCP peer's pid cannot be checked). Browsers
+//     are refused first: a request with an Origin header, or a Host that is
+//     not a loopback name (DNS rebinding), is not from a local program.
 //
 // Everything else is refused: X-Forwarded-For and friends are never read.
 func (s *server) authenticate(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.identify(r)
 		if err != nil {
+			challenge(w, err)
 			s.writeProblem(w, r, err)
 			return
 		}
@@ -56,6 +58,9 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 	}
 	if !loopbackHost(r.Host) {
 		return broker.Caller{}, forbidden(fmt.Sprintf("host %q is not a loopback name", r.Host))
+	}
+	if err := s.checkToken(r); err != nil {
+		return broker.Caller{}, err
 	}
 	return broker.Caller{Name: "loopback", Via: wire.ViaTCPLoopback, Admin: true}, nil
 }

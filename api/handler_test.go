@@ -144,7 +144,7 @@ func TestRefusesNonLocalAndBrowsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close(t.Context()) })
-	h := api.New(api.Options{Broker: b})
+	h := api.New(api.Options{Broker: b, Token: "secret"})
 	tests := []struct {
 		name, remote, host, origin string
 		want                       int
@@ -161,6 +161,7 @@ func TestRefusesNonLocalAndBrowsers(t *testing.T) {
 			r := httptest.NewRequest("GET", "/v1/servers", nil)
 			r.RemoteAddr, r.Host = tt.remote, tt.host
 			r.Header.Set("X-Forwarded-For", "127.0.0.1") // never trusted
+			r.Header.Set("Authorization", "Bearer secret")
 			if tt.origin != "" {
 				r.Header.Set("Origin", tt.origin)
 			}

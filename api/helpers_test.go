@@ -43,6 +43,7 @@ type daemonOptions struct {
 	owner     *int // admit this uid on the socket instead of ours
 	panicky   bool
 	keepAlive time.Duration
+	daemon    *api.Daemon // Options.Daemon
 }
 
 func startDaemon(t *testing.T, o daemonOptions) *daemon {
@@ -64,7 +65,7 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 			t.Errorf("closing broker: %v", err)
 		}
 	})
-	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive}
+	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon}
 	var h http.Handler
 	switch {
 	case o.owner != nil:
@@ -94,14 +95,29 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() }) // runs before the broker closes
 	d.unix = unixClient(d.sock)
-	d.tcp = &client{base: "http://" + tln.Addr().String(), hc: &http.Client{}}
+	d.tcp = &client{base: "http://" + tln.Addr().String(), hc: &http.Client{Transport: withToken{testToken}}}
 	return d
 }
+
+// testToken is the bearer token of startDaemon's TCP listener.
+const testToken = "test-token-0123456789"
 
 // client makes requests to one listener.
 type client struct {
 	base string
 	hc   *http.Client
+}
+
+// withToken sends a bearer token with every request that has no
+// Authorization header.
+type withToken struct{ token string }
+
+func (wt withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Authorization") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+wt.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 func unixClient(sock string) *client {

@@ -88,8 +88,8 @@ func removeStaleSocket(path string) error {
 
 // ListenLoopback listens on a TCP address that must be on the loopback
 // interface ("127.0.0.1:8080", "[::1]:0", "localhost:0"). Other addresses are
-// refused: until callers can present tokens, TCP callers are trusted because
-// only this machine can reach a loopback port.
+// refused: TCP callers prove with a bearer token that they are the daemon's
+// user, and only this machine should see that token go by.
 func ListenLoopback(addr string) (net.Listener, error) {
 	if err := CheckLoopback(addr); err != nil {
 		return nil, err

@@ -29,6 +29,8 @@ var handlers = map[string]handlerFunc{
 	wire.OpListTools:       (*server).listTools,
 	wire.OpListInstances:   (*server).listInstances,
 	wire.OpStopInstance:    (*server).stopInstance,
+	wire.OpStopDaemon:      (*server).stopDaemon,
+	wire.OpReloadDaemon:    (*server).reloadDaemon,
 }
 
 // route is a wire route with its handler.

@@ -24,8 +24,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzhttp"
@@ -41,6 +43,15 @@ type Options struct {
 	//
 	// The tailnet issue adds a tsnet dialer for daemons on the tailnet.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// Token is the bearer token sent to an http(s) daemon. "" = the token of
+	// the daemon record (wire.RecordFile) in StateDir, if that record's
+	// address is this client's: a local daemon's TCP port works with no
+	// setup for its own user. Unix-socket requests carry no token.
+	Token string
+	// StateDir is where the daemon record is looked for; "" = StateDir
+	// of the environment ($XDG_STATE_HOME/mcpx).
+	StateDir string
 }
 
 // Client talks to one daemon.
@@ -49,13 +60,19 @@ type Client struct {
 	base string // URL prefix of the API
 	unix bool   // over the unix socket
 	hc   *http.Client
+
+	token    string // Options.Token; constant
+	stateDir string // Options.StateDir; constant
+
+	mu        sync.Mutex
+	fileToken string // guarded by mu; the daemon record's token, once read
 }
 
 // New returns a client of the daemon at addr: an "http://" or "https://"
 // URL, or else a unix socket path (optionally "unix://path"). Nothing is
 // dialled until the first request.
 func New(addr string, opts Options) *Client {
-	c := &Client{addr: addr}
+	c := &Client{addr: addr, token: opts.Token, stateDir: opts.StateDir}
 	tr := &http.Transport{
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     30 * time.Second,
@@ -162,6 +179,10 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 	if body != nil {
 		req.Header.Set("Content-Type", wire.MediaJSON)
 	}
+	tok := c.bearer()
+	if tok != "" && req.Header.Get(wire.HeaderAuthorization) == "" {
+		req.Header.Set(wire.HeaderAuthorization, "Bearer "+tok)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		var op *net.OpError
@@ -170,11 +191,45 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 		}
 		return nil, err
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		c.forgetToken(tok) // a restarted daemon has a new one: read it again next time
+	}
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()
 		return nil, readProblem(resp)
 	}
 	return resp, nil
+}
+
+// bearer returns the token to send, if any: Options.Token, else the daemon
+// record's (read once, and again after a 401).
+func (c *Client) bearer() string {
+	if c.unix {
+		return ""
+	}
+	if c.token != "" {
+		return c.token
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fileToken == "" {
+		dir := c.stateDir
+		if dir == "" {
+			dir, _ = StateDir(os.Getenv)
+		}
+		if dir != "" {
+			c.fileToken = recordToken(dir, c.base)
+		}
+	}
+	return c.fileToken
+}
+
+func (c *Client) forgetToken(tok string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fileToken == tok {
+		c.fileToken = ""
+	}
 }
 
 // readProblem decodes an error response. Anything that is not a problem

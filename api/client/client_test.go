@@ -34,6 +34,7 @@ import (
 
 func TestMain(m *testing.M) {
 	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
+	maybeHelperDaemon()
 	os.Exit(m.Run())
 }
 
@@ -87,7 +88,7 @@ func startDaemon(t *testing.T, servers map[string]string) *daemon {
 			t.Errorf("closing broker: %v", err)
 		}
 	})
-	h := api.New(api.Options{Broker: b, Logger: logger, Version: "test"})
+	h := api.New(api.Options{Broker: b, Logger: logger, Version: "test", Token: testToken})
 	d := &daemon{sock: filepath.Join(t.TempDir(), "mcpx.sock"), logs: logs}
 	uln, err := api.ListenUnix(d.sock)
 	if err != nil {
@@ -109,7 +110,7 @@ func startDaemon(t *testing.T, servers map[string]string) *daemon {
 	t.Cleanup(func() { cancel(); wg.Wait() }) // runs before the broker closes
 	d.url = "http://" + tln.Addr().String()
 	d.unix = client.New(d.sock, client.Options{})
-	d.tcp = client.New(d.url+"/", client.Options{})
+	d.tcp = client.New(d.url+"/", client.Options{Token: testToken})
 	return d
 }
 
@@ -429,7 +430,7 @@ func TestDialOption(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}
 	for _, addr := range []string{d.sock, d.url} {
-		c := client.New(addr, client.Options{Dial: dial})
+		c := client.New(addr, client.Options{Dial: dial, Token: testToken})
 		for range 3 {
 			if _, _, err := c.Healthz(t.Context()); err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -106,4 +107,31 @@ func (c *Client) CallTool(ctx context.Context, cl Caller, server, tool string, a
 	}
 	defer resp.Body.Close()
 	return readCallEvents(resp.Body, onProgress)
+}
+
+// StopDaemon asks the daemon to stop: it answers, then stops accepting,
+// drains calls and stops every child. It returns once the daemon has
+// answered, not once it has stopped.
+func (c *Client) StopDaemon(ctx context.Context) error {
+	resp, err := c.send(ctx, wire.OpStopDaemon, nil, nil, nil, "")
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// ReloadDaemon makes the daemon read its config again. A config with
+// errors is refused with a *wire.Problem of kind wire.KindConfig naming them
+// (for the daemon's own user), and the running config stays in force.
+func (c *Client) ReloadDaemon(ctx context.Context) (*wire.Reloaded, error) {
+	resp, err := c.send(ctx, wire.OpReloadDaemon, nil, nil, nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var res wire.Reloaded
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return nil, fmt.Errorf("decoding the broker's answer: %w", err)
+	}
+	return &res, nil
 }

@@ -19,6 +19,9 @@ type Whoami struct {
 	Caller  Caller      `json:"caller"`
 	Context DeclaredCtx `json:"context"`
 	Version string      `json:"version"`
+	// Daemon describes the daemon to its owner (unix-socket callers of its
+	// uid, TCP callers with its token); absent for anyone else.
+	Daemon *DaemonInfo `json:"daemon,omitempty"`
 }
 
 // Caller is the authenticated caller as the broker sees it.

@@ -6,7 +6,7 @@ import "strings"
 const ProblemTypeBase = "https://mcpx.dev/problems/"
 
 // Problem kinds: the suffix of Problem.Type. The broker's error kinds
-// (broker.Kind) are the first ten; the last two are failures only HTTP has.
+// (broker.Kind) are the first ten; the others are failures only HTTP has.
 const (
 	KindBadRequest       = "bad-request"        // caller input is wrong (cwd, body, arguments)
 	KindNotFound         = "not-found"          // unknown server, tool, instance, resource, prompt, route
@@ -20,6 +20,7 @@ const (
 	KindInternal         = "internal"           // a bug; the detail is logged, not sent
 	KindTooLarge         = "too-large"          // the request body is over the limit
 	KindMethodNotAllowed = "method-not-allowed" // the route exists, not with this method
+	KindUnauthorized     = "unauthorized"       // a TCP request without the daemon's bearer token
 )
 
 // StatusClientClosedRequest is nginx's 499, the status of KindCanceled: the
@@ -47,6 +48,7 @@ var problemTypes = []ProblemType{
 	{KindInternal, 500, "Internal error"},
 	{KindTooLarge, 413, "Request body too large"},
 	{KindMethodNotAllowed, 405, "Method not allowed"},
+	{KindUnauthorized, 401, "Unauthorized"},
 }
 
 // ProblemTypes returns every problem type. The caller owns the slice.

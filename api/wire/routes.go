@@ -83,6 +83,8 @@ const (
 	OpListTools       = "listTools"
 	OpListInstances   = "listInstances"
 	OpStopInstance    = "stopInstance"
+	OpStopDaemon      = "stopDaemon"
+	OpReloadDaemon    = "reloadDaemon"
 )
 
 // The problems routes share, by what the route does.
@@ -153,6 +155,13 @@ var routes = []Route{
 	{Method: "DELETE", Pattern: "/v1/instances/{id}", Name: OpStopInstance,
 		Summary: "Stop one instance after draining its calls",
 		Status:  204, Problems: []string{KindNotFound, KindForbidden, KindTimeout, KindCanceled, KindInternal}},
+
+	{Method: "POST", Pattern: "/v1/daemon/stop", Name: OpStopDaemon,
+		Summary: "Stop the daemon: it answers, then stops accepting, drains calls and stops every child",
+		Status:  204, Problems: []string{KindForbidden, KindUnavailable, KindInternal}},
+	{Method: "POST", Pattern: "/v1/daemon/reload", Name: OpReloadDaemon,
+		Summary:  "Reload the config file; a config with errors is refused and the running one kept",
+		Response: reflect.TypeFor[Reloaded](), Status: 200, Problems: []string{KindConfig, KindForbidden, KindUnavailable, KindInternal}},
 }
 
 // Routes returns the route table, in a stable order. The caller owns the

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,8 @@ type daemon struct {
 	cmd  *exec.Cmd
 	sock string
 	addr string // loopback TCP host:port
+	// token is the bearer token TCP requests carry, from the daemon record.
+	token string
 	// api is the Go client (api/client) on the unix socket, for everything
 	// but the measured calls: health, instances, stopping, cold starts.
 	api *client.Client
@@ -113,6 +116,13 @@ func startServe(ctx context.Context, mcpx string, cmd *exec.Cmd, sock string, wa
 			return nil, fmt.Errorf("mcpx serve is not healthy after 10s: %v; log: %s", err, d.logTail())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if wantTCP {
+		if i := slices.Index(cmd.Args, "--state-dir"); i >= 0 && i+1 < len(cmd.Args) {
+			if rec, err := client.ReadRecord(cmd.Args[i+1]); err == nil {
+				d.token = rec.Token
+			}
+		}
 	}
 	logf("mcpx serve pid %d: socket %s, tcp %s", d.pid(), sock, d.addr)
 	return d, nil

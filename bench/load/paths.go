@@ -137,6 +137,9 @@ func (ps *pathSet) setup(ctx context.Context, name string, d *daemon, wt, self s
 		if cwd != "" {
 			h.Set("Mcpx-Cwd", cwd)
 		}
+		if name == "T" {
+			h.Set("Authorization", "Bearer "+d.token)
+		}
 		p := &path{name: name, call: postCall(client, base+"/v1/servers/"+server+"/tools/echo", h)}
 		p.procs = func() (int, int) { return d.pid(), d.childPid(server) }
 		return p, nil

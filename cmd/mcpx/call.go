@@ -18,6 +18,7 @@ import (
 func call(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "call")
 	brokerAddr := brokerFlag(fs)
+	noAutostart := autostartFlag(fs)
 	asJSON := fs.Bool("json", false, "print the raw CallToolResult JSON")
 	progress := fs.Bool("progress", false, "print progress to stderr (default: when stderr is a terminal)")
 	var co callerOpts
@@ -41,6 +42,9 @@ func call(ctx context.Context, c *cli, args []string) int {
 
 	bc, err := newBrokerClient(c, *brokerAddr)
 	if err != nil {
+		return report(c, err)
+	}
+	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
 		return report(c, err)
 	}
 	caller, err := co.caller(c)

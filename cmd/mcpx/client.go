@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -33,7 +34,48 @@ func newBrokerClient(c *cli, flagValue string) (*client.Client, error) {
 		}
 		addr = sock
 	}
-	return client.New(addr, client.Options{}), nil
+	state, err := stateDir(c.getenv)
+	if err != nil {
+		state = "" // the client looks in the default place, or not at all
+	}
+	return client.New(addr, client.Options{StateDir: state}), nil
+}
+
+// autostartFlag registers --no-autostart on fs.
+func autostartFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("no-autostart", false, "fail rather than start a daemon when none answers on the socket (also $MCPX_NO_AUTOSTART=1)")
+}
+
+// autostart starts a daemon in the background when none answers on bc's
+// socket, unless off or $MCPX_NO_AUTOSTART says not to: nothing needs a
+// service for local use. A broker reached by URL is never started: it may
+// be another machine's, and its address is not ours to choose.
+func autostart(ctx context.Context, c *cli, bc *client.Client, off bool) error {
+	if off || !bc.Unix() {
+		return nil
+	}
+	if v := c.getenv("MCPX_NO_AUTOSTART"); v != "" && v != "0" && v != "false" {
+		return nil
+	}
+	state, err := stateDir(c.getenv)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the mcpx binary to start the daemon: %w", err)
+	}
+	pid, err := client.EnsureDaemon(ctx, client.StartOptions{Socket: bc.Addr(), StateDir: state,
+		Command: func() *exec.Cmd {
+			return exec.Command(exe, "serve", "--socket", bc.Addr(), "--state-dir", state)
+		}})
+	if err != nil {
+		return err
+	}
+	if pid != 0 {
+		fmt.Fprintf(c.stderr, "mcpx: started the daemon (pid %d, log %s)\n", pid, filepath.Join(state, wire.LogFile))
+	}
+	return nil
 }
 
 // callerOpts are the flags that say who is calling and from where.
@@ -84,7 +126,11 @@ func callerCwd(flagValue string, getenv func(string) string) (string, error) {
 func report(c *cli, err error) int {
 	var unreachable *client.UnreachableError
 	var p *wire.Problem
+	var start *client.StartError
 	switch {
+	case errors.As(err, &start):
+		fmt.Fprintf(c.stderr, "mcpx: %v\n", start)
+		return exitUnreachable
 	case errors.As(err, &unreachable):
 		fmt.Fprintf(c.stderr, "mcpx: %v\n%s\n", unreachable, unreachableHint(unreachable))
 		return exitUnreachable
@@ -105,7 +151,7 @@ func report(c *cli, err error) int {
 
 func unreachableHint(e *client.UnreachableError) string {
 	if e.Unix {
-		return fmt.Sprintf("is `mcpx serve` running? socket %s; start it with `mcpx serve`", e.Addr)
+		return fmt.Sprintf("is `mcpx serve` running? socket %s; start it with `mcpx serve` (or drop --no-autostart / MCPX_NO_AUTOSTART)", e.Addr)
 	}
 	return "is `mcpx serve` running? start it with `mcpx serve`"
 }

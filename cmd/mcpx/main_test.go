@@ -15,12 +15,20 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 )
 
 func TestMain(m *testing.M) {
 	demo.MaybeServe() // a demo child of an in-process daemon: serve and exit
+	maybeOtherUIDClient()
+	if filepath.Base(os.Args[0]) != "mcpx" {
+		// In-process commands must never start a daemon: this test binary
+		// is not mcpx. Scripts get their own environment without this.
+		os.Setenv("MCPX_NO_AUTOSTART", "1")
+	}
 	// The test binary doubles as the mcpx command in scripts (and so as the
 	// daemon and its demo-server children).
 	testscript.Main(m, map[string]func(){"mcpx": main})
@@ -34,6 +42,8 @@ func TestMain(m *testing.M) {
 //	waitsock path            wait until a unix socket accepts connections
 //	exits N prog args...     run prog and check that it exits with status N
 //	nochildren status.json   every pid in a `mcpx status --json` file is gone
+//	daemons N                the state directory's log shows N daemons started, and
+//	                         the record's pid is alive (N > 0)
 func TestScripts(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	marker := proctest.Env(t)
@@ -57,12 +67,16 @@ func TestScripts(t *testing.T) {
 			e.Setenv("PORT", strconv.Itoa(port))
 			k, v, _ := strings.Cut(marker, "=")
 			e.Setenv(k, v) // children carry the marker, so leaks are found
+			// A daemon a script started on demand and failed to stop is
+			// stopped here, so that a failing script leaks nothing.
+			e.Defer(func() { stopRecordedDaemon(filepath.Join(e.WorkDir, "state", "mcpx")) })
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitsock":   waitSock,
 			"exits":      exits,
 			"nochildren": noChildren,
+			"daemons":    daemons,
 		},
 	})
 }
@@ -138,4 +152,49 @@ func noChildren(ts *testscript.TestScript, neg bool, args []string) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// stopRecordedDaemon stops the daemon of the record in state, if any:
+// SIGTERM (it stops its children), then SIGKILL, bounded.
+func stopRecordedDaemon(state string) {
+	rec, err := client.ReadRecord(state)
+	if err != nil || rec.Pid <= 0 || rec.Pid == os.Getpid() {
+		return
+	}
+	syscall.Kill(rec.Pid, syscall.SIGTERM)
+	for deadline := time.Now().Add(25 * time.Second); alive(rec.Pid); {
+		if time.Now().After(deadline) {
+			syscall.Kill(rec.Pid, syscall.SIGKILL)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// daemons checks how many daemons the state directory's log says started
+// ("mcpx serving" lines) and that the daemon record names a live one.
+func daemons(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: daemons N")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("daemons: %v", err)
+	}
+	state := filepath.Join(ts.Getenv("XDG_STATE_HOME"), "mcpx")
+	log, _ := os.ReadFile(filepath.Join(state, wire.LogFile))
+	if got := strings.Count(string(log), `msg="mcpx serving"`); got != want {
+		ts.Fatalf("%d daemons started, want %d; log:\n%s", got, want, log)
+	}
+	if want == 0 {
+		return
+	}
+	rec, err := client.ReadRecord(state)
+	if err != nil {
+		ts.Fatalf("daemon record: %v", err)
+	}
+	if !alive(rec.Pid) {
+		ts.Fatalf("the recorded daemon (pid %d) is not running", rec.Pid)
+	}
+	ts.Logf("daemon pid %d", rec.Pid)
 }

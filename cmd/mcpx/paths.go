@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+
+	"mcpx.dev/mcpx/api/client"
 )
 
 // Where mcpx keeps things, per the XDG base directory specification: a
@@ -11,25 +13,14 @@ import (
 
 // defaultSocket is the daemon's socket path, shared by `mcpx serve` and every
 // client: $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else $XDG_STATE_HOME/mcpx/mcpx.sock
-// (~/.local/state/mcpx/mcpx.sock).
+// (~/.local/state/mcpx/mcpx.sock). See client.DefaultSocket.
 func defaultSocket(getenv func(string) string) (string, error) {
-	if d := xdgDir(getenv, "XDG_RUNTIME_DIR", ""); d != "" {
-		return filepath.Join(d, "mcpx", "mcpx.sock"), nil
-	}
-	d, err := stateDir(getenv)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(d, "mcpx.sock"), nil
+	return client.DefaultSocket(getenv)
 }
 
 // stateDir is $XDG_STATE_HOME/mcpx (~/.local/state/mcpx).
 func stateDir(getenv func(string) string) (string, error) {
-	d := xdgDir(getenv, "XDG_STATE_HOME", filepath.Join(".local", "state"))
-	if d == "" {
-		return "", errNoHome
-	}
-	return filepath.Join(d, "mcpx"), nil
+	return client.StateDir(getenv)
 }
 
 // defaultConfigPath is $XDG_CONFIG_HOME/mcpx/config.json

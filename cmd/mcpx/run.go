@@ -39,11 +39,13 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"serve", "[--config F] [--state-dir D] [--socket P] [--listen 127.0.0.1:PORT]", "run the broker daemon", serve},
+		{"serve", "[--config F] [--state-dir D] [--socket P] [--listen 127.0.0.1:PORT|off]", "run the broker daemon", serve},
 		{"call", "[flags] <server>.<tool> [json|-]", "call a tool through the broker and print its result", call},
 		{"tools", "[--json] [server]", "list the tools of every server, or of one", tools},
 		{"status", "[--json]", "list the running server instances", status},
 		{"stop", "<instance-id>", "stop one instance", stop},
+		{"daemon", "stop|info [--json]", "stop the daemon, or show its pid, socket, URL, config and files", daemonCmd},
+		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},
 		{"config", "check|show [--config F]", "validate or print the configuration", configCmd},
 		{"demo-server", "[--failure-flags]", "run the built-in demo MCP server on stdin/stdout", demoServer},
 		{"help", "[command]", "show this help, or a command's flags", nil}, // handled by run

@@ -31,13 +31,16 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	configPath := fs.String("config", "", "config file (default $XDG_CONFIG_HOME/mcpx/config.json; if absent, serve the built-in demo server)")
 	stateFlag := fs.String("state-dir", "", "state directory (default $XDG_STATE_HOME/mcpx)")
 	socketFlag := fs.String("socket", "", "unix socket path (default $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else in the state directory)")
-	listen := fs.String("listen", "", "also serve on this loopback TCP address, e.g. 127.0.0.1:7777")
+	listen := fs.String("listen", "127.0.0.1:0", "also serve on this loopback TCP address (port 0: any free port; `off`: no TCP); TCP callers need the token of the daemon record")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
+	}
+	if *listen == "off" {
+		*listen = ""
 	}
 	if *listen != "" {
 		if err := api.CheckLoopback(*listen); err != nil {
@@ -72,19 +75,34 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		return fail(err)
 	}
 	defer closeBroker(log, b)
-	h := api.New(api.Options{Broker: b, Logger: log, Version: version()})
 
 	uln, tln, err := listenAll(sock, *listen)
 	if err != nil {
 		return fail(err)
 	}
+	ctl := newControl(log, b, src, func() (*config.Config, configSource, error) { return loadConfig(*configPath, c.getenv) })
+	token := api.NewToken()
+	info := daemonInfo(state, sock, tln, src)
+	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), Token: token,
+		Daemon: &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}})
+	if err := writeRecord(info, token); err != nil {
+		uln.Close()
+		if tln != nil {
+			tln.Close()
+		}
+		return fail(err)
+	}
+	defer removeRecord(log, state)
 
 	var g oklog.Group
 	{ // SIGINT, SIGTERM (and ctx) stop the daemon
 		g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM))
 	}
 	{ // SIGHUP reloads the config; servers that did not change keep running
-		g.Add(reloadActor(log, b, func() (*config.Config, configSource, error) { return loadConfig(*configPath, c.getenv) }))
+		g.Add(reloadActor(ctl))
+	}
+	{ // POST /v1/daemon/stop (`mcpx daemon stop`) stops the daemon
+		g.Add(ctl.stopActor())
 	}
 	{ // the unix socket
 		g.Add(serveActor(uln, h, log))
@@ -92,7 +110,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if tln != nil { // loopback TCP
 		g.Add(serveActor(tln, h, log))
 	}
-	attrs := []any{"socket", sock, "config", src.String(), "servers", len(cfg.Servers), "state", state, "version", version()}
+	attrs := []any{"socket", sock, "config", src.String(), "servers", len(cfg.Servers), "state", state, "version", version(), "pid", os.Getpid()}
 	if tln != nil {
 		attrs = append(attrs, "listen", tln.Addr().String())
 	}
@@ -100,7 +118,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 
 	err = g.Run()
 	log.Info("shutting down", "reason", err)
-	if errors.Is(err, oklog.ErrSignal) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, oklog.ErrSignal) || errors.Is(err, context.Canceled) || errors.Is(err, errStopRequested) {
 		return exitOK
 	}
 	log.Error("mcpx serve stopped", "err", err)
@@ -151,10 +169,9 @@ func serveActor(ln net.Listener, h http.Handler, log *slog.Logger) (func() error
 		}
 }
 
-// reloadActor reloads the config on each SIGHUP until interrupted. A config
-// that does not load is logged with every problem, and the running one kept:
-// a typo must not take down the servers other callers are using.
-func reloadActor(log *slog.Logger, b *broker.Broker, load func() (*config.Config, configSource, error)) (func() error, func(error)) {
+// reloadActor reloads the config on each SIGHUP until interrupted, with the
+// same code as POST /v1/daemon/reload (control.reload).
+func reloadActor(ctl *control) (func() error, func(error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -165,14 +182,7 @@ func reloadActor(log *slog.Logger, b *broker.Broker, load func() (*config.Config
 				case <-ctx.Done():
 					return ctx.Err()
 				case <-hup:
-					cfg, src, err := load()
-					if err != nil {
-						log.Error("reloading config: keeping the running config", "err", err)
-						continue
-					}
-					b.SetConfig(cfg)
-					log.Info("config reloaded", "config", src.String(), "servers", len(cfg.Servers))
-					logConfig(log, cfg)
+					ctl.reload() //nolint:errcheck // logged by reload
 				}
 			}
 		}, func(error) {

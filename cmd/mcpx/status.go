@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
 )
 
@@ -15,6 +16,7 @@ import (
 func status(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "status")
 	brokerAddr := brokerFlag(fs)
+	noAutostart := autostartFlag(fs)
 	asJSON := fs.Bool("json", false, "print the broker's JSON answer")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
@@ -27,6 +29,15 @@ func status(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
+	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
+		return report(c, err)
+	}
+	var who *wire.Whoami
+	if !*asJSON {
+		if who, _, err = bc.Whoami(ctx, client.Caller{}); err != nil {
+			return report(c, err)
+		}
+	}
 	doc, raw, err := bc.Instances(ctx)
 	if err != nil {
 		return report(c, err)
@@ -35,6 +46,7 @@ func status(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
 		return exitOK
 	}
+	printDaemon(c, who.Daemon, time.Now())
 	if len(doc.Instances) == 0 {
 		fmt.Fprintln(c.stdout, "no instances running")
 		return exitOK
@@ -53,7 +65,8 @@ func printInstances(c *cli, list []wire.Instance, now time.Time) {
 		}
 		state := in.State
 		if in.State == "backoff" && in.BackoffUntil.After(now) {
-			state += " " + human(in.BackoffUntil.Sub(now))
+			// Rounded up: a backoff with 300ms left is "1s", never "0s".
+			state += " " + human(in.BackoffUntil.Sub(now).Truncate(time.Second)+time.Second)
 		}
 		if in.Restarts > 0 {
 			state += fmt.Sprintf(" (%d restarts)", in.Restarts)
@@ -66,7 +79,7 @@ func printInstances(c *cli, list []wire.Instance, now time.Time) {
 			age = human(now.Sub(in.Started))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
-			in.ID, in.Server, in.Key, orDash(in.Root), orDash(in.CwdSource), pid(in.Pid),
+			in.ID, in.Server, in.Key, orDash(in.Root), orDash(in.Cwd), pid(in.Pid),
 			age, idle, in.Calls, in.InFlight, state)
 	}
 	tw.Flush()
@@ -80,6 +93,24 @@ func printInstances(c *cli, list []wire.Instance, now time.Time) {
 			fmt.Fprintf(c.stdout, "%s: last error: %s\n", in.ID, in.LastError)
 		}
 	}
+}
+
+// printDaemon is status's header: which daemon answered, and where to find
+// it. d is nil for a caller the daemon does not show itself to.
+func printDaemon(c *cli, d *wire.DaemonInfo, now time.Time) {
+	if d == nil {
+		return
+	}
+	cfg := d.Config
+	if cfg == "" {
+		cfg = "built-in demo server"
+	}
+	tcp := d.Address
+	if tcp == "" {
+		tcp = "off"
+	}
+	fmt.Fprintf(c.stdout, "daemon pid %d %s, up %s, socket %s, tcp %s, config %s\n",
+		d.Pid, d.Version, human(now.Sub(d.Started)), d.Socket, tcp, cfg)
 }
 
 // human renders a duration the way people say it: 45s, 3m12s, 2h5m, 3d4h.

@@ -17,6 +17,7 @@ import (
 func tools(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "tools")
 	brokerAddr := brokerFlag(fs)
+	noAutostart := autostartFlag(fs)
 	asJSON := fs.Bool("json", false, "print the broker's JSON answer")
 	var co callerOpts
 	fs.StringVar(&co.cwd, "cwd", "", "list as a caller in this directory (default $PWD)")
@@ -30,6 +31,9 @@ func tools(ctx context.Context, c *cli, args []string) int {
 	}
 	bc, err := newBrokerClient(c, *brokerAddr)
 	if err != nil {
+		return report(c, err)
+	}
+	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
 		return report(c, err)
 	}
 	caller, err := co.caller(c)

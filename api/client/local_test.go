@@ -1,0 +1,193 @@
+package client_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/internal/proctest"
+)
+
+const testToken = "client-test-token"
+
+func writeRecord(t *testing.T, dir string, rec wire.DaemonRecord) {
+	t.Helper()
+	b, _ := json.Marshal(rec)
+	if err := os.WriteFile(filepath.Join(dir, wire.RecordFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A client of a loopback URL with no token takes the daemon record's, but
+// only a record of the same address; after a 401 it reads the record again.
+func TestTokenFromRecord(t *testing.T) {
+	d := startDaemon(t, nil)
+	u, _ := url.Parse(d.url)
+	_, port, _ := strings.Cut(u.Host, ":")
+	for _, tt := range []struct {
+		name    string
+		address string
+		ok      bool
+	}{
+		{"same address", u.Host, true},
+		{"localhost alias", "localhost:" + port, true},
+		{"another port", "127.0.0.1:1", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeRecord(t, dir, wire.DaemonRecord{DaemonInfo: wire.DaemonInfo{Address: tt.address}, Token: testToken})
+			_, _, err := client.New(d.url, client.Options{StateDir: dir}).Whoami(t.Context(), client.Caller{})
+			if tt.ok && err != nil {
+				t.Errorf("whoami: %v", err)
+			}
+			if !tt.ok && asProblem(t, err).Status != 401 {
+				t.Errorf("whoami: %v, want 401", err)
+			}
+		})
+	}
+
+	dir := t.TempDir()
+	c := client.New(d.url, client.Options{StateDir: dir})
+	if _, _, err := c.Healthz(t.Context()); asProblem(t, err).Status != 401 {
+		t.Errorf("no record: %v, want 401", err)
+	}
+	writeRecord(t, dir, wire.DaemonRecord{DaemonInfo: wire.DaemonInfo{Address: u.Host}, Token: "stale"})
+	if _, _, err := c.Healthz(t.Context()); asProblem(t, err).Status != 401 {
+		t.Errorf("stale record: %v, want 401", err)
+	}
+	writeRecord(t, dir, wire.DaemonRecord{DaemonInfo: wire.DaemonInfo{Address: u.Host}, Token: testToken})
+	if _, _, err := c.Healthz(t.Context()); err != nil {
+		t.Errorf("after the record was rewritten: %v", err)
+	}
+}
+
+func TestPaths(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tt := range []struct {
+		env         map[string]string
+		state, sock string
+	}{
+		{map[string]string{"HOME": "/h"}, "/h/.local/state/mcpx", "/h/.local/state/mcpx/mcpx.sock"},
+		{map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": "/run/u", "XDG_STATE_HOME": "/s"}, "/s/mcpx", "/run/u/mcpx/mcpx.sock"},
+		{map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": "rel"}, "/h/.local/state/mcpx", "/h/.local/state/mcpx/mcpx.sock"},
+	} {
+		state, err1 := client.StateDir(env(tt.env))
+		sock, err2 := client.DefaultSocket(env(tt.env))
+		if state != tt.state || sock != tt.sock || err1 != nil || err2 != nil {
+			t.Errorf("%v: state %q sock %q (%v, %v), want %q %q", tt.env, state, sock, err1, err2, tt.state, tt.sock)
+		}
+	}
+}
+
+// Ten racing starters start one daemon; the others find it serving. The
+// daemon here is a stand-in: a shell that makes the socket appear.
+func TestEnsureDaemonStartsOne(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "d.sock")
+	marker := proctest.Env(t)
+	var mu sync.Mutex
+	var pids []int
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			pid, err := client.EnsureDaemon(t.Context(), client.StartOptions{Socket: sock, StateDir: dir,
+				Command: func() *exec.Cmd {
+					// A unix socket listener that lives until its socket is removed.
+					cmd := exec.Command(os.Args[0])
+					cmd.Env = append(os.Environ(), "HELPER_DAEMON_SOCK="+sock, marker)
+					return cmd
+				}})
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			pids = append(pids, pid)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	started := 0
+	for _, p := range pids {
+		if p != 0 {
+			started++
+		}
+	}
+	if started != 1 {
+		t.Errorf("started %d daemons (%v), want 1", started, pids)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, wire.LogFile))
+	if n := strings.Count(string(log), "helper daemon listening"); n != 1 {
+		t.Errorf("log has %d starts:\n%s", n, log)
+	}
+	os.Remove(sock) // the helper exits
+	for _, p := range pids {
+		if p != 0 {
+			waitGone(t, p)
+		}
+	}
+}
+
+// A daemon that exits at once is an error with its log.
+func TestEnsureDaemonReportsFailure(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	dir := t.TempDir()
+	_, err := client.EnsureDaemon(t.Context(), client.StartOptions{Socket: filepath.Join(dir, "d.sock"), StateDir: dir,
+		Command: func() *exec.Cmd { return exec.Command("sh", "-c", "echo config is broken >&2; exit 1") }})
+	var se *client.StartError
+	if !errors.As(err, &se) || !strings.Contains(se.LogTail, "config is broken") || !strings.Contains(err.Error(), "exited") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// maybeHelperDaemon is the stand-in daemon of TestEnsureDaemonStartsOne:
+// with HELPER_DAEMON_SOCK set, it listens there until the socket file is
+// removed (bounded), then exits.
+func maybeHelperDaemon() {
+	sock := os.Getenv("HELPER_DAEMON_SOCK")
+	if sock == "" {
+		return
+	}
+	time.Sleep(100 * time.Millisecond) // let the other starters pile up on the lock
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "helper daemon listening")
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if _, err := os.Stat(sock); err != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ln.Close()
+	os.Exit(0)
+}

@@ -1,0 +1,62 @@
+package api
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"strings"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+)
+
+// kindUnauthorized answers a TCP request without the daemon's token.
+const kindUnauthorized broker.Kind = wire.KindUnauthorized
+
+// NewToken returns a fresh bearer token: 32 random bytes, hex-encoded.
+func NewToken() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// checkToken admits a TCP request that carries the daemon's token as
+// "Authorization: Bearer <token>", compared in constant time. The answer to
+// anyone else says what is missing and where the owner finds it, but names
+// no path: the caller may be another user of this machine.
+func (s *server) checkToken(r *http.Request) error {
+	got, ok := bearer(r.Header.Get(wire.HeaderAuthorization))
+	switch {
+	case len(s.token) == 0:
+		return unauthorized("this daemon admits no TCP callers", "use its unix socket")
+	case !ok:
+		return unauthorized("a bearer token is required on TCP",
+			"send `Authorization: Bearer <token>`; the daemon's user finds the token in the daemon record (`mcpx daemon info`), or connect over the unix socket")
+	case subtle.ConstantTimeCompare([]byte(got), s.token) != 1:
+		return unauthorized("the bearer token is not this daemon's",
+			"a restarted daemon has a new token: read it again from the daemon record (`mcpx daemon info`)")
+	}
+	return nil
+}
+
+// challenge adds the WWW-Authenticate header RFC 9110 asks of a 401.
+func challenge(w http.ResponseWriter, err error) {
+	if e, ok := err.(*broker.Error); ok && e.Kind == kindUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx"`)
+	}
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" value.
+func bearer(v string) (string, bool) {
+	scheme, tok, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+func unauthorized(msg, hint string) error {
+	return &broker.Error{Kind: kindUnauthorized, Op: "authenticate", Msg: msg, Hint: hint}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
+)
+
+// daemonCmd is `mcpx daemon stop|info`.
+func daemonCmd(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "daemon")
+	brokerAddr := brokerFlag(fs)
+	asJSON := fs.Bool("json", false, "info: print the daemon's description as JSON")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 || (pos[0] != "stop" && pos[0] != "info") {
+		return usageError(c, fs, "want `stop` or `info`")
+	}
+	bc, err := newBrokerClient(c, *brokerAddr)
+	if err != nil {
+		return report(c, err)
+	}
+	if pos[0] == "info" {
+		return daemonInfoCmd(ctx, c, bc, *asJSON)
+	}
+	return daemonStop(ctx, c, bc)
+}
+
+// daemonInfoCmd prints where the daemon is and how to reach it.
+func daemonInfoCmd(ctx context.Context, c *cli, bc *client.Client, asJSON bool) int {
+	who, _, err := bc.Whoami(ctx, client.Caller{})
+	if err != nil {
+		return report(c, err)
+	}
+	d := who.Daemon
+	if d == nil {
+		fmt.Fprintf(c.stderr, "mcpx: the daemon at %s does not describe itself to this caller\n", bc.Addr())
+		return exitFailed
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(d, "", "  ")
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return exitOK
+	}
+	url := "off"
+	if d.Address != "" {
+		url = "http://" + d.Address
+	}
+	cfg := d.Config
+	if cfg == "" {
+		cfg = "(the built-in demo server)"
+	}
+	fmt.Fprintf(c.stdout, "pid      %d\nversion  %s\nstarted  %s\nsocket   %s\nurl      %s\nconfig   %s\nrecord   %s\ntoken    %s\nlog      %s\n",
+		d.Pid, d.Version, d.Started.Local().Format(time.RFC3339), d.Socket, url, cfg,
+		filepath.Join(d.State, wire.RecordFile), filepath.Join(d.State, wire.TokenFile), filepath.Join(d.State, wire.LogFile))
+	return exitOK
+}
+
+// daemonStop asks the daemon to stop and, for a daemon on this machine,
+// waits until its process is gone (its calls drained, its children
+// stopped). No daemon running is not an error: it is what was asked for.
+func daemonStop(ctx context.Context, c *cli, bc *client.Client) int {
+	who, _, err := bc.Whoami(ctx, client.Caller{})
+	var unreachable *client.UnreachableError
+	if errors.As(err, &unreachable) {
+		fmt.Fprintf(c.stdout, "no daemon is running at %s\n", bc.Addr())
+		return exitOK
+	}
+	if err != nil {
+		return report(c, err)
+	}
+	if err := bc.StopDaemon(ctx); err != nil {
+		return report(c, err)
+	}
+	if who.Daemon == nil || !bc.Unix() || who.Daemon.Pid == os.Getpid() {
+		fmt.Fprintln(c.stdout, "daemon stopping")
+		return exitOK
+	}
+	pid := who.Daemon.Pid
+	// The daemon drains calls, then stops its children, each bounded.
+	deadline := time.Now().Add(2*drainTimeout + 10*time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			fmt.Fprintf(c.stderr, "mcpx: the daemon (pid %d) is still stopping; its log is %s\n", pid, filepath.Join(who.Daemon.State, wire.LogFile))
+			return exitFailed
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Fprintf(c.stdout, "daemon stopped (pid %d)\n", pid)
+	return exitOK
+}
+
+// reloadCmd is `mcpx reload`: the daemon reads its config again. A config
+// with errors is refused, the errors printed, and the running config kept.
+func reloadCmd(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "reload")
+	brokerAddr := brokerFlag(fs)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(c, fs, "unexpected argument %q", pos[0])
+	}
+	bc, err := newBrokerClient(c, *brokerAddr)
+	if err != nil {
+		return report(c, err)
+	}
+	res, err := bc.ReloadDaemon(ctx)
+	if err != nil {
+		return report(c, err)
+	}
+	src := res.Config
+	if src == "" {
+		src = "the built-in demo server"
+	}
+	fmt.Fprintf(c.stdout, "reloaded: %d server%s (%s)\n", res.Servers, plural(res.Servers), src)
+	return exitOK
+}
