@@ -36,7 +36,7 @@ const stderrRingBytes = 64 << 10
 func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logger) (*child, error) {
 	cmd := exec.Command(sp.command, sp.args...)
 	cmd.Dir = sp.cwd
-	cmd.Env = append(append([]string(nil), baseEnv...), sp.env...)
+	cmd.Env = childEnv(baseEnv, sp.inheritAll, sp.inherit, sp.env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
