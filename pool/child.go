@@ -32,7 +32,8 @@ const stderrRingBytes = 64 << 10
 
 // startChild starts sp as a process in its own process group. Stdout and
 // stderr are our own os.Pipes, not cmd's, so reading them never races with
-// cmd.Wait. Every stderr line is logged with log (server/key/pid attached).
+// cmd.Wait. Stderr lines are logged with log (server/key/pid attached), up
+// to a rate (stderrlimit.go), and all kept in a ring for the tail.
 func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logger) (*child, error) {
 	cmd := exec.Command(sp.command, sp.args...)
 	cmd.Dir = sp.cwd
@@ -87,11 +88,13 @@ func (c *child) readStderr(r *os.File, log *slog.Logger) {
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 256<<10)
+	lim := newLineLimiter(time.Now)
+	defer func() { lim.flush(log, time.Now()) }()
 	for sc.Scan() {
 		line := sc.Bytes()
 		c.stderr.Write(line)
 		c.stderr.Write([]byte{'\n'})
-		log.Info("child stderr", "line", string(line))
+		lim.log(log, line)
 	}
 	// A line longer than the scanner buffer: keep draining so the child
 	// never blocks on a full stderr pipe.
