@@ -25,8 +25,8 @@ type stderrLog struct {
 }
 
 func (s *stderrLog) Enabled(context.Context, slog.Level) bool { return true }
-func (s *stderrLog) WithAttrs([]slog.Attr) slog.Handler        { return s }
-func (s *stderrLog) WithGroup(string) slog.Handler             { return s }
+func (s *stderrLog) WithAttrs([]slog.Attr) slog.Handler       { return s }
+func (s *stderrLog) WithGroup(string) slog.Handler            { return s }
 func (s *stderrLog) Handle(ctx context.Context, r slog.Record) error {
 	var w countWriter
 	slog.NewTextHandler(&w, nil).Handle(ctx, r)

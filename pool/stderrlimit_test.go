@@ -10,8 +10,8 @@ import (
 type msgCount map[string]int
 
 func (m msgCount) Enabled(context.Context, slog.Level) bool { return true }
-func (m msgCount) WithAttrs([]slog.Attr) slog.Handler        { return m }
-func (m msgCount) WithGroup(string) slog.Handler             { return m }
+func (m msgCount) WithAttrs([]slog.Attr) slog.Handler       { return m }
+func (m msgCount) WithGroup(string) slog.Handler            { return m }
 func (m msgCount) Handle(_ context.Context, r slog.Record) error {
 	m[r.Message]++
 	return nil
