@@ -16,6 +16,8 @@ import (
 // child is one running stdio server process, leader of its own process group.
 type child struct {
 	cmd    *exec.Cmd
+	mark   string // its MarkEnv value, inherited by its descendants
+	start  uint64 // its start time (Linux clock ticks), to know its pid is still its own
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
 	stderr *ring
@@ -37,7 +39,8 @@ const stderrRingBytes = 64 << 10
 func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logger) (*child, error) {
 	cmd := exec.Command(sp.command, sp.args...)
 	cmd.Dir = sp.cwd
-	cmd.Env = childEnv(baseEnv, sp.inheritAll, sp.inherit, sp.env)
+	mark := newMark()
+	cmd.Env = childEnv(baseEnv, sp.inheritAll, sp.inherit, sp.env, MarkEnv+"="+mark)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -62,6 +65,8 @@ func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logg
 	closeAll(stdinR, stdoutW, stderrW)
 	c := &child{
 		cmd:        cmd,
+		mark:       mark,
+		start:      procStart(cmd.Process.Pid),
 		stdin:      stdinW,
 		stdout:     stdoutR,
 		stderr:     newRing(stderrRingBytes),
@@ -72,6 +77,7 @@ func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logg
 	go c.readStderr(stderrR, log)
 	go func() {
 		c.waitErr = cmd.Wait()
+		forget(cmd.Process.Pid)
 		close(c.exited)
 	}()
 	return c, nil
@@ -138,8 +144,22 @@ var (
 
 // stop shuts the child down: close stdin, then SIGTERM, then SIGKILL of the
 // whole process group, each after a bounded wait. It returns when the leader
-// has been reaped; descendants left in the group are killed too.
+// has been reaped and everything else it started has been sent SIGKILL:
+// its process group, the rest of its process tree as it was when the stop
+// began, and every process carrying its mark (a setsid'd grandchild is in
+// none of the others once its parent is gone).
 func (c *child) stop(ctx context.Context) {
+	var tree []procInfo
+	select {
+	case <-c.exited: // reaped: its pid may name another process by now
+	default:
+		tree = treeOf(c.pid(), c.start)
+	}
+	c.stopLeader(ctx)
+	killRest(c.mark, tree)
+}
+
+func (c *child) stopLeader(ctx context.Context) {
 	c.stdin.Close()
 	defer c.stdout.Close()
 	pgid := c.cmd.Process.Pid
