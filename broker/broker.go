@@ -136,6 +136,7 @@ func poolServer(name string, s *config.Server) pool.Server {
 	return pool.Server{
 		Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
 		URL: s.URL, Headers: s.Headers,
+		InheritEnv: s.InheritEnv.Names, InheritAllEnv: s.InheritEnv.All,
 		Exclusive:    s.Sharing == config.SharingExclusive,
 		Max:          s.Max,
 		IdleTimeout:  s.IdleTimeout.D(),

@@ -16,6 +16,8 @@ import (
 // child is one running stdio server process, leader of its own process group.
 type child struct {
 	cmd    *exec.Cmd
+	mark   string // its MarkEnv value, inherited by its descendants
+	start  uint64 // its start time (Linux clock ticks), to know its pid is still its own
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
 	stderr *ring
@@ -32,11 +34,13 @@ const stderrRingBytes = 64 << 10
 
 // startChild starts sp as a process in its own process group. Stdout and
 // stderr are our own os.Pipes, not cmd's, so reading them never races with
-// cmd.Wait. Every stderr line is logged with log (server/key/pid attached).
+// cmd.Wait. Stderr lines are logged with log (server/key/pid attached), up
+// to a rate (stderrlimit.go), and all kept in a ring for the tail.
 func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logger) (*child, error) {
 	cmd := exec.Command(sp.command, sp.args...)
 	cmd.Dir = sp.cwd
-	cmd.Env = append(append([]string(nil), baseEnv...), sp.env...)
+	mark := newMark()
+	cmd.Env = childEnv(baseEnv, sp.inheritAll, sp.inherit, sp.env, MarkEnv+"="+mark)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -61,6 +65,8 @@ func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logg
 	closeAll(stdinR, stdoutW, stderrW)
 	c := &child{
 		cmd:        cmd,
+		mark:       mark,
+		start:      procStart(cmd.Process.Pid),
 		stdin:      stdinW,
 		stdout:     stdoutR,
 		stderr:     newRing(stderrRingBytes),
@@ -71,6 +77,7 @@ func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logg
 	go c.readStderr(stderrR, log)
 	go func() {
 		c.waitErr = cmd.Wait()
+		forget(cmd.Process.Pid)
 		close(c.exited)
 	}()
 	return c, nil
@@ -87,11 +94,13 @@ func (c *child) readStderr(r *os.File, log *slog.Logger) {
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 256<<10)
+	lim := newLineLimiter(time.Now)
+	defer func() { lim.flush(log, time.Now()) }()
 	for sc.Scan() {
 		line := sc.Bytes()
 		c.stderr.Write(line)
 		c.stderr.Write([]byte{'\n'})
-		log.Info("child stderr", "line", string(line))
+		lim.log(log, line)
 	}
 	// A line longer than the scanner buffer: keep draining so the child
 	// never blocks on a full stderr pipe.
@@ -135,8 +144,22 @@ var (
 
 // stop shuts the child down: close stdin, then SIGTERM, then SIGKILL of the
 // whole process group, each after a bounded wait. It returns when the leader
-// has been reaped; descendants left in the group are killed too.
+// has been reaped and everything else it started has been sent SIGKILL:
+// its process group, the rest of its process tree as it was when the stop
+// began, and every process carrying its mark (a setsid'd grandchild is in
+// none of the others once its parent is gone).
 func (c *child) stop(ctx context.Context) {
+	var tree []procInfo
+	select {
+	case <-c.exited: // reaped: its pid may name another process by now
+	default:
+		tree = treeOf(c.pid(), c.start)
+	}
+	c.stopLeader(ctx)
+	killRest(c.mark, tree)
+}
+
+func (c *child) stopLeader(ctx context.Context) {
 	c.stdin.Close()
 	defer c.stdout.Close()
 	pgid := c.cmd.Process.Pid

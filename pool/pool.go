@@ -37,7 +37,7 @@ type Server struct {
 	Name    string
 	Command string // stdio child; exactly one of Command and URL is set
 	Args    []string
-	Env     map[string]string // added to the daemon's environment
+	Env     map[string]string // set over what the child inherits
 	Cwd     string            // "" = the instance root, else the daemon's cwd
 	URL     string            // streamable-HTTP child
 	Headers map[string]string
@@ -46,6 +46,13 @@ type Server struct {
 	Max          int           // instances of this server; 0 = DefaultMax
 	IdleTimeout  time.Duration // 0 = Options.IdleTimeout
 	StartTimeout time.Duration // spawn + initialize; 0 = Options.StartTimeout
+
+	// InheritEnv names the daemon's variables a stdio child gets beyond the
+	// allowlist (HOME, PATH, the locale, ...: see allowedEnv); with
+	// InheritAllEnv it gets the daemon's whole environment. Env is set
+	// over either.
+	InheritEnv    []string
+	InheritAllEnv bool
 }
 
 // Options configure a Pool. The zero value is usable.
@@ -57,7 +64,7 @@ type Options struct {
 	// KeyAlive, if set, is asked on each reap whether a caller-owned key
 	// (pid:, lease:) still has its owner; false stops the instance at once.
 	KeyAlive func(key string) bool
-	Env      []string         // base environment of children; nil = os.Environ()
+	Env      []string         // what children inherit from (allowlisted); nil = os.Environ()
 	Logger   *slog.Logger     // nil = discard
 	Now      func() time.Time // nil = time.Now; tests inject a clock
 	// ClientName and ClientVersion go into initialize's clientInfo.

@@ -70,13 +70,15 @@ func substitute(s string, v vars, server, field string) (string, error) {
 // spawnSpec is a server definition with placeholders substituted: what is
 // actually started for one instance.
 type spawnSpec struct {
-	command   string
-	args      []string
-	env       []string // KEY=VALUE, appended to the base environment
-	cwd       string
-	cwdSource CwdSource
-	url       string
-	headers   map[string]string
+	command    string
+	args       []string
+	env        []string // KEY=VALUE, appended to the inherited environment
+	inherit    []string // names of the daemon's variables passed beyond the allowlist
+	inheritAll bool     // pass the daemon's whole environment
+	cwd        string
+	cwdSource  CwdSource
+	url        string
+	headers    map[string]string
 }
 
 // resolveSpawn substitutes placeholders in every field of def that may hold
@@ -99,6 +101,7 @@ func resolveSpawn(def *Server, v vars) (spawnSpec, error) {
 	for _, k := range sortedKeys(def.Env) {
 		sp.env = append(sp.env, k+"="+sub(def.Env[k], "env."+k))
 	}
+	sp.inherit, sp.inheritAll = def.InheritEnv, def.InheritAllEnv
 	cwd := sub(def.Cwd, "cwd")
 	sp.url = sub(def.URL, "url")
 	if len(def.Headers) > 0 {

@@ -30,7 +30,7 @@ func newSpawner() *spawner {
 		// after every child has been stopped.
 		runtime.LockOSThread()
 		for r := range s.reqs {
-			r.reply <- r.cmd.Start()
+			r.reply <- startDirect(r.cmd)
 		}
 	})
 	return s
@@ -48,4 +48,17 @@ func (s *spawner) start(cmd *exec.Cmd) error {
 func (s *spawner) close() {
 	s.closeOnce.Do(func() { close(s.reqs) })
 	s.done.Wait()
+}
+
+// startDirect starts cmd and registers its pid in direct before the orphan
+// reaper may look again: a child that exits at once must still be left
+// for its exec.Cmd to wait for. The caller forgets it after that wait.
+func startDirect(cmd *exec.Cmd) error {
+	direct.mu.Lock()
+	defer direct.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	direct.pids[cmd.Process.Pid] = true
+	return nil
 }

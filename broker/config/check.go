@@ -116,7 +116,7 @@ func (p *problems) checkTransport(name string, s *Server, t transport, bad map[s
 		}
 	}
 	if hasURL && !hasCmd {
-		for field, set := range map[string]bool{"args": len(s.Args) > 0, "env": len(s.Env) > 0, "cwd": s.Cwd != ""} {
+		for field, set := range map[string]bool{"args": len(s.Args) > 0, "env": len(s.Env) > 0, "cwd": s.Cwd != "", "inheritEnv": !s.InheritEnv.IsZero()} {
 			if set {
 				p.add(name, field, field+" is only for command servers", "remove it; a url server is not started by mcpx")
 			}

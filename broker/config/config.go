@@ -95,6 +95,9 @@ type Server struct {
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Cwd     string            `json:"cwd,omitempty"` // "" = the instance root, else unset
+	// InheritEnv: the daemon's variables the child gets beyond the
+	// allowlist; the zero value passes the allowlist only.
+	InheritEnv InheritEnv `json:"inheritEnv,omitzero"`
 
 	// streamable-HTTP child
 	URL     string            `json:"url,omitempty"`

@@ -163,6 +163,7 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 		"command":      {&s.Command, str},
 		"args":         {&s.Args, strs},
 		"env":          {&s.Env, strMap},
+		"inheritEnv":   {&s.InheritEnv, "true, false or a list of variable names"},
 		"cwd":          {&s.Cwd, str},
 		"url":          {&s.URL, str},
 		"headers":      {&s.Headers, strMap},

@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/pool"
 )
 
 // drainTimeout bounds how long shutdown waits for in-flight calls, and then
@@ -68,6 +69,13 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return fail(fmt.Errorf("creating state directory: %w", err))
+	}
+	// Before the first child: kill what a killed daemon of this state
+	// directory left, and keep orphaned grandchildren (see pool.Supervise).
+	if sup, err := pool.Supervise(state, log); err != nil {
+		log.Warn("not supervising grandchildren", "err", err)
+	} else {
+		defer sup.Close() // after closeBroker, deferred below
 	}
 
 	b, err := broker.New(broker.Options{Config: cfg, Logger: log, Version: version()})

@@ -1,0 +1,6 @@
+//go:build !race
+
+package pool
+
+// testEnv is empty outside race-instrumented builds; see env_race.go.
+var testEnv []string
