@@ -9,9 +9,12 @@
 // A child never hangs off a request context: it lives on the pool's context,
 // and a request context bounds only its own call. Instances are created on
 // first use, fixed to the root they were created with (restarts reuse it),
-// reaped when idle, evicted least-recently-used at the caps, and restarted
-// after a crash on the next call, with exponential backoff when they keep
-// failing.
+// reaped when idle, and restarted after a crash on the next call, with
+// exponential backoff when they keep failing with no good call between.
+// At the caps, the instance idle the longest makes room; when every
+// instance is busy, callers that need a new one wait in line (oldest
+// first) for one to become idle. A call that times out has its child
+// pinged; a child that does not answer is wedged, and is killed.
 package pool
 
 import (
@@ -483,7 +486,8 @@ func (p *Pool) newInstanceLocked(ctx context.Context, t Target) (*instance, erro
 	e := p.perr("acquire", t, ErrExhausted, detail+"; raise the server's max, or retry")
 	e.RetryAfter = time.Second
 	e.Cause = ctx.Err()
-	p.log.Info("no room for a new instance", "server", def.Name, "key", t.Key, "max", max, "maxInstances", p.opts.MaxInstances, "waited", !timedOut)
+	p.log.Info("refused a call: no room for a new instance", "server", def.Name, "key", t.Key, "max", max,
+		"maxInstances", p.opts.MaxInstances, "waitTimeout", p.opts.WaitTimeout, "deadlineFirst", !timedOut)
 	return nil, e
 }
 
