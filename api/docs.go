@@ -19,6 +19,11 @@ func serverDoc(si broker.ServerInfo) wire.Server {
 		Scope: string(si.Scope), Sharing: string(si.Sharing), Max: si.Max, Instances: si.Instances}
 }
 
+func statsDoc(s broker.Stats) *wire.Stats {
+	return &wire.Stats{Spawns: s.Spawns, Restarts: s.Restarts, StartFailures: s.StartFailures, Crashes: s.Crashes,
+		Wedged: s.Wedged, Evictions: s.Evictions, Reaps: s.Reaps, Exhausted: s.Exhausted, Queued: s.Queued}
+}
+
 func instanceDoc(in broker.Instance) wire.Instance {
 	return wire.Instance{
 		ID: in.ID, Server: in.Server, Key: in.Key, Root: in.Root,

@@ -198,7 +198,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
 	for _, in := range s.b.Instances() {
 		list = append(list, instanceDoc(in))
 	}
-	writeJSON(w, http.StatusOK, wire.InstanceList{Instances: list})
+	writeJSON(w, http.StatusOK, wire.InstanceList{Instances: list, Stats: statsDoc(s.b.Stats())})
 	return nil
 }
 

@@ -62,6 +62,9 @@ func TestDocumentsMatchBroker(t *testing.T) {
 	var in broker.Instance
 	fill(reflect.ValueOf(&in).Elem())
 	check("Instance", in, instanceDoc(in))
+	var st broker.Stats
+	fill(reflect.ValueOf(&st).Elem())
+	check("Stats", st, statsDoc(st))
 }
 
 // fill sets every field of the struct v to a distinct non-zero value.

@@ -68,6 +68,9 @@ type ServerInfo struct {
 // Instance is a pooled child, as status shows it.
 type Instance = pool.InstanceStatus
 
+// Stats are the pool-wide counters status shows.
+type Stats = pool.Stats
+
 // Options configures a Broker.
 type Options struct {
 	Config  *config.Config // required
@@ -107,6 +110,7 @@ func New(opts Options) (*Broker, error) {
 		MaxInstances:  pc.MaxInstances,
 		IdleTimeout:   pc.IdleTimeout.D(),
 		ReapInterval:  cmp.Or(opts.ReapInterval, pc.ReapInterval.D()),
+		WaitTimeout:   pc.WaitTimeout.D(),
 		KeyAlive:      keyAlive,
 		Env:           opts.Env,
 		Logger:        log,
@@ -280,6 +284,9 @@ func (b *Broker) GetPrompt(ctx context.Context, r Request, name string, args map
 
 // Instances lists the pooled children, sorted by server then key.
 func (b *Broker) Instances() []Instance { return b.pool.Instances() }
+
+// Stats returns the pool-wide counters (spawns, evictions, 503s, ...).
+func (b *Broker) Stats() Stats { return b.pool.Stats() }
 
 // StopInstance stops one instance by ID after draining its calls.
 // KindNotFound if there is none.

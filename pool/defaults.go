@@ -11,4 +11,10 @@ const (
 	DefaultIdleTimeout  = 5 * time.Minute  // Options.IdleTimeout
 	DefaultReapInterval = 30 * time.Second // Options.ReapInterval
 	DefaultStartTimeout = 30 * time.Second // Options.StartTimeout: spawn + initialize
+	// Options.WaitTimeout: how long a call waits in line for an instance
+	// when the pool is full, before it is refused (the API's 503).
+	DefaultWaitTimeout = 10 * time.Second
+	// Options.ProbeTimeout: how long a child whose call timed out has to
+	// answer a ping before it is declared wedged and killed.
+	DefaultProbeTimeout = 5 * time.Second
 )

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"mcpx.dev/mcpx/pool/mcpclient"
@@ -40,12 +42,22 @@ type instance struct {
 	lastErr      string
 	lastTail     string
 	drained      chan struct{} // made on remove with calls in flight; closed when the last one ends
+
+	// Guarded by Pool.mu; not a lifecycle field. Callers that chose this
+	// instance and wait for it (its start, its exclusive token, a wedged
+	// child's death): while any do, it is not evicted, so an instance
+	// always serves the caller that started it.
+	waiting int
 }
 
 // idle reports whether the instance can be stopped without cutting a call.
 func (i *instance) idle() bool {
 	return i.inflight == 0 && i.phase != phaseStarting && !i.phase.removed()
 }
+
+// evictable reports whether the instance may be stopped to make room for
+// another: idle, and no caller is waiting to use it.
+func (i *instance) evictable() bool { return i.idle() && i.waiting == 0 }
 
 type startAttempt struct {
 	done chan struct{}
@@ -60,6 +72,8 @@ type generation struct {
 	dead     chan struct{} // closed by the watcher once the child is gone
 	exitDesc string        // set before dead is closed
 	tail     string        // set before dead is closed
+	wedged   string        // why it was killed as wedged; set under Pool.mu before the kill, read after dead is closed
+	probing  atomic.Bool   // a wedge probe is under way
 }
 
 func (g *generation) pid() int {
@@ -82,6 +96,9 @@ func (g *generation) stop(ctx context.Context) {
 }
 
 func (g *generation) deathDetail() string {
+	if g.wedged != "" {
+		return g.wedged
+	}
 	if g.exitDesc == "" {
 		return "the child's session ended"
 	}
@@ -90,8 +107,12 @@ func (g *generation) deathDetail() string {
 
 func (p *Pool) startLocked(inst *instance, now time.Time) bool {
 	a := &startAttempt{done: make(chan struct{})}
+	ranBefore := !inst.started.IsZero()
 	if !p.updateLocked(inst, &event{kind: evStart, now: now, attempt: a}) {
 		return false
+	}
+	if ranBefore {
+		p.stats.Restarts++
 	}
 	p.wg.Go(func() { p.start(inst, a) })
 	return true
@@ -135,6 +156,15 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		} else if ctx.Err() != nil {
 			e.Err = ErrStartTimeout
 			e.Detail = fmt.Sprintf("no initialize answer within %s; is %q an MCP server speaking JSON-RPC on stdout?", inst.startTimeout(p.opts.StartTimeout), inst.def.Name)
+			// The callers waited the whole start timeout already: answer
+			// them now, and stop the silent child (stdin, SIGTERM, SIGKILL,
+			// seconds each) in the background rather than on their time.
+			if g.proc != nil {
+				e.StderrTail = g.proc.stderr.Tail(20)
+			}
+			p.finishStart(inst, a, nil, e, log)
+			p.stopGenAsync(g, tr.Close)
+			return
 		}
 		stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Second)
 		g.stop(stopCtx)
@@ -193,28 +223,33 @@ func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *
 	if err != nil {
 		a.err = err
 		p.updateLocked(inst, &event{kind: evStartFailed, now: now, attempt: a, fail: &failure{err.Detail, err.StderrTail}})
+		p.stats.StartFailures++
 		log.Warn("start failed", "err", err, "stderr", err.StderrTail)
 		return
 	}
 	if !p.updateLocked(inst, &event{kind: evStarted, now: now, attempt: a, gen: g}) {
 		a.err = p.perr("start", Target{Server: inst.def.Name, Key: inst.key.key}, ErrStart, "internal error: the instance refused its new child")
-		p.stopGenAsync(g)
+		p.stopGenAsync(g, nil)
 		return
 	}
+	p.stats.Spawns++
 	p.wg.Go(func() { p.watch(inst, g) })
 	if inst.phase.removed() {
 		// Removed while starting, and its stopper may have given up
 		// waiting: nobody else will stop this child.
-		p.stopGenAsync(g)
+		p.stopGenAsync(g, nil)
 	}
 }
 
-// stopGenAsync stops g in the background, bounded.
-func (p *Pool) stopGenAsync(g *generation) {
+// stopGenAsync stops g in the background, bounded, then runs after (if set).
+func (p *Pool) stopGenAsync(g *generation, after func() error) {
 	p.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		g.stop(ctx)
+		if after != nil {
+			after()
+		}
 	})
 }
 
@@ -249,9 +284,14 @@ func (p *Pool) watch(inst *instance, g *generation) {
 	if crashed {
 		ev.fail = &failure{g.deathDetail(), g.tail}
 	}
-	if !p.updateLocked(inst, &ev) || !crashed {
+	if !p.updateLocked(inst, &ev) {
 		return
 	}
+	p.kickLocked()
+	if !crashed {
+		return
+	}
+	p.stats.Crashes++
 	p.log.Warn("child exited unexpectedly", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
 		"pid", g.pid(), "how", g.exitDesc, "stderr", g.tail)
 }
@@ -294,7 +334,9 @@ func (i *instance) startTimeout(def time.Duration) time.Duration {
 	return def
 }
 
-func (i *instance) statusLocked() InstanceStatus {
+// statusLocked is inst as status shows it at now. A backoff that is over
+// shows as stopped: the next call starts a child.
+func (i *instance) statusLocked(now time.Time) InstanceStatus {
 	s := InstanceStatus{
 		ID: i.id, Server: i.def.Name, Key: i.key.key, Root: i.root,
 		Cwd: i.spec.cwd, CwdSource: i.spec.cwdSource,
@@ -309,7 +351,72 @@ func (i *instance) statusLocked() InstanceStatus {
 		s.Protocol = i.gen.sess.ProtocolVersion()
 	}
 	if i.phase == phaseBackoff {
-		s.BackoffUntil = i.backoffUntil
+		if now.Before(i.backoffUntil) {
+			s.BackoffUntil = i.backoffUntil
+		} else {
+			s.State = StateStopped
+		}
 	}
 	return s
+}
+
+// probe asks g, whose call just timed out, whether it still answers: a
+// ping bounded by Options.ProbeTimeout. No answer means the child is alive
+// but silent (stopped, deadlocked): it is marked wedged and killed, its
+// in-flight calls fail, and the next call starts a new child. One probe
+// per child at a time; it runs in the background, so the timed-out caller
+// gets its answer at once.
+func (p *Pool) probe(inst *instance, g *generation) {
+	if g.sess == nil || !g.probing.CompareAndSwap(false, true) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		g.probing.Store(false)
+		return
+	}
+	// Under p.mu, like stopAsync: Close never waits on a WaitGroup that
+	// is still being added to.
+	p.wg.Go(func() {
+		defer g.probing.Store(false)
+		p.probeOnce(inst, g)
+	})
+}
+
+func (p *Pool) probeOnce(inst *instance, g *generation) {
+	ctx, cancel := context.WithTimeout(p.ctx, p.opts.ProbeTimeout)
+	err := g.sess.Ping(ctx)
+	timedOut := ctx.Err() != nil && p.ctx.Err() == nil
+	cancel()
+	if err == nil || isRPCError(err) || !timedOut {
+		return // it answered, or it is gone and its watcher has it
+	}
+	p.mu.Lock()
+	if inst.phase != phaseReady || inst.gen != g {
+		p.mu.Unlock()
+		return
+	}
+	detail := fmt.Sprintf("the child was wedged: a call timed out and a ping got no answer within %s, so it was killed; the next call starts a new one", p.opts.ProbeTimeout)
+	var tail string
+	if g.proc != nil {
+		tail = g.proc.stderr.Tail(20)
+	}
+	if !p.updateLocked(inst, &event{kind: evWedged, now: p.opts.Now(), gen: g, fail: &failure{detail, tail}}) {
+		p.mu.Unlock()
+		return
+	}
+	g.wedged = detail
+	p.stats.Wedged++
+	p.mu.Unlock()
+	p.log.Warn("child is wedged; killing it", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
+		"pid", g.pid(), "probeTimeout", p.opts.ProbeTimeout, "stderr", tail)
+	if g.proc != nil {
+		// SIGKILL ends even a stopped process; the stop that follows
+		// (and the watcher's) then finds it gone and clears its group.
+		g.proc.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	g.stop(stopCtx)
+	stopCancel()
 }

@@ -34,11 +34,16 @@ const (
 	// phaseStopped: out of the pool and its stopper is done. Final; a
 	// start or a child that outlived the stopper's wait may still report.
 	phaseStopped
+	// phaseWedged: in the pool, its child alive but silent (a call timed
+	// out and a ping got no answer); the child is being killed, gen is set
+	// until its watcher reports the exit. New callers wait for that, then
+	// start a new child.
+	phaseWedged
 
 	numPhases
 )
 
-var phaseNames = [numPhases]string{"idle", "starting", "ready", "backoff", "stopping", "stopped"}
+var phaseNames = [numPhases]string{"idle", "starting", "ready", "backoff", "stopping", "stopped", "wedged"}
 
 func (ph phase) String() string {
 	if ph < numPhases {
@@ -58,6 +63,8 @@ func (ph phase) state() State {
 		return StateBackoff
 	case phaseStopping:
 		return StateStopping
+	case phaseWedged:
+		return StateWedged
 	}
 	return StateStopped
 }
@@ -78,11 +85,12 @@ const (
 	evRelease                      // a call ended (ok: it succeeded, or the child answered with an error)
 	evRemove                       // taken out of the pool; its stopper runs next
 	evStopped                      // its stopper is done
+	evWedged                       // the running child stopped answering (gen, fail: why)
 
 	numEvents
 )
 
-var eventNames = [numEvents]string{"start", "started", "startFailed", "exited", "acquire", "release", "remove", "stopped"}
+var eventNames = [numEvents]string{"start", "started", "startFailed", "exited", "acquire", "release", "remove", "stopped", "wedged"}
 
 func (k eventKind) String() string {
 	if k < numEvents {
@@ -96,8 +104,8 @@ type event struct {
 	kind    eventKind
 	now     time.Time
 	attempt *startAttempt // evStart: the new attempt; evStarted, evStartFailed: the one that ended
-	gen     *generation   // evStarted: the new child; evExited, evAcquire: the child concerned
-	fail    *failure      // evStartFailed; evExited when the child crashed (nil: its session expired)
+	gen     *generation   // evStarted: the new child; evExited, evAcquire, evWedged: the child concerned
+	fail    *failure      // evStartFailed, evWedged; evExited when the child crashed (nil: its session expired)
 	ok      bool          // evRelease: the call succeeded, or the child answered it with an error
 }
 
@@ -122,8 +130,12 @@ type edge struct {
 //	ready     --exited-->       idle when its session expired (re-initialized on the next call);
 //	                            else a crash: idle, or backoff as for startFailed
 //	ready     --acquire-->      ready      (inflight+1)
+//	ready     --wedged-->       wedged     (a call timed out and a ping got no answer;
+//	                            the child is being killed)
+//	wedged    --exited-->       idle       (no failure counted: the wedge is recorded, and
+//	                            the next call starts a new child at once)
 //	any       --release-->      unchanged  (inflight-1; a good call clears the failures)
-//	idle, starting, ready, backoff --remove--> stopping (once: a stopper owns it from here)
+//	idle, starting, ready, backoff, wedged --remove--> stopping (once: a stopper owns it from here)
 //	stopping  --stopped-->      stopped
 //	stopping, stopped --started, startFailed, exited--> unchanged
 //	                            (a start or child outliving the stopper's wait; whoever
@@ -131,9 +143,8 @@ type edge struct {
 //
 // A call can outlive its child and even its instance, so release is
 // accepted everywhere; acquire only hands out a ready child. A new state
-// (a wedged child, say: ready --wedged--> wedged --exited--> idle) is a
-// phase, its rows here and its case in next; a new rule for when to back
-// off is failPhase and failLocked, fed by what the event carries.
+// is a phase, its rows here and its case in next; a new rule for when to
+// back off is failPhase and failLocked, fed by what the event carries.
 var edges = []edge{
 	{phaseIdle, evStart, phaseStarting},
 	{phaseBackoff, evStart, phaseStarting},
@@ -145,6 +156,8 @@ var edges = []edge{
 	{phaseReady, evExited, phaseIdle},
 	{phaseReady, evExited, phaseBackoff},
 	{phaseReady, evAcquire, phaseReady},
+	{phaseReady, evWedged, phaseWedged},
+	{phaseWedged, evExited, phaseIdle},
 
 	{phaseIdle, evRelease, phaseIdle},
 	{phaseStarting, evRelease, phaseStarting},
@@ -152,11 +165,13 @@ var edges = []edge{
 	{phaseBackoff, evRelease, phaseBackoff},
 	{phaseStopping, evRelease, phaseStopping},
 	{phaseStopped, evRelease, phaseStopped},
+	{phaseWedged, evRelease, phaseWedged},
 
 	{phaseIdle, evRemove, phaseStopping},
 	{phaseStarting, evRemove, phaseStopping},
 	{phaseReady, evRemove, phaseStopping},
 	{phaseBackoff, evRemove, phaseStopping},
+	{phaseWedged, evRemove, phaseStopping},
 
 	{phaseStopping, evStopped, phaseStopped},
 
@@ -309,6 +324,9 @@ func (i *instance) apply(ev *event) error {
 		if i.inflight > 0 {
 			i.drained = make(chan struct{})
 		}
+	case evWedged:
+		i.lastErr = ev.fail.detail
+		i.lastTail = ev.fail.tail
 	}
 	i.phase = to
 	return nil
@@ -346,6 +364,8 @@ func (i *instance) next(ev *event) (phase, refusal) {
 		switch {
 		case ev.gen == nil || ev.gen != i.gen:
 			return from, otherChild
+		case from == phaseWedged:
+			return phaseIdle, accepted
 		case from != phaseReady:
 			return from, accepted
 		case ev.fail == nil:
@@ -362,6 +382,14 @@ func (i *instance) next(ev *event) (phase, refusal) {
 			return from, nothingInFlight
 		}
 		return from, accepted
+	case evWedged:
+		switch {
+		case ev.gen == nil || ev.gen != i.gen:
+			return from, otherChild
+		case ev.fail == nil:
+			return from, noFailure
+		}
+		return phaseWedged, accepted
 	case evRemove:
 		return phaseStopping, accepted
 	case evStopped:

@@ -47,6 +47,8 @@ func lifecycleEvent(kind eventKind, a *startAttempt, g *generation) event {
 		ev.gen, ev.fail = g, &failure{"exited", "stderr"}
 	case evAcquire:
 		ev.gen = g
+	case evWedged:
+		ev.gen, ev.fail = g, &failure{"wedged", "stderr"}
 	}
 	return ev
 }
@@ -97,6 +99,7 @@ func TestLifecycleFailuresLeadToBackoff(t *testing.T) {
 		{phaseReady, evExited, backoffAfter - 1, true, phaseIdle}, // an expired session is no failure
 		{phaseStopping, evExited, backoffAfter - 1, false, phaseStopping},
 		{phaseStopping, evStartFailed, backoffAfter - 1, false, phaseStopping},
+		{phaseWedged, evExited, backoffAfter - 1, false, phaseIdle}, // a wedge is replaced at once
 	} {
 		inst, a, g := lifecycleFixture(tc.from, tc.failures)
 		ev := lifecycleEvent(tc.kind, a, g)
@@ -109,7 +112,7 @@ func TestLifecycleFailuresLeadToBackoff(t *testing.T) {
 		if inst.phase != tc.want {
 			t.Errorf("%s in %s with %d failures (fail %v): %s, want %s", tc.kind, tc.from, tc.failures, ev.fail != nil, inst.phase, tc.want)
 		}
-		counted := inst.phase == phaseIdle || inst.phase == phaseBackoff
+		counted := (inst.phase == phaseIdle || inst.phase == phaseBackoff) && tc.from != phaseWedged
 		if counted && ev.fail != nil && inst.failures != tc.failures+1 {
 			t.Errorf("%s in %s: failures %d, want %d", tc.kind, tc.from, inst.failures, tc.failures+1)
 		}
@@ -139,6 +142,8 @@ func TestLifecyclePreconditions(t *testing.T) {
 		{"failed with nothing under way", phaseStarting, evStartFailed, func(i *instance, _ *event) { i.starting = nil }},
 		{"another child exited", phaseReady, evExited, func(_ *instance, ev *event) { ev.gen = &generation{} }},
 		{"acquire another child", phaseReady, evAcquire, func(_ *instance, ev *event) { ev.gen = &generation{} }},
+		{"another child wedged", phaseReady, evWedged, func(_ *instance, ev *event) { ev.gen = &generation{} }},
+		{"wedged with no reason", phaseReady, evWedged, func(_ *instance, ev *event) { ev.fail = nil }},
 		{"release with no call in flight", phaseReady, evRelease, func(i *instance, _ *event) { i.inflight = 0 }},
 		{"unknown event", phaseReady, numEvents, nil},
 	} {

@@ -9,9 +9,12 @@
 // A child never hangs off a request context: it lives on the pool's context,
 // and a request context bounds only its own call. Instances are created on
 // first use, fixed to the root they were created with (restarts reuse it),
-// reaped when idle, evicted least-recently-used at the caps, and restarted
-// after a crash on the next call, with exponential backoff when they keep
-// failing.
+// reaped when idle, and restarted after a crash on the next call, with
+// exponential backoff when they keep failing with no good call between.
+// At the caps, the instance idle the longest makes room; when every
+// instance is busy, callers that need a new one wait in line (oldest
+// first) for one to become idle. A call that times out has its child
+// pinged; a child that does not answer is wedged, and is killed.
 package pool
 
 import (
@@ -61,6 +64,13 @@ type Options struct {
 	IdleTimeout  time.Duration // 0 = DefaultIdleTimeout
 	ReapInterval time.Duration // 0 = DefaultReapInterval; negative = no background reaper (call Reap)
 	StartTimeout time.Duration // 0 = DefaultStartTimeout
+	// WaitTimeout bounds how long a call that needs a new instance waits in
+	// line while the caps are reached and every instance is busy; 0 =
+	// DefaultWaitTimeout. The call's own deadline bounds it too.
+	WaitTimeout time.Duration
+	// ProbeTimeout is how long a child whose call timed out has to answer
+	// a ping before it is declared wedged and killed; 0 = DefaultProbeTimeout.
+	ProbeTimeout time.Duration
 	// KeyAlive, if set, is asked on each reap whether a caller-owned key
 	// (pid:, lease:) still has its owner; false stops the instance at once.
 	KeyAlive func(key string) bool
@@ -143,6 +153,18 @@ type Pool struct {
 	byID      map[string]*instance  // guarded by mu
 	seq       map[string]int        // guarded by mu; per-server instance numbers
 	closed    bool                  // guarded by mu
+	queue     []*slotWaiter         // guarded by mu; callers waiting for room for a new instance, oldest first
+	stats     Stats                 // guarded by mu
+}
+
+// slotWaiter is a caller in line for room for a new instance. Whoever
+// serves it (serveQueueLocked, Close) removes it from the queue, sets inst
+// or err, then closes ready.
+type slotWaiter struct {
+	t     Target
+	ready chan struct{}
+	inst  *instance // made for it, with waiting counted for it
+	err   error
 }
 
 // New returns a pool with no servers. It starts the idle reaper; Close stops it.
@@ -158,6 +180,12 @@ func New(opts Options) *Pool {
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = DefaultWaitTimeout
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = DefaultProbeTimeout
 	}
 	if opts.Env == nil {
 		opts.Env = os.Environ()
@@ -235,6 +263,7 @@ func (p *Pool) SetServers(defs []Server) {
 		p.log.Info("server definition changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 		p.stopAsync(inst, "definition changed")
 	}
+	p.kickLocked()
 	p.mu.Unlock()
 }
 
@@ -279,16 +308,26 @@ func (p *Pool) perr(op string, t Target, sentinel error, detail string) *Error {
 }
 
 func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, error) {
+	// held is the instance this caller waited for, its waiting count
+	// raised so that nobody evicted it meanwhile; lowered under the same
+	// lock that then acquires it.
+	var held *instance
 	for {
 		p.mu.Lock()
+		if held != nil {
+			held.waiting--
+			held = nil
+		}
 		if p.closed {
+			p.kickLocked()
 			p.mu.Unlock()
 			return nil, nil, p.perr("acquire", t, ErrClosed, "the daemon is shutting down")
 		}
 		inst := p.instances[instKey{t.Server, t.Key}]
 		if inst == nil {
 			var err error
-			if inst, err = p.newInstanceLocked(t); err != nil {
+			if inst, err = p.newInstanceLocked(ctx, t); err != nil {
+				p.kickLocked()
 				p.mu.Unlock()
 				return nil, nil, err
 			}
@@ -300,6 +339,7 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 				e := p.perr("start", t, ErrBackoff, inst.lastErr)
 				e.RetryAfter = inst.backoffUntil.Sub(now)
 				e.StderrTail = inst.lastTail
+				p.kickLocked()
 				p.mu.Unlock()
 				return nil, nil, e
 			}
@@ -309,16 +349,34 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 				p.mu.Unlock()
 				return nil, nil, p.perr("start", t, ErrStart, "internal error: the instance refused to start")
 			}
+		case phaseWedged:
+			// Its child is being killed: wait for its watcher, then start
+			// afresh.
+			g := inst.gen
+			inst.waiting++
+			held = inst
+			p.mu.Unlock()
+			select {
+			case <-g.dead:
+				continue
+			case <-ctx.Done():
+				p.unhold(inst)
+				return nil, nil, p.ctxErr(ctx, t, "waiting for a wedged child to be killed")
+			}
 		}
 		if a := inst.starting; a != nil {
+			inst.waiting++
+			held = inst
 			p.mu.Unlock()
 			select {
 			case <-a.done:
 				if a.err != nil {
+					p.unhold(inst)
 					return nil, nil, a.err
 				}
 				continue
 			case <-ctx.Done():
+				p.unhold(inst)
 				return nil, nil, p.ctxErr(ctx, t, "waiting for the child to start")
 			}
 		}
@@ -337,15 +395,19 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 		default:
 		}
 		if inst.def.Exclusive {
+			inst.waiting++
 			p.mu.Unlock()
 			select {
 			case inst.sem <- struct{}{}:
 			case <-ctx.Done():
+				p.unhold(inst)
 				return nil, nil, p.ctxErr(ctx, t, "waiting for the exclusive instance; another caller holds it")
 			}
 			p.mu.Lock()
-			if inst.gen != g || inst.phase.removed() {
+			inst.waiting--
+			if inst.gen != g || inst.phase != phaseReady {
 				<-inst.sem
+				p.kickLocked()
 				p.mu.Unlock()
 				continue
 			}
@@ -362,6 +424,14 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 	}
 }
 
+// unhold lowers inst's waiting count for a caller that gives up on it.
+func (p *Pool) unhold(inst *instance) {
+	p.mu.Lock()
+	inst.waiting--
+	p.kickLocked()
+	p.mu.Unlock()
+}
+
 func (p *Pool) ctxErr(ctx context.Context, t Target, what string) *Error {
 	e := p.perr("acquire", t, ErrTimeout, what)
 	if errors.Is(ctx.Err(), context.Canceled) {
@@ -371,32 +441,83 @@ func (p *Pool) ctxErr(ctx context.Context, t Target, what string) *Error {
 	return e
 }
 
-// newInstanceLocked creates the instance for t, evicting the least recently
-// used idle instance when a cap is reached.
-func (p *Pool) newInstanceLocked(t Target) (*instance, error) {
+// newInstanceLocked creates the instance for t. At a cap it evicts the
+// instance idle the longest; when every instance is busy it waits in line
+// (unlocking p.mu meanwhile), bounded by ctx and Options.WaitTimeout.
+func (p *Pool) newInstanceLocked(ctx context.Context, t Target) (*instance, error) {
 	def := p.servers[t.Server]
 	if def == nil {
 		return nil, p.perr("acquire", t, ErrUnknownServer, "")
 	}
+	if len(p.queue) == 0 && p.roomLocked(def, t.Key) {
+		return p.createLocked(def, t)
+	}
+	w := &slotWaiter{t: t, ready: make(chan struct{})}
+	p.queue = append(p.queue, w)
+	p.serveQueueLocked()
+	timedOut := false
+	if w.inst == nil && w.err == nil {
+		p.mu.Unlock()
+		timer := time.NewTimer(p.opts.WaitTimeout)
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+		case <-timer.C:
+			timedOut = true
+		}
+		timer.Stop()
+		p.mu.Lock()
+	}
+	select {
+	case <-w.ready:
+		// Served, perhaps just as the wait ended: take what it got.
+		if w.inst != nil {
+			w.inst.waiting--
+			return w.inst, nil
+		}
+		return nil, w.err
+	default:
+	}
+	p.queue = slices.DeleteFunc(p.queue, func(x *slotWaiter) bool { return x == w })
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil, p.ctxErr(ctx, t, "waiting for room for a new instance")
+	}
+	p.stats.Exhausted++
+	max := cmp.Or(def.Max, DefaultMax)
+	detail := fmt.Sprintf("server %q has its maximum of %d instances, or the daemon its pool.maxInstances of %d, all busy", def.Name, max, p.opts.MaxInstances)
+	if timedOut {
+		detail += fmt.Sprintf(", for the whole pool.waitTimeout (%s)", p.opts.WaitTimeout)
+	} else {
+		detail += " until the call's deadline"
+	}
+	e := p.perr("acquire", t, ErrExhausted, detail+"; raise the server's max, or retry")
+	e.RetryAfter = time.Second
+	e.Cause = ctx.Err()
+	p.log.Info("refused a call: no room for a new instance", "server", def.Name, "key", t.Key, "max", max,
+		"maxInstances", p.opts.MaxInstances, "waitTimeout", p.opts.WaitTimeout, "deadlineFirst", !timedOut)
+	return nil, e
+}
+
+// roomLocked reports whether an instance of def may be created now,
+// evicting the instance idle the longest (of def's server at its max, of
+// any server at the daemon's cap) to make room. forKey is the key that
+// needs it, for the log.
+func (p *Pool) roomLocked(def *Server, forKey string) bool {
+	if p.countLocked(def.Name) >= cmp.Or(def.Max, DefaultMax) &&
+		!p.evictLRULocked(forKey, func(i *instance) bool { return i.def.Name == def.Name }) {
+		return false
+	}
+	if len(p.instances) >= p.opts.MaxInstances && !p.evictLRULocked(forKey, func(*instance) bool { return true }) {
+		return false
+	}
+	return true
+}
+
+// createLocked makes the instance for t, in phase idle. There is room.
+func (p *Pool) createLocked(def *Server, t Target) (*instance, error) {
 	spec, err := resolveSpawn(def, vars{root: t.Root, cwd: t.Cwd})
 	if err != nil {
-		e := p.perr("start", t, ErrSpawnConfig, err.Error())
-		return nil, e
-	}
-	max := cmp.Or(def.Max, DefaultMax)
-	if n := p.countLocked(def.Name); n >= max {
-		if !p.evictLRULocked(func(i *instance) bool { return i.def.Name == def.Name }) {
-			e := p.perr("acquire", t, ErrExhausted, fmt.Sprintf("server %q has its maximum of %d instances, all busy; raise its max or retry", def.Name, max))
-			e.RetryAfter = time.Second
-			return nil, e
-		}
-	}
-	if len(p.instances) >= p.opts.MaxInstances {
-		if !p.evictLRULocked(func(*instance) bool { return true }) {
-			e := p.perr("acquire", t, ErrExhausted, fmt.Sprintf("the daemon-wide limit of %d instances is reached, all busy; raise pool.maxInstances or retry", p.opts.MaxInstances))
-			e.RetryAfter = time.Second
-			return nil, e
-		}
+		return nil, p.perr("start", t, ErrSpawnConfig, err.Error())
 	}
 	p.seq[def.Name]++
 	inst := &instance{
@@ -418,6 +539,40 @@ func (p *Pool) newInstanceLocked(t Target) (*instance, error) {
 	return inst, nil
 }
 
+// kickLocked serves the queue if anyone is in it: call it whenever an
+// instance may have become evictable or left the pool.
+func (p *Pool) kickLocked() {
+	if len(p.queue) > 0 {
+		p.serveQueueLocked()
+	}
+}
+
+// serveQueueLocked gives room to the callers in line, oldest first. One
+// whose server is at its max does not hold up a caller of another server
+// with room; among callers that compete for the same room, the oldest wins.
+func (p *Pool) serveQueueLocked() {
+	p.queue = slices.DeleteFunc(p.queue, func(w *slotWaiter) bool {
+		def := p.servers[w.t.Server]
+		switch {
+		case p.closed:
+			w.err = p.perr("acquire", w.t, ErrClosed, "the daemon is shutting down")
+		case def == nil:
+			w.err = p.perr("acquire", w.t, ErrUnknownServer, "")
+		case p.instances[instKey{w.t.Server, w.t.Key}] != nil:
+			// Someone made it meanwhile: share it.
+			w.inst = p.instances[instKey{w.t.Server, w.t.Key}]
+		case !p.roomLocked(def, w.t.Key):
+			return false
+		default:
+			w.inst, w.err = p.createLocked(def, w.t)
+		}
+		if w.inst != nil {
+			w.inst.waiting++
+		}
+		close(w.ready)
+		return true
+	})
+}
 func (p *Pool) countLocked(server string) int {
 	n := 0
 	for k := range p.instances {
@@ -428,20 +583,24 @@ func (p *Pool) countLocked(server string) int {
 	return n
 }
 
-// evictLRULocked stops the least recently used idle instance matching ok.
-func (p *Pool) evictLRULocked(ok func(*instance) bool) bool {
+// evictLRULocked stops the evictable instance matching ok that has been
+// idle the longest, to make room for forKey.
+func (p *Pool) evictLRULocked(forKey string, ok func(*instance) bool) bool {
 	var victim *instance
 	for _, inst := range p.instances {
-		if inst.idle() && ok(inst) && (victim == nil || inst.lastUsed.Before(victim.lastUsed)) {
+		if inst.evictable() && ok(inst) && (victim == nil || inst.lastUsed.Before(victim.lastUsed)) {
 			victim = inst
 		}
 	}
 	if victim == nil {
 		return false
 	}
-	p.log.Info("evicting least recently used instance", "server", victim.def.Name, "key", victim.key.key, "instance", victim.id)
+	idle := p.opts.Now().Sub(victim.lastUsed).Round(time.Millisecond)
+	p.log.Info("evicting the instance idle the longest to make room", "server", victim.def.Name, "key", victim.key.key,
+		"instance", victim.id, "idleFor", idle, "for", forKey)
+	p.stats.Evictions++
 	p.removeLocked(victim)
-	p.stopAsync(victim, "evicted")
+	p.stopAsync(victim, "evicted for "+forKey)
 	return true
 }
 
@@ -467,6 +626,9 @@ func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Tar
 	if t.Ephemeral && inst.inflight == 0 && !inst.phase.removed() {
 		p.removeLocked(inst)
 		p.stopAsync(inst, "call finished")
+	}
+	if inst.inflight == 0 {
+		p.kickLocked()
 	}
 	p.mu.Unlock()
 	return callErr
@@ -496,6 +658,7 @@ func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t T
 	case ctx.Err() != nil:
 		e := p.perr("call", t, ErrTimeout, "the call did not finish before its deadline; the child was sent notifications/cancelled")
 		e.Cause = err
+		p.probe(inst, g)
 		return e
 	case errors.Is(err, mcpclient.ErrClosed):
 		p.mu.Lock()
@@ -523,16 +686,26 @@ func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t T
 
 // Instances returns a snapshot of every instance, sorted by server then key.
 func (p *Pool) Instances() []InstanceStatus {
+	now := p.opts.Now()
 	p.mu.Lock()
 	out := make([]InstanceStatus, 0, len(p.instances))
 	for _, inst := range p.instances {
-		out = append(out, inst.statusLocked())
+		out = append(out, inst.statusLocked(now))
 	}
 	p.mu.Unlock()
 	slices.SortFunc(out, func(a, b InstanceStatus) int {
 		return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Key, b.Key))
 	})
 	return out
+}
+
+// Stats returns the pool-wide counters.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Queued = int64(len(p.queue))
+	return s
 }
 
 // Stop drains and stops one instance by ID. ctx bounds the drain; when it
@@ -545,7 +718,9 @@ func (p *Pool) Stop(ctx context.Context, id string) error {
 		return &Error{Op: "stop", Key: id, Err: ErrNotFound, Detail: fmt.Sprintf("no instance %q; `mcpx status` lists them", id)}
 	}
 	p.removeLocked(inst)
+	p.kickLocked()
 	p.mu.Unlock()
+	p.log.Info("stopping instance by request", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 	p.stopInstance(ctx, inst, "stopped by request")
 	return nil
 }
@@ -560,19 +735,29 @@ func (p *Pool) reap(idle bool) {
 	now := p.opts.Now()
 	p.mu.Lock()
 	for _, inst := range p.instances {
-		if !inst.idle() {
+		if !inst.idle() || inst.waiting > 0 {
 			continue
 		}
 		// An ephemeral (call:) instance idle for a whole check lost its
 		// caller during the start; other caller-owned keys ask their owner.
 		gone := (inst.ephemeral && now.Sub(inst.lastUsed) >= ownerCheckInterval) ||
 			(p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key))
-		if gone || (idle && now.Sub(inst.lastUsed) >= cmp.Or(inst.def.IdleTimeout, p.opts.IdleTimeout)) {
+		timeout := cmp.Or(inst.def.IdleTimeout, p.opts.IdleTimeout)
+		if gone || (idle && now.Sub(inst.lastUsed) >= timeout) {
+			why := fmt.Sprintf("idle for %s (idle timeout %s)", now.Sub(inst.lastUsed).Round(time.Second), timeout)
+			switch {
+			case inst.ephemeral && gone:
+				why = "its one call's caller went away during the start"
+			case gone:
+				why = "its owner is gone"
+			}
 			p.removeLocked(inst)
-			p.log.Info("reaping instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id, "ownerGone", gone)
-			p.stopAsync(inst, "idle")
+			p.stats.Reaps++
+			p.log.Info("reaping instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id, "why", why)
+			p.stopAsync(inst, why)
 		}
 	}
+	p.kickLocked()
 	p.mu.Unlock()
 }
 
@@ -582,6 +767,7 @@ func (p *Pool) reap(idle bool) {
 func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
+	p.kickLocked()
 	var all []*instance
 	for _, inst := range p.instances {
 		all = append(all, inst)

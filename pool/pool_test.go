@@ -276,16 +276,17 @@ func TestLRUEvictionAtServerMax(t *testing.T) {
 
 func TestDaemonCapAndExhaustion(t *testing.T) {
 	a, b := demoServer(t, "a"), demoServer(t, "b")
-	p := newPool(t, pool.Options{MaxInstances: 2}, a, b)
+	p := newPool(t, pool.Options{MaxInstances: 2, WaitTimeout: 100 * time.Millisecond}, a, b)
 	ctx := t.Context()
-	// Hold both slots busy, then ask for a third instance.
+	// Hold both slots busy, then ask for a third instance: it waits its
+	// WaitTimeout in line, then is refused.
 	var wg sync.WaitGroup
 	started := make(chan struct{}, 2)
 	for _, srv := range []string{"a", "b"} {
 		wg.Go(func() {
 			p.Do(ctx, pool.Target{Server: srv, Key: "global"}, func(s *mcpclient.Session) error {
 				started <- struct{}{}
-				_, err := s.CallTool(ctx, "sleep", json.RawMessage(`{"ms":800}`), nil)
+				_, err := s.CallTool(ctx, "sleep", json.RawMessage(`{"ms":1500}`), nil)
 				return err
 			})
 		})
@@ -294,8 +295,11 @@ func TestDaemonCapAndExhaustion(t *testing.T) {
 	<-started
 	_, err := call(ctx, p, pool.Target{Server: "a", Key: "session:x"}, "pid", nil)
 	var pe *pool.Error
-	if !errors.Is(err, pool.ErrExhausted) || !errors.As(err, &pe) || pe.RetryAfter <= 0 {
-		t.Fatalf("third instance while two are busy: err = %v, want ErrExhausted with RetryAfter", err)
+	if !errors.Is(err, pool.ErrExhausted) || !errors.As(err, &pe) || pe.RetryAfter <= 0 || !strings.Contains(pe.Detail, "pool.waitTimeout") {
+		t.Fatalf("third instance while two are busy: err = %v, want ErrExhausted with RetryAfter naming pool.waitTimeout", err)
+	}
+	if got := p.Stats().Exhausted; got != 1 {
+		t.Errorf("Stats().Exhausted = %d, want 1", got)
 	}
 	wg.Wait()
 	// Idle now: the LRU instance is evicted to make room.

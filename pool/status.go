@@ -11,6 +11,7 @@ const (
 	StateStarting State = "starting" // spawned, initialize not yet answered
 	StateReady    State = "ready"    // serving calls
 	StateBackoff  State = "backoff"  // crashed repeatedly; next start not before BackoffUntil
+	StateWedged   State = "wedged"   // alive but silent (LastError says how it was found); being killed, the next call starts a new one
 	StateStopping State = "stopping" // draining and shutting down
 	StateStopped  State = "stopped"  // no child: not started yet, or it exited (the next call starts one; LastError says why)
 )
@@ -44,4 +45,17 @@ type InstanceStatus struct {
 	BackoffUntil time.Time `json:"backoffUntil,omitzero"`
 	LastError    string    `json:"lastError,omitempty"`
 	Degraded     string    `json:"degraded,omitempty"`
+}
+
+// Stats are pool-wide counters since the pool was made.
+type Stats struct {
+	Spawns        int64 `json:"spawns"`        // children started (initialize answered)
+	Restarts      int64 `json:"restarts"`      // starts of an instance that had run a child before
+	StartFailures int64 `json:"startFailures"` // starts that failed or timed out
+	Crashes       int64 `json:"crashes"`       // running children that exited unexpectedly
+	Wedged        int64 `json:"wedged"`        // running children found silent and killed
+	Evictions     int64 `json:"evictions"`     // idle instances stopped to make room for another key
+	Reaps         int64 `json:"reaps"`         // instances stopped for idleness or because their owner went away
+	Exhausted     int64 `json:"exhausted"`     // calls refused because the pool stayed full (the API's 503)
+	Queued        int64 `json:"queued"`        // callers in line for room right now (a gauge, not a count)
 }

@@ -96,6 +96,20 @@ type ToolList struct {
 // InstanceList is the /v1/instances document.
 type InstanceList struct {
 	Instances []Instance `json:"instances"`
+	Stats     *Stats     `json:"stats,omitempty"` // pool-wide counters since the daemon started
+}
+
+// Stats are the pool's counters since the daemon started.
+type Stats struct {
+	Spawns        int64 `json:"spawns"`        // children started (initialize answered)
+	Restarts      int64 `json:"restarts"`      // starts of an instance that had run a child before
+	StartFailures int64 `json:"startFailures"` // starts that failed or timed out
+	Crashes       int64 `json:"crashes"`       // running children that exited unexpectedly
+	Wedged        int64 `json:"wedged"`        // running children found silent (no answer to a ping) and killed
+	Evictions     int64 `json:"evictions"`     // idle instances stopped to make room for another key
+	Reaps         int64 `json:"reaps"`         // instances stopped for idleness or because their owner went away
+	Exhausted     int64 `json:"exhausted"`     // calls refused because the pool stayed full (503)
+	Queued        int64 `json:"queued"`        // callers waiting for room right now
 }
 
 // Instance is one pooled child, as status shows it.
@@ -108,7 +122,7 @@ type Instance struct {
 	CwdSource string `json:"cwdSource"` // "config", "scope" or "daemon"
 	Transport string `json:"transport"` // "stdio" or "http"
 	Pid       int    `json:"pid,omitempty"`
-	// State is "starting", "ready", "backoff", "stopping" or "stopped".
+	// State is "starting", "ready", "backoff", "wedged", "stopping" or "stopped".
 	State        string    `json:"state"`
 	Protocol     string    `json:"protocolVersion,omitempty"`
 	Started      time.Time `json:"started"`

@@ -37,6 +37,7 @@ func (p *problems) checkPool(pc *Pool) {
 	}
 	p.duration("", "pool.idleTimeout", &pc.IdleTimeout, pool.DefaultIdleTimeout)
 	p.duration("", "pool.reapInterval", &pc.ReapInterval, pool.DefaultReapInterval)
+	p.duration("", "pool.waitTimeout", &pc.WaitTimeout, pool.DefaultWaitTimeout)
 }
 
 // duration rejects a negative *d and replaces zero with def.

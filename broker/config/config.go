@@ -142,6 +142,7 @@ type Pool struct {
 	MaxInstances int      `json:"maxInstances,omitempty"` // 0 = pool.DefaultMaxInstances
 	IdleTimeout  Duration `json:"idleTimeout,omitempty"`  // 0 = pool.DefaultIdleTimeout
 	ReapInterval Duration `json:"reapInterval,omitempty"` // 0 = pool.DefaultReapInterval
+	WaitTimeout  Duration `json:"waitTimeout,omitempty"`  // 0 = pool.DefaultWaitTimeout; a call's wait for room in a full pool
 }
 
 // DefaultCallTimeout is the call timeout of a server that sets none. The

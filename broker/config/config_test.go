@@ -239,7 +239,7 @@ func TestParseDefaults(t *testing.T) {
 			"own": {Name: "own", Command: "x", Scope: config.ScopeSession, Sharing: config.SharingExclusive, Max: 2,
 				IdleTimeout: dur(time.Minute), CallTimeout: dur(10 * time.Second), StartTimeout: dur(5 * time.Second)},
 		},
-		Pool: config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second)},
+		Pool: config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second)},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -249,7 +249,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPool := config.Pool{MaxInstances: 64, IdleTimeout: dur(5 * time.Minute), ReapInterval: dur(30 * time.Second)}
+	wantPool := config.Pool{MaxInstances: 64, IdleTimeout: dur(5 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second)}
 	if diff := cmp.Diff(wantPool, empty.Pool); diff != "" {
 		t.Errorf("pool defaults (-want +got):\n%s", diff)
 	}
@@ -367,7 +367,7 @@ const fullConfig = `{
 			"headers": {"Authorization": "Bearer ${TOKEN}"}
 		}
 	},
-	"pool": {"maxInstances": 10, "idleTimeout": "10m", "reapInterval": "1m"}
+	"pool": {"maxInstances": 10, "idleTimeout": "10m", "reapInterval": "1m", "waitTimeout": "20s"}
 }`
 
 func TestConfigShowRoundTrip(t *testing.T) {
@@ -379,7 +379,7 @@ func TestConfigShowRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"${mcpx.root}/sub"`, `"idleTimeout": "1m30s"`, `"callTimeout": "5m0s"`, `"reapInterval": "1m0s"`, `"scope": "global"`, `"Bearer ${TOKEN}"`} {
+	for _, want := range []string{`"${mcpx.root}/sub"`, `"idleTimeout": "1m30s"`, `"callTimeout": "5m0s"`, `"reapInterval": "1m0s"`, `"waitTimeout": "20s"`, `"scope": "global"`, `"Bearer ${TOKEN}"`} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("shown config lacks %s:\n%s", want, out)
 		}

@@ -272,6 +272,7 @@ func (p *problems) decodePool(pc *Pool, raw json.RawMessage) {
 		"maxInstances": {&pc.MaxInstances, "a non-negative integer"},
 		"idleTimeout":  {&pc.IdleTimeout, `a duration string such as "5m"`},
 		"reapInterval": {&pc.ReapInterval, `a duration string such as "30s"`},
+		"waitTimeout":  {&pc.WaitTimeout, `a duration string such as "10s"`},
 	}
 	p.decodeFields("", "pool.", members, fields, map[string]bool{})
 }

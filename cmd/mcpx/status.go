@@ -49,9 +49,13 @@ func status(ctx context.Context, c *cli, args []string) int {
 	printDaemon(c, who.Daemon, time.Now())
 	if len(doc.Instances) == 0 {
 		fmt.Fprintln(c.stdout, "no instances running")
-		return exitOK
+	} else {
+		printInstances(c, doc.Instances, time.Now())
 	}
-	printInstances(c, doc.Instances, time.Now())
+	if s := doc.Stats; s != nil {
+		fmt.Fprintf(c.stdout, "pool: %d spawns, %d restarts, %d start failures, %d crashes, %d wedged, %d evictions, %d reaps, %d refused (full), %d waiting\n",
+			s.Spawns, s.Restarts, s.StartFailures, s.Crashes, s.Wedged, s.Evictions, s.Reaps, s.Exhausted, s.Queued)
+	}
 	return exitOK
 }
 
