@@ -27,6 +27,7 @@ import (
 	"github.com/klauspost/compress/gzhttp"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 // DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is 0.
@@ -38,6 +39,9 @@ type Options struct {
 	Logger       *slog.Logger   // nil = discard
 	Version      string         // reported by /healthz and /v1/whoami; "" = "dev"
 	MaxBodyBytes int64          // request body limit; 0 = DefaultMaxBodyBytes
+	// MaxDepth bounds the nesting of tool and prompt arguments (the
+	// config's limits.maxDepth); 0 = config.DefaultMaxDepth.
+	MaxDepth int
 	// KeepAlive is how often an event stream with nothing to say sends a
 	// comment, so that idle timeouts on the way do not cut it; 0 = 15s.
 	KeepAlive time.Duration
@@ -49,6 +53,7 @@ type server struct {
 	log       *slog.Logger
 	version   string
 	maxBody   int64
+	maxDepth  int // deeper arguments are refused (limits.maxDepth)
 	owner     int // the only uid admitted on the unix socket: the daemon's
 	keepAlive time.Duration
 }
@@ -68,6 +73,7 @@ func newServer(opts Options) *server {
 		log:       opts.Logger,
 		version:   opts.Version,
 		maxBody:   opts.MaxBodyBytes,
+		maxDepth:  opts.MaxDepth,
 		owner:     os.Getuid(),
 		keepAlive: cmp.Or(opts.KeepAlive, 15*time.Second),
 	}
@@ -76,6 +82,9 @@ func newServer(opts Options) *server {
 	}
 	if s.version == "" {
 		s.version = "dev"
+	}
+	if s.maxDepth <= 0 {
+		s.maxDepth = config.DefaultMaxDepth
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes

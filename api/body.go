@@ -38,6 +38,9 @@ func (s *server) readArguments(w http.ResponseWriter, r *http.Request) (json.Raw
 	if len(b) == 0 {
 		return json.RawMessage("{}"), nil
 	}
+	if err := s.checkDepth(b, "tool arguments"); err != nil {
+		return nil, err
+	}
 	if err := checkObject(b, "tool arguments"); err != nil {
 		return nil, err
 	}
@@ -53,6 +56,9 @@ func (s *server) readPromptArguments(w http.ResponseWriter, r *http.Request) (ma
 	args := map[string]string{}
 	if len(b) == 0 {
 		return args, nil
+	}
+	if err := s.checkDepth(b, "prompt arguments"); err != nil {
+		return nil, err
 	}
 	if err := checkObject(b, "prompt arguments"); err != nil {
 		return nil, err
@@ -74,6 +80,64 @@ func (s *server) readPromptArguments(w http.ResponseWriter, r *http.Request) (ma
 		args[name] = s
 	}
 	return args, nil
+}
+
+// checkDepth refuses arguments nested deeper than s.maxDepth. Children
+// share their decoder's limits with every other caller: the official go-sdk
+// exits on a message nested ~1,000 deep, failing every call in flight on
+// it, so the bound is applied here, before any child sees the bytes.
+func (s *server) checkDepth(b []byte, what string) error {
+	if !deeperThan(b, s.maxDepth) {
+		return nil
+	}
+	return &broker.Error{Kind: broker.KindBadRequest, Op: "read body", Field: "body",
+		Msg:  fmt.Sprintf("%s nest deeper than %d levels (limits.maxDepth)", what, s.maxDepth),
+		Hint: "send flatter arguments, or raise limits.maxDepth in the daemon's config"}
+}
+
+// deeperThan reports whether the JSON text b nests arrays and objects more
+// than max levels deep. It counts brackets outside strings without decoding
+// or allocating, so it is safe to run before anything else reads b; b need
+// not be valid JSON (checkObject judges that).
+func deeperThan(b []byte, max int) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			// Skip the string: find its closing quote, stepping over
+			// escapes. IndexByte is vectorised, so long strings are cheap.
+			for {
+				j := bytes.IndexByte(b[i+1:], '"')
+				if j < 0 {
+					return false // unterminated: not JSON, and no deeper
+				}
+				i += j + 1
+				if !escaped(b, i) {
+					break
+				}
+			}
+		case '[', '{':
+			depth++
+			if depth > max {
+				return true
+			}
+		case ']', '}':
+			if depth > 0 { // invalid JSON must not bank depth for later
+				depth--
+			}
+		}
+	}
+	return false
+}
+
+// escaped reports whether the quote at b[i] is escaped: preceded by an odd
+// number of backslashes.
+func escaped(b []byte, i int) bool {
+	n := 0
+	for i--; i >= 0 && b[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 // checkObject reports whether b is one well-formed JSON object. Syntax

@@ -71,7 +71,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		return fail(err)
 	}
 	defer closeBroker(log, b)
-	h := api.New(api.Options{Broker: b, Logger: log, Version: version()})
+	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), MaxDepth: cfg.Limits.MaxDepth})
 
 	uln, tln, err := listenAll(sock, *listen)
 	if err != nil {
