@@ -25,7 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
-	maybePidClient() // in a child: ask whoami with Mcpx-Pid values and exit
+	maybePidClient()  // in a child: ask whoami with Mcpx-Pid values and exit
 	os.Exit(m.Run())
 }
 
