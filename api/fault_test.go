@@ -4,11 +4,19 @@ package api_test
 // broken callers must not hurt the daemon or each other.
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
 )
 
 // nested returns tool arguments nested n levels deep.
@@ -50,5 +58,64 @@ func TestFaultNestedDepth(t *testing.T) {
 	d.unix.do(t, "GET", "/v1/instances", "").decode(t, &doc)
 	if in := doc.Instances[0]; in.Restarts != 0 || in.State != "ready" {
 		t.Errorf("the shared child was disturbed: %+v", in)
+	}
+}
+
+// Calls still running when the drain limit expires are answered 503 with
+// Retry-After, plain or as an event stream, rather than cut off; the
+// children are gone once the broker closes.
+func TestFaultShutdownBeyondDrain(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), drain: 300 * time.Millisecond})
+	type answer struct {
+		status              int
+		retryAfter, ct, body string
+		err                 error
+	}
+	call := func(c *client, stream bool) <-chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			req, _ := http.NewRequest("POST", c.base+"/v1/servers/demo/tools/sleep", strings.NewReader(`{"ms":600000}`))
+			if stream {
+				req.Header.Set("Accept", "text/event-stream")
+			}
+			resp, err := c.hc.Do(req)
+			if err != nil {
+				ch <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			ch <- answer{resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), string(b), err}
+		}()
+		return ch
+	}
+	plain, stream := call(d.unix, false), call(d.tcp, true)
+	testenv.WaitFor(t, "both calls to reach the child", func() bool {
+		return strings.Count(d.logs.String(), "sleeping 600000ms") == 2
+	})
+	d.shutdown()
+
+	a := <-plain
+	if a.err != nil || a.status != 503 || a.retryAfter == "" || a.ct != wire.MediaProblem || !strings.Contains(a.body, "drain limit") {
+		t.Errorf("plain call: %+v; want a 503 problem with Retry-After", a)
+	}
+	a = <-stream
+	var p wire.Problem
+	ev := strings.SplitN(a.body, "data: ", 2)
+	if a.err != nil || len(ev) != 2 || !strings.Contains(ev[0], "event: error") {
+		t.Fatalf("streamed call: %+v; want an error event", a)
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(ev[1])), &p); err != nil || p.Status != 503 || p.RetryAfter < 1 {
+		t.Errorf("streamed call's error event: %s (%v); want a 503 problem with retryAfter", ev[1], err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if in := d.b.Instances(); len(in) != 0 {
+		t.Errorf("instances after close: %+v", in)
 	}
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -36,6 +37,9 @@ type daemon struct {
 	unix *client // over the unix socket: a local caller
 	tcp  *client // over loopback TCP
 	logs *testenv.SyncBuffer
+	// shutdown stops both listeners as a signal would: it returns once
+	// they have drained (each Serve's error is logged). Idempotent.
+	shutdown func()
 }
 
 type daemonOptions struct {
@@ -44,6 +48,7 @@ type daemonOptions struct {
 	owner     *int // admit this uid on the socket instead of ours
 	panicky   bool
 	keepAlive time.Duration
+	drain     time.Duration // 0 = 5s
 }
 
 func startDaemon(t *testing.T, o daemonOptions) *daemon {
@@ -85,15 +90,20 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	drain := cmp.Or(o.drain, 5*time.Second)
 	var wg sync.WaitGroup
 	for _, ln := range []net.Listener{uln, tln} {
 		wg.Go(func() {
-			if err := api.Serve(ctx, ln, h, api.ServeOptions{Logger: logger, DrainTimeout: 5 * time.Second}); err != nil {
-				t.Errorf("serve %s: %v", ln.Addr(), err)
+			if err := api.Serve(ctx, ln, h, api.ServeOptions{Logger: logger, DrainTimeout: drain}); err != nil {
+				logger.Info("serve returned", "addr", ln.Addr(), "err", err)
+				if o.drain == 0 {
+					t.Errorf("serve %s: %v", ln.Addr(), err)
+				}
 			}
 		})
 	}
-	t.Cleanup(func() { cancel(); wg.Wait() }) // runs before the broker closes
+	d.shutdown = sync.OnceFunc(func() { cancel(); wg.Wait() })
+	t.Cleanup(d.shutdown) // runs before the broker closes
 	d.unix = unixClient(d.sock)
 	d.tcp = &client{base: "http://" + tln.Addr().String(), hc: &http.Client{}}
 	return d

@@ -121,8 +121,9 @@ func CheckLoopback(addr string) error {
 type ServeOptions struct {
 	Logger *slog.Logger // server errors (bad handshakes, panics); nil = discard
 	// DrainTimeout bounds how long shutdown waits for in-flight requests
-	// (tool calls, event streams) before closing their connections, which
-	// cancels them. 0 = 10s.
+	// (tool calls, event streams). Requests still running then are
+	// cancelled and answered 503 with Retry-After (see ErrShuttingDown)
+	// before their connections close. 0 = DefaultDrainTimeout.
 	DrainTimeout time.Duration
 }
 
@@ -142,12 +143,28 @@ func NewServer(h http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
+// DefaultDrainTimeout is ServeOptions.DrainTimeout when it is 0.
+const DefaultDrainTimeout = 10 * time.Second
+
+// answerGrace bounds how long Serve waits, once the drain limit has passed,
+// for the requests it cancelled to write their 503s.
+const answerGrace = 2 * time.Second
+
+// errShuttingDown is the cause with which Serve cancels the requests that
+// outlive the drain limit; problem turns their errors into 503s.
+var errShuttingDown = errors.New("the daemon is shutting down")
+
 // Serve serves h on ln until ctx is done, then stops accepting, waits up to
-// DrainTimeout for in-flight requests and closes what remains. It returns nil
-// after a shutdown, or the error that stopped serving. Request contexts do
-// not derive from ctx: cancelling ctx drains calls rather than aborting them.
+// DrainTimeout for in-flight requests, cancels what remains (each answered
+// 503 with Retry-After, bounded by a short grace) and closes the rest. It
+// returns nil after a shutdown, or the error that stopped serving. Request
+// contexts do not derive from ctx: cancelling ctx drains calls rather than
+// aborting them.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptions) error {
 	srv := NewServer(h, opts.Logger)
+	base, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	srv.BaseContext = func(net.Listener) context.Context { return base }
 	fresh := trackFresh(srv)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -158,7 +175,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	}
 	drain := opts.DrainTimeout
 	if drain <= 0 {
-		drain = 10 * time.Second
+		drain = DefaultDrainTimeout
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 	defer cancel()
@@ -168,7 +185,16 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	err := <-shut
 	if err != nil {
 		err = fmt.Errorf("draining %s: %w", ln.Addr(), err)
-		srv.Close() // cancels what is left; the broker cancels the child calls
+		// Cancel what is left (the broker cancels the child calls) and
+		// give the handlers a moment to say so: a caller whose call was cut
+		// short learns why and when to retry instead of losing the
+		// connection with no status.
+		stop(errShuttingDown)
+		gctx, gcancel := context.WithTimeout(context.Background(), answerGrace)
+		if srv.Shutdown(gctx) != nil {
+			srv.Close()
+		}
+		gcancel()
 	}
 	<-errc // http.ErrServerClosed
 	return err

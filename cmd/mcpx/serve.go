@@ -19,10 +19,6 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 )
 
-// drainTimeout bounds how long shutdown waits for in-flight calls, and then
-// how long the broker has to stop its children.
-const drainTimeout = 10 * time.Second
-
 // serve is `mcpx serve`: the daemon. It serves the API on the unix socket
 // (and a loopback TCP address with --listen) until SIGINT or SIGTERM, then
 // stops accepting, drains in-flight calls (bounded) and stops every child.
@@ -32,12 +28,16 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	stateFlag := fs.String("state-dir", "", "state directory (default $XDG_STATE_HOME/mcpx)")
 	socketFlag := fs.String("socket", "", "unix socket path (default $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else in the state directory)")
 	listen := fs.String("listen", "", "also serve on this loopback TCP address, e.g. 127.0.0.1:7777")
+	drain := fs.Duration("drain-timeout", api.DefaultDrainTimeout, "at shutdown, how long in-flight calls may finish; later ones are answered 503 with Retry-After (then as long again to stop the servers)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
+	}
+	if *drain <= 0 {
+		return usageError(c, fs, "--drain-timeout must be positive, e.g. 10s")
 	}
 	if *listen != "" {
 		if err := api.CheckLoopback(*listen); err != nil {
@@ -70,7 +70,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	defer closeBroker(log, b)
+	defer closeBroker(log, b, *drain)
 	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), MaxDepth: cfg.Limits.MaxDepth})
 
 	uln, tln, err := listenAll(sock, *listen)
@@ -86,10 +86,10 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		g.Add(reloadActor(log, b, func() (*config.Config, configSource, error) { return loadConfig(*configPath, c.getenv) }))
 	}
 	{ // the unix socket
-		g.Add(serveActor(uln, h, log))
+		g.Add(serveActor(uln, h, log, *drain))
 	}
 	if tln != nil { // loopback TCP
-		g.Add(serveActor(tln, h, log))
+		g.Add(serveActor(tln, h, log, *drain))
 	}
 	attrs := []any{"socket", sock, "config", src.String(), "servers", len(cfg.Servers), "state", state, "version", version()}
 	if tln != nil {
@@ -139,12 +139,12 @@ func listenAll(sock, addr string) (uln, tln net.Listener, err error) {
 }
 
 // serveActor serves h on ln until interrupted; then it stops accepting and
-// drains in-flight requests (bounded by drainTimeout) before returning, so
-// that the group returns only once every listener has drained.
-func serveActor(ln net.Listener, h http.Handler, log *slog.Logger) (func() error, func(error)) {
+// drains in-flight requests (bounded by drain) before returning, so that the
+// group returns only once every listener has drained.
+func serveActor(ln net.Listener, h http.Handler, log *slog.Logger, drain time.Duration) (func() error, func(error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return func() error {
-			return api.Serve(ctx, ln, h, api.ServeOptions{Logger: log, DrainTimeout: drainTimeout})
+			return api.Serve(ctx, ln, h, api.ServeOptions{Logger: log, DrainTimeout: drain})
 		}, func(error) {
 			cancel()
 		}
@@ -178,9 +178,9 @@ func reloadActor(log *slog.Logger, b *broker.Broker, load func() (*config.Config
 		}
 }
 
-// closeBroker stops every child, bounded by drainTimeout.
-func closeBroker(log *slog.Logger, b *broker.Broker) {
-	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+// closeBroker stops every child, bounded by drain.
+func closeBroker(log *slog.Logger, b *broker.Broker, drain time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	if err := b.Close(ctx); err != nil {
 		log.Error("stopping servers", "err", err)
