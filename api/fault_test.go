@@ -68,9 +68,9 @@ func TestFaultShutdownBeyondDrain(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), drain: 300 * time.Millisecond})
 	type answer struct {
-		status              int
+		status               int
 		retryAfter, ct, body string
-		err                 error
+		err                  error
 	}
 	call := func(c *client, stream bool) <-chan answer {
 		ch := make(chan answer, 1)
