@@ -33,6 +33,10 @@ import (
 // DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 4 << 20
 
+// DefaultBodyTimeout is Options.BodyTimeout when it is 0: generous for a
+// client on a slow link, short enough that stalled bodies do not pile up.
+const DefaultBodyTimeout = 30 * time.Second
+
 // Options configure New.
 type Options struct {
 	Broker       *broker.Broker // required
@@ -42,6 +46,9 @@ type Options struct {
 	// MaxDepth bounds the nesting of tool and prompt arguments (the
 	// config's limits.maxDepth); 0 = config.DefaultMaxDepth.
 	MaxDepth int
+	// BodyTimeout bounds the wait for the next byte of a request body:
+	// a body that stops arriving is answered 408. 0 = DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// KeepAlive is how often an event stream with nothing to say sends a
 	// comment, so that idle timeouts on the way do not cut it; 0 = 15s.
 	KeepAlive time.Duration
@@ -53,8 +60,9 @@ type server struct {
 	log       *slog.Logger
 	version   string
 	maxBody   int64
-	maxDepth  int // deeper arguments are refused (limits.maxDepth)
-	owner     int // the only uid admitted on the unix socket: the daemon's
+	maxDepth  int           // deeper arguments are refused (limits.maxDepth)
+	bodyIdle  time.Duration // the longest pause within a request body
+	owner     int           // the only uid admitted on the unix socket: the daemon's
 	keepAlive time.Duration
 }
 
@@ -74,6 +82,7 @@ func newServer(opts Options) *server {
 		version:   opts.Version,
 		maxBody:   opts.MaxBodyBytes,
 		maxDepth:  opts.MaxDepth,
+		bodyIdle:  cmp.Or(opts.BodyTimeout, DefaultBodyTimeout),
 		owner:     os.Getuid(),
 		keepAlive: cmp.Or(opts.KeepAlive, 15*time.Second),
 	}

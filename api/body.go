@@ -8,15 +8,30 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
+	"time"
 
 	"mcpx.dev/mcpx/broker"
 )
 
 // readBody reads the request body, at most s.maxBody bytes (more is a
-// 413 through http.MaxBytesError), with surrounding whitespace trimmed.
+// 413 through http.MaxBytesError), with surrounding whitespace trimmed. A
+// body that stops arriving for s.bodyIdle is a 408: a client that opens a
+// chunked body and never ends it must not hold a connection forever.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	rc := http.NewResponseController(w)
+	body := &idleReader{ReadCloser: r.Body, rc: rc, idle: s.bodyIdle}
+	b, err := io.ReadAll(http.MaxBytesReader(w, body, s.maxBody))
+	// The server's own read for the next request must not inherit the
+	// deadline (an error here means deadlines are unsupported: no-op).
+	rc.SetReadDeadline(time.Time{}) //nolint:errcheck
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		w.Header().Set("Connection", "close") // the rest of the body may still come
+		return nil, &broker.Error{Kind: kindBodyTimeout, Op: "read body", Field: "body", Err: err,
+			Msg:  fmt.Sprintf("the request body stopped arriving: no byte for %s", s.bodyIdle),
+			Hint: "send the whole body without pausing"}
+	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -157,6 +172,21 @@ func checkObject(b []byte, what string) error {
 			"wrap them in an object: {\"name\": value}")
 	}
 	return nil
+}
+
+// idleReader reads a request body with a progress deadline: each Read must
+// see a byte within idle, however long the whole body takes.
+type idleReader struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	// Unsupported deadlines (a test recorder, HTTP/2 without them) just
+	// mean no progress bound.
+	ir.rc.SetReadDeadline(time.Now().Add(ir.idle)) //nolint:errcheck
+	return ir.ReadCloser.Read(p)
 }
 
 func badBody(msg, hint string) error {

@@ -36,7 +36,9 @@ type daemon struct {
 	sock string
 	unix *client // over the unix socket: a local caller
 	tcp  *client // over loopback TCP
-	logs *testenv.SyncBuffer
+	// tcpAddr is the loopback listener's address.
+	tcpAddr string
+	logs    *testenv.SyncBuffer
 	// shutdown stops both listeners as a signal would: it returns once
 	// they have drained (each Serve's error is logged). Idempotent.
 	shutdown func()
@@ -49,6 +51,11 @@ type daemonOptions struct {
 	panicky   bool
 	keepAlive time.Duration
 	drain     time.Duration // 0 = 5s
+	// Slow-client limits (0 = the defaults) and a wrapper for the TCP
+	// listener, to watch what Serve accepts.
+	bodyTimeout, writeTimeout time.Duration
+	maxConns                  int
+	wrapTCP                   func(net.Listener) net.Listener
 }
 
 func startDaemon(t *testing.T, o daemonOptions) *daemon {
@@ -70,7 +77,8 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 			t.Errorf("closing broker: %v", err)
 		}
 	})
-	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive}
+	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive,
+		BodyTimeout: o.bodyTimeout}
 	var h http.Handler
 	switch {
 	case o.owner != nil:
@@ -89,12 +97,16 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o.wrapTCP != nil {
+		tln = o.wrapTCP(tln)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	drain := cmp.Or(o.drain, 5*time.Second)
 	var wg sync.WaitGroup
 	for _, ln := range []net.Listener{uln, tln} {
 		wg.Go(func() {
-			if err := api.Serve(ctx, ln, h, api.ServeOptions{Logger: logger, DrainTimeout: drain}); err != nil {
+			if err := api.Serve(ctx, ln, h, api.ServeOptions{Logger: logger, DrainTimeout: drain,
+				MaxConns: o.maxConns, WriteTimeout: o.writeTimeout}); err != nil {
 				logger.Info("serve returned", "addr", ln.Addr(), "err", err)
 				if o.drain == 0 {
 					t.Errorf("serve %s: %v", ln.Addr(), err)
@@ -106,6 +118,7 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	t.Cleanup(d.shutdown) // runs before the broker closes
 	d.unix = unixClient(d.sock)
 	d.tcp = &client{base: "http://" + tln.Addr().String(), hc: &http.Client{}}
+	d.tcpAddr = tln.Addr().String()
 	return d
 }
 

@@ -19,6 +19,9 @@ type peerKey struct{}
 // from New requires to admit unix-socket callers. Other connections pass
 // through untouched and are judged by their remote address.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = w.NetConn() // Serve's guardedConn
+	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return ctx

@@ -23,6 +23,7 @@ type problemKind struct {
 const (
 	kindTooLarge         broker.Kind = wire.KindTooLarge
 	kindMethodNotAllowed broker.Kind = wire.KindMethodNotAllowed
+	kindBodyTimeout      broker.Kind = wire.KindBodyTimeout
 )
 
 // problemKinds maps every problem kind of wire to its status and title; a

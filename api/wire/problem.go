@@ -20,6 +20,7 @@ const (
 	KindInternal         = "internal"           // a bug; the detail is logged, not sent
 	KindTooLarge         = "too-large"          // the request body is over the limit
 	KindMethodNotAllowed = "method-not-allowed" // the route exists, not with this method
+	KindBodyTimeout      = "body-timeout"       // the request body stopped arriving
 )
 
 // StatusClientClosedRequest is nginx's 499, the status of KindCanceled: the
@@ -47,6 +48,7 @@ var problemTypes = []ProblemType{
 	{KindInternal, 500, "Internal error"},
 	{KindTooLarge, 413, "Request body too large"},
 	{KindMethodNotAllowed, 405, "Method not allowed"},
+	{KindBodyTimeout, 408, "Request body timed out"},
 }
 
 // ProblemTypes returns every problem type. The caller owns the slice.

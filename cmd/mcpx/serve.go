@@ -28,6 +28,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	stateFlag := fs.String("state-dir", "", "state directory (default $XDG_STATE_HOME/mcpx)")
 	socketFlag := fs.String("socket", "", "unix socket path (default $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else in the state directory)")
 	listen := fs.String("listen", "", "also serve on this loopback TCP address, e.g. 127.0.0.1:7777")
+	maxConns := fs.Int("listen-max-conns", api.DefaultMaxConns, "connections served at once on the --listen address; more wait until one closes (the unix socket is never capped)")
 	drain := fs.Duration("drain-timeout", api.DefaultDrainTimeout, "at shutdown, how long in-flight calls may finish; later ones are answered 503 with Retry-After (then as long again to stop the servers)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
@@ -35,6 +36,9 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
+	}
+	if *maxConns <= 0 {
+		return usageError(c, fs, "--listen-max-conns must be positive, e.g. %d", api.DefaultMaxConns)
 	}
 	if *drain <= 0 {
 		return usageError(c, fs, "--drain-timeout must be positive, e.g. 10s")
@@ -86,10 +90,10 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		g.Add(reloadActor(log, b, func() (*config.Config, configSource, error) { return loadConfig(*configPath, c.getenv) }))
 	}
 	{ // the unix socket
-		g.Add(serveActor(uln, h, log, *drain))
+		g.Add(serveActor(uln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain}))
 	}
 	if tln != nil { // loopback TCP
-		g.Add(serveActor(tln, h, log, *drain))
+		g.Add(serveActor(tln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain, MaxConns: *maxConns}))
 	}
 	attrs := []any{"socket", sock, "config", src.String(), "servers", len(cfg.Servers), "state", state, "version", version()}
 	if tln != nil {
@@ -139,12 +143,12 @@ func listenAll(sock, addr string) (uln, tln net.Listener, err error) {
 }
 
 // serveActor serves h on ln until interrupted; then it stops accepting and
-// drains in-flight requests (bounded by drain) before returning, so that the
-// group returns only once every listener has drained.
-func serveActor(ln net.Listener, h http.Handler, log *slog.Logger, drain time.Duration) (func() error, func(error)) {
+// drains in-flight requests (bounded by opts.DrainTimeout) before returning,
+// so that the group returns only once every listener has drained.
+func serveActor(ln net.Listener, h http.Handler, opts api.ServeOptions) (func() error, func(error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return func() error {
-			return api.Serve(ctx, ln, h, api.ServeOptions{Logger: log, DrainTimeout: drain})
+			return api.Serve(ctx, ln, h, opts)
 		}, func(error) {
 			cancel()
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,24 @@ func BenchmarkDeeperThan(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The progress queue keeps the newest maxQueuedProgress notes, however many
+// arrive before the handler takes them.
+func TestProgressQueueIsBounded(t *testing.T) {
+	q := newProgressQueue()
+	for i := range 10 * maxQueuedProgress {
+		q.push([]byte(strconv.Itoa(i)))
+	}
+	items := q.take()
+	if len(items) != maxQueuedProgress || string(items[len(items)-1]) != strconv.Itoa(10*maxQueuedProgress-1) {
+		t.Fatalf("%d items, last %s; want the newest %d", len(items), items[len(items)-1], maxQueuedProgress)
+	}
+	if cap(items) > 2*maxQueuedProgress+1 {
+		t.Errorf("backing array holds %d items", cap(items))
+	}
+	if n := q.close(); n != 9*maxQueuedProgress {
+		t.Errorf("dropped %d", n)
 	}
 }
