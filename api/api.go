@@ -27,10 +27,15 @@ import (
 	"github.com/klauspost/compress/gzhttp"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 // DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes = 4 << 20
+
+// DefaultBodyTimeout is Options.BodyTimeout when it is 0: generous for a
+// client on a slow link, short enough that stalled bodies do not pile up.
+const DefaultBodyTimeout = 30 * time.Second
 
 // Options configure New.
 type Options struct {
@@ -38,6 +43,12 @@ type Options struct {
 	Logger       *slog.Logger   // nil = discard
 	Version      string         // reported by /healthz and /v1/whoami; "" = "dev"
 	MaxBodyBytes int64          // request body limit; 0 = DefaultMaxBodyBytes
+	// MaxDepth bounds the nesting of tool and prompt arguments (the
+	// config's limits.maxDepth); 0 = config.DefaultMaxDepth.
+	MaxDepth int
+	// BodyTimeout bounds the wait for the next byte of a request body:
+	// a body that stops arriving is answered 408. 0 = DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// KeepAlive is how often an event stream with nothing to say sends a
 	// comment, so that idle timeouts on the way do not cut it; 0 = 15s.
 	KeepAlive time.Duration
@@ -56,7 +67,9 @@ type server struct {
 	log       *slog.Logger
 	version   string
 	maxBody   int64
-	owner     int // the only uid admitted on the unix socket: the daemon's
+	maxDepth  int           // deeper arguments are refused (limits.maxDepth)
+	bodyIdle  time.Duration // the longest pause within a request body
+	owner     int           // the only uid admitted on the unix socket: the daemon's
 	keepAlive time.Duration
 	token     []byte  // Options.Token; empty = no TCP caller is admitted
 	daemon    *Daemon // Options.Daemon; may be nil
@@ -77,6 +90,8 @@ func newServer(opts Options) *server {
 		log:       opts.Logger,
 		version:   opts.Version,
 		maxBody:   opts.MaxBodyBytes,
+		maxDepth:  opts.MaxDepth,
+		bodyIdle:  cmp.Or(opts.BodyTimeout, DefaultBodyTimeout),
 		owner:     os.Getuid(),
 		keepAlive: cmp.Or(opts.KeepAlive, 15*time.Second),
 		token:     []byte(opts.Token),
@@ -87,6 +102,9 @@ func newServer(opts Options) *server {
 	}
 	if s.version == "" {
 		s.version = "dev"
+	}
+	if s.maxDepth <= 0 {
+		s.maxDepth = config.DefaultMaxDepth
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes

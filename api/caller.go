@@ -95,7 +95,9 @@ func loopbackHost(host string) bool {
 }
 
 // callContext reads the caller-context headers. Mcpx-Pid is honoured only
-// from local (unix-socket) callers: a remote pid names nothing we can watch.
+// from local (unix-socket) callers, and only when it names the connecting
+// process or an ancestor (peer.vouchesFor): a remote pid names nothing we
+// can watch, and TCP callers' is ignored.
 func callContext(r *http.Request, c broker.Caller) (broker.CallContext, error) {
 	h := r.Header
 	cc := broker.CallContext{
@@ -109,6 +111,11 @@ func callContext(r *http.Request, c broker.Caller) (broker.CallContext, error) {
 		if err != nil || pid <= 0 {
 			return cc, &broker.Error{Kind: broker.KindBadRequest, Op: "read headers", Field: wire.HeaderPid,
 				Msg: fmt.Sprintf("%s %q is not a process id", wire.HeaderPid, v), Hint: "send a positive integer or omit the header"}
+		}
+		if p, ok := peerFrom(r.Context()); ok && !p.vouchesFor(pid) {
+			return cc, &broker.Error{Kind: broker.KindBadRequest, Op: "read headers", Field: wire.HeaderPid,
+				Msg:  fmt.Sprintf("%s %d is neither the connecting process nor one of its ancestors", wire.HeaderPid, pid),
+				Hint: "send your own pid or your parent's (the mcpx CLI sends its parent shell's), or omit the header"}
 		}
 		cc.Pid = pid
 	}

@@ -78,7 +78,9 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 				ev.send(wire.EventProgress, p)
 			}
 		case o := <-done:
-			q.close()
+			if n := q.close(); n > 0 {
+				s.log.Info("dropped progress the client did not read in time", "server", req.Server, "tool", tool, "dropped", n)
+			}
 			for _, p := range q.take() {
 				ev.send(wire.EventProgress, p)
 			}
@@ -136,15 +138,22 @@ func (e *eventWriter) write(b []byte) {
 	}
 }
 
+// maxQueuedProgress bounds the progress a stream holds for a client that
+// reads slower than its child reports. Progress is a status, not a log:
+// the newest notes say everything the dropped ones did.
+const maxQueuedProgress = 256
+
 // progressQueue hands progress from the broker's goroutine to the handler
-// without ever blocking the broker. It is unbounded in principle; a child
-// floods it only as fast as it can write notifications, and the handler
-// drains it as fast as the client reads.
+// without ever blocking the broker. It holds at most maxQueuedProgress
+// notes, dropping the oldest: a child that floods progress to a client that
+// does not read must not grow the daemon. The result never passes through
+// it, so it is never dropped.
 type progressQueue struct {
-	ready chan struct{} // has a value when items may be waiting
-	mu    sync.Mutex
-	items []json.RawMessage // guarded by mu
-	shut  bool              // guarded by mu: the call returned; later pushes are dropped
+	ready   chan struct{} // has a value when items may be waiting
+	mu      sync.Mutex
+	items   []json.RawMessage // guarded by mu
+	dropped int               // guarded by mu: notes dropped so far
+	shut    bool              // guarded by mu: the call returned; later pushes are dropped
 }
 
 func newProgressQueue() *progressQueue {
@@ -156,6 +165,11 @@ func newProgressQueue() *progressQueue {
 func (q *progressQueue) push(p json.RawMessage) {
 	q.mu.Lock()
 	if !q.shut {
+		if len(q.items) >= maxQueuedProgress {
+			q.items[0] = nil
+			q.items = q.items[1:] // append reallocates now and then: memory stays O(max)
+			q.dropped++
+		}
 		q.items = append(q.items, bytes.Clone(p))
 	}
 	q.mu.Unlock()
@@ -173,8 +187,10 @@ func (q *progressQueue) take() []json.RawMessage {
 	return items
 }
 
-func (q *progressQueue) close() {
+// close ends the queue and returns how many notes it dropped.
+func (q *progressQueue) close() int {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.shut = true
-	q.mu.Unlock()
+	return q.dropped
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,14 +94,14 @@ func TestHealthz(t *testing.T) {
 func TestWhoami(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
 	hdr := []string{wire.HeaderCwd, "/src/app", wire.HeaderSession, "s1", wire.HeaderParentSession, "p1",
-		wire.HeaderLease, "l1", wire.HeaderPid, "4242"}
+		wire.HeaderLease, "l1", wire.HeaderPid, strconv.Itoa(os.Getppid())}
 
 	var unix wire.Whoami
 	d.unix.do(t, "GET", "/v1/whoami", "", hdr...).decode(t, &unix)
 	uid := os.Getuid()
 	want := wire.Whoami{
 		Caller:  wire.Caller{Name: fmt.Sprintf("local:%d", uid), Via: "unix", Uid: uid, Local: true, Admin: true},
-		Context: wire.DeclaredCtx{Cwd: "/src/app", Session: "s1", ParentSession: "p1", Lease: "l1", Pid: 4242},
+		Context: wire.DeclaredCtx{Cwd: "/src/app", Session: "s1", ParentSession: "p1", Lease: "l1", Pid: os.Getppid()},
 		Version: "test",
 	}
 	if diff := cmp.Diff(want, unix); diff != "" {

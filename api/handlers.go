@@ -194,9 +194,12 @@ func (s *server) getPrompt(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
+	c, _ := callerFrom(r.Context())
 	list := []wire.Instance{}
 	for _, in := range s.b.Instances() {
-		list = append(list, instanceDoc(in))
+		if doc, ok := instanceFor(c, in); ok {
+			list = append(list, doc)
+		}
 	}
 	writeJSON(w, http.StatusOK, wire.InstanceList{Instances: list, Stats: statsDoc(s.b.Stats())})
 	return nil

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -25,6 +26,7 @@ import (
 
 func TestMain(m *testing.M) {
 	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
+	maybePidClient()  // in a child: ask whoami with Mcpx-Pid values and exit
 	os.Exit(m.Run())
 }
 
@@ -34,7 +36,12 @@ type daemon struct {
 	sock string
 	unix *client // over the unix socket: a local caller
 	tcp  *client // over loopback TCP
-	logs *testenv.SyncBuffer
+	// tcpAddr is the loopback listener's address.
+	tcpAddr string
+	logs    *testenv.SyncBuffer
+	// shutdown stops both listeners as a signal would: it returns once
+	// they have drained (each Serve's error is logged). Idempotent.
+	shutdown func()
 }
 
 type daemonOptions struct {
@@ -43,7 +50,13 @@ type daemonOptions struct {
 	owner     *int // admit this uid on the socket instead of ours
 	panicky   bool
 	keepAlive time.Duration
-	daemon    *api.Daemon // Options.Daemon
+	daemon    *api.Daemon   // Options.Daemon
+	drain     time.Duration // 0 = 5s
+	// Slow-client limits (0 = the defaults) and a wrapper for the TCP
+	// listener, to watch what Serve accepts.
+	bodyTimeout, writeTimeout time.Duration
+	maxConns                  int
+	wrapTCP                   func(net.Listener) net.Listener
 }
 
 func startDaemon(t *testing.T, o daemonOptions) *daemon {
@@ -65,7 +78,8 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 			t.Errorf("closing broker: %v", err)
 		}
 	})
-	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon}
+	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon,
+		BodyTimeout: o.bodyTimeout}
 	var h http.Handler
 	switch {
 	case o.owner != nil:
@@ -84,18 +98,28 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o.wrapTCP != nil {
+		tln = o.wrapTCP(tln)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	drain := cmp.Or(o.drain, 5*time.Second)
 	var wg sync.WaitGroup
 	for _, ln := range []net.Listener{uln, tln} {
 		wg.Go(func() {
-			if err := api.Serve(ctx, ln, h, api.ServeOptions{Logger: logger, DrainTimeout: 5 * time.Second}); err != nil {
-				t.Errorf("serve %s: %v", ln.Addr(), err)
+			if err := api.Serve(ctx, ln, h, api.ServeOptions{Logger: logger, DrainTimeout: drain,
+				MaxConns: o.maxConns, WriteTimeout: o.writeTimeout}); err != nil {
+				logger.Info("serve returned", "addr", ln.Addr(), "err", err)
+				if o.drain == 0 {
+					t.Errorf("serve %s: %v", ln.Addr(), err)
+				}
 			}
 		})
 	}
-	t.Cleanup(func() { cancel(); wg.Wait() }) // runs before the broker closes
+	d.shutdown = sync.OnceFunc(func() { cancel(); wg.Wait() })
+	t.Cleanup(d.shutdown) // runs before the broker closes
 	d.unix = unixClient(d.sock)
 	d.tcp = &client{base: "http://" + tln.Addr().String(), hc: &http.Client{Transport: withToken{testToken}}}
+	d.tcpAddr = tln.Addr().String()
 	return d
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -121,10 +122,28 @@ func CheckLoopback(addr string) error {
 type ServeOptions struct {
 	Logger *slog.Logger // server errors (bad handshakes, panics); nil = discard
 	// DrainTimeout bounds how long shutdown waits for in-flight requests
-	// (tool calls, event streams) before closing their connections, which
-	// cancels them. 0 = 10s.
+	// (tool calls, event streams). Requests still running then are
+	// cancelled and answered 503 with Retry-After (see ErrShuttingDown)
+	// before their connections close. 0 = DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// MaxConns caps the connections served at once on a network listener;
+	// more wait in the kernel's accept backlog until one closes. Unix
+	// sockets are never capped, so the owner's socket answers whatever TCP
+	// callers do. 0 = DefaultMaxConns; negative = no cap.
+	MaxConns int
+	// WriteTimeout bounds each write to a client: one that reads nothing
+	// of its response for this long is disconnected, which releases the
+	// response. 0 = DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
+
+// DefaultMaxConns is ServeOptions.MaxConns when it is 0. A connection costs
+// the daemon a descriptor; 512 of them, plus the children's pipes, fit even
+// a 1,024-descriptor limit, and local clients rarely hold more than a few.
+const DefaultMaxConns = 512
+
+// DefaultWriteTimeout is ServeOptions.WriteTimeout when it is 0.
+const DefaultWriteTimeout = 30 * time.Second
 
 // NewServer returns an http.Server for h with the settings the API needs:
 // ConnContext (unix peer credentials), a read-header timeout, and no write
@@ -142,12 +161,29 @@ func NewServer(h http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
+// DefaultDrainTimeout is ServeOptions.DrainTimeout when it is 0.
+const DefaultDrainTimeout = 10 * time.Second
+
+// answerGrace bounds how long Serve waits, once the drain limit has passed,
+// for the requests it cancelled to write their 503s.
+const answerGrace = 2 * time.Second
+
+// errShuttingDown is the cause with which Serve cancels the requests that
+// outlive the drain limit; problem turns their errors into 503s.
+var errShuttingDown = errors.New("the daemon is shutting down")
+
 // Serve serves h on ln until ctx is done, then stops accepting, waits up to
-// DrainTimeout for in-flight requests and closes what remains. It returns nil
-// after a shutdown, or the error that stopped serving. Request contexts do
-// not derive from ctx: cancelling ctx drains calls rather than aborting them.
+// DrainTimeout for in-flight requests, cancels what remains (each answered
+// 503 with Retry-After, bounded by a short grace) and closes the rest. It
+// returns nil after a shutdown, or the error that stopped serving. Request
+// contexts do not derive from ctx: cancelling ctx drains calls rather than
+// aborting them.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptions) error {
+	ln = guard(ln, opts)
 	srv := NewServer(h, opts.Logger)
+	base, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	srv.BaseContext = func(net.Listener) context.Context { return base }
 	fresh := trackFresh(srv)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -158,7 +194,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	}
 	drain := opts.DrainTimeout
 	if drain <= 0 {
-		drain = 10 * time.Second
+		drain = DefaultDrainTimeout
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 	defer cancel()
@@ -168,11 +204,115 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	err := <-shut
 	if err != nil {
 		err = fmt.Errorf("draining %s: %w", ln.Addr(), err)
-		srv.Close() // cancels what is left; the broker cancels the child calls
+		// Cancel what is left (the broker cancels the child calls) and
+		// give the handlers a moment to say so: a caller whose call was cut
+		// short learns why and when to retry instead of losing the
+		// connection with no status.
+		stop(errShuttingDown)
+		gctx, gcancel := context.WithTimeout(context.Background(), answerGrace)
+		if srv.Shutdown(gctx) != nil {
+			srv.Close()
+		}
+		gcancel()
 	}
 	<-errc // http.ErrServerClosed
 	return err
 }
+
+// guard wraps ln so that a network listener serves at most opts.MaxConns
+// connections at once and every connection bounds its writes by
+// opts.WriteTimeout.
+func guard(ln net.Listener, opts ServeOptions) net.Listener {
+	g := &guardedListener{Listener: ln, done: make(chan struct{}),
+		writeIdle: cmp.Or(opts.WriteTimeout, DefaultWriteTimeout)}
+	if _, unix := ln.(*net.UnixListener); !unix && opts.MaxConns >= 0 {
+		g.slots = make(chan struct{}, cmp.Or(opts.MaxConns, DefaultMaxConns))
+	}
+	return g
+}
+
+// guardedListener takes a slot before each Accept, so connections beyond
+// the cap wait in the kernel's backlog and cost the daemon nothing.
+type guardedListener struct {
+	net.Listener
+	slots     chan struct{} // one value per open connection; nil = no cap
+	writeIdle time.Duration
+	done      chan struct{} // closed by Close: unblocks an Accept waiting for a slot
+	closeOnce sync.Once
+}
+
+func (l *guardedListener) Accept() (net.Conn, error) {
+	if l.slots != nil {
+		select {
+		case l.slots <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		l.release()
+		return nil, err
+	}
+	return &guardedConn{Conn: c, l: l}, nil
+}
+
+func (l *guardedListener) release() {
+	if l.slots != nil {
+		<-l.slots
+	}
+}
+
+func (l *guardedListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// writeChunk is how much one write may carry under one deadline, so that a
+// large response to a slow but reading client is not cut off.
+const writeChunk = 64 << 10
+
+// guardedConn is an accepted connection: each write must make progress
+// within writeIdle, and closing it frees its slot.
+type guardedConn struct {
+	net.Conn
+	l    *guardedListener
+	once sync.Once
+}
+
+func (c *guardedConn) Write(p []byte) (n int, err error) {
+	for len(p) > 0 {
+		chunk := p[:min(len(p), writeChunk)]
+		if err := c.Conn.SetWriteDeadline(time.Now().Add(c.l.writeIdle)); err != nil {
+			return n, err
+		}
+		m, err := c.Conn.Write(chunk)
+		n += m
+		p = p[m:]
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (c *guardedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.l.release)
+	return err
+}
+
+// CloseWrite lets net/http half-close the connection as it does a bare
+// TCP or unix connection.
+func (c *guardedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// NetConn returns the connection guardedConn wraps (as tls.Conn does).
+func (c *guardedConn) NetConn() net.Conn { return c.Conn }
 
 // freshConns are connections that have not sent a request yet. Shutdown
 // treats them as busy for five seconds, but a client's spare keep-alive

@@ -6,23 +6,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerCred returns the uid of the process at the other end of c
-// (LOCAL_PEERCRED, unix(4)).
-func peerCred(c *net.UnixConn) (uid int, err error) {
+// peerCred returns the uid (LOCAL_PEERCRED, unix(4)) and pid
+// (LOCAL_PEERPID) of the process at the other end of c.
+func peerCred(c *net.UnixConn) (uid, pid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var cred *unix.Xucred
 	var serr error
 	err = raw.Control(func(fd uintptr) {
 		cred, serr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+		if serr == nil {
+			pid, serr = unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID)
+		}
 	})
 	if err == nil {
 		err = serr
 	}
 	if err != nil {
+		return 0, 0, err
+	}
+	return int(cred.Uid), pid, nil
+}
+
+// parentOf returns the parent pid of pid (sysctl kern.proc.pid).
+func parentOf(pid int) (int, error) {
+	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil {
 		return 0, err
 	}
-	return int(cred.Uid), nil
+	return int(kp.Eproc.Ppid), nil
 }

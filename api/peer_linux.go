@@ -1,17 +1,21 @@
 package api
 
 import (
+	"bytes"
+	"fmt"
 	"net"
+	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
-// peerCred returns the uid of the process at the other end of c, as the
-// kernel recorded it at connect (SO_PEERCRED, unix(7)).
-func peerCred(c *net.UnixConn) (uid int, err error) {
+// peerCred returns the uid and pid of the process at the other end of c, as
+// the kernel recorded them at connect (SO_PEERCRED, unix(7)).
+func peerCred(c *net.UnixConn) (uid, pid int, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var cred *unix.Ucred
 	var serr error
@@ -22,7 +26,26 @@ func peerCred(c *net.UnixConn) (uid int, err error) {
 		err = serr
 	}
 	if err != nil {
+		return 0, 0, err
+	}
+	return int(cred.Uid), int(cred.Pid), nil
+}
+
+// parentOf returns the parent pid of pid from /proc/<pid>/stat (proc(5)):
+// "pid (comm) state ppid ...", where comm may hold spaces and parentheses,
+// so the fields are counted from the last ')'.
+func parentOf(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
 		return 0, err
 	}
-	return int(cred.Uid), nil
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	return strconv.Atoi(string(f[1]))
 }

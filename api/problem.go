@@ -23,6 +23,7 @@ type problemKind struct {
 const (
 	kindTooLarge         broker.Kind = wire.KindTooLarge
 	kindMethodNotAllowed broker.Kind = wire.KindMethodNotAllowed
+	kindBodyTimeout      broker.Kind = wire.KindBodyTimeout
 )
 
 // problemKinds maps every problem kind of wire to its status and title; a
@@ -56,6 +57,11 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 // Only broker.Error.Msg and Hint reach the caller; Err (paths, stack text)
 // is logged. Internal errors say "internal error" and nothing more.
 func (s *server) problem(r *http.Request, err error) *wire.Problem {
+	if errors.Is(context.Cause(r.Context()), errShuttingDown) {
+		err = &broker.Error{Kind: broker.KindUnavailable, Op: "shut down", RetryAfter: time.Second, Err: err,
+			Msg:  "the daemon shut down before this call finished (it ran past the drain limit)",
+			Hint: "retry: the call was cancelled, and a restarted daemon will serve it"}
+	}
 	e := asBrokerError(err)
 	pk, ok := problemKinds[e.Kind]
 	if !ok {

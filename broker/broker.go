@@ -188,7 +188,7 @@ func serverInfo(name string, s *config.Server, n int) ServerInfo {
 
 // Server describes one server; KindNotFound if there is none by that name.
 func (b *Broker) Server(name string) (ServerInfo, error) {
-	s, err := b.lookup(name)
+	s, err := b.lookup(name, Caller{})
 	if err != nil {
 		return ServerInfo{}, err
 	}
@@ -201,13 +201,24 @@ func (b *Broker) Server(name string) (ServerInfo, error) {
 	return serverInfo(name, s, n), nil
 }
 
-func (b *Broker) lookup(name string) (*config.Server, error) {
+// lookup finds a server by name. Not finding it, it names the servers c may
+// use: a caller restricted to some servers does not learn the others.
+func (b *Broker) lookup(name string, c Caller) (*config.Server, error) {
 	cfg := b.currentConfig()
 	if s := cfg.Servers[name]; s != nil {
 		return s, nil
 	}
-	return nil, &Error{Kind: KindNotFound, Op: "find server", Server: name, Msg: "no such server",
-		Hint: "configured servers: " + strings.Join(sortedNames(cfg.Servers), ", ")}
+	names := slices.DeleteFunc(sortedNames(cfg.Servers), func(n string) bool { return !c.MayUse(n) })
+	hint := "configured servers: " + strings.Join(names, ", ")
+	if len(names) == 0 {
+		hint = "this caller may use no server"
+	}
+	return nil, &Error{Kind: KindNotFound, Op: "find server", Server: name, Msg: "no such server", Hint: hint}
+}
+
+// MayUse reports whether c's rights name the server.
+func (c Caller) MayUse(server string) bool {
+	return c.Servers == nil || slices.Contains(c.Servers, server) || slices.Contains(c.Servers, "*")
 }
 
 // Tools returns the server's tools as the child listed them (all pages
@@ -305,12 +316,12 @@ func (b *Broker) Target(r Request) (pool.Target, error) {
 }
 
 func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
-	def, err := b.lookup(r.Server)
+	def, err := b.lookup(r.Server, r.Caller)
 	if err != nil {
 		return nil, pool.Target{}, err
 	}
 	c := r.Caller
-	if c.Servers != nil && !slices.Contains(c.Servers, r.Server) && !slices.Contains(c.Servers, "*") {
+	if !c.MayUse(r.Server) {
 		return nil, pool.Target{}, &Error{Kind: KindForbidden, Op: "authorize", Server: r.Server, Msg: "this caller may not use this server"}
 	}
 	cc := r.Context

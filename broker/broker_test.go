@@ -460,3 +460,27 @@ func TestKindOfConfigProblems(t *testing.T) {
 		t.Errorf("New without a config: %v", err)
 	}
 }
+
+// The unknown-server error names only the servers the caller may use.
+func TestUnknownServerListsOnlyTheCallersServers(t *testing.T) {
+	b := newDemoBroker(t, map[string]config.ScopeKind{"public": config.ScopeGlobal, "internal-billing": config.ScopeGlobal})
+	for _, tc := range []struct {
+		servers     []string
+		want, never string
+	}{
+		{[]string{"public"}, "configured servers: public", "internal-billing"},
+		{[]string{}, "may use no server", "public"},
+		{nil, "internal-billing, public", ""},
+	} {
+		r := req("nope", "")
+		r.Caller = broker.Caller{Name: "alice", Via: "tailnet", Servers: tc.servers}
+		_, err := b.Target(r)
+		var be *broker.Error
+		if !errors.As(err, &be) || be.Kind != broker.KindNotFound {
+			t.Fatalf("servers %v: err %v, want not-found", tc.servers, err)
+		}
+		if !strings.Contains(be.Error(), tc.want) || (tc.never != "" && strings.Contains(be.Error(), tc.never)) {
+			t.Errorf("servers %v: %q; want %q and not %q", tc.servers, be.Error(), tc.want, tc.never)
+		}
+	}
+}

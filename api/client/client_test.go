@@ -221,12 +221,13 @@ func TestProblems(t *testing.T) {
 
 func TestWhoami(t *testing.T) {
 	d := startDaemon(t, nil)
-	cl := client.Caller{Cwd: "/src/app", Session: "s1", ParentSession: "p1", Lease: "l1", Pid: 4242}
+	// The pid must be the caller's or an ancestor's: the test's parent is.
+	cl := client.Caller{Cwd: "/src/app", Session: "s1", ParentSession: "p1", Lease: "l1", Pid: os.Getppid()}
 	w, raw, err := d.unix.Whoami(t.Context(), cl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := wire.DeclaredCtx{Cwd: "/src/app", Session: "s1", ParentSession: "p1", Lease: "l1", Pid: 4242}
+	want := wire.DeclaredCtx{Cwd: "/src/app", Session: "s1", ParentSession: "p1", Lease: "l1", Pid: os.Getppid()}
 	if w.Context != want || w.Caller.Via != wire.ViaUnix || !w.Caller.Local || w.Version != "test" {
 		t.Errorf("unix whoami %+v", w)
 	}

@@ -21,6 +21,7 @@ const (
 	KindTooLarge         = "too-large"          // the request body is over the limit
 	KindMethodNotAllowed = "method-not-allowed" // the route exists, not with this method
 	KindUnauthorized     = "unauthorized"       // a TCP request without the daemon's bearer token
+	KindBodyTimeout      = "body-timeout"       // the request body stopped arriving
 )
 
 // StatusClientClosedRequest is nginx's 499, the status of KindCanceled: the
@@ -49,6 +50,7 @@ var problemTypes = []ProblemType{
 	{KindTooLarge, 413, "Request body too large"},
 	{KindMethodNotAllowed, 405, "Method not allowed"},
 	{KindUnauthorized, 401, "Unauthorized"},
+	{KindBodyTimeout, 408, "Request body timed out"},
 }
 
 // ProblemTypes returns every problem type. The caller owns the slice.

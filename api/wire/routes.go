@@ -97,7 +97,7 @@ var (
 	problemsChild = []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout,
 		KindExhausted, KindUnavailable, KindCanceled, KindConfig, KindInternal}
 	// The same, with a request body.
-	problemsChildBody = append(slices.Clip(problemsChild), KindTooLarge)
+	problemsChildBody = append(slices.Clip(problemsChild), KindTooLarge, KindBodyTimeout)
 )
 
 var (

@@ -40,6 +40,14 @@ func (p *problems) checkPool(pc *Pool) {
 	p.duration("", "pool.waitTimeout", &pc.WaitTimeout, pool.DefaultWaitTimeout)
 }
 
+func (p *problems) checkLimits(lc *Limits) {
+	if lc.MaxDepth < 0 {
+		p.add("", "limits.maxDepth", fmt.Sprintf("maxDepth is %d", lc.MaxDepth), fmt.Sprintf("use 0 for the default (%d) or a positive number", DefaultMaxDepth))
+	} else if lc.MaxDepth == 0 {
+		lc.MaxDepth = DefaultMaxDepth
+	}
+}
+
 // duration rejects a negative *d and replaces zero with def.
 func (p *problems) duration(server, field string, d *Duration, def time.Duration) {
 	switch {

@@ -66,6 +66,7 @@ type Config struct {
 	// "server.tool" CLI arguments).
 	Servers map[string]*Server `json:"servers"`
 	Pool    Pool               `json:"pool"`
+	Limits  Limits             `json:"limits"`
 	// CeilingDirs stop git discovery from walking up into them, like
 	// GIT_CEILING_DIRECTORIES: with a dotfiles repository at ~/.git, list
 	// your home directory here, or every directory under it that is not
@@ -145,6 +146,23 @@ type Pool struct {
 	WaitTimeout  Duration `json:"waitTimeout,omitempty"`  // 0 = pool.DefaultWaitTimeout; a call's wait for room in a full pool
 }
 
+// Limits bound what one caller may send, so that no request can hurt the
+// children other callers share.
+type Limits struct {
+	// MaxDepth bounds the nesting of JSON arrays and objects in tool and
+	// prompt arguments; deeper requests are refused with 400 before they
+	// reach a child. 0 = DefaultMaxDepth.
+	MaxDepth int `json:"maxDepth,omitempty"`
+}
+
+// DefaultMaxDepth is the nesting limit of a config that sets none. Real
+// arguments nest a few levels (a list of objects of lists is 4); JSON Schema
+// documents, the deepest real arguments seen, stay well under 32. 64 leaves
+// room for those and is far below the ~1,000 at which the official go-sdk's
+// decoder makes a child exit (and the 10,000 Go's encoding/json accepts),
+// so one request cannot take a shared child offline.
+const DefaultMaxDepth = 64
+
 // DefaultCallTimeout is the call timeout of a server that sets none. The
 // other defaults Parse, Normalize and Default fill in are the pool's own
 // (pool.DefaultMax and the like), so that `mcpx config show` prints what
@@ -167,6 +185,7 @@ func Parse(data []byte, source string) (*Config, error) {
 	}
 	cfg.Source = source
 	p.checkPool(&cfg.Pool)
+	p.checkLimits(&cfg.Limits)
 	rank := map[string]int{}
 	usesInputs := false
 	for i, d := range order {
@@ -232,6 +251,7 @@ func Default(self string) *Config {
 func (c *Config) Normalize() error {
 	var p problems
 	p.checkPool(&c.Pool)
+	p.checkLimits(&c.Limits)
 	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
 		if s := c.Servers[name]; s == nil {
 			p.add(name, "", "no definition", "give it a command or a url")

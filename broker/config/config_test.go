@@ -90,6 +90,10 @@ func TestParseErrors(t *testing.T) {
 			"", "pool.idleTimeout", []string{`invalid duration "soon"`}},
 		{"negative pool max", `{"pool":{"maxInstances":-2}}`,
 			"", "pool.maxInstances", []string{"maxInstances is -2"}},
+		{"negative max depth", `{"limits":{"maxDepth":-1}}`,
+			"", "limits.maxDepth", []string{"maxDepth is -1", "default (64)"}},
+		{"unknown limits field", `{"limits":{"maxDeph":3}}`,
+			"", "limits.maxDeph", []string{`did you mean "maxDepth"?`}},
 		{"root placeholder in a rootless scope", `{"servers":{"fs":{"command":"a","args":["${mcpx.root}"],"scope":"session"}}}`,
 			"fs", "args[0]", []string{`${mcpx.root} is used, but an instance of scope "session" has no root`, `use scope "worktree"`}},
 		{"cwd placeholder in a shared scope", `{"servers":{"fs":{"command":"a","env":{"D":"${mcpx.cwd}"},"scope":"global"}}}`,
@@ -239,7 +243,8 @@ func TestParseDefaults(t *testing.T) {
 			"own": {Name: "own", Command: "x", Scope: config.ScopeSession, Sharing: config.SharingExclusive, Max: 2,
 				IdleTimeout: dur(time.Minute), CallTimeout: dur(10 * time.Second), StartTimeout: dur(5 * time.Second)},
 		},
-		Pool: config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second)},
+		Pool:   config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second)},
+		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)

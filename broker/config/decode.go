@@ -26,7 +26,7 @@ type decoded struct {
 // field that names it ("type", or Cline's "transportType").
 type transport struct{ field, value string }
 
-var topFields = []string{"servers", "mcpServers", "pool", "ceilingDirs"}
+var topFields = []string{"servers", "mcpServers", "pool", "limits", "ceilingDirs"}
 
 // clientTop are the top-level keys of the client formats mcpx reads (see
 // the package doc) besides their servers: VS Code's "inputs", checked where
@@ -56,6 +56,8 @@ func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int
 			order = append(order, p.decodeServers(cfg, m.key, m.value)...)
 		case "pool":
 			p.decodePool(&cfg.Pool, m.value)
+		case "limits":
+			p.decodeLimits(&cfg.Limits, m.value)
 		case "ceilingDirs":
 			p.decodeCeilings(&cfg.CeilingDirs, m.value)
 		case "inputs":
@@ -275,6 +277,21 @@ func (p *problems) decodePool(pc *Pool, raw json.RawMessage) {
 		"waitTimeout":  {&pc.WaitTimeout, `a duration string such as "10s"`},
 	}
 	p.decodeFields("", "pool.", members, fields, map[string]bool{})
+}
+
+func (p *problems) decodeLimits(lc *Limits, raw json.RawMessage) {
+	if isNull(raw) {
+		return
+	}
+	members, err := objectMembers(raw)
+	if err != nil {
+		p.add("", "limits", "limits must be an object", `such as {"maxDepth": 64}`)
+		return
+	}
+	fields := map[string]fieldSpec{
+		"maxDepth": {&lc.MaxDepth, "a non-negative integer"},
+	}
+	p.decodeFields("", "limits.", members, fields, map[string]bool{})
 }
 
 // decodeFields decodes each member into its field, one at a time, so that

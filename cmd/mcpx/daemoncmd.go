@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
 )
@@ -87,7 +88,7 @@ func daemonStop(ctx context.Context, c *cli, bc *client.Client) int {
 	}
 	pid := who.Daemon.Pid
 	// The daemon drains calls, then stops its children, each bounded.
-	deadline := time.Now().Add(2*drainTimeout + 10*time.Second)
+	deadline := time.Now().Add(2*api.DefaultDrainTimeout + 10*time.Second) // drain, then stop the children: each bounded by --drain-timeout (the default assumed)
 	for alive(pid) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			fmt.Fprintf(c.stderr, "mcpx: the daemon (pid %d) is still stopping; its log is %s\n", pid, filepath.Join(who.Daemon.State, wire.LogFile))

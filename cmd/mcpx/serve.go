@@ -20,10 +20,6 @@ import (
 	"mcpx.dev/mcpx/pool"
 )
 
-// drainTimeout bounds how long shutdown waits for in-flight calls, and then
-// how long the broker has to stop its children.
-const drainTimeout = 10 * time.Second
-
 // serve is `mcpx serve`: the daemon. It serves the API on the unix socket
 // (and a loopback TCP address with --listen) until SIGINT or SIGTERM, then
 // stops accepting, drains in-flight calls (bounded) and stops every child.
@@ -33,6 +29,8 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	stateFlag := fs.String("state-dir", "", "state directory (default $XDG_STATE_HOME/mcpx)")
 	socketFlag := fs.String("socket", "", "unix socket path (default $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else in the state directory)")
 	listen := fs.String("listen", "127.0.0.1:0", "also serve on this loopback TCP address (port 0: any free port; `off`: no TCP); TCP callers need the token of the daemon record")
+	maxConns := fs.Int("listen-max-conns", api.DefaultMaxConns, "connections served at once on the --listen address; more wait until one closes (the unix socket is never capped)")
+	drain := fs.Duration("drain-timeout", api.DefaultDrainTimeout, "at shutdown, how long in-flight calls may finish; later ones are answered 503 with Retry-After (then as long again to stop the servers)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -42,6 +40,12 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	if *listen == "off" {
 		*listen = ""
+	}
+	if *maxConns <= 0 {
+		return usageError(c, fs, "--listen-max-conns must be positive, e.g. %d", api.DefaultMaxConns)
+	}
+	if *drain <= 0 {
+		return usageError(c, fs, "--drain-timeout must be positive, e.g. 10s")
 	}
 	if *listen != "" {
 		if err := api.CheckLoopback(*listen); err != nil {
@@ -82,7 +86,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	defer closeBroker(log, b)
+	defer closeBroker(log, b, *drain)
 
 	uln, tln, err := listenAll(sock, *listen)
 	if err != nil {
@@ -91,7 +95,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	ctl := newControl(log, b, src, func() (*config.Config, configSource, error) { return loadConfig(*configPath, c.getenv) })
 	token := api.NewToken()
 	info := daemonInfo(state, sock, tln, src)
-	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), Token: token,
+	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
 		Daemon: &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}})
 	if err := writeRecord(info, token); err != nil {
 		uln.Close()
@@ -113,10 +117,10 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		g.Add(ctl.stopActor())
 	}
 	{ // the unix socket
-		g.Add(serveActor(uln, h, log))
+		g.Add(serveActor(uln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain}))
 	}
 	if tln != nil { // loopback TCP
-		g.Add(serveActor(tln, h, log))
+		g.Add(serveActor(tln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain, MaxConns: *maxConns}))
 	}
 	attrs := []any{"socket", sock, "config", src.String(), "servers", len(cfg.Servers), "state", state, "version", version(), "pid", os.Getpid()}
 	if tln != nil {
@@ -166,12 +170,12 @@ func listenAll(sock, addr string) (uln, tln net.Listener, err error) {
 }
 
 // serveActor serves h on ln until interrupted; then it stops accepting and
-// drains in-flight requests (bounded by drainTimeout) before returning, so
-// that the group returns only once every listener has drained.
-func serveActor(ln net.Listener, h http.Handler, log *slog.Logger) (func() error, func(error)) {
+// drains in-flight requests (bounded by opts.DrainTimeout) before returning,
+// so that the group returns only once every listener has drained.
+func serveActor(ln net.Listener, h http.Handler, opts api.ServeOptions) (func() error, func(error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return func() error {
-			return api.Serve(ctx, ln, h, api.ServeOptions{Logger: log, DrainTimeout: drainTimeout})
+			return api.Serve(ctx, ln, h, opts)
 		}, func(error) {
 			cancel()
 		}
@@ -198,9 +202,9 @@ func reloadActor(ctl *control) (func() error, func(error)) {
 		}
 }
 
-// closeBroker stops every child, bounded by drainTimeout.
-func closeBroker(log *slog.Logger, b *broker.Broker) {
-	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+// closeBroker stops every child, bounded by drain.
+func closeBroker(log *slog.Logger, b *broker.Broker, drain time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	if err := b.Close(ctx); err != nil {
 		log.Error("stopping servers", "err", err)

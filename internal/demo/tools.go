@@ -79,7 +79,7 @@ func (d *demo) sleep(ctx context.Context, _ *mcp.CallToolRequest, in sleepIn) (*
 }
 
 const progressSchema = `{"type":"object","properties":{
-	"steps":{"type":"integer","minimum":0,"maximum":10000,"description":"number of progress notifications"},
+	"steps":{"type":"integer","minimum":0,"maximum":1000000,"description":"number of progress notifications"},
 	"delayMs":{"type":"integer","minimum":0,"maximum":60000,"default":0,"description":"pause before each step, in milliseconds"}},
 	"required":["steps"],"additionalProperties":false}`
 

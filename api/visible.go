@@ -1,0 +1,66 @@
+package api
+
+import (
+	"path/filepath"
+	"strings"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+)
+
+// privateLastError replaces an instance's last error for callers other than
+// the daemon's own user: the error may name commands and paths.
+const privateLastError = "the last start or run failed; the daemon's owner sees why in `mcpx status` and the daemon's log"
+
+// instanceFor returns in as caller c may see it, or false if c may not see
+// it at all (a server c may not use). The daemon's own user (Local) sees
+// everything; admins every instance but not the private detail of errors;
+// other callers see their own instances whole and others' without key,
+// root, cwd or pid, which name other callers' sessions and directories.
+func instanceFor(c broker.Caller, in broker.Instance) (wire.Instance, bool) {
+	if !c.MayUse(in.Server) {
+		return wire.Instance{}, false
+	}
+	if c.Local {
+		return instanceDoc(in), true
+	}
+	if in.LastError != "" {
+		in.LastError = privateLastError
+	}
+	if !c.Admin && !ownsInstance(c, in) {
+		in.Key, in.Root, in.Cwd, in.Pid = "", "", "", 0
+	}
+	return instanceDoc(in), true
+}
+
+// ownsInstance reports whether in is c's to see whole: keyed by c's own
+// session or lease (the broker prefixes those with the caller's name),
+// shared by everyone (global), or rooted in a directory c may use.
+func ownsInstance(c broker.Caller, in broker.Instance) bool {
+	for _, p := range []string{"session:", "psession:", "lease:"} {
+		if rest, ok := strings.CutPrefix(in.Key, p); ok {
+			return strings.HasPrefix(rest, c.Name+"/")
+		}
+	}
+	switch {
+	case in.Key == "global":
+		return true
+	case strings.HasPrefix(in.Key, "repo:"), strings.HasPrefix(in.Key, "worktree:"), strings.HasPrefix(in.Key, "cwd:"):
+		return in.Root != "" && under(in.Root, c.Roots) && (in.Cwd == "" || under(in.Cwd, c.Roots))
+	}
+	return false // call: and pid: keys belong to one call or process, not c's
+}
+
+// under reports whether path lies under one of roots; nil roots = anywhere.
+func under(path string, roots []string) bool {
+	if roots == nil {
+		return true
+	}
+	for _, r := range roots {
+		r = filepath.Clean(r)
+		if path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
