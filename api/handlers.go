@@ -33,8 +33,9 @@ func (s *server) whoami(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) listServers(w http.ResponseWriter, r *http.Request) error {
+	c, _ := callerFrom(r.Context())
 	servers := []wire.Server{}
-	for _, si := range s.b.Servers() {
+	for _, si := range s.b.Servers(c) {
 		servers = append(servers, serverDoc(si))
 	}
 	writeJSON(w, http.StatusOK, wire.ServerList{Servers: servers})
@@ -42,7 +43,8 @@ func (s *server) listServers(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) getServer(w http.ResponseWriter, r *http.Request) error {
-	info, err := s.b.Server(param(r, "server"))
+	c, _ := callerFrom(r.Context())
+	info, err := s.b.Server(param(r, "server"), c)
 	if err != nil {
 		return err
 	}
@@ -68,7 +70,7 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	servers := s.b.Servers()
+	servers := s.b.Servers(req.Caller)
 	tools := make([][]json.RawMessage, len(servers))
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup

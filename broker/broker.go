@@ -163,8 +163,8 @@ func (b *Broker) currentConfig() *config.Config {
 	return b.cfg
 }
 
-// Servers lists the configured servers, sorted by name.
-func (b *Broker) Servers() []ServerInfo {
+// Servers lists the configured servers c may use, sorted by name.
+func (b *Broker) Servers(c Caller) []ServerInfo {
 	cfg := b.currentConfig()
 	counts := map[string]int{}
 	for _, in := range b.pool.Instances() {
@@ -172,7 +172,9 @@ func (b *Broker) Servers() []ServerInfo {
 	}
 	out := make([]ServerInfo, 0, len(cfg.Servers))
 	for _, name := range sortedNames(cfg.Servers) {
-		out = append(out, serverInfo(name, cfg.Servers[name], counts[name]))
+		if c.MayUse(name) {
+			out = append(out, serverInfo(name, cfg.Servers[name], counts[name]))
+		}
 	}
 	return out
 }
@@ -186,9 +188,13 @@ func serverInfo(name string, s *config.Server, n int) ServerInfo {
 		Scope: s.Scope, Sharing: cmp.Or(s.Sharing, config.SharingShared), Max: cmp.Or(s.Max, pool.DefaultMax), Instances: n}
 }
 
-// Server describes one server; KindNotFound if there is none by that name.
-func (b *Broker) Server(name string) (ServerInfo, error) {
-	s, err := b.lookup(name, Caller{})
+// Server describes one server; KindNotFound if there is none by that name
+// that c may use.
+func (b *Broker) Server(name string, c Caller) (ServerInfo, error) {
+	s, err := b.lookup(name, c)
+	if err == nil && !c.MayUse(name) {
+		err = b.notFound(name, c) // to c, a server it may not use does not exist
+	}
 	if err != nil {
 		return ServerInfo{}, err
 	}
@@ -208,12 +214,18 @@ func (b *Broker) lookup(name string, c Caller) (*config.Server, error) {
 	if s := cfg.Servers[name]; s != nil {
 		return s, nil
 	}
+	return nil, b.notFound(name, c)
+}
+
+// notFound is the error for a server c cannot see, naming those it can.
+func (b *Broker) notFound(name string, c Caller) error {
+	cfg := b.currentConfig()
 	names := slices.DeleteFunc(sortedNames(cfg.Servers), func(n string) bool { return !c.MayUse(n) })
 	hint := "configured servers: " + strings.Join(names, ", ")
 	if len(names) == 0 {
 		hint = "this caller may use no server"
 	}
-	return nil, &Error{Kind: KindNotFound, Op: "find server", Server: name, Msg: "no such server", Hint: hint}
+	return &Error{Kind: KindNotFound, Op: "find server", Server: name, Msg: "no such server", Hint: hint}
 }
 
 // MayUse reports whether c's rights name the server.

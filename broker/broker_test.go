@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -482,5 +483,32 @@ func TestUnknownServerListsOnlyTheCallersServers(t *testing.T) {
 		if !strings.Contains(be.Error(), tc.want) || (tc.never != "" && strings.Contains(be.Error(), tc.never)) {
 			t.Errorf("servers %v: %q; want %q and not %q", tc.servers, be.Error(), tc.want, tc.never)
 		}
+	}
+}
+
+// TestServersListOnlyTheCallersServers: listings and lookups show a caller
+// only the servers its rights name; to it, the others do not exist.
+func TestServersListOnlyTheCallersServers(t *testing.T) {
+	b := newDemoBroker(t, map[string]config.ScopeKind{"public": config.ScopeGlobal, "internal-billing": config.ScopeGlobal})
+	alice := broker.Caller{Name: "alice", Via: "tailnet", Servers: []string{"public"}}
+	var names []string
+	for _, si := range b.Servers(alice) {
+		names = append(names, si.Name)
+	}
+	if !slices.Equal(names, []string{"public"}) {
+		t.Errorf("Servers(alice) = %v, want [public]", names)
+	}
+	if n := len(b.Servers(broker.Caller{Name: "nobody", Servers: []string{}})); n != 0 {
+		t.Errorf("a caller with no servers sees %d", n)
+	}
+	if n := len(b.Servers(broker.Caller{Name: "owner", Local: true})); n != 2 {
+		t.Errorf("the owner sees %d servers, want 2", n)
+	}
+	if _, err := b.Server("public", alice); err != nil {
+		t.Errorf("Server(public, alice): %v", err)
+	}
+	_, err := b.Server("internal-billing", alice)
+	if broker.KindOf(err) != broker.KindNotFound || strings.Contains(err.Error(), "internal-billing,") {
+		t.Errorf("Server(internal-billing, alice) = %v, want not found naming only public", err)
 	}
 }
