@@ -62,7 +62,7 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 	if err := s.checkToken(r); err != nil {
 		return broker.Caller{}, err
 	}
-	return broker.Caller{Name: "loopback", Via: wire.ViaTCPLoopback, Admin: true}, nil
+	return broker.Caller{Name: "loopback", Via: wire.ViaTCPLoopback, Owner: true, Admin: true}, nil
 }
 
 func (s *server) unixCaller(p peer) (broker.Caller, error) {
@@ -73,7 +73,7 @@ func (s *server) unixCaller(p peer) (broker.Caller, error) {
 	if p.uid != s.owner {
 		return broker.Caller{}, forbidden(fmt.Sprintf("uid %d may not use this daemon; it serves uid %d only", p.uid, s.owner))
 	}
-	return broker.Caller{Name: "local:" + strconv.Itoa(p.uid), Via: wire.ViaUnix, Uid: p.uid, Local: true, Admin: true}, nil
+	return broker.Caller{Name: "local:" + strconv.Itoa(p.uid), Via: wire.ViaUnix, Uid: p.uid, Local: true, Owner: true, Admin: true}, nil
 }
 
 func forbidden(msg string) error {

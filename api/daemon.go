@@ -36,7 +36,7 @@ func (s *server) daemonInfo(c broker.Caller) *wire.DaemonInfo {
 // of its uid, or a loopback TCP caller that sent the token only that user
 // can read.
 func isOwner(c broker.Caller) bool {
-	return c.Local || c.Via == wire.ViaTCPLoopback
+	return c.Owner
 }
 
 func (s *server) stopDaemon(w http.ResponseWriter, r *http.Request) error {

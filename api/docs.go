@@ -10,7 +10,7 @@ import (
 // TestDocumentsMatchBroker fails if a field is added on one side only.
 
 func callerDoc(c broker.Caller) wire.Caller {
-	return wire.Caller{Name: c.Name, Via: c.Via, Uid: c.Uid, Local: c.Local, Admin: c.Admin,
+	return wire.Caller{Name: c.Name, Via: c.Via, Uid: c.Uid, Local: c.Local, Owner: c.Owner, Admin: c.Admin,
 		Servers: c.Servers, Roots: c.Roots}
 }
 

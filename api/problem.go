@@ -87,7 +87,7 @@ func (s *server) problem(r *http.Request, err error) *wire.Problem {
 	if e.Hint != "" {
 		p.Detail += "; " + e.Hint
 	}
-	if c, ok := callerFrom(r.Context()); ok && c.Local {
+	if c, ok := callerFrom(r.Context()); ok && c.Owner {
 		p.StderrTail = e.StderrTail
 		if e.Private != "" {
 			p.Detail = e.Private

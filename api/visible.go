@@ -13,7 +13,7 @@ import (
 const privateLastError = "the last start or run failed; the daemon's owner sees why in `mcpx status` and the daemon's log"
 
 // instanceFor returns in as caller c may see it, or false if c may not see
-// it at all (a server c may not use). The daemon's own user (Local) sees
+// it at all (a server c may not use). The daemon's own user (Owner) sees
 // everything; admins every instance but not the private detail of errors;
 // other callers see their own instances whole and others' without key,
 // root, cwd or pid, which name other callers' sessions and directories.
@@ -21,7 +21,7 @@ func instanceFor(c broker.Caller, in broker.Instance) (wire.Instance, bool) {
 	if !c.MayUse(in.Server) {
 		return wire.Instance{}, false
 	}
-	if c.Local {
+	if c.Owner {
 		return instanceDoc(in), true
 	}
 	if in.LastError != "" {

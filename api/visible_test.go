@@ -56,7 +56,7 @@ func TestInstancesKeepPrivateDetailPrivate(t *testing.T) {
 		}
 	}
 
-	owner := broker.Caller{Name: "local:1000", Via: "unix", Local: true, Admin: true}
+	owner := broker.Caller{Name: "local:1000", Via: "unix", Local: true, Owner: true, Admin: true}
 	if got := see(owner); len(got) != len(instances) || !strings.Contains(got["git-1"], secret) || got["git-2"] != "session:bob/s2|||" {
 		t.Errorf("the owner sees %v; want everything", got)
 	}

@@ -39,7 +39,12 @@ type Caller struct {
 	Via   string `json:"via"`           // "unix", "tcp-loopback", "tailnet", "jwt"
 	Uid   int    `json:"uid,omitempty"` // unix callers
 	Local bool   `json:"local"`         // same machine (unix socket): Mcpx-Pid is trusted
-	Admin bool   `json:"admin"`         // may stop instances, manage sessions
+	// Owner is the daemon's own user (a unix-socket peer of its uid, or a
+	// loopback TCP caller with the daemon's token): sees private detail
+	// (commands, paths, a child's stderr), and its session ids are not
+	// namespaced, so the CLI and a script of the same user share sessions.
+	Owner bool `json:"owner"`
+	Admin bool `json:"admin"` // may stop instances, manage sessions
 	// Servers and Roots restrict what the caller may name; nil = everything
 	// (local callers). Empty non-nil = nothing.
 	Servers []string `json:"servers,omitempty"`
@@ -355,7 +360,7 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 		cc.CallID = newCallID()
 	}
 	rs := b.scope.Resolve(def.Scope, cc)
-	if !c.Local {
+	if !c.Owner {
 		rs.Key = callerKey(rs.Key, c.Name)
 	}
 	if rs.Root != "" && !underAny(rs.Root, c.Roots) {
@@ -373,8 +378,8 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 
 // callerKey confines keys named by caller-chosen ids (sessions, leases) to
 // the caller that chose them: two remote callers who send the same
-// Mcpx-Session must not share a child or its state. Local callers are the
-// daemon's own user and share freely; directory keys are shared by design
+// Mcpx-Session must not share a child or its state. The owner's callers
+// (unix socket or token) are one user and share freely; directory keys are shared by design
 // (the roots check guards them).
 func callerKey(key, caller string) string {
 	for _, p := range []string{"session:", "psession:", "lease:"} {

@@ -90,7 +90,7 @@ func newDemoBroker(tb testing.TB, scopes map[string]config.ScopeKind, edit ...fu
 	return startDemoBroker(tb, s)
 }
 
-var local = broker.Caller{Name: "local:test", Via: "unix", Local: true, Admin: true}
+var local = broker.Caller{Name: "local:test", Via: "unix", Local: true, Owner: true, Admin: true}
 
 func req(server, cwd string) broker.Request {
 	return broker.Request{Caller: local, Server: server, Context: broker.CallContext{Cwd: cwd}}
@@ -409,7 +409,7 @@ func TestRemoteCallersDoNotShareSessionsByID(t *testing.T) {
 	b := newDemoBroker(t, map[string]config.ScopeKind{"s": config.ScopeSession})
 	as := func(name string, local bool) broker.Request {
 		r := req("s", "")
-		r.Caller = broker.Caller{Name: name, Via: "tailnet", Local: local}
+		r.Caller = broker.Caller{Name: name, Via: "tailnet", Local: local, Owner: local}
 		r.Context.Session = "S"
 		return r
 	}
@@ -421,11 +421,15 @@ func TestRemoteCallersDoNotShareSessionsByID(t *testing.T) {
 	if again := callText(t, b, as("alice", false), "pid", `{}`); again != alice {
 		t.Errorf("alice's session moved from %s to %s", alice, again)
 	}
-	// Local callers are the daemon's own user: one session id, one child.
+	// The daemon's own user, over the socket or over TCP with the token, is
+	// one user: one session id, one child.
 	l1 := callText(t, b, as("local:1", true), "pid", `{}`)
 	l2 := callText(t, b, as("local:2", true), "pid", `{}`)
-	if l1 != l2 {
-		t.Errorf("local callers with one session id got two children (%s, %s)", l1, l2)
+	tcp := as("loopback", false)
+	tcp.Caller.Via, tcp.Caller.Owner = "tcp-loopback", true
+	l3 := callText(t, b, tcp, "pid", `{}`)
+	if l1 != l2 || l1 != l3 {
+		t.Errorf("the owner's callers with one session id got children %s, %s, %s; want one", l1, l2, l3)
 	}
 }
 

@@ -208,13 +208,14 @@ func TestProblems(t *testing.T) {
 			t.Errorf("%s: relative cwd: %+v", name, p)
 		}
 	}
-	// A crash: the local caller sees the child's stderr, the TCP caller not.
+	// A crash: the daemon's owner sees the child's stderr, over the socket and
+	// over TCP with the token.
 	_, err := d.unix.CallTool(t.Context(), cl, "demo", "crash", json.RawMessage(`{"stderr":"dying words"}`), nil)
 	if p := asProblem(t, err); p.Status != 502 || !strings.Contains(p.StderrTail, "dying words") {
 		t.Errorf("unix crash: %+v", p)
 	}
 	_, err = d.tcp.CallTool(t.Context(), cl, "demo", "crash", json.RawMessage(`{"stderr":"dying words"}`), nil)
-	if p := asProblem(t, err); p.Status != 502 || p.StderrTail != "" {
+	if p := asProblem(t, err); p.Status != 502 || !strings.Contains(p.StderrTail, "dying words") {
 		t.Errorf("tcp crash: %+v", p)
 	}
 }

@@ -30,6 +30,7 @@ type Caller struct {
 	Via   string `json:"via"`           // ViaUnix, ViaTCPLoopback, …
 	Uid   int    `json:"uid,omitempty"` // unix callers
 	Local bool   `json:"local"`         // same machine (unix socket): Mcpx-Pid is trusted
+	Owner bool   `json:"owner"`         // the daemon's own user: sees private detail
 	Admin bool   `json:"admin"`         // may stop instances, manage sessions
 	// Servers and Roots restrict what the caller may name; absent = everything.
 	Servers []string `json:"servers,omitempty"`
