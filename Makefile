@@ -3,7 +3,7 @@
 # with missing dependencies as failures.
 # GORACE: the race-built test binaries that tests re-exec as children would
 # otherwise each sleep 1 s at exit.
-.PHONY: test deps lint
+.PHONY: test deps lint faults
 test: deps lint
 	MCPX_REQUIRE_DEPS=1 GORACE=atexit_sleep_ms=0 go test ./... -race -count=1 -timeout 20m
 
@@ -17,3 +17,8 @@ lint:
 	go mod tidy -diff
 	go vet ./...
 	staticcheck ./...
+
+# faults runs only the fault suite (hostile callers, misbehaving children,
+# process leaks: every TestFault… test); `make test` runs it too.
+faults: deps
+	MCPX_REQUIRE_DEPS=1 GORACE=atexit_sleep_ms=0 go test ./... -race -count=1 -run Fault -timeout 10m
