@@ -50,6 +50,10 @@ type Options struct {
 	// Logger receives protocol-level events (nil = discard). The child's
 	// notifications/message records are logged to it at their level.
 	Logger *slog.Logger
+	// MaxMessageBytes bounds one message from the child (a stdio line, a
+	// JSON body, an SSE event); 0 = DefaultMaxMessageBytes. A larger
+	// message fails the call it answers with a *TooLargeError.
+	MaxMessageBytes int
 }
 
 // RPCError is a JSON-RPC error the child answered with.
@@ -102,13 +106,26 @@ type Session struct {
 	cancel     context.CancelFunc // ends ctx, which bounds replies
 	replies    sync.WaitGroup     // goroutines answering the child's requests
 
+	// sendWaits: the transport's Send returns only once the answer has
+	// arrived (streamable HTTP), so each call gives Send a context that
+	// ends, with cause errAnswered, when its answer arrives on any stream.
+	sendWaits bool
+
 	tools, resources, templates, prompts listCache
 }
+
+// answerWaiter marks transports whose Send waits for the request's answer.
+type answerWaiter interface{ sendWaitsForAnswer() }
+
+// errAnswered is the cause of a Send context ended because the request's
+// answer has arrived.
+var errAnswered = errors.New("the request was answered")
 
 // call is one request waiting for its response.
 type call struct {
 	ch         chan response // buffered 1; receives exactly one response
 	onProgress func(json.RawMessage)
+	answered   context.CancelCauseFunc // ends Send's context (sendWaits); nil otherwise
 
 	progMu   sync.Mutex // serialises onProgress with finish
 	finished bool       // guarded by progMu: the caller has returned
@@ -135,6 +152,13 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 		readerDone: make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if opts.MaxMessageBytes <= 0 {
+		s.opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if l, ok := t.(limiter); ok {
+		l.setMaxMessage(s.opts.MaxMessageBytes)
+	}
+	_, s.sendWaits = t.(answerWaiter)
 	go s.read()
 	var err error
 	for _, e := range eras {
@@ -200,7 +224,7 @@ func (s *Session) shutdown(cause error) {
 	s.cancel()
 	s.closeErr = s.t.Close()
 	for _, c := range pending {
-		c.ch <- response{err: err}
+		c.deliver(response{err: err})
 	}
 	close(s.done)
 	// Whoever watches Done (the pool) reports the end; this is for tracing.
@@ -268,14 +292,6 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 		defer c.finish()
 	}
 
-	s.mu.Lock()
-	if s.pending == nil {
-		err := s.err
-		s.mu.Unlock()
-		return nil, fmt.Errorf("calling %s: %w", method, err)
-	}
-	s.pending[id] = c
-	s.mu.Unlock()
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 
@@ -289,9 +305,25 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 		b.Write(params)
 	}
 	b.WriteByte('}')
-	err := s.t.Send(ctx, b.Bytes())
+	sctx := ctx
+	if s.sendWaits {
+		var stop context.CancelCauseFunc
+		sctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		c.answered = stop
+	}
+	s.mu.Lock()
+	if s.pending == nil {
+		err := s.err
+		s.mu.Unlock()
+		putBuf(b)
+		return nil, fmt.Errorf("calling %s: %w", method, err)
+	}
+	s.pending[id] = c
+	s.mu.Unlock()
+	err := s.t.Send(sctx, b.Bytes())
 	putBuf(b)
-	if err != nil {
+	if err != nil && context.Cause(sctx) != errAnswered {
 		return nil, fmt.Errorf("calling %s: %w", method, s.sendFailed(ctx, id, err, cancel))
 	}
 
@@ -355,6 +387,14 @@ func (s *Session) forget(id int64) bool {
 	}
 	delete(s.pending, id)
 	return true
+}
+
+// deliver hands c its one response.
+func (c *call) deliver(r response) {
+	c.ch <- r
+	if c.answered != nil {
+		c.answered(errAnswered)
+	}
 }
 
 func (c *call) finish() {
@@ -444,6 +484,10 @@ func (s *Session) read() {
 	defer close(s.readerDone)
 	for {
 		msg, err := s.t.Recv()
+		var tl *TooLargeError
+		if errors.As(err, &tl) && s.tooLargeMessage(tl) {
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = errors.New("child closed its output (EOF)")

@@ -67,10 +67,10 @@ func (s *Session) deliver(e *envelope) {
 		if err := json.Unmarshal(e.err, rerr); err != nil {
 			rerr = &RPCError{Code: CodeInternalError, Message: "malformed error from child: " + string(truncate(e.err, 200))}
 		}
-		c.ch <- response{err: rerr}
+		c.deliver(response{err: rerr})
 		return
 	}
-	c.ch <- response{result: e.result}
+	c.deliver(response{result: e.result})
 }
 
 // answer replies to a request from the child. Replies are sent off the
