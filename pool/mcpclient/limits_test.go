@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"encoding/json"
 )
@@ -274,4 +276,88 @@ func httptestServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Req
 	}))
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// The server closes the POST's stream after its priming event id; the
+// client resumes with GET and Last-Event-ID, and the answer arrives there
+// on a stream the server then leaves open. The call completes as soon as
+// the answer arrives. A hand-written server, because the go-sdk handler
+// decides itself when to close a POST's stream: this sequence cannot be
+// produced with it on demand.
+func TestHTTPAnswerOnResumedStreamLeftOpen(t *testing.T) {
+	var mu sync.Mutex
+	pending := map[string]string{} // event id -> request id
+	var seq int
+	ts := scriptedHTTP(t, func(w http.ResponseWriter, r *http.Request, id string) {
+		mu.Lock()
+		seq++
+		ev := fmt.Sprintf("e%d", seq)
+		pending[ev] = id
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: %s\nretry: 1\ndata:\n\n", ev) // then the stream ends
+	}, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		id, ok := pending[r.Header.Get("Last-Event-ID")]
+		mu.Unlock()
+		if !ok {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "id: r%s\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"resumed\":%s}}\n\n", id, id, id)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // left open
+	})
+	s, err := Connect(t.Context(), NewHTTP(ts.URL, nil, nil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 3 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		res, err := s.CallTool(ctx, "x", nil, nil)
+		cancel()
+		if err != nil || !strings.HasPrefix(string(res), `{"resumed":`) {
+			t.Fatalf("CallTool = %s, %v", res, err)
+		}
+	}
+}
+
+// The answer arrives on the standalone GET stream while the POST's own
+// stream stays open with nothing on it: the call completes all the same.
+func TestHTTPAnswerOnOtherStream(t *testing.T) {
+	answers := make(chan string, 4)
+	ts := scriptedHTTP(t, func(w http.ResponseWriter, r *http.Request, id string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, ": open\n\n")
+		w.(http.Flusher).Flush()
+		answers <- id
+		<-r.Context().Done() // left open, never answered here
+	}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case id := <-answers:
+				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"elsewhere\":true}}\n\n", id)
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	s, err := Connect(t.Context(), NewHTTP(ts.URL, nil, nil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 2 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		res, err := s.CallTool(ctx, "x", nil, nil)
+		cancel()
+		if err != nil || string(res) != `{"elsewhere":true}` {
+			t.Fatalf("CallTool = %s, %v", res, err)
+		}
+	}
 }
