@@ -1,6 +1,10 @@
 package pool
 
-import "time"
+import (
+	"time"
+
+	"mcpx.dev/mcpx/pool/mcpclient"
+)
 
 // Defaults for the zero values of Server and Options. They are stated here
 // only: the config fills its defaults from these, so that `mcpx config show`
@@ -11,4 +15,6 @@ const (
 	DefaultIdleTimeout  = 5 * time.Minute  // Options.IdleTimeout
 	DefaultReapInterval = 30 * time.Second // Options.ReapInterval
 	DefaultStartTimeout = 30 * time.Second // Options.StartTimeout: spawn + initialize
+	// Options.MaxMessageBytes: the largest message a child may send (64 MiB).
+	DefaultMaxMessageBytes = mcpclient.DefaultMaxMessageBytes
 )

@@ -63,6 +63,9 @@ type Options struct {
 	// ClientName and ClientVersion go into initialize's clientInfo.
 	ClientName, ClientVersion string
 	HTTPClient                *http.Client // for url servers; nil = a default client
+	// MaxMessageBytes bounds one message from a child; 0 =
+	// DefaultMaxMessageBytes. A larger answer fails its call.
+	MaxMessageBytes int
 }
 
 // Target says which instance a call wants.

@@ -33,6 +33,14 @@ func (p *problems) checkPool(pc *Pool) {
 	p.duration("", "pool.reapInterval", &pc.ReapInterval, pool.DefaultReapInterval)
 }
 
+func (p *problems) checkLimits(l *Limits) {
+	if l.MaxMessageBytes < 0 {
+		p.add("", "limits.maxMessageBytes", fmt.Sprintf("maxMessageBytes is %d", l.MaxMessageBytes), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", pool.DefaultMaxMessageBytes))
+	} else if l.MaxMessageBytes == 0 {
+		l.MaxMessageBytes = pool.DefaultMaxMessageBytes
+	}
+}
+
 // duration rejects a negative *d and replaces zero with def.
 func (p *problems) duration(server, field string, d *Duration, def time.Duration) {
 	switch {

@@ -33,6 +33,7 @@ type Config struct {
 	// "server.tool" CLI arguments).
 	Servers map[string]*Server `json:"servers"`
 	Pool    Pool               `json:"pool"`
+	Limits  Limits             `json:"limits"`
 	// CeilingDirs stop git discovery from walking up into them, like
 	// GIT_CEILING_DIRECTORIES: with a dotfiles repository at ~/.git, list
 	// your home directory here, or every directory under it that is not
@@ -99,6 +100,14 @@ type Pool struct {
 	ReapInterval Duration `json:"reapInterval,omitempty"` // 0 = pool.DefaultReapInterval
 }
 
+// Limits bound what callers and children may send the daemon.
+type Limits struct {
+	// MaxMessageBytes bounds one message from a child (a stdio line, an
+	// HTTP body or SSE event); a larger answer fails its call with 502.
+	// 0 = pool.DefaultMaxMessageBytes.
+	MaxMessageBytes int `json:"maxMessageBytes,omitempty"`
+}
+
 // DefaultCallTimeout is the call timeout of a server that sets none. The
 // other defaults Parse, Normalize and Default fill in are the pool's own
 // (pool.DefaultMax and the like), so that `mcpx config show` prints what
@@ -120,6 +129,7 @@ func Parse(data []byte, source string) (*Config, error) {
 	}
 	cfg.Source = source
 	p.checkPool(&cfg.Pool)
+	p.checkLimits(&cfg.Limits)
 	rank := map[string]int{}
 	for i, d := range order {
 		p.checkServer(d.name, cfg.Servers[d.name], d.typ, &cfg.Pool, d.bad)
@@ -172,6 +182,7 @@ func Default(self string) *Config {
 func (c *Config) Normalize() error {
 	var p problems
 	p.checkPool(&c.Pool)
+	p.checkLimits(&c.Limits)
 	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
 		if s := c.Servers[name]; s == nil {
 			p.add(name, "", "no definition", "give it a command or a url")

@@ -18,7 +18,7 @@ type decoded struct {
 	bad  map[string]bool // fields that failed to decode: not checked further
 }
 
-var topFields = []string{"servers", "mcpServers", "pool", "ceilingDirs"}
+var topFields = []string{"servers", "mcpServers", "pool", "limits", "ceilingDirs"}
 
 // decode reads the document's structure and field types. It returns nil when
 // the document is not a JSON object at all.
@@ -42,6 +42,8 @@ func (p *problems) decode(data []byte) (*Config, []decoded) {
 			order = append(order, p.decodeServers(cfg, m.key, m.value)...)
 		case "pool":
 			p.decodePool(&cfg.Pool, m.value)
+		case "limits":
+			p.decodeLimits(&cfg.Limits, m.value)
 		case "ceilingDirs":
 			p.decodeCeilings(&cfg.CeilingDirs, m.value)
 		default:
@@ -169,6 +171,21 @@ func (p *problems) decodePool(pc *Pool, raw json.RawMessage) {
 		"reapInterval": {&pc.ReapInterval, `a duration string such as "30s"`},
 	}
 	p.decodeFields("", "pool.", members, fields, map[string]bool{})
+}
+
+func (p *problems) decodeLimits(l *Limits, raw json.RawMessage) {
+	if isNull(raw) {
+		return
+	}
+	members, err := objectMembers(raw)
+	if err != nil {
+		p.add("", "limits", "limits must be an object", `such as {"maxMessageBytes": 67108864}`)
+		return
+	}
+	fields := map[string]fieldSpec{
+		"maxMessageBytes": {&l.MaxMessageBytes, "a non-negative integer (bytes)"},
+	}
+	p.decodeFields("", "limits.", members, fields, map[string]bool{})
 }
 
 // decodeFields decodes each member into its field, one at a time, so that

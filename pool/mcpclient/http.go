@@ -343,7 +343,25 @@ func (t *httpTransport) checkStatus(resp *http.Response, sid, method string) err
 		return err
 	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return fmt.Errorf("%s %s: %s: %s", method, t.url, resp.Status, bytes.TrimSpace(snippet))
+	return &HTTPStatusError{Method: method, URL: t.url, StatusCode: resp.StatusCode, Status: resp.Status, Body: string(bytes.TrimSpace(snippet))}
+}
+
+// HTTPStatusError is a url server's answer with a failing HTTP status.
+// URL may name internal hosts: show it only to the daemon's own user.
+type HTTPStatusError struct {
+	Method     string // "POST", "GET"
+	URL        string
+	StatusCode int
+	Status     string // e.g. "401 Unauthorized"
+	Body       string // the first bytes of the body, trimmed
+}
+
+func (e *HTTPStatusError) Error() string {
+	s := fmt.Sprintf("%s %s: %s", e.Method, e.URL, e.Status)
+	if e.Body != "" {
+		s += ": " + e.Body
+	}
+	return s
 }
 
 // captureSession records the session id the server assigned at initialize.
