@@ -115,6 +115,7 @@ func New(opts Options) (*Broker, error) {
 		ClientVersion: cmp.Or(opts.Version, "dev"),
 
 		MaxMessageBytes: opts.Config.Limits.MaxMessageBytes,
+		RootsWait:       opts.Config.Limits.RootsWait.D(),
 	})
 	b.SetConfig(opts.Config)
 	return b, nil

@@ -17,4 +17,6 @@ const (
 	DefaultStartTimeout = 30 * time.Second // Options.StartTimeout: spawn + initialize
 	// Options.MaxMessageBytes: the largest message a child may send (64 MiB).
 	DefaultMaxMessageBytes = mcpclient.DefaultMaxMessageBytes
+	// Options.RootsWait: how long a new child is given to ask roots/list.
+	DefaultRootsWait = mcpclient.DefaultRootsWait
 )

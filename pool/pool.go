@@ -66,6 +66,11 @@ type Options struct {
 	// MaxMessageBytes bounds one message from a child; 0 =
 	// DefaultMaxMessageBytes. A larger answer fails its call.
 	MaxMessageBytes int
+	// RootsWait bounds how long a new child with a root is given to ask
+	// roots/list after initialize (learned per server definition: children
+	// that never ask are not waited for again); 0 = mcpclient.DefaultRootsWait,
+	// negative = no wait.
+	RootsWait time.Duration
 }
 
 // Target says which instance a call wants.
@@ -139,6 +144,31 @@ type Pool struct {
 	byID      map[string]*instance  // guarded by mu
 	seq       map[string]int        // guarded by mu; per-server instance numbers
 	closed    bool                  // guarded by mu
+
+	memoMu sync.Mutex
+	memos  map[string]rootsMemo // guarded by memoMu; by server name
+}
+
+// rootsMemo is what the pool has learned about one server definition's
+// children: whether they ask roots/list at start-up.
+type rootsMemo struct {
+	def  *Server
+	memo *mcpclient.RootsMemo
+}
+
+// rootsMemoFor returns the memo of def, a new one if the definition changed.
+func (p *Pool) rootsMemoFor(def *Server) *mcpclient.RootsMemo {
+	p.memoMu.Lock()
+	defer p.memoMu.Unlock()
+	if m, ok := p.memos[def.Name]; ok && (m.def == def || reflect.DeepEqual(m.def, def)) {
+		return m.memo
+	}
+	if p.memos == nil {
+		p.memos = map[string]rootsMemo{}
+	}
+	m := rootsMemo{def: def, memo: new(mcpclient.RootsMemo)}
+	p.memos[def.Name] = m
+	return m.memo
 }
 
 // New returns a pool with no servers. It starts the idle reaper; Close stops it.

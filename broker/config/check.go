@@ -39,6 +39,7 @@ func (p *problems) checkLimits(l *Limits) {
 	} else if l.MaxMessageBytes == 0 {
 		l.MaxMessageBytes = pool.DefaultMaxMessageBytes
 	}
+	p.duration("", "limits.rootsWait", &l.RootsWait, pool.DefaultRootsWait)
 }
 
 // duration rejects a negative *d and replaces zero with def.

@@ -106,6 +106,12 @@ type Limits struct {
 	// HTTP body or SSE event); a larger answer fails its call with 502.
 	// 0 = pool.DefaultMaxMessageBytes.
 	MaxMessageBytes int `json:"maxMessageBytes,omitempty"`
+	// RootsWait bounds how long a new child with a root is given to ask
+	// roots/list after initialize, so that its first call sees the root
+	// (server-filesystem asks, then applies the answer asynchronously).
+	// Learned per server: one that never asks is not waited for again.
+	// 0 = pool.DefaultRootsWait.
+	RootsWait Duration `json:"rootsWait,omitempty"`
 }
 
 // DefaultCallTimeout is the call timeout of a server that sets none. The

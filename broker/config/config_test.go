@@ -241,7 +241,7 @@ func TestParseDefaults(t *testing.T) {
 				IdleTimeout: dur(time.Minute), CallTimeout: dur(10 * time.Second), StartTimeout: dur(5 * time.Second)},
 		},
 		Pool:   config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second)},
-		Limits: config.Limits{MaxMessageBytes: pool.DefaultMaxMessageBytes},
+		Limits: config.Limits{MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait)},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)

@@ -184,6 +184,7 @@ func (p *problems) decodeLimits(l *Limits, raw json.RawMessage) {
 	}
 	fields := map[string]fieldSpec{
 		"maxMessageBytes": {&l.MaxMessageBytes, "a non-negative integer (bytes)"},
+		"rootsWait":       {&l.RootsWait, `a duration string such as "1s"`},
 	}
 	p.decodeFields("", "limits.", members, fields, map[string]bool{})
 }

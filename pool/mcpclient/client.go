@@ -54,6 +54,13 @@ type Options struct {
 	// JSON body, an SSE event); 0 = DefaultMaxMessageBytes. A larger
 	// message fails the call it answers with a *TooLargeError.
 	MaxMessageBytes int
+	// RootsMemo, with a Root, makes Connect wait after initialize for the
+	// child's start-up roots/list and let its answer settle, so that the
+	// first call already sees the root; the memo learns whether the
+	// server's children ask at all (nil = no wait). RootsWait bounds the
+	// wait: 0 = DefaultRootsWait, negative = no wait.
+	RootsMemo *RootsMemo
+	RootsWait time.Duration
 }
 
 // RPCError is a JSON-RPC error the child answered with.
@@ -111,6 +118,9 @@ type Session struct {
 	// ends, with cause errAnswered, when its answer arrives on any stream.
 	sendWaits bool
 
+	rootsAnswered chan struct{} // closed once a roots/list answer has been sent
+	rootsOnce     sync.Once
+
 	tools, resources, templates, prompts listCache
 }
 
@@ -144,12 +154,13 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Session{
-		t:          t,
-		opts:       opts,
-		log:        opts.Logger,
-		pending:    make(map[int64]*call),
-		done:       make(chan struct{}),
-		readerDone: make(chan struct{}),
+		t:             t,
+		opts:          opts,
+		log:           opts.Logger,
+		pending:       make(map[int64]*call),
+		done:          make(chan struct{}),
+		rootsAnswered: make(chan struct{}),
+		readerDone:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if opts.MaxMessageBytes <= 0 {
@@ -164,6 +175,7 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 	for _, e := range eras {
 		s.version, s.initResult, err = e.open(ctx, s)
 		if err == nil {
+			s.awaitStartupRoots(ctx)
 			return s, nil
 		}
 	}
@@ -443,7 +455,10 @@ const asyncSendTimeout = 10 * time.Second
 
 // sendAsync sends msg from a goroutine the session owns (Close waits for
 // it), bounded by the session's life and asyncSendTimeout.
-func (s *Session) sendAsync(what string, msg []byte) {
+func (s *Session) sendAsync(what string, msg []byte) { s.sendAsyncThen(what, msg, nil) }
+
+// sendAsyncThen is sendAsync, calling sent (if non-nil) once msg is sent.
+func (s *Session) sendAsyncThen(what string, msg []byte, sent func()) {
 	s.mu.Lock()
 	if s.pending == nil { // ended: Close may be waiting on replies
 		s.mu.Unlock()
@@ -460,6 +475,10 @@ func (s *Session) sendAsync(what string, msg []byte) {
 			if errors.Is(err, errBroken) {
 				s.shutdown(err)
 			}
+			return
+		}
+		if sent != nil {
+			sent()
 		}
 	}()
 }

@@ -104,7 +104,11 @@ func (s *Session) answer(e *envelope) {
 	if rerr != nil {
 		s.log.Debug("refusing mcp request from child", "method", method, "code", rerr.Code)
 	}
-	s.sendAsync("answer to "+method, replyMessage(e.id, result, rerr))
+	var sent func()
+	if method == "roots/list" {
+		sent = func() { s.rootsOnce.Do(func() { close(s.rootsAnswered) }) }
+	}
+	s.sendAsyncThen("answer to "+method, replyMessage(e.id, result, rerr), sent)
 }
 
 func replyMessage(id, result []byte, rerr *RPCError) []byte {
