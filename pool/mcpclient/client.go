@@ -236,7 +236,9 @@ func (s *Session) shutdown(cause error) {
 	s.cancel()
 	s.closeErr = s.t.Close()
 	for _, c := range pending {
-		c.deliver(response{err: err})
+		// Not deliver: this is no answer, and Send must report its own
+		// failure (e.g. ErrNotDelivered for an expired session).
+		c.ch <- response{err: err}
 	}
 	close(s.done)
 	// Whoever watches Done (the pool) reports the end; this is for tracing.
