@@ -499,14 +499,20 @@ func (s *Session) notify(ctx context.Context, method string, params []byte) erro
 	return s.t.Send(ctx, b.Bytes())
 }
 
+// skipped handles a Recv error that reports an oversized message the
+// transport skipped; false if err is another error or the session cannot go on.
+func (s *Session) skipped(err error) bool {
+	var tl *TooLargeError
+	return errors.As(err, &tl) && s.tooLargeMessage(tl)
+}
+
 // read is the session's one reader goroutine: it routes every message the
 // child sends until the transport is gone.
 func (s *Session) read() {
 	defer close(s.readerDone)
 	for {
 		msg, err := s.t.Recv()
-		var tl *TooLargeError
-		if errors.As(err, &tl) && s.tooLargeMessage(tl) {
+		if err != nil && s.skipped(err) {
 			continue
 		}
 		if err != nil {
