@@ -122,6 +122,9 @@ func New(opts Options) (*Broker, error) {
 		Now:           opts.Now,
 		ClientName:    "mcpx",
 		ClientVersion: cmp.Or(opts.Version, "dev"),
+
+		MaxMessageBytes: opts.Config.Limits.MaxMessageBytes,
+		RootsWait:       opts.Config.Limits.RootsWait.D(),
 	})
 	b.SetConfig(opts.Config)
 	return b, nil
@@ -467,6 +470,9 @@ func (b *Broker) translate(err error, op, server string) error {
 		}
 		return e
 	}
+	if e := childTransportError(err, op, server); e != nil {
+		return e
+	}
 	var pe *pool.Error
 	if !errors.As(err, &pe) {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -525,6 +531,42 @@ func (b *Broker) translate(err error, op, server string) error {
 	default: // ErrStart
 		e.Kind = KindChildFailed
 		private("the server failed to start")
+	}
+	return e
+}
+
+// childTransportError explains an oversized answer or a url server's HTTP
+// error status; nil for other errors.
+func childTransportError(err error, op, server string) *Error {
+	var tl *mcpclient.TooLargeError
+	if errors.As(err, &tl) {
+		e := &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
+			Msg:  fmt.Sprintf("the server's answer is larger than the limit of %d bytes (limits.maxMessageBytes); it was dropped", tl.Limit),
+			Hint: "raise limits.maxMessageBytes in the config if such answers are expected"}
+		if errors.Is(err, mcpclient.ErrClosed) {
+			e.Msg += ", and the session could not go on: the server is restarted on the next call"
+		}
+		return e
+	}
+	var hs *mcpclient.HTTPStatusError
+	if !errors.As(err, &hs) {
+		return nil
+	}
+	e := &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
+		Msg:     fmt.Sprintf("the url server answered HTTP %s", hs.Status),
+		Private: fmt.Sprintf("the url server answered %s %s with HTTP %s", hs.Method, hs.URL, hs.Status)}
+	if hs.Body != "" {
+		e.Private += fmt.Sprintf(": %q", hs.Body)
+	}
+	switch {
+	case hs.StatusCode == 401:
+		e.Hint = `the server needs credentials: set them in the server's "headers" in the config (e.g. "Authorization": "Bearer …")`
+	case hs.StatusCode == 403:
+		e.Hint = `the credentials in the server's "headers" in the config are not allowed to do this`
+	case hs.StatusCode == 404:
+		e.Hint = "check the server's url in the config"
+	case hs.StatusCode >= 500:
+		e.Hint = "the url server failed; see its own logs"
 	}
 	return e
 }

@@ -1,6 +1,10 @@
 package pool
 
-import "time"
+import (
+	"time"
+
+	"mcpx.dev/mcpx/pool/mcpclient"
+)
 
 // Defaults for the zero values of Server and Options. They are stated here
 // only: the config fills its defaults from these, so that `mcpx config show`
@@ -17,4 +21,8 @@ const (
 	// Options.ProbeTimeout: how long a child whose call timed out has to
 	// answer a ping before it is declared wedged and killed.
 	DefaultProbeTimeout = 5 * time.Second
+	// Options.MaxMessageBytes: the largest message a child may send (64 MiB).
+	DefaultMaxMessageBytes = mcpclient.DefaultMaxMessageBytes
+	// Options.RootsWait: how long a new child is given to ask roots/list.
+	DefaultRootsWait = mcpclient.DefaultRootsWait
 )

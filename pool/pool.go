@@ -80,6 +80,14 @@ type Options struct {
 	// ClientName and ClientVersion go into initialize's clientInfo.
 	ClientName, ClientVersion string
 	HTTPClient                *http.Client // for url servers; nil = a default client
+	// MaxMessageBytes bounds one message from a child; 0 =
+	// DefaultMaxMessageBytes. A larger answer fails its call.
+	MaxMessageBytes int
+	// RootsWait bounds how long a new child with a root is given to ask
+	// roots/list after initialize (learned per server definition: children
+	// that never ask are not waited for again); 0 = mcpclient.DefaultRootsWait,
+	// negative = no wait.
+	RootsWait time.Duration
 }
 
 // Target says which instance a call wants.
@@ -155,6 +163,9 @@ type Pool struct {
 	closed    bool                  // guarded by mu
 	queue     []*slotWaiter         // guarded by mu; callers waiting for room for a new instance, oldest first
 	stats     Stats                 // guarded by mu
+
+	memoMu sync.Mutex
+	memos  map[string]rootsMemo // guarded by memoMu; by server name
 }
 
 // slotWaiter is a caller in line for room for a new instance. Whoever
@@ -165,6 +176,28 @@ type slotWaiter struct {
 	ready chan struct{}
 	inst  *instance // made for it, with waiting counted for it
 	err   error
+}
+
+// rootsMemo is what the pool has learned about one server definition's
+// children: whether they ask roots/list at start-up.
+type rootsMemo struct {
+	def  *Server
+	memo *mcpclient.RootsMemo
+}
+
+// rootsMemoFor returns the memo of def, a new one if the definition changed.
+func (p *Pool) rootsMemoFor(def *Server) *mcpclient.RootsMemo {
+	p.memoMu.Lock()
+	defer p.memoMu.Unlock()
+	if m, ok := p.memos[def.Name]; ok && (m.def == def || reflect.DeepEqual(m.def, def)) {
+		return m.memo
+	}
+	if p.memos == nil {
+		p.memos = map[string]rootsMemo{}
+	}
+	m := rootsMemo{def: def, memo: new(mcpclient.RootsMemo)}
+	p.memos[def.Name] = m
+	return m.memo
 }
 
 // New returns a pool with no servers. It starts the idle reaper; Close stops it.

@@ -46,6 +46,12 @@ func (p *problems) checkLimits(lc *Limits) {
 	} else if lc.MaxDepth == 0 {
 		lc.MaxDepth = DefaultMaxDepth
 	}
+	if lc.MaxMessageBytes < 0 {
+		p.add("", "limits.maxMessageBytes", fmt.Sprintf("maxMessageBytes is %d", lc.MaxMessageBytes), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", pool.DefaultMaxMessageBytes))
+	} else if lc.MaxMessageBytes == 0 {
+		lc.MaxMessageBytes = pool.DefaultMaxMessageBytes
+	}
+	p.duration("", "limits.rootsWait", &lc.RootsWait, pool.DefaultRootsWait)
 }
 
 // duration rejects a negative *d and replaces zero with def.

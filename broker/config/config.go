@@ -146,13 +146,23 @@ type Pool struct {
 	WaitTimeout  Duration `json:"waitTimeout,omitempty"`  // 0 = pool.DefaultWaitTimeout; a call's wait for room in a full pool
 }
 
-// Limits bound what one caller may send, so that no request can hurt the
-// children other callers share.
+// Limits bound what callers and children may send the daemon, so that no
+// request or answer can hurt the children other callers share.
 type Limits struct {
 	// MaxDepth bounds the nesting of JSON arrays and objects in tool and
 	// prompt arguments; deeper requests are refused with 400 before they
 	// reach a child. 0 = DefaultMaxDepth.
 	MaxDepth int `json:"maxDepth,omitempty"`
+	// MaxMessageBytes bounds one message from a child (a stdio line, an
+	// HTTP body or SSE event); a larger answer fails its call with 502.
+	// 0 = pool.DefaultMaxMessageBytes.
+	MaxMessageBytes int `json:"maxMessageBytes,omitempty"`
+	// RootsWait bounds how long a new child with a root is given to ask
+	// roots/list after initialize, so that its first call sees the root
+	// (server-filesystem asks, then applies the answer asynchronously).
+	// Learned per server: one that never asks is not waited for again.
+	// 0 = pool.DefaultRootsWait.
+	RootsWait Duration `json:"rootsWait,omitempty"`
 }
 
 // DefaultMaxDepth is the nesting limit of a config that sets none. Real

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/pool"
 )
 
 // configErrors returns the *config.Problems inside err, failing if err is
@@ -244,7 +245,7 @@ func TestParseDefaults(t *testing.T) {
 				IdleTimeout: dur(time.Minute), CallTimeout: dur(10 * time.Second), StartTimeout: dur(5 * time.Second)},
 		},
 		Pool:   config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second)},
-		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth},
+		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth, MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait)},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -544,4 +545,20 @@ func ExampleParse_errors() {
 	// 	server "git": unknown placeholder ${mcpx.rot} (field args[2]); did you mean ${mcpx.root}? (known: ${mcpx.root}, ${mcpx.cwd})
 	// 	server "fs": invalid duration "10": want a Go duration such as "90s" or "5m" (field idleTimeout)
 	// 	server "fs": cwd "src" is relative; use an absolute path, or ${mcpx.root}/src for a directory under the instance root
+}
+
+func TestLimitsMaxMessageBytes(t *testing.T) {
+	cfg, err := config.Parse([]byte(`{"servers":{"a":{"command":"x"}},"limits":{"maxMessageBytes":1048576}}`), "l.json")
+	if err != nil || cfg.Limits.MaxMessageBytes != 1<<20 {
+		t.Fatalf("limits = %+v, %v", cfg.Limits, err)
+	}
+	cfg, err = config.Parse([]byte(`{"servers":{"a":{"command":"x"}}}`), "l.json")
+	if err != nil || cfg.Limits.MaxMessageBytes != pool.DefaultMaxMessageBytes {
+		t.Fatalf("default limits = %+v, %v", cfg.Limits, err)
+	}
+	for _, doc := range []string{`{"limits":{"maxMessageBytes":-1}}`, `{"limits":{"maxMesageBytes":1}}`, `{"limits":{"maxMessageBytes":"big"}}`} {
+		if _, err := config.Parse([]byte(doc), "l.json"); err == nil || !strings.Contains(err.Error(), "limits.maxMes") {
+			t.Errorf("%s: %v, want an error naming limits.maxMessageBytes", doc, err)
+		}
+	}
 }

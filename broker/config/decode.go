@@ -285,11 +285,13 @@ func (p *problems) decodeLimits(lc *Limits, raw json.RawMessage) {
 	}
 	members, err := objectMembers(raw)
 	if err != nil {
-		p.add("", "limits", "limits must be an object", `such as {"maxDepth": 64}`)
+		p.add("", "limits", "limits must be an object", `such as {"maxDepth": 64, "maxMessageBytes": 67108864}`)
 		return
 	}
 	fields := map[string]fieldSpec{
-		"maxDepth": {&lc.MaxDepth, "a non-negative integer"},
+		"maxDepth":        {&lc.MaxDepth, "a non-negative integer"},
+		"maxMessageBytes": {&lc.MaxMessageBytes, "a non-negative integer (bytes)"},
+		"rootsWait":       {&lc.RootsWait, `a duration string such as "1s"`},
 	}
 	p.decodeFields("", "limits.", members, fields, map[string]bool{})
 }

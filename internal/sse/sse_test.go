@@ -172,3 +172,28 @@ func BenchmarkDecoder(b *testing.B) {
 		}
 	}
 }
+
+// An event over the limit, in one line or in many data lines that add up,
+// is skipped and reported with its id and the ends of its data; decoding
+// goes on with the next event.
+func TestDecoderSkipsOversizedEvent(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	stream := "id: 1\ndata: {\"id\":7," + long + "END\n\n" +
+		"id: 2\ndata: " + long[:60] + "\ndata: " + long[:60] + "TAIL\n\n" +
+		"id: 3\ndata: small\n\n"
+	d := sse.NewDecoder(bufio.NewReaderSize(strings.NewReader(stream), 16), 100)
+	for _, want := range []struct{ id, head, tail string }{{"1", `{"id":7,`, "END"}, {"2", "xxx", "TAIL"}} {
+		ev, err := d.Next()
+		var big *sse.TooLargeError
+		if !errors.As(err, &big) || !errors.Is(err, sse.ErrTooLarge) {
+			t.Fatalf("event %s: %+v, %v; want a *TooLargeError", want.id, ev, err)
+		}
+		if ev.ID != want.id || big.ID != want.id || !strings.HasPrefix(string(big.Head), want.head) || !strings.HasSuffix(string(big.Tail), want.tail) || len(big.Head) > sse.HeadBytes || len(big.Tail) > sse.TailBytes {
+			t.Errorf("event %s: id %q/%q head %.20q tail …%.20q", want.id, ev.ID, big.ID, big.Head, big.Tail[max(0, len(big.Tail)-20):])
+		}
+	}
+	ev, err := d.Next()
+	if err != nil || ev.ID != "3" || string(ev.Data) != "small" {
+		t.Errorf("the event after: %+v, %v", ev, err)
+	}
+}

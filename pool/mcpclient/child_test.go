@@ -418,3 +418,12 @@ func BenchmarkCallToolRawChildParallel(b *testing.B) {
 		}
 	})
 }
+
+// readLine returns the next line of br without its newline.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadBytes('\n')
+	if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
+		return nil, err
+	}
+	return bytes.TrimSuffix(line, []byte("\n")), nil
+}

@@ -50,6 +50,17 @@ type Options struct {
 	// Logger receives protocol-level events (nil = discard). The child's
 	// notifications/message records are logged to it at their level.
 	Logger *slog.Logger
+	// MaxMessageBytes bounds one message from the child (a stdio line, a
+	// JSON body, an SSE event); 0 = DefaultMaxMessageBytes. A larger
+	// message fails the call it answers with a *TooLargeError.
+	MaxMessageBytes int
+	// RootsMemo, with a Root, makes Connect wait after initialize for the
+	// child's start-up roots/list and let its answer settle, so that the
+	// first call already sees the root; the memo learns whether the
+	// server's children ask at all (nil = no wait). RootsWait bounds the
+	// wait: 0 = DefaultRootsWait, negative = no wait.
+	RootsMemo *RootsMemo
+	RootsWait time.Duration
 }
 
 // RPCError is a JSON-RPC error the child answered with.
@@ -102,13 +113,29 @@ type Session struct {
 	cancel     context.CancelFunc // ends ctx, which bounds replies
 	replies    sync.WaitGroup     // goroutines answering the child's requests
 
+	// sendWaits: the transport's Send returns only once the answer has
+	// arrived (streamable HTTP), so each call gives Send a context that
+	// ends, with cause errAnswered, when its answer arrives on any stream.
+	sendWaits bool
+
+	rootsAnswered chan struct{} // closed once a roots/list answer has been sent
+	rootsOnce     sync.Once
+
 	tools, resources, templates, prompts listCache
 }
+
+// answerWaiter marks transports whose Send waits for the request's answer.
+type answerWaiter interface{ sendWaitsForAnswer() }
+
+// errAnswered is the cause of a Send context ended because the request's
+// answer has arrived.
+var errAnswered = errors.New("the request was answered")
 
 // call is one request waiting for its response.
 type call struct {
 	ch         chan response // buffered 1; receives exactly one response
 	onProgress func(json.RawMessage)
+	answered   context.CancelCauseFunc // ends Send's context (sendWaits); nil otherwise
 
 	progMu   sync.Mutex // serialises onProgress with finish
 	finished bool       // guarded by progMu: the caller has returned
@@ -127,19 +154,28 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Session{
-		t:          t,
-		opts:       opts,
-		log:        opts.Logger,
-		pending:    make(map[int64]*call),
-		done:       make(chan struct{}),
-		readerDone: make(chan struct{}),
+		t:             t,
+		opts:          opts,
+		log:           opts.Logger,
+		pending:       make(map[int64]*call),
+		done:          make(chan struct{}),
+		rootsAnswered: make(chan struct{}),
+		readerDone:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if opts.MaxMessageBytes <= 0 {
+		s.opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if l, ok := t.(limiter); ok {
+		l.setMaxMessage(s.opts.MaxMessageBytes)
+	}
+	_, s.sendWaits = t.(answerWaiter)
 	go s.read()
 	var err error
 	for _, e := range eras {
 		s.version, s.initResult, err = e.open(ctx, s)
 		if err == nil {
+			s.awaitStartupRoots(ctx)
 			return s, nil
 		}
 	}
@@ -200,6 +236,8 @@ func (s *Session) shutdown(cause error) {
 	s.cancel()
 	s.closeErr = s.t.Close()
 	for _, c := range pending {
+		// Not deliver: this is no answer, and Send must report its own
+		// failure (e.g. ErrNotDelivered for an expired session).
 		c.ch <- response{err: err}
 	}
 	close(s.done)
@@ -268,14 +306,6 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 		defer c.finish()
 	}
 
-	s.mu.Lock()
-	if s.pending == nil {
-		err := s.err
-		s.mu.Unlock()
-		return nil, fmt.Errorf("calling %s: %w", method, err)
-	}
-	s.pending[id] = c
-	s.mu.Unlock()
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 
@@ -289,9 +319,25 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 		b.Write(params)
 	}
 	b.WriteByte('}')
-	err := s.t.Send(ctx, b.Bytes())
+	sctx := ctx
+	if s.sendWaits {
+		var stop context.CancelCauseFunc
+		sctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		c.answered = stop
+	}
+	s.mu.Lock()
+	if s.pending == nil {
+		err := s.err
+		s.mu.Unlock()
+		putBuf(b)
+		return nil, fmt.Errorf("calling %s: %w", method, err)
+	}
+	s.pending[id] = c
+	s.mu.Unlock()
+	err := s.t.Send(sctx, b.Bytes())
 	putBuf(b)
-	if err != nil {
+	if err != nil && context.Cause(sctx) != errAnswered {
 		return nil, fmt.Errorf("calling %s: %w", method, s.sendFailed(ctx, id, err, cancel))
 	}
 
@@ -357,6 +403,14 @@ func (s *Session) forget(id int64) bool {
 	return true
 }
 
+// deliver hands c its one response.
+func (c *call) deliver(r response) {
+	c.ch <- r
+	if c.answered != nil {
+		c.answered(errAnswered)
+	}
+}
+
 func (c *call) finish() {
 	c.progMu.Lock()
 	c.finished = true
@@ -403,7 +457,10 @@ const asyncSendTimeout = 10 * time.Second
 
 // sendAsync sends msg from a goroutine the session owns (Close waits for
 // it), bounded by the session's life and asyncSendTimeout.
-func (s *Session) sendAsync(what string, msg []byte) {
+func (s *Session) sendAsync(what string, msg []byte) { s.sendAsyncThen(what, msg, nil) }
+
+// sendAsyncThen is sendAsync, calling sent (if non-nil) once msg is sent.
+func (s *Session) sendAsyncThen(what string, msg []byte, sent func()) {
 	s.mu.Lock()
 	if s.pending == nil { // ended: Close may be waiting on replies
 		s.mu.Unlock()
@@ -420,6 +477,10 @@ func (s *Session) sendAsync(what string, msg []byte) {
 			if errors.Is(err, errBroken) {
 				s.shutdown(err)
 			}
+			return
+		}
+		if sent != nil {
+			sent()
 		}
 	}()
 }
@@ -438,12 +499,22 @@ func (s *Session) notify(ctx context.Context, method string, params []byte) erro
 	return s.t.Send(ctx, b.Bytes())
 }
 
+// skipped handles a Recv error that reports an oversized message the
+// transport skipped; false if err is another error or the session cannot go on.
+func (s *Session) skipped(err error) bool {
+	var tl *TooLargeError
+	return errors.As(err, &tl) && s.tooLargeMessage(tl)
+}
+
 // read is the session's one reader goroutine: it routes every message the
 // child sends until the transport is gone.
 func (s *Session) read() {
 	defer close(s.readerDone)
 	for {
 		msg, err := s.t.Recv()
+		if err != nil && s.skipped(err) {
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = errors.New("child closed its output (EOF)")

@@ -67,10 +67,10 @@ func (s *Session) deliver(e *envelope) {
 		if err := json.Unmarshal(e.err, rerr); err != nil {
 			rerr = &RPCError{Code: CodeInternalError, Message: "malformed error from child: " + string(truncate(e.err, 200))}
 		}
-		c.ch <- response{err: rerr}
+		c.deliver(response{err: rerr})
 		return
 	}
-	c.ch <- response{result: e.result}
+	c.deliver(response{result: e.result})
 }
 
 // answer replies to a request from the child. Replies are sent off the
@@ -104,7 +104,11 @@ func (s *Session) answer(e *envelope) {
 	if rerr != nil {
 		s.log.Debug("refusing mcp request from child", "method", method, "code", rerr.Code)
 	}
-	s.sendAsync("answer to "+method, replyMessage(e.id, result, rerr))
+	var sent func()
+	if method == "roots/list" {
+		sent = func() { s.rootsOnce.Do(func() { close(s.rootsAnswered) }) }
+	}
+	s.sendAsyncThen("answer to "+method, replyMessage(e.id, result, rerr), sent)
 }
 
 func replyMessage(id, result []byte, rerr *RPCError) []byte {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,7 +67,8 @@ func NewHTTP(url string, headers map[string]string, client *http.Client) Transpo
 		url:     url,
 		headers: maps.Clone(headers),
 		client:  &c,
-		in:      make(chan []byte, 64),
+		max:     DefaultMaxMessageBytes,
+		in:      make(chan inbound, 64),
 		closed:  make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
@@ -77,6 +79,7 @@ type httpTransport struct {
 	url     string
 	headers map[string]string
 	client  *http.Client
+	max     int // the largest message kept; set before the first Send
 
 	mu         sync.Mutex
 	sessionID  string // guarded by mu; from the initialize response
@@ -84,12 +87,39 @@ type httpTransport struct {
 	getStarted bool   // guarded by mu
 	err        error  // guarded by mu; why closed was closed
 
-	in        chan []byte   // messages for Recv
+	in        chan inbound  // messages for Recv
 	closed    chan struct{} // closed by Close or a fatal error
 	closeOnce sync.Once
 	ctx       context.Context // ends with the transport; bounds every HTTP request
 	cancel    context.CancelFunc
-	wg        sync.WaitGroup // the GET stream goroutine
+	wg        sync.WaitGroup // the GET stream goroutine and answer stream readers; Add under mu while err is nil
+}
+
+// inbound is one message for Recv, or an oversized one that was skipped.
+type inbound struct {
+	msg []byte
+	big *TooLargeError
+}
+
+func (t *httpTransport) setMaxMessage(n int) { t.max = n }
+
+// sendWaitsForAnswer: Send returns once the request's answer has arrived.
+func (t *httpTransport) sendWaitsForAnswer() {}
+
+// answerGrace bounds how long an answer stream is still read after it
+// carried its answer: the server should end it then, and one that leaves it
+// open must not hold a connection for long.
+const answerGrace = 2 * time.Second
+
+// goStream runs fn on a goroutine Close waits for; false once closed.
+func (t *httpTransport) goStream(fn func()) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil {
+		return false
+	}
+	t.wg.Go(fn)
+	return true
 }
 
 // SetProtocolVersion implements ProtocolVersionSetter.
@@ -143,7 +173,10 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 }
 
 // Send POSTs msg and hands whatever the server answers to Recv. For a
-// request it returns once the answer's stream has ended.
+// request it returns once the answer has arrived, on the POST's own stream
+// or on any other (the session ends ctx with cause errAnswered then); the
+// rest of the POST's stream is read by a goroutine the transport owns,
+// bounded by answerGrace.
 //
 // Spec: "If the input is a JSON-RPC response or notification: If the server
 // accepts the input, the server MUST return HTTP status code 202 Accepted
@@ -154,12 +187,23 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 	if err := t.closedErr(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(t.ctx, cancel)
+	// The HTTP request lives on the transport's context, cut by ctx unless
+	// ctx ended because the answer arrived elsewhere.
+	rctx, rcancel := context.WithCancel(t.ctx)
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			rcancel()
+		}
+	}()
+	stop := context.AfterFunc(ctx, func() {
+		if context.Cause(ctx) != errAnswered {
+			rcancel()
+		}
+	})
 	defer stop()
 
-	req, sid, err := t.newRequest(ctx, http.MethodPost, bytes.Clone(msg))
+	req, sid, err := t.newRequest(rctx, http.MethodPost, bytes.Clone(msg))
 	if err != nil {
 		return err
 	}
@@ -168,6 +212,12 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 		if cerr := t.closedErr(); cerr != nil {
 			return cerr
 		}
+		if context.Cause(ctx) == errAnswered {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("POST %s: %w", t.url, err)
 	}
 	defer resp.Body.Close()
@@ -175,14 +225,22 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 		return err
 	}
 	t.captureSession(resp)
-	if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
+	e, _ := parseEnvelope(msg)
+	if !e.isRequest() || resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
+		// A notification or response is answered 202 with no body. Some
+		// servers answer 200 with a JSON body anyway: like the official
+		// SDK clients, ignore it (read a little, so the connection can be
+		// reused).
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		t.startGet()
 		return nil
 	}
-	e, _ := parseEnvelope(msg)
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "application/json":
-		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxMessageSize+1))
+		body, err := readLimited(resp.Body, resp.ContentLength, t.max)
+		if errors.Is(err, ErrMessageTooLarge) {
+			return t.pushBig(ctx, &TooLargeError{Limit: t.max, ID: bytes.Clone(e.id)})
+		}
 		if err != nil {
 			return fmt.Errorf("reading POST answer: %w", err)
 		}
@@ -191,9 +249,77 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 		}
 		return t.push(ctx, body)
 	case "text/event-stream":
-		return t.readStream(ctx, resp.Body, e.id)
+		return t.answerStream(ctx, rctx, resp, bytes.Clone(e.id), rcancel, &handedOff)
 	default:
 		return fmt.Errorf("POST %s answered with Content-Type %q; want application/json or text/event-stream", t.url, resp.Header.Get("Content-Type"))
+	}
+}
+
+// answerStream reads the POST's SSE stream on a goroutine the transport
+// owns and returns when the answer to reqID has arrived on it, when it
+// failed, or when ctx ends (with errAnswered: the answer came on another
+// stream).
+func (t *httpTransport) answerStream(ctx, rctx context.Context, resp *http.Response, reqID []byte, rcancel context.CancelFunc, handedOff *bool) error {
+	ans := make(chan struct{})
+	done := make(chan error, 1)
+	body := resp.Body
+	resp.Body = http.NoBody // the goroutine closes body
+	if !t.goStream(func() {
+		defer rcancel()
+		defer body.Close()
+		done <- t.readStream(rctx, body, reqID, ans, rcancel)
+	}) {
+		body.Close()
+		return t.closedErr()
+	}
+	*handedOff = true
+	select {
+	case <-ans:
+		return nil
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		// Answered elsewhere or given up: this stream has nothing more we
+		// wait for.
+		rcancel()
+		if context.Cause(ctx) == errAnswered {
+			return nil
+		}
+		<-done
+		return ctx.Err()
+	}
+}
+
+// readLimited reads a body of at most limit bytes (size: its
+// Content-Length, -1 if unknown), never buffering more; a larger one is
+// ErrMessageTooLarge and is not read on.
+func readLimited(r io.Reader, size int64, limit int) ([]byte, error) {
+	if size > int64(limit) {
+		return nil, ErrMessageTooLarge
+	}
+	n := 512
+	if size >= 0 {
+		n = int(size) + 1
+	}
+	b := make([]byte, 0, n)
+	for {
+		if len(b) == cap(b) {
+			if len(b) > limit {
+				return nil, ErrMessageTooLarge
+			}
+			b = slices.Grow(b, min(max(cap(b), 512), limit+1-len(b)))
+		}
+		m, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if len(b) > limit {
+			return nil, ErrMessageTooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 }
 
@@ -217,7 +343,25 @@ func (t *httpTransport) checkStatus(resp *http.Response, sid, method string) err
 		return err
 	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return fmt.Errorf("%s %s: %s: %s", method, t.url, resp.Status, bytes.TrimSpace(snippet))
+	return &HTTPStatusError{Method: method, URL: t.url, StatusCode: resp.StatusCode, Status: resp.Status, Body: string(bytes.TrimSpace(snippet))}
+}
+
+// HTTPStatusError is a url server's answer with a failing HTTP status.
+// URL may name internal hosts: show it only to the daemon's own user.
+type HTTPStatusError struct {
+	Method     string // "POST", "GET"
+	URL        string
+	StatusCode int
+	Status     string // e.g. "401 Unauthorized"
+	Body       string // the first bytes of the body, trimmed
+}
+
+func (e *HTTPStatusError) Error() string {
+	s := fmt.Sprintf("%s %s: %s", e.Method, e.URL, e.Status)
+	if e.Body != "" {
+		s += ": " + e.Body
+	}
+	return s
 }
 
 // captureSession records the session id the server assigned at initialize.
@@ -238,33 +382,69 @@ func (t *httpTransport) captureSession(resp *http.Response) {
 	t.mu.Unlock()
 }
 
-// readStream hands each SSE event's data to Recv. reqID (raw, nil for
-// none) is the request this stream answers: if the stream breaks before
-// its response, it is resumed with GET and Last-Event-ID when the server
-// gave event ids.
+// readStream hands each SSE event's data of a POST's answer stream to
+// Recv; it closes ans once the answer to reqID has been handed over, and
+// reads on for at most answerGrace (calling stop then). If the stream
+// breaks before the answer, it is resumed with GET and Last-Event-ID when
+// the server gave event ids; the answer may arrive on the resumed stream.
 //
 // Spec (#resumability-and-redelivery): "If the client wishes to resume after
 // a disconnection, it SHOULD issue an HTTP GET to the MCP endpoint, and
 // include the Last-Event-ID header".
-func (t *httpTransport) readStream(ctx context.Context, body io.Reader, reqID []byte) error {
-	answered := reqID == nil
+func (t *httpTransport) readStream(ctx context.Context, body io.Reader, reqID []byte, ans chan struct{}, stop func()) error {
+	answered := false
+	var grace *time.Timer
+	defer func() {
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
+	markAnswered := func() {
+		if !answered {
+			answered = true
+			close(ans)
+			grace = time.AfterFunc(answerGrace, stop)
+		}
+	}
 	var lastID string
 	retry := time.Second
 	for attempt := 0; ; attempt++ {
-		err := readSSE(body, func(ev sse.Event) error {
+		err := t.readSSE(body, func(ev sse.Event, big *sse.TooLargeError) error {
 			if ev.ID != "" {
 				lastID = ev.ID
 			}
 			if ev.Retry > 0 {
 				retry = ev.Retry
 			}
-			if (ev.Event != "" && ev.Event != "message") || len(bytes.TrimSpace(ev.Data)) == 0 {
+			if ev.Event != "" && ev.Event != "message" {
+				return nil
+			}
+			if big != nil {
+				tl := tooLarge(t.max, big.Head, big.Tail)
+				if tl.ID == nil && tl.Method == "" && !answered {
+					// Nothing tells whose it is: on this stream, most
+					// likely the answer it is for.
+					tl.ID = reqID
+				}
+				if err := t.pushBig(ctx, tl); err != nil {
+					return err
+				}
+				if bytes.Equal(tl.ID, reqID) {
+					markAnswered()
+				}
+				return nil
+			}
+			if len(bytes.TrimSpace(ev.Data)) == 0 {
 				return nil // e.g. the priming event that carries only an id
 			}
-			if !answered && answers(ev.Data, reqID) {
-				answered = true
+			isAnswer := !answered && answers(ev.Data, reqID)
+			if err := t.push(ctx, ev.Data); err != nil {
+				return err
 			}
-			return t.push(ctx, ev.Data)
+			if isAnswer {
+				markAnswered()
+			}
+			return nil
 		})
 		if answered || ctx.Err() != nil || t.closedErr() != nil {
 			if err != nil && !answered {
@@ -276,18 +456,16 @@ func (t *httpTransport) readStream(ctx context.Context, body io.Reader, reqID []
 		if errors.As(err, &pe) {
 			return err
 		}
+		if errors.Is(err, context.Canceled) {
+			return err // the caller gave up, or the answer came elsewhere
+		}
 		if lastID == "" || attempt == 5 {
 			if err == nil {
 				err = errors.New("stream ended before the response")
 			}
 			return fmt.Errorf("reading the answer stream: %w", err)
 		}
-		select {
-		case <-time.After(retry):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		rc, err := t.resume(ctx, lastID)
+		rc, err := t.resume(ctx, lastID, retry)
 		if err != nil {
 			return fmt.Errorf("resuming the answer stream: %w", err)
 		}
@@ -312,8 +490,14 @@ func answers(msg, id []byte) bool {
 	return found
 }
 
-// resume reopens a stream after lastID with GET.
-func (t *httpTransport) resume(ctx context.Context, lastID string) (io.ReadCloser, error) {
+// resume reopens a stream after lastID with GET, after waiting retry.
+// ctx bounds the wait and the new stream.
+func (t *httpTransport) resume(ctx context.Context, lastID string, retry time.Duration) (io.ReadCloser, error) {
+	select {
+	case <-time.After(retry):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	req, sid, err := t.newRequest(ctx, http.MethodGet, nil)
 	if err != nil {
 		return nil, err
@@ -375,14 +559,20 @@ func (t *httpTransport) listen() {
 			}
 			if err = t.checkStatus(resp, sid, "GET"); err == nil {
 				backoff = time.Second
-				err = readSSE(resp.Body, func(ev sse.Event) error {
+				err = t.readSSE(resp.Body, func(ev sse.Event, big *sse.TooLargeError) error {
 					if ev.ID != "" {
 						lastID = ev.ID
 					}
 					if ev.Retry > 0 {
 						backoff = ev.Retry
 					}
-					if (ev.Event != "" && ev.Event != "message") || len(bytes.TrimSpace(ev.Data)) == 0 {
+					if ev.Event != "" && ev.Event != "message" {
+						return nil
+					}
+					if big != nil {
+						return t.pushBig(t.ctx, tooLarge(t.max, big.Head, big.Tail))
+					}
+					if len(bytes.TrimSpace(ev.Data)) == 0 {
 						return nil
 					}
 					return t.push(t.ctx, ev.Data)
@@ -415,7 +605,7 @@ func (t *httpTransport) push(ctx context.Context, msg []byte) error {
 		return err
 	}
 	select {
-	case t.in <- msg:
+	case t.in <- inbound{msg: msg}:
 		return nil
 	case <-t.closed:
 		return t.closedErr()
@@ -424,11 +614,27 @@ func (t *httpTransport) push(ctx context.Context, msg []byte) error {
 	}
 }
 
-// Recv returns the next message the server sent.
+// pushBig hands Recv an oversized message that was skipped.
+func (t *httpTransport) pushBig(ctx context.Context, e *TooLargeError) error {
+	select {
+	case t.in <- inbound{big: e}:
+		return nil
+	case <-t.closed:
+		return t.closedErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Recv returns the next message the server sent, or a *TooLargeError for
+// one that was over the limit (Recv may be called again after it).
 func (t *httpTransport) Recv() ([]byte, error) {
 	select {
 	case m := <-t.in:
-		return m, nil
+		if m.big != nil {
+			return nil, m.big
+		}
+		return m.msg, nil
 	case <-t.closed:
 		return nil, t.closedErr()
 	}
@@ -500,23 +706,24 @@ func (t *httpTransport) Close() error {
 var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 
 // readSSE calls fn for each event of the stream r until EOF (nil) or an
-// error. Data lines of any size are accepted, up to MaxMessageSize.
-func readSSE(r io.Reader, fn func(sse.Event) error) error {
+// error. An event over the limit is passed as its id and type with big set;
+// its data was skipped, never buffered whole.
+func (t *httpTransport) readSSE(r io.Reader, fn func(ev sse.Event, big *sse.TooLargeError) error) error {
 	br := sseReaders.Get().(*bufio.Reader)
 	br.Reset(r)
 	defer func() { br.Reset(nil); sseReaders.Put(br) }()
-	d := sse.NewDecoder(br, MaxMessageSize)
+	d := sse.NewDecoder(br, t.max)
 	for {
 		ev, err := d.Next()
+		var big *sse.TooLargeError
 		switch {
 		case errors.Is(err, io.EOF):
 			return nil
-		case errors.Is(err, sse.ErrTooLarge):
-			return fmt.Errorf("child wrote a message larger than %d bytes", MaxMessageSize)
+		case errors.As(err, &big):
 		case err != nil:
 			return err
 		}
-		if err := fn(ev); err != nil {
+		if err := fn(ev, big); err != nil {
 			return err
 		}
 	}

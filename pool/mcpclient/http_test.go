@@ -261,7 +261,8 @@ func TestReadSSE(t *testing.T) {
 		"data: " + strings.Repeat("y", 200000) + "\n\n" +
 		"data: {\"unterminated\":true}"
 	var got []sse.Event
-	err := readSSE(strings.NewReader(stream), func(ev sse.Event) error {
+	tr := &httpTransport{max: DefaultMaxMessageBytes}
+	err := tr.readSSE(strings.NewReader(stream), func(ev sse.Event, _ *sse.TooLargeError) error {
 		if len(ev.Data) > 100 {
 			ev.Data = []byte(fmt.Sprint(len(ev.Data)))
 		}

@@ -13,10 +13,6 @@ import (
 	"time"
 )
 
-// MaxMessageSize bounds one message read from a child (256 MiB): a child that
-// writes an endless line ends its session instead of the daemon's memory.
-const MaxMessageSize = 256 << 20
-
 // NewStdio returns the stdio transport over a child's stdout (r) and stdin
 // (w): newline-delimited JSON-RPC messages.
 //
@@ -29,7 +25,7 @@ const MaxMessageSize = 256 << 20
 // spec's shutdown), and closes r too if it is an io.Closer, which unblocks
 // Recv even when the child keeps its stdout open.
 func NewStdio(r io.Reader, w io.WriteCloser) Transport {
-	t := &stdio{r: bufio.NewReaderSize(r, 64<<10), rc: r, w: w, wsem: make(chan struct{}, 1)}
+	t := &stdio{r: bufio.NewReaderSize(r, 64<<10), rc: r, w: w, wsem: make(chan struct{}, 1), max: DefaultMaxMessageBytes}
 	t.wd, _ = w.(writeDeadliner)
 	return t
 }
@@ -41,8 +37,10 @@ type writeDeadliner interface {
 }
 
 type stdio struct {
-	r  *bufio.Reader // used only by Recv
-	rc io.Reader
+	r        *bufio.Reader // used only by Recv, as are max and skipping
+	rc       io.Reader
+	max      int  // the longest line kept; set before the first Recv
+	skipping bool // the rest of an oversized line is still to be skipped
 
 	wsem chan struct{} // the one writer lock; a channel so waiting honours ctx
 	w    io.WriteCloser
@@ -111,11 +109,14 @@ func (t *stdio) write(ctx context.Context, b []byte) (int, error) {
 	return n, err
 }
 
+func (t *stdio) setMaxMessage(n int) { t.max = n }
+
 // Recv reads the next line. Blank lines are skipped; a line that is not
-// JSON is a *ProtocolError.
+// JSON is a *ProtocolError; a line longer than the limit is a
+// *TooLargeError, and the next Recv goes on after it.
 func (t *stdio) Recv() ([]byte, error) {
 	for {
-		line, err := readLine(t.r)
+		line, err := t.readLine()
 		if err != nil {
 			return nil, err
 		}
@@ -129,30 +130,84 @@ func (t *stdio) Recv() ([]byte, error) {
 	}
 }
 
-// readLine returns the next line of br without its newline, in a new slice.
-// At EOF the last unterminated line is returned with a nil error. Lines may
-// be up to MaxMessageSize long.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	frag, err := br.ReadSlice('\n')
-	if err == nil {
+// readLine returns the next line without its newline, in a new slice. At
+// EOF the last unterminated line is returned with a nil error. A line over
+// t.max is never held whole: readLine keeps its first bytes and, when they
+// do not hold the id, skips to the newline keeping its last bytes too, and
+// returns a *TooLargeError. When the id was in the first bytes the error
+// comes at once (the call fails without waiting for the rest) and the next
+// readLine skips the rest of the line first.
+func (t *stdio) readLine() ([]byte, error) {
+	if t.skipping {
+		t.skipping = false
+		if _, err := t.skipLine(nil); err != nil {
+			return nil, err
+		}
+	}
+	frag, err := t.r.ReadSlice('\n')
+	if err == nil && len(frag)-1 <= t.max {
 		return bytes.Clone(frag[:len(frag)-1]), nil
 	}
 	var line []byte
-	for errors.Is(err, bufio.ErrBufferFull) {
-		line = append(line, frag...)
-		if len(line) > MaxMessageSize {
-			return nil, fmt.Errorf("child wrote a message larger than %d bytes", MaxMessageSize)
+	for {
+		n := len(frag)
+		if err == nil {
+			n-- // the newline
 		}
-		frag, err = br.ReadSlice('\n')
+		if len(line)+n > t.max {
+			return nil, t.oversized(line, frag, err == nil)
+		}
+		if cap(line)-len(line) < len(frag) {
+			// Grow as append would, but never past the limit.
+			grown := make([]byte, len(line), min(max(2*cap(line), len(line)+len(frag)), t.max+1))
+			copy(grown, line)
+			line = grown
+		}
+		line = append(line, frag...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return line, nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return nil, err
+		}
+		frag, err = t.r.ReadSlice('\n')
 	}
-	line = append(line, frag...)
-	if err == nil {
-		return line[:len(line)-1], nil
+}
+
+// oversized handles a line found to be over the limit after line+frag;
+// ended says frag holds the line's newline.
+func (t *stdio) oversized(line, frag []byte, ended bool) error {
+	head := make([]byte, 0, headBytes)
+	head = append(head, line[:min(len(line), headBytes)]...)
+	head = append(head, frag[:min(len(frag), headBytes-len(head))]...)
+	tail := keepTail(keepTail(make([]byte, 0, tailBytes), line), bytes.TrimSuffix(frag, []byte("\n")))
+	if e := tooLarge(t.max, head, nil); e.ID != nil || e.Method != "" {
+		t.skipping = !ended
+		return e
 	}
-	if len(line) > 0 && errors.Is(err, io.EOF) {
-		return line, nil
+	if !ended {
+		var err error
+		if tail, err = t.skipLine(tail); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
 	}
-	return nil, err
+	return tooLarge(t.max, head, tail)
+}
+
+// skipLine discards input up to and including the next newline, keeping
+// the last bytes before it in tail (if tail is non-nil).
+func (t *stdio) skipLine(tail []byte) ([]byte, error) {
+	for {
+		frag, err := t.r.ReadSlice('\n')
+		if tail != nil {
+			tail = keepTail(tail, bytes.TrimSuffix(frag, []byte("\n")))
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return tail, err
+		}
+	}
 }
 
 func (t *stdio) violationHint() string {

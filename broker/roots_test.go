@@ -1,0 +1,104 @@
+package broker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+)
+
+// server-filesystem configured with no directory arguments asks roots/list
+// after notifications/initialized and applies the answer asynchronously.
+// The first call through the broker, from each of 20 fresh worktrees,
+// already sees that worktree as its one allowed directory.
+func TestFilesystemFirstCallSeesRoot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	names := make([]string, 20)
+	for i := range names {
+		names[i] = fmt.Sprintf("wt%02d", i)
+	}
+	paths := testenv.Worktrees(t, filepath.Join(t.TempDir(), "repo"), nil, names...)[1:]
+	b := newRealBroker(t, map[string]map[string]any{"fs": {
+		"command": testenv.Node(t),
+		"args":    []string{testenv.NPMPackageBin(t, filesystemPkg)},
+		"scope":   "worktree",
+		"max":     len(paths),
+	}})
+	var total time.Duration
+	for _, wt := range paths {
+		start := time.Now()
+		res := call(t, ctx, b, request("fs", wt), "list_allowed_directories", map[string]any{})
+		total += time.Since(start)
+		if want := "Allowed directories:\n" + wt; res.text() != want {
+			t.Errorf("first call from %s: %q, want %q", wt, res.text(), want)
+		}
+	}
+	t.Logf("first call (spawn + initialize + call) from %d fresh worktrees: %v on average", len(paths), total/time.Duration(len(paths)))
+}
+
+// BenchmarkFirstCall measures a first call from a fresh directory: spawn,
+// initialize (and the start-up roots wait), one call. Each iteration is a
+// new cwd-scoped instance; max 1 evicts the previous one.
+func BenchmarkFirstCall(b *testing.B) {
+	servers := map[string]func(testing.TB) (map[string]any, string){
+		"filesystem": func(tb testing.TB) (map[string]any, string) {
+			return map[string]any{"command": testenv.Node(tb), "args": []string{testenv.NPMPackageBin(tb, filesystemPkg)}}, "list_allowed_directories"
+		},
+		"demo": func(tb testing.TB) (map[string]any, string) {
+			return map[string]any{"command": os.Args[0], "env": map[string]string{demo.EnvServer: "1"}}, "echo"
+		},
+	}
+	for _, name := range []string{"demo", "filesystem"} {
+		b.Run(name, func(b *testing.B) {
+			proctest.CheckNoLeaks(b)
+			def, tool := servers[name](b)
+			def["scope"], def["max"] = "cwd", 1
+			br := newBenchRealBroker(b, map[string]map[string]any{name: def})
+			base := b.TempDir()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				dir := filepath.Join(base, fmt.Sprint(i))
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					b.Fatal(err)
+				}
+				r := broker.Request{Caller: localCaller, Server: name, Context: broker.CallContext{Cwd: dir}}
+				if _, err := callErr(b.Context(), br, r, tool, map[string]any{"message": "x"}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// newBenchRealBroker is newRealBroker for benchmarks.
+func newBenchRealBroker(tb testing.TB, servers map[string]map[string]any) *broker.Broker {
+	tb.Helper()
+	data, err := json.Marshal(map[string]any{"servers": servers})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg, err := config.Parse(data, "bench.json")
+	if err != nil {
+		tb.Fatalf("config: %v\n%s", err, data)
+	}
+	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b.Close(ctx)
+	})
+	return b
+}

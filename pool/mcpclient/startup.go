@@ -1,0 +1,102 @@
+package mcpclient
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// RootsMemo remembers whether the children of one server definition ask
+// roots/list at start-up. Safe for concurrent use; the zero value knows
+// nothing yet. The pool keeps one per server definition.
+//
+// Some servers (server-filesystem started without directory arguments)
+// ask roots/list right after notifications/initialized and apply the
+// answer asynchronously: a first call sent at once would find no allowed
+// directory. Connect therefore waits, bounded, for that request and lets
+// its answer settle; the memo spares children that never ask the wait
+// after the first spawn.
+type RootsMemo struct {
+	state atomic.Int32 // memoUnknown, memoAsks or memoNever
+}
+
+const (
+	memoUnknown = iota
+	memoAsks
+	memoNever
+)
+
+// Asks reports what has been learned: asks (true, true), never asks
+// (false, true), or nothing yet (false, false).
+func (m *RootsMemo) Asks() (asks, known bool) {
+	switch m.state.Load() {
+	case memoAsks:
+		return true, true
+	case memoNever:
+		return false, true
+	}
+	return false, false
+}
+
+// DefaultRootsWait bounds the wait for a child's start-up roots/list when
+// Options.RootsWait is zero.
+const DefaultRootsWait = time.Second
+
+// A child is given rootsSettle plus four times a ping's round trip (longer
+// on a loaded machine), at most maxRootsSettle, to apply the roots it asked
+// for at start-up, after the ping has shown it read the answer.
+// (server-filesystem resolves and stats each root on node's thread pool.)
+const (
+	rootsSettle    = 50 * time.Millisecond
+	maxRootsSettle = 500 * time.Millisecond
+)
+
+// awaitStartupRoots waits, after initialize, for the child's start-up
+// roots/list (only with a root and a memo), then pings it and lets the
+// answer settle. A child that does not ask within the bound is remembered
+// as one that never asks.
+func (s *Session) awaitStartupRoots(ctx context.Context) {
+	m := s.opts.RootsMemo
+	if m == nil || s.opts.Root == "" || s.opts.RootsWait < 0 {
+		return
+	}
+	asks, known := m.Asks()
+	if known && !asks {
+		return
+	}
+	wait := s.opts.RootsWait
+	if wait == 0 {
+		wait = DefaultRootsWait
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-s.rootsAnswered:
+	case <-timer.C:
+		if !known {
+			m.state.CompareAndSwap(memoUnknown, memoNever)
+			s.log.Debug("mcp child did not ask roots/list at start-up; not waiting for it again", "waited", wait)
+		}
+		return
+	case <-ctx.Done():
+		return
+	case <-s.done:
+		return
+	}
+	m.state.Store(memoAsks)
+	// The child has our answer; a ping's reply shows it has read it, and
+	// a short pause lets it apply it (server-filesystem checks the
+	// directories asynchronously).
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	start := time.Now()
+	if _, err := s.Call(pctx, "ping", nil, nil); err != nil {
+		s.log.Debug("ping after start-up roots/list", "err", err)
+	}
+	settle := time.NewTimer(min(rootsSettle+4*time.Since(start), maxRootsSettle))
+	defer settle.Stop()
+	select {
+	case <-settle.C:
+	case <-ctx.Done():
+	}
+}
