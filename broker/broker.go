@@ -85,6 +85,19 @@ type Options struct {
 	Now          func() time.Time
 	ReapInterval time.Duration // negative: no background reaper
 	Env          []string      // children's base environment; nil = os.Environ()
+	// StateDir, if set, is where the pool keeps what it learns about
+	// servers across restarts (MemoFile); "" = nothing kept.
+	StateDir string
+}
+
+// MemoFile is the name of the pool's memo file in the state directory.
+const MemoFile = "pool-memo.json"
+
+func memoFile(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return filepath.Join(stateDir, MemoFile)
 }
 
 // Broker maps callers to scoped instances and forwards their calls.
@@ -125,6 +138,7 @@ func New(opts Options) (*Broker, error) {
 
 		MaxMessageBytes: opts.Config.Limits.MaxMessageBytes,
 		RootsWait:       opts.Config.Limits.RootsWait.D(),
+		MemoFile:        memoFile(opts.StateDir),
 	})
 	b.SetConfig(opts.Config)
 	return b, nil

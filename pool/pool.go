@@ -88,6 +88,11 @@ type Options struct {
 	// that never ask are not waited for again); 0 = mcpclient.DefaultRootsWait,
 	// negative = no wait.
 	RootsWait time.Duration
+	// MemoFile, if set, keeps what the pool learns about each server
+	// definition's children (whether they ask roots/list at start-up)
+	// across restarts, so a server that never asks costs the RootsWait
+	// once per definition, not once per daemon start. "" = in memory only.
+	MemoFile string
 }
 
 // Target says which instance a call wants.
@@ -166,6 +171,7 @@ type Pool struct {
 
 	memoMu sync.Mutex
 	memos  map[string]rootsMemo // guarded by memoMu; by server name
+	learnt *memoFile            // what earlier runs learned; constant after New
 }
 
 // slotWaiter is a caller in line for room for a new instance. Whoever
@@ -176,28 +182,6 @@ type slotWaiter struct {
 	ready chan struct{}
 	inst  *instance // made for it, with waiting counted for it
 	err   error
-}
-
-// rootsMemo is what the pool has learned about one server definition's
-// children: whether they ask roots/list at start-up.
-type rootsMemo struct {
-	def  *Server
-	memo *mcpclient.RootsMemo
-}
-
-// rootsMemoFor returns the memo of def, a new one if the definition changed.
-func (p *Pool) rootsMemoFor(def *Server) *mcpclient.RootsMemo {
-	p.memoMu.Lock()
-	defer p.memoMu.Unlock()
-	if m, ok := p.memos[def.Name]; ok && (m.def == def || reflect.DeepEqual(m.def, def)) {
-		return m.memo
-	}
-	if p.memos == nil {
-		p.memos = map[string]rootsMemo{}
-	}
-	m := rootsMemo{def: def, memo: new(mcpclient.RootsMemo)}
-	p.memos[def.Name] = m
-	return m.memo
 }
 
 // New returns a pool with no servers. It starts the idle reaper; Close stops it.
@@ -241,6 +225,7 @@ func New(opts Options) *Pool {
 		instances: map[instKey]*instance{},
 		byID:      map[string]*instance{},
 		seq:       map[string]int{},
+		learnt:    loadMemoFile(opts.MemoFile, log),
 	}
 	if opts.ReapInterval > 0 {
 		p.wg.Add(1)

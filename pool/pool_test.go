@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )
@@ -715,4 +717,48 @@ func TestCloseTwice(t *testing.T) {
 	mustCall(t, p, pool.Target{Server: "demo", Key: "global"}, "pid", nil)
 	p.Close(t.Context())
 	p.Close(t.Context()) // and newPool's cleanup closes it a third time
+}
+
+// TestRootsMemoOutlivesThePool: what a pool learns about a definition's
+// children (the demo server never asks roots/list) is kept in MemoFile, so
+// the next pool — a restarted daemon — does not wait for them again.
+func TestRootsMemoOutlivesThePool(t *testing.T) {
+	memo := filepath.Join(t.TempDir(), "memo.json")
+	s := demoServer(t, "demo")
+	run := func() string {
+		logs := &testenv.SyncBuffer{}
+		p := newPool(t, pool.Options{MemoFile: memo, RootsWait: 300 * time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, s)
+		root := t.TempDir()
+		if _, err := call(t.Context(), p, pool.Target{Server: "demo", Key: "cwd:" + root, Root: root}, "echo", map[string]any{"message": "hi"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return logs.String()
+	}
+	const waited = "did not ask roots/list at start-up"
+	if first := run(); !strings.Contains(first, waited) {
+		t.Fatalf("the first pool did not learn that the demo server never asks:\n%s", first)
+	}
+	var doc struct {
+		Version   int
+		RootsList map[string]bool
+	}
+	b, err := os.ReadFile(memo)
+	if err != nil || json.Unmarshal(b, &doc) != nil || doc.Version != 1 || len(doc.RootsList) != 1 {
+		t.Fatalf("memo file %s: %s, %v", memo, b, err)
+	}
+	for _, asks := range doc.RootsList {
+		if asks {
+			t.Errorf("memo says the demo server asks roots/list: %s", b)
+		}
+	}
+	if fi, err := os.Stat(memo); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("memo file mode: %v, %v; want 0600", fi.Mode(), err)
+	}
+	if second := run(); strings.Contains(second, waited) {
+		t.Errorf("the second pool waited for roots/list again:\n%s", second)
+	}
 }

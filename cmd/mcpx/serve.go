@@ -82,7 +82,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		defer sup.Close() // after closeBroker, deferred below
 	}
 
-	b, err := broker.New(broker.Options{Config: cfg, Logger: log, Version: version()})
+	b, err := broker.New(broker.Options{Config: cfg, Logger: log, Version: version(), StateDir: state})
 	if err != nil {
 		return fail(err)
 	}

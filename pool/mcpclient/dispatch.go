@@ -107,6 +107,14 @@ func (s *Session) answer(e *envelope) {
 	var sent func()
 	if method == "roots/list" {
 		sent = func() { s.rootsOnce.Do(func() { close(s.rootsAnswered) }) }
+		if m := s.opts.RootsMemo; m != nil && s.opts.Root != "" {
+			// A child of a definition remembered as never asking asked
+			// after all (its program changed under the same command line):
+			// wait for the next ones.
+			if asks, known := m.Asks(); known && !asks {
+				m.set(true)
+			}
+		}
 	}
 	s.sendAsyncThen("answer to "+method, replyMessage(e.id, result, rerr), sent)
 }

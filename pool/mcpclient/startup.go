@@ -18,6 +18,35 @@ import (
 // after the first spawn.
 type RootsMemo struct {
 	state atomic.Int32 // memoUnknown, memoAsks or memoNever
+	// learned, if set, is told each time the memo learns or changes its
+	// mind, so that what it learned can outlive the process. Set before
+	// the memo is shared.
+	learned func(asks bool)
+}
+
+// NewRootsMemo returns a memo that starts from what an earlier run learned
+// (known false: nothing) and tells learned, if not nil, whenever it learns
+// something new.
+func NewRootsMemo(asks, known bool, learned func(asks bool)) *RootsMemo {
+	m := &RootsMemo{learned: learned}
+	switch {
+	case known && asks:
+		m.state.Store(memoAsks)
+	case known:
+		m.state.Store(memoNever)
+	}
+	return m
+}
+
+// set records what a child did; it tells learned only about a change.
+func (m *RootsMemo) set(asks bool) {
+	v := int32(memoNever)
+	if asks {
+		v = memoAsks
+	}
+	if m.state.Swap(v) != v && m.learned != nil {
+		m.learned(asks)
+	}
 }
 
 const (
@@ -74,7 +103,7 @@ func (s *Session) awaitStartupRoots(ctx context.Context) {
 	case <-s.rootsAnswered:
 	case <-timer.C:
 		if !known {
-			m.state.CompareAndSwap(memoUnknown, memoNever)
+			m.set(false)
 			s.log.Debug("mcp child did not ask roots/list at start-up; not waiting for it again", "waited", wait)
 		}
 		return
@@ -83,7 +112,7 @@ func (s *Session) awaitStartupRoots(ctx context.Context) {
 	case <-s.done:
 		return
 	}
-	m.state.Store(memoAsks)
+	m.set(true)
 	// The child has our answer; a ping's reply shows it has read it, and
 	// a short pause lets it apply it (server-filesystem checks the
 	// directories asynchronously).
