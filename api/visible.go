@@ -1,7 +1,6 @@
 package api
 
 import (
-	"path/filepath"
 	"strings"
 
 	"mcpx.dev/mcpx/api/wire"
@@ -46,21 +45,7 @@ func ownsInstance(c broker.Caller, in broker.Instance) bool {
 	case in.Key == "global":
 		return true
 	case strings.HasPrefix(in.Key, "repo:"), strings.HasPrefix(in.Key, "worktree:"), strings.HasPrefix(in.Key, "cwd:"):
-		return in.Root != "" && under(in.Root, c.Roots) && (in.Cwd == "" || under(in.Cwd, c.Roots))
+		return in.Root != "" && c.MayUseDir(in.Root) && (in.Cwd == "" || c.MayUseDir(in.Cwd))
 	}
 	return false // call: and pid: keys belong to one call or process, not c's
-}
-
-// under reports whether path lies under one of roots; nil roots = anywhere.
-func under(path string, roots []string) bool {
-	if roots == nil {
-		return true
-	}
-	for _, r := range roots {
-		r = filepath.Clean(r)
-		if path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
-			return true
-		}
-	}
-	return false
 }

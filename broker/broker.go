@@ -407,6 +407,10 @@ func callerKey(key, caller string) string {
 	return key
 }
 
+// MayUseDir reports whether c's rights reach the canonical directory path:
+// it lies under one of c's roots (nil roots: anywhere).
+func (c Caller) MayUseDir(path string) bool { return underAny(path, c.Roots) }
+
 // underAny reports whether path lies under one of roots; nil roots = anywhere.
 // Both sides are canonical (roots are canonicalised when the grant is made).
 func underAny(path string, roots []string) bool {

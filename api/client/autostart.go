@@ -59,7 +59,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 // o.StateDir in turn, and whoever gets it second finds the socket answering.
 // It returns the started daemon's pid, or 0 if one was already serving.
 func EnsureDaemon(ctx context.Context, o StartOptions) (int, error) {
-	if answers(o.Socket) {
+	if Answers(o.Socket) {
 		return 0, nil
 	}
 	timeout := o.Timeout
@@ -76,14 +76,15 @@ func EnsureDaemon(ctx context.Context, o StartOptions) (int, error) {
 		return 0, &StartError{Err: err}
 	}
 	defer unlock()
-	if answers(o.Socket) { // another starter won the race
+	if Answers(o.Socket) { // another starter won the race
 		return 0, nil
 	}
 	return start(ctx, o)
 }
 
-// answers reports whether something accepts connections on sock.
-func answers(sock string) bool {
+// Answers reports whether something accepts connections on the unix socket
+// sock (within a second).
+func Answers(sock string) bool {
 	c, err := net.DialTimeout("unix", sock, time.Second)
 	if err != nil {
 		return false
@@ -143,7 +144,7 @@ func start(ctx context.Context, o StartOptions) (int, error) {
 	fail := func(err error) (int, error) {
 		return 0, &StartError{Log: logPath, LogTail: tail(logPath, from), Err: err}
 	}
-	for !answers(o.Socket) {
+	for !Answers(o.Socket) {
 		select {
 		case err := <-exited:
 			return fail(fmt.Errorf("the daemon (pid %d) exited: %v; its log is %s", cmd.Process.Pid, err, logPath))

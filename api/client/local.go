@@ -42,6 +42,16 @@ func DefaultSocket(getenv func(string) string) (string, error) {
 	return filepath.Join(d, "mcpx.sock"), nil
 }
 
+// DefaultConfig is the daemon's default config file:
+// $XDG_CONFIG_HOME/mcpx/config.json, else ~/.config/mcpx/config.json.
+func DefaultConfig(getenv func(string) string) (string, error) {
+	d := xdgDir(getenv, "XDG_CONFIG_HOME", ".config")
+	if d == "" {
+		return "", errNoHome
+	}
+	return filepath.Join(d, "mcpx", "config.json"), nil
+}
+
 var errNoHome = errors.New("cannot find the home directory: set $HOME or the XDG_* variables")
 
 // xdgDir returns $name if it is absolute, else $HOME/homeRel (if homeRel is

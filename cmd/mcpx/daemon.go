@@ -112,7 +112,7 @@ func daemonInfo(state, sock string, tln net.Listener, src configSource) wire.Dae
 // a state directory. One of a daemon that died (its pid is gone, or its
 // socket no longer answers) is stale and replaced.
 func writeRecord(info wire.DaemonInfo, token string) error {
-	if old, err := client.ReadRecord(info.State); err == nil && old.Pid != info.Pid && alive(old.Pid) && answers(old.Socket) {
+	if old, err := client.ReadRecord(info.State); err == nil && old.Pid != info.Pid && alive(old.Pid) && client.Answers(old.Socket) {
 		return fmt.Errorf("another daemon (pid %d, socket %s) uses the state directory %s: stop it with `mcpx daemon stop`, or pass --state-dir", old.Pid, old.Socket, info.State)
 	}
 	rec := wire.DaemonRecord{DaemonInfo: info, Token: token, TokenFile: filepath.Join(info.State, wire.TokenFile)}
@@ -176,14 +176,4 @@ func alive(pid int) bool {
 		return false
 	}
 	return !zombie(pid)
-}
-
-// answers reports whether something accepts connections on sock.
-func answers(sock string) bool {
-	c, err := net.DialTimeout("unix", sock, time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }

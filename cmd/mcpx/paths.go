@@ -1,12 +1,6 @@
 package main
 
-import (
-	"errors"
-	"os"
-	"path/filepath"
-
-	"mcpx.dev/mcpx/api/client"
-)
+import "mcpx.dev/mcpx/api/client"
 
 // Where mcpx keeps things, per the XDG base directory specification: a
 // variable that is unset or not absolute is ignored.
@@ -24,33 +18,7 @@ func stateDir(getenv func(string) string) (string, error) {
 }
 
 // defaultConfigPath is $XDG_CONFIG_HOME/mcpx/config.json
-// (~/.config/mcpx/config.json).
+// (~/.config/mcpx/config.json). See client.DefaultConfig.
 func defaultConfigPath(getenv func(string) string) (string, error) {
-	d := xdgDir(getenv, "XDG_CONFIG_HOME", ".config")
-	if d == "" {
-		return "", errNoHome
-	}
-	return filepath.Join(d, "mcpx", "config.json"), nil
-}
-
-var errNoHome = errors.New("cannot find the home directory: set $HOME or the XDG_* variables")
-
-// xdgDir returns $name if it is absolute, else $HOME/homeRel (if homeRel is
-// not empty), else "".
-func xdgDir(getenv func(string) string, name, homeRel string) string {
-	if d := getenv(name); filepath.IsAbs(d) {
-		return d
-	}
-	if homeRel == "" {
-		return ""
-	}
-	home := getenv("HOME")
-	if !filepath.IsAbs(home) {
-		h, err := os.UserHomeDir()
-		if err != nil || !filepath.IsAbs(h) {
-			return ""
-		}
-		home = h
-	}
-	return filepath.Join(home, homeRel)
+	return client.DefaultConfig(getenv)
 }
