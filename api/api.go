@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -28,6 +29,7 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/openapi"
 )
 
 // DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is 0.
@@ -73,6 +75,8 @@ type server struct {
 	keepAlive time.Duration
 	token     []byte  // Options.Token; empty = no TCP caller is admitted
 	daemon    *Daemon // Options.Daemon; may be nil
+	// openAPI is the broker's OpenAPI document, built on first use.
+	openAPIDoc func() ([]byte, error)
 }
 
 // New returns the API handler. It serves every route of wire.Routes, on any
@@ -103,6 +107,7 @@ func newServer(opts Options) *server {
 	if s.version == "" {
 		s.version = "dev"
 	}
+	s.openAPIDoc = sync.OnceValues(func() ([]byte, error) { return openapi.Broker(openapi.Options{Version: s.version}) })
 	if s.maxDepth <= 0 {
 		s.maxDepth = config.DefaultMaxDepth
 	}
@@ -115,6 +120,11 @@ func newServer(opts Options) *server {
 // handler builds the router from table. Middleware order, outermost first:
 // recover panics, authenticate, compress (not event streams), route.
 func (s *server) handler(table []route) http.Handler {
+	return s.recoverer(s.authenticate(compress(s.router(table))))
+}
+
+// router mounts table's routes, and nothing else.
+func (s *server) router(table []route) chi.Router {
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, &broker.Error{Kind: broker.KindNotFound, Op: "route",
@@ -126,7 +136,7 @@ func (s *server) handler(table []route) http.Handler {
 	for _, rt := range table {
 		r.Method(rt.Method, rt.Pattern, s.endpoint(rt))
 	}
-	return s.recoverer(s.authenticate(compress(r)))
+	return r
 }
 
 // endpoint adapts a route's handler: its error becomes a problem response.

@@ -232,6 +232,17 @@ func param(r *http.Request, name string) string {
 	return v
 }
 
+// openAPI answers the broker's OpenAPI document: generated from api/wire
+// once per daemon, compressed by the router like every JSON answer.
+func (s *server) openAPI(w http.ResponseWriter, r *http.Request) error {
+	doc, err := s.openAPIDoc()
+	if err != nil {
+		return &broker.Error{Kind: broker.KindInternal, Op: "openapi", Msg: "cannot generate the OpenAPI document", Err: err}
+	}
+	writeRaw(w, doc)
+	return nil
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", wire.MediaJSON)
 	w.WriteHeader(status)

@@ -31,6 +31,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpStopInstance:    (*server).stopInstance,
 	wire.OpStopDaemon:      (*server).stopDaemon,
 	wire.OpReloadDaemon:    (*server).reloadDaemon,
+	wire.OpOpenAPI:         (*server).openAPI,
 }
 
 // route is a wire route with its handler.

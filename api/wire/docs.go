@@ -6,7 +6,10 @@ import (
 )
 
 // The JSON documents of the routes (Route.Response). Struct field order is
-// the order of the members on the wire.
+// the order of the members on the wire. A json.RawMessage member passed on
+// from a child carries an `mcp` tag naming its MCP schema type (as the MCP
+// specification's schema.ts spells it), "[]" first for an array of them;
+// the OpenAPI generator types the member by it.
 
 // Health is the /healthz document.
 type Health struct {
@@ -69,28 +72,29 @@ type ServerTools struct {
 	Server string `json:"server"`
 	// Tools is the child's list as it sent it: a JSON array of MCP Tool
 	// objects, untagged.
-	Tools json.RawMessage `json:"tools"`
+	Tools json.RawMessage `json:"tools" mcp:"[]Tool"`
 }
 
 // ResourceList is the /v1/servers/{server}/resources document.
 type ResourceList struct {
 	// Resources is the child's list: a JSON array of MCP Resource objects.
-	Resources json.RawMessage `json:"resources"`
+	Resources json.RawMessage `json:"resources" mcp:"[]Resource"`
 	Server    string          `json:"server"`
 }
 
 // PromptList is the /v1/servers/{server}/prompts document.
 type PromptList struct {
 	// Prompts is the child's list: a JSON array of MCP Prompt objects.
-	Prompts json.RawMessage `json:"prompts"`
+	Prompts json.RawMessage `json:"prompts" mcp:"[]Prompt"`
 	Server  string          `json:"server"`
 }
 
 // ToolList is the /v1/tools document: every server's tools, each an MCP Tool
 // object with a "server" member added (see TagServer), and a problem for
-// each server whose tools could not be listed.
+// each server whose tools could not be listed. The mcp tag "ServerTool"
+// names that shape: an MCP Tool with a string "server" member.
 type ToolList struct {
-	Tools  []json.RawMessage `json:"tools"`
+	Tools  []json.RawMessage `json:"tools" mcp:"ServerTool"`
 	Errors []*Problem        `json:"errors,omitempty"`
 }
 

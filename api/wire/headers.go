@@ -10,6 +10,27 @@ const (
 	HeaderPid           = "Mcpx-Pid"            // the caller's pid; trusted from unix-socket callers only
 )
 
+// HeaderInfo describes one caller-context header, for generated documents.
+type HeaderInfo struct {
+	Name    string // a Header* constant
+	Integer bool   // the value is a decimal integer; otherwise any string
+	Summary string
+}
+
+var callerHeaders = []HeaderInfo{
+	{HeaderCwd, false, "The caller's working directory: an absolute path on the broker's machine. Repo, worktree and cwd scopes are keyed by it."},
+	{HeaderSession, false, "The caller's session id (the CLI sends $MCPX_SESSION_ID). Session scopes are keyed by it; a non-owner's ids are namespaced by its name."},
+	{HeaderParentSession, false, "The session that started the caller's session (the CLI sends $MCPX_PARENT_SESSION_ID); parent-session scopes are keyed by it."},
+	{HeaderLease, false, "A remote caller's pid-style lifetime: pid scopes of non-local callers are keyed by it."},
+	{HeaderPid, true, "The caller's process id, honoured from unix-socket callers only, and only when it is the connecting process or one of its ancestors (else 400); ignored over TCP."},
+}
+
+// CallerHeaders returns the caller-context headers a route with Route.Caller
+// reads, in a stable order. The caller owns the slice.
+func CallerHeaders() []HeaderInfo {
+	return append([]HeaderInfo(nil), callerHeaders...)
+}
+
 // Media types the API speaks.
 const (
 	MediaJSON        = "application/json"         // documents, raw MCP results and request bodies

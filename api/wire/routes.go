@@ -85,6 +85,7 @@ const (
 	OpStopInstance    = "stopInstance"
 	OpStopDaemon      = "stopDaemon"
 	OpReloadDaemon    = "reloadDaemon"
+	OpOpenAPI         = "getOpenAPI"
 )
 
 // The problems routes share, by what the route does.
@@ -113,6 +114,9 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/healthz", Name: OpHealthz,
 		Summary:  "Report that the daemon is serving",
 		Response: reflect.TypeFor[Health](), Status: 200, Problems: problemsAny},
+	{Method: "GET", Pattern: "/openapi.json", Name: OpOpenAPI,
+		Summary:  "The broker's OpenAPI 3.1 document, generated from this route table",
+		Response: typeRaw, Status: 200, Problems: problemsAny},
 	{Method: "GET", Pattern: "/v1/whoami", Name: OpWhoami, Caller: true,
 		Summary:  "Show how the broker sees the caller: identity, rights and declared context",
 		Response: reflect.TypeFor[Whoami](), Status: 200, Problems: problemsCaller},

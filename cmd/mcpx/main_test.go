@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/openapi"
 )
 
 func TestMain(m *testing.M) {
@@ -197,4 +199,22 @@ func daemons(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("the recorded daemon (pid %d) is not running", rec.Pid)
 	}
 	ts.Logf("daemon pid %d", rec.Pid)
+}
+
+// `mcpx openapi` prints the document the daemon serves.
+func TestOpenAPICommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"openapi"}, strings.NewReader(""), &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want, err := openapi.Broker(openapi.Options{Version: version()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("printed %d bytes, not the generated document (%d bytes)", out.Len(), len(want))
+	}
+	if code := run(t.Context(), []string{"openapi", "extra"}, strings.NewReader(""), &out, &errb); code != exitUsage {
+		t.Errorf("with an argument: exit %d, want %d", code, exitUsage)
+	}
 }

@@ -120,16 +120,29 @@ func Node(t testing.TB) string {
 func NPMPackageBin(t testing.TB, pkg string) string {
 	t.Helper()
 	prefix := filepath.Join(RepoRoot(t), "testdata", "npm")
-	bin, err := npmBin(prefix, pkg)
+	bin, err := npmBin(prefix, pkg, "")
 	if err != nil {
 		missing(t, err.Error(), installNPM)
 	}
 	return bin
 }
 
-// npmBin finds pkg's bin script under prefix/node_modules and checks the
-// installed version against prefix/package-lock.json.
-func npmBin(prefix, pkg string) (string, error) {
+// NPMPackageBinNamed is NPMPackageBin for a package that declares several
+// bin scripts: it returns the one called name ("redocly" of @redocly/cli).
+func NPMPackageBinNamed(t testing.TB, pkg, name string) string {
+	t.Helper()
+	prefix := filepath.Join(RepoRoot(t), "testdata", "npm")
+	bin, err := npmBin(prefix, pkg, name)
+	if err != nil {
+		missing(t, err.Error(), installNPM)
+	}
+	return bin
+}
+
+// npmBin finds pkg's bin script (the one called name; "" = its only one)
+// under prefix/node_modules and checks the installed version against
+// prefix/package-lock.json.
+func npmBin(prefix, pkg, name string) (string, error) {
 	lock, err := os.ReadFile(filepath.Join(prefix, "package-lock.json"))
 	if err != nil {
 		return "", fmt.Errorf("reading the lockfile: %w", err)
@@ -162,6 +175,13 @@ func npmBin(prefix, pkg string) (string, error) {
 		return "", fmt.Errorf("npm package %s is %s under %s, the lockfile pins %s", pkg, m.Version, prefix, pinned.Version)
 	}
 	rel, err := binEntry(pkg, m.Bin)
+	if name != "" {
+		var bins map[string]string
+		json.Unmarshal(m.Bin, &bins) //nolint:errcheck // a string bin has no names: not found below
+		if rel, err = bins[name], nil; rel == "" {
+			err = fmt.Errorf("npm package %s declares no bin script %q", pkg, name)
+		}
+	}
 	if err != nil {
 		return "", err
 	}

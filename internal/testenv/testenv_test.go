@@ -90,7 +90,7 @@ func TestNPMBin(t *testing.T) {
 			prefix := t.TempDir()
 			WriteFiles(t, prefix, tt.files)
 			WriteFiles(t, prefix, map[string]string{"package-lock.json": lock})
-			got, err := npmBin(prefix, tt.pkg)
+			got, err := npmBin(prefix, tt.pkg, "")
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("npmBin(%s) = %q, %v; want error containing %q", tt.pkg, got, err, tt.wantErr)
