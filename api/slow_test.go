@@ -87,7 +87,9 @@ func readResponse(t *testing.T, c net.Conn) (*http.Response, string) {
 // A body that stops arriving is answered 408 and its connection closed.
 func TestFaultSlowBody(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": ""}), bodyTimeout: 200 * time.Millisecond})
+	// The timeout leaves the steady body below a tenfold margin: a loaded
+	// machine stretches its 50 ms pauses, never to half a second.
+	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": ""}), bodyTimeout: 500 * time.Millisecond})
 	for _, c := range []net.Conn{rawRequest(t, "tcp", d.tcpAddr, stalledCall), rawRequest(t, "unix", d.sock, stalledCall)} {
 		resp, body := readResponse(t, c)
 		if resp.StatusCode != 408 || !strings.Contains(body, wire.KindBodyTimeout) || !strings.Contains(body, "stopped arriving") || !resp.Close {
