@@ -15,8 +15,8 @@ import (
 // $ref points to.
 type compiler struct {
 	server, tool, schema string // for problems
-	names                *namer  // the namespace's identifiers
-	indent               int     // of the declarations
+	names                *namer // the namespace's identifiers
+	indent               int    // of the declarations
 
 	root     any
 	rootName string
@@ -230,6 +230,9 @@ func (c *compiler) genObject(o *object, ptr string, ind int, deferred bool, inhe
 		for i, m := range ms {
 			parts = append(parts, c.gen(m, fmt.Sprintf("%s/allOf/%d", ptr, i), ind, deferred, req, depth+1))
 		}
+		if p, ok := requiredElsewhere(o, ms, req); ok {
+			parts = append(parts, p)
+		}
 	} else if o.has("allOf") {
 		parts = append(parts, c.unknown(ptr+"/allOf", "allOf must be an array"))
 	}
@@ -261,6 +264,39 @@ func (c *compiler) genObject(o *object, ptr string, ind int, deferred bool, inhe
 		t = union([]expr{t, prim("null")})
 	}
 	return t
+}
+
+// requiredElsewhere returns, for an allOf with a $ref member, the object
+// type `{ name: unknown; … }` of the names required at this level that no
+// inline schema here declares: they are declared behind a $ref, which is a
+// named type shared with other uses, so the requirement is intersected
+// instead of lifted into it.
+func requiredElsewhere(o *object, members []any, req []string) (expr, bool) {
+	declared := map[string]bool{}
+	hasRef := false
+	for _, s := range append([]any{o}, members...) {
+		so, ok := s.(*object)
+		if !ok {
+			continue
+		}
+		hasRef = hasRef || so.has("$ref")
+		if props := so.obj("properties"); props != nil {
+			for _, k := range props.keys {
+				declared[k] = true
+			}
+		}
+	}
+	var lines []string
+	for _, k := range req {
+		if !declared[k] {
+			declared[k] = true
+			lines = append(lines, propKey(k)+": unknown")
+		}
+	}
+	if !hasRef || len(lines) == 0 {
+		return expr{}, false
+	}
+	return prim("{ " + strings.Join(lines, "; ") + " }"), true
 }
 
 // base returns the type given by const, enum or type (or, without type, the
