@@ -315,3 +315,25 @@ func TestCases(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCompile compiles the captured npm servers' tools (server-
+// everything's and server-filesystem's) into one module.
+func BenchmarkCompile(b *testing.B) {
+	var tools []clientgen.Tool
+	for _, s := range npmServers {
+		data, err := os.ReadFile(filepath.Join("testdata", "servers", s.server+".json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ws []wireTool
+		if err := json.Unmarshal(data, &ws); err != nil {
+			b.Fatal(err)
+		}
+		tools = append(tools, toTools(s.server, ws)...)
+	}
+	for b.Loop() {
+		if f, _ := clientgen.Compile(tools); len(f.Types) != len(tools) {
+			b.Fatal("missing types")
+		}
+	}
+}

@@ -56,6 +56,10 @@ const (
 
 func prim(s string) expr { return expr{s: s, prec: precPrimary} }
 
+// maxIndexUnion bounds the length of an index signature's type; beyond it
+// the signature is `unknown`.
+const maxIndexUnion = 160
+
 // maxSchemaDepth bounds how deep generation descends into one schema.
 const maxSchemaDepth = 64
 
@@ -161,15 +165,6 @@ func (c *compiler) reaches(from, to *namedType) bool {
 		stack = append(stack, n.direct...)
 	}
 	return false
-}
-
-// annotations are keywords that do not constrain the value's type.
-var annotations = map[string]bool{
-	"$schema": true, "$id": true, "$comment": true, "$defs": true, "definitions": true,
-	"$anchor": true, "$dynamicAnchor": true, "$vocabulary": true,
-	"title": true, "description": true, "default": true, "examples": true, "example": true,
-	"deprecated": true, "readOnly": true, "writeOnly": true, "format": true,
-	"contentEncoding": true, "contentMediaType": true, "contentSchema": true,
 }
 
 // gen returns the type of schema s found at ptr. ind is the indentation of
@@ -573,14 +568,20 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 		index = append(index, unknownExpr)
 	}
 	if len(index) > 0 {
-		// TypeScript requires every member to fit the index signature.
+		// TypeScript requires every member to fit the index signature,
+		// so their types join it; written out only while short, since a
+		// nested type would be written twice per level (exponentially).
 		if len(members) > 0 {
 			index = append(index, members...)
 			if optional {
 				index = append(index, prim("undefined"))
 			}
 		}
-		lines = append(lines, in+"[key: string]: "+union(index).s+";")
+		u := union(index)
+		if len(u.s) > maxIndexUnion || strings.Contains(u.s, "\n") {
+			u = note("the other properties' type joined with the members' types is too long to write")
+		}
+		lines = append(lines, in+"[key: string]: "+u.s+";")
 	}
 	if len(lines) == 0 {
 		return prim("{ [key: string]: never }")
