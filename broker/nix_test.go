@@ -188,3 +188,33 @@ func TestNixCommandErrors(t *testing.T) {
 		t.Errorf("without nix: %v", err)
 	}
 }
+
+// BenchmarkSpawnToFirstCall: a new child and its first call, for a cached
+// nix: spec (a store path, through a /bin/sh wrapper) and the plain command
+// it wraps, in the same run.
+func BenchmarkSpawnToFirstCall(b *testing.B) {
+	nx := testenv.Nix(b)
+	spec := nixDemo(b, nx, "path", "bench")
+	r := newNixResolver(b, nx, b.TempDir(), nx.Bin)
+	if _, err := r.Resolve(b.Context(), spec); err != nil {
+		b.Fatal(err)
+	}
+	for name, cmd := range map[string]string{"nix-cached": spec, "plain": "SELF"} {
+		b.Run(name, func(b *testing.B) {
+			br := nixBroker(b, r, map[string]string{"demo": cmd})
+			args := json.RawMessage(`{"message":"x"}`)
+			for b.Loop() {
+				if _, err := br.CallTool(b.Context(), req("demo", ""), "echo", args, nil); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				for _, in := range br.Instances() {
+					if err := br.StopInstance(b.Context(), in.ID); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}

@@ -40,6 +40,10 @@ const flakeNix = `{
 
 // writeFlake writes the test flake to dir with script as demo.sh.
 func writeFlake(t *testing.T, nx testenv.NixSetup, dir, script string) {
+	writeFlakeB(t, nx, dir, script)
+}
+
+func writeFlakeB(t testing.TB, nx testenv.NixSetup, dir, script string) {
 	t.Helper()
 	testenv.WriteFiles(t, dir, map[string]string{
 		"flake.nix": strings.ReplaceAll(flakeNix, "SYSTEM", nx.System),
@@ -80,6 +84,15 @@ func (c counter) calls(t *testing.T) []string {
 
 // newResolver returns a resolver over cacheDir running bin (the real nix
 // when ""), with the test's nix settings, closed at cleanup.
+func newResolverB(b *testing.B, nx testenv.NixSetup) *nixresolve.Resolver {
+	r, err := nixresolve.New(nixresolve.Options{CacheDir: b.TempDir(), Binary: nx.Bin, Config: nx.Config, Env: nx.Env})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	return r
+}
+
 func newResolver(t *testing.T, nx testenv.NixSetup, cacheDir, bin string, edit ...func(*nixresolve.Options)) *nixresolve.Resolver {
 	t.Helper()
 	opts := nixresolve.Options{CacheDir: cacheDir, Binary: bin, Config: nx.Config, Env: nx.Env}
