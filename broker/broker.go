@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )
@@ -88,6 +90,11 @@ type Options struct {
 	// StateDir, if set, is where the pool keeps what it learns about
 	// servers across restarts (MemoFile); "" = nothing kept.
 	StateDir string
+	// Nix resolves servers' nix:<flakeref>#attr commands to store paths
+	// (package nixresolve), at spawn; the caller owns it and closes it
+	// after the broker. nil = a nix: command fails its server's start,
+	// saying the daemon has no resolver; plain commands are unaffected.
+	Nix *nixresolve.Resolver
 }
 
 // MemoFile is the name of the pool's memo file in the state directory.
@@ -139,6 +146,7 @@ func New(opts Options) (*Broker, error) {
 		MaxMessageBytes: opts.Config.Limits.MaxMessageBytes,
 		RootsWait:       opts.Config.Limits.RootsWait.D(),
 		MemoFile:        memoFile(opts.StateDir),
+		Resolve:         resolveCommand(opts.Nix),
 	})
 	b.SetConfig(opts.Config)
 	return b, nil
@@ -153,9 +161,34 @@ func (b *Broker) SetConfig(cfg *config.Config) {
 		defs = append(defs, poolServer(name, cfg.Servers[name]))
 	}
 	b.mu.Lock()
+	old := b.cfg
 	b.cfg = cfg
 	b.mu.Unlock()
+	if old != nil && !reflect.DeepEqual(old.Nix, cfg.Nix) {
+		b.log.Warn("the nix settings changed; they take effect at the next start of the daemon")
+	}
 	b.pool.SetServers(defs)
+}
+
+// resolveCommand is the pool's Resolve hook: a nix: spec becomes its
+// program's store path (with no nix process once cached: package
+// nixresolve), a plain command stays as it is and is looked up on PATH at
+// exec. A spec never falls back to PATH. The pool runs this in the
+// spawning goroutine, so a slow resolution holds up only that start.
+func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string) (string, error) {
+	return func(ctx context.Context, command string) (string, error) {
+		if !nixresolve.IsSpec(command) {
+			return command, nil
+		}
+		if nix == nil {
+			return "", fmt.Errorf("command %s: this daemon has no nix resolver, so nix: commands cannot run; use a plain command", command)
+		}
+		p, err := nix.Resolve(ctx, command)
+		if err != nil {
+			return "", err
+		}
+		return p.Path, nil
+	}
 }
 
 func poolServer(name string, s *config.Server) pool.Server {

@@ -1,8 +1,80 @@
-// Package nixresolve will resolve nix:<flakeref>[#attr] program specs to store
-// paths on the daemon's machine, once, with a persistent cache keyed by the
-// locked ref and a GC root per entry. It knows nothing of the pool or HTTP.
+// Package nixresolve resolves nix:<flakeref>[#attr] program specs to
+// programs in the Nix store, on the daemon's machine, once: a persistent
+// cache keyed by the spec and its locked ref, with a GC root per entry,
+// answers every later spawn with no nix process. It knows nothing of the
+// pool, configs or HTTP.
 //
-// TODO(2026-11-30, issue 11 "Nix program specs resolved on the daemon"): not
-// built yet. The package exists now so that its dependency rules bind from its
-// first line.
+//	r, err := nixresolve.New(nixresolve.Options{CacheDir: filepath.Join(state, "nix")})
+//	defer r.Close()
+//	p, err := r.Resolve(ctx, "nix:github:owner/repo/v1.2#server")
+//	// p.Path = /nix/store/…-server-1.2/bin/server; p.Locked.Rev = the commit
+//
+// # Specs
+//
+// A command is a spec when it starts with "nix:" ([IsSpec]); anything else
+// is a plain command, looked up on PATH as before. [ParseSpec] accepts
+// path:, git+file:, git+https:, github:, gitlab:, tarball refs, bare paths
+// (".", "./tools", "/abs") and registry names ("nixpkgs#hello"); nix
+// judges the rest at resolution. Relative paths are made absolute against
+// Options.Dir (the daemon: the config file's directory).
+//
+// # Resolution
+//
+// A cold resolution runs three nix processes, bounded together by
+// Options.Timeout (the process group of the one running is killed on
+// expiry):
+//
+//  1. nix flake metadata --json <ref>: the locked URL, narHash and git rev;
+//  2. nix eval --json <locked url>#<attr> --apply …: the output path and
+//     the program name, as `nix run` picks it: meta.mainProgram, else
+//     pname, else the name without its version;
+//  3. nix build --json --out-link <CacheDir>/roots/<key> <locked url>#<attr>:
+//     the store path, kept alive by that out-link (an indirect GC root).
+//
+// Evaluating and building the locked URL means what runs is what the lock
+// names, even if the flake moves meanwhile. Nix 2.8 has no
+// --print-out-paths; build's --json gives the path. Concurrent Resolve
+// calls for one spec share one resolution; a caller's context bounds only
+// its own wait, and an abandoned resolution still lands in the cache.
+//
+// # The hot path runs no nix
+//
+// Once a spec is resolved, Resolve answers from the cache with one stat of
+// the program: no nix process, not even `nix flake metadata` to check the
+// lock (a metadata run costs 30–170 ms, more for a remote ref, and would put
+// nix back on every spawn and restart). The cache is trusted until a
+// refresh: a floating ref (github:owner/repo, a path that is edited) stays
+// on what it resolved to, never following its branch behind the user's
+// back. A program that vanished from the store (its root removed and the
+// path collected) is resolved again rather than failing spawn after spawn.
+// The cache file (CacheDir/cache.json, written atomically) survives
+// restarts: a new Resolver on the same directory starts hot.
+//
+// TODO(2026-11-30, issue 11 "Nix program specs resolved on the daemon"):
+// refresh (nix.refresh: never | on-reload | an interval; `mcpx nix
+// refresh`), `mcpx nix ls` and `mcpx nix gc` (dropping entries and roots no
+// server references), status showing each instance's spec, rev and store
+// path, and execution environments (devShells via nix print-dev-env).
+//
+// # Errors
+//
+// Every failure is an [*Error] naming the spec, saying which step failed,
+// and carrying nix's own message from its first "error:" line (a failed
+// build's "last 10 log lines" included); its Err is a kind to test with
+// errors.Is: [ErrNoNix] ("needs Nix on the broker machine; install Nix or
+// use a plain command"), [ErrSpec], [ErrLock] (bad ref, missing path,
+// unreachable or, with Offline, uncached remote ref), [ErrEval] (missing
+// attribute, evaluation error), [ErrBuild], [ErrProgram] (no bin/<name>),
+// [ErrTimeout]. A spec never falls back to a command on PATH.
+//
+// # Who calls it
+//
+// The broker gives the pool a Resolve hook (pool.Options.Resolve) that
+// maps a command to the program to exec; the pool calls it in the
+// goroutine that starts the instance, before the start timeout begins. So
+// a resolution blocks neither the daemon nor other servers, only the spawn
+// that needs it, and the pool stays ignorant of nix. Resolving in the
+// broker before handing the pool its definitions was the alternative: it
+// would run nix at config load and reload for servers nobody calls, and
+// hold up SetServers for every server behind one slow build.
 package nixresolve

@@ -15,6 +15,7 @@ func TestDeps(t *testing.T) {
 			"mcpx.dev/mcpx/api/...":    "the pool never sees HTTP callers",
 			"mcpx.dev/mcpx/tsnet/...":  "the pool never sees the tailnet",
 			"mcpx.dev/mcpx/cmd/...":    "commands are built from the pool, not the reverse",
+			"mcpx.dev/mcpx/nixresolve": "the broker resolves nix: specs through Options.Resolve; the pool runs what it is given",
 			"tailscale.com/...":        "the tree builds and tests without linking tsnet (a 5-minute cold build)",
 			"github.com/go-chi/chi/v5": "routing is api's job",
 			"net/http/httptest":        "test servers belong in _test files",

@@ -123,6 +123,22 @@ func (p *Pool) startLocked(inst *instance, now time.Time) bool {
 func (p *Pool) start(inst *instance, a *startAttempt) {
 	t := Target{Server: inst.def.Name, Key: inst.key.key}
 	log := p.log.With("server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
+	// The program first: a nix: spec may build for minutes the first time,
+	// which is not the child's start (Options.Resolve).
+	sp := inst.spec
+	if inst.def.URL == "" && p.opts.Resolve != nil {
+		cmd, err := p.opts.Resolve(p.ctx, sp.command)
+		if err != nil {
+			e := p.perr("start", t, ErrStart, err.Error())
+			e.Cause = err
+			if p.ctx.Err() != nil {
+				e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
+			}
+			p.finishStart(inst, a, nil, e, log)
+			return
+		}
+		sp.command = cmd
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, inst.startTimeout(p.opts.StartTimeout))
 	defer cancel()
 
@@ -137,9 +153,9 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
 			return
 		}
-		proc, err := startChild(inst.spec, p.opts.Env, p.spawner, log)
+		proc, err := startChild(sp, p.opts.Env, p.spawner, log)
 		if err != nil {
-			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; check the server's command and that it is installed on the daemon's machine", inst.spec.command, err))
+			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; check the server's command and that it is installed on the daemon's machine", sp.command, err))
 			e.Cause = err
 			p.finishStart(inst, a, nil, e, log)
 			return

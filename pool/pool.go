@@ -93,6 +93,16 @@ type Options struct {
 	// across restarts, so a server that never asks costs the RootsWait
 	// once per definition, not once per daemon start. "" = in memory only.
 	MemoFile string
+	// Resolve, if set, maps a stdio child's command (after substitution)
+	// to the program to exec, at each spawn, in the spawning goroutine:
+	// only the instance being started waits for it, and its callers wait
+	// no longer than their own deadlines. The broker resolves nix:
+	// program specs here (the pool knows nothing of nix); a plain command
+	// is returned as it is. An error fails that start (ErrStart, the
+	// error's text as the detail) and counts towards its backoff. It runs
+	// before the start timeout begins, bounded only by the pool's
+	// lifetime and its own bounds. nil = commands are run as written.
+	Resolve func(ctx context.Context, command string) (string, error)
 }
 
 // Target says which instance a call wants.

@@ -1,7 +1,9 @@
 package pool
 
 import (
+	"bufio"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -75,5 +77,44 @@ func TestParseMark(t *testing.T) {
 	}
 	if !daemonAlive(marks.self) || daemonAlive("999999999-1") {
 		t.Error("daemonAlive: want this process alive and a pid that cannot exist not")
+	}
+}
+
+// TestRunTrackedRegisters: while RunTracked runs a process, its pid is one
+// the orphan reaper leaves alone (registered as direct), and once it is
+// waited for, it is forgotten; the exit status is the process's own.
+func TestRunTrackedRegisters(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	cmd := exec.Command("sh", "-c", "echo $$; read x; exit 7")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- RunTracked(cmd) }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	direct.mu.Lock()
+	registered := direct.pids[pid]
+	direct.mu.Unlock()
+	if !registered {
+		t.Errorf("pid %d is not registered while RunTracked waits for it: the reaper may take its exit status", pid)
+	}
+	stdin.Close()
+	if err := <-done; err == nil || err.(*exec.ExitError).ExitCode() != 7 {
+		t.Errorf("RunTracked = %v, want exit status 7", err)
+	}
+	direct.mu.Lock()
+	defer direct.mu.Unlock()
+	if direct.pids[pid] {
+		t.Errorf("pid %d still registered after its wait", pid)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -135,6 +136,21 @@ var direct = struct {
 	mu   sync.Mutex
 	pids map[int]bool // guarded by mu
 }{pids: map[int]bool{}}
+
+// RunTracked runs cmd to its end as Cmd.Run does, with its pid registered
+// so that the orphan reaper leaves its exit status to cmd.Wait. Every
+// process the daemon starts outside the pool while a Supervisor is active
+// in its own process group (nix, which is killed by group) must be run
+// through it: a zombie child that is neither registered nor in the
+// daemon's group is taken for an orphan and reaped, and Wait then fails
+// with "no child processes".
+func RunTracked(cmd *exec.Cmd) error {
+	if err := startDirect(cmd); err != nil {
+		return err
+	}
+	defer forget(cmd.Process.Pid)
+	return cmd.Wait()
+}
 
 // forget drops pid from direct once its exec.Cmd has waited for it.
 func forget(pid int) {

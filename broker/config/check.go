@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/placeholder"
+	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -52,6 +53,33 @@ func (p *problems) checkLimits(lc *Limits) {
 		lc.MaxMessageBytes = pool.DefaultMaxMessageBytes
 	}
 	p.duration("", "limits.rootsWait", &lc.RootsWait, pool.DefaultRootsWait)
+}
+
+func (p *problems) checkNix(nc *Nix) {
+	p.duration("", "nix.timeout", &nc.Timeout, nixresolve.DefaultTimeout)
+	for i, l := range nc.Config {
+		if strings.ContainsAny(l, "\n\x00") {
+			p.add("", fmt.Sprintf("nix.config[%d]", i), "a nix.conf line holds a newline or NUL", "write one setting per array element")
+		}
+	}
+}
+
+// checkNixCommand checks a nix:<flakeref>#attr command. It may hold no
+// placeholder: a flake under a caller's root or cwd would be code from the
+// caller's project run as the daemon's owner, and resolutions are cached
+// per spec, not per instance.
+func (p *problems) checkNixCommand(name, command string) {
+	if !nixresolve.IsSpec(command) {
+		return
+	}
+	if strings.Contains(command, "${mcpx.") {
+		p.add(name, "command", "a nix: command may not hold ${mcpx.*} placeholders",
+			"name a flake the daemon's owner controls (a path, git or github ref); project files under a caller's directory are never run")
+		return
+	}
+	if _, err := nixresolve.ParseSpec(command); err != nil {
+		p.add(name, "command", err.Error(), "write it as nix:<flakeref>#<attr>, e.g. nix:github:owner/repo#tool or nix:path:/src/tool#tool")
+	}
 }
 
 // duration rejects a negative *d and replaces zero with def.
@@ -110,6 +138,7 @@ func nameFor(name string) string {
 func (p *problems) checkTransport(name string, s *Server, t transport, bad map[string]bool) {
 	typ := t.value
 	hasCmd, hasURL := s.Command != "", s.URL != ""
+	p.checkNixCommand(name, s.Command)
 	switch {
 	case hasCmd && hasURL:
 		p.add(name, "url", "both command and url are set", "a server is either a command (stdio) or a url (streamable HTTP): remove one")

@@ -67,6 +67,8 @@ type Config struct {
 	Servers map[string]*Server `json:"servers"`
 	Pool    Pool               `json:"pool"`
 	Limits  Limits             `json:"limits"`
+	// Nix bounds the resolution of nix:<flakeref>#attr commands.
+	Nix Nix `json:"nix"`
 	// CeilingDirs stop git discovery from walking up into them, like
 	// GIT_CEILING_DIRECTORIES: with a dotfiles repository at ~/.git, list
 	// your home directory here, or every directory under it that is not
@@ -165,6 +167,24 @@ type Limits struct {
 	RootsWait Duration `json:"rootsWait,omitempty"`
 }
 
+// Nix configures how servers' nix:<flakeref>[#attr] commands are resolved
+// to store paths (package mcpx.dev/mcpx/nixresolve). The daemon reads it at
+// start; a reload that changes it is logged and takes effect at the next
+// start.
+type Nix struct {
+	// Binary is the nix executable, a name on PATH or a path; "" = "nix".
+	Binary string `json:"binary,omitempty"`
+	// Offline passes --offline to nix: only what is already in the store
+	// resolves.
+	Offline bool `json:"offline,omitempty"`
+	// Timeout bounds one resolution (lock, evaluate, build); nix is killed
+	// on expiry. 0 = nixresolve.DefaultTimeout (2m).
+	Timeout Duration `json:"timeout,omitempty"`
+	// Config lines are appended to NIX_CONFIG for every nix process, e.g.
+	// "substituters = https://cache.example.org".
+	Config []string `json:"config,omitempty"`
+}
+
 // DefaultMaxDepth is the nesting limit of a config that sets none. Real
 // arguments nest a few levels (a list of objects of lists is 4); JSON Schema
 // documents, the deepest real arguments seen, stay well under 32. 64 leaves
@@ -196,6 +216,7 @@ func Parse(data []byte, source string) (*Config, error) {
 	cfg.Source = source
 	p.checkPool(&cfg.Pool)
 	p.checkLimits(&cfg.Limits)
+	p.checkNix(&cfg.Nix)
 	rank := map[string]int{}
 	usesInputs := false
 	for i, d := range order {
@@ -262,6 +283,7 @@ func (c *Config) Normalize() error {
 	var p problems
 	p.checkPool(&c.Pool)
 	p.checkLimits(&c.Limits)
+	p.checkNix(&c.Nix)
 	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
 		if s := c.Servers[name]; s == nil {
 			p.add(name, "", "no definition", "give it a command or a url")

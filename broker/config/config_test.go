@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -53,6 +54,16 @@ func TestParseErrors(t *testing.T) {
 			"git", "command", []string{"appears twice"}},
 		{"unknown top-level field", `{"server":{}}`,
 			"", "server", []string{`unknown top-level field "server"`, `did you mean "servers"?`}},
+		{"bad nix spec", `{"servers":{"gopls":{"command":"nix:githb:o/r#gopls"}}}`,
+			"gopls", "command", []string{`unknown flake reference type "githb:"`, "nix:<flakeref>#<attr>"}},
+		{"nix spec with a placeholder", `{"servers":{"x":{"command":"nix:path:${mcpx.root}#tool","scope":"worktree"}}}`,
+			"x", "command", []string{"may not hold ${mcpx.*} placeholders", "never run"}},
+		{"negative nix timeout", `{"nix":{"timeout":"-1s"}}`,
+			"", "nix.timeout", []string{"negative duration"}},
+		{"unknown nix field", `{"nix":{"ofline":true}}`,
+			"", "nix.ofline", []string{`did you mean "offline"?`}},
+		{"nix config line with a newline", `{"nix":{"config":["a = 1\nb = 2"]}}`,
+			"", "nix.config[0]", []string{"one setting per array element"}},
 		{"unknown pool field", `{"pool":{"maxInstance":3}}`,
 			"", "pool.maxInstance", []string{`did you mean "maxInstances"?`}},
 		{"command and url", `{"servers":{"x":{"command":"a","url":"http://h/mcp"}}}`,
@@ -246,6 +257,7 @@ func TestParseDefaults(t *testing.T) {
 		},
 		Pool:   config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second)},
 		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth, MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait)},
+		Nix:    config.Nix{Timeout: dur(nixresolve.DefaultTimeout)},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -560,5 +572,25 @@ func TestLimitsMaxMessageBytes(t *testing.T) {
 		if _, err := config.Parse([]byte(doc), "l.json"); err == nil || !strings.Contains(err.Error(), "limits.maxMes") {
 			t.Errorf("%s: %v, want an error naming limits.maxMessageBytes", doc, err)
 		}
+	}
+}
+
+// TestNixSection: nix: commands parse (args, env and cwd as for any
+// command) and the nix settings are read as written.
+func TestNixSection(t *testing.T) {
+	doc := `{
+		"servers": {"tool": {"command": "nix:github:owner/repo/v1#tool", "args": ["--stdio"], "env": {"A": "b"}}},
+		"nix": {"binary": "/opt/nix/bin/nix", "offline": true, "timeout": "5m", "config": ["substituters = https://cache.example.org"]}
+	}`
+	cfg, err := config.Parse([]byte(doc), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Nix{Binary: "/opt/nix/bin/nix", Offline: true, Timeout: dur(5 * time.Minute), Config: []string{"substituters = https://cache.example.org"}}
+	if diff := cmp.Diff(want, cfg.Nix); diff != "" {
+		t.Errorf("nix (-want +got):\n%s", diff)
+	}
+	if s := cfg.Servers["tool"]; s.Command != "nix:github:owner/repo/v1#tool" || len(s.Args) != 1 || s.Env["A"] != "b" {
+		t.Errorf("server %+v", s)
 	}
 }

@@ -26,7 +26,7 @@ type decoded struct {
 // field that names it ("type", or Cline's "transportType").
 type transport struct{ field, value string }
 
-var topFields = []string{"servers", "mcpServers", "pool", "limits", "ceilingDirs"}
+var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "ceilingDirs"}
 
 // clientTop are the top-level keys of the client formats mcpx reads (see
 // the package doc) besides their servers: VS Code's "inputs", checked where
@@ -58,6 +58,8 @@ func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int
 			p.decodePool(&cfg.Pool, m.value)
 		case "limits":
 			p.decodeLimits(&cfg.Limits, m.value)
+		case "nix":
+			p.decodeNix(&cfg.Nix, m.value)
 		case "ceilingDirs":
 			p.decodeCeilings(&cfg.CeilingDirs, m.value)
 		case "inputs":
@@ -294,6 +296,24 @@ func (p *problems) decodeLimits(lc *Limits, raw json.RawMessage) {
 		"rootsWait":       {&lc.RootsWait, `a duration string such as "1s"`},
 	}
 	p.decodeFields("", "limits.", members, fields, map[string]bool{})
+}
+
+func (p *problems) decodeNix(nc *Nix, raw json.RawMessage) {
+	if isNull(raw) {
+		return
+	}
+	members, err := objectMembers(raw)
+	if err != nil {
+		p.add("", "nix", "nix must be an object", `such as {"offline": true, "timeout": "5m"}`)
+		return
+	}
+	fields := map[string]fieldSpec{
+		"binary":  {&nc.Binary, "a string (a command name or path)"},
+		"offline": {&nc.Offline, "true or false"},
+		"timeout": {&nc.Timeout, `a duration string such as "2m"`},
+		"config":  {&nc.Config, "an array of nix.conf lines"},
+	}
+	p.decodeFields("", "nix.", members, fields, map[string]bool{})
 }
 
 // decodeFields decodes each member into its field, one at a time, so that

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -82,7 +84,12 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		defer sup.Close() // after closeBroker, deferred below
 	}
 
-	b, err := broker.New(broker.Options{Config: cfg, Logger: log, Version: version(), StateDir: state})
+	nix, err := newNixResolver(cfg, src, state, log)
+	if err != nil {
+		return fail(err)
+	}
+	defer nix.Close() // after closeBroker: its children are gone by then
+	b, err := broker.New(broker.Options{Config: cfg, Logger: log, Version: version(), StateDir: state, Nix: nix})
 	if err != nil {
 		return fail(err)
 	}
@@ -135,6 +142,27 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	log.Error("mcpx serve stopped", "err", err)
 	return exitToolError
+}
+
+// newNixResolver builds the resolver of nix: commands from the config's nix
+// settings, caching in <state>/nix. Relative flake paths (nix:.#tool) are
+// relative to the config file's directory. It runs no nix: specs are
+// resolved at their server's first spawn.
+func newNixResolver(cfg *config.Config, src configSource, state string, log *slog.Logger) (*nixresolve.Resolver, error) {
+	dir := ""
+	if src.path != "" {
+		dir = filepath.Dir(src.path)
+	}
+	return nixresolve.New(nixresolve.Options{
+		CacheDir: filepath.Join(state, "nix"),
+		Binary:   cfg.Nix.Binary,
+		Offline:  cfg.Nix.Offline,
+		Timeout:  cfg.Nix.Timeout.D(),
+		Config:   cfg.Nix.Config,
+		Dir:      dir,
+		Run:      pool.RunTracked, // the daemon reaps orphans: nix's exit status is the resolver's
+		Logger:   log,
+	})
 }
 
 // daemonPaths applies the defaults for --state-dir and --socket.
