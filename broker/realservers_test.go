@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -37,7 +38,9 @@ var localCaller = broker.Caller{Name: "local:test", Via: "unix", Local: true, Ad
 // newRealBroker starts a broker over servers (config JSON objects by name)
 // and stops it, checking that no child outlives the test, at cleanup. Each
 // child's environment carries a marker so leaked grandchildren are found too.
-func newRealBroker(t *testing.T, servers map[string]map[string]any) *broker.Broker {
+// newRealBroker starts a broker of servers; top, if given, adds top-level
+// config sections ("limits", …).
+func newRealBroker(t *testing.T, servers map[string]map[string]any, top ...map[string]any) *broker.Broker {
 	t.Helper()
 	proctest.CheckNoLeaks(t) // first, so its cleanup runs after Close
 	for _, s := range servers {
@@ -48,7 +51,11 @@ func newRealBroker(t *testing.T, servers map[string]map[string]any) *broker.Brok
 		env[proctest.MarkerEnv] = proctest.Marker(t)
 		s["env"] = env
 	}
-	data, err := json.Marshal(map[string]any{"servers": servers})
+	doc := map[string]any{"servers": servers}
+	for _, m := range top {
+		maps.Copy(doc, m)
+	}
+	data, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}

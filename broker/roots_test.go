@@ -33,6 +33,11 @@ func TestFilesystemFirstCallSeesRoot(t *testing.T) {
 		"args":    []string{testenv.NPMPackageBin(t, filesystemPkg)},
 		"scope":   "worktree",
 		"max":     len(paths),
+	}}, map[string]any{"limits": map[string]any{
+		// A loaded machine (CI runs packages side by side) may take more
+		// than the default to start node and hear its request; the first
+		// spawn must not learn "never asks" from a slow start.
+		"rootsWait": "10s",
 	}})
 	var total time.Duration
 	for _, wt := range paths {

@@ -68,8 +68,10 @@ func (m *RootsMemo) Asks() (asks, known bool) {
 }
 
 // DefaultRootsWait bounds the wait for a child's start-up roots/list when
-// Options.RootsWait is zero.
-const DefaultRootsWait = time.Second
+// Options.RootsWait is zero. Two seconds: enough for node to start a server and ask on a loaded
+// machine; a server that never asks pays it once per definition (the pool
+// remembers, across restarts when it has a memo file).
+const DefaultRootsWait = 2 * time.Second
 
 // A child is given rootsSettle plus four times a ping's round trip (longer
 // on a loaded machine), at most maxRootsSettle, to apply the roots it asked
