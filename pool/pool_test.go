@@ -727,10 +727,14 @@ func TestRootsMemoOutlivesThePool(t *testing.T) {
 	s := demoServer(t, "demo")
 	run := func() string {
 		logs := &testenv.SyncBuffer{}
-		p := newPool(t, pool.Options{MemoFile: memo, RootsWait: 300 * time.Millisecond,
+		// A RootsWait far beyond the call's deadline: a child that never
+		// asks must cost a ping's round trip, not the wait.
+		p := newPool(t, pool.Options{MemoFile: memo, RootsWait: time.Hour,
 			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, s)
 		root := t.TempDir()
-		if _, err := call(t.Context(), p, pool.Target{Server: "demo", Key: "cwd:" + root, Root: root}, "echo", map[string]any{"message": "hi"}); err != nil {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if _, err := call(ctx, p, pool.Target{Server: "demo", Key: "cwd:" + root, Root: root}, "echo", map[string]any{"message": "hi"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.Close(t.Context()); err != nil {

@@ -120,6 +120,8 @@ type Session struct {
 
 	rootsAnswered chan struct{} // closed once a roots/list answer has been sent
 	rootsOnce     sync.Once
+	rootsAsked    chan struct{} // closed by the reader when a roots/list request arrives
+	askedOnce     sync.Once
 
 	tools, resources, templates, prompts listCache
 }
@@ -160,6 +162,7 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 		pending:       make(map[int64]*call),
 		done:          make(chan struct{}),
 		rootsAnswered: make(chan struct{}),
+		rootsAsked:    make(chan struct{}),
 		readerDone:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -90,6 +90,10 @@ func (s *Session) answer(e *envelope) {
 		// with an empty response".
 		result = []byte("{}")
 	case "roots/list":
+		// Closed here, on the reader goroutine, before any later message
+		// is read: whoever sees a later response knows whether the child
+		// had asked by then (awaitStartupRoots relies on it).
+		s.askedOnce.Do(func() { close(s.rootsAsked) })
 		var err error
 		if result, err = rootsResult(s.opts); err != nil {
 			rerr = &RPCError{Code: CodeInternalError, Message: err.Error()}

@@ -82,10 +82,21 @@ const (
 	maxRootsSettle = 500 * time.Millisecond
 )
 
-// awaitStartupRoots waits, after initialize, for the child's start-up
-// roots/list (only with a root and a memo), then pings it and lets the
-// answer settle. A child that does not ask within the bound is remembered
-// as one that never asks.
+// awaitStartupRoots makes sure, after initialize, that a child which asks
+// roots/list at start-up has our answer, and has applied it, before its
+// first call (only with a root and a memo):
+//
+//   - nothing known about the definition: probe with a ping. A server that
+//     asks at start-up does so on notifications/initialized, so its request
+//     arrives before its answer to anything sent after that (the reader
+//     handles messages in order); a ping answered first means it does not
+//     ask, which costs one round trip, not the RootsWait. A child that asks
+//     later anyway turns the memo to "asks" for the next spawns (answer).
+//   - known to ask: wait for the request, up to RootsWait.
+//   - known not to ask: nothing.
+//
+// Once answered, a ping shows the child has read the answer, and a short
+// settle lets it apply it.
 func (s *Session) awaitStartupRoots(ctx context.Context) {
 	m := s.opts.RootsMemo
 	if m == nil || s.opts.Root == "" || s.opts.RootsWait < 0 {
@@ -99,15 +110,17 @@ func (s *Session) awaitStartupRoots(ctx context.Context) {
 	if wait == 0 {
 		wait = DefaultRootsWait
 	}
+	if !known && !s.askedBeforePing(ctx, wait) {
+		m.set(false)
+		s.log.Debug("mcp child did not ask roots/list at start-up; not waiting for it again")
+		return
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-s.rootsAnswered:
 	case <-timer.C:
-		if !known {
-			m.set(false)
-			s.log.Debug("mcp child did not ask roots/list at start-up; not waiting for it again", "waited", wait)
-		}
+		s.log.Debug("mcp child did not ask roots/list at start-up this time", "waited", wait)
 		return
 	case <-ctx.Done():
 		return
@@ -129,5 +142,20 @@ func (s *Session) awaitStartupRoots(ctx context.Context) {
 	select {
 	case <-settle.C:
 	case <-ctx.Done():
+	}
+}
+
+// askedBeforePing pings the child (bounded by wait) and reports whether its
+// roots/list request arrived before the ping's answer. A child that cannot
+// answer a ping counts as asking: the caller then waits for it as for one.
+func (s *Session) askedBeforePing(ctx context.Context, wait time.Duration) bool {
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	_, err := s.Call(pctx, "ping", nil, nil)
+	select {
+	case <-s.rootsAsked:
+		return true
+	default:
+		return err != nil
 	}
 }
