@@ -375,8 +375,15 @@ func (s *Session) sendFailed(ctx context.Context, id int64, err error, cancel bo
 		s.shutdown(err)
 	}
 	if s.forget(id) && !fatal && cancel && ctx.Err() != nil {
-		// Streamable HTTP: the POST may have reached the child.
+		// Streamable HTTP: the POST may have reached the child, or be
+		// about to: the server handles each POST on its own, so this
+		// cancellation can overtake the request and be ignored as one for
+		// an unknown id. Say it again a little later (a second
+		// cancellation of a request is ignored too).
 		s.cancelRequest(ctx, id)
+		if s.sendWaits {
+			s.cancelAgain(ctx, id)
+		}
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -453,6 +460,37 @@ func (s *Session) cancelRequest(ctx context.Context, id int64) {
 	b = appendString(b, reason)
 	b = append(b, "}}"...)
 	s.sendAsync("notifications/cancelled", b)
+}
+
+// recancelDelays are when, after a cancellation that may have overtaken its
+// request (an HTTP POST cut short), it is sent again: soon, and once more for
+// a loaded server.
+var recancelDelays = []time.Duration{500 * time.Millisecond, 2 * time.Second}
+
+// cancelAgain sends id's cancellation again at recancelDelays, from a
+// goroutine the session owns; Close does not wait for the delays.
+func (s *Session) cancelAgain(ctx context.Context, id int64) {
+	s.mu.Lock()
+	if s.pending == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.replies.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.replies.Done()
+		start := time.Now()
+		for _, d := range recancelDelays {
+			t := time.NewTimer(d - time.Since(start))
+			select {
+			case <-t.C:
+				s.cancelRequest(ctx, id)
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}()
 }
 
 // asyncSendTimeout bounds a message sent off the caller's goroutine.

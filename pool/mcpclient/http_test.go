@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -428,5 +429,56 @@ func BenchmarkCallToolHTTP(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestHTTPCancelDuringSendIsRepeated: a call cancelled while its POST is
+// still on its way may reach the server after the cancellation (each POST
+// is handled on its own), which the server then ignores as one for an
+// unknown request; the cancellation is sent again a little later.
+func TestHTTPCancelDuringSendIsRepeated(t *testing.T) {
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demo.NewServer() }, nil)
+	var mu sync.Mutex
+	cancels := 0
+	callArrived := make(chan struct{}, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		switch {
+		case bytes.Contains(body, []byte(`"tools/call"`)):
+			// Hold the POST until the client gives up on it.
+			callArrived <- struct{}{}
+			<-r.Context().Done()
+			return
+		case bytes.Contains(body, []byte(`"notifications/cancelled"`)):
+			mu.Lock()
+			cancels++
+			mu.Unlock()
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	s, err := Connect(t.Context(), NewHTTP(ts.URL, nil, ts.Client()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-callArrived; cancel() }()
+	if _, err := s.CallTool(ctx, "sleep", json.RawMessage(`{"ms":600000}`), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("call error = %v, want context.Canceled", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := cancels
+		mu.Unlock()
+		if n >= 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server got %d cancellations of a call cut short in its POST, want 2", n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
