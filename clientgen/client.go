@@ -83,7 +83,7 @@ var runtimeSource = func() string {
 var runtimeNames = []string{
 	// Declared by the runtime (TestRuntimeNames checks this list).
 	"ContentBlock", "CallToolResult", "Progress", "Connection", "CallOptions", "Problem",
-	"McpxError", "LogLevel", "log",
+	"McpxError", "LogLevel", "log", "callTool",
 	// Globals the runtime uses.
 	"globalThis", "console", "JSON", "Date", "Error", "URL", "TextDecoder", "AbortController",
 	"AbortSignal", "Response", "setTimeout", "clearTimeout", "fetch", "encodeURIComponent",

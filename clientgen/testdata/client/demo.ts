@@ -377,7 +377,7 @@ async function $problem(res: Response, server: string, tool: string, list: strin
   }
   const kindOf = (t?: string) => t?.startsWith("https://mcpx.dev/problems/") ? t.slice("https://mcpx.dev/problems/".length) : t;
   let detail = p.detail ?? "";
-  if (kindOf(p.type) === "not-found" && (!p.server || p.server === server)) {
+  if (list && kindOf(p.type) === "not-found" && (!p.server || p.server === server)) {
     detail += ` (this client was generated from ${list}: if ${server}.${tool} is gone or renamed, regenerate it with \`mcpx clientgen ts\`)`;
   }
   return new McpxError({
@@ -449,9 +449,19 @@ async function $events<S>(res: Response, o: CallOptions, server: string, tool: s
     detail: "the broker's event stream ended without a result" }, tool);
 }
 
+/**
+ * Calls any tool of any server by name, untyped: for tools added after the
+ * client was generated. The generated functions are the typed way.
+ */
+export function callTool<S = { [key: string]: unknown }>(server: string, tool: string, args?: { [key: string]: unknown },
+  options?: CallOptions): Promise<CallToolResult<S>> {
+  return $callTool<S>(server, tool, args, options, "");
+}
+
 // $callTool makes one call: POST the arguments, read the result (streamed
 // when there is a progress callback), and turn every failure into an
-// McpxError. list names the tool list the client was generated from.
+// McpxError. list names the tool list the client was generated from ("" for
+// callTool).
 async function $callTool<S>(server: string, tool: string, args: unknown, o: CallOptions | undefined, list: string): Promise<CallToolResult<S>> {
   o ??= {};
   const b = await $broker(o, server, tool);
