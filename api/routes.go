@@ -32,6 +32,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpStopDaemon:      (*server).stopDaemon,
 	wire.OpReloadDaemon:    (*server).reloadDaemon,
 	wire.OpOpenAPI:         (*server).openAPI,
+	wire.OpTypeScript:      (*server).typeScriptClient,
 }
 
 // route is a wire route with its handler.

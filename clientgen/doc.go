@@ -1,4 +1,5 @@
-// Package clientgen turns MCP tool schemas into TypeScript.
+// Package clientgen turns MCP tool schemas into TypeScript: types, and the
+// typed script client of a broker.
 //
 //	f, problems := clientgen.Compile([]clientgen.Tool{
 //		{Server: "demo", Name: "echo", InputSchema: schema},
@@ -61,8 +62,43 @@
 // The output depends only on the set of tools: they are sorted by server
 // and name first, and every other order (members, $defs) is the schema's.
 //
-// TODO(2026-11-30, issue 9 "Generated TypeScript script clients"): the
-// client module (GET /v1/clients/typescript, mcpx clientgen ts), mcpx types
-// with instructions and preludes, the budgeted catalog and search are built
-// on this compiler next.
+// # The client module
+//
+// [Client] writes a script client: one self-contained ES module (TypeScript,
+// fetch, no imports) that the daemon serves at GET /v1/clients/typescript and
+// `mcpx clientgen ts` writes. Per server it exports an object with one typed
+// async function per tool, named like a value (take-screenshot ->
+// takeScreenshot), taking the tool's <Name>Input and call options and
+// returning the child's CallToolResult, whose structuredContent is typed
+// <Name>Output where the tool declares an outputSchema:
+//
+//	import { demo, log, McpxError } from "./mcpx-client.ts";
+//	const res = await demo.add({ a: 1, b: 2 }); // res.structuredContent?.sum: number
+//
+// The module declares the caller context itself (Mcpx-Cwd from Deno.cwd()
+// or process.cwd(), $MCPX_SESSION_ID, $MCPX_PARENT_SESSION_ID) and finds the
+// broker: $MCPX_URL and $MCPX_TOKEN, else the local daemon's record
+// (daemon.json in $XDG_STATE_HOME/mcpx or ~/.local/state/mcpx; its token is
+// sent only to its own address). Call options override each of these, and
+// add a progress callback (the call is then streamed as server-sent
+// events), an AbortSignal (aborting closes the request, so the broker
+// cancels the child's call) and a timeout. Every failure throws an
+// McpxError carrying the problem document's fields and its kind; a
+// not-found for a generated function says the client may be stale and
+// names the tool. log.info and friends write JSON records to stderr, so a
+// script's output and its logging never mix. The header names the broker
+// and, per server, the tool list the module was generated from (tool count
+// and a fingerprint), and the servers left out because their list failed.
+//
+// The module uses only erasable TypeScript (checked with tsc
+// --erasableSyntaxOnly): Deno, Bun, and Node 22.18 or newer run it as it
+// is; Node 20 runs it after tsc transpiles it. The header names, media
+// types, event names and problem types in its runtime (runtime.ts) are
+// filled from api/wire when it is generated. The runtime's private names
+// contain a "$", which no generated name has, and a server named after one
+// of its public names or the globals it uses gets a "_2" suffix.
+//
+// TODO(2026-11-30, issue 9 "Generated TypeScript script clients"): mcpx
+// types with instructions and preludes, the budgeted catalog and search
+// are built on this compiler next.
 package clientgen

@@ -172,6 +172,7 @@ var tagDescriptions = map[string]string{
 	"whoami":    "How the broker sees the caller",
 	"servers":   "Configured servers and their tools, resources and prompts",
 	"tools":     "Every server's tools",
+	"clients":   "Generated script clients",
 	"instances": "Pooled child instances",
 	"daemon":    "Daemon control (admin)",
 }
@@ -187,11 +188,12 @@ func tagOf(rt wire.Route) string {
 
 // paramDescriptions describe path and query parameters by name.
 var paramDescriptions = map[string]string{
-	"server": "A configured server's name.",
-	"tool":   "The tool's name, as the server lists it (path-escaped).",
-	"prompt": "The prompt's name, as the server lists it (path-escaped).",
-	"id":     "An instance id, as /v1/instances lists it.",
-	"uri":    "The resource's URI, as the server lists it.",
+	"server":  "A configured server's name.",
+	"tool":    "The tool's name, as the server lists it (path-escaped).",
+	"prompt":  "The prompt's name, as the server lists it (path-escaped).",
+	"id":      "An instance id, as /v1/instances lists it.",
+	"uri":     "The resource's URI, as the server lists it.",
+	"servers": "Comma-separated server names; absent = every server the caller may use.",
 }
 
 // bodyDescriptions describe request bodies by kind.
@@ -213,6 +215,10 @@ func operation(r *reflector, rt wire.Route) (map[string]any, error) {
 	}
 	for _, name := range rt.Query {
 		params = append(params, map[string]any{"name": name, "in": "query", "required": true,
+			"description": paramDescriptions[name], "schema": map[string]any{"type": "string"}})
+	}
+	for _, name := range rt.OptionalQuery {
+		params = append(params, map[string]any{"name": name, "in": "query", "required": false,
 			"description": paramDescriptions[name], "schema": map[string]any{"type": "string"}})
 	}
 	if rt.Caller {
@@ -256,7 +262,12 @@ func operation(r *reflector, rt wire.Route) (map[string]any, error) {
 				s = map[string]any{"type": "object", "description": "An OpenAPI 3.1 document."}
 			}
 		}
-		content := map[string]any{wire.MediaJSON: map[string]any{"schema": s}}
+		media := wire.MediaJSON
+		if rt.Media != "" {
+			media = rt.Media
+			desc = "A " + rt.Media + " document."
+		}
+		content := map[string]any{media: map[string]any{"schema": s}}
 		if rt.Stream {
 			desc += " With Accept: " + wire.MediaEventStream + ", a stream of server-sent events instead: " + eventsSummary()
 			ev, err := eventStream(r)

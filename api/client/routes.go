@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"mcpx.dev/mcpx/api/wire"
 )
@@ -134,4 +135,15 @@ func (c *Client) ReloadDaemon(ctx context.Context) (*wire.Reloaded, error) {
 		return nil, fmt.Errorf("decoding the broker's answer: %w", err)
 	}
 	return &res, nil
+}
+
+// TypeScriptClient returns the generated TypeScript client module of the
+// servers cl may use, or of those named, from the tool lists of the
+// children in cl's scope.
+func (c *Client) TypeScriptClient(ctx context.Context, cl Caller, servers []string) ([]byte, error) {
+	query := ""
+	if len(servers) > 0 {
+		query = "?servers=" + url.QueryEscape(strings.Join(servers, ","))
+	}
+	return readRaw(c.send(ctx, wire.OpTypeScript, &cl, nil, nil, query))
 }

@@ -36,6 +36,7 @@ const (
 	MediaJSON        = "application/json"         // documents, raw MCP results and request bodies
 	MediaProblem     = "application/problem+json" // error answers: a Problem
 	MediaEventStream = "text/event-stream"        // a streamed call (Route.Stream): see Events
+	MediaTypeScript  = "text/typescript"          // a generated client module (Route.Media)
 )
 
 // Caller.Via values: how the caller reached the daemon.

@@ -30,6 +30,8 @@ type Route struct {
 	Body BodyKind
 	// Query lists the query parameters the endpoint reads (all required).
 	Query []string
+	// OptionalQuery lists the query parameters it reads that may be absent.
+	OptionalQuery []string
 	// Stream is true if the endpoint also answers Accept: text/event-stream,
 	// with the events of Events.
 	Stream bool
@@ -52,6 +54,8 @@ type Route struct {
 	// Status is the success status: 200, or 204 for no body. (OpenAPI
 	// generator input.)
 	Status int
+	// Media is the success body's media type; "" = MediaJSON.
+	Media string
 	// Problems are the problem kinds (Kind* constants) the route may answer
 	// with, besides KindMethodNotAllowed, which any route answers to a
 	// method it does not serve. (OpenAPI generator input.)
@@ -86,6 +90,7 @@ const (
 	OpStopDaemon      = "stopDaemon"
 	OpReloadDaemon    = "reloadDaemon"
 	OpOpenAPI         = "getOpenAPI"
+	OpTypeScript      = "getTypeScriptClient"
 )
 
 // The problems routes share, by what the route does.
@@ -153,6 +158,11 @@ var routes = []Route{
 		Summary:  "List every server's tools, each tagged with its server; failing servers are reported, not fatal",
 		Response: reflect.TypeFor[ToolList](), Status: 200, Problems: problemsCaller},
 
+	{Method: "GET", Pattern: "/v1/clients/typescript", Name: OpTypeScript, Caller: true,
+		OptionalQuery: []string{"servers"}, Media: MediaTypeScript,
+		Summary:  "A generated TypeScript client of the caller's servers (all, or those of ?servers=a,b): one self-contained ES module with a typed function per tool",
+		Response: reflect.TypeFor[string](), Status: 200, Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindInternal}},
+
 	{Method: "GET", Pattern: "/v1/instances", Name: OpListInstances,
 		Summary:  "List the pooled child instances",
 		Response: reflect.TypeFor[InstanceList](), Status: 200, Problems: problemsAny},
@@ -189,6 +199,7 @@ func Lookup(name string) (Route, bool) {
 
 func (rt Route) clone() Route {
 	rt.Query = slices.Clone(rt.Query)
+	rt.OptionalQuery = slices.Clone(rt.OptionalQuery)
 	rt.Problems = slices.Clone(rt.Problems)
 	return rt
 }

@@ -47,6 +47,7 @@ func commands() []command {
 		{"daemon", "stop|info [--json]", "stop the daemon, or show its pid, socket, URL, config and files", daemonCmd},
 		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},
 		{"config", "check|show [--config F]", "validate or print the configuration", configCmd},
+		{"clientgen", "ts [--servers a,b] [-o file]", "write the typed TypeScript client of the broker's tools (served at /v1/clients/typescript)", clientgenCmd},
 		{"openapi", "", "print the broker's OpenAPI 3.1 document (the daemon serves it at /openapi.json)", openapiCmd},
 		{"demo-server", "[--failure-flags]", "run the built-in demo MCP server on stdin/stdout", demoServer},
 		{"help", "[command]", "show this help, or a command's flags", nil}, // handled by run

@@ -1,0 +1,95 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/clientgen"
+)
+
+// typeScriptClient answers the generated TypeScript client of the caller's
+// servers (all it may use, or those named by ?servers=a,b), from the tool
+// lists of the children in the caller's scope, as /v1/tools lists them. A
+// server whose tools cannot be listed is named in the module's header and
+// left out; a server named in ?servers that does not exist is a 404.
+func (s *server) typeScriptClient(w http.ResponseWriter, r *http.Request) error {
+	req, err := request(r)
+	if err != nil {
+		return err
+	}
+	servers := s.b.Servers(req.Caller)
+	if q := r.URL.Query().Get("servers"); q != "" {
+		var picked []broker.ServerInfo
+		for _, name := range strings.Split(q, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" || slices.ContainsFunc(picked, func(si broker.ServerInfo) bool { return si.Name == name }) {
+				continue
+			}
+			si, err := s.b.Server(name, req.Caller)
+			if err != nil {
+				return err
+			}
+			picked = append(picked, si)
+		}
+		servers = picked
+	}
+
+	lists := make([][]json.RawMessage, len(servers))
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, si := range servers {
+		wg.Go(func() {
+			sreq := req
+			sreq.Server = si.Name
+			lists[i], errs[i] = serverTools(s.b.Tools(r.Context(), sreq))
+		})
+	}
+	wg.Wait()
+
+	opts := clientgen.ClientOptions{Broker: s.brokerName(), Cwd: req.Context.Cwd}
+	for i, si := range servers {
+		if errs[i] != nil {
+			opts.Failed = append(opts.Failed, clientgen.FailedServer{Server: si.Name, Reason: s.problem(r, errs[i]).Detail})
+			continue
+		}
+		for _, raw := range lists[i] {
+			var t struct {
+				Name         string          `json:"name"`
+				Description  string          `json:"description"`
+				InputSchema  json.RawMessage `json:"inputSchema"`
+				OutputSchema json.RawMessage `json:"outputSchema"`
+			}
+			if err := json.Unmarshal(raw, &t); err != nil || t.Name == "" {
+				opts.Failed = append(opts.Failed, clientgen.FailedServer{Server: si.Name,
+					Reason: "a tool in its list is not an MCP Tool object with a name"})
+				continue
+			}
+			opts.Tools = append(opts.Tools, clientgen.Tool{Server: si.Name, Name: t.Name, Description: t.Description,
+				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+		}
+	}
+	f, problems := clientgen.Client(opts)
+	for _, p := range problems {
+		s.log.Debug("client generation: schema part left loose", "problem", p.String())
+	}
+	w.Header().Set("Content-Type", wire.MediaTypeScript+"; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	w.Write(f.Source) //nolint:errcheck // the client is gone if this fails
+	return nil
+}
+
+// brokerName says which broker generated a client, for its header: the
+// version, and the daemon's loopback URL when there is one.
+func (s *server) brokerName() string {
+	name := "mcpx " + s.version
+	if s.daemon != nil && s.daemon.Info.Address != "" {
+		name += fmt.Sprintf(" at http://%s (pid %d)", s.daemon.Info.Address, s.daemon.Info.Pid)
+	}
+	return name
+}

@@ -1,0 +1,270 @@
+package clientgen
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"mcpx.dev/mcpx/api/wire"
+)
+
+// ClientOptions describe the client module Client writes.
+type ClientOptions struct {
+	// Tools are the tools of every server the client covers, each with its
+	// Server set (a tool without one is left out, with a Problem).
+	Tools []Tool
+	// Broker says, for the module's header, which broker the tool lists
+	// came from: "mcpx 1.4 at http://127.0.0.1:7464". "" = not said.
+	Broker string
+	// Cwd is the caller directory the tool lists were taken for (they
+	// depend on it for repo-, worktree- and cwd-scoped servers); "" = none.
+	Cwd string
+	// Failed are the servers whose tools could not be listed: the header
+	// names each with Reason, and they get no object.
+	Failed []FailedServer
+}
+
+// FailedServer is a server left out of a client because its tool list
+// could not be read.
+type FailedServer struct {
+	Server, Reason string
+}
+
+//go:embed runtime.ts
+var runtimeTemplate string
+
+// runtimeSource is runtime.ts with its @@NAME@@ marks filled from the API
+// contract, so the client and the server cannot disagree on a header, an
+// event or a problem type.
+var runtimeSource = func() string {
+	callTool, _ := wire.Lookup(wire.OpCallTool)
+	status := func(kind string) string {
+		pt, _ := wire.LookupProblemType(kind)
+		return strconv.Itoa(pt.Status)
+	}
+	values := map[string]string{
+		"ProblemTypeBase":     quote(wire.ProblemTypeBase),
+		"KindNotFound":        quote(wire.KindNotFound),
+		"KindChildFailed":     quote(wire.KindChildFailed),
+		"KindCanceled":        quote(wire.KindCanceled),
+		"KindTimeout":         quote(wire.KindTimeout),
+		"StatusCanceled":      status(wire.KindCanceled),
+		"StatusTimeout":       status(wire.KindTimeout),
+		"RecordFile":          quote(wire.RecordFile),
+		"MediaJSON":           quote(wire.MediaJSON),
+		"MediaEventStream":    quote(wire.MediaEventStream),
+		"EventProgress":       quote(wire.EventProgress),
+		"EventResult":         quote(wire.EventResult),
+		"EventError":          quote(wire.EventError),
+		"HeaderAuthorization": quote(wire.HeaderAuthorization),
+		"HeaderCwd":           quote(wire.HeaderCwd),
+		"HeaderSession":       quote(wire.HeaderSession),
+		"HeaderParentSession": quote(wire.HeaderParentSession),
+		"CallToolPattern":     quote(callTool.Pattern),
+	}
+	return regexp.MustCompile(`@@(\w+)@@`).ReplaceAllStringFunc(runtimeTemplate, func(m string) string {
+		v, ok := values[strings.Trim(m, "@")]
+		if !ok {
+			panic("clientgen: runtime.ts names an unknown value " + m)
+		}
+		return v
+	})
+}()
+
+// runtimeNames are the top-level names the runtime declares without a "$"
+// and the globals it uses: no server's object may take one (a server named
+// "fetch" becomes fetch_2), or it would shadow them in the module.
+var runtimeNames = []string{
+	// Declared by the runtime (TestRuntimeNames checks this list).
+	"ContentBlock", "CallToolResult", "Progress", "Connection", "CallOptions", "Problem",
+	"McpxError", "LogLevel", "log", "callTool",
+	// Globals the runtime uses.
+	"globalThis", "console", "JSON", "Date", "Error", "URL", "TextDecoder", "AbortController",
+	"AbortSignal", "Response", "setTimeout", "clearTimeout", "fetch", "encodeURIComponent",
+	"String", "Promise", "undefined",
+}
+
+// Client writes the script client: one self-contained ES module (fetch, no
+// imports) with the types of Compile, the runtime (broker discovery, the
+// caller context, streamed progress, cancellation, McpxError, log), and per
+// server an object with one typed async function per tool:
+//
+//	export const demo = {
+//	  echo: (args: demo.EchoInput, options?: CallOptions): Promise<CallToolResult> => ...,
+//	};
+//
+// The output depends only on opts, not on the order of its tools.
+func Client(opts ClientOptions) (File, []Problem) {
+	var tools []Tool
+	var problems []Problem
+	for _, t := range sortTools(opts.Tools) {
+		if t.Server == "" {
+			problems = append(problems, Problem{Tool: t.Name, Schema: "inputSchema",
+				Message: "the tool names no server; a client calls tools by server, so it was left out"})
+			continue
+		}
+		tools = append(tools, t)
+	}
+	types, ps := compile(tools, runtimeNames)
+	problems = append(problems, ps...)
+
+	// The servers, in Compile's (sorted) order, and their tools.
+	byServer := map[string][]Tool{}
+	for _, t := range tools {
+		byServer[t.Server] = append(byServer[t.Server], t)
+	}
+	var (
+		b      bytes.Buffer
+		groups [][]ToolTypes
+	)
+	for i, tt := range types.Types {
+		if i == 0 || tt.Server != types.Types[i-1].Server {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], tt)
+	}
+
+	b.WriteString(header)
+	b.WriteString(clientIntro)
+	if opts.Broker != "" {
+		fmt.Fprintf(&b, "//\n// Broker: %s\n", commentText(opts.Broker))
+	}
+	b.WriteString("//\n// Tool lists")
+	if opts.Cwd != "" {
+		fmt.Fprintf(&b, ", taken for cwd %s", commentText(opts.Cwd))
+	}
+	b.WriteString(":\n")
+	lists := map[string]string{}
+	for _, g := range groups {
+		server := g[0].Server
+		lists[server] = fmt.Sprintf("%s (%d tools, %s)", server, len(g), fingerprint(byServer[server]))
+		fmt.Fprintf(&b, "//   %s\n", commentText(lists[server]))
+	}
+	for _, f := range opts.Failed {
+		fmt.Fprintf(&b, "//   %s: left out: %s\n", commentText(f.Server), commentText(f.Reason))
+	}
+	if len(groups) == 0 && len(opts.Failed) == 0 {
+		b.WriteString("//   none\n")
+	}
+
+	b.Write(bytes.TrimPrefix(types.Source, []byte(header)))
+	b.WriteString("\n")
+	b.WriteString(runtimeSource)
+	for _, g := range groups {
+		writeServer(&b, g, byServer[g[0].Server], lists[g[0].Server])
+	}
+	return File{Source: b.Bytes(), Types: types.Types}, problems
+}
+
+const clientIntro = `//
+// An mcpx script client: one object per server, with a typed async function
+// per tool that calls it through the broker and returns its CallToolResult.
+// Self-contained (fetch; no imports). Runs as it is on Deno
+// (deno run --allow-net --allow-env --allow-read), Bun, and Node 22.18 or
+// newer (type stripping); older Node runs it once transpiled (tsc).
+//
+//   import { demo, log, McpxError } from "./mcpx-client.ts";
+//   const res = await demo.echo({ message: "hi" });
+//
+// The broker is $MCPX_URL with $MCPX_TOKEN, else the local daemon's record
+// ($XDG_STATE_HOME/mcpx/daemon.json, else ~/.local/state/mcpx/daemon.json);
+// the caller context is the process's cwd, $MCPX_SESSION_ID and
+// $MCPX_PARENT_SESSION_ID. Each call's options override all of them.
+`
+
+// writeServer writes one server's object. types and tools are the server's,
+// in the same (sorted) order.
+func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string) {
+	ns := types[0].Namespace
+	listConst := "$list_" + ns
+	fmt.Fprintf(b, "\nconst %s = %s;\n\n", listConst, asciiQuote("the tool list of "+list))
+	fmt.Fprintf(b, "/** The tools of server %s. */\n", commentText(types[0].Server))
+	fmt.Fprintf(b, "export const %s = {\n", ns)
+	names := newNamer()
+	for _, tt := range types {
+		t := toolOf(tools, tt.Tool)
+		fn := names.take(valueName(tt.Tool, "tool"))
+		doc := t.Description
+		if fn != tt.Tool {
+			doc = strings.TrimSpace(doc + "\n\nTool " + quote(tt.Tool) + ".")
+		}
+		b.WriteString(jsdoc(doc, "  "))
+		argsMark := ""
+		if !requiresArguments(t.InputSchema) {
+			argsMark = "?"
+		}
+		result, generic := "CallToolResult", ""
+		if len(bytes.TrimSpace(t.OutputSchema)) > 0 {
+			out := ns + "." + tt.Output
+			result, generic = "CallToolResult<"+out+">", "<"+out+">"
+		}
+		fmt.Fprintf(b, "  %s: (args%s: %s.%s, options?: CallOptions): Promise<%s> =>\n", fn, argsMark, ns, tt.Input, result)
+		fmt.Fprintf(b, "    $callTool%s(%s, %s, args, options, %s),\n", generic,
+			asciiQuote(tt.Server), asciiQuote(tt.Tool), listConst)
+	}
+	b.WriteString("};\n")
+}
+
+func toolOf(tools []Tool, name string) Tool {
+	for _, t := range tools {
+		if t.Name == name {
+			return t
+		}
+	}
+	return Tool{}
+}
+
+// requiresArguments reports whether a tool's input schema has required
+// members at its top, so that calling it without arguments is wrong.
+// An unreadable schema requires them: its type is unknown anyway.
+func requiresArguments(schema json.RawMessage) bool {
+	var s struct {
+		Required []string `json:"required"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return len(bytes.TrimSpace(schema)) > 0
+	}
+	return len(s.Required) > 0
+}
+
+// fingerprint identifies a server's tool list: the SHA-256 of its tools
+// (names, descriptions, schemas) in name order, shortened.
+func fingerprint(tools []Tool) string {
+	h := sha256.New()
+	for _, t := range tools {
+		for _, part := range [][]byte{[]byte(t.Name), []byte(t.Description), t.InputSchema, t.OutputSchema} {
+			fmt.Fprintf(h, "%d:", len(part))
+			h.Write(part)
+		}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// asciiQuote is quote with every non-ASCII character escaped, so the
+// module stays ASCII.
+func asciiQuote(s string) string {
+	var b strings.Builder
+	for _, r := range quote(s) {
+		switch {
+		case r < 0x80:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16Pair(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
+}
+
+func utf16Pair(r rune) (rune, rune) {
+	r -= 0x10000
+	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
+}

@@ -1,0 +1,89 @@
+package clientgen_test
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"mcpx.dev/mcpx/clientgen"
+)
+
+// clientTools is every corpus server's tools, plus servers named after the
+// runtime's own names and globals, which must not shadow them.
+func clientTools(t *testing.T) []clientgen.Tool {
+	var tools []clientgen.Tool
+	for _, ts := range corpus(t) {
+		tools = append(tools, ts...)
+	}
+	for _, s := range []struct{ server, tool string }{{"fetch", "get"}, {"log", "write"}, {"McpxError", "x"}, {"console", "delete"}} {
+		tools = append(tools, clientgen.Tool{Server: s.server, Name: s.tool,
+			InputSchema: []byte(`{"type":"object","properties":{}}`)})
+	}
+	return tools
+}
+
+// TestClientGolden keeps the demo server's client in testdata/client/demo.ts
+// (`go test ./clientgen -update` rewrites it).
+func TestClientGolden(t *testing.T) {
+	f, problems := clientgen.Client(clientgen.ClientOptions{Tools: corpus(t)["demo"], Broker: "mcpx test", Cwd: "/src/app",
+		Failed: []clientgen.FailedServer{{Server: "broken", Reason: "the server would not start"}}})
+	if len(problems) > 0 {
+		t.Errorf("problems: %v", problems)
+	}
+	checkGolden(t, filepath.Join("testdata", "client", "demo.ts"), f.Source)
+	for _, want := range []string{"// Broker: mcpx test\n", "taken for cwd /src/app:\n", "//   demo (", "//   broken: left out: the server would not start\n"} {
+		if !strings.Contains(string(f.Source), want) {
+			t.Errorf("the header lacks %q", want)
+		}
+	}
+}
+
+// TestClientDeterministic: the module depends on the set of tools, not on
+// their order.
+func TestClientDeterministic(t *testing.T) {
+	tools := clientTools(t)
+	first, _ := clientgen.Client(clientgen.ClientOptions{Tools: tools})
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 5 {
+		shuffled := slices.Clone(tools)
+		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		again, _ := clientgen.Client(clientgen.ClientOptions{Tools: shuffled})
+		if string(again.Source) != string(first.Source) {
+			t.Fatal("the client differs when the tools come in another order")
+		}
+	}
+}
+
+// TestClientTypeChecks runs tsc --strict --erasableSyntaxOnly over the client
+// of every corpus server (erasable syntax only: Node's type stripping runs
+// it as it is) and over testdata/client/use.ts, whose @ts-expect-error lines
+// must each be errors.
+func TestClientTypeChecks(t *testing.T) {
+	f, _ := clientgen.Client(clientgen.ClientOptions{Tools: clientTools(t), Broker: "mcpx test"})
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "client.ts"), f.Source, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join("testdata", "client", "use.ts"), filepath.Join(dir, "use.ts"))
+	if out, ok := tsc(t, dir, "--erasableSyntaxOnly", "client.ts", "use.ts"); !ok {
+		t.Fatalf("tsc rejected the client or use.ts:\n%s", out)
+	}
+}
+
+// TestClientLeavesOutServerless: a tool without a server cannot be called
+// through the broker; it is reported, and the rest is generated.
+func TestClientLeavesOutServerless(t *testing.T) {
+	f, problems := clientgen.Client(clientgen.ClientOptions{Tools: []clientgen.Tool{
+		{Name: "orphan", InputSchema: []byte(`{}`)},
+		{Server: "s", Name: "t", InputSchema: []byte(`{}`)},
+	}})
+	if len(problems) != 1 || problems[0].Tool != "orphan" {
+		t.Errorf("problems = %v, want one for orphan", problems)
+	}
+	if strings.Contains(string(f.Source), "orphan") || !strings.Contains(string(f.Source), "export const s = {") {
+		t.Errorf("orphan generated, or s missing:\n%s", f.Source)
+	}
+}

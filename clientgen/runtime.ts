@@ -1,0 +1,372 @@
+// ---- The mcpx runtime: the same in every generated client. ----
+//
+// Names with a "$" are private; no generated name has one. The header
+// names, media types, event names and problem types are the API contract's
+// (package api/wire), filled in when the client is generated.
+
+/** A content block of a tool result (MCP server/tools: text, image, ...). */
+export type ContentBlock = { type: string; [key: string]: unknown };
+
+/**
+ * The child's CallToolResult, unchanged. structuredContent is typed by the
+ * tool's outputSchema where it declares one. A tool that ran and failed is
+ * a result with isError: true, not an McpxError.
+ */
+export type CallToolResult<S = { [key: string]: unknown }> = {
+  content: ContentBlock[];
+  structuredContent?: S;
+  isError?: boolean;
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+};
+
+/** The params of one progress notification (MCP basic/utilities/progress). */
+export type Progress = {
+  progressToken: string | number;
+  progress: number;
+  total?: number;
+  message?: string;
+};
+
+/**
+ * Where the broker is and what this program declares about itself. Each
+ * field overrides the environment for one call.
+ */
+export type Connection = {
+  /** The broker's URL. Default: $MCPX_URL, else the local daemon record's url. */
+  url?: string;
+  /** The bearer token. Default: $MCPX_TOKEN, else the daemon record's token (sent only to the record's own address). */
+  token?: string;
+  /** The working directory declared to the broker (Mcpx-Cwd); it picks repo, worktree and cwd scoped instances. Default: the process's. */
+  cwd?: string;
+  /** The session (Mcpx-Session). Default: $MCPX_SESSION_ID. */
+  session?: string;
+  /** The parent session (Mcpx-Parent-Session). Default: $MCPX_PARENT_SESSION_ID. */
+  parentSession?: string;
+};
+
+/** Options of one tool call. */
+export type CallOptions = Connection & {
+  /** Called with each progress notification of the call, in order; the call is streamed. */
+  onProgress?: (p: Progress) => void;
+  /** Aborting it cancels the call: the broker cancels the child's request. */
+  signal?: AbortSignal;
+  /** Cancel the call after this many milliseconds (an McpxError of kind "timeout"). */
+  timeoutMs?: number;
+};
+
+/** A problem document (RFC 9457) as the broker answers errors with. */
+export type Problem = {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  server?: string;
+  field?: string;
+  stderrTail?: string;
+  rpcCode?: number;
+  retryAfter?: number;
+};
+
+/**
+ * A failed call: the broker's problem document, with the server and tool
+ * called. kind is the problem type's last segment ("not-found",
+ * "bad-request", "timeout", "canceled", ...); a call that never reached the
+ * broker has kind "unreachable" and status 0.
+ */
+export class McpxError extends Error {
+  readonly type: string;
+  readonly kind: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly server?: string;
+  readonly tool?: string;
+  readonly field?: string;
+  readonly stderrTail?: string;
+  readonly rpcCode?: number;
+  readonly retryAfter?: number;
+
+  constructor(p: Problem, tool?: string, cause?: unknown) {
+    super((p.server && tool ? `${p.server}.${tool}: ` : "") + p.detail, cause === undefined ? undefined : { cause });
+    this.name = "McpxError";
+    this.type = p.type;
+    this.kind = p.type.startsWith(@@ProblemTypeBase@@) ? p.type.slice(@@ProblemTypeBase@@.length) : p.type;
+    this.title = p.title;
+    this.status = p.status;
+    this.detail = p.detail;
+    this.server = p.server;
+    this.tool = tool;
+    this.field = p.field;
+    this.stderrTail = p.stderrTail;
+    this.rpcCode = p.rpcCode;
+    this.retryAfter = p.retryAfter;
+  }
+}
+
+/** The level of a log record. */
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+/**
+ * Structured logging to stderr, one JSON object a line
+ * ({"time", "level", "msg", ...fields}), so a script's output (stdout)
+ * and its log never mix.
+ */
+export const log = {
+  debug: (msg: string, fields?: { [key: string]: unknown }): void => $log("debug", msg, fields),
+  info: (msg: string, fields?: { [key: string]: unknown }): void => $log("info", msg, fields),
+  warn: (msg: string, fields?: { [key: string]: unknown }): void => $log("warn", msg, fields),
+  error: (msg: string, fields?: { [key: string]: unknown }): void => $log("error", msg, fields),
+};
+
+function $log(level: LogLevel, msg: string, fields?: { [key: string]: unknown }): void {
+  // console.error writes to stderr on Node, Deno and Bun alike.
+  console.error(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }));
+}
+
+// The host runtime: Deno, or Node and Bun (process).
+type $Host = {
+  Deno?: {
+    env: { get(name: string): string | undefined };
+    cwd(): string;
+    readTextFile(path: string): Promise<string>;
+  };
+  process?: { env: { [name: string]: string | undefined }; cwd(): string };
+};
+const $host = globalThis as unknown as $Host;
+
+function $env(name: string): string | undefined {
+  try {
+    if ($host.Deno) return $host.Deno.env.get(name) || undefined;
+  } catch {
+    return undefined; // deno run without --allow-env
+  }
+  return $host.process?.env[name] || undefined;
+}
+
+function $cwd(): string | undefined {
+  try {
+    return $host.Deno ? $host.Deno.cwd() : $host.process?.cwd();
+  } catch {
+    return undefined; // deno run without --allow-read
+  }
+}
+
+async function $readFile(path: string): Promise<string> {
+  if ($host.Deno) return $host.Deno.readTextFile(path);
+  const fsModule = "node:fs/promises"; // a variable: type-checks without @types/node
+  const fs = await import(fsModule);
+  return fs.readFile(path, "utf8");
+}
+
+// The local daemon's record: $XDG_STATE_HOME/mcpx/daemon.json, else
+// ~/.local/state/mcpx/daemon.json.
+function $recordPath(): string | undefined {
+  const state = $env("XDG_STATE_HOME");
+  if (state?.startsWith("/")) return `${state}/mcpx/${@@RecordFile@@}`;
+  const home = $env("HOME");
+  return home ? `${home}/.local/state/mcpx/${@@RecordFile@@}` : undefined;
+}
+
+type $Record = { url?: string; token?: string };
+let $recordCache: Promise<$Record | undefined> | undefined;
+
+function $record(): Promise<$Record | undefined> {
+  $recordCache ??= (async () => {
+    const path = $recordPath();
+    if (!path) return undefined;
+    try {
+      return JSON.parse(await $readFile(path)) as $Record;
+    } catch {
+      return undefined;
+    }
+  })();
+  return $recordCache;
+}
+
+// $sameAddress reports whether two URLs name the same loopback port:
+// localhost, 127.0.0.1 and [::1] are one.
+function $sameAddress(a: string, b: string): boolean {
+  try {
+    const ua = new URL(a), ub = new URL(b);
+    const loop = (h: string) => h === "localhost" || h === "[::1]" || h.startsWith("127.");
+    return ua.port === ub.port && (ua.hostname === ub.hostname || (loop(ua.hostname) && loop(ub.hostname)));
+  } catch {
+    return false;
+  }
+}
+
+function $unreachable(detail: string, server: string, tool: string, cause?: unknown): McpxError {
+  return new McpxError({ type: "unreachable", title: "Broker unreachable", status: 0, detail, server }, tool, cause);
+}
+
+async function $broker(o: Connection, server: string, tool: string): Promise<{ url: string; token?: string }> {
+  let url = o.url ?? $env("MCPX_URL");
+  let token = o.token ?? $env("MCPX_TOKEN");
+  if (!url || !token) {
+    const rec = await $record();
+    if (!url) {
+      if (!rec?.url) {
+        throw $unreachable(`no broker: set MCPX_URL and MCPX_TOKEN, or start the local daemon (mcpx serve), ` +
+          `whose record ${$recordPath() ?? @@RecordFile@@} has its url and token`, server, tool);
+      }
+      url = rec.url;
+      token ??= rec.token;
+    } else if (!token && rec?.url && rec.token && $sameAddress(rec.url, url)) {
+      token = rec.token; // a token is sent only to the address it belongs to
+    }
+  }
+  return { url: url.replace(/\/+$/, ""), token };
+}
+
+async function $problem(res: Response, server: string, tool: string, list: string): Promise<McpxError> {
+  let p: Partial<Problem> | undefined;
+  const text = await res.text().catch(() => "");
+  try {
+    p = JSON.parse(text) as Partial<Problem>;
+  } catch {
+    p = undefined;
+  }
+  if (!p || typeof p !== "object" || typeof p.detail !== "string" || !p.detail) {
+    p = { title: res.statusText, detail: `${res.status} ${res.statusText}: ${text.slice(0, 200)}`.trim() };
+  }
+  const kindOf = (t?: string) => t?.startsWith(@@ProblemTypeBase@@) ? t.slice(@@ProblemTypeBase@@.length) : t;
+  let detail = p.detail ?? "";
+  if (list && kindOf(p.type) === @@KindNotFound@@ && (!p.server || p.server === server)) {
+    detail += ` (this client was generated from ${list}: if ${server}.${tool} is gone or renamed, regenerate it with \`mcpx clientgen ts\`)`;
+  }
+  return new McpxError({
+    ...p,
+    type: p.type ?? "about:blank",
+    title: p.title ?? res.statusText,
+    status: p.status || res.status,
+    detail,
+    server: p.server || server,
+  } as Problem, tool);
+}
+
+// $CallbackError carries an exception thrown by an onProgress callback out
+// of the stream reader, to be rethrown as it was.
+class $CallbackError {
+  readonly error: unknown;
+  constructor(error: unknown) {
+    this.error = error;
+  }
+}
+
+// $events reads a streamed call: progress events, then one result or error.
+async function $events<S>(res: Response, o: CallOptions, server: string, tool: string): Promise<CallToolResult<S>> {
+  if (!res.body) throw $unreachable("the broker's stream has no body", server, tool);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "", event = "", data: string[] = [];
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += decoder.decode(value, { stream: true });
+      for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+        let line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.endsWith("\r")) line = line.slice(0, -1);
+        if (line === "") {
+          const payload = data.join("\n");
+          const name = event;
+          event = "";
+          data = [];
+          if (name === @@EventProgress@@ && o.onProgress) {
+            try {
+              o.onProgress(JSON.parse(payload) as Progress);
+            } catch (e) {
+              throw new $CallbackError(e);
+            }
+          } else if (name === @@EventResult@@) {
+            return JSON.parse(payload) as CallToolResult<S>;
+          } else if (name === @@EventError@@) {
+            const p = JSON.parse(payload) as Problem;
+            throw new McpxError({ ...p, server: p.server || server }, tool);
+          }
+          continue;
+        }
+        if (line.startsWith(":")) continue; // a keep-alive comment
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let value = colon < 0 ? "" : line.slice(colon + 1);
+        if (value.startsWith(" ")) value = value.slice(1);
+        if (field === "event") event = value;
+        else if (field === "data") data.push(value);
+      }
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  throw new McpxError({ type: @@ProblemTypeBase@@ + @@KindChildFailed@@, title: "Stream ended", status: 502, server,
+    detail: "the broker's event stream ended without a result" }, tool);
+}
+
+/**
+ * Calls any tool of any server by name, untyped: for tools added after the
+ * client was generated. The generated functions are the typed way.
+ */
+export function callTool<S = { [key: string]: unknown }>(server: string, tool: string, args?: { [key: string]: unknown },
+  options?: CallOptions): Promise<CallToolResult<S>> {
+  return $callTool<S>(server, tool, args, options, "");
+}
+
+// $callTool makes one call: POST the arguments, read the result (streamed
+// when there is a progress callback), and turn every failure into an
+// McpxError. list names the tool list the client was generated from ("" for
+// callTool).
+async function $callTool<S>(server: string, tool: string, args: unknown, o: CallOptions | undefined, list: string): Promise<CallToolResult<S>> {
+  o ??= {};
+  const b = await $broker(o, server, tool);
+  const headers: { [name: string]: string } = {
+    "Content-Type": @@MediaJSON@@,
+    Accept: o.onProgress ? @@MediaEventStream@@ : @@MediaJSON@@,
+  };
+  if (b.token) headers[@@HeaderAuthorization@@] = `Bearer ${b.token}`;
+  const declared: [string, string | undefined][] = [
+    [@@HeaderCwd@@, o.cwd ?? $cwd()],
+    [@@HeaderSession@@, o.session ?? $env("MCPX_SESSION_ID")],
+    [@@HeaderParentSession@@, o.parentSession ?? $env("MCPX_PARENT_SESSION_ID")],
+  ];
+  for (const [name, value] of declared) if (value) headers[name] = value;
+
+  const ctl = new AbortController();
+  let why: "canceled" | "timeout" | undefined;
+  const onAbort = () => {
+    why ??= "canceled";
+    ctl.abort();
+  };
+  if (o.signal?.aborted) onAbort();
+  else o.signal?.addEventListener("abort", onAbort, { once: true });
+  const timer = o.timeoutMs === undefined ? undefined : setTimeout(() => {
+    why ??= "timeout";
+    ctl.abort();
+  }, o.timeoutMs);
+  const path = @@CallToolPattern@@.replace("{server}", encodeURIComponent(server)).replace("{tool}", encodeURIComponent(tool));
+  try {
+    const res = await fetch(b.url + path, { method: "POST", headers, body: JSON.stringify(args ?? {}), signal: ctl.signal });
+    if (!res.ok) {
+      if (res.status === 401) $recordCache = undefined; // a restarted daemon has a new token
+      throw await $problem(res, server, tool, list);
+    }
+    if ((res.headers.get("Content-Type") ?? "").startsWith(@@MediaEventStream@@)) return await $events<S>(res, o, server, tool);
+    return (await res.json()) as CallToolResult<S>;
+  } catch (e) {
+    if (e instanceof $CallbackError) throw e.error;
+    if (e instanceof McpxError && why === undefined) throw e;
+    if (why === "canceled") {
+      throw new McpxError({ type: @@ProblemTypeBase@@ + @@KindCanceled@@, title: "Canceled", status: @@StatusCanceled@@, server,
+        detail: "the call was aborted; the broker cancels the child's request" }, tool, e);
+    }
+    if (why === "timeout") {
+      throw new McpxError({ type: @@ProblemTypeBase@@ + @@KindTimeout@@, title: "Timed out", status: @@StatusTimeout@@, server,
+        detail: `no answer within ${o.timeoutMs} ms; the call was cancelled` }, tool, e);
+    }
+    throw $unreachable(`cannot reach the broker at ${b.url}: ${e instanceof Error ? e.message : String(e)}`, server, tool, e);
+  } finally {
+    clearTimeout(timer);
+    o.signal?.removeEventListener("abort", onAbort);
+  }
+}
