@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -25,12 +26,17 @@ func callerFrom(ctx context.Context) (broker.Caller, bool) {
 //
 //   - unix-socket callers (peer credentials from ConnContext) whose uid is the
 //     daemon's get full rights and Local (their Mcpx-Pid is trusted);
+//
 //   - loopback TCP callers must send the daemon's bearer token (see
 //     checkToken): anyone on this machine can reach a loopback port, but
 //     only the daemon's user can read the token file. With it they get full
 //     rights but not Local (a TCP peer's pid cannot be checked). Browsers
 //     are refused first: a request with an Origin header, or a Host that is
 //     not a loopback name (DNS rebinding), is not from a local program.
+//
+//   - a listener served with ServeOptions.Identify (the tailnet node) names
+//     its own callers with it, and nothing else: the rules above do not
+//     apply there, and a request with an Origin header is refused first.
 //
 // Everything else is refused: X-Forwarded-For and friends are never read.
 func (s *server) authenticate(h http.Handler) http.Handler {
@@ -45,7 +51,20 @@ func (s *server) authenticate(h http.Handler) http.Handler {
 	})
 }
 
+type identifyKey struct{}
+
 func (s *server) identify(r *http.Request) (broker.Caller, error) {
+	if id, ok := r.Context().Value(identifyKey{}).(Identify); ok {
+		if r.Header.Get("Origin") != "" {
+			return broker.Caller{}, forbidden("requests from web pages are refused (the request has an Origin header)")
+		}
+		c, err := id(r)
+		if be := (*broker.Error)(nil); err != nil && !errors.As(err, &be) {
+			// Deny by default: whatever failed, the caller is not admitted.
+			err = &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Msg: "cannot identify the caller", Err: err}
+		}
+		return c, err
+	}
 	if p, ok := peerFrom(r.Context()); ok {
 		return s.unixCaller(p)
 	}

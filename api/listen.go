@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"mcpx.dev/mcpx/broker"
 )
 
 // ErrSocketInUse is returned (wrapped) by ListenUnix when another process
@@ -135,7 +137,21 @@ type ServeOptions struct {
 	// of its response for this long is disconnected, which releases the
 	// response. 0 = DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// Identify authenticates every request of this listener, in place of
+	// the unix-socket and loopback rules: a network listener that is
+	// neither (the tailnet node) names its callers from the connection
+	// (tailnet WhoIs), never from request headers. It returns the caller or
+	// an error (a *broker.Error of KindForbidden is a 403 problem). nil =
+	// the unix-socket and loopback rules, which refuse every other remote
+	// address.
+	Identify Identify
 }
+
+// Identify names the caller of a request on one listener (see
+// ServeOptions.Identify). It is called once per request, so rights granted
+// outside the daemon (a tailnet grant) take effect on the next request. It
+// must be safe for concurrent use.
+type Identify func(*http.Request) (broker.Caller, error)
 
 // DefaultMaxConns is ServeOptions.MaxConns when it is 0. A connection costs
 // the daemon a descriptor; 512 of them, plus the children's pipes, fit even
@@ -183,7 +199,12 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	srv := NewServer(h, opts.Logger)
 	base, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
-	srv.BaseContext = func(net.Listener) context.Context { return base }
+	if opts.Identify != nil {
+		base := context.WithValue(base, identifyKey{}, opts.Identify)
+		srv.BaseContext = func(net.Listener) context.Context { return base }
+	} else {
+		srv.BaseContext = func(net.Listener) context.Context { return base }
+	}
 	fresh := trackFresh(srv)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

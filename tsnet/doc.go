@@ -1,10 +1,38 @@
-// Package tsnet will be the embedded Tailscale node that makes the broker
-// reachable over the tailnet: its state dir, auth key, control URL, listeners,
-// and the WhoIs lookup that turns a tailnet peer into a broker.Caller with
-// the rights of its app-capability grant.
+// Package tsnet is the broker's embedded Tailscale node: it makes the daemon
+// reachable over the tailnet, and names each tailnet caller from the
+// connection, with the rights of its app-capability grant.
 //
-// TODO(2026-11-30, issue 7 "Reachable over the tailnet"): not built yet. The
-// package exists now so that its dependency rules bind from its first line.
-// It alone (with cmd) links tailscale.com, so the rest of the tree builds and
-// tests without tsnet's 5-minute cold build.
+//	n := &tsnet.Node{Hostname: "sandbox", Dir: filepath.Join(state, "tailnet"), Logger: log}
+//	info, err := n.Up(ctx) // once, bounded by UpTimeout
+//	if err != nil { ... }  // e.g. "needs login: open https://login.tailscale.com/a/..."
+//	defer n.Close()
+//	ln, err := n.Listen() // HTTP on :80, over WireGuard
+//	api.Serve(ctx, ln, h, api.ServeOptions{Identify: n.Identify})
+//
+// # Identity and rights
+//
+// [Node.Identify] asks the node's WhoIs about the connection's remote
+// address: the caller is the peer's login (or its tags, for a tagged node),
+// Via "tailnet", never the owner, never local. Its rights come from the app
+// capability [DefaultCapability] (see [Rule]), read afresh on every request,
+// so a policy change applies to the next request without a restart. No
+// grant, no access: such a peer is refused on every route with a 403
+// problem saying so; a WhoIs that fails is refused the same way. Request
+// headers (X-Forwarded-For, Tailscale-User-*) are never read. Granted roots
+// are canonicalised (symlinks resolved) when the grant is read; the broker
+// checks a declared cwd, canonicalised, against them.
+//
+// # Testing
+//
+// The package's tests run a whole tailnet in the test process: tailscale's
+// test control server, DERP and STUN on loopback, and real nodes. They need
+// no root, no TUN device and no internet.
+//
+// It alone (with cmd) links tailscale.com, so the rest of the tree builds
+// and tests without tsnet's 5-minute cold build.
+//
+// TODO(2026-11-30, issue 7 "Reachable over the tailnet"): TLS on :443 when
+// the tailnet can issue certificates, signed bearer tokens, enforced scope
+// subsets, the browser guard's Mcpx-Client header, and the node in
+// /v1/whoami and `mcpx status`.
 package tsnet

@@ -43,4 +43,5 @@ const (
 const (
 	ViaUnix        = "unix"         // the unix socket; the peer's uid is the daemon's
 	ViaTCPLoopback = "tcp-loopback" // a loopback TCP listener
+	ViaTailnet     = "tailnet"      // the embedded tailnet node; identity from WhoIs
 )

@@ -32,6 +32,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	socketFlag := fs.String("socket", "", "unix socket path (default $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else in the state directory)")
 	listen := fs.String("listen", "127.0.0.1:0", "also serve on this loopback TCP address (port 0: any free port; `off`: no TCP); TCP callers need the token of the daemon record")
 	maxConns := fs.Int("listen-max-conns", api.DefaultMaxConns, "connections served at once on the --listen address; more wait until one closes (the unix socket is never capped)")
+	tailnet := addTailnetFlags(fs)
 	drain := fs.Duration("drain-timeout", api.DefaultDrainTimeout, "at shutdown, how long in-flight calls may finish; later ones are answered 503 with Retry-After (then as long again to stop the servers)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
@@ -95,9 +96,25 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	defer closeBroker(log, b, *drain)
 
+	node, err := tailnet.node(c.getenv, state, log)
+	if err != nil {
+		return fail(err)
+	}
 	uln, tln, err := listenAll(sock, *listen)
 	if err != nil {
 		return fail(err)
+	}
+	var nln net.Listener // the tailnet node's, with --tailnet
+	if node != nil {
+		if _, err := node.Up(ctx); err != nil {
+			closeAll(uln, tln)
+			return fail(err)
+		}
+		defer node.Close() // after the listeners have drained
+		if nln, err = node.Listen(); err != nil {
+			closeAll(uln, tln)
+			return fail(err)
+		}
 	}
 	ctl := newControl(log, b, src, func() (*config.Config, configSource, error) { return loadConfig(*configPath, c.getenv) })
 	token := api.NewToken()
@@ -105,10 +122,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
 		Daemon: &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}})
 	if err := writeRecord(info, token); err != nil {
-		uln.Close()
-		if tln != nil {
-			tln.Close()
-		}
+		closeAll(uln, tln, nln)
 		return fail(err)
 	}
 	defer removeRecord(log, state)
@@ -129,9 +143,15 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if tln != nil { // loopback TCP
 		g.Add(serveActor(tln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain, MaxConns: *maxConns}))
 	}
+	if nln != nil { // the tailnet node: callers named by WhoIs, rights by their grant
+		g.Add(serveActor(nln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain, MaxConns: *maxConns, Identify: node.Identify}))
+	}
 	attrs := []any{"socket", sock, "config", src.String(), "servers", len(cfg.Servers), "state", state, "version", version(), "pid", os.Getpid()}
 	if tln != nil {
 		attrs = append(attrs, "listen", tln.Addr().String())
+	}
+	if node != nil {
+		attrs = append(attrs, "tailnet", node.Info().DNSName)
 	}
 	log.Info("mcpx serving", attrs...)
 
@@ -195,6 +215,15 @@ func listenAll(sock, addr string) (uln, tln net.Listener, err error) {
 		return nil, nil, fmt.Errorf("--listen: %w", err)
 	}
 	return uln, tln, nil
+}
+
+// closeAll closes the listeners that are not nil.
+func closeAll(lns ...net.Listener) {
+	for _, ln := range lns {
+		if ln != nil {
+			ln.Close()
+		}
+	}
 }
 
 // serveActor serves h on ln until interrupted; then it stops accepting and

@@ -1,0 +1,444 @@
+package tsnet_test
+
+// A whole tailnet in the test process: tailscale's test control server, a
+// DERP and STUN server on loopback, and real tsnet nodes. No root, no TUN
+// device, no internet. tailscale.com/tstest/integration is never imported:
+// it links the whole daemon and probes the internet.
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tailscale.com/derp/derpserver"
+	"tailscale.com/envknob"
+	"tailscale.com/net/netns"
+	"tailscale.com/net/stun/stuntest"
+	"tailscale.com/tailcfg"
+	"tailscale.com/tstest/integration/testcontrol"
+	"tailscale.com/types/key"
+	"tailscale.com/types/logger"
+	"tailscale.com/types/nettype"
+
+	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/tsnet"
+)
+
+func TestMain(m *testing.M) {
+	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
+	os.Exit(m.Run())
+}
+
+const capName = tsnet.DefaultCapability
+
+// tailnet is a control server with its DERP and STUN servers.
+type tailnet struct {
+	control *testcontrol.Server
+	url     string
+}
+
+func newTailnet(t *testing.T) *tailnet {
+	t.Helper()
+	// Without root, netns would make each node's STUN probe stall; the
+	// port mapper would probe the LAN's gateway. envknob reads at init, so
+	// t.Setenv would not do.
+	netns.SetEnabled(false)
+	t.Cleanup(func() { netns.SetEnabled(true) })
+	envknob.SetenvForTest(t, "TS_DISABLE_PORTMAPPER", "1")
+
+	control := &testcontrol.Server{
+		DERPMap:        derpAndSTUN(t),
+		DNSConfig:      &tailcfg.DNSConfig{Proxied: true},
+		MagicDNSDomain: "tail-scale.ts.net",
+		Logf:           logger.Discard,
+	}
+	control.HTTPTestServer = httptest.NewUnstartedServer(control)
+	control.HTTPTestServer.Start()
+	t.Cleanup(control.HTTPTestServer.Close)
+	return &tailnet{control: control, url: control.HTTPTestServer.URL}
+}
+
+// derpAndSTUN serves DERP (over TLS) and STUN on 127.0.0.1 and returns the
+// one-region map pointing at them.
+func derpAndSTUN(t *testing.T) *tailcfg.DERPMap {
+	d := derpserver.New(key.NewNode(), logger.Discard)
+	srv := httptest.NewUnstartedServer(derpserver.Handler(d))
+	srv.Config.ErrorLog = logger.StdLogger(logger.Discard)
+	srv.Config.TLSNextProto = make(map[string]func(*http.Server, *tls.Conn, http.Handler))
+	srv.StartTLS()
+	stunAddr, stunCleanup := stuntest.ServeWithPacketListener(t, nettype.Std{})
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		d.Close()
+		stunCleanup()
+	})
+	return &tailcfg.DERPMap{Regions: map[int]*tailcfg.DERPRegion{
+		1: {RegionID: 1, RegionCode: "test", Nodes: []*tailcfg.DERPNode{{
+			Name: "t1", RegionID: 1, HostName: "127.0.0.1", IPv4: "127.0.0.1", IPv6: "none",
+			STUNPort: stunAddr.Port, DERPPort: srv.Listener.Addr().(*net.TCPAddr).Port,
+			InsecureForTests: true, STUNTestIP: "127.0.0.1",
+		}}},
+	}}
+}
+
+// node brings up a node named name; it is closed at cleanup.
+func (tn *tailnet) node(t *testing.T, name string, logs io.Writer) *tsnet.Node {
+	t.Helper()
+	if logs == nil {
+		logs = io.Discard
+	}
+	n := &tsnet.Node{
+		Hostname: name, Dir: filepath.Join(t.TempDir(), name), ControlURL: tn.url, Ephemeral: true,
+		UpTimeout: 30 * time.Second, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+	}
+	began := time.Now()
+	if _, err := n.Up(t.Context()); err != nil {
+		t.Fatalf("node %s: %v", name, err)
+	}
+	t.Logf("node %s up in %v", name, time.Since(began))
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// brokerNode serves the real API over a real broker (one demo server, this
+// test binary as its child, scoped by cwd) on the node's listener, with
+// identity from the node's WhoIs.
+func brokerNode(t *testing.T, tn *tailnet, logs io.Writer) *tsnet.Node {
+	t.Helper()
+	n := tn.node(t, "broker", logs)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(map[string]any{"servers": map[string]any{"demo": map[string]any{
+		"command": exe, "scope": "cwd",
+		"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
+	}}})
+	cfg, err := config.Parse(js, "test.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(broker.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Errorf("closing broker: %v", err)
+		}
+	})
+	ln, err := n.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		h := api.New(api.Options{Broker: b, Version: "test"})
+		if err := api.Serve(ctx, ln, h, api.ServeOptions{Identify: n.Identify, DrainTimeout: 5 * time.Second}); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return n
+}
+
+// peer calls the broker from one node.
+type peer struct {
+	hc *http.Client
+}
+
+func newPeer(t *testing.T, n *tsnet.Node) peer {
+	t.Helper()
+	hc, err := n.HTTPClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return peer{hc: hc}
+}
+
+// do sends a request to the broker by its MagicDNS name and returns the
+// status and body; headers come in name, value pairs.
+func (p peer) do(t *testing.T, method, path, body string, headers ...string) (int, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, "http://broker.tail-scale.ts.net"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+func (p peer) whoami(t *testing.T) wire.Whoami {
+	t.Helper()
+	code, body := p.do(t, "GET", "/v1/whoami", "")
+	if code != 200 {
+		t.Fatalf("whoami: %d %s", code, body)
+	}
+	var w wire.Whoami
+	if err := json.Unmarshal(body, &w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// callCwd calls the demo server's cwd tool with a declared cwd and returns
+// the status and, on success, the child's working directory.
+func (p peer) callCwd(t *testing.T, cwd string) (int, string) {
+	t.Helper()
+	code, body := p.do(t, "POST", "/v1/servers/demo/tools/cwd", "{}", wire.HeaderCwd, cwd)
+	if code != 200 {
+		return code, string(body)
+	}
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal(body, &res); err != nil || len(res.Content) == 0 {
+		t.Fatalf("cwd result %s: %v", body, err)
+	}
+	return code, res.Content[0].Text
+}
+
+func grant(rules ...string) tailcfg.PeerCapMap {
+	raw := make([]tailcfg.RawMessage, len(rules))
+	for i, r := range rules {
+		raw[i] = tailcfg.RawMessage(r)
+	}
+	return tailcfg.PeerCapMap{capName: raw}
+}
+
+func canonical(t *testing.T, p string) string {
+	t.Helper()
+	c, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestLaptopCallsBroker: a laptop node calls the broker's demo server by
+// MagicDNS name with a declared cwd under its granted root; whoami shows
+// its identity and rights; a cwd outside the roots is refused, through a
+// symlink too; a grant changed in the control server applies to the next
+// request, with no restart.
+func TestLaptopCallsBroker(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	tn := newTailnet(t)
+	began := time.Now()
+	brokerNode(t, tn, nil)
+	laptopNode := tn.node(t, "laptop", nil)
+	t.Logf("two nodes up in %v", time.Since(began))
+
+	root := canonical(t, t.TempDir())
+	work := filepath.Join(root, "work")
+	outside := canonical(t, t.TempDir())
+	for _, d := range []string{work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	escape := filepath.Join(root, "escape")
+	if err := os.Symlink(outside, escape); err != nil {
+		t.Fatal(err)
+	}
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["` + root + `"]}`))
+
+	laptop := newPeer(t, laptopNode)
+	// The grant reaches the broker node with its next netmap.
+	var w wire.Whoami
+	testenv.WaitFor(t, "the grant to reach the broker", func() bool {
+		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
+		return code == 200
+	})
+	first := time.Now()
+	code, got := laptop.callCwd(t, work)
+	if code != 200 || got != work {
+		t.Fatalf("call with cwd %s: %d %q, want 200 and the child in %s", work, code, got, work)
+	}
+	t.Logf("first call over the tailnet took %v", time.Since(first))
+
+	w = laptop.whoami(t)
+	if w.Caller.Via != wire.ViaTailnet || w.Caller.Owner || w.Caller.Local || w.Caller.Admin {
+		t.Errorf("whoami caller = %+v, want a tailnet caller that is neither owner, local nor admin", w.Caller)
+	}
+	if !strings.Contains(w.Caller.Name, "@") {
+		t.Errorf("caller name %q is not the laptop user's login", w.Caller.Name)
+	}
+	if fmt.Sprint(w.Caller.Servers) != "[demo]" || fmt.Sprint(w.Caller.Roots) != "["+root+"]" {
+		t.Errorf("whoami rights = servers %v roots %v, want [demo] [%s]", w.Caller.Servers, w.Caller.Roots, root)
+	}
+	if w.Daemon != nil {
+		t.Errorf("a tailnet caller sees the daemon record: %+v", w.Daemon)
+	}
+
+	for _, cwd := range []string{outside, escape, filepath.Join(root, "..")} {
+		if code, body := laptop.callCwd(t, cwd); code != http.StatusForbidden {
+			t.Errorf("call with cwd %s: %d %s, want 403", cwd, code, body)
+		}
+	}
+	// Request headers claiming another identity are not read.
+	code, body := laptop.do(t, "POST", "/v1/servers/demo/tools/cwd", "{}", wire.HeaderCwd, outside,
+		"X-Forwarded-For", "127.0.0.1", "Tailscale-User-Login", "admin@example.com")
+	if code != http.StatusForbidden {
+		t.Errorf("call with identity headers: %d %s, want 403", code, body)
+	}
+
+	// Widen the grant: admin, and the other directory.
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["`+root+`"]}`,
+		`{"roots": ["`+outside+`"], "admin": true}`))
+	testenv.WaitFor(t, "the new grant to apply", func() bool { return laptop.whoami(t).Caller.Admin })
+	if code, got := laptop.callCwd(t, outside); code != 200 || got != outside {
+		t.Errorf("call with cwd %s after the grant: %d %q, want 200 in %s", outside, code, got, outside)
+	}
+	// And take it away: every route is refused.
+	tn.control.SetGlobalAppCaps(nil)
+	testenv.WaitFor(t, "the grant to be removed", func() bool {
+		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
+		return code == http.StatusForbidden
+	})
+}
+
+// TestPeerWithoutGrantRefused: with a grant for the laptop alone, a third
+// node is refused on every route, listings included, with a problem that
+// says why; the laptop is served.
+func TestPeerWithoutGrantRefused(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	tn := newTailnet(t)
+	brokerN := brokerNode(t, tn, nil)
+	laptopN := tn.node(t, "laptop", nil)
+	strangerN := tn.node(t, "stranger", nil)
+	brokerIP, laptopIP := brokerN.Info().IPs[0], laptopN.Info().IPs[0]
+
+	// A grant from the laptop to the broker only. The test control
+	// server's own grants are global, so this one is pushed to the broker
+	// node as a raw map response once every peer is known.
+	root := canonical(t, t.TempDir())
+	key := nodeKey(t, tn, brokerIP)
+	if !tn.control.AddRawMapResponse(key, &tailcfg.MapResponse{
+		PacketFilters: map[string][]tailcfg.FilterRule{"app-grants": {{
+			SrcIPs: []string{laptopIP.String()},
+			CapGrant: []tailcfg.CapGrant{{
+				Dsts:   []netip.Prefix{netip.PrefixFrom(brokerIP, brokerIP.BitLen())},
+				CapMap: grant(`{"servers": ["*"], "roots": ["` + root + `"]}`),
+			}},
+		}}},
+	}) {
+		t.Fatal("the control server did not take the map response")
+	}
+	laptop, stranger := newPeer(t, laptopN), newPeer(t, strangerN)
+	testenv.WaitFor(t, "the grant to reach the broker", func() bool {
+		code, _ := laptop.do(t, "GET", "/v1/servers", "")
+		return code == 200
+	})
+	_, body := laptop.do(t, "GET", "/v1/servers", "")
+	if !strings.Contains(string(body), `"demo"`) {
+		t.Errorf("the laptop's listing does not show demo: %s", body)
+	}
+
+	for _, r := range wire.Routes() {
+		path := strings.NewReplacer("{server}", "demo", "{tool}", "echo", "{prompt}", "greet", "{id}", "x").Replace(r.Pattern)
+		code, body := stranger.do(t, r.Method, path, "{}", wire.HeaderCwd, root)
+		if code != http.StatusForbidden {
+			t.Errorf("stranger %s %s: %d %s, want 403", r.Method, path, code, body)
+			continue
+		}
+		var p wire.Problem
+		if err := json.Unmarshal(body, &p); err != nil || !strings.Contains(p.Detail, "no tailnet grant") {
+			t.Errorf("stranger %s %s: problem %s does not say there is no grant", r.Method, path, body)
+		}
+	}
+}
+
+// nodeKey is the node key of the node with tailnet address ip.
+func nodeKey(t *testing.T, tn *tailnet, ip netip.Addr) key.NodePublic {
+	t.Helper()
+	for _, n := range tn.control.AllNodes() {
+		for _, a := range n.Addresses {
+			if a.Addr() == ip {
+				return n.Key
+			}
+		}
+	}
+	t.Fatalf("no node has address %s", ip)
+	return key.NodePublic{}
+}
+
+// TestUpNeedsLogin: a node without an auth key, against a control server
+// that requires a login, fails Up at its deadline with the login URL.
+func TestUpNeedsLogin(t *testing.T) {
+	tn := newTailnet(t)
+	tn.control.RequireAuth = true
+	var logs testenv.SyncBuffer
+	n := &tsnet.Node{Hostname: "lonely", Dir: t.TempDir(), ControlURL: tn.url, Ephemeral: true,
+		UpTimeout: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	_, err := n.Up(t.Context())
+	if err == nil {
+		n.Close()
+		t.Fatal("Up succeeded without a login")
+	}
+	if !strings.Contains(err.Error(), "needs login") || !strings.Contains(err.Error(), tn.url) {
+		t.Errorf("Up error = %v, want it to say the node needs login at a URL of %s", err, tn.url)
+	}
+	if !strings.Contains(logs.String(), "needs login") {
+		t.Errorf("the login URL was not logged while waiting:\n%s", logs.String())
+	}
+	if _, err := n.Up(t.Context()); err == nil {
+		t.Error("a second Up succeeded")
+	}
+}
+
+// TestUpControlUnreachable: a control URL nothing answers on fails Up at
+// its deadline, naming the control server.
+func TestUpControlUnreachable(t *testing.T) {
+	newTailnet(t) // the hermetic switches
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	n := &tsnet.Node{Hostname: "lost", Dir: t.TempDir(), ControlURL: url, Ephemeral: true, UpTimeout: 2 * time.Second}
+	_, err = n.Up(t.Context())
+	if err == nil {
+		n.Close()
+		t.Fatal("Up succeeded with no control server")
+	}
+	if !strings.Contains(err.Error(), "reachable") || !strings.Contains(err.Error(), url) {
+		t.Errorf("Up error = %v, want it to ask whether %s is reachable", err, url)
+	}
+}
