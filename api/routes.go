@@ -32,6 +32,8 @@ var handlers = map[string]handlerFunc{
 	wire.OpStopDaemon:      (*server).stopDaemon,
 	wire.OpReloadDaemon:    (*server).reloadDaemon,
 	wire.OpOpenAPI:         (*server).openAPI,
+	wire.OpServerOpenAPI:   (*server).serverOpenAPI,
+	wire.OpToolsOpenAPI:    (*server).toolsOpenAPI,
 }
 
 // route is a wire route with its handler.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -119,7 +120,9 @@ func cacheKey(kind byte, opts Options, servers []Server) [sha256.Size]byte {
 		if s.Problem != nil {
 			field(h, "problem")
 			field(h, s.Problem.Type)
+			field(h, s.Problem.Title)
 			field(h, s.Problem.Detail)
+			field(h, strconv.Itoa(s.Problem.Status))
 		} else {
 			field(h, "tools")
 			field(h, s.Tools)

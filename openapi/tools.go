@@ -128,7 +128,9 @@ func toolsDoc(opts Options, servers []Server, combined bool) (map[string]any, er
 	var tags, unavailable, skipped []any
 	for _, s := range servers {
 		if s.Problem != nil {
-			unavailable = append(unavailable, map[string]any{"server": s.Name, "problem": s.Problem})
+			p := s.Problem // what the cache key holds of it: no stderr, which changes
+			unavailable = append(unavailable, map[string]any{"server": s.Name, "problem": map[string]any{
+				"type": p.Type, "title": p.Title, "status": p.Status, "detail": p.Detail}})
 			continue
 		}
 		tag := map[string]any{"name": s.Name, "description": serverDescription(s)}
