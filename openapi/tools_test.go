@@ -67,7 +67,7 @@ func requestSchema(op map[string]any) map[string]any {
 // mixedTools is a server with good tools and broken ones.
 var mixedTools = []map[string]any{
 	{"name": "good", "title": "A good tool", "description": "Does good.",
-		"inputSchema": json.RawMessage(`{"type": "object", "$defs": {"n": {"type": "integer"}}, "properties": {"n": {"$ref": "#/$defs/n"}}, "required": ["n"]}`),
+		"inputSchema":  json.RawMessage(`{"type": "object", "$defs": {"n": {"type": "integer"}}, "properties": {"n": {"$ref": "#/$defs/n"}}, "required": ["n"]}`),
 		"outputSchema": json.RawMessage(`{"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}`),
 		"annotations":  map[string]any{"readOnlyHint": true, "openWorldHint": false}},
 	{"name": "also-good", "inputSchema": json.RawMessage(`{"type": "object", "properties": {"s": {"enum": ["a", "b"]}}}`)},
