@@ -156,8 +156,9 @@ type carrier struct {
 	baseID  string // the root's $id, without fragment; "" = none
 }
 
-// carrySchema carries the schema raw, naming its components prefix.<name>.
-func carrySchema(raw json.RawMessage, prefix string) (carried, error) {
+// carrySchema carries the schema raw, naming its components prefix.<name>;
+// sc checks it.
+func carrySchema(sc *schemaChecker, raw json.RawMessage, prefix string) (carried, error) {
 	root, err := decode(raw)
 	if err != nil {
 		return carried{}, fmt.Errorf("not JSON: %w", err)
@@ -166,7 +167,7 @@ func carrySchema(raw json.RawMessage, prefix string) (carried, error) {
 	if err != nil {
 		return carried{}, err
 	}
-	if err := compileSchema(root); err != nil {
+	if err := sc.check(root); err != nil {
 		return carried{}, err
 	}
 	c := &carrier{root: root, draft: d, prefix: prefix, names: map[string]string{}, taken: map[string]bool{},
@@ -246,8 +247,20 @@ func decode(raw []byte) (any, error) {
 	return v, nil
 }
 
-// schemaURL is where a tool's schema lives while it is compiled.
-const schemaURL = "mcpx:tool-schema"
+// schemaChecker compiles tool schemas with a real validator: against
+// their draft's metaschema, resolving their references. One checker serves
+// the schemas of one document, so the metaschemas are compiled once.
+type schemaChecker struct {
+	c *jsonschema.Compiler
+	n int
+}
+
+func newSchemaChecker() *schemaChecker {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noFetch{})
+	return &schemaChecker{c: c}
+}
 
 // noFetch refuses every URL: a tool's schema is compiled on its own, and a
 // $ref outside it is unresolvable rather than fetched.
@@ -257,16 +270,24 @@ func (noFetch) Load(u string) (any, error) {
 	return nil, fmt.Errorf("%s is outside the schema, and the broker fetches nothing", u)
 }
 
-// compileSchema checks the schema against its draft's metaschema and
-// resolves its references, with a real validator.
-func compileSchema(root any) error {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noFetch{})
-	if err := c.AddResource(schemaURL, root); err != nil {
-		return fmt.Errorf("invalid JSON Schema: %w", err)
+func (sc *schemaChecker) check(root any) error {
+	// Each schema at a URL of its own, which no $ref of another can name
+	// by accident (a $ref with a URL of its own is refused by carrySchema).
+	sc.n++
+	u := "mcpx:tool-schema/" + strconv.Itoa(sc.n)
+	if compile(sc.c, u, root) == nil {
+		return nil
 	}
-	if _, err := c.Compile(schemaURL); err != nil {
+	// Judge a failure alone: another tool's schema may have claimed the
+	// same $id in the shared compiler.
+	return compile(newSchemaChecker().c, u, root)
+}
+
+func compile(c *jsonschema.Compiler, u string, root any) error {
+	if err := c.AddResource(u, root); err != nil {
+		return fmt.Errorf("invalid JSON Schema: %s", oneLine(err.Error()))
+	}
+	if _, err := c.Compile(u); err != nil {
 		return fmt.Errorf("invalid JSON Schema: %s", oneLine(err.Error()))
 	}
 	return nil

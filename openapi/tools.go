@@ -123,6 +123,7 @@ func toolsDoc(opts Options, servers []Server, combined bool) (map[string]any, er
 		names[i] = s.Name
 	}
 	serverIDs := cleanIDs(names)
+	sc := newSchemaChecker()
 
 	paths := map[string]any{}
 	var tags, unavailable, skipped []any
@@ -170,7 +171,7 @@ func toolsDoc(opts Options, servers []Server, combined bool) (map[string]any, er
 		}
 		toolIDs := cleanIDs(toolNames)
 		for _, t := range tools {
-			op, err := toolOperation(r, tmpl, s.Name, serverIDs[s.Name]+"."+toolIDs[t.Name], t)
+			op, err := toolOperation(r, sc, tmpl, s.Name, serverIDs[s.Name]+"."+toolIDs[t.Name], t)
 			if err != nil {
 				return nil, fmt.Errorf("openapi: server %s, tool %s: %w", s.Name, t.Name, err)
 			}
@@ -235,7 +236,7 @@ func permissiveArguments(why string) map[string]any {
 
 // toolOperation is the operation of one tool: the callTool template with
 // the tool's schemas.
-func toolOperation(r *reflector, tmpl map[string]any, server, id string, t tool) (map[string]any, error) {
+func toolOperation(r *reflector, sc *schemaChecker, tmpl map[string]any, server, id string, t tool) (map[string]any, error) {
 	op := copyValue(tmpl).(map[string]any)
 	op["operationId"] = id
 	op["tags"] = []any{server}
@@ -269,7 +270,7 @@ func toolOperation(r *reflector, tmpl map[string]any, server, id string, t tool)
 	if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
 		schemaErrors = append(schemaErrors, "inputSchema: missing")
 		input = permissiveArguments("the tool has none")
-	} else if c, err := carrySchema(t.InputSchema, id+".input"); err != nil {
+	} else if c, err := carrySchema(sc, t.InputSchema, id+".input"); err != nil {
 		schemaErrors = append(schemaErrors, "inputSchema: "+err.Error())
 		input = permissiveArguments(err.Error())
 	} else {
@@ -281,18 +282,22 @@ func toolOperation(r *reflector, tmpl map[string]any, server, id string, t tool)
 
 	result := ref(mcpComponent(rt200Result))
 	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
-		c, err := carryOutput(t.OutputSchema, id+".output")
+		c, err := carryOutput(sc, t.OutputSchema, id+".output")
 		if err != nil {
 			schemaErrors = append(schemaErrors, "outputSchema: "+err.Error())
 		} else {
 			maps.Copy(r.schemas, c.components)
-			result = map[string]any{"allOf": []any{ref(mcpComponent(rt200Result)), map[string]any{
-				"type": "object",
-				"properties": map[string]any{"structuredContent": map[string]any{
-					"description": "The structured result, conforming to the tool's outputSchema.",
-					"allOf":       []any{c.schema},
-				}},
-			}}}
+			// A component, as the JSON answer and the result event share it.
+			r.schemas[id+".result"] = map[string]any{
+				"description": "The tool's CallToolResult, its structuredContent typed by the tool's outputSchema.",
+				"allOf": []any{ref(mcpComponent(rt200Result)), map[string]any{
+					"type": "object",
+					"properties": map[string]any{"structuredContent": map[string]any{
+						"description": "The structured result, conforming to the tool's outputSchema.",
+						"allOf":       []any{c.schema},
+					}},
+				}}}
+			result = ref(id + ".result")
 		}
 	}
 	content := op["responses"].(map[string]any)["200"].(map[string]any)["content"].(map[string]any)
@@ -315,7 +320,7 @@ const rt200Result = "CallToolResult"
 
 // carryOutput carries an outputSchema, which MCP requires to describe an
 // object (structuredContent is a JSON object).
-func carryOutput(raw json.RawMessage, prefix string) (carried, error) {
+func carryOutput(sc *schemaChecker, raw json.RawMessage, prefix string) (carried, error) {
 	var top struct {
 		Type any `json:"type"`
 	}
@@ -325,7 +330,7 @@ func carryOutput(raw json.RawMessage, prefix string) (carried, error) {
 	if top.Type != "object" {
 		return carried{}, fmt.Errorf(`its type is %s, not "object": MCP requires an outputSchema to describe an object`, describeType(top.Type))
 	}
-	return carrySchema(raw, prefix)
+	return carrySchema(sc, raw, prefix)
 }
 
 func describeType(t any) string {

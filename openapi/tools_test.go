@@ -124,7 +124,10 @@ func TestBrokenToolsAmongGoodOnes(t *testing.T) {
 		t.Errorf("good's $defs/n is not a component: %v", n)
 	}
 	ok := good["responses"].(map[string]any)["200"].(map[string]any)["content"].(map[string]any)[wire.MediaJSON].(map[string]any)["schema"]
-	if s, _ := json.Marshal(ok); !strings.Contains(string(s), `"sum"`) || !strings.Contains(string(s), "MCPCallToolResult") {
+	if ok.(map[string]any)["$ref"] != "#/components/schemas/mixed.good.result" {
+		t.Errorf("good's result schema is not its component: %v", ok)
+	}
+	if s, _ := json.Marshal(d.Components.Schemas["mixed.good.result"]); !strings.Contains(string(s), `"sum"`) || !strings.Contains(string(s), "MCPCallToolResult") {
 		t.Errorf("good's result schema is not the CallToolResult with its outputSchema: %s", s)
 	}
 	if ann, _ := good[openapi.XAnnotations].(map[string]any); ann["readOnlyHint"] != true {
@@ -296,5 +299,22 @@ func TestCache(t *testing.T) {
 	c.Server(list(3))
 	if c.Builds() != 4 {
 		t.Errorf("an evicted document was not rebuilt: %d builds", c.Builds())
+	}
+}
+
+// Two tools whose schemas share a root $id are judged each on its own
+// (the schema checker is shared within a document).
+func TestSameIDInTwoTools(t *testing.T) {
+	s := json.RawMessage(`{"$id": "https://example.com/args.json", "type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"type": "string"}}}`)
+	b, err := openapi.ServerDocument(openapi.Options{}, openapi.Server{Name: "s", Tools: toolsJSON(t,
+		map[string]any{"name": "one", "inputSchema": s}, map[string]any{"name": "two", "inputSchema": s})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateKin(t, b)
+	for name, op := range decodeDoc(t, b).ops() {
+		if why, ok := op[openapi.XSchemaError]; ok {
+			t.Errorf("%s: %v", name, why)
+		}
 	}
 }
