@@ -77,6 +77,8 @@ type server struct {
 	daemon    *Daemon // Options.Daemon; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
+	// toolDocs are the tool documents, built once per tool-list change.
+	toolDocs *openapi.Cache
 }
 
 // New returns the API handler. It serves every route of wire.Routes, on any
@@ -108,6 +110,7 @@ func newServer(opts Options) *server {
 		s.version = "dev"
 	}
 	s.openAPIDoc = sync.OnceValues(func() ([]byte, error) { return openapi.Broker(openapi.Options{Version: s.version}) })
+	s.toolDocs = openapi.NewCache(openapi.Options{Version: s.version}, 0)
 	if s.maxDepth <= 0 {
 		s.maxDepth = config.DefaultMaxDepth
 	}

@@ -6,6 +6,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/openapi"
 )
 
 // NewForOwner is New admitting unix-socket callers of uid owner only.
@@ -26,4 +27,11 @@ func NewPanicking(opts Options) http.Handler {
 func WriteProblem(w http.ResponseWriter, r *http.Request, c broker.Caller, err error) {
 	r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
 	newServer(Options{}).writeProblem(w, r, err)
+}
+
+// NewWithToolDocs is New, also returning its tool-document cache, whose
+// Builds the tests count.
+func NewWithToolDocs(opts Options) (http.Handler, *openapi.Cache) {
+	s := newServer(opts)
+	return s.handler(routes()), s.toolDocs
 }

@@ -22,6 +22,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/openapi"
 )
 
 func TestMain(m *testing.M) {
@@ -39,6 +40,9 @@ type daemon struct {
 	// tcpAddr is the loopback listener's address.
 	tcpAddr string
 	logs    *testenv.SyncBuffer
+	// toolDocs is the handler's tool-document cache (nil for the owner
+	// and panicking handlers).
+	toolDocs *openapi.Cache
 	// shutdown stops both listeners as a signal would: it returns once
 	// they have drained (each Serve's error is logged). Idempotent.
 	shutdown func()
@@ -81,15 +85,16 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon,
 		BodyTimeout: o.bodyTimeout}
 	var h http.Handler
+	var toolDocs *openapi.Cache
 	switch {
 	case o.owner != nil:
 		h = api.NewForOwner(opts, *o.owner)
 	case o.panicky:
 		h = api.NewPanicking(opts)
 	default:
-		h = api.New(opts)
+		h, toolDocs = api.NewWithToolDocs(opts)
 	}
-	d := &daemon{b: b, sock: filepath.Join(t.TempDir(), "mcpx.sock"), logs: logs}
+	d := &daemon{b: b, sock: filepath.Join(t.TempDir(), "mcpx.sock"), logs: logs, toolDocs: toolDocs}
 	uln, err := api.ListenUnix(d.sock)
 	if err != nil {
 		t.Fatal(err)

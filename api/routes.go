@@ -33,6 +33,8 @@ var handlers = map[string]handlerFunc{
 	wire.OpReloadDaemon:    (*server).reloadDaemon,
 	wire.OpOpenAPI:         (*server).openAPI,
 	wire.OpTypeScript:      (*server).typeScriptClient,
+	wire.OpServerOpenAPI:   (*server).serverOpenAPI,
+	wire.OpToolsOpenAPI:    (*server).toolsOpenAPI,
 }
 
 // route is a wire route with its handler.

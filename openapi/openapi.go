@@ -1,7 +1,6 @@
 package openapi
 
 import (
-	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -56,39 +55,17 @@ func Broker(opts Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return nil, fmt.Errorf("openapi: encoding the document: %w", err)
-	}
-	return b.Bytes(), nil
+	return encode(doc)
 }
 
 func brokerDoc(opts Options) (map[string]any, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	r := newReflector()
-	var mcp map[string]any
-	if err := json.Unmarshal(mcpJSON, &mcp); err != nil {
-		return nil, fmt.Errorf("openapi: the MCP schemas: %w", err)
-	}
-	for name, s := range mcp {
-		r.schemas[mcpComponent(name)] = s
-	}
-	r.schemas[mcpComponent("ServerTool")] = map[string]any{
-		"description": "An MCP Tool as its server lists it, with the broker's server name added as its first member.",
-		"allOf": []any{ref(mcpComponent("Tool")), map[string]any{
-			"type": "object", "required": []string{"server"},
-			"properties": map[string]any{"server": map[string]any{"type": "string", "description": "The configured server that lists the tool."}},
-		}},
-	}
-	if _, err := r.schema(typeProblem); err != nil {
+	r, err := newMCPReflector()
+	if err != nil {
 		return nil, err
 	}
-
 	paths := map[string]any{}
 	tags := map[string]bool{}
 	for _, rt := range wire.Routes() {
@@ -112,7 +89,43 @@ func brokerDoc(opts Options) (map[string]any, error) {
 	for _, t := range slices.Sorted(maps.Keys(tags)) {
 		tagList = append(tagList, map[string]any{"name": t, "description": tagDescriptions[t]})
 	}
+	info := map[string]any{
+		"title":       "mcpx broker API",
+		"version":     opts.Version,
+		"summary":     "The HTTP API of the mcpx daemon, which brokers MCP servers: scoped, pooled children behind one API.",
+		"description": infoDescription,
+	}
+	return assemble(r, info, tagList, paths)
+}
 
+// newMCPReflector returns a reflector holding the MCP schemas (mcp.json,
+// plus ServerTool) and Problem, which every document may reference.
+func newMCPReflector() (*reflector, error) {
+	r := newReflector()
+	var mcp map[string]any
+	if err := json.Unmarshal(mcpJSON, &mcp); err != nil {
+		return nil, fmt.Errorf("openapi: the MCP schemas: %w", err)
+	}
+	for name, s := range mcp {
+		r.schemas[mcpComponent(name)] = s
+	}
+	r.schemas[mcpComponent("ServerTool")] = map[string]any{
+		"description": "An MCP Tool as its server lists it, with the broker's server name added as its first member.",
+		"allOf": []any{ref(mcpComponent("Tool")), map[string]any{
+			"type": "object", "required": []string{"server"},
+			"properties": map[string]any{"server": map[string]any{"type": "string", "description": "The configured server that lists the tool."}},
+		}},
+	}
+	if _, err := r.schema(typeProblem); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// assemble makes the document of paths: the caller-context header
+// parameters, the security schemes and requirements, and r's components.
+// It fails on a $ref that names no component.
+func assemble(r *reflector, info map[string]any, tags []any, paths map[string]any) (map[string]any, error) {
 	params := map[string]any{}
 	for _, h := range wire.CallerHeaders() {
 		s := map[string]any{"type": "string"}
@@ -122,18 +135,12 @@ func brokerDoc(opts Options) (map[string]any, error) {
 		params[h.Name] = map[string]any{"name": h.Name, "in": "header", "required": false,
 			"description": h.Summary, "schema": s}
 	}
-
 	doc := map[string]any{
 		"openapi": Version,
-		"info": map[string]any{
-			"title":       "mcpx broker API",
-			"version":     opts.Version,
-			"summary":     "The HTTP API of the mcpx daemon, which brokers MCP servers: scoped, pooled children behind one API.",
-			"description": infoDescription,
-		},
+		"info":    info,
 		"servers": []any{map[string]any{"url": "/",
 			"description": "The daemon this document was fetched from: over its unix socket, or over loopback TCP at the url in its daemon.json."}},
-		"tags":     tagList,
+		"tags":     tags,
 		"security": []any{map[string]any{BearerScheme: []string{}}, map[string]any{}},
 		"x-mcpx-authentication": []any{
 			map[string]any{"via": wire.ViaUnix, "description": "The unix socket (mode 0600 in a 0700 directory): the kernel's peer credentials (SO_PEERCRED, LOCAL_PEERPID) must show the daemon's uid; no header is needed. Such a caller is local (its Mcpx-Pid is checked against the peer's process tree) and the owner."},
@@ -179,7 +186,7 @@ var tagDescriptions = map[string]string{
 
 func tagOf(rt wire.Route) string {
 	rest, ok := strings.CutPrefix(rt.Pattern, "/v1/")
-	if !ok {
+	if !ok || rest == "openapi.json" {
 		return "meta"
 	}
 	seg, _, _ := strings.Cut(rest, "/")
@@ -257,8 +264,12 @@ func operation(r *reflector, rt wire.Route) (map[string]any, error) {
 			if s, err = r.schema(rt.Response); err != nil {
 				return nil, err
 			}
-			if rt.Name == wire.OpOpenAPI {
+			switch rt.Name {
+			case wire.OpOpenAPI:
 				desc = "This document."
+				s = map[string]any{"type": "object", "description": "An OpenAPI 3.1 document."}
+			case wire.OpServerOpenAPI, wire.OpToolsOpenAPI:
+				desc = "An OpenAPI 3.1 document with one operation per tool (see the openapi package's documentation)."
 				s = map[string]any{"type": "object", "description": "An OpenAPI 3.1 document."}
 			}
 		}
@@ -276,7 +287,19 @@ func operation(r *reflector, rt wire.Route) (map[string]any, error) {
 			}
 			content[wire.MediaEventStream] = ev
 		}
-		responses["200"] = map[string]any{"description": desc, "content": content}
+		ok := map[string]any{"description": desc, "content": content}
+		if rt.ETag {
+			ok["headers"] = map[string]any{"ETag": map[string]any{
+				"description": "The document's entity tag; send it back as If-None-Match to be answered 304 while the document is unchanged.",
+				"schema":      map[string]any{"type": "string"}}}
+			responses["304"] = map[string]any{"description": "Not modified: the If-None-Match header names the current document's ETag.",
+				"headers": map[string]any{"ETag": map[string]any{"description": "The document's entity tag.", "schema": map[string]any{"type": "string"}}}}
+			params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
+				"description": "An ETag from an earlier answer: the answer is 304 with no body while the document is unchanged.",
+				"schema":      map[string]any{"type": "string"}})
+			op["parameters"] = params
+		}
+		responses["200"] = ok
 	default:
 		return nil, fmt.Errorf("status %d with response type %v", rt.Status, rt.Response)
 	}

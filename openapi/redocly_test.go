@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/openapi"
 )
 
 // The document lints clean (no errors) with @redocly/cli's recommended
@@ -45,4 +46,39 @@ func TestBrokerRedoclyLint(t *testing.T) {
 	if out, err := lint(broken); err == nil || !strings.Contains(out, "no-unresolved-refs") {
 		t.Errorf("redocly lint passed a document with a dangling $ref (%v):\n%s", err, out)
 	}
+}
+
+// redoclyLint lints doc, failing t on an error (warnings are shown).
+func redoclyLint(t *testing.T, doc []byte) {
+	t.Helper()
+	node := testenv.Node(t)
+	cli := testenv.NPMPackageBinNamed(t, "@redocly/cli", "redocly")
+	path := filepath.Join(t.TempDir(), "doc.json")
+	if err := os.WriteFile(path, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), node, cli, "lint", "--format=stylish", path)
+	cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true")
+	out, err := cmd.CombinedOutput()
+	t.Logf("redocly lint:\n%s", out)
+	if err != nil {
+		t.Fatalf("redocly lint found errors: %v", err)
+	}
+}
+
+// A combined document whose servers have broken tools among good ones, and
+// schemas using every carried construct, lints clean.
+func TestToolsRedoclyLint(t *testing.T) {
+	var fid []map[string]any
+	for _, f := range fidelity {
+		fid = append(fid, map[string]any{"name": f.name, "inputSchema": json.RawMessage(f.schema)})
+	}
+	doc, err := openapi.CombinedDocument(openapi.Options{Version: "test"}, []openapi.Server{
+		{Name: "mixed", Tools: toolsJSON(t, mixedTools...)},
+		{Name: "fid", Description: "Schemas of every kind.", Tools: toolsJSON(t, fid...)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	redoclyLint(t, doc)
 }

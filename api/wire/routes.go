@@ -39,6 +39,9 @@ type Route struct {
 	// passed through unchanged, rather than a document of this API's own;
 	// MCPResult names its MCP type.
 	Raw bool
+	// ETag is true if the success answer carries an ETag, and a request
+	// whose If-None-Match names it is answered 304 Not Modified, no body.
+	ETag bool
 
 	// Request is the Go type of the request body; nil = no body.
 	// (OpenAPI generator input.)
@@ -91,6 +94,8 @@ const (
 	OpReloadDaemon    = "reloadDaemon"
 	OpOpenAPI         = "getOpenAPI"
 	OpTypeScript      = "getTypeScriptClient"
+	OpServerOpenAPI   = "getServerOpenAPI"
+	OpToolsOpenAPI    = "getToolsOpenAPI"
 )
 
 // The problems routes share, by what the route does.
@@ -139,6 +144,9 @@ var routes = []Route{
 		Body: BodyArguments, Stream: true, Raw: true,
 		Summary: "Call a tool; the result is the child's CallToolResult, or an event stream of progress then the result",
 		Request: typeArguments, Response: typeRaw, MCPResult: "CallToolResult", Status: 200, Problems: problemsChildBody},
+	{Method: "GET", Pattern: "/v1/servers/{server}/openapi.json", Name: OpServerOpenAPI, Caller: true, ETag: true,
+		Summary:  "One server's OpenAPI 3.1 document: an operation per tool, typed by its schemas, as the child in the caller's scope lists them",
+		Response: typeRaw, Status: 200, Problems: problemsChild},
 	{Method: "GET", Pattern: "/v1/servers/{server}/resources", Name: OpListResources, Caller: true,
 		Summary:  "List one server's resources",
 		Response: reflect.TypeFor[ResourceList](), Status: 200, Problems: problemsChild},
@@ -154,6 +162,9 @@ var routes = []Route{
 		Summary: "Get a prompt with arguments; the result is the child's GetPromptResult",
 		Request: typePromptArguments, Response: typeRaw, MCPResult: "GetPromptResult", Status: 200, Problems: problemsChildBody},
 
+	{Method: "GET", Pattern: "/v1/openapi.json", Name: OpToolsOpenAPI, Caller: true, ETag: true,
+		Summary:  "The OpenAPI 3.1 document of every server the caller may use: an operation per tool; failing servers are reported, not fatal",
+		Response: typeRaw, Status: 200, Problems: problemsCaller},
 	{Method: "GET", Pattern: "/v1/tools", Name: OpListTools, Caller: true,
 		Summary:  "List every server's tools, each tagged with its server; failing servers are reported, not fatal",
 		Response: reflect.TypeFor[ToolList](), Status: 200, Problems: problemsCaller},
