@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
@@ -40,17 +39,7 @@ func (s *server) typeScriptClient(w http.ResponseWriter, r *http.Request) error 
 		servers = picked
 	}
 
-	lists := make([][]json.RawMessage, len(servers))
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i, si := range servers {
-		wg.Go(func() {
-			sreq := req
-			sreq.Server = si.Name
-			lists[i], errs[i] = serverTools(s.b.Tools(r.Context(), sreq))
-		})
-	}
-	wg.Wait()
+	lists, errs := s.toolsOf(r.Context(), req, servers)
 
 	opts := clientgen.ClientOptions{Broker: s.brokerName(), Cwd: req.Context.Cwd}
 	for i, si := range servers {

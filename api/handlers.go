@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -65,23 +66,31 @@ func (s *server) listServerTools(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// toolsOf lists the tools of each of servers in req's scope, concurrently:
+// tools[i] and errs[i] are servers[i]'s (a failing server does not stop the
+// others).
+func (s *server) toolsOf(ctx context.Context, req broker.Request, servers []broker.ServerInfo) (tools [][]json.RawMessage, errs []error) {
+	tools = make([][]json.RawMessage, len(servers))
+	errs = make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, si := range servers {
+		wg.Go(func() {
+			sreq := req
+			sreq.Server = si.Name
+			tools[i], errs[i] = serverTools(s.b.Tools(ctx, sreq))
+		})
+	}
+	wg.Wait()
+	return tools, errs
+}
+
 func (s *server) listTools(w http.ResponseWriter, r *http.Request) error {
 	req, err := request(r)
 	if err != nil {
 		return err
 	}
 	servers := s.b.Servers(req.Caller)
-	tools := make([][]json.RawMessage, len(servers))
-	errs := make([]error, len(servers))
-	var wg sync.WaitGroup
-	for i, si := range servers {
-		wg.Go(func() {
-			sreq := req
-			sreq.Server = si.Name
-			tools[i], errs[i] = serverTools(s.b.Tools(r.Context(), sreq))
-		})
-	}
-	wg.Wait()
+	tools, errs := s.toolsOf(r.Context(), req, servers)
 	out := wire.ToolList{Tools: []json.RawMessage{}}
 	for i, si := range servers {
 		if errs[i] != nil {
