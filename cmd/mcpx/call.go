@@ -21,9 +21,7 @@ func call(ctx context.Context, c *cli, args []string) int {
 	noAutostart := autostartFlag(fs)
 	asJSON := fs.Bool("json", false, "print the raw CallToolResult JSON")
 	progress := fs.Bool("progress", false, "print progress to stderr (default: when stderr is a terminal)")
-	var co callerOpts
-	fs.StringVar(&co.cwd, "cwd", "", "the directory the call is made from (default $PWD)")
-	fs.StringVar(&co.session, "session", "", "the caller's session id (default $MCPX_SESSION_ID)")
+	co := callerFlags(fs, "the directory the call is made from")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code

@@ -84,6 +84,15 @@ type callerOpts struct {
 	session string // --session; "" = $MCPX_SESSION_ID
 }
 
+// callerFlags declares --cwd and --session on fs; cwdUse says what the
+// directory is for ("the call is made from", …).
+func callerFlags(fs *flag.FlagSet, cwdUse string) *callerOpts {
+	co := new(callerOpts)
+	fs.StringVar(&co.cwd, "cwd", "", cwdUse+" (default $PWD)")
+	fs.StringVar(&co.session, "session", "", "the caller's session id (default $MCPX_SESSION_ID)")
+	return co
+}
+
 // caller describes this process to the broker (the Mcpx-* headers).
 func (o callerOpts) caller(c *cli) (client.Caller, error) {
 	cwd, err := callerCwd(o.cwd, c.getenv)

@@ -17,9 +17,7 @@ func clientgenCmd(ctx context.Context, c *cli, args []string) int {
 	noAutostart := autostartFlag(fs)
 	servers := fs.String("servers", "", "comma-separated servers to include (default: every server)")
 	out := fs.String("o", "-", "write the module to this file (- = stdout)")
-	var co callerOpts
-	fs.StringVar(&co.cwd, "cwd", "", "list tools as a caller in this directory (default $PWD)")
-	fs.StringVar(&co.session, "session", "", "the caller's session id (default $MCPX_SESSION_ID)")
+	co := callerFlags(fs, "list tools as a caller in this directory")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code

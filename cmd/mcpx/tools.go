@@ -19,9 +19,7 @@ func tools(ctx context.Context, c *cli, args []string) int {
 	brokerAddr := brokerFlag(fs)
 	noAutostart := autostartFlag(fs)
 	asJSON := fs.Bool("json", false, "print the broker's JSON answer")
-	var co callerOpts
-	fs.StringVar(&co.cwd, "cwd", "", "list as a caller in this directory (default $PWD)")
-	fs.StringVar(&co.session, "session", "", "the caller's session id (default $MCPX_SESSION_ID)")
+	co := callerFlags(fs, "list as a caller in this directory")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
