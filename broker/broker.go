@@ -570,6 +570,12 @@ func (b *Broker) translate(err error, op, server string) error {
 	case errors.Is(err, pool.ErrStartTimeout):
 		e.Kind = KindTimeout
 		private("the server did not finish starting in time")
+	case errors.Is(err, nixresolve.ErrTimeout):
+		// Resolving its nix: command (lock, evaluate, build) ran out of
+		// nix.timeout: a timeout, not a failed child.
+		e.Kind = KindTimeout
+		private("resolving the server's nix: command timed out")
+		e.Hint = "raise nix.timeout in the config for a cold build, or check the flake; `mcpx status` and the daemon log have nix's output"
 	case errors.Is(err, pool.ErrCanceled):
 		e.Kind = KindCanceled
 	case errors.Is(err, pool.ErrSpawnConfig):

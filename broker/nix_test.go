@@ -218,3 +218,26 @@ func BenchmarkSpawnToFirstCall(b *testing.B) {
 		})
 	}
 }
+
+// TestNixTimeoutIsATimeout: a nix: command whose resolution runs out of
+// nix.timeout fails the call as a timeout (504), naming the key to raise,
+// not as a failed child. (The one fake nix of this file: a hung nix cannot
+// be had from the real one on demand.)
+func TestNixTimeoutIsATimeout(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	bin := filepath.Join(t.TempDir(), "nix")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexec sleep 1000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := nixresolve.New(nixresolve.Options{CacheDir: t.TempDir(), Binary: bin, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	b := nixBroker(t, r, map[string]string{"slow": "nix:path:/nowhere#demo"})
+	_, err = b.CallTool(t.Context(), broker.Request{Caller: local, Server: "slow"}, "echo", json.RawMessage(`{"message":"hi"}`), nil)
+	var be *broker.Error
+	if !errors.As(err, &be) || be.Kind != broker.KindTimeout || !strings.Contains(be.Error(), "nix.timeout") {
+		t.Fatalf("call = %v, want a timeout naming nix.timeout", err)
+	}
+}
