@@ -89,6 +89,9 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if q := r.URL.Query(); q.Has("q") || q.Has("tag") {
+		return s.searchTools(w, r, req)
+	}
 	servers := s.b.Servers(req.Caller)
 	tools, errs := s.toolsOf(r.Context(), req, servers)
 	out := wire.ToolList{Tools: []json.RawMessage{}}

@@ -35,6 +35,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpTypeScript:      (*server).typeScriptClient,
 	wire.OpServerOpenAPI:   (*server).serverOpenAPI,
 	wire.OpToolsOpenAPI:    (*server).toolsOpenAPI,
+	wire.OpCatalog:         (*server).catalog,
 }
 
 // route is a wire route with its handler.

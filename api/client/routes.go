@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"mcpx.dev/mcpx/api/wire"
@@ -146,4 +147,24 @@ func (c *Client) TypeScriptClient(ctx context.Context, cl Caller, servers []stri
 		query = "?servers=" + url.QueryEscape(strings.Join(servers, ","))
 	}
 	return readRaw(c.send(ctx, wire.OpTypeScript, &cl, nil, nil, query))
+}
+
+// SearchTools searches every server's tools for terms, keeping those with
+// every one of tags (GET /v1/tools?q=…&tag=…): the hits, best first.
+func (c *Client) SearchTools(ctx context.Context, cl Caller, terms, tags []string) (*wire.ToolList, []byte, error) {
+	q := url.Values{"q": {strings.Join(terms, " ")}}
+	if len(tags) > 0 {
+		q["tag"] = tags
+	}
+	return get[wire.ToolList](ctx, c, wire.OpListTools, &cl, "?"+q.Encode())
+}
+
+// Catalog returns the budgeted catalog of every server's tools, ranked
+// within each server by bias terms if any.
+func (c *Client) Catalog(ctx context.Context, cl Caller, budget int, bias []string) (*wire.Catalog, []byte, error) {
+	q := url.Values{"budget": {strconv.Itoa(budget)}}
+	if len(bias) > 0 {
+		q.Set("bias", strings.Join(bias, " "))
+	}
+	return get[wire.Catalog](ctx, c, wire.OpCatalog, &cl, "?"+q.Encode())
 }

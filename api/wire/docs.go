@@ -93,10 +93,72 @@ type PromptList struct {
 // object with a "server" member added (see TagServer), and a problem for
 // each server whose tools could not be listed. The mcp tag "ServerTool"
 // names that shape: an MCP Tool with a string "server" member.
+//
+// With ?q= (a search), Tools are the hits, best first, Hits says what each
+// scored, in the same order, and Match how the terms matched: "all" (every
+// term matched each hit), "any" (no tool matched them all) or "typo"
+// (nothing matched; hits are within two edits of a term).
 type ToolList struct {
 	Tools  []json.RawMessage `json:"tools" mcp:"ServerTool"`
+	Match  string            `json:"match,omitempty"`
+	Hits   []ToolHit         `json:"hits,omitempty"`
 	Errors []*Problem        `json:"errors,omitempty"`
 }
+
+// ToolHit is what one tool found by a search scored, term by term.
+type ToolHit struct {
+	Server string      `json:"server"`
+	Name   string      `json:"name"`
+	Score  int         `json:"score"`
+	Terms  []TermScore `json:"terms"`
+}
+
+// TermScore is one search term's contribution to a hit.
+type TermScore struct {
+	Term   string      `json:"term"`
+	Points int         `json:"points"`
+	Parts  []ScorePart `json:"parts,omitempty"`
+}
+
+// ScorePart is one reason a term matched: the field (name, tag, path,
+// server, description), how (exact, prefix, contains, word, typo), and the
+// points it earned.
+type ScorePart struct {
+	Field  string `json:"field"`
+	Why    string `json:"why"`
+	Points int    `json:"points"`
+}
+
+// Catalog is the /v1/catalog document: every server with its tool count,
+// then the one-line signatures a budget of tokens (four characters each)
+// let in, taken round-robin across servers.
+type Catalog struct {
+	Budget     int                `json:"budget"`
+	Used       int                `json:"used"`
+	Servers    []CatalogServer    `json:"servers"`
+	Signatures []CatalogSignature `json:"signatures"`
+	Errors     []*Problem         `json:"errors,omitempty"`
+}
+
+// CatalogServer is a server of a catalog: its tool count, and how many of
+// their signatures are shown.
+type CatalogServer struct {
+	Server string `json:"server"`
+	Tools  int    `json:"tools"`
+	Shown  int    `json:"shown"`
+}
+
+// CatalogSignature is one tool's one-line signature, and its cost in tokens.
+type CatalogSignature struct {
+	Server    string `json:"server"`
+	Name      string `json:"name"`
+	Signature string `json:"signature"`
+	Cost      int    `json:"cost"`
+}
+
+// DefaultCatalogBudget is the budget of /v1/catalog without ?budget=, in
+// tokens.
+const DefaultCatalogBudget = 1000
 
 // InstanceList is the /v1/instances document.
 type InstanceList struct {

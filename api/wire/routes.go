@@ -96,6 +96,7 @@ const (
 	OpTypeScript      = "getTypeScriptClient"
 	OpServerOpenAPI   = "getServerOpenAPI"
 	OpToolsOpenAPI    = "getToolsOpenAPI"
+	OpCatalog         = "getCatalog"
 )
 
 // The problems routes share, by what the route does.
@@ -166,8 +167,13 @@ var routes = []Route{
 		Summary:  "The OpenAPI 3.1 document of every server the caller may use: an operation per tool; failing servers are reported, not fatal",
 		Response: typeRaw, Status: 200, Problems: problemsCaller},
 	{Method: "GET", Pattern: "/v1/tools", Name: OpListTools, Caller: true,
-		Summary:  "List every server's tools, each tagged with its server; failing servers are reported, not fatal",
-		Response: reflect.TypeFor[ToolList](), Status: 200, Problems: problemsCaller},
+		OptionalQuery: []string{"q", "tag"},
+		Summary:       "List every server's tools, each tagged with its server, or search them (?q=terms, ?tag=t repeated); failing servers are reported, not fatal",
+		Response:      reflect.TypeFor[ToolList](), Status: 200, Problems: problemsCaller},
+	{Method: "GET", Pattern: "/v1/catalog", Name: OpCatalog, Caller: true,
+		OptionalQuery: []string{"budget", "bias"},
+		Summary:       "A budgeted catalog: every server with its tool count, then one-line signatures round-robin across servers until ?budget= tokens are spent, ranked by ?bias= terms if given",
+		Response:      reflect.TypeFor[Catalog](), Status: 200, Problems: problemsCaller},
 
 	{Method: "GET", Pattern: "/v1/clients/typescript", Name: OpTypeScript, Caller: true,
 		OptionalQuery: []string{"servers"}, Media: MediaTypeScript,

@@ -42,6 +42,8 @@ func commands() []command {
 		{"serve", "[--config F] [--state-dir D] [--socket P] [--listen 127.0.0.1:PORT|off]", "run the broker daemon", serve},
 		{"call", "[flags] <server>.<tool> [json|-]", "call a tool through the broker and print its result", call},
 		{"tools", "[--json] [server]", "list the tools of every server, or of one", tools},
+		{"search", "[--tag t] [--explain] [--json] <terms>", "search every server's tools by name, tag, server and description", searchCmd},
+		{"catalog", "[--budget N] [--bias Q] [--json]", "every server with its tool count, then tool signatures within a token budget", catalogCmd},
 		{"status", "[--json]", "list the running server instances", status},
 		{"stop", "<instance-id>", "stop one instance", stop},
 		{"daemon", "stop|info [--json]", "stop the daemon, or show its pid, socket, URL, config and files", daemonCmd},

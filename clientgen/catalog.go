@@ -1,0 +1,209 @@
+package clientgen
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Catalog is a compact view of many servers' tools within a budget of
+// tokens (see [NewCatalog]).
+type Catalog struct {
+	// Budget is the budget it was built for, in tokens; Used is what its
+	// signatures cost.
+	Budget int `json:"budget"`
+	Used   int `json:"used"`
+	// Servers lists every server, by name, whatever the budget.
+	Servers []CatalogServer `json:"servers"`
+	// Signatures are the signatures shown, grouped by server in the order
+	// of Servers, each server's in its rank order.
+	Signatures []Signature `json:"signatures"`
+}
+
+// CatalogServer is one server of a [Catalog]: how many tools it has, and
+// how many of their signatures the budget let in.
+type CatalogServer struct {
+	Server string `json:"server"`
+	Tools  int    `json:"tools"`
+	Shown  int    `json:"shown"`
+}
+
+// Signature is one tool's one-line signature and its cost in tokens.
+type Signature struct {
+	Server string `json:"server"`
+	Name   string `json:"name"`
+	Text   string `json:"text"`
+	Cost   int    `json:"cost"`
+}
+
+// NewCatalog builds the catalog of tools within budget tokens, a token being
+// four characters of a signature line (its newline included, rounded up).
+//
+// Every server is listed with its tool count, at no cost, so that none is
+// invisible even at budget 0. Each server's signatures are ranked cheapest
+// first (ties by name) or, with bias terms, by their [Search] score against
+// the terms (any term counts; ties cheapest first, then by name). The
+// budget is then spent round-robin: a pass takes the next signature of each
+// server in name order, and passes go on while one takes something. A server
+// whose next signature does not fit is done, so a server's shown signatures
+// are always its best ranked ones. The result depends only on its inputs.
+func NewCatalog(tools []Tool, budget int, bias []string) Catalog {
+	tools = sortTools(tools)
+	c := Catalog{Budget: max(budget, 0), Servers: []CatalogServer{}, Signatures: []Signature{}}
+	bias = cleanTerms(bias)
+	var ranked [][]Signature
+	for i := 0; i < len(tools); {
+		j := i
+		for j < len(tools) && tools[j].Server == tools[i].Server {
+			j++
+		}
+		ranked = append(ranked, rankSignatures(tools[i:j], bias))
+		c.Servers = append(c.Servers, CatalogServer{Server: tools[i].Server, Tools: j - i})
+		i = j
+	}
+	taken := make([][]Signature, len(ranked))
+	done := make([]bool, len(ranked))
+	for progress := true; progress; {
+		progress = false
+		for s, sigs := range ranked {
+			k := len(taken[s])
+			if done[s] || k == len(sigs) {
+				continue
+			}
+			if c.Used+sigs[k].Cost > c.Budget {
+				done[s] = true
+				continue
+			}
+			c.Used += sigs[k].Cost
+			taken[s] = append(taken[s], sigs[k])
+			progress = true
+		}
+	}
+	for s := range taken {
+		c.Servers[s].Shown = len(taken[s])
+		c.Signatures = append(c.Signatures, taken[s]...)
+	}
+	return c
+}
+
+// rankSignatures ranks the signatures of one server's tools.
+func rankSignatures(tools []Tool, bias []string) []Signature {
+	type ranked struct {
+		sig   Signature
+		score int
+	}
+	rs := make([]ranked, len(tools))
+	for i, t := range tools {
+		text := signature(t)
+		rs[i] = ranked{sig: Signature{Server: t.Server, Name: t.Name, Text: text, Cost: (len(text) + 1 + 3) / 4}}
+		for _, term := range bias {
+			rs[i].score += scoreTerm(t, term).Points
+		}
+	}
+	slices.SortStableFunc(rs, func(a, b ranked) int {
+		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.sig.Cost, b.sig.Cost), cmp.Compare(a.sig.Name, b.sig.Name))
+	})
+	out := make([]Signature, len(rs))
+	for i, r := range rs {
+		out[i] = r.sig
+	}
+	return out
+}
+
+// String renders the catalog as text: one line per server, a blank line,
+// then one line per signature.
+func (c Catalog) String() string {
+	var b strings.Builder
+	for _, s := range c.Servers {
+		fmt.Fprintf(&b, "%s: %d tools", s.Server, s.Tools)
+		if s.Shown < s.Tools {
+			fmt.Fprintf(&b, ", %d shown", s.Shown)
+		}
+		b.WriteByte('\n')
+	}
+	if len(c.Signatures) > 0 {
+		b.WriteByte('\n')
+	}
+	for _, s := range c.Signatures {
+		b.WriteString(s.Text)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// signature is a tool's compact one-line TypeScript-like signature:
+// server.tool({a: string, b?: number}), with the top-level properties of its
+// input schema, each typed shallowly (see shallowType).
+func signature(t Tool) string {
+	var b strings.Builder
+	if t.Server != "" {
+		b.WriteString(t.Server + ".")
+	}
+	b.WriteString(t.Name + "(")
+	v, err := decodeJSON(t.InputSchema)
+	o, _ := v.(*object)
+	if err == nil && o != nil {
+		if props := o.obj("properties"); props != nil && len(props.keys) > 0 {
+			req := stringList(o, "required")
+			b.WriteString("{")
+			for i, k := range props.keys {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(k)
+				if !slices.Contains(req, k) {
+					b.WriteString("?")
+				}
+				b.WriteString(": " + shallowType(props.vals[k]))
+			}
+			b.WriteString("}")
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// shallowType names a property schema's type in a few characters: a JSON
+// type, a type array as a union, a short enum as its literals, an array as
+// <items>[]; anything else is "any".
+func shallowType(v any) string {
+	o, ok := v.(*object)
+	if !ok {
+		return "any"
+	}
+	if vals, ok := o.arr("enum"); ok && len(vals) > 0 && len(vals) <= 4 {
+		lits := make([]string, 0, len(vals))
+		for _, v := range vals {
+			lits = append(lits, compactJSON(v))
+		}
+		return strings.Join(lits, "|")
+	}
+	types := typeNames(o)
+	if len(types) == 0 {
+		return "any"
+	}
+	for i, t := range types {
+		switch t {
+		case "integer":
+			types[i] = "number"
+		case "array":
+			item := "any"
+			if it := o.obj("items"); it != nil {
+				if st := typeNames(it); len(st) == 1 && st[0] != "array" && st[0] != "object" {
+					item = strings.Replace(st[0], "integer", "number", 1)
+				}
+			}
+			types[i] = item + "[]"
+		}
+	}
+	return strings.Join(types, "|")
+}
+
+// typeNames is a schema's type keyword as a list.
+func typeNames(o *object) []string {
+	if t, ok := o.str("type"); ok {
+		return []string{t}
+	}
+	return stringList(o, "type")
+}
