@@ -89,4 +89,8 @@
 // broker before handing the pool its definitions was the alternative: it
 // would run nix at config load and reload for servers nobody calls, and
 // hold up SetServers for every server behind one slow build.
+//
+// A refresh that changes a program is the broker's to act on: it bumps the
+// revision of each server running that spec (pool.Server.Revision), and the
+// pool drains and replaces their instances as for any changed definition.
 package nixresolve

@@ -128,6 +128,11 @@ func (r *Resolver) GC(keep func(spec string) bool) ([]Program, error) {
 	return dropped, errors.Join(errs...)
 }
 
+// Pinned reports whether spec names an exact revision or content hash
+// (github:owner/repo/<40 hex>, ?rev=…, ?narHash=…): no refresh can change
+// what such a spec runs. It runs no nix.
+func Pinned(spec string) bool { return pinnedSpec(spec) }
+
 // hex40 is a full git commit hash.
 var hex40 = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
