@@ -35,6 +35,9 @@ var handlers = map[string]handlerFunc{
 	wire.OpTypeScript:      (*server).typeScriptClient,
 	wire.OpServerOpenAPI:   (*server).serverOpenAPI,
 	wire.OpToolsOpenAPI:    (*server).toolsOpenAPI,
+	wire.OpListNix:         (*server).listNix,
+	wire.OpRefreshNix:      (*server).refreshNix,
+	wire.OpGCNix:           (*server).gcNix,
 }
 
 // route is a wire route with its handler.
