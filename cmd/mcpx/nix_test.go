@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,7 +75,14 @@ func TestNixCommand(t *testing.T) {
 		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", state, "--listen", "off"},
 			strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
 	}()
-	testenv.WaitFor(t, "the socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	// The socket file exists a moment before it accepts: wait for a dial.
+	testenv.WaitFor(t, "the socket", func() bool {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 	mcpx := func(args ...string) string {
 		t.Helper()
 		var out, errOut bytes.Buffer
