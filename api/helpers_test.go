@@ -22,6 +22,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/openapi"
 )
 
@@ -61,6 +62,7 @@ type daemonOptions struct {
 	bodyTimeout, writeTimeout time.Duration
 	maxConns                  int
 	wrapTCP                   func(net.Listener) net.Listener
+	nix                       *nixresolve.Resolver // broker.Options.Nix
 }
 
 func startDaemon(t *testing.T, o daemonOptions) *daemon {
@@ -71,7 +73,7 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	}
 	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b, err := broker.New(broker.Options{Config: cfg, Logger: logger})
+	b, err := broker.New(broker.Options{Config: cfg, Logger: logger, Nix: o.nix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,9 @@ var handlers = map[string]handlerFunc{
 	wire.OpServerOpenAPI:   (*server).serverOpenAPI,
 	wire.OpToolsOpenAPI:    (*server).toolsOpenAPI,
 	wire.OpCatalog:         (*server).catalog,
+	wire.OpListNix:         (*server).listNix,
+	wire.OpRefreshNix:      (*server).refreshNix,
+	wire.OpGCNix:           (*server).gcNix,
 }
 
 // route is a wire route with its handler.

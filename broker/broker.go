@@ -114,8 +114,12 @@ type Broker struct {
 	scope *Resolver
 	pool  *pool.Pool
 
-	mu  sync.RWMutex
-	cfg *config.Config // guarded by mu
+	nix   *nixresolve.Resolver // nil: nix: commands fail
+	setMu sync.Mutex           // serializes handing the pool its definitions
+
+	mu   sync.RWMutex
+	cfg  *config.Config // guarded by mu
+	revs map[string]int // guarded by mu; per server, bumped when a refresh changed its program
 }
 
 // New builds a broker. It starts no children; Close stops them.
@@ -130,7 +134,8 @@ func New(opts Options) (*Broker, error) {
 	pc := opts.Config.Pool
 	// A second's revalidation window: a hot directory costs no stat per
 	// call, and a `git init` or removed worktree is noticed within a second.
-	b := &Broker{log: log, scope: NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second, CeilingDirs: opts.Config.CeilingDirs})}
+	b := &Broker{log: log, nix: opts.Nix, revs: map[string]int{},
+		scope: NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second, CeilingDirs: opts.Config.CeilingDirs})}
 	b.pool = pool.New(pool.Options{
 		MaxInstances:  pc.MaxInstances,
 		IdleTimeout:   pc.IdleTimeout.D(),
@@ -156,10 +161,8 @@ func New(opts Options) (*Broker, error) {
 // running; changed or removed servers' instances are drained and replaced.
 // Pool-wide limits take effect at the next start of the daemon.
 func (b *Broker) SetConfig(cfg *config.Config) {
-	defs := make([]pool.Server, 0, len(cfg.Servers))
-	for _, name := range sortedNames(cfg.Servers) {
-		defs = append(defs, poolServer(name, cfg.Servers[name]))
-	}
+	b.setMu.Lock()
+	defer b.setMu.Unlock()
 	b.mu.Lock()
 	old := b.cfg
 	b.cfg = cfg
@@ -167,6 +170,22 @@ func (b *Broker) SetConfig(cfg *config.Config) {
 	if old != nil && !reflect.DeepEqual(old.Nix, cfg.Nix) {
 		b.log.Warn("the nix settings changed; they take effect at the next start of the daemon")
 	}
+	b.applyServers()
+}
+
+// applyServers hands the pool the current definitions, revisions included;
+// the pool drains and replaces the instances of those that changed. The
+// caller holds setMu, so that two updates reach the pool in order.
+func (b *Broker) applyServers() {
+	b.mu.RLock()
+	cfg := b.cfg
+	defs := make([]pool.Server, 0, len(cfg.Servers))
+	for _, name := range sortedNames(cfg.Servers) {
+		d := poolServer(name, cfg.Servers[name])
+		d.Revision = b.revs[name]
+		defs = append(defs, d)
+	}
+	b.mu.RUnlock()
 	b.pool.SetServers(defs)
 }
 

@@ -50,11 +50,23 @@
 // The cache file (CacheDir/cache.json, written atomically) survives
 // restarts: a new Resolver on the same directory starts hot.
 //
+// # Listing, refresh and GC
+//
+// [Resolver.Entries] lists the cache: each spec with its locked URL, rev
+// and narHash, store path, program and resolution time, and whether it is
+// pinned — the spec itself names a revision or content hash
+// (github:owner/repo/<40 hex>, ?rev=…, ?narHash=…), so no refresh can
+// change what it runs. [Resolver.Refresh] locks a spec anew, builds it and
+// replaces its entry: the only way a floating spec moves. The new GC root
+// is made by the build before the old one is removed, and a failed refresh
+// leaves the old entry in place. [Resolver.GC] drops the entries its
+// caller no longer references, with their roots and any stray root in
+// roots/; nix's own collector frees the store paths later.
+//
 // TODO(2026-11-30, issue 11 "Nix program specs resolved on the daemon"):
-// refresh (nix.refresh: never | on-reload | an interval; `mcpx nix
-// refresh`), `mcpx nix ls` and `mcpx nix gc` (dropping entries and roots no
-// server references), status showing each instance's spec, rev and store
-// path, and execution environments (devShells via nix print-dev-env).
+// the refresh policy nix.refresh (never | on-reload | an interval), status
+// showing each instance's spec, rev and store path, and execution
+// environments (devShells via nix print-dev-env).
 //
 // # Errors
 //
@@ -77,4 +89,8 @@
 // broker before handing the pool its definitions was the alternative: it
 // would run nix at config load and reload for servers nobody calls, and
 // hold up SetServers for every server behind one slow build.
+//
+// A refresh that changes a program is the broker's to act on: it bumps the
+// revision of each server running that spec (pool.Server.Revision), and the
+// pool drains and replaces their instances as for any changed definition.
 package nixresolve

@@ -91,6 +91,7 @@ type Resolver struct {
 // are set.
 type flight struct {
 	done chan struct{}
+	prev Program // the cache entry it replaced, if any
 	prog Program
 	err  error
 }
@@ -224,16 +225,32 @@ func (r *Resolver) Resolve(ctx context.Context, spec string) (Program, error) {
 		}
 		r.log.Warn("nix program vanished from the store; resolving again", "spec", key, "path", p.Path)
 	}
-	r.mu.Lock()
-	if f = r.flights[key]; f == nil && !r.closed {
-		f = &flight{done: make(chan struct{})}
-		r.flights[key] = f
-		r.wg.Go(func() { r.fly(key, spec, f) })
-	}
-	r.mu.Unlock()
+	f = r.join(key, spec)
 	if f == nil {
 		return Program{}, &Error{Spec: spec, Err: ErrClosed, Msg: "the daemon is shutting down"}
 	}
+	return f.wait(ctx, spec)
+}
+
+// join returns the resolution of key running now, or starts one; nil once
+// the resolver is closed.
+func (r *Resolver) join(key, written string) *flight {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	f := r.flights[key]
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+		r.flights[key] = f
+		r.wg.Go(func() { r.fly(key, written, f) })
+	}
+	return f
+}
+
+// wait waits for f's outcome; ctx bounds only this caller's wait.
+func (f *flight) wait(ctx context.Context, spec string) (Program, error) {
 	select {
 	case <-f.done:
 		return f.prog, f.err
@@ -264,12 +281,12 @@ func (r *Resolver) fly(key, written string, f *flight) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.flights, key)
-	f.prog, f.err = p, err
+	old := r.entries[key]
+	f.prev, f.prog, f.err = old, p, err
 	close(f.done)
 	if err != nil {
 		return
 	}
-	old := r.entries[key]
 	r.entries[key] = p
 	if serr := r.saveLocked(); serr != nil {
 		r.log.Warn("nix cache not saved; the next start resolves again", "file", r.file, "err", serr)

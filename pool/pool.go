@@ -56,6 +56,13 @@ type Server struct {
 	// over either.
 	InheritEnv    []string
 	InheritAllEnv bool
+
+	// Revision is opaque to the pool. Its owner bumps it when what the
+	// definition runs changed while the definition did not (a nix: command
+	// refreshed to a new store path): like any change of the definition,
+	// it drains and replaces the running instances. It is no part of the
+	// definition's memo fingerprint.
+	Revision int `json:"-"`
 }
 
 // Options configure a Pool. The zero value is usable.

@@ -97,6 +97,9 @@ const (
 	OpServerOpenAPI   = "getServerOpenAPI"
 	OpToolsOpenAPI    = "getToolsOpenAPI"
 	OpCatalog         = "getCatalog"
+	OpListNix         = "listNix"
+	OpRefreshNix      = "refreshNix"
+	OpGCNix           = "gcNix"
 )
 
 // The problems routes share, by what the route does.
@@ -186,6 +189,17 @@ var routes = []Route{
 	{Method: "DELETE", Pattern: "/v1/instances/{id}", Name: OpStopInstance,
 		Summary: "Stop one instance after draining its calls",
 		Status:  204, Problems: []string{KindNotFound, KindForbidden, KindTimeout, KindCanceled, KindInternal}},
+
+	{Method: "GET", Pattern: "/v1/nix", Name: OpListNix,
+		Summary:  "List the servers whose command is a nix: spec, with the locked rev and store path each resolved to, and the cache entries no server references (admin)",
+		Response: reflect.TypeFor[NixList](), Status: 200, Problems: problemsAny},
+	{Method: "POST", Pattern: "/v1/nix/gc", Name: OpGCNix,
+		Summary:  "Drop the nix cache entries, and their GC roots, that no server references (admin)",
+		Response: reflect.TypeFor[NixGC](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindInternal}},
+	{Method: "POST", Pattern: "/v1/nix/refresh/{server}", Name: OpRefreshNix,
+		Summary:  "Resolve a server's nix: command again (new lock, build); if the program changed, its instances are drained and replaced (admin)",
+		Response: reflect.TypeFor[NixRefreshed](), Status: 200,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout, KindUnavailable, KindCanceled, KindInternal}},
 
 	{Method: "POST", Pattern: "/v1/daemon/stop", Name: OpStopDaemon,
 		Summary: "Stop the daemon: it answers, then stops accepting, drains calls and stops every child",

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"net/http"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/nixresolve"
+)
+
+// The nix routes name commands, store paths and GC roots of the daemon's
+// machine, and refresh and gc change what runs: admins only.
+func checkNixAdmin(r *http.Request, what string) error {
+	if c, _ := callerFrom(r.Context()); !c.Admin {
+		return &broker.Error{Kind: broker.KindForbidden, Op: what, Msg: "only an admin may " + what}
+	}
+	return nil
+}
+
+func (s *server) listNix(w http.ResponseWriter, r *http.Request) error {
+	if err := checkNixAdmin(r, "list nix programs"); err != nil {
+		return err
+	}
+	ls := s.b.NixList()
+	out := wire.NixList{Servers: []wire.NixServer{}, Unreferenced: []wire.NixProgram{}}
+	for _, ns := range ls.Servers {
+		doc := wire.NixServer{Server: ns.Server, Spec: ns.Spec, Pinned: ns.Pinned}
+		if ns.Resolved {
+			p := nixProgramDoc(ns.Program, ns.Pinned)
+			doc.Program = &p
+		}
+		out.Servers = append(out.Servers, doc)
+	}
+	for _, e := range ls.Unreferenced {
+		out.Unreferenced = append(out.Unreferenced, nixProgramDoc(e.Program, e.Pinned))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *server) refreshNix(w http.ResponseWriter, r *http.Request) error {
+	if err := checkNixAdmin(r, "refresh a nix command"); err != nil {
+		return err
+	}
+	res, err := s.b.NixRefresh(r.Context(), param(r, "server"))
+	if err != nil {
+		return err
+	}
+	pinned := nixresolve.Pinned(res.Current.Spec)
+	out := wire.NixRefreshed{Server: res.Server, Current: nixProgramDoc(res.Current, pinned),
+		Changed: res.Changed, Replaced: res.Replaced}
+	if res.Previous.Path != "" {
+		p := nixProgramDoc(res.Previous, pinned)
+		out.Previous = &p
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *server) gcNix(w http.ResponseWriter, r *http.Request) error {
+	if err := checkNixAdmin(r, "clean the nix cache"); err != nil {
+		return err
+	}
+	dropped, err := s.b.NixGC()
+	if err != nil {
+		return err
+	}
+	out := wire.NixGC{Dropped: []wire.NixProgram{}}
+	for _, p := range dropped {
+		out.Dropped = append(out.Dropped, nixProgramDoc(p, nixresolve.Pinned(p.Spec)))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func nixProgramDoc(p nixresolve.Program, pinned bool) wire.NixProgram {
+	return wire.NixProgram{Spec: p.Spec, Path: p.Path, StorePath: p.StorePath,
+		LockedURL: p.Locked.URL, Rev: p.Locked.Rev, NarHash: p.Locked.NarHash, LastModified: p.Locked.LastModified,
+		Root: p.Root, ResolvedAt: p.ResolvedAt, Pinned: pinned}
+}

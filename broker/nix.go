@@ -1,0 +1,154 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"mcpx.dev/mcpx/nixresolve"
+)
+
+// NixServer is a server whose command is a nix: spec, as `mcpx nix ls`
+// shows it: the spec as configured and what it resolved to, if it has.
+type NixServer struct {
+	Server   string `json:"server"`
+	Spec     string `json:"spec"`   // the command as configured
+	Pinned   bool   `json:"pinned"` // the spec names a rev or narHash (nixresolve.Pinned)
+	Resolved bool   `json:"resolved"`
+	// Program is the cache entry (locked URL, rev, narHash, store path,
+	// program, resolution time) when Resolved.
+	Program nixresolve.Program `json:"program,omitzero"`
+}
+
+// NixList is the daemon's nix: servers and cache.
+type NixList struct {
+	Servers []NixServer `json:"servers"` // sorted by name
+	// Unreferenced are cache entries no configured server's command names
+	// now: what NixGC would drop.
+	Unreferenced []nixresolve.Entry `json:"unreferenced"`
+}
+
+// NixRefreshed is what NixRefresh did.
+type NixRefreshed struct {
+	Server   string             `json:"server"`
+	Previous nixresolve.Program `json:"previous,omitzero"` // zero if the spec had not been resolved
+	Current  nixresolve.Program `json:"current"`
+	// Changed: the program is another path; the servers in Replaced (every
+	// server whose command is this spec) have their instances drained and
+	// replaced, so the next call runs the new program.
+	Changed  bool     `json:"changed"`
+	Replaced []string `json:"replaced,omitempty"`
+}
+
+// NixList lists the servers whose command is a nix: spec, with what each
+// resolved to, and the cache entries no server references. It runs no nix.
+func (b *Broker) NixList() NixList {
+	cfg := b.currentConfig()
+	out := NixList{Servers: []NixServer{}, Unreferenced: []nixresolve.Entry{}}
+	refs := map[string]bool{}
+	for _, name := range sortedNames(cfg.Servers) {
+		cmd := cfg.Servers[name].Command
+		if !nixresolve.IsSpec(cmd) {
+			continue
+		}
+		ns := NixServer{Server: name, Spec: cmd, Pinned: nixresolve.Pinned(cmd)}
+		if b.nix != nil {
+			if key, err := b.nix.Key(cmd); err == nil {
+				refs[key] = true
+			}
+			ns.Program, ns.Resolved = b.nix.Cached(cmd)
+		}
+		out.Servers = append(out.Servers, ns)
+	}
+	if b.nix != nil {
+		for _, e := range b.nix.Entries() {
+			if !refs[e.Spec] {
+				out.Unreferenced = append(out.Unreferenced, e)
+			}
+		}
+	}
+	return out
+}
+
+// NixRefresh resolves server's nix: command again (nixresolve.Refresh: a
+// new lock, a build) and, when that changed the program, drains and
+// replaces the instances of every server whose command is that spec, as a
+// config reload does for a changed definition: each server's revision is
+// bumped and the pool, seeing changed definitions, stops their instances
+// once their calls are done; the next call spawns the new store path.
+// KindNotFound for an unknown server, KindBadRequest for one whose command
+// is not a nix: spec; a failed resolution keeps the old program running.
+func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, error) {
+	const op = "refresh nix command"
+	cfg := b.currentConfig()
+	s := cfg.Servers[server]
+	if s == nil {
+		return NixRefreshed{}, b.notFound(server, Caller{})
+	}
+	if !nixresolve.IsSpec(s.Command) {
+		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,
+			Msg: "the server's command is not a nix: spec; there is nothing to refresh"}
+	}
+	if b.nix == nil {
+		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,
+			Msg: "this daemon has no nix resolver"}
+	}
+	prev, next, err := b.nix.Refresh(ctx, s.Command)
+	if err != nil {
+		e := &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
+			Msg:     "resolving the server's nix: command again failed; its instances keep the program they run",
+			Private: err.Error()}
+		switch {
+		case errors.Is(err, nixresolve.ErrTimeout):
+			e.Kind, e.Hint = KindTimeout, "raise nix.timeout in the config for a cold build"
+		case errors.Is(err, nixresolve.ErrClosed):
+			e.Kind = KindUnavailable
+		case ctx.Err() != nil:
+			e.Kind, e.Msg, e.Private = KindCanceled, "the caller went away; the resolution goes on and lands in the cache", ""
+		}
+		return NixRefreshed{}, e
+	}
+	out := NixRefreshed{Server: server, Previous: prev, Current: next, Changed: prev.Path != next.Path}
+	if !out.Changed {
+		return out, nil
+	}
+	b.setMu.Lock()
+	defer b.setMu.Unlock()
+	b.mu.Lock()
+	for _, name := range sortedNames(b.cfg.Servers) {
+		cmd := b.cfg.Servers[name].Command
+		if key, err := b.nix.Key(cmd); err == nil && nixresolve.IsSpec(cmd) && key == next.Spec {
+			b.revs[name]++
+			out.Replaced = append(out.Replaced, name)
+		}
+	}
+	b.mu.Unlock()
+	b.log.Info("nix command refreshed; replacing instances", "server", server, "spec", next.Spec,
+		"from", prev.StorePath, "to", next.StorePath, "rev", next.Locked.Rev, "servers", out.Replaced)
+	b.applyServers()
+	return out, nil
+}
+
+// NixGC drops the nix cache entries no configured server's command names,
+// with their GC roots (nixresolve.GC), and returns them. A server added
+// later with such a spec resolves it again.
+func (b *Broker) NixGC() ([]nixresolve.Program, error) {
+	if b.nix == nil {
+		return nil, &Error{Kind: KindBadRequest, Op: "nix gc", Msg: "this daemon has no nix resolver"}
+	}
+	cfg := b.currentConfig()
+	var keys []string
+	for _, s := range cfg.Servers {
+		if !nixresolve.IsSpec(s.Command) {
+			continue
+		}
+		if key, err := b.nix.Key(s.Command); err == nil {
+			keys = append(keys, key)
+		}
+	}
+	dropped, err := b.nix.GC(func(spec string) bool { return slices.Contains(keys, spec) })
+	if err != nil {
+		return dropped, &Error{Kind: KindInternal, Op: "nix gc", Msg: "cleaning the nix cache failed", Err: err}
+	}
+	return dropped, nil
+}

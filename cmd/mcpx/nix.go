@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"mcpx.dev/mcpx/api/wire"
+)
+
+// nixCmd is `mcpx nix ls|refresh <server>|gc`: the daemon's nix: servers,
+// what each resolved to, re-resolving one, and dropping unused entries.
+func nixCmd(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "nix")
+	brokerAddr := brokerFlag(fs)
+	asJSON := fs.Bool("json", false, "print the broker's JSON answer")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(pos) == 1 && (pos[0] == "ls" || pos[0] == "gc"):
+	case len(pos) == 2 && pos[0] == "refresh":
+	default:
+		return usageError(c, fs, "want `ls`, `refresh <server>` or `gc`")
+	}
+	bc, err := newBrokerClient(c, *brokerAddr)
+	if err != nil {
+		return report(c, err)
+	}
+	var raw []byte
+	switch pos[0] {
+	case "ls":
+		var doc *wire.NixList
+		if doc, raw, err = bc.Nix(ctx); err == nil && !*asJSON {
+			printNixList(c, doc)
+		}
+	case "refresh":
+		var doc *wire.NixRefreshed
+		if doc, raw, err = bc.NixRefresh(ctx, pos[1]); err == nil && !*asJSON {
+			printNixRefreshed(c, doc)
+		}
+	case "gc":
+		var doc *wire.NixGC
+		if doc, raw, err = bc.NixGC(ctx); err == nil && !*asJSON {
+			fmt.Fprintf(c.stdout, "dropped %d cache entries\n", len(doc.Dropped))
+			for _, p := range doc.Dropped {
+				fmt.Fprintf(c.stdout, "  %s  %s\n", p.Spec, p.StorePath)
+			}
+		}
+	}
+	if err != nil {
+		return report(c, err)
+	}
+	if *asJSON {
+		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
+	}
+	return exitOK
+}
+
+func printNixList(c *cli, doc *wire.NixList) {
+	if len(doc.Servers) == 0 {
+		fmt.Fprintln(c.stdout, "no server's command is a nix: spec")
+	} else {
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SERVER\tSPEC\tPINNED\tREV\tSTORE PATH")
+		for _, s := range doc.Servers {
+			rev, store := "-", "(not resolved yet)"
+			if p := s.Program; p != nil {
+				rev, store = nixRev(*p), p.StorePath
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Server, s.Spec, yesNo(s.Pinned), rev, store)
+		}
+		tw.Flush()
+	}
+	if len(doc.Unreferenced) > 0 {
+		fmt.Fprintf(c.stdout, "unreferenced (`mcpx nix gc` drops them):\n")
+		for _, p := range doc.Unreferenced {
+			fmt.Fprintf(c.stdout, "  %s  %s  %s\n", p.Spec, nixRev(p), p.StorePath)
+		}
+	}
+}
+
+func printNixRefreshed(c *cli, doc *wire.NixRefreshed) {
+	if !doc.Changed {
+		fmt.Fprintf(c.stdout, "%s: unchanged (%s, %s)\n", doc.Server, nixRev(doc.Current), doc.Current.StorePath)
+		return
+	}
+	from := "(not resolved before)"
+	if doc.Previous != nil {
+		from = nixRev(*doc.Previous) + " " + doc.Previous.StorePath
+	}
+	fmt.Fprintf(c.stdout, "%s: %s\n  -> %s %s\nreplacing the instances of %s\n", doc.Server, from,
+		nixRev(doc.Current), doc.Current.StorePath, strings.Join(doc.Replaced, ", "))
+}
+
+// nixRev is the locked revision, short, or the narHash for a path: ref.
+func nixRev(p wire.NixProgram) string {
+	switch {
+	case len(p.Rev) >= 12:
+		return p.Rev[:12]
+	case p.Rev != "":
+		return p.Rev
+	case p.NarHash != "":
+		return p.NarHash
+	}
+	return "-"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

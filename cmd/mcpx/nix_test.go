@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+)
+
+const nixDemoFlake = `{
+  outputs = { self }: {
+    packages.SYSTEM.demo = derivation {
+      name = "mcp-demo-1.0"; system = "SYSTEM"; builder = "/bin/sh";
+      script = builtins.readFile ./demo.sh;
+      args = [ "-c" ''/bin/mkdir -p $out/bin && printf '%s\n' "$script" > $out/bin/demo && /bin/chmod +x $out/bin/demo'' ];
+    } // { meta.mainProgram = "demo"; };
+  };
+}
+`
+
+// TestNixCommand: `mcpx nix ls` shows a nix: server's spec, lock and store
+// path; after an edit of its flake `mcpx nix refresh` switches the next
+// call to the new program; `mcpx nix gc` drops the entry of a server the
+// config no longer has, with its GC root.
+func TestNixCommand(t *testing.T) {
+	nx := testenv.Nix(t)
+	proctest.CheckNoLeaks(t)
+	for _, kv := range nx.Env {
+		if v, ok := strings.CutPrefix(kv, "XDG_CACHE_HOME="); ok {
+			t.Setenv("XDG_CACHE_HOME", v) // the daemon's nix runs in this environment
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFlake := func(dir, tag string) {
+		testenv.WriteFiles(t, dir, map[string]string{
+			"flake.nix": strings.ReplaceAll(nixDemoFlake, "SYSTEM", nx.System),
+			"demo.sh":   "#!/bin/sh\nMCPX_NIX_WRAPPED=" + tag + " " + demo.EnvServer + "=1 exec " + strconv.Quote(self) + " \"$@\"\n",
+		})
+	}
+	flake, oldFlake := t.TempDir(), t.TempDir()
+	writeFlake(flake, "v1")
+	writeFlake(oldFlake, "old")
+	spec, oldSpec := "nix:path:"+flake+"#demo", "nix:path:"+oldFlake+"#demo"
+
+	dir := t.TempDir()
+	sock, state, cfgPath := filepath.Join(dir, "mcpx.sock"), filepath.Join(dir, "state"), filepath.Join(dir, "config.json")
+	writeCfg := func(servers map[string]string) {
+		ss := map[string]any{}
+		for name, cmd := range servers {
+			ss[name] = map[string]any{"command": cmd, "scope": "global", "env": map[string]string{proctest.MarkerEnv: proctest.Marker(t)}}
+		}
+		doc, _ := json.Marshal(map[string]any{"servers": ss, "nix": map[string]any{"binary": nx.Bin, "config": nx.Config}})
+		if err := os.WriteFile(cfgPath, doc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCfg(map[string]string{"demo": spec, "old": oldSpec})
+	ctx, stopDaemon := context.WithCancel(t.Context())
+	defer stopDaemon()
+	var logs testenv.SyncBuffer
+	served := make(chan int, 1)
+	go func() {
+		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", state, "--listen", "off"},
+			strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
+	}()
+	// The socket file exists a moment before it accepts: wait for a dial.
+	testenv.WaitFor(t, "the socket", func() bool {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	mcpx := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(t.Context(), append(args, "--broker", sock), strings.NewReader(""), &out, &errOut); code != exitOK {
+			t.Fatalf("mcpx %s: exit %d: %s\nlog:\n%s", strings.Join(args, " "), code, errOut.String(), logs.String())
+		}
+		return out.String()
+	}
+	wrapped := func(server string) string {
+		return strings.TrimSpace(mcpx("call", server+".env", `{"name":"MCPX_NIX_WRAPPED"}`))
+	}
+	if got := wrapped("demo"); got != "v1" {
+		t.Fatalf("demo: MCPX_NIX_WRAPPED = %q, want v1", got)
+	}
+	if got := wrapped("old"); got != "old" {
+		t.Fatalf("old: MCPX_NIX_WRAPPED = %q", got)
+	}
+
+	ls := mcpx("nix", "ls")
+	t.Logf("mcpx nix ls:\n%s", ls)
+	for _, want := range []string{"SERVER", "PINNED", "STORE PATH", "demo", spec, oldSpec, "/nix/store/", "sha256-"} {
+		if !strings.Contains(ls, want) {
+			t.Errorf("mcpx nix ls lacks %q:\n%s", want, ls)
+		}
+	}
+
+	writeFlake(flake, "v2")
+	ref := mcpx("nix", "refresh", "demo")
+	t.Logf("mcpx nix refresh demo:\n%s", ref)
+	if !strings.Contains(ref, "replacing the instances of demo") {
+		t.Errorf("mcpx nix refresh demo printed:\n%s", ref)
+	}
+	if got := wrapped("demo"); got != "v2" {
+		t.Errorf("after the refresh MCPX_NIX_WRAPPED = %q, want v2", got)
+	}
+
+	writeCfg(map[string]string{"demo": spec})
+	mcpx("reload")
+	if ls := mcpx("nix", "ls"); !strings.Contains(ls, "unreferenced") || !strings.Contains(ls, oldSpec) {
+		t.Errorf("after dropping server old, mcpx nix ls:\n%s", ls)
+	}
+	gc := mcpx("nix", "gc")
+	t.Logf("mcpx nix gc:\n%s", gc)
+	if !strings.Contains(gc, "dropped 1 cache entries") || !strings.Contains(gc, oldSpec) {
+		t.Errorf("mcpx nix gc printed:\n%s", gc)
+	}
+	roots, err := os.ReadDir(filepath.Join(state, "nix", "roots"))
+	if err != nil || len(roots) != 1 {
+		t.Errorf("GC roots after gc: %v %v, want demo's alone", roots, err)
+	}
+	if ls := mcpx("nix", "ls"); strings.Contains(ls, oldSpec) {
+		t.Errorf("after gc, mcpx nix ls still shows %s:\n%s", oldSpec, ls)
+	}
+	stopDaemon()
+	if code := <-served; code != exitOK {
+		t.Errorf("serve exited %d:\n%s", code, logs.String())
+	}
+}
