@@ -36,7 +36,7 @@ func TestServeLogsConfigWarnings(t *testing.T) {
 		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", filepath.Join(dir, "state")},
 			strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
 	}()
-	testenv.WaitFor(t, "the socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	testenv.WaitFor(t, "the socket to answer", func() bool { return client.Answers(sock) }) // it exists a moment before it accepts
 
 	list, _, err := client.New(sock, client.Options{}).Servers(t.Context())
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/internal/testenv"
 
 	"mcpx.dev/mcpx/internal/demo"
@@ -46,7 +47,7 @@ func TestServeDrainsInFlightCalls(t *testing.T) {
 		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", filepath.Join(dir, "state")},
 			strings.NewReader(""), &testenv.SyncBuffer{}, &daemonErr)
 	}()
-	testenv.WaitFor(t, "the socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	testenv.WaitFor(t, "the socket to answer", func() bool { return client.Answers(sock) }) // it exists a moment before it accepts
 
 	var out, errOut bytes.Buffer
 	called := make(chan int, 1)
@@ -151,7 +152,7 @@ func TestServeReloadsConfigOnSIGHUP(t *testing.T) {
 		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", filepath.Join(dir, "state")},
 			strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
 	}()
-	testenv.WaitFor(t, "the socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	testenv.WaitFor(t, "the socket to answer", func() bool { return client.Answers(sock) }) // it exists a moment before it accepts
 	callOut := func(tool, args string) string {
 		var out, errOut bytes.Buffer
 		if code := run(t.Context(), []string{"call", "--broker", sock, tool, args}, strings.NewReader(""), &out, &errOut); code != exitOK {
