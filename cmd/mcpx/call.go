@@ -38,14 +38,7 @@ func call(ctx context.Context, c *cli, args []string) int {
 		return usageError(c, fs, "%v", err)
 	}
 
-	bc, err := newBrokerClient(c, *brokerAddr)
-	if err != nil {
-		return report(c, err)
-	}
-	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
-		return report(c, err)
-	}
-	caller, err := co.caller(c)
+	bc, caller, err := callerClient(ctx, c, *brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
 	}

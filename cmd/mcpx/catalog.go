@@ -31,14 +31,7 @@ func catalogCmd(ctx context.Context, c *cli, args []string) int {
 	if *budget < 0 {
 		return usageError(c, fs, "--budget must be 0 or more")
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
-	if err != nil {
-		return report(c, err)
-	}
-	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
-		return report(c, err)
-	}
-	caller, err := co.caller(c)
+	bc, caller, err := callerClient(ctx, c, *brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
 	}

@@ -84,6 +84,24 @@ type callerOpts struct {
 	session string // --session; "" = $MCPX_SESSION_ID
 }
 
+// callerClient is the client of the broker at addr (started on demand unless
+// noAutostart) and this process as its caller: what a command that calls
+// tools needs before its first request.
+func callerClient(ctx context.Context, c *cli, addr string, noAutostart bool, co *callerOpts) (*client.Client, client.Caller, error) {
+	bc, err := newBrokerClient(c, addr)
+	if err != nil {
+		return nil, client.Caller{}, err
+	}
+	if err := autostart(ctx, c, bc, noAutostart); err != nil {
+		return nil, client.Caller{}, err
+	}
+	caller, err := co.caller(c)
+	if err != nil {
+		return nil, client.Caller{}, err
+	}
+	return bc, caller, nil
+}
+
 // callerFlags declares --cwd and --session on fs; cwdUse says what the
 // directory is for ("the call is made from", …).
 func callerFlags(fs *flag.FlagSet, cwdUse string) *callerOpts {

@@ -34,14 +34,7 @@ func searchCmd(ctx context.Context, c *cli, args []string) int {
 	if len(pos) == 0 && len(tags) == 0 {
 		return usageError(c, fs, "want search terms or --tag")
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
-	if err != nil {
-		return report(c, err)
-	}
-	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
-		return report(c, err)
-	}
-	caller, err := co.caller(c)
+	bc, caller, err := callerClient(ctx, c, *brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
 	}

@@ -27,14 +27,7 @@ func tools(ctx context.Context, c *cli, args []string) int {
 	if len(pos) > 1 {
 		return usageError(c, fs, "want at most one server name")
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
-	if err != nil {
-		return report(c, err)
-	}
-	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
-		return report(c, err)
-	}
-	caller, err := co.caller(c)
+	bc, caller, err := callerClient(ctx, c, *brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
 	}
