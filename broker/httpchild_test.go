@@ -16,6 +16,27 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 )
 
+// urlBroker serves one url server, "remote", at url with headers (nil =
+// none). The caller closes it, before the test server: an open session
+// keeps httptest.Server.Close waiting.
+func urlBroker(t *testing.T, url string, headers map[string]string) *broker.Broker {
+	t.Helper()
+	server := map[string]any{"url": url}
+	if headers != nil {
+		server["headers"] = headers
+	}
+	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"remote": server}})
+	cfg, err := config.Parse(doc, "http.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // A url server is a streamable-HTTP child: same calls, no process, and a
 // session the server forgets is re-initialized without the caller noticing.
 func TestStreamableHTTPChild(t *testing.T) {
@@ -34,17 +55,7 @@ func TestStreamableHTTPChild(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"remote": map[string]any{
-		"url": srv.URL, "headers": map[string]string{"X-Test": "1"},
-	}}})
-	cfg, err := config.Parse(doc, "http.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := urlBroker(t, srv.URL, map[string]string{"X-Test": "1"})
 	defer b.Close(t.Context())
 
 	r := req("remote", "")
@@ -89,17 +100,9 @@ func TestURLServerTransportFailureIsChildFailed(t *testing.T) {
 		http.Error(w, "upstream on fire", http.StatusBadGateway)
 	}))
 	defer srv.Close()
-	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"remote": map[string]any{"url": srv.URL}}})
-	cfg, err := config.Parse(doc, "http.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := urlBroker(t, srv.URL, nil)
 	defer b.Close(t.Context())
-	_, err = b.CallTool(t.Context(), req("remote", ""), "echo", nil, nil)
+	_, err := b.CallTool(t.Context(), req("remote", ""), "echo", nil, nil)
 	if k := broker.KindOf(err); k != broker.KindChildFailed {
 		t.Fatalf("err = %v (kind %s), want child-failed", err, k)
 	}

@@ -85,15 +85,7 @@ func TestURLServerHTTPErrorAfterInitialize(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"remote": map[string]any{"url": srv.URL}}})
-	cfg, err := config.Parse(doc, "http.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := urlBroker(t, srv.URL, nil)
 	defer b.Close(t.Context())
 	r := req("remote", "")
 	if got := callText(t, b, r, "echo", `{"message":"ok"}`); got != "ok" {

@@ -62,29 +62,12 @@ func agreeWithGit(t *testing.T, r *Resolver, dir string, env ...string) {
 	}
 }
 
-func canon(t testing.TB, p string) string {
-	t.Helper()
-	c, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func mkdir(t testing.TB, p string) string {
-	t.Helper()
-	if err := os.MkdirAll(p, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return canon(t, p)
-}
-
-func writeFile(t testing.TB, p, content string) {
-	t.Helper()
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+// Short names for the file helpers every test here uses.
+var (
+	canon     = testenv.Canon
+	mkdir     = testenv.Mkdir
+	writeFile = testenv.WriteFile
+)
 
 func resolveIn(r *Resolver, kind config.ScopeKind, cwd string) ResolvedScope {
 	return r.Resolve(kind, CallContext{Cwd: cwd, CallID: "c1"})

@@ -65,6 +65,33 @@ func RunGit(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// Canon is p with every symlink resolved (the form the broker compares).
+func Canon(t testing.TB, p string) string {
+	t.Helper()
+	c, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Mkdir creates p and its parents and returns p's canonical form.
+func Mkdir(t testing.TB, p string) string {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return Canon(t, p)
+}
+
+// WriteFile writes content to the file p (its directory must exist).
+func WriteFile(t testing.TB, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // WriteFiles writes files (slash-separated paths relative to dir -> content),
 // creating directories as needed.
 func WriteFiles(t testing.TB, dir string, files map[string]string) {

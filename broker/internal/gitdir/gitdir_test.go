@@ -10,29 +10,12 @@ import (
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
-func canon(t testing.TB, p string) string {
-	t.Helper()
-	c, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func mkdir(t testing.TB, p string) string {
-	t.Helper()
-	if err := os.MkdirAll(p, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return canon(t, p)
-}
-
-func writeFile(t testing.TB, p, content string) {
-	t.Helper()
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+// Short names for the file helpers every test here uses.
+var (
+	canon     = testenv.Canon
+	mkdir     = testenv.Mkdir
+	writeFile = testenv.WriteFile
+)
 
 func TestParseGitFile(t *testing.T) {
 	tests := []struct {
