@@ -6,6 +6,13 @@
 //	res, err := b.CallTool(ctx, broker.Request{Caller: c, Context: cc, Server: "demo"}, "echo", args, nil)
 //	defer b.Close(ctx)
 //
+// Sessions (Sessions, SetSession, StopSession) are the instances sharing a
+// caller-owned key; leases (AcquireLease, RenewLease, ReleaseLease) give
+// callers with no watchable pid the pid scope's lifetime; a server's
+// scopePolicy decides whether a caller's CallContext.Scope may replace its
+// configured scope. See "Scope policy" and "Sessions and leases" in
+// docs/architecture.md.
+//
 // It knows nothing of HTTP: the api package translates requests into
 // Requests and *Error kinds into status codes.
 package broker
