@@ -37,6 +37,7 @@ type InstanceStatus struct {
 	Pid          int       `json:"pid,omitempty"`
 	State        State     `json:"state"`
 	Protocol     string    `json:"protocolVersion,omitempty"`
+	Created      time.Time `json:"created"` // when the instance was made; restarts keep it
 	Started      time.Time `json:"started"`
 	LastUsed     time.Time `json:"lastUsed"`
 	Calls        int64     `json:"calls"`

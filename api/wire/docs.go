@@ -192,6 +192,7 @@ type Instance struct {
 	// State is "starting", "ready", "backoff", "wedged", "stopping" or "stopped".
 	State        string    `json:"state"`
 	Protocol     string    `json:"protocolVersion,omitempty"`
+	Created      time.Time `json:"created"` // when the instance was made; restarts keep it
 	Started      time.Time `json:"started"`
 	LastUsed     time.Time `json:"lastUsed"`
 	Calls        int64     `json:"calls"`
