@@ -47,7 +47,8 @@ func (s *server) typeScriptClient(w http.ResponseWriter, r *http.Request) error 
 			opts.Failed = append(opts.Failed, clientgen.FailedServer{Server: si.Name, Reason: s.problem(r, errs[i]).Detail})
 			continue
 		}
-		for _, raw := range lists[i] {
+		opts.Servers = append(opts.Servers, clientgen.Server{Name: si.Name, Instructions: lists[i].instructions, Prelude: si.Prelude})
+		for _, raw := range lists[i].tools {
 			var t struct {
 				Name         string          `json:"name"`
 				Description  string          `json:"description"`

@@ -112,9 +112,20 @@ type Server struct {
 	IdleTimeout  Duration  `json:"idleTimeout,omitempty"`  // 0 = Config.Pool.IdleTimeout
 	CallTimeout  Duration  `json:"callTimeout,omitempty"`  // 0 = DefaultCallTimeout
 	StartTimeout Duration  `json:"startTimeout,omitempty"` // 0 = pool.DefaultStartTimeout; spawn + initialize
-	Tags         []string  `json:"tags,omitempty"`
+	Tags         []string  `json:"tags,omitempty"`         // every tool of the server has them, for search
 	Description  string    `json:"description,omitempty"`
+	// ToolTags are extra tags per tool name, for search, beside Tags.
+	ToolTags map[string][]string `json:"toolTags,omitempty"`
+	// Prelude is text put before the server's generated declarations
+	// (`mcpx types`), as comment lines: how to use its tools where their
+	// descriptions do not say (how to obtain an id, say). At most
+	// MaxPreludeBytes, printable text and newlines.
+	Prelude string `json:"prelude,omitempty"`
 }
+
+// MaxPreludeBytes bounds a server's prelude: it is read by agents with a
+// context budget, next to the declarations it explains.
+const MaxPreludeBytes = 4096
 
 // Sharing says how concurrent callers with the same key use one instance.
 type Sharing string

@@ -180,6 +180,8 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 		"startTimeout": {&s.StartTimeout, durWant},
 		"tags":         {&s.Tags, strs},
 		"description":  {&s.Description, str},
+		"toolTags":     {&s.ToolTags, "an object of tool names to arrays of strings"},
+		"prelude":      {&s.Prelude, str},
 	}
 }
 

@@ -193,6 +193,19 @@ func (s *Session) ProtocolVersion() string { return s.version }
 // caller must not modify it.
 func (s *Session) InitializeResult() json.RawMessage { return s.initResult }
 
+// Instructions returns the instructions of the child's initialize result
+// (MCP lifecycle, InitializeResult.instructions: "how to use the server and
+// its features"), or "" when it sent none, or sent something other than a
+// string.
+func (s *Session) Instructions() string {
+	var r struct {
+		Instructions any `json:"instructions"`
+	}
+	json.Unmarshal(s.initResult, &r) //nolint:errcheck // checked as an object when initialize answered
+	text, _ := r.Instructions.(string)
+	return text
+}
+
 // InFlight returns the number of requests waiting for the child.
 func (s *Session) InFlight() int { return int(s.inFlight.Load()) }
 

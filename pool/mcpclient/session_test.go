@@ -58,6 +58,21 @@ func TestInitializeResult(t *testing.T) {
 	}
 }
 
+func TestInstructions(t *testing.T) {
+	const init = `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"peer","version":"1"}`
+	for _, tc := range []struct{ extra, want string }{
+		{``, ""},
+		{`,"instructions":"Call list_ids first: every tool takes an id."`, "Call list_ids first: every tool takes an id."},
+		{`,"instructions":""`, ""},
+		{`,"instructions":{"text":"not a string"}`, ""},
+	} {
+		s := newPeer(t).connectResult(Options{}, init+tc.extra+`}`)
+		if got := s.Instructions(); got != tc.want {
+			t.Errorf("initialize result with %s: Instructions = %q, want %q", tc.extra, got, tc.want)
+		}
+	}
+}
+
 func TestVersionNegotiation(t *testing.T) {
 	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
 		t.Run(v, func(t *testing.T) {
