@@ -58,7 +58,7 @@ func toTools(server string, ws []wireTool) []clientgen.Tool {
 // listTools runs cmd as a stdio MCP server and returns its tools/list
 // result's tools array, byte for byte (so member order is the server's),
 // and the instructions of its initialize result.
-func listTools(t *testing.T, cmd *exec.Cmd) (tools json.RawMessage, instructions string) {
+func listTools(t testing.TB, cmd *exec.Cmd) (tools json.RawMessage, instructions string) {
 	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -143,7 +143,7 @@ func listTools(t *testing.T, cmd *exec.Cmd) (tools json.RawMessage, instructions
 
 // demoTools lists the tools of a real demo child (this test binary,
 // re-executed), and its instructions.
-func demoTools(t *testing.T) (json.RawMessage, string) {
+func demoTools(t testing.TB) (json.RawMessage, string) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), demo.EnvServer+"=1")
 	return listTools(t, cmd)
@@ -366,15 +366,39 @@ func TestCases(t *testing.T) {
 	}
 }
 
-// BenchmarkCompile compiles the captured servers' tools (server-
-// everything's, server-filesystem's and gopls's) into one module.
-func BenchmarkCompile(b *testing.B) {
-	var tools []clientgen.Tool
+// allTools is every real server's tools, each in its namespace: the live
+// demo child's and the captured servers' (server-everything,
+// server-filesystem, gopls).
+func allTools(b *testing.B) []clientgen.Tool {
+	raw, _ := demoTools(b)
+	var ws []wireTool
+	if err := json.Unmarshal(raw, &ws); err != nil {
+		b.Fatal(err)
+	}
+	tools := toTools("demo", ws)
 	for _, s := range capturedServers {
 		tools = append(tools, capturedTools(b, s.server)...)
 	}
+	return tools
+}
+
+// BenchmarkCompile compiles every real server's tools into one module of
+// declarations.
+func BenchmarkCompile(b *testing.B) {
+	tools := allTools(b)
+	b.ReportMetric(float64(len(tools)), "tools")
 	for b.Loop() {
 		if f, _ := clientgen.Compile(tools); len(f.Types) != len(tools) {
+			b.Fatal("missing types")
+		}
+	}
+}
+
+// BenchmarkClient writes the client module of every real server's tools.
+func BenchmarkClient(b *testing.B) {
+	tools := allTools(b)
+	for b.Loop() {
+		if f, _ := clientgen.Client(clientgen.ClientOptions{Tools: tools}); len(f.Types) != len(tools) {
 			b.Fatal("missing types")
 		}
 	}
