@@ -1,7 +1,8 @@
 // Command script compares the per-call cost of the three ways a program
 // calls a tool through a running `mcpx serve`: a node script using the
 // generated TypeScript client, `mcpx call` (one process per call), and the
-// Go client (api/client), each making the same sequential calls of the
+// Go client (api/client; over the unix socket, and over loopback TCP as the
+// node script calls), each making the same sequential calls of the
 // demo server's echo, in interleaved rounds so that machine noise hits each
 // alike.
 //
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
 )
 
 func main() {
@@ -41,6 +43,7 @@ func main() {
 }
 
 const echoScript = `import { demo } from "./client.ts";
+declare const process: { argv: string[] }; // no @types/node
 const n = Number(process.argv[2]);
 await demo.echo({ message: "hi" }); // warm: the record read, the connection
 const t0 = performance.now();
@@ -95,6 +98,17 @@ func run(mcpx string, n, rounds int) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// The Go client over loopback TCP too, as the node script calls.
+	var rec wire.DaemonRecord
+	data, err := os.ReadFile(filepath.Join(dir, "state", "mcpx", wire.RecordFile))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, &rec); err != nil || rec.URL == "" {
+		return fmt.Errorf("the daemon record has no URL: %s", data)
+	}
+	ctcp := client.New(rec.URL, client.Options{Token: rec.Token})
+
 	// The client: generated (timed), transpiled once.
 	t0 := time.Now()
 	src, err := c.TypeScriptClient(ctx, caller, nil)
@@ -138,6 +152,13 @@ func run(mcpx string, n, rounds int) error {
 			}
 		}
 		results["go client"] = append(results["go client"], time.Since(t)/time.Duration(n))
+		t = time.Now()
+		for range n {
+			if _, err := ctcp.CallTool(ctx, caller, "demo", "echo", args, nil); err != nil {
+				return err
+			}
+		}
+		results["go tcp"] = append(results["go tcp"], time.Since(t)/time.Duration(n))
 
 		// node with the generated client: calls timed inside the script,
 		// and the whole process (start, module load, first call) outside.
@@ -167,7 +188,7 @@ func run(mcpx string, n, rounds int) error {
 		fmt.Printf("round %d done\n", r+1)
 	}
 	fmt.Printf("\n%d sequential demo.echo calls per round, %d rounds; per call (median round, all rounds):\n", n, rounds)
-	for _, name := range []string{"go client", "node script", "mcpx call"} {
+	for _, name := range []string{"go client", "go tcp", "node script", "mcpx call"} {
 		fmt.Printf("  %-12s %9v  %v\n", name, median(results[name]).Round(time.Microsecond), round(results[name]))
 	}
 	fmt.Printf("  node process start + module load + first call (once per script): %v\n", median(results["node process"]).Round(time.Millisecond))
