@@ -158,8 +158,8 @@ func (s *Session) Tool(ctx context.Context, name string) (tool json.RawMessage, 
 // listCache holds one joined listing until the child says it changed.
 type listCache struct {
 	mu    sync.Mutex
-	gen   uint64              // guarded by mu; bumped by each list_changed
-	val   json.RawMessage     // guarded by mu; nil = not cached
+	gen   uint64                     // guarded by mu; bumped by each list_changed
+	val   json.RawMessage            // guarded by mu; nil = not cached
 	names map[string]json.RawMessage // guarded by mu; val's items by their "name" members, built on first lookup
 }
 
