@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,7 +27,7 @@ func (s *server) scopeTools(r *http.Request, req broker.Request) (tools []client
 			problems = append(problems, p)
 			continue
 		}
-		for _, raw := range lists[i] {
+		for _, raw := range lists[i].tools {
 			var t struct {
 				Name         string          `json:"name"`
 				Description  string          `json:"description"`
@@ -45,11 +46,26 @@ func (s *server) scopeTools(r *http.Request, req broker.Request) (tools []client
 			a := t.Annotations
 			tools = append(tools, clientgen.Tool{Server: si.Name, Name: t.Name, Description: t.Description,
 				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
-				Tags: hintTags(a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld)})
+				Tags: toolTags(si, t.Name, hintTags(a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld))})
 			raws = append(raws, wire.TagServer(si.Name, raw))
 		}
 	}
 	return tools, raws, problems
+}
+
+// toolTags are a tool's tags for search: its server's config tags (every
+// tool has them), the config's tags for the tool by name, then those of its
+// annotations, each once.
+func toolTags(si broker.ServerInfo, tool string, hints []string) []string {
+	var tags []string
+	for _, group := range [][]string{si.Tags, si.ToolTags[tool], hints} {
+		for _, t := range group {
+			if !slices.Contains(tags, t) {
+				tags = append(tags, t)
+			}
+		}
+	}
+	return tags
 }
 
 // hintTags are the tags a tool's annotations give it: each hint set to true

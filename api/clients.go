@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mcpx.dev/mcpx/api/wire"
@@ -47,7 +48,8 @@ func (s *server) typeScriptClient(w http.ResponseWriter, r *http.Request) error 
 			opts.Failed = append(opts.Failed, clientgen.FailedServer{Server: si.Name, Reason: s.problem(r, errs[i]).Detail})
 			continue
 		}
-		for _, raw := range lists[i] {
+		opts.Servers = append(opts.Servers, clientgen.Server{Name: si.Name, Instructions: lists[i].instructions, Prelude: si.Prelude})
+		for _, raw := range lists[i].tools {
 			var t struct {
 				Name         string          `json:"name"`
 				Description  string          `json:"description"`
@@ -81,4 +83,74 @@ func (s *server) brokerName() string {
 		name += fmt.Sprintf(" at http://%s (pid %d)", s.daemon.Info.Address, s.daemon.Info.Pid)
 	}
 	return name
+}
+
+// types answers the TypeScript declarations of one server's tools
+// (?server=), or of one of them (?tool=), from the tool list of the child in
+// the caller's scope: the config's prelude as comments, then the namespace,
+// its doc comment the server's instructions unless ?instructions=false.
+func (s *server) types(w http.ResponseWriter, r *http.Request) error {
+	req, err := request(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	req.Server = q.Get("server")
+	tool := q.Get("tool")
+	withInstructions := true
+	if v := q.Get("instructions"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return &broker.Error{Kind: broker.KindBadRequest, Op: "types", Field: "instructions",
+				Msg: fmt.Sprintf("instructions=%q is not a boolean", v), Hint: "use instructions=false to leave them out"}
+		}
+		withInstructions = b
+	}
+	si, err := s.b.Server(req.Server, req.Caller)
+	if err != nil {
+		return err
+	}
+	l, err := s.b.ToolList(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	raws, err := serverTools(l.Tools, nil)
+	if err != nil {
+		return err
+	}
+	opts := clientgen.TypesOptions{Server: clientgen.Server{Name: si.Name, Prelude: si.Prelude}, Tool: tool}
+	if withInstructions {
+		opts.Server.Instructions = l.Instructions
+	}
+	var names []string
+	for _, raw := range raws {
+		var t struct {
+			Name         string          `json:"name"`
+			Description  string          `json:"description"`
+			InputSchema  json.RawMessage `json:"inputSchema"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		}
+		if json.Unmarshal(raw, &t) != nil || t.Name == "" {
+			continue // not a Tool: nothing to declare
+		}
+		names = append(names, t.Name)
+		opts.Tools = append(opts.Tools, clientgen.Tool{Server: si.Name, Name: t.Name, Description: t.Description,
+			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema})
+	}
+	f, problems, found := clientgen.Types(opts)
+	if !found {
+		hint := fmt.Sprintf("its tools: %s", strings.Join(names, ", "))
+		if len(names) == 0 {
+			hint = "it lists no tools"
+		}
+		return &broker.Error{Kind: broker.KindNotFound, Op: "types", Server: si.Name, Field: "tool",
+			Msg: fmt.Sprintf("no tool %q", tool), Hint: hint}
+	}
+	for _, p := range problems {
+		s.log.Debug("types: schema part left loose", "problem", p.String())
+	}
+	w.Header().Set("Content-Type", wire.MediaTypeScript+"; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	w.Write(f.Source) //nolint:errcheck // the client is gone if this fails
+	return nil
 }

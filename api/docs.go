@@ -16,7 +16,8 @@ func callerDoc(c broker.Caller) wire.Caller {
 
 func serverDoc(si broker.ServerInfo) wire.Server {
 	return wire.Server{Name: si.Name, Description: si.Description, Tags: si.Tags, Transport: si.Transport,
-		Scope: string(si.Scope), Sharing: string(si.Sharing), Max: si.Max, Instances: si.Instances}
+		Scope: string(si.Scope), Sharing: string(si.Sharing), Max: si.Max, Instances: si.Instances,
+		ToolTags: si.ToolTags, Prelude: si.Prelude}
 }
 
 func statsDoc(s broker.Stats) *wire.Stats {

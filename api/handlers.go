@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
@@ -58,30 +59,39 @@ func (s *server) listServerTools(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tools, err := s.b.Tools(r.Context(), req)
+	l, err := s.b.ToolList(r.Context(), req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, wire.ServerTools{Server: req.Server, Tools: orEmpty(tools)})
+	writeJSON(w, http.StatusOK, wire.ServerTools{Server: req.Server, Tools: orEmpty(l.Tools), Instructions: l.Instructions})
 	return nil
 }
 
+// serverList is one server's tools, split into Tool objects, and its
+// instructions.
+type serverList struct {
+	tools        []json.RawMessage
+	instructions string
+}
+
 // toolsOf lists the tools of each of servers in req's scope, concurrently:
-// tools[i] and errs[i] are servers[i]'s (a failing server does not stop the
+// lists[i] and errs[i] are servers[i]'s (a failing server does not stop the
 // others).
-func (s *server) toolsOf(ctx context.Context, req broker.Request, servers []broker.ServerInfo) (tools [][]json.RawMessage, errs []error) {
-	tools = make([][]json.RawMessage, len(servers))
+func (s *server) toolsOf(ctx context.Context, req broker.Request, servers []broker.ServerInfo) (lists []serverList, errs []error) {
+	lists = make([]serverList, len(servers))
 	errs = make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, si := range servers {
 		wg.Go(func() {
 			sreq := req
 			sreq.Server = si.Name
-			tools[i], errs[i] = serverTools(s.b.Tools(ctx, sreq))
+			l, err := s.b.ToolList(ctx, sreq)
+			lists[i].instructions = l.Instructions
+			lists[i].tools, errs[i] = serverTools(l.Tools, err)
 		})
 	}
 	wg.Wait()
-	return tools, errs
+	return lists, errs
 }
 
 func (s *server) listTools(w http.ResponseWriter, r *http.Request) error {
@@ -93,7 +103,7 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) error {
 		return s.searchTools(w, r, req)
 	}
 	servers := s.b.Servers(req.Caller)
-	tools, errs := s.toolsOf(r.Context(), req, servers)
+	lists, errs := s.toolsOf(r.Context(), req, servers)
 	out := wire.ToolList{Tools: []json.RawMessage{}}
 	for i, si := range servers {
 		if errs[i] != nil {
@@ -104,7 +114,7 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) error {
 			out.Errors = append(out.Errors, p)
 			continue
 		}
-		for _, t := range tools[i] {
+		for _, t := range lists[i].tools {
 			out.Tools = append(out.Tools, wire.TagServer(si.Name, t))
 		}
 	}
@@ -135,6 +145,7 @@ func (s *server) callTool(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tool := param(r, "tool")
+	req.CheckTool = checkToolHash(req.Server, tool, r.Header.Get(wire.HeaderToolHash))
 	if wantsEvents(r) {
 		return s.streamCall(w, r, req, tool, args)
 	}
@@ -144,6 +155,24 @@ func (s *server) callTool(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeRaw(w, res)
 	return nil
+}
+
+// checkToolHash is the check of a call's wire.HeaderToolHash (nil without
+// one): the tool the child lists must hash to it, else the caller's types
+// of the tool are stale and the call is refused before the child sees it.
+func checkToolHash(server, tool, want string) func(json.RawMessage) error {
+	if want == "" {
+		return nil
+	}
+	return func(def json.RawMessage) error {
+		if wire.ToolHashOf(def) == want {
+			return nil
+		}
+		return &broker.Error{Kind: broker.KindStaleClient, Op: "call", Server: server, Field: wire.HeaderToolHash,
+			Msg: fmt.Sprintf("the schemas of tool %q changed since this client was generated (it knows them as %s; the server lists %s now), so its types no longer describe the call",
+				tool, want, wire.ToolHashOf(def)),
+			Hint: "regenerate the client with `mcpx clientgen ts`"}
+	}
 }
 
 func (s *server) listResources(w http.ResponseWriter, r *http.Request) error {

@@ -34,7 +34,7 @@ func TestHandlersMatchRoutes(t *testing.T) {
 func TestBrokerKindsAreWireKinds(t *testing.T) {
 	for _, k := range []broker.Kind{broker.KindBadRequest, broker.KindNotFound, broker.KindForbidden,
 		broker.KindChildFailed, broker.KindTimeout, broker.KindExhausted, broker.KindUnavailable,
-		broker.KindCanceled, broker.KindConfig, broker.KindInternal} {
+		broker.KindCanceled, broker.KindConfig, broker.KindInternal, broker.KindStaleClient} {
 		if _, ok := wire.LookupProblemType(string(k)); !ok {
 			t.Errorf("broker kind %q is not a wire problem kind", k)
 		}
@@ -84,6 +84,9 @@ func fill(v reflect.Value) {
 			f.SetBool(true)
 		case reflect.Slice:
 			f.Set(reflect.ValueOf(slices.Repeat([]string{v.Type().Field(i).Name}, 2)))
+		case reflect.Map:
+			name := v.Type().Field(i).Name
+			f.Set(reflect.ValueOf(map[string][]string{name: {name + "-a", name + "-b"}}))
 		case reflect.Struct:
 			f.Set(reflect.ValueOf(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).Add(time.Duration(i) * time.Hour)))
 		default:

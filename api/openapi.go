@@ -25,11 +25,11 @@ func (s *server) serverOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tools, err := s.b.Tools(r.Context(), req)
+	l, err := s.b.ToolList(r.Context(), req)
 	if err != nil {
 		return err
 	}
-	doc, err := s.toolDocs.Server(toolServer(info, tools))
+	doc, err := s.toolDocs.Server(toolServer(info, l))
 	if err != nil {
 		return &broker.Error{Kind: broker.KindInternal, Op: "openapi", Server: req.Server, Msg: "cannot generate the server's OpenAPI document", Err: err}
 	}
@@ -49,8 +49,8 @@ func (s *server) toolsOpenAPI(w http.ResponseWriter, r *http.Request) error {
 		wg.Go(func() {
 			sreq := req
 			sreq.Server = si.Name
-			tools, err := s.b.Tools(r.Context(), sreq)
-			servers[i] = toolServer(si, tools)
+			l, err := s.b.ToolList(r.Context(), sreq)
+			servers[i] = toolServer(si, l)
 			if err != nil {
 				p := s.problem(r, err)
 				if p.Server == "" {
@@ -69,15 +69,11 @@ func (s *server) toolsOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// toolServer is a server's part of a tool document.
-//
-// TODO(2026-11-30, issue 8 "The API as a contract"): the broker does not
-// expose a server's instructions (its initialize result's, which
-// mcpclient.Session.InitializeResult holds) yet; pass them as Instructions
-// once it does, and the documents carry them as descriptions and
-// x-mcp-instructions.
-func toolServer(si broker.ServerInfo, tools []byte) openapi.Server {
-	return openapi.Server{Name: si.Name, Description: si.Description, Tools: orEmpty(tools)}
+// toolServer is a server's part of a tool document: its tools and the
+// instructions of the same child, which the documents carry as
+// descriptions and x-mcp-instructions.
+func toolServer(si broker.ServerInfo, l broker.ToolList) openapi.Server {
+	return openapi.Server{Name: si.Name, Description: si.Description, Instructions: l.Instructions, Tools: orEmpty(l.Tools)}
 }
 
 // writeDocument answers a cached document with its ETag, or 304 Not

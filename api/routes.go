@@ -33,6 +33,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpReloadDaemon:    (*server).reloadDaemon,
 	wire.OpOpenAPI:         (*server).openAPI,
 	wire.OpTypeScript:      (*server).typeScriptClient,
+	wire.OpTypes:           (*server).types,
 	wire.OpServerOpenAPI:   (*server).serverOpenAPI,
 	wire.OpToolsOpenAPI:    (*server).toolsOpenAPI,
 	wire.OpCatalog:         (*server).catalog,

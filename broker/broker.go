@@ -65,6 +65,12 @@ type Request struct {
 	Caller  Caller
 	Context CallContext
 	Server  string
+	// CheckTool, if set, is given the Tool object the child lists under
+	// the called name before CallTool calls it; an error it returns is
+	// returned instead of calling (a generated client that knows the
+	// tool's schemas under another hash gets KindStaleClient this way).
+	// nil = no check.
+	CheckTool func(tool json.RawMessage) error
 }
 
 // ServerInfo describes a configured server to callers.
@@ -77,6 +83,21 @@ type ServerInfo struct {
 	Sharing     config.Sharing   `json:"sharing"`
 	Max         int              `json:"max"`
 	Instances   int              `json:"instances"` // running now
+	// ToolTags and Prelude are the config's: tags per tool beside Tags, and
+	// the text put before the server's declarations (config.Server).
+	ToolTags map[string][]string `json:"toolTags,omitempty"`
+	Prelude  string              `json:"prelude,omitempty"`
+}
+
+// ToolList is a server's tools and instructions, as the child of one scope
+// gives them.
+type ToolList struct {
+	// Tools is the child's tools/list, all pages joined: a JSON array of
+	// MCP Tool objects, as the child sent them.
+	Tools json.RawMessage
+	// Instructions are the instructions of the child's initialize result
+	// (how to use the server's tools); "" when it sent none.
+	Instructions string
 }
 
 // Instance is a pooled child, as status shows it.
@@ -272,7 +293,8 @@ func serverInfo(name string, s *config.Server, n int) ServerInfo {
 		tr = "http"
 	}
 	return ServerInfo{Name: name, Description: s.Description, Tags: s.Tags, Transport: tr,
-		Scope: s.Scope, Sharing: cmp.Or(s.Sharing, config.SharingShared), Max: cmp.Or(s.Max, pool.DefaultMax), Instances: n}
+		Scope: s.Scope, Sharing: cmp.Or(s.Sharing, config.SharingShared), Max: cmp.Or(s.Max, pool.DefaultMax), Instances: n,
+		ToolTags: s.ToolTags, Prelude: s.Prelude}
 }
 
 // Server describes one server; KindNotFound if there is none by that name
@@ -323,9 +345,17 @@ func (c Caller) MayUse(server string) bool {
 // Tools returns the server's tools as the child listed them (all pages
 // joined): a JSON array of MCP Tool objects.
 func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) {
-	var out json.RawMessage
+	l, err := b.ToolList(ctx, r)
+	return l.Tools, err
+}
+
+// ToolList returns the server's tools and instructions from the child in
+// r's scope (one child answers both).
+func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
+	var out ToolList
 	err := b.do(ctx, r, "list tools", func(ctx context.Context, s *mcpclient.Session) (err error) {
-		out, err = s.Tools(ctx)
+		out.Tools, err = s.Tools(ctx)
+		out.Instructions = s.Instructions()
 		return err
 	})
 	return out, err
@@ -338,13 +368,18 @@ func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) 
 func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
 	var out json.RawMessage
 	err := b.do(ctx, r, "call "+tool, func(ctx context.Context, s *mcpclient.Session) error {
-		ok, err := s.HasTool(ctx, tool)
+		def, ok, err := s.Tool(ctx, tool)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return &Error{Kind: KindNotFound, Op: "call", Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool),
 				Hint: fmt.Sprintf("`mcpx tools %s` lists its tools", r.Server)}
+		}
+		if r.CheckTool != nil {
+			if err := r.CheckTool(def); err != nil {
+				return err
+			}
 		}
 		out, err = s.CallTool(ctx, tool, args, onProgress)
 		return err

@@ -25,6 +25,7 @@ const (
 	KindCanceled    Kind = "canceled"     // the caller went away before the answer: 499 (nobody reads it)
 	KindConfig      Kind = "config"       // configuration is invalid
 	KindInternal    Kind = "internal"     // a bug; details are logged, never sent to remote callers
+	KindStaleClient Kind = "stale-client" // a generated client's idea of a tool's schemas is out of date: 409
 )
 
 // Error is the broker's typed error. Msg is safe to show to the caller; Err

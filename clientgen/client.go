@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,10 @@ type ClientOptions struct {
 	// Failed are the servers whose tools could not be listed: the header
 	// names each with Reason, and they get no object.
 	Failed []FailedServer
+	// Servers say what the module says about the servers beside their
+	// tools: the instructions (the doc comment of the server's namespace
+	// and object) and the prelude. A server not named here has neither.
+	Servers []Server
 }
 
 // FailedServer is a server left out of a client because its tool list
@@ -54,6 +59,8 @@ var runtimeSource = func() string {
 		"KindChildFailed":     quote(wire.KindChildFailed),
 		"KindCanceled":        quote(wire.KindCanceled),
 		"KindTimeout":         quote(wire.KindTimeout),
+		"KindStaleClient":     quote(wire.KindStaleClient),
+		"HeaderToolHash":      quote(wire.HeaderToolHash),
 		"StatusCanceled":      status(wire.KindCanceled),
 		"StatusTimeout":       status(wire.KindTimeout),
 		"RecordFile":          quote(wire.RecordFile),
@@ -113,7 +120,13 @@ func Client(opts ClientOptions) (File, []Problem) {
 		}
 		tools = append(tools, t)
 	}
-	types, ps := compile(tools, runtimeNames)
+	var docs []Server
+	for _, d := range opts.Servers {
+		if slices.ContainsFunc(tools, func(t Tool) bool { return t.Server == d.Name }) {
+			docs = append(docs, d) // a server with no tools gets no namespace, as before
+		}
+	}
+	types, ps := compile(tools, docs, runtimeNames)
 	problems = append(problems, ps...)
 
 	// The servers, in Compile's (sorted) order, and their tools.
@@ -159,7 +172,11 @@ func Client(opts ClientOptions) (File, []Problem) {
 	b.WriteString("\n")
 	b.WriteString(runtimeSource)
 	for _, g := range groups {
-		writeServer(&b, g, byServer[g[0].Server], lists[g[0].Server])
+		var doc Server
+		if i := slices.IndexFunc(docs, func(d Server) bool { return d.Name == g[0].Server }); i >= 0 {
+			doc = docs[i]
+		}
+		writeServer(&b, g, byServer[g[0].Server], lists[g[0].Server], doc)
 	}
 	return File{Source: b.Bytes(), Types: types.Types}, problems
 }
@@ -183,11 +200,11 @@ const clientIntro = `//
 
 // writeServer writes one server's object. types and tools are the server's,
 // in the same (sorted) order.
-func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string) {
+func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, doc Server) {
 	ns := types[0].Namespace
 	listConst := "$list_" + ns
 	fmt.Fprintf(b, "\nconst %s = %s;\n\n", listConst, asciiQuote("the tool list of "+list))
-	fmt.Fprintf(b, "/** The tools of server %s. */\n", commentText(types[0].Server))
+	b.WriteString(jsdoc(strings.TrimSpace("The tools of server "+types[0].Server+".\n\n"+namespaceDoc(doc)), ""))
 	fmt.Fprintf(b, "export const %s = {\n", ns)
 	names := newNamer()
 	for _, tt := range types {
@@ -208,8 +225,8 @@ func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string) 
 			result, generic = "CallToolResult<"+out+">", "<"+out+">"
 		}
 		fmt.Fprintf(b, "  %s: (args%s: %s.%s, options?: CallOptions): Promise<%s> =>\n", fn, argsMark, ns, tt.Input, result)
-		fmt.Fprintf(b, "    $callTool%s(%s, %s, args, options, %s),\n", generic,
-			asciiQuote(tt.Server), asciiQuote(tt.Tool), listConst)
+		fmt.Fprintf(b, "    $callTool%s(%s, %s, args, options, %s, %s),\n", generic,
+			asciiQuote(tt.Server), asciiQuote(tt.Tool), listConst, quote(wire.ToolHash(t.InputSchema, t.OutputSchema)))
 	}
 	b.WriteString("};\n")
 }

@@ -28,8 +28,10 @@ func clientTools(t *testing.T) []clientgen.Tool {
 // TestClientGolden keeps the demo server's client in testdata/client/demo.ts
 // (`go test ./clientgen -update` rewrites it).
 func TestClientGolden(t *testing.T) {
+	_, instructions := demoTools(t)
 	f, problems := clientgen.Client(clientgen.ClientOptions{Tools: corpus(t)["demo"], Broker: "mcpx test", Cwd: "/src/app",
-		Failed: []clientgen.FailedServer{{Server: "broken", Reason: "the server would not start"}}})
+		Failed:  []clientgen.FailedServer{{Server: "broken", Reason: "the server would not start"}},
+		Servers: []clientgen.Server{{Name: "demo", Instructions: instructions, Prelude: demoPrelude}}})
 	if len(problems) > 0 {
 		t.Errorf("problems: %v", problems)
 	}

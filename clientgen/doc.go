@@ -117,6 +117,28 @@
 // search score against bias terms), until the budget (in tokens of four
 // characters) is spent: a small server is never crowded out by a wide one.
 //
-// TODO(2026-11-30, issue 9 "Generated TypeScript script clients"): mcpx
-// types with instructions and preludes.
+// # Declarations, instructions and preludes
+//
+// [Types] writes the declarations of one server's tools, or of one tool,
+// for an agent to read before it writes a script (`mcpx types demo.echo`,
+// GET /v1/types): the types of Compile in the server's namespace. A
+// [Server] says what the file says about the server beside its tools, in
+// the declarations and in the client module alike: its instructions (the
+// initialize result's, which say how to use its tools as a whole) are the
+// doc comment of its namespace and of its client object, and the config's
+// prelude (what the tools' descriptions omit, such as how to obtain an id)
+// is written before the namespace as // lines, so nothing in it can end a
+// comment. A server with neither has no comment at all.
+//
+// # Stale clients
+//
+// Each generated function sends, with every call, the hash of its tool's
+// schemas as they were when the module was generated (header
+// Mcpx-Tool-Hash, wire.ToolHash: inputSchema and outputSchema, compacted;
+// a description may change freely). The broker compares it with the tool
+// the child in the caller's scope lists now and refuses a difference with a
+// 409 stale-client problem before the child sees the call; the client
+// throws it as an McpxError naming the tool and the tool list it was
+// generated from. A tool that is gone is a 404 whose message says the same.
+// The untyped callTool sends no hash.
 package clientgen

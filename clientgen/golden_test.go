@@ -56,8 +56,9 @@ func toTools(server string, ws []wireTool) []clientgen.Tool {
 }
 
 // listTools runs cmd as a stdio MCP server and returns its tools/list
-// result's tools array, byte for byte (so member order is the server's).
-func listTools(t *testing.T, cmd *exec.Cmd) json.RawMessage {
+// result's tools array, byte for byte (so member order is the server's),
+// and the instructions of its initialize result.
+func listTools(t testing.TB, cmd *exec.Cmd) (tools json.RawMessage, instructions string) {
 	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -119,7 +120,12 @@ func listTools(t *testing.T, cmd *exec.Cmd) json.RawMessage {
 		return nil
 	}
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"clientgen-test","version":"0"}}}`)
-	await(1)
+	var init struct {
+		Instructions string `json:"instructions"`
+	}
+	if err := json.Unmarshal(await(1), &init); err != nil {
+		t.Fatal(err)
+	}
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	var res struct {
@@ -132,77 +138,121 @@ func listTools(t *testing.T, cmd *exec.Cmd) json.RawMessage {
 	if res.NextCursor != "" {
 		t.Fatalf("%s pages its tool list; the capture reads one page", cmd.Path)
 	}
-	return res.Tools
+	return res.Tools, init.Instructions
 }
 
 // demoTools lists the tools of a real demo child (this test binary,
-// re-executed).
-func demoTools(t *testing.T) json.RawMessage {
+// re-executed), and its instructions.
+func demoTools(t testing.TB) (json.RawMessage, string) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), demo.EnvServer+"=1")
 	return listTools(t, cmd)
 }
 
-// npmServers are the reference servers captured into testdata/servers, by
-// their namespace there and npm package.
-var npmServers = []struct {
-	server, pkg string
-	withDir     bool // takes an allowed directory argument
+// capturedServers are the real servers whose tool lists are captured into
+// testdata/servers (<server>.json): the npm reference servers and gopls.
+var capturedServers = []struct {
+	server string
+	cmd    func(t *testing.T) *exec.Cmd
 }{
-	{"everything", "@modelcontextprotocol/server-everything", false},
-	{"filesystem", "@modelcontextprotocol/server-filesystem", true},
+	{"everything", npmServer("@modelcontextprotocol/server-everything", false)},
+	{"filesystem", npmServer("@modelcontextprotocol/server-filesystem", true)},
+	{"gopls", goplsServer},
 }
 
-// TestCapture refreshes testdata/servers/<server>.json from the installed
-// npm servers; it runs only with -capture:
+// npmServer runs an installed npm reference server, with an allowed
+// directory argument if withDir.
+func npmServer(pkg string, withDir bool) func(t *testing.T) *exec.Cmd {
+	return func(t *testing.T) *exec.Cmd {
+		args := []string{testenv.NPMPackageBin(t, pkg)}
+		if withDir {
+			args = append(args, t.TempDir())
+		}
+		return exec.Command(testenv.Node(t), args...)
+	}
+}
+
+// goplsServer runs `gopls mcp` in an empty module, offline.
+func goplsServer(t *testing.T) *exec.Cmd {
+	gopls := testenv.Gopls(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gopls, "mcp")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOTOOLCHAIN=local", "GOWORK=off", "GOTELEMETRY=off", "GOFLAGS=-mod=mod")
+	return cmd
+}
+
+// capturedList lists a captured server's tools live, indented as its
+// testdata file.
+func capturedList(t *testing.T, cmd *exec.Cmd) []byte {
+	raw, _ := listTools(t, cmd)
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, raw, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	pretty.WriteByte('\n')
+	return pretty.Bytes()
+}
+
+// TestCapture compares testdata/servers/<server>.json with the tools the
+// installed servers list now, so a new gopls or npm package whose schemas
+// differ shows up as a diff; with -capture it rewrites the files:
 //
 //	go test ./clientgen -run TestCapture -capture && go test ./clientgen -update
 func TestCapture(t *testing.T) {
-	if !*capture {
-		t.Skip("run with -capture to refresh testdata/servers from the npm servers")
-	}
-	node := testenv.Node(t)
-	for _, s := range npmServers {
-		args := []string{testenv.NPMPackageBin(t, s.pkg)}
-		if s.withDir {
-			args = append(args, t.TempDir())
-		}
-		cmd := exec.Command(node, args...)
-		raw := listTools(t, cmd)
-		var pretty bytes.Buffer
-		if err := json.Indent(&pretty, raw, "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		pretty.WriteByte('\n')
-		if err := os.WriteFile(filepath.Join("testdata", "servers", s.server+".json"), pretty.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	for _, s := range capturedServers {
+		t.Run(s.server, func(t *testing.T) {
+			got := capturedList(t, s.cmd(t))
+			path := filepath.Join("testdata", "servers", s.server+".json")
+			if *capture {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (capture it with -capture)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s lists other tools than %s captured (-captured +now); if the installed version changed on purpose, -capture then -update:\n%s", s.server, path, diff)
+			}
+		})
 	}
 }
 
 // corpus returns every real server's tools: the live demo child's and the
-// captured npm servers'.
+// captured servers'.
 func corpus(t *testing.T) map[string][]clientgen.Tool {
+	tools, _ := demoTools(t)
 	var ws []wireTool
-	if err := json.Unmarshal(demoTools(t), &ws); err != nil {
+	if err := json.Unmarshal(tools, &ws); err != nil {
 		t.Fatal(err)
 	}
 	c := map[string][]clientgen.Tool{"demo": toTools("demo", ws)}
-	for _, s := range npmServers {
-		data, err := os.ReadFile(filepath.Join("testdata", "servers", s.server+".json"))
-		if err != nil {
-			t.Fatalf("%v (capture it: go test ./clientgen -run TestCapture -capture)", err)
-		}
-		var ws []wireTool
-		if err := json.Unmarshal(data, &ws); err != nil {
-			t.Fatal(err)
-		}
-		if len(ws) == 0 {
-			t.Fatalf("testdata/servers/%s.json lists no tools", s.server)
-		}
-		c[s.server] = toTools(s.server, ws)
+	for _, s := range capturedServers {
+		c[s.server] = capturedTools(t, s.server)
 	}
 	return c
+}
+
+// capturedTools reads testdata/servers/<server>.json.
+func capturedTools(t testing.TB, server string) []clientgen.Tool {
+	data, err := os.ReadFile(filepath.Join("testdata", "servers", server+".json"))
+	if err != nil {
+		t.Fatalf("%v (capture it: go test ./clientgen -run TestCapture -capture)", err)
+	}
+	var ws []wireTool
+	if err := json.Unmarshal(data, &ws); err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) == 0 {
+		t.Fatalf("testdata/servers/%s.json lists no tools", server)
+	}
+	return toTools(server, ws)
 }
 
 // checkGolden compares got with the file at path, or rewrites it with -update.
@@ -316,23 +366,39 @@ func TestCases(t *testing.T) {
 	}
 }
 
-// BenchmarkCompile compiles the captured npm servers' tools (server-
-// everything's and server-filesystem's) into one module.
-func BenchmarkCompile(b *testing.B) {
-	var tools []clientgen.Tool
-	for _, s := range npmServers {
-		data, err := os.ReadFile(filepath.Join("testdata", "servers", s.server+".json"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var ws []wireTool
-		if err := json.Unmarshal(data, &ws); err != nil {
-			b.Fatal(err)
-		}
-		tools = append(tools, toTools(s.server, ws)...)
+// allTools is every real server's tools, each in its namespace: the live
+// demo child's and the captured servers' (server-everything,
+// server-filesystem, gopls).
+func allTools(b *testing.B) []clientgen.Tool {
+	raw, _ := demoTools(b)
+	var ws []wireTool
+	if err := json.Unmarshal(raw, &ws); err != nil {
+		b.Fatal(err)
 	}
+	tools := toTools("demo", ws)
+	for _, s := range capturedServers {
+		tools = append(tools, capturedTools(b, s.server)...)
+	}
+	return tools
+}
+
+// BenchmarkCompile compiles every real server's tools into one module of
+// declarations.
+func BenchmarkCompile(b *testing.B) {
+	tools := allTools(b)
+	b.ReportMetric(float64(len(tools)), "tools")
 	for b.Loop() {
 		if f, _ := clientgen.Compile(tools); len(f.Types) != len(tools) {
+			b.Fatal("missing types")
+		}
+	}
+}
+
+// BenchmarkClient writes the client module of every real server's tools.
+func BenchmarkClient(b *testing.B) {
+	tools := allTools(b)
+	for b.Loop() {
+		if f, _ := clientgen.Client(clientgen.ClientOptions{Tools: tools}); len(f.Types) != len(tools) {
 			b.Fatal("missing types")
 		}
 	}

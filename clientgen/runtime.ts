@@ -238,6 +238,8 @@ async function $problem(res: Response, server: string, tool: string, list: strin
   let detail = p.detail ?? "";
   if (list && kindOf(p.type) === @@KindNotFound@@ && (!p.server || p.server === server)) {
     detail += ` (this client was generated from ${list}: if ${server}.${tool} is gone or renamed, regenerate it with \`mcpx clientgen ts\`)`;
+  } else if (list && kindOf(p.type) === @@KindStaleClient@@) {
+    detail += ` (this client of ${server}.${tool} is stale: it was generated from ${list})`;
   }
   return new McpxError({
     ...p,
@@ -314,14 +316,17 @@ async function $events<S>(res: Response, o: CallOptions, server: string, tool: s
  */
 export function callTool<S = { [key: string]: unknown }>(server: string, tool: string, args?: { [key: string]: unknown },
   options?: CallOptions): Promise<CallToolResult<S>> {
-  return $callTool<S>(server, tool, args, options, "");
+  return $callTool<S>(server, tool, args, options, "", "");
 }
 
 // $callTool makes one call: POST the arguments, read the result (streamed
 // when there is a progress callback), and turn every failure into an
-// McpxError. list names the tool list the client was generated from ("" for
-// callTool).
-async function $callTool<S>(server: string, tool: string, args: unknown, o: CallOptions | undefined, list: string): Promise<CallToolResult<S>> {
+// McpxError. list names the tool list the client was generated from, and
+// hash is the tool's schemas' hash in it, sent so the broker refuses the
+// call (stale-client) if the tool's schemas changed since ("" for callTool:
+// no check).
+async function $callTool<S>(server: string, tool: string, args: unknown, o: CallOptions | undefined, list: string,
+  hash: string): Promise<CallToolResult<S>> {
   o ??= {};
   const b = await $broker(o, server, tool);
   const headers: { [name: string]: string } = {
@@ -329,6 +334,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
     Accept: o.onProgress ? @@MediaEventStream@@ : @@MediaJSON@@,
   };
   if (b.token) headers[@@HeaderAuthorization@@] = `Bearer ${b.token}`;
+  if (hash) headers[@@HeaderToolHash@@] = hash;
   const declared: [string, string | undefined][] = [
     [@@HeaderCwd@@, o.cwd ?? $cwd()],
     [@@HeaderSession@@, o.session ?? $env("MCPX_SESSION_ID")],

@@ -51,6 +51,10 @@ func generated(t *testing.T, dir string) []string {
 		f, _ := clientgen.Compile(tools)
 		write(server+".ts", f.Source)
 	}
+	for name, opts := range typesCases(t) {
+		f, _, _ := clientgen.Types(opts)
+		write("types-"+name, f.Source)
+	}
 	for _, path := range caseFiles(t) {
 		ar, err := txtar.ParseFile(path)
 		if err != nil {

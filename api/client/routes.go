@@ -149,6 +149,20 @@ func (c *Client) TypeScriptClient(ctx context.Context, cl Caller, servers []stri
 	return readRaw(c.send(ctx, wire.OpTypeScript, &cl, nil, nil, query))
 }
 
+// Types returns the TypeScript declarations of a server's tools, or of one
+// tool if tool is not "", from the child in cl's scope: the server's
+// prelude, and its instructions unless noInstructions.
+func (c *Client) Types(ctx context.Context, cl Caller, server, tool string, noInstructions bool) ([]byte, error) {
+	q := url.Values{"server": {server}}
+	if tool != "" {
+		q.Set("tool", tool)
+	}
+	if noInstructions {
+		q.Set("instructions", "false")
+	}
+	return readRaw(c.send(ctx, wire.OpTypes, &cl, nil, nil, "?"+q.Encode()))
+}
+
 // SearchTools searches every server's tools for terms, keeping those with
 // every one of tags (GET /v1/tools?q=…&tag=…): the hits, best first.
 func (c *Client) SearchTools(ctx context.Context, cl Caller, terms, tags []string) (*wire.ToolList, []byte, error) {

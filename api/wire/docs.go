@@ -65,6 +65,12 @@ type Server struct {
 	Sharing     string   `json:"sharing"`
 	Max         int      `json:"max"`
 	Instances   int      `json:"instances"` // running now
+	// ToolTags are tags per tool name, beside Tags (which every tool has).
+	ToolTags map[string][]string `json:"toolTags,omitempty"`
+	// Prelude is the config's text put before the server's declarations
+	// (GET /v1/types): how to use its tools where their descriptions do
+	// not say.
+	Prelude string `json:"prelude,omitempty"`
 }
 
 // ServerTools is the /v1/servers/{server}/tools document.
@@ -73,6 +79,9 @@ type ServerTools struct {
 	// Tools is the child's list as it sent it: a JSON array of MCP Tool
 	// objects, untagged.
 	Tools json.RawMessage `json:"tools" mcp:"[]Tool"`
+	// Instructions are the instructions of the same child's initialize
+	// result (how to use the server's tools); absent when it sent none.
+	Instructions string `json:"instructions,omitempty"`
 }
 
 // ResourceList is the /v1/servers/{server}/resources document.

@@ -6,7 +6,7 @@ import "strings"
 const ProblemTypeBase = "https://mcpx.dev/problems/"
 
 // Problem kinds: the suffix of Problem.Type. The broker's error kinds
-// (broker.Kind) are the first ten; the others are failures only HTTP has.
+// (broker.Kind) are the first eleven; the others are failures only HTTP has.
 const (
 	KindBadRequest       = "bad-request"        // caller input is wrong (cwd, body, arguments)
 	KindNotFound         = "not-found"          // unknown server, tool, instance, resource, prompt, route
@@ -18,6 +18,7 @@ const (
 	KindCanceled         = "canceled"           // the caller went away before the answer (nobody reads it)
 	KindConfig           = "config"             // the configuration is invalid
 	KindInternal         = "internal"           // a bug; the detail is logged, not sent
+	KindStaleClient      = "stale-client"       // a generated client's tool schemas differ from the child's: regenerate it (HeaderToolHash)
 	KindTooLarge         = "too-large"          // the request body is over the limit
 	KindMethodNotAllowed = "method-not-allowed" // the route exists, not with this method
 	KindUnauthorized     = "unauthorized"       // a TCP request without the daemon's bearer token
@@ -47,6 +48,7 @@ var problemTypes = []ProblemType{
 	{KindCanceled, StatusClientClosedRequest, "Client closed request"},
 	{KindConfig, 500, "Configuration error"},
 	{KindInternal, 500, "Internal error"},
+	{KindStaleClient, 409, "Stale client"},
 	{KindTooLarge, 413, "Request body too large"},
 	{KindMethodNotAllowed, 405, "Method not allowed"},
 	{KindUnauthorized, 401, "Unauthorized"},

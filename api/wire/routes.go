@@ -95,6 +95,7 @@ const (
 	OpReloadDaemon    = "reloadDaemon"
 	OpOpenAPI         = "getOpenAPI"
 	OpTypeScript      = "getTypeScriptClient"
+	OpTypes           = "getTypes"
 	OpServerOpenAPI   = "getServerOpenAPI"
 	OpToolsOpenAPI    = "getToolsOpenAPI"
 	OpCatalog         = "getCatalog"
@@ -190,6 +191,11 @@ var routes = []Route{
 		OptionalQuery: []string{"servers"}, Media: MediaTypeScript,
 		Summary:  "A generated TypeScript client of the caller's servers (all, or those of ?servers=a,b): one self-contained ES module with a typed function per tool",
 		Response: reflect.TypeFor[string](), Status: 200, Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindInternal}},
+
+	{Method: "GET", Pattern: "/v1/types", Name: OpTypes, Caller: true,
+		Query: []string{"server"}, OptionalQuery: []string{"tool", "instructions"}, Media: MediaTypeScript,
+		Summary:  "TypeScript declarations of one server's tools (or of ?tool=), as the child in the caller's scope lists them: the config's prelude as comments, the server's instructions as the namespace's doc comment (?instructions=false leaves them out)",
+		Response: reflect.TypeFor[string](), Status: 200, Problems: problemsChild},
 
 	{Method: "GET", Pattern: "/v1/instances", Name: OpListInstances,
 		Summary:  "List the pooled child instances",

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"mcpx.dev/mcpx/internal/placeholder"
 	"mcpx.dev/mcpx/nixresolve"
@@ -113,6 +115,7 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 	p.checkChoices(name, s)
 	p.checkScopePolicy(name, s)
 	p.checkRootPlaceholder(name, s)
+	p.checkDocs(name, s)
 	if s.Max < 0 {
 		p.add(name, "max", fmt.Sprintf("max is %d", s.Max), fmt.Sprintf("use 0 for the default (%d) or a positive number", pool.DefaultMax))
 	} else if s.Max == 0 {
@@ -121,6 +124,39 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 	p.duration(name, "idleTimeout", &s.IdleTimeout, cmp.Or(pc.IdleTimeout.D(), pool.DefaultIdleTimeout))
 	p.duration(name, "callTimeout", &s.CallTimeout, DefaultCallTimeout)
 	p.duration(name, "startTimeout", &s.StartTimeout, pool.DefaultStartTimeout)
+}
+
+// checkDocs checks what a server's config says to callers about its tools:
+// the prelude and the tags.
+func (p *problems) checkDocs(name string, s *Server) {
+	if len(s.Prelude) > MaxPreludeBytes {
+		p.add(name, "prelude", fmt.Sprintf("the prelude is %d bytes, over the limit of %d", len(s.Prelude), MaxPreludeBytes),
+			"keep it to what the tools' descriptions omit, such as how to obtain an id")
+	}
+	if i := strings.IndexFunc(s.Prelude, func(r rune) bool {
+		return r == utf8.RuneError || (unicode.IsControl(r) && r != '\n' && r != '\t')
+	}); i >= 0 {
+		p.add(name, "prelude", fmt.Sprintf("the prelude holds a control character or invalid UTF-8 at byte %d", i),
+			"write plain text; newlines and tabs are allowed")
+	}
+	for i, tag := range s.Tags {
+		p.checkTag(name, fmt.Sprintf("tags[%d]", i), tag)
+	}
+	for _, tool := range slices.Sorted(maps.Keys(s.ToolTags)) {
+		if tool == "" {
+			p.add(name, "toolTags", "a tool name is empty", "key toolTags by the tool names the server lists (`mcpx tools "+name+"`)")
+		}
+		for i, tag := range s.ToolTags[tool] {
+			p.checkTag(name, fmt.Sprintf("toolTags.%s[%d]", tool, i), tag)
+		}
+	}
+}
+
+// checkTag checks one tag: a search term, so one word with no space.
+func (p *problems) checkTag(name, field, tag string) {
+	if tag == "" || strings.IndexFunc(tag, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		p.add(name, field, fmt.Sprintf("tag %q is empty or holds a space", tag), `a tag is one word, such as "files" or "read-only"`)
+	}
 }
 
 // nameFor suggests a valid name for an invalid one: Cline names servers it

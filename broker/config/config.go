@@ -115,11 +115,18 @@ type Server struct {
 	IdleTimeout  Duration  `json:"idleTimeout,omitempty"`  // 0 = Config.Pool.IdleTimeout
 	CallTimeout  Duration  `json:"callTimeout,omitempty"`  // 0 = DefaultCallTimeout
 	StartTimeout Duration  `json:"startTimeout,omitempty"` // 0 = pool.DefaultStartTimeout; spawn + initialize
-	Tags         []string  `json:"tags,omitempty"`
+	Tags         []string  `json:"tags,omitempty"`         // every tool of the server has them, for search
 	Description  string    `json:"description,omitempty"`
 	// ScopePolicy says which scopes a caller may ask for with the
 	// Mcpx-Scope header; the zero value allows no override.
 	ScopePolicy ScopePolicy `json:"scopePolicy,omitzero"`
+	// ToolTags are extra tags per tool name, for search, beside Tags.
+	ToolTags map[string][]string `json:"toolTags,omitempty"`
+	// Prelude is text put before the server's generated declarations
+	// (`mcpx types`), as comment lines: how to use its tools where their
+	// descriptions do not say (how to obtain an id, say). At most
+	// MaxPreludeBytes, printable text and newlines.
+	Prelude string `json:"prelude,omitempty"`
 }
 
 // ScopePolicy is a server's scope policy: whether a caller may override the
@@ -148,6 +155,10 @@ func (sp ScopePolicy) Allows(configured, kind ScopeKind) bool {
 	}
 	return sp.AllowOverride && (sp.Allow == nil || slices.Contains(sp.Allow, kind))
 }
+
+// MaxPreludeBytes bounds a server's prelude: it is read by agents with a
+// context budget, next to the declarations it explains.
+const MaxPreludeBytes = 4096
 
 // Sharing says how concurrent callers with the same key use one instance.
 type Sharing string

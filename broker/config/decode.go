@@ -181,6 +181,8 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 		"tags":         {&s.Tags, strs},
 		"description":  {&s.Description, str},
 		"scopePolicy":  {&s.ScopePolicy, `an object such as {"allow": ["session", "call"], "allowOverride": true}`},
+		"toolTags":     {&s.ToolTags, "an object of tool names to arrays of strings"},
+		"prelude":      {&s.Prelude, str},
 	}
 }
 

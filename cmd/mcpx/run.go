@@ -53,6 +53,7 @@ func commands() []command {
 		{"nix", "ls|refresh <server>|gc [--json]", "list nix: servers with their locked rev and store path, re-resolve one (its instances are replaced), or drop unused cache entries", nixCmd},
 		{"config", "check|show [--config F]", "validate or print the configuration", configCmd},
 		{"clientgen", "ts [--servers a,b] [-o file]", "write the typed TypeScript client of the broker's tools (served at /v1/clients/typescript)", clientgenCmd},
+		{"types", "[--no-instructions] <server>[.<tool>]", "print the TypeScript declarations of a server's tools, or of one, with its instructions and prelude", typesCmd},
 		{"openapi", "", "print the broker's OpenAPI 3.1 document (the daemon serves it at /openapi.json)", openapiCmd},
 		{"demo-server", "[--failure-flags]", "run the built-in demo MCP server on stdin/stdout", demoServer},
 		{"help", "[command]", "show this help, or a command's flags", nil}, // handled by run

@@ -22,6 +22,10 @@ const (
 	EnvHang = "MCPX_DEMO_HANG"
 	// EnvExitAtStart=N writes "boom" to stderr and exits with code N at once.
 	EnvExitAtStart = "MCPX_DEMO_EXIT_AT_START"
+	// EnvDrift=1 serves a later version of the demo server's tools: no
+	// add, and an echo that also requires an integer "times" (DriftEcho).
+	// Tests of stale generated clients use it.
+	EnvDrift = "MCPX_DEMO_DRIFT"
 )
 
 // GarbageLine is what EnvGarbage=1 writes to stdout (without the newline).
@@ -32,12 +36,12 @@ const GarbageLine = "this is not JSON-RPC"
 // to os.Stderr. It returns nil when in reaches EOF, and ctx.Err() when ctx is
 // done first. Run does not close in or out.
 func Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return run(ctx, in, out, os.Stderr)
+	return run(ctx, in, out, os.Stderr, false)
 }
 
-func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer) error {
+func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer, drift bool) error {
 	rec := &initRecorder{r: in}
-	srv := newServer(stderr, rec)
+	srv := newServer(stderr, rec, drift)
 	t := &mcp.IOTransport{Reader: io.NopCloser(rec), Writer: nopWriteCloser{out}}
 	err := srv.Run(ctx, t)
 	if ctx.Err() != nil {
@@ -51,7 +55,7 @@ func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer) err
 
 // Main runs the demo server on stdin and stdout and returns the process exit
 // code: 0 after a clean EOF on stdin. Only when failures is true does it
-// honour the failure flags (EnvExitAtStart, EnvGarbage, EnvHang): tests turn
+// honour the failure flags (EnvExitAtStart, EnvGarbage, EnvHang, EnvDrift): tests turn
 // them on (MaybeServe, `mcpx demo-server --failure-flags`); the daemon's
 // default demo server never does, so a stray variable in a user's
 // environment cannot break it.
@@ -61,7 +65,7 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, failur
 			return code
 		}
 	}
-	if err := run(ctx, stdin, stdout, stderr); err != nil {
+	if err := run(ctx, stdin, stdout, stderr, failures && os.Getenv(EnvDrift) == "1"); err != nil {
 		fmt.Fprintf(stderr, "demo server: %v\n", err)
 		return 1
 	}

@@ -15,7 +15,7 @@ const Version = "1.0.0"
 // SDK parsed them (there is no raw line to record); use Run for the raw line.
 // Tool output meant for stderr goes to os.Stderr.
 func NewServer() *mcp.Server {
-	return newServer(os.Stderr, nil)
+	return newServer(os.Stderr, nil, false)
 }
 
 // demo holds what the handlers share. rec is nil when the raw initialize line
@@ -25,11 +25,15 @@ type demo struct {
 	rec    *initRecorder
 }
 
-func newServer(stderr io.Writer, rec *initRecorder) *mcp.Server {
+func newServer(stderr io.Writer, rec *initRecorder, drift bool) *mcp.Server {
 	d := &demo{stderr: stderr, rec: rec}
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcpx-demo", Title: "mcpx demo server", Version: Version},
 		&mcp.ServerOptions{Instructions: "A demo server for testing mcpx: echo, add, sleep, progress, roots and failure tools."})
 	d.addTools(s)
+	if drift {
+		s.RemoveTools("add")
+		mcp.AddTool(s, tool("echo", "Returns the message.", DriftEchoSchema), echo)
+	}
 	s.AddPrompt(greetPrompt, greet)
 	s.AddResource(readmeResource, readReadme)
 	return s

@@ -26,6 +26,13 @@ const echoSchema = `{"type":"object","properties":{
 	"message":{"type":"string","description":"the text to return"}},
 	"required":["message"],"additionalProperties":false}`
 
+// DriftEchoSchema is echo's input schema under EnvDrift: a later version
+// that also requires "times".
+const DriftEchoSchema = `{"type":"object","properties":{
+	"message":{"type":"string","description":"the text to return"},
+	"times":{"type":"integer","minimum":1}},
+	"required":["message","times"],"additionalProperties":false}`
+
 type echoIn struct {
 	Message string `json:"message"`
 }

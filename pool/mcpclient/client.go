@@ -98,6 +98,9 @@ type Session struct {
 
 	version    string          // set by Connect before the session is shared
 	initResult json.RawMessage // set by Connect before the session is shared
+	// instructions are initResult's; set by Connect before the session is
+	// shared.
+	instructions string
 
 	nextID   atomic.Int64
 	inFlight atomic.Int64
@@ -178,6 +181,7 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 	for _, e := range eras {
 		s.version, s.initResult, err = e.open(ctx, s)
 		if err == nil {
+			s.instructions = instructionsOf(s.initResult)
 			s.awaitStartupRoots(ctx)
 			return s, nil
 		}
@@ -192,6 +196,21 @@ func (s *Session) ProtocolVersion() string { return s.version }
 // InitializeResult returns the child's initialize result as it sent it. The
 // caller must not modify it.
 func (s *Session) InitializeResult() json.RawMessage { return s.initResult }
+
+// Instructions returns the instructions of the child's initialize result
+// (MCP lifecycle, InitializeResult.instructions: "how to use the server and
+// its features"), or "" when it sent none, or sent something other than a
+// string.
+func (s *Session) Instructions() string { return s.instructions }
+
+func instructionsOf(initResult json.RawMessage) string {
+	var r struct {
+		Instructions any `json:"instructions"`
+	}
+	json.Unmarshal(initResult, &r) //nolint:errcheck // checked as an object when initialize answered
+	text, _ := r.Instructions.(string)
+	return text
+}
 
 // InFlight returns the number of requests waiting for the child.
 func (s *Session) InFlight() int { return int(s.inFlight.Load()) }

@@ -134,16 +134,23 @@ func (s *Session) list(ctx context.Context, cache *listCache, method, key string
 // from an index of the cached tools/list, so checking a name before each
 // call costs a map lookup, not a parse.
 func (s *Session) HasTool(ctx context.Context, name string) (bool, error) {
+	_, found, err := s.Tool(ctx, name)
+	return found, err
+}
+
+// Tool returns the Tool object the child lists by that name, as it sent
+// it, from the same index as HasTool. The caller must not modify it.
+func (s *Session) Tool(ctx context.Context, name string) (tool json.RawMessage, found bool, err error) {
 	for {
-		if found, cached := s.tools.lookup(name); cached {
-			return found, nil
+		if tool, found, cached := s.tools.lookup(name); cached {
+			return tool, found, nil
 		}
 		// Not cached (or a list_changed raced us): list, then look again.
 		if _, err := s.Tools(ctx); err != nil {
-			return false, err
+			return nil, false, err
 		}
 		if err := ctx.Err(); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	}
 }
@@ -151,31 +158,35 @@ func (s *Session) HasTool(ctx context.Context, name string) (bool, error) {
 // listCache holds one joined listing until the child says it changed.
 type listCache struct {
 	mu    sync.Mutex
-	gen   uint64              // guarded by mu; bumped by each list_changed
-	val   json.RawMessage     // guarded by mu; nil = not cached
-	names map[string]struct{} // guarded by mu; index of val's "name" members, built on first lookup
+	gen   uint64                     // guarded by mu; bumped by each list_changed
+	val   json.RawMessage            // guarded by mu; nil = not cached
+	names map[string]json.RawMessage // guarded by mu; val's items by their "name" members, built on first lookup
 }
 
-// lookup reports whether val has an item with that name, and whether val
-// is cached at all.
-func (c *listCache) lookup(name string) (found, cached bool) {
+// lookup returns val's item with that name and whether there is one, and
+// whether val is cached at all. The first by a name wins.
+func (c *listCache) lookup(name string) (item json.RawMessage, found, cached bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.val == nil {
-		return false, false
+		return nil, false, false
 	}
 	if c.names == nil {
-		var items []struct {
-			Name string `json:"name"`
-		}
+		var items []json.RawMessage
 		json.Unmarshal(c.val, &items) // val was checked to be an array of objects when listed
-		c.names = make(map[string]struct{}, len(items))
+		c.names = make(map[string]json.RawMessage, len(items))
 		for _, it := range items {
-			c.names[it.Name] = struct{}{}
+			var named struct {
+				Name string `json:"name"`
+			}
+			json.Unmarshal(it, &named) //nolint:errcheck // an object; a non-string name indexes as ""
+			if _, dup := c.names[named.Name]; !dup {
+				c.names[named.Name] = it
+			}
 		}
 	}
-	_, found = c.names[name]
-	return found, true
+	item, found = c.names[name]
+	return item, found, true
 }
 
 func (c *listCache) get() (json.RawMessage, uint64) {

@@ -67,6 +67,12 @@ func (p *peer) expect(want string) {
 // connect runs Connect against the peer, answering initialize with version.
 func (p *peer) connect(opts Options, version string) *Session {
 	p.t.Helper()
+	return p.connectResult(opts, `{"protocolVersion":"`+version+`","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"peer","version":"1"}}`)
+}
+
+// connectResult is connect with the peer answering initialize with result.
+func (p *peer) connectResult(opts Options, initResult string) *Session {
+	p.t.Helper()
 	type result struct {
 		s   *Session
 		err error
@@ -80,7 +86,7 @@ func (p *peer) connect(opts Options, version string) *Session {
 	if init["method"] != "initialize" {
 		p.t.Fatalf("first message is %v, want initialize", init)
 	}
-	p.send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"` + version + `","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"peer","version":"1"}}}`)
+	p.send(`{"jsonrpc":"2.0","id":1,"result":` + initResult + `}`)
 	p.expect(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	r := <-ch
 	if r.err != nil {

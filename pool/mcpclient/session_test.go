@@ -58,6 +58,21 @@ func TestInitializeResult(t *testing.T) {
 	}
 }
 
+func TestInstructions(t *testing.T) {
+	const init = `{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"peer","version":"1"}`
+	for _, tc := range []struct{ extra, want string }{
+		{``, ""},
+		{`,"instructions":"Call list_ids first: every tool takes an id."`, "Call list_ids first: every tool takes an id."},
+		{`,"instructions":""`, ""},
+		{`,"instructions":{"text":"not a string"}`, ""},
+	} {
+		s := newPeer(t).connectResult(Options{}, init+tc.extra+`}`)
+		if got := s.Instructions(); got != tc.want {
+			t.Errorf("initialize result with %s: Instructions = %q, want %q", tc.extra, got, tc.want)
+		}
+	}
+}
+
 func TestVersionNegotiation(t *testing.T) {
 	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
 		t.Run(v, func(t *testing.T) {
@@ -677,5 +692,36 @@ func TestHasToolIndexFollowsListChanged(t *testing.T) {
 	p.send(`{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"b"}]}}`)
 	if <-ch {
 		t.Fatal("HasTool(a) = true after the child dropped it")
+	}
+}
+
+// Tool answers the Tool object as the child sent it, from the cached list;
+// the first of two by one name wins.
+func TestToolFromIndex(t *testing.T) {
+	p := newPeer(t)
+	s := p.connect(Options{}, "2025-11-25")
+	type answer struct {
+		tool  string
+		found bool
+	}
+	get := func(name string) <-chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			tool, found, err := s.Tool(t.Context(), name)
+			if err != nil {
+				t.Errorf("Tool(%q): %v", name, err)
+			}
+			ch <- answer{string(tool), found}
+		}()
+		return ch
+	}
+	ch := get("a")
+	p.expect(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a", "inputSchema":{"type":"object"}},{"name":"b"},{"name":"a","x":1}]}}`)
+	if got := <-ch; !got.found || got.tool != `{"name":"a", "inputSchema":{"type":"object"}}` {
+		t.Errorf("Tool(a) = %+v, want the first a as sent", got)
+	}
+	if got := <-get("zz"); got.found || got.tool != "" {
+		t.Errorf("Tool(zz) = %+v, want none", got)
 	}
 }

@@ -21,6 +21,10 @@
 //   demo (14 tools, sha256:31c77c7bd1020e56)
 //   broken: left out: the server would not start
 
+// Every tool answers at once except sleep and progress.
+//
+// cwd names the worktree the child serves */ not a comment end.
+/** A demo server for testing mcpx: echo, add, sleep, progress, roots and failure tools. */
 export namespace demo {
   /** Adds two numbers; the result is also structured content {sum}. */
   export type AddInput = {
@@ -384,6 +388,8 @@ async function $problem(res: Response, server: string, tool: string, list: strin
   let detail = p.detail ?? "";
   if (list && kindOf(p.type) === "not-found" && (!p.server || p.server === server)) {
     detail += ` (this client was generated from ${list}: if ${server}.${tool} is gone or renamed, regenerate it with \`mcpx clientgen ts\`)`;
+  } else if (list && kindOf(p.type) === "stale-client") {
+    detail += ` (this client of ${server}.${tool} is stale: it was generated from ${list})`;
   }
   return new McpxError({
     ...p,
@@ -460,14 +466,17 @@ async function $events<S>(res: Response, o: CallOptions, server: string, tool: s
  */
 export function callTool<S = { [key: string]: unknown }>(server: string, tool: string, args?: { [key: string]: unknown },
   options?: CallOptions): Promise<CallToolResult<S>> {
-  return $callTool<S>(server, tool, args, options, "");
+  return $callTool<S>(server, tool, args, options, "", "");
 }
 
 // $callTool makes one call: POST the arguments, read the result (streamed
 // when there is a progress callback), and turn every failure into an
-// McpxError. list names the tool list the client was generated from ("" for
-// callTool).
-async function $callTool<S>(server: string, tool: string, args: unknown, o: CallOptions | undefined, list: string): Promise<CallToolResult<S>> {
+// McpxError. list names the tool list the client was generated from, and
+// hash is the tool's schemas' hash in it, sent so the broker refuses the
+// call (stale-client) if the tool's schemas changed since ("" for callTool:
+// no check).
+async function $callTool<S>(server: string, tool: string, args: unknown, o: CallOptions | undefined, list: string,
+  hash: string): Promise<CallToolResult<S>> {
   o ??= {};
   const b = await $broker(o, server, tool);
   const headers: { [name: string]: string } = {
@@ -475,6 +484,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
     Accept: o.onProgress ? "text/event-stream" : "application/json",
   };
   if (b.token) headers["Authorization"] = `Bearer ${b.token}`;
+  if (hash) headers["Mcpx-Tool-Hash"] = hash;
   const declared: [string, string | undefined][] = [
     ["Mcpx-Cwd", o.cwd ?? $cwd()],
     ["Mcpx-Session", o.session ?? $env("MCPX_SESSION_ID")],
@@ -525,48 +535,52 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
 
 const $list_demo = "the tool list of demo (14 tools, sha256:31c77c7bd1020e56)";
 
-/** The tools of server demo. */
+/**
+ * The tools of server demo.
+ *
+ * A demo server for testing mcpx: echo, add, sleep, progress, roots and failure tools.
+ */
 export const demo = {
   /** Adds two numbers; the result is also structured content {sum}. */
   add: (args: demo.AddInput, options?: CallOptions): Promise<CallToolResult<demo.AddOutput>> =>
-    $callTool<demo.AddOutput>("demo", "add", args, options, $list_demo),
+    $callTool<demo.AddOutput>("demo", "add", args, options, $list_demo, "sha256:9ee35c46d7e2aa4b"),
   /** Returns a text of exactly the given number of bytes. */
   big: (args: demo.BigInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "big", args, options, $list_demo),
+    $callTool("demo", "big", args, options, $list_demo, "sha256:01459fd70dd72e21"),
   /** Writes stderr text, then exits the server process without answering. */
   crash: (args?: demo.CrashInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "crash", args, options, $list_demo),
+    $callTool("demo", "crash", args, options, $list_demo, "sha256:be77b4724efd6d42"),
   /** Returns the server process's working directory. */
   cwd: (args?: demo.CwdInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "cwd", args, options, $list_demo),
+    $callTool("demo", "cwd", args, options, $list_demo, "sha256:406c6b151b93bcc2"),
   /** Returns the message. */
   echo: (args: demo.EchoInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "echo", args, options, $list_demo),
+    $callTool("demo", "echo", args, options, $list_demo, "sha256:3e76c3afc4215f3e"),
   /** Returns the value of an environment variable of the server process. */
   env: (args: demo.EnvInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "env", args, options, $list_demo),
+    $callTool("demo", "env", args, options, $list_demo, "sha256:ef70b4b1074a548f"),
   /** Returns a tool result with isError: true and the message. */
   fail: (args: demo.FailInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "fail", args, options, $list_demo),
+    $callTool("demo", "fail", args, options, $list_demo, "sha256:17967a88b036a3f1"),
   /** Returns the exact initialize request line the client sent, with its parsed capabilities. */
   init: (args?: demo.InitInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "init", args, options, $list_demo),
+    $callTool("demo", "init", args, options, $list_demo, "sha256:406c6b151b93bcc2"),
   /** Returns the server process id. */
   pid: (args?: demo.PidInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "pid", args, options, $list_demo),
+    $callTool("demo", "pid", args, options, $list_demo, "sha256:406c6b151b93bcc2"),
   /** Reports progress once per step (when the call has a progressToken), then returns "done N". */
   progress: (args: demo.ProgressInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "progress", args, options, $list_demo),
+    $callTool("demo", "progress", args, options, $list_demo, "sha256:8964c3ce3d59293d"),
   /** Asks the client for its roots and returns them as JSON; [] when the client has no roots capability. */
   roots: (args?: demo.RootsInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "roots", args, options, $list_demo),
+    $callTool("demo", "roots", args, options, $list_demo, "sha256:406c6b151b93bcc2"),
   /** Sleeps for ms milliseconds; returns early when the call is cancelled. */
   sleep: (args: demo.SleepInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "sleep", args, options, $list_demo),
+    $callTool("demo", "sleep", args, options, $list_demo, "sha256:ccdcd5ec542a0841"),
   /** Writes text to the server's stderr and returns "ok". */
   stderr: (args: demo.StderrInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "stderr", args, options, $list_demo),
+    $callTool("demo", "stderr", args, options, $list_demo, "sha256:a71f3d7acf926cd4"),
   /** Answers JSON-RPC -32602 (Invalid params) unless n is a positive integer. */
   strict: (args: demo.StrictInput, options?: CallOptions): Promise<CallToolResult> =>
-    $callTool("demo", "strict", args, options, $list_demo),
+    $callTool("demo", "strict", args, options, $list_demo, "sha256:9a0eb9e625ab4611"),
 };
