@@ -84,6 +84,9 @@ func fill(v reflect.Value) {
 			f.SetBool(true)
 		case reflect.Slice:
 			f.Set(reflect.ValueOf(slices.Repeat([]string{v.Type().Field(i).Name}, 2)))
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+			fill(f.Elem())
 		case reflect.Struct:
 			f.Set(reflect.ValueOf(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).Add(time.Duration(i) * time.Hour)))
 		default:
