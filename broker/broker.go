@@ -120,6 +120,14 @@ type Broker struct {
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
 	revs map[string]int // guarded by mu; per server, bumped when a refresh changed its program
+
+	// nix.refresh (read at start): a worker re-resolves the specs and
+	// environments in use on each tick and after each reload (nix.go).
+	refreshPolicy string
+	refreshNow    chan struct{} // a reload asks the worker for a pass; buffered 1
+	refreshStop   context.CancelFunc
+	refreshDone   chan struct{}     // closed when the worker has returned; nil = no worker
+	refreshErrs   map[string]string // guarded by mu; the last failure logged per spec
 }
 
 // New builds a broker. It starts no children; Close stops them.
@@ -154,6 +162,7 @@ func New(opts Options) (*Broker, error) {
 		Resolve:         resolveCommand(opts.Nix),
 	})
 	b.SetConfig(opts.Config)
+	b.startRefresher(opts.Config.Nix)
 	return b, nil
 }
 
@@ -171,6 +180,12 @@ func (b *Broker) SetConfig(cfg *config.Config) {
 		b.log.Warn("the nix settings changed; they take effect at the next start of the daemon")
 	}
 	b.applyServers()
+	if old != nil && b.refreshPolicy == config.NixRefreshOnReload {
+		select {
+		case b.refreshNow <- struct{}{}:
+		default: // a pass is pending already; it will read this config
+		}
+	}
 }
 
 // applyServers hands the pool the current definitions, revisions included;
@@ -413,7 +428,10 @@ func (b *Broker) StopInstance(ctx context.Context, id string) error {
 
 // Close stops accepting calls, drains in-flight calls until ctx is done, and
 // stops every child.
-func (b *Broker) Close(ctx context.Context) error { return b.pool.Close(ctx) }
+func (b *Broker) Close(ctx context.Context) error {
+	b.stopRefresher()
+	return b.pool.Close(ctx)
+}
 
 // Target resolves where r would land, without calling anything.
 func (b *Broker) Target(r Request) (pool.Target, error) {

@@ -83,23 +83,50 @@ func newNixResolver(t testing.TB, nx testenv.NixSetup, cache, bin string) *nixre
 // nixBroker serves servers (name -> command) with global scope through r.
 func nixBroker(t testing.TB, r *nixresolve.Resolver, servers map[string]string) *broker.Broker {
 	t.Helper()
+	return nixBrokerConfig(t, r, nixConfig(t, servers, nil, nil))
+}
+
+// nixConfig is the config of nixBroker: servers (name -> command, SELF
+// for this test binary as the demo server), each with the fields of
+// extra[name] added, and the nix section nix.
+func nixConfig(t testing.TB, servers map[string]string, extra map[string]map[string]any, nix map[string]any) *config.Config {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfgServers := map[string]any{}
 	for name, cmd := range servers {
-		cfgServers[name] = map[string]any{
+		s := map[string]any{
 			"command": strings.ReplaceAll(cmd, "SELF", self),
 			"env":     map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
 			"scope":   "global",
 		}
+		for k, v := range extra[name] {
+			if env, ok := v.(map[string]string); ok && k == "env" {
+				for ek, ev := range env {
+					s["env"].(map[string]string)[ek] = ev
+				}
+				continue
+			}
+			s[k] = v
+		}
+		cfgServers[name] = s
 	}
-	data, _ := json.Marshal(map[string]any{"servers": cfgServers})
+	doc := map[string]any{"servers": cfgServers}
+	if nix != nil {
+		doc["nix"] = nix
+	}
+	data, _ := json.Marshal(doc)
 	cfg, err := config.Parse(data, "test.json")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+func nixBrokerConfig(t testing.TB, r *nixresolve.Resolver, cfg *config.Config) *broker.Broker {
+	t.Helper()
 	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1, Nix: r})
 	if err != nil {
 		t.Fatal(err)
