@@ -217,18 +217,40 @@ func TestNixCommandErrors(t *testing.T) {
 }
 
 // BenchmarkSpawnToFirstCall: a new child and its first call, for a cached
-// nix: spec (a store path, through a /bin/sh wrapper) and the plain command
-// it wraps, in the same run.
+// nix: spec (a store path, through a /bin/sh wrapper), the plain command
+// it wraps, the plain command in a cached devShell environment, and the
+// naive launcher: `nix run <ref>#demo` on every start; in the same run.
 func BenchmarkSpawnToFirstCall(b *testing.B) {
 	nx := testenv.Nix(b)
 	spec := nixDemo(b, nx, "path", "bench")
+	dev := b.TempDir()
+	testenv.WriteFiles(b, dev, map[string]string{
+		"flake.nix": strings.NewReplacer("SYSTEM", nx.System, "VALUE", "bench").Replace(devFlake),
+	})
 	r := newNixResolver(b, nx, b.TempDir(), nx.Bin)
 	if _, err := r.Resolve(b.Context(), spec); err != nil {
 		b.Fatal(err)
 	}
-	for name, cmd := range map[string]string{"nix-cached": spec, "plain": "SELF"} {
-		b.Run(name, func(b *testing.B) {
-			br := nixBroker(b, r, map[string]string{"demo": cmd})
+	if _, err := r.Environment(b.Context(), "flake:path:"+dev); err != nil {
+		b.Fatal(err)
+	}
+	nixEnv := map[string]string{"NIX_CONFIG": strings.Join(nx.Config, "\n")}
+	for _, kv := range nx.Env {
+		if v, ok := strings.CutPrefix(kv, "XDG_CACHE_HOME="); ok {
+			nixEnv["XDG_CACHE_HOME"] = v
+		}
+	}
+	for _, bc := range []struct {
+		name, cmd string
+		extra     map[string]any
+	}{
+		{"nix-cached", spec, nil},
+		{"plain", "SELF", nil},
+		{"devshell-cached", "SELF", map[string]any{"environment": "flake:path:" + dev}},
+		{"nix-run-per-start", nx.Bin, map[string]any{"args": []string{"run", strings.TrimPrefix(spec, "nix:")}, "env": nixEnv}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			br := nixBrokerConfig(b, r, nixConfig(b, map[string]string{"demo": bc.cmd}, map[string]map[string]any{"demo": bc.extra}, nil))
 			args := json.RawMessage(`{"message":"x"}`)
 			for b.Loop() {
 				if _, err := br.CallTool(b.Context(), req("demo", ""), "echo", args, nil); err != nil {
