@@ -291,7 +291,9 @@ func (r *Resolver) fly(key, written string, f *flight) {
 	delete(r.flights, key)
 	old := r.entries[key]
 	f.prev, f.prog, f.err = old, p, err
-	close(f.done)
+	// Waiters wake once the cache, its file and the roots agree with
+	// what they are told (a new Resolver on the directory reads them).
+	defer close(f.done)
 	if err != nil {
 		return
 	}
