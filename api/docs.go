@@ -3,6 +3,7 @@ package api
 import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/pool"
 )
 
 // The broker's values as wire documents. wire may not import the broker, so
@@ -32,5 +33,14 @@ func instanceDoc(in broker.Instance) wire.Instance {
 		State: string(in.State), Protocol: in.Protocol, Created: in.Created, Started: in.Started, LastUsed: in.LastUsed,
 		Calls: in.Calls, InFlight: in.InFlight, Restarts: in.Restarts, BackoffUntil: in.BackoffUntil,
 		LastError: in.LastError, Degraded: in.Degraded,
+		Program: programDoc(in.Program),
 	}
+}
+
+func programDoc(p *pool.Program) *wire.InstanceProgram {
+	if p == nil {
+		return nil
+	}
+	return &wire.InstanceProgram{Spec: p.Spec, Rev: p.Rev, NarHash: p.NarHash, StorePath: p.StorePath,
+		Pinned: p.Pinned, Environment: p.Environment, EnvironmentRev: p.EnvRev}
 }

@@ -87,6 +87,9 @@ func fill(v reflect.Value) {
 		case reflect.Map:
 			name := v.Type().Field(i).Name
 			f.Set(reflect.ValueOf(map[string][]string{name: {name + "-a", name + "-b"}}))
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+			fill(f.Elem())
 		case reflect.Struct:
 			f.Set(reflect.ValueOf(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).Add(time.Duration(i) * time.Hour)))
 		default:

@@ -2,12 +2,15 @@ package api_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
@@ -122,5 +125,42 @@ func TestNixRoutes(t *testing.T) {
 	d.unix.do(t, "GET", "/v1/nix", "").decode(t, &ls)
 	if len(ls.Unreferenced) != 0 || ls.Servers[0].Program == nil || ls.Servers[0].Program.StorePath != ref.Current.StorePath {
 		t.Errorf("GET /v1/nix after gc: %+v", ls)
+	}
+}
+
+// TestNixRoutesNeedAdmin: a caller that is not an admin (a tailnet peer
+// allowed every server) gets 403 on every nix route, and the daemon's
+// nix cache stays unlisted and untouched; an admin on the same listener
+// is let through.
+func TestNixRoutesNeedAdmin(t *testing.T) {
+	url := serveIdentified(t, func(r *http.Request) (broker.Caller, error) {
+		c := broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet}
+		c.Admin = r.URL.Query().Get("who") == "admin"
+		return c, nil
+	})
+	do := func(method, path string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, url+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, rt := range []struct{ method, path string }{
+		{"GET", "/v1/nix"}, {"POST", "/v1/nix/gc"}, {"POST", "/v1/nix/refresh/demo"},
+	} {
+		code, body := do(rt.method, rt.path+"?who=peer")
+		if code != http.StatusForbidden || !strings.Contains(body, wire.ProblemTypeBase+"forbidden") || !strings.Contains(body, "only an admin may") {
+			t.Errorf("%s %s as a peer: %d %s, want a 403 problem", rt.method, rt.path, code, body)
+		}
+	}
+	if code, body := do("GET", "/v1/nix?who=admin"); code != http.StatusOK {
+		t.Errorf("GET /v1/nix as an admin: %d %s, want 200", code, body)
 	}
 }

@@ -151,6 +151,14 @@ type Broker struct {
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
 	revs map[string]int // guarded by mu; per server, bumped when a refresh changed its program
+
+	// nix.refresh (read at start): a worker re-resolves the specs and
+	// environments in use on each tick and after each reload (nix.go).
+	refreshPolicy string
+	refreshNow    chan struct{} // a reload asks the worker for a pass; buffered 1
+	refreshStop   context.CancelFunc
+	refreshDone   chan struct{}     // closed when the worker has returned; nil = no worker
+	refreshErrs   map[string]string // guarded by mu; the last failure logged per spec
 }
 
 // New builds a broker. It starts no children; Close stops them.
@@ -188,6 +196,7 @@ func New(opts Options) (*Broker, error) {
 		Resolve:         resolveCommand(opts.Nix),
 	})
 	b.SetConfig(opts.Config)
+	b.startRefresher(opts.Config.Nix)
 	return b, nil
 }
 
@@ -205,6 +214,12 @@ func (b *Broker) SetConfig(cfg *config.Config) {
 		b.log.Warn("the nix settings changed; they take effect at the next start of the daemon")
 	}
 	b.applyServers()
+	if old != nil && b.refreshPolicy == config.NixRefreshOnReload {
+		select {
+		case b.refreshNow <- struct{}{}:
+		default: // a pass is pending already; it will read this config
+		}
+	}
 }
 
 // applyServers hands the pool the current definitions, revisions included;
@@ -226,21 +241,40 @@ func (b *Broker) applyServers() {
 // resolveCommand is the pool's Resolve hook: a nix: spec becomes its
 // program's store path (with no nix process once cached: package
 // nixresolve), a plain command stays as it is and is looked up on PATH at
-// exec. A spec never falls back to PATH. The pool runs this in the
-// spawning goroutine, so a slow resolution holds up only that start.
-func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string) (string, error) {
-	return func(ctx context.Context, command string) (string, error) {
+// exec. A spec never falls back to PATH. An execution environment other
+// than the host becomes its captured variables (cached the same way). The
+// pool runs this in the spawning goroutine, so a slow resolution holds up
+// only that start.
+func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, string) (pool.Program, error) {
+	return func(ctx context.Context, command, environment string) (pool.Program, error) {
+		prog := pool.Program{Path: command}
+		if environment != "" && environment != nixresolve.EnvHost {
+			if nix == nil {
+				return prog, fmt.Errorf("environment %s: this daemon has no nix resolver, so nix environments cannot be captured; use environment \"host\"", environment)
+			}
+			d, err := nix.Environment(ctx, environment)
+			if err != nil {
+				return prog, err
+			}
+			prog.Env, prog.Environment = d.EnvVars(), environment
+			prog.EnvRev = cmp.Or(d.Locked.Rev, d.Locked.NarHash)
+			if d.FileHash != "" {
+				prog.EnvRev = "sha256:" + d.FileHash
+			}
+		}
 		if !nixresolve.IsSpec(command) {
-			return command, nil
+			return prog, nil
 		}
 		if nix == nil {
-			return "", fmt.Errorf("command %s: this daemon has no nix resolver, so nix: commands cannot run; use a plain command", command)
+			return prog, fmt.Errorf("command %s: this daemon has no nix resolver, so nix: commands cannot run; use a plain command", command)
 		}
 		p, err := nix.Resolve(ctx, command)
 		if err != nil {
-			return "", err
+			return prog, err
 		}
-		return p.Path, nil
+		prog.Path, prog.Spec, prog.StorePath = p.Path, command, p.StorePath
+		prog.Rev, prog.NarHash, prog.Pinned = p.Locked.Rev, p.Locked.NarHash, nixresolve.Pinned(command)
+		return prog, nil
 	}
 }
 
@@ -249,6 +283,7 @@ func poolServer(name string, s *config.Server) pool.Server {
 		Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
 		URL: s.URL, Headers: s.Headers,
 		InheritEnv: s.InheritEnv.Names, InheritAllEnv: s.InheritEnv.All,
+		Environment:  s.Environment,
 		Exclusive:    s.Sharing == config.SharingExclusive,
 		Max:          s.Max,
 		IdleTimeout:  s.IdleTimeout.D(),
@@ -441,7 +476,10 @@ func (b *Broker) StopInstance(ctx context.Context, id string) error {
 
 // Close stops accepting calls, drains in-flight calls until ctx is done, and
 // stops every child.
-func (b *Broker) Close(ctx context.Context) error { return b.pool.Close(ctx) }
+func (b *Broker) Close(ctx context.Context) error {
+	b.stopRefresher()
+	return b.pool.Close(ctx)
+}
 
 // Target resolves where r would land, without calling anything.
 func (b *Broker) Target(r Request) (pool.Target, error) {

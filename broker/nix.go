@@ -3,8 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
+	"time"
 
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
 )
 
@@ -129,7 +132,8 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 	return out, nil
 }
 
-// NixGC drops the nix cache entries no configured server's command names,
+// NixGC drops the nix cache entries no configured server's command or
+// environment names,
 // with their GC roots (nixresolve.GC), and returns them. A server added
 // later with such a spec resolves it again.
 func (b *Broker) NixGC() ([]nixresolve.Program, error) {
@@ -139,6 +143,9 @@ func (b *Broker) NixGC() ([]nixresolve.Program, error) {
 	cfg := b.currentConfig()
 	var keys []string
 	for _, s := range cfg.Servers {
+		if key, err := b.nix.EnvironmentKey(s.Environment); err == nil && key != "" {
+			keys = append(keys, key)
+		}
 		if !nixresolve.IsSpec(s.Command) {
 			continue
 		}
@@ -151,4 +158,139 @@ func (b *Broker) NixGC() ([]nixresolve.Program, error) {
 		return dropped, &Error{Kind: KindInternal, Op: "nix gc", Msg: "cleaning the nix cache failed", Err: err}
 	}
 	return dropped, nil
+}
+
+// startRefresher starts the nix.refresh worker: with "on-reload" it runs a
+// pass after each config reload, with an interval on each tick; with
+// "never" (or no resolver) there is none. One worker, one pass at a time,
+// stopped by Close.
+func (b *Broker) startRefresher(nc config.Nix) {
+	b.refreshPolicy = nc.Refresh
+	every := nc.RefreshInterval()
+	if b.nix == nil || (b.refreshPolicy != config.NixRefreshOnReload && every <= 0) {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.refreshNow, b.refreshStop, b.refreshDone = make(chan struct{}, 1), cancel, make(chan struct{})
+	go func() {
+		defer close(b.refreshDone)
+		var tick <-chan time.Time
+		if every > 0 {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			tick = t.C
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-b.refreshNow:
+				b.refreshInUse(ctx, "config reload")
+			case <-tick:
+				b.refreshInUse(ctx, "nix.refresh interval")
+			}
+		}
+	}()
+}
+
+// stopRefresher stops the worker and waits for it; a pass in progress has
+// its nix processes killed and changes nothing.
+func (b *Broker) stopRefresher() {
+	if b.refreshDone == nil {
+		return
+	}
+	b.refreshStop()
+	<-b.refreshDone
+}
+
+// refreshInUse is one nix.refresh pass: every nix: command and execution
+// environment a configured server uses, and that was resolved before, is
+// resolved again (a new lock, a build or capture); the servers whose
+// program or environment changed are drained and replaced, as by `mcpx
+// nix refresh`. A spec nobody has run yet is left for its first spawn. A
+// failure keeps the old program and is logged once until it changes or
+// heals.
+func (b *Broker) refreshInUse(ctx context.Context, why string) {
+	cfg := b.currentConfig()
+	users := map[string][]string{} // spec or environment key -> its servers
+	written := map[string]string{} // key -> the value as configured
+	for _, name := range sortedNames(cfg.Servers) {
+		s := cfg.Servers[name]
+		if nixresolve.IsSpec(s.Command) {
+			if key, err := b.nix.Key(s.Command); err == nil {
+				users[key] = append(users[key], name)
+				written[key] = s.Command
+			}
+		}
+		if key, err := b.nix.EnvironmentKey(s.Environment); err == nil && key != "" {
+			users[key] = append(users[key], name)
+			written[key] = s.Environment
+		}
+	}
+	b.log.Debug("nix refresh pass", "why", why, "specs", len(users))
+	var replace []string
+	for _, key := range slices.Sorted(maps.Keys(users)) {
+		changed, err := b.refreshOne(ctx, written[key])
+		if ctx.Err() != nil {
+			return
+		}
+		b.noteRefresh(key, why, err)
+		if changed {
+			replace = append(replace, users[key]...)
+		}
+	}
+	if len(replace) == 0 {
+		return
+	}
+	b.setMu.Lock()
+	defer b.setMu.Unlock()
+	b.mu.Lock()
+	slices.Sort(replace)
+	replace = slices.Compact(replace)
+	for _, name := range replace {
+		b.revs[name]++
+	}
+	b.mu.Unlock()
+	b.log.Info("nix refresh changed programs; replacing instances", "why", why, "servers", replace)
+	b.applyServers()
+}
+
+// refreshOne resolves one spec or environment again if it was resolved
+// before, and says whether what it gives changed.
+func (b *Broker) refreshOne(ctx context.Context, v string) (bool, error) {
+	if nixresolve.IsSpec(v) {
+		if _, ok := b.nix.Cached(v); !ok {
+			return false, nil
+		}
+		prev, next, err := b.nix.Refresh(ctx, v)
+		return err == nil && prev.Path != next.Path, err
+	}
+	if _, ok := b.nix.CachedEnvironment(v); !ok {
+		return false, nil
+	}
+	prev, next, err := b.nix.RefreshEnvironment(ctx, v)
+	return err == nil && !maps.Equal(prev.Vars, next.Vars), err
+}
+
+// noteRefresh logs a failed refresh of key once per distinct failure, and
+// its recovery.
+func (b *Broker) noteRefresh(key, why string, err error) {
+	b.mu.Lock()
+	last, failed := b.refreshErrs[key]
+	switch {
+	case err == nil:
+		delete(b.refreshErrs, key)
+	case last != err.Error():
+		if b.refreshErrs == nil {
+			b.refreshErrs = map[string]string{}
+		}
+		b.refreshErrs[key] = err.Error()
+	}
+	b.mu.Unlock()
+	switch {
+	case err == nil && failed:
+		b.log.Info("nix refresh works again", "spec", key, "why", why)
+	case err != nil && last != err.Error():
+		b.log.Warn("nix refresh failed; the servers keep the program they run", "spec", key, "why", why, "err", err)
+	}
 }

@@ -83,23 +83,50 @@ func newNixResolver(t testing.TB, nx testenv.NixSetup, cache, bin string) *nixre
 // nixBroker serves servers (name -> command) with global scope through r.
 func nixBroker(t testing.TB, r *nixresolve.Resolver, servers map[string]string) *broker.Broker {
 	t.Helper()
+	return nixBrokerConfig(t, r, nixConfig(t, servers, nil, nil))
+}
+
+// nixConfig is the config of nixBroker: servers (name -> command, SELF
+// for this test binary as the demo server), each with the fields of
+// extra[name] added, and the nix section nix.
+func nixConfig(t testing.TB, servers map[string]string, extra map[string]map[string]any, nix map[string]any) *config.Config {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfgServers := map[string]any{}
 	for name, cmd := range servers {
-		cfgServers[name] = map[string]any{
+		s := map[string]any{
 			"command": strings.ReplaceAll(cmd, "SELF", self),
 			"env":     map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
 			"scope":   "global",
 		}
+		for k, v := range extra[name] {
+			if env, ok := v.(map[string]string); ok && k == "env" {
+				for ek, ev := range env {
+					s["env"].(map[string]string)[ek] = ev
+				}
+				continue
+			}
+			s[k] = v
+		}
+		cfgServers[name] = s
 	}
-	data, _ := json.Marshal(map[string]any{"servers": cfgServers})
+	doc := map[string]any{"servers": cfgServers}
+	if nix != nil {
+		doc["nix"] = nix
+	}
+	data, _ := json.Marshal(doc)
 	cfg, err := config.Parse(data, "test.json")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+func nixBrokerConfig(t testing.TB, r *nixresolve.Resolver, cfg *config.Config) *broker.Broker {
+	t.Helper()
 	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1, Nix: r})
 	if err != nil {
 		t.Fatal(err)
@@ -190,18 +217,40 @@ func TestNixCommandErrors(t *testing.T) {
 }
 
 // BenchmarkSpawnToFirstCall: a new child and its first call, for a cached
-// nix: spec (a store path, through a /bin/sh wrapper) and the plain command
-// it wraps, in the same run.
+// nix: spec (a store path, through a /bin/sh wrapper), the plain command
+// it wraps, the plain command in a cached devShell environment, and the
+// naive launcher: `nix run <ref>#demo` on every start; in the same run.
 func BenchmarkSpawnToFirstCall(b *testing.B) {
 	nx := testenv.Nix(b)
 	spec := nixDemo(b, nx, "path", "bench")
+	dev := b.TempDir()
+	testenv.WriteFiles(b, dev, map[string]string{
+		"flake.nix": strings.NewReplacer("SYSTEM", nx.System, "VALUE", "bench").Replace(devFlake),
+	})
 	r := newNixResolver(b, nx, b.TempDir(), nx.Bin)
 	if _, err := r.Resolve(b.Context(), spec); err != nil {
 		b.Fatal(err)
 	}
-	for name, cmd := range map[string]string{"nix-cached": spec, "plain": "SELF"} {
-		b.Run(name, func(b *testing.B) {
-			br := nixBroker(b, r, map[string]string{"demo": cmd})
+	if _, err := r.Environment(b.Context(), "flake:path:"+dev); err != nil {
+		b.Fatal(err)
+	}
+	nixEnv := map[string]string{"NIX_CONFIG": strings.Join(nx.Config, "\n")}
+	for _, kv := range nx.Env {
+		if v, ok := strings.CutPrefix(kv, "XDG_CACHE_HOME="); ok {
+			nixEnv["XDG_CACHE_HOME"] = v
+		}
+	}
+	for _, bc := range []struct {
+		name, cmd string
+		extra     map[string]any
+	}{
+		{"nix-cached", spec, nil},
+		{"plain", "SELF", nil},
+		{"devshell-cached", "SELF", map[string]any{"environment": "flake:path:" + dev}},
+		{"nix-run-per-start", nx.Bin, map[string]any{"args": []string{"run", strings.TrimPrefix(spec, "nix:")}, "env": nixEnv}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			br := nixBrokerConfig(b, r, nixConfig(b, map[string]string{"demo": bc.cmd}, map[string]map[string]any{"demo": bc.extra}, nil))
 			args := json.RawMessage(`{"message":"x"}`)
 			for b.Loop() {
 				if _, err := br.CallTool(b.Context(), req("demo", ""), "echo", args, nil); err != nil {

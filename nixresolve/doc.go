@@ -61,12 +61,23 @@
 // is made by the build before the old one is removed, and a failed refresh
 // leaves the old entry in place. [Resolver.GC] drops the entries its
 // caller no longer references, with their roots and any stray root in
-// roots/; nix's own collector frees the store paths later.
+// roots/; nix's own collector frees the store paths later. The broker's
+// nix.refresh policy ("on-reload", or an interval) calls Refresh and
+// RefreshEnvironment for what its servers use and has resolved before.
 //
-// TODO(2026-11-30, issue 11 "Nix program specs resolved on the daemon"):
-// the refresh policy nix.refresh (never | on-reload | an interval), status
-// showing each instance's spec, rev and store path, and execution
-// environments (devShells via nix print-dev-env).
+// # Execution environments
+//
+// [Resolver.Environment] captures a server's execution environment: a
+// flake's devShell (flake:<ref>[#attr], locked first like a program spec)
+// or a legacy shell.nix (shell:<file>), with `nix print-dev-env --json`
+// (Nix 2.8 has it, and -f/--file for a shell.nix), whose --profile in
+// roots/ keeps the shell's inputs from nix's collector. Exported
+// variables are kept, minus those describing nix's build sandbox (HOME,
+// TMPDIR, TERM, NIX_BUILD_TOP, ...), the ones `nix develop` drops too. The
+// capture is cached with the programs: a devShell by its ref until
+// [Resolver.RefreshEnvironment], a shell.nix by the sha256 of its
+// contents (an edit is captured again; files it imports are not
+// hashed). A hit runs no nix.
 //
 // # Errors
 //

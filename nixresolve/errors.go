@@ -1,6 +1,7 @@
 package nixresolve
 
 import (
+	"cmp"
 	"errors"
 	"strings"
 )
@@ -25,11 +26,14 @@ type Error struct {
 	Msg    string // what went wrong, for a person
 	Output string // nix's stderr, from its first "error:" line, trimmed
 	Cause  error  // the underlying error (exec, context), if any
+
+	noun string // what Spec is: "command" (the zero value) or "environment"
 }
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString("command ")
+	b.WriteString(cmp.Or(e.noun, "command"))
+	b.WriteString(" ")
 	b.WriteString(e.Spec)
 	b.WriteString(": ")
 	b.WriteString(e.Msg)

@@ -79,7 +79,8 @@ func (r *Resolver) Refresh(ctx context.Context, spec string) (prev, next Program
 	return f.prev, next, nil
 }
 
-// GC drops the cache entries whose spec (a Key) keep rejects, removes their
+// GC drops the cache entries whose spec (a Key, or an environment's
+// DevEnv.Environment) keep rejects, removes their
 // GC roots, and removes any other file in the roots directory that no
 // remaining entry names (left by a crash between a build and the cache
 // write). nix's own collector frees the store paths later (`nix store gc`).
@@ -95,6 +96,14 @@ func (r *Resolver) GC(keep func(spec string) bool) ([]Program, error) {
 		delete(r.entries, k)
 		dropped = append(dropped, p)
 	}
+	for k, d := range r.envs {
+		if _, running := r.envFlights[k]; running || keep(k) {
+			continue
+		}
+		delete(r.envs, k)
+		removeProfile(d.Root)
+		dropped = append(dropped, Program{Spec: k, Root: d.Root, Locked: d.Locked, ResolvedAt: d.CapturedAt})
+	}
 	var errs []error
 	if len(dropped) > 0 {
 		if err := r.saveLocked(); err != nil {
@@ -105,6 +114,9 @@ func (r *Resolver) GC(keep func(spec string) bool) ([]Program, error) {
 	for _, p := range r.entries {
 		live[filepath.Base(p.Root)] = true
 	}
+	for _, d := range r.envs {
+		live[filepath.Base(d.Root)] = true
+	}
 	dir := filepath.Join(r.opts.CacheDir, "roots")
 	names, err := os.ReadDir(dir)
 	if err != nil {
@@ -114,7 +126,13 @@ func (r *Resolver) GC(keep func(spec string) bool) ([]Program, error) {
 		// A running resolution's root exists before its entry does, and
 		// its name is not known before nix locks the ref: while any runs,
 		// strays wait for the next GC.
-		if live[de.Name()] || len(r.flights) > 0 {
+		// A captured environment's root is a profile: its generation
+		// links (<root>-<n>-link) live with it.
+		name := de.Name()
+		if i := strings.LastIndex(strings.TrimSuffix(name, "-link"), "-"); strings.HasSuffix(name, "-link") && i > 0 {
+			name = name[:i]
+		}
+		if live[name] || len(r.flights) > 0 || len(r.envFlights) > 0 {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, de.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -81,10 +81,12 @@ type Resolver struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // running resolutions
 
-	mu      sync.Mutex
-	entries map[string]Program // guarded by mu; by Program.Spec
-	flights map[string]*flight // guarded by mu; resolutions running now
-	closed  bool               // guarded by mu
+	mu         sync.Mutex
+	entries    map[string]Program    // guarded by mu; by Program.Spec
+	flights    map[string]*flight    // guarded by mu; resolutions running now
+	envs       map[string]DevEnv     // guarded by mu; captured environments, by DevEnv.Environment
+	envFlights map[string]*envFlight // guarded by mu; captures running now
+	closed     bool                  // guarded by mu
 }
 
 // flight is one resolution in progress; done is closed after prog and err
@@ -100,6 +102,7 @@ type flight struct {
 type cacheFile struct {
 	Version int                `json:"version"`
 	Entries map[string]Program `json:"entries"`
+	Envs    map[string]DevEnv  `json:"environments,omitempty"`
 }
 
 const cacheVersion = 1
@@ -134,11 +137,13 @@ func New(opts Options) (*Resolver, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Resolver{
 		opts: opts, log: log, env: nixEnv(env, opts.Config),
-		file:    filepath.Join(opts.CacheDir, "cache.json"),
-		ctx:     ctx,
-		cancel:  cancel,
-		entries: map[string]Program{},
-		flights: map[string]*flight{},
+		file:       filepath.Join(opts.CacheDir, "cache.json"),
+		ctx:        ctx,
+		cancel:     cancel,
+		entries:    map[string]Program{},
+		flights:    map[string]*flight{},
+		envs:       map[string]DevEnv{},
+		envFlights: map[string]*envFlight{},
 	}
 	r.load()
 	return r, nil
@@ -163,11 +168,14 @@ func (r *Resolver) load() {
 	for k, p := range cf.Entries {
 		r.entries[k] = p
 	}
+	for k, d := range cf.Envs {
+		r.envs[k] = d
+	}
 }
 
 // saveLocked writes the cache file atomically.
 func (r *Resolver) saveLocked() error {
-	data, err := json.MarshalIndent(cacheFile{Version: cacheVersion, Entries: r.entries}, "", "  ")
+	data, err := json.MarshalIndent(cacheFile{Version: cacheVersion, Entries: r.entries, Envs: r.envs}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -283,7 +291,9 @@ func (r *Resolver) fly(key, written string, f *flight) {
 	delete(r.flights, key)
 	old := r.entries[key]
 	f.prev, f.prog, f.err = old, p, err
-	close(f.done)
+	// Waiters wake once the cache, its file and the roots agree with
+	// what they are told (a new Resolver on the directory reads them).
+	defer close(f.done)
 	if err != nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -37,10 +38,19 @@ const stderrRingBytes = 64 << 10
 // cmd.Wait. Stderr lines are logged with log (server/key/pid attached), up
 // to a rate (stderrlimit.go), and all kept in a ring for the tail.
 func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logger) (*child, error) {
-	cmd := exec.Command(sp.command, sp.args...)
-	cmd.Dir = sp.cwd
 	mark := newMark()
-	cmd.Env = childEnv(baseEnv, sp.inheritAll, sp.inherit, sp.env, MarkEnv+"="+mark)
+	env := childEnv(baseEnv, sp.inheritAll, sp.inherit, sp.devEnv, sp.env, MarkEnv+"="+mark)
+	name := sp.command
+	if len(sp.devEnv) > 0 && !strings.Contains(name, "/") {
+		// A command the execution environment provides is looked up
+		// in the child's PATH, not the daemon's.
+		if path, _ := lookupEnv(env, "PATH"); lookPathIn(name, path) != "" {
+			name = lookPathIn(name, path)
+		}
+	}
+	cmd := exec.Command(name, sp.args...)
+	cmd.Dir = sp.cwd
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {

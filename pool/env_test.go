@@ -1,6 +1,9 @@
 package pool_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"mcpx.dev/mcpx/pool"
@@ -54,5 +57,48 @@ func TestOptionsEnvIsFilteredToo(t *testing.T) {
 	}
 	if got := mustCall(t, p, tg, "env", map[string]string{"name": "PATH"}); got != "/bin" {
 		t.Errorf("$PATH = %q, want /bin", got)
+	}
+}
+
+// TestExecutionEnvironment: the variables Options.Resolve returns for a
+// server's Environment sit between the host's (filtered) and the server's
+// own env; their PATH goes before the host's, and a command with no slash
+// is found there; status shows what Resolve said of the program.
+func TestExecutionEnvironment(t *testing.T) {
+	bin := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(bin, "mcpx-devtool")); err != nil {
+		t.Fatal(err)
+	}
+	s := demoServer(t, "dev", "OVERRIDDEN=server")
+	s.Command, s.Environment = "mcpx-devtool", "flake:path:/src#dev"
+	var envs []string
+	resolve := func(_ context.Context, command, environment string) (pool.Program, error) {
+		envs = append(envs, environment)
+		return pool.Program{Path: command, Env: []string{"DEV_VAR=dev", "PATH=" + bin, "OVERRIDDEN=dev", "GITHUB_TOKEN=from-shell"},
+			Environment: environment, EnvRev: "sha256-abc"}, nil
+	}
+	p := newPool(t, pool.Options{Env: []string{"PATH=/bin:/usr/bin", "GITHUB_TOKEN=ghp_x", "HOME=/home/d"}, Resolve: resolve}, s)
+	tg := pool.Target{Server: "dev", Key: "global"}
+	for name, want := range map[string]string{
+		"DEV_VAR":      "dev",
+		"PATH":         bin + ":/bin:/usr/bin",
+		"OVERRIDDEN":   "server",
+		"GITHUB_TOKEN": "from-shell", // the shell's own, not the daemon's
+		"HOME":         "/home/d",
+	} {
+		if got := mustCall(t, p, tg, "env", map[string]string{"name": name}); got != want {
+			t.Errorf("$%s = %q, want %q", name, got, want)
+		}
+	}
+	in := p.Instances()
+	if len(in) != 1 || in[0].Program == nil || in[0].Program.Environment != "flake:path:/src#dev" || in[0].Program.EnvRev != "sha256-abc" {
+		t.Errorf("status %+v: want the environment Resolve described", in)
+	}
+	if len(envs) != 1 || envs[0] != s.Environment {
+		t.Errorf("Resolve saw environments %q, want the server's once", envs)
 	}
 }

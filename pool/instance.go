@@ -75,6 +75,7 @@ type generation struct {
 	tail     string        // set before dead is closed
 	wedged   string        // why it was killed as wedged; set under Pool.mu before the kill, read after dead is closed
 	probing  atomic.Bool   // a wedge probe is under way
+	program  *Program      // what Options.Resolve said of its program; nil = a plain command
 }
 
 func (g *generation) pid() int {
@@ -127,8 +128,9 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	// The program first: a nix: spec may build for minutes the first time,
 	// which is not the child's start (Options.Resolve).
 	sp := inst.spec
+	var prog *Program
 	if inst.def.URL == "" && p.opts.Resolve != nil {
-		cmd, err := p.opts.Resolve(p.ctx, sp.command)
+		r, err := p.opts.Resolve(p.ctx, sp.command, inst.def.Environment)
 		if err != nil {
 			e := p.perr("start", t, ErrStart, err.Error())
 			e.Cause = err
@@ -138,12 +140,15 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 			p.finishStart(inst, a, nil, e, log)
 			return
 		}
-		sp.command = cmd
+		sp.command, sp.devEnv = r.Path, r.Env
+		if r.Spec != "" || r.Environment != "" {
+			prog = &r
+		}
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, inst.startTimeout(p.opts.StartTimeout))
 	defer cancel()
 
-	g := &generation{dead: make(chan struct{})}
+	g := &generation{dead: make(chan struct{}), program: prog}
 	var tr mcpclient.Transport
 	transport := "http"
 	if inst.def.URL != "" {
@@ -367,6 +372,9 @@ func (i *instance) statusLocked(now time.Time) InstanceStatus {
 	}
 	if i.gen != nil && i.gen.sess != nil {
 		s.Protocol = i.gen.sess.ProtocolVersion()
+	}
+	if i.gen != nil {
+		s.Program = i.gen.program
 	}
 	if i.phase == phaseBackoff {
 		if now.Before(i.backoffUntil) {

@@ -63,6 +63,10 @@ type Server struct {
 	// it drains and replaces the running instances. It is no part of the
 	// definition's memo fingerprint.
 	Revision int `json:"-"`
+	// Environment is opaque to the pool: it is handed to Options.Resolve,
+	// which may turn it into variables for the child (an execution
+	// environment), and a change replaces the instances.
+	Environment string `json:"-"`
 }
 
 // Options configure a Pool. The zero value is usable.
@@ -114,7 +118,9 @@ type Options struct {
 	// error's text as the detail) and counts towards its backoff. It runs
 	// before the start timeout begins, bounded only by the pool's
 	// lifetime and its own bounds. nil = commands are run as written.
-	Resolve func(ctx context.Context, command string) (string, error)
+	// environment is the server's Environment, which the hook may turn
+	// into variables (Program.Env).
+	Resolve func(ctx context.Context, command, environment string) (Program, error)
 }
 
 // Target says which instance a call wants.

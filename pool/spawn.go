@@ -73,6 +73,7 @@ type spawnSpec struct {
 	command    string
 	args       []string
 	env        []string // KEY=VALUE, appended to the inherited environment
+	devEnv     []string // KEY=VALUE of the execution environment (Options.Resolve), under env
 	inherit    []string // names of the daemon's variables passed beyond the allowlist
 	inheritAll bool     // pass the daemon's whole environment
 	cwd        string

@@ -46,6 +46,25 @@ type InstanceStatus struct {
 	BackoffUntil time.Time `json:"backoffUntil,omitzero"`
 	LastError    string    `json:"lastError,omitempty"`
 	Degraded     string    `json:"degraded,omitempty"`
+	// Program is where the running child's program came from, when
+	// Options.Resolve said (a nix: spec's lock and store path).
+	Program *Program `json:"program,omitempty"`
+}
+
+// Program is what Options.Resolve made of a stdio child's command: what
+// to exec, the execution environment's variables, and where they came
+// from, which status shows per instance. The pool reads only Path and Env.
+type Program struct {
+	Path string   `json:"-"` // what to exec
+	Env  []string `json:"-"` // KEY=VALUE under the server's own env (childEnv)
+
+	Spec        string `json:"spec,omitempty"`           // the program spec as configured (nix:<ref>#<attr>)
+	Rev         string `json:"rev,omitempty"`            // its locked git revision, if any
+	NarHash     string `json:"narHash,omitempty"`        // its locked content hash
+	StorePath   string `json:"storePath,omitempty"`      // the package it runs from
+	Pinned      bool   `json:"pinned,omitempty"`         // the spec names a rev or hash: no refresh moves it
+	Environment string `json:"environment,omitempty"`    // the execution environment, if not the host
+	EnvRev      string `json:"environmentRev,omitempty"` // the environment's locked rev, narHash or file hash
 }
 
 // Stats are pool-wide counters since the pool was made.

@@ -210,4 +210,22 @@ type Instance struct {
 	BackoffUntil time.Time `json:"backoffUntil,omitzero"`
 	LastError    string    `json:"lastError,omitempty"`
 	Degraded     string    `json:"degraded,omitempty"`
+	// Program says where the child's program came from when it is not a
+	// plain command: a nix: spec (what it locked to, the store path it
+	// runs) and an execution environment other than the host.
+	Program *InstanceProgram `json:"program,omitempty"`
+}
+
+// InstanceProgram is what an instance's nix: command and execution
+// environment resolved to.
+type InstanceProgram struct {
+	Spec        string `json:"spec,omitempty"`      // the command as configured: nix:<flakeref>#<attr>
+	Rev         string `json:"rev,omitempty"`       // the locked git revision ("" for path: refs and dirty trees)
+	NarHash     string `json:"narHash,omitempty"`   // the locked content hash
+	StorePath   string `json:"storePath,omitempty"` // the package the child runs from
+	Pinned      bool   `json:"pinned,omitempty"`    // the spec names a rev or narHash: no refresh moves it
+	Environment string `json:"environment,omitempty"`
+	// EnvironmentRev is the environment's locked rev or narHash (flake:),
+	// or sha256:<hash of the file> (shell:).
+	EnvironmentRev string `json:"environmentRev,omitempty"`
 }

@@ -59,6 +59,16 @@ func (p *problems) checkLimits(lc *Limits) {
 
 func (p *problems) checkNix(nc *Nix) {
 	p.duration("", "nix.timeout", &nc.Timeout, nixresolve.DefaultTimeout)
+	switch nc.Refresh {
+	case "":
+		nc.Refresh = NixRefreshNever
+	case NixRefreshNever, NixRefreshOnReload:
+	default:
+		if d, err := time.ParseDuration(nc.Refresh); err != nil || d < MinNixRefreshInterval {
+			p.add("", "nix.refresh", fmt.Sprintf("unknown refresh policy %q", nc.Refresh),
+				fmt.Sprintf(`use "never" (the default), "on-reload", or an interval of at least %s such as "1h"`, MinNixRefreshInterval))
+		}
+	}
 	for i, l := range nc.Config {
 		if strings.ContainsAny(l, "\n\x00") {
 			p.add("", fmt.Sprintf("nix.config[%d]", i), "a nix.conf line holds a newline or NUL", "write one setting per array element")
@@ -81,6 +91,27 @@ func (p *problems) checkNixCommand(name, command string) {
 	}
 	if _, err := nixresolve.ParseSpec(command); err != nil {
 		p.add(name, "command", err.Error(), "write it as nix:<flakeref>#<attr>, e.g. nix:github:owner/repo#tool or nix:path:/src/tool#tool")
+	}
+}
+
+// checkEnvironment checks a server's execution environment: host, a
+// flake's devShell or a shell.nix. Like a nix: command it may hold no
+// placeholder, and only a command server has one.
+func (p *problems) checkEnvironment(name string, s *Server) {
+	if s.Environment == "" {
+		return
+	}
+	if s.URL != "" {
+		p.add(name, "environment", "a url server has no execution environment", "remove environment, or use a command")
+		return
+	}
+	if strings.Contains(s.Environment, "${mcpx.") {
+		p.add(name, "environment", "an environment may not hold ${mcpx.*} placeholders",
+			"name a flake or shell.nix the daemon's owner controls; project files under a caller's directory are never run")
+		return
+	}
+	if _, err := nixresolve.ParseEnvironment(s.Environment); err != nil {
+		p.add(name, "environment", err.Error(), `e.g. "host", "flake:path:/src/app#dev" or "shell:/src/app/shell.nix"`)
 	}
 }
 
@@ -107,6 +138,7 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 		p.add(name, "", "invalid server name", hint)
 	}
 	p.checkTransport(name, s, typ, bad)
+	p.checkEnvironment(name, s)
 	p.checkStrings(name, s)
 	if s.Cwd != "" && !hasAbsPrefix(s.Cwd) && placeholderProblems(s.Cwd) == nil {
 		p.add(name, "cwd", fmt.Sprintf("cwd %q is relative", s.Cwd),

@@ -104,6 +104,11 @@ type Server struct {
 	// InheritEnv: the daemon's variables the child gets beyond the
 	// allowlist; the zero value passes the allowlist only.
 	InheritEnv InheritEnv `json:"inheritEnv,omitzero"`
+	// Environment is where the child runs: "host" (the default: the
+	// daemon's environment, filtered as InheritEnv says), "flake:<ref>[#attr]"
+	// (that flake's devShell) or "shell:<file>" (a legacy shell.nix),
+	// captured once by nix print-dev-env (package nixresolve).
+	Environment string `json:"environment,omitempty"`
 
 	// streamable-HTTP child
 	URL     string            `json:"url,omitempty"`
@@ -227,6 +232,30 @@ type Nix struct {
 	// Config lines are appended to NIX_CONFIG for every nix process, e.g.
 	// "substituters = https://cache.example.org".
 	Config []string `json:"config,omitempty"`
+	// Refresh says when resolved specs and captured environments move on
+	// to what their refs name now: "never" (the default: only `mcpx nix
+	// refresh`), "on-reload" (every config reload), or an interval such as
+	// "1h". Servers whose program changed are drained and replaced.
+	Refresh string `json:"refresh,omitempty"`
+}
+
+// Refresh policies (Nix.Refresh); anything else is an interval.
+const (
+	NixRefreshNever    = "never"
+	NixRefreshOnReload = "on-reload"
+)
+
+// MinNixRefreshInterval is the shortest nix.refresh interval: each tick
+// runs nix flake metadata and a build per spec in use.
+const MinNixRefreshInterval = time.Second
+
+// RefreshInterval is the interval of an interval policy; 0 otherwise.
+func (n Nix) RefreshInterval() time.Duration {
+	if n.Refresh == NixRefreshNever || n.Refresh == NixRefreshOnReload {
+		return 0
+	}
+	d, _ := time.ParseDuration(n.Refresh)
+	return d
 }
 
 // DefaultMaxDepth is the nesting limit of a config that sets none. Real

@@ -76,6 +76,18 @@ func TestParseErrors(t *testing.T) {
 			"x", "toolTags.read_file[1]", []string{`tag "" is empty`}},
 		{"tool tags not arrays", `{"servers":{"x":{"command":"a","toolTags":{"read_file":"files"}}}}`,
 			"x", "toolTags", []string{"want an object of tool names to arrays of strings"}},
+		{"unknown nix refresh policy", `{"nix":{"refresh":"daily"}}`,
+			"", "nix.refresh", []string{`unknown refresh policy "daily"`, `"on-reload"`}},
+		{"nix refresh interval too short", `{"nix":{"refresh":"10ms"}}`,
+			"", "nix.refresh", []string{`unknown refresh policy "10ms"`, "at least 1s"}},
+		{"unknown environment", `{"servers":{"x":{"command":"a","environment":"docker:ubuntu"}}}`,
+			"x", "environment", []string{`unknown environment "docker:ubuntu"`, `"shell:<file>"`}},
+		{"bad environment flake ref", `{"servers":{"x":{"command":"a","environment":"flake:githb:o/r"}}}`,
+			"x", "environment", []string{`unknown flake reference type "githb:"`}},
+		{"environment with a placeholder", `{"servers":{"x":{"command":"a","environment":"shell:${mcpx.root}/shell.nix"}}}`,
+			"x", "environment", []string{"may not hold ${mcpx.*} placeholders", "never run"}},
+		{"environment of a url server", `{"servers":{"x":{"url":"http://h/mcp","environment":"flake:path:/src"}}}`,
+			"x", "environment", []string{"a url server has no execution environment"}},
 		{"unknown pool field", `{"pool":{"maxInstance":3}}`,
 			"", "pool.maxInstance", []string{`did you mean "maxInstances"?`}},
 		{"command and url", `{"servers":{"x":{"command":"a","url":"http://h/mcp"}}}`,
@@ -277,7 +289,7 @@ func TestParseDefaults(t *testing.T) {
 		},
 		Pool:   config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second)},
 		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth, MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait)},
-		Nix:    config.Nix{Timeout: dur(nixresolve.DefaultTimeout)},
+		Nix:    config.Nix{Timeout: dur(nixresolve.DefaultTimeout), Refresh: config.NixRefreshNever},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -601,18 +613,21 @@ func TestLimitsMaxMessageBytes(t *testing.T) {
 // command) and the nix settings are read as written.
 func TestNixSection(t *testing.T) {
 	doc := `{
-		"servers": {"tool": {"command": "nix:github:owner/repo/v1#tool", "args": ["--stdio"], "env": {"A": "b"}}},
-		"nix": {"binary": "/opt/nix/bin/nix", "offline": true, "timeout": "5m", "config": ["substituters = https://cache.example.org"]}
+		"servers": {"tool": {"command": "nix:github:owner/repo/v1#tool", "args": ["--stdio"], "env": {"A": "b"}, "environment": "flake:path:/src/app#dev"}},
+		"nix": {"binary": "/opt/nix/bin/nix", "offline": true, "timeout": "5m", "config": ["substituters = https://cache.example.org"], "refresh": "1h"}
 	}`
 	cfg, err := config.Parse([]byte(doc), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Nix{Binary: "/opt/nix/bin/nix", Offline: true, Timeout: dur(5 * time.Minute), Config: []string{"substituters = https://cache.example.org"}}
+	want := config.Nix{Binary: "/opt/nix/bin/nix", Offline: true, Timeout: dur(5 * time.Minute), Config: []string{"substituters = https://cache.example.org"}, Refresh: "1h"}
 	if diff := cmp.Diff(want, cfg.Nix); diff != "" {
 		t.Errorf("nix (-want +got):\n%s", diff)
 	}
-	if s := cfg.Servers["tool"]; s.Command != "nix:github:owner/repo/v1#tool" || len(s.Args) != 1 || s.Env["A"] != "b" {
+	if got := cfg.Nix.RefreshInterval(); got != time.Hour {
+		t.Errorf("refresh interval %s, want 1h", got)
+	}
+	if s := cfg.Servers["tool"]; s.Command != "nix:github:owner/repo/v1#tool" || len(s.Args) != 1 || s.Env["A"] != "b" || s.Environment != "flake:path:/src/app#dev" {
 		t.Errorf("server %+v", s)
 	}
 }

@@ -168,6 +168,7 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 		"args":         {&s.Args, strs},
 		"env":          {&s.Env, strMap},
 		"inheritEnv":   {&s.InheritEnv, "true, false or a list of variable names"},
+		"environment":  {&s.Environment, `"host", "flake:<flakeref>[#attr]" or "shell:<file>"`},
 		"cwd":          {&s.Cwd, str},
 		"url":          {&s.URL, str},
 		"headers":      {&s.Headers, strMap},
@@ -315,6 +316,7 @@ func (p *problems) decodeNix(nc *Nix, raw json.RawMessage) {
 		"offline": {&nc.Offline, "true or false"},
 		"timeout": {&nc.Timeout, `a duration string such as "2m"`},
 		"config":  {&nc.Config, "an array of nix.conf lines"},
+		"refresh": {&nc.Refresh, `"never", "on-reload" or an interval such as "1h"`},
 	}
 	p.decodeFields("", "nix.", members, fields, map[string]bool{})
 }

@@ -101,6 +101,28 @@ func TestNixCommand(t *testing.T) {
 		t.Fatalf("old: MCPX_NIX_WRAPPED = %q", got)
 	}
 
+	// A server whose spec fails shows nix's message in `mcpx tools` (whose
+	// other servers still list their tools) and as its instance's last
+	// error in `mcpx status`, which shows demo's spec, lock and store path.
+	broken := strings.TrimSuffix(spec, "#demo") + "#nope"
+	writeCfg(map[string]string{"demo": spec, "old": oldSpec, "broken": broken})
+	mcpx("reload")
+	var toolsOut, toolsErr bytes.Buffer
+	code := run(t.Context(), []string{"tools", "--broker", sock}, strings.NewReader(""), &toolsOut, &toolsErr)
+	if code == exitOK || !strings.Contains(toolsErr.String(), "broken") || !strings.Contains(toolsErr.String(), "does not provide attribute") ||
+		!strings.Contains(toolsOut.String(), "demo") || !strings.Contains(toolsOut.String(), "echo") {
+		t.Errorf("mcpx tools with a broken nix: server: exit %d\nstdout:\n%s\nstderr:\n%s", code, toolsOut.String(), toolsErr.String())
+	}
+	st := mcpx("status")
+	t.Logf("mcpx status:\n%s", st)
+	for _, want := range []string{": program " + spec + " (narHash sha256-", "floating): /nix/store/", "last error:", broken, "does not provide attribute"} {
+		if !strings.Contains(st, want) {
+			t.Errorf("mcpx status lacks %q:\n%s", want, st)
+		}
+	}
+	writeCfg(map[string]string{"demo": spec, "old": oldSpec})
+	mcpx("reload")
+
 	ls := mcpx("nix", "ls")
 	t.Logf("mcpx nix ls:\n%s", ls)
 	for _, want := range []string{"SERVER", "PINNED", "STORE PATH", "demo", spec, oldSpec, "/nix/store/", "sha256-"} {

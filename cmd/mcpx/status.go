@@ -96,6 +96,19 @@ func printInstances(c *cli, list []wire.Instance, now time.Time) {
 		if in.LastError != "" {
 			fmt.Fprintf(c.stdout, "%s: last error: %s\n", in.ID, in.LastError)
 		}
+		if p := in.Program; p != nil && p.Spec != "" {
+			lock, pin := "narHash "+orDash(p.NarHash), "floating"
+			if p.Rev != "" {
+				lock = "rev " + p.Rev
+			}
+			if p.Pinned {
+				pin = "pinned"
+			}
+			fmt.Fprintf(c.stdout, "%s: program %s (%s, %s): %s\n", in.ID, p.Spec, lock, pin, p.StorePath)
+		}
+		if p := in.Program; p != nil && p.Environment != "" {
+			fmt.Fprintf(c.stdout, "%s: environment %s (%s)\n", in.ID, p.Environment, orDash(p.EnvironmentRev))
+		}
 	}
 }
 

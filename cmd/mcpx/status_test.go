@@ -24,6 +24,12 @@ func TestPrintInstances(t *testing.T) {
 		{"backoff over", wire.Instance{State: "backoff", BackoffUntil: now.Add(-time.Second)}, " backoff\n"},
 		{"ready after a backoff", wire.Instance{State: "ready", BackoffUntil: now.Add(-time.Second)}, " ready\n"},
 		{"cwd", wire.Instance{State: "ready", Cwd: "/src/app/sub", CwdSource: "config"}, " /src/app/sub "},
+		{"nix program with a rev", wire.Instance{State: "ready", Program: &wire.InstanceProgram{Spec: "nix:github:o/r#t", Rev: "abc", NarHash: "sha256-x", StorePath: "/nix/store/h-t"}},
+			"x-1: program nix:github:o/r#t (rev abc, floating): /nix/store/h-t\n"},
+		{"pinned nix program, no rev", wire.Instance{State: "ready", Program: &wire.InstanceProgram{Spec: "nix:path:/a?narHash=h#t", NarHash: "sha256-x", StorePath: "/nix/store/h-t", Pinned: true}},
+			"x-1: program nix:path:/a?narHash=h#t (narHash sha256-x, pinned): /nix/store/h-t\n"},
+		{"environment", wire.Instance{State: "ready", Program: &wire.InstanceProgram{Environment: "shell:/a/shell.nix", EnvironmentRev: "sha256:ff"}},
+			"x-1: environment shell:/a/shell.nix (sha256:ff)\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer

@@ -1,0 +1,336 @@
+package nixresolve
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Execution environments: a server's environment key.
+const (
+	EnvHost  = "host"   // the daemon's own environment (the default)
+	EnvFlake = "flake:" // flake:<flakeref>[#attr]: the flake's devShell
+	EnvShell = "shell:" // shell:<file>: a legacy shell.nix
+)
+
+// EnvSpec is a parsed execution environment.
+type EnvSpec struct {
+	Kind string // EnvHost, EnvFlake or EnvShell
+	Ref  string // flake: the flake reference; shell: the file
+	Attr string // flake: the attribute after '#'; "" = the devShell nix print-dev-env picks
+}
+
+// ParseEnvironment parses an environment value: "" or "host",
+// "flake:<flakeref>[#attr]" (a flake's devShell) or "shell:<file>" (a
+// legacy shell.nix; an absolute path, or one relative to Options.Dir).
+func ParseEnvironment(s string) (EnvSpec, error) {
+	switch {
+	case s == "" || s == EnvHost:
+		return EnvSpec{Kind: EnvHost}, nil
+	case strings.HasPrefix(s, EnvFlake):
+		sp, err := ParseSpec(Prefix + s[len(EnvFlake):])
+		if err != nil {
+			msg := strings.ReplaceAll(err.Error(), "program spec", "environment")
+			msg = strings.ReplaceAll(msg, `"`+Prefix, `"`+EnvFlake)
+			msg = strings.ReplaceAll(msg, Prefix+"<flakeref>#<attr>", EnvFlake+"<flakeref>#<attr>")
+			return EnvSpec{}, errors.New(msg)
+		}
+		return EnvSpec{Kind: EnvFlake, Ref: sp.Ref, Attr: sp.Attr}, nil
+	case strings.HasPrefix(s, EnvShell):
+		file := s[len(EnvShell):]
+		if file == "" || strings.ContainsFunc(file, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return EnvSpec{}, fmt.Errorf("environment %q names no file, or holds a control character; write shell:/path/to/shell.nix", s)
+		}
+		return EnvSpec{Kind: EnvShell, Ref: file}, nil
+	}
+	return EnvSpec{}, fmt.Errorf("unknown environment %q; use %q (the default), %q (a devShell) or %q (a legacy shell.nix)",
+		s, EnvHost, EnvFlake+"<flakeref>[#attr]", EnvShell+"<file>")
+}
+
+// String is the environment as written in a config.
+func (e EnvSpec) String() string {
+	switch e.Kind {
+	case EnvFlake:
+		return EnvFlake + installable(e.Ref, e.Attr)
+	case EnvShell:
+		return EnvShell + e.Ref
+	}
+	return EnvHost
+}
+
+// DevEnv is a captured execution environment: the variables a devShell (or
+// shell.nix) exports, as `nix print-dev-env --json` reports them.
+type DevEnv struct {
+	Environment string `json:"environment"` // the key: with a relative path made absolute
+	// Locked is the flake's lock (flake: environments).
+	Locked Locked `json:"locked,omitzero"`
+	// FileHash is the sha256 of the shell.nix the variables came from
+	// (shell: environments): an edited file is captured again.
+	FileHash   string            `json:"fileHash,omitempty"`
+	Vars       map[string]string `json:"vars"`
+	Root       string            `json:"root"` // the GC root of the shell's inputs (a profile in CacheDir/roots)
+	CapturedAt time.Time         `json:"capturedAt"`
+}
+
+// ignoredVars are the variables of a captured shell that describe nix's
+// build sandbox, not the shell: `nix develop` drops the same ones.
+var ignoredVars = []string{
+	"BASHOPTS", "HOME", "NIX_BUILD_TOP", "NIX_ENFORCE_PURITY", "NIX_LOG_FD", "NIX_REMOTE", "PPID",
+	"SHELL", "SHELLOPTS", "SHLVL", "SSL_CERT_DIR", "SSL_CERT_FILE", "TEMP", "TEMPDIR", "TERM", "TMP",
+	"TMPDIR", "TZ", "UID",
+}
+
+// Environment returns the captured variables of an execution environment
+// (see ParseEnvironment; host has none). It is captured once and cached
+// with the programs: a flake's devShell by its ref until RefreshEnvironment
+// (as a program spec, never following the flake behind the user's back), a
+// shell.nix by the hash of its contents (reading the file is the only
+// work on a hit). A hit runs no nix. Concurrent captures of one
+// environment share one nix process.
+func (r *Resolver) Environment(ctx context.Context, env string) (DevEnv, error) {
+	es, err := ParseEnvironment(env)
+	if err != nil {
+		return DevEnv{}, &Error{Spec: env, Err: ErrSpec, Msg: err.Error(), noun: "environment"}
+	}
+	if es.Kind == EnvHost {
+		return DevEnv{Environment: EnvHost}, nil
+	}
+	es = r.absEnv(es)
+	key := es.String()
+	var hash string
+	if es.Kind == EnvShell {
+		data, err := os.ReadFile(es.Ref)
+		if err != nil {
+			return DevEnv{}, &Error{Spec: env, Err: ErrLock, Msg: "cannot read the shell file", Cause: err, Output: err.Error(), noun: "environment"}
+		}
+		sum := sha256.Sum256(data)
+		hash = hex.EncodeToString(sum[:])
+	}
+	r.mu.Lock()
+	d, ok := r.envs[key]
+	r.mu.Unlock()
+	if ok && d.FileHash == hash && rootAlive(d.Root) {
+		return d, nil
+	}
+	return r.captureShared(ctx, key, env, es)
+}
+
+// RefreshEnvironment captures env again (a new lock for a flake) and
+// replaces its cache entry; on failure the old entry stays.
+func (r *Resolver) RefreshEnvironment(ctx context.Context, env string) (prev, next DevEnv, err error) {
+	es, err := ParseEnvironment(env)
+	if err != nil || es.Kind == EnvHost {
+		return DevEnv{}, DevEnv{Environment: EnvHost}, err
+	}
+	es = r.absEnv(es)
+	key := es.String()
+	r.mu.Lock()
+	prev = r.envs[key]
+	r.mu.Unlock()
+	next, err = r.captureShared(ctx, key, env, es)
+	return prev, next, err
+}
+
+// CachedEnvironment returns the cache entry of env, if any, running no nix.
+func (r *Resolver) CachedEnvironment(env string) (DevEnv, bool) {
+	es, err := ParseEnvironment(env)
+	if err != nil || es.Kind == EnvHost {
+		return DevEnv{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.envs[r.absEnv(es).String()]
+	return d, ok
+}
+
+// rootAlive reports whether a GC root still points into the store: an
+// environment whose inputs were collected is captured again.
+func rootAlive(root string) bool {
+	_, err := os.Stat(root)
+	return err == nil
+}
+
+func (r *Resolver) absEnv(es EnvSpec) EnvSpec {
+	switch es.Kind {
+	case EnvFlake:
+		s := Spec{Ref: es.Ref, Attr: es.Attr}.absolute(r.opts.Dir)
+		es.Ref, es.Attr = s.Ref, s.Attr
+	case EnvShell:
+		if !filepath.IsAbs(es.Ref) {
+			es.Ref = filepath.Join(r.opts.Dir, es.Ref)
+		}
+		es.Ref = filepath.Clean(es.Ref)
+	}
+	return es
+}
+
+// envFlight is one capture in progress; done is closed after env and err
+// are set.
+type envFlight struct {
+	done chan struct{}
+	env  DevEnv
+	err  error
+}
+
+// captureShared captures key, joining a capture already running.
+func (r *Resolver) captureShared(ctx context.Context, key, written string, es EnvSpec) (DevEnv, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return DevEnv{}, &Error{Spec: written, Err: ErrClosed, Msg: "the daemon is shutting down", noun: "environment"}
+	}
+	f := r.envFlights[key]
+	if f == nil {
+		f = &envFlight{done: make(chan struct{})}
+		r.envFlights[key] = f
+		r.wg.Go(func() {
+			cctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
+			defer cancel()
+			start := time.Now()
+			d, err := r.capture(cctx, key, written, es)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			delete(r.envFlights, key)
+			f.env, f.err = d, err
+			// Waiters wake once the cache, its file and the roots say
+			// what they are told.
+			defer close(f.done)
+			if err != nil {
+				return
+			}
+			old := r.envs[key]
+			r.envs[key] = d
+			if serr := r.saveLocked(); serr != nil {
+				r.log.Warn("nix cache not saved; the next start captures again", "file", r.file, "err", serr)
+			}
+			if old.Root != "" && old.Root != d.Root {
+				removeProfile(old.Root)
+			}
+			r.log.Info("nix environment captured", "environment", key, "vars", len(d.Vars),
+				"rev", d.Locked.Rev, "took", time.Since(start).Round(time.Millisecond))
+		})
+	}
+	r.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.env, f.err
+	case <-ctx.Done():
+		return DevEnv{}, fmt.Errorf("capturing environment %s: %w", written, context.Cause(ctx))
+	}
+}
+
+// removeProfile removes a profile link made by --profile and its
+// generation links (<root>-<n>-link).
+func removeProfile(root string) {
+	links, _ := filepath.Glob(root + "-*-link")
+	for _, l := range append(links, root) {
+		os.Remove(l)
+	}
+}
+
+// printDevEnv is what `nix print-dev-env --json` prints that we use.
+type printDevEnv struct {
+	Variables map[string]struct {
+		Type  string          `json:"type"`
+		Value json.RawMessage `json:"value"`
+	} `json:"variables"`
+}
+
+// capture runs nix print-dev-env for es (a flake locked first, as a program
+// spec is) with a profile in the roots directory as the GC root.
+func (r *Resolver) capture(ctx context.Context, key, written string, es EnvSpec) (DevEnv, error) {
+	fail := func(kind error, msg, stderr string, err error) (DevEnv, error) {
+		e := &Error{Spec: written, Err: kind, Msg: msg, Output: nixMessage(stderr), Cause: err, noun: "environment"}
+		switch {
+		case notFound(err):
+			e.Err, e.Output = ErrNoNix, ""
+			e.Msg = "needs Nix on the broker machine; install Nix or use environment \"host\""
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			e.Err = ErrTimeout
+			e.Msg = fmt.Sprintf("%s: nix did not finish within %s (nix.timeout); it was killed", msg, r.opts.Timeout)
+		case r.ctx.Err() != nil:
+			e.Err, e.Msg = ErrClosed, "the daemon is shutting down"
+		}
+		return DevEnv{}, e
+	}
+	d := DevEnv{Environment: key}
+	var args []string
+	var id string
+	switch es.Kind {
+	case EnvFlake:
+		out, stderr, err := r.run(ctx, "flake", "metadata", "--json", es.Ref)
+		if err != nil {
+			return fail(ErrLock, "cannot lock flake reference "+es.Ref, stderr, err)
+		}
+		var md metadata
+		if err := json.Unmarshal(out, &md); err != nil {
+			return fail(ErrLock, "cannot read nix flake metadata's answer", "", err)
+		}
+		d.Locked = Locked{URL: cmp.Or(md.URL, es.Ref), Rev: md.Locked.Rev, NarHash: md.Locked.NarHash, LastModified: md.Locked.LastModified}
+		args = []string{installable(d.Locked.URL, es.Attr)}
+		id = d.Locked.URL + "\x00" + d.Locked.NarHash
+	case EnvShell:
+		data, err := os.ReadFile(es.Ref)
+		if err != nil {
+			return fail(ErrLock, "cannot read the shell file", err.Error(), err)
+		}
+		sum := sha256.Sum256(data)
+		d.FileHash = hex.EncodeToString(sum[:])
+		args = []string{"--file", es.Ref}
+		id = d.FileHash
+	}
+	h := sha256.Sum256([]byte(key + "\x00" + id))
+	d.Root = filepath.Join(r.opts.CacheDir, "roots", "env-"+hex.EncodeToString(h[:10]))
+	out, stderr, err := r.run(ctx, append([]string{"print-dev-env", "--json", "--profile", d.Root}, args...)...)
+	if err != nil {
+		return fail(ErrBuild, "cannot capture the shell's environment (nix print-dev-env)", stderr, err)
+	}
+	var pe printDevEnv
+	if err := json.Unmarshal(out, &pe); err != nil {
+		return fail(ErrBuild, "cannot read nix print-dev-env's answer", "", err)
+	}
+	d.Vars = map[string]string{}
+	for name, v := range pe.Variables {
+		if v.Type != "exported" || slices.Contains(ignoredVars, name) {
+			continue
+		}
+		var s string
+		if json.Unmarshal(v.Value, &s) == nil {
+			d.Vars[name] = s
+		}
+	}
+	d.CapturedAt = time.Now()
+	return d, nil
+}
+
+// EnvVars returns d's variables as KEY=VALUE, sorted.
+func (d DevEnv) EnvVars() []string {
+	out := make([]string, 0, len(d.Vars))
+	for k, v := range d.Vars {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// EnvironmentKey returns the cache key of env (DevEnv.Environment): env
+// with a relative path made absolute. "" for host.
+func (r *Resolver) EnvironmentKey(env string) (string, error) {
+	es, err := ParseEnvironment(env)
+	if err != nil {
+		return "", &Error{Spec: env, Err: ErrSpec, Msg: err.Error(), noun: "environment"}
+	}
+	if es.Kind == EnvHost {
+		return "", nil
+	}
+	return r.absEnv(es).String(), nil
+}
