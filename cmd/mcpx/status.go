@@ -25,7 +25,7 @@ func status(ctx context.Context, c *cli, args []string) int {
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
 		return report(c, err)
 	}
@@ -174,7 +174,7 @@ func stop(ctx context.Context, c *cli, args []string) int {
 	if len(pos) != 1 {
 		return usageError(c, fs, "want one instance id (see `mcpx status`)")
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
 		return report(c, err)
 	}
