@@ -70,7 +70,7 @@ func TestPathMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := client.NewPathMap(map[string]string{
-		src:                         "/home/me/src",
+		src:                        "/home/me/src",
 		filepath.Join(src, "work"): "/srv/work/",
 	})
 	if err != nil {
