@@ -176,6 +176,6 @@ type UnmappedError struct {
 }
 
 func (e *UnmappedError) Error() string {
-	return fmt.Sprintf("the broker is on another machine and no path mapping covers %s: pass --cwd with the directory on the broker's machine, or add a mapping to %s, e.g. {\"pathMappings\": {%q: \"/home/you/src\"}}",
-		e.Dir, e.Config, filepath.Dir(e.Dir))
+	return fmt.Sprintf("the broker is on another machine and no path mapping covers %s: pass --cwd with the directory on the broker's machine, or add a mapping to %s, e.g. {\"pathMappings\": {%q: \"/the/same/files/on/the/broker\"}}",
+		e.Dir, e.Config, e.Dir)
 }
