@@ -14,8 +14,8 @@ import (
 
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/tsnet"
 	"mcpx.dev/mcpx/internal/testtailnet"
+	"mcpx.dev/mcpx/tsnet"
 )
 
 // envTestTailnet makes this test binary a test tailnet (package

@@ -19,8 +19,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"mcpx.dev/mcpx/tsnet"
 	"mcpx.dev/mcpx/internal/testtailnet"
+	"mcpx.dev/mcpx/tsnet"
 )
 
 func main() {
