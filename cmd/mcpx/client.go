@@ -58,8 +58,8 @@ func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Clien
 	}
 	addr, tailnet := client.BrokerAddr(addr)
 	if bo.tsnet {
-		if !tailnet {
-			return nil, fmt.Errorf("--tsnet reaches a tailnet name (e.g. --broker sandbox), not %s", addr)
+		if !tailnet && !strings.HasPrefix(addr, "http://") && !strings.HasPrefix(addr, "https://") {
+			return nil, fmt.Errorf("--tsnet reaches a broker on the tailnet (--broker sandbox, or https://sandbox.example.ts.net), not the socket %s", addr)
 		}
 		if opts.Dial, err = tsnetDialer(ctx, c, state); err != nil {
 			return nil, err

@@ -2,8 +2,15 @@ package main
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +64,18 @@ func maybeTestTailnet() {
 // clear error; `mcpx status` shows the broker's node. Every process is
 // gone at the end.
 func TestServeTailnetProcess(t *testing.T) {
+	t.Run("http", func(t *testing.T) { testServeTailnetProcess(t, false) })
+	t.Run("https", func(t *testing.T) { testServeTailnetProcess(t, true) })
+}
+
+// testServeTailnetProcess is TestServeTailnetProcess over HTTP on :80 (the
+// test control server announces a certificate domain that cannot be issued
+// offline: the daemon says so once and serves HTTP), or with withTLS over
+// HTTPS on :443: the broker node's certificate cache is seeded with a
+// certificate of a test CA that both processes trust (SSL_CERT_FILE), which
+// is how the node would find a certificate it obtained earlier; the laptop
+// calls https://broker.tail-scale.ts.net through its embedded node.
+func testServeTailnetProcess(t *testing.T, withTLS bool) {
 	proctest.CheckNoLeaks(t)
 	mcpx, err := exec.LookPath("mcpx") // testscript.Main put the test binary there
 	if err != nil {
@@ -102,6 +121,14 @@ func TestServeTailnetProcess(t *testing.T) {
 	// The broker: the real binary, joining with no auth key.
 	env := append(os.Environ(), marker, "XDG_CONFIG_HOME="+filepath.Join(dir, "broker", "config"))
 	env = append(env, testtailnet.Env...)
+	brokerURL, certLine := "broker", "serving HTTP on :80 only"
+	var trust []string
+	if withTLS {
+		ca := seedCert(t, filepath.Join(dir, "broker", "state", "tailnet", "certs"), "broker.tail-scale.ts.net")
+		trust = []string{"SSL_CERT_FILE=" + ca}
+		env = append(env, trust...)
+		brokerURL, certLine = "https://broker.tail-scale.ts.net", "serving HTTPS on :443"
+	}
 	var logs testenv.SyncBuffer
 	began := time.Now()
 	serve := exec.Command(mcpx, "serve", "--socket", filepath.Join(dir, "b.sock"), "--state-dir", filepath.Join(dir, "broker", "state"),
@@ -114,17 +141,18 @@ func TestServeTailnetProcess(t *testing.T) {
 	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
 	testenv.WaitFor(t, "the daemon to serve", func() bool { return strings.Contains(logs.String(), "mcpx serving") })
 	t.Logf("mcpx serve --tailnet serving after %v", time.Since(began))
-	if n := strings.Count(logs.String(), "serving HTTP on :80 only"); n != 1 {
-		t.Errorf("%d lines about the missing certificate, want 1:\n%s", n, logs.String())
+	if n := strings.Count(logs.String(), certLine); n != 1 {
+		t.Errorf("%d lines %q, want 1:\n%s", n, certLine, logs.String())
 	}
 
 	// The laptop: the CLI with its own embedded node.
 	laptop := func(cwd string, args ...string) (string, string, error) {
-		cmd := exec.Command(mcpx, append(args, "--broker", "broker", "--tsnet")...)
+		cmd := exec.Command(mcpx, append(args, "--broker", brokerURL, "--tsnet")...)
 		cmd.Dir = cwd
 		cmd.Env = append(os.Environ(), marker, "PWD="+cwd, "XDG_STATE_HOME="+filepath.Join(dir, "laptop", "state"),
 			"MCPX_CLIENT_CONFIG="+clientConfig, "MCPX_TSNET_CONTROL_URL="+url, "MCPX_TSNET_HOSTNAME=laptop")
 		cmd.Env = append(cmd.Env, testtailnet.Env...)
+		cmd.Env = append(cmd.Env, trust...)
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()
@@ -145,7 +173,12 @@ func TestServeTailnetProcess(t *testing.T) {
 		t.Errorf("a call from an unmapped cwd: %v\n%s\nwant an error suggesting --cwd or a mapping", err, errOut)
 	}
 	out, errOut, err = laptop(dir, "status")
-	if err != nil || !strings.Contains(out, "tailnet node broker (broker.tail-scale.ts.net)") || !strings.Contains(out, "via tailnet") {
+	wantNode := "tailnet node broker (broker.tail-scale.ts.net)"
+	if withTLS {
+		wantNode += ", 100." // the addresses, then the URL
+	}
+	if err != nil || !strings.Contains(out, wantNode) || !strings.Contains(out, "via tailnet") ||
+		strings.Contains(out, "https://broker") != withTLS {
 		t.Errorf("laptop status: %v\n%s\n%s\nwant the broker's node and the caller via tailnet", err, out, errOut)
 	}
 
@@ -159,4 +192,42 @@ func TestServeTailnetProcess(t *testing.T) {
 	if err := control.Wait(); err != nil {
 		t.Errorf("the test tailnet exited with %v", err)
 	}
+}
+
+// seedCert writes a certificate for domain, signed by a new test CA, where
+// the tailnet node caches its certificates (dir), and returns the CA's
+// PEM file.
+func seedCert(t *testing.T, dir, domain string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mcpx test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: domain}, DNSNames: []string{domain},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	write := func(name, typ string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(domain+".crt", "CERTIFICATE", der)
+	write(domain+".key", "EC PRIVATE KEY", keyDER)
+	write("test-ca.pem", "CERTIFICATE", caDER)
+	return filepath.Join(dir, "test-ca.pem")
 }
