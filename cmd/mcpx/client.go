@@ -225,6 +225,9 @@ func unreachableHint(e *client.UnreachableError) string {
 	if e.Unix {
 		return fmt.Sprintf("is `mcpx serve` running? socket %s; start it with `mcpx serve` (or drop --no-autostart / MCPX_NO_AUTOSTART)", e.Addr)
 	}
+	if client.New(e.Addr, client.Options{}).Remote() {
+		return "is `mcpx serve --tailnet` running there, and is this machine on its tailnet? (`tailscale status`, or --tsnet for a node of mcpx's own)"
+	}
 	return "is `mcpx serve` running? start it with `mcpx serve`"
 }
 
