@@ -292,13 +292,53 @@ func (n *Node) probeCert(ctx context.Context, domain string) error {
 
 // Dial connects to addr ("host:port", a MagicDNS name or a tailnet
 // address) over the tailnet, for a client that has no tailscaled of its
-// own.
+// own. A name is resolved from the node's netmap; a node just up from saved
+// state may not have received it yet, so Dial first waits (bounded by ctx
+// and PeerWait) until a peer of that name is known.
 func (n *Node) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	srv, err := n.ready()
 	if err != nil {
 		return nil, err
 	}
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if _, err := netip.ParseAddr(host); err != nil {
+			if err := n.waitPeer(ctx, host); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return srv.Dial(ctx, network, addr)
+}
+
+// PeerWait bounds how long Dial waits for a named peer to appear in the
+// node's netmap.
+const PeerWait = 15 * time.Second
+
+// waitPeer waits until the netmap holds a peer called host (its short name
+// or MagicDNS name), polling every 20ms for at most PeerWait.
+func (n *Node) waitPeer(ctx context.Context, host string) error {
+	n.mu.Lock()
+	lc := n.lc
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, PeerWait)
+	defer cancel()
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for {
+		st, err := lc.Status(ctx)
+		if err == nil {
+			for _, p := range st.Peer {
+				dns := strings.ToLower(strings.TrimSuffix(p.DNSName, "."))
+				if dns == host || strings.HasPrefix(dns, host+".") || strings.EqualFold(p.HostName, host) {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("tailnet node %q: no peer called %q on the tailnet: is the broker's node up, and is this node allowed to see it?", n.Hostname, host)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // ready returns the tsnet server of a node that is up and not closed.

@@ -495,7 +495,7 @@ func TestListenTLSNoDomains(t *testing.T) {
 
 // TestDialPeer: a node dials the broker by MagicDNS name (the laptop side
 // with an embedded node uses this to reach a broker where no tailscaled
-// runs).
+// runs); a name no peer has is an error once Dial's wait ends.
 func TestDialPeer(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	tn := newTailnet(t)
@@ -516,4 +516,13 @@ func TestDialPeer(t *testing.T) {
 		return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&w) == nil && w.Caller.Via == wire.ViaTailnet
 	})
 	hc.CloseIdleConnections()
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if c, err := laptop.Dial(ctx, "tcp", "nobody:80"); err == nil || !strings.Contains(err.Error(), `no peer called "nobody"`) {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("Dial of an unknown name: %v, want an error saying no such peer", err)
+	}
 }
