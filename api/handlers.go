@@ -30,6 +30,7 @@ func (s *server) whoami(w http.ResponseWriter, r *http.Request) error {
 		Context: wire.DeclaredCtx{Cwd: cc.Cwd, Session: cc.Session, ParentSession: cc.ParentSession, Lease: cc.Lease, Pid: cc.Pid},
 		Version: s.version,
 		Daemon:  s.daemonInfo(req.Caller),
+		Node:    s.node,
 	})
 	return nil
 }

@@ -8,6 +8,22 @@
 //	defer n.Close()
 //	ln, err := n.Listen() // HTTP on :80, over WireGuard
 //	api.Serve(ctx, ln, h, api.ServeOptions{Identify: n.Identify})
+//	tln, err := n.ListenTLS(ctx) // HTTPS on :443, or nil when no certificate
+//
+// # TLS
+//
+// [Node.ListenTLS] serves HTTPS on :443 only when the tailnet announces
+// certificate domains and a certificate for the first one actually comes
+// back (asked once, bounded by CertTimeout); otherwise it logs one line and
+// the API stays on plain HTTP on :80, which WireGuard already encrypts. A
+// tailnet may announce domains it cannot issue (offline, HTTPS disabled),
+// so an announcement alone is not trusted.
+//
+// # The laptop side
+//
+// A machine without tailscaled reaches a broker through a client node of
+// its own: [Node.Dial] connects by MagicDNS name over the tailnet (the CLI's
+// --tsnet).
 //
 // # Identity and rights
 //
@@ -31,8 +47,6 @@
 // It alone (with cmd) links tailscale.com, so the rest of the tree builds
 // and tests without tsnet's 5-minute cold build.
 //
-// TODO(2026-11-30, issue 7 "Reachable over the tailnet"): TLS on :443 when
-// the tailnet can issue certificates, signed bearer tokens, enforced scope
-// subsets, the browser guard's Mcpx-Client header, and the node in
-// /v1/whoami and `mcpx status`.
+// TODO(2026-11-30, issue 7 "Reachable over the tailnet"): signed bearer
+// tokens, enforced scope subsets and the browser guard's Mcpx-Client header.
 package tsnet

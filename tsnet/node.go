@@ -53,6 +53,9 @@ type Node struct {
 	// Capability is the app-capability grant read by Identify; "" =
 	// DefaultCapability.
 	Capability string
+	// CertTimeout bounds ListenTLS's request for a certificate; 0 =
+	// DefaultCertTimeout.
+	CertTimeout time.Duration
 	// Logger receives the node's records: one line when it is up, the
 	// login URL, and tsnet's own logs at debug level. nil = discard.
 	Logger *slog.Logger
@@ -219,27 +222,133 @@ func (n *Node) Info() Info {
 }
 
 // Listen returns the listener of the broker's API on the tailnet: plain
-// HTTP on port 80, carried by WireGuard.
-//
-// TODO(2026-11-30, issue 7 "Reachable over the tailnet"): ListenTLS(":443")
-// when the tailnet can really issue certificates. A tailnet may announce
-// certificate domains it cannot issue (offline, HTTPS disabled), so their
-// presence alone is no reason to switch; for now it is one log line.
+// HTTP on port 80, carried by WireGuard. It is served whether or not
+// ListenTLS finds a certificate.
 func (n *Node) Listen() (net.Listener, error) {
-	n.mu.Lock()
-	srv, ready, closed := n.srv, n.lc != nil, n.closed
-	n.mu.Unlock()
-	if !ready || closed {
-		return nil, errNotUp
+	srv, err := n.ready()
+	if err != nil {
+		return nil, err
 	}
 	ln, err := srv.Listen("tcp", ":80")
 	if err != nil {
 		return nil, fmt.Errorf("tailnet node %q: listening on :80: %w", n.Hostname, err)
 	}
-	if d := srv.CertDomains(); len(d) > 0 {
-		n.logger().Info("tailnet announces certificate domains; serving plain HTTP on :80 over WireGuard (TLS is not served yet)", "domains", d)
-	}
 	return ln, nil
+}
+
+// DefaultCertTimeout is Node.CertTimeout when it is 0.
+const DefaultCertTimeout = 20 * time.Second
+
+// ListenTLS returns a TLS listener on port 443 when the tailnet can issue
+// the node a certificate, else nil and no error: the API is then served
+// over plain HTTP on :80 only (WireGuard still encrypts it), and one log
+// line says why. It never fails the daemon for want of a certificate.
+//
+// A tailnet may announce certificate domains it cannot issue (offline,
+// HTTPS disabled in the admin console, a control server without ACME), so
+// before listening it asks for the certificate of the node's first domain
+// once, bounded by CertTimeout. A certificate obtained (or cached in Dir)
+// makes later TLS handshakes answer from the cache.
+func (n *Node) ListenTLS(ctx context.Context) (net.Listener, error) {
+	srv, err := n.ready()
+	if err != nil {
+		return nil, err
+	}
+	log := n.logger()
+	domains := srv.CertDomains()
+	if len(domains) == 0 {
+		log.Info("tailnet offers no HTTPS certificates (enable HTTPS in the tailnet's DNS settings); serving HTTP on :80 only")
+		return nil, nil
+	}
+	if err := n.probeCert(ctx, domains[0]); err != nil {
+		log.Info("tailnet announces a certificate domain but no certificate could be obtained; serving HTTP on :80 only",
+			"domain", domains[0], "err", err)
+		return nil, nil
+	}
+	ln, err := srv.ListenTLS("tcp", ":443")
+	if err != nil {
+		log.Info("tailnet TLS listener refused; serving HTTP on :80 only", "err", err)
+		return nil, nil
+	}
+	log.Info("tailnet serving HTTPS on :443", "domain", domains[0])
+	return ln, nil
+}
+
+// probeCert asks the node for the certificate of domain, bounded by
+// CertTimeout: an announced domain proves nothing until a certificate
+// comes back.
+func (n *Node) probeCert(ctx context.Context, domain string) error {
+	n.mu.Lock()
+	lc := n.lc
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(n.CertTimeout, DefaultCertTimeout))
+	defer cancel()
+	_, _, err := lc.CertPair(ctx, domain)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("no certificate within %s", cmp.Or(n.CertTimeout, DefaultCertTimeout))
+	}
+	return err
+}
+
+// Dial connects to addr ("host:port", a MagicDNS name or a tailnet
+// address) over the tailnet, for a client that has no tailscaled of its
+// own. A name is resolved from the node's netmap; a node just up from saved
+// state may not have received it yet, so Dial first waits (bounded by ctx
+// and PeerWait) until a peer of that name is known.
+func (n *Node) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	srv, err := n.ready()
+	if err != nil {
+		return nil, err
+	}
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if _, err := netip.ParseAddr(host); err != nil {
+			if err := n.waitPeer(ctx, host); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return srv.Dial(ctx, network, addr)
+}
+
+// PeerWait bounds how long Dial waits for a named peer to appear in the
+// node's netmap.
+const PeerWait = 15 * time.Second
+
+// waitPeer waits until the netmap holds a peer called host (its short name
+// or MagicDNS name), polling every 20ms for at most PeerWait.
+func (n *Node) waitPeer(ctx context.Context, host string) error {
+	n.mu.Lock()
+	lc := n.lc
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, PeerWait)
+	defer cancel()
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for {
+		st, err := lc.Status(ctx)
+		if err == nil {
+			for _, p := range st.Peer {
+				dns := strings.ToLower(strings.TrimSuffix(p.DNSName, "."))
+				if dns == host || strings.HasPrefix(dns, host+".") || strings.EqualFold(p.HostName, host) {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("tailnet node %q: no peer called %q on the tailnet: is the broker's node up, and is this node allowed to see it?", n.Hostname, host)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// ready returns the tsnet server of a node that is up and not closed.
+func (n *Node) ready() (*tsnetpkg.Server, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.lc == nil || n.closed {
+		return nil, errNotUp
+	}
+	return n.srv, nil
 }
 
 // HTTPClient returns a client whose connections go over the tailnet (for

@@ -58,6 +58,13 @@ type tailnet struct {
 
 func newTailnet(t *testing.T) *tailnet {
 	t.Helper()
+	return newTailnetDNS(t, "tail-scale.ts.net")
+}
+
+// newTailnetDNS is newTailnet with the MagicDNS domain dns ("" = none, and
+// so no certificate domains).
+func newTailnetDNS(t *testing.T, dns string) *tailnet {
+	t.Helper()
 	// Without root, netns would make each node's STUN probe stall; the
 	// port mapper would probe the LAN's gateway. envknob reads at init, so
 	// t.Setenv would not do.
@@ -68,7 +75,7 @@ func newTailnet(t *testing.T) *tailnet {
 	control := &testcontrol.Server{
 		DERPMap:        derpAndSTUN(t),
 		DNSConfig:      &tailcfg.DNSConfig{Proxied: true},
-		MagicDNSDomain: "tail-scale.ts.net",
+		MagicDNSDomain: dns,
 		Logf:           logger.Discard,
 	}
 	control.HTTPTestServer = httptest.NewUnstartedServer(control)
@@ -440,5 +447,82 @@ func TestUpControlUnreachable(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "reachable") || !strings.Contains(err.Error(), url) {
 		t.Errorf("Up error = %v, want it to ask whether %s is reachable", err, url)
+	}
+}
+
+// TestListenTLSFallback: the test control server announces a certificate
+// domain (<host>.tail-scale.ts.net) that cannot be issued offline, so
+// ListenTLS finds no certificate within its bound, says so in one log line
+// and returns no listener; :80 still serves.
+func TestListenTLSFallback(t *testing.T) {
+	tn := newTailnet(t)
+	var logs testenv.SyncBuffer
+	n := tn.node(t, "tls", &logs)
+	n.CertTimeout = 3 * time.Second
+	ln, err := n.ListenTLS(t.Context())
+	if err != nil || ln != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		t.Fatalf("ListenTLS = %v, %v; want no listener and no error", ln, err)
+	}
+	if got := strings.Count(logs.String(), "serving HTTP on :80 only"); got != 1 {
+		t.Errorf("%d fallback lines, want 1:\n%s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), "tls.tail-scale.ts.net") {
+		t.Errorf("the fallback line does not name the announced domain:\n%s", logs.String())
+	}
+	ln, err = n.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+}
+
+// TestListenTLSNoDomains: a tailnet without MagicDNS announces no
+// certificate domains; ListenTLS falls back without asking for one.
+func TestListenTLSNoDomains(t *testing.T) {
+	bare := newTailnetDNS(t, "")
+	var bareLogs testenv.SyncBuffer
+	m := bare.node(t, "plain", &bareLogs)
+	if ln, err := m.ListenTLS(t.Context()); err != nil || ln != nil {
+		t.Fatalf("ListenTLS without domains = %v, %v; want nothing", ln, err)
+	}
+	if !strings.Contains(bareLogs.String(), "offers no HTTPS certificates") {
+		t.Errorf("no fallback line for a tailnet without certificates:\n%s", bareLogs.String())
+	}
+}
+
+// TestDialPeer: a node dials the broker by MagicDNS name (the laptop side
+// with an embedded node uses this to reach a broker where no tailscaled
+// runs); a name no peer has is an error once Dial's wait ends.
+func TestDialPeer(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	tn := newTailnet(t)
+	brokerNode(t, tn, nil)
+	laptop := tn.node(t, "laptop", nil)
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"]}`))
+	hc := &http.Client{Transport: &http.Transport{DialContext: laptop.Dial}}
+	testenv.WaitFor(t, "a whoami through Dial", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://broker/v1/whoami", nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var w wire.Whoami
+		return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&w) == nil && w.Caller.Via == wire.ViaTailnet
+	})
+	hc.CloseIdleConnections()
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if c, err := laptop.Dial(ctx, "tcp", "nobody:80"); err == nil || !strings.Contains(err.Error(), `no peer called "nobody"`) {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("Dial of an unknown name: %v, want an error saying no such peer", err)
 	}
 }

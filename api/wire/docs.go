@@ -25,6 +25,19 @@ type Whoami struct {
 	// Daemon describes the daemon to its owner (unix-socket callers of its
 	// uid, TCP callers with its token); absent for anyone else.
 	Daemon *DaemonInfo `json:"daemon,omitempty"`
+	// Node is the daemon's tailnet node, to every caller; absent when the
+	// daemon is not on a tailnet (serve --tailnet).
+	Node *NodeInfo `json:"node,omitempty"`
+}
+
+// NodeInfo describes the daemon's node on the tailnet.
+type NodeInfo struct {
+	Name    string   `json:"name"`    // the node's short name ("sandbox")
+	DNSName string   `json:"dnsName"` // its MagicDNS name ("sandbox.example.ts.net")
+	IPs     []string `json:"ips"`     // its tailnet addresses, IPv4 first
+	// TLS is true when the API is also served over HTTPS on :443 (the
+	// tailnet issued the node a certificate); plain HTTP on :80 always.
+	TLS bool `json:"tls"`
 }
 
 // Caller is the authenticated caller as the broker sees it.

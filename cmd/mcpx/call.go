@@ -38,7 +38,7 @@ func call(ctx context.Context, c *cli, args []string) int {
 		return usageError(c, fs, "%v", err)
 	}
 
-	bc, caller, err := callerClient(ctx, c, *brokerAddr, *noAutostart, co)
+	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
 	}

@@ -31,7 +31,7 @@ func catalogCmd(ctx context.Context, c *cli, args []string) int {
 	if *budget < 0 {
 		return usageError(c, fs, "--budget must be 0 or more")
 	}
-	bc, caller, err := callerClient(ctx, c, *brokerAddr, *noAutostart, co)
+	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
 	}

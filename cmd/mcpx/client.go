@@ -15,15 +15,29 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 )
 
-// brokerFlag registers --broker on fs.
-func brokerFlag(fs *flag.FlagSet) *string {
-	return fs.String("broker", "", "the daemon: a unix socket path or http://127.0.0.1:PORT (default $MCPX_BROKER, else the default socket)")
+// brokerOpts are the flags that say which broker to talk to, and how.
+type brokerOpts struct {
+	addr      string // --broker
+	tsnet     bool   // --tsnet: reach a tailnet name through an embedded node
+	tokenFile string // --token-file
+}
+
+// brokerFlag registers --broker, --tsnet and --token-file on fs.
+func brokerFlag(fs *flag.FlagSet) *brokerOpts {
+	bo := new(brokerOpts)
+	fs.StringVar(&bo.addr, "broker", "", "the daemon: a unix socket path, an http(s):// URL, or a tailnet name such as sandbox (default $MCPX_BROKER, else the default socket)")
+	fs.BoolVar(&bo.tsnet, "tsnet", false, "reach a tailnet --broker through an embedded tailnet node (state in <state dir>/tsnet-client) rather than this machine's tailscaled")
+	fs.StringVar(&bo.tokenFile, "token-file", "", "file holding the bearer token for an http(s) or tailnet broker (default $MCPX_TOKEN)")
+	return bo
 }
 
 // newBrokerClient resolves --broker, then $MCPX_BROKER, then the default
-// socket. Nothing is dialled until the first request.
-func newBrokerClient(c *cli, flagValue string) (*client.Client, error) {
-	addr := flagValue
+// socket. A bare tailnet name is reached by MagicDNS through the machine's
+// tailscaled, or with --tsnet through an embedded node brought up here
+// (closed when the command ends). Other addresses are not dialled until
+// the first request.
+func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Client, error) {
+	addr := bo.addr
 	if addr == "" {
 		addr = c.getenv("MCPX_BROKER")
 	}
@@ -38,7 +52,33 @@ func newBrokerClient(c *cli, flagValue string) (*client.Client, error) {
 	if err != nil {
 		state = "" // the client looks in the default place, or not at all
 	}
-	return client.New(addr, client.Options{StateDir: state}), nil
+	opts := client.Options{StateDir: state}
+	if opts.Token, err = brokerToken(c, bo.tokenFile); err != nil {
+		return nil, err
+	}
+	addr, tailnet := client.BrokerAddr(addr)
+	if bo.tsnet {
+		if !tailnet && !strings.HasPrefix(addr, "http://") && !strings.HasPrefix(addr, "https://") {
+			return nil, fmt.Errorf("--tsnet reaches a broker on the tailnet (--broker sandbox, or https://sandbox.example.ts.net), not the socket %s", addr)
+		}
+		if opts.Dial, err = tsnetDialer(ctx, c, state); err != nil {
+			return nil, err
+		}
+	}
+	return client.New(addr, opts), nil
+}
+
+// brokerToken is the bearer token of --token-file, else $MCPX_TOKEN, else
+// "" (the client then uses a local daemon's own token).
+func brokerToken(c *cli, file string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(c.getenv("MCPX_TOKEN")), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // autostartFlag registers --no-autostart on fs.
@@ -89,8 +129,8 @@ type callerOpts struct {
 // callerClient is the client of the broker at addr (started on demand unless
 // noAutostart) and this process as its caller: what a command that calls
 // tools needs before its first request.
-func callerClient(ctx context.Context, c *cli, addr string, noAutostart bool, co *callerOpts) (*client.Client, client.Caller, error) {
-	bc, err := newBrokerClient(c, addr)
+func callerClient(ctx context.Context, c *cli, bo *brokerOpts, noAutostart bool, co *callerOpts) (*client.Client, client.Caller, error) {
+	bc, err := newBrokerClient(ctx, c, bo)
 	if err != nil {
 		return nil, client.Caller{}, err
 	}
@@ -100,6 +140,11 @@ func callerClient(ctx context.Context, c *cli, addr string, noAutostart bool, co
 	caller, err := co.caller(c)
 	if err != nil {
 		return nil, client.Caller{}, err
+	}
+	if bc.Remote() {
+		if caller.Cwd, err = remoteCwd(c, co.cwd, caller.Cwd); err != nil {
+			return nil, client.Caller{}, err
+		}
 	}
 	return bc, caller, nil
 }
@@ -185,6 +230,9 @@ func report(c *cli, err error) int {
 func unreachableHint(e *client.UnreachableError) string {
 	if e.Unix {
 		return fmt.Sprintf("is `mcpx serve` running? socket %s; start it with `mcpx serve` (or drop --no-autostart / MCPX_NO_AUTOSTART)", e.Addr)
+	}
+	if client.New(e.Addr, client.Options{}).Remote() {
+		return "is `mcpx serve --tailnet` running there, and is this machine on its tailnet? (`tailscale status`, or --tsnet for a node of mcpx's own)"
 	}
 	return "is `mcpx serve` running? start it with `mcpx serve`"
 }

@@ -25,7 +25,7 @@ func clientgenCmd(ctx context.Context, c *cli, args []string) int {
 	if len(pos) != 1 || pos[0] != "ts" {
 		return usageError(c, fs, "want the language: ts")
 	}
-	bc, caller, err := callerClient(ctx, c, *brokerAddr, *noAutostart, co)
+	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
 	}

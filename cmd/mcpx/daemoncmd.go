@@ -26,7 +26,7 @@ func daemonCmd(ctx context.Context, c *cli, args []string) int {
 	if len(pos) != 1 || (pos[0] != "stop" && pos[0] != "info") {
 		return usageError(c, fs, "want `stop` or `info`")
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
 		return report(c, err)
 	}
@@ -112,7 +112,7 @@ func reloadCmd(ctx context.Context, c *cli, args []string) int {
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
 		return report(c, err)
 	}

@@ -26,6 +26,7 @@ import (
 func TestMain(m *testing.M) {
 	demo.MaybeServe() // a demo child of an in-process daemon: serve and exit
 	maybeOtherUIDClient()
+	maybeTestTailnet() // a test control server of TestServeTailnetProcess: serve and exit
 	if filepath.Base(os.Args[0]) != "mcpx" {
 		// In-process commands must never start a daemon: this test binary
 		// is not mcpx. Scripts get their own environment without this.

@@ -25,7 +25,7 @@ func nixCmd(ctx context.Context, c *cli, args []string) int {
 	default:
 		return usageError(c, fs, "want `ls`, `refresh <server>` or `gc`")
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
 		return report(c, err)
 	}

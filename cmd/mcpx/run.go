@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -27,6 +28,9 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// closers release what a command opened for its whole run (an
+	// embedded tailnet node), last first, when run returns.
+	closers []func()
 }
 
 // command is one subcommand.
@@ -63,6 +67,11 @@ func commands() []command {
 // run is mcpx's main, minus the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	defer func() {
+		for _, f := range slices.Backward(c.closers) {
+			f()
+		}
+	}()
 	if len(args) == 0 {
 		usage(c.stderr)
 		return exitUsage

@@ -34,7 +34,7 @@ func searchCmd(ctx context.Context, c *cli, args []string) int {
 	if len(pos) == 0 && len(tags) == 0 {
 		return usageError(c, fs, "want search terms or --tag")
 	}
-	bc, caller, err := callerClient(ctx, c, *brokerAddr, *noAutostart, co)
+	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
 	}

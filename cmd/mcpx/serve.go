@@ -16,6 +16,7 @@ import (
 	oklog "github.com/oklog/run"
 
 	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
@@ -104,7 +105,8 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	var nln net.Listener // the tailnet node's, with --tailnet
+	var nln, sln net.Listener // the tailnet node's HTTP and HTTPS, with --tailnet
+	var nodeInfo *wire.NodeInfo
 	if node != nil {
 		if _, err := node.Up(ctx); err != nil {
 			closeAll(uln, tln)
@@ -115,14 +117,21 @@ func serve(ctx context.Context, c *cli, args []string) int {
 			closeAll(uln, tln)
 			return fail(err)
 		}
+		// HTTPS on :443 when the tailnet issues a certificate; else nil,
+		// and one log line: a missing certificate never stops the daemon.
+		if sln, err = node.ListenTLS(ctx); err != nil {
+			closeAll(uln, tln, nln)
+			return fail(err)
+		}
+		nodeInfo = nodeDoc(node.Info(), sln != nil)
 	}
 	ctl := newControl(log, b, src, func() (*config.Config, configSource, error) { return loadConfig(*configPath, c.getenv) })
 	token := api.NewToken()
 	info := daemonInfo(state, sock, tln, src)
 	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
-		Daemon: &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}})
+		Daemon: &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}, Node: nodeInfo})
 	if err := writeRecord(info, token); err != nil {
-		closeAll(uln, tln, nln)
+		closeAll(uln, tln, nln, sln)
 		return fail(err)
 	}
 	defer removeRecord(log, state)
@@ -145,6 +154,9 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	if nln != nil { // the tailnet node: callers named by WhoIs, rights by their grant
 		g.Add(serveActor(nln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain, MaxConns: *maxConns, Identify: node.Identify}))
+	}
+	if sln != nil { // the same over HTTPS, with the tailnet's certificate
+		g.Add(serveActor(sln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain, MaxConns: *maxConns, Identify: node.Identify}))
 	}
 	attrs := []any{"socket", sock, "config", src.String(), "servers", len(cfg.Servers), "state", state, "version", version(), "pid", os.Getpid()}
 	if tln != nil {

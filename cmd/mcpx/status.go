@@ -25,7 +25,7 @@ func status(ctx context.Context, c *cli, args []string) int {
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
 		return report(c, err)
 	}
@@ -47,6 +47,10 @@ func status(ctx context.Context, c *cli, args []string) int {
 		return exitOK
 	}
 	printDaemon(c, who.Daemon, time.Now())
+	if who.Daemon == nil { // not the owner: a remote broker, say who we are to it
+		fmt.Fprintf(c.stdout, "broker %s %s, caller %s via %s\n", bc.Addr(), who.Version, who.Caller.Name, who.Caller.Via)
+	}
+	printNode(c, who.Node)
 	if len(doc.Instances) == 0 {
 		fmt.Fprintln(c.stdout, "no instances running")
 	} else {
@@ -130,6 +134,18 @@ func printDaemon(c *cli, d *wire.DaemonInfo, now time.Time) {
 		d.Pid, d.Version, human(now.Sub(d.Started)), d.Socket, tcp, cfg)
 }
 
+// printNode prints the daemon's tailnet node, if it has one.
+func printNode(c *cli, n *wire.NodeInfo) {
+	if n == nil {
+		return
+	}
+	scheme := "http"
+	if n.TLS {
+		scheme = "https"
+	}
+	fmt.Fprintf(c.stdout, "tailnet node %s (%s), %s, %s://%s\n", n.Name, n.DNSName, strings.Join(n.IPs, " "), scheme, n.DNSName)
+}
+
 // human renders a duration the way people say it: 45s, 3m12s, 2h5m, 3d4h.
 func human(d time.Duration) string {
 	switch {
@@ -171,7 +187,7 @@ func stop(ctx context.Context, c *cli, args []string) int {
 	if len(pos) != 1 {
 		return usageError(c, fs, "want one instance id (see `mcpx status`)")
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
 		return report(c, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/tsnet"
 )
 
@@ -39,6 +40,16 @@ func addTailnetFlags(fs *flag.FlagSet) tailnetFlags {
 		upTimeout:   fs.Duration("tailnet-up-timeout", tsnet.DefaultUpTimeout, "how long to wait for the node to join the tailnet before giving up"),
 	}
 	return f
+}
+
+// nodeDoc describes the node for /v1/whoami; tls says whether HTTPS on
+// :443 is served too.
+func nodeDoc(info tsnet.Info, tls bool) *wire.NodeInfo {
+	doc := &wire.NodeInfo{Name: info.Name, DNSName: info.DNSName, IPs: []string{}, TLS: tls}
+	for _, ip := range info.IPs {
+		doc.IPs = append(doc.IPs, ip.String())
+	}
+	return doc
 }
 
 // node returns the tailnet node the flags describe, nil without --tailnet.

@@ -27,7 +27,7 @@ func tools(ctx context.Context, c *cli, args []string) int {
 	if len(pos) > 1 {
 		return usageError(c, fs, "want at most one server name")
 	}
-	bc, caller, err := callerClient(ctx, c, *brokerAddr, *noAutostart, co)
+	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
 	}
