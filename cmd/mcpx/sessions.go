@@ -52,7 +52,7 @@ func sessionsCmd(ctx context.Context, c *cli, args []string) int {
 			return usageError(c, fs, "--idle %q is not a duration such as 30m or 1h", *patch.IdleTimeout)
 		}
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
 		return report(c, err)
 	}
@@ -152,7 +152,7 @@ func leaseCmd(ctx context.Context, c *cli, args []string) int {
 	if *ttl < time.Second {
 		return usageError(c, fs, "--ttl %s is shorter than a second", *ttl)
 	}
-	bc, err := newBrokerClient(c, *brokerAddr)
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
 		return report(c, err)
 	}

@@ -25,7 +25,7 @@ func typesCmd(ctx context.Context, c *cli, args []string) int {
 	// A server name has no dot (config names are letters, digits, _ and
 	// -), so the first dot ends it; a tool name may have dots of its own.
 	server, tool, _ := strings.Cut(pos[0], ".")
-	bc, caller, err := callerClient(ctx, c, *brokerAddr, *noAutostart, co)
+	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
 	}
