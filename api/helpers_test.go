@@ -63,6 +63,7 @@ type daemonOptions struct {
 	maxConns                  int
 	wrapTCP                   func(net.Listener) net.Listener
 	nix                       *nixresolve.Resolver // broker.Options.Nix
+	stateDir                  string               // broker.Options.StateDir: "" = no call log
 }
 
 func startDaemon(t *testing.T, o daemonOptions) *daemon {
@@ -73,7 +74,7 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	}
 	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b, err := broker.New(broker.Options{Config: cfg, Logger: logger, Nix: o.nix})
+	b, err := broker.New(broker.Options{Config: cfg, Logger: logger, Nix: o.nix, StateDir: o.stateDir})
 	if err != nil {
 		t.Fatal(err)
 	}

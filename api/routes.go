@@ -39,6 +39,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpListNix:         (*server).listNix,
 	wire.OpRefreshNix:      (*server).refreshNix,
 	wire.OpGCNix:           (*server).gcNix,
+	wire.OpCallStats:       (*server).callStats,
 }
 
 // route is a wire route with its handler.
