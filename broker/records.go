@@ -68,7 +68,10 @@ func (b *Broker) CallStats(ctx context.Context, q records.Query) (records.Summar
 	}
 	sum, err := records.Summarize(b.recordsDir, q)
 	if err != nil {
-		return records.Summary{}, &Error{Kind: KindInternal, Op: "call stats", Msg: "cannot read the call log", Err: err}
+		// Not a bug: the directory is broken (the writer says so in status).
+		return records.Summary{}, &Error{Kind: KindUnavailable, Op: "call stats", Err: err,
+			Msg: "cannot read the call log", Private: "cannot read the call log: " + err.Error(),
+			Hint: "`mcpx status` shows whether records are being written; fix or remove the records directory in the state directory"}
 	}
 	return sum, nil
 }

@@ -172,8 +172,8 @@ func TestCallRecordsUnwritable(t *testing.T) {
 	}
 	_, err := b.CallStats(t.Context(), records.Query{})
 	var be *broker.Error
-	if !errors.As(err, &be) || be.Kind != broker.KindInternal {
-		t.Errorf("stats of an unreadable log = %v, want an internal error", err)
+	if !errors.As(err, &be) || be.Kind != broker.KindUnavailable || !strings.Contains(be.Private, "not a directory") {
+		t.Errorf("stats of an unreadable log = %v, want unavailable, saying why", err)
 	}
 	on, c := b.RecordsStatus()
 	if !on || c.Failed != 3 || c.Written != 0 || c.LastError == "" {

@@ -205,7 +205,7 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/v1/stats", Name: OpCallStats,
 		OptionalQuery: []string{QuerySince, QueryBy},
 		Summary:       "Figures from the call log: count, failures, failure rate and p50/p95/p99 duration of the calls since ?since= (a duration back from now, or an RFC 3339 time), by ?by=server|tool|caller (admin)",
-		Response:      reflect.TypeFor[CallStats](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindTimeout, KindInternal}},
+		Response:      reflect.TypeFor[CallStats](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindTimeout, KindUnavailable, KindInternal}},
 
 	{Method: "POST", Pattern: "/v1/daemon/stop", Name: OpStopDaemon,
 		Summary: "Stop the daemon: it answers, then stops accepting, drains calls and stops every child",
