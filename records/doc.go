@@ -10,7 +10,10 @@
 // # The writer never slows a call
 //
 // [Log.Add] hands the record to a bounded channel and returns; one goroutine
-// encodes and writes. A full channel drops the record and counts it
+// encodes and writes, woken once per batch (records gather for
+// [DefaultBatch], less when the channel is half full), so a busy daemon
+// pays one wake-up and one write per batch, not per call, and an idle one
+// nothing. A full channel drops the record and counts it
 // ([Counters.Dropped]). A directory that cannot be created or written, or
 // a full disk, costs one warning in the log (and one more when writing works
 // again) and a count per lost record ([Counters.Failed]); the writer tries

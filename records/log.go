@@ -24,6 +24,9 @@ const (
 	DefaultMaxAge   = 7 * 24 * time.Hour // records are kept a week
 	DefaultMaxFiles = 8                  // at most 8 files: about 128 MiB
 	DefaultBuffer   = 4096               // records waiting for the writer
+	// DefaultBatch is how long the writer lets records gather before it
+	// writes them: one wake-up and one write per batch, not per call.
+	DefaultBatch = 100 * time.Millisecond
 )
 
 // BodyLimit is the largest argument or result a record keeps with bodies on.
@@ -43,6 +46,7 @@ type Options struct {
 	MaxAge   time.Duration // files whose newest record is older are removed; 0 = DefaultMaxAge
 	MaxFiles int           // files kept, the one being written included; 0 = DefaultMaxFiles
 	Buffer   int           // records waiting for the writer before Add drops; 0 = DefaultBuffer
+	Batch    time.Duration // how long records gather before a write; 0 = DefaultBatch
 	Logger   *slog.Logger  // receives the warnings; nil = discard
 	Now      func() time.Time
 }
@@ -60,12 +64,16 @@ type Counters struct {
 // Log is the call log of one daemon. Add, Counters and Sync are safe for
 // concurrent use; Close ends it. A nil *Log takes no records.
 type Log struct {
-	opts  Options
-	log   *slog.Logger
-	ch    chan item
-	done  chan struct{} // closed by Close: the writer drains ch and ends
-	ended chan struct{} // closed by the writer when it has ended
-	once  sync.Once
+	opts Options
+	log  *slog.Logger
+	ch   chan item
+	// wake starts a batch (sent by the Add that finds armed false); hurry
+	// ends its wait early (a half-full channel, a Sync). Both hold one.
+	wake, hurry chan struct{}
+	armed       atomic.Bool   // a batch is gathering: no wake needed
+	done        chan struct{} // closed by Close: the writer drains ch and ends
+	ended       chan struct{} // closed by the writer when it has ended
+	once        sync.Once
 
 	written, dropped, failed atomic.Int64
 	lastErr                  atomic.Pointer[string]
@@ -96,11 +104,12 @@ func Open(opts Options) *Log {
 	opts.MaxAge = cmp.Or(opts.MaxAge, DefaultMaxAge)
 	opts.MaxFiles = cmp.Or(opts.MaxFiles, DefaultMaxFiles)
 	opts.Buffer = cmp.Or(opts.Buffer, DefaultBuffer)
+	opts.Batch = cmp.Or(opts.Batch, DefaultBatch)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	l := &Log{opts: opts, log: opts.Logger, ch: make(chan item, opts.Buffer),
-		done: make(chan struct{}), ended: make(chan struct{})}
+		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), done: make(chan struct{}), ended: make(chan struct{})}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -125,8 +134,26 @@ func (l *Log) Add(r Record) {
 	}
 	select {
 	case l.ch <- item{rec: r}:
+		l.kick(len(l.ch) >= cap(l.ch)/2)
 	default:
 		l.dropped.Add(1)
+	}
+}
+
+// kick starts a batch if none is gathering, and with hurry ends its wait.
+func (l *Log) kick(hurry bool) {
+	if !l.armed.Load() && l.armed.CompareAndSwap(false, true) {
+		signal(l.wake)
+	}
+	if hurry {
+		signal(l.hurry)
+	}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 
@@ -151,6 +178,7 @@ func (l *Log) Sync(ctx context.Context) error {
 	it := item{synced: make(chan struct{})}
 	select {
 	case l.ch <- it:
+		l.kick(true)
 	case <-l.ended:
 		return nil // Close wrote everything
 	case <-ctx.Done():
@@ -178,18 +206,30 @@ func (l *Log) Close() error {
 	return nil
 }
 
+// run is the writer: it sleeps until a record starts a batch, lets the
+// batch gather for opts.Batch (less if hurried), then writes it.
 func (l *Log) run() {
 	defer close(l.ended)
 	defer l.closeFile()
+	t := time.NewTimer(0)
+	<-t.C
 	for {
 		select {
-		case it := <-l.ch:
-			l.handle(it)
-			l.drain()
+		case <-l.wake:
 		case <-l.done:
 			l.drain()
 			return
 		}
+		t.Reset(l.opts.Batch)
+		select {
+		case <-t.C:
+		case <-l.hurry:
+			t.Stop()
+		case <-l.done:
+			t.Stop()
+		}
+		l.armed.Store(false) // records added from here on start the next batch
+		l.drain()
 	}
 }
 
