@@ -2,6 +2,7 @@ package records
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -79,6 +80,8 @@ type Log struct {
 	lastErr                  atomic.Pointer[string]
 
 	// Owned by the writer goroutine.
+	buf       bytes.Buffer  // one encoded record
+	enc       *json.Encoder // writes to buf
 	f         *os.File
 	w         *bufio.Writer
 	size      int64     // f's size, buffered bytes included
@@ -113,6 +116,8 @@ func Open(opts Options) *Log {
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
+	l.enc = json.NewEncoder(&l.buf)
+	l.enc.SetEscapeHTML(false)
 	l.log = l.log.With("records", opts.Dir)
 	go l.run()
 	return l
@@ -252,13 +257,13 @@ func (l *Log) handle(it item) {
 		close(it.synced)
 		return
 	}
-	b, err := json.Marshal(it.rec)
-	if err != nil { // Arguments or Result that is not JSON: a bug of the caller
+	l.buf.Reset()
+	if err := l.enc.Encode(it.rec.line()); err != nil { // Arguments or Result that is not JSON: a bug of the caller
 		l.failed.Add(1)
 		l.log.Warn("cannot encode a call record", "server", it.rec.Server, "tool", it.rec.Tool, "err", err)
 		return
 	}
-	b = append(b, '\n')
+	b := l.buf.Bytes() // one line, newline included
 	if !l.ready(int64(len(b))) {
 		l.failed.Add(1)
 		return

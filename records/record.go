@@ -45,21 +45,22 @@ type Record struct {
 
 // MarshalJSON writes r as one records line, the duration as durationUs
 // (microseconds: sub-millisecond calls stay apart, and it reads easily).
-func (r Record) MarshalJSON() ([]byte, error) {
-	type plain Record // no MarshalJSON: no recursion
-	return json.Marshal(struct {
-		plain
-		DurationUs int64 `json:"durationUs"`
-	}{plain(r), r.Duration.Microseconds()})
+func (r Record) MarshalJSON() ([]byte, error) { return json.Marshal(r.line()) }
+
+// plain is a Record without its methods: encoding it does not recurse.
+type plain Record
+
+// lineOf is a Record as written.
+type lineOf struct {
+	plain
+	DurationUs int64 `json:"durationUs"`
 }
+
+func (r Record) line() lineOf { return lineOf{plain(r), r.Duration.Microseconds()} }
 
 // UnmarshalJSON reads a records line.
 func (r *Record) UnmarshalJSON(b []byte) error {
-	type plain Record
-	var v struct {
-		plain
-		DurationUs int64 `json:"durationUs"`
-	}
+	var v lineOf
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
