@@ -198,6 +198,9 @@ func (b *Broker) SetConfig(cfg *config.Config) {
 	if old != nil && !reflect.DeepEqual(old.Nix, cfg.Nix) {
 		b.log.Warn("the nix settings changed; they take effect at the next start of the daemon")
 	}
+	if old != nil && !reflect.DeepEqual(old.Records, cfg.Records) {
+		b.log.Warn("the records settings changed; they take effect at the next start of the daemon")
+	}
 	b.applyServers()
 }
 
