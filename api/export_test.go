@@ -29,6 +29,18 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, c broker.Caller, err e
 	newServer(Options{}).writeProblem(w, r, err)
 }
 
+// NewColdToolDocs is New with its tool-document cache replaced by an
+// empty one before every request, so every document is built anew (for
+// benchmarks; requests must not overlap).
+func NewColdToolDocs(opts Options) http.Handler {
+	s := newServer(opts)
+	h := s.handler(routes())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.toolDocs = openapi.NewCache(openapi.Options{Version: s.version}, 0)
+		h.ServeHTTP(w, r)
+	})
+}
+
 // NewWithToolDocs is New, also returning its tool-document cache, whose
 // Builds the tests count.
 func NewWithToolDocs(opts Options) (http.Handler, *openapi.Cache) {

@@ -245,7 +245,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
 			list = append(list, doc)
 		}
 	}
-	writeJSON(w, http.StatusOK, wire.InstanceList{Instances: list, Stats: statsDoc(s.b.Stats())})
+	writeJSON(w, http.StatusOK, wire.InstanceList{Instances: list, Stats: statsDoc(s.b.Stats()), Records: recordsDoc(c, s.b)})
 	return nil
 }
 

@@ -29,6 +29,7 @@ import (
 func TestMain(m *testing.M) {
 	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
 	maybePidClient()  // in a child: ask whoami with Mcpx-Pid values and exit
+	maybeManyTools()  // in a child: serve an MCP server of many tools and exit
 	os.Exit(m.Run())
 }
 
@@ -63,9 +64,11 @@ type daemonOptions struct {
 	maxConns                  int
 	wrapTCP                   func(net.Listener) net.Listener
 	nix                       *nixresolve.Resolver // broker.Options.Nix
+	stateDir                  string               // broker.Options.StateDir: "" = no call log
+	coldToolDocs              bool                 // every tool document built anew (NewColdToolDocs)
 }
 
-func startDaemon(t *testing.T, o daemonOptions) *daemon {
+func startDaemon(t testing.TB, o daemonOptions) *daemon {
 	t.Helper()
 	cfg := o.cfg
 	if cfg == nil {
@@ -73,7 +76,7 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 	}
 	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b, err := broker.New(broker.Options{Config: cfg, Logger: logger, Nix: o.nix})
+	b, err := broker.New(broker.Options{Config: cfg, Logger: logger, Nix: o.nix, StateDir: o.stateDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +96,8 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 		h = api.NewForOwner(opts, *o.owner)
 	case o.panicky:
 		h = api.NewPanicking(opts)
+	case o.coldToolDocs:
+		h = api.NewColdToolDocs(opts)
 	default:
 		h, toolDocs = api.NewWithToolDocs(opts)
 	}

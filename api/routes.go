@@ -47,6 +47,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpGetSession:      (*server).getSession,
 	wire.OpStopSession:     (*server).stopSession,
 	wire.OpSetSession:      (*server).setSession,
+	wire.OpCallStats:       (*server).callStats,
 }
 
 // route is a wire route with its handler.

@@ -40,6 +40,7 @@ import (
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/records"
 )
 
 // Caller is who is calling, as the API layer authenticated it.
@@ -116,7 +117,8 @@ type Options struct {
 	ReapInterval time.Duration // negative: no background reaper
 	Env          []string      // children's base environment; nil = os.Environ()
 	// StateDir, if set, is where the pool keeps what it learns about
-	// servers across restarts (MemoFile); "" = nothing kept.
+	// servers across restarts (MemoFile) and where the call log goes
+	// (RecordsDir, per the config's records section); "" = nothing kept.
 	StateDir string
 	// Nix resolves servers' nix:<flakeref>#attr commands to store paths
 	// (package nixresolve), at spawn; the caller owns it and closes it
@@ -127,6 +129,9 @@ type Options struct {
 
 // MemoFile is the name of the pool's memo file in the state directory.
 const MemoFile = "pool-memo.json"
+
+// RecordsDir is the call log's directory in the state directory.
+const RecordsDir = "records"
 
 func memoFile(stateDir string) string {
 	if stateDir == "" {
@@ -147,6 +152,12 @@ type Broker struct {
 	leases   *leases         // the lease registry (lease.go)
 	sessions sessionRegistry // what is known of caller-owned keys (sessions.go)
 	setMu    sync.Mutex      // serializes handing the pool its definitions
+
+	// The call log: nil when records are off or there is no state
+	// directory; recordsDir is "" only without a state directory.
+	records    *records.Log
+	recordsDir string
+	bodies     bool // records keep arguments and results
 
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
@@ -195,9 +206,26 @@ func New(opts Options) (*Broker, error) {
 		MemoFile:        memoFile(opts.StateDir),
 		Resolve:         resolveCommand(opts.Nix),
 	})
+	b.openRecords(opts)
 	b.SetConfig(opts.Config)
 	b.startRefresher(opts.Config.Nix)
 	return b, nil
+}
+
+// openRecords starts the call log if the config has it on. It never fails:
+// an unusable directory is a warning and a counter (package records).
+func (b *Broker) openRecords(opts Options) {
+	if opts.StateDir == "" {
+		return
+	}
+	b.recordsDir = filepath.Join(opts.StateDir, RecordsDir)
+	rc := opts.Config.Records
+	if !rc.On() {
+		return
+	}
+	b.bodies = rc.Bodies
+	b.records = records.Open(records.Options{Dir: b.recordsDir, MaxBytes: rc.MaxBytes, MaxAge: rc.MaxAge.D(),
+		MaxFiles: rc.MaxFiles, Logger: b.log, Now: opts.Now})
 }
 
 // SetConfig replaces the configuration. Instances of unchanged servers keep
@@ -212,6 +240,9 @@ func (b *Broker) SetConfig(cfg *config.Config) {
 	b.mu.Unlock()
 	if old != nil && !reflect.DeepEqual(old.Nix, cfg.Nix) {
 		b.log.Warn("the nix settings changed; they take effect at the next start of the daemon")
+	}
+	if old != nil && !reflect.DeepEqual(old.Records, cfg.Records) {
+		b.log.Warn("the records settings changed; they take effect at the next start of the daemon")
 	}
 	b.applyServers()
 	if old != nil && b.refreshPolicy == config.NixRefreshOnReload {
@@ -400,9 +431,25 @@ func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 // child's CallToolResult bytes unchanged. onProgress, if non-nil, receives the
 // params of each notifications/progress the child sends for this call.
 // Cancelling ctx sends notifications/cancelled to the child.
+//
+// Every call, from any listener, passes here: with records on, each ends
+// with one record in the call log (Broker.CallStats).
 func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+	if b.records == nil {
+		return b.callTool(ctx, r, tool, args, onProgress, nil)
+	}
+	start := time.Now()
+	var key string
+	out, err := b.callTool(ctx, r, tool, args, onProgress, &key)
+	b.record(r, tool, key, start, args, out, err)
+	return out, err
+}
+
+// callTool is CallTool; *key, if key is non-nil, is set to the scope key
+// the call landed on.
+func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage), key *string) (json.RawMessage, error) {
 	var out json.RawMessage
-	err := b.do(ctx, r, "call "+tool, func(ctx context.Context, s *mcpclient.Session) error {
+	err := b.doAt(ctx, r, "call "+tool, key, func(ctx context.Context, s *mcpclient.Session) error {
 		def, ok, err := s.Tool(ctx, tool)
 		if err != nil {
 			return err
@@ -475,10 +522,12 @@ func (b *Broker) StopInstance(ctx context.Context, id string) error {
 }
 
 // Close stops accepting calls, drains in-flight calls until ctx is done, and
-// stops every child.
+// stops every child; then it writes the call records still queued.
 func (b *Broker) Close(ctx context.Context) error {
 	b.stopRefresher()
-	return b.pool.Close(ctx)
+	err := b.pool.Close(ctx)
+	b.records.Close()
+	return err
 }
 
 // Target resolves where r would land, without calling anything.
@@ -590,9 +639,18 @@ func newCallID() string {
 // do resolves r to an instance and runs fn on its session under the
 // server's call timeout.
 func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.Context, *mcpclient.Session) error) error {
+	return b.doAt(ctx, r, op, nil, fn)
+}
+
+// doAt is do; *key, if key is non-nil, is set to the scope key r resolved
+// to (left alone if r is refused before it has one).
+func (b *Broker) doAt(ctx context.Context, r Request, op string, key *string, fn func(context.Context, *mcpclient.Session) error) error {
 	def, t, err := b.target(r)
 	if err != nil {
 		return err
+	}
+	if key != nil {
+		*key = t.Key
 	}
 	// callTimeout bounds the call, not the wait for a starting child: that
 	// has its own startTimeout, and the caller's deadline bounds both.

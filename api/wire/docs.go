@@ -186,6 +186,8 @@ const DefaultCatalogBudget = 1000
 type InstanceList struct {
 	Instances []Instance `json:"instances"`
 	Stats     *Stats     `json:"stats,omitempty"` // pool-wide counters since the daemon started
+	// Records is the call log's writer: its losses are counted here.
+	Records *RecordsStatus `json:"records,omitempty"`
 }
 
 // Stats are the pool's counters since the daemon started.

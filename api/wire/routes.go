@@ -109,6 +109,7 @@ const (
 	OpGetSession      = "getSession"
 	OpStopSession     = "stopSession"
 	OpSetSession      = "setSession"
+	OpCallStats       = "getCallStats"
 )
 
 // The problems routes share, by what the route does.
@@ -240,6 +241,11 @@ var routes = []Route{
 		Summary:  "Resolve a server's nix: command again (new lock, build); if the program changed, its instances are drained and replaced (admin)",
 		Response: reflect.TypeFor[NixRefreshed](), Status: 200,
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout, KindUnavailable, KindCanceled, KindInternal}},
+
+	{Method: "GET", Pattern: "/v1/stats", Name: OpCallStats,
+		OptionalQuery: []string{QuerySince, QueryBy},
+		Summary:       "Figures from the call log: count, failures, failure rate and p50/p95/p99 duration of the calls since ?since= (a duration back from now, or an RFC 3339 time), by ?by=server|tool|caller (admin)",
+		Response:      reflect.TypeFor[CallStats](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindTimeout, KindUnavailable, KindInternal}},
 
 	{Method: "POST", Pattern: "/v1/daemon/stop", Name: OpStopDaemon,
 		Summary: "Stop the daemon: it answers, then stops accepting, drains calls and stops every child",

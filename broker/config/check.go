@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/internal/placeholder"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/records"
 )
 
 var (
@@ -75,6 +76,30 @@ func (p *problems) checkNix(nc *Nix) {
 		}
 	}
 }
+
+func (p *problems) checkRecords(rc *Records) {
+	if rc.Enabled == nil {
+		on := true
+		rc.Enabled = &on
+	}
+	if rc.MaxBytes < 0 {
+		p.add("", "records.maxBytes", fmt.Sprintf("maxBytes is %d", rc.MaxBytes), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", records.DefaultMaxBytes))
+	} else if rc.MaxBytes == 0 {
+		rc.MaxBytes = records.DefaultMaxBytes
+	} else if rc.MaxBytes < minRecordsBytes {
+		p.add("", "records.maxBytes", fmt.Sprintf("maxBytes is %d, too small to hold a record", rc.MaxBytes), fmt.Sprintf("use at least %d, or 0 for the default (%d)", minRecordsBytes, records.DefaultMaxBytes))
+	}
+	if rc.MaxFiles < 0 {
+		p.add("", "records.maxFiles", fmt.Sprintf("maxFiles is %d", rc.MaxFiles), fmt.Sprintf("use 0 for the default (%d) or a positive number", records.DefaultMaxFiles))
+	} else if rc.MaxFiles == 0 {
+		rc.MaxFiles = records.DefaultMaxFiles
+	}
+	p.duration("", "records.maxAge", &rc.MaxAge, records.DefaultMaxAge)
+}
+
+// minRecordsBytes is the smallest records.maxBytes: a file that cannot
+// hold a few records would rotate on every call.
+const minRecordsBytes = 4096
 
 // checkNixCommand checks a nix:<flakeref>#attr command. It may hold no
 // placeholder: a flake under a caller's root or cwd would be code from the

@@ -72,6 +72,8 @@ type Config struct {
 	Limits  Limits             `json:"limits"`
 	// Nix bounds the resolution of nix:<flakeref>#attr commands.
 	Nix Nix `json:"nix"`
+	// Records configures the call log in <state>/records.
+	Records Records `json:"records"`
 	// CeilingDirs stop git discovery from walking up into them, like
 	// GIT_CEILING_DIRECTORIES: with a dotfiles repository at ~/.git, list
 	// your home directory here, or every directory under it that is not
@@ -258,6 +260,29 @@ func (n Nix) RefreshInterval() time.Duration {
 	return d
 }
 
+// Records configures the call log: one JSON line per tool call under
+// <state>/records (package mcpx.dev/mcpx/records), read by `mcpx stats`.
+// The daemon reads it at start; a reload that changes it takes effect at
+// the next start.
+type Records struct {
+	// Enabled turns the log on; nil (left out) = true. Normalize fills it.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Bodies keeps each call's arguments and result in its record (each up
+	// to records.BodyLimit). Off by default: they may hold secrets.
+	Bodies bool `json:"bodies,omitempty"`
+	// MaxBytes is the size at which a file is closed and the next begun.
+	// 0 = records.DefaultMaxBytes (16 MiB).
+	MaxBytes int64 `json:"maxBytes,omitempty"`
+	// MaxAge is how long records are kept. 0 = records.DefaultMaxAge (7 days).
+	MaxAge Duration `json:"maxAge,omitempty"`
+	// MaxFiles is how many files are kept; the directory holds about
+	// MaxFiles × MaxBytes at most. 0 = records.DefaultMaxFiles (8).
+	MaxFiles int `json:"maxFiles,omitempty"`
+}
+
+// On reports whether the call log is on.
+func (r Records) On() bool { return r.Enabled == nil || *r.Enabled }
+
 // DefaultMaxDepth is the nesting limit of a config that sets none. Real
 // arguments nest a few levels (a list of objects of lists is 4); JSON Schema
 // documents, the deepest real arguments seen, stay well under 32. 64 leaves
@@ -290,6 +315,7 @@ func Parse(data []byte, source string) (*Config, error) {
 	p.checkPool(&cfg.Pool)
 	p.checkLimits(&cfg.Limits)
 	p.checkNix(&cfg.Nix)
+	p.checkRecords(&cfg.Records)
 	rank := map[string]int{}
 	usesInputs := false
 	for i, d := range order {
@@ -357,6 +383,7 @@ func (c *Config) Normalize() error {
 	p.checkPool(&c.Pool)
 	p.checkLimits(&c.Limits)
 	p.checkNix(&c.Nix)
+	p.checkRecords(&c.Records)
 	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
 		if s := c.Servers[name]; s == nil {
 			p.add(name, "", "no definition", "give it a command or a url")

@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/records"
 )
 
 // configErrors returns the *config.Problems inside err, failing if err is
@@ -290,6 +291,8 @@ func TestParseDefaults(t *testing.T) {
 		Pool:   config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second)},
 		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth, MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait)},
 		Nix:    config.Nix{Timeout: dur(nixresolve.DefaultTimeout), Refresh: config.NixRefreshNever},
+		Records: config.Records{Enabled: ptr(true), MaxBytes: records.DefaultMaxBytes, MaxAge: dur(records.DefaultMaxAge),
+			MaxFiles: records.DefaultMaxFiles},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -592,6 +595,40 @@ func ExampleParse_errors() {
 	// 	server "fs": invalid duration "10": want a Go duration such as "90s" or "5m" (field idleTimeout)
 	// 	server "fs": cwd "src" is relative; use an absolute path, or ${mcpx.root}/src for a directory under the instance root
 }
+
+// TestRecordsSection: the call log's settings parse, default, and are
+// checked with errors naming the field.
+func TestRecordsSection(t *testing.T) {
+	cfg, err := config.Parse([]byte(`{"records":{"enabled":false,"bodies":true,"maxBytes":65536,"maxAge":"24h","maxFiles":3}}`), "r.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Records{Enabled: ptr(false), Bodies: true, MaxBytes: 65536, MaxAge: dur(24 * time.Hour), MaxFiles: 3}
+	if diff := cmp.Diff(want, cfg.Records); diff != "" || cfg.Records.On() {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	def, err := config.Parse([]byte(`{}`), "r.json")
+	if err != nil || !def.Records.On() || def.Records.Bodies || def.Records.MaxFiles != records.DefaultMaxFiles {
+		t.Fatalf("default records = %+v, %v", def.Records, err)
+	}
+	for doc, want := range map[string]string{
+		`{"records":{"maxBytes":-1}}`:   "records.maxBytes",
+		`{"records":{"maxBytes":100}}`:  "too small to hold a record",
+		`{"records":{"maxFiles":-2}}`:   "records.maxFiles",
+		`{"records":{"maxAge":"-1h"}}`:  "records.maxAge",
+		`{"records":{"maxAge":3600}}`:   "records.maxAge",
+		`{"records":{"enabled":"yes"}}`: "records.enabled",
+		`{"records":{"maxFils":3}}`:     `did you mean "maxFiles"?`,
+		`{"record":{}}`:                 `did you mean "records"?`,
+		`{"records":[]}`:                "records must be an object",
+	} {
+		if _, err := config.Parse([]byte(doc), "r.json"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", doc, err, want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func TestLimitsMaxMessageBytes(t *testing.T) {
 	cfg, err := config.Parse([]byte(`{"servers":{"a":{"command":"x"}},"limits":{"maxMessageBytes":1048576}}`), "l.json")

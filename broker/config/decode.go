@@ -26,7 +26,7 @@ type decoded struct {
 // field that names it ("type", or Cline's "transportType").
 type transport struct{ field, value string }
 
-var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "ceilingDirs"}
+var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "ceilingDirs"}
 
 // clientTop are the top-level keys of the client formats mcpx reads (see
 // the package doc) besides their servers: VS Code's "inputs", checked where
@@ -60,6 +60,8 @@ func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int
 			p.decodeLimits(&cfg.Limits, m.value)
 		case "nix":
 			p.decodeNix(&cfg.Nix, m.value)
+		case "records":
+			p.decodeRecords(&cfg.Records, m.value)
 		case "ceilingDirs":
 			p.decodeCeilings(&cfg.CeilingDirs, m.value)
 		case "inputs":
@@ -319,6 +321,25 @@ func (p *problems) decodeNix(nc *Nix, raw json.RawMessage) {
 		"refresh": {&nc.Refresh, `"never", "on-reload" or an interval such as "1h"`},
 	}
 	p.decodeFields("", "nix.", members, fields, map[string]bool{})
+}
+
+func (p *problems) decodeRecords(rc *Records, raw json.RawMessage) {
+	if isNull(raw) {
+		return
+	}
+	members, err := objectMembers(raw)
+	if err != nil {
+		p.add("", "records", "records must be an object", `such as {"enabled": true, "maxAge": "168h"}`)
+		return
+	}
+	fields := map[string]fieldSpec{
+		"enabled":  {&rc.Enabled, "true or false"},
+		"bodies":   {&rc.Bodies, "true or false"},
+		"maxBytes": {&rc.MaxBytes, "a non-negative integer (bytes)"},
+		"maxAge":   {&rc.MaxAge, `a duration string such as "168h"`},
+		"maxFiles": {&rc.MaxFiles, "a non-negative integer"},
+	}
+	p.decodeFields("", "records.", members, fields, map[string]bool{})
 }
 
 // decodeFields decodes each member into its field, one at a time, so that

@@ -60,6 +60,7 @@ func status(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stdout, "pool: %d spawns, %d restarts, %d start failures, %d crashes, %d wedged, %d evictions, %d reaps, %d refused (full), %d waiting\n",
 			s.Spawns, s.Restarts, s.StartFailures, s.Crashes, s.Wedged, s.Evictions, s.Reaps, s.Exhausted, s.Queued)
 	}
+	printRecords(c, doc.Records)
 	return exitOK
 }
 

@@ -139,6 +139,19 @@ func NPMPackageBinNamed(t testing.TB, pkg, name string) string {
 	return bin
 }
 
+// NPMPrefixBin is NPMPackageBinNamed for a package installed under
+// another npm prefix of testdata (dir, relative to it), with its own
+// lockfile; name "" = the package's only bin script.
+func NPMPrefixBin(t testing.TB, dir, pkg, name string) string {
+	t.Helper()
+	prefix := filepath.Join(RepoRoot(t), "testdata", filepath.FromSlash(dir))
+	bin, err := npmBin(prefix, pkg, name)
+	if err != nil {
+		missing(t, err.Error(), "npm ci --prefix testdata/"+dir)
+	}
+	return bin
+}
+
 // npmBin finds pkg's bin script (the one called name; "" = its only one)
 // under prefix/node_modules and checks the installed version against
 // prefix/package-lock.json.

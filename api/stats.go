@@ -1,0 +1,87 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/records"
+)
+
+// statsWait bounds how long /v1/stats waits for the call log's writer to
+// write the records already handed to it.
+const statsWait = 5 * time.Second
+
+// callStats answers the call log's figures. Admins only: the figures name
+// callers.
+func (s *server) callStats(w http.ResponseWriter, r *http.Request) error {
+	c, _ := callerFrom(r.Context())
+	if !c.Admin {
+		return &broker.Error{Kind: broker.KindForbidden, Op: "call stats", Msg: "only an admin may read the call statistics: they name every caller"}
+	}
+	q, err := statsQuery(r, time.Now())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), statsWait)
+	defer cancel()
+	sum, err := s.b.CallStats(ctx, q)
+	if err != nil {
+		return err
+	}
+	doc := wire.CallStats{Since: q.Since, By: string(q.By), Rows: []wire.CallStatsRow{}, Total: statsRow(sum.Total),
+		Skipped: sum.Skipped, Records: recordsDoc(c, s.b)}
+	for _, row := range sum.Rows {
+		doc.Rows = append(doc.Rows, statsRow(row))
+	}
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+// statsQuery reads ?since= (a duration back from now, or an RFC 3339 time)
+// and ?by=.
+func statsQuery(r *http.Request, now time.Time) (records.Query, error) {
+	var q records.Query
+	v := r.URL.Query()
+	by, err := records.ParseBy(v.Get(wire.QueryBy))
+	if err != nil {
+		return q, &broker.Error{Kind: broker.KindBadRequest, Op: "call stats", Field: wire.QueryBy, Msg: err.Error(),
+			Hint: "use ?by=server, ?by=tool or ?by=caller, or leave it out for the total"}
+	}
+	q.By = by
+	if s := v.Get(wire.QuerySince); s != "" {
+		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+			q.Since = now.Add(-d)
+		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
+			q.Since = t
+		} else {
+			return q, &broker.Error{Kind: broker.KindBadRequest, Op: "call stats", Field: wire.QuerySince,
+				Msg:  "since is neither a positive duration nor an RFC 3339 time",
+				Hint: `use a duration back from now such as "1h" or "30m", or a time such as "2026-11-30T12:00:00Z"`}
+		}
+	}
+	return q, nil
+}
+
+func statsRow(r records.Row) wire.CallStatsRow {
+	return wire.CallStatsRow{Key: r.Key, Count: r.Count, Failures: r.Failures, IsError: r.IsError, Errors: r.Errors,
+		FailureRate: r.FailureRate, P50Ms: ms(r.P50), P95Ms: ms(r.P95), P99Ms: ms(r.P99), BytesIn: r.BytesIn, BytesOut: r.BytesOut}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// recordsDoc is the call log's writer as c may see it: the failure's text
+// may name paths, so only the owner reads it.
+func recordsDoc(c broker.Caller, b *broker.Broker) *wire.RecordsStatus {
+	on, rc := b.RecordsStatus()
+	doc := &wire.RecordsStatus{Enabled: on, Written: rc.Written, Dropped: rc.Dropped, Failed: rc.Failed}
+	if rc.LastError != "" {
+		doc.LastError = "records are not being written; the daemon log has the detail"
+		if c.Owner {
+			doc.LastError = rc.LastError
+		}
+	}
+	return doc
+}
