@@ -51,6 +51,9 @@ type Caller struct {
 	// (local callers). Empty non-nil = nothing.
 	Servers []string `json:"servers,omitempty"`
 	Roots   []string `json:"roots,omitempty"`
+	// Scopes restricts the scope kinds the caller's calls may use (see
+	// MayUseScope); nil = every kind, empty non-nil = none.
+	Scopes []config.ScopeKind `json:"scopes,omitempty"`
 }
 
 // Request is one call-like request: who, where, and which server.
@@ -409,6 +412,9 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 	c := r.Caller
 	if !c.MayUse(r.Server) {
 		return nil, pool.Target{}, &Error{Kind: KindForbidden, Op: "authorize", Server: r.Server, Msg: "this caller may not use this server"}
+	}
+	if err := c.checkScope(r.Server, def.Scope); err != nil {
+		return nil, pool.Target{}, err
 	}
 	cc := r.Context
 	if !c.Local {

@@ -13,6 +13,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 // DefaultCapability is the app capability Identify reads when
@@ -37,11 +38,10 @@ const DefaultCapability = "mcpx.dev/cap/broker"
 type Rule struct {
 	Servers []string `json:"servers,omitempty"`
 	Roots   []string `json:"roots,omitempty"`
-	// Scopes would limit the scope kinds the caller may use.
-	//
-	// TODO(2026-11-30, issue 7 "Reachable over the tailnet"): enforce scope
-	// subsets in the broker. Until then a rule that names scopes other than
-	// "*" is refused rather than read as granting every scope.
+	// Scopes limits the scope kinds ("repo", "session", … or "*") the
+	// element's calls may use (broker.Caller.MayUseScope). An element that
+	// names none grants every kind, as before scopes existed: scopes narrow
+	// the servers an element grants, they grant nothing by themselves.
 	Scopes []string `json:"scopes,omitempty"`
 	Admin  bool     `json:"admin,omitempty"`
 }
@@ -75,12 +75,16 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 		return broker.Caller{}, refuse(fmt.Sprintf("%s has no tailnet grant of %s to this broker", name, capName),
 			fmt.Sprintf(`ask the tailnet admin to grant %s to this node, e.g. {"servers": ["*"], "roots": ["/home/you/src"]}`, capName), nil)
 	}
-	c := broker.Caller{Name: name, Via: wire.ViaTailnet, Servers: []string{}, Roots: []string{}}
+	c := broker.Caller{Name: name, Via: wire.ViaTailnet, Servers: []string{}, Roots: []string{}, Scopes: []config.ScopeKind{}}
+	allScopes := false
 	for _, rule := range rules {
-		if len(rule.Scopes) > 0 && !slices.Contains(rule.Scopes, "*") {
-			return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s names scopes %v, which this broker cannot enforce yet", capName, rule.Scopes),
-				`remove "scopes" from the grant or set it to ["*"]`, nil)
+		scopes, err := broker.ParseScopes(rule.Scopes)
+		if err != nil {
+			return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s of this peer is malformed: %v", capName, err),
+				fmt.Sprintf("fix the grant's \"scopes\" in the tailnet policy: scopes are %v, or \"*\"", config.ScopeKinds()), nil)
 		}
+		allScopes = allScopes || scopes == nil || slices.Contains(scopes, "*")
+		c.Scopes = append(c.Scopes, scopes...)
 		c.Admin = c.Admin || rule.Admin
 		c.Servers = append(c.Servers, rule.Servers...)
 		for _, root := range rule.Roots {
@@ -93,6 +97,11 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 	c.Servers = slices.Compact(c.Servers)
 	slices.Sort(c.Roots)
 	c.Roots = slices.Compact(c.Roots)
+	slices.Sort(c.Scopes)
+	c.Scopes = slices.Compact(c.Scopes)
+	if allScopes {
+		c.Scopes = nil
+	}
 	return c, nil
 }
 

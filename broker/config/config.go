@@ -294,3 +294,7 @@ func (c *Config) Normalize() error {
 	c.Warnings = p.warns
 	return p.err(c.Source)
 }
+
+// ScopeKinds returns every scope kind, in the order of the table in
+// docs/architecture.md. The caller owns the slice.
+func ScopeKinds() []ScopeKind { return append([]ScopeKind(nil), scopeKinds...) }
