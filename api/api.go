@@ -27,6 +27,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/klauspost/compress/gzhttp"
 
+	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/openapi"
@@ -61,6 +62,10 @@ type Options struct {
 	// Daemon is the daemon's description and controls, for /v1/whoami and
 	// the /v1/daemon routes; nil = those routes answer 503.
 	Daemon *Daemon
+	// Tokens verifies signed bearer tokens on the network listeners
+	// (loopback TCP, the tailnet) and backs the /v1/tokens routes; nil =
+	// signed tokens are refused (401) and those routes answer 503.
+	Tokens *auth.Issuer
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -73,8 +78,9 @@ type server struct {
 	bodyIdle  time.Duration // the longest pause within a request body
 	owner     int           // the only uid admitted on the unix socket: the daemon's
 	keepAlive time.Duration
-	token     []byte  // Options.Token; empty = no TCP caller is admitted
-	daemon    *Daemon // Options.Daemon; may be nil
+	token     []byte       // Options.Token; empty = no TCP caller is admitted
+	daemon    *Daemon      // Options.Daemon; may be nil
+	tokens    *auth.Issuer // Options.Tokens; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -102,6 +108,7 @@ func newServer(opts Options) *server {
 		keepAlive: cmp.Or(opts.KeepAlive, 15*time.Second),
 		token:     []byte(opts.Token),
 		daemon:    opts.Daemon,
+		tokens:    opts.Tokens,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -140,13 +140,17 @@ type client struct {
 }
 
 // withToken sends a bearer token with every request that has no
-// Authorization header.
+// Authorization header, and the Mcpx-Client header of the browser guard
+// with every request that has none.
 type withToken struct{ token string }
 
 func (wt withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
 	if r.Header.Get("Authorization") == "" {
-		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", "Bearer "+wt.token)
+	}
+	if r.Header.Get(wire.HeaderClient) == "" {
+		r.Header.Set(wire.HeaderClient, "api-test")
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }

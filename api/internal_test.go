@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
@@ -83,7 +82,10 @@ func fill(v reflect.Value) {
 		case reflect.Bool:
 			f.SetBool(true)
 		case reflect.Slice:
-			f.Set(reflect.ValueOf(slices.Repeat([]string{v.Type().Field(i).Name}, 2)))
+			name := v.Type().Field(i).Name
+			f.Set(reflect.MakeSlice(f.Type(), 2, 2))
+			f.Index(0).SetString(name)
+			f.Index(1).SetString(name)
 		case reflect.Struct:
 			f.Set(reflect.ValueOf(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).Add(time.Duration(i) * time.Hour)))
 		default:

@@ -39,6 +39,10 @@ var handlers = map[string]handlerFunc{
 	wire.OpListNix:         (*server).listNix,
 	wire.OpRefreshNix:      (*server).refreshNix,
 	wire.OpGCNix:           (*server).gcNix,
+	wire.OpListTokens:      (*server).listTokens,
+	wire.OpMintToken:       (*server).mintToken,
+	wire.OpRevokeToken:     (*server).revokeToken,
+	wire.OpRotateKey:       (*server).rotateTokenKey,
 }
 
 // route is a wire route with its handler.

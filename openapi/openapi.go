@@ -198,7 +198,7 @@ var paramDescriptions = map[string]string{
 	"server":  "A configured server's name.",
 	"tool":    "The tool's name, as the server lists it (path-escaped).",
 	"prompt":  "The prompt's name, as the server lists it (path-escaped).",
-	"id":      "An instance id, as /v1/instances lists it.",
+	"id":      "An instance id, as /v1/instances lists it; a token id, as /v1/tokens lists it.",
 	"uri":     "The resource's URI, as the server lists it.",
 	"servers": "Comma-separated server names; absent = every server the caller may use.",
 }
@@ -207,6 +207,7 @@ var paramDescriptions = map[string]string{
 var bodyDescriptions = map[wire.BodyKind]string{
 	wire.BodyArguments:       "The tool's arguments: a JSON object, passed to the child as they are. An empty body is {}. Nested deeper than limits.maxDepth is refused (bad-request).",
 	wire.BodyPromptArguments: "The prompt's arguments: a JSON object of strings. An empty body is {}.",
+	wire.BodyDocument:        "A JSON document of the schema below.",
 }
 
 func operation(r *reflector, rt wire.Route) (map[string]any, error) {

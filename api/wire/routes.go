@@ -73,6 +73,7 @@ const (
 	BodyNone            BodyKind = ""
 	BodyArguments       BodyKind = "arguments"        // a JSON object: tool arguments; empty body = {}
 	BodyPromptArguments BodyKind = "prompt-arguments" // a JSON object of string values; empty body = {}
+	BodyDocument        BodyKind = "document"         // a JSON document of Route.Request's type
 )
 
 // Operation names (Route.Name), which are also the OpenAPI operationIds.
@@ -200,6 +201,20 @@ var routes = []Route{
 		Summary:  "Resolve a server's nix: command again (new lock, build); if the program changed, its instances are drained and replaced (admin)",
 		Response: reflect.TypeFor[NixRefreshed](), Status: 200,
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout, KindUnavailable, KindCanceled, KindInternal}},
+
+	{Method: "GET", Pattern: "/v1/tokens", Name: OpListTokens,
+		Summary:  "List the signed tokens not yet expired and the keys that verify them (admin)",
+		Response: reflect.TypeFor[TokenList](), Status: 200, Problems: problemsAny},
+	{Method: "POST", Pattern: "/v1/tokens", Name: OpMintToken, Body: BodyDocument,
+		Summary: "Mint a signed token with the given rights (the unix socket's owner, or an admin granting no more than its own rights)",
+		Request: reflect.TypeFor[TokenRequest](), Response: reflect.TypeFor[MintedToken](), Status: 200,
+		Problems: []string{KindBadRequest, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
+	{Method: "POST", Pattern: "/v1/tokens/rotate", Name: OpRotateKey,
+		Summary:  "Make a new signing key current; older keys verify their tokens until those expire (admin)",
+		Response: reflect.TypeFor[TokenKey](), Status: 200, Problems: problemsAny},
+	{Method: "DELETE", Pattern: "/v1/tokens/{id}", Name: OpRevokeToken,
+		Summary:  "Revoke a signed token by its id, for good (admin)",
+		Response: reflect.TypeFor[Token](), Status: 200, Problems: []string{KindNotFound, KindForbidden, KindInternal}},
 
 	{Method: "POST", Pattern: "/v1/daemon/stop", Name: OpStopDaemon,
 		Summary: "Stop the daemon: it answers, then stops accepting, drains calls and stops every child",
