@@ -20,6 +20,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/nixresolve"
@@ -63,6 +64,7 @@ type daemonOptions struct {
 	maxConns                  int
 	wrapTCP                   func(net.Listener) net.Listener
 	nix                       *nixresolve.Resolver // broker.Options.Nix
+	tokens                    *auth.Issuer         // api.Options.Tokens
 }
 
 func startDaemon(t *testing.T, o daemonOptions) *daemon {
@@ -85,7 +87,7 @@ func startDaemon(t *testing.T, o daemonOptions) *daemon {
 		}
 	})
 	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon,
-		BodyTimeout: o.bodyTimeout}
+		BodyTimeout: o.bodyTimeout, Tokens: o.tokens}
 	var h http.Handler
 	var toolDocs *openapi.Cache
 	switch {
