@@ -27,7 +27,7 @@ type testClock struct {
 	d  time.Duration // added to the wall clock
 }
 
-func (c *testClock) now() time.Time     { c.mu.Lock(); defer c.mu.Unlock(); return time.Now().Add(c.d) }
+func (c *testClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return time.Now().Add(c.d) }
 func (c *testClock) set(d time.Duration) { c.mu.Lock(); c.d = d; c.mu.Unlock() }
 
 // bearerClient is a TCP client that sends tok (if any) and Mcpx-Client.
