@@ -3,7 +3,9 @@ package tsnet
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -136,4 +138,25 @@ func canonicalRoot(root string) (string, bool) {
 
 func refuse(msg, hint string, err error) error {
 	return &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Msg: msg, Hint: hint, Err: err}
+}
+
+// OwnHost reports whether a request's Host header names this node: its
+// short name, its MagicDNS name (with or without the final dot) or one of
+// its tailnet addresses, with or without a port. It is the listener's
+// api.ServeOptions.Host: a web page whose name was made to resolve to the
+// node's address (DNS rebinding) sends its own name, and is refused.
+func (n *Node) OwnHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), ".")
+	info := n.Info()
+	if host == "" {
+		return false
+	}
+	if strings.EqualFold(host, info.Name) || strings.EqualFold(host, info.DNSName) {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && slices.Contains(info.IPs, a.Unmap())
 }
