@@ -1,6 +1,8 @@
-// Package api serves the broker over HTTP: the /v1 routes, authentication of
-// local callers (unix-socket peer credentials, loopback TCP), problem+json
-// errors, compression and server-sent events for tool progress.
+// Package api serves the broker over HTTP: the /v1 routes, authentication
+// (unix-socket peer credentials, loopback TCP with the daemon's token,
+// signed tokens of package auth, a listener's own Identify), the browser
+// guard of the network listeners, problem+json errors, compression and
+// server-sent events for tool progress.
 //
 //	ln, err := api.ListenUnix("/run/user/1000/mcpx/mcpx.sock")
 //	h := api.New(api.Options{Broker: b, Logger: logger, Version: "v0.1.0"})

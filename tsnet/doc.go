@@ -31,8 +31,11 @@
 // It alone (with cmd) links tailscale.com, so the rest of the tree builds
 // and tests without tsnet's 5-minute cold build.
 //
+// A request carrying a bearer token is not asked about: api reads it as a
+// signed token (package auth) with the token's rights. [Node.OwnHost] is the
+// listener's api.ServeOptions.Host, the browser guard's DNS-rebinding check.
+//
 // TODO(2026-11-30, issue 7 "Reachable over the tailnet"): TLS on :443 when
-// the tailnet can issue certificates, signed bearer tokens, enforced scope
-// subsets, the browser guard's Mcpx-Client header, and the node in
-// /v1/whoami and `mcpx status`.
+// the tailnet can issue certificates, and the node in /v1/whoami and
+// `mcpx status`.
 package tsnet
