@@ -59,6 +59,9 @@ func TestTokenCommand(t *testing.T) {
 		return out.String(), errOut.String()
 	}
 
+	if out, _ := mcpx(exitOK, "whoami"); !strings.Contains(out, "via unix (owner, admin, local)") || !strings.Contains(out, "scopes:  all") {
+		t.Errorf("mcpx whoami as the owner:\n%s", out)
+	}
 	mcpx(exitUsage, "token", "mint", "--servers", "demo")
 	tok, note := mcpx(exitOK, "token", "mint", "--sub", "ci", "--servers", "demo", "--roots", dir, "--scopes", "cwd,session", "--ttl", "2h")
 	tok = strings.TrimSpace(tok)
