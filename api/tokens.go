@@ -129,8 +129,11 @@ func (s *server) mintToken(w http.ResponseWriter, r *http.Request) error {
 	}
 	tok, info, err := s.tokens.Mint(auth.Grant{Subject: req.Subject, Servers: req.Servers, Roots: req.Roots,
 		Scopes: req.Scopes, Admin: req.Admin, TTL: ttl})
+	if errors.Is(err, auth.ErrGrant) {
+		return badToken("", strings.TrimPrefix(err.Error(), auth.ErrGrant.Error()+": "), "")
+	}
 	if err != nil {
-		return badToken("", err.Error(), "")
+		return err // internal: logged, not sent
 	}
 	s.log.Info("token minted", "id", info.ID, "sub", info.Subject, "by", c.Name, "expires", info.ExpiresAt)
 	writeJSON(w, http.StatusOK, wire.MintedToken{Token: tok, Info: tokenDoc(info)})

@@ -123,6 +123,21 @@ func TestSignedTokensOverTCP(t *testing.T) {
 		t.Errorf("whoami with the owner's token: %+v", ow.Caller)
 	}
 
+	// Bad requests name what is wrong.
+	for body, want := range map[string]string{
+		`{"sub":"x","servers":["demo"],"roots":["src"]}`:    "not an absolute path",
+		`{"sub":"x","servers":["demo"],"ttl":"-1h"}`:        "not a positive duration",
+		`{"sub":"x","servers":["demo"],"ttl":"9999h"}`:      "out of range",
+		`{"sub":"x","servers":["demo"],"scopes":["repos"]}`: `unknown scope "repos"`,
+		`{"servers":["demo"]}`:                              "needs a subject",
+		`{"sub":"x","server":["demo"]}`:                     "not a token request",
+	} {
+		r := d.unix.do(t, "POST", "/v1/tokens", body)
+		if p := r.problem(t); p.Status != 400 || !strings.Contains(p.Detail, want) {
+			t.Errorf("mint %s: %+v, want 400 saying %q", body, p, want)
+		}
+	}
+
 	// An admin token mints no more than its own rights.
 	adm := bearerClient(d, mint(t, d.tcp, wire.TokenRequest{Subject: "ops", Servers: []string{"demo"}, Roots: []string{root}, Admin: true}).Token)
 	if r := adm.do(t, "POST", "/v1/tokens", `{"sub":"more","servers":["*"]}`); r.StatusCode != 403 || !strings.Contains(string(r.body), "only rights its minter has") {

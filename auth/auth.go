@@ -41,6 +41,14 @@ var (
 	ErrRevoked     = errors.New("the token has been revoked")
 )
 
+// ErrGrant is wrapped by Mint's errors about the grant itself (the caller
+// asked for something wrong), as opposed to failures to save it.
+var ErrGrant = errors.New("bad grant")
+
+func grantError(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrGrant}, a...)...)
+}
+
 // Options configure Open.
 type Options struct {
 	// Dir holds the issuer's state (StateFile); created 0700 if missing.
@@ -176,15 +184,15 @@ func (is *Issuer) Identity() string {
 // Mint signs a token carrying g with the current key and records it.
 func (is *Issuer) Mint(g Grant) (string, Info, error) {
 	if g.Subject == "" {
-		return "", Info{}, errors.New("a token needs a subject (--sub NAME): it becomes the caller's name")
+		return "", Info{}, grantError("a token needs a subject (--sub NAME): it becomes the caller's name")
 	}
 	ttl := cmp.Or(g.TTL, DefaultTTL)
 	if ttl < 0 || ttl > MaxTTL {
-		return "", Info{}, fmt.Errorf("ttl %s is out of range: a token lives between 1s and %s", g.TTL, MaxTTL)
+		return "", Info{}, grantError("ttl %s is out of range: a token lives between 1s and %s", g.TTL, MaxTTL)
 	}
 	for _, r := range g.Roots {
 		if !filepath.IsAbs(r) {
-			return "", Info{}, fmt.Errorf("root %q is not an absolute path on the broker's machine", r)
+			return "", Info{}, grantError("root %q is not an absolute path on the broker's machine", r)
 		}
 	}
 	is.mu.Lock()
