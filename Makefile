@@ -3,7 +3,7 @@
 # with missing dependencies as failures.
 # GORACE: the race-built test binaries that tests re-exec as children would
 # otherwise each sleep 1 s at exit.
-.PHONY: test deps lint faults
+.PHONY: test deps lint faults fuzz
 test: deps lint
 	MCPX_REQUIRE_DEPS=1 GORACE=atexit_sleep_ms=0 go test ./... -race -count=1 -timeout 20m
 
@@ -22,3 +22,15 @@ lint:
 # process leaks: every TestFault… test); `make test` runs it too.
 faults: deps
 	MCPX_REQUIRE_DEPS=1 GORACE=atexit_sleep_ms=0 go test ./... -race -count=1 -run Fault -timeout 10m
+
+# fuzz runs every fuzz target (each package's func Fuzz…) for FUZZTIME on
+# top of its seed corpus (the f.Add seeds and testdata/fuzz/<Target>/);
+# `make test` runs the seeds alone, as plain tests. A failing input is
+# written to testdata/fuzz/<Target>/: commit it with the fix.
+FUZZTIME ?= 10s
+fuzz:
+	@set -e; grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sort | while IFS=: read -r file decl; do \
+		dir=$$(dirname "$$file"); name=$${decl#func }; \
+		echo "go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$dir"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$dir" </dev/null; \
+	done

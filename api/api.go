@@ -1,6 +1,8 @@
-// Package api serves the broker over HTTP: the /v1 routes, authentication of
-// local callers (unix-socket peer credentials, loopback TCP), problem+json
-// errors, compression and server-sent events for tool progress.
+// Package api serves the broker over HTTP: the /v1 routes, authentication
+// (unix-socket peer credentials, loopback TCP with the daemon's token,
+// signed tokens of package auth, a listener's own Identify), the browser
+// guard of the network listeners, problem+json errors, compression and
+// server-sent events for tool progress.
 //
 //	ln, err := api.ListenUnix("/run/user/1000/mcpx/mcpx.sock")
 //	h := api.New(api.Options{Broker: b, Logger: logger, Version: "v0.1.0"})
@@ -28,6 +30,7 @@ import (
 	"github.com/klauspost/compress/gzhttp"
 
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/openapi"
@@ -65,6 +68,10 @@ type Options struct {
 	// Node describes the daemon's tailnet node for /v1/whoami; nil = not on
 	// a tailnet. Constant after New.
 	Node *wire.NodeInfo
+	// Tokens verifies signed bearer tokens on the network listeners
+	// (loopback TCP, the tailnet) and backs the /v1/tokens routes; nil =
+	// signed tokens are refused (401) and those routes answer 503.
+	Tokens *auth.Issuer
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -80,6 +87,7 @@ type server struct {
 	token     []byte         // Options.Token; empty = no TCP caller is admitted
 	daemon    *Daemon        // Options.Daemon; may be nil
 	node      *wire.NodeInfo // Options.Node; may be nil
+	tokens    *auth.Issuer   // Options.Tokens; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -108,6 +116,7 @@ func newServer(opts Options) *server {
 		token:     []byte(opts.Token),
 		daemon:    opts.Daemon,
 		node:      opts.Node,
+		tokens:    opts.Tokens,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -23,21 +23,27 @@ func callerFrom(ctx context.Context) (broker.Caller, bool) {
 	return c, ok
 }
 
-// authenticate admits a request or answers 403:
+// authenticate admits a request or answers 401/403:
 //
 //   - unix-socket callers (peer credentials from ConnContext) whose uid is the
-//     daemon's get full rights and Local (their Mcpx-Pid is trusted);
+//     daemon's get full rights and Local (their Mcpx-Pid is trusted). No
+//     browser can open a unix socket, so the browser guard does not apply.
 //
-//   - loopback TCP callers must send the daemon's bearer token (see
-//     checkToken): anyone on this machine can reach a loopback port, but
-//     only the daemon's user can read the token file. With it they get full
-//     rights but not Local (a TCP peer's pid cannot be checked). Browsers
-//     are refused first: a request with an Origin header, or a Host that is
-//     not a loopback name (DNS rebinding), is not from a local program.
+//   - every network listener (loopback TCP, and a listener served with
+//     ServeOptions.Identify: the tailnet node) first refuses what a web page
+//     could send (browserGuard); then GET /healthz answers without identity,
+//     and every other route needs one:
 //
-//   - a listener served with ServeOptions.Identify (the tailnet node) names
-//     its own callers with it, and nothing else: the rules above do not
-//     apply there, and a request with an Origin header is refused first.
+//   - a signed token (package auth) admits its bearer with exactly the
+//     token's rights, on either kind of listener (jwtCaller);
+//
+//   - on loopback TCP, the daemon's own bearer token (see checkToken):
+//     anyone on this machine can reach a loopback port, but only the
+//     daemon's user can read the token file. With it they get full rights
+//     but not Local (a TCP peer's pid cannot be checked);
+//
+//   - on an Identify listener, with no token, Identify names the caller
+//     from the connection (tailnet WhoIs).
 //
 // Everything else is refused: X-Forwarded-For and friends are never read.
 func (s *server) authenticate(h http.Handler) http.Handler {
@@ -54,35 +60,90 @@ func (s *server) authenticate(h http.Handler) http.Handler {
 
 type identifyKey struct{}
 
+// listenerOpts is what Serve tells the handler about a network listener.
+type listenerOpts struct {
+	identify Identify          // nil: loopback TCP
+	host     func(string) bool // ServeOptions.Host; nil: any host (Identify listeners only)
+}
+
 func (s *server) identify(r *http.Request) (broker.Caller, error) {
-	if id, ok := r.Context().Value(identifyKey{}).(Identify); ok {
-		if r.Header.Get("Origin") != "" {
-			return broker.Caller{}, forbidden("requests from web pages are refused (the request has an Origin header)")
-		}
-		c, err := id(r)
-		if be := (*broker.Error)(nil); err != nil && !errors.As(err, &be) {
-			// Deny by default: whatever failed, the caller is not admitted.
-			err = &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Msg: "cannot identify the caller", Err: err}
-		}
-		return c, err
-	}
 	if p, ok := peerFrom(r.Context()); ok {
 		return s.unixCaller(p)
 	}
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil || !ap.Addr().Unmap().IsLoopback() {
-		return broker.Caller{}, forbidden("only local callers are served: connect over the unix socket or a loopback address")
+	lo, remote := r.Context().Value(identifyKey{}).(listenerOpts)
+	remote = remote && lo.identify != nil
+	if !remote {
+		ap, err := netip.ParseAddrPort(r.RemoteAddr)
+		if err != nil || !ap.Addr().Unmap().IsLoopback() {
+			return broker.Caller{}, forbidden("only local callers are served: connect over the unix socket or a loopback address")
+		}
+		lo.host = loopbackHost
 	}
-	if r.Header.Get("Origin") != "" {
-		return broker.Caller{}, forbidden("requests from web pages are refused (the request has an Origin header)")
-	}
-	if !loopbackHost(r.Host) {
-		return broker.Caller{}, forbidden(fmt.Sprintf("host %q is not a loopback name", r.Host))
-	}
-	if err := s.checkToken(r); err != nil {
+	if err := browserGuard(r, lo.host); err != nil {
 		return broker.Caller{}, err
 	}
-	return broker.Caller{Name: "loopback", Via: wire.ViaTCPLoopback, Owner: true, Admin: true}, nil
+	if r.URL.Path == healthzPath {
+		return broker.Caller{Name: "anonymous", Via: via(remote), Servers: []string{}, Roots: []string{}, Scopes: []config.ScopeKind{}}, nil
+	}
+	authz := r.Header.Get(wire.HeaderAuthorization)
+	tok, ok := bearer(authz)
+	switch {
+	case authz != "" && !ok:
+		return broker.Caller{}, unauthorized("the Authorization header is not `Bearer <token>`",
+			"send `Authorization: Bearer <token>` with a token from `mcpx token mint` (or, on loopback TCP, the daemon's own token)")
+	case ok && looksSigned(tok):
+		return s.jwtCaller(tok)
+	case !remote:
+		if err := s.checkToken(r); err != nil {
+			return broker.Caller{}, err
+		}
+		return broker.Caller{Name: "loopback", Via: wire.ViaTCPLoopback, Owner: true, Admin: true}, nil
+	case ok:
+		return broker.Caller{}, unauthorized("this token is not a signed token of this broker",
+			"the daemon's own token is for loopback TCP only; here send a token from `mcpx token mint`")
+	}
+	c, err := lo.identify(r)
+	if be := (*broker.Error)(nil); err != nil && !errors.As(err, &be) {
+		// Deny by default: whatever failed, the caller is not admitted.
+		err = &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Msg: "cannot identify the caller", Err: err}
+	}
+	return c, err
+}
+
+// healthzPath answers without identity on every listener: a health check
+// carries no token, and the answer names nothing but the version.
+var healthzPath = func() string {
+	rt, _ := wire.Lookup(wire.OpHealthz)
+	return rt.Pattern
+}()
+
+func via(remote bool) string {
+	if remote {
+		return wire.ViaTailnet
+	}
+	return wire.ViaTCPLoopback
+}
+
+// browserGuard refuses, on a network listener, what a web page could send:
+// a request with an Origin header (any cross-site request a browser makes
+// with a body or a non-GET method carries one); a Host the listener does
+// not answer to (DNS rebinding: a page whose name was made to resolve to
+// this address sends its own name as Host); and, on every route but
+// /healthz, a request without the Mcpx-Client header, which is not
+// CORS-safelisted: a cross-site page cannot set it without a preflight, and
+// no preflight is ever answered (no Access-Control-* header is ever sent).
+func browserGuard(r *http.Request, host func(string) bool) error {
+	switch {
+	case r.Header.Get("Origin") != "":
+		return forbidden("requests from web pages are refused (the request has an Origin header)")
+	case host != nil && !host(r.Host):
+		return forbidden(fmt.Sprintf("host %q is not a name of this broker", r.Host))
+	case r.URL.Path != healthzPath && r.Header.Get(wire.HeaderClient) == "":
+		return &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Field: wire.HeaderClient,
+			Msg:  "requests without the " + wire.HeaderClient + " header are refused on network listeners (browser guard)",
+			Hint: "send `" + wire.HeaderClient + ": <your client's name>`; mcpx's own clients do"}
+	}
+	return nil
 }
 
 func (s *server) unixCaller(p peer) (broker.Caller, error) {

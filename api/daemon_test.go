@@ -31,11 +31,11 @@ func TestTCPNeedsToken(t *testing.T) {
 		{"empty bearer", "Bearer "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var hdr []string
+			hdr := []string{wire.HeaderClient, "api-test"}
 			if tt.auth != "" {
-				hdr = []string{"Authorization", tt.auth}
+				hdr = append(hdr, "Authorization", tt.auth)
 			}
-			for _, path := range []string{"/healthz", "/v1/whoami", "/v1/instances"} {
+			for _, path := range []string{"/v1/whoami", "/v1/instances"} {
 				r := noToken.do(t, "GET", path, "", hdr...)
 				p := r.problem(t)
 				if p.Status != 401 || p.Kind() != wire.KindUnauthorized || p.Title != "Unauthorized" {
@@ -70,8 +70,9 @@ func TestNoTokenNoTCP(t *testing.T) {
 	t.Cleanup(func() { b.Close(context.Background()) })
 	h := api.New(api.Options{Broker: b})
 	for _, auth := range []string{"", "Bearer ", "Bearer x"} {
-		r := httptest.NewRequest("GET", "/healthz", nil)
+		r := httptest.NewRequest("GET", "/v1/whoami", nil)
 		r.RemoteAddr, r.Host = "127.0.0.1:5555", "127.0.0.1:7777"
+		r.Header.Set(wire.HeaderClient, "api-test")
 		if auth != "" {
 			r.Header.Set("Authorization", auth)
 		}

@@ -3,6 +3,7 @@ package api
 import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -12,7 +13,19 @@ import (
 
 func callerDoc(c broker.Caller) wire.Caller {
 	return wire.Caller{Name: c.Name, Via: c.Via, Uid: c.Uid, Local: c.Local, Owner: c.Owner, Admin: c.Admin,
-		Servers: c.Servers, Roots: c.Roots}
+		Servers: c.Servers, Roots: c.Roots, Scopes: scopeNames(c.Scopes)}
+}
+
+// scopeNames keeps nil (every scope) apart from empty (none).
+func scopeNames(kinds []config.ScopeKind) []string {
+	if kinds == nil {
+		return nil
+	}
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return out
 }
 
 func serverDoc(si broker.ServerInfo) wire.Server {

@@ -163,6 +163,7 @@ func TestRefusesNonLocalAndBrowsers(t *testing.T) {
 			r.RemoteAddr, r.Host = tt.remote, tt.host
 			r.Header.Set("X-Forwarded-For", "127.0.0.1") // never trusted
 			r.Header.Set("Authorization", "Bearer secret")
+			r.Header.Set(wire.HeaderClient, "api-test")
 			if tt.origin != "" {
 				r.Header.Set("Origin", tt.origin)
 			}

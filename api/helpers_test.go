@@ -20,6 +20,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/nixresolve"
@@ -66,6 +67,7 @@ type daemonOptions struct {
 	nix                       *nixresolve.Resolver // broker.Options.Nix
 	stateDir                  string               // broker.Options.StateDir: "" = no call log
 	coldToolDocs              bool                 // every tool document built anew (NewColdToolDocs)
+	tokens                    *auth.Issuer         // api.Options.Tokens
 }
 
 func startDaemon(t testing.TB, o daemonOptions) *daemon {
@@ -88,7 +90,7 @@ func startDaemon(t testing.TB, o daemonOptions) *daemon {
 		}
 	})
 	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon,
-		BodyTimeout: o.bodyTimeout}
+		BodyTimeout: o.bodyTimeout, Tokens: o.tokens}
 	var h http.Handler
 	var toolDocs *openapi.Cache
 	switch {
@@ -145,13 +147,17 @@ type client struct {
 }
 
 // withToken sends a bearer token with every request that has no
-// Authorization header.
+// Authorization header, and the Mcpx-Client header of the browser guard
+// with every request that has none.
 type withToken struct{ token string }
 
 func (wt withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
 	if r.Header.Get("Authorization") == "" {
-		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", "Bearer "+wt.token)
+	}
+	if r.Header.Get(wire.HeaderClient) == "" {
+		r.Header.Set(wire.HeaderClient, "api-test")
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }

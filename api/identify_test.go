@@ -52,6 +52,7 @@ func get(t *testing.T, url string, headers ...string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set(wire.HeaderClient, "api-test") // the browser guard's
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -66,7 +67,8 @@ func get(t *testing.T, url string, headers ...string) (int, []byte) {
 
 // TestIdentifyReplacesListenerRules: a listener served with Identify names
 // its callers with it alone. Its caller reaches the routes with the rights
-// it was given and no token, even over loopback; what it refuses is a 403,
+// it was given and no token, even over loopback (the owner's token is
+// refused there); what it refuses is a 403,
 // an error of its own is a 403 too (deny by default), and a request with
 // an Origin header never reaches it.
 func TestIdentifyReplacesListenerRules(t *testing.T) {
@@ -96,9 +98,9 @@ func TestIdentifyReplacesListenerRules(t *testing.T) {
 			t.Errorf("who=%s: %d %s, want a 403 problem", q, code, body)
 		}
 	}
-	// The owner's token means nothing here: Identify alone decides.
-	if code, body := get(t, url+"/v1/servers?who=broken", "Authorization", "Bearer "+testToken); code != http.StatusForbidden {
-		t.Errorf("with the owner's token: %d %s, want 403", code, body)
+	// The owner's token is for loopback TCP only: here it admits nobody.
+	if code, body := get(t, url+"/v1/servers?who=peer", "Authorization", "Bearer "+testToken); code != http.StatusUnauthorized {
+		t.Errorf("with the owner's token: %d %s, want 401", code, body)
 	}
 	if code, body := get(t, url+"/v1/origin?who=peer", "Origin", "http://evil.example"); code != http.StatusForbidden {
 		t.Errorf("with Origin: %d %s, want 403", code, body)

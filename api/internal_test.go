@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
@@ -83,7 +82,10 @@ func fill(v reflect.Value) {
 		case reflect.Bool:
 			f.SetBool(true)
 		case reflect.Slice:
-			f.Set(reflect.ValueOf(slices.Repeat([]string{v.Type().Field(i).Name}, 2)))
+			name := v.Type().Field(i).Name
+			f.Set(reflect.MakeSlice(f.Type(), 2, 2))
+			f.Index(0).SetString(name)
+			f.Index(1).SetString(name)
 		case reflect.Map:
 			name := v.Type().Field(i).Name
 			f.Set(reflect.ValueOf(map[string][]string{name: {name + "-a", name + "-b"}}))

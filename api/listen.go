@@ -145,6 +145,12 @@ type ServeOptions struct {
 	// the unix-socket and loopback rules, which refuse every other remote
 	// address.
 	Identify Identify
+	// Host, on an Identify listener, reports whether a request's Host
+	// header names this listener (the tailnet node's names and addresses):
+	// a web page whose name was made to resolve to the listener's address
+	// (DNS rebinding) sends its own. nil = any Host. Loopback listeners
+	// always require a loopback name.
+	Host func(host string) bool
 }
 
 // Identify names the caller of a request on one listener (see
@@ -200,7 +206,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	base, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
 	if opts.Identify != nil {
-		base := context.WithValue(base, identifyKey{}, opts.Identify)
+		base := context.WithValue(base, identifyKey{}, listenerOpts{identify: opts.Identify, host: opts.Host})
 		srv.BaseContext = func(net.Listener) context.Context { return base }
 	} else {
 		srv.BaseContext = func(net.Listener) context.Context { return base }

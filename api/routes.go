@@ -48,6 +48,10 @@ var handlers = map[string]handlerFunc{
 	wire.OpStopSession:     (*server).stopSession,
 	wire.OpSetSession:      (*server).setSession,
 	wire.OpCallStats:       (*server).callStats,
+	wire.OpListTokens:      (*server).listTokens,
+	wire.OpMintToken:       (*server).mintToken,
+	wire.OpRevokeToken:     (*server).revokeToken,
+	wire.OpRotateKey:       (*server).rotateTokenKey,
 }
 
 // route is a wire route with its handler.

@@ -55,7 +55,7 @@ func rawRequest(t *testing.T, network, addr, head string) net.Conn {
 	t.Helper()
 	if network == "tcp" {
 		line, rest, _ := strings.Cut(head, "\r\n")
-		head = line + "\r\nAuthorization: Bearer " + testToken + "\r\n" + rest
+		head = line + "\r\nAuthorization: Bearer " + testToken + "\r\n" + wire.HeaderClient + ": api-test\r\n" + rest
 	}
 	c, err := net.Dial(network, addr)
 	if err != nil {

@@ -59,6 +59,9 @@ type Caller struct {
 	// (local callers). Empty non-nil = nothing.
 	Servers []string `json:"servers,omitempty"`
 	Roots   []string `json:"roots,omitempty"`
+	// Scopes restricts the scope kinds the caller's calls may use (see
+	// MayUseScope); nil = every kind, empty non-nil = none.
+	Scopes []config.ScopeKind `json:"scopes,omitempty"`
 }
 
 // Request is one call-like request: who, where, and which server.
@@ -565,6 +568,11 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 	}
 	kind, err := scopeFor(r.Server, def, cc.Scope)
 	if err != nil {
+		return nil, pool.Target{}, err
+	}
+	// The caller's rights bound the scope the call will use: the
+	// configured one, or the override the server's policy allowed.
+	if err := c.checkScope(r.Server, kind); err != nil {
 		return nil, pool.Target{}, err
 	}
 	if err := b.leases.checkDeclared(cc.Lease, c); err != nil {

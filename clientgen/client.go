@@ -70,6 +70,7 @@ var runtimeSource = func() string {
 		"EventResult":         quote(wire.EventResult),
 		"EventError":          quote(wire.EventError),
 		"HeaderAuthorization": quote(wire.HeaderAuthorization),
+		"HeaderClient":        quote(wire.HeaderClient),
 		"HeaderCwd":           quote(wire.HeaderCwd),
 		"HeaderSession":       quote(wire.HeaderSession),
 		"HeaderParentSession": quote(wire.HeaderParentSession),

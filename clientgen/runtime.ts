@@ -332,6 +332,8 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   const headers: { [name: string]: string } = {
     "Content-Type": @@MediaJSON@@,
     Accept: o.onProgress ? @@MediaEventStream@@ : @@MediaJSON@@,
+    // The browser guard: network listeners refuse requests without it.
+    [@@HeaderClient@@]: "mcpx-ts",
   };
   if (b.token) headers[@@HeaderAuthorization@@] = `Bearer ${b.token}`;
   if (hash) headers[@@HeaderToolHash@@] = hash;

@@ -154,7 +154,7 @@ func assemble(r *reflector, info map[string]any, tags []any, paths map[string]an
 			"responses":  r.responses,
 			"securitySchemes": map[string]any{BearerScheme: map[string]any{
 				"type": "http", "scheme": "bearer",
-				"description": "Loopback TCP callers send the daemon's token (random per start; in the token file and daemon.json of the state directory, readable by the daemon's user only) as Authorization: Bearer <token>. Unix-socket callers send none: the alternative {} requirement is theirs, authenticated by peer credentials (see x-mcpx-authentication).",
+				"description": "Loopback TCP callers send the daemon's token (random per start; in the token file and daemon.json of the state directory, readable by the daemon's user only) as Authorization: Bearer <token>. Unix-socket callers send none: the alternative {} requirement is theirs, authenticated by peer credentials (see x-mcpx-authentication). A signed token (`mcpx token mint`, a JWT) is accepted the same way on loopback TCP and the tailnet, with the token's rights. Every network listener also requires the Mcpx-Client header (any value naming the client) on every route but /healthz, and refuses requests with an Origin header.",
 			}},
 		},
 	}
@@ -198,7 +198,7 @@ var paramDescriptions = map[string]string{
 	"server":  "A configured server's name.",
 	"tool":    "The tool's name, as the server lists it (path-escaped).",
 	"prompt":  "The prompt's name, as the server lists it (path-escaped).",
-	"id":      "An instance id, as /v1/instances lists it.",
+	"id":      "An instance id, as /v1/instances lists it; a token id, as /v1/tokens lists it.",
 	"uri":     "The resource's URI, as the server lists it.",
 	"servers": "Comma-separated server names; absent = every server the caller may use.",
 	"lease":   "A lease id, as POST /v1/leases returned it; an admin may name another caller's lease by its namespaced id (<caller>/<id>).",

@@ -47,6 +47,8 @@
 // It alone (with cmd) links tailscale.com, so the rest of the tree builds
 // and tests without tsnet's 5-minute cold build.
 //
-// TODO(2026-11-30, issue 7 "Reachable over the tailnet"): signed bearer
-// tokens, enforced scope subsets and the browser guard's Mcpx-Client header.
+// A request carrying a bearer token is not asked about: api reads it as a
+// signed token (package auth) with the token's rights. [Node.OwnHost] is the
+// listener's api.ServeOptions.Host, the browser guard's DNS-rebinding check.
+
 package tsnet

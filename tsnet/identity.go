@@ -3,7 +3,9 @@ package tsnet
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 // DefaultCapability is the app capability Identify reads when
@@ -37,11 +40,10 @@ const DefaultCapability = "mcpx.dev/cap/broker"
 type Rule struct {
 	Servers []string `json:"servers,omitempty"`
 	Roots   []string `json:"roots,omitempty"`
-	// Scopes would limit the scope kinds the caller may use.
-	//
-	// TODO(2026-11-30, issue 7 "Reachable over the tailnet"): enforce scope
-	// subsets in the broker. Until then a rule that names scopes other than
-	// "*" is refused rather than read as granting every scope.
+	// Scopes limits the scope kinds ("repo", "session", … or "*") the
+	// element's calls may use (broker.Caller.MayUseScope). An element that
+	// names none grants every kind, as before scopes existed: scopes narrow
+	// the servers an element grants, they grant nothing by themselves.
 	Scopes []string `json:"scopes,omitempty"`
 	Admin  bool     `json:"admin,omitempty"`
 }
@@ -75,12 +77,16 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 		return broker.Caller{}, refuse(fmt.Sprintf("%s has no tailnet grant of %s to this broker", name, capName),
 			fmt.Sprintf(`ask the tailnet admin to grant %s to this node, e.g. {"servers": ["*"], "roots": ["/home/you/src"]}`, capName), nil)
 	}
-	c := broker.Caller{Name: name, Via: wire.ViaTailnet, Servers: []string{}, Roots: []string{}}
+	c := broker.Caller{Name: name, Via: wire.ViaTailnet, Servers: []string{}, Roots: []string{}, Scopes: []config.ScopeKind{}}
+	allScopes := false
 	for _, rule := range rules {
-		if len(rule.Scopes) > 0 && !slices.Contains(rule.Scopes, "*") {
-			return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s names scopes %v, which this broker cannot enforce yet", capName, rule.Scopes),
-				`remove "scopes" from the grant or set it to ["*"]`, nil)
+		scopes, err := broker.ParseScopes(rule.Scopes)
+		if err != nil {
+			return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s of this peer is malformed: %v", capName, err),
+				fmt.Sprintf("fix the grant's \"scopes\" in the tailnet policy: scopes are %v, or \"*\"", config.ScopeKinds()), nil)
 		}
+		allScopes = allScopes || scopes == nil || slices.Contains(scopes, "*")
+		c.Scopes = append(c.Scopes, scopes...)
 		c.Admin = c.Admin || rule.Admin
 		c.Servers = append(c.Servers, rule.Servers...)
 		for _, root := range rule.Roots {
@@ -93,6 +99,11 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 	c.Servers = slices.Compact(c.Servers)
 	slices.Sort(c.Roots)
 	c.Roots = slices.Compact(c.Roots)
+	slices.Sort(c.Scopes)
+	c.Scopes = slices.Compact(c.Scopes)
+	if allScopes {
+		c.Scopes = nil
+	}
 	return c, nil
 }
 
@@ -127,4 +138,25 @@ func canonicalRoot(root string) (string, bool) {
 
 func refuse(msg, hint string, err error) error {
 	return &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Msg: msg, Hint: hint, Err: err}
+}
+
+// OwnHost reports whether a request's Host header names this node: its
+// short name, its MagicDNS name (with or without the final dot) or one of
+// its tailnet addresses, with or without a port. It is the listener's
+// api.ServeOptions.Host: a web page whose name was made to resolve to the
+// node's address (DNS rebinding) sends its own name, and is refused.
+func (n *Node) OwnHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), ".")
+	info := n.Info()
+	if host == "" {
+		return false
+	}
+	if strings.EqualFold(host, info.Name) || strings.EqualFold(host, info.DNSName) {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && slices.Contains(info.IPs, a.Unmap())
 }

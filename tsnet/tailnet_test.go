@@ -35,6 +35,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
@@ -129,10 +130,14 @@ func (tn *tailnet) node(t *testing.T, name string, logs io.Writer) *tsnet.Node {
 
 // brokerNode serves the real API over a real broker (one demo server, this
 // test binary as its child, scoped by cwd) on the node's listener, with
-// identity from the node's WhoIs.
-func brokerNode(t *testing.T, tn *tailnet, logs io.Writer) *tsnet.Node {
+// identity from the node's WhoIs or a token of the returned issuer.
+func brokerNode(t *testing.T, tn *tailnet, logs io.Writer) (*tsnet.Node, *auth.Issuer) {
 	t.Helper()
 	n := tn.node(t, "broker", logs)
+	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -163,13 +168,13 @@ func brokerNode(t *testing.T, tn *tailnet, logs io.Writer) *tsnet.Node {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		h := api.New(api.Options{Broker: b, Version: "test"})
-		if err := api.Serve(ctx, ln, h, api.ServeOptions{Identify: n.Identify, DrainTimeout: 5 * time.Second}); err != nil {
+		h := api.New(api.Options{Broker: b, Version: "test", Tokens: is})
+		if err := api.Serve(ctx, ln, h, api.ServeOptions{Identify: n.Identify, Host: n.OwnHost, DrainTimeout: 5 * time.Second}); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return n
+	return n, is
 }
 
 // peer calls the broker from one node.
@@ -187,7 +192,8 @@ func newPeer(t *testing.T, n *tsnet.Node) peer {
 }
 
 // do sends a request to the broker by its MagicDNS name and returns the
-// status and body; headers come in name, value pairs.
+// status and body; headers come in name, value pairs, after the browser
+// guard's Mcpx-Client (an empty value removes a header).
 func (p peer) do(t *testing.T, method, path, body string, headers ...string) (int, []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -196,8 +202,15 @@ func (p peer) do(t *testing.T, method, path, body string, headers ...string) (in
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set(wire.HeaderClient, "tailnet-test")
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+		} else if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+		} else {
+			req.Header.Set(headers[i], headers[i+1])
+		}
 	}
 	resp, err := p.hc.Do(req)
 	if err != nil {
@@ -346,7 +359,7 @@ func TestLaptopCallsBroker(t *testing.T) {
 func TestPeerWithoutGrantRefused(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	tn := newTailnet(t)
-	brokerN := brokerNode(t, tn, nil)
+	brokerN, _ := brokerNode(t, tn, nil)
 	laptopN := tn.node(t, "laptop", nil)
 	strangerN := tn.node(t, "stranger", nil)
 	brokerIP, laptopIP := brokerN.Info().IPs[0], laptopN.Info().IPs[0]
@@ -380,6 +393,12 @@ func TestPeerWithoutGrantRefused(t *testing.T) {
 	for _, r := range wire.Routes() {
 		path := strings.NewReplacer("{server}", "demo", "{tool}", "echo", "{prompt}", "greet", "{id}", "x").Replace(r.Pattern)
 		code, body := stranger.do(t, r.Method, path, "{}", wire.HeaderCwd, root)
+		if r.Name == wire.OpHealthz { // the one route that needs no identity
+			if code != 200 {
+				t.Errorf("stranger %s %s: %d %s, want 200", r.Method, path, code, body)
+			}
+			continue
+		}
 		if code != http.StatusForbidden {
 			t.Errorf("stranger %s %s: %d %s, want 403", r.Method, path, code, body)
 			continue
@@ -524,5 +543,107 @@ func TestDialPeer(t *testing.T) {
 			c.Close()
 		}
 		t.Errorf("Dial of an unknown name: %v, want an error saying no such peer", err)
+	}
+}
+
+// TestTailnetTokensScopesAndBrowserGuard: on the tailnet listener a signed
+// token admits a peer that has no grant, with exactly the token's rights;
+// a bad token is a 401 problem; the browser guard refuses an Origin, a
+// missing Mcpx-Client and a Host that is not the node's (DNS rebinding);
+// and a grant's scopes bound the scope its calls may use.
+func TestTailnetTokensScopesAndBrowserGuard(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	tn := newTailnet(t)
+	_, is := brokerNode(t, tn, nil)
+	laptop := newPeer(t, tn.node(t, "laptop", nil))
+	root := canonical(t, t.TempDir())
+	outside := canonical(t, t.TempDir())
+	tok, _, err := is.Mint(auth.Grant{Subject: "ci-bot", Servers: []string{"demo"}, Roots: []string{root}, Scopes: []string{"cwd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := "Bearer " + tok
+
+	// No grant at all: WhoIs admits nobody, the token does.
+	testenv.WaitFor(t, "the broker to answer the laptop", func() bool {
+		code, _ := laptop.do(t, "GET", "/healthz", "")
+		return code == 200
+	})
+	if code, body := laptop.do(t, "GET", "/v1/servers", ""); code != http.StatusForbidden {
+		t.Errorf("no grant, no token: %d %s, want 403", code, body)
+	}
+	code, body := laptop.do(t, "GET", "/v1/whoami", "", "Authorization", bearer)
+	var w wire.Whoami
+	if code != 200 || json.Unmarshal(body, &w) != nil {
+		t.Fatalf("whoami with the token: %d %s", code, body)
+	}
+	if w.Caller.Name != "ci-bot" || w.Caller.Via != wire.ViaJWT || w.Caller.Admin || w.Caller.Owner ||
+		fmt.Sprint(w.Caller.Servers, w.Caller.Roots, w.Caller.Scopes) != fmt.Sprint([]string{"demo"}, []string{root}, []string{"cwd"}) {
+		t.Errorf("whoami with the token: %+v", w.Caller)
+	}
+	if code, body := laptop.do(t, "POST", "/v1/servers/demo/tools/cwd", "{}", wire.HeaderCwd, root, "Authorization", bearer); code != 200 || !strings.Contains(string(body), root) {
+		t.Errorf("call with the token in its root: %d %s", code, body)
+	}
+	if code, body := laptop.do(t, "POST", "/v1/servers/demo/tools/cwd", "{}", wire.HeaderCwd, outside, "Authorization", bearer); code != http.StatusForbidden {
+		t.Errorf("call with the token outside its root: %d %s, want 403", code, body)
+	}
+	for name, auth := range map[string]string{
+		"tampered":         bearer[:len(bearer)-4] + "AAAA",
+		"the owner's kind": "Bearer 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"not bearer":       "Basic " + tok,
+	} {
+		code, body := laptop.do(t, "GET", "/v1/whoami", "", "Authorization", auth)
+		var p wire.Problem
+		if code != http.StatusUnauthorized || json.Unmarshal(body, &p) != nil || p.Type != wire.ProblemTypeBase+wire.KindUnauthorized {
+			t.Errorf("%s token: %d %s, want a 401 problem", name, code, body)
+		}
+	}
+
+	// The browser guard comes before any identity.
+	for name, h := range map[string][]string{
+		"Origin":         {"Origin", "http://broker.tail-scale.ts.net"},
+		"no Mcpx-Client": {wire.HeaderClient, ""},
+		"rebound Host":   {"Host", "evil.example"},
+	} {
+		code, body := laptop.do(t, "GET", "/v1/whoami", "", append(h, "Authorization", bearer)...)
+		if code != http.StatusForbidden {
+			t.Errorf("%s: %d %s, want 403", name, code, body)
+		}
+	}
+	if code, body := laptop.do(t, "GET", "/v1/whoami", "", "Host", "broker", "Authorization", bearer); code != 200 {
+		t.Errorf("Host = the node's short name: %d %s, want 200", code, body)
+	}
+
+	// Scopes in a grant: the demo server is cwd-scoped.
+	work := filepath.Join(root, "w")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["` + root + `"], "scopes": ["session"]}`))
+	testenv.WaitFor(t, "the session-only grant", func() bool {
+		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
+		return code == 200
+	})
+	if w := laptop.whoami(t); fmt.Sprint(w.Caller.Scopes) != "[session]" {
+		t.Errorf("whoami scopes %v, want [session]", w.Caller.Scopes)
+	}
+	if code, body := laptop.callCwd(t, work); code != http.StatusForbidden || !strings.Contains(body, `scope \"cwd\"`) {
+		t.Errorf("a cwd-scoped call under a session-only grant: %d %s, want 403 naming the scope", code, body)
+	}
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["`+root+`"], "scopes": ["session"]}`,
+		`{"servers": ["demo"], "scopes": ["cwd"]}`))
+	testenv.WaitFor(t, "the cwd scope to be granted", func() bool {
+		return fmt.Sprint(laptop.whoami(t).Caller.Scopes) == "[cwd session]"
+	})
+	if code, got := laptop.callCwd(t, work); code != 200 || got != work {
+		t.Errorf("a cwd-scoped call once cwd is granted: %d %q", code, got)
+	}
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "scopes": ["repos"]}`))
+	testenv.WaitFor(t, "the malformed grant", func() bool {
+		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
+		return code == http.StatusForbidden
+	})
+	if code, body := laptop.do(t, "GET", "/v1/whoami", ""); !strings.Contains(string(body), `unknown scope \"repos\"`) {
+		t.Errorf("a grant naming an unknown scope: %d %s, want a refusal naming it", code, body)
 	}
 }

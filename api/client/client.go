@@ -54,6 +54,10 @@ type Options struct {
 	StateDir string
 }
 
+// ClientName is the Mcpx-Client header Do sends when the caller sets none:
+// the network listeners refuse requests without one (the browser guard).
+const ClientName = "mcpx-go"
+
 // Client talks to one daemon.
 type Client struct {
 	addr string // the socket path or URL, for messages
@@ -182,6 +186,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", wire.MediaJSON)
+	}
+	if req.Header.Get(wire.HeaderClient) == "" {
+		req.Header.Set(wire.HeaderClient, ClientName) // the network listeners' browser guard
 	}
 	tok := c.bearer()
 	if tok != "" && req.Header.Get(wire.HeaderAuthorization) == "" {

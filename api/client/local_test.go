@@ -60,15 +60,15 @@ func TestTokenFromRecord(t *testing.T) {
 
 	dir := t.TempDir()
 	c := client.New(d.url, client.Options{StateDir: dir})
-	if _, _, err := c.Healthz(t.Context()); asProblem(t, err).Status != 401 {
+	if _, _, err := c.Whoami(t.Context(), client.Caller{}); asProblem(t, err).Status != 401 {
 		t.Errorf("no record: %v, want 401", err)
 	}
 	writeRecord(t, dir, wire.DaemonRecord{DaemonInfo: wire.DaemonInfo{Address: u.Host}, Token: "stale"})
-	if _, _, err := c.Healthz(t.Context()); asProblem(t, err).Status != 401 {
+	if _, _, err := c.Whoami(t.Context(), client.Caller{}); asProblem(t, err).Status != 401 {
 		t.Errorf("stale record: %v, want 401", err)
 	}
 	writeRecord(t, dir, wire.DaemonRecord{DaemonInfo: wire.DaemonInfo{Address: u.Host}, Token: testToken})
-	if _, _, err := c.Healthz(t.Context()); err != nil {
+	if _, _, err := c.Whoami(t.Context(), client.Caller{}); err != nil {
 		t.Errorf("after the record was rewritten: %v", err)
 	}
 }

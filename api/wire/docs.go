@@ -48,9 +48,11 @@ type Caller struct {
 	Local bool   `json:"local"`         // same machine (unix socket): Mcpx-Pid is trusted
 	Owner bool   `json:"owner"`         // the daemon's own user: sees private detail
 	Admin bool   `json:"admin"`         // may stop instances, manage sessions
-	// Servers and Roots restrict what the caller may name; absent = everything.
-	Servers []string `json:"servers,omitempty"`
-	Roots   []string `json:"roots,omitempty"`
+	// Servers, Roots and Scopes restrict what the caller may name and use;
+	// absent = everything, [] = nothing.
+	Servers []string `json:"servers,omitzero"`
+	Roots   []string `json:"roots,omitzero"`
+	Scopes  []string `json:"scopes,omitzero"` // scope kinds its calls may use
 }
 
 // DeclaredCtx is the caller context as the broker received it from the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )
@@ -133,7 +134,7 @@ func (ps *pathSet) setup(ctx context.Context, name string, d *daemon, wt, self s
 		if name == "T" {
 			client, base = d.tcp, "http://"+d.addr
 		}
-		h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}}
+		h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}, wire.HeaderClient: {"mcpx-bench"}}
 		if cwd != "" {
 			h.Set("Mcpx-Cwd", cwd)
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 )
@@ -97,7 +98,7 @@ func profileDaemon(ctx context.Context, o *options, config, dir, wt, self string
 		return "", err
 	}
 	defer d.stop()
-	h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}}
+	h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}, wire.HeaderClient: {"mcpx-bench"}}
 	server := map[string]string{"U": "demo", "Uwt": "demowt", "Ur": "raw"}[o.profPath]
 	if o.profPath == "Uwt" {
 		h.Set("Mcpx-Cwd", wt)

@@ -425,3 +425,7 @@ func ScopeNames() []string {
 	}
 	return out
 }
+
+// ScopeKinds returns every scope kind, in the order of the table in
+// docs/architecture.md. The caller owns the slice.
+func ScopeKinds() []ScopeKind { return append([]ScopeKind(nil), scopeKinds...) }

@@ -56,6 +56,8 @@ func commands() []command {
 		{"daemon", "stop|info [--json]", "stop the daemon, or show its pid, socket, URL, config and files", daemonCmd},
 		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},
 		{"nix", "ls|refresh <server>|gc [--json]", "list nix: servers with their locked rev and store path, re-resolve one (its instances are replaced), or drop unused cache entries", nixCmd},
+		{"whoami", "[--json]", "show how the broker sees this caller: identity and rights", whoamiCmd},
+		{"token", "mint --sub NAME --servers a,b [--roots …] [--scopes …] [--ttl 24h] [--admin] | ls [--json] | revoke <id> | rotate", "mint, list, revoke signed bearer tokens, or rotate their signing key", tokenCmd},
 		{"config", "check|show [--config F]", "validate or print the configuration", configCmd},
 		{"clientgen", "ts [--servers a,b] [-o file]", "write the typed TypeScript client of the broker's tools (served at /v1/clients/typescript)", clientgenCmd},
 		{"types", "[--no-instructions] <server>[.<tool>]", "print the TypeScript declarations of a server's tools, or of one, with its instructions and prelude", typesCmd},

@@ -17,6 +17,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
@@ -128,8 +129,13 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	ctl := newControl(log, b, src, func() (*config.Config, configSource, error) { return loadConfig(*configPath, c.getenv) })
 	token := api.NewToken()
 	info := daemonInfo(state, sock, tln, src)
+	tokens, err := auth.Open(auth.Options{Dir: filepath.Join(state, "auth")})
+	if err != nil {
+		closeAll(uln, tln, nln)
+		return fail(err)
+	}
 	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
-		Daemon: &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}, Node: nodeInfo})
+		Daemon: &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}, Node: nodeInfo, Tokens: tokens})
 	if err := writeRecord(info, token); err != nil {
 		closeAll(uln, tln, nln, sln)
 		return fail(err)
@@ -153,7 +159,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		g.Add(serveActor(tln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain, MaxConns: *maxConns}))
 	}
 	if nln != nil { // the tailnet node: callers named by WhoIs, rights by their grant
-		g.Add(serveActor(nln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain, MaxConns: *maxConns, Identify: node.Identify}))
+		g.Add(serveActor(nln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain, MaxConns: *maxConns, Identify: node.Identify, Host: node.OwnHost}))
 	}
 	if sln != nil { // the same over HTTPS, with the tailnet's certificate
 		g.Add(serveActor(sln, h, api.ServeOptions{Logger: log, DrainTimeout: *drain, MaxConns: *maxConns, Identify: node.Identify}))

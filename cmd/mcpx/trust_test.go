@@ -85,6 +85,7 @@ func maybeOtherUIDClient() {
 	}
 	req, _ := http.NewRequest("GET", url+"/v1/instances", nil)
 	req.Header.Set("Authorization", "Bearer 0000000000000000000000000000000000000000000000000000000000000000")
+	req.Header.Set(wire.HeaderClient, "trust-test")
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()

@@ -482,6 +482,8 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   const headers: { [name: string]: string } = {
     "Content-Type": "application/json",
     Accept: o.onProgress ? "text/event-stream" : "application/json",
+    // The browser guard: network listeners refuse requests without it.
+    ["Mcpx-Client"]: "mcpx-ts",
   };
   if (b.token) headers["Authorization"] = `Bearer ${b.token}`;
   if (hash) headers["Mcpx-Tool-Hash"] = hash;

@@ -1,0 +1,76 @@
+package wire
+
+import "time"
+
+// HeaderClient must be present, with any non-empty value naming the client
+// ("mcpx-cli", "mcpx-ts", "mcpx-bench"), on every request to a network
+// listener (loopback TCP, the tailnet) except GET /healthz. It is not a
+// CORS-safelisted header, so a web page cannot send it without a preflight,
+// which the broker never answers: with the refusal of any request carrying
+// Origin, no web page can drive the broker with a visitor's identity
+// (cross-site requests, DNS rebinding). The unix socket does not ask for it.
+const HeaderClient = "Mcpx-Client"
+
+// ViaJWT is Caller.Via for a caller admitted by a signed token.
+const ViaJWT = "jwt"
+
+// The token routes' operation names.
+const (
+	OpListTokens  = "listTokens"
+	OpMintToken   = "mintToken"
+	OpRevokeToken = "revokeToken"
+	OpRotateKey   = "rotateTokenKey"
+)
+
+// TokenRequest is the body of POST /v1/tokens: the rights of the token to
+// mint. A caller that is not the daemon's owner may grant only rights it
+// has itself.
+type TokenRequest struct {
+	Subject string   `json:"sub"`              // who the token is for; the caller's name. Required.
+	Servers []string `json:"servers"`          // "*" = all; none = no server
+	Roots   []string `json:"roots,omitempty"`  // absolute paths on the broker's machine; "/" = anywhere; none = no declared cwd
+	Scopes  []string `json:"scopes,omitempty"` // scope kinds its calls may use; absent = all
+	Admin   bool     `json:"admin,omitempty"`  // may use the admin routes
+	TTL     string   `json:"ttl,omitempty"`    // a Go duration ("24h"); "" = 24h; at most 90 days
+}
+
+// Token describes a minted token (never the token itself).
+type Token struct {
+	ID        string    `json:"id"` // the jti: what revoke takes
+	Subject   string    `json:"sub"`
+	Servers   []string  `json:"servers"`
+	Roots     []string  `json:"roots"`
+	Scopes    []string  `json:"scopes,omitzero"` // absent = all
+	Admin     bool      `json:"admin"`
+	KeyID     string    `json:"kid"`
+	IssuedAt  time.Time `json:"issuedAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Revoked   bool      `json:"revoked"`
+}
+
+// MintedToken answers POST /v1/tokens: the token, shown once, and its
+// description.
+type MintedToken struct {
+	Token string `json:"token"` // send as "Authorization: Bearer <token>"
+	Info  Token  `json:"info"`
+}
+
+// TokenKey describes a signing key (never its private part).
+type TokenKey struct {
+	ID      string `json:"kid"`
+	Current bool   `json:"current"` // signs new tokens
+	// Created is when the key was made; RetiresAfter, for a key that is no
+	// longer current, is when its last token expires and it stops
+	// verifying.
+	Created      time.Time `json:"created"`
+	RetiresAfter time.Time `json:"retiresAfter,omitzero"`
+}
+
+// TokenList answers GET /v1/tokens: the broker's identity (the issuer and
+// audience of its tokens), the tokens not yet expired, newest first, and
+// the keys that still verify.
+type TokenList struct {
+	Identity string     `json:"identity"`
+	Tokens   []Token    `json:"tokens"`
+	Keys     []TokenKey `json:"keys"`
+}

@@ -1,0 +1,269 @@
+package auth_test
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"mcpx.dev/mcpx/auth"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func open(t *testing.T, dir string, c *clock) *auth.Issuer {
+	t.Helper()
+	is, err := auth.Open(auth.Options{Dir: dir, Hostname: "box", Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return is
+}
+
+// stateKeys reads the signing keys back from the state file, as an
+// attacker who could read it would; the tests forge tokens with them.
+func stateKeys(t *testing.T, dir string) map[string]ed25519.PrivateKey {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, auth.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Keys []struct {
+			ID   string `json:"kid"`
+			Seed []byte `json:"seed"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]ed25519.PrivateKey{}
+	for _, k := range st.Keys {
+		out[k.ID] = ed25519.NewKeyFromSeed(k.Seed)
+	}
+	return out
+}
+
+func sign(t *testing.T, m jwt.SigningMethod, claims jwt.Claims, kid string, key any) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(m, claims)
+	if kid != "" {
+		tok.Header["kid"] = kid
+	}
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestVerifyRefusesEveryBadToken mints a real token, then checks each way
+// a token can be wrong against the error Verify must give.
+func TestVerifyRefusesEveryBadToken(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	is := open(t, dir, c)
+	good, info, err := is.Mint(auth.Grant{Subject: "ci", Servers: []string{"demo"}, Roots: []string{"/srv/src"}, Scopes: []string{"session"}, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := is.Verify(good)
+	if err != nil {
+		t.Fatalf("a fresh token: %v", err)
+	}
+	if cl.Subject != "ci" || strings.Join(cl.Servers, ",") != "demo" || strings.Join(cl.Roots, ",") != "/srv/src" ||
+		strings.Join(cl.Scopes, ",") != "session" || cl.Admin || cl.ID != info.ID {
+		t.Errorf("claims %+v, want the grant", cl)
+	}
+
+	keys := stateKeys(t, dir)
+	priv := keys[info.KeyID]
+	if priv == nil {
+		t.Fatalf("key %s not in the state file", info.KeyID)
+	}
+	pub := priv.Public().(ed25519.PublicKey)
+	id := is.Identity()
+	claims := func(mod func(*auth.Claims)) *auth.Claims {
+		now := c.now()
+		cl := &auth.Claims{RegisteredClaims: jwt.RegisteredClaims{ID: info.ID, Subject: "ci", Issuer: id, Audience: jwt.ClaimStrings{id},
+			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))},
+			Servers: []string{"*"}, Roots: []string{"/"}}
+		if mod != nil {
+			mod(cl)
+		}
+		return cl
+	}
+	_, stranger, _ := ed25519.GenerateKey(nil)
+	none := sign(t, jwt.SigningMethodNone, claims(nil), info.KeyID, jwt.UnsafeAllowNoneSignatureType)
+	parts := strings.Split(good, ".")
+	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	tampered := parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(strings.Replace(string(payload), `"demo"`, `"*"`, 1))) + "." + parts[2]
+
+	for _, tc := range []struct {
+		name string
+		tok  string
+		want error
+	}{
+		{"forged with the real key", sign(t, jwt.SigningMethodEdDSA, claims(nil), info.KeyID, priv), nil},
+		{"expired", sign(t, jwt.SigningMethodEdDSA, claims(func(cl *auth.Claims) { cl.ExpiresAt = jwt.NewNumericDate(c.now().Add(-time.Minute)) }), info.KeyID, priv), auth.ErrExpired},
+		{"no exp", sign(t, jwt.SigningMethodEdDSA, claims(func(cl *auth.Claims) { cl.ExpiresAt = nil }), info.KeyID, priv), auth.ErrInvalid},
+		{"not yet valid", sign(t, jwt.SigningMethodEdDSA, claims(func(cl *auth.Claims) { cl.NotBefore = jwt.NewNumericDate(c.now().Add(time.Hour)) }), info.KeyID, priv), auth.ErrNotYetValid},
+		{"wrong audience", sign(t, jwt.SigningMethodEdDSA, claims(func(cl *auth.Claims) { cl.Audience = jwt.ClaimStrings{"mcpx:other/1"} }), info.KeyID, priv), auth.ErrWrongBroker},
+		{"wrong issuer", sign(t, jwt.SigningMethodEdDSA, claims(func(cl *auth.Claims) { cl.Issuer = "mcpx:other/1" }), info.KeyID, priv), auth.ErrWrongBroker},
+		{"unknown kid", sign(t, jwt.SigningMethodEdDSA, claims(nil), "nope", priv), auth.ErrInvalid},
+		{"no kid", sign(t, jwt.SigningMethodEdDSA, claims(nil), "", priv), auth.ErrInvalid},
+		{"another key under our kid", sign(t, jwt.SigningMethodEdDSA, claims(nil), info.KeyID, stranger), auth.ErrInvalid},
+		{"alg none", none, auth.ErrInvalid},
+		{"HS256 with the public key bytes", sign(t, jwt.SigningMethodHS256, claims(nil), info.KeyID, []byte(pub)), auth.ErrInvalid},
+		{"tampered payload", tampered, auth.ErrInvalid},
+		{"unknown jti", sign(t, jwt.SigningMethodEdDSA, claims(func(cl *auth.Claims) { cl.ID = "deadbeef" }), info.KeyID, priv), auth.ErrInvalid},
+		{"garbage", "a.b.c", auth.ErrInvalid},
+		{"empty", "", auth.ErrInvalid},
+	} {
+		_, err := is.Verify(tc.tok)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), info.KeyID) || strings.Contains(err.Error(), "key")) {
+			t.Errorf("%s: error %q says something about keys", tc.name, err)
+		}
+	}
+
+	if _, err := is.Revoke(info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.Verify(good); !errors.Is(err, auth.ErrRevoked) {
+		t.Errorf("revoked: err = %v", err)
+	}
+	// Revocation outlives a restart, and so does the identity.
+	again := open(t, dir, c)
+	if _, err := again.Verify(good); !errors.Is(err, auth.ErrRevoked) {
+		t.Errorf("revoked, after reopening: err = %v", err)
+	}
+	if again.Identity() != id || !strings.HasPrefix(id, "mcpx:box/") {
+		t.Errorf("identity %q after reopening, was %q", again.Identity(), id)
+	}
+	// The natural expiry, with the leeway.
+	tok2, _, err := is.Mint(auth.Grant{Subject: "b", Servers: []string{"*"}, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Minute + auth.Leeway/2)
+	if _, err := is.Verify(tok2); err != nil {
+		t.Errorf("within the leeway: %v", err)
+	}
+	c.add(auth.Leeway)
+	if _, err := is.Verify(tok2); !errors.Is(err, auth.ErrExpired) {
+		t.Errorf("past exp and the leeway: err = %v", err)
+	}
+}
+
+// TestRotateRetiresOldKeysWhenTheirTokensExpire: after Rotate, tokens of
+// the old key still verify; once the last of them has expired the key is
+// retired and a token naming it is refused as unknown.
+func TestRotateRetiresOldKeysWhenTheirTokensExpire(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	is := open(t, dir, c)
+	old, oldInfo, err := is.Mint(auth.Grant{Subject: "a", Servers: []string{"*"}, TTL: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldKey := stateKeys(t, dir)[oldInfo.KeyID]
+	k, err := is.Rotate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.ID == oldInfo.KeyID || !k.Current {
+		t.Fatalf("rotate gave %+v", k)
+	}
+	if _, err := is.Verify(old); err != nil {
+		t.Errorf("a token of the old key after rotate: %v", err)
+	}
+	fresh, freshInfo, err := is.Mint(auth.Grant{Subject: "b", Servers: []string{"*"}, TTL: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if freshInfo.KeyID != k.ID {
+		t.Errorf("minted with %s, want the new key %s", freshInfo.KeyID, k.ID)
+	}
+	if _, keys := is.List(); len(keys) != 2 {
+		t.Errorf("keys after rotate: %+v, want old and new", keys)
+	}
+
+	c.add(2*time.Hour + 2*auth.Leeway)
+	if _, err := is.Rotate(); err != nil { // any write retires what is due
+		t.Fatal(err)
+	}
+	_, keys := is.List()
+	for _, ki := range keys {
+		if ki.ID == oldInfo.KeyID {
+			t.Errorf("old key %s still listed after its last token expired", ki.ID)
+		}
+	}
+	if _, ok := stateKeys(t, dir)[oldInfo.KeyID]; ok {
+		t.Errorf("old key %s still in the state file", oldInfo.KeyID)
+	}
+	// A token forged with the retired key (exp in the future) is refused.
+	now := c.now()
+	forged := sign(t, jwt.SigningMethodEdDSA, &auth.Claims{RegisteredClaims: jwt.RegisteredClaims{ID: freshInfo.ID, Subject: "b",
+		Issuer: is.Identity(), Audience: jwt.ClaimStrings{is.Identity()}, IssuedAt: jwt.NewNumericDate(now),
+		ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}}, oldInfo.KeyID, oldKey)
+	if _, err := is.Verify(forged); !errors.Is(err, auth.ErrInvalid) {
+		t.Errorf("a token of a retired key: err = %v, want invalid", err)
+	}
+	if _, err := is.Verify(fresh); err != nil {
+		t.Errorf("the new key's token: %v", err)
+	}
+}
+
+func TestStateFileIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "auth")
+	c := &clock{t: time.Now()}
+	is := open(t, dir, c)
+	if _, _, err := is.Mint(auth.Grant{Subject: "a", Servers: []string{"demo"}}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, auth.StateFile): 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", path, fi.Mode().Perm(), want)
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("directory holds %d entries, want the state file alone (no temporary left)", len(ents))
+	}
+}
+
+func TestMintRefusesBadGrants(t *testing.T) {
+	is := open(t, t.TempDir(), &clock{t: time.Now()})
+	for _, g := range []auth.Grant{
+		{Servers: []string{"demo"}},
+		{Subject: "a", Roots: []string{"src"}},
+		{Subject: "a", TTL: auth.MaxTTL + time.Hour},
+		{Subject: "a", TTL: -time.Hour},
+	} {
+		if _, _, err := is.Mint(g); !errors.Is(err, auth.ErrGrant) {
+			t.Errorf("Mint(%+v) = %v, want a grant error", g, err)
+		}
+	}
+}

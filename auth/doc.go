@@ -1,0 +1,39 @@
+// Package auth issues and verifies the broker's signed bearer tokens: JWTs
+// signed with the daemon's Ed25519 keys, each naming a subject and the
+// rights it carries (servers, roots, scopes, admin).
+//
+//	is, err := auth.Open(auth.Options{Dir: filepath.Join(state, "auth")})
+//	tok, info, err := is.Mint(auth.Grant{Subject: "ci", Servers: []string{"demo"}, Roots: []string{"/srv/src"}, TTL: 24 * time.Hour})
+//	claims, err := is.Verify(tok) // errors.Is(err, auth.ErrExpired), …
+//	is.Revoke(info.ID)
+//	is.Rotate() // a new current key; the old one verifies until its tokens expire
+//
+// # Keys and identity
+//
+// The issuer's state is one file, tokens.json (mode 0600, in a 0700
+// directory), replaced atomically on every change: the broker's identity,
+// its keys (each with a kid) and the ledger of the tokens it minted. The
+// identity ("mcpx:<hostname>/<random>") is made once and kept, so it is
+// stable across restarts and two brokers never accept each other's tokens
+// even on one hostname; it is both the issuer and the audience of every
+// token.
+//
+// # Verification
+//
+// Verify pins the EdDSA algorithm (so "none" and HS256 signed with a
+// public key's bytes are refused), finds the key by the header's kid,
+// requires exp, checks iss, aud, nbf and iat with [Leeway], and then
+// requires the token's jti to be in the ledger and not revoked: a token
+// the ledger does not know is refused, so losing the state file revokes
+// every token. Its errors say only which rule refused the token (see
+// [ErrInvalid] and friends), never anything about keys.
+//
+// # Rotation and retirement
+//
+// Rotate makes a new key current; the keys before it keep verifying the
+// tokens they signed until the last of them expires (a key records the
+// latest exp it signed), and are then retired: dropped from the file the
+// next time it is written, after which their tokens' kid is unknown. A
+// token cannot outlive [MaxTTL], so no key lingers longer. Expired tokens
+// leave the ledger the same way.
+package auth

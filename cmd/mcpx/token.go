@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"mcpx.dev/mcpx/api/wire"
+)
+
+// tokenCmd is `mcpx token mint|ls|revoke <id>|rotate`: the broker's signed
+// bearer tokens (package auth), through the /v1/tokens routes. Minting
+// needs the unix socket as the daemon's user, or an admin caller.
+func tokenCmd(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "token")
+	brokerAddr := brokerFlag(fs)
+	asJSON := fs.Bool("json", false, "print the broker's JSON answer")
+	sub := fs.String("sub", "", "mint: who the token is for; it becomes the caller's name (required)")
+	servers := fs.String("servers", "", "mint: comma-separated servers the token may use, or '*' (required)")
+	roots := fs.String("roots", "", "mint: comma-separated absolute directories under which a declared cwd must lie ('/' = anywhere; none = no cwd)")
+	scopes := fs.String("scopes", "", "mint: comma-separated scope kinds its calls may use (default all)")
+	ttl := fs.Duration("ttl", 24*time.Hour, "mint: how long the token lives (at most 2160h)")
+	admin := fs.Bool("admin", false, "mint: the token may use the admin routes (tokens, daemon, others' instances)")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(pos) == 1 && (pos[0] == "mint" || pos[0] == "ls" || pos[0] == "rotate"):
+	case len(pos) == 2 && pos[0] == "revoke":
+	default:
+		return usageError(c, fs, "want `mint --sub NAME --servers …`, `ls`, `revoke <id>` or `rotate`")
+	}
+	if pos[0] == "mint" && (*sub == "" || *servers == "") {
+		return usageError(c, fs, "mint needs --sub NAME and --servers a,b (or --servers '*')")
+	}
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
+	if err != nil {
+		return report(c, err)
+	}
+	var raw []byte
+	switch pos[0] {
+	case "mint":
+		req := wire.TokenRequest{Subject: *sub, Servers: splitList(*servers), Roots: splitList(*roots),
+			Scopes: splitList(*scopes), Admin: *admin, TTL: ttl.String()}
+		var m *wire.MintedToken
+		if m, raw, err = bc.MintToken(ctx, req); err == nil && !*asJSON {
+			fmt.Fprintln(c.stdout, m.Token)
+			fmt.Fprintf(c.stderr, "token %s for %s, expires %s; it is shown once: send it as `Authorization: Bearer <token>`\n",
+				m.Info.ID, m.Info.Subject, m.Info.ExpiresAt.Local().Format(time.RFC3339))
+		}
+	case "ls":
+		var l *wire.TokenList
+		if l, raw, err = bc.Tokens(ctx); err == nil && !*asJSON {
+			printTokens(c, l)
+		}
+	case "revoke":
+		var t *wire.Token
+		if t, raw, err = bc.RevokeToken(ctx, pos[1]); err == nil && !*asJSON {
+			fmt.Fprintf(c.stdout, "revoked %s (%s)\n", t.ID, t.Subject)
+		}
+	case "rotate":
+		var k *wire.TokenKey
+		if k, raw, err = bc.RotateTokenKey(ctx); err == nil && !*asJSON {
+			fmt.Fprintf(c.stdout, "new signing key %s; older keys verify their tokens until those expire\n", k.ID)
+		}
+	}
+	if err != nil {
+		return report(c, err)
+	}
+	if *asJSON {
+		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
+	}
+	return exitOK
+}
+
+func printTokens(c *cli, l *wire.TokenList) {
+	fmt.Fprintf(c.stdout, "issuer %s\n", l.Identity)
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSUB\tSERVERS\tROOTS\tSCOPES\tADMIN\tEXPIRES\tKEY\tREVOKED")
+	for _, t := range l.Tokens {
+		scopes := "*"
+		if t.Scopes != nil {
+			scopes = orDash(strings.Join(t.Scopes, ","))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Subject, orDash(strings.Join(t.Servers, ",")),
+			orDash(strings.Join(t.Roots, ",")), scopes, yesNo(t.Admin), t.ExpiresAt.Local().Format(time.RFC3339), t.KeyID, yesNo(t.Revoked))
+	}
+	tw.Flush()
+	for _, k := range l.Keys {
+		if k.Current {
+			fmt.Fprintf(c.stdout, "key %s (current, since %s)\n", k.ID, k.Created.Local().Format(time.RFC3339))
+		} else {
+			fmt.Fprintf(c.stdout, "key %s (retires after %s)\n", k.ID, k.RetiresAfter.Local().Format(time.RFC3339))
+		}
+	}
+}
+
+// splitList splits a comma-separated flag; "" is nil.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
