@@ -38,6 +38,10 @@ const stderrRingBytes = 64 << 10
 // to a rate (stderrlimit.go), and all kept in a ring for the tail.
 func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logger) (*child, error) {
 	cmd := exec.Command(sp.command, sp.args...)
+	if sp.path != "" {
+		// Found on the child's own PATH (execid), not the daemon's.
+		cmd.Path, cmd.Err = sp.path, nil
+	}
 	cmd.Dir = sp.cwd
 	mark := newMark()
 	cmd.Env = childEnv(baseEnv, sp.inheritAll, sp.inherit, sp.env, MarkEnv+"="+mark)
