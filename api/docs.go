@@ -30,6 +30,6 @@ func instanceDoc(in broker.Instance) wire.Instance {
 		Cwd: in.Cwd, CwdSource: string(in.CwdSource), Transport: in.Transport, Pid: in.Pid,
 		State: string(in.State), Protocol: in.Protocol, Started: in.Started, LastUsed: in.LastUsed,
 		Calls: in.Calls, InFlight: in.InFlight, Restarts: in.Restarts, BackoffUntil: in.BackoffUntil,
-		LastError: in.LastError, Degraded: in.Degraded,
+		LastError: in.LastError, Degraded: in.Degraded, Exec: in.Exec,
 	}
 }

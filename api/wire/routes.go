@@ -100,6 +100,7 @@ const (
 	OpListNix         = "listNix"
 	OpRefreshNix      = "refreshNix"
 	OpGCNix           = "gcNix"
+	OpEvents          = "streamEvents"
 )
 
 // The problems routes share, by what the route does.
@@ -183,6 +184,9 @@ var routes = []Route{
 		Summary:  "A generated TypeScript client of the caller's servers (all, or those of ?servers=a,b): one self-contained ES module with a typed function per tool",
 		Response: reflect.TypeFor[string](), Status: 200, Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindInternal}},
 
+	{Method: "GET", Pattern: "/v1/events", Name: OpEvents, OptionalQuery: []string{"follow"}, Media: MediaEventStream,
+		Summary:  "The pool's lifecycle events as server-sent events, oldest kept first (Last-Event-ID resumes; a gap event counts what was lost); ?follow=false ends the stream after the kept ones",
+		Response: reflect.TypeFor[LifecycleEvent](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindInternal}},
 	{Method: "GET", Pattern: "/v1/instances", Name: OpListInstances,
 		Summary:  "List the pooled child instances",
 		Response: reflect.TypeFor[InstanceList](), Status: 200, Problems: problemsAny},

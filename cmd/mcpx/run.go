@@ -45,6 +45,7 @@ func commands() []command {
 		{"search", "[--tag t] [--explain] [--json] <terms>", "search every server's tools by name, tag, server and description", searchCmd},
 		{"catalog", "[--budget N] [--bias Q] [--json]", "every server with its tool count, then tool signatures within a token budget", catalogCmd},
 		{"status", "[--json]", "list the running server instances", status},
+		{"events", "[--follow] [--json]", "print the daemon's lifecycle events (spawn, restart, crash, ...)", events},
 		{"stop", "<instance-id>", "stop one instance", stop},
 		{"daemon", "stop|info [--json]", "stop the daemon, or show its pid, socket, URL, config and files", daemonCmd},
 		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},
