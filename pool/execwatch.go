@@ -79,6 +79,8 @@ func (p *Pool) execChanged(inst *instance, g *generation) (execid.ID, bool) {
 	g.execMissing = false
 	if id.Value == g.exec.Value {
 		g.execStat = id.Stat
+		p.log.Info("a running child's executable moved but is the same program; keeping the child", "server", inst.def.Name,
+			"key", inst.key.key, "instance", inst.id, "pid", g.pid(), "path", id.Path, "exec", id.Value)
 		return id, false
 	}
 	return id, true
