@@ -48,20 +48,20 @@ func stampOf(path string) fileStamp {
 // create, or removed) keeps the running config, with one warning.
 func configWatchActor(ctl *control, path string, log *slog.Logger) (func() error, func(error)) {
 	ctx, cancel := context.WithCancel(context.Background())
+	first := stampOf(path) // now, not when the group runs: a change meanwhile is seen
 	return func() error {
-			watchConfig(ctx, path, configPoll, configSettle, log, func() { ctl.reload("config file") }) //nolint:errcheck // logged by reload
+			watchConfig(ctx, path, first, configPoll, configSettle, log, func() { ctl.reload("config file") }) //nolint:errcheck // logged by reload
 			return ctx.Err()
 		}, func(error) {
 			cancel()
 		}
 }
 
-// watchConfig calls reload each time the stat of path changes and then
-// holds still for settle, polling every poll, until ctx ends.
-func watchConfig(ctx context.Context, path string, poll, settle time.Duration, log *slog.Logger, reload func()) {
+// watchConfig calls reload each time the stat of path moves from last and
+// then holds still for settle, polling every poll, until ctx ends.
+func watchConfig(ctx context.Context, path string, last fileStamp, poll, settle time.Duration, log *slog.Logger, reload func()) {
 	t := time.NewTicker(poll)
 	defer t.Stop()
-	last := stampOf(path)
 	pending := false
 	var changed time.Time
 	warned := false
