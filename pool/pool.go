@@ -15,6 +15,12 @@
 // instance is busy, callers that need a new one wait in line (oldest
 // first) for one to become idle. A call that times out has its child
 // pinged; a child that does not answer is wedged, and is killed.
+//
+// A stdio child is replaced exactly when what it runs changes: its
+// executable's identity (package execid) is taken at start and checked on
+// a tick and on CheckExec; a changed one drains the instance and starts a
+// replacement under the same key. Every lifecycle change is an Event in the
+// pool's EventLog (Events), emitted from the one place instances change.
 package pool
 
 import (
