@@ -12,6 +12,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 type callerKey struct{}
@@ -124,6 +125,7 @@ func callContext(r *http.Request, c broker.Caller) (broker.CallContext, error) {
 		Session:       h.Get(wire.HeaderSession),
 		ParentSession: h.Get(wire.HeaderParentSession),
 		Lease:         h.Get(wire.HeaderLease),
+		Scope:         config.ScopeKind(h.Get(wire.HeaderScope)),
 	}
 	if v := h.Get(wire.HeaderPid); v != "" && c.Local {
 		pid, err := strconv.Atoi(v)

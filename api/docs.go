@@ -28,7 +28,7 @@ func instanceDoc(in broker.Instance) wire.Instance {
 	return wire.Instance{
 		ID: in.ID, Server: in.Server, Key: in.Key, Root: in.Root,
 		Cwd: in.Cwd, CwdSource: string(in.CwdSource), Transport: in.Transport, Pid: in.Pid,
-		State: string(in.State), Protocol: in.Protocol, Started: in.Started, LastUsed: in.LastUsed,
+		State: string(in.State), Protocol: in.Protocol, Created: in.Created, Started: in.Started, LastUsed: in.LastUsed,
 		Calls: in.Calls, InFlight: in.InFlight, Restarts: in.Restarts, BackoffUntil: in.BackoffUntil,
 		LastError: in.LastError, Degraded: in.Degraded, Exec: in.Exec,
 	}

@@ -40,6 +40,13 @@ var handlers = map[string]handlerFunc{
 	wire.OpEvents:          (*server).streamEvents,
 	wire.OpRefreshNix:      (*server).refreshNix,
 	wire.OpGCNix:           (*server).gcNix,
+	wire.OpAcquireLease:    (*server).acquireLease,
+	wire.OpRenewLease:      (*server).renewLease,
+	wire.OpReleaseLease:    (*server).releaseLease,
+	wire.OpListSessions:    (*server).listSessions,
+	wire.OpGetSession:      (*server).getSession,
+	wire.OpStopSession:     (*server).stopSession,
+	wire.OpSetSession:      (*server).setSession,
 }
 
 // route is a wire route with its handler.

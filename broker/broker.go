@@ -6,6 +6,13 @@
 //	res, err := b.CallTool(ctx, broker.Request{Caller: c, Context: cc, Server: "demo"}, "echo", args, nil)
 //	defer b.Close(ctx)
 //
+// Sessions (Sessions, SetSession, StopSession) are the instances sharing a
+// caller-owned key; leases (AcquireLease, RenewLease, ReleaseLease) give
+// callers with no watchable pid the pid scope's lifetime; a server's
+// scopePolicy decides whether a caller's CallContext.Scope may replace its
+// configured scope. See "Scope policy" and "Sessions and leases" in
+// docs/architecture.md.
+//
 // It knows nothing of HTTP: the api package translates requests into
 // Requests and *Error kinds into status codes.
 package broker
@@ -116,8 +123,11 @@ type Broker struct {
 	scope *Resolver
 	pool  *pool.Pool
 
-	nix   *nixresolve.Resolver // nil: nix: commands fail
-	setMu sync.Mutex           // serializes handing the pool its definitions
+	nix *nixresolve.Resolver // nil: nix: commands fail
+
+	leases   *leases         // the lease registry (lease.go)
+	sessions sessionRegistry // what is known of caller-owned keys (sessions.go)
+	setMu    sync.Mutex      // serializes handing the pool its definitions
 
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
@@ -137,18 +147,21 @@ func New(opts Options) (*Broker, error) {
 	// A second's revalidation window: a hot directory costs no stat per
 	// call, and a `git init` or removed worktree is noticed within a second.
 	b := &Broker{log: log, nix: opts.Nix, revs: map[string]int{},
-		scope: NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second, CeilingDirs: opts.Config.CeilingDirs})}
+		scope:    NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second, CeilingDirs: opts.Config.CeilingDirs}),
+		leases:   newLeases(opts.Now),
+		sessions: sessionRegistry{m: map[string]*sessionMeta{}}}
 	b.pool = pool.New(pool.Options{
-		MaxInstances:  pc.MaxInstances,
-		IdleTimeout:   pc.IdleTimeout.D(),
-		ReapInterval:  cmp.Or(opts.ReapInterval, pc.ReapInterval.D()),
-		WaitTimeout:   pc.WaitTimeout.D(),
-		KeyAlive:      keyAlive,
-		Env:           opts.Env,
-		Logger:        log,
-		Now:           opts.Now,
-		ClientName:    "mcpx",
-		ClientVersion: cmp.Or(opts.Version, "dev"),
+		MaxInstances:   pc.MaxInstances,
+		IdleTimeout:    pc.IdleTimeout.D(),
+		ReapInterval:   cmp.Or(opts.ReapInterval, pc.ReapInterval.D()),
+		WaitTimeout:    pc.WaitTimeout.D(),
+		KeyAlive:       b.keyAlive,
+		KeyIdleTimeout: b.sessions.idleTimeout,
+		Env:            opts.Env,
+		Logger:         log,
+		Now:            opts.Now,
+		ClientName:     "mcpx",
+		ClientVersion:  cmp.Or(opts.Version, "dev"),
 
 		MaxMessageBytes: opts.Config.Limits.MaxMessageBytes,
 		RootsWait:       opts.Config.Limits.RootsWait.D(),
@@ -448,7 +461,14 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 	if cc.CallID == "" {
 		cc.CallID = newCallID()
 	}
-	rs := b.scope.Resolve(def.Scope, cc)
+	kind, err := scopeFor(r.Server, def, cc.Scope)
+	if err != nil {
+		return nil, pool.Target{}, err
+	}
+	if err := b.leases.checkDeclared(cc.Lease, c); err != nil {
+		return nil, pool.Target{}, err
+	}
+	rs := b.scope.Resolve(kind, cc)
 	if !c.Owner {
 		rs.Key = callerKey(rs.Key, c.Name)
 	}
@@ -459,6 +479,7 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 		rs = b.scope.Resolve(config.ScopeCwd, cc)
 		rs.Degraded = "the repository root lies outside the caller's allowed roots"
 	}
+	b.noteSession(rs.Key, c, cc.Cwd)
 	return def, pool.Target{
 		Server: r.Server, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),

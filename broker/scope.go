@@ -25,6 +25,10 @@ type CallContext struct {
 	Lease         string // Mcpx-Lease: remote pid-style lifetime
 	Pid           int    // Mcpx-Pid: only trusted from unix-socket callers; 0 = none
 	CallID        string // unique per call; the broker assigns it
+	// Scope is the scope the caller asks for (Mcpx-Scope) instead of the
+	// server's configured one; "" = the configured one. The broker's
+	// scopeFor decides whether the server's scopePolicy allows it.
+	Scope config.ScopeKind
 }
 
 // ResolvedScope is where a call lands.
@@ -132,7 +136,8 @@ const (
 //     worktrees;
 //   - repo, worktree and cwd with no usable cwd fall to call:<CallID>;
 //   - session with no session, parent-session with neither a parent nor a
-//     session, pid with neither a pid nor a lease fall to call:<CallID>.
+//     session, pid with neither a lease nor a pid fall to call:<CallID>
+//     (a lease, when declared, is preferred to the pid).
 //     parent-session falling back to session:<id> is not a degradation: a
 //     session with no parent is its own top-level session;
 //   - an unknown kind resolves to call:<CallID>, the narrowest scope.
@@ -169,11 +174,14 @@ func (r *Resolver) resolve(kind config.ScopeKind, cc CallContext) ResolvedScope 
 		}
 		return callScope(cc, reasonNoParent)
 	case config.ScopePid:
+		// A declared lease wins over the pid: it is asked for explicitly,
+		// while the CLI always sends its parent's pid (under `mcpx lease
+		// run` that is the leased command's shell, not the lifetime meant).
 		switch {
-		case cc.Pid > 0:
-			return ResolvedScope{Key: "pid:" + strconv.Itoa(cc.Pid)}
 		case cc.Lease != "":
 			return ResolvedScope{Key: "lease:" + cc.Lease}
+		case cc.Pid > 0:
+			return ResolvedScope{Key: "pid:" + strconv.Itoa(cc.Pid)}
 		}
 		return callScope(cc, reasonNoPid)
 	case config.ScopeCwd, config.ScopeRepo, config.ScopeWorktree:

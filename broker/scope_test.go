@@ -209,7 +209,8 @@ func TestResolveCallerScopes(t *testing.T) {
 		{config.ScopeParentSession, CallContext{Session: "s1", CallID: "c"}, ResolvedScope{Key: "session:s1"}}, // a top-level session is its own parent
 		{config.ScopeParentSession, CallContext{Pid: 7, Lease: "l", CallID: "c"}, ResolvedScope{Key: "call:c", Degraded: reasonNoParent}},
 
-		{config.ScopePid, CallContext{Pid: 4242, Lease: "l1", CallID: "c"}, ResolvedScope{Key: "pid:4242"}},
+		{config.ScopePid, CallContext{Pid: 4242, Lease: "l1", CallID: "c"}, ResolvedScope{Key: "lease:l1"}},
+		{config.ScopePid, CallContext{Pid: 4242, CallID: "c"}, ResolvedScope{Key: "pid:4242"}},
 		{config.ScopePid, CallContext{Lease: "l1", CallID: "c"}, ResolvedScope{Key: "lease:l1"}},
 		{config.ScopePid, CallContext{Pid: -1, Lease: "l1", CallID: "c"}, ResolvedScope{Key: "lease:l1"}},
 		{config.ScopePid, CallContext{Session: "s", CallID: "c"}, ResolvedScope{Key: "call:c", Degraded: reasonNoPid}},

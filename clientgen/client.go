@@ -66,6 +66,8 @@ var runtimeSource = func() string {
 		"HeaderCwd":           quote(wire.HeaderCwd),
 		"HeaderSession":       quote(wire.HeaderSession),
 		"HeaderParentSession": quote(wire.HeaderParentSession),
+		"HeaderLease":         quote(wire.HeaderLease),
+		"HeaderScope":         quote(wire.HeaderScope),
 		"CallToolPattern":     quote(callTool.Pattern),
 	}
 	return regexp.MustCompile(`@@(\w+)@@`).ReplaceAllStringFunc(runtimeTemplate, func(m string) string {
@@ -174,8 +176,9 @@ const clientIntro = `//
 //
 // The broker is $MCPX_URL with $MCPX_TOKEN, else the local daemon's record
 // ($XDG_STATE_HOME/mcpx/daemon.json, else ~/.local/state/mcpx/daemon.json);
-// the caller context is the process's cwd, $MCPX_SESSION_ID and
-// $MCPX_PARENT_SESSION_ID. Each call's options override all of them.
+// the caller context is the process's cwd, $MCPX_SESSION_ID,
+// $MCPX_PARENT_SESSION_ID, $MCPX_LEASE and $MCPX_SCOPE. Each call's
+// options override all of them.
 `
 
 // writeServer writes one server's object. types and tools are the server's,

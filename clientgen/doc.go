@@ -76,8 +76,8 @@
 //	const res = await demo.add({ a: 1, b: 2 }); // res.structuredContent?.sum: number
 //
 // The module declares the caller context itself (Mcpx-Cwd from Deno.cwd()
-// or process.cwd(), $MCPX_SESSION_ID, $MCPX_PARENT_SESSION_ID) and finds the
-// broker: $MCPX_URL and $MCPX_TOKEN, else the local daemon's record
+// or process.cwd(), $MCPX_SESSION_ID, $MCPX_PARENT_SESSION_ID, $MCPX_LEASE,
+// $MCPX_SCOPE) and finds the broker: $MCPX_URL and $MCPX_TOKEN, else the local daemon's record
 // (daemon.json in $XDG_STATE_HOME/mcpx or ~/.local/state/mcpx; its token is
 // sent only to its own address). Call options override each of these, and
 // add a progress callback (the call is then streamed as server-sent

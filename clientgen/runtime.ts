@@ -43,6 +43,10 @@ export type Connection = {
   session?: string;
   /** The parent session (Mcpx-Parent-Session). Default: $MCPX_PARENT_SESSION_ID. */
   parentSession?: string;
+  /** The lease (Mcpx-Lease) pid-scoped instances live by. Default: $MCPX_LEASE (set by `mcpx lease run`). */
+  lease?: string;
+  /** A scope asked for instead of the server's (Mcpx-Scope); its scopePolicy must allow it. Default: $MCPX_SCOPE. */
+  scope?: string;
 };
 
 /** Options of one tool call. */
@@ -329,6 +333,8 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
     [@@HeaderCwd@@, o.cwd ?? $cwd()],
     [@@HeaderSession@@, o.session ?? $env("MCPX_SESSION_ID")],
     [@@HeaderParentSession@@, o.parentSession ?? $env("MCPX_PARENT_SESSION_ID")],
+    [@@HeaderLease@@, o.lease ?? $env("MCPX_LEASE")],
+    [@@HeaderScope@@, o.scope ?? $env("MCPX_SCOPE")],
   ];
   for (const [name, value] of declared) if (value) headers[name] = value;
 

@@ -201,12 +201,15 @@ var paramDescriptions = map[string]string{
 	"id":      "An instance id, as /v1/instances lists it.",
 	"uri":     "The resource's URI, as the server lists it.",
 	"servers": "Comma-separated server names; absent = every server the caller may use.",
+	"lease":   "A lease id, as POST /v1/leases returned it; an admin may name another caller's lease by its namespaced id (<caller>/<id>).",
+	"key":     "A session's scope key, as /v1/sessions lists it (session:…, psession:…, lease:…, pid:…), path-escaped.",
 }
 
 // bodyDescriptions describe request bodies by kind.
 var bodyDescriptions = map[wire.BodyKind]string{
 	wire.BodyArguments:       "The tool's arguments: a JSON object, passed to the child as they are. An empty body is {}. Nested deeper than limits.maxDepth is refused (bad-request).",
 	wire.BodyPromptArguments: "The prompt's arguments: a JSON object of strings. An empty body is {}.",
+	wire.BodyDocument:        "A JSON document; absent members keep their defaults. An empty body is {}.",
 }
 
 func operation(r *reflector, rt wire.Route) (map[string]any, error) {

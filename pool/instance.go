@@ -26,6 +26,7 @@ type instance struct {
 	spec      spawnSpec
 	sem       chan struct{} // exclusive servers: the one holder's token; send/receive without Pool.mu
 	ephemeral bool          // a call: instance, stopped once its call is done
+	created   time.Time     // when the instance was made (its first call)
 
 	// Guarded by Pool.mu. Read them anywhere under the lock; they change
 	// only in apply (lifecycle.go), all together, along the edges listed
@@ -382,7 +383,7 @@ func (i *instance) statusLocked(now time.Time) InstanceStatus {
 		ID: i.id, Server: i.def.Name, Key: i.key.key, Root: i.root,
 		Cwd: i.spec.cwd, CwdSource: i.spec.cwdSource,
 		Transport: "stdio", Pid: i.gen.pid(), State: i.phase.state(),
-		Started: i.started, LastUsed: i.lastUsed, Calls: i.calls, InFlight: i.inflight,
+		Created: i.created, Started: i.started, LastUsed: i.lastUsed, Calls: i.calls, InFlight: i.inflight,
 		Restarts: i.restarts, LastError: i.lastErr, Degraded: i.degraded,
 	}
 	if i.def.URL != "" {

@@ -87,9 +87,14 @@ type Options struct {
 	// KeyAlive, if set, is asked on each reap whether a caller-owned key
 	// (pid:, lease:) still has its owner; false stops the instance at once.
 	KeyAlive func(key string) bool
-	Env      []string         // what children inherit from (allowlisted); nil = os.Environ()
-	Logger   *slog.Logger     // nil = discard
-	Now      func() time.Time // nil = time.Now; tests inject a clock
+	// KeyIdleTimeout, if set, is asked on each reap for a key's own idle
+	// timeout (a named session's); 0 = the server's, else IdleTimeout.
+	// Like KeyAlive it is called with the pool's lock held: it must not
+	// call the pool.
+	KeyIdleTimeout func(key string) time.Duration
+	Env            []string         // what children inherit from (allowlisted); nil = os.Environ()
+	Logger         *slog.Logger     // nil = discard
+	Now            func() time.Time // nil = time.Now; tests inject a clock
 	// ClientName and ClientVersion go into initialize's clientInfo.
 	ClientName, ClientVersion string
 	HTTPClient                *http.Client // for url servers; nil = a default client
@@ -599,6 +604,7 @@ func (p *Pool) createLocked(def *Server, t Target) (*instance, error) {
 		ephemeral: t.Ephemeral,
 		phase:     phaseIdle,
 		lastUsed:  p.opts.Now(),
+		created:   p.opts.Now(),
 	}
 	if def.Exclusive {
 		inst.sem = make(chan struct{}, 1)
@@ -821,6 +827,9 @@ func (p *Pool) reap(idle bool) {
 		gone := (inst.ephemeral && now.Sub(inst.lastUsed) >= ownerCheckInterval) ||
 			(p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key))
 		timeout := cmp.Or(inst.def.IdleTimeout, p.opts.IdleTimeout)
+		if p.opts.KeyIdleTimeout != nil {
+			timeout = cmp.Or(p.opts.KeyIdleTimeout(inst.key.key), timeout)
+		}
 		if gone || (idle && now.Sub(inst.lastUsed) >= timeout) {
 			why := fmt.Sprintf("idle for %s (idle timeout %s)", now.Sub(inst.lastUsed).Round(time.Second), timeout)
 			switch {

@@ -37,6 +37,7 @@ type InstanceStatus struct {
 	Pid       int       `json:"pid,omitempty"`
 	State     State     `json:"state"`
 	Protocol  string    `json:"protocolVersion,omitempty"`
+	Created   time.Time `json:"created"` // when the instance was made; restarts keep it
 	// Exec is the identity of the running stdio child's executable
 	// (package execid): sha256:<16 hex>, or missing:<command>.
 	Exec         string    `json:"exec,omitempty"`

@@ -110,7 +110,10 @@ type Caller struct {
 	Cwd           string // absolute, on the daemon's machine
 	Session       string
 	ParentSession string
-	Lease         string
+	Lease         string // a lease id (AcquireLease); $MCPX_LEASE in the CLI
+	// Scope asks for this scope instead of the server's (Mcpx-Scope); the
+	// server's scopePolicy must allow it, else the call is refused (403).
+	Scope string
 	// Pid is the pid whose lifetime pid-scoped instances follow. It is sent
 	// over the unix socket only: the daemon trusts it from no one else.
 	Pid int
@@ -130,6 +133,7 @@ func (c *Client) header(cl *Caller) http.Header {
 	set(wire.HeaderSession, cl.Session)
 	set(wire.HeaderParentSession, cl.ParentSession)
 	set(wire.HeaderLease, cl.Lease)
+	set(wire.HeaderScope, cl.Scope)
 	if c.unix && cl.Pid > 0 {
 		h.Set(wire.HeaderPid, strconv.Itoa(cl.Pid))
 	}

@@ -73,6 +73,7 @@ const (
 	BodyNone            BodyKind = ""
 	BodyArguments       BodyKind = "arguments"        // a JSON object: tool arguments; empty body = {}
 	BodyPromptArguments BodyKind = "prompt-arguments" // a JSON object of string values; empty body = {}
+	BodyDocument        BodyKind = "document"         // a JSON document of this package (Route.Request); empty body = its zero value
 )
 
 // Operation names (Route.Name), which are also the OpenAPI operationIds.
@@ -100,6 +101,13 @@ const (
 	OpListNix         = "listNix"
 	OpRefreshNix      = "refreshNix"
 	OpGCNix           = "gcNix"
+	OpAcquireLease    = "acquireLease"
+	OpRenewLease      = "renewLease"
+	OpReleaseLease    = "releaseLease"
+	OpListSessions    = "listSessions"
+	OpGetSession      = "getSession"
+	OpStopSession     = "stopSession"
+	OpSetSession      = "setSession"
 	OpEvents          = "streamEvents"
 )
 
@@ -193,6 +201,32 @@ var routes = []Route{
 	{Method: "DELETE", Pattern: "/v1/instances/{id}", Name: OpStopInstance,
 		Summary: "Stop one instance after draining its calls",
 		Status:  204, Problems: []string{KindNotFound, KindForbidden, KindTimeout, KindCanceled, KindInternal}},
+
+	{Method: "POST", Pattern: "/v1/leases", Name: OpAcquireLease, Body: BodyDocument,
+		Summary: "Acquire a lease: a remote caller's pid-style lifetime; send its id as Mcpx-Lease, renew it before it expires, release it when done",
+		Request: reflect.TypeFor[LeaseRequest](), Response: reflect.TypeFor[Lease](), Status: 200,
+		Problems: []string{KindBadRequest, KindForbidden, KindExhausted, KindTooLarge, KindBodyTimeout, KindInternal}},
+	{Method: "DELETE", Pattern: "/v1/leases/{lease}", Name: OpReleaseLease,
+		Summary: "Release a lease (the caller's own; an admin's, any): its instances are drained and stopped now",
+		Status:  204, Problems: []string{KindNotFound, KindForbidden, KindTimeout, KindCanceled, KindInternal}},
+	{Method: "POST", Pattern: "/v1/leases/{lease}/renew", Name: OpRenewLease, Body: BodyDocument,
+		Summary: "Renew a lease for its ttl, or for the ttl given",
+		Request: reflect.TypeFor[LeaseRequest](), Response: reflect.TypeFor[Lease](), Status: 200,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
+
+	{Method: "GET", Pattern: "/v1/sessions", Name: OpListSessions,
+		Summary:  "List the sessions (instances keyed by a session, parent session, lease or pid): the caller's own, or everyone's for an admin",
+		Response: reflect.TypeFor[SessionList](), Status: 200, Problems: problemsAny},
+	{Method: "GET", Pattern: "/v1/sessions/{key}", Name: OpGetSession,
+		Summary:  "Describe one session by its key (path-escaped)",
+		Response: reflect.TypeFor[Session](), Status: 200, Problems: []string{KindNotFound, KindForbidden, KindInternal}},
+	{Method: "DELETE", Pattern: "/v1/sessions/{key}", Name: OpStopSession,
+		Summary: "Stop a session: its instances are drained and stopped",
+		Status:  204, Problems: []string{KindNotFound, KindForbidden, KindTimeout, KindCanceled, KindInternal}},
+	{Method: "PATCH", Pattern: "/v1/sessions/{key}", Name: OpSetSession, Body: BodyDocument,
+		Summary: "Name a session (a named session outlives its creator's process or lease) or set its own idle timeout",
+		Request: reflect.TypeFor[SessionPatch](), Response: reflect.TypeFor[Session](), Status: 200,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
 
 	{Method: "GET", Pattern: "/v1/nix", Name: OpListNix,
 		Summary:  "List the servers whose command is a nix: spec, with the locked rev and store path each resolved to, and the cache entries no server references (admin)",

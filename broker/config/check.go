@@ -119,6 +119,7 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 			fmt.Sprintf("use an absolute path, or %s/%s for a directory under the instance root", placeholder.Root, strings.TrimPrefix(s.Cwd, "./")))
 	}
 	p.checkChoices(name, s)
+	p.checkScopePolicy(name, s)
 	p.checkRootPlaceholder(name, s)
 	if s.Max < 0 {
 		p.add(name, "max", fmt.Sprintf("max is %d", s.Max), fmt.Sprintf("use 0 for the default (%d) or a positive number", pool.DefaultMax))
@@ -365,6 +366,34 @@ func (p *problems) checkChoices(name string, s *Server) {
 	case SharingShared, SharingExclusive:
 	default:
 		p.add(name, "sharing", fmt.Sprintf("unknown sharing %q", s.Sharing), hintFor(string(s.Sharing), []string{string(SharingShared), string(SharingExclusive)}, "values"))
+	}
+}
+
+// checkScopePolicy checks scopePolicy.allow: known scopes, and the
+// configured scope among them (a policy that refuses the server's own scope
+// would refuse every call that does not override it). Run after
+// checkChoices, which fills the default scope.
+func (p *problems) checkScopePolicy(name string, s *Server) {
+	sp := s.ScopePolicy
+	if sp.Allow == nil {
+		return
+	}
+	names := make([]string, len(scopeKinds))
+	for i, k := range scopeKinds {
+		names[i] = string(k)
+	}
+	for _, k := range sp.Allow {
+		if !slices.Contains(scopeKinds, k) {
+			p.add(name, "scopePolicy.allow", fmt.Sprintf("unknown scope %q", k), hintFor(string(k), names, "scopes"))
+		}
+	}
+	if slices.Contains(scopeKinds, s.Scope) && !slices.Contains(sp.Allow, s.Scope) {
+		p.add(name, "scopePolicy.allow", fmt.Sprintf("the server's own scope %q is not in the list", s.Scope),
+			fmt.Sprintf("add %q to scopePolicy.allow, or change the server's scope", s.Scope))
+	}
+	if !sp.AllowOverride {
+		p.warn(name, "scopePolicy.allow", "scopePolicy.allow has no effect while scopePolicy.allowOverride is false",
+			`set "allowOverride": true to let callers choose among the listed scopes`)
 	}
 }
 

@@ -50,6 +50,9 @@
 package config
 
 import (
+	"bytes"
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -114,6 +117,36 @@ type Server struct {
 	StartTimeout Duration  `json:"startTimeout,omitempty"` // 0 = pool.DefaultStartTimeout; spawn + initialize
 	Tags         []string  `json:"tags,omitempty"`
 	Description  string    `json:"description,omitempty"`
+	// ScopePolicy says which scopes a caller may ask for with the
+	// Mcpx-Scope header; the zero value allows no override.
+	ScopePolicy ScopePolicy `json:"scopePolicy,omitzero"`
+}
+
+// ScopePolicy is a server's scope policy: whether a caller may override the
+// configured scope at call time (the Mcpx-Scope header), and with which
+// scopes. The defaults — Allow every scope, AllowOverride false — keep the
+// configured scope the only one in force: the scope decides who shares a
+// child and its state (a call-scoped server is isolated per call, a global
+// one shared by all), so only the config's owner may open it to callers,
+// and listing the scopes is needed only once overriding is on.
+type ScopePolicy struct {
+	// Allow lists the scopes a caller may ask for; nil = every scope.
+	// When set, it must include the configured scope.
+	Allow []ScopeKind `json:"allow,omitempty"`
+	// AllowOverride lets a caller's Mcpx-Scope replace the configured
+	// scope, when the scope it names is in Allow. false = a call naming a
+	// scope other than the configured one is refused.
+	AllowOverride bool `json:"allowOverride,omitempty"`
+}
+
+// Allows reports whether the policy lets a caller ask for kind: the
+// configured scope always, any other when AllowOverride is on and Allow
+// names it (or is nil).
+func (sp ScopePolicy) Allows(configured, kind ScopeKind) bool {
+	if kind == configured {
+		return true
+	}
+	return sp.AllowOverride && (sp.Allow == nil || slices.Contains(sp.Allow, kind))
 }
 
 // Sharing says how concurrent callers with the same key use one instance.
@@ -301,4 +334,35 @@ func (c *Config) Normalize() error {
 	}
 	c.Warnings = p.warns
 	return p.err(c.Source)
+}
+
+// UnmarshalJSON reads {"allow": [...], "allowOverride": bool} and refuses
+// other fields: a misspelt "allowOverrides" must not silently leave
+// overriding off.
+func (sp *ScopePolicy) UnmarshalJSON(b []byte) error {
+	type plain ScopePolicy
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	var v plain
+	if err := d.Decode(&v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf(`want {"allow": [scope names], "allowOverride": true or false}, got %s for %s`, te.Value, cmp.Or(te.Field, "the policy"))
+		}
+		return fmt.Errorf(`want {"allow": [scope names], "allowOverride": true or false}: %v`, err)
+	}
+	*sp = ScopePolicy(v)
+	return nil
+}
+
+// IsScopeKind reports whether k names a scope.
+func IsScopeKind(k ScopeKind) bool { return slices.Contains(scopeKinds, k) }
+
+// ScopeNames lists the scope names, in the order of the scopes table.
+func ScopeNames() []string {
+	out := make([]string, len(scopeKinds))
+	for i, k := range scopeKinds {
+		out[i] = string(k)
+	}
+	return out
 }

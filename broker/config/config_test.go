@@ -84,6 +84,14 @@ func TestParseErrors(t *testing.T) {
 			"x", "scope", []string{`unknown scope "worktre"`, `did you mean "worktree"?`}},
 		{"bad scope list", `{"servers":{"x":{"command":"a","scope":"galaxy"}}}`,
 			"x", "scope", []string{`unknown scope "galaxy"`, "known scopes: global, repo, worktree, cwd, session, parent-session, pid, call"}},
+		{"bad policy scope", `{"servers":{"x":{"command":"a","scope":"session","scopePolicy":{"allow":["session","sesion"],"allowOverride":true}}}}`,
+			"x", "scopePolicy.allow", []string{`unknown scope "sesion"`, `did you mean "session"?`}},
+		{"policy without own scope", `{"servers":{"x":{"command":"a","scope":"call","scopePolicy":{"allow":["session"],"allowOverride":true}}}}`,
+			"x", "scopePolicy.allow", []string{`the server's own scope "call" is not in the list`, `add "call" to scopePolicy.allow`}},
+		{"policy unknown field", `{"servers":{"x":{"command":"a","scopePolicy":{"allowOverrides":true}}}}`,
+			"x", "scopePolicy", []string{`unknown field "allowOverrides"`}},
+		{"policy wrong type", `{"servers":{"x":{"command":"a","scopePolicy":{"allowOverride":"yes"}}}}`,
+			"x", "scopePolicy", []string{`got string for allowOverride`}},
 		{"bad sharing", `{"servers":{"x":{"command":"a","sharing":"exclusiv"}}}`,
 			"x", "sharing", []string{`unknown sharing "exclusiv"`, `did you mean "exclusive"?`}},
 		{"negative max", `{"servers":{"x":{"command":"a","max":-1}}}`,
@@ -623,5 +631,34 @@ func TestNixSection(t *testing.T) {
 	}
 	if s := cfg.Servers["tool"]; s.Command != "nix:github:owner/repo/v1#tool" || len(s.Args) != 1 || s.Env["A"] != "b" {
 		t.Errorf("server %+v", s)
+	}
+}
+
+func TestScopePolicy(t *testing.T) {
+	cfg, err := config.Parse([]byte(`{"servers":{
+		"closed":{"command":"a","scope":"session"},
+		"open":{"command":"a","scope":"session","scopePolicy":{"allowOverride":true}},
+		"some":{"command":"a","scope":"session","scopePolicy":{"allow":["session","call"],"allowOverride":true}},
+		"inert":{"command":"a","scope":"session","scopePolicy":{"allow":["session","call"]}}}}`), "c.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		server string
+		kind   config.ScopeKind
+		want   bool
+	}{
+		{"closed", config.ScopeSession, true}, {"closed", config.ScopeCall, false},
+		{"open", config.ScopeGlobal, true}, {"open", config.ScopeCall, true},
+		{"some", config.ScopeCall, true}, {"some", config.ScopeGlobal, false},
+		{"inert", config.ScopeCall, false}, {"inert", config.ScopeSession, true},
+	} {
+		s := cfg.Servers[tc.server]
+		if got := s.ScopePolicy.Allows(s.Scope, tc.kind); got != tc.want {
+			t.Errorf("%s allows %s: %v, want %v", tc.server, tc.kind, got, tc.want)
+		}
+	}
+	if len(cfg.Warnings) != 1 || cfg.Warnings[0].Server != "inert" || cfg.Warnings[0].Field != "scopePolicy.allow" {
+		t.Errorf("warnings %v, want one for inert's scopePolicy.allow without allowOverride", cfg.Warnings)
 	}
 }

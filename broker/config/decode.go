@@ -180,6 +180,7 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 		"startTimeout": {&s.StartTimeout, durWant},
 		"tags":         {&s.Tags, strs},
 		"description":  {&s.Description, str},
+		"scopePolicy":  {&s.ScopePolicy, `an object such as {"allow": ["session", "call"], "allowOverride": true}`},
 	}
 }
 

@@ -82,6 +82,8 @@ func autostart(ctx context.Context, c *cli, bc *client.Client, off bool) error {
 type callerOpts struct {
 	cwd     string // --cwd; "" = $PWD (if it is the working directory), else os.Getwd
 	session string // --session; "" = $MCPX_SESSION_ID
+	lease   string // --lease; "" = $MCPX_LEASE
+	scope   string // --scope; "" = $MCPX_SCOPE
 }
 
 // callerClient is the client of the broker at addr (started on demand unless
@@ -108,6 +110,8 @@ func callerFlags(fs *flag.FlagSet, cwdUse string) *callerOpts {
 	co := new(callerOpts)
 	fs.StringVar(&co.cwd, "cwd", "", cwdUse+" (default $PWD)")
 	fs.StringVar(&co.session, "session", "", "the caller's session id (default $MCPX_SESSION_ID)")
+	fs.StringVar(&co.lease, "lease", "", "a lease id that pid-scoped instances live by (default $MCPX_LEASE, set by `mcpx lease run`)")
+	fs.StringVar(&co.scope, "scope", "", "a scope to use instead of the server's, if its scopePolicy allows it (default $MCPX_SCOPE)")
 	return co
 }
 
@@ -121,6 +125,8 @@ func (o callerOpts) caller(c *cli) (client.Caller, error) {
 		Cwd:           cwd,
 		Session:       cmp.Or(o.session, c.getenv("MCPX_SESSION_ID")),
 		ParentSession: c.getenv("MCPX_PARENT_SESSION_ID"),
+		Lease:         cmp.Or(o.lease, c.getenv("MCPX_LEASE")),
+		Scope:         cmp.Or(o.scope, c.getenv("MCPX_SCOPE")),
 		// The CLI lives for one call; a pid-scoped instance belongs to the
 		// process that runs it (the shell or the agent), so send the parent.
 		Pid: os.Getppid(),

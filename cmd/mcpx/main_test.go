@@ -46,6 +46,7 @@ func TestMain(m *testing.M) {
 //	nochildren status.json   every pid in a `mcpx status --json` file is gone
 //	daemons N                the state directory's log shows N daemons started, and
 //	                         the record's pid is alive (N > 0)
+//	waitfile path            wait until a file exists (a background command wrote it)
 func TestScripts(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	marker := proctest.Env(t)
@@ -79,6 +80,7 @@ func TestScripts(t *testing.T) {
 			"exits":      exits,
 			"nochildren": noChildren,
 			"daemons":    daemons,
+			"waitfile":   waitFile,
 		},
 	})
 }
@@ -105,6 +107,22 @@ func waitSock(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("socket %s never answered: %v", args[0], err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile path")
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s never appeared", args[0])
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -145,7 +163,7 @@ func noChildren(ts *testscript.TestScript, neg bool, args []string) {
 	if len(doc.Instances) == 0 {
 		ts.Fatalf("%s lists no instances", args[0])
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for _, in := range doc.Instances {
 		for syscall.Kill(in.Pid, 0) == nil {
 			if time.Now().After(deadline) {

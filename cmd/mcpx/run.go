@@ -44,6 +44,8 @@ func commands() []command {
 		{"tools", "[--json] [server]", "list the tools of every server, or of one", tools},
 		{"search", "[--tag t] [--explain] [--json] <terms>", "search every server's tools by name, tag, server and description", searchCmd},
 		{"catalog", "[--budget N] [--bias Q] [--json]", "every server with its tool count, then tool signatures within a token budget", catalogCmd},
+		{"sessions", "ls [--json]|show <key>|stop <key>|set <key> [--idle 1h] [--name n]", "list, show, stop or name the sessions: instances keyed by a session, parent session, lease or pid", sessionsCmd},
+		{"lease", "run [--ttl 30s] -- <cmd> [args...]", "run a command under a lease ($MCPX_LEASE), renewed while it runs and released when it exits", leaseCmd},
 		{"status", "[--json]", "list the running server instances", status},
 		{"events", "[--follow] [--json]", "print the daemon's lifecycle events (spawn, restart, crash, ...)", events},
 		{"stop", "<instance-id>", "stop one instance", stop},

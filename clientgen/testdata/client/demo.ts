@@ -11,8 +11,9 @@
 //
 // The broker is $MCPX_URL with $MCPX_TOKEN, else the local daemon's record
 // ($XDG_STATE_HOME/mcpx/daemon.json, else ~/.local/state/mcpx/daemon.json);
-// the caller context is the process's cwd, $MCPX_SESSION_ID and
-// $MCPX_PARENT_SESSION_ID. Each call's options override all of them.
+// the caller context is the process's cwd, $MCPX_SESSION_ID,
+// $MCPX_PARENT_SESSION_ID, $MCPX_LEASE and $MCPX_SCOPE. Each call's
+// options override all of them.
 //
 // Broker: mcpx test
 //
@@ -188,6 +189,10 @@ export type Connection = {
   session?: string;
   /** The parent session (Mcpx-Parent-Session). Default: $MCPX_PARENT_SESSION_ID. */
   parentSession?: string;
+  /** The lease (Mcpx-Lease) pid-scoped instances live by. Default: $MCPX_LEASE (set by `mcpx lease run`). */
+  lease?: string;
+  /** A scope asked for instead of the server's (Mcpx-Scope); its scopePolicy must allow it. Default: $MCPX_SCOPE. */
+  scope?: string;
 };
 
 /** Options of one tool call. */
@@ -474,6 +479,8 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
     ["Mcpx-Cwd", o.cwd ?? $cwd()],
     ["Mcpx-Session", o.session ?? $env("MCPX_SESSION_ID")],
     ["Mcpx-Parent-Session", o.parentSession ?? $env("MCPX_PARENT_SESSION_ID")],
+    ["Mcpx-Lease", o.lease ?? $env("MCPX_LEASE")],
+    ["Mcpx-Scope", o.scope ?? $env("MCPX_SCOPE")],
   ];
   for (const [name, value] of declared) if (value) headers[name] = value;
 

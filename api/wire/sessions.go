@@ -1,0 +1,61 @@
+package wire
+
+import "time"
+
+// LeaseRequest is the body of POST /v1/leases and of a renewal.
+type LeaseRequest struct {
+	// TTL is how long the lease lives past this request, as a Go duration
+	// ("30s", "5m"); "" = 60s when acquiring, the lease's own ttl when
+	// renewing. At most 1h; shorter than 1s is raised to 1s.
+	TTL string `json:"ttl,omitempty"`
+}
+
+// Lease is an acquired or renewed lease. Send ID as Mcpx-Lease: instances
+// of pid-scoped servers called with it stop when it is released or expires.
+type Lease struct {
+	ID      string    `json:"id"`
+	Key     string    `json:"key"`     // the scope key of its instances: "lease:<id>", namespaced by caller for non-owners
+	TTL     string    `json:"ttl"`     // each renewal's length, as a Go duration
+	Expires time.Time `json:"expires"` // when it ends unless renewed
+}
+
+// SessionCreator is who made a session: the caller of its first call.
+type SessionCreator struct {
+	Name  string `json:"name"`
+	Via   string `json:"via"`            // a Via* value
+	Owner bool   `json:"owner"`          // the daemon's own user
+	Host  string `json:"host,omitempty"` // the machine it ran on, when known (the broker's for local callers)
+	Cwd   string `json:"cwd,omitempty"`  // its declared cwd
+}
+
+// Session is one caller-owned scope key (session:, psession:, lease: or
+// pid:) and its running instances.
+type Session struct {
+	Key   string `json:"key"`
+	Scope string `json:"scope"` // "session", "parent-session", "lease" or "pid"
+	// Name, once set, makes the session outlive its creator's process or
+	// lease: its instances stop only when idle.
+	Name        string         `json:"name,omitempty"`
+	IdleTimeout string         `json:"idleTimeout,omitempty"` // its own, as a Go duration; absent = each server's
+	Creator     SessionCreator `json:"creator"`
+	Created     time.Time      `json:"created"`
+	LastUsed    time.Time      `json:"lastUsed"`
+	Calls       int64          `json:"calls"`
+	Instances   []Instance     `json:"instances"`
+}
+
+// SessionList is the /v1/sessions document: the caller's own sessions, or
+// everyone's for an admin.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// SessionPatch is the body of PATCH /v1/sessions/{key}; absent members are
+// left as they are.
+type SessionPatch struct {
+	// IdleTimeout is the session's own idle timeout, as a Go duration; "0"
+	// returns to each server's.
+	IdleTimeout *string `json:"idleTimeout,omitempty"`
+	// Name labels the session and keeps it past its creator; "" clears it.
+	Name *string `json:"name,omitempty"`
+}

@@ -1,0 +1,366 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/pool"
+)
+
+// A session, to the API, is the set of instances sharing one caller-owned
+// key: session:, psession:, lease: or pid: ("Scopes, keys and roots" in
+// docs/architecture.md). Directory and global keys are shared by design and
+// belong to no caller (they are listed by Instances); call: keys live for
+// one call.
+var sessionPrefixes = []string{"session:", "psession:", "lease:", "pid:"}
+
+// sessionScope names the scope a caller-owned key comes from.
+func sessionScope(key string) (string, bool) {
+	for i, p := range sessionPrefixes {
+		if strings.HasPrefix(key, p) {
+			return []string{"session", "parent-session", "lease", "pid"}[i], true
+		}
+	}
+	return "", false
+}
+
+// Creator is who made a session: the caller of its first call.
+type Creator struct {
+	Name  string `json:"name"`           // the caller's name (Caller.Name)
+	Via   string `json:"via"`            // how it reached the broker (Caller.Via)
+	Owner bool   `json:"owner"`          // the daemon's own user
+	Host  string `json:"host,omitempty"` // the machine it ran on, when known: the broker's own for local callers
+	Cwd   string `json:"cwd,omitempty"`  // its declared cwd, canonical
+}
+
+// Session is one caller-owned key and its instances.
+type Session struct {
+	Key         string        `json:"key"`
+	Scope       string        `json:"scope"`                 // "session", "parent-session", "lease" or "pid"
+	Name        string        `json:"name,omitempty"`        // set with SetSession: a named session outlives its creator
+	IdleTimeout time.Duration `json:"idleTimeout,omitempty"` // set with SetSession; 0 = each server's own
+	Creator     Creator       `json:"creator"`
+	Created     time.Time     `json:"created"`  // the first instance's creation
+	LastUsed    time.Time     `json:"lastUsed"` // the latest of its instances'
+	Calls       int64         `json:"calls"`    // over its running instances
+	Instances   []Instance    `json:"instances"`
+}
+
+// SessionSettings are what SetSession changes; nil fields stay as they are.
+type SessionSettings struct {
+	Name        *string        // "" clears it
+	IdleTimeout *time.Duration // 0 clears it
+}
+
+// MaxSessionIdleTimeout bounds a session's own idle timeout.
+const MaxSessionIdleTimeout = 7 * 24 * time.Hour
+
+// sessionMeta is what the broker knows of a key beyond its instances.
+type sessionMeta struct {
+	creator Creator
+	name    string
+	idle    time.Duration
+}
+
+// sessionRegistry holds sessionMeta by key. Its methods take only its own
+// lock, so the pool may call them (KeyAlive, KeyIdleTimeout) with its lock
+// held; nothing here calls the pool.
+type sessionRegistry struct {
+	mu sync.Mutex
+	m  map[string]*sessionMeta // guarded by mu
+}
+
+// maxSessionMeta bounds the registry; past it, entries of keys with no
+// instance are dropped.
+const maxSessionMeta = 4096
+
+// note records key's creator, once. live lists the keys with instances, for
+// pruning; it is read only when the registry is full.
+func (r *sessionRegistry) note(key string, cr Creator, live func() map[string]bool) {
+	r.mu.Lock()
+	_, ok := r.m[key]
+	full := len(r.m) >= maxSessionMeta
+	r.mu.Unlock()
+	if ok {
+		return
+	}
+	var keep map[string]bool
+	if full {
+		keep = live() // outside r.mu: the pool calls the registry with its own lock held
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if keep != nil {
+		for k, m := range r.m {
+			if !keep[k] && m.name == "" {
+				delete(r.m, k)
+			}
+		}
+	}
+	if _, ok := r.m[key]; !ok {
+		r.m[key] = &sessionMeta{creator: cr}
+	}
+}
+
+func (r *sessionRegistry) get(key string) (sessionMeta, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.m[key]
+	if m == nil {
+		return sessionMeta{}, false
+	}
+	return *m, true
+}
+
+// named reports whether key's session has a name: its instances outlive
+// their creator (a dead pid, an ended lease) and idle out by their timeout.
+func (r *sessionRegistry) named(key string) bool {
+	m, _ := r.get(key)
+	return m.name != ""
+}
+
+func (r *sessionRegistry) idleTimeout(key string) time.Duration {
+	m, _ := r.get(key)
+	return m.idle
+}
+
+// keyAlive is the pool's KeyAlive hook: whether a caller-owned key still
+// has its owner. A named session always has; a lease key while its lease is
+// live; a pid key while the process exists.
+func (b *Broker) keyAlive(key string) bool {
+	if b.sessions.named(key) {
+		return true
+	}
+	if isLeaseKey(key) {
+		return b.leases.alive(key)
+	}
+	return keyAlive(key)
+}
+
+// noteSession records the creator of a caller-owned key on its first call.
+func (b *Broker) noteSession(key string, c Caller, cwd string) {
+	if _, ok := sessionScope(key); !ok {
+		return
+	}
+	cr := Creator{Name: c.Name, Via: c.Via, Owner: c.Owner, Cwd: cwd}
+	if c.Local || c.Via == "tcp-loopback" {
+		cr.Host = hostname
+	}
+	b.sessions.note(key, cr, func() map[string]bool {
+		live := map[string]bool{}
+		for _, in := range b.pool.Instances() {
+			live[in.Key] = true
+		}
+		return live
+	})
+}
+
+var hostname, _ = os.Hostname()
+
+// mayManageSession reports whether c may see and change the session meta
+// describes: an admin any, another caller only those it created (the same
+// name, and the same side of the owner line, so that a remote caller named
+// like a local one is not taken for it). Deny by default: a key with no
+// record is the admin's alone.
+func mayManageSession(c Caller, meta sessionMeta, known bool) bool {
+	if c.Admin {
+		return true
+	}
+	return known && meta.creator.Name == c.Name && meta.creator.Owner == c.Owner
+}
+
+// Sessions lists the sessions c may see, sorted by key.
+func (b *Broker) Sessions(c Caller) []Session {
+	byKey := map[string][]Instance{}
+	for _, in := range b.pool.Instances() {
+		if _, ok := sessionScope(in.Key); ok {
+			byKey[in.Key] = append(byKey[in.Key], in)
+		}
+	}
+	out := []Session{}
+	for key, ins := range byKey {
+		if s, ok := b.session(c, key, ins); ok {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b Session) int { return cmp.Compare(a.Key, b.Key) })
+	return out
+}
+
+// session builds key's Session from its instances, if c may see it.
+func (b *Broker) session(c Caller, key string, ins []Instance) (Session, bool) {
+	meta, known := b.sessions.get(key)
+	if len(ins) == 0 || !mayManageSession(c, meta, known) {
+		return Session{}, false
+	}
+	scope, _ := sessionScope(key)
+	s := Session{Key: key, Scope: scope, Name: meta.name, IdleTimeout: meta.idle, Creator: meta.creator, Instances: ins}
+	for _, in := range ins {
+		if s.Created.IsZero() || in.Created.Before(s.Created) {
+			s.Created = in.Created
+		}
+		if in.LastUsed.After(s.LastUsed) {
+			s.LastUsed = in.LastUsed
+		}
+		s.Calls += in.Calls
+	}
+	return s, true
+}
+
+// sessionInstances returns key's running instances.
+func (b *Broker) sessionInstances(key string) []Instance {
+	var out []Instance
+	for _, in := range b.pool.Instances() {
+		if in.Key == key {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// Session describes one session; KindNotFound if there is none by that key
+// that c may see (another caller's sessions do not exist to it).
+func (b *Broker) Session(c Caller, key string) (Session, error) {
+	s, ok := b.session(c, key, b.sessionInstances(key))
+	if !ok {
+		return Session{}, sessionNotFound("show session", key)
+	}
+	return s, nil
+}
+
+func sessionNotFound(op, key string) *Error {
+	return &Error{Kind: KindNotFound, Op: op, Field: "key",
+		Msg:  fmt.Sprintf("no session %q", key),
+		Hint: "`mcpx sessions ls` lists yours (session:, psession:, lease: and pid: keys with running instances)"}
+}
+
+// StopSession drains and stops every instance of c's session key.
+func (b *Broker) StopSession(ctx context.Context, c Caller, key string) error {
+	s, ok := b.session(c, key, b.sessionInstances(key))
+	if !ok {
+		return sessionNotFound("stop session", key)
+	}
+	return b.stopInstances(ctx, s.Instances, "stop session")
+}
+
+func (b *Broker) stopInstances(ctx context.Context, ins []Instance, op string) error {
+	var errs []error
+	for _, in := range ins {
+		if err := b.pool.Stop(ctx, in.ID); err != nil && !errors.Is(err, pool.ErrNotFound) {
+			errs = append(errs, err) // gone meanwhile is stopped enough
+		}
+	}
+	return b.translate(errors.Join(errs...), op, "")
+}
+
+// SetSession names a session or sets its idle timeout. A named session
+// outlives its creator's process or lease: its instances stop when idle
+// for its timeout (its own, else each server's).
+func (b *Broker) SetSession(c Caller, key string, set SessionSettings) (Session, error) {
+	if set.Name != nil {
+		if err := checkSessionName(*set.Name); err != nil {
+			return Session{}, err
+		}
+	}
+	if d := set.IdleTimeout; d != nil && (*d < 0 || *d > MaxSessionIdleTimeout) {
+		return Session{}, &Error{Kind: KindBadRequest, Op: "set session", Field: "idleTimeout",
+			Msg:  fmt.Sprintf("idleTimeout %s is outside [0, %s]", *d, MaxSessionIdleTimeout),
+			Hint: "use a duration such as \"1h\"; 0 returns to each server's own idle timeout"}
+	}
+	if _, ok := b.session(c, key, b.sessionInstances(key)); !ok {
+		return Session{}, sessionNotFound("set session", key)
+	}
+	b.sessions.mu.Lock()
+	m := b.sessions.m[key]
+	if m == nil { // only an admin gets here for a key with no record
+		m = &sessionMeta{}
+		b.sessions.m[key] = m
+	}
+	if set.Name != nil {
+		m.name = *set.Name
+	}
+	if set.IdleTimeout != nil {
+		m.idle = *set.IdleTimeout
+	}
+	b.sessions.mu.Unlock()
+	return b.Session(c, key)
+}
+
+func checkSessionName(n string) error {
+	bad := len(n) > 128 || strings.ContainsFunc(n, func(r rune) bool { return !unicode.IsPrint(r) })
+	if !bad {
+		return nil
+	}
+	return &Error{Kind: KindBadRequest, Op: "set session", Field: "name",
+		Msg: "a session name is at most 128 printable characters", Hint: "pick a short label such as \"build-cache\""}
+}
+
+// AcquireLease gives c a lease for ttl (0 = DefaultLeaseTTL; at most
+// MaxLeaseTTL). Calls that send its ID as Mcpx-Lease land pid-scoped
+// servers on lease:<id> instances, which stop when it ends.
+func (b *Broker) AcquireLease(c Caller, ttl time.Duration) (Lease, error) {
+	return b.leases.acquire(c, ttl)
+}
+
+// RenewLease extends c's lease (an admin's: anyone's, by its full id) by
+// ttl, 0 = its own ttl. KindNotFound once it has expired.
+func (b *Broker) RenewLease(c Caller, id string, ttl time.Duration) (Lease, error) {
+	return b.leases.renew(id, c, ttl)
+}
+
+// ReleaseLease ends c's lease and stops its instances at once (draining
+// their calls, bounded by ctx), unless its session was named.
+func (b *Broker) ReleaseLease(ctx context.Context, c Caller, id string) error {
+	key, err := b.leases.release(id, c)
+	if err != nil {
+		return err
+	}
+	if b.sessions.named(key) {
+		return nil
+	}
+	return b.stopInstances(ctx, b.sessionInstances(key), "release lease")
+}
+
+// scopeFor is the one place a request's scope kind is decided: the
+// server's configured scope, or the caller's Mcpx-Scope override when the
+// server's scopePolicy allows it. A refused override is an error naming the
+// policy, never a silent fall back to the configured scope.
+func scopeFor(server string, def *config.Server, requested config.ScopeKind) (config.ScopeKind, error) {
+	if requested == "" || requested == def.Scope {
+		return def.Scope, nil
+	}
+	if !config.IsScopeKind(requested) {
+		return "", &Error{Kind: KindBadRequest, Op: "resolve scope", Server: server, Field: "Mcpx-Scope",
+			Msg:  fmt.Sprintf("Mcpx-Scope %q is not a scope", requested),
+			Hint: "scopes: " + strings.Join(config.ScopeNames(), ", ")}
+	}
+	sp := def.ScopePolicy
+	switch {
+	case !sp.AllowOverride:
+		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "scopePolicy.allowOverride",
+			Msg:  fmt.Sprintf("the server's scope is %q and its scopePolicy.allowOverride is false, so Mcpx-Scope %q is refused", def.Scope, requested),
+			Hint: "drop Mcpx-Scope (--scope), or have the daemon's owner set scopePolicy.allowOverride for this server"}
+	case !sp.Allows(def.Scope, requested):
+		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "scopePolicy.allow",
+			Msg:  fmt.Sprintf("Mcpx-Scope %q is not in the server's scopePolicy.allow (%s)", requested, scopeList(sp.Allow)),
+			Hint: "ask for one of the allowed scopes, or drop Mcpx-Scope"}
+	}
+	return requested, nil
+}
+
+func scopeList(ks []config.ScopeKind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
+)
+
+// sessionsCmd is `mcpx sessions ls [--json] | show <key> | stop <key> |
+// set <key> [--idle 1h] [--name n]`: the instances keyed by a session,
+// parent session, lease or pid, grouped by key.
+func sessionsCmd(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "sessions")
+	brokerAddr := brokerFlag(fs)
+	asJSON := fs.Bool("json", false, "print the broker's JSON answer")
+	idle := fs.String("idle", "", "set: the session's own idle timeout, e.g. 1h (0 = each server's)")
+	name := fs.String("name", "", `set: name the session, so it outlives its creator ("" with --name= clears it)`)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(pos) == 1 && pos[0] == "ls":
+	case len(pos) == 2 && (pos[0] == "show" || pos[0] == "stop" || pos[0] == "set"):
+	default:
+		return usageError(c, fs, "want `ls`, `show <key>`, `stop <key>` or `set <key> [--idle d] [--name n]`")
+	}
+	var patch wire.SessionPatch
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "idle":
+			patch.IdleTimeout = idle
+		case "name":
+			patch.Name = name
+		}
+	})
+	if pos[0] == "set" && patch.IdleTimeout == nil && patch.Name == nil {
+		return usageError(c, fs, "set wants --idle or --name")
+	}
+	if patch.IdleTimeout != nil {
+		if _, err := time.ParseDuration(*patch.IdleTimeout); err != nil {
+			return usageError(c, fs, "--idle %q is not a duration such as 30m or 1h", *patch.IdleTimeout)
+		}
+	}
+	bc, err := newBrokerClient(c, *brokerAddr)
+	if err != nil {
+		return report(c, err)
+	}
+	var raw []byte
+	switch pos[0] {
+	case "ls":
+		var doc *wire.SessionList
+		if doc, raw, err = bc.Sessions(ctx); err == nil && !*asJSON {
+			printSessions(c, doc.Sessions, time.Now())
+		}
+	case "show":
+		var doc *wire.Session
+		if doc, raw, err = bc.Session(ctx, pos[1]); err == nil && !*asJSON {
+			printSession(c, doc, time.Now())
+		}
+	case "stop":
+		if err = bc.StopSession(ctx, pos[1]); err == nil {
+			fmt.Fprintf(c.stdout, "stopped %s\n", pos[1])
+			return exitOK
+		}
+	case "set":
+		var doc *wire.Session
+		if doc, err = bc.SetSession(ctx, pos[1], patch); err == nil {
+			printSession(c, doc, time.Now())
+			return exitOK
+		}
+	}
+	if err != nil {
+		return report(c, err)
+	}
+	if *asJSON {
+		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
+	}
+	return exitOK
+}
+
+func printSessions(c *cli, list []wire.Session, now time.Time) {
+	if len(list) == 0 {
+		fmt.Fprintln(c.stdout, "no sessions (instances keyed by a session, parent session, lease or pid)")
+		return
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tNAME\tSERVER\tINSTANCE\tPID\tAGE\tIDLE\tCALLS\tCREATOR")
+	for _, s := range list {
+		for _, in := range s.Instances {
+			idle := "-"
+			if in.InFlight == 0 && !in.LastUsed.IsZero() {
+				idle = human(now.Sub(in.LastUsed))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Key, orDash(s.Name), in.Server, in.ID,
+				pid(in.Pid), human(now.Sub(in.Created)), idle, in.Calls, orDash(s.Creator.Name))
+		}
+	}
+	tw.Flush()
+}
+
+func printSession(c *cli, s *wire.Session, now time.Time) {
+	fmt.Fprintf(c.stdout, "key:     %s (%s)\n", s.Key, s.Scope)
+	if s.Name != "" {
+		fmt.Fprintf(c.stdout, "name:    %s (outlives its creator)\n", s.Name)
+	}
+	if s.IdleTimeout != "" {
+		fmt.Fprintf(c.stdout, "idle:    stops after %s idle\n", s.IdleTimeout)
+	}
+	cr := s.Creator
+	where := strings.TrimSpace(strings.Join([]string{cr.Host, cr.Cwd}, " "))
+	fmt.Fprintf(c.stdout, "creator: %s via %s %s\n", orDash(cr.Name), orDash(cr.Via), where)
+	fmt.Fprintf(c.stdout, "created: %s ago, last used %s ago, %d calls\n", human(now.Sub(s.Created)), human(now.Sub(s.LastUsed)), s.Calls)
+	printInstances(c, s.Instances, now)
+}
+
+// leaseCmd is `mcpx lease run [--ttl 30s] -- <cmd> [args…]`: run a command
+// under a lease. The lease's id is exported as $MCPX_LEASE (the CLI, the Go
+// client and the generated TypeScript client send it as Mcpx-Lease), it is
+// renewed every ttl/3 while the command runs and released when it exits,
+// with the command's exit code. Killed outright (SIGKILL), this process
+// renews no more, and the lease expires within its ttl.
+func leaseCmd(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "lease")
+	brokerAddr := brokerFlag(fs)
+	noAutostart := autostartFlag(fs)
+	ttl := fs.Duration("ttl", 30*time.Second, "the lease's ttl: how long it outlives this process if killed (renewed every ttl/3)")
+	if len(args) == 0 || args[0] != "run" {
+		return usageError(c, fs, "want `run [--ttl 30s] -- <cmd> [args…]`")
+	}
+	// Flags end at the command: its own flags are its own.
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return usageError(c, fs, "want a command after `--`")
+	}
+	if *ttl < time.Second {
+		return usageError(c, fs, "--ttl %s is shorter than a second", *ttl)
+	}
+	bc, err := newBrokerClient(c, *brokerAddr)
+	if err != nil {
+		return report(c, err)
+	}
+	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
+		return report(c, err)
+	}
+	lease, err := bc.AcquireLease(ctx, *ttl)
+	if err != nil {
+		return report(c, err)
+	}
+	code := runLeased(ctx, c, bc, lease, *ttl, argv)
+	// Release with a context of its own: ctx may be the interrupt that
+	// ended the command.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := bc.ReleaseLease(rctx, lease.ID); err != nil {
+		fmt.Fprintf(c.stderr, "mcpx lease: releasing lease %s: %v (it expires within %s)\n", lease.ID, err, *ttl)
+	}
+	return code
+}
+
+// runLeased runs argv with $MCPX_LEASE set, renewing the lease until it
+// exits, and returns its exit code (128+n for a signal, as shells do).
+func runLeased(ctx context.Context, c *cli, bc *client.Client, lease *wire.Lease, ttl time.Duration, argv []string) int {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "MCPX_LEASE="+lease.ID)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(c.stderr, "mcpx lease: %v\n", err)
+		return 127
+	}
+	done := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		renewLoop(ctx, c, bc, lease.ID, ttl, done)
+	}()
+	// An interrupt from the terminal reaches the command through its
+	// process group; one sent to this process alone (ctx ends) is passed
+	// on as SIGTERM. Either way the lease is held until the command exits.
+	stopFwd := context.AfterFunc(ctx, func() { cmd.Process.Signal(syscall.SIGTERM) })
+	defer stopFwd()
+	err := cmd.Wait()
+	close(done)
+	<-renewed
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	fmt.Fprintf(c.stderr, "mcpx lease: %v\n", err)
+	return exitFailed
+}
+
+// renewLoop renews the lease every ttl/3 until done is closed. A failed
+// renewal is reported and retried at the next tick: the lease has two more
+// before it ends.
+func renewLoop(ctx context.Context, c *cli, bc *client.Client, id string, ttl time.Duration, done <-chan struct{}) {
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/3)
+			_, err := bc.RenewLease(rctx, id, 0)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(c.stderr, "mcpx lease: renewing lease %s: %v\n", id, err)
+			}
+		}
+	}
+}
