@@ -46,7 +46,7 @@ func instanceDoc(in broker.Instance) wire.Instance {
 		State: string(in.State), Protocol: in.Protocol, Created: in.Created, Started: in.Started, LastUsed: in.LastUsed,
 		Calls: in.Calls, InFlight: in.InFlight, Restarts: in.Restarts, BackoffUntil: in.BackoffUntil,
 		LastError: in.LastError, Degraded: in.Degraded,
-		Program: programDoc(in.Program),
+		Program: programDoc(in.Program), Exec: in.Exec,
 	}
 }
 

@@ -38,6 +38,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpToolsOpenAPI:    (*server).toolsOpenAPI,
 	wire.OpCatalog:         (*server).catalog,
 	wire.OpListNix:         (*server).listNix,
+	wire.OpEvents:          (*server).streamEvents,
 	wire.OpRefreshNix:      (*server).refreshNix,
 	wire.OpGCNix:           (*server).gcNix,
 	wire.OpAcquireLease:    (*server).acquireLease,

@@ -26,6 +26,9 @@ func instanceFor(c broker.Caller, in broker.Instance) (wire.Instance, bool) {
 	if in.LastError != "" {
 		in.LastError = privateLastError
 	}
+	if strings.HasPrefix(in.Exec, "missing:") {
+		in.Exec = "missing" // the command is the owner's
+	}
 	if !c.Admin && !ownsInstance(c, in) {
 		in.Key, in.Root, in.Cwd, in.Pid = "", "", "", 0
 	}

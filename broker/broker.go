@@ -123,6 +123,8 @@ type Options struct {
 	// servers across restarts (MemoFile) and where the call log goes
 	// (RecordsDir, per the config's records section); "" = nothing kept.
 	StateDir string
+	// ExecWatch overrides the config's pool.execWatch (tests); negative = off.
+	ExecWatch time.Duration
 	// Nix resolves servers' nix:<flakeref>#attr commands to store paths
 	// (package nixresolve), at spawn; the caller owns it and closes it
 	// after the broker. nil = a nix: command fails its server's start,
@@ -208,6 +210,8 @@ func New(opts Options) (*Broker, error) {
 		RootsWait:       opts.Config.Limits.RootsWait.D(),
 		MemoFile:        memoFile(opts.StateDir),
 		Resolve:         resolveCommand(opts.Nix),
+		ExecHashMax:     opts.Config.Limits.ExecHashMax,
+		ExecWatch:       cmp.Or(opts.ExecWatch, opts.Config.Pool.ExecWatch.D()),
 	})
 	b.openRecords(opts)
 	b.SetConfig(opts.Config)
@@ -255,6 +259,22 @@ func (b *Broker) SetConfig(cfg *config.Config) {
 		}
 	}
 }
+
+// Reload puts cfg in force as SetConfig does, then checks every running
+// child's executable (a reload is also the way to say "I changed the
+// program": a child whose program changed is replaced), and adds an
+// EventReload saying what triggered it ("signal", "api", "config file").
+func (b *Broker) Reload(cfg *config.Config, trigger string) {
+	b.SetConfig(cfg)
+	n := b.pool.CheckExec()
+	b.pool.Events().Add(pool.Event{Kind: pool.EventReload, Reason: trigger})
+	if n > 0 {
+		b.log.Info("reload replaced children whose executable changed", "instances", n)
+	}
+}
+
+// Events is the log of lifecycle events: the pool's, and reloads.
+func (b *Broker) Events() *pool.EventLog { return b.pool.Events() }
 
 // applyServers hands the pool the current definitions, revisions included;
 // the pool drains and replaces the instances of those that changed. The

@@ -49,6 +49,10 @@ func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logg
 		}
 	}
 	cmd := exec.Command(name, sp.args...)
+	if sp.path != "" {
+		// Found on the child's own PATH (execid), not the daemon's.
+		cmd.Path, cmd.Err = sp.path, nil
+	}
 	cmd.Dir = sp.cwd
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -3,6 +3,7 @@ package pool
 import (
 	"time"
 
+	"mcpx.dev/mcpx/pool/execid"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
@@ -25,4 +26,9 @@ const (
 	DefaultMaxMessageBytes = mcpclient.DefaultMaxMessageBytes
 	// Options.RootsWait: how long a new child is given to ask roots/list.
 	DefaultRootsWait = mcpclient.DefaultRootsWait
+	// Options.ExecWatch: how often running children's executables are
+	// stat'ed for a change.
+	DefaultExecWatch = 10 * time.Second
+	// Options.ExecHashMax: the largest executable hashed by content.
+	DefaultExecHashMax = execid.DefaultHashMax
 )

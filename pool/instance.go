@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"mcpx.dev/mcpx/pool/execid"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
@@ -43,6 +44,7 @@ type instance struct {
 	lastErr      string
 	lastTail     string
 	drained      chan struct{} // made on remove with calls in flight; closed when the last one ends
+	removedWhy   string        // why it was removed, for the exit event
 
 	// Guarded by Pool.mu; not a lifecycle field. Callers that chose this
 	// instance and wait for it (its start, its exclusive token, a wedged
@@ -76,6 +78,22 @@ type generation struct {
 	wedged   string        // why it was killed as wedged; set under Pool.mu before the kill, read after dead is closed
 	probing  atomic.Bool   // a wedge probe is under way
 	program  *Program      // what Options.Resolve said of its program; nil = a plain command
+
+	// exec is the identity of a stdio child's executable, computed just
+	// before it was started (nil for url children); constant after. What
+	// the exec watch last saw is execStat, guarded by Pool.execMu.
+	exec        *execid.ID
+	execOpts    execid.Options
+	execStat    execid.Stat // guarded by Pool.execMu
+	execMissing bool        // guarded by Pool.execMu: warned that the executable is gone
+}
+
+// execValue is g's executable identity as status shows it; "" for none.
+func (g *generation) execValue() string {
+	if g == nil || g.exec == nil {
+		return ""
+	}
+	return g.exec.Value
 }
 
 func (g *generation) pid() int {
@@ -159,6 +177,12 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
 			return
 		}
+		g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax}
+		id := execid.Of(sp.command, g.execOpts)
+		g.exec, g.execStat = &id, id.Stat
+		if !id.Missing() {
+			sp.path = id.Path // exec what was identified, found on the child's PATH
+		}
 		proc, err := startChild(sp, p.opts.Env, p.spawner, log)
 		if err != nil {
 			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; check the server's command and that it is installed on the daemon's machine", sp.command, err))
@@ -205,7 +229,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	}
 	g.sess = sess
 	log.Info("spawned", "root", inst.root, "cwd", inst.spec.cwd, "cwdSource", inst.spec.cwdSource,
-		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded)
+		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded, "exec", g.execValue())
 	p.finishStart(inst, a, g, nil, log)
 }
 
@@ -376,6 +400,7 @@ func (i *instance) statusLocked(now time.Time) InstanceStatus {
 	if i.gen != nil {
 		s.Program = i.gen.program
 	}
+	s.Exec = i.gen.execValue()
 	if i.phase == phaseBackoff {
 		if now.Before(i.backoffUntil) {
 			s.BackoffUntil = i.backoffUntil

@@ -107,6 +107,12 @@ type event struct {
 	gen     *generation   // evStarted: the new child; evExited, evAcquire, evWedged: the child concerned
 	fail    *failure      // evStartFailed, evWedged; evExited when the child crashed (nil: its session expired)
 	ok      bool          // evRelease: the call succeeded, or the child answered it with an error
+	// evRemove: why (kept for the exit event), the event that announces
+	// the removal ("" = none: the child's exit will), and for a changed
+	// executable its path.
+	reason string
+	notice EventKind
+	path   string
 }
 
 // failure is why a start failed or a child died, kept for status and for
@@ -257,11 +263,62 @@ var panicOnIllegal = false
 // An illegal event is a bug in the pool: it panics in the pool's tests; the
 // daemon logs it and leaves inst as it was. p.mu must be held.
 func (p *Pool) updateLocked(inst *instance, ev *event) bool {
+	from, gen := inst.phase, inst.gen
 	if err := inst.apply(ev); err != nil {
 		p.refused(inst, err)
 		return false
 	}
+	p.announceLocked(inst, from, gen, ev)
 	return true
+}
+
+// announceLocked adds the lifecycle events of an accepted transition to
+// the pool's event log: this is the one place the pool emits them. from
+// and gen are the phase and child before ev.
+func (p *Pool) announceLocked(inst *instance, from phase, gen *generation, ev *event) {
+	mk := func(kind EventKind, g *generation, reason string) Event {
+		return Event{Time: ev.now, Kind: kind, Server: inst.def.Name, Key: inst.key.key, Instance: inst.id, Pid: g.pid(), Reason: reason}
+	}
+	var evs []Event
+	switch ev.kind {
+	case evStart:
+		reason := ""
+		if inst.restarts > 0 {
+			reason = fmt.Sprintf("restart %d", inst.restarts)
+		}
+		evs = append(evs, mk(EventSpawn, nil, reason))
+	case evStarted:
+		if inst.phase == phaseReady {
+			evs = append(evs, mk(EventReady, ev.gen, ""))
+		}
+	case evExited:
+		switch {
+		case from == phaseReady && ev.fail != nil:
+			evs = append(evs, mk(EventCrash, ev.gen, ev.fail.detail))
+		case from == phaseWedged:
+			evs = append(evs, mk(EventExit, ev.gen, "killed: wedged"))
+		case from.removed():
+			evs = append(evs, mk(EventExit, ev.gen, inst.removedWhy))
+		default:
+			evs = append(evs, mk(EventExit, ev.gen, "session expired"))
+		}
+	case evWedged:
+		evs = append(evs, mk(EventWedged, ev.gen, ev.fail.detail))
+	case evRemove:
+		if ev.notice != "" {
+			e := mk(ev.notice, gen, ev.reason)
+			e.Path = ev.path
+			evs = append(evs, e)
+		}
+	}
+	if inst.phase == phaseBackoff && from != phaseBackoff {
+		e := mk(EventBackoff, nil, inst.lastErr)
+		e.Until = inst.backoffUntil
+		evs = append(evs, e)
+	}
+	for _, e := range evs {
+		p.events.Add(e)
+	}
 }
 
 func (p *Pool) refused(inst *instance, err error) {
@@ -321,6 +378,7 @@ func (i *instance) apply(ev *event) error {
 			i.drained = nil
 		}
 	case evRemove:
+		i.removedWhy = ev.reason
 		if i.inflight > 0 {
 			i.drained = make(chan struct{})
 		}

@@ -15,6 +15,12 @@
 // instance is busy, callers that need a new one wait in line (oldest
 // first) for one to become idle. A call that times out has its child
 // pinged; a child that does not answer is wedged, and is killed.
+//
+// A stdio child is replaced exactly when what it runs changes: its
+// executable's identity (package execid) is taken at start and checked on
+// a tick and on CheckExec; a changed one drains the instance and starts a
+// replacement under the same key. Every lifecycle change is an Event in the
+// pool's EventLog (Events), emitted from the one place instances change.
 package pool
 
 import (
@@ -121,6 +127,18 @@ type Options struct {
 	// environment is the server's Environment, which the hook may turn
 	// into variables (Program.Env).
 	Resolve func(ctx context.Context, command, environment string) (Program, error)
+	// ExecHashMax is the largest executable whose content is hashed for
+	// its identity (package execid); larger ones are identified by their
+	// stat. 0 = execid.DefaultHashMax.
+	ExecHashMax int64
+	// ExecWatch is how often each running stdio child's executable is
+	// stat'ed; one whose identity changed is drained and replaced (see
+	// CheckExec). 0 = DefaultExecWatch; negative = no watch (CheckExec
+	// still works).
+	ExecWatch time.Duration
+	// Events receives the pool's lifecycle events; nil = a log of
+	// DefaultEventBuffer events, made by New (see Events).
+	Events *EventLog
 }
 
 // Target says which instance a call wants.
@@ -187,6 +205,8 @@ type Pool struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // every goroutine the pool starts
 	spawner *spawner       // every child is started from its thread
+	events  *EventLog      // lifecycle events; constant after New
+	execMu  sync.Mutex     // serializes exec checks (CheckExec); guards generation.execStat, execMissing
 
 	mu        sync.Mutex
 	servers   map[string]*Server    // guarded by mu
@@ -241,6 +261,12 @@ func New(opts Options) *Pool {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{}
 	}
+	if opts.ExecWatch == 0 {
+		opts.ExecWatch = DefaultExecWatch
+	}
+	if opts.Events == nil {
+		opts.Events = NewEventLog(DefaultEventBuffer)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -249,6 +275,7 @@ func New(opts Options) *Pool {
 	p := &Pool{
 		opts: opts, log: log, ctx: ctx, cancel: cancel,
 		spawner:   newSpawner(),
+		events:    opts.Events,
 		servers:   map[string]*Server{},
 		instances: map[instKey]*instance{},
 		byID:      map[string]*instance{},
@@ -259,8 +286,15 @@ func New(opts Options) *Pool {
 		p.wg.Add(1)
 		go p.reapLoop(opts.ReapInterval)
 	}
+	if opts.ExecWatch > 0 {
+		p.wg.Add(1)
+		go p.execLoop(opts.ExecWatch)
+	}
 	return p
 }
+
+// Events returns the log of the pool's lifecycle events.
+func (p *Pool) Events() *EventLog { return p.events }
 
 // ownerCheckInterval is how often caller-owned instances are checked for a
 // living owner between full reaps: a dead pid's child goes within a second,
@@ -301,7 +335,7 @@ func (p *Pool) SetServers(defs []Server) {
 	for k, inst := range p.instances {
 		if nd, ok := next[k.server]; !ok || !reflect.DeepEqual(nd, inst.def) {
 			stale = append(stale, inst)
-			p.removeLocked(inst)
+			p.removeLocked(inst, EventRestart, "definition changed")
 		}
 	}
 	p.servers = next
@@ -567,7 +601,7 @@ func (p *Pool) createLocked(def *Server, t Target) (*instance, error) {
 	}
 	p.seq[def.Name]++
 	inst := &instance{
-		id:        fmt.Sprintf("%s-%d", def.Name, p.seq[def.Name]),
+		id:        fmtID(def.Name, p.seq[def.Name]),
 		key:       instKey{t.Server, t.Key},
 		def:       def,
 		root:      t.Root,
@@ -585,6 +619,9 @@ func (p *Pool) createLocked(def *Server, t Target) (*instance, error) {
 	p.byID[inst.id] = inst
 	return inst, nil
 }
+
+// fmtID is the id of a server's n-th instance.
+func fmtID(server string, n int) string { return fmt.Sprintf("%s-%d", server, n) }
 
 // kickLocked serves the queue if anyone is in it: call it whenever an
 // instance may have become evictable or left the pool.
@@ -646,19 +683,25 @@ func (p *Pool) evictLRULocked(forKey string, ok func(*instance) bool) bool {
 	p.log.Info("evicting the instance idle the longest to make room", "server", victim.def.Name, "key", victim.key.key,
 		"instance", victim.id, "idleFor", idle, "for", forKey)
 	p.stats.Evictions++
-	p.removeLocked(victim)
+	p.removeLocked(victim, EventEvict, "evicted for "+forKey)
 	p.stopAsync(victim, "evicted for "+forKey)
 	return true
 }
 
 // removeLocked takes inst out of the maps; new callers get a new instance.
 // The caller then owns stopping it (stopInstance, or stopAsync).
-func (p *Pool) removeLocked(inst *instance) {
+// why is kept for the exit event; notice, if set, announces the removal.
+func (p *Pool) removeLocked(inst *instance, notice EventKind, why string) {
+	p.removeEvLocked(inst, &event{notice: notice, reason: why})
+}
+
+func (p *Pool) removeEvLocked(inst *instance, ev *event) {
 	if p.instances[inst.key] == inst {
 		delete(p.instances, inst.key)
 	}
 	delete(p.byID, inst.id)
-	p.updateLocked(inst, &event{kind: evRemove, now: p.opts.Now()})
+	ev.kind, ev.now = evRemove, p.opts.Now()
+	p.updateLocked(inst, ev)
 }
 
 func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Target, callErr error) error {
@@ -671,7 +714,7 @@ func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Tar
 		<-inst.sem
 	}
 	if t.Ephemeral && inst.inflight == 0 && !inst.phase.removed() {
-		p.removeLocked(inst)
+		p.removeLocked(inst, "", "call finished")
 		p.stopAsync(inst, "call finished")
 	}
 	if inst.inflight == 0 {
@@ -764,7 +807,7 @@ func (p *Pool) Stop(ctx context.Context, id string) error {
 		p.mu.Unlock()
 		return &Error{Op: "stop", Key: id, Err: ErrNotFound, Detail: fmt.Sprintf("no instance %q; `mcpx status` lists them", id)}
 	}
-	p.removeLocked(inst)
+	p.removeLocked(inst, "", "stopped by request")
 	p.kickLocked()
 	p.mu.Unlock()
 	p.log.Info("stopping instance by request", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
@@ -801,7 +844,7 @@ func (p *Pool) reap(idle bool) {
 			case gone:
 				why = "its owner is gone"
 			}
-			p.removeLocked(inst)
+			p.removeLocked(inst, EventReap, why)
 			p.stats.Reaps++
 			p.log.Info("reaping instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id, "why", why)
 			p.stopAsync(inst, why)
@@ -821,7 +864,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	var all []*instance
 	for _, inst := range p.instances {
 		all = append(all, inst)
-		p.removeLocked(inst)
+		p.removeLocked(inst, "", "daemon shutting down")
 	}
 	p.mu.Unlock()
 	var wg sync.WaitGroup

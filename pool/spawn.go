@@ -71,6 +71,7 @@ func substitute(s string, v vars, server, field string) (string, error) {
 // actually started for one instance.
 type spawnSpec struct {
 	command    string
+	path       string // the command found on the child's PATH, set at start; "" = exec looks it up
 	args       []string
 	env        []string // KEY=VALUE, appended to the inherited environment
 	devEnv     []string // KEY=VALUE of the execution environment (Options.Resolve), under env
@@ -144,4 +145,16 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// childPath is the PATH a child of sp gets: the last PATH its environment
+// ends up with (exec keeps the last of a duplicated name).
+func childPath(base []string, sp spawnSpec) string {
+	path := ""
+	for _, kv := range childEnv(base, sp.inheritAll, sp.inherit, sp.devEnv, sp.env) {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	return path
 }

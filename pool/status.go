@@ -27,17 +27,20 @@ const (
 
 // InstanceStatus is a snapshot of one instance, for status output and the API.
 type InstanceStatus struct {
-	ID           string    `json:"id"`
-	Server       string    `json:"server"`
-	Key          string    `json:"key"`
-	Root         string    `json:"root"`
-	Cwd          string    `json:"cwd,omitempty"`
-	CwdSource    CwdSource `json:"cwdSource"`
-	Transport    string    `json:"transport"` // "stdio" or "http"
-	Pid          int       `json:"pid,omitempty"`
-	State        State     `json:"state"`
-	Protocol     string    `json:"protocolVersion,omitempty"`
-	Created      time.Time `json:"created"` // when the instance was made; restarts keep it
+	ID        string    `json:"id"`
+	Server    string    `json:"server"`
+	Key       string    `json:"key"`
+	Root      string    `json:"root"`
+	Cwd       string    `json:"cwd,omitempty"`
+	CwdSource CwdSource `json:"cwdSource"`
+	Transport string    `json:"transport"` // "stdio" or "http"
+	Pid       int       `json:"pid,omitempty"`
+	State     State     `json:"state"`
+	Protocol  string    `json:"protocolVersion,omitempty"`
+	Created   time.Time `json:"created"` // when the instance was made; restarts keep it
+	// Exec is the identity of the running stdio child's executable
+	// (package execid): sha256:<16 hex>, or missing:<command>.
+	Exec         string    `json:"exec,omitempty"`
 	Started      time.Time `json:"started"`
 	LastUsed     time.Time `json:"lastUsed"`
 	Calls        int64     `json:"calls"`

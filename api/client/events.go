@@ -2,12 +2,14 @@ package client
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/sse"
@@ -47,6 +49,53 @@ func readCallEvents(r io.Reader, onProgress func(json.RawMessage)) (json.RawMess
 				return nil, fmt.Errorf("undecodable error event: %s", ev.Data)
 			}
 			return nil, &p
+		}
+	}
+}
+
+// Events reads the daemon's lifecycle events (GET /v1/events): the kept
+// ones after lastID (0: all kept), then, with follow, each new one until
+// ctx ends or the daemon goes away. fn gets each event and its raw data;
+// a gap (events lost before the kept ones) comes as a LifecycleEvent of
+// kind wire.EventGap whose ID is the last lost id and whose Reason says
+// how many. An error from fn ends the stream and is returned; the stream
+// ending is nil.
+func (c *Client) Events(ctx context.Context, lastID uint64, follow bool, fn func(wire.LifecycleEvent, json.RawMessage) error) error {
+	h := http.Header{"Accept": {wire.MediaEventStream}}
+	if lastID > 0 {
+		h.Set("Last-Event-ID", strconv.FormatUint(lastID, 10))
+	}
+	q := ""
+	if !follow {
+		q = "?follow=false"
+	}
+	resp, err := c.send(ctx, wire.OpEvents, nil, nil, h, q)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	d := sse.NewDecoder(bufio.NewReader(resp.Body), 1<<20)
+	for {
+		ev, err := d.Next()
+		switch {
+		case errors.Is(err, io.EOF), err != nil && ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading the event stream: %w", err)
+		}
+		var doc wire.LifecycleEvent
+		if ev.Event == wire.EventGap {
+			var g wire.EventGapData
+			if err := json.Unmarshal(ev.Data, &g); err != nil {
+				return fmt.Errorf("undecodable gap event: %s", ev.Data)
+			}
+			id, _ := strconv.ParseUint(ev.ID, 10, 64)
+			doc = wire.LifecycleEvent{ID: id, Kind: wire.EventGap, Reason: fmt.Sprintf("%d events lost", g.Lost)}
+		} else if err := json.Unmarshal(ev.Data, &doc); err != nil {
+			return fmt.Errorf("undecodable %s event: %s", ev.Event, ev.Data)
+		}
+		if err := fn(doc, ev.Data); err != nil {
+			return err
 		}
 	}
 }

@@ -216,9 +216,13 @@ type Instance struct {
 	Transport string `json:"transport"` // "stdio" or "http"
 	Pid       int    `json:"pid,omitempty"`
 	// State is "starting", "ready", "backoff", "wedged", "stopping" or "stopped".
-	State        string    `json:"state"`
-	Protocol     string    `json:"protocolVersion,omitempty"`
-	Created      time.Time `json:"created"` // when the instance was made; restarts keep it
+	State    string    `json:"state"`
+	Protocol string    `json:"protocolVersion,omitempty"`
+	Created  time.Time `json:"created"` // when the instance was made; restarts keep it
+	// Exec is the identity of a stdio child's executable: sha256:<16 hex>
+	// (its content, a script's directory, or a large file's stat), or
+	// missing:<command>; a new identity replaces the child.
+	Exec         string    `json:"exec,omitempty"`
 	Started      time.Time `json:"started"`
 	LastUsed     time.Time `json:"lastUsed"`
 	Calls        int64     `json:"calls"`

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"reflect"
+	"time"
 )
 
 // The events of a streamed tool call (Route.Stream; Accept:
@@ -48,4 +49,49 @@ var events = []EventType{
 // The caller owns the slice.
 func Events() []EventType {
 	return append([]EventType(nil), events...)
+}
+
+// The lifecycle events of GET /v1/events: each SSE event is named by its
+// kind, carries its id (resume with Last-Event-ID) and a LifecycleEvent as
+// data. A resume from an id older than the daemon keeps is answered first
+// with an EventGap event (EventGapData).
+const (
+	EventSpawn   = "spawn"   // a start attempt began
+	EventReady   = "ready"   // the child answered initialize
+	EventRestart = "restart" // the instance is replaced; reason "executable changed" (path set) or "definition changed"
+	EventEvict   = "evict"   // stopped to make room for another key
+	EventReap    = "reap"    // stopped for idleness or a gone owner
+	EventCrash   = "crash"   // the running child exited unexpectedly
+	EventExit    = "exit"    // a child ended otherwise (stopped, replaced, session expired)
+	EventReload  = "reload"  // the config was reloaded (reason: signal, api, config file)
+	EventBackoff = "backoff" // failing: no start before until
+	EventWedged  = "wedged"  // alive but silent; being killed
+	EventGap     = "gap"     // events were lost between the resume id and the oldest kept
+)
+
+// LifecycleEvents lists the lifecycle event kinds, EventGap last.
+func LifecycleEvents() []string {
+	return []string{EventSpawn, EventReady, EventRestart, EventEvict, EventReap, EventCrash, EventExit,
+		EventReload, EventBackoff, EventWedged, EventGap}
+}
+
+// LifecycleEvent is one event of GET /v1/events. Callers other than the
+// daemon's owner see no path and no reason but a restart's; callers
+// without admin rights see key and pid only of their own instances.
+type LifecycleEvent struct {
+	ID       uint64    `json:"id"`
+	Time     time.Time `json:"time"`
+	Kind     string    `json:"kind"`
+	Server   string    `json:"server,omitempty"`
+	Key      string    `json:"key,omitempty"`
+	Instance string    `json:"instance,omitempty"`
+	Pid      int       `json:"pid,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Path     string    `json:"path,omitempty"`
+	Until    time.Time `json:"until,omitzero"`
+}
+
+// EventGapData is the data of an EventGap event.
+type EventGapData struct {
+	Lost uint64 `json:"lost"` // events no longer kept
 }

@@ -110,6 +110,7 @@ const (
 	OpStopSession     = "stopSession"
 	OpSetSession      = "setSession"
 	OpCallStats       = "getCallStats"
+	OpEvents          = "streamEvents"
 )
 
 // The problems routes share, by what the route does.
@@ -198,6 +199,9 @@ var routes = []Route{
 		Summary:  "TypeScript declarations of one server's tools (or of ?tool=), as the child in the caller's scope lists them: the config's prelude as comments, the server's instructions as the namespace's doc comment (?instructions=false leaves them out)",
 		Response: reflect.TypeFor[string](), Status: 200, Problems: problemsChild},
 
+	{Method: "GET", Pattern: "/v1/events", Name: OpEvents, OptionalQuery: []string{"follow"}, Media: MediaEventStream,
+		Summary:  "The pool's lifecycle events as server-sent events, oldest kept first (Last-Event-ID resumes; a gap event counts what was lost); ?follow=false ends the stream after the kept ones",
+		Response: reflect.TypeFor[LifecycleEvent](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindInternal}},
 	{Method: "GET", Pattern: "/v1/instances", Name: OpListInstances,
 		Summary:  "List the pooled child instances",
 		Response: reflect.TypeFor[InstanceList](), Status: 200, Problems: problemsAny},

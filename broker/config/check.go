@@ -42,6 +42,9 @@ func (p *problems) checkPool(pc *Pool) {
 	p.duration("", "pool.idleTimeout", &pc.IdleTimeout, pool.DefaultIdleTimeout)
 	p.duration("", "pool.reapInterval", &pc.ReapInterval, pool.DefaultReapInterval)
 	p.duration("", "pool.waitTimeout", &pc.WaitTimeout, pool.DefaultWaitTimeout)
+	if pc.ExecWatch == 0 {
+		pc.ExecWatch = Period(pool.DefaultExecWatch)
+	}
 }
 
 func (p *problems) checkLimits(lc *Limits) {
@@ -56,6 +59,11 @@ func (p *problems) checkLimits(lc *Limits) {
 		lc.MaxMessageBytes = pool.DefaultMaxMessageBytes
 	}
 	p.duration("", "limits.rootsWait", &lc.RootsWait, pool.DefaultRootsWait)
+	if lc.ExecHashMax < 0 {
+		p.add("", "limits.execHashMax", fmt.Sprintf("execHashMax is %d", lc.ExecHashMax), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", pool.DefaultExecHashMax))
+	} else if lc.ExecHashMax == 0 {
+		lc.ExecHashMax = pool.DefaultExecHashMax
+	}
 }
 
 func (p *problems) checkNix(nc *Nix) {

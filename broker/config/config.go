@@ -197,6 +197,10 @@ type Pool struct {
 	IdleTimeout  Duration `json:"idleTimeout,omitempty"`  // 0 = pool.DefaultIdleTimeout
 	ReapInterval Duration `json:"reapInterval,omitempty"` // 0 = pool.DefaultReapInterval
 	WaitTimeout  Duration `json:"waitTimeout,omitempty"`  // 0 = pool.DefaultWaitTimeout; a call's wait for room in a full pool
+	// ExecWatch is how often each running stdio child's executable is
+	// stat'ed; a child whose program changed is drained and replaced.
+	// 0 = pool.DefaultExecWatch; "off" = never (a reload still checks).
+	ExecWatch Period `json:"execWatch,omitempty"`
 }
 
 // Limits bound what callers and children may send the daemon, so that no
@@ -216,6 +220,10 @@ type Limits struct {
 	// Learned per server: one that never asks is not waited for again.
 	// 0 = pool.DefaultRootsWait.
 	RootsWait Duration `json:"rootsWait,omitempty"`
+	// ExecHashMax is the largest executable whose content is hashed for
+	// its identity; larger ones are identified by their stat (device,
+	// inode, size, mtime, mode). 0 = pool.DefaultExecHashMax (1 MiB).
+	ExecHashMax int64 `json:"execHashMax,omitempty"`
 }
 
 // Nix configures how servers' nix:<flakeref>[#attr] commands are resolved

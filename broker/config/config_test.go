@@ -133,6 +133,12 @@ func TestParseErrors(t *testing.T) {
 			"", "pool.reapInterval", []string{"negative duration"}},
 		{"bad pool duration", `{"pool":{"idleTimeout":"soon"}}`,
 			"", "pool.idleTimeout", []string{`invalid duration "soon"`}},
+		{"negative exec watch", `{"pool":{"execWatch":"-10s"}}`,
+			"", "pool.execWatch", []string{"negative period", `"off"`}},
+		{"bad exec watch", `{"pool":{"execWatch":"never"}}`,
+			"", "pool.execWatch", []string{`invalid period "never"`, `"off"`}},
+		{"negative exec hash max", `{"limits":{"execHashMax":-1}}`,
+			"", "limits.execHashMax", []string{"execHashMax is -1", "positive number of bytes"}},
 		{"negative pool max", `{"pool":{"maxInstances":-2}}`,
 			"", "pool.maxInstances", []string{"maxInstances is -2"}},
 		{"negative max depth", `{"limits":{"maxDepth":-1}}`,
@@ -288,8 +294,8 @@ func TestParseDefaults(t *testing.T) {
 			"own": {Name: "own", Command: "x", Scope: config.ScopeSession, Sharing: config.SharingExclusive, Max: 2,
 				IdleTimeout: dur(time.Minute), CallTimeout: dur(10 * time.Second), StartTimeout: dur(5 * time.Second)},
 		},
-		Pool:   config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second)},
-		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth, MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait)},
+		Pool:   config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second), ExecWatch: config.Period(pool.DefaultExecWatch)},
+		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth, MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait), ExecHashMax: pool.DefaultExecHashMax},
 		Nix:    config.Nix{Timeout: dur(nixresolve.DefaultTimeout), Refresh: config.NixRefreshNever},
 		Records: config.Records{Enabled: ptr(true), MaxBytes: records.DefaultMaxBytes, MaxAge: dur(records.DefaultMaxAge),
 			MaxFiles: records.DefaultMaxFiles},
@@ -302,7 +308,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPool := config.Pool{MaxInstances: 64, IdleTimeout: dur(5 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second)}
+	wantPool := config.Pool{MaxInstances: 64, IdleTimeout: dur(5 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second), ExecWatch: config.Period(pool.DefaultExecWatch)}
 	if diff := cmp.Diff(wantPool, empty.Pool); diff != "" {
 		t.Errorf("pool defaults (-want +got):\n%s", diff)
 	}
@@ -643,6 +649,31 @@ func TestLimitsMaxMessageBytes(t *testing.T) {
 		if _, err := config.Parse([]byte(doc), "l.json"); err == nil || !strings.Contains(err.Error(), "limits.maxMes") {
 			t.Errorf("%s: %v, want an error naming limits.maxMessageBytes", doc, err)
 		}
+	}
+}
+
+// TestExecWatchPeriod: pool.execWatch is a duration, "off" or "0s" (off),
+// and the default when absent.
+func TestExecWatchPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want time.Duration
+	}{
+		{`{}`, pool.DefaultExecWatch},
+		{`{"pool":{"execWatch":"2s"}}`, 2 * time.Second},
+		{`{"pool":{"execWatch":"off"}}`, -1},
+		{`{"pool":{"execWatch":"0s"}}`, -1},
+	} {
+		cfg, err := config.Parse([]byte(tc.doc), "w.json")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.doc, err)
+		}
+		if got := cfg.Pool.ExecWatch.D(); got != tc.want {
+			t.Errorf("%s: execWatch %v, want %v", tc.doc, got, tc.want)
+		}
+	}
+	if b, _ := json.Marshal(config.PeriodOff); string(b) != `"off"` {
+		t.Errorf("off marshals as %s", b)
 	}
 }
 

@@ -283,6 +283,7 @@ func (p *problems) decodePool(pc *Pool, raw json.RawMessage) {
 		"idleTimeout":  {&pc.IdleTimeout, `a duration string such as "5m"`},
 		"reapInterval": {&pc.ReapInterval, `a duration string such as "30s"`},
 		"waitTimeout":  {&pc.WaitTimeout, `a duration string such as "10s"`},
+		"execWatch":    {&pc.ExecWatch, `a duration string such as "10s", or "off"`},
 	}
 	p.decodeFields("", "pool.", members, fields, map[string]bool{})
 }
@@ -300,6 +301,7 @@ func (p *problems) decodeLimits(lc *Limits, raw json.RawMessage) {
 		"maxDepth":        {&lc.MaxDepth, "a non-negative integer"},
 		"maxMessageBytes": {&lc.MaxMessageBytes, "a non-negative integer (bytes)"},
 		"rootsWait":       {&lc.RootsWait, `a duration string such as "1s"`},
+		"execHashMax":     {&lc.ExecHashMax, "a non-negative integer (bytes)"},
 	}
 	p.decodeFields("", "limits.", members, fields, map[string]bool{})
 }

@@ -42,19 +42,20 @@ func newControl(log *slog.Logger, b *broker.Broker, _ configSource, load func() 
 	return &control{log: log, b: b, load: load, stopped: make(chan struct{})}
 }
 
-// reload reads the config again and puts it in force. A config that does
-// not load is logged with every problem, and the running one kept: a typo
-// must not take down the servers other callers are using.
-func (ctl *control) reload() (wire.Reloaded, error) {
+// reload reads the config again and puts it in force; trigger says why
+// ("signal", "api", "config file"). A config that does not load is logged
+// with every problem, and the running one kept: a typo must not take down
+// the servers other callers are using.
+func (ctl *control) reload(trigger string) (wire.Reloaded, error) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	cfg, src, err := ctl.load()
 	if err != nil {
-		ctl.log.Error("reloading config: keeping the running config", "err", err)
+		ctl.log.Error("reloading config: keeping the running config", "trigger", trigger, "err", err)
 		return wire.Reloaded{}, err
 	}
-	ctl.b.SetConfig(cfg)
-	ctl.log.Info("config reloaded", "config", src.String(), "servers", len(cfg.Servers))
+	ctl.b.Reload(cfg, trigger)
+	ctl.log.Info("config reloaded", "trigger", trigger, "config", src.String(), "servers", len(cfg.Servers))
 	logConfig(ctl.log, cfg)
 	return wire.Reloaded{Config: src.path, Servers: len(cfg.Servers)}, nil
 }
@@ -62,7 +63,7 @@ func (ctl *control) reload() (wire.Reloaded, error) {
 // reloadAPI is reload for the API: a refusal is a config problem whose
 // detail (paths, field names) only the daemon's user sees.
 func (ctl *control) reloadAPI(context.Context) (wire.Reloaded, error) {
-	res, err := ctl.reload()
+	res, err := ctl.reload("api")
 	if err == nil {
 		return res, nil
 	}

@@ -149,6 +149,9 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	{ // SIGHUP reloads the config; servers that did not change keep running
 		g.Add(reloadActor(ctl))
 	}
+	if src.path != "" { // the config file changing on disk reloads it, as SIGHUP does
+		g.Add(configWatchActor(ctl, src.path, log))
+	}
 	{ // POST /v1/daemon/stop (`mcpx daemon stop`) stops the daemon
 		g.Add(ctl.stopActor())
 	}
@@ -269,7 +272,7 @@ func reloadActor(ctl *control) (func() error, func(error)) {
 				case <-ctx.Done():
 					return ctx.Err()
 				case <-hup:
-					ctl.reload() //nolint:errcheck // logged by reload
+					ctl.reload("signal") //nolint:errcheck // logged by reload
 				}
 			}
 		}, func(error) {

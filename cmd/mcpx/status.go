@@ -66,7 +66,7 @@ func status(ctx context.Context, c *cli, args []string) int {
 
 func printInstances(c *cli, list []wire.Instance, now time.Time) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSERVER\tKEY\tROOT\tCWD\tPID\tAGE\tIDLE\tCALLS\tIN-FLIGHT\tSTATE")
+	fmt.Fprintln(tw, "ID\tSERVER\tKEY\tROOT\tCWD\tPID\tEXEC\tAGE\tIDLE\tCALLS\tIN-FLIGHT\tSTATE")
 	for _, in := range list {
 		idle := "-"
 		if in.InFlight == 0 && !in.LastUsed.IsZero() {
@@ -87,8 +87,8 @@ func printInstances(c *cli, list []wire.Instance, now time.Time) {
 		if !in.Started.IsZero() {
 			age = human(now.Sub(in.Started))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
-			in.ID, in.Server, in.Key, orDash(in.Root), orDash(in.Cwd), pid(in.Pid),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
+			in.ID, in.Server, in.Key, orDash(in.Root), orDash(in.Cwd), pid(in.Pid), orDash(in.Exec),
 			age, idle, in.Calls, in.InFlight, state)
 	}
 	tw.Flush()

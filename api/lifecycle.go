@@ -1,0 +1,107 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/pool"
+)
+
+// streamEvents is GET /v1/events: the lifecycle events the daemon keeps,
+// oldest first, each as an SSE event with its id, then (unless
+// ?follow=false) every new one as it happens. A Last-Event-ID resumes
+// after that id; if events after it are no longer kept, a gap event says
+// how many were lost. Callers see the events of the servers they may use.
+func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
+	c, _ := callerFrom(r.Context())
+	var after uint64
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return &broker.Error{Kind: broker.KindBadRequest, Op: "events", Msg: "Last-Event-ID must be an event id (a decimal number)",
+				Hint: "send the id of the last event received, or no Last-Event-ID for every kept event"}
+		}
+		after = n
+	}
+	follow := true
+	switch r.URL.Query().Get("follow") {
+	case "", "true", "1":
+	case "false", "0":
+		follow = false
+	default:
+		return &broker.Error{Kind: broker.KindBadRequest, Op: "events", Msg: "follow must be true or false"}
+	}
+	log := s.b.Events()
+	ev := newEventWriter(w)
+	keepAlive := time.NewTicker(s.keepAlive)
+	defer keepAlive.Stop()
+	for ev.err == nil {
+		evs, lost, more := log.Since(after)
+		if lost > 0 {
+			// The id of the gap is the last one lost: resuming from it
+			// asks for exactly what follows.
+			after += lost
+			data, _ := json.Marshal(wire.EventGapData{Lost: lost})
+			ev.sendID(after, wire.EventGap, data)
+		}
+		for _, e := range evs {
+			after = e.ID
+			if doc, ok := eventFor(c, e); ok {
+				data, _ := json.Marshal(doc)
+				ev.sendID(e.ID, doc.Kind, data)
+			}
+		}
+		if !follow {
+			return nil
+		}
+		select {
+		case <-more:
+		case <-keepAlive.C:
+			ev.comment(wire.KeepAliveComment)
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+	return nil
+}
+
+// eventFor is e as caller c may see it, or false if it concerns a server c
+// may not use. The owner sees everything; other callers no path and no
+// reason but a restart's (reasons can name paths, keys and a child's
+// errors); callers without admin rights no key or pid of instances that
+// are not theirs.
+func eventFor(c broker.Caller, e pool.Event) (wire.LifecycleEvent, bool) {
+	if e.Server != "" && !c.MayUse(e.Server) {
+		return wire.LifecycleEvent{}, false
+	}
+	doc := wire.LifecycleEvent{ID: e.ID, Time: e.Time, Kind: string(e.Kind), Server: e.Server, Key: e.Key,
+		Instance: e.Instance, Pid: e.Pid, Reason: e.Reason, Path: e.Path, Until: e.Until}
+	if c.Owner {
+		return doc, true
+	}
+	doc.Path = ""
+	if e.Kind != pool.EventRestart {
+		doc.Reason = ""
+	}
+	if !c.Admin && e.Key != "" && !ownsInstance(c, broker.Instance{Key: e.Key}) {
+		doc.Key, doc.Pid = "", 0
+	}
+	return doc, true
+}
+
+// sendID writes one event with its id.
+func (e *eventWriter) sendID(id uint64, name string, data []byte) {
+	if e.err != nil {
+		return
+	}
+	b := append(e.buf[:0], "id: "...)
+	b = strconv.AppendUint(b, id, 10)
+	b = append(b, '\n')
+	e.write(sse.AppendEvent(b, name, data))
+}

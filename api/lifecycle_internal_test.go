@@ -1,0 +1,43 @@
+package api
+
+import (
+	"testing"
+
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/pool"
+)
+
+// TestEventForCaller: the owner sees an event whole; other callers only
+// the servers they may use, no path, no reason but a restart's, and
+// without admin rights no key or pid of instances not theirs.
+func TestEventForCaller(t *testing.T) {
+	restart := pool.Event{ID: 7, Kind: pool.EventRestart, Server: "a", Key: "worktree:/src/x", Instance: "a-1", Pid: 42,
+		Reason: "executable changed", Path: "/opt/bin/a"}
+	crash := pool.Event{ID: 8, Kind: pool.EventCrash, Server: "a", Key: "session:bob/s1", Pid: 43, Reason: "exit 1: /secret/path"}
+	owner := broker.Caller{Owner: true}
+	bob := broker.Caller{Name: "bob", Servers: []string{"a"}}
+	admin := broker.Caller{Name: "root", Admin: true, Servers: []string{"a"}}
+	carol := broker.Caller{Name: "carol", Servers: []string{"b"}}
+
+	if doc, ok := eventFor(owner, restart); !ok || doc.Path != restart.Path || doc.Key != restart.Key || doc.Pid != 42 {
+		t.Errorf("owner: %+v, %v", doc, ok)
+	}
+	if _, ok := eventFor(carol, restart); ok {
+		t.Error("a caller without server a sees its events")
+	}
+	doc, ok := eventFor(bob, restart)
+	if !ok || doc.Path != "" || doc.Reason != "executable changed" || doc.Key != "" || doc.Pid != 0 || doc.Instance != "a-1" {
+		t.Errorf("bob, another's instance: %+v, %v", doc, ok)
+	}
+	doc, _ = eventFor(bob, crash)
+	if doc.Reason != "" || doc.Key != crash.Key || doc.Pid != 43 {
+		t.Errorf("bob, his own session's crash: %+v; want key and pid, no reason", doc)
+	}
+	doc, _ = eventFor(admin, restart)
+	if doc.Key != restart.Key || doc.Pid != 42 || doc.Path != "" {
+		t.Errorf("admin: %+v; want key and pid, no path", doc)
+	}
+	if _, ok := eventFor(carol, pool.Event{Kind: pool.EventReload}); !ok {
+		t.Error("a reload (no server) is hidden from a caller")
+	}
+}
