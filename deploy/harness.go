@@ -138,9 +138,9 @@ session you call from: run mcpx from the project you work in.
   client (` + "`import { ... } from \"mcpx\"`" + `) and calls many tools in one go;
   prefer it to many single calls.
 
-Your session id is in $MCPX_SESSION_ID (set by this harness's mcpx hook);
-mcpx sends it, so session-scoped servers are yours. Run ` + "`mcpx help`" + ` for
-the rest.
+The hook mcpx installed sets your session id in the MCPX_SESSION_ID
+variable; mcpx sends it, so session-scoped servers are yours. Run
+` + "`mcpx help`" + ` for the rest.
 ` + endMarker + "\n"
 
 // Instructions is the instructions section in the markdown file at path.
