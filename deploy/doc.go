@@ -1,6 +1,35 @@
-// Package deploy will hold the service definitions mcpx installs (a systemd
-// user unit, a launchd agent) as embedded templates for `mcpx service install`.
+// Package deploy renders and installs what runs mcpx as a user's service and
+// wires it into agent harnesses: a systemd user unit or a launchd agent
+// (never root: the daemon is per-user and its children run as that user),
+// and for Claude Code, codex and opencode an instructions section and a
+// session hook.
 //
-// TODO(2026-11-30, issue 13 "Deploy it and run a fleet"): not built yet. The
-// package exists now so that its dependency rules bind from its first line.
+//	p, _ := deploy.ServicePart(deploy.Linux, deploy.ServiceFile(deploy.Linux, home, ""), deploy.Service{
+//		Binary: "/usr/local/bin/mcpx", StateDir: home + "/.local/state/mcpx",
+//	})
+//	rec, _ := deploy.LoadRecords(stateDir)
+//	results, err := rec.Install([]deploy.Part{p}, dryRun)
+//
+// # Edits are the user's
+//
+// Everything mcpx writes is a [Part]: a whole file, a marked section of a
+// shared file (CLAUDE.md, AGENTS.md), or one entry of a JSON hooks file.
+// [Records] keeps a hash of each part as mcpx last wrote it, in
+// installed.json in the state directory. An install writes a part that is
+// absent, or that is still as mcpx wrote it; a part that differs (the user
+// edited it, or wrote it before mcpx) is reported with a diff and never
+// overwritten. A part already as wanted is left as is, so a second install
+// is a no-op and a section never appears twice. Uninstall removes only what
+// is still as mcpx wrote it.
+//
+// # Hardening
+//
+// The systemd unit sets NoNewPrivileges, ProtectSystem=strict (the file
+// system read-only but for the state directory and Service.Writable),
+// PrivateTmp, and RuntimeDirectory=mcpx for the socket. It names the state
+// directory with ReadWritePaths rather than StateDirectory=, whose user-unit
+// base moved from $XDG_CONFIG_HOME to $XDG_STATE_HOME in systemd 254.
+//
+// Service managers and harnesses are driven by cmd/mcpx (systemctl,
+// launchctl); this package only renders and writes files.
 package deploy

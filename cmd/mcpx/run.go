@@ -63,6 +63,11 @@ func commands() []command {
 		{"clientgen", "ts [--servers a,b] [-o file]", "write the typed TypeScript client of the broker's tools (served at /v1/clients/typescript)", clientgenCmd},
 		{"types", "[--no-instructions] <server>[.<tool>]", "print the TypeScript declarations of a server's tools, or of one, with its instructions and prelude", typesCmd},
 		{"openapi", "", "print the broker's OpenAPI 3.1 document (the daemon serves it at /openapi.json)", openapiCmd},
+		{"service", "install|uninstall|status [--dry-run] [--binary B] [--config F] [--state-dir D] [--tailnet ...]", "run the daemon as this user's service (systemd user unit, launchd agent); never overwrites a file you edited", serviceCmd},
+		{"install", "claude|codex|opencode [--dry-run] [--uninstall] | --list", "write an agent harness's mcpx instructions section and session hook; never overwrites a file you edited", installCmd},
+		{"doctor", "[--json] [--config F] [--tailnet ...]", "check the config, state directory, socket, tailnet, nix and that every server starts; print each problem with its fix", doctorCmd},
+		{"setup-prompt", "", "print setup instructions written for an agent", setupPromptCmd},
+		{"hook", "claude|codex", "the session hook `mcpx install` registers: reads the harness's SessionStart input on stdin", hookCmd},
 		{"demo-server", "[--failure-flags]", "run the built-in demo MCP server on stdin/stdout", demoServer},
 		{"help", "[command]", "show this help, or a command's flags", nil}, // handled by run
 	}

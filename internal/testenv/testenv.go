@@ -283,3 +283,15 @@ func Git(t testing.TB) string {
 	}
 	return g.path
 }
+
+// Program returns the absolute path of the program called name, skipping t
+// (failing it under MCPX_REQUIRE_DEPS=1) when it is not on PATH; install is
+// the command that installs it, e.g. "apt-get install -y systemd".
+func Program(t testing.TB, name, install string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		missing(t, name+" is not on PATH", install)
+	}
+	return path
+}

@@ -1,0 +1,301 @@
+package deploy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Part is one thing mcpx installs into a file: the whole file, a marked
+// section of it, or an entry of a JSON document. Its content is what the
+// record's hash covers, so a user's edit elsewhere in a shared file (their
+// own CLAUDE.md lines, their other hooks) never counts as an edit of ours.
+type Part struct {
+	Path string      // absolute
+	Name string      // "" = the whole file; else the part's name, e.g. "instructions"
+	Want string      // the part as mcpx writes it
+	Mode fs.FileMode // of a file mcpx creates (0 = 0644)
+	// get extracts the part from the file's content (ok false: absent);
+	// put returns the content with the part set (part "" = removed). nil =
+	// the whole file.
+	get func(file []byte) (part string, ok bool, err error)
+	put func(file []byte, part string) ([]byte, error)
+}
+
+func (p Part) key() string {
+	if p.Name == "" {
+		return p.Path
+	}
+	return p.Path + "#" + p.Name
+}
+
+func (p Part) String() string {
+	if p.Name == "" {
+		return p.Path
+	}
+	return p.Name + " in " + p.Path
+}
+
+// Action is what installing or removing a part does.
+type Action string
+
+// The actions of a Result.
+const (
+	Create    Action = "create"    // the part is absent: written
+	Update    Action = "update"    // the part is as mcpx last wrote it, and mcpx now writes it otherwise
+	Unchanged Action = "unchanged" // the part is already as wanted: nothing to do
+	Remove    Action = "remove"    // uninstall: the part is as mcpx wrote it
+	Absent    Action = "absent"    // uninstall: nothing to remove
+	Edited    Action = "edited"    // the part differs from what mcpx wrote: left alone, Diff says how
+)
+
+// Result is what Apply did (or, dry, would do) to one part.
+type Result struct {
+	Part   Part
+	Action Action
+	Diff   string // Edited: the difference between what mcpx wrote (-) and the file (+)
+}
+
+// Records are the hashes of what mcpx wrote, kept in a JSON file in the
+// state directory, so that a later install tells its own old output from a
+// user's edit.
+type Records struct {
+	Path   string            // the records file
+	Hashes map[string]string // part key -> "sha256:<hex>"
+}
+
+// RecordsFile is the records' file name in the state directory.
+const RecordsFile = "installed.json"
+
+// LoadRecords reads the records file in stateDir (absent: no records).
+func LoadRecords(stateDir string) (*Records, error) {
+	r := &Records{Path: filepath.Join(stateDir, RecordsFile), Hashes: map[string]string{}}
+	b, err := os.ReadFile(r.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &r.Hashes); err != nil {
+		return nil, fmt.Errorf("reading %s: %w (remove it to start over: mcpx then treats every installed file as edited)", r.Path, err)
+	}
+	return r, nil
+}
+
+func (r *Records) save() error {
+	b, err := json.MarshalIndent(r.Hashes, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(r.Path), 0o700); err != nil {
+		return err
+	}
+	return writeAtomic(r.Path, append(b, '\n'), 0o600)
+}
+
+func hash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// Install writes each part unless the user edited it since mcpx wrote it
+// (or it was there before mcpx, and differs): such a part is reported as
+// Edited with the difference, never overwritten. dry: decide, write nothing.
+func (r *Records) Install(parts []Part, dry bool) ([]Result, error) {
+	return r.apply(parts, dry, false)
+}
+
+// Uninstall removes each part that is as mcpx wrote it; an edited part is
+// reported and left.
+func (r *Records) Uninstall(parts []Part, dry bool) ([]Result, error) {
+	return r.apply(parts, dry, true)
+}
+
+func (r *Records) apply(parts []Part, dry, remove bool) ([]Result, error) {
+	var results []Result
+	changed := false
+	for _, p := range parts {
+		res, file, err := r.plan(p, remove)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, res)
+		if dry {
+			continue
+		}
+		switch res.Action {
+		case Create, Update:
+			if err := write(p, file, p.Want); err != nil {
+				return results, err
+			}
+			r.Hashes[p.key()] = hash(p.Want)
+			changed = true
+		case Remove:
+			if err := write(p, file, ""); err != nil {
+				return results, err
+			}
+			delete(r.Hashes, p.key())
+			changed = true
+		case Unchanged:
+			if r.Hashes[p.key()] != hash(p.Want) {
+				r.Hashes[p.key()] = hash(p.Want)
+				changed = true
+			}
+		case Absent:
+			if _, ok := r.Hashes[p.key()]; ok {
+				delete(r.Hashes, p.key())
+				changed = true
+			}
+		}
+	}
+	if changed {
+		return results, r.save()
+	}
+	return results, nil
+}
+
+// plan decides what to do with p, returning the file's current content.
+func (r *Records) plan(p Part, remove bool) (Result, []byte, error) {
+	file, err := os.ReadFile(p.Path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Result{}, nil, err
+	}
+	exists := err == nil
+	cur, ok := string(file), exists
+	if p.get != nil && exists {
+		if cur, ok, err = p.get(file); err != nil {
+			return Result{}, nil, fmt.Errorf("reading %s: %w", p.Path, err)
+		}
+	}
+	res := Result{Part: p}
+	recorded, known := r.Hashes[p.key()]
+	ours := known && recorded == hash(cur)
+	switch {
+	case remove && !ok:
+		res.Action = Absent
+	case remove && (ours || cur == p.Want):
+		res.Action = Remove
+	case remove:
+		res.Action, res.Diff = Edited, diffLines(p.Want, cur)
+	case !ok:
+		res.Action = Create
+	case cur == p.Want:
+		res.Action = Unchanged
+	case ours:
+		res.Action = Update
+	default:
+		res.Action, res.Diff = Edited, diffLines(p.Want, cur)
+	}
+	return res, file, nil
+}
+
+func write(p Part, file []byte, part string) error {
+	if p.put == nil {
+		if part == "" {
+			return os.Remove(p.Path)
+		}
+		file = []byte(part)
+	} else {
+		var err error
+		if file, err = p.put(file, part); err != nil {
+			return fmt.Errorf("updating %s: %w", p.Path, err)
+		}
+	}
+	mode := p.Mode
+	if mode == 0 {
+		mode = 0o644
+	}
+	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
+		return err
+	}
+	if st, err := os.Stat(p.Path); err == nil {
+		mode = st.Mode().Perm() // an existing file keeps its permissions
+	}
+	return writeAtomic(p.Path, file, mode)
+}
+
+// writeAtomic replaces path by a file holding b, through a temporary file
+// in the same directory and a rename: a crash leaves the old or the new.
+func writeAtomic(path string, b []byte, mode fs.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after the rename: already gone
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// diffLines is a line diff of a (-) and b (+), common lines with two
+// spaces: enough to show a person what they changed in a short file.
+func diffLines(a, b string) string {
+	x, y := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
+	// lcs[i][j]: the longest common subsequence of x[i:] and y[j:].
+	lcs := make([][]int, len(x)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(y)+1)
+	}
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out strings.Builder
+	line := func(prefix, s string) {
+		if s == "" {
+			return
+		}
+		out.WriteString(prefix + strings.TrimSuffix(s, "\n") + "\n")
+	}
+	i, j := 0, 0
+	for i < len(x) && j < len(y) {
+		switch {
+		case x[i] == y[j]:
+			line("  ", x[i])
+			i, j = i+1, j+1
+		case lcs[i+1][j] >= lcs[i][j+1]:
+			line("- ", x[i])
+			i++
+		default:
+			line("+ ", y[j])
+			j++
+		}
+	}
+	for ; i < len(x); i++ {
+		line("- ", x[i])
+	}
+	for ; j < len(y); j++ {
+		line("+ ", y[j])
+	}
+	return out.String()
+}
+
+// Summary returns one line per result, sorted as given, for printing.
+func Summary(results []Result) []string {
+	var lines []string
+	for _, r := range results {
+		lines = append(lines, fmt.Sprintf("%-9s %s", r.Action, r.Part))
+	}
+	return lines
+}
