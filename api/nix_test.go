@@ -144,6 +144,7 @@ func TestNixRoutesNeedAdmin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set(wire.HeaderClient, "test") // the browser guard
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@
 buildGoModule {
   pname = "mcpx";
   inherit version src;
-  vendorHash = "sha256-Pb3nAUmsMoypogZx/nYwf5cXPKpeoQxOHqShHj31EZ8=";
+  vendorHash = "sha256-8BbN+/Bj6pXDJAfp+NOYLJ4vsFwvvOXDHMvh0eZXk7E=";
   subPackages = [ "cmd/mcpx" ];
   env.CGO_ENABLED = "0";
   ldflags = [ "-s" "-w" ];

@@ -526,6 +526,7 @@ func TestDialPeer(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://broker/v1/whoami", nil)
+		req.Header.Set(wire.HeaderClient, "test") // the browser guard
 		resp, err := hc.Do(req)
 		if err != nil {
 			return false

@@ -202,8 +202,24 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 		}
 		return nil, err
 	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		c.forgetToken(tok) // a restarted daemon has a new one: read it again next time
+	if resp.StatusCode == http.StatusUnauthorized && c.token == "" {
+		// The token came from the daemon record (or there was none yet: a
+		// daemon answers on its listeners a moment before its record is
+		// written). A restarted daemon has a new one: read the record
+		// again, and retry once if it now says something else. Only a
+		// request whose body can be sent again is retried.
+		c.forgetToken(tok)
+		if fresh := c.bearer(); fresh != tok && fresh != "" && (body == nil || req.GetBody != nil) {
+			resp.Body.Close()
+			retry := req.Clone(ctx)
+			if body != nil {
+				retry.Body, _ = req.GetBody()
+			}
+			retry.Header.Set(wire.HeaderAuthorization, "Bearer "+fresh)
+			if resp, err = c.hc.Do(retry); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()
