@@ -13,9 +13,9 @@ import (
 func TestEventForCaller(t *testing.T) {
 	restart := pool.Event{ID: 7, Kind: pool.EventRestart, Server: "a", Key: "worktree:/src/x", Instance: "a-1", Pid: 42,
 		Reason: "executable changed", Path: "/opt/bin/a"}
-	crash := pool.Event{ID: 8, Kind: pool.EventCrash, Server: "a", Key: "session:bob/s1", Pid: 43, Reason: "exit 1: /secret/path"}
+	crash := pool.Event{ID: 8, Kind: pool.EventCrash, Server: "a", Key: "session:@tailnet:bob/s1", Pid: 43, Reason: "exit 1: /secret/path"}
 	owner := broker.Caller{Owner: true}
-	bob := broker.Caller{Name: "bob", Servers: []string{"a"}}
+	bob := broker.Caller{Name: "bob", Via: "tailnet", Servers: []string{"a"}}
 	admin := broker.Caller{Name: "root", Admin: true, Servers: []string{"a"}}
 	carol := broker.Caller{Name: "carol", Servers: []string{"b"}}
 

@@ -36,15 +36,12 @@ func instanceFor(c broker.Caller, in broker.Instance) (wire.Instance, bool) {
 }
 
 // ownsInstance reports whether in is c's to see whole: keyed by c's own
-// session or lease (the broker prefixes those with the caller's name),
-// shared by everyone (global), or rooted in a directory c may use.
+// session or lease (broker.Caller.OwnsKey), shared by everyone (global),
+// or rooted in a directory c may use.
 func ownsInstance(c broker.Caller, in broker.Instance) bool {
-	for _, p := range []string{"session:", "psession:", "lease:"} {
-		if rest, ok := strings.CutPrefix(in.Key, p); ok {
-			return strings.HasPrefix(rest, c.Name+"/")
-		}
-	}
 	switch {
+	case c.OwnsKey(in.Key):
+		return true
 	case in.Key == "global":
 		return true
 	case strings.HasPrefix(in.Key, "repo:"), strings.HasPrefix(in.Key, "worktree:"), strings.HasPrefix(in.Key, "cwd:"):

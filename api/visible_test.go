@@ -12,8 +12,8 @@ import (
 func TestInstancesKeepPrivateDetailPrivate(t *testing.T) {
 	const secret = "exec: /opt/secret/bin/server: permission denied"
 	instances := []broker.Instance{
-		{ID: "git-1", Server: "git", Key: "session:alice/s1", Pid: 11, LastError: secret},
-		{ID: "git-2", Server: "git", Key: "session:bob/s2", Pid: 12},
+		{ID: "git-1", Server: "git", Key: "session:@tailnet:alice/s1", Pid: 11, LastError: secret},
+		{ID: "git-2", Server: "git", Key: "session:@tailnet:bob/s2", Pid: 12},
 		{ID: "git-3", Server: "git", Key: "worktree:/home/owner/private", Root: "/home/owner/private", Cwd: "/home/owner/private", Pid: 13},
 		{ID: "git-4", Server: "git", Key: "worktree:/srv/shared/app", Root: "/srv/shared/app", Cwd: "/srv/shared/app", Pid: 14},
 		{ID: "git-5", Server: "git", Key: "call:1a2b-7", Pid: 15},
@@ -39,9 +39,9 @@ func TestInstancesKeepPrivateDetailPrivate(t *testing.T) {
 	alice := broker.Caller{Name: "alice", Via: "tailnet", Servers: []string{"git"}, Roots: []string{"/srv/shared"}}
 	got := see(alice)
 	want := map[string]string{
-		"git-1": "session:alice/s1|||" + privateLastError, // hers, but the error detail is the owner's
-		"git-2": "|||",                                    // bob's session
-		"git-3": "|||",                                    // a directory outside her roots
+		"git-1": "session:@tailnet:alice/s1|||" + privateLastError, // hers, but the error detail is the owner's
+		"git-2": "|||",                                             // bob's session
+		"git-3": "|||",                                             // a directory outside her roots
 		"git-4": "worktree:/srv/shared/app|/srv/shared/app|/srv/shared/app|",
 		"git-5": "|||", // someone's call
 		"git-6": "global|||",
@@ -57,11 +57,11 @@ func TestInstancesKeepPrivateDetailPrivate(t *testing.T) {
 	}
 
 	owner := broker.Caller{Name: "local:1000", Via: "unix", Local: true, Owner: true, Admin: true}
-	if got := see(owner); len(got) != len(instances) || !strings.Contains(got["git-1"], secret) || got["git-2"] != "session:bob/s2|||" {
+	if got := see(owner); len(got) != len(instances) || !strings.Contains(got["git-1"], secret) || got["git-2"] != "session:@tailnet:bob/s2|||" {
 		t.Errorf("the owner sees %v; want everything", got)
 	}
 	admin := broker.Caller{Name: "ops", Via: "tailnet", Admin: true}
-	if got := see(admin); len(got) != len(instances) || got["git-1"] != "session:alice/s1|||"+privateLastError {
+	if got := see(admin); len(got) != len(instances) || got["git-1"] != "session:@tailnet:alice/s1|||"+privateLastError {
 		t.Errorf("a remote admin sees %v; want every instance, no private detail", got)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -599,9 +600,7 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 		return nil, pool.Target{}, err
 	}
 	rs := b.scope.Resolve(kind, cc)
-	if !c.Owner {
-		rs.Key = callerKey(rs.Key, c.Name)
-	}
+	rs.Key = callerKey(rs.Key, c)
 	if rs.Root != "" && !underAny(rs.Root, c.Roots) {
 		// Git discovery walks up: the repo or worktree may begin above the
 		// directories this caller may use. Never hand it a child rooted
@@ -618,16 +617,49 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 
 // callerKey confines keys named by caller-chosen ids (sessions, leases) to
 // the caller that chose them: two remote callers who send the same
-// Mcpx-Session must not share a child or its state. The owner's callers
-// (unix socket or token) are one user and share freely; directory keys are shared by design
-// (the roots check guards them).
-func callerKey(key, caller string) string {
-	for _, p := range []string{"session:", "psession:", "lease:"} {
-		if rest, ok := strings.CutPrefix(key, p); ok {
-			return p + caller + "/" + rest
+// Mcpx-Session must not share a child or its state. Such a key names the
+// caller by how it came and by its name, `session:@<via>:<name>/<id>`
+// (the name path-escaped, so it holds no "/"): a token whose subject is
+// "alice" and the tailnet login "alice" are two callers. The owner's
+// callers (unix socket or token) are one user and share freely, under the
+// id as sent; an owner's id that begins with "@" gets one more, so it can
+// never be read as another caller's key. Directory keys are shared by
+// design (the roots check guards them).
+func callerKey(key string, c Caller) string {
+	for _, p := range callerKeyPrefixes {
+		rest, ok := strings.CutPrefix(key, p)
+		if !ok {
+			continue
 		}
+		if c.Owner {
+			if strings.HasPrefix(rest, "@") {
+				return p + "@" + rest
+			}
+			return key
+		}
+		return p + "@" + c.Via + ":" + url.PathEscape(c.Name) + "/" + rest
 	}
 	return key
+}
+
+// callerKeyPrefixes are the scope-key prefixes of caller-chosen ids.
+var callerKeyPrefixes = []string{"session:", "psession:", "lease:"}
+
+// OwnsKey reports whether key is one of c's own caller-chosen keys (a
+// session, parent session or lease key callerKey made for c). Other keys —
+// directory keys, global, pid: and call: — are nobody's in this sense.
+func (c Caller) OwnsKey(key string) bool {
+	for _, p := range callerKeyPrefixes {
+		rest, ok := strings.CutPrefix(key, p)
+		if !ok {
+			continue
+		}
+		if c.Owner {
+			return !strings.HasPrefix(rest, "@") || strings.HasPrefix(rest, "@@")
+		}
+		return strings.HasPrefix(rest, "@"+c.Via+":"+url.PathEscape(c.Name)+"/")
+	}
+	return false
 }
 
 // MayUseDir reports whether c's rights reach the canonical directory path:

@@ -48,11 +48,7 @@ func newLeases(now func() time.Time) *leases {
 // leaseKey is the scope key a caller's lease id maps to, as target
 // computes it for a call naming that lease.
 func leaseKey(id string, c Caller) string {
-	k := "lease:" + id
-	if !c.Owner {
-		k = callerKey(k, c.Name)
-	}
-	return k
+	return callerKey("lease:"+id, c)
 }
 
 // acquire makes a lease for c with ttl (0 = DefaultLeaseTTL).

@@ -169,13 +169,15 @@ var hostname, _ = os.Hostname()
 // mayManageSession reports whether c may see and change the session meta
 // describes: an admin any, another caller only those it created (the same
 // name, and the same side of the owner line, so that a remote caller named
-// like a local one is not taken for it). Deny by default: a key with no
-// record is the admin's alone.
+// like a local one is not taken for it; off the owner's side, the same way
+// in too, so a token whose subject is a tailnet login's name is not that
+// login). Deny by default: a key with no record is the admin's alone.
 func mayManageSession(c Caller, meta sessionMeta, known bool) bool {
 	if c.Admin {
 		return true
 	}
-	return known && meta.creator.Name == c.Name && meta.creator.Owner == c.Owner
+	return known && meta.creator.Name == c.Name && meta.creator.Owner == c.Owner &&
+		(c.Owner || meta.creator.Via == c.Via)
 }
 
 // Sessions lists the sessions c may see, sorted by key.

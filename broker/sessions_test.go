@@ -58,8 +58,8 @@ func TestLeaseReleaseStopsItsInstanceAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.TTL != broker.DefaultLeaseTTL || l.Key != "lease:bob/"+l.ID {
-		t.Errorf("lease %+v, want the default ttl and key lease:bob/<id>", l)
+	if l.TTL != broker.DefaultLeaseTTL || l.Key != "lease:@tailnet:bob/"+l.ID {
+		t.Errorf("lease %+v, want the default ttl and key lease:@tailnet:bob/<id>", l)
 	}
 	r := req("demo", "")
 	r.Caller, r.Context.Lease = bob, l.ID
@@ -138,7 +138,7 @@ func TestLeaseTTLBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.ReleaseLease(t.Context(), local, "bob/"+bl.ID); err != nil {
+	if err := b.ReleaseLease(t.Context(), local, "@tailnet:bob/"+bl.ID); err != nil {
 		t.Errorf("admin release of bob's lease: %v", err)
 	}
 }
@@ -207,26 +207,29 @@ func TestSessionsAreTheirCreatorsOwn(t *testing.T) {
 		callText(t, b, r, "pid", `{}`)
 	}
 	list := b.Sessions(alice)
-	if len(list) != 1 || list[0].Key != "session:alice/S" || list[0].Creator.Name != "alice" || list[0].Calls != 1 {
-		t.Fatalf("alice's sessions %+v, want only session:alice/S", list)
+	if len(list) != 1 || list[0].Key != "session:@tailnet:alice/S" || list[0].Creator.Name != "alice" || list[0].Calls != 1 {
+		t.Fatalf("alice's sessions %+v, want only session:@tailnet:alice/S", list)
 	}
 	if all := b.Sessions(local); len(all) != 2 {
 		t.Errorf("the admin sees %d sessions, want 2", len(all))
 	}
 	// bob's session does not exist to alice: she can neither see, change nor stop it.
-	_, err := b.Session(alice, "session:bob/S")
+	_, err := b.Session(alice, "session:@tailnet:bob/S")
 	wantKind(t, err, broker.KindNotFound, "key")
 	name := "mine"
-	_, err = b.SetSession(alice, "session:bob/S", broker.SessionSettings{Name: &name})
+	_, err = b.SetSession(alice, "session:@tailnet:bob/S", broker.SessionSettings{Name: &name})
 	wantKind(t, err, broker.KindNotFound, "key")
-	wantKind(t, b.StopSession(t.Context(), alice, "session:bob/S"), broker.KindNotFound, "key")
+	wantKind(t, b.StopSession(t.Context(), alice, "session:@tailnet:bob/S"), broker.KindNotFound, "key")
 	// A caller named like another, on the other side of the owner line, is not it.
-	_, err = b.Session(broker.Caller{Name: "bob", Via: "unix", Owner: true}, "session:bob/S")
+	_, err = b.Session(broker.Caller{Name: "bob", Via: "unix", Owner: true}, "session:@tailnet:bob/S")
 	wantKind(t, err, broker.KindNotFound, "key")
-	if err := b.StopSession(t.Context(), alice, "session:alice/S"); err != nil {
+	// Nor is a token whose subject is bob: the same name, another way in.
+	_, err = b.Session(broker.Caller{Name: "bob", Via: "jwt"}, "session:@tailnet:bob/S")
+	wantKind(t, err, broker.KindNotFound, "key")
+	if err := b.StopSession(t.Context(), alice, "session:@tailnet:alice/S"); err != nil {
 		t.Fatal(err)
 	}
-	if k := keys(b); !slices.Equal(k, []string{"global", "session:bob/S"}) {
+	if k := keys(b); !slices.Equal(k, []string{"global", "session:@tailnet:bob/S"}) {
 		t.Errorf("instances %v, want global and bob's session", k)
 	}
 }
@@ -280,5 +283,38 @@ func TestSessionSettingsAreChecked(t *testing.T) {
 	doc, _ := json.Marshal(b.Sessions(local))
 	if !json.Valid(doc) {
 		t.Errorf("sessions do not marshal: %s", doc)
+	}
+}
+
+// TestCallerKeysNeverCollide: a session id is confined to the caller that
+// sent it, named by how it came and by its name. A token subject and a
+// tailnet login of one name, an owner id shaped like a remote key, and a
+// name holding "/" never land on one key.
+func TestCallerKeysNeverCollide(t *testing.T) {
+	b := newDemoBroker(t, map[string]config.ScopeKind{"s": config.ScopeSession})
+	type ask struct {
+		c  broker.Caller
+		id string
+	}
+	asks := []ask{
+		{remote("alice"), "S"},
+		{broker.Caller{Name: "alice", Via: "jwt"}, "S"},
+		{local, "@tailnet:alice/S"},
+		{local, "S"},
+		{remote("a/b"), "c"},
+		{remote("a"), "b/c"},
+	}
+	seen := map[string]int{}
+	for i, a := range asks {
+		r := req("s", "")
+		r.Caller, r.Context.Session = a.c, a.id
+		tg, err := b.Target(r)
+		if err != nil {
+			t.Fatalf("%+v: %v", a, err)
+		}
+		if j, dup := seen[tg.Key]; dup {
+			t.Errorf("%+v and %+v share the key %q", asks[j], a, tg.Key)
+		}
+		seen[tg.Key] = i
 	}
 }
