@@ -129,6 +129,10 @@ type Server struct {
 	ScopePolicy ScopePolicy `json:"scopePolicy,omitzero"`
 	// ToolTags are extra tags per tool name, for search, beside Tags.
 	ToolTags map[string][]string `json:"toolTags,omitempty"`
+	// Allocate are per-instance allocations by name: each instance of the
+	// server holds its own port from the range while it lives, which
+	// ${mcpx.alloc.NAME} stands for (see Alloc).
+	Allocate map[string]*Alloc `json:"allocate,omitempty"`
 	// Prelude is text put before the server's generated declarations
 	// (`mcpx types`), as comment lines: how to use its tools where their
 	// descriptions do not say (how to obtain an id, say). At most
@@ -337,6 +341,7 @@ func Parse(data []byte, source string) (*Config, error) {
 		}
 		rank[d.name] = i + 1
 	}
+	p.checkAllocOverlap(cfg.Servers)
 	if inputs > 0 && !usesInputs {
 		p.warn("", "inputs", "VS Code inputs ignored: no server uses them, and mcpx never prompts",
 			"remove them, or keep them for VS Code")
@@ -399,6 +404,7 @@ func (c *Config) Normalize() error {
 			p.checkServer(name, s, transport{}, &c.Pool, nil)
 		}
 	}
+	p.checkAllocOverlap(c.Servers)
 	c.Warnings = p.warns
 	return p.err(c.Source)
 }
