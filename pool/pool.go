@@ -227,7 +227,7 @@ type Pool struct {
 	queue     []*slotWaiter         // guarded by mu; callers waiting for room for a new instance, oldest first
 	stats     Stats                 // guarded by mu
 
-	ports   *portalloc.Allocator        // ${mcpx.alloc.*} ports of every server; constant after New
+	ports   *portalloc.Allocator         // ${mcpx.alloc.*} ports of every server; constant after New
 	indexes map[string]map[int]*instance // guarded by mu; ${mcpx.index} of live instances by server
 
 	tmpMu  sync.Mutex
