@@ -8,9 +8,10 @@
 //	b, err := broker.New(broker.Options{Config: cfg})
 //
 // Every problem names the server and the field and suggests the fix, with a
-// "did you mean" for misspelt names. Strings keep their ${mcpx.root} and
-// ${mcpx.cwd} placeholders (see package mcpx.dev/mcpx/internal/placeholder);
-// the pool substitutes them at spawn time. Defaults are filled in, so a
+// "did you mean" for misspelt names. Strings keep their ${mcpx.*}
+// placeholders (see package mcpx.dev/mcpx/internal/placeholder): root, cwd,
+// instance, index, key, tmpdir and alloc.NAME for the server's allocate
+// block (Alloc); the pool substitutes them per instance. Defaults are filled in, so a
 // parsed Config says exactly what will run.
 //
 // # Client formats
@@ -93,8 +94,8 @@ type Config struct {
 }
 
 // Server is one child MCP server. Exactly one of Command or URL is set.
-// String fields keep ${mcpx.root}/${mcpx.cwd} placeholders; they are
-// substituted at spawn time only.
+// String fields keep their ${mcpx.*} placeholders; they are substituted
+// per instance only.
 type Server struct {
 	Name string `json:"-"` // the key in Config.Servers
 
