@@ -163,8 +163,9 @@ func (p *Pool) acquireResources(inst *instance) (*resources, error) {
 }
 
 // tmpBase is this pool's directory for instances' ${mcpx.tmpdir}, made on
-// first use, 0700, canonical: Options.TmpDir/run-<pid>-<random>, or a new
-// directory under os.TempDir() when TmpDir is "". Close removes it. Runs of
+// first use, 0700, canonical: Options.TmpDir/run-<pid>-<random>, or
+// mcpx-instances-<random> under os.TempDir() when TmpDir is "". Close
+// removes it. Runs of
 // daemons that died without removing theirs are removed here, when their
 // pid is gone.
 func (p *Pool) tmpBase() (string, error) {
@@ -173,16 +174,16 @@ func (p *Pool) tmpBase() (string, error) {
 	if p.tmpRun != "" {
 		return p.tmpRun, nil
 	}
-	parent := p.opts.TmpDir
+	parent, prefix := p.opts.TmpDir, fmt.Sprintf("run-%d-", os.Getpid())
 	if parent == "" {
-		parent = os.TempDir()
+		parent, prefix = os.TempDir(), "mcpx-instances-"
 	} else {
 		if err := os.MkdirAll(parent, 0o700); err != nil {
 			return "", err
 		}
 		sweepRuns(parent)
 	}
-	dir, err := os.MkdirTemp(parent, fmt.Sprintf("run-%d-", os.Getpid()))
+	dir, err := os.MkdirTemp(parent, prefix)
 	if err != nil {
 		return "", err
 	}

@@ -3,9 +3,11 @@ package pool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -256,5 +258,33 @@ func TestTmpDirLivesWithTheInstance(t *testing.T) {
 	p.Close(ctx)
 	if ents, _ := os.ReadDir(base); len(ents) != 0 {
 		t.Errorf("%s holds %d entries after Close, want none", base, len(ents))
+	}
+}
+
+func TestTmpDirSweepsDeadDaemonsRuns(t *testing.T) {
+	base := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(base, fmt.Sprintf("run-%d-1", dead.Process.Pid))
+	live := filepath.Join(base, "run-1-1") // init never dies
+	other := filepath.Join(base, "notes")
+	for _, d := range []string{stale, live, other} {
+		if err := os.MkdirAll(filepath.Join(d, "demo-1-x"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := demoServer(t, "demo")
+	s.Env["TMP"] = "${mcpx.tmpdir}"
+	p := newPool(t, pool.Options{TmpDir: base}, s)
+	envOf(t, p, "session:a", "TMP")
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the run directory of dead pid %d is still there: %v", dead.Process.Pid, err)
+	}
+	for _, d := range []string{live, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
 	}
 }
