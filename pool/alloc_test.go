@@ -288,3 +288,29 @@ func TestTmpDirSweepsDeadDaemonsRuns(t *testing.T) {
 		}
 	}
 }
+
+func TestAllocRestartRefusesATakenPort(t *testing.T) {
+	lo, hi := freePorts(t, 2)
+	p := newPool(t, pool.Options{}, allocServer(t, lo, hi))
+	port := portOf(t, p, "session:a")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tg := pool.Target{Server: "demo", Key: "session:a"}
+	if _, err := call(ctx, p, tg, "crash", nil); !errors.Is(err, pool.ErrCrashed) {
+		t.Fatalf("crash: err = %v, want ErrCrashed", err)
+	}
+	// Someone else binds the port while the instance has no child.
+	ln, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = call(ctx, p, tg, "env", map[string]any{"name": "PORT"})
+	if !errors.Is(err, pool.ErrStart) || !strings.Contains(err.Error(), "allocate.port: port "+strconv.Itoa(port)+" is now in use by another process") {
+		t.Fatalf("restart with the port taken: err = %v, want ErrStart saying so", err)
+	}
+	ln.Close()
+	if got := portOf(t, p, "session:a"); got != port {
+		t.Errorf("once the port is free again the instance got %d, want %d", got, port)
+	}
+}
