@@ -47,6 +47,7 @@ func instanceDoc(in broker.Instance) wire.Instance {
 		Calls: in.Calls, InFlight: in.InFlight, Restarts: in.Restarts, BackoffUntil: in.BackoffUntil,
 		LastError: in.LastError, Degraded: in.Degraded,
 		Program: programDoc(in.Program), Exec: in.Exec,
+		Index: in.Index, Alloc: in.Alloc, TmpDir: in.TmpDir,
 	}
 }
 

@@ -88,7 +88,11 @@ func fill(v reflect.Value) {
 			f.Index(1).SetString(name)
 		case reflect.Map:
 			name := v.Type().Field(i).Name
-			f.Set(reflect.ValueOf(map[string][]string{name: {name + "-a", name + "-b"}}))
+			if f.Type() == reflect.TypeFor[map[string]int]() {
+				f.Set(reflect.ValueOf(map[string]int{name: i + 1}))
+			} else {
+				f.Set(reflect.ValueOf(map[string][]string{name: {name + "-a", name + "-b"}}))
+			}
 		case reflect.Pointer:
 			f.Set(reflect.New(f.Type().Elem()))
 			fill(f.Elem())

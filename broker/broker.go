@@ -121,7 +121,8 @@ type Options struct {
 	ReapInterval time.Duration // negative: no background reaper
 	Env          []string      // children's base environment; nil = os.Environ()
 	// StateDir, if set, is where the pool keeps what it learns about
-	// servers across restarts (MemoFile) and where the call log goes
+	// servers across restarts (MemoFile), where instances' private
+	// directories are made (TmpDir) and where the call log goes
 	// (RecordsDir, per the config's records section); "" = nothing kept.
 	StateDir string
 	// ExecWatch overrides the config's pool.execWatch (tests); negative = off.
@@ -138,6 +139,19 @@ const MemoFile = "pool-memo.json"
 
 // RecordsDir is the call log's directory in the state directory.
 const RecordsDir = "records"
+
+// TmpDir is where instances' ${mcpx.tmpdir} directories are made, in the
+// state directory.
+const TmpDir = "instances"
+
+// tmpDir is TmpDir in stateDir; "" (no state directory) = the pool makes
+// one under the system's temporary directory.
+func tmpDir(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return filepath.Join(stateDir, TmpDir)
+}
 
 func memoFile(stateDir string) string {
 	if stateDir == "" {
@@ -210,6 +224,7 @@ func New(opts Options) (*Broker, error) {
 		MaxMessageBytes: opts.Config.Limits.MaxMessageBytes,
 		RootsWait:       opts.Config.Limits.RootsWait.D(),
 		MemoFile:        memoFile(opts.StateDir),
+		TmpDir:          tmpDir(opts.StateDir),
 		Resolve:         resolveCommand(opts.Nix),
 		ExecHashMax:     opts.Config.Limits.ExecHashMax,
 		ExecWatch:       cmp.Or(opts.ExecWatch, opts.Config.Pool.ExecWatch.D()),
@@ -343,7 +358,23 @@ func poolServer(name string, s *config.Server) pool.Server {
 		Max:          s.Max,
 		IdleTimeout:  s.IdleTimeout.D(),
 		StartTimeout: s.StartTimeout.D(),
+		Allocate:     poolAllocs(s.Allocate),
 	}
+}
+
+// poolAllocs are a server's allocations as the pool takes them; the config
+// has checked them.
+func poolAllocs(m map[string]*config.Alloc) map[string]pool.Alloc {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]pool.Alloc, len(m))
+	for name, a := range m {
+		if a != nil && len(a.Range) == 2 {
+			out[name] = pool.Alloc{Range: [2]int{a.Range[0], a.Range[1]}}
+		}
+	}
+	return out
 }
 
 func sortedNames(m map[string]*config.Server) []string {

@@ -101,22 +101,12 @@ func (p *Pool) replace(inst *instance, g *generation, id execid.ID) bool {
 		"pid", g.pid(), "path", id.Path, "was", g.exec.Value, "now", id.Value)
 	p.removeEvLocked(inst, &event{notice: EventRestart, reason: why, path: id.Path})
 	p.stopAsync(inst, why)
-	p.seq[inst.def.Name]++
-	next := &instance{
-		id:       fmtID(inst.def.Name, p.seq[inst.def.Name]),
-		key:      inst.key,
-		def:      inst.def,
-		root:     inst.root,
-		degraded: inst.degraded,
-		spec:     inst.spec,
-		phase:    phaseIdle,
-		lastUsed: p.opts.Now(),
+	next, err := p.createLocked(inst.def, Target{Server: inst.key.server, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded})
+	if err != nil {
+		p.log.Warn("cannot make the replacement instance; the next call makes one", "server", inst.def.Name, "key", inst.key.key, "err", err)
+		p.kickLocked()
+		return true
 	}
-	if inst.def.Exclusive {
-		next.sem = make(chan struct{}, 1)
-	}
-	p.instances[next.key] = next
-	p.byID[next.id] = next
 	p.startLocked(next, p.opts.Now())
 	p.kickLocked()
 	return true

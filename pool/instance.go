@@ -27,6 +27,12 @@ type instance struct {
 	sem       chan struct{} // exclusive servers: the one holder's token; send/receive without Pool.mu
 	ephemeral bool          // a call: instance, stopped once its call is done
 	created   time.Time     // when the instance was made (its first call)
+	cwd       string        // the cwd of the caller that made it, for ${mcpx.cwd}
+	index     int           // ${mcpx.index}: lowest free among its server's live instances when made
+
+	// spec is constant after newInstanceLocked, or after the first start
+	// for a per-instance definition (see specReady); read it under Pool.mu
+	// outside the start goroutine.
 
 	// Guarded by Pool.mu. Read them anywhere under the lock; they change
 	// only in apply (lifecycle.go), all together, along the edges listed
@@ -45,6 +51,15 @@ type instance struct {
 	lastTail     string
 	drained      chan struct{} // made on remove with calls in flight; closed when the last one ends
 	removedWhy   string        // why it was removed, for the exit event
+
+	// Guarded by Pool.mu; not lifecycle fields. A definition with
+	// per-instance placeholders (perInstance) has its spec made, and its
+	// resources acquired, at the first start (Pool.prepare): specReady
+	// says it was, and spec is constant from then on. freed: its index and
+	// resources were released (Pool.releaseLocked).
+	res       *resources
+	specReady bool
+	freed     bool
 
 	// Guarded by Pool.mu; not a lifecycle field. Callers that chose this
 	// instance and wait for it (its start, its exclusive token, a wedged
@@ -143,9 +158,15 @@ func (p *Pool) startLocked(inst *instance, now time.Time) bool {
 func (p *Pool) start(inst *instance, a *startAttempt) {
 	t := Target{Server: inst.def.Name, Key: inst.key.key}
 	log := p.log.With("server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
+	sp, err := p.prepare(inst)
+	if err != nil {
+		e := p.perr("start", t, ErrStart, err.Error())
+		e.Cause = err
+		p.finishStart(inst, a, nil, e, log)
+		return
+	}
 	// The program first: a nix: spec may build for minutes the first time,
 	// which is not the child's start (Options.Resolve).
-	sp := inst.spec
 	var prog *Program
 	if inst.def.URL == "" && p.opts.Resolve != nil {
 		r, err := p.opts.Resolve(p.ctx, sp.command, inst.def.Environment)
@@ -170,10 +191,11 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	var tr mcpclient.Transport
 	transport := "http"
 	if inst.def.URL != "" {
-		tr = mcpclient.NewHTTP(inst.spec.url, inst.spec.headers, p.opts.HTTPClient)
+		p.unbind(inst)
+		tr = mcpclient.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient)
 	} else {
 		transport = "stdio"
-		if err := checkDir(inst.spec); err != nil {
+		if err := checkDir(sp); err != nil {
 			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
 			return
 		}
@@ -183,6 +205,10 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		if !id.Missing() {
 			sp.path = id.Path // exec what was identified, found on the child's PATH
 		}
+		// The ports are ours up to here; the child binds them next. What
+		// is left of the check-then-use gap is the exec and the child's
+		// start-up (package portalloc).
+		p.unbind(inst)
 		proc, err := startChild(sp, p.opts.Env, p.spawner, log)
 		if err != nil {
 			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; check the server's command and that it is installed on the daemon's machine", sp.command, err))
@@ -228,7 +254,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		return
 	}
 	g.sess = sess
-	log.Info("spawned", "root", inst.root, "cwd", inst.spec.cwd, "cwdSource", inst.spec.cwdSource,
+	log.Info("spawned", "root", inst.root, "cwd", sp.cwd, "cwdSource", sp.cwdSource,
 		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded, "exec", g.execValue())
 	p.finishStart(inst, a, g, nil, log)
 }
@@ -272,6 +298,10 @@ func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *
 		p.updateLocked(inst, &event{kind: evStartFailed, now: now, attempt: a, fail: &failure{err.Detail, err.StderrTail}})
 		p.stats.StartFailures++
 		log.Warn("start failed", "err", err, "stderr", err.StderrTail)
+		if res := p.releaseLocked(inst); res != nil {
+			// Its stopper gave up waiting for this start.
+			p.wg.Go(func() { p.releaseResources(inst, res) })
+		}
 		return
 	}
 	if !p.updateLocked(inst, &event{kind: evStarted, now: now, attempt: a, gen: g}) {
@@ -334,6 +364,11 @@ func (p *Pool) watch(inst *instance, g *generation) {
 	if !p.updateLocked(inst, &ev) {
 		return
 	}
+	if res := p.releaseLocked(inst); res != nil {
+		// A child that outlived its stopper's wait: its instance's
+		// resources were kept for it until now.
+		p.wg.Go(func() { p.releaseResources(inst, res) })
+	}
 	p.kickLocked()
 	if !crashed {
 		return
@@ -371,7 +406,25 @@ func (p *Pool) stopInstance(ctx context.Context, inst *instance, why string) {
 	}
 	p.mu.Lock()
 	p.updateLocked(inst, &event{kind: evStopped, now: p.opts.Now()})
+	res := p.releaseLocked(inst)
 	p.mu.Unlock()
+	// After the child has exited: its tmpdir goes, its ports are free.
+	p.releaseResources(inst, res)
+}
+
+// unbind lets inst's child bind its ports: called just before the exec.
+func (p *Pool) unbind(inst *instance) {
+	p.mu.Lock()
+	res := inst.res
+	p.mu.Unlock()
+	if res != nil {
+		res.unbind()
+	}
+}
+
+// vars are inst's placeholder values known when it is made.
+func (i *instance) vars() vars {
+	return vars{root: i.root, cwd: i.cwd, instance: i.id, index: i.index, key: i.key.key}
 }
 
 func (i *instance) startTimeout(def time.Duration) time.Duration {
@@ -389,7 +442,16 @@ func (i *instance) statusLocked(now time.Time) InstanceStatus {
 		Cwd: i.spec.cwd, CwdSource: i.spec.cwdSource,
 		Transport: "stdio", Pid: i.gen.pid(), State: i.phase.state(),
 		Created: i.created, Started: i.started, LastUsed: i.lastUsed, Calls: i.calls, InFlight: i.inflight,
-		Restarts: i.restarts, LastError: i.lastErr, Degraded: i.degraded,
+		Restarts: i.restarts, LastError: i.lastErr, Degraded: i.degraded, Index: i.index,
+	}
+	if i.res != nil {
+		s.TmpDir = i.res.tmpdir
+		for name, h := range i.res.ports {
+			if s.Alloc == nil {
+				s.Alloc = map[string]int{}
+			}
+			s.Alloc[name] = h.Port()
+		}
 	}
 	if i.def.URL != "" {
 		s.Transport = "http"

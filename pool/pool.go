@@ -37,11 +37,13 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/pool/portalloc"
 )
 
 // Server is the definition of one child server, as the pool needs it.
-// String fields may hold ${mcpx.root} and ${mcpx.cwd}; they are substituted
-// per instance at spawn time only.
+// String fields may hold the ${mcpx.*} placeholders (package placeholder);
+// they are substituted per instance: when it is made, or at its first start
+// when they include ${mcpx.tmpdir} or an allocation.
 type Server struct {
 	Name    string
 	Command string // stdio child; exactly one of Command and URL is set
@@ -62,6 +64,10 @@ type Server struct {
 	// over either.
 	InheritEnv    []string
 	InheritAllEnv bool
+
+	// Allocate are the server's per-instance allocations by name, which
+	// ${mcpx.alloc.NAME} stands for (see Alloc).
+	Allocate map[string]Alloc
 
 	// Revision is opaque to the pool. Its owner bumps it when what the
 	// definition runs changed while the definition did not (a nix: command
@@ -136,6 +142,10 @@ type Options struct {
 	// CheckExec). 0 = DefaultExecWatch; negative = no watch (CheckExec
 	// still works).
 	ExecWatch time.Duration
+	// TmpDir is where instances' private directories (${mcpx.tmpdir}) are
+	// made, in a run-<pid>-* directory per pool that Close removes; ""
+	// = a new directory under os.TempDir().
+	TmpDir string
 	// Events receives the pool's lifecycle events; nil = a log of
 	// DefaultEventBuffer events, made by New (see Events).
 	Events *EventLog
@@ -217,6 +227,12 @@ type Pool struct {
 	queue     []*slotWaiter         // guarded by mu; callers waiting for room for a new instance, oldest first
 	stats     Stats                 // guarded by mu
 
+	ports   *portalloc.Allocator         // ${mcpx.alloc.*} ports of every server; constant after New
+	indexes map[string]map[int]*instance // guarded by mu; ${mcpx.index} of live instances by server
+
+	tmpMu  sync.Mutex
+	tmpRun string // guarded by tmpMu; this pool's directory of private directories, "" = not made
+
 	memoMu sync.Mutex
 	memos  map[string]rootsMemo // guarded by memoMu; by server name
 	learnt *memoFile            // what earlier runs learned; constant after New
@@ -280,6 +296,8 @@ func New(opts Options) *Pool {
 		instances: map[instKey]*instance{},
 		byID:      map[string]*instance{},
 		seq:       map[string]int{},
+		ports:     portalloc.New(),
+		indexes:   map[string]map[int]*instance{},
 		learnt:    loadMemoFile(opts.MemoFile, log),
 	}
 	if opts.ReapInterval > 0 {
@@ -595,26 +613,44 @@ func (p *Pool) roomLocked(def *Server, forKey string) bool {
 
 // createLocked makes the instance for t, in phase idle. There is room.
 func (p *Pool) createLocked(def *Server, t Target) (*instance, error) {
-	spec, err := resolveSpawn(def, vars{root: t.Root, cwd: t.Cwd})
-	if err != nil {
-		return nil, p.perr("start", t, ErrSpawnConfig, err.Error())
-	}
-	p.seq[def.Name]++
 	inst := &instance{
-		id:        fmtID(def.Name, p.seq[def.Name]),
+		id:        fmtID(def.Name, p.seq[def.Name]+1),
 		key:       instKey{t.Server, t.Key},
 		def:       def,
 		root:      t.Root,
+		cwd:       t.Cwd,
 		degraded:  t.Degraded,
-		spec:      spec,
 		ephemeral: t.Ephemeral,
+		index:     p.lowestIndexLocked(def.Name),
 		phase:     phaseIdle,
 		lastUsed:  p.opts.Now(),
 		created:   p.opts.Now(),
 	}
+	v := inst.vars()
+	if perInstance(def) {
+		// Checked now with stand-ins; made for real at the first start.
+		v.tmpdir, v.alloc = "/", map[string]string{}
+		for name := range def.Allocate {
+			v.alloc[name] = "0"
+		}
+	} else {
+		inst.specReady = true
+	}
+	spec, err := resolveSpawn(def, v)
+	if err != nil {
+		return nil, p.perr("start", t, ErrSpawnConfig, err.Error())
+	}
+	if inst.specReady {
+		inst.spec = spec
+	}
+	p.seq[def.Name]++
 	if def.Exclusive {
 		inst.sem = make(chan struct{}, 1)
 	}
+	if p.indexes[def.Name] == nil {
+		p.indexes[def.Name] = map[int]*instance{}
+	}
+	p.indexes[def.Name][inst.index] = inst
 	p.instances[inst.key] = inst
 	p.byID[inst.id] = inst
 	return inst, nil
@@ -875,6 +911,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.cancel()
 	p.wg.Wait()
 	p.spawner.close()
+	p.removeTmpBase()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mcpx.dev/mcpx/internal/placeholder"
@@ -26,11 +27,16 @@ func SpawnCwd(configCwd, root string) (string, CwdSource) {
 
 // placeholder values available at spawn time.
 type vars struct {
-	root string // the instance root
-	cwd  string // the canonical cwd of the caller that caused the spawn
+	root     string            // the instance root
+	cwd      string            // the canonical cwd of the caller that caused the spawn
+	instance string            // the instance id
+	index    int               // the instance's index among its server's live instances
+	key      string            // the scope key, as it is (substitute makes it safe)
+	tmpdir   string            // the instance's private directory; "" = not made (yet)
+	alloc    map[string]string // the instance's allocations by name; nil = not made (yet)
 }
 
-// substitute replaces ${mcpx.root} and ${mcpx.cwd} in s; the grammar is
+// substitute replaces the ${mcpx.*} placeholders in s; the grammar is
 // package placeholder's. Other ${...} pass through untouched; config
 // validation has already rejected unknown ${mcpx.*} names. An empty value is
 // an error naming server and field: we never fall back to the daemon's own
@@ -55,8 +61,25 @@ func substitute(s string, v vars, server, field string) (string, error) {
 			if val == "" {
 				return "", fmt.Errorf("server %q: %s: ${mcpx.cwd} is empty: the caller declared no cwd; send Mcpx-Cwd (the CLI sends $PWD) or remove the placeholder", server, field)
 			}
+		case r.Text == placeholder.Instance:
+			val = v.instance
+		case r.Text == placeholder.Index:
+			val = strconv.Itoa(v.index)
+		case r.Text == placeholder.Key:
+			val = SafeKey(v.key)
+		case r.Text == placeholder.TmpDir:
+			val = v.tmpdir
+			if val == "" {
+				return "", fmt.Errorf("server %q: %s: ${mcpx.tmpdir} has no directory yet; this is a bug in mcpx", server, field)
+			}
 		default:
-			return "", fmt.Errorf("server %q: %s: unknown placeholder %s (%s)", server, field, r.Text, placeholder.Known)
+			name, ok := r.Alloc()
+			if !ok {
+				return "", fmt.Errorf("server %q: %s: unknown placeholder %s (%s)", server, field, r.Text, placeholder.Known)
+			}
+			if val, ok = v.alloc[name]; !ok {
+				return "", fmt.Errorf("server %q: %s: %s names no allocation; declare it in the server's allocate block, e.g. \"allocate\": {%q: {\"range\": [9222, 9299]}}", server, field, r.Text, name)
+			}
 		}
 		b.WriteString(val)
 	}

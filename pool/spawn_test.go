@@ -93,3 +93,27 @@ func TestRootlessSpawnNeverUsesDaemonCwdForPlaceholders(t *testing.T) {
 		t.Fatal("an empty ${mcpx.root} in cwd must fail the spawn, not fall back to the daemon's cwd")
 	}
 }
+
+func TestSafeKey(t *testing.T) {
+	keys := []string{"global", "session:a", "session:a/", "worktree:/src/app", "worktree:/src/app ", "..", "", "pid:1234",
+		"lease:" + strings.Repeat("x", 300), "lease:" + strings.Repeat("x", 301), "cwd:/home/é/a b"}
+	seen := map[string]string{}
+	for _, k := range keys {
+		s := SafeKey(k)
+		if len(s) > 48+1+12 || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "-") {
+			t.Errorf("SafeKey(%q) = %q: too long, or starts with . or -", k, s)
+		}
+		for _, c := range s {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+				t.Errorf("SafeKey(%q) = %q holds %q", k, s, c)
+			}
+		}
+		if prev, ok := seen[s]; ok {
+			t.Errorf("SafeKey(%q) = SafeKey(%q) = %q", k, prev, s)
+		}
+		seen[s] = k
+	}
+	if got := SafeKey("worktree:/src/app"); !strings.HasPrefix(got, "worktree-src-app-") {
+		t.Errorf("SafeKey(worktree:/src/app) = %q, want the readable slug first", got)
+	}
+}

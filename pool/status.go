@@ -38,6 +38,13 @@ type InstanceStatus struct {
 	State     State     `json:"state"`
 	Protocol  string    `json:"protocolVersion,omitempty"`
 	Created   time.Time `json:"created"` // when the instance was made; restarts keep it
+	// Index is ${mcpx.index}: the lowest index free among the server's
+	// live instances when this one was made, from 0.
+	Index int `json:"index"`
+	// Alloc are the instance's ${mcpx.alloc.*} ports by name, and TmpDir
+	// its ${mcpx.tmpdir}, once its first start made them.
+	Alloc  map[string]int `json:"alloc,omitempty"`
+	TmpDir string         `json:"tmpdir,omitempty"`
 	// Exec is the identity of the running stdio child's executable
 	// (package execid): sha256:<16 hex>, or missing:<command>.
 	Exec         string    `json:"exec,omitempty"`

@@ -219,6 +219,13 @@ type Instance struct {
 	State    string    `json:"state"`
 	Protocol string    `json:"protocolVersion,omitempty"`
 	Created  time.Time `json:"created"` // when the instance was made; restarts keep it
+	// Index is ${mcpx.index}: the lowest index from 0 free among the
+	// server's live instances when this one was made.
+	Index int `json:"index"`
+	// Alloc are the instance's ${mcpx.alloc.*} ports by name and TmpDir
+	// its ${mcpx.tmpdir}, once its first start made them.
+	Alloc  map[string]int `json:"alloc,omitempty"`
+	TmpDir string         `json:"tmpdir,omitempty"`
 	// Exec is the identity of a stdio child's executable: sha256:<16 hex>
 	// (its content, a script's directory, or a large file's stat), or
 	// missing:<command>; a new identity replaces the child.

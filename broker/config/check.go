@@ -173,7 +173,7 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 	p.checkTransport(name, s, typ, bad)
 	p.checkEnvironment(name, s)
 	p.checkStrings(name, s)
-	if s.Cwd != "" && !hasAbsPrefix(s.Cwd) && placeholderProblems(s.Cwd) == nil {
+	if s.Cwd != "" && !hasAbsPrefix(s.Cwd) && placeholderProblems(s.Cwd, s.Allocate) == nil {
 		p.add(name, "cwd", fmt.Sprintf("cwd %q is relative", s.Cwd),
 			fmt.Sprintf("use an absolute path, or %s/%s for a directory under the instance root", placeholder.Root, strings.TrimPrefix(s.Cwd, "./")))
 	}
@@ -186,6 +186,7 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 	} else if s.Max == 0 {
 		s.Max = pool.DefaultMax
 	}
+	p.checkAllocate(name, s)
 	p.duration(name, "idleTimeout", &s.IdleTimeout, cmp.Or(pc.IdleTimeout.D(), pool.DefaultIdleTimeout))
 	p.duration(name, "callTimeout", &s.CallTimeout, DefaultCallTimeout)
 	p.duration(name, "startTimeout", &s.StartTimeout, pool.DefaultStartTimeout)
@@ -283,7 +284,7 @@ func (p *problems) checkTransport(name string, s *Server, t transport, bad map[s
 }
 
 func (p *problems) checkURL(name, raw string) {
-	probe := strings.NewReplacer(placeholder.Root, "root", placeholder.Cwd, "cwd").Replace(raw)
+	probe := probeValues(raw)
 	u, err := url.Parse(probe)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		p.add(name, "url", fmt.Sprintf("url %q is not an absolute http(s) URL", raw), "use a streamable-HTTP endpoint such as https://host/mcp")
@@ -304,7 +305,7 @@ func (p *problems) checkStrings(name string, s *Server) {
 		}
 	}
 	for field, v := range s.substituted() {
-		p.checkString(name, field, v)
+		p.checkString(name, field, v, s.Allocate)
 	}
 }
 
@@ -362,11 +363,11 @@ func (p *problems) checkRootPlaceholder(name string, s *Server) {
 	}
 }
 
-func (p *problems) checkString(name, field, v string) {
+func (p *problems) checkString(name, field, v string, allocs map[string]*Alloc) {
 	if strings.IndexByte(v, 0) >= 0 {
 		p.add(name, field, "contains a NUL byte", "")
 	}
-	for _, pr := range placeholderProblems(v) {
+	for _, pr := range placeholderProblems(v, allocs) {
 		p.add(name, field, pr.msg, pr.hint)
 	}
 	p.checkClientVars(name, field, v)
@@ -411,12 +412,24 @@ func (s *Server) usesInputs() bool {
 type problem struct{ msg, hint string }
 
 // placeholderProblems finds the ${mcpx...} placeholders in s that are not
-// ${mcpx.root} or ${mcpx.cwd}. A "${mcpx" followed by anything but "." or
-// "}" (say ${mcpxHome}) is not ours and passes through, like any other ${...}.
-func placeholderProblems(s string) []problem {
+// known, nor an allocation in allocs. A "${mcpx" followed by anything but
+// "." or "}" (say ${mcpxHome}) is not ours and passes through, like any
+// other ${...}.
+func placeholderProblems(s string, allocs map[string]*Alloc) []problem {
 	var out []problem
 	for r := range placeholder.Refs(s) {
+		alloc, isAlloc := r.Alloc()
 		switch {
+		case isAlloc && allocs[alloc] != nil:
+		case isAlloc:
+			hint := fmt.Sprintf(`declare it: "allocate": {%q: {"range": [9222, 9299]}}`, alloc)
+			if names := slices.Sorted(maps.Keys(allocs)); len(names) > 0 {
+				hint = "the server's allocate block declares " + strings.Join(names, ", ")
+				if sug := suggest(alloc, names); sug != "" {
+					hint = fmt.Sprintf("did you mean %salloc.%s}? (%s)", "${mcpx.", sug, hint)
+				}
+			}
+			out = append(out, problem{fmt.Sprintf("%s names no allocation of this server", r.Text), hint})
 		case !r.Closed:
 			out = append(out, problem{fmt.Sprintf("unclosed placeholder %q", clip(r.Text, 40)), "close it with }: " + placeholder.Known})
 		case r.Known():
@@ -437,7 +450,8 @@ func placeholderProblems(s string) []problem {
 // substituted: an absolute path, or one that starts with a placeholder (both
 // stand for absolute paths).
 func hasAbsPrefix(cwd string) bool {
-	return filepath.IsAbs(cwd) || strings.HasPrefix(cwd, placeholder.Root) || strings.HasPrefix(cwd, placeholder.Cwd)
+	return filepath.IsAbs(cwd) || strings.HasPrefix(cwd, placeholder.Root) || strings.HasPrefix(cwd, placeholder.Cwd) ||
+		strings.HasPrefix(cwd, placeholder.TmpDir)
 }
 
 func (p *problems) checkChoices(name string, s *Server) {

@@ -8,9 +8,10 @@
 //	b, err := broker.New(broker.Options{Config: cfg})
 //
 // Every problem names the server and the field and suggests the fix, with a
-// "did you mean" for misspelt names. Strings keep their ${mcpx.root} and
-// ${mcpx.cwd} placeholders (see package mcpx.dev/mcpx/internal/placeholder);
-// the pool substitutes them at spawn time. Defaults are filled in, so a
+// "did you mean" for misspelt names. Strings keep their ${mcpx.*}
+// placeholders (see package mcpx.dev/mcpx/internal/placeholder): root, cwd,
+// instance, index, key, tmpdir and alloc.NAME for the server's allocate
+// block (Alloc); the pool substitutes them per instance. Defaults are filled in, so a
 // parsed Config says exactly what will run.
 //
 // # Client formats
@@ -93,8 +94,8 @@ type Config struct {
 }
 
 // Server is one child MCP server. Exactly one of Command or URL is set.
-// String fields keep ${mcpx.root}/${mcpx.cwd} placeholders; they are
-// substituted at spawn time only.
+// String fields keep their ${mcpx.*} placeholders; they are substituted
+// per instance only.
 type Server struct {
 	Name string `json:"-"` // the key in Config.Servers
 
@@ -129,6 +130,10 @@ type Server struct {
 	ScopePolicy ScopePolicy `json:"scopePolicy,omitzero"`
 	// ToolTags are extra tags per tool name, for search, beside Tags.
 	ToolTags map[string][]string `json:"toolTags,omitempty"`
+	// Allocate are per-instance allocations by name: each instance of the
+	// server holds its own port from the range while it lives, which
+	// ${mcpx.alloc.NAME} stands for (see Alloc).
+	Allocate map[string]*Alloc `json:"allocate,omitempty"`
 	// Prelude is text put before the server's generated declarations
 	// (`mcpx types`), as comment lines: how to use its tools where their
 	// descriptions do not say (how to obtain an id, say). At most
@@ -337,6 +342,7 @@ func Parse(data []byte, source string) (*Config, error) {
 		}
 		rank[d.name] = i + 1
 	}
+	p.checkAllocOverlap(cfg.Servers)
 	if inputs > 0 && !usesInputs {
 		p.warn("", "inputs", "VS Code inputs ignored: no server uses them, and mcpx never prompts",
 			"remove them, or keep them for VS Code")
@@ -399,6 +405,7 @@ func (c *Config) Normalize() error {
 			p.checkServer(name, s, transport{}, &c.Pool, nil)
 		}
 	}
+	p.checkAllocOverlap(c.Servers)
 	c.Warnings = p.warns
 	return p.err(c.Source)
 }

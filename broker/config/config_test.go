@@ -597,7 +597,7 @@ func ExampleParse_errors() {
 	// Output:
 	// config config.json: 4 problems:
 	// 	server "git": unknown field "comand"; did you mean "command"?
-	// 	server "git": unknown placeholder ${mcpx.rot} (field args[2]); did you mean ${mcpx.root}? (known: ${mcpx.root}, ${mcpx.cwd})
+	// 	server "git": unknown placeholder ${mcpx.rot} (field args[2]); did you mean ${mcpx.root}? (known: ${mcpx.root}, ${mcpx.cwd}, ${mcpx.instance}, ${mcpx.index}, ${mcpx.key}, ${mcpx.tmpdir}, ${mcpx.alloc.NAME} for a NAME in the server's allocate block)
 	// 	server "fs": invalid duration "10": want a Go duration such as "90s" or "5m" (field idleTimeout)
 	// 	server "fs": cwd "src" is relative; use an absolute path, or ${mcpx.root}/src for a directory under the instance root
 }

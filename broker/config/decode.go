@@ -186,6 +186,7 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 		"scopePolicy":  {&s.ScopePolicy, `an object such as {"allow": ["session", "call"], "allowOverride": true}`},
 		"toolTags":     {&s.ToolTags, "an object of tool names to arrays of strings"},
 		"prelude":      {&s.Prelude, str},
+		"allocate":     {&s.Allocate, `an object of names to allocations such as {"port": {"range": [9222, 9299]}}`},
 	}
 }
 

@@ -43,6 +43,8 @@ func TestKnown(t *testing.T) {
 	}{
 		{"${mcpx.root}", true}, {"${mcpx.cwd}", true}, {"${mcpx.rot}", false},
 		{"${mcpx}", false}, {"${mcpx.root", false}, {"${mcpx.ROOT}", false},
+		{"${mcpx.instance}", true}, {"${mcpx.index}", true}, {"${mcpx.key}", true}, {"${mcpx.tmpdir}", true},
+		{"${mcpx.alloc.port}", false},
 	} {
 		r, ok := first(tt.in)
 		if !ok || r.Known() != tt.want {
@@ -55,6 +57,33 @@ func TestKnown(t *testing.T) {
 		}
 		if !strings.Contains(Known, "${mcpx."+n+"}") {
 			t.Errorf("Known = %q does not list %q", Known, n)
+		}
+	}
+}
+
+func TestAlloc(t *testing.T) {
+	for _, tt := range []struct {
+		in, name string
+		ok       bool
+	}{
+		{"${mcpx.alloc.port}", "port", true}, {"${mcpx.alloc.a.b}", "a.b", true},
+		{"${mcpx.alloc.}", "", false}, {"${mcpx.alloc}", "", false}, {"${mcpx.alloc.port", "", false},
+		{"${mcpx.root}", "", false}, {"${mcpx.allocport}", "", false},
+	} {
+		r, _ := first(tt.in)
+		if name, ok := r.Alloc(); name != tt.name || ok != tt.ok {
+			t.Errorf("Refs(%q).Alloc() = %q, %v; want %q, %v", tt.in, name, ok, tt.name, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		want bool
+	}{
+		{"--port=${mcpx.alloc.port}", true}, {"${mcpx.tmpdir}/profile", true},
+		{"${mcpx.root} ${mcpx.index} ${mcpx.key} ${mcpx.instance}", false}, {"${HOME}", false},
+	} {
+		if got := PerInstance(tt.in); got != tt.want {
+			t.Errorf("PerInstance(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }
