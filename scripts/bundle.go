@@ -146,13 +146,16 @@ if (spec.export !== undefined && typeof fn !== "function") {
   process.exit(1);
 }
 if (typeof fn === "function") {
+  let out = "";
   try {
     const value = await fn("args" in spec ? spec.args : process.argv.slice(2));
-    const out = value === undefined ? undefined : JSON.stringify(value);
-    if (out !== undefined) process.stdout.write(out + "\n");
+    out = value === undefined ? "" : (JSON.stringify(value) ?? "") + "\n";
   } catch (e) {
     console.error(e instanceof Error && e.stack ? e.stack : String(e));
     process.exitCode = 1;
   }
+  // The function's promise settling ends the run: an idle keep-alive
+  // connection (Node's fetch keeps one for a while) must not hold it.
+  process.stdout.write(out, () => process.exit());
 }
 `

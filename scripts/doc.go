@@ -39,8 +39,10 @@
 // arguments as an array of strings — and prints its return value as JSON
 // (nothing for undefined). Otherwise the top-level code is the script; it
 // sees the positional arguments in process.argv.slice(2) (Deno.args on Deno).
-// A function that throws exits 1 with the error on stderr. The exit code
-// is the script's.
+// A function that throws exits 1 with the error on stderr. The run of a
+// function ends when its promise settles (the runner exits then, so an idle
+// keep-alive connection of Node's fetch does not hold it for half a second);
+// top-level code ends when the runtime does. The exit code is the script's.
 //
 // Every tool call the generated client makes is reported to the runner
 // (clientgen's runtime calls the function under Symbol.for("mcpx.call")),
