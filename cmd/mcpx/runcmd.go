@@ -92,7 +92,7 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	caller.Lease = lease.ID
+	caller.Lease = lease.ID // the run's own, whatever --lease said
 	r := &scriptRun{c: c, bc: bc, caller: caller, rt: rt, script: script}
 	code = r.run(ctx, scripts.BundleOptions{Entry: script, Export: *export, Args: argsJSON}, pos[1:], *asJSON)
 
@@ -218,6 +218,9 @@ func (r *scriptRun) run(ctx context.Context, bo scripts.BundleOptions, args []st
 		"MCPX_LEASE="+r.caller.Lease,
 		scripts.EnvReport+"="+reportFile,
 	)
+	if r.caller.Scope != "" {
+		cmd.Env = append(cmd.Env, "MCPX_SCOPE="+r.caller.Scope) // --scope
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	if asJSON {
