@@ -3,6 +3,7 @@ module mcpx.dev/mcpx
 go 1.26.8
 
 require (
+	github.com/evanw/esbuild v0.28.2
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/golang-jwt/jwt/v5 v5.3.1

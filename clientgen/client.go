@@ -97,7 +97,7 @@ var runtimeNames = []string{
 	// Globals the runtime uses.
 	"globalThis", "console", "JSON", "Date", "Error", "URL", "TextDecoder", "AbortController",
 	"AbortSignal", "Response", "setTimeout", "clearTimeout", "fetch", "encodeURIComponent",
-	"String", "Promise", "undefined",
+	"String", "Promise", "undefined", "Symbol",
 }
 
 // Client writes the script client: one self-contained ES module (fetch, no

@@ -310,6 +310,19 @@ async function $events<S>(res: Response, o: CallOptions, server: string, tool: s
     detail: "the broker's event stream ended without a result" }, tool);
 }
 
+// $report tells a runner about one finished call: mcpx run installs a
+// function under the global symbol "mcpx.call" before it imports a script,
+// and lists the calls in its --json envelope. Without a runner, nothing.
+type $CallReport = { server: string; tool: string; ms: number; outcome: string };
+function $report(r: $CallReport): void {
+  const hook = (globalThis as unknown as { [k: symbol]: ((r: $CallReport) => void) | undefined })[Symbol.for("mcpx.call")];
+  try {
+    hook?.(r);
+  } catch {
+    // a runner's failure never fails the call
+  }
+}
+
 /**
  * Calls any tool of any server by name, untyped: for tools added after the
  * client was generated. The generated functions are the typed way.
@@ -358,6 +371,8 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
     why ??= "timeout";
     ctl.abort();
   }, o.timeoutMs);
+  const started = Date.now();
+  let outcome = "error";
   const path = @@CallToolPattern@@.replace("{server}", encodeURIComponent(server)).replace("{tool}", encodeURIComponent(tool));
   try {
     const res = await fetch(b.url + path, { method: "POST", headers, body: JSON.stringify(args ?? {}), signal: ctl.signal });
@@ -365,9 +380,14 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
       if (res.status === 401) $recordCache = undefined; // a restarted daemon has a new token
       throw await $problem(res, server, tool, list);
     }
-    if ((res.headers.get("Content-Type") ?? "").startsWith(@@MediaEventStream@@)) return await $events<S>(res, o, server, tool);
-    return (await res.json()) as CallToolResult<S>;
+    const result = (res.headers.get("Content-Type") ?? "").startsWith(@@MediaEventStream@@)
+      ? await $events<S>(res, o, server, tool)
+      : (await res.json()) as CallToolResult<S>;
+    outcome = result.isError ? "isError" : "ok";
+    return result;
   } catch (e) {
+    if (e instanceof McpxError) outcome = e.kind;
+    else if (why) outcome = why;
     if (e instanceof $CallbackError) throw e.error;
     if (e instanceof McpxError && why === undefined) throw e;
     if (why === "canceled") {
@@ -382,5 +402,6 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   } finally {
     clearTimeout(timer);
     o.signal?.removeEventListener("abort", onAbort);
+    $report({ server, tool, ms: Date.now() - started, outcome });
   }
 }

@@ -50,6 +50,8 @@ func commands() []command {
 		{"catalog", "[--budget N] [--bias Q] [--json]", "every server with its tool count, then tool signatures within a token budget", catalogCmd},
 		{"sessions", "ls [--json]|show <key>|stop <key>|set <key> [--idle 1h] [--name n]", "list, show, stop or name the sessions: instances keyed by a session, parent session, lease or pid", sessionsCmd},
 		{"lease", "run [--ttl 30s] -- <cmd> [args...]", "run a command under a lease ($MCPX_LEASE), renewed while it runs and released when it exits", leaseCmd},
+		{"run", "[--runtime deno|bun|node] [--export fn] [--json-args JSON] [--json] <file|name> [args...]", "run a script on deno, bun or node with the generated client importable as \"mcpx\"; the exit code is the script's", runCmd},
+		{"scripts", "[--json]", "list the named scripts of the config chain (scripts/ beside .config/mcpx or .mcpx from here up, then the user's), with what each shadows", scriptsCmd},
 		{"status", "[--json]", "list the running server instances", status},
 		{"stats", "[--since 1h] [--by server|tool|caller] [--json]", "count, failures, failure rate and p50/p95/p99 duration of the calls in the daemon's call log", statsCmd},
 		{"events", "[--follow] [--json]", "print the daemon's lifecycle events (spawn, restart, crash, ...)", events},

@@ -1,0 +1,361 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/scripts"
+)
+
+// runInterruptGrace is how long a script has to end after the SIGINT an
+// interrupted `mcpx run` passes on, before it is killed.
+const runInterruptGrace = 5 * time.Second
+
+// runLeaseTTL is the ttl of a run's lease: how long its pid-scoped instances
+// outlive an `mcpx run` killed outright.
+const runLeaseTTL = 30 * time.Second
+
+// runCmd is `mcpx run <file|name> [args…]`: run a script on deno, bun or
+// node with the generated client importable as "mcpx" (package scripts
+// has the contract). The exit code is the script's.
+func runCmd(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "run")
+	brokerAddr := brokerFlag(fs)
+	noAutostart := autostartFlag(fs)
+	runtimeFlag := fs.String("runtime", "", "deno, bun or node, or a path to one's binary (default $MCPX_RUNTIME, else the first of deno, bun, node on PATH)")
+	export := fs.String("export", "", "call this exported function instead of the default export")
+	jsonArgs := fs.String("json-args", "", "a JSON value the function is called with (default: the positional arguments as an array of strings)")
+	asJSON := fs.Bool("json", false, "print one JSON envelope: stdout, stderr, exit code, duration and the tool calls the script made")
+	co := callerFlags(fs, "the directory the script runs in and declares")
+	// Flags end at the script: what follows it is the script's.
+	pos, code, ok := parseRunFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		return usageError(c, fs, "want a script file or name (`mcpx scripts` lists the names)")
+	}
+	var argsJSON json.RawMessage
+	if *jsonArgs != "" {
+		if !json.Valid([]byte(*jsonArgs)) {
+			return usageError(c, fs, "--json-args is not valid JSON: %q", *jsonArgs)
+		}
+		argsJSON = json.RawMessage(*jsonArgs)
+	}
+	rt, err := scripts.ChooseRuntime(*runtimeFlag, c.getenv(scripts.EnvRuntime), exec.LookPath)
+	if err != nil {
+		return usageError(c, fs, "%v", err)
+	}
+	cwd, err := callerCwd(co.cwd, c.getenv)
+	if err != nil {
+		return usageError(c, fs, "%v", err)
+	}
+	script, err := resolveScript(c, cwd, pos[0])
+	if err != nil {
+		return usageError(c, fs, "%v", err)
+	}
+
+	// The run's own session, with the caller's as its parent; --session
+	// runs it in a session of the caller's choosing instead.
+	minted := co.session == ""
+	session := co.session
+	if minted {
+		session = newSessionID()
+	}
+	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)
+	if err != nil {
+		return report(c, err)
+	}
+	if bc.Remote() {
+		return report(c, errors.New("mcpx run needs the local broker: a script's client reaches a remote one through $MCPX_URL and $MCPX_TOKEN; run it with the runtime directly"))
+	}
+	caller.Session, caller.ParentSession = session, c.getenv("MCPX_SESSION_ID")
+	lease, err := bc.AcquireLease(ctx, runLeaseTTL)
+	if err != nil {
+		return report(c, err)
+	}
+	caller.Lease = lease.ID // the run's own, whatever --lease said
+	r := &scriptRun{c: c, bc: bc, caller: caller, rt: rt, script: script}
+	code = r.run(ctx, scripts.BundleOptions{Entry: script, Export: *export, Args: argsJSON}, pos[1:], *asJSON)
+
+	// Release the lease and stop the run's session with a context of their
+	// own: ctx may be the interrupt that ended the script.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := bc.ReleaseLease(rctx, lease.ID); err != nil {
+		fmt.Fprintf(c.stderr, "mcpx run: releasing lease %s: %v (it expires within %s)\n", lease.ID, err, runLeaseTTL)
+	}
+	if minted {
+		if err := bc.StopSession(rctx, "session:"+session); err != nil && !isNotFound(err) {
+			fmt.Fprintf(c.stderr, "mcpx run: stopping session %s: %v\n", session, err)
+		}
+	}
+	return code
+}
+
+// parseRunFlags parses mcpx run's flags up to the first positional
+// argument: everything from the script on is the script's, flags included.
+func parseRunFlags(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK, false
+		}
+		return nil, exitUsage, false
+	}
+	return fs.Args(), 0, true
+}
+
+// resolveScript returns the script arg names: a file (a path with a slash,
+// or an existing file with a script extension), else a named script on the
+// chain of cwd.
+func resolveScript(c *cli, cwd, arg string) (string, error) {
+	isFile := strings.Contains(arg, "/")
+	if !isFile {
+		for _, ext := range scripts.Extensions {
+			if strings.HasSuffix(arg, ext) {
+				isFile = true
+			}
+		}
+	}
+	if isFile {
+		p := arg
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+			return "", fmt.Errorf("no script file %s", arg)
+		}
+		return p, nil
+	}
+	dirs := chainDirs(c, cwd)
+	if s, ok := scripts.Lookup(dirs, arg); ok {
+		return s.Path, nil
+	}
+	var names []string
+	for _, s := range scripts.Find(dirs) {
+		names = append(names, s.Name)
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("no script named %q: no scripts/ directory on the config chain (.config/mcpx or .mcpx from here up, then the user's config directory)", arg)
+	}
+	return "", fmt.Errorf("no script named %q; the scripts here: %s", arg, strings.Join(names, ", "))
+}
+
+// chainDirs is the config chain of cwd (canonicalised) for scripts.
+func chainDirs(c *cli, cwd string) []string {
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real
+	}
+	userDir := ""
+	if cfg, err := defaultConfigPath(c.getenv); err == nil {
+		userDir = filepath.Dir(cfg)
+	}
+	return scripts.ChainDirs(cwd, userDir)
+}
+
+// scriptRun is one mcpx run.
+type scriptRun struct {
+	c      *cli
+	bc     *client.Client
+	caller client.Caller
+	rt     scripts.Runtime
+	script string
+}
+
+// run bundles the script, runs it and returns its exit code; with asJSON
+// it prints the envelope instead of passing stdout and stderr through.
+func (r *scriptRun) run(ctx context.Context, bo scripts.BundleOptions, args []string, asJSON bool) int {
+	c := r.c
+	start := time.Now()
+	state, err := stateDir(c.getenv)
+	if err != nil {
+		return report(c, err)
+	}
+	cache := filepath.Join(state, "run")
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		return report(c, err)
+	}
+	if bo.Client, err = r.client(ctx, cache); err != nil {
+		return report(c, err)
+	}
+	dir, err := os.MkdirTemp(cache, "run-")
+	if err != nil {
+		return report(c, err)
+	}
+	defer os.RemoveAll(dir)
+	bo.Dir, bo.Lib = dir, scripts.LibDirs(chainDirs(c, r.caller.Cwd))
+	runner, err := scripts.Bundle(bo)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcpx run: %v\n", err)
+		return exitToolError
+	}
+	reportFile := filepath.Join(dir, "calls.jsonl")
+
+	cmd := exec.Command(r.rt.Path, r.rt.Args(runner, args)...)
+	cmd.Dir = r.caller.Cwd
+	cmd.Env = append(os.Environ(), r.rt.Env()...)
+	cmd.Env = append(cmd.Env,
+		"MCPX_SESSION_ID="+r.caller.Session,
+		"MCPX_PARENT_SESSION_ID="+r.caller.ParentSession,
+		"MCPX_LEASE="+r.caller.Lease,
+		scripts.EnvReport+"="+reportFile,
+	)
+	if r.caller.Scope != "" {
+		cmd.Env = append(cmd.Env, "MCPX_SCOPE="+r.caller.Scope) // --scope
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
+	if asJSON {
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	}
+	code := r.wait(ctx, cmd)
+	if !asJSON {
+		return code
+	}
+	calls, err := scripts.ReadCalls(reportFile)
+	if err != nil {
+		calls = []scripts.Call{} // no call made, so no file
+	}
+	env := scripts.Envelope{
+		Script: r.script, Runtime: r.rt.Name, Session: r.caller.Session, ExitCode: code,
+		DurationMs: time.Since(start).Milliseconds(), Stdout: stdout.String(), Stderr: stderr.String(), Calls: calls,
+	}
+	if out := bytes.TrimSpace(stdout.Bytes()); len(out) > 0 && json.Valid(out) {
+		env.Result = out
+	}
+	b, _ := json.MarshalIndent(env, "", "  ")
+	fmt.Fprintf(c.stdout, "%s\n", b)
+	return code
+}
+
+// wait runs cmd to its end and returns its exit code (128+n for a signal).
+// An interrupt (ctx ends) is passed on as SIGINT: the script ends, its
+// connections close, and the broker cancels its in-flight calls; one that
+// has not ended after runInterruptGrace is killed.
+func (r *scriptRun) wait(ctx context.Context, cmd *exec.Cmd) int {
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(r.c.stderr, "mcpx run: starting %s: %v\n", r.rt.Name, err)
+		return 127
+	}
+	stopFwd := context.AfterFunc(ctx, func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		time.AfterFunc(runInterruptGrace, func() { cmd.Process.Kill() })
+	})
+	defer stopFwd()
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	fmt.Fprintf(r.c.stderr, "mcpx run: %v\n", err)
+	return exitFailed
+}
+
+// client writes the generated client of the run's servers into the cache,
+// named by its content's hash: the module names each server's tool-list
+// fingerprint, so a changed tool list is a new file and an unchanged one
+// is written once.
+//
+// TODO(issue 10, 2026-11-30): the API gives no ETag for
+// /v1/clients/typescript, so each run fetches the module (the tool lists
+// come from the broker's cache); a conditional GET would save the body.
+func (r *scriptRun) client(ctx context.Context, cache string) (string, error) {
+	src, err := r.bc.TypeScriptClient(ctx, r.caller, nil)
+	if err != nil {
+		return "", fmt.Errorf("fetching the generated client: %w", err)
+	}
+	sum := sha256.Sum256(src)
+	path := filepath.Join(cache, "client-"+hex.EncodeToString(sum[:8])+".ts")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(cache, "client-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	_, werr := tmp.Write(src)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return path, os.Rename(tmp.Name(), path)
+}
+
+// newSessionID returns a new run's session id: "run-" and 128 random bits.
+func newSessionID() string {
+	return "run-" + rand.Text()
+}
+
+// isNotFound reports whether err is the broker's 404: a session with no
+// instance left has no record to stop.
+func isNotFound(err error) bool {
+	var p *wire.Problem
+	return errors.As(err, &p) && p.Status == http.StatusNotFound
+}
+
+// scriptsCmd is `mcpx scripts [--json]`: the named scripts of the config
+// chain, nearest first, with what each shadows.
+func scriptsCmd(_ context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "scripts")
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	cwdFlag := fs.String("cwd", "", "list the scripts seen from this directory (default $PWD)")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(c, fs, "want no arguments")
+	}
+	cwd, err := callerCwd(*cwdFlag, c.getenv)
+	if err != nil {
+		return usageError(c, fs, "%v", err)
+	}
+	list := scripts.Find(chainDirs(c, cwd))
+	if *asJSON {
+		b, _ := json.MarshalIndent(struct {
+			Scripts []scripts.Script `json:"scripts"`
+		}{list}, "", "  ")
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return exitOK
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(c.stdout, "no scripts (scripts/ beside .config/mcpx or .mcpx from here up, or the user's config directory)")
+		return exitOK
+	}
+	printScripts(c.stdout, list)
+	return exitOK
+}
+
+func printScripts(w io.Writer, list []scripts.Script) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPATH\tSHADOWS")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Path, orDash(strings.Join(s.Shadows, ", ")))
+	}
+	tw.Flush()
+}

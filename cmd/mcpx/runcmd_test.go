@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+)
+
+// TestRun runs testdata/run/*.txtar once per runtime — deno and bun from
+// testdata/npm, Debian's node — with $MCPX_RUNTIME naming its binary and
+// the XDG directories of TestScripts. Extra command:
+//
+//	waitgrep file regexp     wait until file has a line matching regexp
+func TestRun(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	marker := proctest.Env(t)
+	runtimes := []struct{ name, path string }{
+		// The deno package's bin is a node wrapper; its binary lies beside it.
+		{"deno", filepath.Join(filepath.Dir(testenv.NPMPackageBin(t, "deno")), "deno")},
+		{"bun", testenv.NPMPackageBinNamed(t, "bun", "bun")},
+		{"node", testenv.Node(t)},
+	}
+	for _, rt := range runtimes {
+		t.Run(rt.name, func(t *testing.T) {
+			testscript.Run(t, testscript.Params{
+				Dir: filepath.Join("testdata", "run"),
+				Setup: func(e *testscript.Env) error {
+					run, err := os.MkdirTemp("", "mcpx")
+					if err != nil {
+						return err
+					}
+					e.Defer(func() { os.RemoveAll(run) })
+					e.Setenv("XDG_RUNTIME_DIR", run)
+					e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, "config"))
+					e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, "state"))
+					e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
+					e.Setenv("SOCK", filepath.Join(run, "mcpx", "mcpx.sock"))
+					e.Setenv("MCPX_RUNTIME", rt.path)
+					e.Setenv("RUNTIME", rt.name)
+					e.Setenv("NO_COLOR", "1")
+					k, v, _ := strings.Cut(marker, "=")
+					e.Setenv(k, v)
+					e.Defer(func() { stopRecordedDaemon(filepath.Join(e.WorkDir, "state", "mcpx")) })
+					return nil
+				},
+				Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+					"waitsock":   waitSock,
+					"waitgrep":   waitGrep,
+					"exits":      exits,
+					"nochildren": noChildren,
+				},
+			})
+		})
+	}
+}
+
+func waitGrep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitgrep file regexp")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(ts.MkAbs(args[0]))
+		if re.Match(b) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s has no line matching %q; it holds:\n%s", args[0], args[1], b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,51 @@
+// Package scripts is what `mcpx run` and `mcpx scripts` need besides the
+// broker: named scripts found on the config chain, the choice of a
+// JavaScript runtime, the bundle and runner that make the generated client
+// importable, and the --json envelope.
+//
+//	dirs := scripts.ChainDirs(cwd, userConfigDir)       // nearest first
+//	list := scripts.Find(dirs)                          // name, path, shadows
+//	s, ok := scripts.Lookup(dirs, "report")
+//	rt, err := scripts.ChooseRuntime(flag, os.Getenv(scripts.EnvRuntime), exec.LookPath)
+//	b, err := scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Client: clientTS, Lib: scripts.LibDirs(dirs), Dir: tmp})
+//	cmd := exec.Command(rt.Path, rt.Args(b.Runner, args)...)
+//
+// # Named scripts
+//
+// Each directory of the config chain (`.config/mcpx` or `.mcpx` from the
+// cwd upward, then the user's config directory) may hold `scripts/` and
+// `lib/`. A script's name is its file's base name without .ts, .js or .mjs;
+// a nearer directory's script shadows a farther one of the same name.
+// Scripts import the generated client as "mcpx" or "@mcpx/client" and the
+// chain's lib/ files as "@lib/<path>" (nearest lib/ holding the file wins).
+//
+// # Runtimes
+//
+// deno, bun or node: --runtime, else $MCPX_RUNTIME, else the first of deno,
+// bun, node found on PATH. Deno and Bun come first because they run
+// TypeScript as they are and start fast; Node strips types only from 22.6
+// (by default from 22.18), so it is the fallback.
+//
+// Every runtime runs the same thing: the script bundled (esbuild, in
+// process, a few milliseconds) into one ES module with the generated client
+// and lib/ resolved, and a small runner that imports it. One path for the
+// three runtimes, and it works on Node 20, which cannot strip types.
+//
+// # The script contract
+//
+// stdout is the result, stderr diagnostics. If the module's default export
+// (or, with --export, the named one) is a function, the runner calls it with
+// the arguments — the parsed --json-args value, else the positional
+// arguments as an array of strings — and prints its return value as JSON
+// (nothing for undefined). Otherwise the top-level code is the script; it
+// sees the positional arguments in process.argv.slice(2) (Deno.args on Deno).
+// A function that throws exits 1 with the error on stderr. The run of a
+// function ends when its promise settles (the runner exits then, so an idle
+// keep-alive connection of Node's fetch does not hold it for half a second);
+// top-level code ends when the runtime does. The exit code is the script's.
+//
+// Every tool call the generated client makes is reported to the runner
+// (clientgen's runtime calls the function under Symbol.for("mcpx.call")),
+// which appends one JSON line per call to the file named by
+// $MCPX_RUN_REPORT; ReadCalls reads them back for the envelope.
+package scripts

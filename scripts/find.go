@@ -1,0 +1,100 @@
+package scripts
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Extensions are the file extensions of scripts, in the order a name is
+// looked up within one scripts/ directory.
+var Extensions = []string{".ts", ".mjs", ".js"}
+
+// Script is a named script found on the chain.
+type Script struct {
+	// Name is the file's base name without its extension.
+	Name string `json:"name"`
+	// Path is the script file, absolute.
+	Path string `json:"path"`
+	// Source is the chain directory whose scripts/ holds it.
+	Source string `json:"source"`
+	// Shadows are the paths of the farther scripts of the same name it
+	// hides, nearest first; empty when it hides none.
+	Shadows []string `json:"shadows,omitempty"`
+}
+
+// Find lists the named scripts of the chain dirs (nearest first), by name,
+// each with the farther scripts of its name it shadows. Unreadable
+// directories are skipped: a chain is mostly directories that do not exist.
+func Find(dirs []string) []Script {
+	byName := map[string]*Script{}
+	var names []string
+	for _, dir := range dirs {
+		for _, f := range scriptFiles(dir) {
+			name := strings.TrimSuffix(f, filepath.Ext(f))
+			path := filepath.Join(dir, "scripts", f)
+			if s, ok := byName[name]; ok {
+				if s.Path != path {
+					s.Shadows = append(s.Shadows, path)
+				}
+				continue
+			}
+			byName[name] = &Script{Name: name, Path: path, Source: dir}
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	out := make([]Script, 0, len(names))
+	for _, n := range names {
+		out = append(out, *byName[n])
+	}
+	return out
+}
+
+// scriptFiles returns the script files of dir/scripts, one per name (the
+// first extension of Extensions wins within a directory), sorted.
+func scriptFiles(dir string) []string {
+	entries, err := os.ReadDir(filepath.Join(dir, "scripts"))
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var files []string
+	for _, ext := range Extensions {
+		for _, e := range entries {
+			n := e.Name()
+			name := strings.TrimSuffix(n, ext)
+			if e.IsDir() || !strings.HasSuffix(n, ext) || name == "" || strings.HasPrefix(n, ".") || seen[name] {
+				continue
+			}
+			seen[name] = true
+			files = append(files, n)
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
+// Lookup finds the script called name on the chain: the nearest one.
+func Lookup(dirs []string, name string) (Script, bool) {
+	for _, s := range Find(dirs) {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Script{}, false
+}
+
+// LibDirs returns the lib/ directories of the chain that exist, nearest
+// first: where "@lib/<path>" imports are looked up.
+func LibDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		lib := filepath.Join(d, "lib")
+		if fi, err := os.Stat(lib); err == nil && fi.IsDir() {
+			out = append(out, lib)
+		}
+	}
+	return out
+}

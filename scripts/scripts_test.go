@@ -1,0 +1,182 @@
+package scripts_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/scripts"
+)
+
+// write creates the files (path: content) under root.
+func write(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestChainFindShadows(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"user/mcpx/scripts/report.ts":           "",
+		"user/mcpx/scripts/only-user.js":        "",
+		"repo/.config/mcpx/scripts/report.ts":   "",
+		"repo/.mcpx/scripts/ignored.ts":         "", // .config/mcpx is preferred in one directory
+		"repo/sub/.mcpx/scripts/report.mjs":     "",
+		"repo/sub/.mcpx/scripts/report.js":      "", // .mjs wins within one directory
+		"repo/sub/.mcpx/scripts/.hidden.ts":     "",
+		"repo/sub/.mcpx/scripts/notes.txt":      "",
+		"repo/sub/deeper/.keep":                 "",
+		"repo/.config/mcpx/lib/util.ts":         "",
+		"repo/sub/.mcpx/scripts/dir.ts/file.ts": "", // a directory named like a script is none
+	})
+	dirs := scripts.ChainDirs(filepath.Join(root, "repo/sub/deeper"), filepath.Join(root, "user/mcpx"))
+	wantDirs := []string{filepath.Join(root, "repo/sub/.mcpx"), filepath.Join(root, "repo/.config/mcpx"), filepath.Join(root, "user/mcpx")}
+	if diff := cmp.Diff(wantDirs, dirs); diff != "" {
+		t.Fatalf("ChainDirs (-want +got):\n%s", diff)
+	}
+	got := scripts.Find(dirs)
+	want := []scripts.Script{
+		{Name: "only-user", Path: filepath.Join(root, "user/mcpx/scripts/only-user.js"), Source: filepath.Join(root, "user/mcpx")},
+		{Name: "report", Path: filepath.Join(root, "repo/sub/.mcpx/scripts/report.mjs"), Source: filepath.Join(root, "repo/sub/.mcpx"),
+			Shadows: []string{filepath.Join(root, "repo/.config/mcpx/scripts/report.ts"), filepath.Join(root, "user/mcpx/scripts/report.ts")}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Find (-want +got):\n%s", diff)
+	}
+	if s, ok := scripts.Lookup(dirs, "report"); !ok || s.Path != want[1].Path {
+		t.Errorf("Lookup(report) = %+v, %v; want %s", s, ok, want[1].Path)
+	}
+	if _, ok := scripts.Lookup(dirs, "ignored"); ok {
+		t.Error("Lookup found a script of .mcpx beside .config/mcpx")
+	}
+	if diff := cmp.Diff([]string{filepath.Join(root, "repo/.config/mcpx/lib")}, scripts.LibDirs(dirs)); diff != "" {
+		t.Errorf("LibDirs (-want +got):\n%s", diff)
+	}
+	// Outside the repository only the user's scripts are seen.
+	outside := scripts.Find(scripts.ChainDirs(root, filepath.Join(root, "user/mcpx")))
+	if len(outside) != 2 || outside[1].Path != filepath.Join(root, "user/mcpx/scripts/report.ts") || len(outside[1].Shadows) != 0 {
+		t.Errorf("Find outside the repo = %+v", outside)
+	}
+}
+
+func TestChooseRuntime(t *testing.T) {
+	installed := func(names ...string) func(string) (string, error) {
+		return func(n string) (string, error) {
+			for _, have := range names {
+				if n == have {
+					return "/bin/" + n, nil
+				}
+			}
+			return "", exec.ErrNotFound
+		}
+	}
+	for _, tc := range []struct {
+		name, flag, env string
+		have            []string
+		want            scripts.Runtime
+		err             string
+	}{
+		{name: "first installed: deno", have: []string{"node", "bun", "deno"}, want: scripts.Runtime{Name: "deno", Path: "/bin/deno"}},
+		{name: "first installed: bun", have: []string{"node", "bun"}, want: scripts.Runtime{Name: "bun", Path: "/bin/bun"}},
+		{name: "only node", have: []string{"node"}, want: scripts.Runtime{Name: "node", Path: "/bin/node"}},
+		{name: "env over default", env: "node", have: []string{"node", "deno"}, want: scripts.Runtime{Name: "node", Path: "/bin/node"}},
+		{name: "flag over env", flag: "bun", env: "node", have: []string{"node", "bun"}, want: scripts.Runtime{Name: "bun", Path: "/bin/bun"}},
+		{name: "a path", flag: "/opt/bun/bin/bun.exe", want: scripts.Runtime{Name: "bun", Path: "/opt/bun/bin/bun.exe"}},
+		{name: "not installed", flag: "deno", have: []string{"node"}, err: "--runtime deno: deno is not on PATH"},
+		{name: "unknown", env: "python", err: `$MCPX_RUNTIME "python" is not a runtime: want one of deno, bun, node`},
+		{name: "none", err: "no JavaScript runtime: none of deno, bun, node is on PATH"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := scripts.ChooseRuntime(tc.flag, tc.env, installed(tc.have...))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("= %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestBundleRunsOnNode bundles a TypeScript script importing the client
+// and a lib/ file and runs it on node (v20 cannot strip types: the bundle
+// is plain JavaScript): the default export's value, the reported calls.
+func TestBundleRunsOnNode(t *testing.T) {
+	node := testenv.Node(t)
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"client.ts": `export const demo = { echo: async (a: { message: string }): Promise<string> => {
+  (globalThis as any)[Symbol.for("mcpx.call")]?.({ server: "demo", tool: "echo", ms: 1, outcome: "ok" });
+  return a.message; } };`,
+		"near/lib/fmt.ts":       `export const shout = (s: string): string => s.toUpperCase();`,
+		"far/lib/fmt.ts":        `export const shout = (s: string): string => "far";`,
+		"far/lib/more/index.ts": `export const n: number = 7;`,
+		"script.ts": `import { demo } from "mcpx";
+import { shout } from "@lib/fmt";
+import { n } from "@lib/more";
+export default async (args: { m: string }) => ({ said: shout(await demo.echo({ message: args.m })), n });
+export const named = (args: string[]) => args.length;`,
+	})
+	run := func(t *testing.T, opts scripts.BundleOptions, args ...string) (string, []scripts.Call) {
+		t.Helper()
+		opts.Entry, opts.Client = filepath.Join(root, "script.ts"), filepath.Join(root, "client.ts")
+		opts.Lib = []string{filepath.Join(root, "near/lib"), filepath.Join(root, "far/lib")}
+		opts.Dir = t.TempDir()
+		runner, err := scripts.Bundle(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reportFile := filepath.Join(opts.Dir, "calls.jsonl")
+		cmd := exec.Command(node, append([]string{runner}, args...)...)
+		cmd.Env = append(os.Environ(), scripts.EnvReport+"="+reportFile)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("node %s: %v\n%s", runner, err, out)
+		}
+		calls, err := scripts.ReadCalls(reportFile)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return string(out), calls
+	}
+	out, calls := run(t, scripts.BundleOptions{Args: json.RawMessage(`{"m":"hi"}`)})
+	if out != `{"said":"HI","n":7}`+"\n" {
+		t.Errorf("default export printed %q", out)
+	}
+	if diff := cmp.Diff([]scripts.Call{{Server: "demo", Tool: "echo", Ms: 1, Outcome: "ok"}}, calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if out, _ := run(t, scripts.BundleOptions{Export: "named"}, "a", "b", "c"); out != "3\n" {
+		t.Errorf("--export named with three positional args printed %q", out)
+	}
+}
+
+func TestBundleErrorsNameTheFile(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"client.ts": "export const x = 1;",
+		"bad.ts":    "import { y } from \"@lib/missing\";\nexport default () => y;",
+	})
+	_, err := scripts.Bundle(scripts.BundleOptions{Entry: filepath.Join(root, "bad.ts"), Client: filepath.Join(root, "client.ts"), Dir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "bad.ts:1:") || !strings.Contains(err.Error(), "no lib/ directory on the config chain") {
+		t.Errorf("err = %v, want the file, line and the missing lib/", err)
+	}
+}
