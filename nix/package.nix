@@ -6,7 +6,7 @@
 buildGoModule {
   pname = "mcpx";
   inherit version src;
-  vendorHash = "sha256-8BbN+/Bj6pXDJAfp+NOYLJ4vsFwvvOXDHMvh0eZXk7E=";
+  vendorHash = "sha256-Y/HO9G4xwbhSVeSTsQBltwkaJPt22bGXZ4Y66vEEtmM=";
   subPackages = [ "cmd/mcpx" ];
   env.CGO_ENABLED = "0";
   ldflags = [ "-s" "-w" ];
