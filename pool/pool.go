@@ -63,6 +63,10 @@ type Server struct {
 	InheritEnv    []string
 	InheritAllEnv bool
 
+	// Sampling declares the sampling capability to the children
+	// (mcpclient.Options.Sampling).
+	Sampling bool
+
 	// Revision is opaque to the pool. Its owner bumps it when what the
 	// definition runs changed while the definition did not (a nix: command
 	// refreshed to a new store path): like any change of the definition,

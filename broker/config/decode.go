@@ -186,6 +186,7 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 		"scopePolicy":  {&s.ScopePolicy, `an object such as {"allow": ["session", "call"], "allowOverride": true}`},
 		"toolTags":     {&s.ToolTags, "an object of tool names to arrays of strings"},
 		"prelude":      {&s.Prelude, str},
+		"sampling":     {&s.Sampling, "true or false"},
 	}
 }
 
@@ -302,6 +303,7 @@ func (p *problems) decodeLimits(lc *Limits, raw json.RawMessage) {
 		"maxMessageBytes": {&lc.MaxMessageBytes, "a non-negative integer (bytes)"},
 		"rootsWait":       {&lc.RootsWait, `a duration string such as "1s"`},
 		"execHashMax":     {&lc.ExecHashMax, "a non-negative integer (bytes)"},
+		"inputWait":       {&lc.InputWait, `a duration string such as "2m"`},
 	}
 	p.decodeFields("", "limits.", members, fields, map[string]bool{})
 }
