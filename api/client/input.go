@@ -23,7 +23,7 @@ type CallOptions struct {
 	// when the call does. An error declines. An answer the broker refuses
 	// (400: content that does not match the requested schema) is asked
 	// for again, at most MaxInputAttempts times in all, then declined.
-	// Unset, the child gets a decline for each.
+	// Unset, the child gets a decline for each, at once.
 	OnInput func(ctx context.Context, in wire.InputRequest) (wire.InputAnswer, error)
 }
 
@@ -48,11 +48,16 @@ func (c *Client) Call(ctx context.Context, cl Caller, server, tool string, args 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	var onInput func(wire.InputRequest)
-	if o.OnInput != nil {
-		onInput = func(in wire.InputRequest) {
-			wg.Go(func() { c.answerInput(ctx, in, o.OnInput) })
+	answer := o.OnInput
+	if answer == nil {
+		// Streamed for progress only: nobody can answer, so decline at
+		// once rather than leave the child waiting for the broker's bound.
+		answer = func(context.Context, wire.InputRequest) (wire.InputAnswer, error) {
+			return wire.InputAnswer{Action: wire.ActionDecline}, nil
 		}
+	}
+	onInput := func(in wire.InputRequest) {
+		wg.Go(func() { c.answerInput(ctx, in, answer) })
 	}
 	return readCallEvents(resp.Body, o.OnProgress, onInput)
 }

@@ -18,7 +18,7 @@
 // Broker: mcpx test
 //
 // Tool lists, taken for cwd /src/app:
-//   demo (14 tools, sha256:31c77c7bd1020e56)
+//   demo (15 tools, sha256:32bb25337f87a72e)
 //   broken: left out: the server would not start
 
 // Every tool answers at once except sleep and progress.
@@ -38,6 +38,14 @@ export namespace demo {
     /** a + b */
     sum: number;
   };
+
+  /** Asks the user a form (MCP elicitation) and returns "accept" with the answer as JSON, "decline" or "cancel". */
+  export type AskInput = {
+    /** the message shown to the user */
+    question: string;
+  };
+
+  export type AskOutput = unknown /* no outputSchema */;
 
   /** Returns a text of exactly the given number of bytes. */
   export type BigInput = {
@@ -535,7 +543,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   }
 }
 
-const $list_demo = "the tool list of demo (14 tools, sha256:31c77c7bd1020e56)";
+const $list_demo = "the tool list of demo (15 tools, sha256:32bb25337f87a72e)";
 
 /**
  * The tools of server demo.
@@ -546,6 +554,9 @@ export const demo = {
   /** Adds two numbers; the result is also structured content {sum}. */
   add: (args: demo.AddInput, options?: CallOptions): Promise<CallToolResult<demo.AddOutput>> =>
     $callTool<demo.AddOutput>("demo", "add", args, options, $list_demo, "sha256:9ee35c46d7e2aa4b"),
+  /** Asks the user a form (MCP elicitation) and returns "accept" with the answer as JSON, "decline" or "cancel". */
+  ask: (args: demo.AskInput, options?: CallOptions): Promise<CallToolResult> =>
+    $callTool("demo", "ask", args, options, $list_demo, "sha256:784236af5edfe95d"),
   /** Returns a text of exactly the given number of bytes. */
   big: (args: demo.BigInput, options?: CallOptions): Promise<CallToolResult> =>
     $callTool("demo", "big", args, options, $list_demo, "sha256:01459fd70dd72e21"),
