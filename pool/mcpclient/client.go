@@ -5,6 +5,19 @@
 //
 //	s, err := mcpclient.Connect(ctx, mcpclient.NewStdio(stdout, stdin), mcpclient.Options{Root: "/src/app"})
 //	res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"message":"hi"}`), nil)
+//
+// # Requests for input
+//
+// A child's elicitation/create or sampling/createMessage is handed to the
+// InputHandler of the call it belongs to (WithInputHandler on the call's
+// context), or refused (InputRefusal) when the call has none or no one call
+// can be named (Session.inputTarget has the rule). Elicitation is always
+// declared in initialize, sampling with Options.Sampling.
+//
+//	ctx = mcpclient.WithInputHandler(ctx, func(ctx context.Context, req mcpclient.InputRequest) (json.RawMessage, error) {
+//		return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
+//	})
+//	res, err := s.CallTool(ctx, "ask", nil, nil)
 package mcpclient
 
 import (

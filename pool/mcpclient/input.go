@@ -37,8 +37,8 @@ type inputKey struct{}
 
 // WithInputHandler returns ctx carrying h: a Call or CallTool made with it
 // hands the child's requests for input that are attributed to that call to
-// h (see Session's "Requests for input"). Without one, or with h nil, they
-// are refused.
+// h (see the package doc, "Requests for input"). Without one, or with h
+// nil, they are refused.
 func WithInputHandler(ctx context.Context, h InputHandler) context.Context {
 	return context.WithValue(ctx, inputKey{}, h)
 }
