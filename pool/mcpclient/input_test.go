@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -130,5 +132,47 @@ func TestSamplingCapability(t *testing.T) {
 	const want = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}},"sampling":{}},"clientInfo":{"name":"mcpx","version":"dev"}}`
 	if string(b) != want {
 		t.Errorf("initialize params\n%s\nwant\n%s", b, want)
+	}
+}
+
+// Over streamable HTTP a request for input comes on the answer stream of
+// the call it belongs to, so two calls in flight on one session each get
+// their own question: the demo's ask tool, served by the go-sdk.
+func TestHTTPInputGoesToItsOwnCall(t *testing.T) {
+	h := startHTTP(t, nil)
+	s := connectHTTP(t, h, Options{})
+	type outcome struct {
+		who string
+		res json.RawMessage
+		err error
+	}
+	out := make(chan outcome, 2)
+	both := make(chan struct{}) // closed once both calls have been asked
+	var asked sync.WaitGroup
+	asked.Add(2)
+	go func() { asked.Wait(); close(both) }()
+	for _, who := range []string{"Ada", "Grace"} {
+		go func() {
+			ctx := WithInputHandler(t.Context(), func(ctx context.Context, req InputRequest) (json.RawMessage, error) {
+				if !strings.Contains(string(req.Params), `"message":"`+who+`?"`) {
+					return nil, fmt.Errorf("%s's handler got %s", who, req.Params)
+				}
+				asked.Done()
+				<-both // both questions are open at once: neither is the only call in flight
+				return json.RawMessage(`{"action":"accept","content":{"name":"` + who + `"}}`), nil
+			})
+			res, err := s.CallTool(ctx, "ask", json.RawMessage(`{"question":"`+who+`?"}`), nil)
+			out <- outcome{who, res, err}
+		}()
+	}
+	for range 2 {
+		o := <-out
+		if o.err != nil {
+			t.Fatalf("%s: %v", o.who, o.err)
+		}
+		// The go-sdk fills in the form's defaults (colour).
+		if got := toolText(t, o.res); !strings.HasPrefix(got, "accept ") || !strings.Contains(got, `"name":"`+o.who+`"`) {
+			t.Errorf("%s's call returned %q", o.who, got)
+		}
 	}
 }
