@@ -42,7 +42,7 @@ func TestTypeScriptClientRoute(t *testing.T) {
 		t.Fatalf("status %d, Content-Type %q: %s", res.StatusCode, res.Header.Get("Content-Type"), res.body)
 	}
 	src := string(res.body)
-	for _, want := range []string{"// Broker: mcpx test\n", "//   demo (14 tools, sha256:", "export const demo = {", "echo: (args: demo.EchoInput"} {
+	for _, want := range []string{"// Broker: mcpx test\n", "//   demo (15 tools, sha256:", "export const demo = {", "echo: (args: demo.EchoInput"} {
 		if !strings.Contains(src, want) {
 			t.Errorf("the module lacks %q", want)
 		}
