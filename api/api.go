@@ -72,6 +72,10 @@ type Options struct {
 	// (loopback TCP, the tailnet) and backs the /v1/tokens routes; nil =
 	// signed tokens are refused (401) and those routes answer 503.
 	Tokens *auth.Issuer
+	// InputWait bounds how long a child's request for input waits for a
+	// streaming caller's answer (the config's limits.inputWait); then the
+	// child gets a decline. 0 = config.DefaultInputWait.
+	InputWait time.Duration
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -88,6 +92,8 @@ type server struct {
 	daemon    *Daemon        // Options.Daemon; may be nil
 	node      *wire.NodeInfo // Options.Node; may be nil
 	tokens    *auth.Issuer   // Options.Tokens; may be nil
+	inputWait time.Duration  // Options.InputWait
+	calls     *callRegistry  // the streamed calls that may be asked for input
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -117,6 +123,8 @@ func newServer(opts Options) *server {
 		daemon:    opts.Daemon,
 		node:      opts.Node,
 		tokens:    opts.Tokens,
+		inputWait: cmp.Or(opts.InputWait, config.DefaultInputWait),
+		calls:     newCallRegistry(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

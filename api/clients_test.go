@@ -42,7 +42,7 @@ func TestTypeScriptClientRoute(t *testing.T) {
 		t.Fatalf("status %d, Content-Type %q: %s", res.StatusCode, res.Header.Get("Content-Type"), res.body)
 	}
 	src := string(res.body)
-	for _, want := range []string{"// Broker: mcpx test\n", "//   demo (14 tools, sha256:", "export const demo = {", "echo: (args: demo.EchoInput"} {
+	for _, want := range []string{"// Broker: mcpx test\n", "//   demo (15 tools, sha256:", "export const demo = {", "echo: (args: demo.EchoInput"} {
 		if !strings.Contains(src, want) {
 			t.Errorf("the module lacks %q", want)
 		}
@@ -188,6 +188,8 @@ func runScript(t *testing.T, d *daemon, argv []string, cwd, stateDir, worktree s
 		ProgressResult string    `json:"progressResult"`
 		Progress       []float64 `json:"progress"`
 		Worktree       string    `json:"worktree"`
+		Ask            string    `json:"ask"`
+		Asked          []string  `json:"asked"`
 		UnknownServer  outcome   `json:"unknownServer"`
 		UnknownTool    outcome   `json:"unknownTool"`
 		BadArguments   outcome   `json:"badArguments"`
@@ -207,6 +209,9 @@ func runScript(t *testing.T, d *daemon, argv []string, cwd, stateDir, worktree s
 	}
 	if got.Worktree != worktree {
 		t.Errorf("wt.cwd() = %q, want the script's worktree %s", got.Worktree, worktree)
+	}
+	if !strings.HasPrefix(got.Ask, "accept ") || !strings.Contains(got.Ask, `"name":"Ada"`) || len(got.Asked) != 1 || got.Asked[0] != "elicitation:who?" {
+		t.Errorf("demo.ask with onInput = %q after questions %q; want the accepted answer after one elicitation", got.Ask, got.Asked)
 	}
 	checks := []struct {
 		name         string

@@ -256,7 +256,7 @@ func TestStreamProgress(t *testing.T) {
 			}
 		})
 		resp.Body.Close()
-		if want := "progress progress progress result"; strings.Join(names, " ") != want {
+		if want := "call progress progress progress result"; strings.Join(names, " ") != want {
 			t.Errorf("events %v, want %s", names, want)
 		}
 		if len(progress) == 3 && !(progress[0] < progress[1] && progress[1] < progress[2]) {
@@ -290,12 +290,12 @@ func TestStreamErrors(t *testing.T) {
 	defer resp.Body.Close()
 	var events []event
 	readEvents(t, resp.Body, func(ev event) { events = append(events, ev) })
-	if len(events) != 1 || events[0].name != "error" {
-		t.Fatalf("events %+v, want one error", events)
+	if len(events) != 2 || events[0].name != "call" || events[1].name != "error" {
+		t.Fatalf("events %+v, want the call's id and one error", events)
 	}
 	var p wire.Problem
-	if err := json.Unmarshal([]byte(events[0].data), &p); err != nil || p.Status != 404 || p.Type != wire.ProblemTypeBase+"not-found" {
-		t.Errorf("error event %s: %v", events[0].data, err)
+	if err := json.Unmarshal([]byte(events[1].data), &p); err != nil || p.Status != 404 || p.Type != wire.ProblemTypeBase+"not-found" {
+		t.Errorf("error event %s: %v", events[1].data, err)
 	}
 }
 

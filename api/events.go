@@ -32,6 +32,9 @@ func wantsEvents(r *http.Request) bool {
 // streamCall runs a tool call as a server-sent event stream (see wire's
 // Event* constants):
 //
+//	event: call       the call's id (wire.CallStarted); first
+//	event: input      a request for input from the child (wire.InputRequest),
+//	                  answered with POST /v1/calls/{call}/input
 //	event: progress   the params of each notifications/progress, in order
 //	event: result     the child's CallToolResult, unchanged
 //	event: error      a Problem, if the call failed after the stream began
@@ -47,7 +50,15 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 	if _, err := s.b.Target(req); err != nil {
 		return err
 	}
+	c, _ := callerFrom(r.Context())
+	sc := s.calls.start(c, s.inputWait, func(msg string, args ...any) {
+		s.log.Info(msg, append([]any{"server", req.Server, "tool", tool}, args...)...)
+	})
+	defer s.calls.end(sc)
+	req.OnInput = sc.ask
 	ev := newEventWriter(w)
+	started, _ := json.Marshal(wire.CallStarted{Call: sc.id})
+	ev.send(wire.EventCall, started)
 	q := newProgressQueue()
 	type outcome struct {
 		res json.RawMessage
@@ -77,6 +88,13 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 			for _, p := range q.take() {
 				ev.send(wire.EventProgress, p)
 			}
+		case in := <-sc.asks:
+			// Progress first: what the child reported before it asked.
+			for _, p := range q.take() {
+				ev.send(wire.EventProgress, p)
+			}
+			b, _ := json.Marshal(in)
+			ev.send(wire.EventInput, b)
 		case o := <-done:
 			if n := q.close(); n > 0 {
 				s.log.Info("dropped progress the client did not read in time", "server", req.Server, "tool", tool, "dropped", n)

@@ -1,9 +1,10 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
-	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,8 +42,8 @@ func TestEverythingProgressOverSSEAndDisconnect(t *testing.T) {
 		}
 	})
 	resp.Body.Close()
-	if len(names) < 3 || names[len(names)-1] != "result" || names[0] != "progress" {
-		t.Fatalf("events %v, want progress events then the result", names)
+	if len(names) < 4 || names[len(names)-1] != "result" || names[0] != "call" || names[1] != "progress" {
+		t.Fatalf("events %v, want the call's id, progress events, then the result", names)
 	}
 	if !strings.Contains(result.text(), "Long running operation completed") {
 		t.Errorf("result %+v", result)
@@ -51,9 +52,17 @@ func TestEverythingProgressOverSSEAndDisconnect(t *testing.T) {
 	// Hang up after the first progress event of a 50 s operation.
 	ctx, cancel := context.WithCancel(t.Context())
 	resp = streamRequest(t, ctx, d.unix, path, `{"duration":50,"steps":50}`, t.TempDir())
-	first := make([]byte, 64)
-	if _, err := io.ReadAtLeast(resp.Body, first, len("event: progress")); err != nil || !strings.HasPrefix(string(first), "event: progress") {
-		t.Fatalf("first bytes %q, %v; want a progress event", first, err)
+	br := bufio.NewReader(resp.Body)
+	var lines []string
+	for len(lines) < 8 && !slices.Contains(lines, "event: progress\n") {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %q: %v; want a progress event", lines, err)
+		}
+		lines = append(lines, line)
+	}
+	if !slices.Contains(lines, "event: progress\n") {
+		t.Fatalf("first lines %q; want the call's id, then a progress event", lines)
 	}
 	cancel()
 	resp.Body.Close()

@@ -102,8 +102,9 @@ func TestFaultShutdownBeyondDrain(t *testing.T) {
 	}
 	a = <-stream
 	var p wire.Problem
-	ev := strings.SplitN(a.body, "data: ", 2)
-	if a.err != nil || len(ev) != 2 || !strings.Contains(ev[0], "event: error") {
+	_, errEvent, _ := strings.Cut(a.body, "event: error\n")
+	ev := strings.SplitN(errEvent, "data: ", 2)
+	if a.err != nil || len(ev) != 2 || !strings.HasPrefix(a.body, "event: call\n") {
 		t.Fatalf("streamed call: %+v; want an error event", a)
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(ev[1])), &p); err != nil || p.Status != 503 || p.RetryAfter < 1 {

@@ -68,6 +68,7 @@ type daemonOptions struct {
 	stateDir                  string               // broker.Options.StateDir: "" = no call log
 	coldToolDocs              bool                 // every tool document built anew (NewColdToolDocs)
 	tokens                    *auth.Issuer         // api.Options.Tokens
+	inputWait                 time.Duration        // api.Options.InputWait
 }
 
 func startDaemon(t testing.TB, o daemonOptions) *daemon {
@@ -90,7 +91,7 @@ func startDaemon(t testing.TB, o daemonOptions) *daemon {
 		}
 	})
 	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon,
-		BodyTimeout: o.bodyTimeout, Tokens: o.tokens}
+		BodyTimeout: o.bodyTimeout, Tokens: o.tokens, InputWait: o.inputWait}
 	var h http.Handler
 	var toolDocs *openapi.Cache
 	switch {

@@ -76,6 +76,11 @@ type Request struct {
 	// tool's schemas under another hash gets KindStaleClient this way).
 	// nil = no check.
 	CheckTool func(tool json.RawMessage) error
+	// OnInput answers the child's requests for input (elicitation,
+	// sampling) attributed to this call (mcpclient.InputHandler; see
+	// "Requests for input" in docs/architecture.md). nil = they are
+	// refused: the child gets a decline.
+	OnInput mcpclient.InputHandler
 }
 
 // ServerInfo describes a configured server to callers.
@@ -359,6 +364,7 @@ func poolServer(name string, s *config.Server) pool.Server {
 		IdleTimeout:  s.IdleTimeout.D(),
 		StartTimeout: s.StartTimeout.D(),
 		Allocate:     poolAllocs(s.Allocate),
+		Sampling:     s.Sampling,
 	}
 }
 
@@ -503,6 +509,9 @@ func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json
 // callTool is CallTool; *key, if key is non-nil, is set to the scope key
 // the call landed on.
 func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage), key *string) (json.RawMessage, error) {
+	if r.OnInput != nil {
+		ctx = mcpclient.WithInputHandler(ctx, r.OnInput)
+	}
 	var out json.RawMessage
 	err := b.doAt(ctx, r, "call "+tool, key, func(ctx context.Context, s *mcpclient.Session) error {
 		def, ok, err := s.Tool(ctx, tool)

@@ -49,6 +49,7 @@ var runtimeTemplate string
 // event or a problem type.
 var runtimeSource = func() string {
 	callTool, _ := wire.Lookup(wire.OpCallTool)
+	answerInput, _ := wire.Lookup(wire.OpAnswerInput)
 	status := func(kind string) string {
 		pt, _ := wire.LookupProblemType(kind)
 		return strconv.Itoa(pt.Status)
@@ -69,6 +70,8 @@ var runtimeSource = func() string {
 		"EventProgress":       quote(wire.EventProgress),
 		"EventResult":         quote(wire.EventResult),
 		"EventError":          quote(wire.EventError),
+		"EventInput":          quote(wire.EventInput),
+		"AnswerInputPattern":  quote(answerInput.Pattern),
 		"HeaderAuthorization": quote(wire.HeaderAuthorization),
 		"HeaderClient":        quote(wire.HeaderClient),
 		"HeaderCwd":           quote(wire.HeaderCwd),
@@ -92,7 +95,7 @@ var runtimeSource = func() string {
 // "fetch" becomes fetch_2), or it would shadow them in the module.
 var runtimeNames = []string{
 	// Declared by the runtime (TestRuntimeNames checks this list).
-	"ContentBlock", "CallToolResult", "Progress", "Connection", "CallOptions", "Problem",
+	"ContentBlock", "CallToolResult", "Progress", "InputRequest", "InputAnswer", "Connection", "CallOptions", "Problem",
 	"McpxError", "LogLevel", "log", "callTool",
 	// Globals the runtime uses.
 	"globalThis", "console", "JSON", "Date", "Error", "URL", "TextDecoder", "AbortController",

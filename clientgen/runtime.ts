@@ -29,6 +29,26 @@ export type Progress = {
 };
 
 /**
+ * A child's request for input during a call (an elicitation form, or a
+ * sampling request): answer it with onInput.
+ */
+export type InputRequest = {
+  call: string;
+  input: string;
+  kind: "elicitation" | "sampling";
+  message?: string;
+  requestedSchema?: { [key: string]: unknown };
+  params: { [key: string]: unknown };
+  expires: string;
+};
+
+/** The answer to an InputRequest: content, with "accept", matches its requestedSchema. */
+export type InputAnswer = {
+  action: "accept" | "decline" | "cancel";
+  content?: { [key: string]: unknown };
+};
+
+/**
  * Where the broker is and what this program declares about itself. Each
  * field overrides the environment for one call.
  */
@@ -53,6 +73,11 @@ export type Connection = {
 export type CallOptions = Connection & {
   /** Called with each progress notification of the call, in order; the call is streamed. */
   onProgress?: (p: Progress) => void;
+  /**
+   * Answers the child's requests for input (elicitation, sampling); the call is streamed. Without it a
+   * streamed call declines them. A throw, or an answer the broker refuses, declines.
+   */
+  onInput?: (req: InputRequest) => InputAnswer | Promise<InputAnswer>;
   /** Aborting it cancels the call: the broker cancels the child's request. */
   signal?: AbortSignal;
   /** Cancel the call after this many milliseconds (an McpxError of kind "timeout"). */
@@ -260,8 +285,31 @@ class $CallbackError {
   }
 }
 
-// $events reads a streamed call: progress events, then one result or error.
-async function $events<S>(res: Response, o: CallOptions, server: string, tool: string): Promise<CallToolResult<S>> {
+// $answer sends the answer to a request for input; an onInput that throws,
+// or an answer the broker refuses, declines (the broker declines on its own
+// if even that fails).
+async function $answer(b: { url: string; headers: { [name: string]: string } }, req: InputRequest,
+  onInput: CallOptions["onInput"]): Promise<void> {
+  const post = (ans: InputAnswer) => fetch(b.url + @@AnswerInputPattern@@.replace("{call}", encodeURIComponent(req.call)),
+    { method: "POST", headers: b.headers, body: JSON.stringify({ ...ans, input: req.input }) });
+  let ans: InputAnswer = { action: "decline" };
+  try {
+    if (onInput) ans = await onInput(req);
+  } catch {
+    ans = { action: "decline" };
+  }
+  try {
+    const res = await post(ans);
+    if (res.status === 400 && ans.action !== "decline") await post({ action: "decline" });
+  } catch {
+    // the call is over
+  }
+}
+
+// $events reads a streamed call: the call's id, progress and input events,
+// then one result or error.
+async function $events<S>(res: Response, o: CallOptions, server: string, tool: string,
+  b: { url: string; headers: { [name: string]: string } }): Promise<CallToolResult<S>> {
   if (!res.body) throw $unreachable("the broker's stream has no body", server, tool);
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
@@ -286,6 +334,8 @@ async function $events<S>(res: Response, o: CallOptions, server: string, tool: s
             } catch (e) {
               throw new $CallbackError(e);
             }
+          } else if (name === @@EventInput@@) {
+            void $answer(b, JSON.parse(payload) as InputRequest, o.onInput);
           } else if (name === @@EventResult@@) {
             return JSON.parse(payload) as CallToolResult<S>;
           } else if (name === @@EventError@@) {
@@ -344,7 +394,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   const b = await $broker(o, server, tool);
   const headers: { [name: string]: string } = {
     "Content-Type": @@MediaJSON@@,
-    Accept: o.onProgress ? @@MediaEventStream@@ : @@MediaJSON@@,
+    Accept: o.onProgress || o.onInput ? @@MediaEventStream@@ : @@MediaJSON@@,
     // The browser guard: network listeners refuse requests without it.
     [@@HeaderClient@@]: "mcpx-ts",
   };
@@ -380,9 +430,14 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
       if (res.status === 401) $recordCache = undefined; // a restarted daemon has a new token
       throw await $problem(res, server, tool, list);
     }
-    const result = (res.headers.get("Content-Type") ?? "").startsWith(@@MediaEventStream@@)
-      ? await $events<S>(res, o, server, tool)
-      : (await res.json()) as CallToolResult<S>;
+    let result: CallToolResult<S>;
+    if ((res.headers.get("Content-Type") ?? "").startsWith(@@MediaEventStream@@)) {
+      const answerHeaders: { [name: string]: string } = { "Content-Type": @@MediaJSON@@, [@@HeaderClient@@]: "mcpx-ts" };
+      if (b.token) answerHeaders[@@HeaderAuthorization@@] = `Bearer ${b.token}`;
+      result = await $events<S>(res, o, server, tool, { url: b.url, headers: answerHeaders });
+    } else {
+      result = (await res.json()) as CallToolResult<S>;
+    }
     outcome = result.isError ? "isError" : "ok";
     return result;
   } catch (e) {

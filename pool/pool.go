@@ -68,6 +68,9 @@ type Server struct {
 	// Allocate are the server's per-instance allocations by name, which
 	// ${mcpx.alloc.NAME} stands for (see Alloc).
 	Allocate map[string]Alloc
+	// Sampling declares the sampling capability to the children
+	// (mcpclient.Options.Sampling).
+	Sampling bool
 
 	// Revision is opaque to the pool. Its owner bumps it when what the
 	// definition runs changed while the definition did not (a nix: command

@@ -24,9 +24,11 @@ func isEventStream(resp *http.Response) bool {
 	return mt == wire.MediaEventStream
 }
 
-// readCallEvents reads a streamed tool call (wire.Events): progress events,
-// then one result or error event, whose result it returns.
-func readCallEvents(r io.Reader, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+// readCallEvents reads a streamed tool call (wire.Events): the call's id,
+// progress and input events, then one result or error event, whose result
+// it returns. onInput (nil = ignore) gets each request for input; it must
+// not block.
+func readCallEvents(r io.Reader, onProgress func(json.RawMessage), onInput func(wire.InputRequest)) (json.RawMessage, error) {
 	d := sse.NewDecoder(bufio.NewReader(r), maxEventLine)
 	for {
 		ev, err := d.Next()
@@ -40,6 +42,14 @@ func readCallEvents(r io.Reader, onProgress func(json.RawMessage)) (json.RawMess
 		case wire.EventProgress:
 			if onProgress != nil {
 				onProgress(ev.Data)
+			}
+		case wire.EventInput:
+			var in wire.InputRequest
+			if err := json.Unmarshal(ev.Data, &in); err != nil {
+				return nil, fmt.Errorf("undecodable input event: %s", ev.Data)
+			}
+			if onInput != nil {
+				onInput(in)
 			}
 		case wire.EventResult:
 			return ev.Data, nil

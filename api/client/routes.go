@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -96,19 +95,7 @@ func (c *Client) StopInstance(ctx context.Context, id string) error {
 // onProgress gets the params of each progress notification, in order, on
 // the calling goroutine; it owns them.
 func (c *Client) CallTool(ctx context.Context, cl Caller, server, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
-	var h http.Header
-	if onProgress != nil {
-		h = http.Header{"Accept": {wire.MediaEventStream}}
-	}
-	resp, err := c.send(ctx, wire.OpCallTool, &cl, args, h, "", server, tool)
-	if err != nil {
-		return nil, err
-	}
-	if !isEventStream(resp) {
-		return readRaw(resp, nil)
-	}
-	defer resp.Body.Close()
-	return readCallEvents(resp.Body, onProgress)
+	return c.Call(ctx, cl, server, tool, args, CallOptions{OnProgress: onProgress})
 }
 
 // StopDaemon asks the daemon to stop: it answers, then stops accepting,

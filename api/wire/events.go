@@ -7,13 +7,16 @@ import (
 )
 
 // The events of a streamed tool call (Route.Stream; Accept:
-// MediaEventStream): any number of EventProgress, in order, then exactly one
-// EventResult or EventError. Errors found before the call starts (unknown
+// MediaEventStream): first EventCall with the call's id, then any number of
+// EventProgress and EventInput, in order, then exactly one EventResult or
+// EventError. Errors found before the call starts (unknown
 // server, bad headers or body) are plain problem answers with their status,
 // not streams. While a call has nothing to report the server sends a
 // KeepAliveComment comment now and then, which readers skip.
 const (
+	EventCall        = "call"       // data: CallStarted, the call's id; always first
 	EventProgress    = "progress"   // data: the params of one notifications/progress (Progress)
+	EventInput       = "input"      // data: InputRequest: the child asks the caller (elicitation, sampling)
 	EventResult      = "result"     // data: the child's CallToolResult, unchanged
 	EventError       = "error"      // data: a Problem: the call failed after the stream began
 	KeepAliveComment = "keep-alive" // the text of the keep-alive comment
@@ -40,6 +43,8 @@ type EventType struct {
 }
 
 var events = []EventType{
+	{Name: EventCall, Payload: reflect.TypeFor[CallStarted](), Summary: "the call's id, for answering requests for input; always first"},
+	{Name: EventInput, Payload: reflect.TypeFor[InputRequest](), Summary: "the child asks the caller for input; answer with POST /v1/calls/{call}/input"},
 	{Name: EventProgress, Payload: reflect.TypeFor[Progress](), Summary: "a progress notification from the child"},
 	{Name: EventResult, Payload: reflect.TypeFor[json.RawMessage](), MCPResult: "CallToolResult", Summary: "the result; the stream ends"},
 	{Name: EventError, Payload: reflect.TypeFor[Problem](), Summary: "the call failed; the stream ends"},

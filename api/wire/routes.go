@@ -111,6 +111,7 @@ const (
 	OpSetSession      = "setSession"
 	OpCallStats       = "getCallStats"
 	OpEvents          = "streamEvents"
+	OpAnswerInput     = "answerInput"
 )
 
 // The problems routes share, by what the route does.
@@ -145,6 +146,11 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/v1/whoami", Name: OpWhoami, Caller: true,
 		Summary:  "Show how the broker sees the caller: identity, rights and declared context",
 		Response: reflect.TypeFor[Whoami](), Status: 200, Problems: problemsCaller},
+
+	{Method: "POST", Pattern: "/v1/calls/{call}/input", Name: OpAnswerInput, Body: BodyDocument,
+		Summary: "Answer a child's request for input (elicitation, sampling) during a streamed call: only the call's caller may; a content that does not match the requested schema is a 400 naming the field, and may be sent again",
+		Request: reflect.TypeFor[InputAnswer](), Status: 204,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
 
 	{Method: "GET", Pattern: "/v1/servers", Name: OpListServers,
 		Summary:  "List the configured servers",

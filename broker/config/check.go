@@ -59,6 +59,7 @@ func (p *problems) checkLimits(lc *Limits) {
 		lc.MaxMessageBytes = pool.DefaultMaxMessageBytes
 	}
 	p.duration("", "limits.rootsWait", &lc.RootsWait, pool.DefaultRootsWait)
+	p.duration("", "limits.inputWait", &lc.InputWait, DefaultInputWait)
 	if lc.ExecHashMax < 0 {
 		p.add("", "limits.execHashMax", fmt.Sprintf("execHashMax is %d", lc.ExecHashMax), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", pool.DefaultExecHashMax))
 	} else if lc.ExecHashMax == 0 {

@@ -139,6 +139,13 @@ type Server struct {
 	// descriptions do not say (how to obtain an id, say). At most
 	// MaxPreludeBytes, printable text and newlines.
 	Prelude string `json:"prelude,omitempty"`
+	// Sampling declares the sampling capability to the server's children,
+	// so that their sampling/createMessage requests during a call go to
+	// the call's streaming caller (false: not declared; a child that asks
+	// anyway gets an error). Elicitation is always declared: a decline is
+	// always a valid answer. See "Requests for input" in
+	// docs/architecture.md.
+	Sampling bool `json:"sampling,omitempty"`
 }
 
 // ScopePolicy is a server's scope policy: whether a caller may override the
@@ -229,7 +236,14 @@ type Limits struct {
 	// its identity; larger ones are identified by their stat (device,
 	// inode, size, mtime, mode). 0 = pool.DefaultExecHashMax (1 MiB).
 	ExecHashMax int64 `json:"execHashMax,omitempty"`
+	// InputWait bounds how long a child's request for input during a call
+	// (elicitation, sampling) waits for the caller's answer; then the
+	// child gets a decline (an error for sampling). 0 = DefaultInputWait.
+	InputWait Duration `json:"inputWait,omitempty"`
 }
+
+// DefaultInputWait is Limits.InputWait's default.
+const DefaultInputWait = 2 * time.Minute
 
 // Nix configures how servers' nix:<flakeref>[#attr] commands are resolved
 // to store paths (package mcpx.dev/mcpx/nixresolve). The daemon reads it at

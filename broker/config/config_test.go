@@ -294,9 +294,10 @@ func TestParseDefaults(t *testing.T) {
 			"own": {Name: "own", Command: "x", Scope: config.ScopeSession, Sharing: config.SharingExclusive, Max: 2,
 				IdleTimeout: dur(time.Minute), CallTimeout: dur(10 * time.Second), StartTimeout: dur(5 * time.Second)},
 		},
-		Pool:   config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second), ExecWatch: config.Period(pool.DefaultExecWatch)},
-		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth, MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait), ExecHashMax: pool.DefaultExecHashMax},
-		Nix:    config.Nix{Timeout: dur(nixresolve.DefaultTimeout), Refresh: config.NixRefreshNever},
+		Pool: config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second), ExecWatch: config.Period(pool.DefaultExecWatch)},
+		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth, MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait), ExecHashMax: pool.DefaultExecHashMax,
+			InputWait: dur(config.DefaultInputWait)},
+		Nix: config.Nix{Timeout: dur(nixresolve.DefaultTimeout), Refresh: config.NixRefreshNever},
 		Records: config.Records{Enabled: ptr(true), MaxBytes: records.DefaultMaxBytes, MaxAge: dur(records.DefaultMaxAge),
 			MaxFiles: records.DefaultMaxFiles},
 	}

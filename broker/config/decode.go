@@ -187,6 +187,7 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 		"toolTags":     {&s.ToolTags, "an object of tool names to arrays of strings"},
 		"prelude":      {&s.Prelude, str},
 		"allocate":     {&s.Allocate, `an object of names to allocations such as {"port": {"range": [9222, 9299]}}`},
+		"sampling":     {&s.Sampling, "true or false"},
 	}
 }
 
@@ -303,6 +304,7 @@ func (p *problems) decodeLimits(lc *Limits, raw json.RawMessage) {
 		"maxMessageBytes": {&lc.MaxMessageBytes, "a non-negative integer (bytes)"},
 		"rootsWait":       {&lc.RootsWait, `a duration string such as "1s"`},
 		"execHashMax":     {&lc.ExecHashMax, "a non-negative integer (bytes)"},
+		"inputWait":       {&lc.InputWait, `a duration string such as "2m"`},
 	}
 	p.decodeFields("", "limits.", members, fields, map[string]bool{})
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
 )
 
@@ -46,7 +47,13 @@ func call(ctx context.Context, c *cli, args []string) int {
 	if *progress || isTerminal(c.stderr) {
 		onProgress = func(p json.RawMessage) { printProgress(c, p) }
 	}
-	result, err := bc.CallTool(ctx, caller, server, tool, body, onProgress)
+	o := client.CallOptions{OnProgress: onProgress}
+	if (len(pos) < 2 || pos[1] != "-") && isTerminalReader(c.stdin) {
+		// A child's questions (elicitation) are asked on the terminal;
+		// without one they are declined.
+		o.OnInput = newTerminalForm(c.stdin, c.stderr).answer
+	}
+	result, err := bc.Call(ctx, caller, server, tool, body, o)
 	if err != nil {
 		return report(c, err)
 	}
@@ -186,5 +193,10 @@ func decodedLen(b64 string) int {
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
+	return ok && isTTY(f.Fd())
+}
+
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
 	return ok && isTTY(f.Fd())
 }

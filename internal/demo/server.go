@@ -54,6 +54,7 @@ func (d *demo) addTools(s *mcp.Server) {
 	mcp.AddTool(s, tool("fail", "Returns a tool result with isError: true and the message.", failSchema), fail)
 	mcp.AddTool(s, tool("strict", "Answers JSON-RPC -32602 (Invalid params) unless n is a positive integer.", strictSchema), strict)
 	mcp.AddTool(s, tool("stderr", "Writes text to the server's stderr and returns \"ok\".", stderrSchema), d.writeStderr)
+	mcp.AddTool(s, tool("ask", "Asks the user a form (MCP elicitation) and returns \"accept\" with the answer as JSON, \"decline\" or \"cancel\".", askSchema), ask)
 }
 
 func tool(name, description, schema string) *mcp.Tool {

@@ -333,3 +333,39 @@ func (d *demo) writeStderr(_ context.Context, _ *mcp.CallToolRequest, in stderrI
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
+
+const askSchema = `{"type":"object","properties":{
+	"question":{"type":"string","description":"the message shown to the user"}},
+	"required":["question"],"additionalProperties":false}`
+
+// AskFormSchema is the form the ask tool requests (MCP elicitation's flat
+// object of primitive properties).
+const AskFormSchema = `{"type":"object","properties":{
+	"name":{"type":"string","title":"Name","description":"your name","minLength":1},
+	"color":{"type":"string","title":"Colour","enum":["red","green","blue"],"default":"green"},
+	"agree":{"type":"boolean","title":"Agree","description":"agree to the terms"},
+	"count":{"type":"integer","title":"Count","minimum":1,"maximum":10}},
+	"required":["name"]}`
+
+type askIn struct {
+	Question string `json:"question"`
+}
+
+// ask asks the client for a form (elicitation/create, nested in the call)
+// and returns the action and, on accept, the content as JSON:
+// "accept {...}", "decline" or "cancel". A client without the elicitation
+// capability makes it a tool error.
+func ask(ctx context.Context, req *mcp.CallToolRequest, in askIn) (*mcp.CallToolResult, any, error) {
+	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Question, RequestedSchema: rawSchema(AskFormSchema)})
+	if err != nil {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation failed: " + err.Error()}}}, nil, nil
+	}
+	if res.Action != "accept" {
+		return text(res.Action), nil, nil
+	}
+	b, err := json.Marshal(res.Content)
+	if err != nil {
+		return nil, nil, err
+	}
+	return text("accept " + string(b)), nil, nil
+}

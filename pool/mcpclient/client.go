@@ -5,6 +5,19 @@
 //
 //	s, err := mcpclient.Connect(ctx, mcpclient.NewStdio(stdout, stdin), mcpclient.Options{Root: "/src/app"})
 //	res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"message":"hi"}`), nil)
+//
+// # Requests for input
+//
+// A child's elicitation/create or sampling/createMessage is handed to the
+// InputHandler of the call it belongs to (WithInputHandler on the call's
+// context), or refused (InputRefusal) when the call has none or no one call
+// can be named (Session.inputTarget has the rule). Elicitation is always
+// declared in initialize, sampling with Options.Sampling.
+//
+//	ctx = mcpclient.WithInputHandler(ctx, func(ctx context.Context, req mcpclient.InputRequest) (json.RawMessage, error) {
+//		return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
+//	})
+//	res, err := s.CallTool(ctx, "ask", nil, nil)
 package mcpclient
 
 import (
@@ -61,6 +74,13 @@ type Options struct {
 	// wait: 0 = DefaultRootsWait, negative = no wait.
 	RootsMemo *RootsMemo
 	RootsWait time.Duration
+	// Sampling declares the sampling client capability: the caller path
+	// can answer sampling/createMessage (a config's per-server
+	// "sampling": true). Elicitation is always declared, since a decline
+	// is always a valid answer; a refused sampling request is an error,
+	// which many servers treat as a failure, so it is declared only when
+	// asked for.
+	Sampling bool
 }
 
 // RPCError is a JSON-RPC error the child answered with.
@@ -141,6 +161,12 @@ type call struct {
 	ch         chan response // buffered 1; receives exactly one response
 	onProgress func(json.RawMessage)
 	answered   context.CancelCauseFunc // ends Send's context (sendWaits); nil otherwise
+	// nests: the request may have server requests nested in it (nests);
+	// onInput answers those attributed to it (nil = refuse); ctx ends when
+	// the request returns.
+	nests   bool
+	onInput InputHandler
+	ctx     context.Context
 
 	progMu   sync.Mutex // serialises onProgress with finish
 	finished bool       // guarded by progMu: the caller has returned
@@ -317,7 +343,13 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 		return nil, fmt.Errorf("calling %s: %w", method, err)
 	}
 	id := s.nextID.Add(1)
-	c := &call{ch: make(chan response, 1), onProgress: onProgress}
+	c := &call{ch: make(chan response, 1), onProgress: onProgress, nests: nests(method)}
+	if c.nests {
+		var done context.CancelFunc
+		c.ctx, done = context.WithCancel(ctx)
+		defer done()
+		c.onInput = inputHandlerOf(ctx)
+	}
 	if onProgress != nil {
 		var err error
 		// The request id doubles as the progress token: unique among
@@ -566,12 +598,29 @@ func (s *Session) skipped(err error) bool {
 	return errors.As(err, &tl) && s.tooLargeMessage(tl)
 }
 
+// relatedReceiver is a transport that knows which of our requests a
+// message from the peer relates to (streamable HTTP: the POST on whose
+// answer stream it came; nil when it came otherwise).
+type relatedReceiver interface {
+	recvRelated() (msg, related []byte, err error)
+}
+
+// recv reads the next message and, when the transport knows it, the raw id
+// of the request it relates to.
+func (s *Session) recv() ([]byte, []byte, error) {
+	if r, ok := s.t.(relatedReceiver); ok {
+		return r.recvRelated()
+	}
+	msg, err := s.t.Recv()
+	return msg, nil, err
+}
+
 // read is the session's one reader goroutine: it routes every message the
 // child sends until the transport is gone.
 func (s *Session) read() {
 	defer close(s.readerDone)
 	for {
-		msg, err := s.t.Recv()
+		msg, related, err := s.recv()
 		if err != nil && s.skipped(err) {
 			continue
 		}
@@ -582,7 +631,7 @@ func (s *Session) read() {
 			s.shutdown(err)
 			return
 		}
-		if err := s.dispatch(msg); err != nil {
+		if err := s.dispatch(msg, related); err != nil {
 			s.shutdown(err)
 			return
 		}

@@ -10,21 +10,23 @@ import (
 )
 
 // dispatch routes one message from the child. An error ends the session.
-func (s *Session) dispatch(msg []byte) error {
+// related is the raw id of the request the message relates to, when the
+// transport knows it (nil otherwise).
+func (s *Session) dispatch(msg, related []byte) error {
 	if i := skipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
 		// JSON-RPC batches were allowed by 2024-11-05 and 2025-03-26.
 		var err error
 		elements(msg, func(m []byte) {
 			if err == nil {
-				err = s.dispatchOne(m, msg)
+				err = s.dispatchOne(m, msg, related)
 			}
 		})
 		return err
 	}
-	return s.dispatchOne(msg, msg)
+	return s.dispatchOne(msg, msg, related)
 }
 
-func (s *Session) dispatchOne(msg, line []byte) error {
+func (s *Session) dispatchOne(msg, line, related []byte) error {
 	e, err := parseEnvelope(msg)
 	switch {
 	case err != nil:
@@ -32,7 +34,7 @@ func (s *Session) dispatchOne(msg, line []byte) error {
 	case e.isResponse():
 		s.deliver(&e)
 	case e.isRequest():
-		s.answer(&e)
+		s.answer(&e, related)
 	case e.isNotification():
 		s.notification(&e)
 	default:
@@ -80,8 +82,12 @@ func (s *Session) deliver(e *envelope) {
 // Spec (client/roots, basic/utilities/ping, client/sampling,
 // client/elicitation): the server may ask the client for roots/list, ping,
 // sampling/createMessage and elicitation/create.
-func (s *Session) answer(e *envelope) {
+func (s *Session) answer(e *envelope, related []byte) {
 	method, _ := unquote(e.method)
+	if method == MethodElicit || method == MethodSample {
+		s.input(e.id, method, e.params, related)
+		return
+	}
 	var result []byte
 	var rerr *RPCError
 	switch method {
@@ -98,10 +104,6 @@ func (s *Session) answer(e *envelope) {
 		if result, err = rootsResult(s.opts); err != nil {
 			rerr = &RPCError{Code: CodeInternalError, Message: err.Error()}
 		}
-	case "sampling/createMessage":
-		rerr = &RPCError{Code: CodeMethodNotFound, Message: "mcpx does not support sampling yet; the broker forwards no sampling requests to callers"}
-	case "elicitation/create":
-		rerr = &RPCError{Code: CodeMethodNotFound, Message: "mcpx does not support elicitation yet; the broker forwards no elicitation requests to callers"}
 	default:
 		rerr = &RPCError{Code: CodeMethodNotFound, Message: fmt.Sprintf("method not found: mcpx does not serve %q to child servers", method)}
 	}

@@ -97,8 +97,9 @@ type httpTransport struct {
 
 // inbound is one message for Recv, or an oversized one that was skipped.
 type inbound struct {
-	msg []byte
-	big *TooLargeError
+	msg     []byte
+	big     *TooLargeError
+	related []byte // the raw id of the request on whose answer stream msg came; nil = the GET stream
 }
 
 func (t *httpTransport) setMaxMessage(n int) { t.max = n }
@@ -438,7 +439,7 @@ func (t *httpTransport) readStream(ctx context.Context, body io.Reader, reqID []
 				return nil // e.g. the priming event that carries only an id
 			}
 			isAnswer := !answered && answers(ev.Data, reqID)
-			if err := t.push(ctx, ev.Data); err != nil {
+			if err := t.pushRelated(ctx, ev.Data, reqID); err != nil {
 				return err
 			}
 			if isAnswer {
@@ -599,13 +600,19 @@ func (t *httpTransport) listen() {
 
 // push validates msg and hands it to Recv.
 func (t *httpTransport) push(ctx context.Context, msg []byte) error {
+	return t.pushRelated(ctx, msg, nil)
+}
+
+// pushRelated is push for a message that came on the answer stream of the
+// request whose raw id is related.
+func (t *httpTransport) pushRelated(ctx context.Context, msg, related []byte) error {
 	if !json.Valid(msg) {
 		err := &ProtocolError{Line: truncate(msg, 200), Reason: "a message that is not JSON", Hint: t.violationHint()}
 		t.fail(err)
 		return err
 	}
 	select {
-	case t.in <- inbound{msg: msg}:
+	case t.in <- inbound{msg: msg, related: related}:
 		return nil
 	case <-t.closed:
 		return t.closedErr()
@@ -629,14 +636,21 @@ func (t *httpTransport) pushBig(ctx context.Context, e *TooLargeError) error {
 // Recv returns the next message the server sent, or a *TooLargeError for
 // one that was over the limit (Recv may be called again after it).
 func (t *httpTransport) Recv() ([]byte, error) {
+	msg, _, err := t.recvRelated()
+	return msg, err
+}
+
+// recvRelated is Recv, with the raw id of the request on whose answer
+// stream the message came (nil for the GET stream).
+func (t *httpTransport) recvRelated() ([]byte, []byte, error) {
 	select {
 	case m := <-t.in:
 		if m.big != nil {
-			return nil, m.big
+			return nil, nil, m.big
 		}
-		return m.msg, nil
+		return m.msg, m.related, nil
 	case <-t.closed:
-		return nil, t.closedErr()
+		return nil, nil, t.closedErr()
 	}
 }
 

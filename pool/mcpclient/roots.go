@@ -11,7 +11,7 @@ import (
 // initializeParams builds the initialize request params. Field order is
 // fixed by the struct layout, so the rootless params are byte-for-byte
 //
-//	{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpx","version":"dev"}}
+//	{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"mcpx","version":"dev"}}
 //
 // With a root, the roots capability is declared (spec: client/roots#capabilities)
 // and, as extension fields for servers that predate roots (LSP-style
@@ -23,9 +23,19 @@ func initializeParams(version string, opts Options) ([]byte, error) {
 	type workspaceCap struct {
 		WorkspaceFolders bool `json:"workspaceFolders"`
 	}
+	type empty struct{}
+	type elicitCap struct {
+		Form empty `json:"form"`
+	}
 	type caps struct {
 		Roots     *rootsCap     `json:"roots,omitempty"`
 		Workspace *workspaceCap `json:"workspace,omitempty"`
+		// Spec (client/elicitation#capabilities): form mode only; mcpx
+		// has no way to send a caller to a URL. Always declared: a
+		// decline is always a valid answer (see InputRefusal).
+		Elicitation elicitCap `json:"elicitation"`
+		// Spec (client/sampling#capabilities), with Options.Sampling.
+		Sampling *empty `json:"sampling,omitempty"`
 	}
 	type info struct {
 		Name    string `json:"name"`
@@ -41,6 +51,9 @@ func initializeParams(version string, opts Options) ([]byte, error) {
 		ProtocolVersion: version,
 		ClientInfo:      info{Name: opts.ClientName, Version: opts.ClientVersion},
 	}
+	if opts.Sampling {
+		p.Capabilities.Sampling = &empty{}
+	}
 	if p.ClientInfo.Name == "" {
 		p.ClientInfo.Name = "mcpx"
 	}
@@ -53,7 +66,8 @@ func initializeParams(version string, opts Options) ([]byte, error) {
 			return nil, err
 		}
 		// listChanged is false: an instance's root is fixed at creation.
-		p.Capabilities = caps{Roots: &rootsCap{}, Workspace: &workspaceCap{WorkspaceFolders: true}}
+		p.Capabilities.Roots = &rootsCap{}
+		p.Capabilities.Workspace = &workspaceCap{WorkspaceFolders: true}
 		p.RootURI = r.URI
 		p.WorkspaceFolders = []root{r}
 	}

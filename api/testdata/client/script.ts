@@ -24,6 +24,15 @@ const progress: Progress[] = [];
 results.progressResult = text(await demo.progress({ steps: 3 }, { onProgress: (p) => progress.push(p) }));
 results.progress = progress.map((p) => p.progress);
 results.worktree = text(await wt.cwd());
+// The demo's ask tool elicits a form; onInput answers it.
+const asked: string[] = [];
+results.ask = text(await demo.ask({ question: "who?" }, {
+  onInput: (req) => {
+    asked.push(`${req.kind}:${req.message}`);
+    return { action: "accept", content: { name: "Ada" } };
+  },
+}));
+results.asked = asked;
 results.unknownServer = await outcome(callTool("nope", "echo", { message: "x" }));
 results.unknownTool = await outcome(callTool("demo", "nope", {}));
 // A child that refuses arguments with JSON-RPC -32602 is an McpxError; a

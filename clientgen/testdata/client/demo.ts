@@ -18,7 +18,7 @@
 // Broker: mcpx test
 //
 // Tool lists, taken for cwd /src/app:
-//   demo (14 tools, sha256:31c77c7bd1020e56)
+//   demo (15 tools, sha256:32bb25337f87a72e)
 //   broken: left out: the server would not start
 
 // Every tool answers at once except sleep and progress.
@@ -38,6 +38,14 @@ export namespace demo {
     /** a + b */
     sum: number;
   };
+
+  /** Asks the user a form (MCP elicitation) and returns "accept" with the answer as JSON, "decline" or "cancel". */
+  export type AskInput = {
+    /** the message shown to the user */
+    question: string;
+  };
+
+  export type AskOutput = unknown /* no outputSchema */;
 
   /** Returns a text of exactly the given number of bytes. */
   export type BigInput = {
@@ -179,6 +187,26 @@ export type Progress = {
 };
 
 /**
+ * A child's request for input during a call (an elicitation form, or a
+ * sampling request): answer it with onInput.
+ */
+export type InputRequest = {
+  call: string;
+  input: string;
+  kind: "elicitation" | "sampling";
+  message?: string;
+  requestedSchema?: { [key: string]: unknown };
+  params: { [key: string]: unknown };
+  expires: string;
+};
+
+/** The answer to an InputRequest: content, with "accept", matches its requestedSchema. */
+export type InputAnswer = {
+  action: "accept" | "decline" | "cancel";
+  content?: { [key: string]: unknown };
+};
+
+/**
  * Where the broker is and what this program declares about itself. Each
  * field overrides the environment for one call.
  */
@@ -203,6 +231,11 @@ export type Connection = {
 export type CallOptions = Connection & {
   /** Called with each progress notification of the call, in order; the call is streamed. */
   onProgress?: (p: Progress) => void;
+  /**
+   * Answers the child's requests for input (elicitation, sampling); the call is streamed. Without it a
+   * streamed call declines them. A throw, or an answer the broker refuses, declines.
+   */
+  onInput?: (req: InputRequest) => InputAnswer | Promise<InputAnswer>;
   /** Aborting it cancels the call: the broker cancels the child's request. */
   signal?: AbortSignal;
   /** Cancel the call after this many milliseconds (an McpxError of kind "timeout"). */
@@ -410,8 +443,31 @@ class $CallbackError {
   }
 }
 
-// $events reads a streamed call: progress events, then one result or error.
-async function $events<S>(res: Response, o: CallOptions, server: string, tool: string): Promise<CallToolResult<S>> {
+// $answer sends the answer to a request for input; an onInput that throws,
+// or an answer the broker refuses, declines (the broker declines on its own
+// if even that fails).
+async function $answer(b: { url: string; headers: { [name: string]: string } }, req: InputRequest,
+  onInput: CallOptions["onInput"]): Promise<void> {
+  const post = (ans: InputAnswer) => fetch(b.url + "/v1/calls/{call}/input".replace("{call}", encodeURIComponent(req.call)),
+    { method: "POST", headers: b.headers, body: JSON.stringify({ ...ans, input: req.input }) });
+  let ans: InputAnswer = { action: "decline" };
+  try {
+    if (onInput) ans = await onInput(req);
+  } catch {
+    ans = { action: "decline" };
+  }
+  try {
+    const res = await post(ans);
+    if (res.status === 400 && ans.action !== "decline") await post({ action: "decline" });
+  } catch {
+    // the call is over
+  }
+}
+
+// $events reads a streamed call: the call's id, progress and input events,
+// then one result or error.
+async function $events<S>(res: Response, o: CallOptions, server: string, tool: string,
+  b: { url: string; headers: { [name: string]: string } }): Promise<CallToolResult<S>> {
   if (!res.body) throw $unreachable("the broker's stream has no body", server, tool);
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
@@ -436,6 +492,8 @@ async function $events<S>(res: Response, o: CallOptions, server: string, tool: s
             } catch (e) {
               throw new $CallbackError(e);
             }
+          } else if (name === "input") {
+            void $answer(b, JSON.parse(payload) as InputRequest, o.onInput);
           } else if (name === "result") {
             return JSON.parse(payload) as CallToolResult<S>;
           } else if (name === "error") {
@@ -494,7 +552,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   const b = await $broker(o, server, tool);
   const headers: { [name: string]: string } = {
     "Content-Type": "application/json",
-    Accept: o.onProgress ? "text/event-stream" : "application/json",
+    Accept: o.onProgress || o.onInput ? "text/event-stream" : "application/json",
     // The browser guard: network listeners refuse requests without it.
     ["Mcpx-Client"]: "mcpx-ts",
   };
@@ -530,9 +588,14 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
       if (res.status === 401) $recordCache = undefined; // a restarted daemon has a new token
       throw await $problem(res, server, tool, list);
     }
-    const result = (res.headers.get("Content-Type") ?? "").startsWith("text/event-stream")
-      ? await $events<S>(res, o, server, tool)
-      : (await res.json()) as CallToolResult<S>;
+    let result: CallToolResult<S>;
+    if ((res.headers.get("Content-Type") ?? "").startsWith("text/event-stream")) {
+      const answerHeaders: { [name: string]: string } = { "Content-Type": "application/json", ["Mcpx-Client"]: "mcpx-ts" };
+      if (b.token) answerHeaders["Authorization"] = `Bearer ${b.token}`;
+      result = await $events<S>(res, o, server, tool, { url: b.url, headers: answerHeaders });
+    } else {
+      result = (await res.json()) as CallToolResult<S>;
+    }
     outcome = result.isError ? "isError" : "ok";
     return result;
   } catch (e) {
@@ -556,7 +619,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   }
 }
 
-const $list_demo = "the tool list of demo (14 tools, sha256:31c77c7bd1020e56)";
+const $list_demo = "the tool list of demo (15 tools, sha256:32bb25337f87a72e)";
 
 /**
  * The tools of server demo.
@@ -567,6 +630,9 @@ export const demo = {
   /** Adds two numbers; the result is also structured content {sum}. */
   add: (args: demo.AddInput, options?: CallOptions): Promise<CallToolResult<demo.AddOutput>> =>
     $callTool<demo.AddOutput>("demo", "add", args, options, $list_demo, "sha256:9ee35c46d7e2aa4b"),
+  /** Asks the user a form (MCP elicitation) and returns "accept" with the answer as JSON, "decline" or "cancel". */
+  ask: (args: demo.AskInput, options?: CallOptions): Promise<CallToolResult> =>
+    $callTool("demo", "ask", args, options, $list_demo, "sha256:784236af5edfe95d"),
   /** Returns a text of exactly the given number of bytes. */
   big: (args: demo.BigInput, options?: CallOptions): Promise<CallToolResult> =>
     $callTool("demo", "big", args, options, $list_demo, "sha256:01459fd70dd72e21"),

@@ -18,6 +18,14 @@ export namespace demo {
     sum: number;
   };
 
+  /** Asks the user a form (MCP elicitation) and returns "accept" with the answer as JSON, "decline" or "cancel". */
+  export type AskInput = {
+    /** the message shown to the user */
+    question: string;
+  };
+
+  export type AskOutput = unknown /* no outputSchema */;
+
   /** Returns a text of exactly the given number of bytes. */
   export type BigInput = {
     /** length of the returned text in bytes */
