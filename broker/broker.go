@@ -62,6 +62,12 @@ type Caller struct {
 	// Scopes restricts the scope kinds the caller's calls may use (see
 	// MayUseScope); nil = every kind, empty non-nil = none.
 	Scopes []config.ScopeKind `json:"scopes,omitempty"`
+	// ProjectConfig lets the project files on the caller's config chain
+	// (config.json found upward from its cwd, below the user's config)
+	// define the servers it is served: they name commands the daemon will
+	// run. The owner always may; false = the owner's config only. See
+	// "Project config" in docs/architecture.md.
+	ProjectConfig bool `json:"projectConfig,omitempty"`
 }
 
 // Request is one call-like request: who, where, and which server.
