@@ -13,6 +13,13 @@
 // configured scope. See "Scope policy" and "Sessions and leases" in
 // docs/architecture.md.
 //
+// A caller is served the servers of its config chain (package
+// mcpx.dev/mcpx/broker/chain): the project files found upward from its cwd
+// merged over the owner's config, for the owner and callers whose rights
+// say ProjectConfig; everyone else gets the owner's config (ServersAt,
+// ConfigSources; "Project config" in docs/architecture.md). Only servers
+// merge: the pool, limits, nix and records sections are the daemon's own.
+//
 // It knows nothing of HTTP: the api package translates requests into
 // Requests and *Error kinds into status codes.
 package broker
