@@ -54,7 +54,7 @@ type Caller struct {
 	Roots   []string `json:"roots,omitzero"`
 	Scopes  []string `json:"scopes,omitzero"` // scope kinds its calls may use
 	// ProjectConfig: the project files on its config chain may define
-	// its servers (the owner's always may).
+	// its servers (the owner's always may, whatever this says).
 	ProjectConfig bool `json:"projectConfig,omitempty"`
 }
 
