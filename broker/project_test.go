@@ -16,6 +16,7 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
 )
 
 // projectFixture is a user config and repositories with project configs
@@ -306,4 +307,33 @@ func TestProjectConfigBrokenFile(t *testing.T) {
 	if got, want := names(t, f.b, owner, repo), []string{"base", "fs", "gone", "x"}; !slices.Equal(got, want) {
 		t.Errorf("servers after the fix = %v, want %v", got, want)
 	}
+}
+
+// TestProjectFileEditReplacesChildren: editing a project file is noticed at
+// the next call without a reload: the new definition gets a new child, and
+// the old definition's child is drained and stopped.
+func TestProjectFileEditReplacesChildren(t *testing.T) {
+	f := newProjectFixture(t)
+	repo := filepath.Join(f.root, "src/repo")
+	file := filepath.Join(repo, ".mcpx/config.json")
+	writeJSON(t, file, map[string]any{"servers": map[string]any{"fs": demoDef(t, map[string]string{"FLAVOR": "one"})}})
+	if got := projText(t, f.b, owner, repo, "fs", "env", map[string]string{"name": "FLAVOR"}); got != "one" {
+		t.Fatalf("FLAVOR = %q, want one", got)
+	}
+	before := f.b.Instances()
+	if len(before) != 1 {
+		t.Fatalf("instances = %+v, want one", before)
+	}
+	writeJSON(t, file, map[string]any{"servers": map[string]any{"fs": demoDef(t, map[string]string{"FLAVOR": "two"})}})
+	future := time.Now().Add(time.Minute)
+	if err := os.Chtimes(file, future, future); err != nil {
+		t.Fatal(err)
+	}
+	if got := projText(t, f.b, owner, repo, "fs", "env", map[string]string{"name": "FLAVOR"}); got != "two" {
+		t.Errorf("FLAVOR after the edit = %q, want two", got)
+	}
+	testenv.WaitFor(t, "the old definition's child to stop", func() bool {
+		in := f.b.Instances()
+		return len(in) == 1 && in[0].Server != before[0].Server && strings.HasPrefix(in[0].Server, "fs@")
+	})
 }
