@@ -301,7 +301,7 @@ func (b *Broker) serve(c Caller, cwd string, report bool) (*served, *Sources, er
 		case !ok:
 			l.skip = why
 		case !c.MayUseDir(canonicalPath(d.Path)):
-			l.skip = "it lies outside the roots this caller may use"
+			l.skip = skipOutsideRoots
 		default:
 			l.file = p.file(d.Config)
 			l.skip = l.file.skip
@@ -309,10 +309,17 @@ func (b *Broker) serve(c Caller, cwd string, report bool) (*served, *Sources, er
 		layers = append(layers, l)
 	}
 	if rep != nil {
+		// A caller learns nothing of directories above its roots: they
+		// are not applied, and not reported either.
 		for _, w := range warns {
-			rep.Warnings = append(rep.Warnings, w.String())
+			if c.MayUseDir(w.Path) {
+				rep.Warnings = append(rep.Warnings, w.String())
+			}
 		}
 		for _, l := range layers {
+			if l.skip == skipOutsideRoots {
+				continue
+			}
 			cd := ChainDir{Dir: l.dir, Skipped: l.skip}
 			if l.file != nil && l.file.err != nil {
 				cd.Skipped = "it does not load: " + l.file.err.Error()
@@ -331,6 +338,10 @@ func (b *Broker) serve(c Caller, cwd string, report bool) (*served, *Sources, er
 	b.dropChanged()
 	return s, rep, err
 }
+
+// skipOutsideRoots is why a project directory above the caller's roots is
+// not applied: whoever may write there is not vouched for by its rights.
+const skipOutsideRoots = "it lies outside the roots this caller may use"
 
 // projectLayer is a project directory of a caller's chain.
 type projectLayer struct {

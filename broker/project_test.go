@@ -337,3 +337,28 @@ func TestProjectFileEditReplacesChildren(t *testing.T) {
 		return len(in) == 1 && in[0].Server != before[0].Server && strings.HasPrefix(in[0].Server, "fs@")
 	})
 }
+
+// TestProjectConfigAboveRoots: a project file above a trusted caller's
+// roots neither applies to it nor appears in its report.
+func TestProjectConfigAboveRoots(t *testing.T) {
+	f := newProjectFixture(t)
+	above := filepath.Join(f.root, "src/.mcpx/config.json")
+	writeJSON(t, above, map[string]any{"servers": map[string]any{"up": demoDef(t, nil)}})
+	repo := mkdir(t, filepath.Join(f.root, "src/repo"))
+	c := broker.Caller{Name: "dev", Via: "jwt", Roots: []string{repo}, ProjectConfig: true}
+	if got, want := names(t, f.b, c, repo), []string{"base", "fs", "gone"}; !slices.Equal(got, want) {
+		t.Errorf("servers below the project dir's roots = %v, want %v", got, want)
+	}
+	src, err := f.b.ConfigSources(broker.Request{Caller: c, Context: broker.CallContext{Cwd: repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range src.Chain {
+		if d.Kind == chain.KindProject {
+			t.Errorf("the report names a project dir above the caller's roots: %+v", d)
+		}
+	}
+	if got := names(t, f.b, owner, repo); !slices.Contains(got, "up") {
+		t.Errorf("the owner's servers at the repo = %v, want up from the project file above", got)
+	}
+}
