@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -300,7 +299,7 @@ func (b *Broker) serve(c Caller, cwd string, report bool) (*served, *Sources, er
 		case d.Config == "":
 		case !ok:
 			l.skip = why
-		case !c.MayUseDir(canonicalPath(d.Path)):
+		case !c.MayUseDir(d.Canonical):
 			l.skip = skipOutsideRoots
 		default:
 			l.file = p.file(d.Config)
@@ -488,13 +487,6 @@ func ownerSections(path string) []string {
 		}
 	}
 	return out
-}
-
-func canonicalPath(p string) string {
-	if c, err := filepath.EvalSymlinks(p); err == nil {
-		return c
-	}
-	return p
 }
 
 // ensureDef gives the pool the definition of a project server before its

@@ -362,3 +362,38 @@ func TestProjectConfigAboveRoots(t *testing.T) {
 		t.Errorf("the owner's servers at the repo = %v, want up from the project file above", got)
 	}
 }
+
+// BenchmarkTargetChain: where a call lands, for the owner in a directory
+// with no project file and in one with a project file two levels up (its
+// chain cached, its file stat'ed per call, its merge cached).
+func BenchmarkTargetChain(b *testing.B) {
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	user := filepath.Join(root, "home/.config/mcpx/config.json")
+	writeJSON(b, user, map[string]any{"servers": map[string]any{"base": demoDef(b, nil)}})
+	cfg, err := config.Load(user)
+	if err != nil {
+		b.Fatal(err)
+	}
+	br, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1, Chain: chain.Options{UserDir: filepath.Dir(user), CeilingDirs: []string{filepath.Dir(root)}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close(context.Background())
+	writeJSON(b, filepath.Join(root, "repo/.mcpx/config.json"), map[string]any{"servers": map[string]any{"fs": demoDef(b, nil)}})
+	for _, bc := range []struct{ name, cwd, server string }{
+		{"plain", mkdir(b, filepath.Join(root, "plain/a/b")), "base"},
+		{"project", mkdir(b, filepath.Join(root, "repo/a/b")), "fs"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := broker.Request{Caller: owner, Context: broker.CallContext{Cwd: bc.cwd}, Server: bc.server}
+			for b.Loop() {
+				if _, err := br.Target(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

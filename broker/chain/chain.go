@@ -73,6 +73,9 @@ type Dir struct {
 	// Scripts and Lib are its scripts/ and lib/ directories; "" = none.
 	Scripts string `json:"scripts,omitempty"`
 	Lib     string `json:"lib,omitempty"`
+	// Canonical is Path with symlinks resolved: where its files really
+	// are, for checks of who may write there.
+	Canonical string `json:"-"`
 }
 
 // Chain is a directory's chain, in precedence order: the first entry's
@@ -229,7 +232,7 @@ func (f *finder) extra(kind Kind, p, flag string) {
 	case fi.Mode().IsRegular():
 		if c := canonical(p); !f.seen[c] {
 			f.seen[c] = true
-			f.chain = append(f.chain, Dir{Kind: kind, Path: p, Config: p})
+			f.chain = append(f.chain, Dir{Kind: kind, Path: p, Config: p, Canonical: c})
 		}
 	default:
 		f.warn(p, "%s entry is neither a file nor a directory; ignored", flag)
@@ -249,7 +252,7 @@ func (f *finder) add(kind Kind, d string) {
 		}
 	}
 	f.seen[c] = true
-	e := Dir{Kind: kind, Path: d}
+	e := Dir{Kind: kind, Path: d, Canonical: c}
 	if isFile(filepath.Join(d, ConfigFile)) {
 		e.Config = filepath.Join(d, ConfigFile)
 	}
