@@ -16,7 +16,10 @@ import (
 // clientgen tools beside their /v1/tools form (tagged with the server), and a
 // problem for each server whose tools could not be listed.
 func (s *server) scopeTools(r *http.Request, req broker.Request) (tools []clientgen.Tool, raws []json.RawMessage, problems []*wire.Problem) {
-	servers := s.b.Servers(req.Caller)
+	servers, err := s.b.ServersAt(req)
+	if err != nil {
+		return nil, nil, []*wire.Problem{s.problem(r, err)}
+	}
 	lists, errs := s.toolsOf(r.Context(), req, servers)
 	for i, si := range servers {
 		if errs[i] != nil {

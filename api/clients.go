@@ -23,7 +23,10 @@ func (s *server) typeScriptClient(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	servers := s.b.Servers(req.Caller)
+	servers, err := s.b.ServersAt(req)
+	if err != nil {
+		return err
+	}
 	if q := r.URL.Query().Get("servers"); q != "" {
 		var picked []broker.ServerInfo
 		for _, name := range strings.Split(q, ",") {
@@ -31,7 +34,9 @@ func (s *server) typeScriptClient(w http.ResponseWriter, r *http.Request) error 
 			if name == "" || slices.ContainsFunc(picked, func(si broker.ServerInfo) bool { return si.Name == name }) {
 				continue
 			}
-			si, err := s.b.Server(name, req.Caller)
+			nreq := req
+			nreq.Server = name
+			si, err := s.b.ServerAt(nreq)
 			if err != nil {
 				return err
 			}
@@ -106,7 +111,7 @@ func (s *server) types(w http.ResponseWriter, r *http.Request) error {
 		}
 		withInstructions = b
 	}
-	si, err := s.b.Server(req.Server, req.Caller)
+	si, err := s.b.ServerAt(req)
 	if err != nil {
 		return err
 	}

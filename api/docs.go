@@ -13,7 +13,7 @@ import (
 
 func callerDoc(c broker.Caller) wire.Caller {
 	return wire.Caller{Name: c.Name, Via: c.Via, Uid: c.Uid, Local: c.Local, Owner: c.Owner, Admin: c.Admin,
-		Servers: c.Servers, Roots: c.Roots, Scopes: scopeNames(c.Scopes)}
+		Servers: c.Servers, Roots: c.Roots, Scopes: scopeNames(c.Scopes), ProjectConfig: c.ProjectConfig}
 }
 
 // scopeNames keeps nil (every scope) apart from empty (none).

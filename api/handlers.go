@@ -103,7 +103,10 @@ func (s *server) listTools(w http.ResponseWriter, r *http.Request) error {
 	if q := r.URL.Query(); q.Has("q") || q.Has("tag") {
 		return s.searchTools(w, r, req)
 	}
-	servers := s.b.Servers(req.Caller)
+	servers, err := s.b.ServersAt(req) // the caller's config chain at its cwd
+	if err != nil {
+		return err
+	}
 	lists, errs := s.toolsOf(r.Context(), req, servers)
 	out := wire.ToolList{Tools: []json.RawMessage{}}
 	for i, si := range servers {

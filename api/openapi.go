@@ -21,7 +21,7 @@ func (s *server) serverOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	info, err := s.b.Server(req.Server, req.Caller)
+	info, err := s.b.ServerAt(req)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,10 @@ func (s *server) toolsOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	infos := s.b.Servers(req.Caller) // only the servers the caller may use
+	infos, err := s.b.ServersAt(req) // only the servers the caller may use
+	if err != nil {
+		return err
+	}
 	servers := make([]openapi.Server, len(infos))
 	var wg sync.WaitGroup
 	for i, si := range infos {

@@ -37,6 +37,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpServerOpenAPI:   (*server).serverOpenAPI,
 	wire.OpToolsOpenAPI:    (*server).toolsOpenAPI,
 	wire.OpCatalog:         (*server).catalog,
+	wire.OpConfigSources:   (*server).configSources,
 	wire.OpListNix:         (*server).listNix,
 	wire.OpEvents:          (*server).streamEvents,
 	wire.OpRefreshNix:      (*server).refreshNix,

@@ -37,7 +37,7 @@ func (s *server) jwtCaller(tok string) (broker.Caller, error) {
 	if err != nil {
 		return broker.Caller{}, unauthorized(auth.ErrInvalid.Error(), "")
 	}
-	c := broker.Caller{Name: cl.Subject, Via: wire.ViaJWT, Admin: cl.Admin, Scopes: scopes,
+	c := broker.Caller{Name: cl.Subject, Via: wire.ViaJWT, Admin: cl.Admin, Scopes: scopes, ProjectConfig: cl.ProjectConfig,
 		Servers: slices.Clone(cl.Servers), Roots: []string{}}
 	if c.Servers == nil {
 		c.Servers = []string{}
@@ -128,7 +128,7 @@ func (s *server) mintToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tok, info, err := s.tokens.Mint(auth.Grant{Subject: req.Subject, Servers: req.Servers, Roots: req.Roots,
-		Scopes: req.Scopes, Admin: req.Admin, TTL: ttl})
+		Scopes: req.Scopes, Admin: req.Admin, ProjectConfig: req.ProjectConfig, TTL: ttl})
 	if errors.Is(err, auth.ErrGrant) {
 		return badToken("", strings.TrimPrefix(err.Error(), auth.ErrGrant.Error()+": "), "")
 	}
@@ -156,6 +156,9 @@ func within(c broker.Caller, req wire.TokenRequest) error {
 		if !ok || !c.MayUseDir(canon) {
 			return forbiddenGrant("roots", root)
 		}
+	}
+	if req.ProjectConfig && !c.ProjectConfig {
+		return forbiddenGrant("projectConfig", "true")
 	}
 	if c.Scopes != nil {
 		if req.Scopes == nil {
@@ -210,5 +213,5 @@ func (s *server) rotateTokenKey(w http.ResponseWriter, r *http.Request) error {
 
 func tokenDoc(t auth.Info) wire.Token {
 	return wire.Token{ID: t.ID, Subject: t.Subject, Servers: t.Servers, Roots: t.Roots, Scopes: t.Scopes,
-		Admin: t.Admin, KeyID: t.KeyID, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked}
+		Admin: t.Admin, ProjectConfig: t.ProjectConfig, KeyID: t.KeyID, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked}
 }

@@ -71,7 +71,10 @@ type Grant struct {
 	// Scopes the token's calls may use; nil = every scope kind.
 	Scopes []string
 	Admin  bool
-	TTL    time.Duration // 0 = DefaultTTL; at most MaxTTL
+	// ProjectConfig lets the bearer's project files define its servers
+	// (broker.Caller.ProjectConfig).
+	ProjectConfig bool
+	TTL           time.Duration // 0 = DefaultTTL; at most MaxTTL
 }
 
 // Claims are a token's payload: the registered claims and the rights.
@@ -81,20 +84,24 @@ type Claims struct {
 	Roots   []string `json:"roots"`
 	Scopes  []string `json:"scopes,omitzero"` // absent = every scope kind
 	Admin   bool     `json:"admin,omitempty"`
+	// ProjectConfig: the bearer's project files may define its servers.
+	ProjectConfig bool `json:"projectConfig,omitempty"`
 }
 
 // Info describes a minted token in the ledger (never the token itself).
 type Info struct {
-	ID        string    `json:"id"` // the jti
-	Subject   string    `json:"sub"`
-	Servers   []string  `json:"servers"`
-	Roots     []string  `json:"roots"`
-	Scopes    []string  `json:"scopes,omitzero"`
-	Admin     bool      `json:"admin,omitempty"`
-	KeyID     string    `json:"kid"`
-	IssuedAt  time.Time `json:"issuedAt"`
-	ExpiresAt time.Time `json:"expiresAt"`
-	Revoked   bool      `json:"revoked,omitempty"`
+	ID      string   `json:"id"` // the jti
+	Subject string   `json:"sub"`
+	Servers []string `json:"servers"`
+	Roots   []string `json:"roots"`
+	Scopes  []string `json:"scopes,omitzero"`
+	Admin   bool     `json:"admin,omitempty"`
+	// ProjectConfig: the bearer's project files may define its servers.
+	ProjectConfig bool      `json:"projectConfig,omitempty"`
+	KeyID         string    `json:"kid"`
+	IssuedAt      time.Time `json:"issuedAt"`
+	ExpiresAt     time.Time `json:"expiresAt"`
+	Revoked       bool      `json:"revoked,omitempty"`
 }
 
 // KeyInfo describes a signing key (never its private part).
@@ -200,13 +207,14 @@ func (is *Issuer) Mint(g Grant) (string, Info, error) {
 	k := is.st.Keys[len(is.st.Keys)-1]
 	now := is.now().Truncate(time.Second)
 	info := Info{ID: randomHex(16), Subject: g.Subject, Servers: orEmpty(g.Servers), Roots: orEmpty(cleanAll(g.Roots)),
-		Scopes: g.Scopes, Admin: g.Admin, KeyID: k.ID, IssuedAt: now, ExpiresAt: now.Add(ttl)}
+		Scopes: g.Scopes, Admin: g.Admin, ProjectConfig: g.ProjectConfig, KeyID: k.ID, IssuedAt: now, ExpiresAt: now.Add(ttl)}
 	claims := Claims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			ID: info.ID, Subject: info.Subject, Issuer: is.st.Identity, Audience: jwt.ClaimStrings{is.st.Identity},
 			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(info.ExpiresAt),
 		},
 		Servers: info.Servers, Roots: info.Roots, Scopes: info.Scopes, Admin: info.Admin,
+		ProjectConfig: info.ProjectConfig,
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 	t.Header["kid"] = k.ID

@@ -13,6 +13,13 @@
 // configured scope. See "Scope policy" and "Sessions and leases" in
 // docs/architecture.md.
 //
+// A caller is served the servers of its config chain (package
+// mcpx.dev/mcpx/broker/chain): the project files found upward from its cwd
+// merged over the owner's config, for the owner and callers whose rights
+// say ProjectConfig; everyone else gets the owner's config (ServersAt,
+// ConfigSources; "Project config" in docs/architecture.md). Only servers
+// merge: the pool, limits, nix and records sections are the daemon's own.
+//
 // It knows nothing of HTTP: the api package translates requests into
 // Requests and *Error kinds into status codes.
 package broker
@@ -37,6 +44,7 @@ import (
 	"syscall"
 	"time"
 
+	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
@@ -63,6 +71,12 @@ type Caller struct {
 	// Scopes restricts the scope kinds the caller's calls may use (see
 	// MayUseScope); nil = every kind, empty non-nil = none.
 	Scopes []config.ScopeKind `json:"scopes,omitempty"`
+	// ProjectConfig lets the project files on the caller's config chain
+	// (config.json found upward from its cwd, below the user's config)
+	// define the servers it is served: they name commands the daemon will
+	// run. The owner always may; false = the owner's config only. See
+	// "Project config" in docs/architecture.md.
+	ProjectConfig bool `json:"projectConfig,omitempty"`
 }
 
 // Request is one call-like request: who, where, and which server.
@@ -137,6 +151,12 @@ type Options struct {
 	// after the broker. nil = a nix: command fails its server's start,
 	// saying the daemon has no resolver; plain commands are unaffected.
 	Nix *nixresolve.Resolver
+	// Chain says where callers' config chains are looked for besides their
+	// cwd's ancestors (package chain): the user's and the system's config
+	// directories and the override and fallback paths, and ceilings beside
+	// the config's ceilingDirs. The zero value: project directories only.
+	// See "Project config" in docs/architecture.md.
+	Chain chain.Options
 }
 
 // MemoFile is the name of the pool's memo file in the state directory.
@@ -174,6 +194,7 @@ type Broker struct {
 
 	nix *nixresolve.Resolver // nil: nix: commands fail
 
+	projects *projects       // callers' config chains (project.go)
 	leases   *leases         // the lease registry (lease.go)
 	sessions sessionRegistry // what is known of caller-owned keys (sessions.go)
 	setMu    sync.Mutex      // serializes handing the pool its definitions
@@ -212,6 +233,7 @@ func New(opts Options) (*Broker, error) {
 	b := &Broker{log: log, nix: opts.Nix, revs: map[string]int{},
 		scope:    NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second, CeilingDirs: opts.Config.CeilingDirs}),
 		leases:   newLeases(opts.Now),
+		projects: newProjects(opts.Chain, log),
 		sessions: sessionRegistry{m: map[string]*sessionMeta{}}}
 	b.pool = pool.New(pool.Options{
 		MaxInstances:   pc.MaxInstances,
@@ -262,6 +284,14 @@ func (b *Broker) openRecords(opts Options) {
 func (b *Broker) SetConfig(cfg *config.Config) {
 	b.setMu.Lock()
 	defer b.setMu.Unlock()
+	// The owner's layers (override paths, /etc/mcpx, fallback paths)
+	// merge around the daemon's own config; project files per caller.
+	cfg = b.projects.load(cfg)
+	running := map[string]bool{}
+	for _, in := range b.pool.Instances() {
+		running[in.Server] = true
+	}
+	b.projects.pruneDefs(running)
 	b.mu.Lock()
 	old := b.cfg
 	b.cfg = cfg
@@ -310,6 +340,7 @@ func (b *Broker) applyServers() {
 		defs = append(defs, d)
 	}
 	b.mu.RUnlock()
+	defs = append(defs, b.projects.projectDefs()...)
 	b.pool.SetServers(defs)
 }
 
@@ -414,6 +445,48 @@ func (b *Broker) Servers(c Caller) []ServerInfo {
 	return out
 }
 
+// ServersAt lists the servers r.Caller is served at r.Context.Cwd, sorted
+// by name: the owner's config with, for the owner and callers whose rights
+// say ProjectConfig, the project files of the cwd's config chain merged in
+// (see "Project config" in docs/architecture.md). A project file that does
+// not load fails with KindBadRequest naming it.
+func (b *Broker) ServersAt(r Request) ([]ServerInfo, error) {
+	sv, err := b.servedTo(r.Caller, r.Context.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for _, in := range b.pool.Instances() {
+		counts[in.Server]++
+	}
+	out := make([]ServerInfo, 0, len(sv.servers))
+	for _, name := range sortedNames(sv.servers) {
+		if r.Caller.MayUse(name) {
+			out = append(out, serverInfo(name, sv.servers[name], counts[sv.poolName(name)]))
+		}
+	}
+	return out, nil
+}
+
+// ServerAt describes r.Server as r.Caller is served it at r.Context.Cwd
+// (ServersAt); KindNotFound if there is none by that name it may use.
+func (b *Broker) ServerAt(r Request) (ServerInfo, error) {
+	all, err := b.ServersAt(r)
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	for _, si := range all {
+		if si.Name == r.Server {
+			return si, nil
+		}
+	}
+	sv, err := b.servedTo(r.Caller, r.Context.Cwd)
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	return ServerInfo{}, b.notFoundIn(sv, r.Server, r.Caller)
+}
+
 func serverInfo(name string, s *config.Server, n int) ServerInfo {
 	tr := "stdio"
 	if s.URL != "" {
@@ -455,8 +528,16 @@ func (b *Broker) lookup(name string, c Caller) (*config.Server, error) {
 
 // notFound is the error for a server c cannot see, naming those it can.
 func (b *Broker) notFound(name string, c Caller) error {
-	cfg := b.currentConfig()
-	names := slices.DeleteFunc(sortedNames(cfg.Servers), func(n string) bool { return !c.MayUse(n) })
+	return notFoundAmong(b.currentConfig().Servers, name, c)
+}
+
+// notFoundIn is notFound among the servers c is served at its cwd.
+func (b *Broker) notFoundIn(sv *served, name string, c Caller) error {
+	return notFoundAmong(sv.servers, name, c)
+}
+
+func notFoundAmong(servers map[string]*config.Server, name string, c Caller) error {
+	names := slices.DeleteFunc(sortedNames(servers), func(n string) bool { return !c.MayUse(n) })
 	hint := "configured servers: " + strings.Join(names, ", ")
 	if len(names) == 0 {
 		hint = "this caller may use no server"
@@ -601,9 +682,13 @@ func (b *Broker) Target(r Request) (pool.Target, error) {
 }
 
 func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
-	def, err := b.lookup(r.Server, r.Caller)
+	sv, err := b.servedTo(r.Caller, r.Context.Cwd)
 	if err != nil {
 		return nil, pool.Target{}, err
+	}
+	def := sv.servers[r.Server]
+	if def == nil {
+		return nil, pool.Target{}, b.notFoundIn(sv, r.Server, r.Caller)
 	}
 	c := r.Caller
 	if !c.MayUse(r.Server) {
@@ -649,8 +734,12 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 		rs.Degraded = "the repository root lies outside the caller's allowed roots"
 	}
 	b.noteSession(rs.Key, c, cc.Cwd)
+	poolName := sv.poolName(r.Server)
+	if poolName != r.Server {
+		b.ensureDef(poolName, sv.sources[r.Server].File, def)
+	}
 	return def, pool.Target{
-		Server: r.Server, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
+		Server: poolName, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),
 	}, nil
 }
@@ -815,7 +904,7 @@ func (b *Broker) translate(err error, op, server string) error {
 	}
 	// pe.Detail may name commands, paths and URLs of the daemon's machine:
 	// it is Private. Msg is what any caller may read.
-	e := &Error{Op: op, Server: cmp.Or(pe.Server, server), Msg: pe.Detail, StderrTail: pe.StderrTail, RetryAfter: pe.RetryAfter, Err: err}
+	e := &Error{Op: op, Server: cmp.Or(server, pe.Server), Msg: pe.Detail, StderrTail: pe.StderrTail, RetryAfter: pe.RetryAfter, Err: err}
 	private := func(msg string) {
 		e.Private = msg
 		if pe.Detail != "" {

@@ -46,6 +46,9 @@ type Rule struct {
 	// the servers an element grants, they grant nothing by themselves.
 	Scopes []string `json:"scopes,omitempty"`
 	Admin  bool     `json:"admin,omitempty"`
+	// ProjectConfig lets the caller's project files (config.json found
+	// upward from its cwd) define its servers (broker.Caller.ProjectConfig).
+	ProjectConfig bool `json:"projectConfig,omitempty"`
 }
 
 // Identify names the caller of a request that came in on the node's
@@ -88,6 +91,7 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 		allScopes = allScopes || scopes == nil || slices.Contains(scopes, "*")
 		c.Scopes = append(c.Scopes, scopes...)
 		c.Admin = c.Admin || rule.Admin
+		c.ProjectConfig = c.ProjectConfig || rule.ProjectConfig
 		c.Servers = append(c.Servers, rule.Servers...)
 		for _, root := range rule.Roots {
 			if canon, ok := canonicalRoot(root); ok {

@@ -313,8 +313,8 @@ func TestLaptopCallsBroker(t *testing.T) {
 	t.Logf("first call over the tailnet took %v", time.Since(first))
 
 	w = laptop.whoami(t)
-	if w.Caller.Via != wire.ViaTailnet || w.Caller.Owner || w.Caller.Local || w.Caller.Admin {
-		t.Errorf("whoami caller = %+v, want a tailnet caller that is neither owner, local nor admin", w.Caller)
+	if w.Caller.Via != wire.ViaTailnet || w.Caller.Owner || w.Caller.Local || w.Caller.Admin || w.Caller.ProjectConfig {
+		t.Errorf("whoami caller = %+v, want a tailnet caller that is neither owner, local, admin nor trusted with project config", w.Caller)
 	}
 	if !strings.Contains(w.Caller.Name, "@") {
 		t.Errorf("caller name %q is not the laptop user's login", w.Caller.Name)
@@ -338,10 +338,13 @@ func TestLaptopCallsBroker(t *testing.T) {
 		t.Errorf("call with identity headers: %d %s, want 403", code, body)
 	}
 
-	// Widen the grant: admin, and the other directory.
+	// Widen the grant: admin, project config, and the other directory.
 	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["`+root+`"]}`,
-		`{"roots": ["`+outside+`"], "admin": true}`))
+		`{"roots": ["`+outside+`"], "admin": true, "projectConfig": true}`))
 	testenv.WaitFor(t, "the new grant to apply", func() bool { return laptop.whoami(t).Caller.Admin })
+	if !laptop.whoami(t).Caller.ProjectConfig {
+		t.Errorf("a grant element with projectConfig: true did not give the caller the right")
+	}
 	if code, got := laptop.callCwd(t, outside); code != 200 || got != outside {
 		t.Errorf("call with cwd %s after the grant: %d %q, want 200 in %s", outside, code, got, outside)
 	}

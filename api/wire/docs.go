@@ -53,6 +53,9 @@ type Caller struct {
 	Servers []string `json:"servers,omitzero"`
 	Roots   []string `json:"roots,omitzero"`
 	Scopes  []string `json:"scopes,omitzero"` // scope kinds its calls may use
+	// ProjectConfig: the project files on its config chain may define
+	// its servers (the owner's always may, whatever this says).
+	ProjectConfig bool `json:"projectConfig,omitempty"`
 }
 
 // DeclaredCtx is the caller context as the broker received it from the

@@ -270,6 +270,9 @@ var routes = []Route{
 		Summary:  "Revoke a signed token by its id, for good (admin)",
 		Response: reflect.TypeFor[Token](), Status: 200, Problems: []string{KindNotFound, KindForbidden, KindInternal}},
 
+	{Method: "GET", Pattern: "/v1/config/sources", Name: OpConfigSources, Caller: true,
+		Summary:  "Show the config chain of the caller's cwd and which file defines each of its servers",
+		Response: reflect.TypeFor[ConfigSources](), Status: 200, Problems: problemsCaller},
 	{Method: "POST", Pattern: "/v1/daemon/stop", Name: OpStopDaemon,
 		Summary: "Stop the daemon: it answers, then stops accepting, drains calls and stops every child",
 		Status:  204, Problems: []string{KindForbidden, KindUnavailable, KindInternal}},

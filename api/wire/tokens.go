@@ -31,21 +31,25 @@ type TokenRequest struct {
 	Roots   []string `json:"roots,omitempty"`  // absolute paths on the broker's machine; "/" = anywhere; none = no declared cwd
 	Scopes  []string `json:"scopes,omitempty"` // scope kinds its calls may use; absent = all
 	Admin   bool     `json:"admin,omitempty"`  // may use the admin routes
-	TTL     string   `json:"ttl,omitempty"`    // a Go duration ("24h"); "" = 24h; at most 90 days
+	// ProjectConfig lets the bearer's project files (config.json found
+	// upward from its cwd) define its servers; false = the owner's config.
+	ProjectConfig bool   `json:"projectConfig,omitempty"`
+	TTL           string `json:"ttl,omitempty"` // a Go duration ("24h"); "" = 24h; at most 90 days
 }
 
 // Token describes a minted token (never the token itself).
 type Token struct {
-	ID        string    `json:"id"` // the jti: what revoke takes
-	Subject   string    `json:"sub"`
-	Servers   []string  `json:"servers"`
-	Roots     []string  `json:"roots"`
-	Scopes    []string  `json:"scopes,omitzero"` // absent = all
-	Admin     bool      `json:"admin"`
-	KeyID     string    `json:"kid"`
-	IssuedAt  time.Time `json:"issuedAt"`
-	ExpiresAt time.Time `json:"expiresAt"`
-	Revoked   bool      `json:"revoked"`
+	ID            string    `json:"id"` // the jti: what revoke takes
+	Subject       string    `json:"sub"`
+	Servers       []string  `json:"servers"`
+	Roots         []string  `json:"roots"`
+	Scopes        []string  `json:"scopes,omitzero"` // absent = all
+	Admin         bool      `json:"admin"`
+	ProjectConfig bool      `json:"projectConfig,omitempty"` // its project files may define its servers
+	KeyID         string    `json:"kid"`
+	IssuedAt      time.Time `json:"issuedAt"`
+	ExpiresAt     time.Time `json:"expiresAt"`
+	Revoked       bool      `json:"revoked"`
 }
 
 // MintedToken answers POST /v1/tokens: the token, shown once, and its

@@ -57,9 +57,16 @@ func loadConfig(path string, getenv func(string) string) (*config.Config, config
 func configCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "config")
 	path := fs.String("config", "", "config file (default $XDG_CONFIG_HOME/mcpx/config.json)")
+	sources := sourcesFlags(fs)
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
+	}
+	if *sources.on {
+		if len(pos) > 0 {
+			return usageError(c, fs, "--sources takes no `check` or `show`")
+		}
+		return configSources(ctx, c, sources)
 	}
 	if len(pos) != 1 || (pos[0] != "check" && pos[0] != "show") {
 		return usageError(c, fs, "want `check` or `show`")

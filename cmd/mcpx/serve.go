@@ -35,6 +35,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	listen := fs.String("listen", "127.0.0.1:0", "also serve on this loopback TCP address (port 0: any free port; `off`: no TCP); TCP callers need the token of the daemon record")
 	maxConns := fs.Int("listen-max-conns", api.DefaultMaxConns, "connections served at once on the --listen address; more wait until one closes (the unix socket is never capped)")
 	tailnet := addTailnetFlags(fs)
+	chainFlags := addChainFlags(fs)
 	drain := fs.Duration("drain-timeout", api.DefaultDrainTimeout, "at shutdown, how long in-flight calls may finish; later ones are answered 503 with Retry-After (then as long again to stop the servers)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
@@ -92,7 +93,11 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		return fail(err)
 	}
 	defer nix.Close() // after closeBroker: its children are gone by then
-	b, err := broker.New(broker.Options{Config: cfg, Logger: log, Version: version(), StateDir: state, Nix: nix})
+	chainOpts, err := chainFlags.options(c.getenv)
+	if err != nil {
+		return fail(err)
+	}
+	b, err := broker.New(broker.Options{Config: cfg, Logger: log, Version: version(), StateDir: state, Nix: nix, Chain: chainOpts})
 	if err != nil {
 		return fail(err)
 	}

@@ -23,6 +23,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	scopes := fs.String("scopes", "", "mint: comma-separated scope kinds its calls may use (default all)")
 	ttl := fs.Duration("ttl", 24*time.Hour, "mint: how long the token lives (at most 2160h)")
 	admin := fs.Bool("admin", false, "mint: the token may use the admin routes (tokens, daemon, others' instances)")
+	projectConfig := fs.Bool("project-config", false, "mint: the project files on the bearer's config chain (found upward from its cwd) may define its servers")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -44,7 +45,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	switch pos[0] {
 	case "mint":
 		req := wire.TokenRequest{Subject: *sub, Servers: splitList(*servers), Roots: splitList(*roots),
-			Scopes: splitList(*scopes), Admin: *admin, TTL: ttl.String()}
+			Scopes: splitList(*scopes), Admin: *admin, ProjectConfig: *projectConfig, TTL: ttl.String()}
 		var m *wire.MintedToken
 		if m, raw, err = bc.MintToken(ctx, req); err == nil && !*asJSON {
 			fmt.Fprintln(c.stdout, m.Token)
