@@ -183,7 +183,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		if !id.Missing() {
 			sp.path = id.Path // exec what was identified, found on the child's PATH
 		}
-		proc, err := startChild(sp, p.opts.Env, p.spawner, log)
+		proc, err := startChild(sp, p.opts.Env, p.spawner, log, &p.counters.server(inst.def.Name).suppressed)
 		if err != nil {
 			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; check the server's command and that it is installed on the daemon's machine", sp.command, err))
 			e.Cause = err

@@ -216,6 +216,7 @@ type Pool struct {
 	closed    bool                  // guarded by mu
 	queue     []*slotWaiter         // guarded by mu; callers waiting for room for a new instance, oldest first
 	stats     Stats                 // guarded by mu
+	counters  counters              // per server, for metrics; has its own lock
 
 	memoMu sync.Mutex
 	memos  map[string]rootsMemo // guarded by memoMu; by server name
@@ -534,6 +535,7 @@ func (p *Pool) newInstanceLocked(ctx context.Context, t Target) (*instance, erro
 	}
 	w := &slotWaiter{t: t, ready: make(chan struct{})}
 	p.queue = append(p.queue, w)
+	p.stats.Waits++
 	p.serveQueueLocked()
 	timedOut := false
 	if w.inst == nil && w.err == nil {
