@@ -33,6 +33,7 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/openapi"
 )
 
@@ -72,6 +73,9 @@ type Options struct {
 	// (loopback TCP, the tailnet) and backs the /v1/tokens routes; nil =
 	// signed tokens are refused (401) and those routes answer 503.
 	Tokens *auth.Issuer
+	// Metrics is the daemon's Prometheus metrics, served at /metrics;
+	// nil = New makes them for Broker (package metrics).
+	Metrics *metrics.Metrics
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -88,6 +92,7 @@ type server struct {
 	daemon    *Daemon        // Options.Daemon; may be nil
 	node      *wire.NodeInfo // Options.Node; may be nil
 	tokens    *auth.Issuer   // Options.Tokens; may be nil
+	metrics   *metrics.Metrics
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -117,12 +122,16 @@ func newServer(opts Options) *server {
 		daemon:    opts.Daemon,
 		node:      opts.Node,
 		tokens:    opts.Tokens,
+		metrics:   opts.Metrics,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.version == "" {
 		s.version = "dev"
+	}
+	if s.metrics == nil && s.b != nil {
+		s.metrics = metrics.New(s.b, s.version)
 	}
 	s.openAPIDoc = sync.OnceValues(func() ([]byte, error) { return openapi.Broker(openapi.Options{Version: s.version}) })
 	s.toolDocs = openapi.NewCache(openapi.Options{Version: s.version}, 0)
@@ -161,6 +170,7 @@ func (s *server) router(table []route) chi.Router {
 func (s *server) endpoint(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := rt.handle(s, w, r); err != nil {
+			s.countRefusal(err)
 			s.writeProblem(w, r, err)
 		}
 	})

@@ -53,6 +53,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpMintToken:       (*server).mintToken,
 	wire.OpRevokeToken:     (*server).revokeToken,
 	wire.OpRotateKey:       (*server).rotateTokenKey,
+	wire.OpMetrics:         (*server).getMetrics,
 }
 
 // route is a wire route with its handler.

@@ -111,6 +111,7 @@ const (
 	OpSetSession      = "setSession"
 	OpCallStats       = "getCallStats"
 	OpEvents          = "streamEvents"
+	OpMetrics         = "getMetrics"
 )
 
 // The problems routes share, by what the route does.
@@ -139,6 +140,9 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/healthz", Name: OpHealthz,
 		Summary:  "Report that the daemon is serving",
 		Response: reflect.TypeFor[Health](), Status: 200, Problems: problemsAny},
+	{Method: "GET", Pattern: "/metrics", Name: OpMetrics, Media: MediaMetrics,
+		Summary:  "Prometheus metrics in the text exposition format: calls, latency, instances, lifecycle, pool, denials, nix, call log (admin)",
+		Response: reflect.TypeFor[string](), Status: 200, Problems: problemsAny},
 	{Method: "GET", Pattern: "/openapi.json", Name: OpOpenAPI,
 		Summary:  "The broker's OpenAPI 3.1 document, generated from this route table",
 		Response: typeRaw, Status: 200, Problems: problemsAny},
