@@ -33,6 +33,7 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/logs"
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/openapi"
 )
@@ -76,6 +77,9 @@ type Options struct {
 	// Metrics is the daemon's Prometheus metrics, served at /metrics;
 	// nil = New makes them for Broker (package metrics).
 	Metrics *metrics.Metrics
+	// Log is the daemon's log file, read back by GET /v1/log; nil = that
+	// route answers 503.
+	Log *logs.File
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -93,6 +97,7 @@ type server struct {
 	node      *wire.NodeInfo // Options.Node; may be nil
 	tokens    *auth.Issuer   // Options.Tokens; may be nil
 	metrics   *metrics.Metrics
+	logFile   *logs.File // Options.Log; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -123,6 +128,7 @@ func newServer(opts Options) *server {
 		node:      opts.Node,
 		tokens:    opts.Tokens,
 		metrics:   opts.Metrics,
+		logFile:   opts.Log,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -128,7 +128,9 @@ func TestMetricsCountCalls(t *testing.T) {
 	}
 
 	after := scrapeMetrics(t, d.tcp)
-	delta := func(name string, labels ...string) float64 { return after.value(name, labels...) - before.value(name, labels...) }
+	delta := func(name string, labels ...string) float64 {
+		return after.value(name, labels...) - before.value(name, labels...)
+	}
 	for _, c := range []struct {
 		name   string
 		labels []string

@@ -54,6 +54,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpRevokeToken:     (*server).revokeToken,
 	wire.OpRotateKey:       (*server).rotateTokenKey,
 	wire.OpMetrics:         (*server).getMetrics,
+	wire.OpLog:             (*server).streamLog,
 }
 
 // route is a wire route with its handler.

@@ -112,6 +112,7 @@ const (
 	OpCallStats       = "getCallStats"
 	OpEvents          = "streamEvents"
 	OpMetrics         = "getMetrics"
+	OpLog             = "streamLog"
 )
 
 // The problems routes share, by what the route does.
@@ -206,6 +207,9 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/v1/events", Name: OpEvents, OptionalQuery: []string{"follow"}, Media: MediaEventStream,
 		Summary:  "The pool's lifecycle events as server-sent events, oldest kept first (Last-Event-ID resumes; a gap event counts what was lost); ?follow=false ends the stream after the kept ones",
 		Response: reflect.TypeFor[LifecycleEvent](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindInternal}},
+	{Method: "GET", Pattern: "/v1/log", Name: OpLog, OptionalQuery: []string{QuerySince, QueryServer, QueryLevel, QueryFollow}, Media: MediaEventStream,
+		Summary:  "The daemon's log records as server-sent events, oldest kept first, selected by ?since= (a duration back from now, or an RFC 3339 time), ?server= and ?level= (default info); ?follow=true then streams new ones (admin)",
+		Response: reflect.TypeFor[LogRecord](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindUnavailable, KindInternal}},
 	{Method: "GET", Pattern: "/v1/instances", Name: OpListInstances,
 		Summary:  "List the pooled child instances",
 		Response: reflect.TypeFor[InstanceList](), Status: 200, Problems: problemsAny},
