@@ -502,7 +502,7 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 				return err
 			}
 		}
-	out, err = s.CallTool(ctx, tool, args, onProgress)
+		out, err = s.CallTool(ctx, tool, args, onProgress)
 		return err
 	})
 	return out, err

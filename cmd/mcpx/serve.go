@@ -57,7 +57,6 @@ func serve(ctx context.Context, c *cli, args []string) int {
 			return usageError(c, fs, "--listen: %v", err)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(c.stderr, nil))
 	// Startup errors are for a person at a terminal: plain text, not a log record.
 	fail := func(err error) int {
 		fmt.Fprintf(c.stderr, "mcpx serve: %v\n", err)
