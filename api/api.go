@@ -33,6 +33,8 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/logs"
+	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/openapi"
 )
 
@@ -76,6 +78,12 @@ type Options struct {
 	// streaming caller's answer (the config's limits.inputWait); then the
 	// child gets a decline. 0 = config.DefaultInputWait.
 	InputWait time.Duration
+	// Metrics is the daemon's Prometheus metrics, served at /metrics;
+	// nil = New makes them for Broker (package metrics).
+	Metrics *metrics.Metrics
+	// Log is the daemon's log file, read back by GET /v1/log; nil = that
+	// route answers 503.
+	Log *logs.File
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -94,6 +102,8 @@ type server struct {
 	tokens    *auth.Issuer   // Options.Tokens; may be nil
 	inputWait time.Duration  // Options.InputWait
 	calls     *callRegistry  // the streamed calls that may be asked for input
+	metrics   *metrics.Metrics
+	logFile   *logs.File // Options.Log; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -125,12 +135,17 @@ func newServer(opts Options) *server {
 		tokens:    opts.Tokens,
 		inputWait: cmp.Or(opts.InputWait, config.DefaultInputWait),
 		calls:     newCallRegistry(),
+		metrics:   opts.Metrics,
+		logFile:   opts.Log,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.version == "" {
 		s.version = "dev"
+	}
+	if s.metrics == nil && s.b != nil {
+		s.metrics = metrics.New(s.b, s.version)
 	}
 	s.openAPIDoc = sync.OnceValues(func() ([]byte, error) { return openapi.Broker(openapi.Options{Version: s.version}) })
 	s.toolDocs = openapi.NewCache(openapi.Options{Version: s.version}, 0)
@@ -169,6 +184,7 @@ func (s *server) router(table []route) chi.Router {
 func (s *server) endpoint(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := rt.handle(s, w, r); err != nil {
+			s.countRefusal(err)
 			s.writeProblem(w, r, err)
 		}
 	})

@@ -50,6 +50,7 @@ func (s *server) authenticate(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.identify(r)
 		if err != nil {
+			s.metrics.AuthDenied(denialReason(err))
 			challenge(w, err)
 			s.writeProblem(w, r, err)
 			return
@@ -75,7 +76,7 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 	if !remote {
 		ap, err := netip.ParseAddrPort(r.RemoteAddr)
 		if err != nil || !ap.Addr().Unmap().IsLoopback() {
-			return broker.Caller{}, forbidden("only local callers are served: connect over the unix socket or a loopback address")
+			return broker.Caller{}, deny(denyNotLoopback, forbidden("only local callers are served: connect over the unix socket or a loopback address"))
 		}
 		lo.host = loopbackHost
 	}
@@ -89,8 +90,8 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 	tok, ok := bearer(authz)
 	switch {
 	case authz != "" && !ok:
-		return broker.Caller{}, unauthorized("the Authorization header is not `Bearer <token>`",
-			"send `Authorization: Bearer <token>` with a token from `mcpx token mint` (or, on loopback TCP, the daemon's own token)")
+		return broker.Caller{}, deny(denyMalformed, unauthorized("the Authorization header is not `Bearer <token>`",
+			"send `Authorization: Bearer <token>` with a token from `mcpx token mint` (or, on loopback TCP, the daemon's own token)"))
 	case ok && looksSigned(tok):
 		return s.jwtCaller(tok)
 	case !remote:
@@ -99,15 +100,15 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 		}
 		return broker.Caller{Name: "loopback", Via: wire.ViaTCPLoopback, Owner: true, Admin: true}, nil
 	case ok:
-		return broker.Caller{}, unauthorized("this token is not a signed token of this broker",
-			"the daemon's own token is for loopback TCP only; here send a token from `mcpx token mint`")
+		return broker.Caller{}, deny(denyDaemonTokenRemote, unauthorized("this token is not a signed token of this broker",
+			"the daemon's own token is for loopback TCP only; here send a token from `mcpx token mint`"))
 	}
 	c, err := lo.identify(r)
 	if be := (*broker.Error)(nil); err != nil && !errors.As(err, &be) {
 		// Deny by default: whatever failed, the caller is not admitted.
 		err = &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Msg: "cannot identify the caller", Err: err}
 	}
-	return c, err
+	return c, deny(denyIdentity, err)
 }
 
 // healthzPath answers without identity on every listener: a health check
@@ -135,24 +136,24 @@ func via(remote bool) string {
 func browserGuard(r *http.Request, host func(string) bool) error {
 	switch {
 	case r.Header.Get("Origin") != "":
-		return forbidden("requests from web pages are refused (the request has an Origin header)")
+		return deny(denyOrigin, forbidden("requests from web pages are refused (the request has an Origin header)"))
 	case host != nil && !host(r.Host):
-		return forbidden(fmt.Sprintf("host %q is not a name of this broker", r.Host))
+		return deny(denyHost, forbidden(fmt.Sprintf("host %q is not a name of this broker", r.Host)))
 	case r.URL.Path != healthzPath && r.Header.Get(wire.HeaderClient) == "":
-		return &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Field: wire.HeaderClient,
+		return deny(denyNoClientHeader, &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Field: wire.HeaderClient,
 			Msg:  "requests without the " + wire.HeaderClient + " header are refused on network listeners (browser guard)",
-			Hint: "send `" + wire.HeaderClient + ": <your client's name>`; mcpx's own clients do"}
+			Hint: "send `" + wire.HeaderClient + ": <your client's name>`; mcpx's own clients do"})
 	}
 	return nil
 }
 
 func (s *server) unixCaller(p peer) (broker.Caller, error) {
 	if p.err != nil {
-		return broker.Caller{}, &broker.Error{Kind: broker.KindForbidden, Op: "authenticate",
-			Msg: "cannot read the peer credentials of this connection", Err: p.err}
+		return broker.Caller{}, deny(denyPeer, &broker.Error{Kind: broker.KindForbidden, Op: "authenticate",
+			Msg: "cannot read the peer credentials of this connection", Err: p.err})
 	}
 	if p.uid != s.owner {
-		return broker.Caller{}, forbidden(fmt.Sprintf("uid %d may not use this daemon; it serves uid %d only", p.uid, s.owner))
+		return broker.Caller{}, deny(denyUID, forbidden(fmt.Sprintf("uid %d may not use this daemon; it serves uid %d only", p.uid, s.owner)))
 	}
 	return broker.Caller{Name: "local:" + strconv.Itoa(p.uid), Via: wire.ViaUnix, Uid: p.uid, Local: true, Owner: true, Admin: true}, nil
 }

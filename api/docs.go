@@ -36,7 +36,7 @@ func serverDoc(si broker.ServerInfo) wire.Server {
 
 func statsDoc(s broker.Stats) *wire.Stats {
 	return &wire.Stats{Spawns: s.Spawns, Restarts: s.Restarts, StartFailures: s.StartFailures, Crashes: s.Crashes,
-		Wedged: s.Wedged, Evictions: s.Evictions, Reaps: s.Reaps, Exhausted: s.Exhausted, Queued: s.Queued}
+		Wedged: s.Wedged, Evictions: s.Evictions, Reaps: s.Reaps, Exhausted: s.Exhausted, Queued: s.Queued, Waits: s.Waits}
 }
 
 func instanceDoc(in broker.Instance) wire.Instance {

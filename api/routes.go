@@ -55,6 +55,8 @@ var handlers = map[string]handlerFunc{
 	wire.OpRevokeToken:     (*server).revokeToken,
 	wire.OpRotateKey:       (*server).rotateTokenKey,
 	wire.OpAnswerInput:     (*server).answerInput,
+	wire.OpMetrics:         (*server).getMetrics,
+	wire.OpLog:             (*server).streamLog,
 }
 
 // route is a wire route with its handler.

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -29,20 +30,20 @@ func (s *server) checkToken(r *http.Request) error {
 	got, ok := bearer(r.Header.Get(wire.HeaderAuthorization))
 	switch {
 	case len(s.token) == 0:
-		return unauthorized("this daemon admits no TCP callers", "use its unix socket")
+		return deny(denyNoTCP, unauthorized("this daemon admits no TCP callers", "use its unix socket"))
 	case !ok:
-		return unauthorized("a bearer token is required on TCP",
-			"send `Authorization: Bearer <token>`; the daemon's user finds the token in the daemon record (`mcpx daemon info`), or connect over the unix socket")
+		return deny(denyNoToken, unauthorized("a bearer token is required on TCP",
+			"send `Authorization: Bearer <token>`; the daemon's user finds the token in the daemon record (`mcpx daemon info`), or connect over the unix socket"))
 	case subtle.ConstantTimeCompare([]byte(got), s.token) != 1:
-		return unauthorized("the bearer token is not this daemon's",
-			"a restarted daemon has a new token: read it again from the daemon record (`mcpx daemon info`)")
+		return deny(denyWrongToken, unauthorized("the bearer token is not this daemon's",
+			"a restarted daemon has a new token: read it again from the daemon record (`mcpx daemon info`)"))
 	}
 	return nil
 }
 
 // challenge adds the WWW-Authenticate header RFC 9110 asks of a 401.
 func challenge(w http.ResponseWriter, err error) {
-	if e, ok := err.(*broker.Error); ok && e.Kind == kindUnauthorized {
+	if e := (*broker.Error)(nil); errors.As(err, &e) && e.Kind == kindUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx"`)
 	}
 }

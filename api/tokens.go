@@ -23,7 +23,7 @@ import (
 // nothing about the broker's keys.
 func (s *server) jwtCaller(tok string) (broker.Caller, error) {
 	if s.tokens == nil {
-		return broker.Caller{}, unauthorized("this daemon accepts no signed tokens", "")
+		return broker.Caller{}, deny(denyNoSignedTokens, unauthorized("this daemon accepts no signed tokens", ""))
 	}
 	cl, err := s.tokens.Verify(tok)
 	if err != nil {
@@ -31,11 +31,11 @@ func (s *server) jwtCaller(tok string) (broker.Caller, error) {
 		if errors.Is(err, auth.ErrInvalid) {
 			hint = "send the token exactly as `mcpx token mint` printed it, to the broker that minted it; " + hint
 		}
-		return broker.Caller{}, &broker.Error{Kind: kindUnauthorized, Op: "authenticate", Msg: err.Error(), Hint: hint}
+		return broker.Caller{}, deny(tokenDenial(err), &broker.Error{Kind: kindUnauthorized, Op: "authenticate", Msg: err.Error(), Hint: hint})
 	}
 	scopes, err := broker.ParseScopes(cl.Scopes)
 	if err != nil {
-		return broker.Caller{}, unauthorized(auth.ErrInvalid.Error(), "")
+		return broker.Caller{}, deny(denyTokenInvalid, unauthorized(auth.ErrInvalid.Error(), ""))
 	}
 	c := broker.Caller{Name: cl.Subject, Via: wire.ViaJWT, Admin: cl.Admin, Scopes: scopes, ProjectConfig: cl.ProjectConfig,
 		Servers: slices.Clone(cl.Servers), Roots: []string{}}

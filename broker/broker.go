@@ -205,6 +205,9 @@ type Broker struct {
 	recordsDir string
 	bodies     bool // records keep arguments and results
 
+	// observers see every finished tool call (ObserveCalls); nil = none.
+	observers atomic.Pointer[[]func(CallEvent)]
+
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
 	revs map[string]int // guarded by mu; per server, bumped when a refresh changed its program
@@ -577,23 +580,33 @@ func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 // Every call, from any listener, passes here: with records on, each ends
 // with one record in the call log (Broker.CallStats).
 func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
-	if b.records == nil {
+	obs := b.observers.Load()
+	if b.records == nil && obs == nil {
 		return b.callTool(ctx, r, tool, args, onProgress, nil)
 	}
 	start := time.Now()
-	var key string
-	out, err := b.callTool(ctx, r, tool, args, onProgress, &key)
-	b.record(r, tool, key, start, args, out, err)
+	var info callInfo
+	out, err := b.callTool(ctx, r, tool, args, onProgress, &info)
+	b.finished(r, tool, info, start, args, out, err)
 	return out, err
 }
 
-// callTool is CallTool; *key, if key is non-nil, is set to the scope key
-// the call landed on.
-func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage), key *string) (json.RawMessage, error) {
+// callInfo is what callTool learned of where a call went.
+type callInfo struct {
+	key    string // the scope key the call landed on; "" if it named no server the caller may use
+	listed bool   // the child listed the tool
+}
+
+// callTool is CallTool; info, if non-nil, is filled as the call goes.
+func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage), info *callInfo) (json.RawMessage, error) {
 	if r.OnInput != nil {
 		ctx = mcpclient.WithInputHandler(ctx, r.OnInput)
 	}
 	var out json.RawMessage
+	var key *string
+	if info != nil {
+		key = &info.key
+	}
 	err := b.doAt(ctx, r, "call "+tool, key, func(ctx context.Context, s *mcpclient.Session) error {
 		def, ok, err := s.Tool(ctx, tool)
 		if err != nil {
@@ -602,6 +615,9 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 		if !ok {
 			return &Error{Kind: KindNotFound, Op: "call", Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool),
 				Hint: fmt.Sprintf("`mcpx tools %s` lists its tools", r.Server)}
+		}
+		if info != nil {
+			info.listed = true
 		}
 		if r.CheckTool != nil {
 			if err := r.CheckTool(def); err != nil {

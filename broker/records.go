@@ -9,20 +9,38 @@ import (
 	"mcpx.dev/mcpx/records"
 )
 
-// record adds one call's record to the call log. It runs on the call's
-// path: it decodes nothing but an isError flag and hands the record over
-// without waiting (package records).
-func (b *Broker) record(r Request, tool, key string, start time.Time, args, out json.RawMessage, err error) {
-	rec := records.Record{
-		Time: start, Caller: r.Caller.Name, Via: r.Caller.Via, Server: r.Server, Tool: tool,
-		Key: key, Session: r.Context.Session, Duration: time.Since(start),
-		Outcome: records.OK, BytesIn: len(args), BytesOut: len(out),
-	}
+// finished hands one finished tool call to the call log and the
+// observers. It runs on the call's path: it decodes nothing but an isError
+// flag, and the call log takes the record without waiting (package
+// records).
+func (b *Broker) finished(r Request, tool string, info callInfo, start time.Time, args, out json.RawMessage, err error) {
+	d := time.Since(start)
+	outcome, kind := records.OK, Kind("")
 	switch {
 	case err != nil:
-		rec.Outcome, rec.Error = records.Failed, string(KindOf(err))
+		outcome, kind = records.Failed, KindOf(err)
 	case isToolError(out):
-		rec.Outcome = records.IsError
+		outcome = records.IsError
+	}
+	if obs := b.observers.Load(); obs != nil {
+		ev := CallEvent{Outcome: outcome, Kind: kind, Duration: d}
+		if info.key != "" {
+			ev.Server = r.Server
+		}
+		if info.listed {
+			ev.Tool = tool
+		}
+		for _, fn := range *obs {
+			fn(ev)
+		}
+	}
+	if b.records == nil {
+		return
+	}
+	rec := records.Record{
+		Time: start, Caller: r.Caller.Name, Via: r.Caller.Via, Server: r.Server, Tool: tool,
+		Key: info.key, Session: r.Context.Session, Duration: d,
+		Outcome: outcome, Error: string(kind), BytesIn: len(args), BytesOut: len(out),
 	}
 	if b.bodies {
 		if len(args) > 0 {

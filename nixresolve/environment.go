@@ -205,8 +205,10 @@ func (r *Resolver) captureShared(ctx context.Context, key, written string, es En
 			// what they are told.
 			defer close(f.done)
 			if err != nil {
+				r.stats.CaptureFailed++
 				return
 			}
+			r.stats.Captured++
 			old := r.envs[key]
 			r.envs[key] = d
 			if serr := r.saveLocked(); serr != nil {

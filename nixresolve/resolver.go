@@ -87,6 +87,23 @@ type Resolver struct {
 	envs       map[string]DevEnv     // guarded by mu; captured environments, by DevEnv.Environment
 	envFlights map[string]*envFlight // guarded by mu; captures running now
 	closed     bool                  // guarded by mu
+	stats      Stats                 // guarded by mu
+}
+
+// Stats count what a Resolver did since it was made: nix runs, not cache
+// hits (the hot path runs no nix and counts nothing).
+type Stats struct {
+	Resolved      int64 // program specs locked, evaluated and built
+	ResolveFailed int64 // resolutions that failed (nix's error, a timeout, no nix)
+	Captured      int64 // execution environments captured (nix print-dev-env)
+	CaptureFailed int64 // captures that failed
+}
+
+// Stats returns what the resolver did since it was made.
+func (r *Resolver) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
 }
 
 // flight is one resolution in progress; done is closed after prog and err
@@ -295,8 +312,10 @@ func (r *Resolver) fly(key, written string, f *flight) {
 	// what they are told (a new Resolver on the directory reads them).
 	defer close(f.done)
 	if err != nil {
+		r.stats.ResolveFailed++
 		return
 	}
+	r.stats.Resolved++
 	r.entries[key] = p
 	if serr := r.saveLocked(); serr != nil {
 		r.log.Warn("nix cache not saved; the next start resolves again", "file", r.file, "err", serr)

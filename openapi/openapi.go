@@ -203,6 +203,9 @@ var paramDescriptions = map[string]string{
 	"servers": "Comma-separated server names; absent = every server the caller may use.",
 	"lease":   "A lease id, as POST /v1/leases returned it; an admin may name another caller's lease by its namespaced id (<caller>/<id>).",
 	"key":     "A session's scope key, as /v1/sessions lists it (session:…, psession:…, lease:…, pid:…), path-escaped.",
+	"since":   "A duration back from now (1h) or an RFC 3339 time.",
+	"level":   "The lowest level: debug, info, warn or error.",
+	"follow":  "true or false: whether the stream goes on with what happens next.",
 }
 
 // bodyDescriptions describe request bodies by kind.

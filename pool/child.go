@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -37,7 +38,7 @@ const stderrRingBytes = 64 << 10
 // stderr are our own os.Pipes, not cmd's, so reading them never races with
 // cmd.Wait. Stderr lines are logged with log (server/key/pid attached), up
 // to a rate (stderrlimit.go), and all kept in a ring for the tail.
-func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logger) (*child, error) {
+func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logger, suppressed *atomic.Int64) (*child, error) {
 	mark := newMark()
 	env := childEnv(baseEnv, sp.inheritAll, sp.inherit, sp.devEnv, sp.env, MarkEnv+"="+mark)
 	name := sp.command
@@ -88,7 +89,7 @@ func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logg
 		stderrDone: make(chan struct{}),
 	}
 	log = log.With("pid", cmd.Process.Pid)
-	go c.readStderr(stderrR, log)
+	go c.readStderr(stderrR, log, suppressed)
 	go func() {
 		c.waitErr = cmd.Wait()
 		forget(cmd.Process.Pid)
@@ -103,12 +104,13 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-func (c *child) readStderr(r *os.File, log *slog.Logger) {
+func (c *child) readStderr(r *os.File, log *slog.Logger, suppressed *atomic.Int64) {
 	defer close(c.stderrDone)
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 256<<10)
 	lim := newLineLimiter(time.Now)
+	lim.counter = suppressed
 	defer func() { lim.flush(log, time.Now()) }()
 	for sc.Scan() {
 		line := sc.Bytes()

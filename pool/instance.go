@@ -209,7 +209,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		// is left of the check-then-use gap is the exec and the child's
 		// start-up (package portalloc).
 		p.unbind(inst)
-		proc, err := startChild(sp, p.opts.Env, p.spawner, log)
+		proc, err := startChild(sp, p.opts.Env, p.spawner, log, &p.counters.server(inst.def.Name).suppressed)
 		if err != nil {
 			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; check the server's command and that it is installed on the daemon's machine", sp.command, err))
 			e.Cause = err

@@ -318,6 +318,7 @@ func (p *Pool) announceLocked(inst *instance, from phase, gen *generation, ev *e
 	}
 	for _, e := range evs {
 		p.events.Add(e)
+		p.counters.event(e.Server, e.Kind)
 	}
 }
 

@@ -229,6 +229,7 @@ type Pool struct {
 	closed    bool                  // guarded by mu
 	queue     []*slotWaiter         // guarded by mu; callers waiting for room for a new instance, oldest first
 	stats     Stats                 // guarded by mu
+	counters  counters              // per server, for metrics; has its own lock
 
 	ports   *portalloc.Allocator         // ${mcpx.alloc.*} ports of every server; constant after New
 	indexes map[string]map[int]*instance // guarded by mu; ${mcpx.index} of live instances by server
@@ -555,6 +556,7 @@ func (p *Pool) newInstanceLocked(ctx context.Context, t Target) (*instance, erro
 	}
 	w := &slotWaiter{t: t, ready: make(chan struct{})}
 	p.queue = append(p.queue, w)
+	p.stats.Waits++
 	p.serveQueueLocked()
 	timedOut := false
 	if w.inst == nil && w.err == nil {

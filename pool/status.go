@@ -88,4 +88,5 @@ type Stats struct {
 	Reaps         int64 `json:"reaps"`         // instances stopped for idleness or because their owner went away
 	Exhausted     int64 `json:"exhausted"`     // calls refused because the pool stayed full (the API's 503)
 	Queued        int64 `json:"queued"`        // callers in line for room right now (a gauge, not a count)
+	Waits         int64 `json:"waits"`         // callers that had to wait in line for room (served or not)
 }

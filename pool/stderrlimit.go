@@ -2,6 +2,7 @@ package pool
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,10 +23,11 @@ const (
 type lineLimiter struct {
 	now         func() time.Time
 	tokens      float64
-	last        time.Time // of the last refill
-	suppressing bool      // over the limit: drop lines until the bucket is half full again
-	suppressed  int       // lines dropped since the last report
-	reported    time.Time // when the last suppression report was logged
+	last        time.Time     // of the last refill
+	suppressing bool          // over the limit: drop lines until the bucket is half full again
+	suppressed  int           // lines dropped since the last report
+	reported    time.Time     // when the last suppression report was logged
+	counter     *atomic.Int64 // if non-nil, counts every suppressed line (metrics)
 }
 
 func newLineLimiter(now func() time.Time) *lineLimiter {
@@ -49,6 +51,9 @@ func (l *lineLimiter) log(log *slog.Logger, line []byte) {
 		l.suppressing = true
 		l.tokens = max(0, l.tokens-1)
 		l.suppressed++
+		if l.counter != nil {
+			l.counter.Add(1)
+		}
 		if now.Sub(l.reported) >= stderrReportEvery {
 			l.flush(log, now)
 		}

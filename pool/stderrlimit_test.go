@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -25,6 +26,8 @@ func TestLineLimiter(t *testing.T) {
 	counts := msgCount{}
 	log := slog.New(counts)
 	l := newLineLimiter(func() time.Time { return now })
+	var suppressed atomic.Int64
+	l.counter = &suppressed
 	line := []byte("x")
 	// 30 s of 1,000 lines a second.
 	for range 30000 {
@@ -35,6 +38,9 @@ func TestLineLimiter(t *testing.T) {
 	// and 20 s.
 	if n := counts["child stderr"]; n < stderrBurst || n > stderrBurst+stderrRate/4 || counts["child stderr suppressed"] != 2 {
 		t.Errorf("flood: %v, want about %d lines and 2 reports", counts, stderrBurst)
+	}
+	if got, want := suppressed.Load(), int64(30000-counts["child stderr"]); got != want {
+		t.Errorf("counted %d suppressed lines, want %d (every line not logged)", got, want)
 	}
 	// Then one line a second: logged again once the bucket has refilled.
 	clear(counts)

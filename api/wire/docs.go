@@ -206,6 +206,7 @@ type Stats struct {
 	Reaps         int64 `json:"reaps"`         // instances stopped for idleness or because their owner went away
 	Exhausted     int64 `json:"exhausted"`     // calls refused because the pool stayed full (503)
 	Queued        int64 `json:"queued"`        // callers waiting for room right now
+	Waits         int64 `json:"waits"`         // callers that had to wait in line for room
 }
 
 // Instance is one pooled child, as status shows it.

@@ -39,6 +39,7 @@ const (
 	MediaProblem     = "application/problem+json" // error answers: a Problem
 	MediaEventStream = "text/event-stream"        // a streamed call (Route.Stream): see Events
 	MediaTypeScript  = "text/typescript"          // a generated client module (Route.Media)
+	MediaMetrics     = "text/plain"               // Prometheus metrics, text exposition format 0.0.4 (Route.Media)
 )
 
 // Caller.Via values: how the caller reached the daemon.

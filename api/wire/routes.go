@@ -112,6 +112,8 @@ const (
 	OpCallStats       = "getCallStats"
 	OpEvents          = "streamEvents"
 	OpAnswerInput     = "answerInput"
+	OpMetrics         = "getMetrics"
+	OpLog             = "streamLog"
 )
 
 // The problems routes share, by what the route does.
@@ -140,6 +142,9 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/healthz", Name: OpHealthz,
 		Summary:  "Report that the daemon is serving",
 		Response: reflect.TypeFor[Health](), Status: 200, Problems: problemsAny},
+	{Method: "GET", Pattern: "/metrics", Name: OpMetrics, Media: MediaMetrics,
+		Summary:  "Prometheus metrics in the text exposition format: calls, latency, instances, lifecycle, pool, denials, nix, call log (admin)",
+		Response: reflect.TypeFor[string](), Status: 200, Problems: problemsAny},
 	{Method: "GET", Pattern: "/openapi.json", Name: OpOpenAPI,
 		Summary:  "The broker's OpenAPI 3.1 document, generated from this route table",
 		Response: typeRaw, Status: 200, Problems: problemsAny},
@@ -208,6 +213,9 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/v1/events", Name: OpEvents, OptionalQuery: []string{"follow"}, Media: MediaEventStream,
 		Summary:  "The pool's lifecycle events as server-sent events, oldest kept first (Last-Event-ID resumes; a gap event counts what was lost); ?follow=false ends the stream after the kept ones",
 		Response: reflect.TypeFor[LifecycleEvent](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindInternal}},
+	{Method: "GET", Pattern: "/v1/log", Name: OpLog, OptionalQuery: []string{QuerySince, QueryServer, QueryLevel, QueryFollow}, Media: MediaEventStream,
+		Summary:  "The daemon's log records as server-sent events, oldest kept first, selected by ?since= (a duration back from now, or an RFC 3339 time), ?server= and ?level= (default info); ?follow=true then streams new ones (admin)",
+		Response: reflect.TypeFor[LogRecord](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindUnavailable, KindInternal}},
 	{Method: "GET", Pattern: "/v1/instances", Name: OpListInstances,
 		Summary:  "List the pooled child instances",
 		Response: reflect.TypeFor[InstanceList](), Status: 200, Problems: problemsAny},

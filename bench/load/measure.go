@@ -36,6 +36,10 @@ func measure(ctx context.Context, p *path, c int, o *options) (cell, error) {
 	if _, _, err := load(ctx, p, c, o.warm, o.maxCalls, false); err != nil {
 		return cell{}, err
 	}
+	if p.during != nil {
+		stop := p.during()
+		defer stop()
+	}
 	dpid, cpid := p.procs()
 	self0, d0, c0 := selfCPU(), procCPU(dpid), procCPU(cpid)
 	lat, elapsed, err := load(ctx, p, c, o.duration, o.maxCalls, true)

@@ -23,7 +23,7 @@ import (
 )
 
 // The paths, in the order each round measures them.
-var allPaths = []string{"A0", "A0r", "H", "Hraw", "Hx", "U", "Uwt", "T", "Ur"}
+var allPaths = []string{"A0", "A0r", "H", "Hraw", "Hx", "U", "Um", "Uwt", "T", "Ur"}
 
 var pathDesc = map[string]string{
 	"A0":   "Go client → `mcpx demo-server` over stdio (the floor)",
@@ -32,6 +32,7 @@ var pathDesc = map[string]string{
 	"Hraw": "net/http client → net/http POST echo handler, in process (raw HTTP hop)",
 	"Hx":   "net/http client → net/http POST echo handler in another process, over a unix socket (raw cross-process hop)",
 	"U":    "HTTP over the unix socket → mcpx serve → demo child (scope global)",
+	"Um":   "U while another client scrapes GET /metrics every second (over the socket)",
 	"Uwt":  "same, scope worktree, Mcpx-Cwd in a git repo (incl. resolution)",
 	"T":    "HTTP over loopback TCP → mcpx serve → demo child (scope global)",
 	"Ur":   "HTTP over the unix socket → mcpx serve → minimal echo child (global)",
@@ -52,6 +53,9 @@ type path struct {
 	// procs returns the pids whose CPU this path spends outside this
 	// process: the daemon (0 = none) and the child serving the call.
 	procs func() (daemon, child int)
+	// during, if set, runs beside each of the path's measurements: it
+	// starts something and returns what stops it.
+	during func() (stop func())
 }
 
 type pathSet struct {
@@ -125,8 +129,8 @@ func (ps *pathSet) setup(ctx context.Context, name string, d *daemon, wt, self s
 		ps.closers = append(ps.closers, srv.stop)
 		return &path{name: name, call: postCall(newClient(unixDialer(sock)), "http://hx/echo", nil),
 			procs: func() (int, int) { return cmd.Process.Pid, 0 }}, nil
-	case "U", "T", "Ur", "Uwt":
-		server, cwd := map[string]string{"U": "demo", "T": "demo", "Ur": "raw", "Uwt": "demowt"}[name], ""
+	case "U", "Um", "T", "Ur", "Uwt":
+		server, cwd := map[string]string{"U": "demo", "Um": "demo", "T": "demo", "Ur": "raw", "Uwt": "demowt"}[name], ""
 		if name == "Uwt" {
 			cwd = wt
 		}
@@ -143,6 +147,9 @@ func (ps *pathSet) setup(ctx context.Context, name string, d *daemon, wt, self s
 		}
 		p := &path{name: name, call: postCall(client, base+"/v1/servers/"+server+"/tools/echo", h)}
 		p.procs = func() (int, int) { return d.pid(), d.childPid(server) }
+		if name == "Um" {
+			p.during = func() func() { return scrapeEvery(ctx, d.unix, time.Second) }
+		}
 		return p, nil
 	}
 	return nil, fmt.Errorf("unknown path %q", name)
@@ -310,4 +317,30 @@ func (c *stdioChild) stop() {
 		fmt.Fprintf(os.Stderr, "load: killing child %d: %v\n", c.cmd.Process.Pid, err)
 	}
 	<-c.exited
+}
+
+// scrapeEvery GETs /metrics with hc (the daemon's socket: the owner) every
+// interval, as Prometheus would, until the returned stop is called.
+func scrapeEvery(ctx context.Context, hc *http.Client, interval time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://mcpx/metrics", nil)
+			req.Header.Set(wire.HeaderClient, "mcpx-bench")
+			if resp, err := hc.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

@@ -131,6 +131,22 @@ func (r *results) summarize() {
 			return cl.CallsPerSec, ok
 		})
 	}
+	for _, c := range r.Options.C {
+		for _, m := range []struct {
+			name string
+			get  func(cell) float64
+		}{{"p50", func(cl cell) float64 { return cl.P50us }}, {"calls/s", func(cl cell) float64 { return cl.CallsPerSec }}} {
+			xs := r.perRound(func(round int) (float64, bool) {
+				a, ok1 := r.find(round, "Um", c)
+				b, ok2 := r.find(round, "U", c)
+				return m.get(a) / m.get(b), ok1 && ok2
+			})
+			if len(xs) > 0 {
+				r.Checks = append(r.Checks, check{Name: fmt.Sprintf("Um / U %s, c=%d (/metrics scraped every second vs not)", m.name, c),
+					Value: median(xs), PerRound: xs, Target: "(informational)", Unit: "×"})
+			}
+		}
+	}
 	for _, q := range [][2]string{{"U", "A0"}, {"Ur", "A0r"}} {
 		xs := r.perRound(func(round int) (float64, bool) {
 			b, ok1 := r.find(round, q[0], hi)

@@ -75,6 +75,8 @@ type Config struct {
 	Nix Nix `json:"nix"`
 	// Records configures the call log in <state>/records.
 	Records Records `json:"records"`
+	// Log configures the daemon's log: levels, and its files in <state>/logs.
+	Log Log `json:"log"`
 	// CeilingDirs stop git discovery from walking up into them, like
 	// GIT_CEILING_DIRECTORIES: with a dotfiles repository at ~/.git, list
 	// your home directory here, or every directory under it that is not
@@ -306,6 +308,28 @@ type Records struct {
 	// MaxFiles × MaxBytes at most. 0 = records.DefaultMaxFiles (8).
 	MaxFiles int `json:"maxFiles,omitempty"`
 }
+
+// Log configures the daemon's log: JSON records in <state>/logs (rotated
+// by size, a few files kept; `mcpx log` reads them) and text on stderr,
+// both at the same levels. The daemon reads it at start; a reload that
+// changes it takes effect at the next start.
+type Log struct {
+	// Level is the lowest level logged: debug, info, warn or error.
+	// "" = info.
+	Level string `json:"level,omitempty"`
+	// Servers sets a level per server, for the records that name it (its
+	// children's stderr, spawns, crashes): {"github": "debug"}.
+	Servers map[string]string `json:"servers,omitempty"`
+	// MaxBytes is the size at which the current file is rotated.
+	// 0 = 10 MiB.
+	MaxBytes int64 `json:"maxBytes,omitempty"`
+	// MaxFiles is how many files are kept, the current one included.
+	// 0 = 5.
+	MaxFiles int `json:"maxFiles,omitempty"`
+}
+
+// LogLevels are the values of log.level and log.servers.
+var LogLevels = []string{"debug", "info", "warn", "error"}
 
 // On reports whether the call log is on.
 func (r Records) On() bool { return r.Enabled == nil || *r.Enabled }

@@ -26,7 +26,7 @@ type decoded struct {
 // field that names it ("type", or Cline's "transportType").
 type transport struct{ field, value string }
 
-var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "ceilingDirs"}
+var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "log", "ceilingDirs"}
 
 // clientTop are the top-level keys of the client formats mcpx reads (see
 // the package doc) besides their servers: VS Code's "inputs", checked where
@@ -62,6 +62,8 @@ func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int
 			p.decodeNix(&cfg.Nix, m.value)
 		case "records":
 			p.decodeRecords(&cfg.Records, m.value)
+		case "log":
+			p.decodeLog(&cfg.Log, m.value)
 		case "ceilingDirs":
 			p.decodeCeilings(&cfg.CeilingDirs, m.value)
 		case "inputs":
@@ -345,6 +347,39 @@ func (p *problems) decodeRecords(rc *Records, raw json.RawMessage) {
 		"maxFiles": {&rc.MaxFiles, "a non-negative integer"},
 	}
 	p.decodeFields("", "records.", members, fields, map[string]bool{})
+}
+
+func (p *problems) decodeLog(lc *Log, raw json.RawMessage) {
+	if isNull(raw) {
+		return
+	}
+	members, err := objectMembers(raw)
+	if err != nil {
+		p.add("", "log", "log must be an object", `such as {"level": "info", "servers": {"github": "debug"}}`)
+		return
+	}
+	fields := map[string]fieldSpec{
+		"level":    {&lc.Level, `"debug", "info", "warn" or "error"`},
+		"servers":  {&lc.Servers, `an object of server names to levels, such as {"github": "debug"}`},
+		"maxBytes": {&lc.MaxBytes, "a non-negative integer (bytes)"},
+		"maxFiles": {&lc.MaxFiles, "a non-negative integer"},
+	}
+	p.decodeFields("", "log.", members, fields, map[string]bool{})
+	level := func(field, v string) {
+		if v != "" && !slices.Contains(LogLevels, v) {
+			p.add("", field, fmt.Sprintf("unknown level %q", v), hintFor(v, LogLevels, "levels"))
+		}
+	}
+	level("log.level", lc.Level)
+	for _, name := range slices.Sorted(maps.Keys(lc.Servers)) {
+		level("log.servers."+name, lc.Servers[name])
+	}
+	if lc.MaxBytes < 0 {
+		p.add("", "log.maxBytes", "log.maxBytes is negative", "leave it out for 10 MiB")
+	}
+	if lc.MaxFiles < 0 {
+		p.add("", "log.maxFiles", "log.maxFiles is negative", "leave it out for 5")
+	}
 }
 
 // decodeFields decodes each member into its field, one at a time, so that

@@ -55,6 +55,7 @@ func commands() []command {
 		{"status", "[--json]", "list the running server instances", status},
 		{"stats", "[--since 1h] [--by server|tool|caller] [--json]", "count, failures, failure rate and p50/p95/p99 duration of the calls in the daemon's call log", statsCmd},
 		{"events", "[--follow] [--json]", "print the daemon's lifecycle events (spawn, restart, crash, ...)", events},
+		{"log", "[--since 1h] [--server s] [--level warn] [--follow] [--json]", "print the daemon's log records (admin)", logCmd},
 		{"stop", "<instance-id>", "stop one instance", stop},
 		{"daemon", "stop|info [--json]", "stop the daemon, or show its pid, socket, URL, config and files", daemonCmd},
 		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},

@@ -58,7 +58,6 @@ func serve(ctx context.Context, c *cli, args []string) int {
 			return usageError(c, fs, "--listen: %v", err)
 		}
 	}
-	log := slog.New(slog.NewTextHandler(c.stderr, nil))
 	// Startup errors are for a person at a terminal: plain text, not a log record.
 	fail := func(err error) int {
 		fmt.Fprintf(c.stderr, "mcpx serve: %v\n", err)
@@ -69,10 +68,6 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	if src.builtin {
-		log.Info("no config file: serving the built-in demo server", "looked", src.looked)
-	}
-	logConfig(log, cfg)
 	state, sock, err := daemonPaths(c.getenv, *stateFlag, *socketFlag)
 	if err != nil {
 		return fail(err)
@@ -80,6 +75,15 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return fail(fmt.Errorf("creating state directory: %w", err))
 	}
+	log, logFile, err := openLog(cfg.Log, state, c.stderr)
+	if err != nil {
+		return fail(err)
+	}
+	defer logFile.Close()
+	if src.builtin {
+		log.Info("no config file: serving the built-in demo server", "looked", src.looked)
+	}
+	logConfig(log, cfg)
 	// Before the first child: kill what a killed daemon of this state
 	// directory left, and keep orphaned grandchildren (see pool.Supervise).
 	if sup, err := pool.Supervise(state, log); err != nil {
@@ -141,7 +145,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
 		InputWait: cfg.Limits.InputWait.D(),
-		Daemon:    &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}, Node: nodeInfo, Tokens: tokens})
+		Daemon:    &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}, Node: nodeInfo, Tokens: tokens, Log: logFile})
 	if err := writeRecord(info, token); err != nil {
 		closeAll(uln, tln, nln, sln)
 		return fail(err)

@@ -1,0 +1,68 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/internal/sse"
+)
+
+// LogQuery selects the daemon's log records (GET /v1/log); zero fields
+// select all at info and above, with no follow.
+type LogQuery struct {
+	Since  string // a duration back from now ("1h") or an RFC 3339 time; "" = every kept record
+	Server string // only records naming this server
+	Level  string // debug, info, warn or error; "" = info
+	Follow bool   // after the kept records, stream new ones until ctx ends
+}
+
+// Log reads the daemon's log (admin): fn gets each record's JSON, oldest
+// first; with q.Follow, then each new one as it is written, until ctx ends
+// or fn fails. A follower too slow to keep up gets a record
+// {"msg":"log records dropped","dropped":n} in their place.
+func (c *Client) Log(ctx context.Context, q LogQuery, fn func(json.RawMessage) error) error {
+	v := url.Values{}
+	for k, s := range map[string]string{wire.QuerySince: q.Since, wire.QueryServer: q.Server, wire.QueryLevel: q.Level} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if q.Follow {
+		v.Set(wire.QueryFollow, "true")
+	}
+	query := ""
+	if len(v) > 0 {
+		query = "?" + v.Encode()
+	}
+	resp, err := c.send(ctx, wire.OpLog, nil, nil, http.Header{"Accept": {wire.MediaEventStream}}, query)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	d := sse.NewDecoder(bufio.NewReader(resp.Body), 4<<20)
+	for {
+		ev, err := d.Next()
+		switch {
+		case errors.Is(err, io.EOF), err != nil && ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading the log stream: %w", err)
+		}
+		data := ev.Data
+		if ev.Event == wire.EventLogDropped {
+			var dd wire.LogDroppedData
+			json.Unmarshal(ev.Data, &dd)
+			data, _ = json.Marshal(map[string]any{"level": "WARN", "msg": "log records dropped", "dropped": dd.Dropped})
+		}
+		if err := fn(data); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/logs"
+)
+
+// errLogDone ends a read of the log early: the client went away.
+var errLogDone = errors.New("client gone")
+
+// streamLog answers the daemon's log (package logs) as server-sent
+// events: the kept records the query selects, then, with ?follow=true,
+// the new ones as they are written. Admins only: the log names paths,
+// commands, keys and children's stderr.
+func (s *server) streamLog(w http.ResponseWriter, r *http.Request) error {
+	c, _ := callerFrom(r.Context())
+	if !c.Admin {
+		return &broker.Error{Kind: broker.KindForbidden, Op: "log",
+			Msg: "only an admin may read the daemon's log: it names paths, commands and children's stderr"}
+	}
+	if s.logFile == nil {
+		return &broker.Error{Kind: broker.KindUnavailable, Op: "log", Msg: "this daemon keeps no log file",
+			Hint: "`mcpx serve` keeps one in the state directory's logs/"}
+	}
+	q, follow, err := logQuery(r, time.Now())
+	if err != nil {
+		return err
+	}
+	// Follow before reading back, so that nothing written meanwhile is
+	// lost; a record written in between may come twice.
+	var fw *logs.Follower
+	if follow {
+		fw = s.logFile.Follow(q)
+		defer fw.Stop()
+	}
+	ev := newEventWriter(w)
+	err = s.logFile.Read(q, func(line []byte) error {
+		ev.send(wire.EventLog, line)
+		if ev.err != nil {
+			return errLogDone
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errLogDone) {
+		s.log.Warn("reading the log for a client", "err", err)
+	}
+	if fw == nil {
+		return nil
+	}
+	keepAlive := time.NewTicker(s.keepAlive)
+	defer keepAlive.Stop()
+	for ev.err == nil {
+		select {
+		case <-fw.Ready():
+			lines, dropped, done := fw.Take()
+			if dropped > 0 {
+				data, _ := json.Marshal(wire.LogDroppedData{Dropped: dropped})
+				ev.send(wire.EventLogDropped, data)
+			}
+			for _, l := range lines {
+				ev.send(wire.EventLog, l)
+			}
+			if done {
+				return nil
+			}
+		case <-keepAlive.C:
+			ev.comment(wire.KeepAliveComment)
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+	return nil
+}
+
+// logQuery reads ?since=, ?server=, ?level= and ?follow=.
+func logQuery(r *http.Request, now time.Time) (q logs.Query, follow bool, err error) {
+	v := r.URL.Query()
+	bad := func(field, msg, hint string) (logs.Query, bool, error) {
+		return q, false, &broker.Error{Kind: broker.KindBadRequest, Op: "log", Field: field, Msg: msg, Hint: hint}
+	}
+	if s := v.Get(wire.QuerySince); s != "" {
+		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+			q.Since = now.Add(-d)
+		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
+			q.Since = t
+		} else {
+			return bad(wire.QuerySince, "since is neither a positive duration nor an RFC 3339 time",
+				`use a duration back from now such as "1h", or a time such as "2026-11-30T12:00:00Z"`)
+		}
+	}
+	q.Server = v.Get(wire.QueryServer)
+	q.Level = slog.LevelInfo
+	if s := v.Get(wire.QueryLevel); s != "" {
+		if q.Level, err = logs.ParseLevel(s); err != nil {
+			return bad(wire.QueryLevel, err.Error(), "")
+		}
+	}
+	switch v.Get(wire.QueryFollow) {
+	case "", "false", "0":
+	case "true", "1":
+		follow = true
+	default:
+		return bad(wire.QueryFollow, "follow must be true or false", "")
+	}
+	return q, follow, nil
+}

@@ -1,0 +1,38 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"mcpx.dev/mcpx/broker/config"
+)
+
+// TestLogSection: the log section's levels are read, and a bad one is an
+// error naming the field with a suggestion.
+func TestLogSection(t *testing.T) {
+	cfg, err := config.Parse([]byte(`{"servers": {"a": {"command": "x"}}, "log": {"level": "warn", "servers": {"a": "debug"}, "maxBytes": 1000, "maxFiles": 2}}`), "c.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Log.Level != "warn" || cfg.Log.Servers["a"] != "debug" || cfg.Log.MaxBytes != 1000 || cfg.Log.MaxFiles != 2 {
+		t.Errorf("log = %+v", cfg.Log)
+	}
+	for doc, want := range map[string][]string{
+		`{"log": {"level": "wran"}}`:          {"log.level", "known levels: debug, info, warn, error"},
+		`{"log": {"servers": {"a": "loud"}}}`: {"log.servers.a", "unknown level"},
+		`{"log": {"maxFiles": -1}}`:           {"log.maxFiles", "negative"},
+		`{"log": {"levle": "info"}}`:          {"log.levle", "known fields: level"},
+		`{"log": "debug"}`:                    {"log must be an object"},
+	} {
+		_, err := config.Parse([]byte(doc), "c.json")
+		if err == nil {
+			t.Errorf("%s: no error", doc)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v, want it to say %s", doc, err, w)
+			}
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/logs"
+)
+
+// logCmd is `mcpx log [--since 1h] [--server s] [--level warn] [--follow]
+// [--json]`: the daemon's log records (admin), the kept ones, then with
+// --follow each as it is written.
+func logCmd(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "log")
+	brokerAddr := brokerFlag(fs)
+	noAutostart := autostartFlag(fs)
+	since := fs.String("since", "", "only records since then: a duration back from now (1h) or an RFC 3339 time")
+	server := fs.String("server", "", "only records naming this server")
+	level := fs.String("level", "info", "only records at or above this level: debug, info, warn, error")
+	follow := fs.Bool("follow", false, "keep printing records as they are written, until interrupted")
+	asJSON := fs.Bool("json", false, "print each record as the daemon wrote it: one JSON object per line")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(c, fs, "unexpected argument %q", pos[0])
+	}
+	if _, err := logs.ParseLevel(*level); err != nil {
+		return usageError(c, fs, "--level: %v", err)
+	}
+	bc, err := newBrokerClient(ctx, c, brokerAddr)
+	if err != nil {
+		return report(c, err)
+	}
+	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
+		return report(c, err)
+	}
+	q := client.LogQuery{Since: *since, Server: *server, Level: *level, Follow: *follow}
+	err = bc.Log(ctx, q, func(raw json.RawMessage) error {
+		if *asJSON {
+			_, err := fmt.Fprintf(c.stdout, "%s\n", raw)
+			return err
+		}
+		_, err := fmt.Fprintln(c.stdout, logLine(raw))
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		return report(c, err)
+	}
+	return exitOK
+}
+
+// logLine renders one JSON record for people, as slog's text handler
+// would, with the time local and short:
+//
+//	15:04:05.000 WARN child stderr suppressed server=demo lines=120
+func logLine(raw json.RawMessage) string {
+	var rec map[string]any
+	if json.Unmarshal(raw, &rec) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	if s, ok := rec["time"].(string); ok {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			b.WriteString(t.Local().Format("15:04:05.000") + " ")
+		}
+	}
+	fmt.Fprintf(&b, "%v %v", rec["level"], rec["msg"])
+	delete(rec, "time")
+	delete(rec, "level")
+	delete(rec, "msg")
+	for _, k := range slices.Sorted(maps.Keys(rec)) {
+		v := rec[k]
+		s, ok := v.(string)
+		if !ok {
+			js, _ := json.Marshal(v)
+			s = string(js)
+		}
+		if strings.ContainsAny(s, " \t\n\"=") || s == "" {
+			s = fmt.Sprintf("%q", s)
+		}
+		fmt.Fprintf(&b, " %s=%s", k, s)
+	}
+	return b.String()
+}
+
+// openLog opens the daemon's log: JSON records in <state>/logs (package
+// logs) and text on stderr, at the config's levels.
+func openLog(lc config.Log, state string, stderr io.Writer) (*slog.Logger, *logs.File, error) {
+	lv := logs.Levels{Level: slog.LevelInfo, Servers: map[string]slog.Level{}}
+	if lc.Level != "" {
+		lv.Level, _ = logs.ParseLevel(lc.Level) // checked at load
+	}
+	for name, l := range lc.Servers {
+		lv.Servers[name], _ = logs.ParseLevel(l)
+	}
+	f, err := logs.Open(logs.Options{Dir: filepath.Join(state, "logs"), MaxBytes: lc.MaxBytes, MaxFiles: lc.MaxFiles})
+	if err != nil {
+		return nil, nil, err
+	}
+	all := &slog.HandlerOptions{Level: slog.LevelDebug} // the levels are logs.Levels'
+	h := logs.NewHandler(lv, slog.NewJSONHandler(f, all), slog.NewTextHandler(stderr, all))
+	return slog.New(h), f, nil
+}
