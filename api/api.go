@@ -92,6 +92,8 @@ type server struct {
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
 	toolDocs *openapi.Cache
+	// browser holds the signed-in browsers' sessions (browser.go).
+	browser *browserSessions
 }
 
 // New returns the API handler. It serves every route of wire.Routes, on any
@@ -117,6 +119,7 @@ func newServer(opts Options) *server {
 		daemon:    opts.Daemon,
 		node:      opts.Node,
 		tokens:    opts.Tokens,
+		browser:   newBrowserSessions(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -136,9 +139,10 @@ func newServer(opts Options) *server {
 }
 
 // handler builds the router from table. Middleware order, outermost first:
-// recover panics, authenticate, compress (not event streams), route.
+// recover panics, the dashboard's pages (which sign browsers in), then for
+// the API: authenticate, compress (not event streams), route.
 func (s *server) handler(table []route) http.Handler {
-	return s.recoverer(s.authenticate(compress(s.router(table))))
+	return s.recoverer(s.servePages(s.authenticate(compress(s.router(table)))))
 }
 
 // router mounts table's routes, and nothing else.

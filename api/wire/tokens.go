@@ -11,6 +11,11 @@ import "time"
 // (cross-site requests, DNS rebinding). The unix socket does not ask for it.
 const HeaderClient = "Mcpx-Client"
 
+// HeaderCSRF carries a signed-in browser's CSRF secret (from POST /login)
+// with every API request the dashboard makes with its session cookie; a
+// request with the cookie and without the secret is refused.
+const HeaderCSRF = "Mcpx-Csrf"
+
 // ViaJWT is Caller.Via for a caller admitted by a signed token.
 const ViaJWT = "jwt"
 
