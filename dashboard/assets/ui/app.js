@@ -134,7 +134,7 @@ function renderFailures(list) {
   }
   for (const e of failures) {
     items.push(el('li', {class: 'failure'}, el('strong', {}, `${e.server || ''} ${e.kind}`),
-      ` ${new Date(e.time).toLocaleTimeString()} ${e.reason || ''}`));
+      ` ${new Date(e.time).toLocaleTimeString()} ${e.reason || ''}`, e.stderrTail ? el('pre', {}, e.stderrTail) : null));
   }
   $('failures').replaceChildren(items.length ? el('ul', {}, items) : el('p', {class: 'empty'}, 'no failures'));
 }
@@ -238,7 +238,7 @@ function toolForm(server, op, doc) {
   }
   const cwd = el('input', {type: 'text', name: '_cwd', placeholder: 'Mcpx-Cwd: a directory on the broker (optional)'});
   const progress = el('progress', {hidden: true});
-  const status = el('p', {class: 'tag', 'aria-live': 'polite'});
+  const status = el('p', {class: 'tag status', 'aria-live': 'polite'});
   const result = el('pre', {class: 'result', hidden: true});
   const button = el('button', {type: 'submit', class: 'primary'}, `Call ${tool}`);
   const form = el('form', {class: 'tool', 'data-tool': tool},
