@@ -17,6 +17,7 @@ import (
 
 	mcpxclient "mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -48,7 +49,9 @@ func TestDashboardInChromium(t *testing.T) {
 	browserPath := testenv.Chromium(t)
 	node := testenv.Node(t)
 	pw := filepath.Dir(testenv.NPMPackageBin(t, "playwright-core"))
-	d := startDemo(t, map[string]string{"demo": "", "notes": `{"scope": "session"}`, "flaky": ""})
+	proctest.CheckNoLeaks(t)
+	d := startDaemon(t, daemonOptions{stateDir: t.TempDir(), // the call log: rates and latency
+		cfg: demoConfig(t, map[string]string{"demo": "", "notes": `{"scope": "session"}`, "flaky": ""})})
 	shots := artifactsDir(t)
 
 	// The operations /docs must show: every one of the broker's own

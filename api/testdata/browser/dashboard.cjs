@@ -95,6 +95,7 @@ async function main() {
     // Try it: the progress tool of the demo server, with progress shown
     // while it runs.
     await page.click('article[data-server="demo"] details.tryit summary');
+    await page.click('article[data-server="demo"] details[data-tool="progress"] summary');
     const form = page.locator('article[data-server="demo"] form[data-tool="progress"]');
     await form.waitFor({timeout});
     await form.locator('input[name="steps"]').fill('4');
@@ -109,6 +110,8 @@ async function main() {
     const result = await form.locator('pre.result').textContent();
     check(result.includes('done 4'), `the result is shown (${result})`);
     await form.locator('progress').waitFor({state: 'hidden', timeout});
+    await page.waitForFunction(() => /^1 call in the last 15m .*p50 [\d.]+ ms/.test(
+      document.querySelector('article[data-server="demo"] .stats').textContent), null, {timeout});
     await page.click('article[data-server="demo"] details.tryit summary'); // closed again for the overview
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({path: path.join(shots, 'dashboard-desktop.png'), fullPage: true});

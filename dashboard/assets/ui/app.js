@@ -63,8 +63,8 @@ function instanceTable(list) {
 
 function statsLine(row) {
   if (!row) return caller && caller.admin ? `no calls in the last ${STATS_WINDOW}` : '';
-  const perMin = row.count / 15;
-  return `${row.count} calls in the last ${STATS_WINDOW} (${perMin.toFixed(perMin < 10 ? 1 : 0)}/min), ` +
+  const perMin = row.count / 15; // STATS_WINDOW in minutes
+  return `${row.count} call${row.count === 1 ? '' : 's'} in the last ${STATS_WINDOW} (${perMin.toFixed(perMin < 10 ? 1 : 0)}/min), ` +
     `p50 ${row.p50Ms.toFixed(1)} ms, p95 ${row.p95Ms.toFixed(1)} ms, ${row.failures} failed`;
 }
 
@@ -242,7 +242,7 @@ function toolForm(server, op, doc) {
   const result = el('pre', {class: 'result', hidden: true});
   const button = el('button', {type: 'submit', class: 'primary'}, `Call ${tool}`);
   const form = el('form', {class: 'tool', 'data-tool': tool},
-    el('h3', {class: 'mono'}, tool), op.summary ? el('p', {class: 'desc'}, op.summary) : null,
+    op.summary ? el('p', {class: 'desc'}, op.summary) : null,
     fields, el('label', {}, el('span', {}, 'cwd'), cwd), button, progress, status, result);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -264,7 +264,7 @@ function toolForm(server, op, doc) {
       button.disabled = false;
     }
   });
-  return form;
+  return el('details', {class: 'tool', 'data-tool': tool}, el('summary', {class: 'mono'}, tool), form);
 }
 
 function readArgs(form) {
