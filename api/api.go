@@ -2,7 +2,9 @@
 // (unix-socket peer credentials, loopback TCP with the daemon's token,
 // signed tokens of package auth, a listener's own Identify), the browser
 // guard of the network listeners, problem+json errors, compression and
-// server-sent events for tool progress.
+// server-sent events for tool progress; and the browser pages of package
+// dashboard (/, /docs, /login), whose sign-in trades a token for a session
+// cookie and a CSRF secret (browser.go).
 //
 //	ln, err := api.ListenUnix("/run/user/1000/mcpx/mcpx.sock")
 //	h := api.New(api.Options{Broker: b, Logger: logger, Version: "v0.1.0"})
