@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzhttp"
+
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/dashboard"
@@ -197,19 +199,29 @@ func (s *server) sessionFor(r *http.Request, id string) (*browserSession, error)
 }
 
 // servePages serves the dashboard's pages, their assets, and signing in
-// and out; every other path goes to api.
+// and out (compressed: the Redoc bundle is 2 MB); every other path goes to
+// api.
 func (s *server) servePages(api http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		page, isPage := dashboard.Page(r.URL.Path)
+	wrap, err := gzhttp.NewWrapper(gzhttp.ContentTypes([]string{"text/html", "text/javascript", "text/css", wire.MediaJSON}))
+	if err != nil {
+		panic(err) // the options above are constant and valid
+	}
+	pages := wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		page, _ := dashboard.Page(r.URL.Path)
 		asset, isAsset := dashboard.Asset(r.URL.Path)
-		if !isPage && !isAsset && r.URL.Path != logoutPath {
-			api.ServeHTTP(w, r)
-			return
-		}
 		if err := s.page(w, r, page, asset, isAsset); err != nil {
 			challenge(w, err)
 			s.writeProblem(w, r, err)
 		}
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, isPage := dashboard.Page(r.URL.Path)
+		_, isAsset := dashboard.Asset(r.URL.Path)
+		if !isPage && !isAsset && r.URL.Path != logoutPath {
+			api.ServeHTTP(w, r)
+			return
+		}
+		pages.ServeHTTP(w, r)
 	})
 }
 
@@ -253,7 +265,8 @@ func (s *server) page(w http.ResponseWriter, r *http.Request, page, asset string
 		http.Redirect(w, r, loginPath+"?next="+r.URL.Path, http.StatusSeeOther)
 		return nil
 	}
-	http.ServeFileFS(w, r, dashboard.Files(), name)
+	w.Header().Set("ETag", dashboard.ETag(name))
+	http.ServeFileFS(w, r, dashboard.Files(), name) // answers 304 to a matching If-None-Match
 	return nil
 }
 

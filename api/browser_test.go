@@ -189,3 +189,25 @@ func TestDashboardSignedTokenSession(t *testing.T) {
 		t.Errorf("session of a revoked token: %d %s, want 401", r.StatusCode, r.body)
 	}
 }
+
+// TestDashboardRevalidates: pages and scripts carry an ETag, a matching
+// If-None-Match is answered 304 with no body, and the scripts are sent
+// compressed to a browser that accepts it.
+func TestDashboardRevalidates(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	b := browser(d)
+	cookie, _ := signIn(t, b, testToken)
+	r := b.do(t, "GET", "/ui/redoc.standalone.js", "", "Cookie", cookie, "Accept-Encoding", "gzip")
+	tag := r.Header.Get("ETag")
+	if r.StatusCode != 200 || tag == "" || r.Header.Get("Content-Encoding") != "gzip" || len(r.body) > 1<<20 {
+		t.Fatalf("GET the Redoc bundle: %d, ETag %q, Content-Encoding %q, %d bytes; want 200, an ETag, gzip under 1 MB",
+			r.StatusCode, tag, r.Header.Get("Content-Encoding"), len(r.body))
+	}
+	r = b.do(t, "GET", "/ui/redoc.standalone.js", "", "Cookie", cookie, "If-None-Match", tag)
+	if r.StatusCode != http.StatusNotModified || len(r.body) != 0 {
+		t.Errorf("revalidating: %d with %d bytes, want 304 and none", r.StatusCode, len(r.body))
+	}
+	if r := b.do(t, "GET", "/ui/app.js", "", "Cookie", cookie, "If-None-Match", tag); r.StatusCode != 200 {
+		t.Errorf("another file with the bundle's ETag: %d, want 200", r.StatusCode)
+	}
+}

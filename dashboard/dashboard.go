@@ -19,9 +19,12 @@
 package dashboard
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"io/fs"
 	"strings"
+	"sync"
 )
 
 //go:embed assets
@@ -50,6 +53,25 @@ var pages = map[string]string{
 // AssetPrefix is the path under which the pages' scripts and styles are
 // served (Files' ui/ directory).
 const AssetPrefix = "/ui/"
+
+// ETag returns the entity tag of the file name (a content hash), so that a
+// browser revalidates a page or script instead of loading it again: the
+// Redoc bundle alone is 2 MB.
+func ETag(name string) string {
+	if v, ok := etags.Load(name); ok {
+		return v.(string)
+	}
+	b, err := fs.ReadFile(Files(), name)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	tag := `"` + hex.EncodeToString(sum[:12]) + `"`
+	etags.Store(name, tag)
+	return tag
+}
+
+var etags sync.Map // file name -> ETag
 
 // Page returns the file of the page at path, if there is one.
 func Page(path string) (string, bool) {
@@ -91,5 +113,5 @@ var Headers = map[string]string{
 	"X-Content-Type-Options": "nosniff",
 	"X-Frame-Options":        "DENY",
 	"Referrer-Policy":        "no-referrer",
-	"Cache-Control":          "no-store",
+	"Cache-Control":          "no-cache", // revalidate by ETag each time
 }
