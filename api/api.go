@@ -2,7 +2,9 @@
 // (unix-socket peer credentials, loopback TCP with the daemon's token,
 // signed tokens of package auth, a listener's own Identify), the browser
 // guard of the network listeners, problem+json errors, compression and
-// server-sent events for tool progress.
+// server-sent events for tool progress; and the browser pages of package
+// dashboard (/, /docs, /login), whose sign-in trades a token for a session
+// cookie and a CSRF secret (browser.go).
 //
 //	ln, err := api.ListenUnix("/run/user/1000/mcpx/mcpx.sock")
 //	h := api.New(api.Options{Broker: b, Logger: logger, Version: "v0.1.0"})
@@ -108,6 +110,8 @@ type server struct {
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
 	toolDocs *openapi.Cache
+	// browser holds the signed-in browsers' sessions (browser.go).
+	browser *browserSessions
 }
 
 // New returns the API handler. It serves every route of wire.Routes, on any
@@ -137,6 +141,7 @@ func newServer(opts Options) *server {
 		calls:     newCallRegistry(),
 		metrics:   opts.Metrics,
 		logFile:   opts.Log,
+		browser:   newBrowserSessions(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -159,9 +164,10 @@ func newServer(opts Options) *server {
 }
 
 // handler builds the router from table. Middleware order, outermost first:
-// recover panics, authenticate, compress (not event streams), route.
+// recover panics, the dashboard's pages (which sign browsers in), then for
+// the API: authenticate, compress (not event streams), route.
 func (s *server) handler(table []route) http.Handler {
-	return s.recoverer(s.authenticate(compress(s.router(table))))
+	return s.recoverer(s.servePages(s.authenticate(compress(s.router(table)))))
 }
 
 // router mounts table's routes, and nothing else.

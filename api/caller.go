@@ -50,7 +50,6 @@ func (s *server) authenticate(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.identify(r)
 		if err != nil {
-			s.metrics.AuthDenied(denialReason(err))
 			challenge(w, err)
 			s.writeProblem(w, r, err)
 			return
@@ -71,22 +70,27 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 	if p, ok := peerFrom(r.Context()); ok {
 		return s.unixCaller(p)
 	}
-	lo, remote := r.Context().Value(identifyKey{}).(listenerOpts)
-	remote = remote && lo.identify != nil
-	if !remote {
-		ap, err := netip.ParseAddrPort(r.RemoteAddr)
-		if err != nil || !ap.Addr().Unmap().IsLoopback() {
-			return broker.Caller{}, deny(denyNotLoopback, forbidden("only local callers are served: connect over the unix socket or a loopback address"))
-		}
-		lo.host = loopbackHost
+	lo, remote, err := networkListener(r)
+	if err != nil {
+		return broker.Caller{}, err
 	}
-	if err := browserGuard(r, lo.host); err != nil {
+	if ck, err := r.Cookie(cookieName(r)); err == nil && r.Header.Get(wire.HeaderAuthorization) == "" {
+		return s.sessionCaller(r, lo, remote, ck.Value) // a signed-in browser (browser.go)
+	}
+	if err := browserGuard(r); err != nil {
 		return broker.Caller{}, err
 	}
 	if r.URL.Path == healthzPath {
 		return broker.Caller{Name: "anonymous", Via: via(remote), Servers: []string{}, Roots: []string{}, Scopes: []config.ScopeKind{}}, nil
 	}
-	authz := r.Header.Get(wire.HeaderAuthorization)
+	return s.credentialCaller(r, lo, remote, r.Header.Get(wire.HeaderAuthorization))
+}
+
+// credentialCaller names the caller of a network request from its
+// Authorization value authz: a signed token, the daemon's own token on
+// loopback TCP, or, with none on an Identify listener, whoever the listener
+// names.
+func (s *server) credentialCaller(r *http.Request, lo listenerOpts, remote bool, authz string) (broker.Caller, error) {
 	tok, ok := bearer(authz)
 	switch {
 	case authz != "" && !ok:
@@ -95,7 +99,7 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 	case ok && looksSigned(tok):
 		return s.jwtCaller(tok)
 	case !remote:
-		if err := s.checkToken(r); err != nil {
+		if err := s.checkToken(authz); err != nil {
 			return broker.Caller{}, err
 		}
 		return broker.Caller{Name: "loopback", Via: wire.ViaTCPLoopback, Owner: true, Admin: true}, nil
@@ -125,20 +129,20 @@ func via(remote bool) string {
 	return wire.ViaTCPLoopback
 }
 
-// browserGuard refuses, on a network listener, what a web page could send:
-// a request with an Origin header (any cross-site request a browser makes
-// with a body or a non-GET method carries one); a Host the listener does
-// not answer to (DNS rebinding: a page whose name was made to resolve to
-// this address sends its own name as Host); and, on every route but
-// /healthz, a request without the Mcpx-Client header, which is not
-// CORS-safelisted: a cross-site page cannot set it without a preflight, and
-// no preflight is ever answered (no Access-Control-* header is ever sent).
-func browserGuard(r *http.Request, host func(string) bool) error {
+// browserGuard refuses, on a network listener, what a web page could send
+// (networkListener has already refused a Host the listener does not answer
+// to: DNS rebinding, where a page whose name was made to resolve to this
+// address sends its own name as Host): a request with an Origin header
+// (any cross-site request a browser makes with a body or a non-GET method
+// carries one) and, on every route but /healthz, a request without the
+// Mcpx-Client header, which is not CORS-safelisted: a cross-site page
+// cannot set it without a preflight, and no preflight is ever answered (no
+// Access-Control-* header is ever sent). The dashboard's own requests are
+// admitted before this, by its session cookie and CSRF secret (browser.go).
+func browserGuard(r *http.Request) error {
 	switch {
 	case r.Header.Get("Origin") != "":
 		return deny(denyOrigin, forbidden("requests from web pages are refused (the request has an Origin header)"))
-	case host != nil && !host(r.Host):
-		return deny(denyHost, forbidden(fmt.Sprintf("host %q is not a name of this broker", r.Host)))
 	case r.URL.Path != healthzPath && r.Header.Get(wire.HeaderClient) == "":
 		return deny(denyNoClientHeader, &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Field: wire.HeaderClient,
 			Msg:  "requests without the " + wire.HeaderClient + " header are refused on network listeners (browser guard)",

@@ -45,7 +45,7 @@ func instanceDoc(in broker.Instance) wire.Instance {
 		Cwd: in.Cwd, CwdSource: string(in.CwdSource), Transport: in.Transport, Pid: in.Pid,
 		State: string(in.State), Protocol: in.Protocol, Created: in.Created, Started: in.Started, LastUsed: in.LastUsed,
 		Calls: in.Calls, InFlight: in.InFlight, Restarts: in.Restarts, BackoffUntil: in.BackoffUntil,
-		LastError: in.LastError, Degraded: in.Degraded,
+		LastError: in.LastError, StderrTail: in.StderrTail, Degraded: in.Degraded,
 		Program: programDoc(in.Program), Exec: in.Exec,
 		Index: in.Index, Alloc: in.Alloc, TmpDir: in.TmpDir,
 	}

@@ -41,3 +41,26 @@ func TestEventForCaller(t *testing.T) {
 		t.Error("a reload (no server) is hidden from a caller")
 	}
 }
+
+// TestStderrTailIsTheOwners: a crash's stderr tail, on its event and on the
+// instance, reaches the daemon's owner only: an admin that is not the
+// owner sees neither.
+func TestStderrTailIsTheOwners(t *testing.T) {
+	const tail = "panic: open /home/owner/.secret: permission denied"
+	crash := pool.Event{ID: 9, Kind: pool.EventCrash, Server: "a", Key: "global", StderrTail: tail}
+	in := broker.Instance{ID: "a-1", Server: "a", Key: "global", LastError: "exit 2", StderrTail: tail}
+	owner := broker.Caller{Name: "loopback", Owner: true, Admin: true}
+	admin := broker.Caller{Name: "root", Admin: true, Servers: []string{"a"}}
+	if doc, _ := eventFor(owner, crash); doc.StderrTail != tail {
+		t.Errorf("owner's crash event: stderrTail %q, want %q", doc.StderrTail, tail)
+	}
+	if doc, _ := instanceFor(owner, in); doc.StderrTail != tail {
+		t.Errorf("owner's instance: stderrTail %q, want %q", doc.StderrTail, tail)
+	}
+	if doc, _ := eventFor(admin, crash); doc.StderrTail != "" {
+		t.Errorf("an admin's crash event carries the stderr tail %q", doc.StderrTail)
+	}
+	if doc, _ := instanceFor(admin, in); doc.StderrTail != "" {
+		t.Errorf("an admin's instance carries the stderr tail %q", doc.StderrTail)
+	}
+}

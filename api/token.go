@@ -22,12 +22,12 @@ func NewToken() string {
 	return hex.EncodeToString(b)
 }
 
-// checkToken admits a TCP request that carries the daemon's token as
-// "Authorization: Bearer <token>", compared in constant time. The answer to
+// checkToken admits a TCP request whose Authorization value authz is the
+// daemon's token as "Bearer <token>", compared in constant time. The answer to
 // anyone else says what is missing and where the owner finds it, but names
 // no path: the caller may be another user of this machine.
-func (s *server) checkToken(r *http.Request) error {
-	got, ok := bearer(r.Header.Get(wire.HeaderAuthorization))
+func (s *server) checkToken(authz string) error {
+	got, ok := bearer(authz)
 	switch {
 	case len(s.token) == 0:
 		return deny(denyNoTCP, unauthorized("this daemon admits no TCP callers", "use its unix socket"))

@@ -26,6 +26,7 @@ func instanceFor(c broker.Caller, in broker.Instance) (wire.Instance, bool) {
 	if in.LastError != "" {
 		in.LastError = privateLastError
 	}
+	in.StderrTail = "" // the child's output may name anything of the owner's
 	if strings.HasPrefix(in.Exec, "missing:") {
 		in.Exec = "missing" // the command is the owner's
 	}

@@ -37,6 +37,9 @@ type Event struct {
 	Reason   string
 	Path     string    // EventRestart for a changed executable: the command's path
 	Until    time.Time // EventBackoff
+	// StderrTail is the child's last stderr lines, on EventCrash,
+	// EventWedged and EventBackoff; the owner's to see.
+	StderrTail string
 }
 
 // DefaultEventBuffer is how many events an EventLog keeps.

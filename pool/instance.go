@@ -443,7 +443,7 @@ func (i *instance) statusLocked(now time.Time) InstanceStatus {
 		Cwd: i.spec.cwd, CwdSource: i.spec.cwdSource,
 		Transport: "stdio", Pid: i.gen.pid(), State: i.phase.state(),
 		Created: i.created, Started: i.started, LastUsed: i.lastUsed, Calls: i.calls, InFlight: i.inflight,
-		Restarts: i.restarts, LastError: i.lastErr, Degraded: i.degraded, Index: i.index,
+		Restarts: i.restarts, LastError: i.lastErr, StderrTail: i.lastTail, Degraded: i.degraded, Index: i.index,
 	}
 	if i.res != nil {
 		s.TmpDir = i.res.tmpdir

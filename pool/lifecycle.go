@@ -294,7 +294,9 @@ func (p *Pool) announceLocked(inst *instance, from phase, gen *generation, ev *e
 	case evExited:
 		switch {
 		case from == phaseReady && ev.fail != nil:
-			evs = append(evs, mk(EventCrash, ev.gen, ev.fail.detail))
+			e := mk(EventCrash, ev.gen, ev.fail.detail)
+			e.StderrTail = ev.fail.tail
+			evs = append(evs, e)
 		case from == phaseWedged:
 			evs = append(evs, mk(EventExit, ev.gen, "killed: wedged"))
 		case from.removed():
@@ -303,7 +305,9 @@ func (p *Pool) announceLocked(inst *instance, from phase, gen *generation, ev *e
 			evs = append(evs, mk(EventExit, ev.gen, "session expired"))
 		}
 	case evWedged:
-		evs = append(evs, mk(EventWedged, ev.gen, ev.fail.detail))
+		e := mk(EventWedged, ev.gen, ev.fail.detail)
+		e.StderrTail = ev.fail.tail
+		evs = append(evs, e)
 	case evRemove:
 		if ev.notice != "" {
 			e := mk(ev.notice, gen, ev.reason)
@@ -313,7 +317,7 @@ func (p *Pool) announceLocked(inst *instance, from phase, gen *generation, ev *e
 	}
 	if inst.phase == phaseBackoff && from != phaseBackoff {
 		e := mk(EventBackoff, nil, inst.lastErr)
-		e.Until = inst.backoffUntil
+		e.Until, e.StderrTail = inst.backoffUntil, inst.lastTail
 		evs = append(evs, e)
 	}
 	for _, e := range evs {

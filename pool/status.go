@@ -55,7 +55,10 @@ type InstanceStatus struct {
 	Restarts     int       `json:"restarts"`
 	BackoffUntil time.Time `json:"backoffUntil,omitzero"`
 	LastError    string    `json:"lastError,omitempty"`
-	Degraded     string    `json:"degraded,omitempty"`
+	// StderrTail is the child's last stderr lines when its last start or
+	// run failed (with LastError): the owner's to see, as LastError is.
+	StderrTail string `json:"stderrTail,omitempty"`
+	Degraded   string `json:"degraded,omitempty"`
 	// Program is where the running child's program came from, when
 	// Options.Resolve said (a nix: spec's lock and store path).
 	Program *Program `json:"program,omitempty"`

@@ -241,7 +241,10 @@ type Instance struct {
 	Restarts     int       `json:"restarts"`
 	BackoffUntil time.Time `json:"backoffUntil,omitzero"`
 	LastError    string    `json:"lastError,omitempty"`
-	Degraded     string    `json:"degraded,omitempty"`
+	// StderrTail is the child's last stderr lines when its last start or
+	// run failed; the daemon's owner only.
+	StderrTail string `json:"stderrTail,omitempty"`
+	Degraded   string `json:"degraded,omitempty"`
 	// Program says where the child's program came from when it is not a
 	// plain command: a nix: spec (what it locked to, the store path it
 	// runs) and an execution environment other than the host.

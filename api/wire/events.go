@@ -94,6 +94,9 @@ type LifecycleEvent struct {
 	Reason   string    `json:"reason,omitempty"`
 	Path     string    `json:"path,omitempty"`
 	Until    time.Time `json:"until,omitzero"`
+	// StderrTail is the child's last stderr lines on crash, wedged and
+	// backoff events; the daemon's owner only.
+	StderrTail string `json:"stderrTail,omitempty"`
 }
 
 // EventGapData is the data of an EventGap event.

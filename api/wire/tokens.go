@@ -9,7 +9,14 @@ import "time"
 // which the broker never answers: with the refusal of any request carrying
 // Origin, no web page can drive the broker with a visitor's identity
 // (cross-site requests, DNS rebinding). The unix socket does not ask for it.
+// The dashboard's own requests carry a session cookie and HeaderCSRF
+// instead, and may carry the listener's own Origin.
 const HeaderClient = "Mcpx-Client"
+
+// HeaderCSRF carries a signed-in browser's CSRF secret (from POST /login)
+// with every API request the dashboard makes with its session cookie; a
+// request with the cookie and without the secret is refused.
+const HeaderCSRF = "Mcpx-Csrf"
 
 // ViaJWT is Caller.Via for a caller admitted by a signed token.
 const ViaJWT = "jwt"

@@ -295,3 +295,23 @@ func Program(t testing.TB, name, install string) string {
 	}
 	return path
 }
+
+// installChromium installs the browser the dashboard tests drive.
+const installChromium = "apt-get install -y chromium"
+
+// Chromium returns the path of Debian's chromium, which the dashboard's
+// browser tests drive through playwright-core (executablePath): playwright's
+// own browser downloads are not used.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	missing(t, "chromium is not installed", installChromium)
+	return ""
+}
