@@ -3,7 +3,7 @@
 // JavaScript runtime, the bundle and runner that make the generated client
 // importable, and the --json envelope.
 //
-//	dirs := scripts.ChainDirs(cwd, userConfigDir)       // nearest first
+//	dirs := ...                                         // the config chain's directories, nearest first
 //	list := scripts.Find(dirs)                          // name, path, shadows
 //	s, ok := scripts.Lookup(dirs, "report")
 //	rt, err := scripts.ChooseRuntime(flag, os.Getenv(scripts.EnvRuntime), exec.LookPath)
@@ -12,8 +12,10 @@
 //
 // # Named scripts
 //
-// Each directory of the config chain (`.config/mcpx` or `.mcpx` from the
-// cwd upward, then the user's config directory) may hold `scripts/` and
+// Each directory of the config chain (found by the CLI with package
+// broker/chain: override paths, `.config/mcpx` or `.mcpx` from the cwd
+// upward to the ceilings, the user's and the system's config directories,
+// fallback paths) may hold `scripts/` and
 // `lib/`. A script's name is its file's base name without .ts, .js or .mjs;
 // a nearer directory's script shadows a farther one of the same name.
 // Scripts import the generated client as "mcpx" or "@mcpx/client" and the

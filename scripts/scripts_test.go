@@ -44,11 +44,9 @@ func TestChainFindShadows(t *testing.T) {
 		"repo/.config/mcpx/lib/util.ts":         "",
 		"repo/sub/.mcpx/scripts/dir.ts/file.ts": "", // a directory named like a script is none
 	})
-	dirs := scripts.ChainDirs(filepath.Join(root, "repo/sub/deeper"), filepath.Join(root, "user/mcpx"))
-	wantDirs := []string{filepath.Join(root, "repo/sub/.mcpx"), filepath.Join(root, "repo/.config/mcpx"), filepath.Join(root, "user/mcpx")}
-	if diff := cmp.Diff(wantDirs, dirs); diff != "" {
-		t.Fatalf("ChainDirs (-want +got):\n%s", diff)
-	}
+	// The chain of repo/sub/deeper, nearest first, as package chain finds
+	// it (.config/mcpx preferred over .mcpx in one directory).
+	dirs := []string{filepath.Join(root, "repo/sub/.mcpx"), filepath.Join(root, "repo/.config/mcpx"), filepath.Join(root, "user/mcpx")}
 	got := scripts.Find(dirs)
 	want := []scripts.Script{
 		{Name: "only-user", Path: filepath.Join(root, "user/mcpx/scripts/only-user.js"), Source: filepath.Join(root, "user/mcpx")},
@@ -68,7 +66,7 @@ func TestChainFindShadows(t *testing.T) {
 		t.Errorf("LibDirs (-want +got):\n%s", diff)
 	}
 	// Outside the repository only the user's scripts are seen.
-	outside := scripts.Find(scripts.ChainDirs(root, filepath.Join(root, "user/mcpx")))
+	outside := scripts.Find([]string{filepath.Join(root, "user/mcpx")})
 	if len(outside) != 2 || outside[1].Path != filepath.Join(root, "user/mcpx/scripts/report.ts") || len(outside[1].Shadows) != 0 {
 		t.Errorf("Find outside the repo = %+v", outside)
 	}

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"mcpx.dev/mcpx/broker/chain"
 	"net/http"
 	"os"
 	"os/exec"
@@ -159,16 +160,31 @@ func resolveScript(c *cli, cwd, arg string) (string, error) {
 	return "", fmt.Errorf("no script named %q; the scripts here: %s", arg, strings.Join(names, ", "))
 }
 
-// chainDirs is the config chain of cwd (canonicalised) for scripts.
+// chainDirs is the config chain of cwd (canonicalised) for scripts: the
+// directories package chain finds, with the daemon's rules read from the
+// same variables (MCPX_OVERRIDE_PATHS, MCPX_FALLBACK_PATHS,
+// MCPX_CEILING_DIRS; the user's and the system's config directories). An
+// override or fallback that is a file holds no scripts.
 func chainDirs(c *cli, cwd string) []string {
 	if real, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = real
 	}
-	userDir := ""
-	if cfg, err := defaultConfigPath(c.getenv); err == nil {
-		userDir = filepath.Dir(cfg)
+	system := chain.DefaultSystemDir
+	opts, err := chainFlagValues{override: new(string), fallback: new(string), system: &system}.options(c.getenv)
+	if err != nil {
+		opts.UserDir = "" // no user config directory: the chain has none
 	}
-	return scripts.ChainDirs(cwd, userDir)
+	ch, warnings := chain.Find(cwd, opts)
+	for _, w := range warnings {
+		fmt.Fprintf(c.stderr, "mcpx: config chain: %s\n", w)
+	}
+	var dirs []string
+	for _, d := range ch {
+		if d.Scripts != "" || d.Lib != "" {
+			dirs = append(dirs, d.Path)
+		}
+	}
+	return dirs
 }
 
 // scriptRun is one mcpx run.
