@@ -50,6 +50,7 @@ func (s *server) authenticate(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.identify(r)
 		if err != nil {
+			s.metrics.AuthDenied(denialReason(err))
 			challenge(w, err)
 			s.writeProblem(w, r, err)
 			return
