@@ -72,6 +72,10 @@ type Options struct {
 	// (loopback TCP, the tailnet) and backs the /v1/tokens routes; nil =
 	// signed tokens are refused (401) and those routes answer 503.
 	Tokens *auth.Issuer
+	// Tailnet is the daemon's tailnet node, for GET /v1/tailnet and GET
+	// /v1/fleet; nil = not on a tailnet (the first answers "off", the
+	// second 503).
+	Tailnet *Tailnet
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -88,6 +92,7 @@ type server struct {
 	daemon    *Daemon        // Options.Daemon; may be nil
 	node      *wire.NodeInfo // Options.Node; may be nil
 	tokens    *auth.Issuer   // Options.Tokens; may be nil
+	tailnet   *Tailnet       // Options.Tailnet; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -117,6 +122,7 @@ func newServer(opts Options) *server {
 		daemon:    opts.Daemon,
 		node:      opts.Node,
 		tokens:    opts.Tokens,
+		tailnet:   opts.Tailnet,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -53,6 +53,8 @@ var handlers = map[string]handlerFunc{
 	wire.OpMintToken:       (*server).mintToken,
 	wire.OpRevokeToken:     (*server).revokeToken,
 	wire.OpRotateKey:       (*server).rotateTokenKey,
+	wire.OpFleet:           (*server).getFleet,
+	wire.OpTailnet:         (*server).getTailnet,
 }
 
 // route is a wire route with its handler.
