@@ -135,7 +135,8 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		return fail(err)
 	}
 	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
-		Daemon: &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}, Node: nodeInfo, Tokens: tokens})
+		Daemon: &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}, Node: nodeInfo, Tokens: tokens,
+		Tailnet: apiTailnet(node)})
 	if err := writeRecord(info, token); err != nil {
 		closeAll(uln, tln, nln, sln)
 		return fail(err)
