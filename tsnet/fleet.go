@@ -3,8 +3,11 @@ package tsnet
 import (
 	"context"
 	"strings"
+	"time"
 
+	"tailscale.com/client/local"
 	"tailscale.com/ipn"
+	"tailscale.com/ipn/ipnstate"
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/fleet"
@@ -21,7 +24,7 @@ func (n *Node) Peers(ctx context.Context) ([]fleet.Peer, error) {
 	n.mu.Lock()
 	lc := n.lc
 	n.mu.Unlock()
-	st, err := lc.Status(ctx)
+	st, err := n.waitRelay(ctx, lc)
 	if err != nil {
 		return nil, err
 	}
@@ -42,6 +45,37 @@ func (n *Node) Peers(ctx context.Context) ([]fleet.Peer, error) {
 		peers = append(peers, fp)
 	}
 	return peers, nil
+}
+
+// RelayWait bounds how long Peers waits for a node just up to find its
+// home relay.
+const RelayWait = 10 * time.Second
+
+// waitRelay returns the node's status once it knows its home DERP relay,
+// polling every 20ms for at most RelayWait (then the status as it is). A
+// node just up (the CLI's own, --tsnet) cannot send a packet to any peer
+// before its network check has picked the relay, which can take seconds;
+// the fleet's per-peer bound must not be spent on that wait, or every
+// broker would look unreachable to a fresh node.
+func (n *Node) waitRelay(ctx context.Context, lc *local.Client) (*ipnstate.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, RelayWait)
+	defer cancel()
+	for {
+		st, err := lc.Status(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			return nil, err
+		case err != nil:
+			return lc.Status(context.WithoutCancel(ctx))
+		case st.Self != nil && st.Self.Relay != "":
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Status is the node's state now, for GET /v1/tailnet (`mcpx doctor`):

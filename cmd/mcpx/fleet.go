@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/fleet"
@@ -22,7 +23,7 @@ func fleetCmd(ctx context.Context, c *cli, args []string) int {
 	asJSON := fs.Bool("json", false, "print the fleet as JSON (the GET /v1/fleet document)")
 	tag := fs.String("tag", "", "select the brokers among the tailnet's peers by this tag (default "+wire.DefaultFleetTag+")")
 	probe := fs.Bool("probe", false, "select the brokers by asking every peer's :80 /healthz instead of by tag")
-	timeout := fs.Duration("timeout", fleet.DefaultTimeout, "with --tsnet: how long each broker has to answer before it is shown unreachable")
+	timeout := fs.Duration("timeout", tsnetFleetTimeout, "with --tsnet: how long each broker has to answer before it is shown unreachable")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -76,6 +77,13 @@ func fleetCmd(ctx context.Context, c *cli, args []string) int {
 	printFleet(c, f)
 	return exitOK
 }
+
+// tsnetFleetTimeout is the bound on each broker's answer to the CLI's own
+// node. It is longer than the daemon's (fleet.DefaultTimeout): a node just
+// started reaches each peer for the first time, and the first WireGuard
+// handshake is often lost while the peer learns the new process's
+// endpoints; the retry comes 5s later.
+const tsnetFleetTimeout = 8 * time.Second
 
 func printFleet(c *cli, f *wire.Fleet) {
 	how := "tagged " + f.Tag
