@@ -86,6 +86,10 @@ type Options struct {
 	// Log is the daemon's log file, read back by GET /v1/log; nil = that
 	// route answers 503.
 	Log *logs.File
+	// Tailnet is the daemon's tailnet node, for GET /v1/tailnet and GET
+	// /v1/fleet; nil = not on a tailnet (the first answers "off", the
+	// second 503).
+	Tailnet *Tailnet
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -106,6 +110,7 @@ type server struct {
 	calls     *callRegistry  // the streamed calls that may be asked for input
 	metrics   *metrics.Metrics
 	logFile   *logs.File // Options.Log; may be nil
+	tailnet   *Tailnet   // Options.Tailnet; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -142,6 +147,7 @@ func newServer(opts Options) *server {
 		metrics:   opts.Metrics,
 		logFile:   opts.Log,
 		browser:   newBrowserSessions(),
+		tailnet:   opts.Tailnet,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

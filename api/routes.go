@@ -57,6 +57,8 @@ var handlers = map[string]handlerFunc{
 	wire.OpAnswerInput:     (*server).answerInput,
 	wire.OpMetrics:         (*server).getMetrics,
 	wire.OpLog:             (*server).streamLog,
+	wire.OpFleet:           (*server).getFleet,
+	wire.OpTailnet:         (*server).getTailnet,
 }
 
 // route is a wire route with its handler.

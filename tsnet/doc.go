@@ -25,6 +25,13 @@
 // its own: [Node.Dial] connects by MagicDNS name over the tailnet (the CLI's
 // --tsnet).
 //
+// # The fleet and doctor
+//
+// [Node.Peers] lists the node's peers for package fleet (waiting, bounded,
+// until a node just up has its home relay); [Node.Status] is the node's
+// state for GET /v1/tailnet: running, starting, needs login (with the
+// URL), needs approval, or stopped.
+//
 // # Identity and rights
 //
 // [Node.Identify] asks the node's WhoIs about the connection's remote

@@ -169,3 +169,26 @@ func (c *Client) Catalog(ctx context.Context, cl Caller, budget int, bias []stri
 	}
 	return get[wire.Catalog](ctx, c, wire.OpCatalog, &cl, "?"+q.Encode())
 }
+
+// Fleet lists the brokers among the daemon's tailnet peers (GET /v1/fleet):
+// selected by tag ("" = the daemon's default, tag:mcpx) or, with probe, by
+// asking every peer.
+func (c *Client) Fleet(ctx context.Context, tag string, probe bool) (*wire.Fleet, []byte, error) {
+	q := url.Values{}
+	if tag != "" {
+		q.Set(wire.QueryTag, tag)
+	}
+	if probe {
+		q.Set(wire.QueryProbe, "true")
+	}
+	query := ""
+	if len(q) > 0 {
+		query = "?" + q.Encode()
+	}
+	return get[wire.Fleet](ctx, c, wire.OpFleet, nil, query)
+}
+
+// Tailnet describes the daemon's tailnet node (GET /v1/tailnet).
+func (c *Client) Tailnet(ctx context.Context) (*wire.TailnetStatus, []byte, error) {
+	return get[wire.TailnetStatus](ctx, c, wire.OpTailnet, nil, "")
+}

@@ -61,9 +61,11 @@ func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Clien
 		if !tailnet && !strings.HasPrefix(addr, "http://") && !strings.HasPrefix(addr, "https://") {
 			return nil, fmt.Errorf("--tsnet reaches a broker on the tailnet (--broker sandbox, or https://sandbox.example.ts.net), not the socket %s", addr)
 		}
-		if opts.Dial, err = tsnetDialer(ctx, c, state); err != nil {
+		n, err := tsnetNode(ctx, c, state)
+		if err != nil {
 			return nil, err
 		}
+		opts.Dial = n.Dial
 	}
 	return client.New(addr, opts), nil
 }

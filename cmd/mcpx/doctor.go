@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
@@ -86,8 +87,11 @@ func doctorCmd(ctx context.Context, c *cli, args []string) int {
 		d.checkState(state)
 	}
 	daemon := d.checkSocket(ctx, c, sock)
-	if *tailnet.on {
-		d.checkTailnet(ctx, c, tailnet, state, daemon != nil)
+	switch {
+	case daemon != nil:
+		d.checkDaemonTailnet(ctx, daemon, tailnet)
+	case *tailnet.on:
+		d.checkTailnet(ctx, c, tailnet, state)
 	}
 	if cfg != nil {
 		d.checkNix(cfg)
@@ -238,14 +242,10 @@ func (d *doctor) checkSocket(ctx context.Context, c *cli, sock string) *client.C
 }
 
 // checkTailnet brings the node up as `mcpx serve --tailnet` would, bounded
-// by --tailnet-up-timeout: a node that needs a login, or cannot reach its
-// control server, is reported with the way out Up names. A running daemon
-// owns the node's state: then the daemon's log says how its node is.
-func (d *doctor) checkTailnet(ctx context.Context, c *cli, f tailnetFlags, state string, daemonRuns bool) {
-	if daemonRuns {
-		d.ok("tailnet", *f.hostname, "not checked: the running daemon owns the node (its log says whether it is up; `mcpx daemon stop` and run doctor again to check)")
-		return
-	}
+// by --tailnet-up-timeout, when no daemon runs: a node that needs a login,
+// or cannot reach its control server, is reported with the way out Up
+// names.
+func (d *doctor) checkTailnet(ctx context.Context, c *cli, f tailnetFlags, state string) {
 	node, err := f.node(c.getenv, state, slog.New(slog.DiscardHandler))
 	if err != nil {
 		d.problem("tailnet", *f.hostname, err.Error(), "fix the --tailnet flags")
@@ -258,6 +258,68 @@ func (d *doctor) checkTailnet(ctx context.Context, c *cli, f tailnetFlags, state
 		return
 	}
 	d.ok("tailnet", *f.hostname, "up as "+cmpOr(info.DNSName, info.Name))
+}
+
+// checkDaemonTailnet asks the running daemon how its node is (GET
+// /v1/tailnet): it owns the node's state, so doctor does not start one.
+// Off is a problem only when --tailnet says the daemon should be on one.
+func (d *doctor) checkDaemonTailnet(ctx context.Context, bc *client.Client, f tailnetFlags) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, _, err := bc.Tailnet(ctx)
+	if err != nil {
+		if *f.on {
+			d.problem("tailnet", *f.hostname, "the daemon does not say how its node is: "+err.Error(),
+				"upgrade the daemon (`mcpx daemon stop`; the next client starts the new one), then run doctor again")
+		}
+		return
+	}
+	ok, subject, detail, fix := tailnetFinding(*st, *f.on, *f.hostname)
+	switch {
+	case ok && detail == "":
+	case ok:
+		d.ok("tailnet", subject, detail)
+	default:
+		d.problem("tailnet", subject, detail, fix)
+	}
+}
+
+// tailnetFinding is doctor's word on a running daemon's node: ok or not,
+// what it is, and the fix. want says whether --tailnet asked for one; an
+// off node nobody asked for is no finding (detail "").
+func tailnetFinding(st wire.TailnetStatus, want bool, hostname string) (ok bool, subject, detail, fix string) {
+	subject = hostname
+	if st.Node != nil {
+		subject = cmpOr(st.Node.DNSName, st.Node.Name)
+	}
+	health := ""
+	if len(st.Health) > 0 {
+		health = " (" + strings.Join(st.Health, "; ") + ")"
+	}
+	restart := "`mcpx daemon stop`, then start it with `mcpx serve --tailnet` (or `mcpx service install --tailnet …`)"
+	switch st.State {
+	case wire.TailnetOff:
+		if !want {
+			return true, subject, "", ""
+		}
+		return false, subject, "the running daemon is not on a tailnet", restart
+	case wire.TailnetRunning:
+		return true, subject, "the daemon's node is up as " + subject + health, ""
+	case wire.TailnetNeedsLogin:
+		if st.AuthURL != "" {
+			return false, subject, "the daemon's node needs login" + health,
+				"open " + st.AuthURL + " to log it in, or restart the daemon with an auth key (--tailnet-authkey-file or $TS_AUTHKEY)"
+		}
+		return false, subject, "the daemon's node needs login" + health,
+			"restart the daemon with an auth key (--tailnet-authkey-file or $TS_AUTHKEY); its log shows a login URL when the control server gives one"
+	case wire.TailnetNeedsMachineAuth:
+		return false, subject, "the daemon's node waits for an administrator to approve it" + health,
+			"approve the machine in the tailnet's admin console"
+	case wire.TailnetStarting:
+		return false, subject, "the daemon's node is still connecting to its control server" + health,
+			"check that the control server is reachable; run doctor again in a minute"
+	}
+	return false, subject, "the daemon's node is stopped" + health, "the daemon's log says why; " + restart
 }
 
 // checkNix: a nix: server needs nix on PATH.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -15,14 +14,13 @@ import (
 	"mcpx.dev/mcpx/tsnet"
 )
 
-// tsnetDialer brings up the CLI's own tailnet node (--tsnet), for a machine
-// where no tailscaled runs, and returns its dialer; the node is closed when
-// the command ends. Its state lives in <state>/tsnet-client, so it joins
+// tsnetNode brings up the CLI's own tailnet node (--tsnet), for a machine
+// where no tailscaled runs; the node is closed when the command ends. Its state lives in <state>/tsnet-client, so it joins
 // once (with $TS_AUTHKEY, or the login URL it prints) and reconnects on
 // later runs. $MCPX_TSNET_CONTROL_URL names another coordination server
 // (Headscale, a test control server); $MCPX_TSNET_HOSTNAME its name
 // (default mcpx-<hostname>).
-func tsnetDialer(ctx context.Context, c *cli, state string) (func(context.Context, string, string) (net.Conn, error), error) {
+func tsnetNode(ctx context.Context, c *cli, state string) (*tsnet.Node, error) {
 	if state == "" {
 		return nil, fmt.Errorf("--tsnet needs a state directory for its node: set $XDG_STATE_HOME or $HOME")
 	}
@@ -42,7 +40,7 @@ func tsnetDialer(ctx context.Context, c *cli, state string) (func(context.Contex
 		return nil, fmt.Errorf("--tsnet: %w", err)
 	}
 	c.closers = append(c.closers, func() { n.Close() })
-	return n.Dial, nil
+	return n, nil
 }
 
 // remoteCwd is the caller's cwd on a remote broker's machine: --cwd as

@@ -60,6 +60,7 @@ func commands() []command {
 		{"daemon", "stop|info [--json]", "stop the daemon, or show its pid, socket, URL, config and files", daemonCmd},
 		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},
 		{"nix", "ls|refresh <server>|gc [--json]", "list nix: servers with their locked rev and store path, re-resolve one (its instances are replaced), or drop unused cache entries", nixCmd},
+		{"fleet", "ls [--json] [--tag t | --probe] [--tsnet] [--broker B]", "list the brokers on the tailnet (tagged tag:mcpx, or found by probing) with their servers, instances and health", fleetCmd},
 		{"whoami", "[--json]", "show how the broker sees this caller: identity and rights", whoamiCmd},
 		{"token", "mint --sub NAME --servers a,b [--roots …] [--scopes …] [--ttl 24h] [--admin] | ls [--json] | revoke <id> | rotate", "mint, list, revoke signed bearer tokens, or rotate their signing key", tokenCmd},
 		{"config", "check|show [--config F]", "validate or print the configuration", configCmd},

@@ -145,7 +145,8 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	h := api.New(api.Options{Broker: b, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
 		InputWait: cfg.Limits.InputWait.D(),
-		Daemon:    &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}, Node: nodeInfo, Tokens: tokens, Log: logFile})
+		Daemon:    &api.Daemon{Info: info, Stop: ctl.stop, Reload: ctl.reloadAPI}, Node: nodeInfo, Tokens: tokens, Log: logFile,
+		Tailnet: apiTailnet(node)})
 	if err := writeRecord(info, token); err != nil {
 		closeAll(uln, tln, nln, sln)
 		return fail(err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/tsnet"
 )
@@ -87,4 +88,13 @@ func (f tailnetFlags) node(getenv func(string) string, state string, log *slog.L
 		Ephemeral: *f.ephemeral, UpTimeout: *f.upTimeout, Capability: *f.capability,
 		Logger: log.With("listener", "tailnet"),
 	}, nil
+}
+
+// apiTailnet is the node as the API reaches it (GET /v1/tailnet, GET
+// /v1/fleet); nil without --tailnet.
+func apiTailnet(node *tsnet.Node) *api.Tailnet {
+	if node == nil {
+		return nil
+	}
+	return &api.Tailnet{Status: node.Status, Peers: node.Peers, Dial: node.Dial}
 }

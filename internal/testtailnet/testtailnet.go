@@ -95,6 +95,10 @@ func Start(opts Options) (*Tailnet, error) {
 		DNSConfig:      &tailcfg.DNSConfig{Proxied: true},
 		MagicDNSDomain: domain,
 		Logf:           logf,
+		// Non-nil: a node gets the tags it advertises when it joins
+		// (tsnet's AdvertiseTags, `--tailnet-tags tag:mcpx`), as brokers
+		// of a fleet do.
+		TagOwners: map[string][]string{},
 	}
 	control.HTTPTestServer = httptest.NewUnstartedServer(control)
 	control.HTTPTestServer.Start()

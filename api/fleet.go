@@ -1,0 +1,100 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/fleet"
+)
+
+// Tailnet is the daemon's tailnet node as the API reaches it: its state
+// (GET /v1/tailnet) and its peers and dialer, from which GET /v1/fleet asks
+// the other brokers. cmd fills it from its tsnet node; api never imports
+// tailscale.
+type Tailnet struct {
+	// Status is the node's state now.
+	Status func(ctx context.Context) wire.TailnetStatus
+	// Peers are the node's peers.
+	Peers func(ctx context.Context) ([]fleet.Peer, error)
+	// Dial connects over the tailnet.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Timeout bounds the questions to one broker; 0 = fleet.DefaultTimeout.
+	Timeout time.Duration
+}
+
+// getTailnet is GET /v1/tailnet: the node's state, for an admin (it names
+// the login URL).
+func (s *server) getTailnet(w http.ResponseWriter, r *http.Request) error {
+	if c, _ := callerFrom(r.Context()); !c.Admin && !c.Owner {
+		return &broker.Error{Kind: broker.KindForbidden, Op: "tailnet", Msg: "only an admin may see the daemon's tailnet node"}
+	}
+	if s.tailnet == nil {
+		writeJSON(w, http.StatusOK, wire.TailnetStatus{State: wire.TailnetOff})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, s.tailnet.Status(r.Context()))
+	return nil
+}
+
+// getFleet is GET /v1/fleet: the brokers among the daemon node's peers,
+// asked by that node (with the rights their grants give it), and the
+// daemon itself first. Admins and the owner only: it lists every broker
+// the daemon's node can see.
+func (s *server) getFleet(w http.ResponseWriter, r *http.Request) error {
+	c, _ := callerFrom(r.Context())
+	if !c.Admin && !c.Owner {
+		return &broker.Error{Kind: broker.KindForbidden, Op: "fleet",
+			Msg: "only an admin may list the fleet: it names every broker this daemon's tailnet node can see"}
+	}
+	if s.tailnet == nil {
+		return &broker.Error{Kind: broker.KindUnavailable, Op: "fleet", Msg: "the daemon is not on a tailnet",
+			Hint: "start it with `mcpx serve --tailnet --tailnet-tags tag:mcpx`, or run `mcpx fleet ls --tsnet` to look from a node of the CLI's own"}
+	}
+	q := r.URL.Query()
+	opts := fleet.Options{Dial: s.tailnet.Dial, Tag: q.Get(wire.QueryTag), Timeout: s.tailnet.Timeout}
+	if v := q.Get(wire.QueryProbe); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return &broker.Error{Kind: broker.KindBadRequest, Op: "fleet", Field: wire.QueryProbe,
+				Msg: fmt.Sprintf("probe=%q is not a boolean", v), Hint: "use probe=true to ask every peer"}
+		}
+		opts.Probe = b
+	}
+	if opts.Tag != "" {
+		if err := fleet.CheckTag(opts.Tag); err != nil {
+			return &broker.Error{Kind: broker.KindBadRequest, Op: "fleet", Field: wire.QueryTag, Msg: err.Error()}
+		}
+	}
+	peers, err := s.tailnet.Peers(r.Context())
+	if err != nil {
+		s.log.Warn("fleet: reading the tailnet's peers", "err", err)
+		return &broker.Error{Kind: broker.KindUnavailable, Op: "fleet", Msg: "the daemon's tailnet node cannot list its peers now",
+			Hint: "see GET /v1/tailnet (`mcpx doctor`) for the node's state"}
+	}
+	f := fleet.Discover(r.Context(), peers, opts)
+	f.Brokers = append([]wire.FleetBroker{s.fleetSelf(c)}, f.Brokers...)
+	if s.node != nil {
+		f.Node = s.node.DNSName
+	}
+	writeJSON(w, http.StatusOK, f)
+	return nil
+}
+
+// fleetSelf is the daemon's own entry of its fleet, from its broker.
+func (s *server) fleetSelf(c broker.Caller) wire.FleetBroker {
+	self := wire.FleetBroker{Self: true, Online: true, State: wire.FleetOK, Version: s.version, Caller: c.Name, IPs: []string{}}
+	if s.node != nil {
+		self.Name, self.DNSName, self.IPs = s.node.Name, s.node.DNSName, s.node.IPs
+	}
+	for _, si := range s.b.Servers(c) {
+		self.Servers = append(self.Servers, wire.FleetServer{Name: si.Name, Instances: si.Instances})
+		self.Instances += si.Instances
+	}
+	return self
+}
