@@ -115,6 +115,11 @@ type Options struct {
 	// across restarts, so a server that never asks costs the RootsWait
 	// once per definition, not once per daemon start. "" = in memory only.
 	MemoFile string
+	// SchemaCacheFile, if set, keeps each effective definition's era,
+	// initialize answer and lists across restarts (schemacache.go): a
+	// restarted daemon opens children straight with their era, and
+	// ToolListing answers without a child. "" = in memory only.
+	SchemaCacheFile string
 	// Resolve, if set, maps a stdio child's command (after substitution)
 	// to the program to exec, at each spawn, in the spawning goroutine:
 	// only the instance being started waits for it, and its callers wait
@@ -220,6 +225,7 @@ type Pool struct {
 	memoMu sync.Mutex
 	memos  map[string]rootsMemo // guarded by memoMu; by server name
 	learnt *memoFile            // what earlier runs learned; constant after New
+	schema *schemaCache         // eras and lists per effective definition; constant after New
 }
 
 // slotWaiter is a caller in line for room for a new instance. Whoever
@@ -281,7 +287,9 @@ func New(opts Options) *Pool {
 		byID:      map[string]*instance{},
 		seq:       map[string]int{},
 		learnt:    loadMemoFile(opts.MemoFile, log),
+		schema:    loadSchemaCache(opts.SchemaCacheFile, log, opts.Now),
 	}
+	p.wg.Go(func() { p.schema.run(ctx) })
 	if opts.ReapInterval > 0 {
 		p.wg.Add(1)
 		go p.reapLoop(opts.ReapInterval)
