@@ -178,7 +178,9 @@ func withRequestMeta(params []byte, meta [][2][]byte) ([]byte, error) {
 		m = v
 	}
 	var err error
-	for _, kv := range meta {
+	// setMember puts a new member first: in reverse, the keys read in
+	// meta's order, before the caller's own.
+	for _, kv := range slices.Backward(meta) {
 		if m, err = setMember(m, string(kv[0]), kv[1]); err != nil {
 			return nil, err
 		}
