@@ -82,13 +82,13 @@ type generation struct {
 	// exec is the identity of a stdio child's executable, computed just
 	// before it was started (nil for url children); constant after. What
 	// the exec watch last saw is execStat, guarded by Pool.execMu.
-	exec     *execid.ID
-	execOpts execid.Options
-	// schemaKey names the instance's effective definition with exec in
-	// the schema cache; constant after start.
-	schemaKey   string
+	exec        *execid.ID
+	execOpts    execid.Options
 	execStat    execid.Stat // guarded by Pool.execMu
 	execMissing bool        // guarded by Pool.execMu: warned that the executable is gone
+	// schemaKey names the instance's effective definition with exec in
+	// the schema cache; constant after start.
+	schemaKey string
 }
 
 // execValue is g's executable identity as status shows it; "" for none.
