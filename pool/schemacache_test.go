@@ -194,3 +194,48 @@ func TestSchemaCacheCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkFirstCallAfterRestart measures a restarted daemon's first call
+// to a handshake-era child (spawn, open, tools/call): "probe" with no era
+// cache (server/discover refused, then initialize), "cached" with the era
+// remembered (initialize at once).
+func BenchmarkFirstCallAfterRestart(b *testing.B) {
+	def := pool.Server{Name: "hs", Command: os.Args[0], Env: map[string]string{demo.EnvServer: "1", demo.EnvEra: "handshake", "GORACE": "atexit_sleep_ms=0"}}
+	tg := pool.Target{Server: "hs", Key: "global"}
+	call := func(p *pool.Pool) {
+		err := p.Do(b.Context(), tg, func(s *mcpclient.Session) error {
+			_, err := s.CallTool(b.Context(), "echo", json.RawMessage(`{"message":"x"}`), nil)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, cached := range []bool{false, true} {
+		name := "probe"
+		if cached {
+			name = "cached"
+		}
+		b.Run(name, func(b *testing.B) {
+			cacheFile := filepath.Join(b.TempDir(), "schema-cache.json")
+			if cached { // learn the era once
+				p := pool.New(pool.Options{ReapInterval: -1, SchemaCacheFile: cacheFile})
+				p.SetServers([]pool.Server{def})
+				call(p)
+				p.Close(context.Background())
+			}
+			for b.Loop() {
+				file := cacheFile
+				if !cached {
+					file = ""
+				}
+				p := pool.New(pool.Options{ReapInterval: -1, SchemaCacheFile: file})
+				p.SetServers([]pool.Server{def})
+				call(p)
+				b.StopTimer()
+				p.Close(context.Background())
+				b.StartTimer()
+			}
+		})
+	}
+}
