@@ -1,7 +1,11 @@
 // Package mcpclient is the broker's MCP client session to one child server:
 // JSON-RPC 2.0 over a Transport (newline-delimited stdio or streamable HTTP).
 // It passes result bytes through unchanged and multiplexes many concurrent
-// callers on one session (each request gets a session-local id).
+// callers on one session (each request gets a session-local id). It speaks
+// both eras of the protocol: the initialize handshake (2024-11-05 …
+// 2025-11-25) and the stateless 2026-07-28 revision (server/discover, the
+// _meta protocol keys on every request, input_required rounds); Connect
+// probes a stdio child and falls back (era.go, stateless.go).
 //
 //	s, err := mcpclient.Connect(ctx, mcpclient.NewStdio(stdout, stdin), mcpclient.Options{Root: "/src/app"})
 //	res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"message":"hi"}`), nil)
