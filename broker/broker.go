@@ -162,6 +162,10 @@ type Options struct {
 // MemoFile is the name of the pool's memo file in the state directory.
 const MemoFile = "pool-memo.json"
 
+// SchemaCacheFile is the name of the pool's schema cache (eras and lists
+// per effective definition) in the state directory.
+const SchemaCacheFile = "schema-cache.json"
+
 // RecordsDir is the call log's directory in the state directory.
 const RecordsDir = "records"
 
@@ -183,6 +187,14 @@ func memoFile(stateDir string) string {
 		return ""
 	}
 	return filepath.Join(stateDir, MemoFile)
+}
+
+// stateFile is name in stateDir; "" without a state directory.
+func stateFile(stateDir, name string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return filepath.Join(stateDir, name)
 }
 
 // Broker maps callers to scoped instances and forwards their calls.
@@ -255,6 +267,7 @@ func New(opts Options) (*Broker, error) {
 		RootsWait:       opts.Config.Limits.RootsWait.D(),
 		MemoFile:        memoFile(opts.StateDir),
 		TmpDir:          tmpDir(opts.StateDir),
+		SchemaCacheFile: stateFile(opts.StateDir, SchemaCacheFile),
 		Resolve:         resolveCommand(opts.Nix),
 		ExecHashMax:     opts.Config.Limits.ExecHashMax,
 		ExecWatch:       cmp.Or(opts.ExecWatch, opts.Config.Pool.ExecWatch.D()),
@@ -561,8 +574,16 @@ func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) 
 }
 
 // ToolList returns the server's tools and instructions from the child in
-// r's scope (one child answers both).
+// r's scope (one child answers both). When that scope has no running child
+// and the pool's schema cache knows what the child would run (after a
+// daemon restart, an idle reap), the cached listing answers and no child
+// starts; a call starts one (pool.ToolListing says how fresh it is).
 func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
+	if _, t, err := b.target(r); err == nil {
+		if l, ok := b.pool.ToolListing(ctx, t); ok {
+			return ToolList{Tools: l.Tools, Instructions: l.Instructions}, nil
+		}
+	}
 	var out ToolList
 	err := b.do(ctx, r, "list tools", func(ctx context.Context, s *mcpclient.Session) (err error) {
 		out.Tools, err = s.Tools(ctx)

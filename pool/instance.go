@@ -101,6 +101,9 @@ type generation struct {
 	execOpts    execid.Options
 	execStat    execid.Stat // guarded by Pool.execMu
 	execMissing bool        // guarded by Pool.execMu: warned that the executable is gone
+	// schemaKey names the instance's effective definition with exec in
+	// the schema cache; constant after start.
+	schemaKey string
 }
 
 // execValue is g's executable identity as status shows it; "" for none.
@@ -219,6 +222,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		g.proc = proc
 		tr = mcpclient.NewStdio(proc.stdout, proc.stdin)
 	}
+	g.schemaKey = schemaKey(inst.def, inst.root, inst.spec, g.execValue())
 	sess, err := p.connect(ctx, tr, inst, g)
 	if err != nil {
 		e := p.perr("start", t, ErrStart, err.Error())
@@ -254,6 +258,9 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		return
 	}
 	g.sess = sess
+	p.schema.update(g.schemaKey, func(e *schemaEntry) {
+		e.Server, e.Era, e.Protocol, e.Init = inst.def.Name, sess.Era(), sess.ProtocolVersion(), sess.InitializeResult()
+	})
 	log.Info("spawned", "root", inst.root, "cwd", sp.cwd, "cwdSource", sp.cwdSource,
 		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded, "exec", g.execValue())
 	p.finishStart(inst, a, g, nil, log)
@@ -264,8 +271,17 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 	opts := mcpclient.Options{Root: inst.root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
 		MaxMessageBytes: p.opts.MaxMessageBytes, RootsMemo: p.rootsMemoFor(inst.def), RootsWait: p.opts.RootsWait,
 		Sampling: inst.def.Sampling}
+	// The era an earlier child of this effective definition spoke: a
+	// handshake-era child is initialized without the probe.
+	if e := p.schema.get(g.schemaKey); e != nil {
+		opts.Era = e.Era
+	}
+	holder := new(sessionHolder)
+	opts.OnList, opts.OnListChanged = p.listHooks(g.schemaKey, holder)
 	if g.proc == nil {
-		return mcpclient.Connect(ctx, tr, opts)
+		sess, err := mcpclient.Connect(ctx, tr, opts)
+		holder.set(sess)
+		return sess, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -278,6 +294,7 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 		}
 	}()
 	sess, err := mcpclient.Connect(ctx, tr, opts)
+	holder.set(sess)
 	var pe *mcpclient.ProtocolError
 	if err != nil && !errors.As(err, &pe) {
 		// The child's exit is the better explanation, unless it broke the

@@ -124,6 +124,11 @@ type Options struct {
 	// across restarts, so a server that never asks costs the RootsWait
 	// once per definition, not once per daemon start. "" = in memory only.
 	MemoFile string
+	// SchemaCacheFile, if set, keeps each effective definition's era,
+	// initialize answer and lists across restarts (schemacache.go): a
+	// restarted daemon opens children straight with their era, and
+	// ToolListing answers without a child. "" = in memory only.
+	SchemaCacheFile string
 	// Resolve, if set, maps a stdio child's command (after substitution)
 	// to the program to exec, at each spawn, in the spawning goroutine:
 	// only the instance being started waits for it, and its callers wait
@@ -240,6 +245,7 @@ type Pool struct {
 	memoMu sync.Mutex
 	memos  map[string]rootsMemo // guarded by memoMu; by server name
 	learnt *memoFile            // what earlier runs learned; constant after New
+	schema *schemaCache         // eras and lists per effective definition; constant after New
 }
 
 // slotWaiter is a caller in line for room for a new instance. Whoever
@@ -303,7 +309,9 @@ func New(opts Options) *Pool {
 		ports:     portalloc.New(),
 		indexes:   map[string]map[int]*instance{},
 		learnt:    loadMemoFile(opts.MemoFile, log),
+		schema:    loadSchemaCache(opts.SchemaCacheFile, log, opts.Now),
 	}
+	p.wg.Go(func() { p.schema.run(ctx) })
 	if opts.ReapInterval > 0 {
 		p.wg.Add(1)
 		go p.reapLoop(opts.ReapInterval)

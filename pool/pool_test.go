@@ -724,7 +724,9 @@ func TestCloseTwice(t *testing.T) {
 // the next pool — a restarted daemon — does not wait for them again.
 func TestRootsMemoOutlivesThePool(t *testing.T) {
 	memo := filepath.Join(t.TempDir(), "memo.json")
-	s := demoServer(t, "demo")
+	// The start-up roots wait is the handshake era's: a stateless child
+	// asks within the request that needs its roots.
+	s := demoServer(t, "demo", demo.EnvEra+"=handshake")
 	run := func() string {
 		logs := &testenv.SyncBuffer{}
 		// A RootsWait far beyond the call's deadline: a child that never

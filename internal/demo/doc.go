@@ -34,7 +34,10 @@
 // MaybeServe, and Main with failures set (`mcpx demo-server --failure-flags`),
 // honour before serving: EnvExitAtStart=N writes "boom" to stderr and exits
 // N; EnvGarbage=1 writes a non-JSON line to stdout; EnvHang=1 never answers
-// initialize. The daemon's default demo server ignores them.
+// initialize; EnvEra=stateless|handshake serves one era only (the other's
+// opening request is refused with -32601); EnvRequestLog=<file> appends
+// each method received to the file. The daemon's default demo server
+// ignores them.
 //
 // # Re-exec'ing the test binary as a real child
 //

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -26,6 +28,15 @@ const (
 	// add, and an echo that also requires an integer "times" (DriftEcho).
 	// Tests of stale generated clients use it.
 	EnvDrift = "MCPX_DEMO_DRIFT"
+	// EnvEra=stateless serves only the 2026-07-28 revision (initialize is
+	// refused with -32601, as a server of that revision alone would);
+	// EnvEra=handshake serves only the initialize handshake (server/discover
+	// is refused with -32601, as a server predating it does). Unset: both,
+	// as the SDK does.
+	EnvEra = "MCPX_DEMO_ERA"
+	// EnvRequestLog=<file> appends the method of every request and
+	// notification the server receives to the file, one per line: tests count probes with it.
+	EnvRequestLog = "MCPX_DEMO_REQUEST_LOG"
 )
 
 // GarbageLine is what EnvGarbage=1 writes to stdout (without the newline).
@@ -36,12 +47,22 @@ const GarbageLine = "this is not JSON-RPC"
 // to os.Stderr. It returns nil when in reaches EOF, and ctx.Err() when ctx is
 // done first. Run does not close in or out.
 func Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return run(ctx, in, out, os.Stderr, false)
+	return run(ctx, in, out, os.Stderr, flags{})
 }
 
-func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer, drift bool) error {
+// flags are the failure and test flags Main honours.
+type flags struct {
+	drift      bool
+	era        string // EnvEra
+	requestLog string // EnvRequestLog
+}
+
+func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer, f flags) error {
 	rec := &initRecorder{r: in}
-	srv := newServer(stderr, rec, drift)
+	srv := newServer(stderr, rec, f.drift)
+	if err := f.apply(srv); err != nil {
+		return err
+	}
 	t := &mcp.IOTransport{Reader: io.NopCloser(rec), Writer: nopWriteCloser{out}}
 	err := srv.Run(ctx, t)
 	if ctx.Err() != nil {
@@ -65,7 +86,11 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, failur
 			return code
 		}
 	}
-	if err := run(ctx, stdin, stdout, stderr, failures && os.Getenv(EnvDrift) == "1"); err != nil {
+	var f flags
+	if failures {
+		f = flags{drift: os.Getenv(EnvDrift) == "1", era: os.Getenv(EnvEra), requestLog: os.Getenv(EnvRequestLog)}
+	}
+	if err := run(ctx, stdin, stdout, stderr, f); err != nil {
 		fmt.Fprintf(stderr, "demo server: %v\n", err)
 		return 1
 	}
@@ -108,6 +133,45 @@ func MaybeServe() {
 		return
 	}
 	os.Exit(Main(context.Background(), os.Stdin, os.Stdout, os.Stderr, true))
+}
+
+// apply installs the era and request-log flags on srv.
+func (f flags) apply(srv *mcp.Server) error {
+	refuse := ""
+	switch f.era {
+	case "":
+	case "stateless":
+		refuse = "initialize"
+	case "handshake":
+		refuse = "server/discover"
+	default:
+		return fmt.Errorf("%s=%q: want stateless or handshake", EnvEra, f.era)
+	}
+	var log *os.File
+	if f.requestLog != "" {
+		var err error
+		if log, err = os.OpenFile(f.requestLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+			return err
+		}
+	}
+	if refuse == "" && log == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if log != nil {
+				mu.Lock()
+				fmt.Fprintln(log, method)
+				mu.Unlock()
+			}
+			if method == refuse {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", method)}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return nil
 }
 
 // nopWriteCloser keeps the transport from closing the caller's writer.

@@ -351,14 +351,29 @@ type askIn struct {
 	Question string `json:"question"`
 }
 
-// ask asks the client for a form (elicitation/create, nested in the call)
-// and returns the action and, on accept, the content as JSON:
-// "accept {...}", "decline" or "cancel". A client without the elicitation
-// capability makes it a tool error.
-func ask(ctx context.Context, req *mcp.CallToolRequest, in askIn) (*mcp.CallToolResult, any, error) {
-	res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Question, RequestedSchema: rawSchema(AskFormSchema)})
-	if err != nil {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation failed: " + err.Error()}}}, nil, nil
+// askRequestID names the elicitation input request in a multi round-trip
+// tools/call (SEP-2322).
+const askRequestID = "ask"
+
+// ask asks the client for a form and returns the action and, on accept,
+// the content as JSON: "accept {...}", "decline" or "cancel". Like roots it
+// is a multi round-trip handler: on the 2026-07-28 revision the client
+// receives an input_required result holding the elicitation and retries
+// with its answer; for older clients the SDK sends elicitation/create,
+// nested in the call, and calls the handler again with the answer. A
+// client without the elicitation capability makes it a tool error.
+func ask(_ context.Context, req *mcp.CallToolRequest, in askIn) (*mcp.CallToolResult, any, error) {
+	resp, ok := req.Params.InputResponses[askRequestID]
+	if !ok {
+		if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation failed: the client does not support elicitation"}}}, nil, nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+			askRequestID: &mcp.ElicitParams{Message: in.Question, RequestedSchema: rawSchema(AskFormSchema)}}}, nil, nil
+	}
+	res, ok := resp.(*mcp.ElicitResult)
+	if !ok {
+		return nil, nil, fmt.Errorf("inputResponses[%q] is %T, want an elicitation result", askRequestID, resp)
 	}
 	if res.Action != "accept" {
 		return text(res.Action), nil, nil

@@ -110,8 +110,9 @@ func toolText(t testing.TB, res json.RawMessage) string {
 
 func TestChildEcho(t *testing.T) {
 	_, s := connectChild(t, Options{})
-	if v := s.ProtocolVersion(); v != "2025-11-25" {
-		t.Errorf("ProtocolVersion = %q", v)
+	// The demo server speaks both eras: the probe finds the newer.
+	if v, e := s.ProtocolVersion(), s.Era(); v != StatelessVersion || e != EraStateless {
+		t.Errorf("ProtocolVersion, Era = %q, %q; want %q, %q", v, e, StatelessVersion, EraStateless)
 	}
 	res, err := s.CallTool(t.Context(), "echo", json.RawMessage(`{"message":"hello"}`), nil)
 	if err != nil {
@@ -123,7 +124,7 @@ func TestChildEcho(t *testing.T) {
 }
 
 func TestChildInitializeLine(t *testing.T) {
-	_, s := connectChild(t, Options{})
+	_, s := connectChild(t, Options{Era: EraHandshake})
 	res, err := s.CallTool(t.Context(), "init", nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +243,7 @@ func TestChildCancelSleep(t *testing.T) {
 	}()
 	// Wait until the child is sleeping, then cancel.
 	for !strings.Contains(c.stderr.String(), "sleeping") {
-		if _, err := s.Call(t.Context(), "ping", nil, nil); err != nil {
+		if err := s.Ping(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -252,7 +253,7 @@ func TestChildCancelSleep(t *testing.T) {
 	}
 	// The child saw notifications/cancelled and stopped sleeping.
 	for !strings.Contains(c.stderr.String(), "cancelled sleep") {
-		if _, err := s.Call(t.Context(), "ping", nil, nil); err != nil {
+		if err := s.Ping(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,11 @@
 // Package mcpclient is the broker's MCP client session to one child server:
 // JSON-RPC 2.0 over a Transport (newline-delimited stdio or streamable HTTP).
 // It passes result bytes through unchanged and multiplexes many concurrent
-// callers on one session (each request gets a session-local id).
+// callers on one session (each request gets a session-local id). It speaks
+// both eras of the protocol: the initialize handshake (2024-11-05 …
+// 2025-11-25) and the stateless 2026-07-28 revision (server/discover, the
+// _meta protocol keys on every request, input_required rounds); Connect
+// probes a stdio child and falls back (era.go, stateless.go).
 //
 //	s, err := mcpclient.Connect(ctx, mcpclient.NewStdio(stdout, stdin), mcpclient.Options{Root: "/src/app"})
 //	res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"message":"hi"}`), nil)
@@ -67,6 +71,15 @@ type Options struct {
 	// JSON body, an SSE event); 0 = DefaultMaxMessageBytes. A larger
 	// message fails the call it answers with a *TooLargeError.
 	MaxMessageBytes int
+	// OnList, if set, is told each listing fetched from the child (all
+	// pages joined, as Tools and the like return it) with its method
+	// (tools/list, prompts/list, resources/list, resources/templates/list);
+	// OnListChanged, each list_changed notification as the method of the
+	// list it invalidated. OnListChanged runs on the session's reader: it
+	// must not block or call the session. The pool keeps its schema cache
+	// with them.
+	OnList        func(method string, list json.RawMessage)
+	OnListChanged func(method string)
 	// RootsMemo, with a Root, makes Connect wait after initialize for the
 	// child's start-up roots/list and let its answer settle, so that the
 	// first call already sees the root; the memo learns whether the
@@ -81,6 +94,14 @@ type Options struct {
 	// which many servers treat as a failure, so it is declared only when
 	// asked for.
 	Sampling bool
+	// Era is the era remembered for the child's definition: EraHandshake
+	// initializes at once (no server/discover probe), anything else probes
+	// first. Either way Connect falls back to the other era when the child
+	// answers that it is not of this one.
+	Era string
+	// ProbeWait bounds the server/discover probe of a stdio child; 0 =
+	// DefaultProbeWait, negative = only ctx bounds it.
+	ProbeWait time.Duration
 }
 
 // RPCError is a JSON-RPC error the child answered with.
@@ -121,6 +142,9 @@ type Session struct {
 	// instructions are initResult's; set by Connect before the session is
 	// shared.
 	instructions string
+	// meta is the _meta members of every request (the stateless era); nil
+	// for a handshake session. Set by Connect before the session is shared.
+	meta [][2][]byte
 
 	nextID   atomic.Int64
 	inFlight atomic.Int64
@@ -203,17 +227,30 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 	}
 	_, s.sendWaits = t.(answerWaiter)
 	go s.read()
-	var err error
-	for _, e := range eras {
+	var err, first error
+	for _, e := range eraOrder(opts.Era, s.sendWaits) {
 		s.version, s.initResult, err = e.open(ctx, s)
 		if err == nil {
 			s.instructions = instructionsOf(s.initResult)
-			s.awaitStartupRoots(ctx)
+			if s.meta == nil {
+				// A stateless child asks for roots within the
+				// request that needs them (requestRounds).
+				s.awaitStartupRoots(ctx)
+			}
 			return s, nil
+		}
+		if e.name() == EraHandshake || first == nil {
+			// The handshake's error says more to the server's
+			// owner than a failed probe.
+			first = err
+		}
+		s.log.Debug("mcp child is not of this era", "era", e.name(), "err", err)
+		if !fallsBack(ctx, e, err) {
+			break
 		}
 	}
 	s.Close()
-	return nil, fmt.Errorf("initializing mcp session: %w", err)
+	return nil, fmt.Errorf("initializing mcp session: %w", first)
 }
 
 // ProtocolVersion returns the negotiated protocol version.
@@ -307,14 +344,14 @@ func (s *Session) shutdown(cause error) {
 // returns ctx's error, wrapped; a late response is dropped.
 func (s *Session) Call(ctx context.Context, method string, params json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
 	if len(params) == 0 {
-		return s.request(ctx, method, nil, onProgress, true)
+		return s.requestRounds(ctx, method, nil, onProgress)
 	}
 	b := getBuf()
 	defer putBuf(b)
 	if err := appendParams(b, params); err != nil {
 		return nil, fmt.Errorf("calling %s: %w", method, err)
 	}
-	return s.request(ctx, method, b.Bytes(), onProgress, true)
+	return s.requestRounds(ctx, method, b.Bytes(), onProgress)
 }
 
 // CallTool calls tools/call for the tool name with the arguments args (nil
@@ -332,7 +369,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 		}
 	}
 	b.WriteByte('}')
-	return s.request(ctx, "tools/call", b.Bytes(), onProgress, true)
+	return s.requestRounds(ctx, "tools/call", b.Bytes(), onProgress)
 }
 
 // request runs one request. params (nil = none) must be compact, valid
@@ -358,6 +395,12 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 			return nil, fmt.Errorf("calling %s: params: %w", method, err)
 		}
 		defer c.finish()
+	}
+	if s.meta != nil {
+		var err error
+		if params, err = withRequestMeta(params, s.meta); err != nil {
+			return nil, fmt.Errorf("calling %s: params: %w", method, err)
+		}
 	}
 
 	s.inFlight.Add(1)

@@ -152,11 +152,14 @@ func (s *Session) notification(e *envelope) {
 	// prompts.
 	case "notifications/tools/list_changed":
 		s.tools.invalidate()
+		s.listChanged("tools/list")
 	case "notifications/resources/list_changed":
 		s.resources.invalidate()
 		s.templates.invalidate()
+		s.listChanged("resources/list", "resources/templates/list")
 	case "notifications/prompts/list_changed":
 		s.prompts.invalidate()
+		s.listChanged("prompts/list")
 	case "notifications/message":
 		s.logMessage(e.params)
 	default:

@@ -3,18 +3,21 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 )
 
-// An era is one way of opening a session with a child. Today there is one:
-// the initialize handshake spoken by protocol versions 2024-11-05 …
-// 2025-11-25. The stateless 2026-07-28 revision (server/discover, per-request
-// _meta, no initialize) becomes a second era, listed first in eras: its open
-// probes server/discover and Connect falls back to the handshake era on a
-// non-modern error.
+// An era is one way of opening a session with a child: the stateless
+// 2026-07-28 revision (server/discover, per-request _meta, no initialize;
+// stateless.go) and the initialize handshake spoken by protocol versions
+// 2024-11-05 … 2025-11-25. Connect tries them in order (eraOrder): a stdio
+// child is probed with server/discover first, and initialized on a
+// non-modern answer.
 type era interface {
+	// name is EraStateless or EraHandshake.
+	name() string
 	// versions this era speaks, newest first; versions()[0] is offered.
 	versions() []string
 	// open establishes the session on s (whose reader is running) and
@@ -22,8 +25,43 @@ type era interface {
 	open(ctx context.Context, s *Session) (version string, result json.RawMessage, err error)
 }
 
-// eras are tried in order by Connect.
-var eras = []era{handshake{}}
+// eras are all eras, newest first.
+var eras = []era{stateless{}, handshake{}}
+
+// eraOrder is the order Connect tries eras in for a session on t: the era
+// remembered for the child's definition (Options.Era) first, then the
+// other. Streamable HTTP children are initialized only: a handshake-era HTTP
+// server refuses a request without a session id with an HTTP error, not a
+// JSON-RPC one, and its session is what the HTTP transport keeps.
+func eraOrder(hint string, httpTransport bool) []era {
+	if httpTransport {
+		return []era{handshake{}}
+	}
+	if hint == EraHandshake {
+		return []era{handshake{}, stateless{}}
+	}
+	return eras
+}
+
+// fallsBack reports whether era e's failure to open means the child may be
+// of another era. The probe falls back on any answer that is not a
+// stateless one (a JSON-RPC error, a result without 2026-07-28) and on
+// silence within its own bound (DefaultProbeWait); initialize, tried first
+// for a definition remembered as of the handshake era, falls back only on
+// a JSON-RPC error (a child now of the stateless era alone refuses it): a
+// child that answered with a version mcpx does not speak is refused. A
+// dead child, a broken protocol or the end of ctx fail the start.
+func fallsBack(ctx context.Context, e era, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var rpc *RPCError
+	if errors.As(err, &rpc) {
+		return true
+	}
+	var ee *eraError
+	return e.name() == EraStateless && errors.As(err, &ee)
+}
 
 // SupportedVersions returns the protocol versions mcpx speaks, newest first.
 func SupportedVersions() []string {
@@ -36,6 +74,8 @@ func SupportedVersions() []string {
 
 // handshake is the initialize-handshake era (spec: basic/lifecycle).
 type handshake struct{}
+
+func (handshake) name() string { return EraHandshake }
 
 func (handshake) versions() []string {
 	return []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
@@ -76,8 +116,8 @@ func (h handshake) open(ctx context.Context, s *Session) (string, json.RawMessag
 		return "", nil, fmt.Errorf("decoding initialize result: %w", err)
 	}
 	if !slices.Contains(versions, head.ProtocolVersion) {
-		return "", nil, fmt.Errorf("child answered protocol version %q; mcpx speaks %s",
-			head.ProtocolVersion, strings.Join(SupportedVersions(), ", "))
+		return "", nil, &eraError{fmt.Sprintf("child answered protocol version %q; mcpx speaks %s",
+			head.ProtocolVersion, strings.Join(SupportedVersions(), ", "))}
 	}
 	// Spec (basic/transports#protocol-version-header): the client MUST send
 	// MCP-Protocol-Version on all subsequent HTTP requests, the initialized

@@ -41,9 +41,14 @@ func (s *Session) Prompts(ctx context.Context) (json.RawMessage, error) {
 }
 
 // Ping sends ping and waits for the child's answer: a health check
-// (spec: basic/utilities/ping).
+// (spec: basic/utilities/ping). The 2026-07-28 revision has no ping: a
+// stateless child is sent server/discover instead, which it must serve.
 func (s *Session) Ping(ctx context.Context) error {
-	_, err := s.Call(ctx, "ping", nil, nil)
+	method := "ping"
+	if s.meta != nil {
+		method = "server/discover"
+	}
+	_, err := s.Call(ctx, method, nil, nil)
 	return err
 }
 
@@ -126,7 +131,9 @@ func (s *Session) list(ctx context.Context, cache *listCache, method, key string
 		cursor = next
 	}
 	out = append(out, ']')
-	cache.put(out, gen)
+	if cache.put(out, gen) && s.opts.OnList != nil {
+		s.opts.OnList(method, out)
+	}
 	return out, nil
 }
 
@@ -195,14 +202,17 @@ func (c *listCache) get() (json.RawMessage, uint64) {
 	return c.val, c.gen
 }
 
-// put caches val unless a list_changed arrived since the listing began.
-func (c *listCache) put(val json.RawMessage, gen uint64) {
+// put caches val unless a list_changed arrived since the listing began;
+// it reports whether it did.
+func (c *listCache) put(val json.RawMessage, gen uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen == gen {
 		c.val = val
 		c.names = nil
+		return true
 	}
+	return false
 }
 
 func (c *listCache) invalidate() {
@@ -211,4 +221,14 @@ func (c *listCache) invalidate() {
 	c.gen++
 	c.val = nil
 	c.names = nil
+}
+
+// listChanged tells Options.OnListChanged about each invalidated list.
+func (s *Session) listChanged(methods ...string) {
+	if s.opts.OnListChanged == nil {
+		return
+	}
+	for _, m := range methods {
+		s.opts.OnListChanged(m)
+	}
 }

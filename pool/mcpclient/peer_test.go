@@ -78,6 +78,9 @@ func (p *peer) connectResult(opts Options, initResult string) *Session {
 		err error
 	}
 	ch := make(chan result, 1)
+	if opts.Era == "" {
+		opts.Era = EraHandshake // the peer scripts the handshake
+	}
 	go func() {
 		s, err := Connect(p.t.Context(), p.tr, opts)
 		ch <- result{s, err}

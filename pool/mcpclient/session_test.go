@@ -21,7 +21,7 @@ func TestInitializeRootlessGolden(t *testing.T) {
 	p := newPeer(t)
 	ch := make(chan error, 1)
 	go func() {
-		s, err := Connect(t.Context(), p.tr, Options{})
+		s, err := Connect(t.Context(), p.tr, Options{Era: EraHandshake})
 		if err == nil {
 			defer s.Close()
 			if v := s.ProtocolVersion(); v != "2025-11-25" {
@@ -40,7 +40,7 @@ func TestInitializeRootlessGolden(t *testing.T) {
 
 func TestInitializeWithRoot(t *testing.T) {
 	p := newPeer(t)
-	go Connect(t.Context(), p.tr, Options{Root: "/src/my app#1", ClientName: "mcpx-test", ClientVersion: "1.2"})
+	go Connect(t.Context(), p.tr, Options{Era: EraHandshake, Root: "/src/my app#1", ClientName: "mcpx-test", ClientVersion: "1.2"})
 	p.expect(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
 		`"capabilities":{"roots":{"listChanged":false},"workspace":{"workspaceFolders":true},"elicitation":{"form":{}}},` +
 		`"clientInfo":{"name":"mcpx-test","version":"1.2"},` +
@@ -87,7 +87,7 @@ func TestVersionNegotiation(t *testing.T) {
 			p := newPeer(t)
 			ch := make(chan error, 1)
 			go func() {
-				_, err := Connect(t.Context(), p.tr, Options{})
+				_, err := Connect(t.Context(), p.tr, Options{Era: EraHandshake})
 				ch <- err
 			}()
 			p.recv()
@@ -109,7 +109,7 @@ func TestPingBeforeInitializeResponse(t *testing.T) {
 	p := newPeer(t)
 	ch := make(chan error, 1)
 	go func() {
-		s, err := Connect(t.Context(), p.tr, Options{})
+		s, err := Connect(t.Context(), p.tr, Options{Era: EraHandshake})
 		if err == nil {
 			s.Close()
 		}
@@ -130,7 +130,7 @@ func TestConnectChildDiesDuringInitialize(t *testing.T) {
 	ch := make(chan error, 1)
 	go func() {
 		// No deadline: Connect must notice the EOF, not a timeout.
-		_, err := Connect(context.Background(), p.tr, Options{})
+		_, err := Connect(context.Background(), p.tr, Options{Era: EraHandshake})
 		ch <- err
 	}()
 	p.recv()
@@ -146,7 +146,7 @@ func TestConnectCancelledSendsNoCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	ch := make(chan error, 1)
 	go func() {
-		_, err := Connect(ctx, p.tr, Options{})
+		_, err := Connect(ctx, p.tr, Options{Era: EraHandshake})
 		ch <- err
 	}()
 	p.recv()
@@ -622,7 +622,7 @@ func TestStuckChildHonoursContext(t *testing.T) {
 		bufio.NewReader(toChildR).ReadString('\n')
 		io.WriteString(fromChildW, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"stuck","version":"1"}}}`+"\n")
 	}()
-	s, err := Connect(t.Context(), NewStdio(fromChildR, toChildW), Options{})
+	s, err := Connect(t.Context(), NewStdio(fromChildR, toChildW), Options{Era: EraHandshake})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,389 @@
+package pool
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"mcpx.dev/mcpx/pool/execid"
+	"mcpx.dev/mcpx/pool/mcpclient"
+)
+
+// The schema cache remembers what the children of one effective
+// definition said about themselves: the protocol era they speak, their
+// initialize (or server/discover) answer with its instructions, and their
+// tools, prompts, resources and resource templates lists. It is keyed by
+// the instance's effective definition — the server's fields after
+// ${mcpx.*} substitution, the instance root, and the identity of the
+// executable the child runs (package execid) — so two instances that
+// differ only by root never share an entry, and a changed program is a new
+// key. It serves two things:
+//
+//   - the era: a restarted daemon opens a child straight with its era,
+//     without a server/discover probe a handshake-era child refuses;
+//   - listings without a child: ToolListing answers for an instance that
+//     is not running (after a daemon restart, after an idle reap) from the
+//     entry, without starting a child. The entry is as fresh as the last
+//     child of that key left it: a running child's list_changed refreshes
+//     it, nothing else does until a call starts a child again.
+//
+// It is one JSON file in the state directory, written atomically (mode
+// 0600) by one goroutine after changes; bounded in entries and bytes, the
+// least recently used entries going first. A file that cannot be read, is
+// not JSON, or is of another version is treated as empty (one log line)
+// and rewritten.
+
+// Schema cache bounds.
+const (
+	DefaultSchemaCacheEntries = 256
+	DefaultSchemaCacheBytes   = 32 << 20
+)
+
+// schemaVersion changes when what the cache file means changes; a file of
+// another version is ignored.
+const schemaVersion = 1
+
+// schemaEntry is what one effective definition's children said.
+type schemaEntry struct {
+	Server    string          `json:"server"`
+	Era       string          `json:"era"` // mcpclient.EraStateless or EraHandshake
+	Protocol  string          `json:"protocolVersion"`
+	Init      json.RawMessage `json:"init,omitempty"` // the initialize (or discover) result
+	Tools     json.RawMessage `json:"tools,omitempty"`
+	Prompts   json.RawMessage `json:"prompts,omitempty"`
+	Resources json.RawMessage `json:"resources,omitempty"`
+	Templates json.RawMessage `json:"resourceTemplates,omitempty"`
+	Used      time.Time       `json:"used"`
+}
+
+func (e *schemaEntry) size() int {
+	return len(e.Init) + len(e.Tools) + len(e.Prompts) + len(e.Resources) + len(e.Templates) + 256
+}
+
+type schemaDoc struct {
+	Version int                     `json:"version"`
+	Entries map[string]*schemaEntry `json:"entries"`
+}
+
+// schemaCache is safe for concurrent use. A nil *schemaCache keeps nothing.
+type schemaCache struct {
+	path       string // "" = in memory only
+	log        *slog.Logger
+	maxEntries int
+	maxBytes   int
+	now        func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]*schemaEntry // guarded by mu; entries are replaced, never modified
+	dirty   bool                    // guarded by mu
+	kick    chan struct{}           // buffered 1: the writer has work
+}
+
+func loadSchemaCache(path string, log *slog.Logger, now func() time.Time) *schemaCache {
+	c := &schemaCache{path: path, log: log, maxEntries: DefaultSchemaCacheEntries, maxBytes: DefaultSchemaCacheBytes,
+		now: now, entries: map[string]*schemaEntry{}, kick: make(chan struct{}, 1)}
+	if path == "" {
+		return c
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c
+	}
+	var doc schemaDoc
+	if err == nil {
+		err = json.Unmarshal(b, &doc)
+	}
+	if err != nil || doc.Version != schemaVersion {
+		log.Warn("ignoring the schema cache file; it will be rewritten", "path", path, "err", err, "version", doc.Version)
+		return c
+	}
+	for k, e := range doc.Entries {
+		if e != nil {
+			c.entries[k] = e
+		}
+	}
+	return c
+}
+
+// schemaKey names an instance's effective definition: sp is def after
+// substitution for that instance (before Options.Resolve), exec the
+// identity of the program it runs ("" for url servers).
+func schemaKey(def *Server, root string, sp spawnSpec, exec string) string {
+	b, _ := json.Marshal(struct {
+		Name, Command, Cwd, URL, Root, Exec, Environment string
+		Args, Env, Inherit                               []string
+		InheritAll                                       bool
+		Headers                                          map[string]string
+	}{def.Name, sp.command, sp.cwd, sp.url, root, exec, def.Environment, sp.args, sp.env, sp.inherit, sp.inheritAll, sp.headers})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// get returns key's entry (nil if none) and marks it used.
+func (c *schemaCache) get(key string) *schemaEntry {
+	if c == nil || key == "" {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[key]
+	if e != nil {
+		cp := *e
+		cp.Used = c.now()
+		c.entries[key] = &cp
+	}
+	return e
+}
+
+// update replaces key's entry with what fn makes of a copy of it (a zero
+// entry if none), then schedules a write.
+func (c *schemaCache) update(key string, fn func(e *schemaEntry)) {
+	if c == nil || key == "" {
+		return
+	}
+	c.mu.Lock()
+	var e schemaEntry
+	if old := c.entries[key]; old != nil {
+		e = *old
+	}
+	fn(&e)
+	e.Used = c.now()
+	c.entries[key] = &e
+	c.evictLocked()
+	c.dirty = true
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// evictLocked drops the least recently used entries beyond the bounds.
+func (c *schemaCache) evictLocked() {
+	total := 0
+	for _, e := range c.entries {
+		total += e.size()
+	}
+	if len(c.entries) <= c.maxEntries && total <= c.maxBytes {
+		return
+	}
+	keys := make([]string, 0, len(c.entries))
+	for k := range c.entries {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return c.entries[a].Used.Compare(c.entries[b].Used) })
+	for _, k := range keys {
+		if len(c.entries) <= c.maxEntries && total <= c.maxBytes {
+			break
+		}
+		total -= c.entries[k].size()
+		delete(c.entries, k)
+	}
+}
+
+// run writes the file after changes until ctx ends, then once more.
+func (c *schemaCache) run(ctx context.Context) {
+	for {
+		select {
+		case <-c.kick:
+			c.flush()
+		case <-ctx.Done():
+			c.flush()
+			return
+		}
+	}
+}
+
+// flush writes the file if it changed: a temp file (0600) renamed over it.
+// A failure costs only the knowledge: it is logged, and retried on the next
+// change.
+func (c *schemaCache) flush() {
+	if c == nil || c.path == "" {
+		return
+	}
+	c.mu.Lock()
+	if !c.dirty {
+		c.mu.Unlock()
+		return
+	}
+	b, err := json.Marshal(schemaDoc{Version: schemaVersion, Entries: c.entries})
+	c.dirty = false
+	c.mu.Unlock()
+	if err == nil {
+		err = writeAtomic(c.path, b)
+	}
+	if err != nil {
+		c.mu.Lock()
+		c.dirty = true
+		c.mu.Unlock()
+		c.log.Warn("could not save the schema cache; listings and eras will be learned again after a restart", "path", c.path, "err", err)
+	}
+}
+
+// writeAtomic replaces path with b: a temp file (CreateTemp makes it 0600)
+// in the same directory, renamed over it.
+func writeAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".schema-cache-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// listField returns the entry field a list method fills.
+func listField(e *schemaEntry, method string) *json.RawMessage {
+	switch method {
+	case "tools/list":
+		return &e.Tools
+	case "prompts/list":
+		return &e.Prompts
+	case "resources/list":
+		return &e.Resources
+	case "resources/templates/list":
+		return &e.Templates
+	}
+	return nil
+}
+
+// sessionHolder hands a generation's session to callbacks the session
+// itself runs (they are made before it exists).
+type sessionHolder struct {
+	mu   sync.Mutex
+	sess *mcpclient.Session
+}
+
+func (h *sessionHolder) set(s *mcpclient.Session) { h.mu.Lock(); h.sess = s; h.mu.Unlock() }
+func (h *sessionHolder) get() *mcpclient.Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sess
+}
+
+// listHooks are the mcpclient callbacks that keep key's entry in step with
+// a live child: each fresh listing is stored, and a list_changed drops the
+// stale list and lists again (bounded, in the background) so the entry is
+// refreshed even if no caller asks.
+func (p *Pool) listHooks(key string, h *sessionHolder) (onList func(string, json.RawMessage), onChanged func(string)) {
+	onList = func(method string, list json.RawMessage) {
+		p.schema.update(key, func(e *schemaEntry) {
+			if f := listField(e, method); f != nil {
+				*f = list
+			}
+		})
+	}
+	onChanged = func(method string) {
+		p.schema.update(key, func(e *schemaEntry) {
+			if f := listField(e, method); f != nil {
+				*f = nil
+			}
+		})
+		s := h.get()
+		if s == nil {
+			return
+		}
+		// Under p.mu, as stopAsync: Close, which sets closed under p.mu
+		// before it waits, never waits on a WaitGroup still being added to.
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.closed {
+			return
+		}
+		p.wg.Go(func() {
+			ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+			defer cancel()
+			var err error
+			switch method {
+			case "tools/list":
+				_, err = s.Tools(ctx)
+			case "prompts/list":
+				_, err = s.Prompts(ctx)
+			case "resources/list":
+				_, err = s.Resources(ctx)
+			case "resources/templates/list":
+				_, err = s.ResourceTemplates(ctx)
+			}
+			if err != nil {
+				p.log.Debug("refreshing a list after list_changed", "method", method, "err", err)
+			}
+		})
+	}
+	return onList, onChanged
+}
+
+// Listing is what ToolListing answers from the schema cache.
+type Listing struct {
+	Tools        json.RawMessage
+	Instructions string
+	Protocol     string
+}
+
+// ToolListing answers t's tools and instructions from the schema cache
+// when t has no running or starting instance and its effective definition
+// (with the identity of the executable it would run) has an entry with a
+// tools list; ok false otherwise, and the caller asks a child. It starts no
+// child: the command line is substituted and its executable identified as
+// a start would (Options.Resolve included).
+func (p *Pool) ToolListing(ctx context.Context, t Target) (Listing, bool) {
+	p.mu.Lock()
+	def := p.servers[t.Server]
+	inst := p.instances[instKey{t.Server, t.Key}]
+	live := inst != nil && (inst.phase == phaseStarting || inst.phase == phaseReady)
+	closed := p.closed
+	p.mu.Unlock()
+	if def == nil || live || closed || p.schema == nil {
+		return Listing{}, false
+	}
+	root := t.Root
+	if inst != nil {
+		root = inst.root // an instance keeps the root it was made with
+	}
+	sp, err := resolveSpawn(def, vars{root: root, cwd: t.Cwd})
+	if err != nil {
+		return Listing{}, false
+	}
+	exec := ""
+	if def.URL == "" {
+		run := sp
+		if p.opts.Resolve != nil {
+			r, err := p.opts.Resolve(ctx, sp.command, def.Environment)
+			if err != nil {
+				return Listing{}, false
+			}
+			run.command, run.devEnv = r.Path, r.Env
+		}
+		id := execid.Of(run.command, execid.Options{Path: childPath(p.opts.Env, run), Dir: run.cwd, HashMax: p.opts.ExecHashMax})
+		if id.Missing() {
+			return Listing{}, false
+		}
+		exec = id.Value
+	}
+	e := p.schema.get(schemaKey(def, root, sp, exec))
+	if e == nil || e.Tools == nil {
+		return Listing{}, false
+	}
+	var init struct {
+		Instructions any `json:"instructions"`
+	}
+	json.Unmarshal(e.Init, &init) //nolint:errcheck // stored from a child's answer; no instructions then
+	text, _ := init.Instructions.(string)
+	return Listing{Tools: e.Tools, Instructions: text, Protocol: e.Protocol}, true
+}
