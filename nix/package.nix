@@ -6,7 +6,7 @@
 buildGoModule {
   pname = "mcpx";
   inherit version src;
-  vendorHash = "sha256-Y/HO9G4xwbhSVeSTsQBltwkaJPt22bGXZ4Y66vEEtmM=";
+  vendorHash = "sha256-UcHxVyLRjpGWlLPSE+w/YMzolrN2KU9cv0694TqJ9Uk=";
   subPackages = [ "cmd/mcpx" ];
   env.CGO_ENABLED = "0";
   ldflags = [ "-s" "-w" ];
