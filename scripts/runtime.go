@@ -24,10 +24,11 @@ type Runtime struct {
 }
 
 // ChooseRuntime picks the runtime: flag (a name or a path to a binary whose
-// base name starts with one), else env, else the first of Runtimes that
-// lookPath finds. lookPath is exec.LookPath in the CLI.
-func ChooseRuntime(flag, env string, lookPath func(string) (string, error)) (Runtime, error) {
-	for _, choice := range []struct{ value, from string }{{flag, "--runtime"}, {env, "$" + EnvRuntime}} {
+// base name starts with one), else env, else config (the client config's
+// "runtime"), else the first of Runtimes that lookPath finds. lookPath is
+// exec.LookPath in the CLI.
+func ChooseRuntime(flag, env, config string, lookPath func(string) (string, error)) (Runtime, error) {
+	for _, choice := range []struct{ value, from string }{{flag, "--runtime"}, {env, "$" + EnvRuntime}, {config, `the client config's "runtime"`}} {
 		if choice.value == "" {
 			continue
 		}

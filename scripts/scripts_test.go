@@ -84,7 +84,7 @@ func TestChooseRuntime(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		name, flag, env string
+		name, flag, env, config string
 		have            []string
 		want            scripts.Runtime
 		err             string
@@ -94,13 +94,16 @@ func TestChooseRuntime(t *testing.T) {
 		{name: "only node", have: []string{"node"}, want: scripts.Runtime{Name: "node", Path: "/bin/node"}},
 		{name: "env over default", env: "node", have: []string{"node", "deno"}, want: scripts.Runtime{Name: "node", Path: "/bin/node"}},
 		{name: "flag over env", flag: "bun", env: "node", have: []string{"node", "bun"}, want: scripts.Runtime{Name: "bun", Path: "/bin/bun"}},
+		{name: "config over default", config: "node", have: []string{"node", "deno"}, want: scripts.Runtime{Name: "node", Path: "/bin/node"}},
+		{name: "env over config", env: "bun", config: "node", have: []string{"node", "bun"}, want: scripts.Runtime{Name: "bun", Path: "/bin/bun"}},
+		{name: "unknown in config", config: "ruby", err: `the client config's "runtime" "ruby" is not a runtime`},
 		{name: "a path", flag: "/opt/bun/bin/bun.exe", want: scripts.Runtime{Name: "bun", Path: "/opt/bun/bin/bun.exe"}},
 		{name: "not installed", flag: "deno", have: []string{"node"}, err: "--runtime deno: deno is not on PATH"},
 		{name: "unknown", env: "python", err: `$MCPX_RUNTIME "python" is not a runtime: want one of deno, bun, node`},
 		{name: "none", err: "no JavaScript runtime: none of deno, bun, node is on PATH"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := scripts.ChooseRuntime(tc.flag, tc.env, installed(tc.have...))
+			got, err := scripts.ChooseRuntime(tc.flag, tc.env, tc.config, installed(tc.have...))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want one containing %q", err, tc.err)

@@ -67,6 +67,10 @@ type Config struct {
 	// PathMappings maps directories on this machine to the same files on
 	// a remote broker's machine; see PathMap.
 	PathMappings map[string]string `json:"pathMappings,omitempty"`
+	// Runtime is the JavaScript runtime `mcpx run` uses when neither
+	// --runtime nor $MCPX_RUNTIME names one: deno, bun, node, or a path to
+	// one's binary.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // DefaultClientConfig is the client's config file:
@@ -93,7 +97,7 @@ func LoadConfig(path string) (*Config, error) {
 	dec.DisallowUnknownFields()
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("client config %s: %w (want {\"pathMappings\": {\"/local/dir\": \"/broker/dir\"}})", path, err)
+		return nil, fmt.Errorf("client config %s: %w (want {\"pathMappings\": {\"/local/dir\": \"/broker/dir\"}, \"runtime\": \"bun\"})", path, err)
 	}
 	return &cfg, nil
 }

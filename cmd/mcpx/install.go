@@ -20,12 +20,29 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "install")
 	dry := fs.Bool("dry-run", false, "print what would be written, change nothing")
 	list := fs.Bool("list", false, "list the harnesses and what install writes for each")
+	asJSON := fs.Bool("json", false, "with --list: print the list as JSON")
 	uninstall := fs.Bool("uninstall", false, "remove what install wrote (parts you edited are reported and left)")
 	binary := fs.String("binary", "", "the mcpx binary the hooks run (default this one)")
 	stateFlag := fs.String("state-dir", "", "where the hashes of what was written are kept (default $XDG_STATE_HOME/mcpx)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
+	}
+	if *list && *asJSON {
+		type harness struct {
+			Name    string `json:"name"`
+			Summary string `json:"summary"`
+		}
+		doc := struct {
+			Harnesses      []harness `json:"harnesses"`
+			MCPServerEntry bool      `json:"mcpServerEntry"` // false: mcpx does not serve MCP yet
+		}{Harnesses: []harness{}}
+		for _, h := range deploy.Harnesses() {
+			doc.Harnesses = append(doc.Harnesses, harness{h.Name, h.Summary})
+		}
+		b, _ := json.MarshalIndent(doc, "", "  ")
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return exitOK
 	}
 	if *list {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)

@@ -55,14 +55,7 @@ func remoteCwd(c *cli, flagValue, local string) (string, error) {
 		}
 		return path.Clean(flagValue), nil
 	}
-	file, err := client.DefaultClientConfig(c.getenv)
-	if err != nil {
-		return "", err
-	}
-	if f := c.getenv("MCPX_CLIENT_CONFIG"); f != "" {
-		file = f
-	}
-	cfg, err := client.LoadConfig(file)
+	cfg, file, err := clientConfig(c)
 	if err != nil {
 		return "", err
 	}
@@ -75,4 +68,22 @@ func remoteCwd(c *cli, flagValue, local string) (string, error) {
 	}
 	abs, _ := filepath.EvalSymlinks(local)
 	return "", &client.UnmappedError{Dir: cmp.Or(abs, local), Config: file}
+}
+
+// clientConfig is the client config ($MCPX_CLIENT_CONFIG, else
+// $XDG_CONFIG_HOME/mcpx/client.json) and its path; a missing file is an
+// empty config.
+func clientConfig(c *cli) (client.Config, string, error) {
+	file := c.getenv("MCPX_CLIENT_CONFIG")
+	if file == "" {
+		var err error
+		if file, err = client.DefaultClientConfig(c.getenv); err != nil {
+			return client.Config{}, "", err
+		}
+	}
+	cfg, err := client.LoadConfig(file)
+	if err != nil {
+		return client.Config{}, file, err
+	}
+	return *cfg, file, nil
 }

@@ -61,7 +61,11 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 		}
 		argsJSON = json.RawMessage(*jsonArgs)
 	}
-	rt, err := scripts.ChooseRuntime(*runtimeFlag, c.getenv(scripts.EnvRuntime), exec.LookPath)
+	ccfg, file, err := clientConfig(c)
+	if err != nil && file != "" { // no home directory: no client config, which is fine
+		return usageError(c, fs, "%v", err)
+	}
+	rt, err := scripts.ChooseRuntime(*runtimeFlag, c.getenv(scripts.EnvRuntime), ccfg.Runtime, exec.LookPath)
 	if err != nil {
 		return usageError(c, fs, "%v", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,7 @@ const platformEnv = "MCPX_SERVICE_PLATFORM"
 func serviceCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "service")
 	dry := fs.Bool("dry-run", false, "print what would be written and run, change nothing")
+	asJSON := fs.Bool("json", false, "status: print it as JSON")
 	binary := fs.String("binary", "", "the mcpx binary the service runs (default this one; for a package manager's binary give its stable path, e.g. ~/.nix-profile/bin/mcpx)")
 	configPath := fs.String("config", "", "the config file the service reads (default the daemon's: $XDG_CONFIG_HOME/mcpx/config.json)")
 	stateFlag := fs.String("state-dir", "", "the service's state directory (default $XDG_STATE_HOME/mcpx)")
@@ -52,7 +54,7 @@ func serviceCmd(ctx context.Context, c *cli, args []string) int {
 	m := serviceManager{c: c, p: p, path: path, uid: os.Getuid()}
 	switch pos[0] {
 	case "status":
-		return m.status(ctx, sv)
+		return m.status(ctx, sv, *asJSON)
 	case "uninstall":
 		return m.uninstall(ctx, sv, *dry)
 	}
@@ -329,7 +331,7 @@ func (m serviceManager) logs(s deploy.Service) string {
 
 // status prints whether the service is installed (and as mcpx wrote it),
 // enabled and running, and where its logs are.
-func (m serviceManager) status(ctx context.Context, s deploy.Service) int {
+func (m serviceManager) status(ctx context.Context, s deploy.Service, asJSON bool) int {
 	part, rec, err := m.part(s)
 	if err != nil {
 		fmt.Fprintf(m.c.stderr, "mcpx service status: %v\n", err)
@@ -346,7 +348,6 @@ func (m serviceManager) status(ctx context.Context, s deploy.Service) int {
 		deploy.Update:    "installed by an older mcpx (`mcpx service install` updates it)",
 		deploy.Edited:    "installed, edited by you (or not written by mcpx)",
 	}[results[0].Action]
-	fmt.Fprintf(m.c.stdout, "file     %s: %s\n", m.path, file)
 	enabled, running := "unknown", "unknown"
 	if why := m.managerMissing(); why != "" {
 		enabled, running = "unknown ("+why+")", "unknown"
@@ -360,6 +361,18 @@ func (m serviceManager) status(ctx context.Context, s deploy.Service) int {
 			enabled, running = "not loaded", "no"
 		}
 	}
+	if asJSON {
+		b, _ := json.MarshalIndent(struct {
+			File      string `json:"file"`
+			FileState string `json:"fileState"`
+			Enabled   string `json:"enabled"`
+			Running   string `json:"running"`
+			Logs      string `json:"logs"`
+		}{m.path, file, enabled, running, m.logs(s)}, "", "  ")
+		fmt.Fprintf(m.c.stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(m.c.stdout, "file     %s: %s\n", m.path, file)
 	fmt.Fprintf(m.c.stdout, "enabled  %s\nrunning  %s\nlogs     %s\n", enabled, running, m.logs(s))
 	return exitOK
 }
