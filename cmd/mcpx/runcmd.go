@@ -300,9 +300,9 @@ func (r *scriptRun) wait(ctx context.Context, cmd *exec.Cmd) int {
 // fingerprint, so a changed tool list is a new file and an unchanged one
 // is written once.
 //
-// TODO(issue 10, 2026-11-30): the API gives no ETag for
-// /v1/clients/typescript, so each run fetches the module (the tool lists
-// come from the broker's cache); a conditional GET would save the body.
+// The API gives no ETag for /v1/clients/typescript, so each run fetches
+// the module (its tool lists come from the broker's cache); a conditional
+// GET would save the body.
 func (r *scriptRun) client(ctx context.Context, cache string) (string, error) {
 	src, err := r.bc.TypeScriptClient(ctx, r.caller, nil)
 	if err != nil {
