@@ -48,7 +48,7 @@ func (s *server) refreshNix(w http.ResponseWriter, r *http.Request) error {
 	}
 	pinned := nixresolve.Pinned(res.Current.Spec)
 	out := wire.NixRefreshed{Server: res.Server, Current: nixProgramDoc(res.Current, pinned),
-		Changed: res.Changed, Replaced: res.Replaced}
+		Changed: res.Changed, Replaced: res.Replaced, Environment: res.Environment, EnvironmentChanged: res.EnvironmentChanged}
 	if res.Previous.Path != "" {
 		p := nixProgramDoc(res.Previous, pinned)
 		out.Previous = &p

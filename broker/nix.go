@@ -41,6 +41,11 @@ type NixRefreshed struct {
 	// replaced, so the next call runs the new program.
 	Changed  bool     `json:"changed"`
 	Replaced []string `json:"replaced,omitempty"`
+	// Environment is the server's execution environment when it is a nix
+	// one (flake:, shell:), captured again too; EnvironmentChanged: its
+	// variables changed, and Replaced includes every server using it.
+	Environment        string `json:"environment,omitempty"`
+	EnvironmentChanged bool   `json:"environmentChanged,omitempty"`
 }
 
 // NixList lists the servers whose command is a nix: spec, with what each
@@ -79,8 +84,11 @@ func (b *Broker) NixList() NixList {
 // config reload does for a changed definition: each server's revision is
 // bumped and the pool, seeing changed definitions, stops their instances
 // once their calls are done; the next call spawns the new store path.
-// KindNotFound for an unknown server, KindBadRequest for one whose command
-// is not a nix: spec; a failed resolution keeps the old program running.
+// A server whose environment is a nix one (flake:, shell:) has it captured
+// again too, and a change of its variables replaces every server using it
+// the same way. KindNotFound for an unknown server, KindBadRequest for one
+// with neither a nix: command nor a nix environment; a failed resolution
+// keeps the old program and environment running.
 func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, error) {
 	const op = "refresh nix command"
 	cfg := b.currentConfig()
@@ -88,48 +96,71 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 	if s == nil {
 		return NixRefreshed{}, b.notFound(server, Caller{})
 	}
-	if !nixresolve.IsSpec(s.Command) {
-		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,
-			Msg: "the server's command is not a nix: spec; there is nothing to refresh"}
-	}
 	if b.nix == nil {
 		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,
 			Msg: "this daemon has no nix resolver"}
 	}
-	prev, next, err := b.nix.Refresh(ctx, s.Command)
-	if err != nil {
-		e := &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
-			Msg:     "resolving the server's nix: command again failed; its instances keep the program they run",
-			Private: err.Error()}
-		switch {
-		case errors.Is(err, nixresolve.ErrTimeout):
-			e.Kind, e.Hint = KindTimeout, "raise nix.timeout in the config for a cold build"
-		case errors.Is(err, nixresolve.ErrClosed):
-			e.Kind = KindUnavailable
-		case ctx.Err() != nil:
-			e.Kind, e.Msg, e.Private = KindCanceled, "the caller went away; the resolution goes on and lands in the cache", ""
-		}
-		return NixRefreshed{}, e
+	isSpec := nixresolve.IsSpec(s.Command)
+	envKey, _ := b.nix.EnvironmentKey(s.Environment)
+	if !isSpec && envKey == "" {
+		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,
+			Msg: "neither the server's command nor its environment is a nix one; there is nothing to refresh"}
 	}
-	out := NixRefreshed{Server: server, Previous: prev, Current: next, Changed: prev.Path != next.Path}
-	if !out.Changed {
+	out := NixRefreshed{Server: server}
+	if isSpec {
+		prev, next, err := b.nix.Refresh(ctx, s.Command)
+		if err != nil {
+			return NixRefreshed{}, nixRefreshError(ctx, op, server, "command", err)
+		}
+		out.Previous, out.Current, out.Changed = prev, next, prev.Path != next.Path
+	}
+	if envKey != "" {
+		prev, next, err := b.nix.RefreshEnvironment(ctx, s.Environment)
+		if err != nil {
+			return NixRefreshed{}, nixRefreshError(ctx, op, server, "environment", err)
+		}
+		out.Environment, out.EnvironmentChanged = s.Environment, !maps.Equal(prev.Vars, next.Vars)
+	}
+	if !out.Changed && !out.EnvironmentChanged {
 		return out, nil
 	}
 	b.setMu.Lock()
 	defer b.setMu.Unlock()
 	b.mu.Lock()
 	for _, name := range sortedNames(b.cfg.Servers) {
-		cmd := b.cfg.Servers[name].Command
-		if key, err := b.nix.Key(cmd); err == nil && nixresolve.IsSpec(cmd) && key == next.Spec {
+		d := b.cfg.Servers[name]
+		key, err := b.nix.Key(d.Command)
+		sameProgram := out.Changed && err == nil && nixresolve.IsSpec(d.Command) && key == out.Current.Spec
+		ek, _ := b.nix.EnvironmentKey(d.Environment)
+		sameEnv := out.EnvironmentChanged && ek != "" && ek == envKey
+		if sameProgram || sameEnv {
 			b.revs[name]++
 			out.Replaced = append(out.Replaced, name)
 		}
 	}
 	b.mu.Unlock()
-	b.log.Info("nix command refreshed; replacing instances", "server", server, "spec", next.Spec,
-		"from", prev.StorePath, "to", next.StorePath, "rev", next.Locked.Rev, "servers", out.Replaced)
+	b.log.Info("nix refresh changed what a server runs; replacing instances", "server", server,
+		"spec", out.Current.Spec, "from", out.Previous.StorePath, "to", out.Current.StorePath, "rev", out.Current.Locked.Rev,
+		"environment", out.Environment, "environmentChanged", out.EnvironmentChanged, "servers", out.Replaced)
 	b.applyServers()
 	return out, nil
+}
+
+// nixRefreshError is a failed refresh of server's command or environment
+// (what): the running instances keep what they run.
+func nixRefreshError(ctx context.Context, op, server, what string, err error) error {
+	e := &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
+		Msg:     "resolving the server's nix " + what + " again failed; its instances keep what they run",
+		Private: err.Error()}
+	switch {
+	case errors.Is(err, nixresolve.ErrTimeout):
+		e.Kind, e.Hint = KindTimeout, "raise nix.timeout in the config for a cold build"
+	case errors.Is(err, nixresolve.ErrClosed):
+		e.Kind = KindUnavailable
+	case ctx.Err() != nil:
+		e.Kind, e.Msg, e.Private = KindCanceled, "the caller went away; the resolution goes on and lands in the cache", ""
+	}
+	return e
 }
 
 // NixGC drops the nix cache entries no configured server's command or

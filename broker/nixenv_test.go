@@ -117,6 +117,27 @@ func TestNixEnvironment(t *testing.T) {
 	if got := callText(t, b, req("plain", ""), "echo", `{"message":"fine"}`); got != "fine" {
 		t.Errorf("the plain server answered %q", got)
 	}
+
+	// `mcpx nix refresh` of a server with a nix environment captures it
+	// again: unchanged, nothing is replaced; edited, the server's
+	// instances are replaced and the next call sees the new variable.
+	if _, err := b.NixRefresh(t.Context(), "plain"); !errors.As(err, &be) || be.Kind != broker.KindBadRequest {
+		t.Errorf("refresh of a server with nothing of nix: %v, want a bad request", err)
+	}
+	res, err := b.NixRefresh(t.Context(), "dev")
+	if err != nil || res.Environment != flakeEnv || res.EnvironmentChanged || len(res.Replaced) != 0 {
+		t.Fatalf("refresh of an unchanged devShell: %+v, %v", res, err)
+	}
+	testenv.WriteFiles(t, dir, map[string]string{
+		"flake/flake.nix": strings.NewReplacer("SYSTEM", nx.System, "VALUE", "edited").Replace(devFlake),
+	})
+	res, err = b.NixRefresh(t.Context(), "dev")
+	if err != nil || !res.EnvironmentChanged || len(res.Replaced) != 1 || res.Replaced[0] != "dev" || res.Changed {
+		t.Fatalf("refresh of an edited devShell: %+v, %v; want the environment changed and dev replaced", res, err)
+	}
+	testenv.WaitFor(t, "the edited devShell's variable", func() bool {
+		return envOf("dev", "MCPX_DEV_VAR") == "edited"
+	})
 }
 
 // TestNixStatus: each instance of a nix: server shows its spec, locked

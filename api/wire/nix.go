@@ -45,6 +45,12 @@ type NixRefreshed struct {
 	// replaced, so their next calls run it.
 	Changed  bool     `json:"changed"`
 	Replaced []string `json:"replaced,omitempty"`
+	// Environment is the server's nix execution environment (flake:,
+	// shell:), captured again too; EnvironmentChanged: its variables
+	// changed, and Replaced includes every server using it. Current is
+	// zero for a server whose command is not a nix: spec.
+	Environment        string `json:"environment,omitempty"`
+	EnvironmentChanged bool   `json:"environmentChanged,omitempty"`
 }
 
 // NixGC is the answer of POST /v1/nix/gc: the cache entries dropped, with

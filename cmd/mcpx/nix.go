@@ -83,16 +83,28 @@ func printNixList(c *cli, doc *wire.NixList) {
 }
 
 func printNixRefreshed(c *cli, doc *wire.NixRefreshed) {
-	if !doc.Changed {
+	switch {
+	case doc.Current.StorePath == "":
+		// No nix: command: only the environment was refreshed.
+	case !doc.Changed:
 		fmt.Fprintf(c.stdout, "%s: unchanged (%s, %s)\n", doc.Server, nixRev(doc.Current), doc.Current.StorePath)
-		return
+	default:
+		from := "(not resolved before)"
+		if doc.Previous != nil {
+			from = nixRev(*doc.Previous) + " " + doc.Previous.StorePath
+		}
+		fmt.Fprintf(c.stdout, "%s: %s\n  -> %s %s\n", doc.Server, from, nixRev(doc.Current), doc.Current.StorePath)
 	}
-	from := "(not resolved before)"
-	if doc.Previous != nil {
-		from = nixRev(*doc.Previous) + " " + doc.Previous.StorePath
+	if doc.Environment != "" {
+		state := "unchanged"
+		if doc.EnvironmentChanged {
+			state = "changed"
+		}
+		fmt.Fprintf(c.stdout, "%s: environment %s %s\n", doc.Server, doc.Environment, state)
 	}
-	fmt.Fprintf(c.stdout, "%s: %s\n  -> %s %s\nreplacing the instances of %s\n", doc.Server, from,
-		nixRev(doc.Current), doc.Current.StorePath, strings.Join(doc.Replaced, ", "))
+	if len(doc.Replaced) > 0 {
+		fmt.Fprintf(c.stdout, "replacing the instances of %s\n", strings.Join(doc.Replaced, ", "))
+	}
 }
 
 // nixRev is the locked revision, short, or the narHash for a path: ref.
