@@ -85,9 +85,9 @@ func TestChooseRuntime(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, flag, env, config string
-		have            []string
-		want            scripts.Runtime
-		err             string
+		have                    []string
+		want                    scripts.Runtime
+		err                     string
 	}{
 		{name: "first installed: deno", have: []string{"node", "bun", "deno"}, want: scripts.Runtime{Name: "deno", Path: "/bin/deno"}},
 		{name: "first installed: bun", have: []string{"node", "bun"}, want: scripts.Runtime{Name: "bun", Path: "/bin/bun"}},
