@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"mcpx.dev/mcpx/internal/atomicfile"
 )
 
 // Leeway is how far clocks may disagree when exp, nbf and iat are checked.
@@ -363,28 +365,11 @@ func (is *Issuer) saveLocked() error {
 	return writeAtomic(is.path(), append(b, '\n'))
 }
 
-func writeAtomic(path string, b []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tokens-*.json") // mode 0600
-	if err != nil {
+func writeAtomic(path string, b []byte) error {
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("saving the token state: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			err = fmt.Errorf("saving the token state: %w", err)
-		}
-	}()
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return nil
 }
 
 func randomHex(n int) string {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"mcpx.dev/mcpx/internal/atomicfile"
 )
 
 // Part is one thing mcpx installs into a file: the whole file, a marked
@@ -97,7 +99,7 @@ func (r *Records) save() error {
 	if err := os.MkdirAll(filepath.Dir(r.Path), 0o700); err != nil {
 		return err
 	}
-	return writeAtomic(r.Path, append(b, '\n'), 0o600)
+	return atomicfile.Write(r.Path, append(b, '\n'), 0o600)
 }
 
 func hash(s string) string {
@@ -218,29 +220,7 @@ func write(p Part, file []byte, part string) error {
 	if st, err := os.Stat(p.Path); err == nil {
 		mode = st.Mode().Perm() // an existing file keeps its permissions
 	}
-	return writeAtomic(p.Path, file, mode)
-}
-
-// writeAtomic replaces path by a file holding b, through a temporary file
-// in the same directory and a rename: a crash leaves the old or the new.
-func writeAtomic(path string, b []byte, mode fs.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // after the rename: already gone
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(p.Path, file, mode)
 }
 
 // diffLines is a line diff of a (-) and b (+), common lines with two

@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"sync"
 	"time"
+
+	"mcpx.dev/mcpx/internal/atomicfile"
 )
 
 // DefaultTimeout bounds one resolution (lock, evaluate, build) when
@@ -196,21 +198,7 @@ func (r *Resolver) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(r.opts.CacheDir, "cache-*.json")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), r.file)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return atomicfile.Write(r.file, data, 0o600)
 }
 
 // Close cancels running resolutions (their nix processes are killed) and

@@ -8,10 +8,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"reflect"
 	"sync"
 
+	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
@@ -119,19 +119,7 @@ func (m *memoFile) put(fp string, asks bool) {
 		return
 	}
 	b, _ := json.Marshal(memoDoc{Version: memoVersion, RootsList: m.asks})
-	tmp, err := os.CreateTemp(filepath.Dir(m.path), ".memo-*")
-	if err == nil {
-		_, err = tmp.Write(b)
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), m.path)
-		}
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-	}
+	err := atomicfile.Write(m.path, b, 0o600)
 	m.dirty = err != nil
 	if err != nil {
 		m.log.Warn("could not save the pool's memo file; servers may be waited for again after a restart", "path", m.path, "err", err)

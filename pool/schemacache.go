@@ -9,11 +9,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/pool/execid"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )
@@ -219,7 +219,7 @@ func (c *schemaCache) flush() {
 	c.dirty = false
 	c.mu.Unlock()
 	if err == nil {
-		err = writeAtomic(c.path, b)
+		err = atomicfile.Write(c.path, b, 0o600)
 	}
 	if err != nil {
 		c.mu.Lock()
@@ -227,26 +227,6 @@ func (c *schemaCache) flush() {
 		c.mu.Unlock()
 		c.log.Warn("could not save the schema cache; listings and eras will be learned again after a restart", "path", c.path, "err", err)
 	}
-}
-
-// writeAtomic replaces path with b: a temp file (CreateTemp makes it 0600)
-// in the same directory, renamed over it.
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".schema-cache-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
 }
 
 // listField returns the entry field a list method fills.

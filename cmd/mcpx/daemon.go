@@ -18,6 +18,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/atomicfile"
 )
 
 // The daemon's control: reload (SIGHUP and POST /v1/daemon/reload share
@@ -124,34 +125,10 @@ func writeRecord(info wire.DaemonInfo, token string) error {
 	if err != nil {
 		return err
 	}
-	if err := writePrivate(rec.TokenFile, []byte(token+"\n")); err != nil {
+	if err := atomicfile.Write(rec.TokenFile, []byte(token+"\n"), 0o600); err != nil {
 		return err
 	}
-	return writePrivate(filepath.Join(info.State, wire.RecordFile), append(doc, '\n'))
-}
-
-// writePrivate writes path atomically with mode 0600.
-func writePrivate(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(f.Name()) // after the rename, a no-op
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(filepath.Join(info.State, wire.RecordFile), append(doc, '\n'), 0o600)
 }
 
 // removeRecord removes the record and the token at a clean shutdown, if

@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"mcpx.dev/mcpx/broker/chain"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,8 @@ import (
 
 	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker/chain"
+	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/scripts"
 )
 
@@ -313,17 +314,7 @@ func (r *scriptRun) client(ctx context.Context, cache string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	tmp, err := os.CreateTemp(cache, "client-*.tmp")
-	if err != nil {
-		return "", err
-	}
-	_, werr := tmp.Write(src)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	return path, os.Rename(tmp.Name(), path)
+	return path, atomicfile.Write(path, src, 0o600)
 }
 
 // newSessionID returns a new run's session id: "run-" and 128 random bits.

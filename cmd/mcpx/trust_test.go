@@ -18,6 +18,7 @@ import (
 
 	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
@@ -184,7 +185,7 @@ func TestDaemonRecordStaleAndLive(t *testing.T) {
 	other := *live
 	other.Pid = os.Getppid()
 	doc, _ := json.Marshal(other)
-	if err := writePrivate(filepath.Join(state, wire.RecordFile), doc); err != nil {
+	if err := atomicfile.Write(filepath.Join(state, wire.RecordFile), doc, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	info := live.DaemonInfo
@@ -200,7 +201,7 @@ func TestDaemonRecordStaleAndLive(t *testing.T) {
 	}
 	other.Pid = dead.Process.Pid
 	doc, _ = json.Marshal(other)
-	if err := writePrivate(filepath.Join(state, wire.RecordFile), doc); err != nil {
+	if err := atomicfile.Write(filepath.Join(state, wire.RecordFile), doc, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeRecord(info, "new"); err != nil {
