@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,26 +43,7 @@ func TestFleetProcess(t *testing.T) {
 	}
 	marker := proctest.Env(t)
 
-	control := exec.Command(mcpx)
-	control.Env = append(os.Environ(), marker, envTestTailnet+`={"servers": ["*"], "roots": ["`+dir+`"]}`)
-	stdin, err := control.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := control.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	control.Stderr = io.Discard
-	if err := control.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); control.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "control ")
-	if err != nil || !ok {
-		t.Fatalf("the test tailnet printed %q, %v; want control <url>", line, err)
-	}
+	url, stopControl := startTestTailnet(t, mcpx, marker, dir)
 
 	type daemon struct {
 		cmd  *exec.Cmd
@@ -225,8 +204,7 @@ func TestFleetProcess(t *testing.T) {
 	if err := alpha.cmd.Wait(); err != nil {
 		t.Errorf("alpha exited with %v after SIGTERM:\n%s", err, alpha.logs.String())
 	}
-	stdin.Close()
-	if err := control.Wait(); err != nil {
+	if err := stopControl(); err != nil {
 		t.Errorf("the test tailnet exited with %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -97,26 +98,7 @@ func testServeTailnetProcess(t *testing.T, withTLS bool) {
 	marker := proctest.Env(t)
 
 	// The control server, run by another program.
-	control := exec.Command(mcpx)
-	control.Env = append(os.Environ(), marker, envTestTailnet+`={"servers": ["*"], "roots": ["`+brokerRoot+`"]}`)
-	stdin, err := control.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := control.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	control.Stderr = io.Discard
-	if err := control.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); control.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "control ")
-	if err != nil || !ok {
-		t.Fatalf("the test tailnet printed %q, %v; want control <url>", line, err)
-	}
+	url, stopControl := startTestTailnet(t, mcpx, marker, brokerRoot)
 
 	// The broker: the real binary, joining with no auth key.
 	env := append(os.Environ(), marker, "XDG_CONFIG_HOME="+filepath.Join(dir, "broker", "config"))
@@ -188,8 +170,7 @@ func testServeTailnetProcess(t *testing.T, withTLS bool) {
 	if err := serve.Wait(); err != nil {
 		t.Errorf("mcpx serve exited with %v after SIGTERM:\n%s", err, logs.String())
 	}
-	stdin.Close()
-	if err := control.Wait(); err != nil {
+	if err := stopControl(); err != nil {
 		t.Errorf("the test tailnet exited with %v", err)
 	}
 }
@@ -230,4 +211,35 @@ func seedCert(t *testing.T, dir, domain string) string {
 	write(domain+".key", "EC PRIVATE KEY", keyDER)
 	write("test-ca.pem", "CERTIFICATE", caDER)
 	return filepath.Join(dir, "test-ca.pem")
+}
+
+// startTestTailnet runs the test binary mcpx as a test tailnet (the
+// control server of another program) granting every server under root,
+// and returns its control URL and a stop that closes its stdin and waits
+// for it (once; the test's end stops it too). marker is proctest's
+// environment mark.
+func startTestTailnet(t *testing.T, mcpx, marker, root string) (string, func() error) {
+	t.Helper()
+	control := exec.Command(mcpx)
+	control.Env = append(os.Environ(), marker, envTestTailnet+`={"servers": ["*"], "roots": ["`+root+`"]}`)
+	stdin, err := control.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := control.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	control.Stderr = io.Discard
+	if err := control.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := sync.OnceValue(func() error { stdin.Close(); return control.Wait() })
+	t.Cleanup(func() { stop() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "control ")
+	if err != nil || !ok {
+		t.Fatalf("the test tailnet printed %q, %v; want control <url>", line, err)
+	}
+	return url, stop
 }
