@@ -110,7 +110,7 @@ func FuzzRouter(f *testing.F) {
 		tr := &scripted{msgs: msgs, called: make(chan struct{}), recv: make(chan []byte, 1)}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		s, err := Connect(ctx, tr, Options{})
+		s, err := Connect(ctx, tr, Options{Era: EraHandshake}) // no server/discover probe: scripted answers only initialize
 		if err != nil {
 			t.Fatalf("Connect: %v", err)
 		}
