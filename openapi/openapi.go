@@ -135,6 +135,9 @@ func assemble(r *reflector, info map[string]any, tags []any, paths map[string]an
 		params[h.Name] = map[string]any{"name": h.Name, "in": "header", "required": false,
 			"description": h.Summary, "schema": s}
 	}
+	params[wire.HeaderClient] = map[string]any{"name": wire.HeaderClient, "in": "header", "required": false,
+		"description": "Names the client (any non-empty value, such as `mcpx-cli`). Required on the network listeners (loopback TCP, the tailnet) on every route but /healthz: the browser guard refuses a request without it, since a web page cannot send it cross-site without a preflight that is never answered. Unix-socket callers may omit it.",
+		"schema": map[string]any{"type": "string", "minLength": 1}}
 	doc := map[string]any{
 		"openapi": Version,
 		"info":    info,
@@ -233,6 +236,9 @@ func operation(r *reflector, rt wire.Route) (map[string]any, error) {
 	for _, name := range rt.OptionalQuery {
 		params = append(params, map[string]any{"name": name, "in": "query", "required": false,
 			"description": paramDescriptions[name], "schema": map[string]any{"type": "string"}})
+	}
+	if rt.Name != wire.OpHealthz {
+		params = append(params, map[string]any{"$ref": "#/components/parameters/" + wire.HeaderClient})
 	}
 	if rt.Caller {
 		for _, h := range wire.CallerHeaders() {

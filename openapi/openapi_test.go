@@ -174,3 +174,62 @@ func typeByName(name string) reflect.Type {
 	}
 	return nil
 }
+
+// Every operation but /healthz lists the Mcpx-Client header the network
+// listeners require, and every route that reads the caller-context headers
+// lists each of them: a client generated from the document can send them.
+func TestHeaderParameters(t *testing.T) {
+	var d struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+			Parameters  []struct {
+				Ref string `json:"$ref"`
+			} `json:"parameters"`
+		} `json:"paths"`
+		Components struct {
+			Parameters map[string]struct {
+				Name string `json:"name"`
+				In   string `json:"in"`
+			} `json:"parameters"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(brokerDoc(t), &d); err != nil {
+		t.Fatal(err)
+	}
+	if p := d.Components.Parameters[wire.HeaderClient]; p.Name != wire.HeaderClient || p.In != "header" {
+		t.Fatalf("components.parameters[%s] = %+v, want a header parameter", wire.HeaderClient, p)
+	}
+	ops := 0
+	for _, rt := range wire.Routes() {
+		op, ok := d.Paths[rt.Pattern][strings.ToLower(rt.Method)]
+		if !ok {
+			t.Errorf("%s %s: no operation", rt.Method, rt.Pattern)
+			continue
+		}
+		ops++
+		var refs []string
+		for _, p := range op.Parameters {
+			refs = append(refs, strings.TrimPrefix(p.Ref, "#/components/parameters/"))
+		}
+		want := []string{}
+		if rt.Name != wire.OpHealthz {
+			want = append(want, wire.HeaderClient)
+		}
+		if rt.Caller {
+			for _, h := range wire.CallerHeaders() {
+				want = append(want, h.Name)
+			}
+		}
+		for _, h := range want {
+			if !slices.Contains(refs, h) {
+				t.Errorf("%s (%s %s) does not list the %s header", op.OperationID, rt.Method, rt.Pattern, h)
+			}
+		}
+		if rt.Name == wire.OpHealthz && slices.Contains(refs, wire.HeaderClient) {
+			t.Errorf("/healthz lists %s, which it does not require", wire.HeaderClient)
+		}
+	}
+	if ops < 10 {
+		t.Errorf("only %d operations checked", ops)
+	}
+}
