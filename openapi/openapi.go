@@ -137,7 +137,7 @@ func assemble(r *reflector, info map[string]any, tags []any, paths map[string]an
 	}
 	params[wire.HeaderClient] = map[string]any{"name": wire.HeaderClient, "in": "header", "required": false,
 		"description": "Names the client (any non-empty value, such as `mcpx-cli`). Required on the network listeners (loopback TCP, the tailnet) on every route but /healthz: the browser guard refuses a request without it, since a web page cannot send it cross-site without a preflight that is never answered. Unix-socket callers may omit it.",
-		"schema": map[string]any{"type": "string", "minLength": 1}}
+		"schema":      map[string]any{"type": "string", "minLength": 1}}
 	doc := map[string]any{
 		"openapi": Version,
 		"info":    info,
