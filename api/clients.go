@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -74,10 +76,25 @@ func (s *server) typeScriptClient(w http.ResponseWriter, r *http.Request) error 
 	for _, p := range problems {
 		s.log.Debug("client generation: schema part left loose", "problem", p.String())
 	}
+	writeTypeScript(w, r, f.Source)
+	return nil
+}
+
+// writeTypeScript answers a generated module with its ETag (a hash of the
+// source: the same tools give the same bytes), or 304 Not Modified if the
+// request's If-None-Match names it, so that a script runner or an editor
+// polling for a fresh client is sent it only when a tool changed.
+func writeTypeScript(w http.ResponseWriter, r *http.Request, src []byte) {
+	sum := sha256.Sum256(src)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	w.Header().Set("ETag", etag)
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
 	w.Header().Set("Content-Type", wire.MediaTypeScript+"; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	w.Write(f.Source) //nolint:errcheck // the client is gone if this fails
-	return nil
+	w.Write(src) //nolint:errcheck // the client is gone if this fails
 }
 
 // brokerName says which broker generated a client, for its header: the
@@ -154,8 +171,6 @@ func (s *server) types(w http.ResponseWriter, r *http.Request) error {
 	for _, p := range problems {
 		s.log.Debug("types: schema part left loose", "problem", p.String())
 	}
-	w.Header().Set("Content-Type", wire.MediaTypeScript+"; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	w.Write(f.Source) //nolint:errcheck // the client is gone if this fails
+	writeTypeScript(w, r, f.Source)
 	return nil
 }

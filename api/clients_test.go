@@ -37,9 +37,19 @@ func clientDaemon(t *testing.T) (d *daemon, stateDir string) {
 
 func TestTypeScriptClientRoute(t *testing.T) {
 	d, _ := clientDaemon(t)
-	res := d.tcp.do(t, "GET", "/v1/clients/typescript?servers=demo", "", wire.HeaderCwd, t.TempDir())
+	cwd := t.TempDir()
+	res := d.tcp.do(t, "GET", "/v1/clients/typescript?servers=demo", "", wire.HeaderCwd, cwd)
 	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), wire.MediaTypeScript) {
 		t.Fatalf("status %d, Content-Type %q: %s", res.StatusCode, res.Header.Get("Content-Type"), res.body)
+	}
+	// The same tools give the same module: its ETag answers 304, no body;
+	// another module (all servers) has another tag.
+	etag := res.Header.Get("ETag")
+	if again := d.tcp.do(t, "GET", "/v1/clients/typescript?servers=demo", "", wire.HeaderCwd, cwd, "If-None-Match", etag); again.StatusCode != 304 || len(again.body) != 0 || etag == "" {
+		t.Errorf("If-None-Match %s: %d with %d bytes, want 304 and none", etag, again.StatusCode, len(again.body))
+	}
+	if other := d.tcp.do(t, "GET", "/v1/clients/typescript", "", wire.HeaderCwd, cwd, "If-None-Match", etag); other.StatusCode != 200 || other.Header.Get("ETag") == etag {
+		t.Errorf("another module under the same tag: %d, ETag %s", other.StatusCode, other.Header.Get("ETag"))
 	}
 	src := string(res.body)
 	for _, want := range []string{"// Broker: mcpx test\n", "//   demo (15 tools, sha256:", "export const demo = {", "echo: (args: demo.EchoInput"} {

@@ -200,12 +200,12 @@ var routes = []Route{
 		Summary:       "A budgeted catalog: every server with its tool count, then one-line signatures round-robin across servers until ?budget= tokens are spent, ranked by ?bias= terms if given",
 		Response:      reflect.TypeFor[Catalog](), Status: 200, Problems: problemsCaller},
 
-	{Method: "GET", Pattern: "/v1/clients/typescript", Name: OpTypeScript, Caller: true,
+	{Method: "GET", Pattern: "/v1/clients/typescript", Name: OpTypeScript, Caller: true, ETag: true,
 		OptionalQuery: []string{"servers"}, Media: MediaTypeScript,
 		Summary:  "A generated TypeScript client of the caller's servers (all, or those of ?servers=a,b): one self-contained ES module with a typed function per tool",
 		Response: reflect.TypeFor[string](), Status: 200, Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindInternal}},
 
-	{Method: "GET", Pattern: "/v1/types", Name: OpTypes, Caller: true,
+	{Method: "GET", Pattern: "/v1/types", Name: OpTypes, Caller: true, ETag: true,
 		Query: []string{"server"}, OptionalQuery: []string{"tool", "instructions"}, Media: MediaTypeScript,
 		Summary:  "TypeScript declarations of one server's tools (or of ?tool=), as the child in the caller's scope lists them: the config's prelude as comments, the server's instructions as the namespace's doc comment (?instructions=false leaves them out)",
 		Response: reflect.TypeFor[string](), Status: 200, Problems: problemsChild},
