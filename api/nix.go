@@ -22,17 +22,24 @@ func (s *server) listNix(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ls := s.b.NixList()
-	out := wire.NixList{Servers: []wire.NixServer{}, Unreferenced: []wire.NixProgram{}}
+	out := wire.NixList{Servers: []wire.NixServer{}, Unreferenced: []wire.NixProgram{}, UnreferencedEnvironments: []wire.NixEnvironment{}}
 	for _, ns := range ls.Servers {
-		doc := wire.NixServer{Server: ns.Server, Spec: ns.Spec, Pinned: ns.Pinned}
+		doc := wire.NixServer{Server: ns.Server, Spec: ns.Spec, Pinned: ns.Pinned, Environment: ns.Environment}
 		if ns.Resolved {
 			p := nixProgramDoc(ns.Program, ns.Pinned)
 			doc.Program = &p
+		}
+		if ns.Captured {
+			e := nixEnvironmentDoc(ns.Env)
+			doc.Env = &e
 		}
 		out.Servers = append(out.Servers, doc)
 	}
 	for _, e := range ls.Unreferenced {
 		out.Unreferenced = append(out.Unreferenced, nixProgramDoc(e.Program, e.Pinned))
+	}
+	for _, d := range ls.UnreferencedEnvironments {
+		out.UnreferencedEnvironments = append(out.UnreferencedEnvironments, nixEnvironmentDoc(d))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -77,4 +84,10 @@ func nixProgramDoc(p nixresolve.Program, pinned bool) wire.NixProgram {
 	return wire.NixProgram{Spec: p.Spec, Path: p.Path, StorePath: p.StorePath,
 		LockedURL: p.Locked.URL, Rev: p.Locked.Rev, NarHash: p.Locked.NarHash, LastModified: p.Locked.LastModified,
 		Root: p.Root, ResolvedAt: p.ResolvedAt, Pinned: pinned}
+}
+
+func nixEnvironmentDoc(d nixresolve.DevEnv) wire.NixEnvironment {
+	return wire.NixEnvironment{Environment: d.Environment, LockedURL: d.Locked.URL, Rev: d.Locked.Rev,
+		NarHash: d.Locked.NarHash, LastModified: d.Locked.LastModified, FileHash: d.FileHash,
+		Variables: len(d.Vars), Root: d.Root, CapturedAt: d.CapturedAt}
 }

@@ -11,24 +11,33 @@ import (
 	"mcpx.dev/mcpx/nixresolve"
 )
 
-// NixServer is a server whose command is a nix: spec, as `mcpx nix ls`
-// shows it: the spec as configured and what it resolved to, if it has.
+// NixServer is a server whose command is a nix: spec, or whose execution
+// environment is a nix one (flake:, shell:), as `mcpx nix ls` shows it: the
+// spec and environment as configured and what each resolved to, if it has.
 type NixServer struct {
 	Server   string `json:"server"`
-	Spec     string `json:"spec"`   // the command as configured
-	Pinned   bool   `json:"pinned"` // the spec names a rev or narHash (nixresolve.Pinned)
+	Spec     string `json:"spec,omitempty"` // the command as configured, if it is a nix: spec
+	Pinned   bool   `json:"pinned"`         // the spec names a rev or narHash (nixresolve.Pinned)
 	Resolved bool   `json:"resolved"`
 	// Program is the cache entry (locked URL, rev, narHash, store path,
 	// program, resolution time) when Resolved.
 	Program nixresolve.Program `json:"program,omitzero"`
+	// Environment is the environment as configured, if it is a nix one;
+	// Env its captured variables, lock and GC root once Captured (its
+	// first spawn).
+	Environment string            `json:"environment,omitempty"`
+	Captured    bool              `json:"captured"`
+	Env         nixresolve.DevEnv `json:"env,omitzero"`
 }
 
-// NixList is the daemon's nix: servers and cache.
+// NixList is the daemon's nix servers and cache.
 type NixList struct {
 	Servers []NixServer `json:"servers"` // sorted by name
 	// Unreferenced are cache entries no configured server's command names
-	// now: what NixGC would drop.
-	Unreferenced []nixresolve.Entry `json:"unreferenced"`
+	// now, and UnreferencedEnvironments the captured environments none
+	// uses: what NixGC would drop.
+	Unreferenced             []nixresolve.Entry  `json:"unreferenced"`
+	UnreferencedEnvironments []nixresolve.DevEnv `json:"unreferencedEnvironments"`
 }
 
 // NixRefreshed is what NixRefresh did.
@@ -48,30 +57,47 @@ type NixRefreshed struct {
 	EnvironmentChanged bool   `json:"environmentChanged,omitempty"`
 }
 
-// NixList lists the servers whose command is a nix: spec, with what each
-// resolved to, and the cache entries no server references. It runs no nix.
+// NixList lists the servers whose command is a nix: spec or whose
+// environment is a nix one, with what each resolved to, and the cache
+// entries and environments no server references. It runs no nix.
 func (b *Broker) NixList() NixList {
 	cfg := b.currentConfig()
-	out := NixList{Servers: []NixServer{}, Unreferenced: []nixresolve.Entry{}}
+	out := NixList{Servers: []NixServer{}, Unreferenced: []nixresolve.Entry{}, UnreferencedEnvironments: []nixresolve.DevEnv{}}
 	refs := map[string]bool{}
 	for _, name := range sortedNames(cfg.Servers) {
-		cmd := cfg.Servers[name].Command
-		if !nixresolve.IsSpec(cmd) {
-			continue
-		}
-		ns := NixServer{Server: name, Spec: cmd, Pinned: nixresolve.Pinned(cmd)}
-		if b.nix != nil {
-			if key, err := b.nix.Key(cmd); err == nil {
-				refs[key] = true
+		s := cfg.Servers[name]
+		ns := NixServer{Server: name}
+		if nixresolve.IsSpec(s.Command) {
+			ns.Spec, ns.Pinned = s.Command, nixresolve.Pinned(s.Command)
+			if b.nix != nil {
+				if key, err := b.nix.Key(s.Command); err == nil {
+					refs[key] = true
+				}
+				ns.Program, ns.Resolved = b.nix.Cached(s.Command)
 			}
-			ns.Program, ns.Resolved = b.nix.Cached(cmd)
 		}
-		out.Servers = append(out.Servers, ns)
+		if es, err := nixresolve.ParseEnvironment(s.Environment); err == nil && es.Kind != nixresolve.EnvHost {
+			ns.Environment = s.Environment
+			if b.nix != nil {
+				if key, err := b.nix.EnvironmentKey(s.Environment); err == nil {
+					refs[key] = true
+				}
+				ns.Env, ns.Captured = b.nix.CachedEnvironment(s.Environment)
+			}
+		}
+		if ns.Spec != "" || ns.Environment != "" {
+			out.Servers = append(out.Servers, ns)
+		}
 	}
 	if b.nix != nil {
 		for _, e := range b.nix.Entries() {
 			if !refs[e.Spec] {
 				out.Unreferenced = append(out.Unreferenced, e)
+			}
+		}
+		for _, d := range b.nix.Environments() {
+			if !refs[d.Environment] {
+				out.UnreferencedEnvironments = append(out.UnreferencedEnvironments, d)
 			}
 		}
 	}

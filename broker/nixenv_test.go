@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +120,30 @@ func TestNixEnvironment(t *testing.T) {
 		t.Errorf("the plain server answered %q", got)
 	}
 
+	// The nix list shows each server with a nix environment, what it
+	// captured (the lock, its variables) or that it has not, and no
+	// server with neither a nix command nor a nix environment.
+	ls := b.NixList()
+	got := map[string]broker.NixServer{}
+	for _, ns := range ls.Servers {
+		got[ns.Server] = ns
+	}
+	if _, ok := got["plain"]; ok || len(got) != 3 {
+		t.Errorf("nix list servers %v, want dev, legacy and broken", slices.Collect(maps.Keys(got)))
+	}
+	if d := got["dev"]; d.Environment != flakeEnv || !d.Captured || d.Env.Vars["MCPX_DEV_VAR"] != "from-devshell" || d.Env.Locked.NarHash == "" || d.Spec != "" {
+		t.Errorf("dev in the nix list: %+v", d)
+	}
+	if l := got["legacy"]; l.Environment != shellEnv || !l.Captured || l.Env.FileHash == "" || l.Env.Vars["MCPX_LEGACY"] != "from-shell-nix" {
+		t.Errorf("legacy in the nix list: %+v", l)
+	}
+	if br := got["broken"]; br.Environment != brokenEnv || br.Captured {
+		t.Errorf("broken in the nix list: %+v, want its environment, not captured", br)
+	}
+	if len(ls.UnreferencedEnvironments) != 0 {
+		t.Errorf("unreferenced environments %+v, want none", ls.UnreferencedEnvironments)
+	}
+
 	// `mcpx nix refresh` of a server with a nix environment captures it
 	// again: unchanged, nothing is replaced; edited, the server's
 	// instances are replaced and the next call sees the new variable.
@@ -138,6 +164,22 @@ func TestNixEnvironment(t *testing.T) {
 	testenv.WaitFor(t, "the edited devShell's variable", func() bool {
 		return envOf("dev", "MCPX_DEV_VAR") == "edited"
 	})
+
+	// A server dropped from the config leaves its environment
+	// unreferenced: listed as such, and what a GC drops.
+	b.SetConfig(nixConfig(t, map[string]string{"dev": "SELF"},
+		map[string]map[string]any{"dev": {"environment": flakeEnv}}, nil))
+	ls = b.NixList()
+	if len(ls.Servers) != 1 || len(ls.UnreferencedEnvironments) != 1 || ls.UnreferencedEnvironments[0].Environment != shellEnv {
+		t.Errorf("after dropping legacy: servers %+v, unreferenced environments %+v, want dev and %s", ls.Servers, ls.UnreferencedEnvironments, shellEnv)
+	}
+	dropped, err := b.NixGC()
+	if err != nil || len(dropped) != 1 || dropped[0].Spec != shellEnv {
+		t.Errorf("nix gc dropped %+v, %v; want %s alone", dropped, err, shellEnv)
+	}
+	if ls := b.NixList(); len(ls.UnreferencedEnvironments) != 0 || !ls.Servers[0].Captured {
+		t.Errorf("after the gc: %+v", ls)
+	}
 }
 
 // TestNixStatus: each instance of a nix: server shows its spec, locked

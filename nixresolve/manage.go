@@ -45,6 +45,19 @@ func (r *Resolver) Entries() []Entry {
 	return out
 }
 
+// Environments returns the captured execution environments, sorted by
+// their key (DevEnv.Environment). It runs no nix.
+func (r *Resolver) Environments() []DevEnv {
+	r.mu.Lock()
+	out := make([]DevEnv, 0, len(r.envs))
+	for _, d := range r.envs {
+		out = append(out, d)
+	}
+	r.mu.Unlock()
+	slices.SortFunc(out, func(a, b DevEnv) int { return strings.Compare(a.Environment, b.Environment) })
+	return out
+}
+
 // Refresh resolves spec again — locks its ref anew, evaluates and builds —
 // and replaces its cache entry: the way a floating spec moves on. It
 // returns the entry it replaced (zero if there was none) and the new one.

@@ -19,20 +19,40 @@ type NixProgram struct {
 	Pinned bool `json:"pinned"`
 }
 
-// NixServer is a configured server whose command is a nix: spec.
+// NixEnvironment is a captured nix execution environment (a flake's
+// devShell, a shell.nix): what a server's child runs under.
+type NixEnvironment struct {
+	Environment  string    `json:"environment"`         // the cache key: as configured, with a relative path made absolute
+	LockedURL    string    `json:"lockedUrl,omitempty"` // flake: the locked URL nix evaluated
+	Rev          string    `json:"rev,omitempty"`
+	NarHash      string    `json:"narHash,omitempty"`
+	LastModified int64     `json:"lastModified,omitempty"`
+	FileHash     string    `json:"fileHash,omitempty"` // shell: the sha256 of the shell.nix captured
+	Variables    int       `json:"variables"`          // how many variables it sets (their values are not listed)
+	Root         string    `json:"root"`               // the GC root keeping its inputs alive
+	CapturedAt   time.Time `json:"capturedAt"`
+}
+
+// NixServer is a configured server whose command is a nix: spec, or whose
+// environment is a nix one (flake:, shell:), or both.
 type NixServer struct {
 	Server  string      `json:"server"`
-	Spec    string      `json:"spec"` // the command as configured
+	Spec    string      `json:"spec,omitempty"` // the command as configured, if it is a nix: spec
 	Pinned  bool        `json:"pinned"`
 	Program *NixProgram `json:"program,omitempty"` // absent until first resolved (its first spawn)
+	// Environment is the environment as configured, if it is a nix one;
+	// Env what it captured, absent until its first spawn.
+	Environment string          `json:"environment,omitempty"`
+	Env         *NixEnvironment `json:"env,omitempty"`
 }
 
 // NixList is the answer of GET /v1/nix: the servers whose command is a
-// nix: spec, and the cache entries no server references now (what
-// POST /v1/nix/gc would drop).
+// nix: spec or whose environment is a nix one, and the cache entries and
+// environments no server references now (what POST /v1/nix/gc would drop).
 type NixList struct {
-	Servers      []NixServer  `json:"servers"`
-	Unreferenced []NixProgram `json:"unreferenced"`
+	Servers                  []NixServer      `json:"servers"`
+	Unreferenced             []NixProgram     `json:"unreferenced"`
+	UnreferencedEnvironments []NixEnvironment `json:"unreferencedEnvironments"`
 }
 
 // NixRefreshed is the answer of POST /v1/nix/refresh/{server}.

@@ -60,12 +60,21 @@ func nixCmd(ctx context.Context, c *cli, args []string) int {
 }
 
 func printNixList(c *cli, doc *wire.NixList) {
-	if len(doc.Servers) == 0 {
+	var programs, envs []wire.NixServer
+	for _, s := range doc.Servers {
+		if s.Spec != "" {
+			programs = append(programs, s)
+		}
+		if s.Environment != "" {
+			envs = append(envs, s)
+		}
+	}
+	if len(programs) == 0 {
 		fmt.Fprintln(c.stdout, "no server's command is a nix: spec")
 	} else {
 		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "SERVER\tSPEC\tPINNED\tREV\tSTORE PATH")
-		for _, s := range doc.Servers {
+		for _, s := range programs {
 			rev, store := "-", "(not resolved yet)"
 			if p := s.Program; p != nil {
 				rev, store = nixRev(*p), p.StorePath
@@ -74,12 +83,37 @@ func printNixList(c *cli, doc *wire.NixList) {
 		}
 		tw.Flush()
 	}
-	if len(doc.Unreferenced) > 0 {
+	if len(envs) > 0 {
+		fmt.Fprintln(c.stdout)
+		tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SERVER\tENVIRONMENT\tREV\tVARIABLES\tCAPTURED")
+		for _, s := range envs {
+			rev, vars, at := "-", "-", "(not captured yet)"
+			if e := s.Env; e != nil {
+				rev, vars, at = envRev(*e), fmt.Sprint(e.Variables), e.CapturedAt.Local().Format("2006-01-02 15:04:05")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Server, s.Environment, rev, vars, at)
+		}
+		tw.Flush()
+	}
+	if len(doc.Unreferenced)+len(doc.UnreferencedEnvironments) > 0 {
 		fmt.Fprintf(c.stdout, "unreferenced (`mcpx nix gc` drops them):\n")
 		for _, p := range doc.Unreferenced {
 			fmt.Fprintf(c.stdout, "  %s  %s  %s\n", p.Spec, nixRev(p), p.StorePath)
 		}
+		for _, e := range doc.UnreferencedEnvironments {
+			fmt.Fprintf(c.stdout, "  %s  %s  (environment, %d variables)\n", e.Environment, envRev(e), e.Variables)
+		}
 	}
+}
+
+// envRev is an environment's locked revision, short, its narHash, or the
+// hash of its shell.nix.
+func envRev(e wire.NixEnvironment) string {
+	if e.FileHash != "" {
+		return "sha256:" + e.FileHash[:min(12, len(e.FileHash))]
+	}
+	return nixRev(wire.NixProgram{Rev: e.Rev, NarHash: e.NarHash})
 }
 
 func printNixRefreshed(c *cli, doc *wire.NixRefreshed) {

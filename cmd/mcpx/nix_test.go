@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
@@ -161,5 +163,47 @@ func TestNixCommand(t *testing.T) {
 	stopDaemon()
 	if code := <-served; code != exitOK {
 		t.Errorf("serve exited %d:\n%s", code, logs.String())
+	}
+}
+
+// TestPrintNixList: `mcpx nix ls` shows servers with a nix environment in
+// a table of their own (the lock or the shell.nix's hash, how many
+// variables, when captured, or not yet), and unreferenced environments
+// with the unreferenced programs.
+func TestPrintNixList(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local)
+	doc := &wire.NixList{
+		Servers: []wire.NixServer{
+			{Server: "both", Spec: "nix:github:o/r#tool", Program: &wire.NixProgram{Rev: "0123456789abcdef0123", StorePath: "/nix/store/abc-tool"},
+				Environment: "flake:github:o/r", Env: &wire.NixEnvironment{Environment: "flake:github:o/r", Rev: "fedcba9876543210fedc", Variables: 41, CapturedAt: at}},
+			{Server: "shell", Environment: "shell:/src/shell.nix", Env: &wire.NixEnvironment{Environment: "shell:/src/shell.nix", FileHash: "99aa88bb77cc66dd55ee", Variables: 7, CapturedAt: at}},
+			{Server: "pending", Environment: "flake:path:/src/dev"},
+		},
+		UnreferencedEnvironments: []wire.NixEnvironment{{Environment: "flake:path:/old", NarHash: "sha256-old", Variables: 3}},
+	}
+	var out bytes.Buffer
+	printNixList(&cli{stdout: &out}, doc)
+	got := out.String()
+	t.Logf("mcpx nix ls:\n%s", got)
+	lines := strings.Split(got, "\n")
+	find := func(prefix string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+		return ""
+	}
+	if l := find("both  "); !strings.Contains(l, "nix:github:o/r#tool") || !strings.Contains(l, "0123456789ab") || strings.Count(got, "both") != 2 {
+		t.Errorf("both: want a program row and an environment row:\n%s", got)
+	}
+	if l := find("shell "); !strings.Contains(l, "sha256:99aa88bb77cc") || !strings.Contains(l, " 7 ") || !strings.Contains(l, "2026-11-30 12:00:00") {
+		t.Errorf("shell's row %q", l)
+	}
+	if l := find("pending "); !strings.Contains(l, "(not captured yet)") {
+		t.Errorf("pending's row %q", l)
+	}
+	if !strings.Contains(got, "ENVIRONMENT") || !strings.Contains(got, "unreferenced") || !strings.Contains(got, "flake:path:/old  sha256-old  (environment, 3 variables)") {
+		t.Errorf("the listing lacks the environment table or the unreferenced environment:\n%s", got)
 	}
 }
