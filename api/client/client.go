@@ -228,6 +228,39 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 	return resp, nil
 }
 
+// Forward sends a request of another client on to the daemon, as a relay
+// does: method and uri (the path and query, e.g. from
+// http.Request.RequestURI) with the headers h and the body, streamed. It
+// adds this client's Mcpx-Client (if h has none) and bearer token, and
+// leaves the status to the caller: an error answer is a response like any
+// other, for the relay to pass on. Only a failure to reach the daemon is an
+// error (*UnreachableError for a dial). The caller owns and must close the
+// response body, which arrives decompressed.
+func (c *Client) Forward(ctx context.Context, method, uri string, body io.Reader, h http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+uri, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if req.Header.Get(wire.HeaderClient) == "" {
+		req.Header.Set(wire.HeaderClient, ClientName)
+	}
+	if tok := c.bearer(); tok != "" {
+		req.Header.Set(wire.HeaderAuthorization, "Bearer "+tok)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, &UnreachableError{Addr: c.addr, Unix: c.unix, Err: err}
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
 // bearer returns the token to send, if any: Options.Token, else the daemon
 // record's (read once, and again after a 401).
 func (c *Client) bearer() string {

@@ -90,8 +90,22 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
+	dir := caller.Cwd // where the script runs, on this machine
+	var relay *runRelay
 	if bc.Remote() {
-		return report(c, errors.New("mcpx run needs the local broker: a script's client reaches a remote one through $MCPX_URL and $MCPX_TOKEN; run it with the runtime directly"))
+		// The script runs here, in this machine's directory (--cwd names
+		// the broker's), and reaches the broker through the CLI's relay.
+		if dir, err = callerCwd("", c.getenv); err != nil {
+			return report(c, err)
+		}
+		paths, err := client.NewPathMap(ccfg.PathMappings)
+		if err != nil {
+			return usageError(c, fs, "client config %s: %v", file, err)
+		}
+		if relay, err = startRunRelay(bc, dir, caller.Cwd, paths, file); err != nil {
+			return report(c, err)
+		}
+		defer relay.Close()
 	}
 	caller.Session, caller.ParentSession = session, c.getenv("MCPX_SESSION_ID")
 	lease, err := bc.AcquireLease(ctx, runLeaseTTL)
@@ -99,7 +113,7 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 		return report(c, err)
 	}
 	caller.Lease = lease.ID // the run's own, whatever --lease said
-	r := &scriptRun{c: c, bc: bc, caller: caller, rt: rt, script: script}
+	r := &scriptRun{c: c, bc: bc, caller: caller, rt: rt, script: script, dir: dir, relay: relay}
 	code = r.run(ctx, scripts.BundleOptions{Entry: script, Export: *export, Args: argsJSON}, pos[1:], *asJSON)
 
 	// Release the lease and stop the run's session with a context of their
@@ -199,6 +213,8 @@ type scriptRun struct {
 	caller client.Caller
 	rt     scripts.Runtime
 	script string
+	dir    string    // the script's working directory, on this machine
+	relay  *runRelay // the way to a remote broker; nil for a local one
 }
 
 // run bundles the script, runs it and returns its exit code; with asJSON
@@ -222,7 +238,7 @@ func (r *scriptRun) run(ctx context.Context, bo scripts.BundleOptions, args []st
 		return report(c, err)
 	}
 	defer os.RemoveAll(dir)
-	bo.Dir, bo.Lib = dir, scripts.LibDirs(chainDirs(c, r.caller.Cwd))
+	bo.Dir, bo.Lib = dir, scripts.LibDirs(chainDirs(c, r.dir))
 	runner, err := scripts.Bundle(bo)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcpx run: %v\n", err)
@@ -231,7 +247,7 @@ func (r *scriptRun) run(ctx context.Context, bo scripts.BundleOptions, args []st
 	reportFile := filepath.Join(dir, "calls.jsonl")
 
 	cmd := exec.Command(r.rt.Path, r.rt.Args(runner, args)...)
-	cmd.Dir = r.caller.Cwd
+	cmd.Dir = r.dir
 	cmd.Env = append(os.Environ(), r.rt.Env()...)
 	cmd.Env = append(cmd.Env,
 		"MCPX_SESSION_ID="+r.caller.Session,
@@ -239,6 +255,9 @@ func (r *scriptRun) run(ctx context.Context, bo scripts.BundleOptions, args []st
 		"MCPX_LEASE="+r.caller.Lease,
 		scripts.EnvReport+"="+reportFile,
 	)
+	if r.relay != nil {
+		cmd.Env = append(cmd.Env, "MCPX_URL="+r.relay.URL(), "MCPX_TOKEN="+r.relay.token)
+	}
 	if r.caller.Scope != "" {
 		cmd.Env = append(cmd.Env, "MCPX_SCOPE="+r.caller.Scope) // --scope
 	}
@@ -301,9 +320,8 @@ func (r *scriptRun) wait(ctx context.Context, cmd *exec.Cmd) int {
 // fingerprint, so a changed tool list is a new file and an unchanged one
 // is written once.
 //
-// The API gives no ETag for /v1/clients/typescript, so each run fetches
-// the module (its tool lists come from the broker's cache); a conditional
-// GET would save the body.
+// Each run fetches the module (its tool lists come from the broker's
+// cache); the route's ETag would let a conditional GET save the body.
 func (r *scriptRun) client(ctx context.Context, cache string) (string, error) {
 	src, err := r.bc.TypeScriptClient(ctx, r.caller, nil)
 	if err != nil {

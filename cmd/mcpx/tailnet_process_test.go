@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -129,7 +130,8 @@ func testServeTailnetProcess(t *testing.T, withTLS bool) {
 
 	// The laptop: the CLI with its own embedded node.
 	laptop := func(cwd string, args ...string) (string, string, error) {
-		cmd := exec.Command(mcpx, append(args, "--broker", brokerURL, "--tsnet")...)
+		// The flags right after the command: mcpx run passes what follows its script to the script.
+		cmd := exec.Command(mcpx, append([]string{args[0], "--broker", brokerURL, "--tsnet"}, args[1:]...)...)
 		cmd.Dir = cwd
 		cmd.Env = append(os.Environ(), marker, "PWD="+cwd, "XDG_STATE_HOME="+filepath.Join(dir, "laptop", "state"),
 			"MCPX_CLIENT_CONFIG="+clientConfig, "MCPX_TSNET_CONTROL_URL="+url, "MCPX_TSNET_HOSTNAME=laptop")
@@ -148,6 +150,23 @@ func testServeTailnetProcess(t *testing.T, withTLS bool) {
 	t.Logf("first call from a new laptop process took %v", time.Since(first))
 	if t.Failed() {
 		return
+	}
+
+	// `mcpx run` on the laptop: the script runs there and its generated
+	// client reaches the broker through the CLI's relay and embedded node,
+	// from the mapped directory, with a token that is not the CLI's.
+	if !withTLS {
+		app := filepath.Join(laptopSrc, "app")
+		testenv.WriteFiles(t, app, map[string]string{"where.ts": `import { demo } from "mcpx";
+const r = await demo.cwd({});
+console.log(JSON.stringify({ broker: r.content[0].text, here: process.cwd(), url: process.env.MCPX_URL }));
+`})
+		out, errOut, err := laptop(app, "run", "--runtime", testenv.Node(t), "where.ts")
+		var got struct{ Broker, Here, URL string }
+		if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Broker != filepath.Join(brokerRoot, "app") ||
+			got.Here != app || !strings.HasPrefix(got.URL, "http://127.0.0.1:") {
+			t.Errorf("laptop mcpx run: %q, %v\n%s\nwant the broker's child in %s, the script in %s, a loopback relay", out, err, errOut, filepath.Join(brokerRoot, "app"), app)
+		}
 	}
 
 	_, errOut, err = laptop(filepath.Join(dir, "elsewhere"), "call", "demo.cwd", "{}")

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+)
+
+// TestRunRelay: mcpx run's relay to a remote broker takes only its own
+// token, sends requests on with the CLI's client, maps the script's
+// directory (and those below it, and the client config's mappings) to the
+// broker's side and refuses one nothing maps, passes error answers
+// through, and streams a call's events as they come. The broker here is a
+// local daemon on a unix socket: the relay does not care where its
+// client's daemon is.
+func TestRunRelay(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	dir := t.TempDir()
+	local, remote, mappedLocal, mappedRemote := filepath.Join(dir, "laptop", "app"), filepath.Join(dir, "broker", "app"),
+		filepath.Join(dir, "laptop", "other"), filepath.Join(dir, "broker", "other")
+	for _, d := range []string{filepath.Join(local, "sub"), filepath.Join(remote, "sub"), mappedLocal, mappedRemote, filepath.Join(dir, "elsewhere")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"servers": map[string]any{"demo": map[string]any{
+		"command": exe, "scope": "cwd",
+		"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
+	}}})
+	cfgPath, sock := filepath.Join(dir, "config.json"), filepath.Join(dir, "mcpx.sock")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stopDaemon := context.WithCancel(t.Context())
+	served := make(chan int, 1)
+	var logs testenv.SyncBuffer
+	go func() {
+		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", filepath.Join(dir, "state"), "--listen", "off"},
+			strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
+	}()
+	t.Cleanup(func() {
+		stopDaemon()
+		if code := <-served; code != exitOK {
+			t.Errorf("serve exited %d:\n%s", code, logs.String())
+		}
+	})
+	testenv.WaitFor(t, "the socket to answer", func() bool { return client.Answers(sock) })
+
+	paths, err := client.NewPathMap(map[string]string{mappedLocal: mappedRemote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay, err := startRunRelay(client.New(sock, client.Options{}), local, remote, paths, "client.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+
+	post := func(path, token, cwd, accept, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", relay.URL()+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(wire.HeaderAuthorization, "Bearer "+token)
+		req.Header.Set(wire.HeaderClient, "mcpx-test")
+		if cwd != "" {
+			req.Header.Set(wire.HeaderCwd, cwd)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	text := func(body string) string {
+		var res struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if json.Unmarshal([]byte(body), &res) != nil || len(res.Content) == 0 {
+			return ""
+		}
+		return res.Content[0].Text
+	}
+	real := func(p string) string { r, _ := filepath.EvalSymlinks(p); return r }
+
+	for _, tc := range []struct{ cwd, want string }{
+		{local, remote},
+		{filepath.Join(local, "sub"), filepath.Join(remote, "sub")},
+		{mappedLocal, mappedRemote},
+	} {
+		resp, body := post("/v1/servers/demo/tools/cwd", relay.token, tc.cwd, "", "{}")
+		if resp.StatusCode != 200 || text(body) != real(tc.want) {
+			t.Errorf("cwd %s through the relay: %d %s, want the child in %s", tc.cwd, resp.StatusCode, body, tc.want)
+		}
+	}
+
+	resp, body := post("/v1/servers/demo/tools/cwd", "not-the-token", local, "", "{}")
+	if resp.StatusCode != 401 || !strings.Contains(body, wire.KindUnauthorized) {
+		t.Errorf("a wrong token: %d %s, want 401", resp.StatusCode, body)
+	}
+	elsewhere := filepath.Join(dir, "elsewhere")
+	resp, body = post("/v1/servers/demo/tools/cwd", relay.token, elsewhere, "", "{}")
+	if resp.StatusCode != 400 || !strings.Contains(body, "no path mapping covers "+real(elsewhere)) || !strings.Contains(body, "client.json") {
+		t.Errorf("an unmapped cwd: %d %s, want 400 naming it and the client config", resp.StatusCode, body)
+	}
+	resp, body = post("/v1/servers/nope/tools/cwd", relay.token, local, "", "{}")
+	if resp.StatusCode != 404 || !strings.HasPrefix(resp.Header.Get("Content-Type"), wire.MediaProblem) || !strings.Contains(body, `"nope"`) {
+		t.Errorf("an unknown server: %d %s, want the broker's 404 problem passed through", resp.StatusCode, body)
+	}
+	resp, body = post("/v1/servers/demo/tools/progress", relay.token, local, wire.MediaEventStream, `{"steps":3}`)
+	if resp.StatusCode != 200 || strings.Count(body, "event: progress") != 3 || !strings.Contains(body, "event: result") || !strings.Contains(body, "done 3") {
+		t.Errorf("a streamed call: %d %s", resp.StatusCode, body)
+	}
+}
