@@ -125,10 +125,21 @@ func (h handshake) open(ctx context.Context, s *Session) (string, json.RawMessag
 	if v, ok := s.t.(ProtocolVersionSetter); ok {
 		v.SetProtocolVersion(head.ProtocolVersion)
 	}
+	if o, ok := s.t.(StreamOpener); ok {
+		o.OpenStream(ctx)
+	}
 	if err := s.notify(ctx, "notifications/initialized", nil); err != nil {
 		return "", nil, fmt.Errorf("sending notifications/initialized: %w", err)
 	}
 	return head.ProtocolVersion, res, nil
+}
+
+// StreamOpener is implemented by transports with a stream of their own for
+// the server's messages (streamable HTTP's GET stream). Connect calls
+// OpenStream after negotiation and before notifications/initialized; it
+// returns once the stream is open, or has failed, or a bound passed.
+type StreamOpener interface {
+	OpenStream(ctx context.Context)
 }
 
 // ProtocolVersionSetter is implemented by transports that must know the

@@ -72,6 +72,8 @@ func NewHTTP(url string, headers map[string]string, client *http.Client) Transpo
 		closed:  make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
+
+		getAnswered: make(chan struct{}),
 	}
 }
 
@@ -86,6 +88,9 @@ type httpTransport struct {
 	version    string // guarded by mu; set after negotiation
 	getStarted bool   // guarded by mu
 	err        error  // guarded by mu; why closed was closed
+
+	getAnswered     chan struct{} // closed once the first GET has an answer (or cannot have one)
+	getAnsweredOnce sync.Once
 
 	in        chan inbound  // messages for Recv
 	closed    chan struct{} // closed by Close or a fatal error
@@ -539,9 +544,43 @@ func (t *httpTransport) startGet() {
 	}()
 }
 
+// getOpenWait bounds how long OpenStream waits for the GET stream's
+// answer before the handshake goes on without it.
+const getOpenWait = 5 * time.Second
+
+// OpenStream opens the GET stream and waits (bounded by ctx and
+// getOpenWait) until the server has answered it: Connect calls it before
+// notifications/initialized, so that a server that sends a request as soon
+// as it is initialized (roots/list, typically) finds the stream open. The
+// official TypeScript SDK's server drops a message meant for the GET stream
+// when there is none yet, and then waits 60 s for the answer that never
+// comes (seen with server-everything's get-roots-list under load).
+func (t *httpTransport) OpenStream(ctx context.Context) {
+	t.startGet()
+	t.mu.Lock()
+	started := t.getStarted
+	t.mu.Unlock()
+	if !started {
+		return
+	}
+	timer := time.NewTimer(getOpenWait)
+	defer timer.Stop()
+	select {
+	case <-t.getAnswered:
+	case <-ctx.Done():
+	case <-t.closed:
+	case <-timer.C:
+	}
+}
+
+func (t *httpTransport) markGetAnswered() {
+	t.getAnsweredOnce.Do(func() { close(t.getAnswered) })
+}
+
 // listen keeps the GET stream open until the transport closes or the
 // server says it has none.
 func (t *httpTransport) listen() {
+	defer t.markGetAnswered()
 	backoff := time.Second
 	lastID := ""
 	for t.ctx.Err() == nil {
@@ -553,6 +592,7 @@ func (t *httpTransport) listen() {
 			req.Header.Set("Last-Event-ID", lastID)
 		}
 		resp, err := t.client.Do(req)
+		t.markGetAnswered() // the server has registered the stream (or has none, or failed)
 		if err == nil {
 			if resp.StatusCode == http.StatusMethodNotAllowed {
 				resp.Body.Close()

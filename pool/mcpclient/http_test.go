@@ -482,3 +482,85 @@ func TestHTTPCancelDuringSendIsRepeated(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestHTTPGetStreamBeforeInitialized: the GET stream is open before
+// notifications/initialized is sent, so a server that asks roots/list the
+// moment it is initialized, on the GET stream, is answered. The server
+// here does what the official TypeScript SDK's does: a message for the GET
+// stream when none is open is dropped (server-everything then waited 60 s
+// for its roots under load).
+func TestHTTPGetStreamBeforeInitialized(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		stream  chan string // the open GET stream's messages; nil = none
+		dropped bool
+		answer  = make(chan string, 1)
+	)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			ch := make(chan string, 4)
+			mu.Lock()
+			stream = ch
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case m := <-ch:
+					fmt.Fprintf(w, "event: message\ndata: %s\n\n", m)
+					w.(http.Flusher).Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		case http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &m)
+		switch {
+		case m.Method == "initialize":
+			w.Header().Set("Mcp-Session-Id", "s1")
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"eager","version":"1"}}}`, m.ID)
+		case m.Method == "notifications/initialized":
+			mu.Lock()
+			if stream != nil {
+				stream <- `{"jsonrpc":"2.0","id":"roots-1","method":"roots/list"}`
+			} else {
+				dropped = true
+			}
+			mu.Unlock()
+			w.WriteHeader(http.StatusAccepted)
+		case m.Method == "" && string(m.ID) == `"roots-1"`:
+			answer <- string(body)
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(ts.Close)
+	s, err := Connect(t.Context(), NewHTTP(ts.URL, nil, ts.Client()), Options{Root: "/srv/app"})
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer s.Close()
+	select {
+	case got := <-answer:
+		if !strings.Contains(got, "file:///srv/app") {
+			t.Errorf("the roots/list answer %s lacks the root", got)
+		}
+	case <-time.After(10 * time.Second):
+		mu.Lock()
+		d := dropped
+		mu.Unlock()
+		t.Fatalf("the server's roots/list was never answered (dropped for want of a GET stream: %v)", d)
+	}
+}
