@@ -34,32 +34,7 @@ func TestRunRelay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := json.Marshal(map[string]any{"servers": map[string]any{"demo": map[string]any{
-		"command": exe, "scope": "cwd",
-		"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
-	}}})
-	cfgPath, sock := filepath.Join(dir, "config.json"), filepath.Join(dir, "mcpx.sock")
-	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, stopDaemon := context.WithCancel(t.Context())
-	served := make(chan int, 1)
-	var logs testenv.SyncBuffer
-	go func() {
-		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", filepath.Join(dir, "state"), "--listen", "off"},
-			strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
-	}()
-	t.Cleanup(func() {
-		stopDaemon()
-		if code := <-served; code != exitOK {
-			t.Errorf("serve exited %d:\n%s", code, logs.String())
-		}
-	})
-	testenv.WaitFor(t, "the socket to answer", func() bool { return client.Answers(sock) })
+	sock := serveDemo(t, dir, "cwd")
 
 	paths, err := client.NewPathMap(map[string]string{mappedLocal: mappedRemote})
 	if err != nil {
@@ -132,4 +107,79 @@ func TestRunRelay(t *testing.T) {
 	if resp.StatusCode != 200 || strings.Count(body, "event: progress") != 3 || !strings.Contains(body, "event: result") || !strings.Contains(body, "done 3") {
 		t.Errorf("a streamed call: %d %s", resp.StatusCode, body)
 	}
+}
+
+// serveDemo runs `mcpx serve` in this process with the demo server (this
+// test binary) at scope, on a socket in dir, until the test's end, and
+// returns the socket once it answers.
+func serveDemo(tb testing.TB, dir, scope string) string {
+	tb.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"servers": map[string]any{"demo": map[string]any{
+		"command": exe, "scope": scope,
+		"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(tb)},
+	}}})
+	cfgPath, sock := filepath.Join(dir, "config.json"), filepath.Join(dir, "mcpx.sock")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	ctx, stopDaemon := context.WithCancel(context.Background())
+	served := make(chan int, 1)
+	var logs testenv.SyncBuffer
+	go func() {
+		served <- run(ctx, []string{"serve", "--config", cfgPath, "--socket", sock, "--state-dir", filepath.Join(dir, "state"), "--listen", "off"},
+			strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
+	}()
+	tb.Cleanup(func() {
+		stopDaemon()
+		if code := <-served; code != exitOK {
+			tb.Errorf("serve exited %d:\n%s", code, logs.String())
+		}
+	})
+	testenv.WaitFor(tb, "the socket to answer", func() bool { return client.Answers(sock) })
+	return sock
+}
+
+// BenchmarkRunRelay: a warm tool call as a script on a remote broker makes
+// it, through mcpx run's relay (a loopback HTTP hop, then the CLI's
+// client), against the same call straight from the Go client. The broker
+// is local here, so the ratio is the relay's own cost.
+func BenchmarkRunRelay(b *testing.B) {
+	dir := b.TempDir()
+	sock := serveDemo(b, dir, "global")
+	bc := client.New(sock, client.Options{})
+	relay, err := startRunRelay(bc, dir, dir, client.PathMap{}, "client.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(relay.Close)
+	args := json.RawMessage(`{"message":"hi"}`)
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := bc.CallTool(b.Context(), client.Caller{Cwd: dir}, "demo", "echo", args, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("relay", func(b *testing.B) {
+		hc := &http.Client{}
+		for b.Loop() {
+			req, _ := http.NewRequest("POST", relay.URL()+"/v1/servers/demo/tools/echo", strings.NewReader(string(args)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(wire.HeaderAuthorization, "Bearer "+relay.token)
+			req.Header.Set(wire.HeaderCwd, dir)
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	})
 }
