@@ -148,6 +148,7 @@ func serveDemo(tb testing.TB, dir, scope string) string {
 // client), against the same call straight from the Go client. The broker
 // is local here, so the ratio is the relay's own cost.
 func BenchmarkRunRelay(b *testing.B) {
+	proctest.CheckNoLeaks(b)
 	dir := b.TempDir()
 	sock := serveDemo(b, dir, "global")
 	bc := client.New(sock, client.Options{})
