@@ -702,7 +702,7 @@ func TestPanickingCallerReleasesTheInstance(t *testing.T) {
 		}()
 		p.Do(t.Context(), tg, func(*mcpclient.Session) error { panic("handler bug") })
 	}()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if _, err := call(ctx, p, tg, "pid", nil); err != nil {
 		t.Fatalf("exclusive instance after a panicking caller: %v", err)
