@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -134,6 +136,32 @@ func (c *Client) TypeScriptClient(ctx context.Context, cl Caller, servers []stri
 		query = "?servers=" + url.QueryEscape(strings.Join(servers, ","))
 	}
 	return readRaw(c.send(ctx, wire.OpTypeScript, &cl, nil, nil, query))
+}
+
+// TypeScriptClientIfNew is TypeScriptClient as a conditional GET: known
+// are the ETags of modules the caller keeps. If the broker's module is one
+// of them it answers 304 Not Modified and src is nil; etag is the module's
+// ETag either way (the route's ETag is a hash of the source).
+func (c *Client) TypeScriptClientIfNew(ctx context.Context, cl Caller, servers []string, known []string) (src []byte, etag string, err error) {
+	query := ""
+	if len(servers) > 0 {
+		query = "?servers=" + url.QueryEscape(strings.Join(servers, ","))
+	}
+	var h http.Header
+	if len(known) > 0 {
+		h = http.Header{"If-None-Match": {strings.Join(known, ", ")}}
+	}
+	resp, err := c.send(ctx, wire.OpTypeScript, &cl, nil, h, query)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	etag = resp.Header.Get("ETag")
+	if resp.StatusCode == http.StatusNotModified {
+		return nil, etag, nil
+	}
+	src, err = io.ReadAll(resp.Body)
+	return src, etag, err
 }
 
 // Types returns the TypeScript declarations of a server's tools, or of one

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -315,24 +316,93 @@ func (r *scriptRun) wait(ctx context.Context, cmd *exec.Cmd) int {
 	return exitFailed
 }
 
-// client writes the generated client of the run's servers into the cache,
-// named by its content's hash: the module names each server's tool-list
-// fingerprint, so a changed tool list is a new file and an unchanged one
-// is written once.
-//
-// Each run fetches the module (its tool lists come from the broker's
-// cache); the route's ETag would let a conditional GET save the body.
+// client returns the generated client of the run's servers, kept in the
+// cache as client-<ETag>.ts (the route's ETag is a hash of the module,
+// which names each server's tool-list fingerprint): the request names the
+// modules kept (If-None-Match), so an unchanged one is answered 304 with no
+// body — what matters against a remote broker, where the module crosses
+// the tailnet — and a changed one is written once. The cache keeps the
+// keepClients most recently used modules.
 func (r *scriptRun) client(ctx context.Context, cache string) (string, error) {
-	src, err := r.bc.TypeScriptClient(ctx, r.caller, nil)
+	kept := keptClients(cache)
+	var known []string
+	for _, k := range kept {
+		known = append(known, `"`+k.tag+`"`)
+	}
+	src, etag, err := r.bc.TypeScriptClientIfNew(ctx, r.caller, nil, known)
 	if err != nil {
 		return "", fmt.Errorf("fetching the generated client: %w", err)
 	}
-	sum := sha256.Sum256(src)
-	path := filepath.Join(cache, "client-"+hex.EncodeToString(sum[:8])+".ts")
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
+	tag := strings.Trim(strings.TrimPrefix(etag, "W/"), `"`)
+	if src == nil { // 304: one of ours
+		for _, k := range kept {
+			if k.tag == tag {
+				now := time.Now()
+				os.Chtimes(k.path, now, now) //nolint:errcheck // only the pruning order
+				return k.path, nil
+			}
+		}
+		return "", fmt.Errorf("fetching the generated client: the broker answered 304 for %s, which is not in %s", etag, cache)
 	}
-	return path, atomicfile.Write(path, src, 0o600)
+	if !validTag(tag) { // an older broker: no ETag
+		sum := sha256.Sum256(src)
+		tag = hex.EncodeToString(sum[:16])
+	}
+	path := filepath.Join(cache, "client-"+tag+".ts")
+	if err := atomicfile.Write(path, src, 0o600); err != nil {
+		return "", err
+	}
+	for _, k := range kept[min(len(kept), keepClients-1):] {
+		if k.path != path {
+			os.Remove(k.path)
+		}
+	}
+	return path, nil
+}
+
+// keepClients is how many generated client modules the run cache keeps.
+const keepClients = 8
+
+type keptClient struct{ tag, path string }
+
+// keptClients lists the cache's client-<tag>.ts files, most recently used
+// first.
+func keptClients(cache string) []keptClient {
+	ents, _ := os.ReadDir(cache)
+	type withTime struct {
+		keptClient
+		mod time.Time
+	}
+	var list []withTime
+	for _, e := range ents {
+		tag, ok := strings.CutPrefix(e.Name(), "client-")
+		if tag, ok = strings.CutSuffix(tag, ".ts"); !ok || !validTag(tag) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			list = append(list, withTime{keptClient{tag, filepath.Join(cache, e.Name())}, fi.ModTime()})
+		}
+	}
+	slices.SortFunc(list, func(a, b withTime) int { return b.mod.Compare(a.mod) })
+	out := make([]keptClient, len(list))
+	for i, w := range list {
+		out[i] = w.keptClient
+	}
+	return out
+}
+
+// validTag reports whether tag is a module's ETag as the broker makes it:
+// 32 lower-case hex digits (it names a file, so nothing else is taken).
+func validTag(tag string) bool {
+	if len(tag) != 32 {
+		return false
+	}
+	for _, c := range tag {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // newSessionID returns a new run's session id: "run-" and 128 random bits.
