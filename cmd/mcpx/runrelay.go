@@ -26,7 +26,8 @@ import (
 //   - the script's cwd (Mcpx-Cwd: its process's directory on this machine)
 //     is mapped to the broker's side: the run's directory to the one the
 //     CLI mapped, anything else by the client config's pathMappings; a cwd
-//     no mapping covers is refused, naming it, as the CLI refuses it;
+//     no mapping covers is refused, naming it, as the CLI refuses it; a
+//     request with none gets the run's;
 //   - the browser guard's headers (Origin) and hop-by-hop headers stop
 //     here; responses, streamed ones included, pass through as they come.
 type runRelay struct {
@@ -84,6 +85,8 @@ func (r *runRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		h.Set(wire.HeaderCwd, mapped)
+	} else {
+		h.Set(wire.HeaderCwd, r.remote) // a request that names none is the run's
 	}
 	resp, err := r.bc.Forward(req.Context(), req.Method, req.URL.RequestURI(), req.Body, h)
 	if err != nil {

@@ -82,6 +82,7 @@ func TestRunRelay(t *testing.T) {
 	real := func(p string) string { r, _ := filepath.EvalSymlinks(p); return r }
 
 	for _, tc := range []struct{ cwd, want string }{
+		{"", remote}, // none: the run's
 		{local, remote},
 		{filepath.Join(local, "sub"), filepath.Join(remote, "sub")},
 		{mappedLocal, mappedRemote},
