@@ -115,3 +115,29 @@ func TestURLServerTransportFailureIsChildFailed(t *testing.T) {
 		t.Errorf("the daemon's owner is not told what happened: %q", be.Private)
 	}
 }
+
+// A url server of the 2026-07-28 era (the go-sdk's stateless handler) is
+// spoken to in it: status shows the version, and calls, progress and the
+// tool list work as with a handshake-era one.
+func TestStreamableHTTPChildStateless(t *testing.T) {
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demo.NewServer() },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	defer srv.Close()
+	b := urlBroker(t, srv.URL, nil)
+	defer b.Close(t.Context())
+
+	r := req("remote", "")
+	if got := callText(t, b, r, "echo", `{"message":"stateless"}`); got != "stateless" {
+		t.Errorf("echo = %q", got)
+	}
+	var progress int
+	if _, err := b.CallTool(t.Context(), r, "progress", json.RawMessage(`{"steps":2}`), func(json.RawMessage) { progress++ }); err != nil || progress != 2 {
+		t.Errorf("progress: %d notifications, %v", progress, err)
+	}
+	if tools, err := b.Tools(t.Context(), r); err != nil || !strings.Contains(string(tools), `"name":"echo"`) {
+		t.Errorf("tools = %.200s, %v", tools, err)
+	}
+	if in := b.Instances(); len(in) != 1 || in[0].Transport != "http" || in[0].Protocol != "2026-07-28" {
+		t.Errorf("instances %+v, want one http instance speaking 2026-07-28", in)
+	}
+}

@@ -226,9 +226,15 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 		l.setMaxMessage(s.opts.MaxMessageBytes)
 	}
 	_, s.sendWaits = t.(answerWaiter)
+	if tl, ok := t.(toolLookupSetter); ok {
+		tl.setToolLookup(func(name string) json.RawMessage {
+			item, _, _ := s.tools.lookup(name)
+			return item
+		})
+	}
 	go s.read()
 	var err, first error
-	for _, e := range eraOrder(opts.Era, s.sendWaits) {
+	for _, e := range eraOrder(opts.Era) {
 		s.version, s.initResult, err = e.open(ctx, s)
 		if err == nil {
 			s.instructions = instructionsOf(s.initResult)
@@ -251,6 +257,12 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 	}
 	s.Close()
 	return nil, fmt.Errorf("initializing mcp session: %w", first)
+}
+
+// toolLookupSetter is a transport that reads tools' schemas to send a
+// request (streamable HTTP's Mcp-Param- headers).
+type toolLookupSetter interface {
+	setToolLookup(func(name string) json.RawMessage)
 }
 
 // ProtocolVersion returns the negotiated protocol version.

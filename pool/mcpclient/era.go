@@ -28,15 +28,12 @@ type era interface {
 // eras are all eras, newest first.
 var eras = []era{stateless{}, handshake{}}
 
-// eraOrder is the order Connect tries eras in for a session on t: the era
-// remembered for the child's definition (Options.Era) first, then the
-// other. Streamable HTTP children are initialized only: a handshake-era HTTP
-// server refuses a request without a session id with an HTTP error, not a
-// JSON-RPC one, and its session is what the HTTP transport keeps.
-func eraOrder(hint string, httpTransport bool) []era {
-	if httpTransport {
-		return []era{handshake{}}
-	}
+// eraOrder is the order Connect tries eras in: the era remembered for the
+// child's definition (Options.Era) first, then the other. A streamable
+// HTTP child is probed the same way: a server of the handshake era
+// refuses the sessionless server/discover with an HTTP error (which falls
+// back, see fallsBack) or answers it without 2026-07-28.
+func eraOrder(hint string) []era {
 	if hint == EraHandshake {
 		return []era{handshake{}, stateless{}}
 	}
@@ -57,6 +54,15 @@ func fallsBack(ctx context.Context, e era, err error) bool {
 	}
 	var rpc *RPCError
 	if errors.As(err, &rpc) {
+		return true
+	}
+	// Over HTTP a server refuses a request of the other era with a
+	// client-error status: a handshake-era one the sessionless probe
+	// (400 "not initialized", 404, 405), a stateless-only one initialize
+	// (400 with a JSON-RPC error). Authentication failures are not the
+	// era's: the other era would get the same answer.
+	var he *HTTPStatusError
+	if errors.As(err, &he) && he.StatusCode/100 == 4 && he.StatusCode != 401 && he.StatusCode != 403 {
 		return true
 	}
 	var ee *eraError

@@ -92,6 +92,11 @@ type httpTransport struct {
 	getAnswered     chan struct{} // closed once the first GET has an answer (or cannot have one)
 	getAnsweredOnce sync.Once
 
+	// toolOf returns a tool's Tool object from the session's cached
+	// tools/list (nil if not cached), for the stateless era's Mcp-Param-
+	// headers; set once by Connect, before the first request.
+	toolOf func(name string) json.RawMessage
+
 	in        chan inbound  // messages for Recv
 	closed    chan struct{} // closed by Close or a fatal error
 	closeOnce sync.Once
@@ -212,6 +217,9 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 	req, sid, err := t.newRequest(rctx, http.MethodPost, bytes.Clone(msg))
 	if err != nil {
 		return err
+	}
+	if req.Header.Get("MCP-Protocol-Version") == StatelessVersion {
+		standardHeaders(req.Header, msg, t.toolOf)
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
@@ -368,6 +376,16 @@ func (e *HTTPStatusError) Error() string {
 		s += ": " + e.Body
 	}
 	return s
+}
+
+// setToolLookup implements toolLookupSetter.
+func (t *httpTransport) setToolLookup(f func(name string) json.RawMessage) { t.toolOf = f }
+
+// forgetSession implements sessionForgetter.
+func (t *httpTransport) forgetSession() {
+	t.mu.Lock()
+	t.sessionID = ""
+	t.mu.Unlock()
 }
 
 // captureSession records the session id the server assigned at initialize.
@@ -531,7 +549,9 @@ func (t *httpTransport) resume(ctx context.Context, lastID string, retry time.Du
 // return HTTP 405 Method Not Allowed".
 func (t *httpTransport) startGet() {
 	t.mu.Lock()
-	start := t.version != "" && !t.getStarted
+	// The stateless era has no GET stream (a server's own messages come
+	// within the requests, or on subscriptions/listen).
+	start := t.version != "" && t.version != StatelessVersion && !t.getStarted
 	t.getStarted = t.getStarted || start
 	t.mu.Unlock()
 	if !start {

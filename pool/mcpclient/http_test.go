@@ -65,17 +65,23 @@ func connectHTTP(t *testing.T, h *httpServer, opts Options) *Session {
 	return s
 }
 
+// TestHTTPEcho: a go-sdk server over streamable HTTP, stateful (SSE or
+// JSON answers: the stateless probe falls back to initialize) or stateless
+// (it speaks 2026-07-28: no initialize, no session).
 func TestHTTPEcho(t *testing.T) {
-	for name, opts := range map[string]*mcp.StreamableHTTPOptions{
-		"sse":       {},
-		"json":      {JSONResponse: true},
-		"stateless": {Stateless: true},
+	for name, tc := range map[string]struct {
+		opts    *mcp.StreamableHTTPOptions
+		version string
+	}{
+		"sse":       {&mcp.StreamableHTTPOptions{}, "2025-11-25"},
+		"json":      {&mcp.StreamableHTTPOptions{JSONResponse: true}, "2025-11-25"},
+		"stateless": {&mcp.StreamableHTTPOptions{Stateless: true}, StatelessVersion},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := startHTTP(t, opts)
+			h := startHTTP(t, tc.opts)
 			s := connectHTTP(t, h, Options{})
-			if v := s.ProtocolVersion(); v != "2025-11-25" {
-				t.Errorf("ProtocolVersion = %q", v)
+			if v := s.ProtocolVersion(); v != tc.version {
+				t.Errorf("ProtocolVersion = %q, want %s", v, tc.version)
 			}
 			res, err := s.CallTool(t.Context(), "echo", json.RawMessage(`{"message":"over http"}`), nil)
 			if err != nil {
@@ -94,7 +100,7 @@ func TestHTTPEcho(t *testing.T) {
 
 func TestHTTPHeadersAndDelete(t *testing.T) {
 	h := startHTTP(t, nil)
-	s := connectHTTP(t, h, Options{})
+	s := connectHTTP(t, h, Options{Era: EraHandshake}) // remembered: no probe first
 	if _, err := s.CallTool(t.Context(), "echo", json.RawMessage(`{"message":"x"}`), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +313,12 @@ func scriptedHTTP(t *testing.T, call func(w http.ResponseWriter, r *http.Request
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Mcp-Session-Id", "s1")
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"scripted","version":"1"}}}`, msg.ID)
+		case r.Header.Get("Mcp-Session-Id") == "":
+			// A handshake-era server: no request before initialize (the
+			// TypeScript SDK's answer to the stateless probe).
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`)
 		default:
 			call(w, r, string(msg.ID))
 		}
@@ -562,5 +574,87 @@ func TestHTTPGetStreamBeforeInitialized(t *testing.T) {
 		d := dropped
 		mu.Unlock()
 		t.Fatalf("the server's roots/list was never answered (dropped for want of a GET stream: %v)", d)
+	}
+}
+
+// TestHTTPStateless: a streamable HTTP server of the 2026-07-28 era (the
+// go-sdk's stateless handler) is spoken to in that era: the probe and
+// every request carry the version header and Mcp-Method (and Mcp-Name for
+// a call), no session id, no GET stream and no DELETE; roots come back
+// through input_required rounds, progress on the call's stream; and a
+// tool whose input schema maps an argument to a header (x-mcp-header) is
+// sent it as Mcp-Param-<Header>, base64-wrapped when not plain ASCII —
+// the server refuses the call otherwise.
+func TestHTTPStateless(t *testing.T) {
+	srv := demo.NewServer()
+	srv.AddTool(&mcp.Tool{Name: "where", InputSchema: json.RawMessage(`{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},
+		"opts":{"type":"object","properties":{"zone":{"type":"integer","x-mcp-header":"Zone"}}}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	type seen struct{ HTTPMethod, Method, Name, Version, Session, Region, Zone string }
+	var mu sync.Mutex
+	var reqs []seen
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reqs = append(reqs, seen{r.Method, r.Header.Get("Mcp-Method"), r.Header.Get("Mcp-Name"), r.Header.Get("MCP-Protocol-Version"),
+			r.Header.Get("Mcp-Session-Id"), r.Header.Get("Mcp-Param-Region"), r.Header.Get("Mcp-Param-Zone")})
+		mu.Unlock()
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+
+	s, err := Connect(t.Context(), NewHTTP(ts.URL, nil, ts.Client()), Options{Root: "/srv/app"})
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	if v, e := s.ProtocolVersion(), s.Era(); v != StatelessVersion || e != EraStateless {
+		t.Errorf("version %q, era %q; want %s, %s", v, e, StatelessVersion, EraStateless)
+	}
+	res, err := s.CallTool(t.Context(), "roots", nil, nil)
+	if err != nil || !strings.Contains(toolText(t, res), `"uri":"file:///srv/app"`) {
+		t.Errorf("roots = %s, %v", res, err)
+	}
+	var progress int
+	res, err = s.CallTool(t.Context(), "progress", json.RawMessage(`{"steps":3}`), func(json.RawMessage) { progress++ })
+	if err != nil || toolText(t, res) != "done 3" || progress != 3 {
+		t.Errorf("progress = %s, %v, %d notes", res, err, progress)
+	}
+	if _, err := s.Tools(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{`{"region":"eu-west","opts":{"zone":3}}`, `{"region":" zürich"}`} {
+		res, err = s.CallTool(t.Context(), "where", json.RawMessage(args), nil)
+		if err != nil || toolText(t, res) != args {
+			t.Errorf("where %s = %s, %v", args, res, err)
+		}
+	}
+	s.Close()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reqs) == 0 || reqs[0].Method != "server/discover" || reqs[0].Version != StatelessVersion {
+		t.Fatalf("first request %+v, want the server/discover probe with the version header", reqs)
+	}
+	var params []seen
+	for _, r := range reqs {
+		if r.HTTPMethod != http.MethodPost || r.Session != "" || r.Version != StatelessVersion || r.Method == "" {
+			t.Errorf("request %+v: want a POST with the version header and Mcp-Method, no session", r)
+		}
+		if r.Method == "tools/call" && r.Name == "" {
+			t.Errorf("tools/call without Mcp-Name: %+v", r)
+		}
+		if r.Name == "where" {
+			params = append(params, r)
+		}
+	}
+	want := []seen{
+		{"POST", "tools/call", "where", StatelessVersion, "", "eu-west", "3"},
+		{"POST", "tools/call", "where", StatelessVersion, "", "=?base64?IHrDvHJpY2g=?=", ""},
+	}
+	if d := cmp.Diff(want, params); d != "" {
+		t.Errorf("the where calls' headers (-want +got):\n%s", d)
 	}
 }

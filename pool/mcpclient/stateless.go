@@ -89,6 +89,22 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 		defer cancel()
 	}
 	s.meta = meta // the probe itself carries the _meta keys
+	// Over HTTP the probe carries the version header too (a server
+	// checks it against _meta); a probe that fails leaves the transport
+	// as it was, with no version and no session.
+	pv, _ := s.t.(ProtocolVersionSetter)
+	if pv != nil {
+		pv.SetProtocolVersion(StatelessVersion)
+	}
+	ok := false
+	defer func() {
+		if !ok && pv != nil {
+			pv.SetProtocolVersion("")
+		}
+		if f, isF := s.t.(sessionForgetter); !ok && isF {
+			f.forgetSession()
+		}
+	}()
 	// cancel=false: a child of the handshake era may take a
 	// notifications/cancelled before initialize for a protocol error.
 	res, err := s.request(pctx, "server/discover", nil, nil, false)
@@ -127,11 +143,13 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 		s.meta = nil
 		return "", nil, &eraError{fmt.Sprintf("server/discover result: %v", err)}
 	}
-	if v, ok := s.t.(ProtocolVersionSetter); ok {
-		v.SetProtocolVersion(StatelessVersion)
-	}
+	ok = true
 	return StatelessVersion, out, nil
 }
+
+// sessionForgetter is a transport that may have kept a session id from a
+// failed probe's answer, which the next era must not send.
+type sessionForgetter interface{ forgetSession() }
 
 // requestMeta is the _meta members every stateless request carries, as
 // key/value pairs of raw JSON.
