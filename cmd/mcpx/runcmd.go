@@ -375,8 +375,9 @@ func keptClients(cache string) []keptClient {
 	}
 	var list []withTime
 	for _, e := range ents {
-		tag, ok := strings.CutPrefix(e.Name(), "client-")
-		if tag, ok = strings.CutSuffix(tag, ".ts"); !ok || !validTag(tag) {
+		tag, isClient := strings.CutPrefix(e.Name(), "client-")
+		tag, isTS := strings.CutSuffix(tag, ".ts")
+		if !isClient || !isTS || !validTag(tag) {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
