@@ -242,6 +242,8 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 				// A stateless child asks for roots within the
 				// request that needs them (requestRounds).
 				s.awaitStartupRoots(ctx)
+			} else {
+				s.subscribe()
 			}
 			return s, nil
 		}
@@ -415,8 +417,10 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 		}
 	}
 
-	s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
+	if ctx.Value(uncountedKey{}) == nil {
+		s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
+	}
 
 	b := getBuf()
 	b.WriteString(`{"jsonrpc":"2.0","id":`)

@@ -631,6 +631,28 @@ func TestHTTPStateless(t *testing.T) {
 			t.Errorf("where %s = %s, %v", args, res, err)
 		}
 	}
+	// A tool added later is announced on the subscriptions/listen stream:
+	// the cached listing is dropped and the next one has it.
+	srv.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tools, err := s.Tools(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(tools, []byte(`"late"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("tools/list_changed never arrived on subscriptions/listen")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := s.InFlight(); n != 0 {
+		t.Errorf("InFlight = %d, want 0 (the listen request is not a call)", n)
+	}
 	s.Close()
 
 	mu.Lock()

@@ -344,3 +344,50 @@ func (s *Session) inputResponse(ctx context.Context, method string, params []byt
 		return nil, fmt.Errorf("the child asked for %s: %w", method, errInputUnsupported)
 	}
 }
+
+// uncountedKey marks a request's context: the request is not counted in
+// InFlight (the subscriptions/listen request lasts as long as the session
+// and is no call).
+type uncountedKey struct{}
+
+// subscribe opens the stateless era's subscriptions/listen stream (spec
+// 2026-07-28, SEP-2575: list_changed notifications reach a client only on
+// it) for the lists whose listChanged the child declared, so that its
+// cached listings are dropped when they change, as a handshake-era child's
+// are. The request lasts as long as the session; the child's notifications
+// arrive while it is pending (first notifications/subscriptions/
+// acknowledged, then each list_changed), and it ends when the session
+// does (or the child ends it). Nothing is opened for a child that declares
+// no listChanged.
+func (s *Session) subscribe() {
+	var caps struct {
+		Capabilities struct {
+			Tools     struct{ ListChanged bool } `json:"tools"`
+			Prompts   struct{ ListChanged bool } `json:"prompts"`
+			Resources struct{ ListChanged bool } `json:"resources"`
+		} `json:"capabilities"`
+	}
+	json.Unmarshal(s.initResult, &caps) //nolint:errcheck // no capabilities, no subscription
+	c := caps.Capabilities
+	if !c.Tools.ListChanged && !c.Prompts.ListChanged && !c.Resources.ListChanged {
+		return
+	}
+	params, err := json.Marshal(map[string]any{"notifications": map[string]bool{
+		"toolsListChanged": c.Tools.ListChanged, "promptsListChanged": c.Prompts.ListChanged,
+		"resourcesListChanged": c.Resources.ListChanged,
+	}})
+	if err != nil {
+		return
+	}
+	s.replies.Add(1)
+	go func() {
+		defer s.replies.Done()
+		ctx := context.WithValue(s.ctx, uncountedKey{}, true)
+		// cancel=false: it ends with the session, whose transport is
+		// closing; nothing is left to tell the child.
+		_, err := s.request(ctx, "subscriptions/listen", params, nil, false)
+		if err != nil && s.ctx.Err() == nil {
+			s.log.Debug("mcp child's subscriptions/listen ended", "err", err)
+		}
+	}()
+}
