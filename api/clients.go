@@ -13,6 +13,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/clientgen"
+	"mcpx.dev/mcpx/internal/suggest"
 )
 
 // typeScriptClient answers the generated TypeScript client of the caller's
@@ -162,6 +163,9 @@ func (s *server) types(w http.ResponseWriter, r *http.Request) error {
 	f, problems, found := clientgen.Types(opts)
 	if !found {
 		hint := fmt.Sprintf("its tools: %s", strings.Join(names, ", "))
+		if s := suggest.Closest(tool, names); s != "" {
+			hint = fmt.Sprintf("did you mean %q? %s", s, hint)
+		}
 		if len(names) == 0 {
 			hint = "it lists no tools"
 		}

@@ -57,7 +57,7 @@ func TestInstructionsAndTypes(t *testing.T) {
 		t.Errorf("/v1/types?server=demo&tool=echo&instructions=false:\n%s", one)
 	}
 	if p := d.tcp.do(t, "GET", "/v1/types?server=demo&tool=ecoh", "").problem(t); p.Kind() != wire.KindNotFound ||
-		p.Field != "tool" || !strings.Contains(p.Detail, `no tool "ecoh"`) || !strings.Contains(p.Detail, "echo") {
+		p.Field != "tool" || !strings.Contains(p.Detail, `no tool "ecoh"`) || !strings.Contains(p.Detail, `did you mean "echo"?`) {
 		t.Errorf("an unknown tool: %+v", p)
 	}
 	if p := d.tcp.do(t, "GET", "/v1/types?server=nope", "").problem(t); p.Kind() != wire.KindNotFound {

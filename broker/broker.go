@@ -46,6 +46,7 @@ import (
 
 	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/mcpclient"
@@ -555,6 +556,9 @@ func (b *Broker) notFoundIn(sv *served, name string, c Caller) error {
 func notFoundAmong(servers map[string]*config.Server, name string, c Caller) error {
 	names := slices.DeleteFunc(sortedNames(servers), func(n string) bool { return !c.MayUse(n) })
 	hint := "configured servers: " + strings.Join(names, ", ")
+	if s := suggest.Closest(name, names); s != "" {
+		hint = fmt.Sprintf("did you mean %q? %s", s, hint)
+	}
 	if len(names) == 0 {
 		hint = "this caller may use no server"
 	}
@@ -628,14 +632,17 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 	if info != nil {
 		key = &info.key
 	}
-	err := b.doAt(ctx, r, "call "+tool, key, func(ctx context.Context, s *mcpclient.Session) error {
-		def, ok, err := s.Tool(ctx, tool)
+	err := b.doAt(ctx, r, "call "+tool, key, func(ctx context.Context, sess *mcpclient.Session) error {
+		def, ok, err := sess.Tool(ctx, tool)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return &Error{Kind: KindNotFound, Op: "call", Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool),
-				Hint: fmt.Sprintf("`mcpx tools %s` lists its tools", r.Server)}
+			hint := fmt.Sprintf("`mcpx tools %s` lists its tools", r.Server)
+			if s := suggest.Closest(tool, toolNames(ctx, sess)); s != "" {
+				hint = fmt.Sprintf("did you mean %q? %s", s, hint)
+			}
+			return &Error{Kind: KindNotFound, Op: "call", Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool), Hint: hint}
 		}
 		if info != nil {
 			info.listed = true
@@ -645,10 +652,27 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 				return err
 			}
 		}
-		out, err = s.CallTool(ctx, tool, args, onProgress)
+		out, err = sess.CallTool(ctx, tool, args, onProgress)
 		return err
 	})
 	return out, err
+}
+
+// toolNames are the names in the child's (cached) tool list, for a hint.
+func toolNames(ctx context.Context, sess *mcpclient.Session) []string {
+	raw, err := sess.Tools(ctx)
+	if err != nil {
+		return nil
+	}
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(raw, &tools) //nolint:errcheck // a hint: no names, no suggestion
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	return names
 }
 
 // Resources returns the server's resources: a JSON array of MCP Resource objects.

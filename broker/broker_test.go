@@ -516,3 +516,34 @@ func TestServersListOnlyTheCallersServers(t *testing.T) {
 		t.Errorf("Server(internal-billing, alice) = %v, want not found naming only public", err)
 	}
 }
+
+// A misspelt server or tool name gets a "did you mean" naming the closest
+// one the caller may use; a name close to nothing gets the list alone; a
+// server the caller may not use is never suggested.
+func TestNotFoundSuggests(t *testing.T) {
+	b := newDemoBroker(t, map[string]config.ScopeKind{"public": config.ScopeGlobal, "internal-billing": config.ScopeGlobal})
+	hint := func(err error) string {
+		t.Helper()
+		var be *broker.Error
+		if !errors.As(err, &be) || be.Kind != broker.KindNotFound {
+			t.Fatalf("err %v, want not-found", err)
+		}
+		return be.Hint
+	}
+	target := func(r broker.Request) error { _, err := b.Target(r); return err }
+	if h := hint(target(req("publc", ""))); !strings.HasPrefix(h, `did you mean "public"?`) {
+		t.Errorf("misspelt server: hint %q", h)
+	}
+	r := req("internal-biling", "")
+	r.Caller = broker.Caller{Name: "alice", Via: "tailnet", Servers: []string{"public"}}
+	if err := target(r); strings.Contains(err.Error(), "internal-billing") {
+		t.Errorf("a server the caller may not use was suggested: %v", err)
+	}
+	if h := hint(target(req("zzzzzz", ""))); strings.Contains(h, "did you mean") {
+		t.Errorf("nothing close: hint %q", h)
+	}
+	_, err := b.CallTool(t.Context(), req("public", ""), "ehco", json.RawMessage(`{}`), nil)
+	if h := hint(err); !strings.HasPrefix(h, `did you mean "echo"?`) || !strings.Contains(h, "mcpx tools public") {
+		t.Errorf("misspelt tool: hint %q", h)
+	}
+}

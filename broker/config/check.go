@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"mcpx.dev/mcpx/internal/placeholder"
+	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/records"
@@ -426,7 +427,7 @@ func placeholderProblems(s string, allocs map[string]*Alloc) []problem {
 			hint := fmt.Sprintf(`declare it: "allocate": {%q: {"range": [9222, 9299]}}`, alloc)
 			if names := slices.Sorted(maps.Keys(allocs)); len(names) > 0 {
 				hint = "the server's allocate block declares " + strings.Join(names, ", ")
-				if sug := suggest(alloc, names); sug != "" {
+				if sug := suggest.Closest(alloc, names); sug != "" {
 					hint = fmt.Sprintf("did you mean %salloc.%s}? (%s)", "${mcpx.", sug, hint)
 				}
 			}
@@ -438,7 +439,7 @@ func placeholderProblems(s string, allocs map[string]*Alloc) []problem {
 			out = append(out, problem{fmt.Sprintf("empty placeholder %s", r.Text), placeholder.Known})
 		default:
 			hint := placeholder.Known
-			if sug := suggest(r.Name, placeholder.Names); sug != "" {
+			if sug := suggest.Closest(r.Name, placeholder.Names); sug != "" {
 				hint = fmt.Sprintf("did you mean ${mcpx.%s}? (%s)", sug, placeholder.Known)
 			}
 			out = append(out, problem{fmt.Sprintf("unknown placeholder %s", r.Text), hint})

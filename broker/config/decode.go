@@ -9,6 +9,8 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+
+	"mcpx.dev/mcpx/internal/suggest"
 )
 
 // decoded is what decoding learnt about one server beyond its Server.
@@ -75,7 +77,7 @@ func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int
 		default:
 			if !clientTop[m.key] {
 				client := slices.Sorted(maps.Keys(clientTop))
-				typo := suggest(m.key, topFields) != "" || suggest(m.key, client) != ""
+				typo := suggest.Closest(m.key, topFields) != "" || suggest.Closest(m.key, client) != ""
 				p.unknown("", m.key, fmt.Sprintf("unknown top-level field %q", m.key), clientHint(m.key, topFields, client, "fields"), typo)
 			}
 		}
@@ -213,9 +215,9 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 			d.probs.add(name, m.key, fmt.Sprintf("field %q appears twice", m.key), "keep one of them")
 		case d.probs.clientField(name, m, &d):
 			seen[m.key] = true
-		case !mine && suggest(m.key, clientFields) != "" && suggest(m.key, slices.Collect(maps.Keys(fields))) == "":
+		case !mine && suggest.Closest(m.key, clientFields) != "" && suggest.Closest(m.key, slices.Collect(maps.Keys(fields))) == "":
 			// A misspelt client key, say "autoAprove".
-			d.probs.unknown(name, m.key, fmt.Sprintf("unknown field %q", m.key), fmt.Sprintf("did you mean %q?", suggest(m.key, clientFields)), true)
+			d.probs.unknown(name, m.key, fmt.Sprintf("unknown field %q", m.key), fmt.Sprintf("did you mean %q?", suggest.Closest(m.key, clientFields)), true)
 		default:
 			own = append(own, m)
 		}
@@ -391,7 +393,7 @@ func (p *problems) decodeFields(server, prefix string, members []member, fields 
 		f, ok := fields[m.key]
 		switch {
 		case !ok:
-			s := suggest(m.key, names)
+			s := suggest.Closest(m.key, names)
 			p.unknown(server, prefix+m.key, fmt.Sprintf("unknown field %q", m.key), hintFor(m.key, names, "fields"), s != "")
 			if s != "" {
 				bad[s] = true // a misspelt "comand" is not also a missing command

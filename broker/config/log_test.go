@@ -18,10 +18,12 @@ func TestLogSection(t *testing.T) {
 		t.Errorf("log = %+v", cfg.Log)
 	}
 	for doc, want := range map[string][]string{
-		`{"log": {"level": "wran"}}`:          {"log.level", "known levels: debug, info, warn, error"},
+		`{"log": {"level": "wran"}}`:          {"log.level", `did you mean "warn"?`},
+		`{"log": {"level": "shout"}}`:         {"log.level", "known levels: debug, info, warn, error"},
 		`{"log": {"servers": {"a": "loud"}}}`: {"log.servers.a", "unknown level"},
 		`{"log": {"maxFiles": -1}}`:           {"log.maxFiles", "negative"},
-		`{"log": {"levle": "info"}}`:          {"log.levle", "known fields: level"},
+		`{"log": {"levle": "info"}}`:          {"log.levle", `did you mean "level"?`},
+		`{"log": {"volume": "info"}}`:         {"log.volume", "known fields: level"},
 		`{"log": "debug"}`:                    {"log must be an object"},
 	} {
 		_, err := config.Parse([]byte(doc), "c.json")
