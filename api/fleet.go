@@ -66,6 +66,16 @@ func (s *server) getFleet(w http.ResponseWriter, r *http.Request) error {
 		}
 		opts.Probe = b
 	}
+	if v := q.Get(wire.QueryTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond || d > 30*time.Second {
+			return &broker.Error{Kind: broker.KindBadRequest, Op: "fleet", Field: wire.QueryTimeout,
+				Msg: fmt.Sprintf("timeout=%q is not a duration from 100ms to 30s", v), Hint: "e.g. timeout=5s"}
+		}
+		// The peers are asked in parallel: the whole answer takes about
+		// one bound, within fleet.DefaultTotal or a little over the bound.
+		opts.Timeout, opts.Total = d, max(fleet.DefaultTotal, d+time.Second)
+	}
 	if opts.Tag != "" {
 		if err := fleet.CheckTag(opts.Tag); err != nil {
 			return &broker.Error{Kind: broker.KindBadRequest, Op: "fleet", Field: wire.QueryTag, Msg: err.Error()}

@@ -104,7 +104,8 @@ func TestFleetRoute(t *testing.T) {
 	if code, body := get(t, alpha+"/v1/fleet?who=plain"); code != http.StatusForbidden || !strings.Contains(string(body), "admin") {
 		t.Errorf("a plain caller: %d %s, want 403 saying admin", code, body)
 	}
-	for q, field := range map[string]string{"&tag=mcpx": "tag", "&probe=maybe": "probe"} {
+	for q, field := range map[string]string{"&tag=mcpx": "tag", "&probe=maybe": "probe", "&timeout=forever": "timeout",
+		"&timeout=10ms": "timeout", "&timeout=1m": "timeout"} {
 		code, body := get(t, alpha+"/v1/fleet?who=admin"+q)
 		if code != http.StatusBadRequest || !strings.Contains(string(body), `"field":"`+field+`"`) {
 			t.Errorf("%s: %d %s, want 400 naming %s", q, code, body, field)
@@ -125,5 +126,31 @@ func TestFleetRoute(t *testing.T) {
 	}
 	if code, _ := get(t, alpha+"/v1/tailnet?who=plain"); code != http.StatusForbidden {
 		t.Errorf("tailnet for a plain caller: %d, want 403", code)
+	}
+}
+
+// TestFleetTimeout: ?timeout= bounds the question to each broker: a peer
+// that never answers is shown unreachable after that bound, not the
+// daemon's default.
+func TestFleetTimeout(t *testing.T) {
+	tn := &api.Tailnet{
+		Status: func(context.Context) wire.TailnetStatus { return wire.TailnetStatus{State: wire.TailnetRunning} },
+		Peers: func(context.Context) ([]fleet.Peer, error) {
+			return []fleet.Peer{{Name: "mute", DNSName: "mute.tail.ts.net", Tags: []string{"tag:mcpx"}, Online: true}}, nil
+		},
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			<-ctx.Done() // a peer that never answers
+			return nil, ctx.Err()
+		},
+		Timeout: time.Minute, // the daemon's own bound: far longer than the test's
+	}
+	alpha := serveTailnetAPI(t, "alpha-tools", tn, &wire.NodeInfo{Name: "alpha", DNSName: "alpha.tail.ts.net"})
+	code, body := get(t, alpha+"/v1/fleet?who=admin&timeout=300ms")
+	var f wire.Fleet
+	if code != 200 || json.Unmarshal(body, &f) != nil || len(f.Brokers) != 2 {
+		t.Fatalf("fleet: %d %s", code, body)
+	}
+	if m := f.Brokers[1]; m.Name != "mute" || m.State != wire.FleetUnreachable || !strings.Contains(m.Error, "300ms") {
+		t.Errorf("mute = %+v, want unreachable within 300ms", m)
 	}
 }

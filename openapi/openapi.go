@@ -209,6 +209,9 @@ var paramDescriptions = map[string]string{
 	"since":   "A duration back from now (1h) or an RFC 3339 time.",
 	"level":   "The lowest level: debug, info, warn or error.",
 	"follow":  "true or false: whether the stream goes on with what happens next.",
+	"tag":     "Select the brokers among the tailnet's peers by this tag; absent = tag:mcpx.",
+	"probe":   "true: select the brokers by asking every peer's :80 /healthz instead of by tag.",
+	"timeout": "How long each broker has to answer before it is shown unreachable: a Go duration from 100ms to 30s; absent = 2s.",
 }
 
 // bodyDescriptions describe request bodies by kind.

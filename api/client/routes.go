@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"mcpx.dev/mcpx/api/wire"
 )
@@ -200,14 +201,18 @@ func (c *Client) Catalog(ctx context.Context, cl Caller, budget int, bias []stri
 
 // Fleet lists the brokers among the daemon's tailnet peers (GET /v1/fleet):
 // selected by tag ("" = the daemon's default, tag:mcpx) or, with probe, by
-// asking every peer.
-func (c *Client) Fleet(ctx context.Context, tag string, probe bool) (*wire.Fleet, []byte, error) {
+// asking every peer; timeout bounds the questions to each (0 = the
+// daemon's).
+func (c *Client) Fleet(ctx context.Context, tag string, probe bool, timeout time.Duration) (*wire.Fleet, []byte, error) {
 	q := url.Values{}
 	if tag != "" {
 		q.Set(wire.QueryTag, tag)
 	}
 	if probe {
 		q.Set(wire.QueryProbe, "true")
+	}
+	if timeout > 0 {
+		q.Set(wire.QueryTimeout, timeout.String())
 	}
 	query := ""
 	if len(q) > 0 {

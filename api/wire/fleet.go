@@ -14,6 +14,9 @@ const (
 	// QueryProbe, "true", selects the brokers by asking every peer's :80
 	// /healthz instead of by tag.
 	QueryProbe = "probe"
+	// QueryTimeout bounds the questions to each broker (a Go duration,
+	// 100ms to 30s); absent = the daemon's (2s).
+	QueryTimeout = "timeout"
 )
 
 // DefaultFleetTag is the tag that marks a tailnet node as an mcpx broker

@@ -217,7 +217,7 @@ var routes = []Route{
 		Summary:  "The daemon's log records as server-sent events, oldest kept first, selected by ?since= (a duration back from now, or an RFC 3339 time), ?server= and ?level= (default info); ?follow=true then streams new ones (admin)",
 		Response: reflect.TypeFor[LogRecord](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindUnavailable, KindInternal}},
 	{Method: "GET", Pattern: "/v1/fleet", Name: OpFleet,
-		OptionalQuery: []string{QueryTag, QueryProbe},
+		OptionalQuery: []string{QueryTag, QueryProbe, QueryTimeout},
 		Summary:       "The brokers among the daemon's tailnet peers (by ?tag=, default tag:mcpx, or ?probe=true: every peer's /healthz), each asked in parallel, bounded: name, version, servers, instances, state (admin)",
 		Response:      reflect.TypeFor[Fleet](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindUnavailable, KindInternal}},
 	{Method: "GET", Pattern: "/v1/instances", Name: OpListInstances,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -23,7 +24,7 @@ func fleetCmd(ctx context.Context, c *cli, args []string) int {
 	asJSON := fs.Bool("json", false, "print the fleet as JSON (the GET /v1/fleet document)")
 	tag := fs.String("tag", "", "select the brokers among the tailnet's peers by this tag (default "+wire.DefaultFleetTag+")")
 	probe := fs.Bool("probe", false, "select the brokers by asking every peer's :80 /healthz instead of by tag")
-	timeout := fs.Duration("timeout", tsnetFleetTimeout, "with --tsnet: how long each broker has to answer before it is shown unreachable")
+	timeout := fs.Duration("timeout", tsnetFleetTimeout, "how long each broker has to answer before it is shown unreachable (without --tsnet: default the daemon's, 2s)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -65,7 +66,13 @@ func fleetCmd(ctx context.Context, c *cli, args []string) int {
 		if err != nil {
 			return report(c, err)
 		}
-		if f, _, err = bc.Fleet(ctx, *tag, *probe); err != nil {
+		var d time.Duration // the daemon's bound unless --timeout was given
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "timeout" {
+				d = *timeout
+			}
+		})
+		if f, _, err = bc.Fleet(ctx, *tag, *probe, d); err != nil {
 			return report(c, err)
 		}
 	}
