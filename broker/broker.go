@@ -597,6 +597,17 @@ func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 	return out, err
 }
 
+// cachedList is r's list from the schema cache when no instance of its
+// target runs (pool.CachedList), as ToolList answers tools: a listing
+// after a restart starts no child.
+func (b *Broker) cachedList(ctx context.Context, r Request, method string) (json.RawMessage, bool) {
+	_, t, err := b.target(r)
+	if err != nil {
+		return nil, false
+	}
+	return b.pool.CachedList(ctx, t, method)
+}
+
 // CallTool calls tool with args (a JSON object; nil = {}) and returns the
 // child's CallToolResult bytes unchanged. onProgress, if non-nil, receives the
 // params of each notifications/progress the child sends for this call.
@@ -677,6 +688,9 @@ func toolNames(ctx context.Context, sess *mcpclient.Session) []string {
 
 // Resources returns the server's resources: a JSON array of MCP Resource objects.
 func (b *Broker) Resources(ctx context.Context, r Request) (json.RawMessage, error) {
+	if l, ok := b.cachedList(ctx, r, "resources/list"); ok {
+		return l, nil
+	}
 	var out json.RawMessage
 	err := b.do(ctx, r, "list resources", func(ctx context.Context, s *mcpclient.Session) (err error) {
 		out, err = s.Resources(ctx)
@@ -697,6 +711,9 @@ func (b *Broker) ReadResource(ctx context.Context, r Request, uri string) (json.
 
 // Prompts returns the server's prompts: a JSON array of MCP Prompt objects.
 func (b *Broker) Prompts(ctx context.Context, r Request) (json.RawMessage, error) {
+	if l, ok := b.cachedList(ctx, r, "prompts/list"); ok {
+		return l, nil
+	}
 	var out json.RawMessage
 	err := b.do(ctx, r, "list prompts", func(ctx context.Context, s *mcpclient.Session) (err error) {
 		out, err = s.Prompts(ctx)

@@ -323,40 +323,7 @@ type Listing struct {
 // child: the command line is substituted and its executable identified as
 // a start would (Options.Resolve included).
 func (p *Pool) ToolListing(ctx context.Context, t Target) (Listing, bool) {
-	p.mu.Lock()
-	def := p.servers[t.Server]
-	inst := p.instances[instKey{t.Server, t.Key}]
-	live := inst != nil && (inst.phase == phaseStarting || inst.phase == phaseReady)
-	closed := p.closed
-	p.mu.Unlock()
-	if def == nil || live || closed || p.schema == nil {
-		return Listing{}, false
-	}
-	root := t.Root
-	if inst != nil {
-		root = inst.root // an instance keeps the root it was made with
-	}
-	sp, err := resolveSpawn(def, vars{root: root, cwd: t.Cwd})
-	if err != nil {
-		return Listing{}, false
-	}
-	exec := ""
-	if def.URL == "" {
-		run := sp
-		if p.opts.Resolve != nil {
-			r, err := p.opts.Resolve(ctx, sp.command, def.Environment)
-			if err != nil {
-				return Listing{}, false
-			}
-			run.command, run.devEnv = r.Path, r.Env
-		}
-		id := execid.Of(run.command, execid.Options{Path: childPath(p.opts.Env, run), Dir: run.cwd, HashMax: p.opts.ExecHashMax})
-		if id.Missing() {
-			return Listing{}, false
-		}
-		exec = id.Value
-	}
-	e := p.schema.get(schemaKey(def, root, sp, exec))
+	e := p.cachedEntry(ctx, t)
 	if e == nil || e.Tools == nil {
 		return Listing{}, false
 	}
@@ -366,4 +333,60 @@ func (p *Pool) ToolListing(ctx context.Context, t Target) (Listing, bool) {
 	json.Unmarshal(e.Init, &init) //nolint:errcheck // stored from a child's answer; no instructions then
 	text, _ := init.Instructions.(string)
 	return Listing{Tools: e.Tools, Instructions: text, Protocol: e.Protocol}, true
+}
+
+// CachedList is ToolListing for another list of t's — method is
+// "prompts/list", "resources/list" or "resources/templates/list" — the
+// one its last child of the same effective definition gave, when no
+// instance of t runs; ok false otherwise.
+func (p *Pool) CachedList(ctx context.Context, t Target, method string) (json.RawMessage, bool) {
+	e := p.cachedEntry(ctx, t)
+	if e == nil {
+		return nil, false
+	}
+	f := listField(e, method)
+	if f == nil || *f == nil {
+		return nil, false
+	}
+	return *f, true
+}
+
+// cachedEntry is the schema-cache entry of t's effective definition, if
+// t has no starting or ready instance (whose child answers instead) and
+// there is one; nil otherwise. It starts no child.
+func (p *Pool) cachedEntry(ctx context.Context, t Target) *schemaEntry {
+	p.mu.Lock()
+	def := p.servers[t.Server]
+	inst := p.instances[instKey{t.Server, t.Key}]
+	live := inst != nil && (inst.phase == phaseStarting || inst.phase == phaseReady)
+	closed := p.closed
+	p.mu.Unlock()
+	if def == nil || live || closed || p.schema == nil {
+		return nil
+	}
+	root := t.Root
+	if inst != nil {
+		root = inst.root // an instance keeps the root it was made with
+	}
+	sp, err := resolveSpawn(def, vars{root: root, cwd: t.Cwd})
+	if err != nil {
+		return nil
+	}
+	exec := ""
+	if def.URL == "" {
+		run := sp
+		if p.opts.Resolve != nil {
+			r, err := p.opts.Resolve(ctx, sp.command, def.Environment)
+			if err != nil {
+				return nil
+			}
+			run.command, run.devEnv = r.Path, r.Env
+		}
+		id := execid.Of(run.command, execid.Options{Path: childPath(p.opts.Env, run), Dir: run.cwd, HashMax: p.opts.ExecHashMax})
+		if id.Missing() {
+			return nil
+		}
+		exec = id.Value
+	}
+	return p.schema.get(schemaKey(def, root, sp, exec))
 }
