@@ -341,6 +341,13 @@ func (b *Broker) Reload(cfg *config.Config, trigger string) {
 	}
 }
 
+// ReloadRefused records a reload that found a config that does not load
+// (the running one stays): an EventReloadRefused saying what triggered it
+// and why, so a dashboard or `mcpx events` shows a typo the daemon ignored.
+func (b *Broker) ReloadRefused(trigger string, err error) {
+	b.pool.Events().Add(pool.Event{Kind: pool.EventReloadRefused, Reason: trigger + ": " + err.Error()})
+}
+
 // Events is the log of lifecycle events: the pool's, and reloads.
 func (b *Broker) Events() *pool.EventLog { return b.pool.Events() }
 

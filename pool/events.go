@@ -8,9 +8,9 @@ import (
 // EventKind names a lifecycle event.
 type EventKind string
 
-// The lifecycle events. The pool emits all but EventReload, from one
-// place (Pool.updateLocked, as an instance's phase changes); its owner
-// emits EventReload.
+// The lifecycle events. The pool emits all but EventReload and
+// EventReloadRefused, from one place (Pool.updateLocked, as an instance's
+// phase changes); its owner emits those two.
 const (
 	EventSpawn   EventKind = "spawn"   // a start attempt began (the restart count in Reason)
 	EventReady   EventKind = "ready"   // the child answered initialize (Pid)
@@ -20,8 +20,11 @@ const (
 	EventCrash   EventKind = "crash"   // the running child exited unexpectedly (Reason)
 	EventExit    EventKind = "exit"    // a child ended otherwise: stopped, or its session expired (Reason)
 	EventReload  EventKind = "reload"  // the config was reloaded (Reason: what triggered it)
-	EventBackoff EventKind = "backoff" // failing: no start before Until
-	EventWedged  EventKind = "wedged"  // alive but silent, being killed (Reason)
+	// EventReloadRefused: a reload found a config that does not load; the
+	// running one is kept (Reason: the trigger and the problems).
+	EventReloadRefused EventKind = "reload-refused"
+	EventBackoff       EventKind = "backoff" // failing: no start before Until
+	EventWedged        EventKind = "wedged"  // alive but silent, being killed (Reason)
 )
 
 // Event is one lifecycle event. IDs increase by one from 1, in the order

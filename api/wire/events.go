@@ -69,15 +69,19 @@ const (
 	EventCrash   = "crash"   // the running child exited unexpectedly
 	EventExit    = "exit"    // a child ended otherwise (stopped, replaced, session expired)
 	EventReload  = "reload"  // the config was reloaded (reason: signal, api, config file)
-	EventBackoff = "backoff" // failing: no start before until
-	EventWedged  = "wedged"  // alive but silent; being killed
-	EventGap     = "gap"     // events were lost between the resume id and the oldest kept
+	// EventReloadRefused: a reload found a config that does not load and
+	// kept the running one (reason, for the daemon's owner: the trigger
+	// and the config's problems).
+	EventReloadRefused = "reload-refused"
+	EventBackoff       = "backoff" // failing: no start before until
+	EventWedged        = "wedged"  // alive but silent; being killed
+	EventGap           = "gap"     // events were lost between the resume id and the oldest kept
 )
 
 // LifecycleEvents lists the lifecycle event kinds, EventGap last.
 func LifecycleEvents() []string {
 	return []string{EventSpawn, EventReady, EventRestart, EventEvict, EventReap, EventCrash, EventExit,
-		EventReload, EventBackoff, EventWedged, EventGap}
+		EventReload, EventReloadRefused, EventBackoff, EventWedged, EventGap}
 }
 
 // LifecycleEvent is one event of GET /v1/events. Callers other than the

@@ -53,6 +53,7 @@ func (ctl *control) reload(trigger string) (wire.Reloaded, error) {
 	cfg, src, err := ctl.load()
 	if err != nil {
 		ctl.log.Error("reloading config: keeping the running config", "trigger", trigger, "err", err)
+		ctl.b.ReloadRefused(trigger, err)
 		return wire.Reloaded{}, err
 	}
 	ctl.b.Reload(cfg, trigger)

@@ -10,8 +10,8 @@ import (
 )
 
 // events is `mcpx events [--follow] [--json]`: the daemon's lifecycle
-// events (spawn, ready, restart, evict, reap, crash, exit, reload, backoff,
-// wedged), the kept ones, then with --follow each as it happens.
+// events (spawn, ready, restart, evict, reap, crash, exit, reload,
+// reload-refused, backoff, wedged), the kept ones, then with --follow each as it happens.
 func events(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "events")
 	brokerAddr := brokerFlag(fs)

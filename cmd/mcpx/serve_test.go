@@ -184,6 +184,14 @@ func TestServeReloadsConfigOnSIGHUP(t *testing.T) {
 	if got := callOut("a.env", `{"name":"X"}`); got != "two" {
 		t.Errorf("after a bad reload a.env X = %q, want the running config's two", got)
 	}
+	// The refusal is a lifecycle event too, with why for the owner.
+	var evOut, evErr bytes.Buffer
+	if code := run(t.Context(), []string{"events", "--json", "--broker", sock}, strings.NewReader(""), &evOut, &evErr); code != exitOK {
+		t.Fatalf("mcpx events: exit %d: %s", code, evErr.String())
+	}
+	if !strings.Contains(evOut.String(), `"reload-refused"`) || !strings.Contains(evOut.String(), `signal: `) || !strings.Contains(evOut.String(), `comand`) {
+		t.Errorf("mcpx events has no reload-refused event naming the trigger and the problem:\n%s", evOut.String())
+	}
 	stopDaemon()
 	if code := <-served; code != exitOK {
 		t.Errorf("serve exited %d:\n%s", code, logs.String())

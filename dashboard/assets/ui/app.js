@@ -13,7 +13,7 @@ const MAX_FAILURES = 20;
 const $ = (id) => document.getElementById(id);
 let caller = null;
 const cards = new Map(); // server name -> its card's parts
-const failures = []; // from the event stream: crash, backoff, wedged
+const failures = []; // from the event stream: crash, backoff, wedged, reload-refused
 
 // el builds an element: el('td', {class: 'x'}, 'text', child...).
 function el(tag, attrs, ...kids) {
@@ -174,7 +174,7 @@ function addEvent(kind, e) {
   list.prepend(el('li', {'data-kind': kind}, el('span', {class: 'mono'}, t), ' ',
     el('span', {class: `kind kind-${kind}`}, kind), ' ', what));
   while (list.childElementCount > MAX_EVENTS) list.lastElementChild.remove();
-  if (kind === 'crash' || kind === 'backoff' || kind === 'wedged') {
+  if (kind === 'crash' || kind === 'backoff' || kind === 'wedged' || kind === 'reload-refused') {
     failures.unshift(e);
     failures.length = Math.min(failures.length, MAX_FAILURES);
   }
