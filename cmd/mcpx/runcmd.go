@@ -47,6 +47,7 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 	export := fs.String("export", "", "call this exported function instead of the default export")
 	jsonArgs := fs.String("json-args", "", "a JSON value the function is called with (default: the positional arguments as an array of strings)")
 	asJSON := fs.Bool("json", false, "print one JSON envelope: stdout, stderr, exit code, duration and the tool calls the script made")
+	leaseTTL := fs.Duration("lease-ttl", runLeaseTTL, "the ttl of the run's own lease, renewed every ttl/3 while the script runs: how long its pid-scoped instances outlive a run killed outright")
 	co := callerFlags(fs, "the directory the script runs in and declares")
 	// Flags end at the script: what follows it is the script's.
 	pos, code, ok := parseRunFlags(fs, args)
@@ -55,6 +56,9 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	if len(pos) == 0 {
 		return usageError(c, fs, "want a script file or name (`mcpx scripts` lists the names)")
+	}
+	if *leaseTTL <= 0 {
+		return usageError(c, fs, "--lease-ttl must be positive, e.g. 30s")
 	}
 	var argsJSON json.RawMessage
 	if *jsonArgs != "" {
@@ -109,20 +113,40 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 		defer relay.Close()
 	}
 	caller.Session, caller.ParentSession = session, c.getenv("MCPX_SESSION_ID")
-	lease, err := bc.AcquireLease(ctx, runLeaseTTL)
-	if err != nil {
-		return report(c, err)
+	// The run's own lease, renewed while the script runs, unless the
+	// caller runs it under one of its own (--lease, or $MCPX_LEASE from
+	// `mcpx lease run`): then pid-scoped instances live as long as that.
+	var own *wire.Lease
+	ttl := *leaseTTL
+	if caller.Lease == "" {
+		if own, err = bc.AcquireLease(ctx, ttl); err != nil {
+			return report(c, err)
+		}
+		caller.Lease = own.ID
+		if d, err := time.ParseDuration(own.TTL); err == nil && d > 0 {
+			ttl = d // as the broker granted it
+		}
 	}
-	caller.Lease = lease.ID // the run's own, whatever --lease said
+	done, renewed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(renewed)
+		if own != nil {
+			renewLoop(ctx, c, bc, own.ID, ttl, done)
+		}
+	}()
 	r := &scriptRun{c: c, bc: bc, caller: caller, rt: rt, script: script, dir: dir, relay: relay}
 	code = r.run(ctx, scripts.BundleOptions{Entry: script, Export: *export, Args: argsJSON}, pos[1:], *asJSON)
+	close(done)
+	<-renewed
 
 	// Release the lease and stop the run's session with a context of their
 	// own: ctx may be the interrupt that ended the script.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := bc.ReleaseLease(rctx, lease.ID); err != nil {
-		fmt.Fprintf(c.stderr, "mcpx run: releasing lease %s: %v (it expires within %s)\n", lease.ID, err, runLeaseTTL)
+	if own != nil {
+		if err := bc.ReleaseLease(rctx, own.ID); err != nil {
+			fmt.Fprintf(c.stderr, "mcpx run: releasing lease %s: %v (it expires within %s)\n", own.ID, err, ttl)
+		}
 	}
 	if minted {
 		if err := bc.StopSession(rctx, "session:"+session); err != nil && !isNotFound(err) {
