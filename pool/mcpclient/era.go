@@ -59,10 +59,14 @@ func fallsBack(ctx context.Context, e era, err error) bool {
 	// Over HTTP a server refuses a request of the other era with a
 	// client-error status: a handshake-era one the sessionless probe
 	// (400 "not initialized", 404, 405), a stateless-only one initialize
-	// (400 with a JSON-RPC error). Authentication failures are not the
-	// era's: the other era would get the same answer.
+	// (400 with a JSON-RPC error). A failed probe falls back on a server
+	// error too: a handshake-era server that has never seen the method
+	// may fail it, and initialize then says what is wrong, if anything.
+	// Authentication failures are not the era's: the other era would get
+	// the same answer.
 	var he *HTTPStatusError
-	if errors.As(err, &he) && he.StatusCode/100 == 4 && he.StatusCode != 401 && he.StatusCode != 403 {
+	if errors.As(err, &he) && he.StatusCode != 401 && he.StatusCode != 403 &&
+		(he.StatusCode/100 == 4 || e.name() == EraStateless && he.StatusCode/100 == 5) {
 		return true
 	}
 	var ee *eraError

@@ -680,3 +680,54 @@ func TestHTTPStateless(t *testing.T) {
 		t.Errorf("the where calls' headers (-want +got):\n%s", d)
 	}
 }
+
+// TestHTTPProbeRefusals: however a handshake-era HTTP server refuses the
+// sessionless server/discover probe — a client error, or a server error
+// from one that never saw the method — the session falls back to
+// initialize; an authentication failure is not taken for an era answer.
+func TestHTTPProbeRefusals(t *testing.T) {
+	for _, status := range []int{400, 404, 405, 500, 401} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost {
+					w.WriteHeader(http.StatusMethodNotAllowed)
+					return
+				}
+				var msg struct {
+					ID     json.RawMessage
+					Method string
+				}
+				json.NewDecoder(r.Body).Decode(&msg)
+				switch {
+				case msg.Method == "server/discover":
+					http.Error(w, "refused", status)
+				case status == 401:
+					http.Error(w, "no", status)
+				case msg.Method == "initialize":
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}}`, msg.ID)
+				default:
+					w.WriteHeader(http.StatusAccepted)
+				}
+			}))
+			t.Cleanup(ts.Close)
+			s, err := Connect(t.Context(), NewHTTP(ts.URL, nil, ts.Client()), Options{})
+			if status == 401 {
+				if err == nil || !strings.Contains(err.Error(), "401") {
+					t.Errorf("Connect = %v, want the 401", err)
+				}
+				if s != nil {
+					s.Close()
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Connect after a %d probe: %v", status, err)
+			}
+			defer s.Close()
+			if s.Era() != EraHandshake || s.ProtocolVersion() != "2025-06-18" {
+				t.Errorf("era %s, version %s; want the handshake", s.Era(), s.ProtocolVersion())
+			}
+		})
+	}
+}
