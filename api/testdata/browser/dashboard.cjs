@@ -90,7 +90,9 @@ async function main() {
     await page.locator('#sessions td.key', {hasText: 'session:agent-1'}).waitFor({timeout});
     await page.locator('#events li[data-kind="ready"]').first().waitFor({timeout});
     await page.locator('#events li[data-kind="crash"]').first().waitFor({timeout});
-    await page.locator('#failures pre', {hasText: 'flaky went down'}).waitFor({timeout});
+    // The crash's stderr shows in the failures: from the crash event, and
+    // also from the stopped instance's last error while it is listed.
+    await page.locator('#failures pre', {hasText: 'flaky went down'}).first().waitFor({timeout});
 
     // Try it: the progress tool of the demo server, with progress shown
     // while it runs.
