@@ -103,11 +103,7 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 		if dir, err = callerCwd("", c.getenv); err != nil {
 			return report(c, err)
 		}
-		paths, err := client.NewPathMap(ccfg.PathMappings)
-		if err != nil {
-			return usageError(c, fs, "client config %s: %v", file, err)
-		}
-		if relay, err = startRunRelay(bc, dir, caller.Cwd, paths, file); err != nil {
+		if relay, err = startRunRelay(bc, dir, caller.Cwd, ccfg.PathMappings, file); err != nil {
 			return report(c, err)
 		}
 		defer relay.Close()

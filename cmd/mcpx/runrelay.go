@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -33,9 +35,8 @@ import (
 type runRelay struct {
 	bc     *client.Client
 	token  string
-	local  string         // the run's directory on this machine, canonical
-	remote string         // the same directory on the broker's machine
-	paths  client.PathMap // the client config's mappings, for other directories
+	remote string         // the run's directory on the broker's machine
+	paths  client.PathMap // the run's directory to remote, and the client config's mappings
 	config string         // the client config file, for messages
 
 	ln  net.Listener
@@ -43,13 +44,23 @@ type runRelay struct {
 }
 
 // startRunRelay listens on a loopback port and serves the relay until
-// Close. local is the run's directory here, remote the broker's.
-func startRunRelay(bc *client.Client, local, remote string, paths client.PathMap, config string) (*runRelay, error) {
+// Close. local is the run's directory here, remote the broker's; mappings
+// are the client config's (local directory -> broker directory).
+func startRunRelay(bc *client.Client, local, remote string, mappings map[string]string, config string) (*runRelay, error) {
+	all := maps.Clone(mappings)
+	if all == nil {
+		all = map[string]string{}
+	}
+	all[local] = remote // the run's own mapping, as the CLI made it (or --cwd)
+	paths, err := client.NewPathMap(all)
+	if err != nil {
+		return nil, fmt.Errorf("client config %s: %w", config, err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("mcpx run: the relay to the remote broker: %w", err)
 	}
-	r := &runRelay{bc: bc, token: rand.Text(), local: canonicalDir(local), remote: remote, paths: paths, config: config, ln: ln}
+	r := &runRelay{bc: bc, token: rand.Text(), remote: remote, paths: paths, config: config, ln: ln}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
 	go r.srv.Serve(ln) //nolint:errcheck // ErrServerClosed at Close
 	return r, nil
@@ -79,9 +90,10 @@ func (r *runRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		h.Del(k)
 	}
 	if cwd := h.Get(wire.HeaderCwd); cwd != "" {
-		mapped, ok := r.mapCwd(cwd)
+		mapped, ok := r.paths.Map(cwd)
 		if !ok {
-			relayProblem(w, wire.KindBadRequest, 400, (&client.UnmappedError{Dir: canonicalDir(cwd), Config: r.config}).Error(), wire.HeaderCwd)
+			real, _ := filepath.EvalSymlinks(cwd)
+			relayProblem(w, wire.KindBadRequest, 400, (&client.UnmappedError{Dir: cmp.Or(real, filepath.Clean(cwd)), Config: r.config}).Error(), wire.HeaderCwd)
 			return
 		}
 		h.Set(wire.HeaderCwd, mapped)
@@ -119,33 +131,6 @@ func (r *runRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-}
-
-// mapCwd turns a directory of the script's on this machine into the
-// broker's: the run's directory and those below it by the run's own
-// mapping, others by the client config's.
-func (r *runRelay) mapCwd(dir string) (string, bool) {
-	dir = canonicalDir(dir)
-	if dir == r.local {
-		return r.remote, true
-	}
-	if rest, ok := strings.CutPrefix(dir, r.local+string(filepath.Separator)); ok && r.local != "" {
-		return strings.TrimSuffix(r.remote, "/") + "/" + filepath.ToSlash(rest), true
-	}
-	return r.paths.Map(dir)
-}
-
-// canonicalDir is dir absolute and cleaned, symlinks resolved when it
-// exists.
-func canonicalDir(dir string) string {
-	if dir == "" {
-		return ""
-	}
-	dir = filepath.Clean(dir)
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		return real
-	}
-	return dir
 }
 
 func relayProblem(w http.ResponseWriter, kind string, status int, detail, field string) {

@@ -38,11 +38,7 @@ func TestRunRelay(t *testing.T) {
 	}
 	sock := serveDemo(t, dir, "cwd")
 
-	paths, err := client.NewPathMap(map[string]string{mappedLocal: mappedRemote})
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay, err := startRunRelay(client.New(sock, client.Options{}), local, remote, paths, "client.json")
+	relay, err := startRunRelay(client.New(sock, client.Options{}), local, remote, map[string]string{mappedLocal: mappedRemote}, "client.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +151,7 @@ func BenchmarkRunRelay(b *testing.B) {
 	dir := b.TempDir()
 	sock := serveDemo(b, dir, "global")
 	bc := client.New(sock, client.Options{})
-	relay, err := startRunRelay(bc, dir, dir, client.PathMap{}, "client.json")
+	relay, err := startRunRelay(bc, dir, dir, nil, "client.json")
 	if err != nil {
 		b.Fatal(err)
 	}
