@@ -1,0 +1,108 @@
+package broker
+
+import (
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"mcpx.dev/mcpx/broker/config"
+)
+
+// Caller is who is calling, as the API layer authenticated it.
+type Caller struct {
+	Name  string `json:"name"`          // login name, node name or "local:uid"
+	Via   string `json:"via"`           // "unix", "tcp-loopback", "tailnet", "jwt"
+	Uid   int    `json:"uid,omitempty"` // unix callers
+	Local bool   `json:"local"`         // same machine (unix socket): Mcpx-Pid is trusted
+	// Owner is the daemon's own user (a unix-socket peer of its uid, or a
+	// loopback TCP caller with the daemon's token): sees private detail
+	// (commands, paths, a child's stderr), and its session ids are not
+	// namespaced, so the CLI and a script of the same user share sessions.
+	Owner bool `json:"owner"`
+	Admin bool `json:"admin"` // may stop instances, manage sessions
+	// Servers and Roots restrict what the caller may name; nil = everything
+	// (local callers). Empty non-nil = nothing.
+	Servers []string `json:"servers,omitempty"`
+	Roots   []string `json:"roots,omitempty"`
+	// Scopes restricts the scope kinds the caller's calls may use (see
+	// MayUseScope); nil = every kind, empty non-nil = none.
+	Scopes []config.ScopeKind `json:"scopes,omitempty"`
+	// ProjectConfig lets the project files on the caller's config chain
+	// (config.json found upward from its cwd, below the user's config)
+	// define the servers it is served: they name commands the daemon will
+	// run. The owner always may; false = the owner's config only. See
+	// "Project config" in docs/architecture.md.
+	ProjectConfig bool `json:"projectConfig,omitempty"`
+}
+
+// MayUse reports whether c's rights name the server.
+func (c Caller) MayUse(server string) bool {
+	return c.Servers == nil || slices.Contains(c.Servers, server) || slices.Contains(c.Servers, "*")
+}
+
+// callerKey confines keys named by caller-chosen ids (sessions, leases) to
+// the caller that chose them: two remote callers who send the same
+// Mcpx-Session must not share a child or its state. Such a key names the
+// caller by how it came and by its name, `session:@<via>:<name>/<id>`
+// (the name path-escaped, so it holds no "/"): a token whose subject is
+// "alice" and the tailnet login "alice" are two callers. The owner's
+// callers (unix socket or token) are one user and share freely, under the
+// id as sent; an owner's id that begins with "@" gets one more, so it can
+// never be read as another caller's key. Directory keys are shared by
+// design (the roots check guards them).
+func callerKey(key string, c Caller) string {
+	for _, p := range callerKeyPrefixes {
+		rest, ok := strings.CutPrefix(key, p)
+		if !ok {
+			continue
+		}
+		if c.Owner {
+			if strings.HasPrefix(rest, "@") {
+				return p + "@" + rest
+			}
+			return key
+		}
+		return p + "@" + c.Via + ":" + url.PathEscape(c.Name) + "/" + rest
+	}
+	return key
+}
+
+// callerKeyPrefixes are the scope-key prefixes of caller-chosen ids.
+var callerKeyPrefixes = []string{"session:", "psession:", "lease:"}
+
+// OwnsKey reports whether key is one of c's own caller-chosen keys (a
+// session, parent session or lease key callerKey made for c). Other keys —
+// directory keys, global, pid: and call: — are nobody's in this sense.
+func (c Caller) OwnsKey(key string) bool {
+	for _, p := range callerKeyPrefixes {
+		rest, ok := strings.CutPrefix(key, p)
+		if !ok {
+			continue
+		}
+		if c.Owner {
+			return !strings.HasPrefix(rest, "@") || strings.HasPrefix(rest, "@@")
+		}
+		return strings.HasPrefix(rest, "@"+c.Via+":"+url.PathEscape(c.Name)+"/")
+	}
+	return false
+}
+
+// MayUseDir reports whether c's rights reach the canonical directory path:
+// it lies under one of c's roots (nil roots: anywhere).
+func (c Caller) MayUseDir(path string) bool { return underAny(path, c.Roots) }
+
+// underAny reports whether path lies under one of roots; nil roots = anywhere.
+// Both sides are canonical (roots are canonicalised when the grant is made).
+func underAny(path string, roots []string) bool {
+	if roots == nil {
+		return true
+	}
+	for _, r := range roots {
+		r = filepath.Clean(r)
+		if path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,164 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"mcpx.dev/mcpx/internal/suggest"
+	"mcpx.dev/mcpx/pool/mcpclient"
+)
+
+// CallTool calls tool with args (a JSON object; nil = {}) and returns the
+// child's CallToolResult bytes unchanged. onProgress, if non-nil, receives the
+// params of each notifications/progress the child sends for this call.
+// Cancelling ctx sends notifications/cancelled to the child.
+//
+// Every call, from any listener, passes here: with records on, each ends
+// with one record in the call log (Broker.CallStats).
+func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+	obs := b.observers.Load()
+	if b.records == nil && obs == nil {
+		return b.callTool(ctx, r, tool, args, onProgress, nil)
+	}
+	start := time.Now()
+	var info callInfo
+	out, err := b.callTool(ctx, r, tool, args, onProgress, &info)
+	b.finished(r, tool, info, start, args, out, err)
+	return out, err
+}
+
+// callInfo is what callTool learned of where a call went.
+type callInfo struct {
+	key    string // the scope key the call landed on; "" if it named no server the caller may use
+	listed bool   // the child listed the tool
+}
+
+// callTool is CallTool; info, if non-nil, is filled as the call goes.
+func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage), info *callInfo) (json.RawMessage, error) {
+	if r.OnInput != nil {
+		ctx = mcpclient.WithInputHandler(ctx, r.OnInput)
+	}
+	var out json.RawMessage
+	var key *string
+	if info != nil {
+		key = &info.key
+	}
+	err := b.doAt(ctx, r, "call "+tool, key, func(ctx context.Context, sess *mcpclient.Session) error {
+		def, ok, err := sess.Tool(ctx, tool)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			hint := fmt.Sprintf("`mcpx tools %s` lists its tools", r.Server)
+			if s := suggest.Closest(tool, toolNames(ctx, sess)); s != "" {
+				hint = fmt.Sprintf("did you mean %q? %s", s, hint)
+			}
+			return &Error{Kind: KindNotFound, Op: "call", Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool), Hint: hint}
+		}
+		if info != nil {
+			info.listed = true
+		}
+		if r.CheckTool != nil {
+			if err := r.CheckTool(def); err != nil {
+				return err
+			}
+		}
+		out, err = sess.CallTool(ctx, tool, args, onProgress)
+		return err
+	})
+	return out, err
+}
+
+// toolNames are the names in the child's (cached) tool list, for a hint.
+func toolNames(ctx context.Context, sess *mcpclient.Session) []string {
+	raw, err := sess.Tools(ctx)
+	if err != nil {
+		return nil
+	}
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(raw, &tools) //nolint:errcheck // a hint: no names, no suggestion
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// ReadResource returns the child's resources/read result for uri.
+func (b *Broker) ReadResource(ctx context.Context, r Request, uri string) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := b.do(ctx, r, "read resource", func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out, err = s.ReadResource(ctx, uri)
+		return err
+	})
+	return out, err
+}
+
+// GetPrompt returns the child's prompts/get result.
+func (b *Broker) GetPrompt(ctx context.Context, r Request, name string, args map[string]string) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := b.do(ctx, r, "get prompt", func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out, err = s.GetPrompt(ctx, name, args)
+		return err
+	})
+	return out, err
+}
+
+// callIDs are unique per daemon run: a random prefix drawn once, then a
+// counter, so naming a call costs no syscall on the hot path.
+var (
+	callIDPrefix = func() string {
+		var b [4]byte
+		rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	callIDSeq atomic.Uint64
+)
+
+func newCallID() string {
+	return callIDPrefix + "-" + strconv.FormatUint(callIDSeq.Add(1), 10)
+}
+
+// do resolves r to an instance and runs fn on its session under the
+// server's call timeout.
+func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.Context, *mcpclient.Session) error) error {
+	return b.doAt(ctx, r, op, nil, fn)
+}
+
+// doAt is do; *key, if key is non-nil, is set to the scope key r resolved
+// to (left alone if r is refused before it has one).
+func (b *Broker) doAt(ctx context.Context, r Request, op string, key *string, fn func(context.Context, *mcpclient.Session) error) error {
+	def, t, err := b.target(r)
+	if err != nil {
+		return err
+	}
+	if key != nil {
+		*key = t.Key
+	}
+	// callTimeout bounds the call, not the wait for a starting child: that
+	// has its own startTimeout, and the caller's deadline bounds both.
+	d := def.CallTimeout.D()
+	err = b.pool.Do(ctx, t, func(s *mcpclient.Session) error {
+		if d <= 0 {
+			return fn(ctx, s)
+		}
+		cctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		err := fn(cctx, s)
+		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
+			return &Error{Kind: KindTimeout, Op: op, Server: r.Server, Err: err,
+				Msg:  fmt.Sprintf("the call ran past the server's callTimeout of %s; the child was sent notifications/cancelled", d),
+				Hint: "raise callTimeout in the server's config if such calls are expected to take longer"}
+		}
+		return err
+	})
+	return b.translate(err, op, r.Server)
+}

@@ -1,0 +1,108 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/pool"
+)
+
+// applyServers hands the pool the current definitions, revisions included;
+// the pool drains and replaces the instances of those that changed. The
+// caller holds setMu, so that two updates reach the pool in order.
+func (b *Broker) applyServers() {
+	b.mu.RLock()
+	cfg := b.cfg
+	defs := make([]pool.Server, 0, len(cfg.Servers))
+	for _, name := range sortedNames(cfg.Servers) {
+		d := poolServer(name, cfg.Servers[name])
+		d.Revision = b.revs[name]
+		defs = append(defs, d)
+	}
+	b.mu.RUnlock()
+	defs = append(defs, b.projects.projectDefs()...)
+	b.pool.SetServers(defs)
+}
+
+// resolveCommand is the pool's Resolve hook: a nix: spec becomes its
+// program's store path (with no nix process once cached: package
+// nixresolve), a plain command stays as it is and is looked up on PATH at
+// exec. A spec never falls back to PATH. An execution environment other
+// than the host becomes its captured variables (cached the same way). The
+// pool runs this in the spawning goroutine, so a slow resolution holds up
+// only that start.
+func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, string) (pool.Program, error) {
+	return func(ctx context.Context, command, environment string) (pool.Program, error) {
+		prog := pool.Program{Path: command}
+		if environment != "" && environment != nixresolve.EnvHost {
+			if nix == nil {
+				return prog, fmt.Errorf("environment %s: this daemon has no nix resolver, so nix environments cannot be captured; use environment \"host\"", environment)
+			}
+			d, err := nix.Environment(ctx, environment)
+			if err != nil {
+				return prog, err
+			}
+			prog.Env, prog.Environment = d.EnvVars(), environment
+			prog.EnvRev = cmp.Or(d.Locked.Rev, d.Locked.NarHash)
+			if d.FileHash != "" {
+				prog.EnvRev = "sha256:" + d.FileHash
+			}
+		}
+		if !nixresolve.IsSpec(command) {
+			return prog, nil
+		}
+		if nix == nil {
+			return prog, fmt.Errorf("command %s: this daemon has no nix resolver, so nix: commands cannot run; use a plain command", command)
+		}
+		p, err := nix.Resolve(ctx, command)
+		if err != nil {
+			return prog, err
+		}
+		prog.Path, prog.Spec, prog.StorePath = p.Path, command, p.StorePath
+		prog.Rev, prog.NarHash, prog.Pinned = p.Locked.Rev, p.Locked.NarHash, nixresolve.Pinned(command)
+		return prog, nil
+	}
+}
+
+func poolServer(name string, s *config.Server) pool.Server {
+	return pool.Server{
+		Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
+		URL: s.URL, Headers: s.Headers,
+		InheritEnv: s.InheritEnv.Names, InheritAllEnv: s.InheritEnv.All,
+		Environment:  s.Environment,
+		Exclusive:    s.Sharing == config.SharingExclusive,
+		Max:          s.Max,
+		IdleTimeout:  s.IdleTimeout.D(),
+		StartTimeout: s.StartTimeout.D(),
+		Allocate:     poolAllocs(s.Allocate),
+		Sampling:     s.Sampling,
+	}
+}
+
+// poolAllocs are a server's allocations as the pool takes them; the config
+// has checked them.
+func poolAllocs(m map[string]*config.Alloc) map[string]pool.Alloc {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]pool.Alloc, len(m))
+	for name, a := range m {
+		if a != nil && len(a.Range) == 2 {
+			out[name] = pool.Alloc{Range: [2]int{a.Range[0], a.Range[1]}}
+		}
+	}
+	return out
+}
+
+func sortedNames(m map[string]*config.Server) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,189 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/mcpclient"
+)
+
+// ServerInfo describes a configured server to callers.
+type ServerInfo struct {
+	Name        string           `json:"name"`
+	Description string           `json:"description,omitempty"`
+	Tags        []string         `json:"tags,omitempty"`
+	Transport   string           `json:"transport"` // "stdio" or "http"
+	Scope       config.ScopeKind `json:"scope"`
+	Sharing     config.Sharing   `json:"sharing"`
+	Max         int              `json:"max"`
+	Instances   int              `json:"instances"` // running now
+	// ToolTags and Prelude are the config's: tags per tool beside Tags, and
+	// the text put before the server's declarations (config.Server).
+	ToolTags map[string][]string `json:"toolTags,omitempty"`
+	Prelude  string              `json:"prelude,omitempty"`
+}
+
+// ToolList is a server's tools and instructions, as the child of one scope
+// gives them.
+type ToolList struct {
+	// Tools is the child's tools/list, all pages joined: a JSON array of
+	// MCP Tool objects, as the child sent them.
+	Tools json.RawMessage
+	// Instructions are the instructions of the child's initialize result
+	// (how to use the server's tools); "" when it sent none.
+	Instructions string
+}
+
+// Servers lists the configured servers c may use, sorted by name.
+func (b *Broker) Servers(c Caller) []ServerInfo {
+	cfg := b.currentConfig()
+	counts := map[string]int{}
+	for _, in := range b.pool.Instances() {
+		counts[in.Server]++
+	}
+	out := make([]ServerInfo, 0, len(cfg.Servers))
+	for _, name := range sortedNames(cfg.Servers) {
+		if c.MayUse(name) {
+			out = append(out, serverInfo(name, cfg.Servers[name], counts[name]))
+		}
+	}
+	return out
+}
+
+// ServersAt lists the servers r.Caller is served at r.Context.Cwd, sorted
+// by name: the owner's config with, for the owner and callers whose rights
+// say ProjectConfig, the project files of the cwd's config chain merged in
+// (see "Project config" in docs/architecture.md). A project file that does
+// not load fails with KindBadRequest naming it.
+func (b *Broker) ServersAt(r Request) ([]ServerInfo, error) {
+	sv, err := b.servedTo(r.Caller, r.Context.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for _, in := range b.pool.Instances() {
+		counts[in.Server]++
+	}
+	out := make([]ServerInfo, 0, len(sv.servers))
+	for _, name := range sortedNames(sv.servers) {
+		if r.Caller.MayUse(name) {
+			out = append(out, serverInfo(name, sv.servers[name], counts[sv.poolName(name)]))
+		}
+	}
+	return out, nil
+}
+
+// ServerAt describes r.Server as r.Caller is served it at r.Context.Cwd
+// (ServersAt); KindNotFound if there is none by that name it may use.
+func (b *Broker) ServerAt(r Request) (ServerInfo, error) {
+	all, err := b.ServersAt(r)
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	for _, si := range all {
+		if si.Name == r.Server {
+			return si, nil
+		}
+	}
+	sv, err := b.servedTo(r.Caller, r.Context.Cwd)
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	return ServerInfo{}, b.notFoundIn(sv, r.Server, r.Caller)
+}
+
+func serverInfo(name string, s *config.Server, n int) ServerInfo {
+	tr := "stdio"
+	if s.URL != "" {
+		tr = "http"
+	}
+	return ServerInfo{Name: name, Description: s.Description, Tags: s.Tags, Transport: tr,
+		Scope: s.Scope, Sharing: cmp.Or(s.Sharing, config.SharingShared), Max: cmp.Or(s.Max, pool.DefaultMax), Instances: n,
+		ToolTags: s.ToolTags, Prelude: s.Prelude}
+}
+
+// Server describes one server; KindNotFound if there is none by that name
+// that c may use.
+func (b *Broker) Server(name string, c Caller) (ServerInfo, error) {
+	s, err := b.lookup(name, c)
+	if err == nil && !c.MayUse(name) {
+		err = b.notFound(name, c) // to c, a server it may not use does not exist
+	}
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	n := 0
+	for _, in := range b.pool.Instances() {
+		if in.Server == name {
+			n++
+		}
+	}
+	return serverInfo(name, s, n), nil
+}
+
+// Tools returns the server's tools as the child listed them (all pages
+// joined): a JSON array of MCP Tool objects.
+func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) {
+	l, err := b.ToolList(ctx, r)
+	return l.Tools, err
+}
+
+// ToolList returns the server's tools and instructions from the child in
+// r's scope (one child answers both). When that scope has no running child
+// and the pool's schema cache knows what the child would run (after a
+// daemon restart, an idle reap), the cached listing answers and no child
+// starts; a call starts one (pool.ToolListing says how fresh it is).
+func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
+	if _, t, err := b.target(r); err == nil {
+		if l, ok := b.pool.ToolListing(ctx, t); ok {
+			return ToolList{Tools: l.Tools, Instructions: l.Instructions}, nil
+		}
+	}
+	var out ToolList
+	err := b.do(ctx, r, "list tools", func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out.Tools, err = s.Tools(ctx)
+		out.Instructions = s.Instructions()
+		return err
+	})
+	return out, err
+}
+
+// cachedList is r's list from the schema cache when no instance of its
+// target runs (pool.CachedList), as ToolList answers tools: a listing
+// after a restart starts no child.
+func (b *Broker) cachedList(ctx context.Context, r Request, method string) (json.RawMessage, bool) {
+	_, t, err := b.target(r)
+	if err != nil {
+		return nil, false
+	}
+	return b.pool.CachedList(ctx, t, method)
+}
+
+// Resources returns the server's resources: a JSON array of MCP Resource objects.
+func (b *Broker) Resources(ctx context.Context, r Request) (json.RawMessage, error) {
+	if l, ok := b.cachedList(ctx, r, "resources/list"); ok {
+		return l, nil
+	}
+	var out json.RawMessage
+	err := b.do(ctx, r, "list resources", func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out, err = s.Resources(ctx)
+		return err
+	})
+	return out, err
+}
+
+// Prompts returns the server's prompts: a JSON array of MCP Prompt objects.
+func (b *Broker) Prompts(ctx context.Context, r Request) (json.RawMessage, error) {
+	if l, ok := b.cachedList(ctx, r, "prompts/list"); ok {
+		return l, nil
+	}
+	var out json.RawMessage
+	err := b.do(ctx, r, "list prompts", func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out, err = s.Prompts(ctx)
+		return err
+	})
+	return out, err
+}
