@@ -96,14 +96,14 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 		return report(c, err)
 	}
 	dir := caller.Cwd // where the script runs, on this machine
-	var relay *runRelay
+	var relay *client.Relay
 	if bc.Remote() {
 		// The script runs here, in this machine's directory (--cwd names
 		// the broker's), and reaches the broker through the CLI's relay.
 		if dir, err = callerCwd("", c.getenv); err != nil {
 			return report(c, err)
 		}
-		if relay, err = startRunRelay(bc, dir, caller.Cwd, ccfg.PathMappings, file); err != nil {
+		if relay, err = bc.StartRelay(client.RelayOptions{Local: dir, Remote: caller.Cwd, Mappings: ccfg.PathMappings, Config: file}); err != nil {
 			return report(c, err)
 		}
 		defer relay.Close()
@@ -234,8 +234,8 @@ type scriptRun struct {
 	caller client.Caller
 	rt     scripts.Runtime
 	script string
-	dir    string    // the script's working directory, on this machine
-	relay  *runRelay // the way to a remote broker; nil for a local one
+	dir    string        // the script's working directory, on this machine
+	relay  *client.Relay // the way to a remote broker; nil for a local one
 }
 
 // run bundles the script, runs it and returns its exit code; with asJSON
@@ -277,7 +277,7 @@ func (r *scriptRun) run(ctx context.Context, bo scripts.BundleOptions, args []st
 		scripts.EnvReport+"="+reportFile,
 	)
 	if r.relay != nil {
-		cmd.Env = append(cmd.Env, "MCPX_URL="+r.relay.URL(), "MCPX_TOKEN="+r.relay.token)
+		cmd.Env = append(cmd.Env, "MCPX_URL="+r.relay.URL(), "MCPX_TOKEN="+r.relay.Token())
 	}
 	if r.caller.Scope != "" {
 		cmd.Env = append(cmd.Env, "MCPX_SCOPE="+r.caller.Scope) // --scope
