@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -65,13 +66,10 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	var nodeInfo *wire.NodeInfo
 	if node != nil {
-		if _, err := node.Up(ctx); err != nil {
+		if nodeInfo, err = upNode(ctx, node, &lns, so, f.maxConns); err != nil {
 			return fail(err)
 		}
 		defer node.Close() // after the listeners have drained
-		if nodeInfo, err = listenNode(ctx, node, &lns, so, f.maxConns); err != nil {
-			return fail(err)
-		}
 	}
 	ctl := daemon.NewControl(log, d.Broker, load)
 	token := api.NewToken()
@@ -90,16 +88,23 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	defer daemon.RemoveRecord(log, state)
 
 	var g oklog.Group
+	add := func(a daemon.Actor) { g.Add(a.Execute, a.Interrupt) }
 	g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM)) // SIGINT, SIGTERM (and ctx) stop the daemon
-	actors := []daemon.Actor{ctl.HangupActor(), ctl.StopActor()}    // SIGHUP reloads; POST /v1/daemon/stop stops
-	if src.Path != "" {                                             // the config file changing on disk reloads it, as SIGHUP does
-		actors = append(actors, ctl.WatchActor(src.Path))
+	add(ctl.HangupActor())                                         // SIGHUP reloads the config; unchanged servers keep running
+	if src.Path != "" {
+		add(ctl.WatchActor(src.Path)) // the config file changing on disk reloads it, as SIGHUP does
 	}
-	for _, a := range append(actors, lns.Actors(h)...) { // each listener: serve, then drain
-		g.Add(a.Execute, a.Interrupt)
+	add(ctl.StopActor()) // POST /v1/daemon/stop (`mcpx daemon stop`) stops the daemon
+	for _, a := range lns.Actors(h) {
+		add(a) // each listener serves until interrupted, then drains
 	}
 	log.Info("mcpx serving", servingAttrs(sock, src, cfg, state, tln, node)...)
-	err = g.Run()
+	return stopped(log, g.Run())
+}
+
+// stopped logs why the run group returned and is serve's exit code: 0 for
+// a signal or a stop request.
+func stopped(log *slog.Logger, err error) int {
 	log.Info("shutting down", "reason", err)
 	if errors.Is(err, oklog.ErrSignal) || errors.Is(err, context.Canceled) || errors.Is(err, daemon.ErrStopRequested) {
 		return exitOK
@@ -133,7 +138,9 @@ func parseServeFlags(c *cli, args []string) (serveFlags, int, bool) {
 	if !ok {
 		return f, code, false
 	}
-	bad := func(format string, a ...any) (serveFlags, int, bool) { return f, usageError(c, fs, format, a...), false }
+	bad := func(format string, a ...any) (serveFlags, int, bool) {
+		return f, usageError(c, fs, format, a...), false
+	}
 	if len(pos) > 0 {
 		return bad("unexpected argument %q", pos[0])
 	}

@@ -45,12 +45,21 @@ func addTailnetFlags(fs *flag.FlagSet) tailnetFlags {
 	return f
 }
 
-// listenNode adds the node's listeners to lns: HTTP on :80, callers named
-// by WhoIs with the rights of their grant, and HTTPS on :443 when the
-// tailnet issues a certificate (else one log line: a missing certificate
-// never stops the daemon). It returns the node's description for
-// /v1/whoami.
-func listenNode(ctx context.Context, node *tsnet.Node, lns *daemon.Listeners, so api.ServeOptions, maxConns int) (*wire.NodeInfo, error) {
+// upNode brings the node up and adds its listeners to lns: HTTP on :80,
+// callers named by WhoIs with the rights of their grant, and HTTPS on :443
+// when the tailnet issues a certificate (else one log line: a missing
+// certificate never stops the daemon). It returns the node's description
+// for /v1/whoami. A node that came up is closed if a listener fails; else
+// the caller owns it.
+func upNode(ctx context.Context, node *tsnet.Node, lns *daemon.Listeners, so api.ServeOptions, maxConns int) (_ *wire.NodeInfo, err error) {
+	if _, err := node.Up(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			node.Close()
+		}
+	}()
 	so.MaxConns, so.Identify = maxConns, node.Identify
 	nln, err := node.Listen()
 	if err != nil {
