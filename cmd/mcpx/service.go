@@ -49,7 +49,7 @@ func serviceCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	home := c.getenv("HOME")
 	path := deploy.ServiceFile(p, home, xdgAbs(c, "XDG_CONFIG_HOME"))
-	m := serviceManager{c: c, Manager: deploy.Manager{Platform: p, Path: path, UID: os.Getuid(), RuntimeDir: xdgAbs(c, "XDG_RUNTIME_DIR")}}
+	m := serviceCLI{c: c, Manager: deploy.Manager{Platform: p, Path: path, UID: os.Getuid(), RuntimeDir: xdgAbs(c, "XDG_RUNTIME_DIR")}}
 	switch pos[0] {
 	case "status":
 		return m.status(ctx, sv, *asJSON)
@@ -142,16 +142,16 @@ func serviceOf(c *cli, binary, configPath, state, path, writable string, tn tail
 	return s, nil
 }
 
-// serviceManager is `mcpx service`'s install, uninstall and status: the
+// serviceCLI is `mcpx service`'s install, uninstall and status: the
 // service definition's part (package deploy) and its manager, printed.
-type serviceManager struct {
+type serviceCLI struct {
 	c *cli
 	deploy.Manager
 }
 
 // runAll runs cmds, or prints them (see deploy.Manager.RunAll); it reports
 // whether they ran.
-func (m serviceManager) runAll(ctx context.Context, cmds [][]string, dry bool) bool {
+func (m serviceCLI) runAll(ctx context.Context, cmds [][]string, dry bool) bool {
 	if err := m.RunAll(ctx, cmds, dry, m.c.stdout, m.c.stderr); err != nil {
 		fmt.Fprintf(m.c.stderr, "mcpx service: %v\n", err)
 		return false
@@ -159,7 +159,7 @@ func (m serviceManager) runAll(ctx context.Context, cmds [][]string, dry bool) b
 	return true
 }
 
-func (m serviceManager) part(s deploy.Service) (deploy.Part, *deploy.Records, error) {
+func (m serviceCLI) part(s deploy.Service) (deploy.Part, *deploy.Records, error) {
 	part, err := deploy.ServicePart(m.Platform, m.Path, s)
 	if err != nil {
 		return part, nil, err
@@ -168,7 +168,7 @@ func (m serviceManager) part(s deploy.Service) (deploy.Part, *deploy.Records, er
 	return part, rec, err
 }
 
-func (m serviceManager) install(ctx context.Context, s deploy.Service, dry bool) int {
+func (m serviceCLI) install(ctx context.Context, s deploy.Service, dry bool) int {
 	part, rec, err := m.part(s)
 	if err != nil {
 		fmt.Fprintf(m.c.stderr, "mcpx service install: %v\n", err)
@@ -201,7 +201,7 @@ func (m serviceManager) install(ctx context.Context, s deploy.Service, dry bool)
 	return exitOK
 }
 
-func (m serviceManager) uninstall(ctx context.Context, s deploy.Service, dry bool) int {
+func (m serviceCLI) uninstall(ctx context.Context, s deploy.Service, dry bool) int {
 	part, rec, err := m.part(s)
 	if err != nil {
 		fmt.Fprintf(m.c.stderr, "mcpx service uninstall: %v\n", err)
@@ -239,7 +239,7 @@ func (m serviceManager) uninstall(ctx context.Context, s deploy.Service, dry boo
 
 // status prints whether the service is installed (and as mcpx wrote it),
 // enabled and running, and where its logs are.
-func (m serviceManager) status(ctx context.Context, s deploy.Service, asJSON bool) int {
+func (m serviceCLI) status(ctx context.Context, s deploy.Service, asJSON bool) int {
 	part, rec, err := m.part(s)
 	if err != nil {
 		fmt.Fprintf(m.c.stderr, "mcpx service status: %v\n", err)
