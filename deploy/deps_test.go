@@ -11,9 +11,9 @@ import (
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{
-			"mcpx.dev/mcpx/api":       "rendering a unit file needs no HTTP server",
-			"mcpx.dev/mcpx/pool/...":  "rendering a unit file starts no child",
-			"mcpx.dev/mcpx/tsnet/...": "rendering a unit file needs no tailnet",
+			"mcpx.dev/mcpx/api":       "rendering a unit file or driving systemctl needs no HTTP server",
+			"mcpx.dev/mcpx/pool/...":  "deploy runs systemctl and launchctl, never an MCP child",
+			"mcpx.dev/mcpx/tsnet/...": "a unit file names the tailnet flags; deploy never joins one",
 			"mcpx.dev/mcpx/cmd/...":   "cmd uses deploy, not the reverse",
 			"tailscale.com/...":       "the tree builds and tests without linking tsnet",
 		},

@@ -30,6 +30,12 @@
 // directory with ReadWritePaths rather than StateDirectory=, whose user-unit
 // base moved from $XDG_CONFIG_HOME to $XDG_STATE_HOME in systemd 254.
 //
-// Service managers and harnesses are driven by cmd/mcpx (systemctl,
-// launchctl); this package only renders and writes files.
+// # Service managers
+//
+// [Manager] drives systemctl --user or launchctl after a service
+// definition is written or before it is removed, says where the service
+// logs, and asks whether it is enabled and running. Where no manager can be
+// reached (no systemctl on PATH, no user manager running) it prints the
+// commands for the user instead. Its command runner is a field, so its
+// tests run without systemd.
 package deploy

@@ -1,7 +1,8 @@
 // Package scripts is what `mcpx run` and `mcpx scripts` need besides the
 // broker: named scripts found on the config chain, the choice of a
 // JavaScript runtime, the bundle and runner that make the generated client
-// importable, and the --json envelope.
+// importable, and the --json envelope. Package scripts/runner runs them
+// against the broker: the run's session, lease and generated client.
 //
 //	dirs := ...                                         // the config chain's directories, nearest first
 //	list := scripts.Find(dirs)                          // name, path, shadows

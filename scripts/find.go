@@ -1,6 +1,7 @@
 package scripts
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +85,42 @@ func Lookup(dirs []string, name string) (Script, bool) {
 		}
 	}
 	return Script{}, false
+}
+
+// Resolve returns the script file arg names, as `mcpx run` takes it: a
+// file (a path with a slash, or a name with a script extension; relative
+// to cwd), else the named script nearest on the chain dirs. The error
+// names what was looked for, and the scripts there are.
+func Resolve(dirs []string, cwd, arg string) (string, error) {
+	isFile := strings.Contains(arg, "/")
+	if !isFile {
+		for _, ext := range Extensions {
+			if strings.HasSuffix(arg, ext) {
+				isFile = true
+			}
+		}
+	}
+	if isFile {
+		p := arg
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+			return "", fmt.Errorf("no script file %s", arg)
+		}
+		return p, nil
+	}
+	if s, ok := Lookup(dirs, arg); ok {
+		return s.Path, nil
+	}
+	var names []string
+	for _, s := range Find(dirs) {
+		names = append(names, s.Name)
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("no script named %q: no scripts/ directory on the config chain (.config/mcpx or .mcpx from here up, then the user's config directory)", arg)
+	}
+	return "", fmt.Errorf("no script named %q; the scripts here: %s", arg, strings.Join(names, ", "))
 }
 
 // LibDirs returns the lib/ directories of the chain that exist, nearest

@@ -181,3 +181,37 @@ func TestBundleErrorsNameTheFile(t *testing.T) {
 		t.Errorf("err = %v, want the file, line and the missing lib/", err)
 	}
 }
+
+// TestResolve: a path (with a slash, or a script extension) is a file,
+// relative to the cwd; a bare name is the nearest named script; what is not
+// found is said, with the names there are.
+func TestResolve(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"near/scripts/report.ts": "",
+		"far/scripts/report.ts":  "",
+		"far/scripts/other.js":   "",
+		"cwd/local.ts":           "",
+		"cwd/sub/x.mjs":          "",
+	})
+	dirs := []string{filepath.Join(root, "near"), filepath.Join(root, "far")}
+	cwd := filepath.Join(root, "cwd")
+	for _, tc := range []struct{ arg, want, err string }{
+		{"report", filepath.Join(root, "near/scripts/report.ts"), ""},
+		{"other", filepath.Join(root, "far/scripts/other.js"), ""},
+		{"local.ts", filepath.Join(cwd, "local.ts"), ""},
+		{"sub/x.mjs", filepath.Join(cwd, "sub/x.mjs"), ""},
+		{filepath.Join(cwd, "local.ts"), filepath.Join(cwd, "local.ts"), ""},
+		{"sub", "", "no script named \"sub\"; the scripts here: other, report"},
+		{"./sub", "", "no script file ./sub"},
+		{"gone.ts", "", "no script file gone.ts"},
+	} {
+		got, err := scripts.Resolve(dirs, cwd, tc.arg)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
+			t.Errorf("Resolve(%q) = %q, %v; want %q, %q", tc.arg, got, err, tc.want, tc.err)
+		}
+	}
+	if _, err := scripts.Resolve(nil, cwd, "report"); err == nil || !strings.Contains(err.Error(), "no scripts/ directory on the config chain") {
+		t.Errorf("Resolve with no scripts anywhere: %v", err)
+	}
+}

@@ -12,7 +12,10 @@
 //	}
 //
 // A Client is safe for concurrent use and keeps connections alive between
-// requests.
+// requests. Beside the routes it holds a lease for a program's lifetime
+// (HoldLease: renewed until released) and relays a script's requests to a
+// broker on another machine (StartRelay: `mcpx run`'s loopback listener,
+// the one HTTP server in this package).
 package client
 
 import (

@@ -48,7 +48,7 @@ type daemon struct {
 
 // startDaemon serves demo servers by name; each value is a JSON object of
 // more config fields for that server, or "".
-func startDaemon(t *testing.T, servers map[string]string) *daemon {
+func startDaemon(t testing.TB, servers map[string]string) *daemon {
 	t.Helper()
 	proctest.CheckNoLeaks(t)
 	exe, err := os.Executable()

@@ -12,6 +12,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/daemon"
 )
 
 // daemonCmd is `mcpx daemon stop|info`.
@@ -87,14 +88,13 @@ func daemonStop(ctx context.Context, c *cli, bc *client.Client) int {
 		return exitOK
 	}
 	pid := who.Daemon.Pid
-	// The daemon drains calls, then stops its children, each bounded.
-	deadline := time.Now().Add(2*api.DefaultDrainTimeout + 10*time.Second) // drain, then stop the children: each bounded by --drain-timeout (the default assumed)
-	for alive(pid) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			fmt.Fprintf(c.stderr, "mcpx: the daemon (pid %d) is still stopping; its log is %s\n", pid, filepath.Join(who.Daemon.State, wire.LogFile))
-			return exitFailed
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The daemon drains calls, then stops its children, each bounded by
+	// --drain-timeout (the default assumed).
+	wctx, cancel := context.WithTimeout(ctx, 2*api.DefaultDrainTimeout+10*time.Second)
+	defer cancel()
+	if !daemon.WaitGone(wctx, pid) {
+		fmt.Fprintf(c.stderr, "mcpx: the daemon (pid %d) is still stopping; its log is %s\n", pid, filepath.Join(who.Daemon.State, wire.LogFile))
+		return exitFailed
 	}
 	fmt.Fprintf(c.stdout, "daemon stopped (pid %d)\n", pid)
 	return exitOK

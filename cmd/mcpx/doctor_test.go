@@ -12,7 +12,6 @@ import (
 	"tailscale.com/tstest/integration/testcontrol"
 	"tailscale.com/types/logger"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -50,35 +49,6 @@ func TestDoctorTailnetNeedsLogin(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor's output lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-// TestTailnetFinding: doctor's word on each state a running daemon's node
-// can report (GET /v1/tailnet), with the fix for each problem.
-func TestTailnetFinding(t *testing.T) {
-	node := &wire.NodeInfo{Name: "box", DNSName: "box.tail.ts.net"}
-	for _, tc := range []struct {
-		st      wire.TailnetStatus
-		want    bool // --tailnet
-		ok      bool
-		subject string
-		detail  string // a part of it; "" = no finding
-		fix     string // a part of it
-	}{
-		{wire.TailnetStatus{State: wire.TailnetOff}, false, true, "mcpx", "", ""},
-		{wire.TailnetStatus{State: wire.TailnetOff}, true, false, "mcpx", "not on a tailnet", "mcpx serve --tailnet"},
-		{wire.TailnetStatus{State: wire.TailnetRunning, Node: node}, false, true, "box.tail.ts.net", "up as box.tail.ts.net", ""},
-		{wire.TailnetStatus{State: wire.TailnetNeedsLogin, Node: node, AuthURL: "https://login.example/a/1", Health: []string{"key expired"}}, true, false,
-			"box.tail.ts.net", "needs login (key expired)", "open https://login.example/a/1"},
-		{wire.TailnetStatus{State: wire.TailnetNeedsLogin}, true, false, "mcpx", "needs login", "auth key"},
-		{wire.TailnetStatus{State: wire.TailnetNeedsMachineAuth, Node: node}, true, false, "box.tail.ts.net", "approve", "admin console"},
-		{wire.TailnetStatus{State: wire.TailnetStarting}, true, false, "mcpx", "still connecting", "control server"},
-		{wire.TailnetStatus{State: wire.TailnetStopped}, true, false, "mcpx", "stopped", "log says why"},
-	} {
-		ok, subject, detail, fix := tailnetFinding(tc.st, tc.want, "mcpx")
-		if ok != tc.ok || subject != tc.subject || (tc.detail == "") != (detail == "") || !strings.Contains(detail, tc.detail) || !strings.Contains(fix, tc.fix) {
-			t.Errorf("%+v (want %v): %v %q %q %q, want %v %q ~%q ~%q", tc.st, tc.want, ok, subject, detail, fix, tc.ok, tc.subject, tc.detail, tc.fix)
 		}
 	}
 }

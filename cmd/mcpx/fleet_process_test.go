@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/daemon/doctor"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/internal/testtailnet"
@@ -169,11 +170,11 @@ func TestFleetProcess(t *testing.T) {
 
 	// Doctor asks the running daemon how its node is.
 	out, _, _ = run(false, "doctor", "--json", "--socket", alpha.sock, "--state-dir", filepath.Join(dir, "alpha", "state"), "--tailnet")
-	var doc struct{ Findings []finding }
+	var doc struct{ Findings []doctor.Finding }
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("doctor: %v\n%s", err, out)
 	}
-	i := slices.IndexFunc(doc.Findings, func(f finding) bool { return f.Check == "tailnet" })
+	i := slices.IndexFunc(doc.Findings, func(f doctor.Finding) bool { return f.Check == "tailnet" })
 	if i < 0 || !doc.Findings[i].OK || doc.Findings[i].Subject != "alpha.tail-scale.ts.net" {
 		t.Errorf("doctor's tailnet finding: %+v, want alpha's node up", doc.Findings)
 	}

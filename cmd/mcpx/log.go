@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/logs"
 )
 
@@ -93,23 +89,4 @@ func logLine(raw json.RawMessage) string {
 		fmt.Fprintf(&b, " %s=%s", k, s)
 	}
 	return b.String()
-}
-
-// openLog opens the daemon's log: JSON records in <state>/logs (package
-// logs) and text on stderr, at the config's levels.
-func openLog(lc config.Log, state string, stderr io.Writer) (*slog.Logger, *logs.File, error) {
-	lv := logs.Levels{Level: slog.LevelInfo, Servers: map[string]slog.Level{}}
-	if lc.Level != "" {
-		lv.Level, _ = logs.ParseLevel(lc.Level) // checked at load
-	}
-	for name, l := range lc.Servers {
-		lv.Servers[name], _ = logs.ParseLevel(l)
-	}
-	f, err := logs.Open(logs.Options{Dir: filepath.Join(state, "logs"), MaxBytes: lc.MaxBytes, MaxFiles: lc.MaxFiles})
-	if err != nil {
-		return nil, nil, err
-	}
-	all := &slog.HandlerOptions{Level: slog.LevelDebug} // the levels are logs.Levels'
-	h := logs.NewHandler(lv, slog.NewJSONHandler(f, all), slog.NewTextHandler(stderr, all))
-	return slog.New(h), f, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/openapi"
@@ -183,7 +184,7 @@ func stopRecordedDaemon(state string) {
 		return
 	}
 	syscall.Kill(rec.Pid, syscall.SIGTERM)
-	for deadline := time.Now().Add(25 * time.Second); alive(rec.Pid); {
+	for deadline := time.Now().Add(25 * time.Second); daemon.Alive(rec.Pid); {
 		if time.Now().After(deadline) {
 			syscall.Kill(rec.Pid, syscall.SIGKILL)
 			return
@@ -214,7 +215,7 @@ func daemons(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		ts.Fatalf("daemon record: %v", err)
 	}
-	if !alive(rec.Pid) {
+	if !daemon.Alive(rec.Pid) {
 		ts.Fatalf("the recorded daemon (pid %d) is not running", rec.Pid)
 	}
 	ts.Logf("daemon pid %d", rec.Pid)

@@ -2,212 +2,224 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
-	"slices"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"mcpx.dev/mcpx/broker/chain"
+	"mcpx.dev/mcpx/scripts"
+	"mcpx.dev/mcpx/scripts/runner"
 )
 
-// Exit codes. Scripts rely on them; keep them stable.
-const (
-	exitOK          = 0 // success
-	exitToolError   = 1 // the tool ran and returned isError; also: invalid config, serve failed
-	exitUsage       = 2 // bad command line
-	exitUnreachable = 3 // the broker is not running or not reachable
-	exitFailed      = 4 // the broker answered with an error (problem detail printed)
-)
+// runCmd is `mcpx run <file|name> [args…]`: run a script on deno, bun or
+// node with the generated client importable as "mcpx" (package scripts
+// has the contract). The exit code is the script's.
+func runCmd(ctx context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "run")
+	brokerAddr := brokerFlag(fs)
+	noAutostart := autostartFlag(fs)
+	runtimeFlag := fs.String("runtime", "", "deno, bun or node, or a path to one's binary (default $MCPX_RUNTIME, else the first of deno, bun, node on PATH)")
+	export := fs.String("export", "", "call this exported function instead of the default export")
+	jsonArgs := fs.String("json-args", "", "a JSON value the function is called with (default: the positional arguments as an array of strings)")
+	asJSON := fs.Bool("json", false, "print one JSON envelope: stdout, stderr, exit code, duration and the tool calls the script made")
+	leaseTTL := fs.Duration("lease-ttl", runner.DefaultLeaseTTL, "the ttl of the run's own lease, renewed every ttl/3 while the script runs: how long its pid-scoped instances outlive a run killed outright")
+	co := callerFlags(fs, "the directory the script runs in and declares")
+	// Flags end at the script: what follows it is the script's.
+	pos, code, ok := parseRunFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		return usageError(c, fs, "want a script file or name (`mcpx scripts` lists the names)")
+	}
+	if *leaseTTL <= 0 {
+		return usageError(c, fs, "--lease-ttl must be positive, e.g. 30s")
+	}
+	var argsJSON json.RawMessage
+	if *jsonArgs != "" {
+		if !json.Valid([]byte(*jsonArgs)) {
+			return usageError(c, fs, "--json-args is not valid JSON: %q", *jsonArgs)
+		}
+		argsJSON = json.RawMessage(*jsonArgs)
+	}
+	ccfg, file, err := clientConfig(c)
+	if err != nil && file != "" { // no home directory: no client config, which is fine
+		return usageError(c, fs, "%v", err)
+	}
+	rt, err := scripts.ChooseRuntime(*runtimeFlag, c.getenv(scripts.EnvRuntime), ccfg.Runtime, exec.LookPath)
+	if err != nil {
+		return usageError(c, fs, "%v", err)
+	}
+	cwd, err := callerCwd(co.cwd, c.getenv)
+	if err != nil {
+		return usageError(c, fs, "%v", err)
+	}
+	script, err := scripts.Resolve(chainDirs(c, cwd), cwd, pos[0])
+	if err != nil {
+		return usageError(c, fs, "%v", err)
+	}
 
-// cli is one invocation's environment. Commands read and write only through
-// it, so tests can run them in-process.
-type cli struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
-	getenv         func(string) string
-	// closers release what a command opened for its whole run (an
-	// embedded tailnet node), last first, when run returns.
-	closers []func()
+	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)
+	if err != nil {
+		return report(c, err)
+	}
+	dir := caller.Cwd // where the script runs, on this machine
+	if bc.Remote() {
+		// The script runs here, in this machine's directory (--cwd names
+		// the broker's), and reaches the broker through the run's relay.
+		if dir, err = callerCwd("", c.getenv); err != nil {
+			return report(c, err)
+		}
+	}
+	// The run's own session, with the caller's as its parent (--session
+	// names another), and its own lease unless the caller runs it under
+	// one (--lease, or $MCPX_LEASE from `mcpx lease run`).
+	r, err := runner.Start(ctx, runner.Options{Client: bc, Caller: caller, Session: co.session, ParentSession: c.getenv("MCPX_SESSION_ID"),
+		Dir: dir, Mappings: ccfg.PathMappings, Config: file, LeaseTTL: *leaseTTL, OnRenewError: renewFailed(c)})
+	if err != nil {
+		return report(c, err)
+	}
+	code = runScript(ctx, c, r, runner.Script{Runtime: rt, Path: script, Export: *export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)),
+		Argv: pos[1:], Envelope: *asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
+	// Release the lease and stop the run's session (with a context of
+	// their own: ctx may be the interrupt that ended the script).
+	if err := r.Close(ctx); err != nil {
+		for _, e := range unjoin(err) {
+			fmt.Fprintf(c.stderr, "mcpx run: %v\n", e)
+		}
+	}
+	return code
 }
 
-// command is one subcommand.
-type command struct {
-	name    string
-	args    string // synopsis after the name
-	summary string
-	run     func(ctx context.Context, c *cli, args []string) int
+// runScript runs the script of r and returns its exit code; with --json
+// it prints the envelope instead of passing stdout and stderr through.
+func runScript(ctx context.Context, c *cli, r *runner.Run, s runner.Script) int {
+	state, err := stateDir(c.getenv)
+	if err != nil {
+		return report(c, err)
+	}
+	s.Cache = filepath.Join(state, "run")
+	env, err := r.Script(ctx, s)
+	var re *runner.Error
+	switch {
+	case errors.As(err, &re):
+		fmt.Fprintf(c.stderr, "mcpx run: %v\n", re)
+		switch re.Op {
+		case runner.OpBundle:
+			return exitToolError
+		case runner.OpStart:
+			return 127 // as shells say a command did not run
+		}
+		return exitFailed
+	case err != nil:
+		return report(c, err)
+	}
+	if s.Envelope {
+		b, _ := json.MarshalIndent(env, "", "  ")
+		fmt.Fprintf(c.stdout, "%s\n", b)
+	}
+	return env.ExitCode
 }
 
-func commands() []command {
-	return []command{
-		{"serve", "[--config F] [--state-dir D] [--socket P] [--listen 127.0.0.1:PORT|off]", "run the broker daemon", serve},
-		{"call", "[flags] <server>.<tool> [json|-]", "call a tool through the broker and print its result", call},
-		{"tools", "[--json] [server]", "list the tools of every server, or of one", tools},
-		{"search", "[--tag t] [--explain] [--json] <terms>", "search every server's tools by name, tag, server and description", searchCmd},
-		{"catalog", "[--budget N] [--bias Q] [--json]", "every server with its tool count, then tool signatures within a token budget", catalogCmd},
-		{"sessions", "ls [--json]|show <key>|stop <key>|set <key> [--idle 1h] [--name n]", "list, show, stop or name the sessions: instances keyed by a session, parent session, lease or pid", sessionsCmd},
-		{"lease", "run [--ttl 30s] -- <cmd> [args...]", "run a command under a lease ($MCPX_LEASE), renewed while it runs and released when it exits", leaseCmd},
-		{"run", "[--runtime deno|bun|node] [--export fn] [--json-args JSON] [--json] <file|name> [args...]", "run a script on deno, bun or node with the generated client importable as \"mcpx\"; the exit code is the script's", runCmd},
-		{"scripts", "[--json]", "list the named scripts of the config chain (scripts/ beside .config/mcpx or .mcpx from here up, then the user's), with what each shadows", scriptsCmd},
-		{"status", "[--json]", "list the running server instances", status},
-		{"stats", "[--since 1h] [--by server|tool|caller] [--json]", "count, failures, failure rate and p50/p95/p99 duration of the calls in the daemon's call log", statsCmd},
-		{"events", "[--follow] [--json]", "print the daemon's lifecycle events (spawn, restart, crash, ...)", events},
-		{"log", "[--since 1h] [--server s] [--level warn] [--follow] [--json]", "print the daemon's log records (admin)", logCmd},
-		{"stop", "<instance-id>", "stop one instance", stop},
-		{"daemon", "stop|info [--json]", "stop the daemon, or show its pid, socket, URL, config and files", daemonCmd},
-		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},
-		{"nix", "ls|refresh <server>|gc [--json]", "list nix: servers with their locked rev and store path, re-resolve one (its instances are replaced), or drop unused cache entries", nixCmd},
-		{"fleet", "ls [--json] [--tag t | --probe] [--tsnet] [--broker B]", "list the brokers on the tailnet (tagged tag:mcpx, or found by probing) with their servers, instances and health", fleetCmd},
-		{"whoami", "[--json]", "show how the broker sees this caller: identity and rights", whoamiCmd},
-		{"token", "mint --sub NAME --servers a,b [--roots …] [--scopes …] [--ttl 24h] [--admin] | ls [--json] | revoke <id> | rotate", "mint, list, revoke signed bearer tokens, or rotate their signing key", tokenCmd},
-		{"config", "check|show [--config F]", "validate or print the configuration", configCmd},
-		{"clientgen", "ts [--servers a,b] [-o file]", "write the typed TypeScript client of the broker's tools (served at /v1/clients/typescript)", clientgenCmd},
-		{"types", "[--no-instructions] <server>[.<tool>]", "print the TypeScript declarations of a server's tools, or of one, with its instructions and prelude", typesCmd},
-		{"openapi", "", "print the broker's OpenAPI 3.1 document (the daemon serves it at /openapi.json)", openapiCmd},
-		{"service", "install|uninstall|status [--dry-run] [--binary B] [--config F] [--state-dir D] [--tailnet ...]", "run the daemon as this user's service (systemd user unit, launchd agent); never overwrites a file you edited", serviceCmd},
-		{"install", "claude|codex|opencode [--dry-run] [--uninstall] | --list", "write an agent harness's mcpx instructions section and session hook; never overwrites a file you edited", installCmd},
-		{"doctor", "[--json] [--config F] [--tailnet ...]", "check the config, state directory, socket, tailnet, nix and that every server starts; print each problem with its fix", doctorCmd},
-		{"setup-prompt", "", "print setup instructions written for an agent", setupPromptCmd},
-		{"hook", "claude|codex", "the session hook `mcpx install` registers: reads the harness's SessionStart input on stdin", hookCmd},
-		{"demo-server", "[--failure-flags]", "run the built-in demo MCP server on stdin/stdout", demoServer},
-		{"help", "[command]", "show this help, or a command's flags", nil}, // handled by run
+// unjoin is the errors errors.Join joined into err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// renewFailed reports a failed renewal of a lease mcpx holds; the next
+// tick tries again.
+func renewFailed(c *cli) func(id string, err error) {
+	return func(id string, err error) {
+		fmt.Fprintf(c.stderr, "mcpx lease: renewing lease %s: %v\n", id, err)
 	}
 }
 
-// run is mcpx's main, minus the process: it returns the exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
-	defer func() {
-		for _, f := range slices.Backward(c.closers) {
-			f()
+// parseRunFlags parses mcpx run's flags up to the first positional
+// argument: everything from the script on is the script's, flags included.
+func parseRunFlags(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK, false
 		}
-	}()
-	if len(args) == 0 {
-		usage(c.stderr)
-		return exitUsage
+		return nil, exitUsage, false
 	}
-	name, rest := args[0], args[1:]
-	switch name {
-	case "help", "-h", "-help", "--help":
-		// `mcpx help call` shows call's flags; a help flag after help
-		// (`mcpx help -h`, `mcpx -h -h`) is the general usage, never a loop.
-		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && rest[0] != "help" {
-			cmd, ok := lookup(rest[0])
-			if !ok {
-				return unknownCommand(c, rest[0])
-			}
-			c.stderr = c.stdout // help asked for goes to stdout
-			return cmd.run(ctx, c, []string{"-h"})
+	return fs.Args(), 0, true
+}
+
+// chainDirs is the config chain of cwd (canonicalised) for scripts: the
+// directories package chain finds, with the daemon's rules read from the
+// same variables (MCPX_OVERRIDE_PATHS, MCPX_FALLBACK_PATHS,
+// MCPX_CEILING_DIRS; the user's and the system's config directories). An
+// override or fallback that is a file holds no scripts.
+func chainDirs(c *cli, cwd string) []string {
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real
+	}
+	system := chain.DefaultSystemDir
+	opts, err := chainFlagValues{override: new(string), fallback: new(string), system: &system}.options(c.getenv)
+	if err != nil {
+		opts.UserDir = "" // no user config directory: the chain has none
+	}
+	ch, warnings := chain.Find(cwd, opts)
+	for _, w := range warnings {
+		fmt.Fprintf(c.stderr, "mcpx: config chain: %s\n", w)
+	}
+	var dirs []string
+	for _, d := range ch {
+		if d.Scripts != "" || d.Lib != "" {
+			dirs = append(dirs, d.Path)
 		}
-		usage(c.stdout)
+	}
+	return dirs
+}
+
+// scriptsCmd is `mcpx scripts [--json]`: the named scripts of the config
+// chain, nearest first, with what each shadows.
+func scriptsCmd(_ context.Context, c *cli, args []string) int {
+	fs := newFlags(c, "scripts")
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	cwdFlag := fs.String("cwd", "", "list the scripts seen from this directory (default $PWD)")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(c, fs, "want no arguments")
+	}
+	cwd, err := callerCwd(*cwdFlag, c.getenv)
+	if err != nil {
+		return usageError(c, fs, "%v", err)
+	}
+	list := scripts.Find(chainDirs(c, cwd))
+	if *asJSON {
+		b, _ := json.MarshalIndent(struct {
+			Scripts []scripts.Script `json:"scripts"`
+		}{list}, "", "  ")
+		fmt.Fprintf(c.stdout, "%s\n", b)
 		return exitOK
 	}
-	if cmd, ok := lookup(name); ok {
-		return cmd.run(ctx, c, rest)
+	if len(list) == 0 {
+		fmt.Fprintln(c.stdout, "no scripts (scripts/ beside .config/mcpx or .mcpx from here up, or the user's config directory)")
+		return exitOK
 	}
-	return unknownCommand(c, name)
+	printScripts(c.stdout, list)
+	return exitOK
 }
 
-// lookup finds the subcommand called name.
-func lookup(name string) (command, bool) {
-	for _, cmd := range commands() {
-		if cmd.name == name && cmd.run != nil {
-			return cmd, true
-		}
-	}
-	return command{}, false
-}
-
-func unknownCommand(c *cli, name string) int {
-	fmt.Fprintf(c.stderr, "mcpx: unknown command %q\n\n", name)
-	usage(c.stderr)
-	return exitUsage
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "mcpx brokers MCP servers: one daemon, scoped pooled children, many callers.")
-	fmt.Fprintln(w, "\nUsage: mcpx <command> [arguments]\n\nCommands:")
+func printScripts(w io.Writer, list []scripts.Script) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, cmd := range commands() {
-		fmt.Fprintf(tw, "  %s\t%s\n", cmd.name, cmd.summary)
+	fmt.Fprintln(tw, "NAME\tPATH\tSHADOWS")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Path, orDash(strings.Join(s.Shadows, ", ")))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nRun `mcpx help <command>` for a command's flags.")
-	fmt.Fprintln(w, "\nExit codes: 0 ok, 1 the tool returned an error (or the config is invalid),")
-	fmt.Fprintln(w, "2 usage, 3 broker unreachable, 4 the call failed.")
-}
-
-// newFlags returns a flag set for a subcommand whose usage names its synopsis.
-func newFlags(c *cli, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("mcpx "+name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	var synopsis, summary string
-	for _, cmd := range commands() {
-		if cmd.name == name {
-			synopsis, summary = cmd.args, cmd.summary
-		}
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: mcpx %s %s\n\n%s.\n", name, synopsis, capitalize(summary))
-		if hasFlags(fs) {
-			fmt.Fprintln(fs.Output(), "\nFlags:")
-			fs.PrintDefaults()
-		}
-	}
-	return fs
-}
-
-func hasFlags(fs *flag.FlagSet) bool {
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	return n > 0
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// parseFlags parses args allowing flags after positional arguments
-// (`mcpx call demo.echo '{}' --json`); "--" ends flag parsing. It returns the
-// positional arguments, or the exit code to return: 0 for -h, 2 for errors.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, exitOK, false
-			}
-			return nil, exitUsage, false
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, 0, true
-		}
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, rest...), 0, true
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// usageError prints a usage error and returns exitUsage.
-func usageError(c *cli, fs *flag.FlagSet, format string, a ...any) int {
-	fmt.Fprintf(c.stderr, "mcpx %s: %s\n", strings.TrimPrefix(fs.Name(), "mcpx "), fmt.Sprintf(format, a...))
-	fmt.Fprintf(c.stderr, "run `mcpx help %s` for usage\n", strings.TrimPrefix(fs.Name(), "mcpx "))
-	return exitUsage
-}
-
-// version is the module version the binary was built from.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

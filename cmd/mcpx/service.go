@@ -7,11 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 
 	"mcpx.dev/mcpx/deploy"
@@ -51,7 +49,7 @@ func serviceCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	home := c.getenv("HOME")
 	path := deploy.ServiceFile(p, home, xdgAbs(c, "XDG_CONFIG_HOME"))
-	m := serviceManager{c: c, p: p, path: path, uid: os.Getuid()}
+	m := serviceCLI{c: c, Manager: deploy.Manager{Platform: p, Path: path, UID: os.Getuid(), RuntimeDir: xdgAbs(c, "XDG_RUNTIME_DIR")}}
 	switch pos[0] {
 	case "status":
 		return m.status(ctx, sv, *asJSON)
@@ -144,106 +142,25 @@ func serviceOf(c *cli, binary, configPath, state, path, writable string, tn tail
 	return s, nil
 }
 
-// serviceManager drives systemctl or launchctl for one platform.
-type serviceManager struct {
-	c    *cli
-	p    deploy.Platform
-	path string // the service definition
-	uid  int
+// serviceCLI is `mcpx service`'s install, uninstall and status: the
+// service definition's part (package deploy) and its manager, printed.
+type serviceCLI struct {
+	c *cli
+	deploy.Manager
 }
 
-func (m serviceManager) target() string {
-	return "gui/" + strconv.Itoa(m.uid) + "/" + deploy.Label
-}
-
-// commands returns what to run after action on the service definition.
-func (m serviceManager) commands(action deploy.Action) [][]string {
-	if m.p == deploy.Darwin {
-		domain := "gui/" + strconv.Itoa(m.uid)
-		switch action {
-		case deploy.Create:
-			return [][]string{{"launchctl", "bootstrap", domain, m.path}}
-		case deploy.Update:
-			return [][]string{{"launchctl", "bootout", m.target()}, {"launchctl", "bootstrap", domain, m.path}}
-		case deploy.Remove:
-			return [][]string{{"launchctl", "bootout", m.target()}}
-		}
-		return nil
-	}
-	switch action {
-	case deploy.Create, deploy.Unchanged:
-		return [][]string{{"systemctl", "--user", "daemon-reload"}, {"systemctl", "--user", "enable", "--now", deploy.UnitName}}
-	case deploy.Update:
-		return [][]string{{"systemctl", "--user", "daemon-reload"}, {"systemctl", "--user", "enable", deploy.UnitName}, {"systemctl", "--user", "restart", deploy.UnitName}}
-	case deploy.Remove:
-		return [][]string{{"systemctl", "--user", "disable", "--now", deploy.UnitName}}
-	}
-	return nil
-}
-
-// managerMissing says why the service manager cannot be driven here ("" =
-// it can): no systemctl/launchctl, or (linux) no user manager to talk to.
-func (m serviceManager) managerMissing() string {
-	tool := "systemctl"
-	if m.p == deploy.Darwin {
-		tool = "launchctl"
-	}
-	if _, err := exec.LookPath(tool); err != nil {
-		return tool + " is not on PATH"
-	}
-	if m.p == deploy.Linux {
-		run := xdgAbs(m.c, "XDG_RUNTIME_DIR")
-		if run == "" {
-			return "$XDG_RUNTIME_DIR is not set: no systemd user manager to talk to"
-		}
-		if _, err := os.Stat(filepath.Join(run, "systemd", "private")); err != nil {
-			return "no systemd user manager runs for this user (" + filepath.Join(run, "systemd", "private") + " is missing; `loginctl enable-linger " + strconv.Itoa(m.uid) + "` keeps one running)"
-		}
-	}
-	return ""
-}
-
-// runAll runs cmds, or prints them for the user when dry or when the
-// manager is missing. It returns false when one failed.
-func (m serviceManager) runAll(ctx context.Context, cmds [][]string, dry bool) bool {
-	if len(cmds) == 0 {
-		return true
-	}
-	why := m.managerMissing()
-	switch {
-	case dry:
-		fmt.Fprintln(m.c.stdout, "would run:")
-	case why != "":
-		fmt.Fprintf(m.c.stdout, "not run (%s); run:\n", why)
-	}
-	if dry || why != "" {
-		for _, cmd := range cmds {
-			fmt.Fprintf(m.c.stdout, "  %s\n", shellJoin(cmd))
-		}
-		return true
-	}
-	for _, cmd := range cmds {
-		fmt.Fprintf(m.c.stdout, "running %s\n", shellJoin(cmd))
-		x := exec.CommandContext(ctx, cmd[0], cmd[1:]...)
-		x.Stdout, x.Stderr = m.c.stdout, m.c.stderr
-		if err := x.Run(); err != nil {
-			fmt.Fprintf(m.c.stderr, "mcpx service: %s: %v\n", shellJoin(cmd), err)
-			return false
-		}
+// runAll runs cmds, or prints them (see deploy.Manager.RunAll); it reports
+// whether they ran.
+func (m serviceCLI) runAll(ctx context.Context, cmds [][]string, dry bool) bool {
+	if err := m.RunAll(ctx, cmds, dry, m.c.stdout, m.c.stderr); err != nil {
+		fmt.Fprintf(m.c.stderr, "mcpx service: %v\n", err)
+		return false
 	}
 	return true
 }
 
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = strings.TrimSuffix(deploy.ShellExport("x", a)[len("export x="):], "\n")
-	}
-	return strings.Join(q, " ")
-}
-
-func (m serviceManager) part(s deploy.Service) (deploy.Part, *deploy.Records, error) {
-	part, err := deploy.ServicePart(m.p, m.path, s)
+func (m serviceCLI) part(s deploy.Service) (deploy.Part, *deploy.Records, error) {
+	part, err := deploy.ServicePart(m.Platform, m.Path, s)
 	if err != nil {
 		return part, nil, err
 	}
@@ -251,7 +168,7 @@ func (m serviceManager) part(s deploy.Service) (deploy.Part, *deploy.Records, er
 	return part, rec, err
 }
 
-func (m serviceManager) install(ctx context.Context, s deploy.Service, dry bool) int {
+func (m serviceCLI) install(ctx context.Context, s deploy.Service, dry bool) int {
 	part, rec, err := m.part(s)
 	if err != nil {
 		fmt.Fprintf(m.c.stderr, "mcpx service install: %v\n", err)
@@ -266,25 +183,25 @@ func (m serviceManager) install(ctx context.Context, s deploy.Service, dry bool)
 	if r.Action == deploy.Edited {
 		fmt.Fprintf(m.c.stderr, "mcpx service install: %s was edited since mcpx wrote it (or was not written by mcpx); left as it is.\n"+
 			"Difference (- what mcpx would write, + the file):\n%s"+
-			"Merge what you need and remove the file, then install again.\n", m.path, r.Diff)
+			"Merge what you need and remove the file, then install again.\n", m.Path, r.Diff)
 		return exitToolError // refused, as a config with errors is
 	}
 	verb := map[deploy.Action]string{deploy.Create: "create", deploy.Update: "update", deploy.Unchanged: "leave unchanged"}[r.Action]
 	if dry {
-		fmt.Fprintf(m.c.stdout, "would %s %s:\n%s", verb, m.path, indent(part.Want))
+		fmt.Fprintf(m.c.stdout, "would %s %s:\n%s", verb, m.Path, indent(part.Want))
 	} else {
-		fmt.Fprintf(m.c.stdout, "%s %s\n", r.Action, m.path)
+		fmt.Fprintf(m.c.stdout, "%s %s\n", r.Action, m.Path)
 	}
-	if !m.runAll(ctx, m.commands(r.Action), dry) {
+	if !m.runAll(ctx, m.Commands(r.Action), dry) {
 		return exitFailed
 	}
 	if !dry {
-		fmt.Fprintf(m.c.stdout, "logs: %s\n", m.logs(s))
+		fmt.Fprintf(m.c.stdout, "logs: %s\n", m.Logs(s))
 	}
 	return exitOK
 }
 
-func (m serviceManager) uninstall(ctx context.Context, s deploy.Service, dry bool) int {
+func (m serviceCLI) uninstall(ctx context.Context, s deploy.Service, dry bool) int {
 	part, rec, err := m.part(s)
 	if err != nil {
 		fmt.Fprintf(m.c.stderr, "mcpx service uninstall: %v\n", err)
@@ -297,41 +214,32 @@ func (m serviceManager) uninstall(ctx context.Context, s deploy.Service, dry boo
 	}
 	switch results[0].Action {
 	case deploy.Absent:
-		fmt.Fprintf(m.c.stdout, "no service installed at %s\n", m.path)
+		fmt.Fprintf(m.c.stdout, "no service installed at %s\n", m.Path)
 		return exitOK
 	case deploy.Edited:
 		fmt.Fprintf(m.c.stderr, "mcpx service uninstall: %s was edited since mcpx wrote it; left as it is (remove it yourself after stopping the service).\n"+
-			"Difference (- what mcpx wrote, + the file):\n%s", m.path, results[0].Diff)
+			"Difference (- what mcpx wrote, + the file):\n%s", m.Path, results[0].Diff)
 		return exitToolError
 	}
-	if !m.runAll(ctx, m.commands(deploy.Remove), dry) {
+	if !m.runAll(ctx, m.Commands(deploy.Remove), dry) {
 		return exitFailed
 	}
 	if dry {
-		fmt.Fprintf(m.c.stdout, "would remove %s\n", m.path)
+		fmt.Fprintf(m.c.stdout, "would remove %s\n", m.Path)
 		return exitOK
 	}
 	if _, err := rec.Uninstall([]deploy.Part{part}, false); err != nil {
 		fmt.Fprintf(m.c.stderr, "mcpx service uninstall: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(m.c.stdout, "removed %s\n", m.path)
-	if m.p == deploy.Linux {
-		m.runAll(ctx, [][]string{{"systemctl", "--user", "daemon-reload"}}, false)
-	}
+	fmt.Fprintf(m.c.stdout, "removed %s\n", m.Path)
+	m.runAll(ctx, m.Reload(), false)
 	return exitOK
-}
-
-func (m serviceManager) logs(s deploy.Service) string {
-	if m.p == deploy.Darwin {
-		return deploy.LogFile(s)
-	}
-	return "journalctl --user -u " + deploy.UnitName
 }
 
 // status prints whether the service is installed (and as mcpx wrote it),
 // enabled and running, and where its logs are.
-func (m serviceManager) status(ctx context.Context, s deploy.Service, asJSON bool) int {
+func (m serviceCLI) status(ctx context.Context, s deploy.Service, asJSON bool) int {
 	part, rec, err := m.part(s)
 	if err != nil {
 		fmt.Fprintf(m.c.stderr, "mcpx service status: %v\n", err)
@@ -348,19 +256,7 @@ func (m serviceManager) status(ctx context.Context, s deploy.Service, asJSON boo
 		deploy.Update:    "installed by an older mcpx (`mcpx service install` updates it)",
 		deploy.Edited:    "installed, edited by you (or not written by mcpx)",
 	}[results[0].Action]
-	enabled, running := "unknown", "unknown"
-	if why := m.managerMissing(); why != "" {
-		enabled, running = "unknown ("+why+")", "unknown"
-	} else if m.p == deploy.Linux {
-		enabled = managerOutput(ctx, "systemctl", "--user", "is-enabled", deploy.UnitName)
-		running = managerOutput(ctx, "systemctl", "--user", "is-active", deploy.UnitName)
-	} else {
-		if exec.CommandContext(ctx, "launchctl", "print", m.target()).Run() == nil {
-			enabled, running = "loaded", "see `launchctl print "+m.target()+"`"
-		} else {
-			enabled, running = "not loaded", "no"
-		}
-	}
+	enabled, running := m.State(ctx)
 	if asJSON {
 		b, _ := json.MarshalIndent(struct {
 			File      string `json:"file"`
@@ -368,24 +264,13 @@ func (m serviceManager) status(ctx context.Context, s deploy.Service, asJSON boo
 			Enabled   string `json:"enabled"`
 			Running   string `json:"running"`
 			Logs      string `json:"logs"`
-		}{m.path, file, enabled, running, m.logs(s)}, "", "  ")
+		}{m.Path, file, enabled, running, m.Logs(s)}, "", "  ")
 		fmt.Fprintf(m.c.stdout, "%s\n", b)
 		return exitOK
 	}
-	fmt.Fprintf(m.c.stdout, "file     %s: %s\n", m.path, file)
-	fmt.Fprintf(m.c.stdout, "enabled  %s\nrunning  %s\nlogs     %s\n", enabled, running, m.logs(s))
+	fmt.Fprintf(m.c.stdout, "file     %s: %s\n", m.Path, file)
+	fmt.Fprintf(m.c.stdout, "enabled  %s\nrunning  %s\nlogs     %s\n", enabled, running, m.Logs(s))
 	return exitOK
-}
-
-// managerOutput is the first line a systemctl query prints (it exits
-// non-zero for "disabled" and "inactive", which are answers, not errors).
-func managerOutput(ctx context.Context, name string, args ...string) string {
-	out, _ := exec.CommandContext(ctx, name, args...).Output()
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	if line == "" {
-		return "unknown"
-	}
-	return line
 }
 
 func indent(s string) string {

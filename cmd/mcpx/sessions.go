@@ -12,7 +12,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
 )
 
@@ -159,45 +158,37 @@ func leaseCmd(ctx context.Context, c *cli, args []string) int {
 	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
 		return report(c, err)
 	}
-	lease, err := bc.AcquireLease(ctx, *ttl)
+	lease, err := bc.HoldLease(ctx, *ttl, renewFailed(c))
 	if err != nil {
 		return report(c, err)
 	}
-	code := runLeased(ctx, c, bc, lease, *ttl, argv)
+	code := runLeased(ctx, c, lease.ID, argv)
 	// Release with a context of its own: ctx may be the interrupt that
 	// ended the command.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := bc.ReleaseLease(rctx, lease.ID); err != nil {
+	if err := lease.Release(rctx); err != nil {
 		fmt.Fprintf(c.stderr, "mcpx lease: releasing lease %s: %v (it expires within %s)\n", lease.ID, err, *ttl)
 	}
 	return code
 }
 
-// runLeased runs argv with $MCPX_LEASE set, renewing the lease until it
-// exits, and returns its exit code (128+n for a signal, as shells do).
-func runLeased(ctx context.Context, c *cli, bc *client.Client, lease *wire.Lease, ttl time.Duration, argv []string) int {
+// runLeased runs argv with $MCPX_LEASE set and returns its exit code
+// (128+n for a signal, as shells do).
+func runLeased(ctx context.Context, c *cli, lease string, argv []string) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "MCPX_LEASE="+lease.ID)
+	cmd.Env = append(os.Environ(), "MCPX_LEASE="+lease)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(c.stderr, "mcpx lease: %v\n", err)
 		return 127
 	}
-	done := make(chan struct{})
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		renewLoop(ctx, c, bc, lease.ID, ttl, done)
-	}()
 	// An interrupt from the terminal reaches the command through its
 	// process group; one sent to this process alone (ctx ends) is passed
 	// on as SIGTERM. Either way the lease is held until the command exits.
 	stopFwd := context.AfterFunc(ctx, func() { cmd.Process.Signal(syscall.SIGTERM) })
 	defer stopFwd()
 	err := cmd.Wait()
-	close(done)
-	<-renewed
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -210,25 +201,4 @@ func runLeased(ctx context.Context, c *cli, bc *client.Client, lease *wire.Lease
 	}
 	fmt.Fprintf(c.stderr, "mcpx lease: %v\n", err)
 	return exitFailed
-}
-
-// renewLoop renews the lease every ttl/3 until done is closed. A failed
-// renewal is reported and retried at the next tick: the lease has two more
-// before it ends.
-func renewLoop(ctx context.Context, c *cli, bc *client.Client, id string, ttl time.Duration, done <-chan struct{}) {
-	t := time.NewTicker(ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl/3)
-			_, err := bc.RenewLease(rctx, id, 0)
-			cancel()
-			if err != nil {
-				fmt.Fprintf(c.stderr, "mcpx lease: renewing lease %s: %v\n", id, err)
-			}
-		}
-	}
 }

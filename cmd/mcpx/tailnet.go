@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/tsnet"
 )
 
@@ -41,6 +43,35 @@ func addTailnetFlags(fs *flag.FlagSet) tailnetFlags {
 		upTimeout:   fs.Duration("tailnet-up-timeout", tsnet.DefaultUpTimeout, "how long to wait for the node to join the tailnet before giving up"),
 	}
 	return f
+}
+
+// upNode brings the node up and adds its listeners to lns: HTTP on :80,
+// callers named by WhoIs with the rights of their grant, and HTTPS on :443
+// when the tailnet issues a certificate (else one log line: a missing
+// certificate never stops the daemon). It returns the node's description
+// for /v1/whoami. A node that came up is closed if a listener fails; else
+// the caller owns it.
+func upNode(ctx context.Context, node *tsnet.Node, lns *daemon.Listeners, so api.ServeOptions, maxConns int) (_ *wire.NodeInfo, err error) {
+	if _, err := node.Up(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			node.Close()
+		}
+	}()
+	so.MaxConns, so.Identify = maxConns, node.Identify
+	nln, err := node.Listen()
+	if err != nil {
+		return nil, err
+	}
+	lns.Add(nln, api.ServeOptions{Logger: so.Logger, DrainTimeout: so.DrainTimeout, MaxConns: maxConns, Identify: node.Identify, Host: node.OwnHost})
+	sln, err := node.ListenTLS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lns.Add(sln, so) // the same over HTTPS, with the tailnet's certificate
+	return nodeDoc(node.Info(), sln != nil), nil
 }
 
 // nodeDoc describes the node for /v1/whoami; tls says whether HTTPS on

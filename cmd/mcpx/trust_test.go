@@ -18,7 +18,6 @@ import (
 
 	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
-	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
@@ -169,50 +168,4 @@ func TestFaultOtherUidOnTCP(t *testing.T) {
 		t.Errorf("the 401 leaks: %q", res.Detail)
 	}
 	t.Logf("nobody: %s", fmt.Sprint(res))
-}
-
-// A daemon record left by a dead daemon is replaced; one of a daemon that
-// still serves is not, and the second daemon refuses to start.
-func TestDaemonRecordStaleAndLive(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	state, sock := serveInProcess(t)
-	live, err := client.ReadRecord(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Pretend the live record is another process's: this daemon runs in
-	// the test process, so give the record the pid of our parent (alive).
-	other := *live
-	other.Pid = os.Getppid()
-	doc, _ := json.Marshal(other)
-	if err := atomicfile.Write(filepath.Join(state, wire.RecordFile), doc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	info := live.DaemonInfo
-	info.Socket = sock + ".2"
-	if err := writeRecord(info, "x"); err == nil || !strings.Contains(err.Error(), "another daemon") {
-		t.Errorf("writing over a live daemon's record: %v", err)
-	}
-
-	// A dead daemon's record: its pid is gone.
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	other.Pid = dead.Process.Pid
-	doc, _ = json.Marshal(other)
-	if err := atomicfile.Write(filepath.Join(state, wire.RecordFile), doc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeRecord(info, "new"); err != nil {
-		t.Errorf("replacing a dead daemon's record: %v", err)
-	}
-	if rec, _ := client.ReadRecord(state); rec == nil || rec.Token != "new" {
-		t.Errorf("record %+v, want the new one", rec)
-	}
-	// Put this daemon's record back, so that it removes it at shutdown
-	// (the autostart script checks that it does).
-	if err := writeRecord(live.DaemonInfo, live.Token); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -51,6 +51,17 @@ type Rules struct {
 	// net/http's server-side identifiers (http.Handler, http.Server, …). An
 	// HTTP client is allowed.
 	NoHTTPServer string
+	// HTTPServerFiles are the files NoHTTPServer allows to serve HTTP all
+	// the same, each named by its package's import path and its base name
+	// ("mcpx.dev/mcpx/api/client/relay.go"), with why. One that names no
+	// file of the tree is a violation: a stale exception hides nothing.
+	HTTPServerFiles map[string]string
+	// Except are packages under the directory that these rules do not
+	// cover, with why (a subpackage with rules of its own, in its own
+	// deps_test.go). A covered package that imports one still answers for
+	// what it reaches through it. A pattern that matches no package of the
+	// tree is a violation.
+	Except map[string]string
 }
 
 // Check fails t with one line per violation of r by the package in the
@@ -83,8 +94,14 @@ func (r Rules) Violations(dir string, env []string) ([]string, error) {
 	}
 	var out []string
 	checked := 0
+	excepted := map[string]bool{}
+	allowed := map[string]bool{}
 	for _, p := range order {
 		if p.Standard || !within(p.Dir, dir) {
+			continue
+		}
+		if pat, _, ok := match(p.ImportPath, r.Except); ok {
+			excepted[pat] = true
 			continue
 		}
 		checked++
@@ -97,7 +114,7 @@ func (r Rules) Violations(dir string, env []string) ([]string, error) {
 			out = append(out, nonStandard(p, pkgs, dir, r.StdlibOnly)...)
 		}
 		if r.NoHTTPServer != "" {
-			v, err := serverIdentUses(p, r.NoHTTPServer)
+			v, err := serverIdentUses(p, r.NoHTTPServer, r.HTTPServerFiles, allowed)
 			if err != nil {
 				return nil, err
 			}
@@ -106,6 +123,16 @@ func (r Rules) Violations(dir string, env []string) ([]string, error) {
 	}
 	if checked == 0 {
 		return nil, fmt.Errorf("deptest: no Go package in %s", dir)
+	}
+	for pat := range r.Except {
+		if !excepted[pat] {
+			out = append(out, fmt.Sprintf("Except names %s, which matches no package under %s", pat, dir))
+		}
+	}
+	for file := range r.HTTPServerFiles {
+		if !allowed[file] {
+			out = append(out, fmt.Sprintf("HTTPServerFiles names %s, which is no file of the packages under %s", file, dir))
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil

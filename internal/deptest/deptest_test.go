@@ -164,3 +164,44 @@ func writeModule(t *testing.T, files map[string]string) string {
 func moduleEnv() []string {
 	return append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
 }
+
+// TestExceptions: Except leaves a subpackage to its own rules, and
+// HTTPServerFiles lets one named file serve HTTP; the rest of the tree is
+// still bound, and an exception that names nothing is itself reported.
+func TestExceptions(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"go.mod":          "module example.com/exc\n\ngo 1.26\n",
+		"bad/bad.go":      "package bad\n",
+		"top/top.go":      "package top\n",
+		"top/relay.go":    "package top\n\nimport \"net/http\"\n\nvar Relay http.Handler\n",
+		"top/serve.go":    "package top\n\nimport \"net/http\"\n\nvar Mux = http.NewServeMux\n",
+		"top/own/own.go":  "package own\n\nimport _ \"example.com/exc/bad\"\n",
+		"top/more/in.go":  "package more\n\nimport _ \"example.com/exc/bad\"\n",
+		"top/uses/use.go": "package uses\n\nimport _ \"example.com/exc/top/own\"\n",
+	})
+	rules := deptest.Rules{
+		BadDeps:         map[string]string{"example.com/exc/bad": "bad"},
+		NoHTTPServer:    "no server",
+		HTTPServerFiles: map[string]string{"example.com/exc/top/relay.go": "the one server", "example.com/exc/top/gone.go": "stale"},
+		Except:          map[string]string{"example.com/exc/top/own": "its own rules", "example.com/exc/top/none/...": "stale"},
+	}
+	got, err := rules.Violations(filepath.Join(dir, "top"), moduleEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trimmed []string
+	for _, v := range got {
+		trimmed = append(trimmed, strings.ReplaceAll(v, dir, "DIR"))
+	}
+	want := []string{
+		"DIR/top/serve.go:5:11: uses net/http server identifier http.NewServeMux: no server",
+		"Except names example.com/exc/top/none/..., which matches no package under DIR/top",
+		"HTTPServerFiles names example.com/exc/top/gone.go, which is no file of the packages under DIR/top",
+		"example.com/exc/top/more: depends on example.com/exc/bad (example.com/exc/top/more -> example.com/exc/bad): bad",
+		"example.com/exc/top/uses: depends on example.com/exc/bad (example.com/exc/top/uses -> example.com/exc/top/own -> example.com/exc/bad): bad",
+	}
+	slices.Sort(trimmed)
+	if !slices.Equal(trimmed, want) {
+		t.Errorf("violations:\n\t%s\nwant:\n\t%s", strings.Join(trimmed, "\n\t"), strings.Join(want, "\n\t"))
+	}
+}

@@ -23,13 +23,18 @@ var serverIdents = map[string]bool{
 }
 
 // serverIdentUses parses p's non-test files and reports each use of a
-// server-side net/http identifier, and dot imports of net/http.
-func serverIdentUses(p *pkg, why string) ([]string, error) {
+// server-side net/http identifier, and dot imports of net/http. Files named
+// in except (import path/base name) are skipped, and marked in seen.
+func serverIdentUses(p *pkg, why string, except map[string]string, seen map[string]bool) ([]string, error) {
 	var out []string
 	files := slices.Concat(p.GoFiles, p.CgoFiles, p.IgnoredGoFiles)
 	fset := token.NewFileSet()
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") || !strings.HasSuffix(name, ".go") {
+			continue
+		}
+		if key := p.ImportPath + "/" + name; hasKey(except, key) {
+			seen[key] = true
 			continue
 		}
 		path := filepath.Join(p.Dir, name)
@@ -58,6 +63,11 @@ func serverIdentUses(p *pkg, why string) ([]string, error) {
 		out = append(out, selectorUses(fset, f, local, why)...)
 	}
 	return out, nil
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // selectorUses finds local.X for forbidden X where local still names the

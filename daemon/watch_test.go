@@ -1,4 +1,4 @@
-package main
+package daemon_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -26,10 +27,10 @@ func TestWatchConfig(t *testing.T) {
 	var reloads atomic.Int32
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	first := stampOf(path)
+	first := daemon.StampOf(path)
 	go func() {
 		defer close(done)
-		watchConfig(ctx, path, first, 5*time.Millisecond, 30*time.Millisecond, slog.New(slog.NewTextHandler(&logs, nil)), func() { reloads.Add(1) })
+		daemon.WatchConfig(ctx, path, first, 5*time.Millisecond, 30*time.Millisecond, slog.New(slog.NewTextHandler(&logs, nil)), func() { reloads.Add(1) })
 	}()
 	defer func() { cancel(); <-done }()
 	// Write-rename, as editors save: a temporary file, then a rename over.

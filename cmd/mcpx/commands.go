@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// Exit codes. Scripts rely on them; keep them stable.
+const (
+	exitOK          = 0 // success
+	exitToolError   = 1 // the tool ran and returned isError; also: invalid config, serve failed
+	exitUsage       = 2 // bad command line
+	exitUnreachable = 3 // the broker is not running or not reachable
+	exitFailed      = 4 // the broker answered with an error (problem detail printed)
+)
+
+// cli is one invocation's environment. Commands read and write only through
+// it, so tests can run them in-process.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// closers release what a command opened for its whole run (an
+	// embedded tailnet node), last first, when run returns.
+	closers []func()
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	args    string // synopsis after the name
+	summary string
+	run     func(ctx context.Context, c *cli, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "[--config F] [--state-dir D] [--socket P] [--listen 127.0.0.1:PORT|off]", "run the broker daemon", serve},
+		{"call", "[flags] <server>.<tool> [json|-]", "call a tool through the broker and print its result", call},
+		{"tools", "[--json] [server]", "list the tools of every server, or of one", tools},
+		{"search", "[--tag t] [--explain] [--json] <terms>", "search every server's tools by name, tag, server and description", searchCmd},
+		{"catalog", "[--budget N] [--bias Q] [--json]", "every server with its tool count, then tool signatures within a token budget", catalogCmd},
+		{"sessions", "ls [--json]|show <key>|stop <key>|set <key> [--idle 1h] [--name n]", "list, show, stop or name the sessions: instances keyed by a session, parent session, lease or pid", sessionsCmd},
+		{"lease", "run [--ttl 30s] -- <cmd> [args...]", "run a command under a lease ($MCPX_LEASE), renewed while it runs and released when it exits", leaseCmd},
+		{"run", "[--runtime deno|bun|node] [--export fn] [--json-args JSON] [--json] <file|name> [args...]", "run a script on deno, bun or node with the generated client importable as \"mcpx\"; the exit code is the script's", runCmd},
+		{"scripts", "[--json]", "list the named scripts of the config chain (scripts/ beside .config/mcpx or .mcpx from here up, then the user's), with what each shadows", scriptsCmd},
+		{"status", "[--json]", "list the running server instances", status},
+		{"stats", "[--since 1h] [--by server|tool|caller] [--json]", "count, failures, failure rate and p50/p95/p99 duration of the calls in the daemon's call log", statsCmd},
+		{"events", "[--follow] [--json]", "print the daemon's lifecycle events (spawn, restart, crash, ...)", events},
+		{"log", "[--since 1h] [--server s] [--level warn] [--follow] [--json]", "print the daemon's log records (admin)", logCmd},
+		{"stop", "<instance-id>", "stop one instance", stop},
+		{"daemon", "stop|info [--json]", "stop the daemon, or show its pid, socket, URL, config and files", daemonCmd},
+		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},
+		{"nix", "ls|refresh <server>|gc [--json]", "list nix: servers with their locked rev and store path, re-resolve one (its instances are replaced), or drop unused cache entries", nixCmd},
+		{"fleet", "ls [--json] [--tag t | --probe] [--tsnet] [--broker B]", "list the brokers on the tailnet (tagged tag:mcpx, or found by probing) with their servers, instances and health", fleetCmd},
+		{"whoami", "[--json]", "show how the broker sees this caller: identity and rights", whoamiCmd},
+		{"token", "mint --sub NAME --servers a,b [--roots …] [--scopes …] [--ttl 24h] [--admin] | ls [--json] | revoke <id> | rotate", "mint, list, revoke signed bearer tokens, or rotate their signing key", tokenCmd},
+		{"config", "check|show [--config F]", "validate or print the configuration", configCmd},
+		{"clientgen", "ts [--servers a,b] [-o file]", "write the typed TypeScript client of the broker's tools (served at /v1/clients/typescript)", clientgenCmd},
+		{"types", "[--no-instructions] <server>[.<tool>]", "print the TypeScript declarations of a server's tools, or of one, with its instructions and prelude", typesCmd},
+		{"openapi", "", "print the broker's OpenAPI 3.1 document (the daemon serves it at /openapi.json)", openapiCmd},
+		{"service", "install|uninstall|status [--dry-run] [--binary B] [--config F] [--state-dir D] [--tailnet ...]", "run the daemon as this user's service (systemd user unit, launchd agent); never overwrites a file you edited", serviceCmd},
+		{"install", "claude|codex|opencode [--dry-run] [--uninstall] | --list", "write an agent harness's mcpx instructions section and session hook; never overwrites a file you edited", installCmd},
+		{"doctor", "[--json] [--config F] [--tailnet ...]", "check the config, state directory, socket, tailnet, nix and that every server starts; print each problem with its fix", doctorCmd},
+		{"setup-prompt", "", "print setup instructions written for an agent", setupPromptCmd},
+		{"hook", "claude|codex", "the session hook `mcpx install` registers: reads the harness's SessionStart input on stdin", hookCmd},
+		{"demo-server", "[--failure-flags]", "run the built-in demo MCP server on stdin/stdout", demoServer},
+		{"help", "[command]", "show this help, or a command's flags", nil}, // handled by run
+	}
+}
+
+// run is mcpx's main, minus the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	defer func() {
+		for _, f := range slices.Backward(c.closers) {
+			f()
+		}
+	}()
+	if len(args) == 0 {
+		usage(c.stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		// `mcpx help call` shows call's flags; a help flag after help
+		// (`mcpx help -h`, `mcpx -h -h`) is the general usage, never a loop.
+		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && rest[0] != "help" {
+			cmd, ok := lookup(rest[0])
+			if !ok {
+				return unknownCommand(c, rest[0])
+			}
+			c.stderr = c.stdout // help asked for goes to stdout
+			return cmd.run(ctx, c, []string{"-h"})
+		}
+		usage(c.stdout)
+		return exitOK
+	}
+	if cmd, ok := lookup(name); ok {
+		return cmd.run(ctx, c, rest)
+	}
+	return unknownCommand(c, name)
+}
+
+// lookup finds the subcommand called name.
+func lookup(name string) (command, bool) {
+	for _, cmd := range commands() {
+		if cmd.name == name && cmd.run != nil {
+			return cmd, true
+		}
+	}
+	return command{}, false
+}
+
+func unknownCommand(c *cli, name string) int {
+	fmt.Fprintf(c.stderr, "mcpx: unknown command %q\n\n", name)
+	usage(c.stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "mcpx brokers MCP servers: one daemon, scoped pooled children, many callers.")
+	fmt.Fprintln(w, "\nUsage: mcpx <command> [arguments]\n\nCommands:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, cmd := range commands() {
+		fmt.Fprintf(tw, "  %s\t%s\n", cmd.name, cmd.summary)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nRun `mcpx help <command>` for a command's flags.")
+	fmt.Fprintln(w, "\nExit codes: 0 ok, 1 the tool returned an error (or the config is invalid),")
+	fmt.Fprintln(w, "2 usage, 3 broker unreachable, 4 the call failed.")
+}
+
+// newFlags returns a flag set for a subcommand whose usage names its synopsis.
+func newFlags(c *cli, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcpx "+name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	var synopsis, summary string
+	for _, cmd := range commands() {
+		if cmd.name == name {
+			synopsis, summary = cmd.args, cmd.summary
+		}
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: mcpx %s %s\n\n%s.\n", name, synopsis, capitalize(summary))
+		if hasFlags(fs) {
+			fmt.Fprintln(fs.Output(), "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// parseFlags parses args allowing flags after positional arguments
+// (`mcpx call demo.echo '{}' --json`); "--" ends flag parsing. It returns the
+// positional arguments, or the exit code to return: 0 for -h, 2 for errors.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, true
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), 0, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageError prints a usage error and returns exitUsage.
+func usageError(c *cli, fs *flag.FlagSet, format string, a ...any) int {
+	fmt.Fprintf(c.stderr, "mcpx %s: %s\n", strings.TrimPrefix(fs.Name(), "mcpx "), fmt.Sprintf(format, a...))
+	fmt.Fprintf(c.stderr, "run `mcpx help %s` for usage\n", strings.TrimPrefix(fs.Name(), "mcpx "))
+	return exitUsage
+}
+
+// version is the module version the binary was built from.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

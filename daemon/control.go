@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
+)
+
+// ErrStopRequested ends the run group after Control.Stop (POST
+// /v1/daemon/stop).
+var ErrStopRequested = errors.New("stop requested")
+
+// Control reloads and stops one daemon: SIGHUP, POST /v1/daemon/reload and
+// a change of the config file share Reload; POST /v1/daemon/stop is Stop.
+type Control struct {
+	log  *slog.Logger
+	b    *broker.Broker
+	load func() (*config.Config, Source, error)
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed by Stop
+
+	mu sync.Mutex // serialises reloads
+}
+
+// NewControl returns the control of the daemon serving b; load reads the
+// config again, as the daemon first read it.
+func NewControl(log *slog.Logger, b *broker.Broker, load func() (*config.Config, Source, error)) *Control {
+	return &Control{log: log, b: b, load: load, stopped: make(chan struct{})}
+}
+
+// Reload reads the config again and puts it in force; trigger says why
+// ("signal", "api", "config file"). A config that does not load is logged
+// with every problem, and the running one kept: a typo must not take down
+// the servers other callers are using.
+func (ctl *Control) Reload(trigger string) (wire.Reloaded, error) {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	cfg, src, err := ctl.load()
+	if err != nil {
+		ctl.log.Error("reloading config: keeping the running config", "trigger", trigger, "err", err)
+		ctl.b.ReloadRefused(trigger, err)
+		return wire.Reloaded{}, err
+	}
+	ctl.b.Reload(cfg, trigger)
+	ctl.log.Info("config reloaded", "trigger", trigger, "config", src.String(), "servers", len(cfg.Servers))
+	LogConfig(ctl.log, cfg)
+	return wire.Reloaded{Config: src.Path, Servers: len(cfg.Servers)}, nil
+}
+
+// ReloadAPI is Reload for the API (api.Daemon.Reload): a refusal is a
+// config problem whose detail (paths, field names) only the daemon's user
+// sees.
+func (ctl *Control) ReloadAPI(context.Context) (wire.Reloaded, error) {
+	res, err := ctl.Reload("api")
+	if err == nil {
+		return res, nil
+	}
+	n := 1
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		n = len(ce.Errs)
+	}
+	s := "s"
+	if n == 1 {
+		s = ""
+	}
+	return res, &broker.Error{Kind: broker.KindConfig, Op: "reload config", Err: err,
+		Msg:     fmt.Sprintf("the config was not reloaded: %d problem%s; the running config stays in force", n, s),
+		Private: "the config was not reloaded; the running config stays in force: " + err.Error(),
+		Hint:    "fix it (`mcpx config check`) and reload again"}
+}
+
+// Stop begins a graceful shutdown (api.Daemon.Stop): StopActor returns.
+// A second call does nothing.
+func (ctl *Control) Stop() {
+	ctl.stopOnce.Do(func() { close(ctl.stopped) })
+}
+
+// StopActor is a run group actor that returns ErrStopRequested once Stop
+// is called.
+func (ctl *Control) StopActor() Actor {
+	done := make(chan struct{})
+	return Actor{
+		Execute: func() error {
+			select {
+			case <-ctl.stopped:
+				return ErrStopRequested
+			case <-done:
+				return nil
+			}
+		},
+		Interrupt: func(error) { close(done) },
+	}
+}
+
+// HangupActor is a run group actor that reloads the config on each SIGHUP
+// until interrupted. It listens for SIGHUP from the moment it is made.
+func (ctl *Control) HangupActor() Actor {
+	ctx, cancel := context.WithCancel(context.Background())
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	return Actor{
+		Execute: func() error {
+			defer signal.Stop(hup)
+			for {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-hup:
+					ctl.Reload("signal") //nolint:errcheck // logged by Reload
+				}
+			}
+		},
+		Interrupt: func(error) { cancel() },
+	}
+}
+
+// WatchActor is a run group actor that reloads the config when the file at
+// path changes (WatchConfig), until interrupted. Its first stamp is taken
+// now, not when the group runs: a change meanwhile is seen.
+func (ctl *Control) WatchActor(path string) Actor {
+	ctx, cancel := context.WithCancel(context.Background())
+	first := StampOf(path)
+	return Actor{
+		Execute: func() error {
+			WatchConfig(ctx, path, first, ConfigPoll, ConfigSettle, ctl.log, func() { ctl.Reload("config file") }) //nolint:errcheck // logged by Reload
+			return ctx.Err()
+		},
+		Interrupt: func(error) { cancel() },
+	}
+}

@@ -1,0 +1,155 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/chain"
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/logs"
+	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/pool"
+)
+
+// Options configure New.
+type Options struct {
+	Config *config.Config
+	Source Source
+	// StateDir is the daemon's state directory, created (0700) if missing.
+	StateDir string
+	// Chain are the broker's config chain options.
+	Chain chain.Options
+	// Version is the daemon's, for the broker and the API.
+	Version string
+	// Drain bounds stopping the children at Close; 0 = api.DefaultDrainTimeout.
+	Drain time.Duration
+	// Stderr gets the log as text, beside the JSON file; nil = none.
+	Stderr io.Writer
+}
+
+// Daemon is what a daemon serves: its log and its broker, with what they
+// need (the supervisor of grandchildren, the nix resolver). New makes it;
+// the caller serves it on Listeners and must Close it.
+type Daemon struct {
+	Log     *slog.Logger
+	LogFile *logs.File // the log's file, for GET /v1/log
+	Broker  *broker.Broker
+
+	drain   time.Duration
+	closers []func() // what New opened, in order
+}
+
+// New creates the state directory, opens the log, supervises grandchildren
+// (see pool.Supervise; a failure is a warning), builds the nix resolver and
+// the broker. On error nothing is left open.
+func New(o Options) (_ *Daemon, err error) {
+	d := &Daemon{drain: o.Drain}
+	if d.drain <= 0 {
+		d.drain = api.DefaultDrainTimeout
+	}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating state directory: %w", err)
+	}
+	stderr := o.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	if d.Log, d.LogFile, err = OpenLog(o.Config.Log, o.StateDir, stderr); err != nil {
+		return nil, err
+	}
+	d.closers = append(d.closers, func() { d.LogFile.Close() })
+	if o.Source.Builtin {
+		d.Log.Info("no config file: serving the built-in demo server", "looked", o.Source.Looked)
+	}
+	LogConfig(d.Log, o.Config)
+	// Before the first child: kill what a killed daemon of this state
+	// directory left, and keep orphaned grandchildren (see pool.Supervise).
+	if sup, err := pool.Supervise(o.StateDir, d.Log); err != nil {
+		d.Log.Warn("not supervising grandchildren", "err", err)
+	} else {
+		d.closers = append(d.closers, func() { sup.Close() })
+	}
+	nix, err := NixResolver(o.Config, o.Source, o.StateDir, d.Log)
+	if err != nil {
+		return nil, err
+	}
+	d.closers = append(d.closers, func() { nix.Close() }) // after the broker: its children are gone by then
+	d.Broker, err = broker.New(broker.Options{Config: o.Config, Logger: d.Log, Version: o.Version, StateDir: o.StateDir, Nix: nix, Chain: o.Chain})
+	if err != nil {
+		return nil, err
+	}
+	d.closers = append(d.closers, d.closeBroker)
+	return d, nil
+}
+
+// Close stops every child (bounded by Options.Drain), then closes the nix
+// resolver, the supervisor and the log, in that order.
+func (d *Daemon) Close() {
+	for _, f := range slices.Backward(d.closers) {
+		f()
+	}
+	d.closers = nil
+}
+
+func (d *Daemon) closeBroker() {
+	ctx, cancel := context.WithTimeout(context.Background(), d.drain)
+	defer cancel()
+	if err := d.Broker.Close(ctx); err != nil {
+		d.Log.Error("stopping servers", "err", err)
+		return
+	}
+	d.Log.Info("stopped")
+}
+
+// NixResolver builds the resolver of nix: commands from the config's nix
+// settings, caching in <state>/nix. Relative flake paths (nix:.#tool) are
+// relative to the config file's directory. It runs no nix: specs are
+// resolved at their server's first spawn.
+func NixResolver(cfg *config.Config, src Source, state string, log *slog.Logger) (*nixresolve.Resolver, error) {
+	dir := ""
+	if src.Path != "" {
+		dir = filepath.Dir(src.Path)
+	}
+	return nixresolve.New(nixresolve.Options{
+		CacheDir: filepath.Join(state, "nix"),
+		Binary:   cfg.Nix.Binary,
+		Offline:  cfg.Nix.Offline,
+		Timeout:  cfg.Nix.Timeout.D(),
+		Config:   cfg.Nix.Config,
+		Dir:      dir,
+		Run:      pool.RunTracked, // the daemon reaps orphans: nix's exit status is the resolver's
+		Logger:   log,
+	})
+}
+
+// OpenLog opens the daemon's log: JSON records in <state>/logs (package
+// logs) and text on stderr, at the config's levels.
+func OpenLog(lc config.Log, state string, stderr io.Writer) (*slog.Logger, *logs.File, error) {
+	lv := logs.Levels{Level: slog.LevelInfo, Servers: map[string]slog.Level{}}
+	if lc.Level != "" {
+		lv.Level, _ = logs.ParseLevel(lc.Level) // checked at load
+	}
+	for name, l := range lc.Servers {
+		lv.Servers[name], _ = logs.ParseLevel(l)
+	}
+	f, err := logs.Open(logs.Options{Dir: filepath.Join(state, "logs"), MaxBytes: lc.MaxBytes, MaxFiles: lc.MaxFiles})
+	if err != nil {
+		return nil, nil, err
+	}
+	all := &slog.HandlerOptions{Level: slog.LevelDebug} // the levels are logs.Levels'
+	h := logs.NewHandler(lv, slog.NewJSONHandler(f, all), slog.NewTextHandler(stderr, all))
+	return slog.New(h), f, nil
+}

@@ -1,0 +1,98 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+
+	"mcpx.dev/mcpx/api"
+)
+
+// Listeners are the daemon's listeners, each with how it is served. They
+// are opened one by one as the daemon starts; until Actors hands them to
+// their serving actors, the set owns them, and Close closes every one: a
+// start that fails half-way leaves nothing open (the model is tsnet's
+// closeOnErrorPool). The zero value is an empty set.
+//
+//	var lns daemon.Listeners
+//	defer lns.Close() // a failed start: what was opened; after Actors, nothing
+//	if err := lns.Local(sock, addr, opts, maxConns); err != nil { return err }
+//	…                 // later steps, which may fail
+//	for _, a := range lns.Actors(h) { g.Add(a.Execute, a.Interrupt) }
+type Listeners struct {
+	list   []listener
+	handed bool // Actors has handed the listeners over
+}
+
+type listener struct {
+	ln   net.Listener
+	opts api.ServeOptions
+}
+
+// Add adds ln, to be served with opts. A nil ln is skipped (the tailnet's
+// HTTPS listener when there is no certificate).
+func (s *Listeners) Add(ln net.Listener, opts api.ServeOptions) {
+	if ln != nil {
+		s.list = append(s.list, listener{ln, opts})
+	}
+}
+
+// Local opens the unix socket at sock, served with opts, and, if addr is
+// not "", the loopback TCP listener at addr, served with opts and at most
+// maxConns connections at once. It returns the TCP listener (nil without
+// addr).
+func (s *Listeners) Local(sock, addr string, opts api.ServeOptions, maxConns int) (net.Listener, error) {
+	uln, err := api.ListenUnix(sock)
+	if err != nil {
+		return nil, err
+	}
+	s.Add(uln, opts)
+	if addr == "" {
+		return nil, nil
+	}
+	tln, err := api.ListenLoopback(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	opts.MaxConns = maxConns
+	s.Add(tln, opts)
+	return tln, nil
+}
+
+// Close closes the listeners the set still owns: all of them, unless
+// Actors has handed them over.
+func (s *Listeners) Close() {
+	if s.handed {
+		return
+	}
+	for _, l := range s.list {
+		l.ln.Close()
+	}
+	s.list = nil
+}
+
+// Actor is a run group actor (github.com/oklog/run): Execute runs until
+// Interrupt is called, and returns.
+type Actor struct {
+	Execute   func() error
+	Interrupt func(error)
+}
+
+// Actors hands the listeners to one actor each, which serves h on it
+// (api.Serve) until interrupted; then it stops accepting and drains the
+// requests in flight (bounded by the listener's DrainTimeout) before it
+// returns, so that the group returns only once every listener has
+// drained. api.Serve closes the listener.
+func (s *Listeners) Actors(h http.Handler) []Actor {
+	s.handed = true
+	out := make([]Actor, 0, len(s.list))
+	for _, l := range s.list {
+		ctx, cancel := context.WithCancel(context.Background())
+		out = append(out, Actor{
+			Execute:   func() error { return api.Serve(ctx, l.ln, h, l.opts) },
+			Interrupt: func(error) { cancel() },
+		})
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/scripts"
+)
+
+// InterruptGrace is how long a script has to end after the SIGINT an
+// interrupted run passes on, before it is killed.
+const InterruptGrace = 5 * time.Second
+
+// DefaultLeaseTTL is the ttl of a run's own lease: how long its pid-scoped
+// instances outlive a run killed outright.
+const DefaultLeaseTTL = 30 * time.Second
+
+// closeTimeout bounds releasing the lease and stopping the session at
+// Close.
+const closeTimeout = 30 * time.Second
+
+// Options configure Start.
+type Options struct {
+	// Client reaches the broker. For a remote one (Client.Remote) the run
+	// starts a relay (client.Relay) for the script.
+	Client *client.Client
+	// Caller is who the run calls as, as the CLI resolved it: Cwd is the
+	// directory on the broker's machine. Its Session and ParentSession are
+	// replaced by the run's (Session, ParentSession). A Lease set here is
+	// the caller's: the run neither renews nor releases it; "" = the run
+	// holds one of its own.
+	Caller client.Caller
+	// Session is the run's session; "" = a new one, "run-<random>", which
+	// Close stops.
+	Session string
+	// ParentSession is the caller's own session ($MCPX_SESSION_ID).
+	ParentSession string
+	// Dir is where the script runs, on this machine; "" = Caller.Cwd. For
+	// a remote broker the relay maps Dir (and what lies below it) to
+	// Caller.Cwd.
+	Dir string
+	// Mappings are the client config's path mappings and Config its file,
+	// for the relay to a remote broker.
+	Mappings map[string]string
+	Config   string
+	// LeaseTTL is the ttl of the run's own lease, renewed every ttl/3;
+	// 0 = DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// OnRenewError is told of a failed renewal of the run's lease (it is
+	// retried at the next tick); nil = ignored.
+	OnRenewError func(lease string, err error)
+}
+
+// Run is one run's hold on the broker: its session, its lease and the
+// relay. Start makes it; the caller must Close it.
+type Run struct {
+	bc     *client.Client
+	caller client.Caller // the run's: its session, parent session and lease
+	dir    string
+	minted bool              // the session is the run's own: Close stops it
+	lease  *client.HeldLease // the run's own lease; nil under the caller's
+	relay  *client.Relay     // the way to a remote broker; nil for a local one
+}
+
+// Start takes the run's session, its lease and, for a remote broker, the
+// relay. On error nothing is left held.
+func Start(ctx context.Context, o Options) (r *Run, err error) {
+	r = &Run{bc: o.Client, caller: o.Caller, dir: o.Dir, minted: o.Session == ""}
+	if r.dir == "" {
+		r.dir = o.Caller.Cwd
+	}
+	if o.Client.Remote() {
+		// The script runs here, in this machine's directory, and reaches
+		// the broker through the relay.
+		if r.relay, err = o.Client.StartRelay(client.RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: o.Mappings, Config: o.Config}); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				r.relay.Close()
+			}
+		}()
+	}
+	r.caller.Session, r.caller.ParentSession = o.Session, o.ParentSession
+	if r.minted {
+		r.caller.Session = "run-" + rand.Text()
+	}
+	if r.caller.Lease == "" {
+		ttl := o.LeaseTTL
+		if ttl == 0 {
+			ttl = DefaultLeaseTTL
+		}
+		if r.lease, err = o.Client.HoldLease(ctx, ttl, o.OnRenewError); err != nil {
+			return nil, err
+		}
+		r.caller.Lease = r.lease.ID
+	}
+	return r, nil
+}
+
+// Caller is who the run calls as: the caller of Options with the run's
+// session, parent session and lease.
+func (r *Run) Caller() client.Caller { return r.caller }
+
+// Close ends the run's hold: it stops renewing its own lease and releases
+// it, stops a minted session (one with no instance left is not an error),
+// and closes the relay. It uses ctx's values but not its cancellation (ctx
+// may be the interrupt that ended the script), bounded by 30 s. The error
+// joins what failed.
+func (r *Run) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	var errs []error
+	if r.lease != nil {
+		if err := r.lease.Release(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("releasing lease %s: %w (it expires within %s)", r.lease.ID, err, r.lease.TTL))
+		}
+	}
+	if r.minted {
+		if err := r.bc.StopSession(ctx, "session:"+r.caller.Session); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("stopping session %s: %w", r.caller.Session, err))
+		}
+	}
+	if r.relay != nil {
+		r.relay.Close() //nolint:errcheck // only a second Close fails
+	}
+	return errors.Join(errs...)
+}
+
+// isNotFound reports whether err is the broker's 404: a session with no
+// instance left has no record to stop.
+func isNotFound(err error) bool {
+	var p *wire.Problem
+	return errors.As(err, &p) && p.Status == http.StatusNotFound
+}
+
+// Script is one script to run.
+type Script struct {
+	Runtime scripts.Runtime
+	// Path is the script file.
+	Path string
+	// Export and Args are scripts.BundleOptions'.
+	Export string
+	Args   json.RawMessage
+	// Lib are the chain's lib/ directories, nearest first (scripts.LibDirs).
+	Lib []string
+	// Argv are the script's positional arguments.
+	Argv []string
+	// Cache is the run cache: the generated clients, and each run's own
+	// directory, removed when it ends. It is created if missing.
+	Cache string
+	// Envelope captures stdout and stderr into the envelope instead of
+	// passing them through, and reads the tool calls the script made.
+	Envelope bool
+	Stdin    io.Reader
+	Stdout   io.Writer
+	Stderr   io.Writer
+}
+
+// Error is a script that did not run to an exit code of its own: Op is
+// OpBundle, OpStart or OpWait.
+type Error struct {
+	Op  string
+	Err error
+}
+
+// The steps of Script that an Error names.
+const (
+	OpBundle = "bundle" // esbuild refused the script (its message names the file and line)
+	OpStart  = "start"  // the runtime did not start
+	OpWait   = "wait"   // waiting for it failed other than by its exit
+)
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Script bundles s with the generated client, runs it on its runtime to its
+// end and returns its envelope: the exit code (128+n for a signal), and
+// with s.Envelope its output and tool calls. An error before the runtime
+// starts is the broker's or the cache's; an *Error is the script's bundle
+// or runtime.
+func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
+	start := time.Now()
+	env := scripts.Envelope{Script: s.Path, Runtime: s.Runtime.Name, Session: r.caller.Session}
+	if err := os.MkdirAll(s.Cache, 0o700); err != nil {
+		return env, err
+	}
+	mod, err := clientModule(ctx, r.bc, r.caller, s.Cache)
+	if err != nil {
+		return env, err
+	}
+	dir, err := os.MkdirTemp(s.Cache, "run-")
+	if err != nil {
+		return env, err
+	}
+	defer os.RemoveAll(dir)
+	runnerPath, err := scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args})
+	if err != nil {
+		return env, &Error{Op: OpBundle, Err: err}
+	}
+	reportFile := filepath.Join(dir, "calls.jsonl")
+
+	cmd := exec.Command(s.Runtime.Path, s.Runtime.Args(runnerPath, s.Argv)...)
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), s.Runtime.Env()...)
+	cmd.Env = append(cmd.Env,
+		"MCPX_SESSION_ID="+r.caller.Session,
+		"MCPX_PARENT_SESSION_ID="+r.caller.ParentSession,
+		"MCPX_LEASE="+r.caller.Lease,
+		scripts.EnvReport+"="+reportFile,
+	)
+	if r.relay != nil {
+		cmd.Env = append(cmd.Env, "MCPX_URL="+r.relay.URL(), "MCPX_TOKEN="+r.relay.Token())
+	}
+	if r.caller.Scope != "" {
+		cmd.Env = append(cmd.Env, "MCPX_SCOPE="+r.caller.Scope) // --scope
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, s.Stderr
+	if s.Envelope {
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	}
+	if env.ExitCode, err = wait(ctx, cmd, s.Runtime.Name); err != nil || !s.Envelope {
+		return env, err
+	}
+	calls, err := scripts.ReadCalls(reportFile)
+	if err != nil {
+		calls = []scripts.Call{} // no call made, so no file
+	}
+	env.DurationMs, env.Stdout, env.Stderr, env.Calls = time.Since(start).Milliseconds(), stdout.String(), stderr.String(), calls
+	if out := bytes.TrimSpace(stdout.Bytes()); len(out) > 0 && json.Valid(out) {
+		env.Result = out
+	}
+	return env, nil
+}
+
+// wait runs cmd to its end and returns its exit code (128+n for a signal).
+// An interrupt (ctx ends) is passed on as SIGINT; a script that has not
+// ended InterruptGrace later is killed.
+func wait(ctx context.Context, cmd *exec.Cmd, runtime string) (int, error) {
+	if err := cmd.Start(); err != nil {
+		return 127, &Error{Op: OpStart, Err: fmt.Errorf("starting %s: %w", runtime, err)}
+	}
+	stopFwd := context.AfterFunc(ctx, func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		time.AfterFunc(InterruptGrace, func() { cmd.Process.Kill() })
+	})
+	defer stopFwd()
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	return 0, &Error{Op: OpWait, Err: err}
+}
