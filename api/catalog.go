@@ -96,18 +96,23 @@ func (s *server) searchTools(w http.ResponseWriter, r *http.Request, req broker.
 	out := wire.ToolList{Tools: []json.RawMessage{}, Match: string(match), Hits: []wire.ToolHit{}, Errors: problems}
 	for _, h := range hits {
 		out.Tools = append(out.Tools, raws[h.Tool])
-		hit := wire.ToolHit{Server: h.Server, Name: h.Name, Score: h.Score, Terms: []wire.TermScore{}}
-		for _, ts := range h.Terms {
-			term := wire.TermScore{Term: ts.Term, Points: ts.Points}
-			for _, p := range ts.Parts {
-				term.Parts = append(term.Parts, wire.ScorePart{Field: p.Field, Why: p.Why, Points: p.Points})
-			}
-			hit.Terms = append(hit.Terms, term)
-		}
-		out.Hits = append(out.Hits, hit)
+		out.Hits = append(out.Hits, hitDoc(h))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// hitDoc is one search hit as /v1/tools?q= lists it.
+func hitDoc(h clientgen.Hit) wire.ToolHit {
+	hit := wire.ToolHit{Server: h.Server, Name: h.Name, Score: h.Score, Terms: []wire.TermScore{}}
+	for _, ts := range h.Terms {
+		term := wire.TermScore{Term: ts.Term, Points: ts.Points}
+		for _, p := range ts.Parts {
+			term.Parts = append(term.Parts, wire.ScorePart{Field: p.Field, Why: p.Why, Points: p.Points})
+		}
+		hit.Terms = append(hit.Terms, term)
+	}
+	return hit
 }
 
 // catalog answers /v1/catalog?budget=N&bias=terms: clientgen.NewCatalog of
@@ -128,6 +133,12 @@ func (s *server) catalog(w http.ResponseWriter, r *http.Request) error {
 	}
 	tools, _, problems := s.scopeTools(r, req)
 	c := clientgen.NewCatalog(tools, budget, strings.Fields(query.Get("bias")))
+	writeJSON(w, http.StatusOK, catalogDoc(c, problems))
+	return nil
+}
+
+// catalogDoc is c as GET /v1/catalog answers it.
+func catalogDoc(c clientgen.Catalog, problems []*wire.Problem) wire.Catalog {
 	out := wire.Catalog{Budget: c.Budget, Used: c.Used, Servers: []wire.CatalogServer{},
 		Signatures: []wire.CatalogSignature{}, Errors: problems}
 	for _, cs := range c.Servers {
@@ -136,6 +147,5 @@ func (s *server) catalog(w http.ResponseWriter, r *http.Request) error {
 	for _, sig := range c.Signatures {
 		out.Signatures = append(out.Signatures, wire.CatalogSignature{Server: sig.Server, Name: sig.Name, Signature: sig.Text, Cost: sig.Cost})
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }

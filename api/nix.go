@@ -21,7 +21,12 @@ func (s *server) listNix(w http.ResponseWriter, r *http.Request) error {
 	if err := checkNixAdmin(r, "list nix programs"); err != nil {
 		return err
 	}
-	ls := s.b.NixList()
+	writeJSON(w, http.StatusOK, nixListDoc(s.b.NixList()))
+	return nil
+}
+
+// nixListDoc is ls as GET /v1/nix answers it.
+func nixListDoc(ls broker.NixList) wire.NixList {
 	out := wire.NixList{Servers: []wire.NixServer{}, Unreferenced: []wire.NixProgram{}, UnreferencedEnvironments: []wire.NixEnvironment{}}
 	for _, ns := range ls.Servers {
 		doc := wire.NixServer{Server: ns.Server, Spec: ns.Spec, Pinned: ns.Pinned, Environment: ns.Environment}
@@ -41,8 +46,7 @@ func (s *server) listNix(w http.ResponseWriter, r *http.Request) error {
 	for _, d := range ls.UnreferencedEnvironments {
 		out.UnreferencedEnvironments = append(out.UnreferencedEnvironments, nixEnvironmentDoc(d))
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }
 
 func (s *server) refreshNix(w http.ResponseWriter, r *http.Request) error {
@@ -53,6 +57,12 @@ func (s *server) refreshNix(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	writeJSON(w, http.StatusOK, nixRefreshedDoc(res))
+	return nil
+}
+
+// nixRefreshedDoc is res as POST /v1/nix/refresh/{server} answers it.
+func nixRefreshedDoc(res broker.NixRefreshed) wire.NixRefreshed {
 	pinned := nixresolve.Pinned(res.Current.Spec)
 	out := wire.NixRefreshed{Server: res.Server, Current: nixProgramDoc(res.Current, pinned),
 		Changed: res.Changed, Replaced: res.Replaced, Environment: res.Environment, EnvironmentChanged: res.EnvironmentChanged}
@@ -60,8 +70,7 @@ func (s *server) refreshNix(w http.ResponseWriter, r *http.Request) error {
 		p := nixProgramDoc(res.Previous, pinned)
 		out.Previous = &p
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }
 
 func (s *server) gcNix(w http.ResponseWriter, r *http.Request) error {
@@ -72,12 +81,17 @@ func (s *server) gcNix(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	writeJSON(w, http.StatusOK, nixGCDoc(dropped))
+	return nil
+}
+
+// nixGCDoc is what a gc dropped, as POST /v1/nix/gc answers it.
+func nixGCDoc(dropped []nixresolve.Program) wire.NixGC {
 	out := wire.NixGC{Dropped: []wire.NixProgram{}}
 	for _, p := range dropped {
 		out.Dropped = append(out.Dropped, nixProgramDoc(p, nixresolve.Pinned(p.Spec)))
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }
 
 func nixProgramDoc(p nixresolve.Program, pinned bool) wire.NixProgram {

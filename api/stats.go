@@ -31,13 +31,18 @@ func (s *server) callStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	writeJSON(w, http.StatusOK, callStatsDoc(q, sum, recordsDoc(c, s.b)))
+	return nil
+}
+
+// callStatsDoc is q's figures as GET /v1/stats answers them.
+func callStatsDoc(q records.Query, sum records.Summary, rec *wire.RecordsStatus) wire.CallStats {
 	doc := wire.CallStats{Since: q.Since, By: string(q.By), Rows: []wire.CallStatsRow{}, Total: statsRow(sum.Total),
-		Skipped: sum.Skipped, Records: recordsDoc(c, s.b)}
+		Skipped: sum.Skipped, Records: rec}
 	for _, row := range sum.Rows {
 		doc.Rows = append(doc.Rows, statsRow(row))
 	}
-	writeJSON(w, http.StatusOK, doc)
-	return nil
+	return doc
 }
 
 // statsQuery reads ?since= (a duration back from now, or an RFC 3339 time)
