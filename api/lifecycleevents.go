@@ -9,7 +9,6 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/internal/sse"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -93,15 +92,4 @@ func eventFor(c broker.Caller, e pool.Event) (wire.LifecycleEvent, bool) {
 		doc.Key, doc.Pid = "", 0
 	}
 	return doc, true
-}
-
-// sendID writes one event with its id.
-func (e *eventWriter) sendID(id uint64, name string, data []byte) {
-	if e.err != nil {
-		return
-	}
-	b := append(e.buf[:0], "id: "...)
-	b = strconv.AppendUint(b, id, 10)
-	b = append(b, '\n')
-	e.write(sse.AppendEvent(b, name, data))
 }
