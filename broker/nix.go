@@ -15,46 +15,46 @@ import (
 // environment is a nix one (flake:, shell:), as `mcpx nix ls` shows it: the
 // spec and environment as configured and what each resolved to, if it has.
 type NixServer struct {
-	Server   string `json:"server"`
-	Spec     string `json:"spec,omitempty"` // the command as configured, if it is a nix: spec
-	Pinned   bool   `json:"pinned"`         // the spec names a rev or narHash (nixresolve.Pinned)
-	Resolved bool   `json:"resolved"`
+	Server   string
+	Spec     string // the command as configured, if it is a nix: spec
+	Pinned   bool   // the spec names a rev or narHash (nixresolve.Pinned)
+	Resolved bool
 	// Program is the cache entry (locked URL, rev, narHash, store path,
 	// program, resolution time) when Resolved.
-	Program nixresolve.Program `json:"program,omitzero"`
+	Program nixresolve.Program
 	// Environment is the environment as configured, if it is a nix one;
 	// Env its captured variables, lock and GC root once Captured (its
 	// first spawn).
-	Environment string            `json:"environment,omitempty"`
-	Captured    bool              `json:"captured"`
-	Env         nixresolve.DevEnv `json:"env,omitzero"`
+	Environment string
+	Captured    bool
+	Env         nixresolve.DevEnv
 }
 
 // NixList is the daemon's nix servers and cache.
 type NixList struct {
-	Servers []NixServer `json:"servers"` // sorted by name
+	Servers []NixServer // sorted by name
 	// Unreferenced are cache entries no configured server's command names
 	// now, and UnreferencedEnvironments the captured environments none
 	// uses: what NixGC would drop.
-	Unreferenced             []nixresolve.Entry  `json:"unreferenced"`
-	UnreferencedEnvironments []nixresolve.DevEnv `json:"unreferencedEnvironments"`
+	Unreferenced             []nixresolve.Entry
+	UnreferencedEnvironments []nixresolve.DevEnv
 }
 
 // NixRefreshed is what NixRefresh did.
 type NixRefreshed struct {
-	Server   string             `json:"server"`
-	Previous nixresolve.Program `json:"previous,omitzero"` // zero if the spec had not been resolved
-	Current  nixresolve.Program `json:"current"`
+	Server   string
+	Previous nixresolve.Program // zero if the spec had not been resolved
+	Current  nixresolve.Program
 	// Changed: the program is another path; the servers in Replaced (every
 	// server whose command is this spec) have their instances drained and
 	// replaced, so the next call runs the new program.
-	Changed  bool     `json:"changed"`
-	Replaced []string `json:"replaced,omitempty"`
+	Changed  bool
+	Replaced []string
 	// Environment is the server's execution environment when it is a nix
 	// one (flake:, shell:), captured again too; EnvironmentChanged: its
 	// variables changed, and Replaced includes every server using it.
-	Environment        string `json:"environment,omitempty"`
-	EnvironmentChanged bool   `json:"environmentChanged,omitempty"`
+	Environment        string
+	EnvironmentChanged bool
 }
 
 // NixList lists the servers whose command is a nix: spec or whose
