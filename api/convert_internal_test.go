@@ -15,9 +15,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/clientgen"
-	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/records"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/documents from the converters' output")
@@ -49,13 +47,13 @@ func TestDocuments(t *testing.T) {
 	fillValue(&nl)
 	var nr broker.NixRefreshed
 	fillValue(&nr)
-	var dropped []nixresolve.Program
+	var dropped []broker.NixProgram
 	fillValue(&dropped)
-	var q records.Query
+	var q broker.CallStatsQuery
 	fillValue(&q)
-	var sum records.Summary
+	var sum broker.CallStats
 	fillValue(&sum)
-	var ev pool.Event
+	var ev broker.Event
 	fillValue(&ev)
 	ev.Kind, ev.Key = pool.EventCrash, "session:other"
 	var hit clientgen.Hit

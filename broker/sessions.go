@@ -183,7 +183,7 @@ func mayManageSession(c Caller, meta sessionMeta, known bool) bool {
 // Sessions lists the sessions c may see, sorted by key.
 func (b *Broker) Sessions(c Caller) []Session {
 	byKey := map[string][]Instance{}
-	for _, in := range b.pool.Instances() {
+	for _, in := range b.Instances() {
 		if _, ok := sessionScope(in.Key); ok {
 			byKey[in.Key] = append(byKey[in.Key], in)
 		}
@@ -221,7 +221,7 @@ func (b *Broker) session(c Caller, key string, ins []Instance) (Session, bool) {
 // sessionInstances returns key's running instances.
 func (b *Broker) sessionInstances(key string) []Instance {
 	var out []Instance
-	for _, in := range b.pool.Instances() {
+	for _, in := range b.Instances() {
 		if in.Key == key {
 			out = append(out, in)
 		}
