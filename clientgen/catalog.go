@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"mcpx.dev/mcpx/internal/orderedjson"
 )
 
 // Catalog is a compact view of many servers' tools within a budget of
@@ -141,13 +143,13 @@ func signature(t Tool) string {
 		b.WriteString(t.Server + ".")
 	}
 	b.WriteString(t.Name + "(")
-	v, err := decodeJSON(t.InputSchema)
+	v, err := orderedjson.Decode(t.InputSchema)
 	o, _ := v.(*object)
 	if err == nil && o != nil {
-		if props := o.obj("properties"); props != nil && len(props.keys) > 0 {
-			req := stringList(o, "required")
+		if props := o.Obj("properties"); props != nil && len(props.Keys) > 0 {
+			req := o.Strings("required")
 			b.WriteString("{")
-			for i, k := range props.keys {
+			for i, k := range props.Keys {
 				if i > 0 {
 					b.WriteString(", ")
 				}
@@ -155,7 +157,7 @@ func signature(t Tool) string {
 				if !slices.Contains(req, k) {
 					b.WriteString("?")
 				}
-				b.WriteString(": " + shallowType(props.vals[k]))
+				b.WriteString(": " + shallowType(props.Vals[k]))
 			}
 			b.WriteString("}")
 		}
@@ -172,10 +174,10 @@ func shallowType(v any) string {
 	if !ok {
 		return "any"
 	}
-	if vals, ok := o.arr("enum"); ok && len(vals) > 0 && len(vals) <= 4 {
+	if vals, ok := o.Arr("enum"); ok && len(vals) > 0 && len(vals) <= 4 {
 		lits := make([]string, 0, len(vals))
 		for _, v := range vals {
-			lits = append(lits, compactJSON(v))
+			lits = append(lits, orderedjson.Compact(v))
 		}
 		return strings.Join(lits, "|")
 	}
@@ -189,7 +191,7 @@ func shallowType(v any) string {
 			types[i] = "number"
 		case "array":
 			item := "any"
-			if it := o.obj("items"); it != nil {
+			if it := o.Obj("items"); it != nil {
 				if st := typeNames(it); len(st) == 1 && st[0] != "array" && st[0] != "object" {
 					item = strings.Replace(st[0], "integer", "number", 1)
 				}
@@ -202,8 +204,8 @@ func shallowType(v any) string {
 
 // typeNames is a schema's type keyword as a list.
 func typeNames(o *object) []string {
-	if t, ok := o.str("type"); ok {
+	if t, ok := o.Str("type"); ok {
 		return []string{t}
 	}
-	return stringList(o, "type")
+	return o.Strings("type")
 }
