@@ -14,7 +14,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/clientgen"
+	"mcpx.dev/mcpx/catalog"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -56,9 +56,9 @@ func TestDocuments(t *testing.T) {
 	var ev broker.Event
 	fillValue(&ev)
 	ev.Kind, ev.Key = pool.EventCrash, "session:other"
-	var hit clientgen.Hit
+	var hit catalog.Hit
 	fillValue(&hit)
-	var cat clientgen.Catalog
+	var cat catalog.Catalog
 	fillValue(&cat)
 
 	event := func(c broker.Caller) wire.LifecycleEvent {

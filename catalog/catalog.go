@@ -1,4 +1,4 @@
-package clientgen
+package catalog
 
 import (
 	"cmp"
@@ -10,36 +10,36 @@ import (
 )
 
 // Catalog is a compact view of many servers' tools within a budget of
-// tokens (see [NewCatalog]).
+// tokens (see [New]).
 type Catalog struct {
 	// Budget is the budget it was built for, in tokens; Used is what its
 	// signatures cost.
-	Budget int `json:"budget"`
-	Used   int `json:"used"`
+	Budget int
+	Used   int
 	// Servers lists every server, by name, whatever the budget.
-	Servers []CatalogServer `json:"servers"`
+	Servers []Server
 	// Signatures are the signatures shown, grouped by server in the order
 	// of Servers, each server's in its rank order.
-	Signatures []Signature `json:"signatures"`
+	Signatures []Signature
 }
 
-// CatalogServer is one server of a [Catalog]: how many tools it has, and
-// how many of their signatures the budget let in.
-type CatalogServer struct {
-	Server string `json:"server"`
-	Tools  int    `json:"tools"`
-	Shown  int    `json:"shown"`
+// Server is one server of a [Catalog]: how many tools it has, and how many
+// of their signatures the budget let in.
+type Server struct {
+	Server string
+	Tools  int
+	Shown  int
 }
 
 // Signature is one tool's one-line signature and its cost in tokens.
 type Signature struct {
-	Server string `json:"server"`
-	Name   string `json:"name"`
-	Text   string `json:"text"`
-	Cost   int    `json:"cost"`
+	Server string
+	Name   string
+	Text   string
+	Cost   int
 }
 
-// NewCatalog builds the catalog of tools within budget tokens, a token being
+// New builds the catalog of tools within budget tokens, a token being
 // four characters of a signature line (its newline included, rounded up).
 //
 // Every server is listed with its tool count, at no cost, so that none is
@@ -50,9 +50,9 @@ type Signature struct {
 // server in name order, and passes go on while one takes something. A server
 // whose next signature does not fit is done, so a server's shown signatures
 // are always its best ranked ones. The result depends only on its inputs.
-func NewCatalog(tools []Tool, budget int, bias []string) Catalog {
+func New(tools []Tool, budget int, bias []string) Catalog {
 	tools = sortTools(tools)
-	c := Catalog{Budget: max(budget, 0), Servers: []CatalogServer{}, Signatures: []Signature{}}
+	c := Catalog{Budget: max(budget, 0), Servers: []Server{}, Signatures: []Signature{}}
 	bias = cleanTerms(bias)
 	var ranked [][]Signature
 	for i := 0; i < len(tools); {
@@ -61,7 +61,7 @@ func NewCatalog(tools []Tool, budget int, bias []string) Catalog {
 			j++
 		}
 		ranked = append(ranked, rankSignatures(tools[i:j], bias))
-		c.Servers = append(c.Servers, CatalogServer{Server: tools[i].Server, Tools: j - i})
+		c.Servers = append(c.Servers, Server{Server: tools[i].Server, Tools: j - i})
 		i = j
 	}
 	taken := make([][]Signature, len(ranked))
@@ -144,7 +144,7 @@ func signature(t Tool) string {
 	}
 	b.WriteString(t.Name + "(")
 	v, err := orderedjson.Decode(t.InputSchema)
-	o, _ := v.(*object)
+	o, _ := v.(*orderedjson.Object)
 	if err == nil && o != nil {
 		if props := o.Obj("properties"); props != nil && len(props.Keys) > 0 {
 			req := o.Strings("required")
@@ -170,7 +170,7 @@ func signature(t Tool) string {
 // type, a type array as a union, a short enum as its literals, an array as
 // <items>[]; anything else is "any".
 func shallowType(v any) string {
-	o, ok := v.(*object)
+	o, ok := v.(*orderedjson.Object)
 	if !ok {
 		return "any"
 	}
@@ -203,7 +203,7 @@ func shallowType(v any) string {
 }
 
 // typeNames is a schema's type keyword as a list.
-func typeNames(o *object) []string {
+func typeNames(o *orderedjson.Object) []string {
 	if t, ok := o.Str("type"); ok {
 		return []string{t}
 	}
