@@ -4,15 +4,20 @@
 //
 //	hits, match := catalog.Search(tools, []string{"screenshto"}, catalog.SearchOptions{})
 //	// hits[0].Name == "take_screenshot", match == catalog.MatchTypo
-//	c := catalog.New(tools, 1000, []string{"file"})
-//	fmt.Print(c) // "filesystem: 14 tools, 9 shown\n...\nfilesystem.read_file({path: string})\n..."
+//	fmt.Print(catalog.New(tools, 60, []string{"file"})) // the filesystem server's tools:
+//	// filesystem: 14 tools, 4 shown
+//	//
+//	// filesystem.get_file_info({path: string})
+//	// filesystem.read_media_file({path: string})
+//	// filesystem.read_multiple_files({paths: string[]})
+//	// filesystem.write_file({path: string, content: string})
 //
 // The API serves them (GET /v1/tools?q=, GET /v1/catalog); the MCP
 // endpoint's code mode will too. Neither needs the TypeScript generator
 // (package clientgen): a signature reads only the top-level properties of
-// a tool's input schema, through package internal/orderedjson, which
-// clientgen decodes schemas with too, so that both keep the author's
-// order of properties.
+// a tool's input schema, through package internal/orderedjson, with which
+// clientgen decodes schemas too, so that both keep the order the schema's
+// author gave the properties.
 //
 // # Search
 //
