@@ -195,7 +195,7 @@ func (s *server) answerInput(w http.ResponseWriter, r *http.Request) error {
 			Msg:  fmt.Sprintf("call %q has no open request for input %q", id, ans.Input),
 			Hint: "answer with the input id of an input event not yet answered, before it expires"}
 	}
-	a, err := p.resolve(ans)
+	a, err := p.reply(ans)
 	if err != nil {
 		sc.put(ans.Input, p)
 		return err
@@ -205,9 +205,9 @@ func (s *server) answerInput(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// resolve turns the caller's answer into what the child gets, or a 400
-// naming the field that is wrong (the question stays open).
-func (p *pendingInput) resolve(ans wire.InputAnswer) (inputAnswer, error) {
+// reply turns the caller's answer into the child's reply, or a 400 naming
+// the field that is wrong (the question stays open).
+func (p *pendingInput) reply(ans wire.InputAnswer) (inputAnswer, error) {
 	switch ans.Action {
 	case wire.ActionAccept:
 	case wire.ActionDecline, wire.ActionCancel:
