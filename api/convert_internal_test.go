@@ -21,7 +21,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/documents from the converters' output")
 
 // TestDocuments pins the JSON of every document the converters build from
-// the broker's values: each value has every field set (fillValue), so a
+// the broker's values: each value has every field set (filled), so a
 // field the converter forgets, or a member whose name or form changes,
 // shows as a diff against testdata/documents/<name>.json. What callers
 // other than the owner see is pinned beside the owner's view.
@@ -29,37 +29,23 @@ func TestDocuments(t *testing.T) {
 	owner := broker.Caller{Name: "owner", Via: "unix", Owner: true, Admin: true}
 	plain := broker.Caller{Name: "bob", Via: "tailnet"}
 
-	var si broker.ServerInfo
-	fillValue(&si)
-	var in broker.Instance
-	fillValue(&in)
+	si := filled[broker.ServerInfo]()
+	in := filled[broker.Instance]()
 	in.Key = "session:other"
-	var st broker.Stats
-	fillValue(&st)
-	var sess broker.Session
-	fillValue(&sess)
+	st := filled[broker.Stats]()
+	sess := filled[broker.Session]()
 	sess.Instances = []broker.Instance{in}
-	var lease broker.Lease
-	fillValue(&lease)
-	var src broker.Sources
-	fillValue(&src)
-	var nl broker.NixList
-	fillValue(&nl)
-	var nr broker.NixRefreshed
-	fillValue(&nr)
-	var dropped []broker.NixProgram
-	fillValue(&dropped)
-	var q broker.CallStatsQuery
-	fillValue(&q)
-	var sum broker.CallStats
-	fillValue(&sum)
-	var ev broker.Event
-	fillValue(&ev)
+	lease := filled[broker.Lease]()
+	src := filled[broker.Sources]()
+	nl := filled[broker.NixList]()
+	nr := filled[broker.NixRefreshed]()
+	dropped := filled[[]broker.NixProgram]()
+	q := filled[broker.CallStatsQuery]()
+	sum := filled[broker.CallStats]()
+	ev := filled[broker.Event]()
 	ev.Kind, ev.Key = pool.EventCrash, "session:other"
-	var hit catalog.Hit
-	fillValue(&hit)
-	var cat catalog.Catalog
-	fillValue(&cat)
+	hit := filled[catalog.Hit]()
+	cat := filled[catalog.Catalog]()
 
 	event := func(c broker.Caller) wire.LifecycleEvent {
 		doc, ok := eventFor(c, ev)
@@ -120,11 +106,13 @@ func TestDocuments(t *testing.T) {
 	}
 }
 
-// fillValue sets every field of the value ptr points to, recursively, to a
-// non-zero value derived from the field's name alone (not its position, so
-// a value nested one level deeper keeps its figures): the same every run.
-func fillValue(ptr any) {
-	fillField(reflect.ValueOf(ptr).Elem(), "v")
+// filled returns a T whose every field is set, recursively, to a non-zero
+// value derived from the field's name alone (not its position, so a value
+// nested one level deeper keeps its figures): the same every run.
+func filled[T any]() T {
+	var v T
+	fillField(reflect.ValueOf(&v).Elem(), "v")
+	return v
 }
 
 // number is a small number derived from name.
