@@ -93,7 +93,8 @@ func (q *CallStatsQuery) GroupBy(name string) error {
 	return nil
 }
 
-// CallStats are the figures of CallStats (records.Summary).
+// CallStats are the call log's figures, as Broker.CallStats computes them
+// (records.Summary).
 type CallStats struct {
 	Rows  []CallStatsRow // sorted by Count, highest first, then Key
 	Total CallStatsRow

@@ -1,16 +1,14 @@
 package broker
 
-import (
-	"mcpx.dev/mcpx/pool"
-)
+import "mcpx.dev/mcpx/pool"
 
 // What the pool is doing, under the broker's names: the broker's callers
 // (api, metrics) read instances, counters and lifecycle events here and
 // never import the pool. Each type is the pool's value as a type of the
 // broker's (not an alias): its fields are the pool's, filled by the pool
-// alone, so a field the pool adds needs no edit here. The string kinds
-// among them (State, CwdSource, EventKind) stay the pool's types; callers
-// use them as strings.
+// alone, so a field the pool adds needs no edit here. The types of some
+// fields stay the pool's (the string kinds State, CwdSource and EventKind,
+// and Instance.Program); callers use them without naming them.
 
 // Instance is a pooled child, as status shows it (pool.InstanceStatus).
 type Instance pool.InstanceStatus
