@@ -9,13 +9,13 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/clientgen"
+	"mcpx.dev/mcpx/catalog"
 )
 
 // scopeTools lists the tools of every server the caller may use, as
-// clientgen tools beside their /v1/tools form (tagged with the server), and a
+// catalog tools beside their /v1/tools form (tagged with the server), and a
 // problem for each server whose tools could not be listed.
-func (s *server) scopeTools(r *http.Request, req broker.Request) (tools []clientgen.Tool, raws []json.RawMessage, problems []*wire.Problem) {
+func (s *server) scopeTools(r *http.Request, req broker.Request) (tools []catalog.Tool, raws []json.RawMessage, problems []*wire.Problem) {
 	servers, err := s.b.ServersAt(req)
 	if err != nil {
 		return nil, nil, []*wire.Problem{s.problem(r, err)}
@@ -32,11 +32,10 @@ func (s *server) scopeTools(r *http.Request, req broker.Request) (tools []client
 		}
 		for _, raw := range lists[i].tools {
 			var t struct {
-				Name         string          `json:"name"`
-				Description  string          `json:"description"`
-				InputSchema  json.RawMessage `json:"inputSchema"`
-				OutputSchema json.RawMessage `json:"outputSchema"`
-				Annotations  struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+				Annotations struct {
 					ReadOnly    *bool `json:"readOnlyHint"`
 					Destructive *bool `json:"destructiveHint"`
 					Idempotent  *bool `json:"idempotentHint"`
@@ -47,9 +46,9 @@ func (s *server) scopeTools(r *http.Request, req broker.Request) (tools []client
 				continue // not a Tool; /v1/tools passes it on, a search cannot name it
 			}
 			a := t.Annotations
-			tools = append(tools, clientgen.Tool{Server: si.Name, Name: t.Name, Description: t.Description,
-				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
-				Tags: toolTags(si, t.Name, hintTags(a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld))})
+			tools = append(tools, catalog.Tool{Server: si.Name, Name: t.Name, Description: t.Description,
+				InputSchema: t.InputSchema,
+				Tags:        toolTags(si, t.Name, hintTags(a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld))})
 			raws = append(raws, wire.TagServer(si.Name, raw))
 		}
 	}
@@ -87,30 +86,35 @@ func hintTags(readOnly, destructive, idempotent, openWorld *bool) []string {
 	return tags
 }
 
-// searchTools answers /v1/tools?q=terms&tag=t: the hits of clientgen.Search
+// searchTools answers /v1/tools?q=terms&tag=t: the hits of catalog.Search
 // over every server's tools, best first, with what each term scored.
 func (s *server) searchTools(w http.ResponseWriter, r *http.Request, req broker.Request) error {
 	tools, raws, problems := s.scopeTools(r, req)
 	query := r.URL.Query()
-	hits, match := clientgen.Search(tools, strings.Fields(query.Get("q")), clientgen.SearchOptions{Tags: query["tag"]})
+	hits, match := catalog.Search(tools, strings.Fields(query.Get("q")), catalog.SearchOptions{Tags: query["tag"]})
 	out := wire.ToolList{Tools: []json.RawMessage{}, Match: string(match), Hits: []wire.ToolHit{}, Errors: problems}
 	for _, h := range hits {
 		out.Tools = append(out.Tools, raws[h.Tool])
-		hit := wire.ToolHit{Server: h.Server, Name: h.Name, Score: h.Score, Terms: []wire.TermScore{}}
-		for _, ts := range h.Terms {
-			term := wire.TermScore{Term: ts.Term, Points: ts.Points}
-			for _, p := range ts.Parts {
-				term.Parts = append(term.Parts, wire.ScorePart{Field: p.Field, Why: p.Why, Points: p.Points})
-			}
-			hit.Terms = append(hit.Terms, term)
-		}
-		out.Hits = append(out.Hits, hit)
+		out.Hits = append(out.Hits, hitDoc(h))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// catalog answers /v1/catalog?budget=N&bias=terms: clientgen.NewCatalog of
+// hitDoc is one search hit as /v1/tools?q= lists it.
+func hitDoc(h catalog.Hit) wire.ToolHit {
+	hit := wire.ToolHit{Server: h.Server, Name: h.Name, Score: h.Score, Terms: []wire.TermScore{}}
+	for _, ts := range h.Terms {
+		term := wire.TermScore{Term: ts.Term, Points: ts.Points}
+		for _, p := range ts.Parts {
+			term.Parts = append(term.Parts, wire.ScorePart{Field: p.Field, Why: p.Why, Points: p.Points})
+		}
+		hit.Terms = append(hit.Terms, term)
+	}
+	return hit
+}
+
+// catalog answers /v1/catalog?budget=N&bias=terms: catalog.New of
 // every server's tools.
 func (s *server) catalog(w http.ResponseWriter, r *http.Request) error {
 	req, err := request(r)
@@ -127,7 +131,13 @@ func (s *server) catalog(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	tools, _, problems := s.scopeTools(r, req)
-	c := clientgen.NewCatalog(tools, budget, strings.Fields(query.Get("bias")))
+	c := catalog.New(tools, budget, strings.Fields(query.Get("bias")))
+	writeJSON(w, http.StatusOK, catalogDoc(c, problems))
+	return nil
+}
+
+// catalogDoc is c as GET /v1/catalog answers it.
+func catalogDoc(c catalog.Catalog, problems []*wire.Problem) wire.Catalog {
 	out := wire.Catalog{Budget: c.Budget, Used: c.Used, Servers: []wire.CatalogServer{},
 		Signatures: []wire.CatalogSignature{}, Errors: problems}
 	for _, cs := range c.Servers {
@@ -136,6 +146,5 @@ func (s *server) catalog(w http.ResponseWriter, r *http.Request) error {
 	for _, sig := range c.Signatures {
 		out.Signatures = append(out.Signatures, wire.CatalogSignature{Server: sig.Server, Name: sig.Name, Signature: sig.Text, Cost: sig.Cost})
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }

@@ -17,6 +17,12 @@ func (s *server) configSources(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	writeJSON(w, http.StatusOK, sourcesDoc(src))
+	return nil
+}
+
+// sourcesDoc is src as GET /v1/config/sources answers it.
+func sourcesDoc(src broker.Sources) wire.ConfigSources {
 	out := wire.ConfigSources{Cwd: src.Cwd, ProjectConfig: src.ProjectConfig, Warnings: src.Warnings,
 		Chain: make([]wire.ChainDir, 0, len(src.Chain)), Servers: make([]wire.ServerSource, 0, len(src.Servers))}
 	for _, d := range src.Chain {
@@ -26,8 +32,7 @@ func (s *server) configSources(w http.ResponseWriter, r *http.Request) error {
 	for _, sv := range src.Servers {
 		out.Servers = append(out.Servers, serverSourceDoc(sv))
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }
 
 func serverSourceDoc(sv broker.ServerSource) wire.ServerSource {

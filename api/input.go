@@ -17,7 +17,6 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // Requests for input (docs/architecture.md, "Requests for input"): a
@@ -102,14 +101,14 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// ask is the call's mcpclient.InputHandler: it hands the question to the
+// ask is the call's broker.InputHandler: it hands the question to the
 // stream (the handler's goroutine writes it as EventInput) and waits for
 // the caller's answer, the call's end, or the bound.
-func (sc *streamedCall) ask(ctx context.Context, req mcpclient.InputRequest) (json.RawMessage, error) {
+func (sc *streamedCall) ask(ctx context.Context, req broker.InputRequest) (json.RawMessage, error) {
 	in := wire.InputRequest{Call: sc.id, Input: randomID(), Params: req.Params, Expires: time.Now().Add(sc.wait)}
 	p := &pendingInput{answer: make(chan inputAnswer, 1)}
 	switch req.Method {
-	case mcpclient.MethodElicit:
+	case broker.MethodElicit:
 		in.Kind, p.kind = wire.InputElicitation, wire.InputElicitation
 		var params struct {
 			Mode            string          `json:"mode"`
@@ -128,7 +127,7 @@ func (sc *streamedCall) ask(ctx context.Context, req mcpclient.InputRequest) (js
 		if p.schema, err = compileRequested(params.RequestedSchema); err != nil {
 			return nil, fmt.Errorf("the requested schema does not compile: %w", err)
 		}
-	case mcpclient.MethodSample:
+	case broker.MethodSample:
 		in.Kind, p.kind = wire.InputSampling, wire.InputSampling
 	default:
 		return nil, fmt.Errorf("unknown request for input %q", req.Method)
@@ -196,7 +195,7 @@ func (s *server) answerInput(w http.ResponseWriter, r *http.Request) error {
 			Msg:  fmt.Sprintf("call %q has no open request for input %q", id, ans.Input),
 			Hint: "answer with the input id of an input event not yet answered, before it expires"}
 	}
-	a, err := p.resolve(ans)
+	a, err := p.reply(ans)
 	if err != nil {
 		sc.put(ans.Input, p)
 		return err
@@ -206,9 +205,9 @@ func (s *server) answerInput(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// resolve turns the caller's answer into what the child gets, or a 400
-// naming the field that is wrong (the question stays open).
-func (p *pendingInput) resolve(ans wire.InputAnswer) (inputAnswer, error) {
+// reply turns the caller's answer into the child's reply, or a 400 naming
+// the field that is wrong (the question stays open).
+func (p *pendingInput) reply(ans wire.InputAnswer) (inputAnswer, error) {
 	switch ans.Action {
 	case wire.ActionAccept:
 	case wire.ActionDecline, wire.ActionCancel:

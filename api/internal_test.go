@@ -40,9 +40,9 @@ func TestBrokerKindsAreWireKinds(t *testing.T) {
 	}
 }
 
-// The wire documents encode exactly as the broker values they are made from
-// did before they had types of their own: a field added on one side only
-// fails here.
+// wire.Caller encodes exactly as broker.Caller, which still has JSON tags
+// of its own: a field added on one side only fails here. (The other
+// documents are pinned by TestDocuments.)
 func TestDocumentsMatchBroker(t *testing.T) {
 	check := func(name string, v any, doc any) {
 		t.Helper()
@@ -55,15 +55,6 @@ func TestDocumentsMatchBroker(t *testing.T) {
 	var c broker.Caller
 	fill(reflect.ValueOf(&c).Elem())
 	check("Caller", c, callerDoc(c))
-	var si broker.ServerInfo
-	fill(reflect.ValueOf(&si).Elem())
-	check("ServerInfo", si, serverDoc(si))
-	var in broker.Instance
-	fill(reflect.ValueOf(&in).Elem())
-	check("Instance", in, instanceDoc(in))
-	var st broker.Stats
-	fill(reflect.ValueOf(&st).Elem())
-	check("Stats", st, statsDoc(st))
 }
 
 // fill sets every field of the struct v to a distinct non-zero value.

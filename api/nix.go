@@ -5,7 +5,6 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/nixresolve"
 )
 
 // The nix routes name commands, store paths and GC roots of the daemon's
@@ -21,12 +20,17 @@ func (s *server) listNix(w http.ResponseWriter, r *http.Request) error {
 	if err := checkNixAdmin(r, "list nix programs"); err != nil {
 		return err
 	}
-	ls := s.b.NixList()
+	writeJSON(w, http.StatusOK, nixListDoc(s.b.NixList()))
+	return nil
+}
+
+// nixListDoc is ls as GET /v1/nix answers it.
+func nixListDoc(ls broker.NixList) wire.NixList {
 	out := wire.NixList{Servers: []wire.NixServer{}, Unreferenced: []wire.NixProgram{}, UnreferencedEnvironments: []wire.NixEnvironment{}}
 	for _, ns := range ls.Servers {
 		doc := wire.NixServer{Server: ns.Server, Spec: ns.Spec, Pinned: ns.Pinned, Environment: ns.Environment}
 		if ns.Resolved {
-			p := nixProgramDoc(ns.Program, ns.Pinned)
+			p := nixProgramDoc(ns.Program)
 			doc.Program = &p
 		}
 		if ns.Captured {
@@ -36,13 +40,12 @@ func (s *server) listNix(w http.ResponseWriter, r *http.Request) error {
 		out.Servers = append(out.Servers, doc)
 	}
 	for _, e := range ls.Unreferenced {
-		out.Unreferenced = append(out.Unreferenced, nixProgramDoc(e.Program, e.Pinned))
+		out.Unreferenced = append(out.Unreferenced, nixProgramDoc(e))
 	}
 	for _, d := range ls.UnreferencedEnvironments {
 		out.UnreferencedEnvironments = append(out.UnreferencedEnvironments, nixEnvironmentDoc(d))
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }
 
 func (s *server) refreshNix(w http.ResponseWriter, r *http.Request) error {
@@ -53,15 +56,19 @@ func (s *server) refreshNix(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pinned := nixresolve.Pinned(res.Current.Spec)
-	out := wire.NixRefreshed{Server: res.Server, Current: nixProgramDoc(res.Current, pinned),
+	writeJSON(w, http.StatusOK, nixRefreshedDoc(res))
+	return nil
+}
+
+// nixRefreshedDoc is res as POST /v1/nix/refresh/{server} answers it.
+func nixRefreshedDoc(res broker.NixRefreshed) wire.NixRefreshed {
+	out := wire.NixRefreshed{Server: res.Server, Current: nixProgramDoc(res.Current),
 		Changed: res.Changed, Replaced: res.Replaced, Environment: res.Environment, EnvironmentChanged: res.EnvironmentChanged}
 	if res.Previous.Path != "" {
-		p := nixProgramDoc(res.Previous, pinned)
+		p := nixProgramDoc(res.Previous)
 		out.Previous = &p
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }
 
 func (s *server) gcNix(w http.ResponseWriter, r *http.Request) error {
@@ -72,21 +79,26 @@ func (s *server) gcNix(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := wire.NixGC{Dropped: []wire.NixProgram{}}
-	for _, p := range dropped {
-		out.Dropped = append(out.Dropped, nixProgramDoc(p, nixresolve.Pinned(p.Spec)))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, nixGCDoc(dropped))
 	return nil
 }
 
-func nixProgramDoc(p nixresolve.Program, pinned bool) wire.NixProgram {
-	return wire.NixProgram{Spec: p.Spec, Path: p.Path, StorePath: p.StorePath,
-		LockedURL: p.Locked.URL, Rev: p.Locked.Rev, NarHash: p.Locked.NarHash, LastModified: p.Locked.LastModified,
-		Root: p.Root, ResolvedAt: p.ResolvedAt, Pinned: pinned}
+// nixGCDoc is what a gc dropped, as POST /v1/nix/gc answers it.
+func nixGCDoc(dropped []broker.NixProgram) wire.NixGC {
+	out := wire.NixGC{Dropped: []wire.NixProgram{}}
+	for _, p := range dropped {
+		out.Dropped = append(out.Dropped, nixProgramDoc(p))
+	}
+	return out
 }
 
-func nixEnvironmentDoc(d nixresolve.DevEnv) wire.NixEnvironment {
+func nixProgramDoc(p broker.NixProgram) wire.NixProgram {
+	return wire.NixProgram{Spec: p.Spec, Path: p.Path, StorePath: p.StorePath,
+		LockedURL: p.Locked.URL, Rev: p.Locked.Rev, NarHash: p.Locked.NarHash, LastModified: p.Locked.LastModified,
+		Root: p.Root, ResolvedAt: p.ResolvedAt, Pinned: p.Pinned}
+}
+
+func nixEnvironmentDoc(d broker.NixEnvironment) wire.NixEnvironment {
 	return wire.NixEnvironment{Environment: d.Environment, LockedURL: d.Locked.URL, Rev: d.Locked.Rev,
 		NarHash: d.Locked.NarHash, LastModified: d.Locked.LastModified, FileHash: d.FileHash,
 		Variables: len(d.Vars), Root: d.Root, CapturedAt: d.CapturedAt}

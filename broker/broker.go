@@ -41,12 +41,6 @@ import (
 	"mcpx.dev/mcpx/records"
 )
 
-// Instance is a pooled child, as status shows it.
-type Instance = pool.InstanceStatus
-
-// Stats are the pool-wide counters status shows.
-type Stats = pool.Stats
-
 // Options configures a Broker.
 type Options struct {
 	Config  *config.Config // required
@@ -264,20 +258,11 @@ func (b *Broker) ReloadRefused(trigger string, err error) {
 	b.pool.Events().Add(pool.Event{Kind: pool.EventReloadRefused, Reason: trigger + ": " + err.Error()})
 }
 
-// Events is the log of lifecycle events: the pool's, and reloads.
-func (b *Broker) Events() *pool.EventLog { return b.pool.Events() }
-
 func (b *Broker) currentConfig() *config.Config {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.cfg
 }
-
-// Instances lists the pooled children, sorted by server then key.
-func (b *Broker) Instances() []Instance { return b.pool.Instances() }
-
-// Stats returns the pool-wide counters (spawns, evictions, 503s, ...).
-func (b *Broker) Stats() Stats { return b.pool.Stats() }
 
 // StopInstance stops one instance by ID after draining its calls.
 // KindNotFound if there is none.

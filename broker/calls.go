@@ -42,7 +42,7 @@ type callInfo struct {
 // callTool is CallTool; info, if non-nil, is filled as the call goes.
 func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage), info *callInfo) (json.RawMessage, error) {
 	if r.OnInput != nil {
-		ctx = mcpclient.WithInputHandler(ctx, r.OnInput)
+		ctx = withInputHandler(ctx, r.OnInput)
 	}
 	var out json.RawMessage
 	var key *string

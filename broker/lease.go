@@ -22,11 +22,11 @@ const (
 // servers called with it (Mcpx-Lease) are keyed lease:<id> and stop when it
 // is released or expires.
 type Lease struct {
-	ID      string        `json:"id"`      // what the caller sends as Mcpx-Lease
-	Key     string        `json:"key"`     // the scope key of its instances: lease:<id>, namespaced for non-owners
-	TTL     time.Duration `json:"ttl"`     // how long each renewal keeps it
-	Expires time.Time     `json:"expires"` // when it ends unless renewed
-	Holder  string        `json:"holder"`  // the caller that acquired it
+	ID      string        // what the caller sends as Mcpx-Lease
+	Key     string        // the scope key of its instances: lease:<id>, namespaced for non-owners
+	TTL     time.Duration // how long each renewal keeps it
+	Expires time.Time     // when it ends unless renewed
+	Holder  string        // the caller that acquired it
 }
 
 // leases is the broker's lease registry. Safe for concurrent use.

@@ -11,50 +11,64 @@ import (
 	"mcpx.dev/mcpx/nixresolve"
 )
 
+// NixProgram is a nix: program spec's cache entry (nixresolve.Entry): the
+// locked URL, rev and narHash, the store path and the program to exec,
+// the GC root and when it was resolved; Pinned if the spec itself names a
+// rev or narHash, so that no refresh moves it.
+type NixProgram nixresolve.Entry
+
+// nixProgram is p with its spec's pin.
+func nixProgram(p nixresolve.Program) NixProgram {
+	return NixProgram{Program: p, Pinned: nixresolve.Pinned(p.Spec)}
+}
+
+// NixEnvironment is a captured execution environment (nixresolve.DevEnv):
+// its key, lock or file hash, variables, GC root and capture time.
+type NixEnvironment nixresolve.DevEnv
+
 // NixServer is a server whose command is a nix: spec, or whose execution
 // environment is a nix one (flake:, shell:), as `mcpx nix ls` shows it: the
 // spec and environment as configured and what each resolved to, if it has.
 type NixServer struct {
-	Server   string `json:"server"`
-	Spec     string `json:"spec,omitempty"` // the command as configured, if it is a nix: spec
-	Pinned   bool   `json:"pinned"`         // the spec names a rev or narHash (nixresolve.Pinned)
-	Resolved bool   `json:"resolved"`
-	// Program is the cache entry (locked URL, rev, narHash, store path,
-	// program, resolution time) when Resolved.
-	Program nixresolve.Program `json:"program,omitzero"`
+	Server   string
+	Spec     string // the command as configured, if it is a nix: spec
+	Pinned   bool   // the spec names a rev or narHash (nixresolve.Pinned)
+	Resolved bool
+	// Program is the cache entry when Resolved.
+	Program NixProgram
 	// Environment is the environment as configured, if it is a nix one;
 	// Env its captured variables, lock and GC root once Captured (its
 	// first spawn).
-	Environment string            `json:"environment,omitempty"`
-	Captured    bool              `json:"captured"`
-	Env         nixresolve.DevEnv `json:"env,omitzero"`
+	Environment string
+	Captured    bool
+	Env         NixEnvironment
 }
 
 // NixList is the daemon's nix servers and cache.
 type NixList struct {
-	Servers []NixServer `json:"servers"` // sorted by name
+	Servers []NixServer // sorted by name
 	// Unreferenced are cache entries no configured server's command names
 	// now, and UnreferencedEnvironments the captured environments none
 	// uses: what NixGC would drop.
-	Unreferenced             []nixresolve.Entry  `json:"unreferenced"`
-	UnreferencedEnvironments []nixresolve.DevEnv `json:"unreferencedEnvironments"`
+	Unreferenced             []NixProgram
+	UnreferencedEnvironments []NixEnvironment
 }
 
 // NixRefreshed is what NixRefresh did.
 type NixRefreshed struct {
-	Server   string             `json:"server"`
-	Previous nixresolve.Program `json:"previous,omitzero"` // zero if the spec had not been resolved
-	Current  nixresolve.Program `json:"current"`
+	Server   string
+	Previous NixProgram // zero if the spec had not been resolved
+	Current  NixProgram
 	// Changed: the program is another path; the servers in Replaced (every
 	// server whose command is this spec) have their instances drained and
 	// replaced, so the next call runs the new program.
-	Changed  bool     `json:"changed"`
-	Replaced []string `json:"replaced,omitempty"`
+	Changed  bool
+	Replaced []string
 	// Environment is the server's execution environment when it is a nix
 	// one (flake:, shell:), captured again too; EnvironmentChanged: its
 	// variables changed, and Replaced includes every server using it.
-	Environment        string `json:"environment,omitempty"`
-	EnvironmentChanged bool   `json:"environmentChanged,omitempty"`
+	Environment        string
+	EnvironmentChanged bool
 }
 
 // NixList lists the servers whose command is a nix: spec or whose
@@ -62,7 +76,7 @@ type NixRefreshed struct {
 // entries and environments no server references. It runs no nix.
 func (b *Broker) NixList() NixList {
 	cfg := b.currentConfig()
-	out := NixList{Servers: []NixServer{}, Unreferenced: []nixresolve.Entry{}, UnreferencedEnvironments: []nixresolve.DevEnv{}}
+	out := NixList{Servers: []NixServer{}, Unreferenced: []NixProgram{}, UnreferencedEnvironments: []NixEnvironment{}}
 	refs := map[string]bool{}
 	for _, name := range sortedNames(cfg.Servers) {
 		s := cfg.Servers[name]
@@ -73,7 +87,9 @@ func (b *Broker) NixList() NixList {
 				if key, err := b.nix.Key(s.Command); err == nil {
 					refs[key] = true
 				}
-				ns.Program, ns.Resolved = b.nix.Cached(s.Command)
+				var p nixresolve.Program
+				p, ns.Resolved = b.nix.Cached(s.Command)
+				ns.Program = NixProgram{Program: p, Pinned: ns.Pinned}
 			}
 		}
 		if es, err := nixresolve.ParseEnvironment(s.Environment); err == nil && es.Kind != nixresolve.EnvHost {
@@ -82,7 +98,9 @@ func (b *Broker) NixList() NixList {
 				if key, err := b.nix.EnvironmentKey(s.Environment); err == nil {
 					refs[key] = true
 				}
-				ns.Env, ns.Captured = b.nix.CachedEnvironment(s.Environment)
+				var d nixresolve.DevEnv
+				d, ns.Captured = b.nix.CachedEnvironment(s.Environment)
+				ns.Env = NixEnvironment(d)
 			}
 		}
 		if ns.Spec != "" || ns.Environment != "" {
@@ -92,12 +110,12 @@ func (b *Broker) NixList() NixList {
 	if b.nix != nil {
 		for _, e := range b.nix.Entries() {
 			if !refs[e.Spec] {
-				out.Unreferenced = append(out.Unreferenced, e)
+				out.Unreferenced = append(out.Unreferenced, NixProgram(e))
 			}
 		}
 		for _, d := range b.nix.Environments() {
 			if !refs[d.Environment] {
-				out.UnreferencedEnvironments = append(out.UnreferencedEnvironments, d)
+				out.UnreferencedEnvironments = append(out.UnreferencedEnvironments, NixEnvironment(d))
 			}
 		}
 	}
@@ -138,7 +156,12 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 		if err != nil {
 			return NixRefreshed{}, nixRefreshError(ctx, op, server, "command", err)
 		}
-		out.Previous, out.Current, out.Changed = prev, next, prev.Path != next.Path
+		// Both carry the pin of the spec as configured: a refresh keeps
+		// the spec, only what it resolves to moves.
+		pinned := nixresolve.Pinned(next.Spec)
+		out.Previous = NixProgram{Program: prev, Pinned: pinned}
+		out.Current = NixProgram{Program: next, Pinned: pinned}
+		out.Changed = prev.Path != next.Path
 	}
 	if envKey != "" {
 		prev, next, err := b.nix.RefreshEnvironment(ctx, s.Environment)
@@ -193,7 +216,7 @@ func nixRefreshError(ctx context.Context, op, server, what string, err error) er
 // environment names,
 // with their GC roots (nixresolve.GC), and returns them. A server added
 // later with such a spec resolves it again.
-func (b *Broker) NixGC() ([]nixresolve.Program, error) {
+func (b *Broker) NixGC() ([]NixProgram, error) {
 	if b.nix == nil {
 		return nil, &Error{Kind: KindBadRequest, Op: "nix gc", Msg: "this daemon has no nix resolver"}
 	}
@@ -210,7 +233,11 @@ func (b *Broker) NixGC() ([]nixresolve.Program, error) {
 			keys = append(keys, key)
 		}
 	}
-	dropped, err := b.nix.GC(func(spec string) bool { return slices.Contains(keys, spec) })
+	gone, err := b.nix.GC(func(spec string) bool { return slices.Contains(keys, spec) })
+	var dropped []NixProgram
+	for _, p := range gone {
+		dropped = append(dropped, nixProgram(p))
+	}
 	if err != nil {
 		return dropped, &Error{Kind: KindInternal, Op: "nix gc", Msg: "cleaning the nix cache failed", Err: err}
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/nixresolve"
-	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/records"
 )
 
@@ -20,10 +19,21 @@ type CallEvent struct {
 	// Tool is the tool called; "" unless the server's child listed it (a
 	// call that failed before the child was asked has "").
 	Tool     string
-	Outcome  records.Outcome // ok, isError or error
-	Kind     Kind            // the error's kind, for Outcome error
+	Outcome  Outcome
+	Kind     Kind // the error's kind, for OutcomeFailed
 	Duration time.Duration
 }
+
+// Outcome is how a tool call ended, as the call log records it
+// (records.Outcome).
+type Outcome records.Outcome
+
+// The outcomes of a call.
+const (
+	OutcomeOK      = Outcome(records.OK)      // the tool answered and did not set isError
+	OutcomeIsError = Outcome(records.IsError) // the tool answered with isError: true
+	OutcomeFailed  = Outcome(records.Failed)  // no result: the broker or the child failed
+)
 
 // ObserveCalls adds fn to the functions that see every finished tool call,
 // from any listener, after the call returns. fn runs on the call's path:
@@ -43,17 +53,17 @@ func (b *Broker) ObserveCalls(fn func(CallEvent)) {
 	}
 }
 
-// Counters returns the pool's per-server counters (lifecycle events,
-// suppressed stderr lines), sorted by server.
-func (b *Broker) Counters() []pool.ServerCounters { return b.pool.Counters() }
+// NixStats are the nix resolver's counts of resolutions and captures, by
+// outcome (nixresolve.Stats).
+type NixStats nixresolve.Stats
 
 // NixStats returns what the nix resolver did since the daemon started;
 // ok is false when the broker has none.
-func (b *Broker) NixStats() (s nixresolve.Stats, ok bool) {
+func (b *Broker) NixStats() (s NixStats, ok bool) {
 	if b.nix == nil {
-		return nixresolve.Stats{}, false
+		return NixStats{}, false
 	}
-	return b.nix.Stats(), true
+	return NixStats(b.nix.Stats()), true
 }
 
 // ServerNames returns the configured servers' names, sorted.

@@ -40,39 +40,39 @@ const ChainRevalidate = time.Second
 
 // ServerSource says which file defined a server a caller is served.
 type ServerSource struct {
-	Name string `json:"name"`
+	Name string
 	// File is the config file that defines it: "" for the built-in
 	// config, or, to a caller other than the owner, the owner's files.
-	File string     `json:"file,omitempty"`
-	Kind chain.Kind `json:"kind"` // the layer of File
+	File string
+	Kind chain.Kind // the layer of File
 	// Overrides are the farther files whose definition of the name this
 	// one replaced, nearest first.
-	Overrides []string `json:"overrides,omitempty"`
+	Overrides []string
 	// DisabledBy, if set, is the nearer file whose "disabled": true hides
 	// this server: it is not served.
-	DisabledBy string `json:"disabledBy,omitempty"`
+	DisabledBy string
 	// Instance is the pool's name for it (status, instances): the name, or
 	// for a project definition name@hash.
-	Instance string `json:"instance"`
+	Instance string
 }
 
 // ChainDir is a directory of the caller's chain, and whether its config
 // applies.
 type ChainDir struct {
 	chain.Dir
-	Applied bool   `json:"applied"`           // its config.json is merged
-	Skipped string `json:"skipped,omitempty"` // why its config.json is not
+	Applied bool   // its config.json is merged
+	Skipped string // why its config.json is not
 }
 
 // Sources is a caller's config chain and where each of its servers comes
 // from (`mcpx config --sources`).
 type Sources struct {
-	Cwd string `json:"cwd,omitempty"`
+	Cwd string
 	// ProjectConfig: project files apply to this caller.
-	ProjectConfig bool           `json:"projectConfig"`
-	Chain         []ChainDir     `json:"chain"`
-	Servers       []ServerSource `json:"servers"`
-	Warnings      []string       `json:"warnings,omitempty"`
+	ProjectConfig bool
+	Chain         []ChainDir
+	Servers       []ServerSource
+	Warnings      []string
 }
 
 // served is a set of servers as one caller is served them.

@@ -23,7 +23,7 @@ func (b *Broker) finished(r Request, tool string, info callInfo, start time.Time
 		outcome = records.IsError
 	}
 	if obs := b.observers.Load(); obs != nil {
-		ev := CallEvent{Outcome: outcome, Kind: kind, Duration: d}
+		ev := CallEvent{Outcome: Outcome(outcome), Kind: kind, Duration: d}
 		if info.key != "" {
 			ev.Server = r.Server
 		}
@@ -66,30 +66,70 @@ func isToolError(res json.RawMessage) bool {
 	return json.Unmarshal(res, &v) == nil && v.IsError
 }
 
+// RecordsCounters are what the call log's writer did since the daemon
+// started (records.Counters): records written, dropped and lost, and its
+// last failure while it lasts.
+type RecordsCounters records.Counters
+
 // RecordsStatus reports whether the call log is on and what its writer did
 // since the daemon started.
-func (b *Broker) RecordsStatus() (on bool, c records.Counters) {
-	return b.records != nil, b.records.Counters()
+func (b *Broker) RecordsStatus() (on bool, c RecordsCounters) {
+	return b.records != nil, RecordsCounters(b.records.Counters())
 }
+
+// CallStatsQuery selects the calls CallStats counts (records.Query): those
+// that began at or after Since (zero: every call on disk), grouped as By
+// says (set it with GroupBy).
+type CallStatsQuery records.Query
+
+// GroupBy sets how q groups the calls: by "server", "tool" (a row per
+// server and tool) or "caller"; "" is no grouping, the total only.
+func (q *CallStatsQuery) GroupBy(name string) error {
+	by, err := records.ParseBy(name)
+	if err != nil {
+		return err
+	}
+	q.By = by
+	return nil
+}
+
+// CallStats are the call log's figures, as Broker.CallStats computes them
+// (records.Summary).
+type CallStats struct {
+	Rows  []CallStatsRow // sorted by Count, highest first, then Key
+	Total CallStatsRow
+	// Skipped counts lines that are not records (a write cut short by a
+	// full disk): they are left out of the figures.
+	Skipped int
+}
+
+// CallStatsRow is the figures of one group of calls (records.Row): the
+// count, the failures (tool errors and broker errors), the latency
+// percentiles and the bytes in and out.
+type CallStatsRow records.Row
 
 // CallStats summarizes the call log (package records): the calls that
 // began since q.Since, grouped by q.By. The records of calls that ended
 // before it is called are counted (it waits for the writer, bounded by
 // ctx). With records off it reads what earlier runs left; without a state
 // directory there are none.
-func (b *Broker) CallStats(ctx context.Context, q records.Query) (records.Summary, error) {
+func (b *Broker) CallStats(ctx context.Context, q CallStatsQuery) (CallStats, error) {
 	if b.recordsDir == "" {
-		return records.Summary{}, nil
+		return CallStats{}, nil
 	}
 	if err := b.records.Sync(ctx); err != nil {
-		return records.Summary{}, &Error{Kind: KindTimeout, Op: "call stats", Msg: "the call log's writer did not catch up in time", Err: err}
+		return CallStats{}, &Error{Kind: KindTimeout, Op: "call stats", Msg: "the call log's writer did not catch up in time", Err: err}
 	}
-	sum, err := records.Summarize(b.recordsDir, q)
+	sum, err := records.Summarize(b.recordsDir, records.Query(q))
 	if err != nil {
 		// Not a bug: the directory is broken (the writer says so in status).
-		return records.Summary{}, &Error{Kind: KindUnavailable, Op: "call stats", Err: err,
+		return CallStats{}, &Error{Kind: KindUnavailable, Op: "call stats", Err: err,
 			Msg: "cannot read the call log", Private: "cannot read the call log: " + err.Error(),
 			Hint: "`mcpx status` shows whether records are being written; fix or remove the records directory in the state directory"}
 	}
-	return sum, nil
+	out := CallStats{Total: CallStatsRow(sum.Total), Skipped: sum.Skipped}
+	for _, r := range sum.Rows {
+		out.Rows = append(out.Rows, CallStatsRow(r))
+	}
+	return out, nil
 }

@@ -58,7 +58,7 @@ func TestCallRecords(t *testing.T) {
 	b := recordsBroker(t, state, nil)
 	callSequence(t, b)
 
-	sum, err := b.CallStats(t.Context(), records.Query{By: records.ByTool})
+	sum, err := b.CallStats(t.Context(), broker.CallStatsQuery{By: records.ByTool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestCallRecords(t *testing.T) {
 		t.Errorf("total = %+v, want 14 calls, 7 failures", sum.Total)
 	}
 
-	byCaller, err := b.CallStats(t.Context(), records.Query{By: records.ByCaller})
+	byCaller, err := b.CallStats(t.Context(), broker.CallStatsQuery{By: records.ByCaller})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestCallRecordsBodies(t *testing.T) {
 	if _, err := b.CallTool(t.Context(), req("demo", ""), "echo", json.RawMessage(`{"message":"kept"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	b.CallStats(t.Context(), records.Query{}) // waits for the writer
+	b.CallStats(t.Context(), broker.CallStatsQuery{}) // waits for the writer
 	lines := readRecords(t, filepath.Join(state, broker.RecordsDir))
 	if len(lines) != 1 || string(lines[0].Arguments) != `{"message":"kept"}` || !strings.Contains(string(lines[0].Result), "kept") {
 		t.Fatalf("records = %+v", lines)
@@ -170,7 +170,7 @@ func TestCallRecordsUnwritable(t *testing.T) {
 			t.Fatalf("call with an unwritable records directory: %s, %v", res, err)
 		}
 	}
-	_, err := b.CallStats(t.Context(), records.Query{})
+	_, err := b.CallStats(t.Context(), broker.CallStatsQuery{})
 	var be *broker.Error
 	if !errors.As(err, &be) || be.Kind != broker.KindUnavailable || !strings.Contains(be.Private, "not a directory") {
 		t.Errorf("stats of an unreadable log = %v, want unavailable, saying why", err)
@@ -188,7 +188,7 @@ func TestCallRecordsOff(t *testing.T) {
 	if _, err := b.CallTool(t.Context(), req("demo", ""), "echo", json.RawMessage(`{"message":"x"}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := b.CallStats(t.Context(), records.Query{})
+	sum, err := b.CallStats(t.Context(), broker.CallStatsQuery{})
 	if on, _ := b.RecordsStatus(); on || err != nil || sum.Total.Count != 0 {
 		t.Fatalf("records off: on=%v, %+v, %v", on, sum.Total, err)
 	}

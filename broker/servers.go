@@ -12,18 +12,18 @@ import (
 
 // ServerInfo describes a configured server to callers.
 type ServerInfo struct {
-	Name        string           `json:"name"`
-	Description string           `json:"description,omitempty"`
-	Tags        []string         `json:"tags,omitempty"`
-	Transport   string           `json:"transport"` // "stdio" or "http"
-	Scope       config.ScopeKind `json:"scope"`
-	Sharing     config.Sharing   `json:"sharing"`
-	Max         int              `json:"max"`
-	Instances   int              `json:"instances"` // running now
+	Name        string
+	Description string
+	Tags        []string
+	Transport   string // "stdio" or "http"
+	Scope       config.ScopeKind
+	Sharing     config.Sharing
+	Max         int
+	Instances   int // running now
 	// ToolTags and Prelude are the config's: tags per tool beside Tags, and
 	// the text put before the server's declarations (config.Server).
-	ToolTags map[string][]string `json:"toolTags,omitempty"`
-	Prelude  string              `json:"prelude,omitempty"`
+	ToolTags map[string][]string
+	Prelude  string
 }
 
 // ToolList is a server's tools and instructions, as the child of one scope

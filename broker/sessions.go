@@ -35,24 +35,24 @@ func sessionScope(key string) (string, bool) {
 
 // Creator is who made a session: the caller of its first call.
 type Creator struct {
-	Name  string `json:"name"`           // the caller's name (Caller.Name)
-	Via   string `json:"via"`            // how it reached the broker (Caller.Via)
-	Owner bool   `json:"owner"`          // the daemon's own user
-	Host  string `json:"host,omitempty"` // the machine it ran on, when known: the broker's own for local callers
-	Cwd   string `json:"cwd,omitempty"`  // its declared cwd, canonical
+	Name  string // the caller's name (Caller.Name)
+	Via   string // how it reached the broker (Caller.Via)
+	Owner bool   // the daemon's own user
+	Host  string // the machine it ran on, when known: the broker's own for local callers
+	Cwd   string // its declared cwd, canonical
 }
 
 // Session is one caller-owned key and its instances.
 type Session struct {
-	Key         string        `json:"key"`
-	Scope       string        `json:"scope"`                 // "session", "parent-session", "lease" or "pid"
-	Name        string        `json:"name,omitempty"`        // set with SetSession: a named session outlives its creator
-	IdleTimeout time.Duration `json:"idleTimeout,omitempty"` // set with SetSession; 0 = each server's own
-	Creator     Creator       `json:"creator"`
-	Created     time.Time     `json:"created"`  // the first instance's creation
-	LastUsed    time.Time     `json:"lastUsed"` // the latest of its instances'
-	Calls       int64         `json:"calls"`    // over its running instances
-	Instances   []Instance    `json:"instances"`
+	Key         string
+	Scope       string        // "session", "parent-session", "lease" or "pid"
+	Name        string        // set with SetSession: a named session outlives its creator
+	IdleTimeout time.Duration // set with SetSession; 0 = each server's own
+	Creator     Creator
+	Created     time.Time // the first instance's creation
+	LastUsed    time.Time // the latest of its instances'
+	Calls       int64     // over its running instances
+	Instances   []Instance
 }
 
 // SessionSettings are what SetSession changes; nil fields stay as they are.
@@ -183,7 +183,7 @@ func mayManageSession(c Caller, meta sessionMeta, known bool) bool {
 // Sessions lists the sessions c may see, sorted by key.
 func (b *Broker) Sessions(c Caller) []Session {
 	byKey := map[string][]Instance{}
-	for _, in := range b.pool.Instances() {
+	for _, in := range b.Instances() {
 		if _, ok := sessionScope(in.Key); ok {
 			byKey[in.Key] = append(byKey[in.Key], in)
 		}
@@ -221,7 +221,7 @@ func (b *Broker) session(c Caller, key string, ins []Instance) (Session, bool) {
 // sessionInstances returns key's running instances.
 func (b *Broker) sessionInstances(key string) []Instance {
 	var out []Instance
-	for _, in := range b.pool.Instances() {
+	for _, in := range b.Instances() {
 		if in.Key == key {
 			out = append(out, in)
 		}

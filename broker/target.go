@@ -9,7 +9,6 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // Request is one call-like request: who, where, and which server.
@@ -24,10 +23,10 @@ type Request struct {
 	// nil = no check.
 	CheckTool func(tool json.RawMessage) error
 	// OnInput answers the child's requests for input (elicitation,
-	// sampling) attributed to this call (mcpclient.InputHandler; see
+	// sampling) attributed to this call (InputHandler; see
 	// "Requests for input" in docs/architecture.md). nil = they are
 	// refused: the child gets a decline.
-	OnInput mcpclient.InputHandler
+	OnInput InputHandler
 }
 
 // lookup finds a server by name. Not finding it, it names the servers c may

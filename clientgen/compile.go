@@ -15,12 +15,9 @@ import (
 type Tool struct {
 	// Server names the server the tool belongs to; its types go into a
 	// namespace named after it. "" puts them at the top level of the file.
-	Server      string
-	Name        string
-	Description string
-	// Tags label the tool for [Search] and are not part of any generated
-	// code.
-	Tags         []string
+	Server       string
+	Name         string
+	Description  string
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
 }

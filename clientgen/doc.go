@@ -98,25 +98,6 @@
 // contain a "$", which no generated name has, and a server named after one
 // of its public names or the globals it uses gets a "_2" suffix.
 //
-// # Search and the catalog
-//
-// [Search] and [NewCatalog] are compact views of many tools for an agent's
-// context, computed from the same tool lists. Search scores each term
-// against a tool (exact name 100, prefix 60, tag 50, contains 40, a split or
-// stemmed word of the name 40, the path server.tool 30, the server 20, a
-// word of the description 10); hits must match every term, else any, else
-// are found by typo tolerance, and each hit explains what every term
-// contributed:
-//
-//	hits, match := clientgen.Search(tools, []string{"screenshto"}, clientgen.SearchOptions{})
-//	// hits[0].Name == "take_screenshot", match == clientgen.MatchTypo
-//
-// A catalog lists every server with its tool count, whatever its budget,
-// then one-line signatures (server.tool({path: string, depth?: number}))
-// taken round-robin across servers, each server's cheapest first (or by
-// search score against bias terms), until the budget (in tokens of four
-// characters) is spent: a small server is never crowded out by a wide one.
-//
 // # Declarations, instructions and preludes
 //
 // [Types] writes the declarations of one server's tools, or of one tool,

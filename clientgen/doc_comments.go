@@ -2,6 +2,8 @@ package clientgen
 
 import (
 	"strings"
+
+	"mcpx.dev/mcpx/internal/orderedjson"
 )
 
 // schemaDoc returns the JSDoc text of a schema: title, description, and the
@@ -12,21 +14,21 @@ func schemaDoc(s any) string {
 		return ""
 	}
 	var parts, tags []string
-	title, _ := o.str("title")
-	desc, _ := o.str("description")
+	title, _ := o.Str("title")
+	desc, _ := o.Str("description")
 	if title != "" {
 		parts = append(parts, title)
 	}
 	if desc != "" && desc != title {
 		parts = append(parts, desc)
 	}
-	if f, ok := o.str("format"); ok && f != "" {
+	if f, ok := o.Str("format"); ok && f != "" {
 		tags = append(tags, "@format "+f)
 	}
-	if d, ok := o.get("default"); ok {
-		tags = append(tags, "@default "+compactJSON(d))
+	if d, ok := o.Get("default"); ok {
+		tags = append(tags, "@default "+orderedjson.Compact(d))
 	}
-	if d, _ := o.get("deprecated"); d == true {
+	if d, _ := o.Get("deprecated"); d == true {
 		tags = append(tags, "@deprecated")
 	}
 	if len(tags) > 0 {

@@ -3,12 +3,17 @@ package clientgen
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+
+	"mcpx.dev/mcpx/internal/orderedjson"
 )
+
+// object is a decoded schema object: its members in the author's order, so
+// that generated members follow it.
+type object = orderedjson.Object
 
 // A compiler turns one schema (a tool's inputSchema or outputSchema) into
 // TypeScript declarations: the root type and one named type per location a
@@ -86,7 +91,7 @@ func (c *compiler) compile(name string, raw json.RawMessage, doc string) (decls 
 		}
 		return []string{c.decl(name, doc, expr{s: "unknown /* no " + c.schema + " */", prec: precPrimary, unknown: true})}
 	}
-	v, err := decodeJSON(raw)
+	v, err := orderedjson.Decode(raw)
 	if err != nil {
 		return []string{c.decl(name, doc, c.unknown("", err.Error()))}
 	}
@@ -190,7 +195,7 @@ func (c *compiler) gen(s any, ptr string, ind int, deferred bool, inherited []st
 func (c *compiler) genObject(o *object, ptr string, ind int, deferred bool, inherited []string, depth int) expr {
 	var parts []expr // intersected
 	for _, kw := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
-		v, ok := o.get(kw)
+		v, ok := o.Get(kw)
 		if !ok {
 			continue
 		}
@@ -209,11 +214,11 @@ func (c *compiler) genObject(o *object, ptr string, ind int, deferred bool, inhe
 	// The property names required here: by an enclosing schema, by this
 	// one, or by one of its allOf members (all of which apply to the same
 	// value). anyOf and oneOf variants inherit them too.
-	req := slices.Concat(inherited, stringList(o, "required"))
-	if ms, ok := o.arr("allOf"); ok {
+	req := slices.Concat(inherited, o.Strings("required"))
+	if ms, ok := o.Arr("allOf"); ok {
 		for _, m := range ms {
 			if mo, ok := m.(*object); ok {
-				req = append(req, stringList(mo, "required")...)
+				req = append(req, mo.Strings("required")...)
 			}
 		}
 	}
@@ -221,20 +226,20 @@ func (c *compiler) genObject(o *object, ptr string, ind int, deferred bool, inhe
 	if b, ok := c.base(o, ptr, ind, deferred, req, depth); ok {
 		parts = append(parts, b)
 	}
-	if ms, ok := o.arr("allOf"); ok {
+	if ms, ok := o.Arr("allOf"); ok {
 		for i, m := range ms {
 			parts = append(parts, c.gen(m, fmt.Sprintf("%s/allOf/%d", ptr, i), ind, deferred, req, depth+1))
 		}
 		if p, ok := requiredElsewhere(o, ms, req); ok {
 			parts = append(parts, p)
 		}
-	} else if o.has("allOf") {
+	} else if o.Has("allOf") {
 		parts = append(parts, c.unknown(ptr+"/allOf", "allOf must be an array"))
 	}
 	for _, kw := range []string{"anyOf", "oneOf"} {
-		ms, ok := o.arr(kw)
+		ms, ok := o.Arr(kw)
 		if !ok {
-			if o.has(kw) {
+			if o.Has(kw) {
 				parts = append(parts, c.unknown(ptr+"/"+kw, kw+" must be an array"))
 			}
 			continue
@@ -250,12 +255,12 @@ func (c *compiler) genObject(o *object, ptr string, ind int, deferred bool, inhe
 		parts = append(parts, union(alts))
 	}
 	for _, kw := range narrowing {
-		if o.has(kw) {
+		if o.Has(kw) {
 			parts = append(parts, note(kw+" is not expressed"))
 		}
 	}
 	t := intersection(parts)
-	if n, _ := o.get("nullable"); n == true { // OpenAPI 3.0
+	if n, _ := o.Get("nullable"); n == true { // OpenAPI 3.0
 		t = union([]expr{t, prim("null")})
 	}
 	return t
@@ -274,9 +279,9 @@ func requiredElsewhere(o *object, members []any, req []string) (expr, bool) {
 		if !ok {
 			continue
 		}
-		hasRef = hasRef || so.has("$ref")
-		if props := so.obj("properties"); props != nil {
-			for _, k := range props.keys {
+		hasRef = hasRef || so.Has("$ref")
+		if props := so.Obj("properties"); props != nil {
+			for _, k := range props.Keys {
 				declared[k] = true
 			}
 		}
@@ -299,10 +304,10 @@ func requiredElsewhere(o *object, members []any, req []string) (expr, bool) {
 // none of them.
 func (c *compiler) base(o *object, ptr string, ind int, deferred bool, req []string, depth int) (expr, bool) {
 	types, typed := c.types(o, ptr)
-	if v, ok := o.get("const"); ok {
+	if v, ok := o.Get("const"); ok {
 		return c.literals([]any{v}, types, typed, ptr+"/const"), true
 	}
-	if v, ok := o.get("enum"); ok {
+	if v, ok := o.Get("enum"); ok {
 		vs, isArr := v.([]any)
 		if !isArr {
 			return c.unknown(ptr+"/enum", "enum must be an array"), true
@@ -311,9 +316,9 @@ func (c *compiler) base(o *object, ptr string, ind int, deferred bool, req []str
 	}
 	if !typed {
 		switch {
-		case o.has("properties") || o.has("additionalProperties") || o.has("patternProperties"):
+		case o.Has("properties") || o.Has("additionalProperties") || o.Has("patternProperties"):
 			types = []string{"object"}
-		case o.has("items") || o.has("prefixItems"):
+		case o.Has("items") || o.Has("prefixItems"):
 			types = []string{"array"}
 		default:
 			return expr{}, false
@@ -346,7 +351,7 @@ func (c *compiler) base(o *object, ptr string, ind int, deferred bool, req []str
 
 // types returns the names in "type" (a string or an array of strings).
 func (c *compiler) types(o *object, ptr string) ([]string, bool) {
-	v, ok := o.get("type")
+	v, ok := o.Get("type")
 	if !ok {
 		return nil, false
 	}
@@ -371,150 +376,6 @@ func (c *compiler) types(o *object, ptr string) ([]string, bool) {
 	return nil, false
 }
 
-// literals returns the union of the literal types of vs, keeping only the
-// values that "type" (when typed) admits.
-func (c *compiler) literals(vs []any, types []string, typed bool, ptr string) expr {
-	var alts []expr
-	seen := map[string]bool{}
-	for _, v := range vs {
-		if typed && !admits(types, v) {
-			continue
-		}
-		s, ok := literal(v)
-		if !ok {
-			return c.unknown(ptr, "a value cannot be written as a TypeScript literal")
-		}
-		if !seen[s] {
-			seen[s] = true
-			alts = append(alts, prim(s))
-		}
-	}
-	if len(alts) == 0 {
-		return prim("never")
-	}
-	return union(alts)
-}
-
-// jsonType returns the JSON Schema type name of a decoded value ("integer"
-// for a number written without fraction or exponent).
-func jsonType(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case json.Number:
-		if _, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	}
-	return "object"
-}
-
-// admits reports whether a "type" list admits the value v.
-func admits(types []string, v any) bool {
-	t := jsonType(v)
-	switch {
-	case slices.Contains(types, t):
-		return true
-	case t == "integer":
-		return slices.Contains(types, "number")
-	case t == "number":
-		return slices.Contains(types, "integer") && isInteger(v)
-	}
-	return false
-}
-
-func isInteger(v any) bool {
-	n, ok := v.(json.Number)
-	if !ok {
-		return false
-	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	return err == nil && f == math.Trunc(f)
-}
-
-// literal writes v as a TypeScript literal type; ok is false for a number
-// beyond float64.
-func literal(v any) (string, bool) {
-	switch v := v.(type) {
-	case nil:
-		return "null", true
-	case bool:
-		return strconv.FormatBool(v), true
-	case string:
-		return quote(v), true
-	case json.Number:
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return "", false
-		}
-		return strconv.FormatFloat(f, 'g', -1, 64), true
-	case []any:
-		var es []string
-		for _, e := range v {
-			s, ok := literal(e)
-			if !ok {
-				return "", false
-			}
-			es = append(es, s)
-		}
-		return "[" + strings.Join(es, ", ") + "]", true
-	case *object:
-		var ms []string
-		for _, k := range v.keys {
-			s, ok := literal(v.vals[k])
-			if !ok {
-				return "", false
-			}
-			ms = append(ms, propKey(k)+": "+s)
-		}
-		if len(ms) == 0 {
-			return "{ [key: string]: never }", true
-		}
-		return "{ " + strings.Join(ms, "; ") + " }", true
-	}
-	return "", false
-}
-
-// quote writes s as a TypeScript string literal: JSON's escapes are
-// JavaScript's, and encoding/json escapes U+2028 and U+2029 too.
-func quote(s string) string {
-	b, _ := json.Marshal(s) // a string always marshals
-	return string(b)
-}
-
-// propKey writes a property name: bare when it is an ASCII identifier,
-// quoted otherwise.
-func propKey(k string) string {
-	if k == "" {
-		return `""`
-	}
-	for i, r := range k {
-		ok := r == '_' || r == '$' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')
-		if !ok {
-			return quote(k)
-		}
-	}
-	return k
-}
-
-func stringList(o *object, kw string) []string {
-	vs, _ := o.arr(kw)
-	var ss []string
-	for _, v := range vs {
-		if s, ok := v.(string); ok {
-			ss = append(ss, s)
-		}
-	}
-	return ss
-}
-
 // object returns the object type of o: its properties in document order,
 // optional unless required (by o or an enclosing allOf, anyOf or oneOf),
 // and an index signature for additionalProperties and patternProperties.
@@ -526,10 +387,10 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 		optional bool
 		seen     = map[string]bool{}
 	)
-	if props := o.obj("properties"); props != nil {
-		for _, k := range props.keys {
+	if props := o.Obj("properties"); props != nil {
+		for _, k := range props.Keys {
 			seen[k] = true
-			ps := props.vals[k]
+			ps := props.Vals[k]
 			t := c.gen(ps, ptr+"/properties/"+escapePointer(k), ind+1, true, nil, depth+1)
 			members = append(members, t)
 			opt := "?"
@@ -540,11 +401,11 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 			}
 			lines = append(lines, jsdoc(schemaDoc(ps), in)+in+propKey(k)+opt+": "+t.s+";")
 		}
-	} else if o.has("properties") {
+	} else if o.Has("properties") {
 		c.problem(ptr+"/properties", "properties must be an object; it was left out")
 	}
-	ap, hasAP := o.get("additionalProperties")
-	for _, k := range stringList(o, "required") {
+	ap, hasAP := o.Get("additionalProperties")
+	for _, k := range o.Strings("required") {
 		if !seen[k] && ap != false {
 			seen[k] = true
 			members = append(members, unknownExpr)
@@ -552,9 +413,9 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 		}
 	}
 	var index []expr
-	if pp := o.obj("patternProperties"); pp != nil {
-		for _, k := range pp.keys {
-			index = append(index, c.gen(pp.vals[k], ptr+"/patternProperties/"+escapePointer(k), ind+1, true, nil, depth+1))
+	if pp := o.Obj("patternProperties"); pp != nil {
+		for _, k := range pp.Keys {
+			index = append(index, c.gen(pp.Vals[k], ptr+"/patternProperties/"+escapePointer(k), ind+1, true, nil, depth+1))
 		}
 	}
 	switch {
@@ -593,12 +454,12 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 // array-valued items) as tuple elements, optional from minItems on, then
 // items (or additionalItems) as the rest.
 func (c *compiler) array(o *object, ptr string, ind int, depth int) expr {
-	prefix, hasPrefix := o.arr("prefixItems")
+	prefix, hasPrefix := o.Arr("prefixItems")
 	prefixKw, restKw := "prefixItems", "items"
-	if items, ok := o.arr("items"); ok {
+	if items, ok := o.Arr("items"); ok {
 		prefix, hasPrefix, prefixKw, restKw = items, true, "items", "additionalItems"
 	}
-	rest, hasRest := o.get(restKw)
+	rest, hasRest := o.Get(restKw)
 	elem := func(s any, p string) expr {
 		return paren(c.gen(s, p, ind, true, nil, depth+1), precPrimary)
 	}
@@ -612,7 +473,7 @@ func (c *compiler) array(o *object, ptr string, ind int, depth int) expr {
 		return prim(elem(rest, ptr+"/"+restKw).s + "[]")
 	}
 	minItems := 0
-	if n, ok := o.vals["minItems"].(json.Number); ok {
+	if n, ok := o.Vals["minItems"].(json.Number); ok {
 		if m, err := strconv.Atoi(string(n)); err == nil && m > 0 {
 			minItems = m
 		}
@@ -673,7 +534,7 @@ func resolvePointer(v any, ptr string) (any, bool) {
 		seg = unescapePointer(seg)
 		switch cur := v.(type) {
 		case *object:
-			next, ok := cur.vals[seg]
+			next, ok := cur.Vals[seg]
 			if !ok {
 				return nil, false
 			}

@@ -19,6 +19,11 @@ func TestDeps(t *testing.T) {
 			"github.com/go-chi/chi/v5":                                "routing is api's job",
 			"github.com/prometheus/client_golang/prometheus/promhttp": "api serves /metrics with its own authentication and problems, not promhttp's handler",
 		},
+		BadImports: map[string]string{
+			"mcpx.dev/mcpx/pool/...":   "metrics reads what it counts through the broker (Stats, Counters, Instances, NixStats, RecordsStatus), as api does",
+			"mcpx.dev/mcpx/nixresolve": "same: through the broker",
+			"mcpx.dev/mcpx/records":    "same: through the broker",
+		},
 		NoHTTPServer: "api serves the metrics; this package only formats them",
 	}.Check(t)
 }

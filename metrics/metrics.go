@@ -34,8 +34,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/records"
 )
 
 // ContentType is the media type of Write's output: the Prometheus text
@@ -104,7 +102,7 @@ func New(b *broker.Broker, version string) *Metrics {
 func (m *Metrics) observe(ev broker.CallEvent) {
 	server, tool := m.labels(ev.Server, ev.Tool)
 	kind := ""
-	if ev.Outcome == records.Failed {
+	if ev.Outcome == broker.OutcomeFailed {
 		kind = string(ev.Kind)
 	}
 	m.calls.WithLabelValues(server, tool, string(ev.Outcome), kind).Inc()
@@ -179,25 +177,25 @@ var (
 		"nix runs by what they did (resolve: a nix: program spec locked and built; capture: an execution environment captured) and outcome; cache hits run no nix and are not counted.", []string{"op", "outcome"}, nil)
 )
 
-// poolCounters are the pool-wide counters of pool.Stats, by metric.
+// poolCounters are the pool-wide counters of broker.Stats, by metric.
 var poolCounters = []struct {
 	desc *prometheus.Desc
-	get  func(pool.Stats) int64
+	get  func(broker.Stats) int64
 }{
-	{prometheus.NewDesc("mcpx_pool_spawns_total", "Children started (initialize answered).", nil, nil), func(s pool.Stats) int64 { return s.Spawns }},
-	{prometheus.NewDesc("mcpx_pool_restarts_total", "Starts of an instance that had run a child before.", nil, nil), func(s pool.Stats) int64 { return s.Restarts }},
-	{prometheus.NewDesc("mcpx_pool_start_failures_total", "Starts that failed or timed out.", nil, nil), func(s pool.Stats) int64 { return s.StartFailures }},
-	{prometheus.NewDesc("mcpx_pool_crashes_total", "Running children that exited unexpectedly.", nil, nil), func(s pool.Stats) int64 { return s.Crashes }},
-	{prometheus.NewDesc("mcpx_pool_wedged_total", "Running children found silent after a call timed out, and killed.", nil, nil), func(s pool.Stats) int64 { return s.Wedged }},
-	{prometheus.NewDesc("mcpx_pool_evictions_total", "Idle instances stopped to make room for another key.", nil, nil), func(s pool.Stats) int64 { return s.Evictions }},
-	{prometheus.NewDesc("mcpx_pool_reaps_total", "Instances stopped for idleness or because their owner went away.", nil, nil), func(s pool.Stats) int64 { return s.Reaps }},
-	{prometheus.NewDesc("mcpx_pool_waits_total", "Callers that waited in line for room for a new instance.", nil, nil), func(s pool.Stats) int64 { return s.Waits }},
-	{prometheus.NewDesc("mcpx_pool_exhausted_total", "Calls refused because the pool stayed full (503).", nil, nil), func(s pool.Stats) int64 { return s.Exhausted }},
+	{prometheus.NewDesc("mcpx_pool_spawns_total", "Children started (initialize answered).", nil, nil), func(s broker.Stats) int64 { return s.Spawns }},
+	{prometheus.NewDesc("mcpx_pool_restarts_total", "Starts of an instance that had run a child before.", nil, nil), func(s broker.Stats) int64 { return s.Restarts }},
+	{prometheus.NewDesc("mcpx_pool_start_failures_total", "Starts that failed or timed out.", nil, nil), func(s broker.Stats) int64 { return s.StartFailures }},
+	{prometheus.NewDesc("mcpx_pool_crashes_total", "Running children that exited unexpectedly.", nil, nil), func(s broker.Stats) int64 { return s.Crashes }},
+	{prometheus.NewDesc("mcpx_pool_wedged_total", "Running children found silent after a call timed out, and killed.", nil, nil), func(s broker.Stats) int64 { return s.Wedged }},
+	{prometheus.NewDesc("mcpx_pool_evictions_total", "Idle instances stopped to make room for another key.", nil, nil), func(s broker.Stats) int64 { return s.Evictions }},
+	{prometheus.NewDesc("mcpx_pool_reaps_total", "Instances stopped for idleness or because their owner went away.", nil, nil), func(s broker.Stats) int64 { return s.Reaps }},
+	{prometheus.NewDesc("mcpx_pool_waits_total", "Callers that waited in line for room for a new instance.", nil, nil), func(s broker.Stats) int64 { return s.Waits }},
+	{prometheus.NewDesc("mcpx_pool_exhausted_total", "Calls refused because the pool stayed full (503).", nil, nil), func(s broker.Stats) int64 { return s.Exhausted }},
 }
 
 // states are the API's instance states, each exported (0 or more) for
 // every configured server, so that series do not come and go.
-var states = []pool.State{pool.StateStarting, pool.StateReady, pool.StateBackoff, pool.StateWedged, pool.StateStopping, pool.StateStopped}
+var states = broker.InstanceStates()
 
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInstances, descEvents, descSuppressed, descQueue, descRecordsOn, descRecords, descNix} {
@@ -222,19 +220,19 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descQueue, st.Queued)
 
-	byState := map[string]map[pool.State]int64{}
+	byState := map[string]map[string]int64{}
 	for _, name := range c.b.ServerNames() {
-		byState[name] = map[pool.State]int64{}
+		byState[name] = map[string]int64{}
 	}
 	for _, inst := range c.b.Instances() {
 		if byState[inst.Server] == nil {
-			byState[inst.Server] = map[pool.State]int64{} // removed by a reload, still draining
+			byState[inst.Server] = map[string]int64{} // removed by a reload, still draining
 		}
-		byState[inst.Server][inst.State]++
+		byState[inst.Server][string(inst.State)]++
 	}
 	for server, n := range byState {
 		for _, s := range states {
-			gauge(descInstances, n[s], server, string(s))
+			gauge(descInstances, n[s], server, s)
 		}
 	}
 

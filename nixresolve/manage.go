@@ -18,7 +18,7 @@ type Entry struct {
 	// (github:owner/repo/<40 hex>, ?rev=…, ?narHash=…), so a refresh
 	// cannot change what it runs. A floating spec (a branch, a path that
 	// is edited) stays on what it resolved to until refreshed.
-	Pinned bool `json:"pinned"`
+	Pinned bool
 }
 
 // Key returns the cache key of spec: the spec with a relative path ref made

@@ -27,69 +27,69 @@ const (
 
 // InstanceStatus is a snapshot of one instance, for status output and the API.
 type InstanceStatus struct {
-	ID        string    `json:"id"`
-	Server    string    `json:"server"`
-	Key       string    `json:"key"`
-	Root      string    `json:"root"`
-	Cwd       string    `json:"cwd,omitempty"`
-	CwdSource CwdSource `json:"cwdSource"`
-	Transport string    `json:"transport"` // "stdio" or "http"
-	Pid       int       `json:"pid,omitempty"`
-	State     State     `json:"state"`
-	Protocol  string    `json:"protocolVersion,omitempty"`
-	Created   time.Time `json:"created"` // when the instance was made; restarts keep it
+	ID        string
+	Server    string
+	Key       string // the scope key
+	Root      string // the instance root; "" for rootless instances
+	Cwd       string
+	CwdSource CwdSource
+	Transport string // "stdio" or "http"
+	Pid       int    // the current stdio child's; 0 without one
+	State     State
+	Protocol  string    // the MCP protocol version agreed with the child
+	Created   time.Time // when the instance was made; restarts keep it
 	// Index is ${mcpx.index}: the lowest index free among the server's
 	// live instances when this one was made, from 0.
-	Index int `json:"index"`
+	Index int
 	// Alloc are the instance's ${mcpx.alloc.*} ports by name, and TmpDir
 	// its ${mcpx.tmpdir}, once its first start made them.
-	Alloc  map[string]int `json:"alloc,omitempty"`
-	TmpDir string         `json:"tmpdir,omitempty"`
+	Alloc  map[string]int
+	TmpDir string
 	// Exec is the identity of the running stdio child's executable
 	// (package execid): sha256:<16 hex>, or missing:<command>.
-	Exec         string    `json:"exec,omitempty"`
-	Started      time.Time `json:"started"`
-	LastUsed     time.Time `json:"lastUsed"`
-	Calls        int64     `json:"calls"`
-	InFlight     int       `json:"inFlight"`
-	Restarts     int       `json:"restarts"`
-	BackoffUntil time.Time `json:"backoffUntil,omitzero"`
-	LastError    string    `json:"lastError,omitempty"`
+	Exec         string
+	Started      time.Time
+	LastUsed     time.Time
+	Calls        int64
+	InFlight     int
+	Restarts     int
+	BackoffUntil time.Time
+	LastError    string
 	// StderrTail is the child's last stderr lines when its last start or
 	// run failed (with LastError): the owner's to see, as LastError is.
-	StderrTail string `json:"stderrTail,omitempty"`
-	Degraded   string `json:"degraded,omitempty"`
+	StderrTail string
+	Degraded   string // why the key is not the requested scope (Target.Degraded)
 	// Program is where the running child's program came from, when
 	// Options.Resolve said (a nix: spec's lock and store path).
-	Program *Program `json:"program,omitempty"`
+	Program *Program
 }
 
 // Program is what Options.Resolve made of a stdio child's command: what
 // to exec, the execution environment's variables, and where they came
 // from, which status shows per instance. The pool reads only Path and Env.
 type Program struct {
-	Path string   `json:"-"` // what to exec
-	Env  []string `json:"-"` // KEY=VALUE under the server's own env (childEnv)
+	Path string   // what to exec
+	Env  []string // KEY=VALUE under the server's own env (childEnv)
 
-	Spec        string `json:"spec,omitempty"`           // the program spec as configured (nix:<ref>#<attr>)
-	Rev         string `json:"rev,omitempty"`            // its locked git revision, if any
-	NarHash     string `json:"narHash,omitempty"`        // its locked content hash
-	StorePath   string `json:"storePath,omitempty"`      // the package it runs from
-	Pinned      bool   `json:"pinned,omitempty"`         // the spec names a rev or hash: no refresh moves it
-	Environment string `json:"environment,omitempty"`    // the execution environment, if not the host
-	EnvRev      string `json:"environmentRev,omitempty"` // the environment's locked rev, narHash or file hash
+	Spec        string // the program spec as configured (nix:<ref>#<attr>)
+	Rev         string // its locked git revision, if any
+	NarHash     string // its locked content hash
+	StorePath   string // the package it runs from
+	Pinned      bool   // the spec names a rev or hash: no refresh moves it
+	Environment string // the execution environment, if not the host
+	EnvRev      string // the environment's locked rev, narHash or file hash
 }
 
 // Stats are pool-wide counters since the pool was made.
 type Stats struct {
-	Spawns        int64 `json:"spawns"`        // children started (initialize answered)
-	Restarts      int64 `json:"restarts"`      // starts of an instance that had run a child before
-	StartFailures int64 `json:"startFailures"` // starts that failed or timed out
-	Crashes       int64 `json:"crashes"`       // running children that exited unexpectedly
-	Wedged        int64 `json:"wedged"`        // running children found silent and killed
-	Evictions     int64 `json:"evictions"`     // idle instances stopped to make room for another key
-	Reaps         int64 `json:"reaps"`         // instances stopped for idleness or because their owner went away
-	Exhausted     int64 `json:"exhausted"`     // calls refused because the pool stayed full (the API's 503)
-	Queued        int64 `json:"queued"`        // callers in line for room right now (a gauge, not a count)
-	Waits         int64 `json:"waits"`         // callers that had to wait in line for room (served or not)
+	Spawns        int64 // children started (initialize answered)
+	Restarts      int64 // starts of an instance that had run a child before
+	StartFailures int64 // starts that failed or timed out
+	Crashes       int64 // running children that exited unexpectedly
+	Wedged        int64 // running children found silent and killed
+	Evictions     int64 // idle instances stopped to make room for another key
+	Reaps         int64 // instances stopped for idleness or because their owner went away
+	Exhausted     int64 // calls refused because the pool stayed full (the API's 503)
+	Queued        int64 // callers in line for room right now (a gauge, not a count)
+	Waits         int64 // callers that had to wait in line for room (served or not)
 }

@@ -54,12 +54,12 @@ type Options struct {
 
 // Counters are what the writer did since Open.
 type Counters struct {
-	Written int64 `json:"written"` // records on disk
-	Dropped int64 `json:"dropped"` // records dropped because the writer was behind (a full channel)
-	Failed  int64 `json:"failed"`  // records lost because the directory or disk failed
+	Written int64 // records on disk
+	Dropped int64 // records dropped because the writer was behind (a full channel)
+	Failed  int64 // records lost because the directory or disk failed
 	// LastError is the last failure to open or write, while it lasts; ""
 	// once writing works again. It may name paths: for the daemon's owner.
-	LastError string `json:"lastError,omitempty"`
+	LastError string
 }
 
 // Log is the call log of one daemon. Add, Counters and Sync are safe for

@@ -40,19 +40,19 @@ type Query struct {
 // Row is the figures of one group of calls. Durations are the calls'
 // durations as the broker saw them (resolution, a waiting start, the call).
 type Row struct {
-	Key   string `json:"key"` // the server, "server.tool" or the caller; "" for the total
-	Count int    `json:"count"`
+	Key   string // the server, "server.tool" or the caller; "" for the total
+	Count int
 	// Failures are the calls that did not end OK: IsError plus Errors.
-	Failures int `json:"failures"`
-	IsError  int `json:"isError"` // the tool answered with isError: true
-	Errors   int `json:"errors"`  // the call failed without a result
+	Failures int
+	IsError  int // the tool answered with isError: true
+	Errors   int // the call failed without a result
 	// FailureRate is Failures / Count, in [0, 1].
-	FailureRate float64       `json:"failureRate"`
-	P50         time.Duration `json:"p50"`
-	P95         time.Duration `json:"p95"`
-	P99         time.Duration `json:"p99"`
-	BytesIn     int64         `json:"bytesIn"`
-	BytesOut    int64         `json:"bytesOut"`
+	FailureRate float64
+	P50         time.Duration
+	P95         time.Duration
+	P99         time.Duration
+	BytesIn     int64
+	BytesOut    int64
 }
 
 // Summary is what Summarize found.

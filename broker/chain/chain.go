@@ -66,16 +66,16 @@ const (
 
 // Dir is one directory of a chain.
 type Dir struct {
-	Kind Kind   `json:"kind"`
-	Path string `json:"path"` // the directory; for an override or fallback file, the file
+	Kind Kind
+	Path string // the directory; for an override or fallback file, the file
 	// Config is its config.json (for a file entry, the file); "" = none.
-	Config string `json:"config,omitempty"`
+	Config string
 	// Scripts and Lib are its scripts/ and lib/ directories; "" = none.
-	Scripts string `json:"scripts,omitempty"`
-	Lib     string `json:"lib,omitempty"`
+	Scripts string
+	Lib     string
 	// Canonical is Path with symlinks resolved: where its files really
 	// are, for checks of who may write there.
-	Canonical string `json:"-"`
+	Canonical string
 }
 
 // Chain is a directory's chain, in precedence order: the first entry's
@@ -111,8 +111,8 @@ type Options struct {
 // Warning is something about the chain worth telling its user that does not
 // stop it: two config directories in one place, a missing extra path.
 type Warning struct {
-	Path string `json:"path"`
-	Msg  string `json:"msg"`
+	Path string
+	Msg  string
 }
 
 func (w Warning) String() string { return w.Path + ": " + w.Msg }

@@ -1,43 +1,45 @@
-package clientgen
+package catalog
 
 import (
 	"cmp"
 	"fmt"
 	"slices"
 	"strings"
+
+	"mcpx.dev/mcpx/internal/orderedjson"
 )
 
 // Catalog is a compact view of many servers' tools within a budget of
-// tokens (see [NewCatalog]).
+// tokens (see [New]).
 type Catalog struct {
 	// Budget is the budget it was built for, in tokens; Used is what its
 	// signatures cost.
-	Budget int `json:"budget"`
-	Used   int `json:"used"`
+	Budget int
+	Used   int
 	// Servers lists every server, by name, whatever the budget.
-	Servers []CatalogServer `json:"servers"`
+	Servers []Server
 	// Signatures are the signatures shown, grouped by server in the order
 	// of Servers, each server's in its rank order.
-	Signatures []Signature `json:"signatures"`
+	Signatures []Signature
 }
 
-// CatalogServer is one server of a [Catalog]: how many tools it has, and
-// how many of their signatures the budget let in.
-type CatalogServer struct {
-	Server string `json:"server"`
-	Tools  int    `json:"tools"`
-	Shown  int    `json:"shown"`
+// Server is one server of a [Catalog]: how many tools it has, and how many
+// of their signatures the budget let in.
+type Server struct {
+	Server string
+	Tools  int
+	Shown  int
 }
 
 // Signature is one tool's one-line signature and its cost in tokens.
 type Signature struct {
-	Server string `json:"server"`
-	Name   string `json:"name"`
-	Text   string `json:"text"`
-	Cost   int    `json:"cost"`
+	Server string
+	Name   string
+	Text   string
+	Cost   int
 }
 
-// NewCatalog builds the catalog of tools within budget tokens, a token being
+// New builds the catalog of tools within budget tokens, a token being
 // four characters of a signature line (its newline included, rounded up).
 //
 // Every server is listed with its tool count, at no cost, so that none is
@@ -48,9 +50,9 @@ type Signature struct {
 // server in name order, and passes go on while one takes something. A server
 // whose next signature does not fit is done, so a server's shown signatures
 // are always its best ranked ones. The result depends only on its inputs.
-func NewCatalog(tools []Tool, budget int, bias []string) Catalog {
+func New(tools []Tool, budget int, bias []string) Catalog {
 	tools = sortTools(tools)
-	c := Catalog{Budget: max(budget, 0), Servers: []CatalogServer{}, Signatures: []Signature{}}
+	c := Catalog{Budget: max(budget, 0), Servers: []Server{}, Signatures: []Signature{}}
 	bias = cleanTerms(bias)
 	var ranked [][]Signature
 	for i := 0; i < len(tools); {
@@ -59,7 +61,7 @@ func NewCatalog(tools []Tool, budget int, bias []string) Catalog {
 			j++
 		}
 		ranked = append(ranked, rankSignatures(tools[i:j], bias))
-		c.Servers = append(c.Servers, CatalogServer{Server: tools[i].Server, Tools: j - i})
+		c.Servers = append(c.Servers, Server{Server: tools[i].Server, Tools: j - i})
 		i = j
 	}
 	taken := make([][]Signature, len(ranked))
@@ -141,13 +143,13 @@ func signature(t Tool) string {
 		b.WriteString(t.Server + ".")
 	}
 	b.WriteString(t.Name + "(")
-	v, err := decodeJSON(t.InputSchema)
-	o, _ := v.(*object)
+	v, err := orderedjson.Decode(t.InputSchema)
+	o, _ := v.(*orderedjson.Object)
 	if err == nil && o != nil {
-		if props := o.obj("properties"); props != nil && len(props.keys) > 0 {
-			req := stringList(o, "required")
+		if props := o.Obj("properties"); props != nil && len(props.Keys) > 0 {
+			req := o.Strings("required")
 			b.WriteString("{")
-			for i, k := range props.keys {
+			for i, k := range props.Keys {
 				if i > 0 {
 					b.WriteString(", ")
 				}
@@ -155,7 +157,7 @@ func signature(t Tool) string {
 				if !slices.Contains(req, k) {
 					b.WriteString("?")
 				}
-				b.WriteString(": " + shallowType(props.vals[k]))
+				b.WriteString(": " + shallowType(props.Vals[k]))
 			}
 			b.WriteString("}")
 		}
@@ -168,14 +170,14 @@ func signature(t Tool) string {
 // type, a type array as a union, a short enum as its literals, an array as
 // <items>[]; anything else is "any".
 func shallowType(v any) string {
-	o, ok := v.(*object)
+	o, ok := v.(*orderedjson.Object)
 	if !ok {
 		return "any"
 	}
-	if vals, ok := o.arr("enum"); ok && len(vals) > 0 && len(vals) <= 4 {
+	if vals, ok := o.Arr("enum"); ok && len(vals) > 0 && len(vals) <= 4 {
 		lits := make([]string, 0, len(vals))
 		for _, v := range vals {
-			lits = append(lits, compactJSON(v))
+			lits = append(lits, orderedjson.Compact(v))
 		}
 		return strings.Join(lits, "|")
 	}
@@ -189,7 +191,7 @@ func shallowType(v any) string {
 			types[i] = "number"
 		case "array":
 			item := "any"
-			if it := o.obj("items"); it != nil {
+			if it := o.Obj("items"); it != nil {
 				if st := typeNames(it); len(st) == 1 && st[0] != "array" && st[0] != "object" {
 					item = strings.Replace(st[0], "integer", "number", 1)
 				}
@@ -201,9 +203,9 @@ func shallowType(v any) string {
 }
 
 // typeNames is a schema's type keyword as a list.
-func typeNames(o *object) []string {
-	if t, ok := o.str("type"); ok {
+func typeNames(o *orderedjson.Object) []string {
+	if t, ok := o.Str("type"); ok {
 		return []string{t}
 	}
-	return stringList(o, "type")
+	return o.Strings("type")
 }

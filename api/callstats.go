@@ -7,7 +7,6 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/records"
 )
 
 // statsWait bounds how long /v1/stats waits for the call log's writer to
@@ -31,26 +30,29 @@ func (s *server) callStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	writeJSON(w, http.StatusOK, callStatsDoc(q, sum, recordsDoc(c, s.b)))
+	return nil
+}
+
+// callStatsDoc is q's figures as GET /v1/stats answers them.
+func callStatsDoc(q broker.CallStatsQuery, sum broker.CallStats, rec *wire.RecordsStatus) wire.CallStats {
 	doc := wire.CallStats{Since: q.Since, By: string(q.By), Rows: []wire.CallStatsRow{}, Total: statsRow(sum.Total),
-		Skipped: sum.Skipped, Records: recordsDoc(c, s.b)}
+		Skipped: sum.Skipped, Records: rec}
 	for _, row := range sum.Rows {
 		doc.Rows = append(doc.Rows, statsRow(row))
 	}
-	writeJSON(w, http.StatusOK, doc)
-	return nil
+	return doc
 }
 
 // statsQuery reads ?since= (a duration back from now, or an RFC 3339 time)
 // and ?by=.
-func statsQuery(r *http.Request, now time.Time) (records.Query, error) {
-	var q records.Query
+func statsQuery(r *http.Request, now time.Time) (broker.CallStatsQuery, error) {
+	var q broker.CallStatsQuery
 	v := r.URL.Query()
-	by, err := records.ParseBy(v.Get(wire.QueryBy))
-	if err != nil {
+	if err := q.GroupBy(v.Get(wire.QueryBy)); err != nil {
 		return q, &broker.Error{Kind: broker.KindBadRequest, Op: "call stats", Field: wire.QueryBy, Msg: err.Error(),
 			Hint: "use ?by=server, ?by=tool or ?by=caller, or leave it out for the total"}
 	}
-	q.By = by
 	if s := v.Get(wire.QuerySince); s != "" {
 		if d, err := time.ParseDuration(s); err == nil && d > 0 {
 			q.Since = now.Add(-d)
@@ -65,7 +67,7 @@ func statsQuery(r *http.Request, now time.Time) (records.Query, error) {
 	return q, nil
 }
 
-func statsRow(r records.Row) wire.CallStatsRow {
+func statsRow(r broker.CallStatsRow) wire.CallStatsRow {
 	return wire.CallStatsRow{Key: r.Key, Count: r.Count, Failures: r.Failures, IsError: r.IsError, Errors: r.Errors,
 		FailureRate: r.FailureRate, P50Ms: ms(r.P50), P95Ms: ms(r.P95), P99Ms: ms(r.P99), BytesIn: r.BytesIn, BytesOut: r.BytesOut}
 }

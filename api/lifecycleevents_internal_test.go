@@ -11,9 +11,9 @@ import (
 // the servers they may use, no path, no reason but a restart's, and
 // without admin rights no key or pid of instances not theirs.
 func TestEventForCaller(t *testing.T) {
-	restart := pool.Event{ID: 7, Kind: pool.EventRestart, Server: "a", Key: "worktree:/src/x", Instance: "a-1", Pid: 42,
+	restart := broker.Event{ID: 7, Kind: pool.EventRestart, Server: "a", Key: "worktree:/src/x", Instance: "a-1", Pid: 42,
 		Reason: "executable changed", Path: "/opt/bin/a"}
-	crash := pool.Event{ID: 8, Kind: pool.EventCrash, Server: "a", Key: "session:@tailnet:bob/s1", Pid: 43, Reason: "exit 1: /secret/path"}
+	crash := broker.Event{ID: 8, Kind: pool.EventCrash, Server: "a", Key: "session:@tailnet:bob/s1", Pid: 43, Reason: "exit 1: /secret/path"}
 	owner := broker.Caller{Owner: true}
 	bob := broker.Caller{Name: "bob", Via: "tailnet", Servers: []string{"a"}}
 	admin := broker.Caller{Name: "root", Admin: true, Servers: []string{"a"}}
@@ -37,7 +37,7 @@ func TestEventForCaller(t *testing.T) {
 	if doc.Key != restart.Key || doc.Pid != 42 || doc.Path != "" {
 		t.Errorf("admin: %+v; want key and pid, no path", doc)
 	}
-	if _, ok := eventFor(carol, pool.Event{Kind: pool.EventReload}); !ok {
+	if _, ok := eventFor(carol, broker.Event{Kind: pool.EventReload}); !ok {
 		t.Error("a reload (no server) is hidden from a caller")
 	}
 }
@@ -47,7 +47,7 @@ func TestEventForCaller(t *testing.T) {
 // owner sees neither.
 func TestStderrTailIsTheOwners(t *testing.T) {
 	const tail = "panic: open /home/owner/.secret: permission denied"
-	crash := pool.Event{ID: 9, Kind: pool.EventCrash, Server: "a", Key: "global", StderrTail: tail}
+	crash := broker.Event{ID: 9, Kind: pool.EventCrash, Server: "a", Key: "global", StderrTail: tail}
 	in := broker.Instance{ID: "a-1", Server: "a", Key: "global", LastError: "exit 2", StderrTail: tail}
 	owner := broker.Caller{Name: "loopback", Owner: true, Admin: true}
 	admin := broker.Caller{Name: "root", Admin: true, Servers: []string{"a"}}

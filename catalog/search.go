@@ -1,4 +1,4 @@
-package clientgen
+package catalog
 
 import (
 	"cmp"

@@ -1,4 +1,4 @@
-package clientgen_test
+package catalog_test
 
 import (
 	"fmt"
@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/clientgen"
+	"mcpx.dev/mcpx/catalog"
 )
 
 // searchTools is a small broker's worth of tools: the real filesystem
 // server's, and a browser server with tags.
-func searchTools(t *testing.T) []clientgen.Tool {
+func searchTools(t *testing.T) []catalog.Tool {
 	tools := slices.Clone(corpus(t)["filesystem"])
-	for _, tt := range []clientgen.Tool{
+	for _, tt := range []catalog.Tool{
 		{Name: "take_screenshot", Description: "Capture the visible page as a PNG", Tags: []string{"read-only", "browser"}},
 		{Name: "navigate", Description: "Open a URL in the current tab", Tags: []string{"browser"}},
 		{Name: "screen_reader", Description: "Read the page aloud", Tags: []string{"Browser"}},
@@ -25,7 +25,7 @@ func searchTools(t *testing.T) []clientgen.Tool {
 	return tools
 }
 
-func hitNames(hits []clientgen.Hit) []string {
+func hitNames(hits []catalog.Hit) []string {
 	var names []string
 	for _, h := range hits {
 		names = append(names, h.Server+"."+h.Name)
@@ -38,44 +38,44 @@ func TestSearch(t *testing.T) {
 	for _, tc := range []struct {
 		terms []string
 		tags  []string
-		match clientgen.Match
+		match catalog.Match
 		want  []string // the hits, in order; a prefix if more may follow
 		more  bool
 	}{
 		// Exact beats prefix beats contains; the rest by server then name.
-		{terms: []string{"read_file"}, match: clientgen.MatchAll,
+		{terms: []string{"read_file"}, match: catalog.MatchAll,
 			want: []string{"filesystem.read_file"}},
-		{terms: []string{"read"}, match: clientgen.MatchAll,
+		{terms: []string{"read"}, match: catalog.MatchAll,
 			want: []string{"filesystem.read_file", "filesystem.read_media_file", "filesystem.read_multiple_files", "filesystem.read_text_file", "playwright.screen_reader"}, more: true},
 		// A stemmed word of the name: "directories" is directory.
-		{terms: []string{"directories"}, match: clientgen.MatchAll,
+		{terms: []string{"directories"}, match: catalog.MatchAll,
 			want: []string{"filesystem.create_directory"}, more: true},
 		// All terms are required.
-		{terms: []string{"list", "sizes"}, match: clientgen.MatchAll,
+		{terms: []string{"list", "sizes"}, match: catalog.MatchAll,
 			want: []string{"filesystem.list_directory_with_sizes"}},
 		// No tool has both: any term will do.
-		{terms: []string{"navigate", "gzip"}, match: clientgen.MatchAny,
+		{terms: []string{"navigate", "gzip"}, match: catalog.MatchAny,
 			want: []string{"playwright.navigate"}},
 		// Nothing matches: typo tolerance, against name words and servers.
-		{terms: []string{"screenshto"}, match: clientgen.MatchTypo,
+		{terms: []string{"screenshto"}, match: catalog.MatchTypo,
 			want: []string{"playwright.take_screenshot"}},
-		{terms: []string{"filesytem"}, match: clientgen.MatchTypo,
+		{terms: []string{"filesytem"}, match: catalog.MatchTypo,
 			want: []string{"filesystem.create_directory"}, more: true},
-		{terms: []string{"zzzzzzzz"}, match: clientgen.MatchTypo},
+		{terms: []string{"zzzzzzzz"}, match: catalog.MatchTypo},
 		// A path names one tool.
-		{terms: []string{"playwright.click"}, match: clientgen.MatchAll,
+		{terms: []string{"playwright.click"}, match: catalog.MatchAll,
 			want: []string{"playwright.click"}},
 		// Tags filter exactly: "Browser" is not "browser".
-		{tags: []string{"browser"}, match: clientgen.MatchAll,
+		{tags: []string{"browser"}, match: catalog.MatchAll,
 			want: []string{"playwright.navigate", "playwright.take_screenshot"}},
-		{tags: []string{"browser", "read-only"}, match: clientgen.MatchAll,
+		{tags: []string{"browser", "read-only"}, match: catalog.MatchAll,
 			want: []string{"playwright.take_screenshot"}},
-		{terms: []string{"screen"}, tags: []string{"browser"}, match: clientgen.MatchAll,
+		{terms: []string{"screen"}, tags: []string{"browser"}, match: catalog.MatchAll,
 			want: []string{"playwright.take_screenshot"}},
-		{tags: []string{"browse"}, match: clientgen.MatchAll},
+		{tags: []string{"browse"}, match: catalog.MatchAll},
 	} {
 		t.Run(strings.Join(append(tc.terms, tc.tags...), "+"), func(t *testing.T) {
-			hits, match := clientgen.Search(tools, tc.terms, clientgen.SearchOptions{Tags: tc.tags})
+			hits, match := catalog.Search(tools, tc.terms, catalog.SearchOptions{Tags: tc.tags})
 			got := hitNames(hits)
 			if match != tc.match {
 				t.Errorf("match = %s, want %s (hits %v)", match, tc.match, got)
@@ -104,11 +104,11 @@ func TestSearch(t *testing.T) {
 // adds up to the score.
 func TestSearchExplain(t *testing.T) {
 	tools := searchTools(t)
-	hits, _ := clientgen.Search(tools, []string{"Browser", "Playwright", "page", "take"}, clientgen.SearchOptions{})
+	hits, _ := catalog.Search(tools, []string{"Browser", "Playwright", "page", "take"}, catalog.SearchOptions{})
 	if len(hits) == 0 || hits[0].Name != "take_screenshot" {
 		t.Fatalf("hits = %v, want take_screenshot first", hitNames(hits))
 	}
-	explain := func(h clientgen.Hit) string {
+	explain := func(h catalog.Hit) string {
 		var b strings.Builder
 		for _, ts := range h.Terms {
 			fmt.Fprintf(&b, "%s=%d:", ts.Term, ts.Points)
@@ -140,8 +140,8 @@ func TestSearchExplain(t *testing.T) {
 		}
 	}
 
-	typo, match := clientgen.Search(tools, []string{"screenshto"}, clientgen.SearchOptions{})
-	if match != clientgen.MatchTypo || len(typo) != 1 {
+	typo, match := catalog.Search(tools, []string{"screenshto"}, catalog.SearchOptions{})
+	if match != catalog.MatchTypo || len(typo) != 1 {
 		t.Fatalf("screenshto: %s %v", match, hitNames(typo))
 	}
 	if got, want := explain(typo[0]), "screenshto=13: name/typo (2 edits)/13; "; got != want {
@@ -153,9 +153,9 @@ func TestSearchExplain(t *testing.T) {
 // change the hits.
 func TestSearchDeterministic(t *testing.T) {
 	tools := searchTools(t)
-	first, _ := clientgen.Search(tools, []string{"file"}, clientgen.SearchOptions{})
+	first, _ := catalog.Search(tools, []string{"file"}, catalog.SearchOptions{})
 	slices.Reverse(tools)
-	again, _ := clientgen.Search(tools, []string{"file"}, clientgen.SearchOptions{})
+	again, _ := catalog.Search(tools, []string{"file"}, catalog.SearchOptions{})
 	if a, b := hitNames(first), hitNames(again); !slices.Equal(a, b) || len(a) < 5 {
 		t.Errorf("hits depend on the tools' order:\n%v\n%v", a, b)
 	}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bufio"
+	"errors"
 	"strings"
 	"testing"
 
@@ -16,9 +17,8 @@ import (
 // Last-Event-ID is a 400.
 func TestEventsGapAndResume(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})
-	log := d.b.Events()
 	for range pool.DefaultEventBuffer + 10 {
-		log.Add(pool.Event{Kind: pool.EventReload, Reason: "test"})
+		d.b.ReloadRefused("test", errors.New("a config that does not load"))
 	}
 	read := func(lastID string) []sse.Event {
 		t.Helper()
@@ -44,8 +44,8 @@ func TestEventsGapAndResume(t *testing.T) {
 	if len(evs) != pool.DefaultEventBuffer+1 || evs[0].Event != wire.EventGap || string(evs[0].Data) != `{"lost":5}` || evs[0].ID != "10" {
 		t.Fatalf("resume from 5: %d events, first %+v; want a gap of 5 (ids 6-10) then %d events", len(evs), evs[0], pool.DefaultEventBuffer)
 	}
-	if evs[1].ID != "11" || evs[1].Event != wire.EventReload { // 1-10 fell out of the buffer
-		t.Errorf("first kept event %+v; want id 11, a reload", evs[1])
+	if evs[1].ID != "11" || evs[1].Event != wire.EventReloadRefused { // 1-10 fell out of the buffer
+		t.Errorf("first kept event %+v; want id 11, a refused reload", evs[1])
 	}
 	if evs := read("1030"); len(evs) != 4 || evs[0].ID != "1031" || evs[3].ID != "1034" {
 		t.Errorf("resume from 1030: %+v; want ids 1031-1034", evs)

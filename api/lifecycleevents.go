@@ -9,8 +9,6 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/internal/sse"
-	"mcpx.dev/mcpx/pool"
 )
 
 // streamEvents is GET /v1/events: the lifecycle events the daemon keeps,
@@ -37,12 +35,11 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return &broker.Error{Kind: broker.KindBadRequest, Op: "events", Msg: "follow must be true or false"}
 	}
-	log := s.b.Events()
 	ev := newEventWriter(w)
 	keepAlive := time.NewTicker(s.keepAlive)
 	defer keepAlive.Stop()
 	for ev.err == nil {
-		evs, lost, more := log.Since(after)
+		evs, lost, more := s.b.EventsSince(after)
 		if lost > 0 {
 			// The id of the gap is the last one lost: resuming from it
 			// asks for exactly what follows.
@@ -76,7 +73,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 // and no reason but a restart's (reasons can name paths, keys and a child's
 // errors); callers without admin rights no key or pid of instances that
 // are not theirs.
-func eventFor(c broker.Caller, e pool.Event) (wire.LifecycleEvent, bool) {
+func eventFor(c broker.Caller, e broker.Event) (wire.LifecycleEvent, bool) {
 	if e.Server != "" && !c.MayUse(e.Server) {
 		return wire.LifecycleEvent{}, false
 	}
@@ -86,22 +83,11 @@ func eventFor(c broker.Caller, e pool.Event) (wire.LifecycleEvent, bool) {
 		return doc, true
 	}
 	doc.Path, doc.StderrTail = "", ""
-	if e.Kind != pool.EventRestart {
+	if doc.Kind != wire.EventRestart {
 		doc.Reason = ""
 	}
 	if !c.Admin && e.Key != "" && !ownsInstance(c, broker.Instance{Key: e.Key}) {
 		doc.Key, doc.Pid = "", 0
 	}
 	return doc, true
-}
-
-// sendID writes one event with its id.
-func (e *eventWriter) sendID(id uint64, name string, data []byte) {
-	if e.err != nil {
-		return
-	}
-	b := append(e.buf[:0], "id: "...)
-	b = strconv.AppendUint(b, id, 10)
-	b = append(b, '\n')
-	e.write(sse.AppendEvent(b, name, data))
 }

@@ -4,12 +4,15 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/pool"
 )
 
-// The broker's values as wire documents. wire may not import the broker, so
-// its documents are types of their own with the same members;
-// TestDocumentsMatchBroker fails if a field is added on one side only.
+// The broker's values as wire documents. api/wire is the contract: its
+// documents say, with their JSON tags, what the API answers. The broker's
+// values have no tags (broker.Caller aside, for now): they are never
+// encoded as they are. Each document is built from them here or beside its
+// handler (nixListDoc, sessionDoc, ...), explicitly, member by member;
+// TestDocuments pins the JSON each converter gives for a value with every
+// field set.
 
 func callerDoc(c broker.Caller) wire.Caller {
 	return wire.Caller{Name: c.Name, Via: c.Via, Uid: c.Uid, Local: c.Local, Owner: c.Owner, Admin: c.Admin,
@@ -46,12 +49,13 @@ func instanceDoc(in broker.Instance) wire.Instance {
 		State: string(in.State), Protocol: in.Protocol, Created: in.Created, Started: in.Started, LastUsed: in.LastUsed,
 		Calls: in.Calls, InFlight: in.InFlight, Restarts: in.Restarts, BackoffUntil: in.BackoffUntil,
 		LastError: in.LastError, StderrTail: in.StderrTail, Degraded: in.Degraded,
-		Program: programDoc(in.Program), Exec: in.Exec,
+		Program: programDoc(in), Exec: in.Exec,
 		Index: in.Index, Alloc: in.Alloc, TmpDir: in.TmpDir,
 	}
 }
 
-func programDoc(p *pool.Program) *wire.InstanceProgram {
+func programDoc(in broker.Instance) *wire.InstanceProgram {
+	p := in.Program
 	if p == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package clientgen_test
+package catalog_test
 
 import (
 	"encoding/json"
@@ -7,31 +7,31 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/clientgen"
+	"mcpx.dev/mcpx/catalog"
 )
 
 // catalogTools is three real servers and a wide synthetic one: 27 tools
 // whose signatures grow with their number.
-func catalogTools(t *testing.T) []clientgen.Tool {
+func catalogTools(t *testing.T) []catalog.Tool {
 	c := corpus(t)
 	tools := slices.Concat(c["demo"], c["everything"], c["filesystem"])
 	tools = append(tools,
-		clientgen.Tool{Server: "tiny", Name: "ping"},
-		clientgen.Tool{Server: "tiny", Name: "get", InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`)},
-		clientgen.Tool{Server: "tiny", Name: "put", InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"mode":{"enum":["a","b"]}}}`)},
+		catalog.Tool{Server: "tiny", Name: "ping"},
+		catalog.Tool{Server: "tiny", Name: "get", InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`)},
+		catalog.Tool{Server: "tiny", Name: "put", InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"mode":{"enum":["a","b"]}}}`)},
 	)
 	for i := range 27 {
 		props := make([]string, i%6+1)
 		for j := range props {
 			props[j] = fmt.Sprintf(`"param_%d":{"type":["integer","null"]}`, j)
 		}
-		tools = append(tools, clientgen.Tool{Server: "wide", Name: fmt.Sprintf("operation_%02d", i),
+		tools = append(tools, catalog.Tool{Server: "wide", Name: fmt.Sprintf("operation_%02d", i),
 			InputSchema: json.RawMessage(`{"type":"object","properties":{` + strings.Join(props, ",") + `}}`)})
 	}
 	return tools
 }
 
-func countBy(tools []clientgen.Tool) map[string]int {
+func countBy(tools []catalog.Tool) map[string]int {
 	n := map[string]int{}
 	for _, t := range tools {
 		n[t.Server]++
@@ -41,7 +41,7 @@ func countBy(tools []clientgen.Tool) map[string]int {
 
 func TestCatalogBudgetZero(t *testing.T) {
 	tools := catalogTools(t)
-	c := clientgen.NewCatalog(tools, 0, nil)
+	c := catalog.New(tools, 0, nil)
 	want := countBy(tools)
 	if len(c.Servers) != len(want) || len(c.Signatures) != 0 || c.Used != 0 {
 		t.Fatalf("budget 0: %d servers (want %d), %d signatures, used %d", len(c.Servers), len(want), len(c.Signatures), c.Used)
@@ -60,12 +60,12 @@ func TestCatalogBudgetZero(t *testing.T) {
 func TestCatalogBudget(t *testing.T) {
 	tools := catalogTools(t)
 	var serverLines int
-	for _, s := range clientgen.NewCatalog(tools, 0, nil).Servers {
+	for _, s := range catalog.New(tools, 0, nil).Servers {
 		serverLines += len(fmt.Sprintf("%s: %d tools, 0 shown\n", s.Server, s.Tools))
 	}
 	for _, budget := range []int{10, 40, 100, 400, 5000} {
 		t.Run(fmt.Sprint(budget), func(t *testing.T) {
-			c := clientgen.NewCatalog(tools, budget, nil)
+			c := catalog.New(tools, budget, nil)
 			if c.Used > budget {
 				t.Errorf("used %d of %d", c.Used, budget)
 			}
@@ -80,7 +80,7 @@ func TestCatalogBudget(t *testing.T) {
 				t.Errorf("text of %d characters over the budget's bound %d", len(c.String()), serverLines+1+4*budget)
 			}
 			// Each server shows a prefix of its cheapest-first ranking.
-			byServer := map[string][]clientgen.Signature{}
+			byServer := map[string][]catalog.Signature{}
 			for _, s := range c.Signatures {
 				byServer[s.Server] = append(byServer[s.Server], s)
 			}
@@ -102,14 +102,14 @@ func TestCatalogBudget(t *testing.T) {
 // TestCatalogSmallServer checks the round-robin: a 3-tool server beside a
 // 27-tool one shows all 3 at a budget far below the wide server's total.
 func TestCatalogSmallServer(t *testing.T) {
-	var tools []clientgen.Tool
+	var tools []catalog.Tool
 	for _, tt := range catalogTools(t) {
 		if tt.Server == "tiny" || tt.Server == "wide" {
 			tools = append(tools, tt)
 		}
 	}
-	full := clientgen.NewCatalog(tools, 1<<20, nil)
-	c := clientgen.NewCatalog(tools, 60, nil)
+	full := catalog.New(tools, 1<<20, nil)
+	c := catalog.New(tools, 60, nil)
 	if full.Used <= 4*c.Budget {
 		t.Fatalf("all signatures cost %d, not far above the budget %d", full.Used, c.Budget)
 	}
@@ -124,9 +124,9 @@ func TestCatalogSmallServer(t *testing.T) {
 
 func TestCatalogBias(t *testing.T) {
 	tools := catalogTools(t)
-	plain := clientgen.NewCatalog(tools, 80, nil)
-	biased := clientgen.NewCatalog(tools, 80, []string{"directory"})
-	first := func(c clientgen.Catalog, server string) string {
+	plain := catalog.New(tools, 80, nil)
+	biased := catalog.New(tools, 80, []string{"directory"})
+	first := func(c catalog.Catalog, server string) string {
 		for _, s := range c.Signatures {
 			if s.Server == server {
 				return s.Name
@@ -146,17 +146,17 @@ func TestCatalogBias(t *testing.T) {
 
 func TestCatalogDeterministic(t *testing.T) {
 	tools := catalogTools(t)
-	want := clientgen.NewCatalog(tools, 120, []string{"file"}).String()
+	want := catalog.New(tools, 120, []string{"file"}).String()
 	for i := range 5 {
 		rotated := slices.Concat(tools[i*7:], tools[:i*7])
-		if got := clientgen.NewCatalog(rotated, 120, []string{"file"}).String(); got != want {
+		if got := catalog.New(rotated, 120, []string{"file"}).String(); got != want {
 			t.Fatalf("run %d differs:\n%s\nvs\n%s", i, got, want)
 		}
 	}
 }
 
 func TestCatalogSignatures(t *testing.T) {
-	c := clientgen.NewCatalog(catalogTools(t), 1<<20, nil)
+	c := catalog.New(catalogTools(t), 1<<20, nil)
 	got := map[string]string{}
 	for _, s := range c.Signatures {
 		got[s.Server+"."+s.Name] = s.Text
