@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/internal/placeholder"
 	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/records"
 )
@@ -116,7 +117,7 @@ const minRecordsBytes = 4096
 // caller's project run as the daemon's owner, and resolutions are cached
 // per spec, not per instance.
 func (p *problems) checkNixCommand(name, command string) {
-	if !nixresolve.IsSpec(command) {
+	if !nixspec.Is(command) {
 		return
 	}
 	if strings.Contains(command, "${mcpx.") {
@@ -124,7 +125,7 @@ func (p *problems) checkNixCommand(name, command string) {
 			"name a flake the daemon's owner controls (a path, git or github ref); project files under a caller's directory are never run")
 		return
 	}
-	if _, err := nixresolve.ParseSpec(command); err != nil {
+	if _, err := nixspec.Parse(command); err != nil {
 		p.add(name, "command", err.Error(), "write it as nix:<flakeref>#<attr>, e.g. nix:github:owner/repo#tool or nix:path:/src/tool#tool")
 	}
 }
@@ -145,7 +146,7 @@ func (p *problems) checkEnvironment(name string, s *Server) {
 			"name a flake or shell.nix the daemon's owner controls; project files under a caller's directory are never run")
 		return
 	}
-	if _, err := nixresolve.ParseEnvironment(s.Environment); err != nil {
+	if _, err := nixspec.ParseEnvironment(s.Environment); err != nil {
 		p.add(name, "environment", err.Error(), `e.g. "host", "flake:path:/src/app#dev" or "shell:/src/app/shell.nix"`)
 	}
 }

@@ -22,7 +22,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 )
 
 // finding is one check `mcpx doctor` made.
@@ -326,7 +326,7 @@ func tailnetFinding(st wire.TailnetStatus, want bool, hostname string) (ok bool,
 func (d *doctor) checkNix(cfg *config.Config) {
 	var users []string
 	for name, s := range cfg.Servers {
-		if nixresolve.IsSpec(s.Command) {
+		if nixspec.Is(s.Command) {
 			users = append(users, name)
 		}
 	}
