@@ -17,12 +17,14 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
+	"mcpx.dev/mcpx/internal/defaults"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
 )
 
 // DefaultTimeout bounds one resolution (lock, evaluate, build) when
-// Options.Timeout is zero. A cold build of a real tool can take minutes.
-const DefaultTimeout = 120 * time.Second
+// Options.Timeout is zero (2m; the config's nix.timeout, stated in package
+// internal/defaults). A cold build of a real tool can take minutes.
+const DefaultTimeout = defaults.NixTimeout
 
 // Options configure a Resolver.
 type Options struct {
