@@ -8,6 +8,7 @@ import (
 
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -38,7 +39,7 @@ func (b *Broker) applyServers() {
 func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, string) (pool.Program, error) {
 	return func(ctx context.Context, command, environment string) (pool.Program, error) {
 		prog := pool.Program{Path: command}
-		if environment != "" && environment != nixresolve.EnvHost {
+		if environment != "" && environment != nixspec.EnvHost {
 			if nix == nil {
 				return prog, fmt.Errorf("environment %s: this daemon has no nix resolver, so nix environments cannot be captured; use environment \"host\"", environment)
 			}
@@ -52,7 +53,7 @@ func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, stri
 				prog.EnvRev = "sha256:" + d.FileHash
 			}
 		}
-		if !nixresolve.IsSpec(command) {
+		if !nixspec.Is(command) {
 			return prog, nil
 		}
 		if nix == nil {

@@ -9,6 +9,7 @@ import (
 
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 )
 
 // NixProgram is a nix: program spec's cache entry (nixresolve.Entry): the
@@ -81,7 +82,7 @@ func (b *Broker) NixList() NixList {
 	for _, name := range sortedNames(cfg.Servers) {
 		s := cfg.Servers[name]
 		ns := NixServer{Server: name}
-		if nixresolve.IsSpec(s.Command) {
+		if nixspec.Is(s.Command) {
 			ns.Spec, ns.Pinned = s.Command, nixresolve.Pinned(s.Command)
 			if b.nix != nil {
 				if key, err := b.nix.Key(s.Command); err == nil {
@@ -92,7 +93,7 @@ func (b *Broker) NixList() NixList {
 				ns.Program = NixProgram{Program: p, Pinned: ns.Pinned}
 			}
 		}
-		if es, err := nixresolve.ParseEnvironment(s.Environment); err == nil && es.Kind != nixresolve.EnvHost {
+		if es, err := nixspec.ParseEnvironment(s.Environment); err == nil && es.Kind != nixspec.EnvHost {
 			ns.Environment = s.Environment
 			if b.nix != nil {
 				if key, err := b.nix.EnvironmentKey(s.Environment); err == nil {
@@ -144,7 +145,7 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,
 			Msg: "this daemon has no nix resolver"}
 	}
-	isSpec := nixresolve.IsSpec(s.Command)
+	isSpec := nixspec.Is(s.Command)
 	envKey, _ := b.nix.EnvironmentKey(s.Environment)
 	if !isSpec && envKey == "" {
 		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,
@@ -179,7 +180,7 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 	for _, name := range sortedNames(b.cfg.Servers) {
 		d := b.cfg.Servers[name]
 		key, err := b.nix.Key(d.Command)
-		sameProgram := out.Changed && err == nil && nixresolve.IsSpec(d.Command) && key == out.Current.Spec
+		sameProgram := out.Changed && err == nil && nixspec.Is(d.Command) && key == out.Current.Spec
 		ek, _ := b.nix.EnvironmentKey(d.Environment)
 		sameEnv := out.EnvironmentChanged && ek != "" && ek == envKey
 		if sameProgram || sameEnv {
@@ -226,7 +227,7 @@ func (b *Broker) NixGC() ([]NixProgram, error) {
 		if key, err := b.nix.EnvironmentKey(s.Environment); err == nil && key != "" {
 			keys = append(keys, key)
 		}
-		if !nixresolve.IsSpec(s.Command) {
+		if !nixspec.Is(s.Command) {
 			continue
 		}
 		if key, err := b.nix.Key(s.Command); err == nil {
@@ -300,7 +301,7 @@ func (b *Broker) refreshInUse(ctx context.Context, why string) {
 	written := map[string]string{} // key -> the value as configured
 	for _, name := range sortedNames(cfg.Servers) {
 		s := cfg.Servers[name]
-		if nixresolve.IsSpec(s.Command) {
+		if nixspec.Is(s.Command) {
 			if key, err := b.nix.Key(s.Command); err == nil {
 				users[key] = append(users[key], name)
 				written[key] = s.Command
@@ -342,7 +343,7 @@ func (b *Broker) refreshInUse(ctx context.Context, why string) {
 // refreshOne resolves one spec or environment again if it was resolved
 // before, and says whether what it gives changed.
 func (b *Broker) refreshOne(ctx context.Context, v string) (bool, error) {
-	if nixresolve.IsSpec(v) {
+	if nixspec.Is(v) {
 		if _, ok := b.nix.Cached(v); !ok {
 			return false, nil
 		}

@@ -11,11 +11,13 @@
 //
 // # Specs
 //
-// A command is a spec when it starts with "nix:" ([IsSpec]); anything else
-// is a plain command, looked up on PATH as before. [ParseSpec] accepts
-// path:, git+file:, git+https:, github:, gitlab:, tarball refs, bare paths
-// (".", "./tools", "/abs") and registry names ("nixpkgs#hello"); nix
-// judges the rest at resolution. Relative paths are made absolute against
+// A command is a spec when it starts with "nix:" ([nixspec.Is]); anything
+// else is a plain command, looked up on PATH as before. [nixspec.Parse]
+// accepts path:, git+file:, git+https:, github:, gitlab:, tarball refs,
+// bare paths (".", "./tools", "/abs") and registry names ("nixpkgs#hello");
+// nix judges the rest at resolution. The grammar is its own leaf package,
+// [mcpx.dev/mcpx/nixresolve/nixspec], so the config checks specs without
+// linking the resolver. Relative paths are made absolute against
 // Options.Dir (the daemon: the config file's directory).
 //
 // # Resolution

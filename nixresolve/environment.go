@@ -11,61 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
+
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 )
-
-// Execution environments: a server's environment key.
-const (
-	EnvHost  = "host"   // the daemon's own environment (the default)
-	EnvFlake = "flake:" // flake:<flakeref>[#attr]: the flake's devShell
-	EnvShell = "shell:" // shell:<file>: a legacy shell.nix
-)
-
-// EnvSpec is a parsed execution environment.
-type EnvSpec struct {
-	Kind string // EnvHost, EnvFlake or EnvShell
-	Ref  string // flake: the flake reference; shell: the file
-	Attr string // flake: the attribute after '#'; "" = the devShell nix print-dev-env picks
-}
-
-// ParseEnvironment parses an environment value: "" or "host",
-// "flake:<flakeref>[#attr]" (a flake's devShell) or "shell:<file>" (a
-// legacy shell.nix; an absolute path, or one relative to Options.Dir).
-func ParseEnvironment(s string) (EnvSpec, error) {
-	switch {
-	case s == "" || s == EnvHost:
-		return EnvSpec{Kind: EnvHost}, nil
-	case strings.HasPrefix(s, EnvFlake):
-		sp, err := ParseSpec(Prefix + s[len(EnvFlake):])
-		if err != nil {
-			msg := strings.ReplaceAll(err.Error(), "program spec", "environment")
-			msg = strings.ReplaceAll(msg, `"`+Prefix, `"`+EnvFlake)
-			msg = strings.ReplaceAll(msg, Prefix+"<flakeref>#<attr>", EnvFlake+"<flakeref>#<attr>")
-			return EnvSpec{}, errors.New(msg)
-		}
-		return EnvSpec{Kind: EnvFlake, Ref: sp.Ref, Attr: sp.Attr}, nil
-	case strings.HasPrefix(s, EnvShell):
-		file := s[len(EnvShell):]
-		if file == "" || strings.ContainsFunc(file, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-			return EnvSpec{}, fmt.Errorf("environment %q names no file, or holds a control character; write shell:/path/to/shell.nix", s)
-		}
-		return EnvSpec{Kind: EnvShell, Ref: file}, nil
-	}
-	return EnvSpec{}, fmt.Errorf("unknown environment %q; use %q (the default), %q (a devShell) or %q (a legacy shell.nix)",
-		s, EnvHost, EnvFlake+"<flakeref>[#attr]", EnvShell+"<file>")
-}
-
-// String is the environment as written in a config.
-func (e EnvSpec) String() string {
-	switch e.Kind {
-	case EnvFlake:
-		return EnvFlake + installable(e.Ref, e.Attr)
-	case EnvShell:
-		return EnvShell + e.Ref
-	}
-	return EnvHost
-}
 
 // DevEnv is a captured execution environment: the variables a devShell (or
 // shell.nix) exports, as `nix print-dev-env --json` reports them.
@@ -90,24 +39,24 @@ var ignoredVars = []string{
 }
 
 // Environment returns the captured variables of an execution environment
-// (see ParseEnvironment; host has none). It is captured once and cached
+// (see nixspec.ParseEnvironment; host has none). It is captured once and cached
 // with the programs: a flake's devShell by its ref until RefreshEnvironment
 // (as a program spec, never following the flake behind the user's back), a
 // shell.nix by the hash of its contents (reading the file is the only
 // work on a hit). A hit runs no nix. Concurrent captures of one
 // environment share one nix process.
 func (r *Resolver) Environment(ctx context.Context, env string) (DevEnv, error) {
-	es, err := ParseEnvironment(env)
+	es, err := nixspec.ParseEnvironment(env)
 	if err != nil {
 		return DevEnv{}, &Error{Spec: env, Err: ErrSpec, Msg: err.Error(), noun: "environment"}
 	}
-	if es.Kind == EnvHost {
-		return DevEnv{Environment: EnvHost}, nil
+	if es.Kind == nixspec.EnvHost {
+		return DevEnv{Environment: nixspec.EnvHost}, nil
 	}
 	es = r.absEnv(es)
 	key := es.String()
 	var hash string
-	if es.Kind == EnvShell {
+	if es.Kind == nixspec.EnvShell {
 		data, err := os.ReadFile(es.Ref)
 		if err != nil {
 			return DevEnv{}, &Error{Spec: env, Err: ErrLock, Msg: "cannot read the shell file", Cause: err, Output: err.Error(), noun: "environment"}
@@ -127,9 +76,9 @@ func (r *Resolver) Environment(ctx context.Context, env string) (DevEnv, error) 
 // RefreshEnvironment captures env again (a new lock for a flake) and
 // replaces its cache entry; on failure the old entry stays.
 func (r *Resolver) RefreshEnvironment(ctx context.Context, env string) (prev, next DevEnv, err error) {
-	es, err := ParseEnvironment(env)
-	if err != nil || es.Kind == EnvHost {
-		return DevEnv{}, DevEnv{Environment: EnvHost}, err
+	es, err := nixspec.ParseEnvironment(env)
+	if err != nil || es.Kind == nixspec.EnvHost {
+		return DevEnv{}, DevEnv{Environment: nixspec.EnvHost}, err
 	}
 	es = r.absEnv(es)
 	key := es.String()
@@ -142,8 +91,8 @@ func (r *Resolver) RefreshEnvironment(ctx context.Context, env string) (prev, ne
 
 // CachedEnvironment returns the cache entry of env, if any, running no nix.
 func (r *Resolver) CachedEnvironment(env string) (DevEnv, bool) {
-	es, err := ParseEnvironment(env)
-	if err != nil || es.Kind == EnvHost {
+	es, err := nixspec.ParseEnvironment(env)
+	if err != nil || es.Kind == nixspec.EnvHost {
 		return DevEnv{}, false
 	}
 	r.mu.Lock()
@@ -159,12 +108,12 @@ func rootAlive(root string) bool {
 	return err == nil
 }
 
-func (r *Resolver) absEnv(es EnvSpec) EnvSpec {
+func (r *Resolver) absEnv(es nixspec.Environment) nixspec.Environment {
 	switch es.Kind {
-	case EnvFlake:
-		s := Spec{Ref: es.Ref, Attr: es.Attr}.absolute(r.opts.Dir)
+	case nixspec.EnvFlake:
+		s := absolute(nixspec.Spec{Ref: es.Ref, Attr: es.Attr}, r.opts.Dir)
 		es.Ref, es.Attr = s.Ref, s.Attr
-	case EnvShell:
+	case nixspec.EnvShell:
 		if !filepath.IsAbs(es.Ref) {
 			es.Ref = filepath.Join(r.opts.Dir, es.Ref)
 		}
@@ -182,7 +131,7 @@ type envFlight struct {
 }
 
 // captureShared captures key, joining a capture already running.
-func (r *Resolver) captureShared(ctx context.Context, key, written string, es EnvSpec) (DevEnv, error) {
+func (r *Resolver) captureShared(ctx context.Context, key, written string, es nixspec.Environment) (DevEnv, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -249,7 +198,7 @@ type printDevEnv struct {
 
 // capture runs nix print-dev-env for es (a flake locked first, as a program
 // spec is) with a profile in the roots directory as the GC root.
-func (r *Resolver) capture(ctx context.Context, key, written string, es EnvSpec) (DevEnv, error) {
+func (r *Resolver) capture(ctx context.Context, key, written string, es nixspec.Environment) (DevEnv, error) {
 	fail := func(kind error, msg, stderr string, err error) (DevEnv, error) {
 		e := &Error{Spec: written, Err: kind, Msg: msg, Output: nixMessage(stderr), Cause: err, noun: "environment"}
 		switch {
@@ -268,7 +217,7 @@ func (r *Resolver) capture(ctx context.Context, key, written string, es EnvSpec)
 	var args []string
 	var id string
 	switch es.Kind {
-	case EnvFlake:
+	case nixspec.EnvFlake:
 		out, stderr, err := r.run(ctx, "flake", "metadata", "--json", es.Ref)
 		if err != nil {
 			return fail(ErrLock, "cannot lock flake reference "+es.Ref, stderr, err)
@@ -278,9 +227,9 @@ func (r *Resolver) capture(ctx context.Context, key, written string, es EnvSpec)
 			return fail(ErrLock, "cannot read nix flake metadata's answer", "", err)
 		}
 		d.Locked = Locked{URL: cmp.Or(md.URL, es.Ref), Rev: md.Locked.Rev, NarHash: md.Locked.NarHash, LastModified: md.Locked.LastModified}
-		args = []string{installable(d.Locked.URL, es.Attr)}
+		args = []string{nixspec.Installable(d.Locked.URL, es.Attr)}
 		id = d.Locked.URL + "\x00" + d.Locked.NarHash
-	case EnvShell:
+	case nixspec.EnvShell:
 		data, err := os.ReadFile(es.Ref)
 		if err != nil {
 			return fail(ErrLock, "cannot read the shell file", err.Error(), err)
@@ -327,11 +276,11 @@ func (d DevEnv) EnvVars() []string {
 // EnvironmentKey returns the cache key of env (DevEnv.Environment): env
 // with a relative path made absolute. "" for host.
 func (r *Resolver) EnvironmentKey(env string) (string, error) {
-	es, err := ParseEnvironment(env)
+	es, err := nixspec.ParseEnvironment(env)
 	if err != nil {
 		return "", &Error{Spec: env, Err: ErrSpec, Msg: err.Error(), noun: "environment"}
 	}
-	if es.Kind == EnvHost {
+	if es.Kind == nixspec.EnvHost {
 		return "", nil
 	}
 	return r.absEnv(es).String(), nil

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 )
 
 // Entry is one cache entry, as `mcpx nix ls` shows it.
@@ -25,11 +27,11 @@ type Entry struct {
 // absolute against Options.Dir. Two servers whose commands have one key
 // share one cache entry.
 func (r *Resolver) Key(spec string) (string, error) {
-	s, err := ParseSpec(spec)
+	s, err := nixspec.Parse(spec)
 	if err != nil {
 		return "", &Error{Spec: spec, Err: ErrSpec, Msg: err.Error()}
 	}
-	return s.absolute(r.opts.Dir).String(), nil
+	return absolute(s, r.opts.Dir).String(), nil
 }
 
 // Entries lists the cache, sorted by spec. It runs no nix and checks
@@ -171,7 +173,7 @@ var hex40 = regexp.MustCompile(`^[0-9a-f]{40}$`)
 // a ?rev= or ?narHash= parameter, or a github:/gitlab:/sourcehut: ref whose
 // third segment is a full commit hash.
 func pinnedSpec(spec string) bool {
-	s, err := ParseSpec(spec)
+	s, err := nixspec.Parse(spec)
 	if err != nil {
 		return false
 	}

@@ -17,11 +17,14 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
+	"mcpx.dev/mcpx/internal/defaults"
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 )
 
 // DefaultTimeout bounds one resolution (lock, evaluate, build) when
-// Options.Timeout is zero. A cold build of a real tool can take minutes.
-const DefaultTimeout = 120 * time.Second
+// Options.Timeout is zero (2m; the config's nix.timeout, stated in package
+// internal/defaults). A cold build of a real tool can take minutes.
+const DefaultTimeout = defaults.NixTimeout
 
 // Options configure a Resolver.
 type Options struct {
@@ -219,11 +222,11 @@ func (r *Resolver) Close() error {
 // ctx bounds only this caller's wait: a resolution it started goes on for
 // the others and for the cache.
 func (r *Resolver) Resolve(ctx context.Context, spec string) (Program, error) {
-	s, err := ParseSpec(spec)
+	s, err := nixspec.Parse(spec)
 	if err != nil {
 		return Program{}, &Error{Spec: spec, Err: ErrSpec, Msg: err.Error()}
 	}
-	key := s.absolute(r.opts.Dir).String()
+	key := absolute(s, r.opts.Dir).String()
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -275,13 +278,13 @@ func (f *flight) wait(ctx context.Context, spec string) (Program, error) {
 // Cached returns the cache entry of spec, if any, without running nix or
 // checking the store.
 func (r *Resolver) Cached(spec string) (Program, bool) {
-	s, err := ParseSpec(spec)
+	s, err := nixspec.Parse(spec)
 	if err != nil {
 		return Program{}, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p, ok := r.entries[s.absolute(r.opts.Dir).String()]
+	p, ok := r.entries[absolute(s, r.opts.Dir).String()]
 	return p, ok
 }
 
@@ -339,7 +342,7 @@ type evalResult struct {
 // resolve locks, evaluates and builds spec key. written is the spec as the
 // caller wrote it, for errors.
 func (r *Resolver) resolve(ctx context.Context, key, written string) (Program, error) {
-	s, _ := ParseSpec(key)
+	s, _ := nixspec.Parse(key)
 	fail := func(kind error, msg, stderr string, err error) (Program, error) {
 		e := &Error{Spec: written, Err: kind, Msg: msg, Output: nixMessage(stderr), Cause: err}
 		switch {
@@ -373,7 +376,7 @@ func (r *Resolver) resolve(ctx context.Context, key, written string) (Program, e
 	locked := Locked{URL: cmp.Or(md.URL, s.Ref), Rev: md.Locked.Rev, NarHash: md.Locked.NarHash, LastModified: md.Locked.LastModified}
 	// Evaluate and build the locked ref, so that what runs is what the
 	// lock says even if the flake moves meanwhile.
-	inst := installable(locked.URL, s.Attr)
+	inst := nixspec.Installable(locked.URL, s.Attr)
 
 	out, stderr, err = r.run(ctx, "eval", "--json", inst, "--apply", evalApply)
 	if err != nil {
@@ -407,7 +410,7 @@ func (r *Resolver) resolve(ctx context.Context, key, written string) (Program, e
 	return p, nil
 }
 
-func describeAttr(s Spec) string {
+func describeAttr(s nixspec.Spec) string {
 	if s.Attr == "" {
 		return "the default package of " + s.Ref
 	}

@@ -3,22 +3,24 @@ package pool
 import (
 	"time"
 
+	"mcpx.dev/mcpx/internal/defaults"
 	"mcpx.dev/mcpx/pool/execid"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
-// Defaults for the zero values of Server and Options. They are stated here
-// only: the config fills its defaults from these, so that `mcpx config show`
-// prints what the pool will do.
+// Defaults for the zero values of Server and Options. Those the config file
+// sets are stated in package mcpx.dev/mcpx/internal/defaults, which the
+// config reads too, so that `mcpx config show` prints what the pool will do
+// without linking the pool.
 const (
-	DefaultMax          = 4                // Server.Max: instances of one server
-	DefaultMaxInstances = 64               // Options.MaxInstances: instances of all servers
-	DefaultIdleTimeout  = 5 * time.Minute  // Options.IdleTimeout
-	DefaultReapInterval = 30 * time.Second // Options.ReapInterval
-	DefaultStartTimeout = 30 * time.Second // Options.StartTimeout: spawn + initialize
+	DefaultMax          = defaults.Max          // Server.Max: instances of one server
+	DefaultMaxInstances = defaults.MaxInstances // Options.MaxInstances: instances of all servers
+	DefaultIdleTimeout  = defaults.IdleTimeout  // Options.IdleTimeout
+	DefaultReapInterval = defaults.ReapInterval // Options.ReapInterval
+	DefaultStartTimeout = defaults.StartTimeout // Options.StartTimeout: spawn + initialize
 	// Options.WaitTimeout: how long a call waits in line for an instance
 	// when the pool is full, before it is refused (the API's 503).
-	DefaultWaitTimeout = 10 * time.Second
+	DefaultWaitTimeout = defaults.WaitTimeout
 	// Options.ProbeTimeout: how long a child whose call timed out has to
 	// answer a ping before it is declared wedged and killed.
 	DefaultProbeTimeout = 5 * time.Second
@@ -28,7 +30,7 @@ const (
 	DefaultRootsWait = mcpclient.DefaultRootsWait
 	// Options.ExecWatch: how often running children's executables are
 	// stat'ed for a change.
-	DefaultExecWatch = 10 * time.Second
+	DefaultExecWatch = defaults.ExecWatch
 	// Options.ExecHashMax: the largest executable hashed by content.
 	DefaultExecHashMax = execid.DefaultHashMax
 )

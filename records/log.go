@@ -16,15 +16,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"mcpx.dev/mcpx/internal/defaults"
 )
 
-// Defaults of the Options a caller leaves zero, and of the config's records
-// section.
+// Defaults of the Options a caller leaves zero. Those of the config's
+// records section are stated in package mcpx.dev/mcpx/internal/defaults,
+// which the config reads too.
 const (
-	DefaultMaxBytes = 16 << 20           // a file is closed at 16 MiB
-	DefaultMaxAge   = 7 * 24 * time.Hour // records are kept a week
-	DefaultMaxFiles = 8                  // at most 8 files: about 128 MiB
-	DefaultBuffer   = 4096               // records waiting for the writer
+	DefaultMaxBytes = defaults.RecordsMaxBytes // a file is closed at 16 MiB
+	DefaultMaxAge   = defaults.RecordsMaxAge   // records are kept a week
+	DefaultMaxFiles = defaults.RecordsMaxFiles // at most 8 files: about 128 MiB
+	DefaultBuffer   = 4096                     // records waiting for the writer
 	// DefaultBatch is how long the writer lets records gather before it
 	// writes them: one wake-up and one write per batch, not per call.
 	DefaultBatch = 100 * time.Millisecond

@@ -14,11 +14,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"mcpx.dev/mcpx/internal/defaults"
 	"mcpx.dev/mcpx/internal/placeholder"
 	"mcpx.dev/mcpx/internal/suggest"
-	"mcpx.dev/mcpx/nixresolve"
-	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/records"
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 )
 
 var (
@@ -36,15 +35,15 @@ var transportTypes = map[string]string{"stdio": "command", "http": "url", "strea
 
 func (p *problems) checkPool(pc *Pool) {
 	if pc.MaxInstances < 0 {
-		p.add("", "pool.maxInstances", fmt.Sprintf("maxInstances is %d", pc.MaxInstances), fmt.Sprintf("use 0 for the default (%d) or a positive number", pool.DefaultMaxInstances))
+		p.add("", "pool.maxInstances", fmt.Sprintf("maxInstances is %d", pc.MaxInstances), fmt.Sprintf("use 0 for the default (%d) or a positive number", defaults.MaxInstances))
 	} else if pc.MaxInstances == 0 {
-		pc.MaxInstances = pool.DefaultMaxInstances
+		pc.MaxInstances = defaults.MaxInstances
 	}
-	p.duration("", "pool.idleTimeout", &pc.IdleTimeout, pool.DefaultIdleTimeout)
-	p.duration("", "pool.reapInterval", &pc.ReapInterval, pool.DefaultReapInterval)
-	p.duration("", "pool.waitTimeout", &pc.WaitTimeout, pool.DefaultWaitTimeout)
+	p.duration("", "pool.idleTimeout", &pc.IdleTimeout, defaults.IdleTimeout)
+	p.duration("", "pool.reapInterval", &pc.ReapInterval, defaults.ReapInterval)
+	p.duration("", "pool.waitTimeout", &pc.WaitTimeout, defaults.WaitTimeout)
 	if pc.ExecWatch == 0 {
-		pc.ExecWatch = Period(pool.DefaultExecWatch)
+		pc.ExecWatch = Period(defaults.ExecWatch)
 	}
 }
 
@@ -55,21 +54,21 @@ func (p *problems) checkLimits(lc *Limits) {
 		lc.MaxDepth = DefaultMaxDepth
 	}
 	if lc.MaxMessageBytes < 0 {
-		p.add("", "limits.maxMessageBytes", fmt.Sprintf("maxMessageBytes is %d", lc.MaxMessageBytes), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", pool.DefaultMaxMessageBytes))
+		p.add("", "limits.maxMessageBytes", fmt.Sprintf("maxMessageBytes is %d", lc.MaxMessageBytes), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", defaults.MaxMessageBytes))
 	} else if lc.MaxMessageBytes == 0 {
-		lc.MaxMessageBytes = pool.DefaultMaxMessageBytes
+		lc.MaxMessageBytes = defaults.MaxMessageBytes
 	}
-	p.duration("", "limits.rootsWait", &lc.RootsWait, pool.DefaultRootsWait)
+	p.duration("", "limits.rootsWait", &lc.RootsWait, defaults.RootsWait)
 	p.duration("", "limits.inputWait", &lc.InputWait, DefaultInputWait)
 	if lc.ExecHashMax < 0 {
-		p.add("", "limits.execHashMax", fmt.Sprintf("execHashMax is %d", lc.ExecHashMax), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", pool.DefaultExecHashMax))
+		p.add("", "limits.execHashMax", fmt.Sprintf("execHashMax is %d", lc.ExecHashMax), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", defaults.ExecHashMax))
 	} else if lc.ExecHashMax == 0 {
-		lc.ExecHashMax = pool.DefaultExecHashMax
+		lc.ExecHashMax = defaults.ExecHashMax
 	}
 }
 
 func (p *problems) checkNix(nc *Nix) {
-	p.duration("", "nix.timeout", &nc.Timeout, nixresolve.DefaultTimeout)
+	p.duration("", "nix.timeout", &nc.Timeout, defaults.NixTimeout)
 	switch nc.Refresh {
 	case "":
 		nc.Refresh = NixRefreshNever
@@ -93,18 +92,18 @@ func (p *problems) checkRecords(rc *Records) {
 		rc.Enabled = &on
 	}
 	if rc.MaxBytes < 0 {
-		p.add("", "records.maxBytes", fmt.Sprintf("maxBytes is %d", rc.MaxBytes), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", records.DefaultMaxBytes))
+		p.add("", "records.maxBytes", fmt.Sprintf("maxBytes is %d", rc.MaxBytes), fmt.Sprintf("use 0 for the default (%d) or a positive number of bytes", defaults.RecordsMaxBytes))
 	} else if rc.MaxBytes == 0 {
-		rc.MaxBytes = records.DefaultMaxBytes
+		rc.MaxBytes = defaults.RecordsMaxBytes
 	} else if rc.MaxBytes < minRecordsBytes {
-		p.add("", "records.maxBytes", fmt.Sprintf("maxBytes is %d, too small to hold a record", rc.MaxBytes), fmt.Sprintf("use at least %d, or 0 for the default (%d)", minRecordsBytes, records.DefaultMaxBytes))
+		p.add("", "records.maxBytes", fmt.Sprintf("maxBytes is %d, too small to hold a record", rc.MaxBytes), fmt.Sprintf("use at least %d, or 0 for the default (%d)", minRecordsBytes, defaults.RecordsMaxBytes))
 	}
 	if rc.MaxFiles < 0 {
-		p.add("", "records.maxFiles", fmt.Sprintf("maxFiles is %d", rc.MaxFiles), fmt.Sprintf("use 0 for the default (%d) or a positive number", records.DefaultMaxFiles))
+		p.add("", "records.maxFiles", fmt.Sprintf("maxFiles is %d", rc.MaxFiles), fmt.Sprintf("use 0 for the default (%d) or a positive number", defaults.RecordsMaxFiles))
 	} else if rc.MaxFiles == 0 {
-		rc.MaxFiles = records.DefaultMaxFiles
+		rc.MaxFiles = defaults.RecordsMaxFiles
 	}
-	p.duration("", "records.maxAge", &rc.MaxAge, records.DefaultMaxAge)
+	p.duration("", "records.maxAge", &rc.MaxAge, defaults.RecordsMaxAge)
 }
 
 // minRecordsBytes is the smallest records.maxBytes: a file that cannot
@@ -116,7 +115,7 @@ const minRecordsBytes = 4096
 // caller's project run as the daemon's owner, and resolutions are cached
 // per spec, not per instance.
 func (p *problems) checkNixCommand(name, command string) {
-	if !nixresolve.IsSpec(command) {
+	if !nixspec.Is(command) {
 		return
 	}
 	if strings.Contains(command, "${mcpx.") {
@@ -124,7 +123,7 @@ func (p *problems) checkNixCommand(name, command string) {
 			"name a flake the daemon's owner controls (a path, git or github ref); project files under a caller's directory are never run")
 		return
 	}
-	if _, err := nixresolve.ParseSpec(command); err != nil {
+	if _, err := nixspec.Parse(command); err != nil {
 		p.add(name, "command", err.Error(), "write it as nix:<flakeref>#<attr>, e.g. nix:github:owner/repo#tool or nix:path:/src/tool#tool")
 	}
 }
@@ -145,7 +144,7 @@ func (p *problems) checkEnvironment(name string, s *Server) {
 			"name a flake or shell.nix the daemon's owner controls; project files under a caller's directory are never run")
 		return
 	}
-	if _, err := nixresolve.ParseEnvironment(s.Environment); err != nil {
+	if _, err := nixspec.ParseEnvironment(s.Environment); err != nil {
 		p.add(name, "environment", err.Error(), `e.g. "host", "flake:path:/src/app#dev" or "shell:/src/app/shell.nix"`)
 	}
 }
@@ -184,14 +183,14 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 	p.checkRootPlaceholder(name, s)
 	p.checkDocs(name, s)
 	if s.Max < 0 {
-		p.add(name, "max", fmt.Sprintf("max is %d", s.Max), fmt.Sprintf("use 0 for the default (%d) or a positive number", pool.DefaultMax))
+		p.add(name, "max", fmt.Sprintf("max is %d", s.Max), fmt.Sprintf("use 0 for the default (%d) or a positive number", defaults.Max))
 	} else if s.Max == 0 {
-		s.Max = pool.DefaultMax
+		s.Max = defaults.Max
 	}
 	p.checkAllocate(name, s)
-	p.duration(name, "idleTimeout", &s.IdleTimeout, cmp.Or(pc.IdleTimeout.D(), pool.DefaultIdleTimeout))
+	p.duration(name, "idleTimeout", &s.IdleTimeout, cmp.Or(pc.IdleTimeout.D(), defaults.IdleTimeout))
 	p.duration(name, "callTimeout", &s.CallTimeout, DefaultCallTimeout)
-	p.duration(name, "startTimeout", &s.StartTimeout, pool.DefaultStartTimeout)
+	p.duration(name, "startTimeout", &s.StartTimeout, defaults.StartTimeout)
 }
 
 // checkDocs checks what a server's config says to callers about its tools:

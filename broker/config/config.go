@@ -14,6 +14,12 @@
 // block (Alloc); the pool substitutes them per instance. Defaults are filled in, so a
 // parsed Config says exactly what will run.
 //
+// The package is a leaf over leaves: reading a config links neither the
+// pool, the call log nor the nix resolver. The defaults it fills are
+// stated in package mcpx.dev/mcpx/internal/defaults, which those packages
+// read too, and nix: commands and environments are checked with the
+// grammar of package mcpx.dev/mcpx/nixresolve/nixspec.
+//
 // # Client formats
 //
 // Besides its own {"servers": {...}} format, the package reads the config
@@ -343,9 +349,10 @@ func (r Records) On() bool { return r.Enabled == nil || *r.Enabled }
 const DefaultMaxDepth = 64
 
 // DefaultCallTimeout is the call timeout of a server that sets none. The
-// other defaults Parse, Normalize and Default fill in are the pool's own
-// (pool.DefaultMax and the like), so that `mcpx config show` prints what
-// the pool will do.
+// other defaults Parse, Normalize and Default fill in are those the pool,
+// the call log and the resolver give a zero (pool.DefaultMax and the like),
+// read from package mcpx.dev/mcpx/internal/defaults, where they are
+// stated, so that `mcpx config show` prints what the pool will do.
 const DefaultCallTimeout = 5 * time.Minute
 
 // Parse reads a config document. source names it in errors (a path).

@@ -41,7 +41,7 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/deploy"
-	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 )
 
 // Finding is one check the doctor made.
@@ -260,7 +260,7 @@ func TailnetFinding(st wire.TailnetStatus, want bool, hostname string) (ok bool,
 func (d *Doctor) Nix(cfg *config.Config) {
 	var users []string
 	for name, s := range cfg.Servers {
-		if nixresolve.IsSpec(s.Command) {
+		if nixspec.Is(s.Command) {
 			users = append(users, name)
 		}
 	}

@@ -47,6 +47,10 @@ type Rules struct {
 	// StdlibOnly, if not "", is why the tree may depend on the standard
 	// library only (and on its own packages).
 	StdlibOnly string
+	// LeavesOnly, if not "", is why the tree may import, beside the
+	// standard library and its own packages, only leaves: packages that
+	// import the standard library alone. So it depends on nothing else.
+	LeavesOnly string
 	// NoHTTPServer, if not "", is why the tree's non-test files must not use
 	// net/http's server-side identifiers (http.Handler, http.Server, …). An
 	// HTTP client is allowed.
@@ -112,6 +116,9 @@ func (r Rules) Violations(dir string, env []string) ([]string, error) {
 		out = append(out, r.badDeps(p, pkgs)...)
 		if r.StdlibOnly != "" {
 			out = append(out, nonStandard(p, pkgs, dir, r.StdlibOnly)...)
+		}
+		if r.LeavesOnly != "" {
+			out = append(out, nonLeaves(p, pkgs, dir, r.LeavesOnly)...)
 		}
 		if r.NoHTTPServer != "" {
 			v, err := serverIdentUses(p, r.NoHTTPServer, r.HTTPServerFiles, allowed)
@@ -248,6 +255,26 @@ func nonStandard(p *pkg, pkgs map[string]*pkg, dir, why string) []string {
 	for _, imp := range p.Imports {
 		if q, ok := pkgs[imp]; ok && !q.Standard && !within(q.Dir, dir) {
 			out = append(out, fmt.Sprintf("%s: imports %s, outside the standard library: %s", p.ImportPath, imp, why))
+		}
+	}
+	return out
+}
+
+// nonLeaves reports each package outside the standard library and outside
+// dir that p imports directly and that imports a package outside the
+// standard library itself.
+func nonLeaves(p *pkg, pkgs map[string]*pkg, dir, why string) []string {
+	var out []string
+	for _, imp := range p.Imports {
+		q, ok := pkgs[imp]
+		if !ok || q.Standard || within(q.Dir, dir) {
+			continue
+		}
+		for _, qi := range q.Imports {
+			if r, ok := pkgs[qi]; ok && !r.Standard {
+				out = append(out, fmt.Sprintf("%s: imports %s, which is not a leaf (it imports %s): %s", p.ImportPath, imp, qi, why))
+				break
+			}
 		}
 	}
 	return out

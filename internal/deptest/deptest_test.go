@@ -134,6 +134,31 @@ func TestStdlibOnly(t *testing.T) {
 	}
 }
 
+// TestLeavesOnly: a package may import the standard library, its own
+// subpackages and leaves (packages of the standard library alone), nothing
+// that brings further packages with it.
+func TestLeavesOnly(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"go.mod":             "module example.com/leafy\n\ngo 1.26\n",
+		"leaf/leaf.go":       "package leaf\n\nimport _ \"strings\"\n",
+		"heavy/heavy.go":     "package heavy\n\nimport _ \"example.com/leafy/leaf\"\n",
+		"cfg/cfg.go":         "package cfg\n\nimport (\n\t_ \"fmt\"\n\n\t_ \"example.com/leafy/cfg/inner\"\n\t_ \"example.com/leafy/leaf\"\n)\n",
+		"cfg/inner/inner.go": "package inner\n\nimport _ \"example.com/leafy/heavy\"\n",
+	})
+	rules := deptest.Rules{LeavesOnly: "a leaf over leaves"}
+	got, err := rules.Violations(filepath.Join(dir, "cfg"), moduleEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"example.com/leafy/cfg/inner: imports example.com/leafy/heavy, which is not a leaf (it imports example.com/leafy/leaf): a leaf over leaves"}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+	if got, err := rules.Violations(filepath.Join(dir, "heavy"), moduleEnv()); err != nil || len(got) != 0 {
+		t.Errorf("heavy: %q, %v; want no violations (it imports a leaf)", got, err)
+	}
+}
+
 // TestRulesNeedAPackage: a directory with no Go package is an error, not a
 // pass.
 func TestRulesNeedAPackage(t *testing.T) {

@@ -7,10 +7,11 @@ import (
 )
 
 // TestDeps: execid is a leaf under pool (docs/architecture.md, "Dependency
-// direction"): it reads files and nothing else.
+// direction"): it reads files and nothing else. Its one import beside the
+// standard library is internal/defaults, for the hashing limit's default.
 func TestDeps(t *testing.T) {
 	deptest.Rules{
-		StdlibOnly:   "a leaf the pool imports to name what a child runs",
+		LeavesOnly:   "a leaf the pool imports to name what a child runs",
 		NoHTTPServer: "it reads files only",
 	}.Check(t)
 }

@@ -49,11 +49,14 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"mcpx.dev/mcpx/internal/defaults"
 )
 
-// DefaultHashMax is the largest executable whose content is hashed (1 MiB);
+// DefaultHashMax is the largest executable whose content is hashed (1 MiB;
+// the config's limits.execHashMax, stated in package internal/defaults);
 // larger ones are identified by their stat.
-const DefaultHashMax = 1 << 20
+const DefaultHashMax = defaults.ExecHashMax
 
 // MissingPrefix starts the identity of a command that does not resolve.
 const MissingPrefix = "missing:"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"mcpx.dev/mcpx/internal/defaults"
 )
 
 // RootsMemo remembers whether the children of one server definition ask
@@ -68,10 +70,9 @@ func (m *RootsMemo) Asks() (asks, known bool) {
 }
 
 // DefaultRootsWait bounds the wait for a child's start-up roots/list when
-// Options.RootsWait is zero. Two seconds: enough for node to start a server and ask on a loaded
-// machine; a server that never asks pays it once per definition (the pool
-// remembers, across restarts when it has a memo file).
-const DefaultRootsWait = 2 * time.Second
+// Options.RootsWait is zero (2s; the config's limits.rootsWait, stated,
+// with why, in package internal/defaults).
+const DefaultRootsWait = defaults.RootsWait
 
 // A child is given rootsSettle plus four times a ping's round trip (longer
 // on a loaded machine), at most maxRootsSettle, to apply the roots it asked

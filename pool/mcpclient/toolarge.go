@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+
+	"mcpx.dev/mcpx/internal/defaults"
 )
 
 // DefaultMaxMessageBytes is the largest message a child may send when
-// Options.MaxMessageBytes is zero (64 MiB): room for real results (a file,
-// an image as base64), not for a child that writes without end.
-const DefaultMaxMessageBytes = 64 << 20
+// Options.MaxMessageBytes is zero (64 MiB; the config's
+// limits.maxMessageBytes, stated in package internal/defaults).
+const DefaultMaxMessageBytes = defaults.MaxMessageBytes
 
 // ErrMessageTooLarge is matched (errors.Is) by a *TooLargeError: the child
 // sent a message over the session's limit.

@@ -1,0 +1,62 @@
+// Package defaults states, once each, the values that the config file's
+// zero settings stand for, where the package that applies them is below
+// the broker: the pool, a child's MCP session, an executable's identity,
+// the call log and nix resolution.
+//
+//	const DefaultMax = defaults.Max // package pool: Server.Max's zero
+//
+// Those packages fill their own zeros from these (pool.DefaultMax is
+// defaults.Max), and broker/config names them in its messages and fills
+// them in, so that `mcpx config show` prints what will run, without
+// linking the pool, the MCP client, the call log or the resolver. Defaults
+// the config applies itself (call timeout, argument depth, input wait)
+// stay in broker/config. It imports nothing but time.
+package defaults
+
+import "time"
+
+// The pool (package pool): pool.Server and pool.Options, and the config's
+// pool section and per-server fields.
+const (
+	Max          = 4                // Server.Max: instances of one server
+	MaxInstances = 64               // Options.MaxInstances: instances of all servers
+	IdleTimeout  = 5 * time.Minute  // Options.IdleTimeout
+	ReapInterval = 30 * time.Second // Options.ReapInterval
+	StartTimeout = 30 * time.Second // Options.StartTimeout: spawn + initialize
+	// WaitTimeout is Options.WaitTimeout: how long a call waits in line for
+	// an instance when the pool is full, before it is refused (the API's
+	// 503).
+	WaitTimeout = 10 * time.Second
+	// ExecWatch is Options.ExecWatch: how often running children's
+	// executables are stat'ed for a change.
+	ExecWatch = 10 * time.Second
+)
+
+// A child's MCP session (package pool/mcpclient) and its executable's
+// identity (package pool/execid): the config's limits section.
+const (
+	// MaxMessageBytes is the largest message a child may send (64 MiB):
+	// room for real results (a file, an image as base64), not for a child
+	// that writes without end.
+	MaxMessageBytes = 64 << 20
+	// RootsWait bounds the wait for a child's start-up roots/list. Two
+	// seconds: enough for node to start a server and ask on a loaded
+	// machine; a server that never asks pays it once per definition (the
+	// pool remembers, across restarts when it has a memo file).
+	RootsWait = 2 * time.Second
+	// ExecHashMax is the largest executable whose content is hashed
+	// (1 MiB); larger ones are identified by their stat.
+	ExecHashMax = 1 << 20
+)
+
+// The call log (package records): the config's records section.
+const (
+	RecordsMaxBytes = 16 << 20           // a file is closed at 16 MiB
+	RecordsMaxAge   = 7 * 24 * time.Hour // records are kept a week
+	RecordsMaxFiles = 8                  // at most 8 files: about 128 MiB
+)
+
+// NixTimeout bounds one nix resolution (lock, evaluate, build; package
+// nixresolve, the config's nix.timeout). A cold build of a real tool can
+// take minutes.
+const NixTimeout = 120 * time.Second

@@ -1,0 +1,17 @@
+package nixspec_test
+
+import (
+	"testing"
+
+	"mcpx.dev/mcpx/internal/deptest"
+)
+
+// TestDeps: nixspec is the grammar alone, a leaf that broker/config reads
+// to check a server's nix: command and environment (docs/architecture.md,
+// "Dependency direction").
+func TestDeps(t *testing.T) {
+	deptest.Rules{
+		StdlibOnly:   "a leaf the config imports to check specs: it must never bring the resolver (or anything else) with it",
+		NoHTTPServer: "a parser",
+	}.Check(t)
+}
