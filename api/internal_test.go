@@ -52,9 +52,6 @@ func TestDocumentsMatchBroker(t *testing.T) {
 			t.Errorf("%s:\nbroker %s\nwire   %s", name, want, got)
 		}
 	}
-	var c broker.Caller
-	fill(reflect.ValueOf(&c).Elem())
-	check("Caller", c, callerDoc(c))
 	var si broker.ServerInfo
 	fill(reflect.ValueOf(&si).Elem())
 	check("ServerInfo", si, serverDoc(si))

@@ -96,7 +96,7 @@ func (s *server) getMetrics(w http.ResponseWriter, r *http.Request) error {
 	if s.metrics == nil {
 		return &broker.Error{Kind: broker.KindUnavailable, Op: "metrics", Msg: "this handler has no metrics"}
 	}
-	if !c.Admin {
+	if !c.Rights.Admin() {
 		return &broker.Error{Kind: broker.KindForbidden, Op: "metrics",
 			Msg:  "only an admin may read the metrics: they cover every server",
 			Hint: "scrape with the daemon's own token (loopback TCP) or an admin token (`mcpx token mint --admin`)"}

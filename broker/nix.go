@@ -9,6 +9,7 @@ import (
 
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/rights"
 )
 
 // NixServer is a server whose command is a nix: spec, or whose execution
@@ -120,7 +121,7 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 	cfg := b.currentConfig()
 	s := cfg.Servers[server]
 	if s == nil {
-		return NixRefreshed{}, b.notFound(server, Caller{})
+		return NixRefreshed{}, b.notFound(server, Caller{Rights: rights.All()})
 	}
 	if b.nix == nil {
 		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,

@@ -23,6 +23,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/rights"
 )
 
 // finding is one check `mcpx doctor` made.
@@ -390,7 +391,7 @@ func (d *doctor) checkServers(ctx context.Context, c *cli, cfg *config.Config, s
 			defer cancel()
 			b.Close(cctx) //nolint:errcheck // the children are stopped or killed either way
 		}()
-		caller := broker.Caller{Name: "local:" + strconv.Itoa(os.Getuid()), Via: "unix", Uid: os.Getuid(), Local: true, Owner: true, Admin: true}
+		caller := broker.Caller{Name: "local:" + strconv.Itoa(os.Getuid()), Via: "unix", Uid: os.Getuid(), Local: true, Owner: true, Rights: rights.All()}
 		list = func(ctx context.Context, name string) (int, error) {
 			raw, err := b.Tools(ctx, broker.Request{Caller: caller, Server: name,
 				Context: broker.CallContext{Cwd: cwd, Session: session, Pid: os.Getpid()}})
