@@ -26,8 +26,8 @@ import (
 // The owner's layers (override paths, the daemon's own config as the user's
 // layer, /etc/mcpx, fallback paths) are merged once per load into b.cfg,
 // which every caller is served. The project layers, found upward from a
-// caller's cwd, are merged over it per call, for the owner and callers
-// whose rights say ProjectConfig only.
+// caller's cwd, are merged over it per call, for the owner and, in its
+// roots, a rule of a caller's rights that says projectConfig only.
 //
 // Caching: a directory's chain is trusted for a second after it was found
 // (chain.Cache), like a scope answer; each project config.json on it is
@@ -68,7 +68,8 @@ type ChainDir struct {
 // from (`mcpx config --sources`).
 type Sources struct {
 	Cwd string `json:"cwd,omitempty"`
-	// ProjectConfig: project files apply to this caller.
+	// ProjectConfig: project files may apply to this caller (in the roots
+	// of a rule that says so; each ChainDir says whether its file does).
 	ProjectConfig bool           `json:"projectConfig"`
 	Chain         []ChainDir     `json:"chain"`
 	Servers       []ServerSource `json:"servers"`
