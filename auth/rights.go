@@ -33,46 +33,41 @@ func stored(r rights.Rights) (rights.Rights, error) {
 // A token minted before tokens carried Rights has, in its claims and its
 // ledger entry, one rule's members at the top level (servers, roots,
 // scopes, admin, projectConfig), nothing granted by omission but scopes.
-// UnmarshalJSON reads either form: the "rights" member (declared at the
-// top, it hides the struct's own), or else the flat rule as its grant
-// wrote it (rights.Rule.Granted).
+// UnmarshalJSON reads either form: the "rights" member, or else the flat
+// rule as its grant wrote it (rights.Rule.Granted).
 
 // UnmarshalJSON reads the claims of a token in either form (Claims).
 func (c *Claims) UnmarshalJSON(b []byte) error {
 	type plain Claims
-	var v struct {
-		plain
-		Rights *rights.Rights `json:"rights"`
-		rights.Rule
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := json.Unmarshal(b, (*plain)(c)); err != nil {
 		return err
 	}
-	*c = Claims(v.plain)
-	c.Rights = either(v.Rights, v.Rule)
-	return nil
+	return readRights(b, &c.Rights)
 }
 
 // UnmarshalJSON reads a ledger entry in either form (Info).
 func (in *Info) UnmarshalJSON(b []byte) error {
 	type plain Info
+	if err := json.Unmarshal(b, (*plain)(in)); err != nil {
+		return err
+	}
+	return readRights(b, &in.Rights)
+}
+
+// readRights sets *r to the rights of the token or ledger entry b: its
+// "rights" if it has the member, else its flat rule.
+func readRights(b []byte, r *rights.Rights) error {
 	var v struct {
-		plain
 		Rights *rights.Rights `json:"rights"`
 		rights.Rule
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	*in = Info(v.plain)
-	in.Rights = either(v.Rights, v.Rule)
-	return nil
-}
-
-// either is a token's rights: r if it had the member, else its flat rule.
-func either(r *rights.Rights, flat rights.Rule) rights.Rights {
-	if r != nil {
-		return *r
+	if v.Rights != nil {
+		*r = *v.Rights
+	} else {
+		*r = rights.Rights{v.Rule.Granted()}
 	}
-	return rights.Rights{flat.Granted()}
+	return nil
 }

@@ -1,6 +1,7 @@
 package rights
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -156,14 +157,10 @@ func (r Rights) Check(u Use) error {
 }
 
 // rootsHint names the roots under which the rules that name server allow
-// it.
+// it. (Each such rule has roots: one without a limit would have allowed
+// the cwd.)
 func (r Rights) rootsHint(server string) string {
-	var roots []string
-	for _, e := range r {
-		if e.allowsServer(server) {
-			roots = appendNew(roots, e.Roots...)
-		}
-	}
+	roots := r.collect(Use{Server: server}, func(e Rule) []string { return e.Roots })
 	if len(roots) == 0 {
 		return fmt.Sprintf("this caller may use %s only without a declared cwd", server)
 	}
@@ -171,19 +168,26 @@ func (r Rights) rootsHint(server string) string {
 }
 
 // scopesAt lists the scopes of the rules that allow u (whose Scope is
-// empty), in the order they name them; "none" if none. Every such rule
-// lists its scopes: one with no limit would have allowed the scope asked.
+// empty), in the order they name them; "none" if none. (Each such rule
+// lists its scopes: one without a limit would have allowed the scope.)
 func (r Rights) scopesAt(u Use) string {
-	var scopes []string
-	for _, e := range r {
-		if e.allows(u) {
-			scopes = appendNew(scopes, e.Scopes...)
-		}
-	}
+	scopes := r.collect(u, func(e Rule) []string { return e.Scopes })
 	if len(scopes) == 0 {
 		return "none"
 	}
 	return strings.Join(scopes, ", ")
+}
+
+// collect is what list gives of each rule that allows u, in order, each
+// value once.
+func (r Rights) collect(u Use, list func(Rule) []string) []string {
+	var out []string
+	for _, e := range r {
+		if e.allows(u) {
+			out = appendNew(out, list(e)...)
+		}
+	}
+	return out
 }
 
 func appendNew(list []string, vs ...string) []string {
@@ -193,4 +197,10 @@ func appendNew(list []string, vs ...string) []string {
 		}
 	}
 	return list
+}
+
+// String is r's JSON form.
+func (r Rights) String() string {
+	b, _ := json.Marshal(r) // plain strings and booleans: it always marshals
+	return string(b)
 }

@@ -126,7 +126,7 @@ func TestJSON(t *testing.T) {
 		{rights.Rights{{Servers: []string{}, Roots: []string{}, Scopes: []string{}}}, `[{"servers":[],"roots":[],"scopes":[]}]`},
 	} {
 		b, err := json.Marshal(tc.r)
-		if err != nil || string(b) != tc.want {
+		if err != nil || string(b) != tc.want || tc.r.String() != tc.want {
 			t.Errorf("Marshal(%#v) = %s, %v; want %s", tc.r, b, err, tc.want)
 			continue
 		}

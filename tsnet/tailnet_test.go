@@ -330,7 +330,7 @@ func TestLaptopCallsBroker(t *testing.T) {
 	if !strings.Contains(w.Caller.Name, "@") {
 		t.Errorf("caller name %q is not the laptop user's login", w.Caller.Name)
 	}
-	if got, want := rightsJSON(t, w.Caller.Rights), `[{"servers":["demo"],"roots":["`+root+`"]}]`; got != want {
+	if got, want := w.Caller.Rights.String(), `[{"servers":["demo"],"roots":["`+root+`"]}]`; got != want {
 		t.Errorf("whoami rights = %s, want %s", got, want)
 	}
 	if w.Daemon != nil {
@@ -367,15 +367,6 @@ func TestLaptopCallsBroker(t *testing.T) {
 	})
 }
 
-func rightsJSON(t *testing.T, r rights.Rights) string {
-	t.Helper()
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // TestGrantElementsCheckedWhole is the real-use reproduction: a grant of
 // two elements, each narrower than their field-by-field merge. whoami
 // shows the elements as granted; a call is allowed only when one element
@@ -397,7 +388,7 @@ func TestGrantElementsCheckedWhole(t *testing.T) {
 		return code == 200
 	})
 	want := `[{"servers":["demo"],"roots":["` + granted + `"],"scopes":["cwd","worktree"]},{"servers":["hiddenvault"],"roots":["` + other + `"]}]`
-	if got := rightsJSON(t, laptop.whoami(t).Caller.Rights); got != want {
+	if got := laptop.whoami(t).Caller.Rights.String(); got != want {
 		t.Errorf("whoami rights = %s, want the elements %s", got, want)
 	}
 	call := func(server, cwd string, headers ...string) (int, string) {
@@ -657,7 +648,7 @@ func TestTailnetTokensScopesAndBrowserGuard(t *testing.T) {
 		t.Fatalf("whoami with the token: %d %s", code, body)
 	}
 	if w.Caller.Name != "ci-bot" || w.Caller.Via != wire.ViaJWT || w.Caller.Admin || w.Caller.Owner ||
-		rightsJSON(t, w.Caller.Rights) != `[{"servers":["demo"],"roots":["`+root+`"],"scopes":["cwd"]}]` {
+		w.Caller.Rights.String() != `[{"servers":["demo"],"roots":["`+root+`"],"scopes":["cwd"]}]` {
 		t.Errorf("whoami with the token: %+v", w.Caller)
 	}
 	if code, body := laptop.do(t, "POST", "/v1/servers/demo/tools/cwd", "{}", wire.HeaderCwd, root, "Authorization", bearer); code != 200 || !strings.Contains(string(body), root) {
