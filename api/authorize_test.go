@@ -31,7 +31,8 @@ func TestUnusableServerIsNotFound(t *testing.T) {
 	m := mint(t, d.unix, wire.TokenRequest{Subject: "ci", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}}})
 	ci := bearerClient(d, m.Token)
 
-	for _, rt := range []struct{ method, path, body string }{
+	before := scrapeMetrics(t, d.tcp)
+	routes := []struct{ method, path, body string }{
 		{"GET", "/v1/servers/%s", ""},
 		{"GET", "/v1/servers/%s/tools", ""},
 		{"GET", "/v1/servers/%s/resources", ""},
@@ -42,7 +43,8 @@ func TestUnusableServerIsNotFound(t *testing.T) {
 		{"GET", "/v1/servers/%s/openapi.json", ""},
 		{"GET", "/v1/types?server=%s", ""},
 		{"GET", "/v1/clients/typescript?servers=%s", ""},
-	} {
+	}
+	for _, rt := range routes {
 		answer := func(server string) (int, string) {
 			r := ci.do(t, rt.method, strings.Replace(rt.path, "%s", server, 1), rt.body, cwdHeader(root)...)
 			return r.StatusCode, string(r.body)
@@ -61,6 +63,13 @@ func TestUnusableServerIsNotFound(t *testing.T) {
 	r := ci.do(t, "POST", "/v1/servers/secret/tools/echo", `{}`, append(cwdHeader(root), "Accept", wire.MediaEventStream)...)
 	if r.StatusCode != 404 {
 		t.Errorf("streamed call of a server the caller may not use: %d %s, want 404", r.StatusCode, r.body)
+	}
+
+	// To the owner's metrics each is a refusal by the caller's rights (and
+	// a name that does not exist is not).
+	after := scrapeMetrics(t, d.tcp)
+	if got := after.value("mcpx_auth_denials_total", "reason", "rights") - before.value("mcpx_auth_denials_total", "reason", "rights"); got != float64(len(routes)+1) {
+		t.Errorf("rights denials moved by %v, want %d (one per request naming the server the caller may not use)", got, len(routes)+1)
 	}
 
 	r = ci.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`, cwdHeader(outside)...)

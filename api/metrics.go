@@ -80,9 +80,10 @@ func tokenDenial(err error) string {
 	return denyTokenInvalid
 }
 
-// countRefusal counts a handler's 403 as a denial by the caller's rights.
+// countRefusal counts a handler's 403, and the 404 that hides a server
+// from a caller that may not use it, as a denial by the caller's rights.
 func (s *server) countRefusal(err error) {
-	if e := (*broker.Error)(nil); errors.As(err, &e) && e.Kind == broker.KindForbidden {
+	if broker.IsRefusal(err) {
 		s.metrics.AuthDenied(denyRights)
 	}
 }

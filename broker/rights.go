@@ -15,7 +15,9 @@ import (
 // probe which names exist. A cwd or scope no rule allows together with
 // the server is KindForbidden: the caller may use the server, not there or
 // not so; the refusal names what its rules for that server allow.
-func (b *Broker) authorize(sv *served, c Caller, u rights.Use) error {
+//
+// servers are those c is served (at its cwd) that u's server is among.
+func authorize(servers map[string]*config.Server, c Caller, u rights.Use) error {
 	err := c.Rights.Check(u)
 	var d *rights.Denial
 	if !errors.As(err, &d) {
@@ -23,11 +25,26 @@ func (b *Broker) authorize(sv *served, c Caller, u rights.Use) error {
 	}
 	switch d.Part {
 	case rights.PartServer:
-		return b.notFoundIn(sv, u.Server, c)
+		// To the caller, a server that does not exist; to the owner's
+		// metrics and log (IsRefusal, the op), a refusal. The problem the
+		// caller gets carries neither.
+		nf := notFoundAmong(servers, u.Server, c).(*Error)
+		nf.Op = opAuthorize
+		return nf
 	case rights.PartDir:
-		return &Error{Kind: KindForbidden, Op: "authorize", Server: u.Server, Field: "Mcpx-Cwd", Msg: d.Msg, Hint: d.Hint}
+		return &Error{Kind: KindForbidden, Op: opAuthorize, Server: u.Server, Field: "Mcpx-Cwd", Msg: d.Msg, Hint: d.Hint}
 	}
-	return &Error{Kind: KindForbidden, Op: "authorize", Server: u.Server, Field: "scope", Msg: d.Msg, Hint: d.Hint}
+	return &Error{Kind: KindForbidden, Op: opAuthorize, Server: u.Server, Field: "scope", Msg: d.Msg, Hint: d.Hint}
+}
+
+const opAuthorize = "authorize"
+
+// IsRefusal reports whether err is the caller's rights refusing a request:
+// a KindForbidden, or the KindNotFound authorize answers for a server the
+// caller may not use (which its problem does not tell from a missing one).
+func IsRefusal(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Kind == KindForbidden || e.Kind == KindNotFound && e.Op == opAuthorize)
 }
 
 // CheckRights checks rights read from a grant or a token: every scope a

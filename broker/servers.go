@@ -8,6 +8,7 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/rights"
 )
 
 // ServerInfo describes a configured server to callers.
@@ -93,6 +94,9 @@ func (b *Broker) ServerAt(r Request) (ServerInfo, error) {
 	if err != nil {
 		return ServerInfo{}, err
 	}
+	if sv.servers[r.Server] != nil {
+		return ServerInfo{}, authorize(sv.servers, r.Caller, rights.Use{Server: r.Server})
+	}
 	return ServerInfo{}, b.notFoundIn(sv, r.Server, r.Caller)
 }
 
@@ -110,8 +114,9 @@ func serverInfo(name string, s *config.Server, n int) ServerInfo {
 // that c may use.
 func (b *Broker) Server(name string, c Caller) (ServerInfo, error) {
 	s, err := b.lookup(name, c)
-	if err == nil && !c.Rights.MayUse(name) {
-		err = b.notFound(name, c) // to c, a server it may not use does not exist
+	if err == nil {
+		// To c, a server it may not use does not exist.
+		err = authorize(b.currentConfig().Servers, c, rights.Use{Server: name})
 	}
 	if err != nil {
 		return ServerInfo{}, err

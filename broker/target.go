@@ -92,7 +92,7 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 		return resolved{}, b.notFoundIn(sv, r.Server, c)
 	}
 	use := rights.Use{Server: r.Server}
-	if err := b.authorize(sv, c, use); err != nil {
+	if err := authorize(sv.servers, c, use); err != nil {
 		return resolved{}, err
 	}
 	cc := r.Context
@@ -105,7 +105,7 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 			return resolved{}, err
 		}
 		cc.Cwd, use.Dir = cwd, cwd
-		if err := b.authorize(sv, c, use); err != nil {
+		if err := authorize(sv.servers, c, use); err != nil {
 			return resolved{}, err
 		}
 	}
@@ -120,7 +120,7 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 	// configured one, or the override the server's policy allowed; one
 	// rule must allow it with the server and the cwd.
 	use.Scope = string(kind)
-	if err := b.authorize(sv, c, use); err != nil {
+	if err := authorize(sv.servers, c, use); err != nil {
 		return resolved{}, err
 	}
 	if err := b.leases.checkDeclared(cc.Lease, c); err != nil {
