@@ -10,6 +10,7 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/dashboard"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/rights"
 )
 
 // browser is a loopback TCP client that sends no token and no Mcpx-Client
@@ -167,7 +168,7 @@ func TestDashboardSignedTokenSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": "", "billing": ""}), tokens: is})
-	m := mint(t, d.unix, wire.TokenRequest{Subject: "viewer", Servers: []string{"demo"}, TTL: "1h"})
+	m := mint(t, d.unix, wire.TokenRequest{Subject: "viewer", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
 	b := browser(d)
 	cookie, csrf := signIn(t, b, m.Token)
 	var list wire.ServerList

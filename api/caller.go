@@ -13,6 +13,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/rights"
 )
 
 type callerKey struct{}
@@ -82,7 +83,7 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 		return broker.Caller{}, err
 	}
 	if r.URL.Path == healthzPath {
-		return broker.Caller{Name: "anonymous", Via: via(remote), Servers: []string{}, Roots: []string{}, Scopes: []config.ScopeKind{}}, nil
+		return broker.Caller{Name: "anonymous", Via: via(remote), Rights: rights.None()}, nil
 	}
 	return s.credentialCaller(r, lo, remote, r.Header.Get(wire.HeaderAuthorization))
 }
@@ -103,7 +104,7 @@ func (s *server) credentialCaller(r *http.Request, lo listenerOpts, remote bool,
 		if err := s.checkToken(authz); err != nil {
 			return broker.Caller{}, err
 		}
-		return broker.Caller{Name: "loopback", Via: wire.ViaTCPLoopback, Owner: true, Admin: true}, nil
+		return broker.Caller{Name: "loopback", Via: wire.ViaTCPLoopback, Owner: true, Rights: rights.All()}, nil
 	case ok:
 		return broker.Caller{}, deny(denyDaemonTokenRemote, unauthorized("this token is not a signed token of this broker",
 			"the daemon's own token is for loopback TCP only; here send a token from `mcpx token mint`"))
@@ -160,7 +161,7 @@ func (s *server) unixCaller(p peer) (broker.Caller, error) {
 	if p.uid != s.owner {
 		return broker.Caller{}, deny(denyUID, forbidden(fmt.Sprintf("uid %d may not use this daemon; it serves uid %d only", p.uid, s.owner)))
 	}
-	return broker.Caller{Name: "local:" + strconv.Itoa(p.uid), Via: wire.ViaUnix, Uid: p.uid, Local: true, Owner: true, Admin: true}, nil
+	return broker.Caller{Name: "local:" + strconv.Itoa(p.uid), Via: wire.ViaUnix, Uid: p.uid, Local: true, Owner: true, Rights: rights.All()}, nil
 }
 
 func forbidden(msg string) error {

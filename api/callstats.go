@@ -17,7 +17,7 @@ const statsWait = 5 * time.Second
 // callers.
 func (s *server) callStats(w http.ResponseWriter, r *http.Request) error {
 	c, _ := callerFrom(r.Context())
-	if !c.Admin {
+	if !c.Rights.Admin() {
 		return &broker.Error{Kind: broker.KindForbidden, Op: "call stats", Msg: "only an admin may read the call statistics: they name every caller"}
 	}
 	q, err := statsQuery(r, time.Now())

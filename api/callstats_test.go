@@ -13,6 +13,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/rights"
 )
 
 // TestCallStatsRoute: calls over the socket, over TCP and as a stream are
@@ -67,7 +68,7 @@ func TestCallStatsRoute(t *testing.T) {
 // TestCallStatsAdminOnly: the figures name callers; others get 403.
 func TestCallStatsAdminOnly(t *testing.T) {
 	url := serveIdentified(t, func(r *http.Request) (broker.Caller, error) {
-		return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Servers: []string{}}, nil
+		return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Rights: rights.Rights{{Servers: []string{}}}}, nil
 	})
 	code, body := get(t, url+"/v1/stats")
 	if code != http.StatusForbidden || !strings.Contains(string(body), "admin") {

@@ -9,6 +9,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/rights"
 )
 
 // TestConfigSourcesRight: the projectConfig right of a token decides whether
@@ -29,12 +30,12 @@ func TestConfigSourcesRight(t *testing.T) {
 	if err := os.WriteFile(proj, []byte(`{"servers": {"local": {"command": "true"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	guest := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "guest", Servers: []string{"*"}, Roots: []string{root}, Admin: true}).Token)
-	trusted := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "trusted", Servers: []string{"*"}, Roots: []string{root}, ProjectConfig: true}).Token)
+	guest := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "guest", Rule: rights.Rule{Servers: []string{"*"}, Roots: []string{root}, Admin: true}}).Token)
+	trusted := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "trusted", Rule: rights.Rule{Servers: []string{"*"}, Roots: []string{root}, ProjectConfig: true}}).Token)
 
 	var w wire.Whoami
 	trusted.do(t, "GET", "/v1/whoami", "").decode(t, &w)
-	if !w.Caller.ProjectConfig {
+	if !w.Caller.Rights.ProjectConfig(root) {
 		t.Errorf("whoami with a projectConfig token: %+v", w.Caller)
 	}
 	for _, tc := range []struct {

@@ -3,7 +3,7 @@ package api
 import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/rights"
 )
 
 // The broker's values as wire documents. api/wire is the contract: its
@@ -15,20 +15,16 @@ import (
 // field set.
 
 func callerDoc(c broker.Caller) wire.Caller {
-	return wire.Caller{Name: c.Name, Via: c.Via, Uid: c.Uid, Local: c.Local, Owner: c.Owner, Admin: c.Admin,
-		Servers: c.Servers, Roots: c.Roots, Scopes: scopeNames(c.Scopes), ProjectConfig: c.ProjectConfig}
+	return wire.Caller{Name: c.Name, Via: c.Via, Uid: c.Uid, Local: c.Local, Owner: c.Owner, Admin: c.Rights.Admin(),
+		Rights: orNone(c.Rights)}
 }
 
-// scopeNames keeps nil (every scope) apart from empty (none).
-func scopeNames(kinds []config.ScopeKind) []string {
-	if kinds == nil {
-		return nil
+// orNone writes rights that allow nothing as [], never null.
+func orNone(r rights.Rights) rights.Rights {
+	if r == nil {
+		return rights.None()
 	}
-	out := make([]string, len(kinds))
-	for i, k := range kinds {
-		out[i] = string(k)
-	}
-	return out
+	return r
 }
 
 func serverDoc(si broker.ServerInfo) wire.Server {

@@ -16,6 +16,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/catalog"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/rights"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/documents from the converters' output")
@@ -26,8 +27,8 @@ var update = flag.Bool("update", false, "rewrite testdata/documents from the con
 // shows as a diff against testdata/documents/<name>.json. What callers
 // other than the owner see is pinned beside the owner's view.
 func TestDocuments(t *testing.T) {
-	owner := broker.Caller{Name: "owner", Via: "unix", Owner: true, Admin: true}
-	plain := broker.Caller{Name: "bob", Via: "tailnet"}
+	owner := broker.Caller{Name: "owner", Via: "unix", Owner: true, Rights: rights.All()}
+	plain := broker.Caller{Name: "bob", Via: "tailnet", Rights: rights.Rights{{}}}
 
 	si := filled[broker.ServerInfo]()
 	in := filled[broker.Instance]()

@@ -73,7 +73,7 @@ func (s *server) reloadDaemon(w http.ResponseWriter, r *http.Request) error {
 
 // checkControl admits admins to a daemon control route.
 func (s *server) checkControl(r *http.Request, what string) error {
-	if c, _ := callerFrom(r.Context()); !c.Admin {
+	if c, _ := callerFrom(r.Context()); !c.Rights.Admin() {
 		return &broker.Error{Kind: broker.KindForbidden, Op: what, Msg: "only an admin may " + what}
 	}
 	if s.daemon == nil {

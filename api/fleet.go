@@ -31,7 +31,7 @@ type Tailnet struct {
 // getTailnet is GET /v1/tailnet: the node's state, for an admin (it names
 // the login URL).
 func (s *server) getTailnet(w http.ResponseWriter, r *http.Request) error {
-	if c, _ := callerFrom(r.Context()); !c.Admin && !c.Owner {
+	if c, _ := callerFrom(r.Context()); !c.Rights.Admin() && !c.Owner {
 		return &broker.Error{Kind: broker.KindForbidden, Op: "tailnet", Msg: "only an admin may see the daemon's tailnet node"}
 	}
 	if s.tailnet == nil {
@@ -48,7 +48,7 @@ func (s *server) getTailnet(w http.ResponseWriter, r *http.Request) error {
 // the daemon's node can see.
 func (s *server) getFleet(w http.ResponseWriter, r *http.Request) error {
 	c, _ := callerFrom(r.Context())
-	if !c.Admin && !c.Owner {
+	if !c.Rights.Admin() && !c.Owner {
 		return &broker.Error{Kind: broker.KindForbidden, Op: "fleet",
 			Msg: "only an admin may list the fleet: it names every broker this daemon's tailnet node can see"}
 	}

@@ -15,6 +15,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/rights"
 )
 
 // serveTailnetAPI serves the API of a broker of one server (name) with tn
@@ -37,11 +38,11 @@ func serveTailnetAPI(t *testing.T, name string, tn *api.Tailnet, node *wire.Node
 	id := func(r *http.Request) (broker.Caller, error) {
 		switch r.URL.Query().Get("who") {
 		case "admin":
-			return broker.Caller{Name: "ops@example.com", Via: wire.ViaTailnet, Admin: true}, nil
+			return broker.Caller{Name: "ops@example.com", Via: wire.ViaTailnet, Rights: rights.Rights{{Admin: true}}}, nil
 		case "plain":
-			return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet}, nil
+			return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Rights: rights.Rights{{}}}, nil
 		}
-		return broker.Caller{Name: "tag:mcpx", Via: wire.ViaTailnet}, nil // another broker asking
+		return broker.Caller{Name: "tag:mcpx", Via: wire.ViaTailnet, Rights: rights.Rights{{}}}, nil // another broker asking
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

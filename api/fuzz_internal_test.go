@@ -7,6 +7,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/rights"
 )
 
 // FuzzAuthorization fuzzes the bearer parsing of a loopback TCP request:
@@ -21,7 +22,7 @@ func FuzzAuthorization(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	tok, info, err := is.Mint(auth.Grant{Subject: "fuzz", Servers: []string{"demo"}})
+	tok, info, err := is.Mint(auth.Grant{Subject: "fuzz", Rights: rights.Rights{rights.Rule{Servers: []string{"demo"}}.Granted()}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func FuzzAuthorization(f *testing.F) {
 		got, _ := bearer(v)
 		switch {
 		case c.Owner && got == owner:
-		case c.Via == wire.ViaJWT && c.Name == "fuzz" && !c.Admin && strings.Join(c.Servers, ",") == "demo":
+		case c.Via == wire.ViaJWT && c.Name == "fuzz" && len(c.Rights) == 1 && !c.Rights.Admin() && strings.Join(c.Rights[0].Servers, ",") == "demo":
 			cl, err := is.Verify(got)
 			if err != nil || cl.ID != info.ID {
 				t.Fatalf("admitted %q as %+v, but it does not verify as the minted token: %v", v, c, err)

@@ -18,11 +18,12 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/rights"
 )
 
 func TestProblemMapping(t *testing.T) {
-	local := broker.Caller{Via: "unix", Local: true, Owner: true}
-	remote := broker.Caller{Name: "alice", Via: "tailnet"} // not the daemon's owner
+	local := broker.Caller{Via: "unix", Local: true, Owner: true, Rights: rights.Rights{{}}}
+	remote := broker.Caller{Name: "alice", Via: "tailnet", Rights: rights.Rights{{}}} // not the daemon's owner
 	tests := []struct {
 		name       string
 		err        error
@@ -100,7 +101,7 @@ func TestWhoami(t *testing.T) {
 	d.unix.do(t, "GET", "/v1/whoami", "", hdr...).decode(t, &unix)
 	uid := os.Getuid()
 	want := wire.Whoami{
-		Caller:  wire.Caller{Name: fmt.Sprintf("local:%d", uid), Via: "unix", Uid: uid, Local: true, Owner: true, Admin: true},
+		Caller:  wire.Caller{Name: fmt.Sprintf("local:%d", uid), Via: "unix", Uid: uid, Local: true, Owner: true, Admin: true, Rights: rights.All()},
 		Context: wire.DeclaredCtx{Cwd: "/src/app", Session: "s1", ParentSession: "p1", Lease: "l1", Pid: os.Getppid()},
 		Version: "test",
 	}
@@ -110,7 +111,7 @@ func TestWhoami(t *testing.T) {
 
 	var tcp wire.Whoami
 	d.tcp.do(t, "GET", "/v1/whoami", "", hdr...).decode(t, &tcp)
-	want.Caller = wire.Caller{Name: "loopback", Via: "tcp-loopback", Owner: true, Admin: true}
+	want.Caller = wire.Caller{Name: "loopback", Via: "tcp-loopback", Owner: true, Admin: true, Rights: rights.All()}
 	want.Context.Pid = 0 // a pid from a TCP caller names nothing we can trust
 	if diff := cmp.Diff(want, tcp); diff != "" {
 		t.Errorf("tcp whoami (-want +got):\n%s", diff)

@@ -253,7 +253,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) stopInstance(w http.ResponseWriter, r *http.Request) error {
-	if c, _ := callerFrom(r.Context()); !c.Admin {
+	if c, _ := callerFrom(r.Context()); !c.Rights.Admin() {
 		return &broker.Error{Kind: broker.KindForbidden, Op: "stop instance", Msg: "stopping instances needs admin rights"}
 	}
 	if err := s.b.StopInstance(r.Context(), param(r, "id")); err != nil {

@@ -16,6 +16,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/rights"
 )
 
 // serveIdentified serves the API on a fresh loopback listener whose callers
@@ -77,7 +78,7 @@ func TestIdentifyReplacesListenerRules(t *testing.T) {
 		calls.Store(r.URL.Path, true)
 		switch r.URL.Query().Get("who") {
 		case "peer":
-			return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Servers: []string{}, Roots: []string{"/srv"}}, nil
+			return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Rights: rights.Rights{{Servers: []string{}, Roots: []string{"/srv"}}}}, nil
 		case "refused":
 			return broker.Caller{}, &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Msg: "no grant"}
 		}

@@ -74,7 +74,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 // errors); callers without admin rights no key or pid of instances that
 // are not theirs.
 func eventFor(c broker.Caller, e broker.Event) (wire.LifecycleEvent, bool) {
-	if e.Server != "" && !c.MayUse(e.Server) {
+	if e.Server != "" && !c.Rights.MayUse(e.Server) {
 		return wire.LifecycleEvent{}, false
 	}
 	doc := wire.LifecycleEvent{ID: e.ID, Time: e.Time, Kind: string(e.Kind), Server: e.Server, Key: e.Key,
@@ -86,7 +86,7 @@ func eventFor(c broker.Caller, e broker.Event) (wire.LifecycleEvent, bool) {
 	if doc.Kind != wire.EventRestart {
 		doc.Reason = ""
 	}
-	if !c.Admin && e.Key != "" && !ownsInstance(c, broker.Instance{Key: e.Key}) {
+	if !c.Rights.Admin() && e.Key != "" && !ownsInstance(c, broker.Instance{Key: e.Key}) {
 		doc.Key, doc.Pid = "", 0
 	}
 	return doc, true

@@ -5,6 +5,7 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/rights"
 )
 
 // TestEventForCaller: the owner sees an event whole; other callers only
@@ -14,10 +15,10 @@ func TestEventForCaller(t *testing.T) {
 	restart := broker.Event{ID: 7, Kind: pool.EventRestart, Server: "a", Key: "worktree:/src/x", Instance: "a-1", Pid: 42,
 		Reason: "executable changed", Path: "/opt/bin/a"}
 	crash := broker.Event{ID: 8, Kind: pool.EventCrash, Server: "a", Key: "session:@tailnet:bob/s1", Pid: 43, Reason: "exit 1: /secret/path"}
-	owner := broker.Caller{Owner: true}
-	bob := broker.Caller{Name: "bob", Via: "tailnet", Servers: []string{"a"}}
-	admin := broker.Caller{Name: "root", Admin: true, Servers: []string{"a"}}
-	carol := broker.Caller{Name: "carol", Servers: []string{"b"}}
+	owner := broker.Caller{Owner: true, Rights: rights.Rights{{}}}
+	bob := broker.Caller{Name: "bob", Via: "tailnet", Rights: rights.Rights{{Servers: []string{"a"}}}}
+	admin := broker.Caller{Name: "root", Rights: rights.Rights{{Admin: true, Servers: []string{"a"}}}}
+	carol := broker.Caller{Name: "carol", Rights: rights.Rights{{Servers: []string{"b"}}}}
 
 	if doc, ok := eventFor(owner, restart); !ok || doc.Path != restart.Path || doc.Key != restart.Key || doc.Pid != 42 {
 		t.Errorf("owner: %+v, %v", doc, ok)
@@ -49,8 +50,8 @@ func TestStderrTailIsTheOwners(t *testing.T) {
 	const tail = "panic: open /home/owner/.secret: permission denied"
 	crash := broker.Event{ID: 9, Kind: pool.EventCrash, Server: "a", Key: "global", StderrTail: tail}
 	in := broker.Instance{ID: "a-1", Server: "a", Key: "global", LastError: "exit 2", StderrTail: tail}
-	owner := broker.Caller{Name: "loopback", Owner: true, Admin: true}
-	admin := broker.Caller{Name: "root", Admin: true, Servers: []string{"a"}}
+	owner := broker.Caller{Name: "loopback", Owner: true, Rights: rights.All()}
+	admin := broker.Caller{Name: "root", Rights: rights.Rights{{Admin: true, Servers: []string{"a"}}}}
 	if doc, _ := eventFor(owner, crash); doc.StderrTail != tail {
 		t.Errorf("owner's crash event: stderrTail %q, want %q", doc.StderrTail, tail)
 	}

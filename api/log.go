@@ -21,7 +21,7 @@ var errLogDone = errors.New("client gone")
 // commands, keys and children's stderr.
 func (s *server) streamLog(w http.ResponseWriter, r *http.Request) error {
 	c, _ := callerFrom(r.Context())
-	if !c.Admin {
+	if !c.Rights.Admin() {
 		return &broker.Error{Kind: broker.KindForbidden, Op: "log",
 			Msg: "only an admin may read the daemon's log: it names paths, commands and children's stderr"}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/rights"
 )
 
 // TestLogAdminOnly: the log names paths and children's stderr: a caller
@@ -14,7 +15,7 @@ import (
 // is told there is none; a bad query names its field.
 func TestLogAdminOnly(t *testing.T) {
 	url := serveIdentified(t, func(r *http.Request) (broker.Caller, error) {
-		return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Servers: []string{}, Admin: r.URL.Query().Get("who") == "admin"}, nil
+		return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Rights: rights.Rights{{Servers: []string{}, Admin: r.URL.Query().Get("who") == "admin"}}}, nil
 	})
 	if code, body := get(t, url+"/v1/log?who=peer"); code != http.StatusForbidden || !strings.Contains(string(body), "only an admin") {
 		t.Errorf("non-admin /v1/log: %d %s", code, body)

@@ -80,9 +80,10 @@ func tokenDenial(err error) string {
 	return denyTokenInvalid
 }
 
-// countRefusal counts a handler's 403 as a denial by the caller's rights.
+// countRefusal counts a handler's 403, and the 404 that hides a server
+// from a caller that may not use it, as a denial by the caller's rights.
 func (s *server) countRefusal(err error) {
-	if e := (*broker.Error)(nil); errors.As(err, &e) && e.Kind == broker.KindForbidden {
+	if broker.IsRefusal(err) {
 		s.metrics.AuthDenied(denyRights)
 	}
 }
@@ -96,7 +97,7 @@ func (s *server) getMetrics(w http.ResponseWriter, r *http.Request) error {
 	if s.metrics == nil {
 		return &broker.Error{Kind: broker.KindUnavailable, Op: "metrics", Msg: "this handler has no metrics"}
 	}
-	if !c.Admin {
+	if !c.Rights.Admin() {
 		return &broker.Error{Kind: broker.KindForbidden, Op: "metrics",
 			Msg:  "only an admin may read the metrics: they cover every server",
 			Hint: "scrape with the daemon's own token (loopback TCP) or an admin token (`mcpx token mint --admin`)"}

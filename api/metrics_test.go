@@ -19,6 +19,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/rights"
 )
 
 // scrape is one parsed /metrics answer.
@@ -241,7 +242,7 @@ func TestMetricsCardinality(t *testing.T) {
 // refusal is counted as one by its rights.
 func TestMetricsAdminOnly(t *testing.T) {
 	url := serveIdentified(t, func(r *http.Request) (broker.Caller, error) {
-		return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Servers: []string{}}, nil
+		return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Rights: rights.Rights{{Servers: []string{}}}}, nil
 	})
 	code, body := get(t, url+"/metrics")
 	if code != http.StatusForbidden || !strings.Contains(string(body), "admin") {

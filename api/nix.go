@@ -10,7 +10,7 @@ import (
 // The nix routes name commands, store paths and GC roots of the daemon's
 // machine, and refresh and gc change what runs: admins only.
 func checkNixAdmin(r *http.Request, what string) error {
-	if c, _ := callerFrom(r.Context()); !c.Admin {
+	if c, _ := callerFrom(r.Context()); !c.Rights.Admin() {
 		return &broker.Error{Kind: broker.KindForbidden, Op: what, Msg: "only an admin may " + what}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/rights"
 )
 
 // nixDemoFlake is a flake with no inputs whose package demo wraps this
@@ -134,8 +135,8 @@ func TestNixRoutes(t *testing.T) {
 // is let through.
 func TestNixRoutesNeedAdmin(t *testing.T) {
 	url := serveIdentified(t, func(r *http.Request) (broker.Caller, error) {
-		c := broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet}
-		c.Admin = r.URL.Query().Get("who") == "admin"
+		c := broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Rights: rights.Rights{{}}}
+		c.Rights[0].Admin = r.URL.Query().Get("who") == "admin"
 		return c, nil
 	})
 	do := func(method, path string) (int, string) {

@@ -6,15 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/rights"
 )
 
 // jwtCaller admits the bearer of a signed token (package auth) with exactly
@@ -33,32 +31,11 @@ func (s *server) jwtCaller(tok string) (broker.Caller, error) {
 		}
 		return broker.Caller{}, deny(tokenDenial(err), &broker.Error{Kind: kindUnauthorized, Op: "authenticate", Msg: err.Error(), Hint: hint})
 	}
-	scopes, err := broker.ParseScopes(cl.Scopes)
-	if err != nil {
+	if err := broker.CheckRights(cl.Rights); err != nil {
 		return broker.Caller{}, deny(denyTokenInvalid, unauthorized(auth.ErrInvalid.Error(), ""))
 	}
-	c := broker.Caller{Name: cl.Subject, Via: wire.ViaJWT, Admin: cl.Admin, Scopes: scopes, ProjectConfig: cl.ProjectConfig,
-		Servers: slices.Clone(cl.Servers), Roots: []string{}}
-	if c.Servers == nil {
-		c.Servers = []string{}
-	}
-	for _, root := range cl.Roots {
-		if canon, ok := canonicalRoot(root); ok {
-			c.Roots = append(c.Roots, canon)
-		}
-	}
-	return c, nil
-}
-
-// canonicalRoot makes a granted root comparable with the broker's canonical
-// cwds: absolute, cleaned, symlinks resolved. A root that is relative or
-// does not exist (now) grants nothing.
-func canonicalRoot(root string) (string, bool) {
-	if !filepath.IsAbs(root) {
-		return "", false
-	}
-	canon, err := filepath.EvalSymlinks(filepath.Clean(root))
-	return canon, err == nil
+	// A root that does not exist (now) grants nothing.
+	return broker.Caller{Name: cl.Subject, Via: wire.ViaJWT, Rights: orNone(cl.Rights.Canonical())}, nil
 }
 
 // looksSigned tells a signed token (three dot-separated parts) from the
@@ -69,7 +46,7 @@ func looksSigned(tok string) bool { return strings.Count(tok, ".") == 2 }
 // caller that is not the owner mints no more than its own rights.
 func (s *server) tokenAdmin(r *http.Request, what string) (broker.Caller, error) {
 	c, _ := callerFrom(r.Context())
-	if !c.Admin {
+	if !c.Rights.Admin() {
 		return c, &broker.Error{Kind: broker.KindForbidden, Op: what, Msg: "only an admin may " + what,
 			Hint: "use the daemon's unix socket as its owner, or a grant or token with admin"}
 	}
@@ -121,14 +98,14 @@ func (s *server) mintToken(w http.ResponseWriter, r *http.Request) error {
 			return badToken("ttl", fmt.Sprintf("ttl %q is not a positive duration", req.TTL), `write it as Go does: "90m", "24h", "720h"`)
 		}
 	}
-	if _, err := broker.ParseScopes(req.Scopes); err != nil {
+	rule := req.Rule.Granted()
+	if err := broker.CheckRights(rights.Rights{rule}); err != nil {
 		return err
 	}
-	if err := within(c, req); err != nil {
+	if err := within(c, rule); err != nil {
 		return err
 	}
-	tok, info, err := s.tokens.Mint(auth.Grant{Subject: req.Subject, Servers: req.Servers, Roots: req.Roots,
-		Scopes: req.Scopes, Admin: req.Admin, ProjectConfig: req.ProjectConfig, TTL: ttl})
+	tok, info, err := s.tokens.Mint(auth.Grant{Subject: req.Subject, Rights: rights.Rights{rule}, TTL: ttl})
 	if errors.Is(err, auth.ErrGrant) {
 		return badToken("", strings.TrimPrefix(err.Error(), auth.ErrGrant.Error()+": "), "")
 	}
@@ -140,35 +117,25 @@ func (s *server) mintToken(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// within refuses a token request that grants more than c has. The owner
-// has every right.
-func within(c broker.Caller, req wire.TokenRequest) error {
+// within refuses a token request whose rule grants more than c has: each
+// use it allows must be allowed by one of c's own rules (rights.Covers).
+// The owner has every right. A root that does not exist grants nothing
+// and is refused.
+func within(c broker.Caller, rule rights.Rule) error {
 	if c.Owner {
 		return nil
 	}
-	for _, sv := range req.Servers {
-		if !c.MayUse(sv) {
-			return forbiddenGrant("servers", sv)
-		}
-	}
-	for _, root := range req.Roots {
-		canon, ok := canonicalRoot(root)
-		if !ok || !c.MayUseDir(canon) {
+	canon := rule
+	canon.Roots = make([]string, len(rule.Roots))
+	for i, root := range rule.Roots {
+		var ok bool
+		if canon.Roots[i], ok = rights.CanonicalRoot(root); !ok {
 			return forbiddenGrant("roots", root)
 		}
 	}
-	if req.ProjectConfig && !c.ProjectConfig {
-		return forbiddenGrant("projectConfig", "true")
-	}
-	if c.Scopes != nil {
-		if req.Scopes == nil {
-			return forbiddenGrant("scopes", "(all)")
-		}
-		for _, sc := range req.Scopes {
-			if sc == "*" || !c.MayUseScope(config.ScopeKind(sc)) {
-				return forbiddenGrant("scopes", sc)
-			}
-		}
+	var ex *rights.Excess
+	if errors.As(c.Rights.Covers(canon), &ex) {
+		return forbiddenGrant(ex.Field, ex.Value)
 	}
 	return nil
 }
@@ -212,6 +179,5 @@ func (s *server) rotateTokenKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func tokenDoc(t auth.Info) wire.Token {
-	return wire.Token{ID: t.ID, Subject: t.Subject, Servers: t.Servers, Roots: t.Roots, Scopes: t.Scopes,
-		Admin: t.Admin, ProjectConfig: t.ProjectConfig, KeyID: t.KeyID, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked}
+	return wire.Token{ID: t.ID, Subject: t.Subject, Rights: orNone(t.Rights), KeyID: t.KeyID, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/rights"
 )
 
 // testClock is a settable clock for the issuer.
@@ -76,7 +78,7 @@ func TestSignedTokensOverTCP(t *testing.T) {
 	os.Mkdir(inside, 0o755)
 	outside, _ := filepath.EvalSymlinks(t.TempDir())
 
-	m := mint(t, d.unix, wire.TokenRequest{Subject: "ci", Servers: []string{"demo"}, Roots: []string{root}, Scopes: []string{"cwd"}, TTL: "1h"})
+	m := mint(t, d.unix, wire.TokenRequest{Subject: "ci", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, Scopes: []string{"cwd"}}, TTL: "1h"})
 	if m.Info.Subject != "ci" || m.Info.Revoked || m.Info.ExpiresAt.Sub(m.Info.IssuedAt) != time.Hour {
 		t.Errorf("minted %+v", m.Info)
 	}
@@ -85,8 +87,7 @@ func TestSignedTokensOverTCP(t *testing.T) {
 	var w wire.Whoami
 	ci.do(t, "GET", "/v1/whoami", "").decode(t, &w)
 	if w.Caller.Name != "ci" || w.Caller.Via != wire.ViaJWT || w.Caller.Owner || w.Caller.Admin || w.Caller.Local ||
-		!slices.Equal(w.Caller.Servers, []string{"demo"}) || !slices.Equal(w.Caller.Roots, []string{root}) ||
-		!slices.Equal(w.Caller.Scopes, []string{"cwd"}) || w.Daemon != nil {
+		!reflect.DeepEqual(w.Caller.Rights, rights.Rights{{Servers: []string{"demo"}, Roots: []string{root}, Scopes: []string{"cwd"}}}) || w.Daemon != nil {
 		t.Errorf("whoami with the token: %+v", w.Caller)
 	}
 	var sl wire.ServerList
@@ -102,7 +103,7 @@ func TestSignedTokensOverTCP(t *testing.T) {
 		status                  int
 	}{
 		{"a cwd outside its roots", "POST", "/v1/servers/demo/tools/cwd", outside, 403},
-		{"a server it was not given", "POST", "/v1/servers/billing/tools/echo", "", 403},
+		{"a server it was not given: to it, none such", "POST", "/v1/servers/billing/tools/echo", "", 404},
 		{"the token list", "GET", "/v1/tokens", "", 403},
 		{"minting", "POST", "/v1/tokens", "", 403},
 		{"rotating", "POST", "/v1/tokens/rotate", "", 403},
@@ -139,7 +140,7 @@ func TestSignedTokensOverTCP(t *testing.T) {
 	}
 
 	// An admin token mints no more than its own rights.
-	adm := bearerClient(d, mint(t, d.tcp, wire.TokenRequest{Subject: "ops", Servers: []string{"demo"}, Roots: []string{root}, Admin: true}).Token)
+	adm := bearerClient(d, mint(t, d.tcp, wire.TokenRequest{Subject: "ops", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, Admin: true}}).Token)
 	if r := adm.do(t, "POST", "/v1/tokens", `{"sub":"more","servers":["*"]}`); r.StatusCode != 403 || !strings.Contains(string(r.body), "only rights its minter has") {
 		t.Errorf("admin token minting more than its rights: %d %s", r.StatusCode, r.body)
 	}
@@ -155,7 +156,7 @@ func TestSignedTokensOverTCP(t *testing.T) {
 		now := time.Now()
 		c := &auth.Claims{RegisteredClaims: jwt.RegisteredClaims{ID: m.Info.ID, Subject: "ci", Issuer: id, Audience: jwt.ClaimStrings{id},
 			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))},
-			Servers: []string{"*"}, Roots: []string{"/"}}
+			Rights: rights.Rights{{Servers: []string{"*"}, Roots: []string{"/"}}}}
 		if mod != nil {
 			mod(c)
 		}
@@ -171,11 +172,11 @@ func TestSignedTokensOverTCP(t *testing.T) {
 		return s
 	}
 	clk.set(-48 * time.Hour)
-	expired := mint(t, d.unix, wire.TokenRequest{Subject: "old", Servers: []string{"demo"}, TTL: "1h"}).Token
+	expired := mint(t, d.unix, wire.TokenRequest{Subject: "old", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"}).Token
 	clk.set(time.Hour)
-	early := mint(t, d.unix, wire.TokenRequest{Subject: "early", Servers: []string{"demo"}, TTL: "2h"}).Token
+	early := mint(t, d.unix, wire.TokenRequest{Subject: "early", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "2h"}).Token
 	clk.set(0)
-	revoked := mint(t, d.unix, wire.TokenRequest{Subject: "gone", Servers: []string{"demo"}})
+	revoked := mint(t, d.unix, wire.TokenRequest{Subject: "gone", Rule: rights.Rule{Servers: []string{"demo"}}})
 	if r := d.unix.do(t, "DELETE", "/v1/tokens/"+revoked.Info.ID, ""); r.StatusCode != 200 {
 		t.Fatalf("revoke: %d %s", r.StatusCode, r.body)
 	}
@@ -219,7 +220,7 @@ func TestSignedTokensOverTCP(t *testing.T) {
 	if r := ci.do(t, "GET", "/v1/whoami", ""); r.StatusCode != 200 {
 		t.Errorf("a token of the old key after rotate: %d %s", r.StatusCode, r.body)
 	}
-	if m2 := mint(t, d.unix, wire.TokenRequest{Subject: "new", Servers: []string{"demo"}}); m2.Info.KeyID != k.ID {
+	if m2 := mint(t, d.unix, wire.TokenRequest{Subject: "new", Rule: rights.Rule{Servers: []string{"demo"}}}); m2.Info.KeyID != k.ID {
 		t.Errorf("minted after rotate with %s, want %s", m2.Info.KeyID, k.ID)
 	}
 	var ls wire.TokenList

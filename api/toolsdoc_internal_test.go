@@ -15,6 +15,7 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/rights"
 )
 
 // The tool documents are the caller's: a caller restricted to some servers
@@ -79,8 +80,8 @@ func TestToolDocumentsOnlyOfServersTheCallerMayUse(t *testing.T) {
 		}
 		return names
 	}
-	owner := broker.Caller{Name: "owner", Owner: true, Admin: true}
-	onlyA := broker.Caller{Name: "remote", Via: "tailnet", Servers: []string{"a"}}
+	owner := broker.Caller{Name: "owner", Owner: true, Rights: rights.All()}
+	onlyA := broker.Caller{Name: "remote", Via: "tailnet", Rights: rights.Rights{{Servers: []string{"a"}}}}
 	if got := servers(owner); !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("the owner's document has servers %v", got)
 	}

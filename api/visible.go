@@ -5,6 +5,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/rights"
 )
 
 // privateLastError replaces an instance's last error for callers other than
@@ -17,7 +18,7 @@ const privateLastError = "the last start or run failed; the daemon's owner sees 
 // other callers see their own instances whole and others' without key,
 // root, cwd or pid, which name other callers' sessions and directories.
 func instanceFor(c broker.Caller, in broker.Instance) (wire.Instance, bool) {
-	if !c.MayUse(in.Server) {
+	if !c.Rights.MayUse(in.Server) {
 		return wire.Instance{}, false
 	}
 	if c.Owner {
@@ -30,7 +31,7 @@ func instanceFor(c broker.Caller, in broker.Instance) (wire.Instance, bool) {
 	if strings.HasPrefix(in.Exec, "missing:") {
 		in.Exec = "missing" // the command is the owner's
 	}
-	if !c.Admin && !ownsInstance(c, in) {
+	if !c.Rights.Admin() && !ownsInstance(c, in) {
 		in.Key, in.Root, in.Cwd, in.Pid = "", "", "", 0
 	}
 	return instanceDoc(in), true
@@ -38,7 +39,7 @@ func instanceFor(c broker.Caller, in broker.Instance) (wire.Instance, bool) {
 
 // ownsInstance reports whether in is c's to see whole: keyed by c's own
 // session or lease (broker.Caller.OwnsKey), shared by everyone (global),
-// or rooted in a directory c may use.
+// or rooted in a directory where one rule of c's rights allows its server.
 func ownsInstance(c broker.Caller, in broker.Instance) bool {
 	switch {
 	case c.OwnsKey(in.Key):
@@ -46,7 +47,8 @@ func ownsInstance(c broker.Caller, in broker.Instance) bool {
 	case in.Key == "global":
 		return true
 	case strings.HasPrefix(in.Key, "repo:"), strings.HasPrefix(in.Key, "worktree:"), strings.HasPrefix(in.Key, "cwd:"):
-		return in.Root != "" && c.MayUseDir(in.Root) && (in.Cwd == "" || c.MayUseDir(in.Cwd))
+		at := func(dir string) bool { return c.Rights.Allows(rights.Use{Server: in.Server, Dir: dir}) }
+		return in.Root != "" && at(in.Root) && (in.Cwd == "" || at(in.Cwd))
 	}
 	return false // call: and pid: keys belong to one call or process, not c's
 }

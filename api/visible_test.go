@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/rights"
 )
 
 // A caller that is not the daemon's own user sees no private error detail,
@@ -36,7 +37,7 @@ func TestInstancesKeepPrivateDetailPrivate(t *testing.T) {
 		return out
 	}
 
-	alice := broker.Caller{Name: "alice", Via: "tailnet", Servers: []string{"git"}, Roots: []string{"/srv/shared"}}
+	alice := broker.Caller{Name: "alice", Via: "tailnet", Rights: rights.Rights{{Servers: []string{"git"}, Roots: []string{"/srv/shared"}}}}
 	got := see(alice)
 	want := map[string]string{
 		"git-1": "session:@tailnet:alice/s1|||" + privateLastError, // hers, but the error detail is the owner's
@@ -56,11 +57,11 @@ func TestInstancesKeepPrivateDetailPrivate(t *testing.T) {
 		}
 	}
 
-	owner := broker.Caller{Name: "local:1000", Via: "unix", Local: true, Owner: true, Admin: true}
+	owner := broker.Caller{Name: "local:1000", Via: "unix", Local: true, Owner: true, Rights: rights.All()}
 	if got := see(owner); len(got) != len(instances) || !strings.Contains(got["git-1"], secret) || got["git-2"] != "session:@tailnet:bob/s2|||" {
 		t.Errorf("the owner sees %v; want everything", got)
 	}
-	admin := broker.Caller{Name: "ops", Via: "tailnet", Admin: true}
+	admin := broker.Caller{Name: "ops", Via: "tailnet", Rights: rights.Rights{{Admin: true}}}
 	if got := see(admin); len(got) != len(instances) || got["git-1"] != "session:@tailnet:alice/s1|||"+privateLastError {
 		t.Errorf("a remote admin sees %v; want every instance, no private detail", got)
 	}

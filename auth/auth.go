@@ -18,6 +18,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
+	"mcpx.dev/mcpx/rights"
 )
 
 // Leeway is how far clocks may disagree when exp, nbf and iat are checked.
@@ -65,45 +66,33 @@ type Options struct {
 // Grant is what a minted token carries.
 type Grant struct {
 	Subject string // who the token is for; becomes the caller's name. Required.
-	// Servers the token may use ("*" = all); none = no server.
-	Servers []string
-	// Roots, absolute paths under which a declared cwd must lie ("/" =
-	// anywhere); none = no declared cwd.
-	Roots []string
-	// Scopes the token's calls may use; nil = every scope kind.
-	Scopes []string
-	Admin  bool
-	// ProjectConfig lets the bearer's project files define its servers
-	// (broker.Caller.ProjectConfig).
-	ProjectConfig bool
-	TTL           time.Duration // 0 = DefaultTTL; at most MaxTTL
+	// Rights are the token's rights, exactly (package rights: a nil list
+	// in a rule has no limit). Every root must be absolute; the zero
+	// Rights grant nothing.
+	Rights rights.Rights
+	TTL    time.Duration // 0 = DefaultTTL; at most MaxTTL
 }
 
-// Claims are a token's payload: the registered claims and the rights.
+// Claims are a token's payload: the registered claims and the rights. A
+// token minted before tokens carried Rights has its rights as flat
+// members (servers, roots, scopes, admin, projectConfig): they are read
+// as one rule, as its grant wrote them (rights.Rule.Granted).
 type Claims struct {
 	jwt.RegisteredClaims
-	Servers []string `json:"servers"`
-	Roots   []string `json:"roots"`
-	Scopes  []string `json:"scopes,omitzero"` // absent = every scope kind
-	Admin   bool     `json:"admin,omitempty"`
-	// ProjectConfig: the bearer's project files may define its servers.
-	ProjectConfig bool `json:"projectConfig,omitempty"`
+	Rights rights.Rights `json:"rights"`
 }
 
 // Info describes a minted token in the ledger (never the token itself).
+// A ledger entry written before tokens carried Rights is read as Claims
+// are.
 type Info struct {
-	ID      string   `json:"id"` // the jti
-	Subject string   `json:"sub"`
-	Servers []string `json:"servers"`
-	Roots   []string `json:"roots"`
-	Scopes  []string `json:"scopes,omitzero"`
-	Admin   bool     `json:"admin,omitempty"`
-	// ProjectConfig: the bearer's project files may define its servers.
-	ProjectConfig bool      `json:"projectConfig,omitempty"`
-	KeyID         string    `json:"kid"`
-	IssuedAt      time.Time `json:"issuedAt"`
-	ExpiresAt     time.Time `json:"expiresAt"`
-	Revoked       bool      `json:"revoked,omitempty"`
+	ID        string        `json:"id"` // the jti
+	Subject   string        `json:"sub"`
+	Rights    rights.Rights `json:"rights"`
+	KeyID     string        `json:"kid"`
+	IssuedAt  time.Time     `json:"issuedAt"`
+	ExpiresAt time.Time     `json:"expiresAt"`
+	Revoked   bool          `json:"revoked,omitempty"`
 }
 
 // KeyInfo describes a signing key (never its private part).
@@ -199,24 +188,21 @@ func (is *Issuer) Mint(g Grant) (string, Info, error) {
 	if ttl < 0 || ttl > MaxTTL {
 		return "", Info{}, grantError("ttl %s is out of range: a token lives between 1s and %s", g.TTL, MaxTTL)
 	}
-	for _, r := range g.Roots {
-		if !filepath.IsAbs(r) {
-			return "", Info{}, grantError("root %q is not an absolute path on the broker's machine", r)
-		}
+	granted, err := stored(g.Rights)
+	if err != nil {
+		return "", Info{}, err
 	}
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	k := is.st.Keys[len(is.st.Keys)-1]
 	now := is.now().Truncate(time.Second)
-	info := Info{ID: randomHex(16), Subject: g.Subject, Servers: orEmpty(g.Servers), Roots: orEmpty(cleanAll(g.Roots)),
-		Scopes: g.Scopes, Admin: g.Admin, ProjectConfig: g.ProjectConfig, KeyID: k.ID, IssuedAt: now, ExpiresAt: now.Add(ttl)}
+	info := Info{ID: randomHex(16), Subject: g.Subject, Rights: granted, KeyID: k.ID, IssuedAt: now, ExpiresAt: now.Add(ttl)}
 	claims := Claims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			ID: info.ID, Subject: info.Subject, Issuer: is.st.Identity, Audience: jwt.ClaimStrings{is.st.Identity},
 			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(info.ExpiresAt),
 		},
-		Servers: info.Servers, Roots: info.Roots, Scopes: info.Scopes, Admin: info.Admin,
-		ProjectConfig: info.ProjectConfig,
+		Rights: info.Rights,
 	}
 	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 	t.Header["kid"] = k.ID
@@ -376,19 +362,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b) // never fails (crypto/rand)
 	return hex.EncodeToString(b)
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func cleanAll(paths []string) []string {
-	out := make([]string, len(paths))
-	for i, p := range paths {
-		out[i] = filepath.Clean(p)
-	}
-	return out
 }

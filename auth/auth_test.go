@@ -15,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/rights"
 )
 
 // clock is a settable test clock.
@@ -78,7 +79,7 @@ func TestVerifyRefusesEveryBadToken(t *testing.T) {
 	dir := t.TempDir()
 	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	is := open(t, dir, c)
-	good, info, err := is.Mint(auth.Grant{Subject: "ci", Servers: []string{"demo"}, Roots: []string{"/srv/src"}, Scopes: []string{"session"}, TTL: time.Hour})
+	good, info, err := is.Mint(auth.Grant{Subject: "ci", Rights: rights.Rights{{Servers: []string{"demo"}, Roots: []string{"/srv/src"}, Scopes: []string{"session"}}}, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +87,7 @@ func TestVerifyRefusesEveryBadToken(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a fresh token: %v", err)
 	}
-	if cl.Subject != "ci" || strings.Join(cl.Servers, ",") != "demo" || strings.Join(cl.Roots, ",") != "/srv/src" ||
-		strings.Join(cl.Scopes, ",") != "session" || cl.Admin || cl.ID != info.ID {
+	if cl.Subject != "ci" || cl.Rights.String() != `[{"servers":["demo"],"roots":["/srv/src"],"scopes":["session"]}]` || cl.ID != info.ID {
 		t.Errorf("claims %+v, want the grant", cl)
 	}
 
@@ -102,7 +102,7 @@ func TestVerifyRefusesEveryBadToken(t *testing.T) {
 		now := c.now()
 		cl := &auth.Claims{RegisteredClaims: jwt.RegisteredClaims{ID: info.ID, Subject: "ci", Issuer: id, Audience: jwt.ClaimStrings{id},
 			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))},
-			Servers: []string{"*"}, Roots: []string{"/"}}
+			Rights: rights.Rights{{Servers: []string{"*"}, Roots: []string{"/"}}}}
 		if mod != nil {
 			mod(cl)
 		}
@@ -159,7 +159,7 @@ func TestVerifyRefusesEveryBadToken(t *testing.T) {
 		t.Errorf("identity %q after reopening, was %q", again.Identity(), id)
 	}
 	// The natural expiry, with the leeway.
-	tok2, _, err := is.Mint(auth.Grant{Subject: "b", Servers: []string{"*"}, TTL: time.Minute})
+	tok2, _, err := is.Mint(auth.Grant{Subject: "b", Rights: rights.Rights{{Servers: []string{"*"}}}, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestRotateRetiresOldKeysWhenTheirTokensExpire(t *testing.T) {
 	dir := t.TempDir()
 	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	is := open(t, dir, c)
-	old, oldInfo, err := is.Mint(auth.Grant{Subject: "a", Servers: []string{"*"}, TTL: 2 * time.Hour})
+	old, oldInfo, err := is.Mint(auth.Grant{Subject: "a", Rights: rights.Rights{{Servers: []string{"*"}}}, TTL: 2 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestRotateRetiresOldKeysWhenTheirTokensExpire(t *testing.T) {
 	if _, err := is.Verify(old); err != nil {
 		t.Errorf("a token of the old key after rotate: %v", err)
 	}
-	fresh, freshInfo, err := is.Mint(auth.Grant{Subject: "b", Servers: []string{"*"}, TTL: 24 * time.Hour})
+	fresh, freshInfo, err := is.Mint(auth.Grant{Subject: "b", Rights: rights.Rights{{Servers: []string{"*"}}}, TTL: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestStateFileIsPrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "auth")
 	c := &clock{t: time.Now()}
 	is := open(t, dir, c)
-	if _, _, err := is.Mint(auth.Grant{Subject: "a", Servers: []string{"demo"}}); err != nil {
+	if _, _, err := is.Mint(auth.Grant{Subject: "a", Rights: rights.Rights{{Servers: []string{"demo"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, auth.StateFile): 0o600} {
@@ -257,8 +257,8 @@ func TestStateFileIsPrivate(t *testing.T) {
 func TestMintRefusesBadGrants(t *testing.T) {
 	is := open(t, t.TempDir(), &clock{t: time.Now()})
 	for _, g := range []auth.Grant{
-		{Servers: []string{"demo"}},
-		{Subject: "a", Roots: []string{"src"}},
+		{Rights: rights.Rights{{Servers: []string{"demo"}}}},
+		{Subject: "a", Rights: rights.Rights{{Servers: []string{"demo"}}, {Roots: []string{"src"}}}},
 		{Subject: "a", TTL: auth.MaxTTL + time.Hour},
 		{Subject: "a", TTL: -time.Hour},
 	} {
@@ -266,4 +266,99 @@ func TestMintRefusesBadGrants(t *testing.T) {
 			t.Errorf("Mint(%+v) = %v, want a grant error", g, err)
 		}
 	}
+}
+
+// TestMintStoresRights: a token and its ledger entry carry the grant's
+// Rights as they are, an empty list apart from an absent one, and copied
+// (the grant's lists are the caller's).
+func TestMintStoresRights(t *testing.T) {
+	is := open(t, t.TempDir(), &clock{t: time.Now()})
+	r := rights.Rights{
+		{Servers: []string{"demo"}, Roots: []string{"/r/granted/"}, Scopes: []string{"cwd", "worktree"}},
+		{Servers: []string{"hiddenvault"}, Roots: []string{"/r/other"}, Admin: true},
+		{Servers: []string{}, Roots: []string{}, Scopes: []string{}},
+	}
+	want := `[{"servers":["demo"],"roots":["/r/granted"],"scopes":["cwd","worktree"]},{"servers":["hiddenvault"],"roots":["/r/other"],"admin":true},{"servers":[],"roots":[],"scopes":[]}]`
+	tok, info, err := is.Mint(auth.Grant{Subject: "laptop", Rights: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r[0].Servers[0] = "changed"
+	cl, err := is.Verify(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cl.Rights.String(); got != want {
+		t.Errorf("claims' rights = %s, want %s", got, want)
+	}
+	if got := info.Rights.String(); got != want {
+		t.Errorf("ledger's rights = %s, want %s", got, want)
+	}
+	tok, _, err = is.Mint(auth.Grant{Subject: "nobody"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[1])
+	if !strings.Contains(string(payload), `"rights":[]`) {
+		t.Errorf("a token granting nothing: payload %s, want \"rights\":[]", payload)
+	}
+	if cl, err := is.Verify(tok); err != nil || cl.Rights == nil || len(cl.Rights) != 0 {
+		t.Errorf("a token granting nothing verifies as %+v, %v", cl, err)
+	}
+}
+
+// TestFlatTokens: tokens minted before tokens carried Rights (testdata/flat:
+// a state file and three tokens minted by that code) keep working: their
+// flat rights are one rule as their grant wrote it, nothing by omission but
+// scopes, in the claims and in the ledger, and still after the state file
+// is rewritten in the new form.
+func TestFlatTokens(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{auth.StateFile, "ci.jwt", "bare.jwt", "every.jwt"} {
+		b, err := os.ReadFile(filepath.Join("testdata/flat", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &clock{t: time.Date(2026, 6, 2, 12, 0, 0, 0, time.UTC)}
+	want := map[string]string{
+		"ci":    `[{"servers":["demo"],"roots":["/srv/src"],"scopes":["cwd","session"],"admin":true,"projectConfig":true}]`,
+		"bare":  `[{"servers":[],"roots":[]}]`,
+		"every": `[{"servers":["*"],"roots":["/"]}]`,
+	}
+	check := func(is *auth.Issuer, when string) {
+		t.Helper()
+		for sub, w := range want {
+			tok, err := os.ReadFile(filepath.Join(dir, sub+".jwt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := is.Verify(strings.TrimSpace(string(tok)))
+			if err != nil {
+				t.Fatalf("%s: the flat token %s: %v", when, sub, err)
+			}
+			if got := cl.Rights.String(); cl.Subject != sub || got != w {
+				t.Errorf("%s: the flat token %s carries %s %s, want %s", when, sub, cl.Subject, got, w)
+			}
+		}
+		toks, _ := is.List()
+		for _, in := range toks {
+			if w, ok := want[in.Subject]; ok && in.Rights.String() != w {
+				t.Errorf("%s: the ledger's %s has %s, want %s", when, in.Subject, in.Rights.String(), w)
+			}
+		}
+	}
+	is := open(t, dir, c)
+	check(is, "as minted")
+	if _, _, err := is.Mint(auth.Grant{Subject: "new", Rights: rights.None()}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.ReadFile(filepath.Join(dir, auth.StateFile))
+	if strings.Contains(string(st), `"servers"`) && !strings.Contains(string(st), `"rights"`) {
+		t.Fatalf("the state file was not rewritten: %s", st)
+	}
+	check(open(t, dir, c), "after the state file was rewritten")
 }

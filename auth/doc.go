@@ -1,9 +1,10 @@
 // Package auth issues and verifies the broker's signed bearer tokens: JWTs
 // signed with the daemon's Ed25519 keys, each naming a subject and the
-// rights it carries (servers, roots, scopes, admin).
+// rights it carries (package rights).
 //
 //	is, err := auth.Open(auth.Options{Dir: filepath.Join(state, "auth")})
-//	tok, info, err := is.Mint(auth.Grant{Subject: "ci", Servers: []string{"demo"}, Roots: []string{"/srv/src"}, TTL: 24 * time.Hour})
+//	r := rights.Rights{{Servers: []string{"demo"}, Roots: []string{"/srv/src"}}}
+//	tok, info, err := is.Mint(auth.Grant{Subject: "ci", Rights: r, TTL: 24 * time.Hour})
 //	claims, err := is.Verify(tok) // errors.Is(err, auth.ErrExpired), …
 //	is.Revoke(info.ID)
 //	is.Rotate() // a new current key; the old one verifies until its tokens expire
@@ -36,4 +37,13 @@
 // next time it is written, after which their tokens' kid is unknown. A
 // token cannot outlive [MaxTTL], so no key lingers longer. Expired tokens
 // leave the ledger the same way.
+//
+// # Rights
+//
+// A token carries its rights in the claim "rights", in package rights'
+// JSON form, and its ledger entry the same. Tokens minted before that, and
+// their ledger entries, hold one rule's members at the top level
+// (servers, roots, scopes, admin, projectConfig); they are read as that
+// one rule, nothing granted by omission but scopes, so existing state
+// files and tokens keep working.
 package auth

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/rights"
 )
 
 // FuzzVerify feeds arbitrary strings to Verify: it never panics, every
@@ -16,7 +17,7 @@ func FuzzVerify(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	tok, info, err := is.Mint(auth.Grant{Subject: "fuzz", Servers: []string{"demo"}, Roots: []string{"/srv"}, TTL: time.Hour})
+	tok, info, err := is.Mint(auth.Grant{Subject: "fuzz", Rights: rights.Rights{{Servers: []string{"demo"}, Roots: []string{"/srv"}}}, TTL: time.Hour})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func FuzzVerify(f *testing.F) {
 			}
 			t.Fatalf("Verify(%q): unexpected error %v", s, err)
 		}
-		if cl.ID != info.ID || cl.Subject != "fuzz" || strings.Join(cl.Servers, ",") != "demo" || strings.Join(cl.Roots, ",") != "/srv" || cl.Admin {
+		if cl.ID != info.ID || cl.Subject != "fuzz" || len(cl.Rights) != 1 || strings.Join(cl.Rights[0].Servers, ",") != "demo" || strings.Join(cl.Rights[0].Roots, ",") != "/srv" || cl.Rights.Admin() {
 			t.Fatalf("Verify(%q) accepted claims %+v, not the minted token's", s, cl)
 		}
 	})

@@ -15,8 +15,9 @@
 //
 // A caller is served the servers of its config chain (package
 // mcpx.dev/mcpx/broker/chain): the project files found upward from its cwd
-// merged over the owner's config, for the owner and callers whose rights
-// say ProjectConfig; everyone else gets the owner's config (ServersAt,
+// merged over the owner's config, for the owner and, in its roots, a rule
+// of a caller's rights that says projectConfig (rights.Rights.ProjectConfig);
+// everyone else gets the owner's config (ServersAt,
 // ConfigSources; "Project config" in docs/architecture.md). Only servers
 // merge: the pool, limits, nix and records sections are the daemon's own.
 //

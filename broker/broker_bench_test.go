@@ -11,6 +11,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/rights"
 )
 
 // BenchmarkBrokerCallTool measures broker.CallTool end to end without HTTP:
@@ -75,7 +76,7 @@ func BenchmarkBrokerTarget(b *testing.B) {
 	}
 }
 
-var benchCaller = broker.Caller{Name: "local:bench", Via: "unix", Local: true, Admin: true}
+var benchCaller = broker.Caller{Name: "local:bench", Via: "unix", Local: true, Rights: rights.Rights{{Admin: true}}}
 
 var benchArgs = json.RawMessage(`{"message":"hi"}`)
 

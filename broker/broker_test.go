@@ -21,6 +21,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/rights"
 )
 
 func TestMain(m *testing.M) {
@@ -90,7 +91,7 @@ func newDemoBroker(tb testing.TB, scopes map[string]config.ScopeKind, edit ...fu
 	return startDemoBroker(tb, s)
 }
 
-var local = broker.Caller{Name: "local:test", Via: "unix", Local: true, Owner: true, Admin: true}
+var local = broker.Caller{Name: "local:test", Via: "unix", Local: true, Owner: true, Rights: rights.All()}
 
 func req(server, cwd string) broker.Request {
 	return broker.Request{Caller: local, Server: server, Context: broker.CallContext{Cwd: cwd}}
@@ -271,7 +272,7 @@ func TestRootAboveTheCallersAllowedRootsDegradesToCwd(t *testing.T) {
 	proj := filepath.Join(wts[0], "proj")
 	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeWorktree})
 	r := req("demo", proj)
-	r.Caller = broker.Caller{Name: "remote", Via: "tailnet", Roots: []string{proj}}
+	r.Caller = broker.Caller{Name: "remote", Via: "tailnet", Rights: rights.Rights{{Roots: []string{proj}}}}
 	if got := callText(t, b, r, "cwd", `{}`); got != proj {
 		t.Errorf("cwd for a caller limited to %s = %q; its instance must not be rooted at the repo above", proj, got)
 	}
@@ -381,7 +382,7 @@ func TestPidScopedInstanceStopsWhenItsOwnerDies(t *testing.T) {
 	}
 	// A remote caller's declared pid means nothing: it lands on a call: key.
 	remote := r
-	remote.Caller = broker.Caller{Name: "remote", Via: "tailnet"}
+	remote.Caller = broker.Caller{Name: "remote", Via: "tailnet", Rights: rights.Rights{{}}}
 	callText(t, b, remote, "pid", `{}`)
 	if n := len(b.Instances()); n != 1 {
 		t.Errorf("a remote caller's Mcpx-Pid created a pid instance (%d instances)", n)
@@ -409,7 +410,7 @@ func TestRemoteCallersDoNotShareSessionsByID(t *testing.T) {
 	b := newDemoBroker(t, map[string]config.ScopeKind{"s": config.ScopeSession})
 	as := func(name string, local bool) broker.Request {
 		r := req("s", "")
-		r.Caller = broker.Caller{Name: name, Via: "tailnet", Local: local, Owner: local}
+		r.Caller = broker.Caller{Name: name, Via: "tailnet", Local: local, Owner: local, Rights: rights.Rights{{}}}
 		r.Context.Session = "S"
 		return r
 	}
@@ -478,7 +479,7 @@ func TestUnknownServerListsOnlyTheCallersServers(t *testing.T) {
 		{nil, "internal-billing, public", ""},
 	} {
 		r := req("nope", "")
-		r.Caller = broker.Caller{Name: "alice", Via: "tailnet", Servers: tc.servers}
+		r.Caller = broker.Caller{Name: "alice", Via: "tailnet", Rights: rights.Rights{{Servers: tc.servers}}}
 		_, err := b.Target(r)
 		var be *broker.Error
 		if !errors.As(err, &be) || be.Kind != broker.KindNotFound {
@@ -494,7 +495,7 @@ func TestUnknownServerListsOnlyTheCallersServers(t *testing.T) {
 // only the servers its rights name; to it, the others do not exist.
 func TestServersListOnlyTheCallersServers(t *testing.T) {
 	b := newDemoBroker(t, map[string]config.ScopeKind{"public": config.ScopeGlobal, "internal-billing": config.ScopeGlobal})
-	alice := broker.Caller{Name: "alice", Via: "tailnet", Servers: []string{"public"}}
+	alice := broker.Caller{Name: "alice", Via: "tailnet", Rights: rights.Rights{{Servers: []string{"public"}}}}
 	var names []string
 	for _, si := range b.Servers(alice) {
 		names = append(names, si.Name)
@@ -502,10 +503,10 @@ func TestServersListOnlyTheCallersServers(t *testing.T) {
 	if !slices.Equal(names, []string{"public"}) {
 		t.Errorf("Servers(alice) = %v, want [public]", names)
 	}
-	if n := len(b.Servers(broker.Caller{Name: "nobody", Servers: []string{}})); n != 0 {
+	if n := len(b.Servers(broker.Caller{Name: "nobody", Rights: rights.Rights{{Servers: []string{}}}})); n != 0 {
 		t.Errorf("a caller with no servers sees %d", n)
 	}
-	if n := len(b.Servers(broker.Caller{Name: "owner", Local: true})); n != 2 {
+	if n := len(b.Servers(broker.Caller{Name: "owner", Local: true, Rights: rights.Rights{{}}})); n != 2 {
 		t.Errorf("the owner sees %d servers, want 2", n)
 	}
 	if _, err := b.Server("public", alice); err != nil {
@@ -535,7 +536,7 @@ func TestNotFoundSuggests(t *testing.T) {
 		t.Errorf("misspelt server: hint %q", h)
 	}
 	r := req("internal-biling", "")
-	r.Caller = broker.Caller{Name: "alice", Via: "tailnet", Servers: []string{"public"}}
+	r.Caller = broker.Caller{Name: "alice", Via: "tailnet", Rights: rights.Rights{{Servers: []string{"public"}}}}
 	if err := target(r); strings.Contains(err.Error(), "internal-billing") {
 		t.Errorf("a server the caller may not use was suggested: %v", err)
 	}

@@ -2,11 +2,9 @@ package broker
 
 import (
 	"net/url"
-	"path/filepath"
-	"slices"
 	"strings"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/rights"
 )
 
 // Caller is who is calling, as the API layer authenticated it.
@@ -20,25 +18,15 @@ type Caller struct {
 	// (commands, paths, a child's stderr), and its session ids are not
 	// namespaced, so the CLI and a script of the same user share sessions.
 	Owner bool `json:"owner"`
-	Admin bool `json:"admin"` // may stop instances, manage sessions
-	// Servers and Roots restrict what the caller may name; nil = everything
-	// (local callers). Empty non-nil = nothing.
-	Servers []string `json:"servers,omitempty"`
-	Roots   []string `json:"roots,omitempty"`
-	// Scopes restricts the scope kinds the caller's calls may use (see
-	// MayUseScope); nil = every kind, empty non-nil = none.
-	Scopes []config.ScopeKind `json:"scopes,omitempty"`
-	// ProjectConfig lets the project files on the caller's config chain
-	// (config.json found upward from its cwd, below the user's config)
-	// define the servers it is served: they name commands the daemon will
-	// run. The owner always may; false = the owner's config only. See
-	// "Project config" in docs/architecture.md.
-	ProjectConfig bool `json:"projectConfig,omitempty"`
-}
-
-// MayUse reports whether c's rights name the server.
-func (c Caller) MayUse(server string) bool {
-	return c.Servers == nil || slices.Contains(c.Servers, server) || slices.Contains(c.Servers, "*")
+	// Rights are what the caller may use, where and how (package rights:
+	// rules, each checked whole); the zero Rights allow nothing. The owner's
+	// callers have rights.All. Admin (rights.Rights.Admin) may stop
+	// instances and manage sessions; ProjectConfig lets the project files on
+	// the caller's config chain (config.json found upward from its cwd,
+	// below the user's config) define the servers it is served: they name
+	// commands the daemon will run. The owner's always may. See "Project
+	// config" in docs/architecture.md.
+	Rights rights.Rights `json:"rights"`
 }
 
 // callerKey confines keys named by caller-chosen ids (sessions, leases) to
@@ -84,25 +72,6 @@ func (c Caller) OwnsKey(key string) bool {
 			return !strings.HasPrefix(rest, "@") || strings.HasPrefix(rest, "@@")
 		}
 		return strings.HasPrefix(rest, "@"+c.Via+":"+url.PathEscape(c.Name)+"/")
-	}
-	return false
-}
-
-// MayUseDir reports whether c's rights reach the canonical directory path:
-// it lies under one of c's roots (nil roots: anywhere).
-func (c Caller) MayUseDir(path string) bool { return underAny(path, c.Roots) }
-
-// underAny reports whether path lies under one of roots; nil roots = anywhere.
-// Both sides are canonical (roots are canonicalised when the grant is made).
-func underAny(path string, roots []string) bool {
-	if roots == nil {
-		return true
-	}
-	for _, r := range roots {
-		r = filepath.Clean(r)
-		if path == r || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/") {
-			return true
-		}
 	}
 	return false
 }

@@ -136,17 +136,23 @@ func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.C
 // doAt is do; *key, if key is non-nil, is set to the scope key r resolved
 // to (left alone if r is refused before it has one).
 func (b *Broker) doAt(ctx context.Context, r Request, op string, key *string, fn func(context.Context, *mcpclient.Session) error) error {
-	def, t, err := b.target(r)
+	res, err := b.resolve(r)
 	if err != nil {
 		return err
 	}
 	if key != nil {
-		*key = t.Key
+		*key = res.target.Key
 	}
+	return b.run(ctx, res, r.Server, op, fn)
+}
+
+// run runs fn on the session of res's instance under the server's call
+// timeout.
+func (b *Broker) run(ctx context.Context, res resolved, server, op string, fn func(context.Context, *mcpclient.Session) error) error {
 	// callTimeout bounds the call, not the wait for a starting child: that
 	// has its own startTimeout, and the caller's deadline bounds both.
-	d := def.CallTimeout.D()
-	err = b.pool.Do(ctx, t, func(s *mcpclient.Session) error {
+	d := res.def.CallTimeout.D()
+	err := b.pool.Do(ctx, res.target, func(s *mcpclient.Session) error {
 		if d <= 0 {
 			return fn(ctx, s)
 		}
@@ -154,11 +160,11 @@ func (b *Broker) doAt(ctx context.Context, r Request, op string, key *string, fn
 		defer cancel()
 		err := fn(cctx, s)
 		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
-			return &Error{Kind: KindTimeout, Op: op, Server: r.Server, Err: err,
+			return &Error{Kind: KindTimeout, Op: op, Server: server, Err: err,
 				Msg:  fmt.Sprintf("the call ran past the server's callTimeout of %s; the child was sent notifications/cancelled", d),
 				Hint: "raise callTimeout in the server's config if such calls are expected to take longer"}
 		}
 		return err
 	})
-	return b.translate(err, op, r.Server)
+	return b.translate(err, op, server)
 }

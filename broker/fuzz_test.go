@@ -8,6 +8,7 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/rights"
 )
 
 // FuzzCwdUnderRoots fuzzes the canonicalise-and-contain check of a
@@ -38,7 +39,7 @@ func FuzzCwdUnderRoots(f *testing.F) {
 		}
 	}
 	b := newDemoBroker(f, map[string]config.ScopeKind{"demo": config.ScopeCwd})
-	caller := broker.Caller{Name: "fuzz", Via: "tailnet", Servers: []string{"demo"}, Roots: []string{root}}
+	caller := broker.Caller{Name: "fuzz", Via: "tailnet", Rights: rights.Rights{{Servers: []string{"demo"}, Roots: []string{root}}}}
 
 	f.Fuzz(func(t *testing.T, rel string) {
 		if strings.ContainsRune(rel, 0) {

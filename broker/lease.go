@@ -100,7 +100,7 @@ func leaseTTL(ttl time.Duration) (time.Duration, error) {
 func (l *leases) findLocked(id string, c Caller) *Lease {
 	now := l.now()
 	keys := []string{leaseKey(id, c)}
-	if c.Admin {
+	if c.Rights.Admin() {
 		keys = append(keys, "lease:"+id)
 	}
 	for _, k := range keys {

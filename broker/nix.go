@@ -10,6 +10,7 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
+	"mcpx.dev/mcpx/rights"
 )
 
 // NixProgram is a nix: program spec's cache entry (nixresolve.Entry): the
@@ -139,7 +140,7 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 	cfg := b.currentConfig()
 	s := cfg.Servers[server]
 	if s == nil {
-		return NixRefreshed{}, b.notFound(server, Caller{})
+		return NixRefreshed{}, b.notFound(server, Caller{Rights: rights.All()})
 	}
 	if b.nix == nil {
 		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,

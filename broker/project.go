@@ -26,8 +26,8 @@ import (
 // The owner's layers (override paths, the daemon's own config as the user's
 // layer, /etc/mcpx, fallback paths) are merged once per load into b.cfg,
 // which every caller is served. The project layers, found upward from a
-// caller's cwd, are merged over it per call, for the owner and callers
-// whose rights say ProjectConfig only.
+// caller's cwd, are merged over it per call, for the owner and, in its
+// roots, a rule of a caller's rights that says projectConfig only.
 //
 // Caching: a directory's chain is trusted for a second after it was found
 // (chain.Cache), like a scope answer; each project config.json on it is
@@ -68,7 +68,8 @@ type ChainDir struct {
 // from (`mcpx config --sources`).
 type Sources struct {
 	Cwd string
-	// ProjectConfig: project files apply to this caller.
+	// ProjectConfig: project files may apply to this caller (in the roots
+	// of a rule that says so; each ChainDir says whether its file does).
 	ProjectConfig bool
 	Chain         []ChainDir
 	Servers       []ServerSource
@@ -249,9 +250,10 @@ func projectPoolName(name, file string, def *config.Server) string {
 	return name + "@" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// trusts reports whether project files apply to c, and if not, why.
+// trusts reports whether project files may apply to c somewhere (in which
+// directories: rights.Rights.ProjectConfig), and if not, why.
 func trusts(c Caller) (bool, string) {
-	if c.Owner || c.ProjectConfig {
+	if c.Owner || c.Rights.ProjectConfig("") {
 		return true, ""
 	}
 	return false, "this caller is not the daemon's owner and its grant or token does not say projectConfig: true; it is served the owner's config"
@@ -280,7 +282,7 @@ func (b *Broker) serve(c Caller, cwd string, report bool) (*served, *Sources, er
 		return base, rep, nil
 	}
 	canon, err := b.scope.CanonicalCwd(cwd)
-	if err != nil || !c.MayUseDir(canon) {
+	if err != nil || !c.Rights.MayUseDir(canon) {
 		return base, rep, nil
 	}
 	if rep != nil {
@@ -299,8 +301,10 @@ func (b *Broker) serve(c Caller, cwd string, report bool) (*served, *Sources, er
 		case d.Config == "":
 		case !ok:
 			l.skip = why
-		case !c.MayUseDir(d.Canonical):
+		case !c.Rights.MayUseDir(d.Canonical):
 			l.skip = skipOutsideRoots
+		case !c.Owner && !c.Rights.ProjectConfig(d.Canonical):
+			l.skip = skipNotTrustedHere
 		default:
 			l.file = p.file(d.Config)
 			l.skip = l.file.skip
@@ -311,7 +315,7 @@ func (b *Broker) serve(c Caller, cwd string, report bool) (*served, *Sources, er
 		// A caller learns nothing of directories above its roots: they
 		// are not applied, and not reported either.
 		for _, w := range warns {
-			if c.MayUseDir(w.Path) {
+			if c.Rights.MayUseDir(w.Path) {
 				rep.Warnings = append(rep.Warnings, w.String())
 			}
 		}
@@ -341,6 +345,12 @@ func (b *Broker) serve(c Caller, cwd string, report bool) (*served, *Sources, er
 // skipOutsideRoots is why a project directory above the caller's roots is
 // not applied: whoever may write there is not vouched for by its rights.
 const skipOutsideRoots = "it lies outside the roots this caller may use"
+
+// skipNotTrustedHere is why a project directory in the caller's roots is
+// not applied when the rules that say projectConfig do not reach it: a
+// rule's projectConfig trusts the project files in that rule's roots only
+// (package rights, "Admin and project config").
+const skipNotTrustedHere = "no rule of this caller's grant or token that says projectConfig: true reaches it; it is served the owner's config here"
 
 // projectLayer is a project directory of a caller's chain.
 type projectLayer struct {
@@ -542,7 +552,7 @@ func (b *Broker) ConfigSources(r Request) (Sources, error) {
 		return Sources{}, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.sources)) {
-		if !r.Caller.MayUse(name) {
+		if !r.Caller.Rights.MayUse(name) {
 			continue
 		}
 		rep.Servers = append(rep.Servers, *s.sources[name])

@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/rights"
 )
 
 // projectFixture is a user config and repositories with project configs
@@ -103,7 +104,7 @@ func newProjectFixture(t *testing.T) *projectFixture {
 	return f
 }
 
-var owner = broker.Caller{Name: "local:1", Via: "unix", Local: true, Owner: true, Admin: true}
+var owner = broker.Caller{Name: "local:1", Via: "unix", Local: true, Owner: true, Rights: rights.All()}
 
 func names(t *testing.T, b *broker.Broker, c broker.Caller, cwd string) []string {
 	t.Helper()
@@ -237,7 +238,7 @@ func TestProjectConfigTrust(t *testing.T) {
 		"base":  markerDef(t, marker), // overrides the user's
 		"extra": markerDef(t, marker), // adds one
 	}})
-	guest := broker.Caller{Name: "guest", Via: "jwt", Roots: []string{f.root}, Scopes: nil}
+	guest := broker.Caller{Name: "guest", Via: "jwt", Rights: rights.Rights{{Roots: []string{f.root}}}}
 
 	if got, want := names(t, f.b, guest, repo), []string{"base", "fs", "gone"}; !slices.Equal(got, want) {
 		t.Errorf("guest's servers in the repo = %v, want the owner's %v", got, want)
@@ -266,8 +267,27 @@ func TestProjectConfigTrust(t *testing.T) {
 		t.Fatalf("the project's command ran for a caller without projectConfig (marker: %v)", err)
 	}
 
+	// projectConfig is a rule's, in its roots only: a rule that says it
+	// for another directory does not trust this one.
+	elsewhere := guest
+	elsewhere.Name = "elsewhere"
+	elsewhere.Rights = append(rights.Rights{{Roots: []string{mkdir(t, filepath.Join(f.root, "src/other"))}, ProjectConfig: true}}, guest.Rights...)
+	if got, want := names(t, f.b, elsewhere, repo), []string{"base", "fs", "gone"}; !slices.Equal(got, want) {
+		t.Errorf("servers in the repo of a caller trusted elsewhere = %v, want the owner's %v", got, want)
+	}
+	src, err = f.b.ConfigSources(broker.Request{Caller: elsewhere, Context: broker.CallContext{Cwd: repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !src.ProjectConfig || len(src.Chain) == 0 || src.Chain[0].Applied || !strings.Contains(src.Chain[0].Skipped, "reaches it") {
+		t.Errorf("sources of a caller trusted elsewhere = %+v, want the project file skipped, saying no projectConfig rule reaches it", src)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the project's command ran for a caller trusted in another directory only (marker: %v)", err)
+	}
+
 	trusted := guest
-	trusted.Name, trusted.ProjectConfig = "trusted", true
+	trusted.Name, trusted.Rights = "trusted", rights.Rights{{Roots: []string{f.root}, ProjectConfig: true}}
 	if got := projText(t, f.b, trusted, repo, "extra", "env", map[string]string{"name": "FLAVOR"}); got != "marked" {
 		t.Errorf("trusted caller's extra FLAVOR = %q, want the project's", got)
 	}
@@ -294,7 +314,7 @@ func TestProjectConfigBrokenFile(t *testing.T) {
 	if got := names(t, f.b, owner, other); len(got) != 3 {
 		t.Errorf("servers elsewhere = %v, want the user's three", got)
 	}
-	guest := broker.Caller{Name: "guest", Via: "jwt", Roots: []string{f.root}}
+	guest := broker.Caller{Name: "guest", Via: "jwt", Rights: rights.Rights{{Roots: []string{f.root}}}}
 	if got := names(t, f.b, guest, repo); len(got) != 3 {
 		t.Errorf("guest's servers in the broken repo = %v, want the owner's three", got)
 	}
@@ -345,7 +365,7 @@ func TestProjectConfigAboveRoots(t *testing.T) {
 	above := filepath.Join(f.root, "src/.mcpx/config.json")
 	writeJSON(t, above, map[string]any{"servers": map[string]any{"up": demoDef(t, nil)}})
 	repo := mkdir(t, filepath.Join(f.root, "src/repo"))
-	c := broker.Caller{Name: "dev", Via: "jwt", Roots: []string{repo}, ProjectConfig: true}
+	c := broker.Caller{Name: "dev", Via: "jwt", Rights: rights.Rights{{Roots: []string{repo}, ProjectConfig: true}}}
 	if got, want := names(t, f.b, c, repo), []string{"base", "fs", "gone"}; !slices.Equal(got, want) {
 		t.Errorf("servers below the project dir's roots = %v, want %v", got, want)
 	}

@@ -24,6 +24,7 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/rights"
 )
 
 const (
@@ -33,7 +34,7 @@ const (
 
 // localCaller is a same-machine caller with full rights, as the unix socket
 // authenticates one.
-var localCaller = broker.Caller{Name: "local:test", Via: "unix", Local: true, Admin: true}
+var localCaller = broker.Caller{Name: "local:test", Via: "unix", Local: true, Rights: rights.Rights{{Admin: true}}}
 
 // newRealBroker starts a broker over servers (config JSON objects by name)
 // and stops it, checking that no child outlives the test, at cleanup. Each

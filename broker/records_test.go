@@ -11,6 +11,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/records"
+	"mcpx.dev/mcpx/rights"
 )
 
 // recordsBroker is a demo broker (global scope) keeping its state in state.
@@ -43,7 +44,7 @@ func callSequence(t *testing.T, b *broker.Broker) {
 	}
 	call(owner, "nope", `{}`, true)
 	call(broker.Request{Caller: local, Server: "nosuch"}, "echo", `{}`, true)
-	alice := broker.Request{Caller: broker.Caller{Name: "alice@example.com", Via: "tailnet", Servers: []string{"demo"}},
+	alice := broker.Request{Caller: broker.Caller{Name: "alice@example.com", Via: "tailnet", Rights: rights.Rights{{Servers: []string{"demo"}}}},
 		Server: "demo", Context: broker.CallContext{Session: "s1"}}
 	for range 2 {
 		call(alice, "echo", `{"message":"hello"}`, false)

@@ -1,57 +1,63 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/rights"
 )
 
-// MayUseScope reports whether c's rights allow a call that will use scope
-// kind: Scopes nil (local callers, grants and tokens that name no scopes)
-// allows every kind, "*" too; an empty non-nil Scopes allows none. It is
-// the one scope check: whoever picks the scope a call will use (the
-// server's, or a per-call override) asks it.
-func (c Caller) MayUseScope(kind config.ScopeKind) bool {
-	return c.Scopes == nil || slices.Contains(c.Scopes, kind) || slices.Contains(c.Scopes, "*")
+// authorize is the one authorization of a use of a server: nil when one
+// rule of c's rights allows u whole (package rights). A server c may not
+// use at all is, to c, a server that does not exist: the same KindNotFound
+// among servers as for a name that is not configured, so no caller can
+// probe which names exist. A cwd or scope no rule allows together with
+// the server is KindForbidden: the caller may use the server, not there or
+// not so; the refusal names what its rules for that server allow.
+//
+// servers are those c is served (at its cwd) that u's server is among.
+func authorize(servers map[string]*config.Server, c Caller, u rights.Use) error {
+	err := c.Rights.Check(u)
+	var d *rights.Denial
+	if !errors.As(err, &d) {
+		return err
+	}
+	switch d.Part {
+	case rights.PartServer:
+		// To the caller, a server that does not exist; to the owner's
+		// metrics and log (IsRefusal, the op), a refusal. The problem the
+		// caller gets carries neither.
+		nf := notFoundAmong(servers, u.Server, c).(*Error)
+		nf.Op = opAuthorize
+		return nf
+	case rights.PartDir:
+		return &Error{Kind: KindForbidden, Op: opAuthorize, Server: u.Server, Field: "Mcpx-Cwd", Msg: d.Msg, Hint: d.Hint}
+	}
+	return &Error{Kind: KindForbidden, Op: opAuthorize, Server: u.Server, Field: "scope", Msg: d.Msg, Hint: d.Hint}
 }
 
-// checkScope is MayUseScope as an error for server's call: a 403 naming the
-// scope and the scopes c may use.
-func (c Caller) checkScope(server string, kind config.ScopeKind) error {
-	if c.MayUseScope(kind) {
-		return nil
-	}
-	allowed := "none"
-	if len(c.Scopes) > 0 {
-		names := make([]string, len(c.Scopes))
-		for i, s := range c.Scopes {
-			names[i] = string(s)
-		}
-		allowed = strings.Join(names, ", ")
-	}
-	return &Error{Kind: KindForbidden, Op: "authorize", Server: server, Field: "scope",
-		Msg:  fmt.Sprintf("this call would use scope %q; this caller may use scopes: %s", kind, allowed),
-		Hint: "ask for a grant or token that names this scope, or call a server of an allowed scope"}
+const opAuthorize = "authorize"
+
+// IsRefusal reports whether err is the caller's rights refusing a request:
+// a KindForbidden, or the KindNotFound authorize answers for a server the
+// caller may not use (which its problem does not tell from a missing one).
+func IsRefusal(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Kind == KindForbidden || e.Kind == KindNotFound && e.Op == opAuthorize)
 }
 
-// ParseScopes checks scope names from a grant or token against the kinds
-// the broker knows ("*" = all of them). nil stays nil (every kind).
-func ParseScopes(names []string) ([]config.ScopeKind, error) {
-	if names == nil {
-		return nil, nil
+// CheckRights checks rights read from a grant or a token: every scope a
+// rule names must be one the broker knows, or "*". KindBadRequest naming
+// the first that is not.
+func CheckRights(r rights.Rights) error {
+	kinds := make([]string, 0, len(config.ScopeKinds()))
+	for _, k := range config.ScopeKinds() {
+		kinds = append(kinds, string(k))
 	}
-	out := make([]config.ScopeKind, 0, len(names))
-	for _, n := range names {
-		k := config.ScopeKind(n)
-		if n != "*" && !slices.Contains(config.ScopeKinds(), k) {
-			return nil, &Error{Kind: KindBadRequest, Op: "read rights", Field: "scopes",
-				Msg:  fmt.Sprintf("unknown scope %q", n),
-				Hint: fmt.Sprintf("scopes are %v, or \"*\" for all", config.ScopeKinds())}
-		}
-		out = append(out, k)
+	if err := r.CheckScopes(kinds); err != nil {
+		return &Error{Kind: KindBadRequest, Op: "read rights", Field: "scopes", Msg: err.Error(),
+			Hint: fmt.Sprintf("scopes are %v, or \"*\" for all", config.ScopeKinds())}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	return nil
 }

@@ -2,34 +2,37 @@ package broker_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/rights"
 )
 
-// TestScopeRights: a caller's Scopes bound the scope kinds its calls may
+// TestScopeRights: a caller's scopes bound the scope kinds its calls may
 // use; a refusal names the scope and the allowed ones, and nil means all.
 func TestScopeRights(t *testing.T) {
 	b := newDemoBroker(t, map[string]config.ScopeKind{"glob": config.ScopeGlobal, "sess": config.ScopeSession})
 	for _, tc := range []struct {
-		scopes  []config.ScopeKind
+		scopes  []string
 		server  string
 		allowed bool
 		detail  string // in the refusal
 	}{
 		{nil, "glob", true, ""},
 		{nil, "sess", true, ""},
-		{[]config.ScopeKind{"*"}, "sess", true, ""},
-		{[]config.ScopeKind{config.ScopeSession}, "sess", true, ""},
-		{[]config.ScopeKind{config.ScopeSession}, "glob", false, `scope "global"; this caller may use scopes: session`},
-		{[]config.ScopeKind{config.ScopeRepo, config.ScopeCwd}, "sess", false, "may use scopes: repo, cwd"},
-		{[]config.ScopeKind{}, "glob", false, "may use scopes: none"},
+		{[]string{"*"}, "sess", true, ""},
+		{[]string{"session"}, "sess", true, ""},
+		{[]string{"session"}, "glob", false, `scope "global"; this caller may use scopes: session`},
+		{[]string{"repo", "cwd"}, "sess", false, "may use scopes: repo, cwd"},
+		{[]string{}, "glob", false, "may use scopes: none"},
 	} {
 		r := req(tc.server, "")
 		r.Context.Session = "s1"
-		r.Caller = broker.Caller{Name: "alice", Via: "jwt", Scopes: tc.scopes}
+		r.Caller = broker.Caller{Name: "alice", Via: "jwt", Rights: rights.Rights{{Scopes: tc.scopes}}}
 		_, err := b.Target(r)
 		if tc.allowed {
 			if err != nil {
@@ -44,18 +47,61 @@ func TestScopeRights(t *testing.T) {
 	}
 }
 
-func TestParseScopes(t *testing.T) {
-	if got, err := broker.ParseScopes(nil); got != nil || err != nil {
-		t.Errorf("ParseScopes(nil) = %v, %v; want nil (every scope)", got, err)
+// TestRulesCheckedWhole is the real-use reproduction through the broker:
+// with two grant elements, a call is allowed only when one element allows
+// its server, its cwd and its scope together. Merged field by field, both
+// roots and no scope limit applied to both servers.
+func TestRulesCheckedWhole(t *testing.T) {
+	b := newDemoBroker(t, map[string]config.ScopeKind{"demo": config.ScopeCwd, "hiddenvault": config.ScopeCwd},
+		func(s *config.Server) { s.ScopePolicy = config.ScopePolicy{AllowOverride: true} })
+	top, _ := filepath.EvalSymlinks(t.TempDir())
+	granted, other := filepath.Join(top, "granted"), filepath.Join(top, "other")
+	for _, d := range []string{granted, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	got, err := broker.ParseScopes([]string{"session", "repo", "session"})
-	if err != nil || len(got) != 2 || got[0] != "repo" || got[1] != "session" {
-		t.Errorf("ParseScopes = %v, %v; want [repo session]", got, err)
+	c := broker.Caller{Name: "laptop", Via: "tailnet", Rights: rights.Rights{
+		{Servers: []string{"demo"}, Roots: []string{granted}, Scopes: []string{"cwd", "worktree"}},
+		{Servers: []string{"hiddenvault"}, Roots: []string{other}},
+	}}
+	for _, tc := range []struct {
+		name   string
+		server string
+		cwd    string
+		scope  config.ScopeKind // Mcpx-Scope
+		kind   broker.Kind      // "" = allowed
+		field  string
+	}{
+		{"demo in its root", "demo", granted, "", "", ""},
+		{"hiddenvault in its root, any scope", "hiddenvault", other, config.ScopeGlobal, "", ""},
+		{"demo from the other element's root", "demo", other, "", broker.KindForbidden, "Mcpx-Cwd"},
+		{"demo with the scope the other element does not limit", "demo", granted, config.ScopeGlobal, broker.KindForbidden, "scope"},
+		{"hiddenvault from the first element's root", "hiddenvault", granted, "", broker.KindForbidden, "Mcpx-Cwd"},
+	} {
+		r := broker.Request{Caller: c, Server: tc.server, Context: broker.CallContext{Cwd: tc.cwd, Scope: tc.scope}}
+		_, err := b.Target(r)
+		var be *broker.Error
+		switch {
+		case tc.kind == "" && err != nil:
+			t.Errorf("%s: %v, want allowed", tc.name, err)
+		case tc.kind == "":
+		case !errors.As(err, &be) || be.Kind != tc.kind || be.Field != tc.field:
+			t.Errorf("%s: %v, want %s on %s", tc.name, err, tc.kind, tc.field)
+		case tc.server == "demo" && strings.Contains(be.Error()+be.Hint, "hiddenvault"):
+			t.Errorf("%s: the refusal names another server: %v (%s)", tc.name, err, be.Hint)
+		}
 	}
-	if got, err := broker.ParseScopes([]string{}); got == nil || len(got) != 0 || err != nil {
-		t.Errorf("ParseScopes([]) = %#v, %v; want empty non-nil (no scope)", got, err)
+}
+
+// TestCheckRights: the scopes of rights read from a grant or a token are
+// scope kinds the broker knows, or "*".
+func TestCheckRights(t *testing.T) {
+	if err := broker.CheckRights(rights.Rights{{Scopes: []string{"session", "repo", "*"}}, {}}); err != nil {
+		t.Errorf("known scopes: %v", err)
 	}
-	if _, err := broker.ParseScopes([]string{"repos"}); err == nil || !strings.Contains(err.Error(), `"repos"`) {
-		t.Errorf("ParseScopes(repos) = %v, want an error naming it", err)
+	err := broker.CheckRights(rights.Rights{{Scopes: []string{"repos"}}})
+	if broker.KindOf(err) != broker.KindBadRequest || !strings.Contains(err.Error(), `"repos"`) {
+		t.Errorf("CheckRights(repos) = %v, want a bad request naming it", err)
 	}
 }

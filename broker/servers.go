@@ -8,6 +8,7 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/rights"
 )
 
 // ServerInfo describes a configured server to callers.
@@ -46,7 +47,7 @@ func (b *Broker) Servers(c Caller) []ServerInfo {
 	}
 	out := make([]ServerInfo, 0, len(cfg.Servers))
 	for _, name := range sortedNames(cfg.Servers) {
-		if c.MayUse(name) {
+		if c.Rights.MayUse(name) {
 			out = append(out, serverInfo(name, cfg.Servers[name], counts[name]))
 		}
 	}
@@ -54,10 +55,11 @@ func (b *Broker) Servers(c Caller) []ServerInfo {
 }
 
 // ServersAt lists the servers r.Caller is served at r.Context.Cwd, sorted
-// by name: the owner's config with, for the owner and callers whose rights
-// say ProjectConfig, the project files of the cwd's config chain merged in
-// (see "Project config" in docs/architecture.md). A project file that does
-// not load fails with KindBadRequest naming it.
+// by name: the owner's config with, for the owner and callers with a rule
+// that says projectConfig, the project files of the cwd's config chain in
+// that rule's roots merged in (see "Project config" in
+// docs/architecture.md). A project file that does not load fails with
+// KindBadRequest naming it.
 func (b *Broker) ServersAt(r Request) ([]ServerInfo, error) {
 	sv, err := b.servedTo(r.Caller, r.Context.Cwd)
 	if err != nil {
@@ -69,7 +71,7 @@ func (b *Broker) ServersAt(r Request) ([]ServerInfo, error) {
 	}
 	out := make([]ServerInfo, 0, len(sv.servers))
 	for _, name := range sortedNames(sv.servers) {
-		if r.Caller.MayUse(name) {
+		if r.Caller.Rights.MayUse(name) {
 			out = append(out, serverInfo(name, sv.servers[name], counts[sv.poolName(name)]))
 		}
 	}
@@ -92,6 +94,9 @@ func (b *Broker) ServerAt(r Request) (ServerInfo, error) {
 	if err != nil {
 		return ServerInfo{}, err
 	}
+	if sv.servers[r.Server] != nil {
+		return ServerInfo{}, authorize(sv.servers, r.Caller, rights.Use{Server: r.Server})
+	}
 	return ServerInfo{}, b.notFoundIn(sv, r.Server, r.Caller)
 }
 
@@ -109,8 +114,9 @@ func serverInfo(name string, s *config.Server, n int) ServerInfo {
 // that c may use.
 func (b *Broker) Server(name string, c Caller) (ServerInfo, error) {
 	s, err := b.lookup(name, c)
-	if err == nil && !c.MayUse(name) {
-		err = b.notFound(name, c) // to c, a server it may not use does not exist
+	if err == nil {
+		// To c, a server it may not use does not exist.
+		err = authorize(b.currentConfig().Servers, c, rights.Use{Server: name})
 	}
 	if err != nil {
 		return ServerInfo{}, err
@@ -137,13 +143,15 @@ func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) 
 // daemon restart, an idle reap), the cached listing answers and no child
 // starts; a call starts one (pool.ToolListing says how fresh it is).
 func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
-	if _, t, err := b.target(r); err == nil {
-		if l, ok := b.pool.ToolListing(ctx, t); ok {
-			return ToolList{Tools: l.Tools, Instructions: l.Instructions}, nil
-		}
+	res, err := b.resolve(r)
+	if err != nil {
+		return ToolList{}, err
+	}
+	if l, ok := b.pool.ToolListing(ctx, res.target); ok {
+		return ToolList{Tools: l.Tools, Instructions: l.Instructions}, nil
 	}
 	var out ToolList
-	err := b.do(ctx, r, "list tools", func(ctx context.Context, s *mcpclient.Session) (err error) {
+	err = b.run(ctx, res, r.Server, "list tools", func(ctx context.Context, s *mcpclient.Session) (err error) {
 		out.Tools, err = s.Tools(ctx)
 		out.Instructions = s.Instructions()
 		return err
@@ -151,38 +159,30 @@ func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 	return out, err
 }
 
-// cachedList is r's list from the schema cache when no instance of its
-// target runs (pool.CachedList), as ToolList answers tools: a listing
-// after a restart starts no child.
-func (b *Broker) cachedList(ctx context.Context, r Request, method string) (json.RawMessage, bool) {
-	_, t, err := b.target(r)
-	if err != nil {
-		return nil, false
-	}
-	return b.pool.CachedList(ctx, t, method)
-}
-
 // Resources returns the server's resources: a JSON array of MCP Resource objects.
 func (b *Broker) Resources(ctx context.Context, r Request) (json.RawMessage, error) {
-	if l, ok := b.cachedList(ctx, r, "resources/list"); ok {
-		return l, nil
-	}
-	var out json.RawMessage
-	err := b.do(ctx, r, "list resources", func(ctx context.Context, s *mcpclient.Session) (err error) {
-		out, err = s.Resources(ctx)
-		return err
-	})
-	return out, err
+	return b.list(ctx, r, "resources/list", "list resources", (*mcpclient.Session).Resources)
 }
 
 // Prompts returns the server's prompts: a JSON array of MCP Prompt objects.
 func (b *Broker) Prompts(ctx context.Context, r Request) (json.RawMessage, error) {
-	if l, ok := b.cachedList(ctx, r, "prompts/list"); ok {
+	return b.list(ctx, r, "prompts/list", "list prompts", (*mcpclient.Session).Prompts)
+}
+
+// list is r's list by method: from the schema cache when no instance of
+// its target runs (pool.CachedList), as ToolList answers tools, so a
+// listing after a restart starts no child; else from the child.
+func (b *Broker) list(ctx context.Context, r Request, method, op string, get func(*mcpclient.Session, context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	res, err := b.resolve(r)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := b.pool.CachedList(ctx, res.target, method); ok {
 		return l, nil
 	}
 	var out json.RawMessage
-	err := b.do(ctx, r, "list prompts", func(ctx context.Context, s *mcpclient.Session) (err error) {
-		out, err = s.Prompts(ctx)
+	err = b.run(ctx, res, r.Server, op, func(ctx context.Context, s *mcpclient.Session) (err error) {
+		out, err = get(s, ctx)
 		return err
 	})
 	return out, err

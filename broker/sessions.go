@@ -173,7 +173,7 @@ var hostname, _ = os.Hostname()
 // in too, so a token whose subject is a tailnet login's name is not that
 // login). Deny by default: a key with no record is the admin's alone.
 func mayManageSession(c Caller, meta sessionMeta, known bool) bool {
-	if c.Admin {
+	if c.Rights.Admin() {
 		return true
 	}
 	return known && meta.creator.Name == c.Name && meta.creator.Owner == c.Owner &&

@@ -14,12 +14,13 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/rights"
 )
 
 // remote is a non-owner, non-admin caller: its session and lease ids are
 // namespaced by its name.
 func remote(name string) broker.Caller {
-	return broker.Caller{Name: name, Via: "tailnet"}
+	return broker.Caller{Name: name, Via: "tailnet", Rights: rights.Rights{{}}}
 }
 
 // childGone waits for the demo child whose pid the "pid" tool returned to
@@ -221,10 +222,10 @@ func TestSessionsAreTheirCreatorsOwn(t *testing.T) {
 	wantKind(t, err, broker.KindNotFound, "key")
 	wantKind(t, b.StopSession(t.Context(), alice, "session:@tailnet:bob/S"), broker.KindNotFound, "key")
 	// A caller named like another, on the other side of the owner line, is not it.
-	_, err = b.Session(broker.Caller{Name: "bob", Via: "unix", Owner: true}, "session:@tailnet:bob/S")
+	_, err = b.Session(broker.Caller{Name: "bob", Via: "unix", Owner: true, Rights: rights.Rights{{}}}, "session:@tailnet:bob/S")
 	wantKind(t, err, broker.KindNotFound, "key")
 	// Nor is a token whose subject is bob: the same name, another way in.
-	_, err = b.Session(broker.Caller{Name: "bob", Via: "jwt"}, "session:@tailnet:bob/S")
+	_, err = b.Session(broker.Caller{Name: "bob", Via: "jwt", Rights: rights.Rights{{}}}, "session:@tailnet:bob/S")
 	wantKind(t, err, broker.KindNotFound, "key")
 	if err := b.StopSession(t.Context(), alice, "session:@tailnet:alice/S"); err != nil {
 		t.Fatal(err)
@@ -298,7 +299,7 @@ func TestCallerKeysNeverCollide(t *testing.T) {
 	}
 	asks := []ask{
 		{remote("alice"), "S"},
-		{broker.Caller{Name: "alice", Via: "jwt"}, "S"},
+		{broker.Caller{Name: "alice", Via: "jwt", Rights: rights.Rights{{}}}, "S"},
 		{local, "@tailnet:alice/S"},
 		{local, "S"},
 		{remote("a/b"), "c"},

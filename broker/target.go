@@ -9,6 +9,7 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/rights"
 )
 
 // Request is one call-like request: who, where, and which server.
@@ -50,7 +51,7 @@ func (b *Broker) notFoundIn(sv *served, name string, c Caller) error {
 }
 
 func notFoundAmong(servers map[string]*config.Server, name string, c Caller) error {
-	names := slices.DeleteFunc(sortedNames(servers), func(n string) bool { return !c.MayUse(n) })
+	names := slices.DeleteFunc(sortedNames(servers), func(n string) bool { return !c.Rights.MayUse(n) })
 	hint := "configured servers: " + strings.Join(names, ", ")
 	if s := suggest.Closest(name, names); s != "" {
 		hint = fmt.Sprintf("did you mean %q? %s", s, hint)
@@ -63,22 +64,35 @@ func notFoundAmong(servers map[string]*config.Server, name string, c Caller) err
 
 // Target resolves where r would land, without calling anything.
 func (b *Broker) Target(r Request) (pool.Target, error) {
-	_, t, err := b.target(r)
-	return t, err
+	res, err := b.resolve(r)
+	return res.target, err
 }
 
-func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
-	sv, err := b.servedTo(r.Caller, r.Context.Cwd)
+// resolved is a request resolved and authorized: the definition of its
+// server and the instance it lands on. Each request is resolved once (the
+// cwd statted, the lease checked, the session noted, a call id minted).
+type resolved struct {
+	def    *config.Server
+	target pool.Target
+}
+
+// resolve finds r's server among those r.Caller is served at its cwd,
+// authorizes the use (authorize: a server the caller may not use is not
+// found, like one that does not exist, before anything else is looked at)
+// and resolves its scope to a pool target.
+func (b *Broker) resolve(r Request) (resolved, error) {
+	c := r.Caller
+	sv, err := b.servedTo(c, r.Context.Cwd)
 	if err != nil {
-		return nil, pool.Target{}, err
+		return resolved{}, err
 	}
 	def := sv.servers[r.Server]
 	if def == nil {
-		return nil, pool.Target{}, b.notFoundIn(sv, r.Server, r.Caller)
+		return resolved{}, b.notFoundIn(sv, r.Server, c)
 	}
-	c := r.Caller
-	if !c.MayUse(r.Server) {
-		return nil, pool.Target{}, &Error{Kind: KindForbidden, Op: "authorize", Server: r.Server, Msg: "this caller may not use this server"}
+	use := rights.Use{Server: r.Server}
+	if err := authorize(sv.servers, c, use); err != nil {
+		return resolved{}, err
 	}
 	cc := r.Context
 	if !c.Local {
@@ -87,32 +101,35 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 	if cc.Cwd != "" {
 		cwd, err := b.scope.CanonicalCwd(cc.Cwd)
 		if err != nil {
-			return nil, pool.Target{}, err
+			return resolved{}, err
 		}
-		if !underAny(cwd, c.Roots) {
-			return nil, pool.Target{}, &Error{Kind: KindForbidden, Op: "authorize", Server: r.Server, Field: "Mcpx-Cwd",
-				Msg: "the declared cwd is outside the roots this caller may use"}
+		cc.Cwd, use.Dir = cwd, cwd
+		if err := authorize(sv.servers, c, use); err != nil {
+			return resolved{}, err
 		}
-		cc.Cwd = cwd
 	}
 	if cc.CallID == "" {
 		cc.CallID = newCallID()
 	}
 	kind, err := scopeFor(r.Server, def, cc.Scope)
 	if err != nil {
-		return nil, pool.Target{}, err
+		return resolved{}, err
 	}
 	// The caller's rights bound the scope the call will use: the
-	// configured one, or the override the server's policy allowed.
-	if err := c.checkScope(r.Server, kind); err != nil {
-		return nil, pool.Target{}, err
+	// configured one, or the override the server's policy allowed; one
+	// rule must allow it with the server and the cwd.
+	use.Scope = string(kind)
+	if err := authorize(sv.servers, c, use); err != nil {
+		return resolved{}, err
 	}
 	if err := b.leases.checkDeclared(cc.Lease, c); err != nil {
-		return nil, pool.Target{}, err
+		return resolved{}, err
 	}
 	rs := b.scope.Resolve(kind, cc)
 	rs.Key = callerKey(rs.Key, c)
-	if rs.Root != "" && !underAny(rs.Root, c.Roots) {
+	// A rule that allows the root with the server and the scope allows
+	// the cwd below it too.
+	if rs.Root != "" && !c.Rights.Allows(rights.Use{Server: r.Server, Dir: rs.Root, Scope: use.Scope}) {
 		// Git discovery walks up: the repo or worktree may begin above the
 		// directories this caller may use. Never hand it a child rooted
 		// there; fall back to its own cwd, which was checked above.
@@ -124,8 +141,8 @@ func (b *Broker) target(r Request) (*config.Server, pool.Target, error) {
 	if poolName != r.Server {
 		b.ensureDef(poolName, sv.sources[r.Server].File, def)
 	}
-	return def, pool.Target{
+	return resolved{def: def, target: pool.Target{
 		Server: poolName, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),
-	}, nil
+	}}, nil
 }

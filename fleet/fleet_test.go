@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/rights"
 )
 
 // serveBroker serves the real API of a broker configured with servers on a
@@ -114,7 +115,7 @@ func closedPort(t *testing.T) string {
 
 func granted(servers ...string) api.Identify {
 	return func(*http.Request) (broker.Caller, error) {
-		return broker.Caller{Name: "laptop@example.com", Via: wire.ViaTailnet, Servers: servers}, nil
+		return broker.Caller{Name: "laptop@example.com", Via: wire.ViaTailnet, Rights: rights.Rights{{Servers: servers}}}, nil
 	}
 }
 

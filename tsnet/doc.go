@@ -37,8 +37,9 @@
 // [Node.Identify] asks the node's WhoIs about the connection's remote
 // address: the caller is the peer's login (or its tags, for a tagged node),
 // Via "tailnet", never the owner, never local. Its rights come from the app
-// capability [DefaultCapability] (see [Rule]), read afresh on every request,
-// so a policy change applies to the next request without a restart. No
+// capability [DefaultCapability], each element of the grant one rule
+// checked whole (see [Node.Identify]), read afresh on every request, so a
+// policy change applies to the next request without a restart. No
 // grant, no access: such a peer is refused on every route with a 403
 // problem saying so; a WhoIs that fails is refused the same way. Request
 // headers (X-Forwarded-For, Tailscale-User-*) are never read. Granted roots

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -16,40 +15,12 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/rights"
 )
 
 // DefaultCapability is the app capability Identify reads when
 // Node.Capability is "".
 const DefaultCapability = "mcpx.dev/cap/broker"
-
-// Rule is one element of the broker's app-capability grant, as the tailnet
-// policy writes it:
-//
-//	"grants": [{
-//	  "src": ["group:dev"], "dst": ["tag:mcpx"],
-//	  "app": {"mcpx.dev/cap/broker": [
-//	    {"servers": ["demo", "github"], "roots": ["/home/dev/src"]},
-//	    {"servers": ["*"], "admin": true}
-//	  ]}
-//	}]
-//
-// A caller's rights are the union of every element that applies to it:
-// servers and roots are joined, admin is true if any element says so.
-// Nothing is granted by omission: no servers, no server ("*" = all); no
-// roots, no declared cwd ("/" = anywhere).
-type Rule struct {
-	Servers []string `json:"servers,omitempty"`
-	Roots   []string `json:"roots,omitempty"`
-	// Scopes limits the scope kinds ("repo", "session", … or "*") the
-	// element's calls may use (broker.Caller.MayUseScope). An element that
-	// names none grants every kind, as before scopes existed: scopes narrow
-	// the servers an element grants, they grant nothing by themselves.
-	Scopes []string `json:"scopes,omitempty"`
-	Admin  bool     `json:"admin,omitempty"`
-	// ProjectConfig lets the caller's project files (config.json found
-	// upward from its cwd) define its servers (broker.Caller.ProjectConfig).
-	ProjectConfig bool `json:"projectConfig,omitempty"`
-}
 
 // Identify names the caller of a request that came in on the node's
 // listener, for api.ServeOptions.Identify: WhoIs on the connection's
@@ -58,6 +29,27 @@ type Rule struct {
 // policy change takes effect on the next one. Request headers are never
 // read. A peer tailscale does not know, or one without a grant, is
 // refused (a *broker.Error of KindForbidden, a 403 problem).
+//
+// Each element of the grant is one rule of the caller's rights
+// (rights.Rule), as the tailnet policy writes it:
+//
+//	"grants": [{
+//	  "src": ["group:dev"], "dst": ["tag:mcpx"],
+//	  "app": {"mcpx.dev/cap/broker": [
+//	    {"servers": ["demo", "github"], "roots": ["/home/dev/src"], "scopes": ["worktree"]},
+//	    {"servers": ["*"], "roots": ["/srv/shared"], "admin": true}
+//	  ]}
+//	}]
+//
+// A call is allowed when one element allows its server, its cwd and its
+// scope together: elements are never merged, so one element's roots or
+// missing scope limit do not widen another's servers. Nothing is granted
+// by omission (rights.Rule.Granted): no servers, no server ("*" = all);
+// no roots, no declared cwd ("/" = anywhere). An element without scopes
+// grants every kind, as before scopes existed: scopes narrow, they grant
+// nothing by themselves. Admin is the caller's if any element says so;
+// projectConfig trusts the project files in its own element's roots.
+// Granted roots are canonicalised; one that does not exist is dropped.
 func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 	n.mu.Lock()
 	lc := n.lc
@@ -70,45 +62,25 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 		return broker.Caller{}, refuse("the tailnet does not know this peer", "", err)
 	}
 	capName := cmp.Or(n.Capability, DefaultCapability)
-	rules, err := tailcfg.UnmarshalCapJSON[Rule](who.CapMap, tailcfg.PeerCapability(capName))
+	elems, err := tailcfg.UnmarshalCapJSON[rights.Rule](who.CapMap, tailcfg.PeerCapability(capName))
 	if err != nil {
 		return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s of this peer is malformed", capName),
-			"fix the grant in the tailnet policy: each element is {servers, roots, scopes, admin}", err)
+			"fix the grant in the tailnet policy: each element is {servers, roots, scopes, admin, projectConfig}", err)
 	}
 	name := callerName(who)
-	if len(rules) == 0 {
+	if len(elems) == 0 {
 		return broker.Caller{}, refuse(fmt.Sprintf("%s has no tailnet grant of %s to this broker", name, capName),
 			fmt.Sprintf(`ask the tailnet admin to grant %s to this node, e.g. {"servers": ["*"], "roots": ["/home/you/src"]}`, capName), nil)
 	}
-	c := broker.Caller{Name: name, Via: wire.ViaTailnet, Servers: []string{}, Roots: []string{}, Scopes: []config.ScopeKind{}}
-	allScopes := false
-	for _, rule := range rules {
-		scopes, err := broker.ParseScopes(rule.Scopes)
-		if err != nil {
-			return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s of this peer is malformed: %v", capName, err),
-				fmt.Sprintf("fix the grant's \"scopes\" in the tailnet policy: scopes are %v, or \"*\"", config.ScopeKinds()), nil)
-		}
-		allScopes = allScopes || scopes == nil || slices.Contains(scopes, "*")
-		c.Scopes = append(c.Scopes, scopes...)
-		c.Admin = c.Admin || rule.Admin
-		c.ProjectConfig = c.ProjectConfig || rule.ProjectConfig
-		c.Servers = append(c.Servers, rule.Servers...)
-		for _, root := range rule.Roots {
-			if canon, ok := canonicalRoot(root); ok {
-				c.Roots = append(c.Roots, canon)
-			}
-		}
+	granted := make(rights.Rights, len(elems))
+	for i, e := range elems {
+		granted[i] = e.Granted()
 	}
-	slices.Sort(c.Servers)
-	c.Servers = slices.Compact(c.Servers)
-	slices.Sort(c.Roots)
-	c.Roots = slices.Compact(c.Roots)
-	slices.Sort(c.Scopes)
-	c.Scopes = slices.Compact(c.Scopes)
-	if allScopes {
-		c.Scopes = nil
+	if err := broker.CheckRights(granted); err != nil {
+		return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s of this peer is malformed: %v", capName, err),
+			fmt.Sprintf("fix the grant's \"scopes\" in the tailnet policy: scopes are %v, or \"*\"", config.ScopeKinds()), nil)
 	}
-	return c, nil
+	return broker.Caller{Name: name, Via: wire.ViaTailnet, Rights: granted.Canonical()}, nil
 }
 
 // callerName is the login of the peer's user, or its tags for a tagged node
@@ -124,20 +96,6 @@ func callerName(who *apitype.WhoIsResponse) string {
 		return "node:" + strings.TrimSuffix(who.Node.Name, ".")
 	}
 	return "tailnet:unknown"
-}
-
-// canonicalRoot makes a granted root comparable with the broker's canonical
-// cwds: absolute, cleaned, symlinks resolved. A root that is relative or
-// does not exist grants nothing (it is dropped).
-func canonicalRoot(root string) (string, bool) {
-	if !filepath.IsAbs(root) {
-		return "", false
-	}
-	canon, err := filepath.EvalSymlinks(filepath.Clean(root))
-	if err != nil {
-		return "", false
-	}
-	return canon, true
 }
 
 func refuse(msg, hint string, err error) error {

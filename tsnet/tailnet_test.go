@@ -41,6 +41,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/tsnet"
 )
 
@@ -129,9 +130,11 @@ func (tn *tailnet) node(t *testing.T, name string, logs io.Writer) *tsnet.Node {
 }
 
 // brokerNode serves the real API over a real broker (one demo server, this
-// test binary as its child, scoped by cwd) on the node's listener, with
-// identity from the node's WhoIs or a token of the returned issuer.
-func brokerNode(t *testing.T, tn *tailnet, logs io.Writer) (*tsnet.Node, *auth.Issuer) {
+// test binary as its child, scoped by cwd; more under the names in extra,
+// each the same demo server with extra's scope policy) on the node's
+// listener, with identity from the node's WhoIs or a token of the returned
+// issuer.
+func brokerNode(t *testing.T, tn *tailnet, logs io.Writer, extra ...string) (*tsnet.Node, *auth.Issuer) {
 	t.Helper()
 	n := tn.node(t, "broker", logs)
 	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
@@ -142,10 +145,18 @@ func brokerNode(t *testing.T, tn *tailnet, logs io.Writer) (*tsnet.Node, *auth.I
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, _ := json.Marshal(map[string]any{"servers": map[string]any{"demo": map[string]any{
-		"command": exe, "scope": "cwd",
-		"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
-	}}})
+	servers := map[string]any{}
+	for _, name := range append([]string{"demo"}, extra...) {
+		def := map[string]any{
+			"command": exe, "scope": "cwd",
+			"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
+		}
+		if len(extra) > 0 {
+			def["scopePolicy"] = map[string]any{"allowOverride": true}
+		}
+		servers[name] = def
+	}
+	js, _ := json.Marshal(map[string]any{"servers": servers})
 	cfg, err := config.Parse(js, "test.json")
 	if err != nil {
 		t.Fatal(err)
@@ -313,14 +324,14 @@ func TestLaptopCallsBroker(t *testing.T) {
 	t.Logf("first call over the tailnet took %v", time.Since(first))
 
 	w = laptop.whoami(t)
-	if w.Caller.Via != wire.ViaTailnet || w.Caller.Owner || w.Caller.Local || w.Caller.Admin || w.Caller.ProjectConfig {
+	if w.Caller.Via != wire.ViaTailnet || w.Caller.Owner || w.Caller.Local || w.Caller.Admin || w.Caller.Rights.ProjectConfig("") {
 		t.Errorf("whoami caller = %+v, want a tailnet caller that is neither owner, local, admin nor trusted with project config", w.Caller)
 	}
 	if !strings.Contains(w.Caller.Name, "@") {
 		t.Errorf("caller name %q is not the laptop user's login", w.Caller.Name)
 	}
-	if fmt.Sprint(w.Caller.Servers) != "[demo]" || fmt.Sprint(w.Caller.Roots) != "["+root+"]" {
-		t.Errorf("whoami rights = servers %v roots %v, want [demo] [%s]", w.Caller.Servers, w.Caller.Roots, root)
+	if got, want := w.Caller.Rights.String(), `[{"servers":["demo"],"roots":["`+root+`"]}]`; got != want {
+		t.Errorf("whoami rights = %s, want %s", got, want)
 	}
 	if w.Daemon != nil {
 		t.Errorf("a tailnet caller sees the daemon record: %+v", w.Daemon)
@@ -340,10 +351,10 @@ func TestLaptopCallsBroker(t *testing.T) {
 
 	// Widen the grant: admin, project config, and the other directory.
 	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["`+root+`"]}`,
-		`{"roots": ["`+outside+`"], "admin": true, "projectConfig": true}`))
+		`{"servers": ["demo"], "roots": ["`+outside+`"], "admin": true, "projectConfig": true}`))
 	testenv.WaitFor(t, "the new grant to apply", func() bool { return laptop.whoami(t).Caller.Admin })
-	if !laptop.whoami(t).Caller.ProjectConfig {
-		t.Errorf("a grant element with projectConfig: true did not give the caller the right")
+	if !laptop.whoami(t).Caller.Rights.ProjectConfig(outside) {
+		t.Errorf("a grant element with projectConfig: true did not give the caller the right in its roots")
 	}
 	if code, got := laptop.callCwd(t, outside); code != 200 || got != outside {
 		t.Errorf("call with cwd %s after the grant: %d %q, want 200 in %s", outside, code, got, outside)
@@ -354,6 +365,61 @@ func TestLaptopCallsBroker(t *testing.T) {
 		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
 		return code == http.StatusForbidden
 	})
+}
+
+// TestGrantElementsCheckedWhole is the real-use reproduction: a grant of
+// two elements, each narrower than their field-by-field merge. whoami
+// shows the elements as granted; a call is allowed only when one element
+// allows its server, its cwd and its scope together (merged, all three
+// refusals below were 200: both roots and no scope limit for both
+// servers); and a server no element names is, to the peer, a server that
+// does not exist.
+func TestGrantElementsCheckedWhole(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	tn := newTailnet(t)
+	brokerNode(t, tn, nil, "hiddenvault", "secret")
+	laptop := newPeer(t, tn.node(t, "laptop", nil))
+	granted, other := canonical(t, t.TempDir()), canonical(t, t.TempDir())
+	tn.control.SetGlobalAppCaps(grant(
+		`{"servers": ["demo"], "roots": ["`+granted+`"], "scopes": ["cwd", "worktree"]}`,
+		`{"servers": ["hiddenvault"], "roots": ["`+other+`"]}`))
+	testenv.WaitFor(t, "the grant to reach the broker", func() bool {
+		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
+		return code == 200
+	})
+	want := `[{"servers":["demo"],"roots":["` + granted + `"],"scopes":["cwd","worktree"]},{"servers":["hiddenvault"],"roots":["` + other + `"]}]`
+	if got := laptop.whoami(t).Caller.Rights.String(); got != want {
+		t.Errorf("whoami rights = %s, want the elements %s", got, want)
+	}
+	call := func(server, cwd string, headers ...string) (int, string) {
+		code, body := laptop.do(t, "POST", "/v1/servers/"+server+"/tools/cwd", "{}", append([]string{wire.HeaderCwd, cwd}, headers...)...)
+		return code, string(body)
+	}
+	for _, tc := range []struct {
+		name, server, cwd string
+		headers           []string
+		code              int
+		detail            string
+	}{
+		{"demo in its root", "demo", granted, nil, 200, granted},
+		{"hiddenvault in its root, any scope", "hiddenvault", other, []string{wire.HeaderScope, "global"}, 200, ""},
+		{"demo from the other element's root", "demo", other, nil, 403, "outside the roots"},
+		{"demo with Mcpx-Scope: global", "demo", granted, []string{wire.HeaderScope, "global"}, 403, `scope \"global\"; this caller may use scopes: cwd, worktree`},
+		{"hiddenvault from the first element's root", "hiddenvault", granted, nil, 403, "outside the roots"},
+	} {
+		code, body := call(tc.server, tc.cwd, tc.headers...)
+		if code != tc.code || !strings.Contains(body, tc.detail) {
+			t.Errorf("%s: %d %s, want %d saying %q", tc.name, code, body, tc.code, tc.detail)
+		}
+		if tc.server == "demo" && strings.Contains(body, "hiddenvault") {
+			t.Errorf("%s: a refusal about demo names hiddenvault: %s", tc.name, body)
+		}
+	}
+	secretCode, secret := call("secret", granted)
+	noneCode, none := call("nosuch", granted)
+	if secretCode != 404 || noneCode != 404 || strings.ReplaceAll(secret, "secret", "nosuch") != none {
+		t.Errorf("a server no element names: %d %s; one that does not exist: %d %s; want the same 404", secretCode, secret, noneCode, none)
+	}
 }
 
 // TestPeerWithoutGrantRefused: with a grant for the laptop alone, a third
@@ -562,7 +628,7 @@ func TestTailnetTokensScopesAndBrowserGuard(t *testing.T) {
 	laptop := newPeer(t, tn.node(t, "laptop", nil))
 	root := canonical(t, t.TempDir())
 	outside := canonical(t, t.TempDir())
-	tok, _, err := is.Mint(auth.Grant{Subject: "ci-bot", Servers: []string{"demo"}, Roots: []string{root}, Scopes: []string{"cwd"}})
+	tok, _, err := is.Mint(auth.Grant{Subject: "ci-bot", Rights: rights.Rights{{Servers: []string{"demo"}, Roots: []string{root}, Scopes: []string{"cwd"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +648,7 @@ func TestTailnetTokensScopesAndBrowserGuard(t *testing.T) {
 		t.Fatalf("whoami with the token: %d %s", code, body)
 	}
 	if w.Caller.Name != "ci-bot" || w.Caller.Via != wire.ViaJWT || w.Caller.Admin || w.Caller.Owner ||
-		fmt.Sprint(w.Caller.Servers, w.Caller.Roots, w.Caller.Scopes) != fmt.Sprint([]string{"demo"}, []string{root}, []string{"cwd"}) {
+		w.Caller.Rights.String() != `[{"servers":["demo"],"roots":["`+root+`"],"scopes":["cwd"]}]` {
 		t.Errorf("whoami with the token: %+v", w.Caller)
 	}
 	if code, body := laptop.do(t, "POST", "/v1/servers/demo/tools/cwd", "{}", wire.HeaderCwd, root, "Authorization", bearer); code != 200 || !strings.Contains(string(body), root) {
@@ -628,16 +694,16 @@ func TestTailnetTokensScopesAndBrowserGuard(t *testing.T) {
 		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
 		return code == 200
 	})
-	if w := laptop.whoami(t); fmt.Sprint(w.Caller.Scopes) != "[session]" {
-		t.Errorf("whoami scopes %v, want [session]", w.Caller.Scopes)
+	if w := laptop.whoami(t); len(w.Caller.Rights) != 1 || fmt.Sprint(w.Caller.Rights[0].Scopes) != "[session]" {
+		t.Errorf("whoami rights %+v, want one rule of scopes [session]", w.Caller.Rights)
 	}
 	if code, body := laptop.callCwd(t, work); code != http.StatusForbidden || !strings.Contains(body, `scope \"cwd\"`) {
 		t.Errorf("a cwd-scoped call under a session-only grant: %d %s, want 403 naming the scope", code, body)
 	}
 	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["`+root+`"], "scopes": ["session"]}`,
-		`{"servers": ["demo"], "scopes": ["cwd"]}`))
+		`{"servers": ["demo"], "roots": ["`+root+`"], "scopes": ["cwd"]}`))
 	testenv.WaitFor(t, "the cwd scope to be granted", func() bool {
-		return fmt.Sprint(laptop.whoami(t).Caller.Scopes) == "[cwd session]"
+		return len(laptop.whoami(t).Caller.Rights) == 2
 	})
 	if code, got := laptop.callCwd(t, work); code != 200 || got != work {
 		t.Errorf("a cwd-scoped call once cwd is granted: %d %q", code, got)

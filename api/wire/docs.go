@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"time"
+
+	"mcpx.dev/mcpx/rights"
 )
 
 // The JSON documents of the routes (Route.Response). Struct field order is
@@ -47,15 +49,14 @@ type Caller struct {
 	Uid   int    `json:"uid,omitempty"` // unix callers
 	Local bool   `json:"local"`         // same machine (unix socket): Mcpx-Pid is trusted
 	Owner bool   `json:"owner"`         // the daemon's own user: sees private detail
-	Admin bool   `json:"admin"`         // may stop instances, manage sessions
-	// Servers, Roots and Scopes restrict what the caller may name and use;
-	// absent = everything, [] = nothing.
-	Servers []string `json:"servers,omitzero"`
-	Roots   []string `json:"roots,omitzero"`
-	Scopes  []string `json:"scopes,omitzero"` // scope kinds its calls may use
-	// ProjectConfig: the project files on its config chain may define
-	// its servers (the owner's always may, whatever this says).
-	ProjectConfig bool `json:"projectConfig,omitempty"`
+	// Admin: the caller may stop instances, manage sessions and tokens (a
+	// rule of its rights says admin).
+	Admin bool `json:"admin"`
+	// Rights are the caller's rules as its grant or token has them, each
+	// checked whole: a call is allowed when one rule allows its server,
+	// its cwd and its scope together. In a rule an absent list has no
+	// limit and [] allows nothing (package rights).
+	Rights rights.Rights `json:"rights"`
 }
 
 // DeclaredCtx is the caller context as the broker received it from the

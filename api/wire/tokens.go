@@ -1,6 +1,10 @@
 package wire
 
-import "time"
+import (
+	"time"
+
+	"mcpx.dev/mcpx/rights"
+)
 
 // HeaderClient must be present, with any non-empty value naming the client
 // ("mcpx-cli", "mcpx-ts", "mcpx-bench"), on every request to a network
@@ -29,34 +33,32 @@ const (
 	OpRotateKey   = "rotateTokenKey"
 )
 
-// TokenRequest is the body of POST /v1/tokens: the rights of the token to
-// mint. A caller that is not the daemon's owner may grant only rights it
-// has itself.
+// TokenRequest is the body of POST /v1/tokens: the subject and the one
+// rule of the token to mint, its members at the top level. It is read as a
+// grant is (rights.Rule.Granted): absent servers are no server ("*" =
+// all), absent roots no declared cwd ("/" = anywhere; absolute paths on
+// the broker's machine), absent scopes every kind. A caller that is not
+// the daemon's owner may grant only rights it has itself, each use within
+// one of its own rules. projectConfig lets the bearer's project files
+// (config.json found upward from its cwd, under its roots) define its
+// servers; admin lets it use the admin routes.
 type TokenRequest struct {
-	Subject string   `json:"sub"`              // who the token is for; the caller's name. Required.
-	Servers []string `json:"servers"`          // "*" = all; none = no server
-	Roots   []string `json:"roots,omitempty"`  // absolute paths on the broker's machine; "/" = anywhere; none = no declared cwd
-	Scopes  []string `json:"scopes,omitempty"` // scope kinds its calls may use; absent = all
-	Admin   bool     `json:"admin,omitempty"`  // may use the admin routes
-	// ProjectConfig lets the bearer's project files (config.json found
-	// upward from its cwd) define its servers; false = the owner's config.
-	ProjectConfig bool   `json:"projectConfig,omitempty"`
-	TTL           string `json:"ttl,omitempty"` // a Go duration ("24h"); "" = 24h; at most 90 days
+	Subject string `json:"sub"` // who the token is for; the caller's name. Required.
+	rights.Rule
+	TTL string `json:"ttl,omitempty"` // a Go duration ("24h"); "" = 24h; at most 90 days
 }
 
 // Token describes a minted token (never the token itself).
 type Token struct {
-	ID            string    `json:"id"` // the jti: what revoke takes
-	Subject       string    `json:"sub"`
-	Servers       []string  `json:"servers"`
-	Roots         []string  `json:"roots"`
-	Scopes        []string  `json:"scopes,omitzero"` // absent = all
-	Admin         bool      `json:"admin"`
-	ProjectConfig bool      `json:"projectConfig,omitempty"` // its project files may define its servers
-	KeyID         string    `json:"kid"`
-	IssuedAt      time.Time `json:"issuedAt"`
-	ExpiresAt     time.Time `json:"expiresAt"`
-	Revoked       bool      `json:"revoked"`
+	ID      string `json:"id"` // the jti: what revoke takes
+	Subject string `json:"sub"`
+	// Rights are the token's rules (a token minted by POST /v1/tokens has
+	// one); in a rule an absent list has no limit, [] allows nothing.
+	Rights    rights.Rights `json:"rights"`
+	KeyID     string        `json:"kid"`
+	IssuedAt  time.Time     `json:"issuedAt"`
+	ExpiresAt time.Time     `json:"expiresAt"`
+	Revoked   bool          `json:"revoked"`
 }
 
 // MintedToken answers POST /v1/tokens: the token, shown once, and its

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/rights"
 )
 
 // tokenCmd is `mcpx token mint|ls|revoke <id>|rotate`: the broker's signed
@@ -44,8 +45,8 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	var raw []byte
 	switch pos[0] {
 	case "mint":
-		req := wire.TokenRequest{Subject: *sub, Servers: splitList(*servers), Roots: splitList(*roots),
-			Scopes: splitList(*scopes), Admin: *admin, ProjectConfig: *projectConfig, TTL: ttl.String()}
+		req := wire.TokenRequest{Subject: *sub, TTL: ttl.String(), Rule: rights.Rule{Servers: splitList(*servers), Roots: splitList(*roots),
+			Scopes: splitList(*scopes), Admin: *admin, ProjectConfig: *projectConfig}}
 		var m *wire.MintedToken
 		if m, raw, err = bc.MintToken(ctx, req); err == nil && !*asJSON {
 			fmt.Fprintln(c.stdout, m.Token)
@@ -82,12 +83,20 @@ func printTokens(c *cli, l *wire.TokenList) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSUB\tSERVERS\tROOTS\tSCOPES\tADMIN\tEXPIRES\tKEY\tREVOKED")
 	for _, t := range l.Tokens {
-		scopes := "*"
-		if t.Scopes != nil {
-			scopes = orDash(strings.Join(t.Scopes, ","))
+		rules := t.Rights
+		if len(rules) == 0 {
+			rules = rights.Rights{{Servers: []string{}, Roots: []string{}}}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Subject, orDash(strings.Join(t.Servers, ",")),
-			orDash(strings.Join(t.Roots, ",")), scopes, yesNo(t.Admin), t.ExpiresAt.Local().Format(time.RFC3339), t.KeyID, yesNo(t.Revoked))
+		// A token of several rules: one line each, the token's own columns
+		// on the first.
+		for i, e := range rules {
+			id, sub, admin, expires, kid, revoked := t.ID, t.Subject, yesNo(t.Rights.Admin()), t.ExpiresAt.Local().Format(time.RFC3339), t.KeyID, yesNo(t.Revoked)
+			if i > 0 {
+				id, sub, admin, expires, kid, revoked = "", "", "", "", "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, sub, tokenList(e.Servers),
+				tokenList(e.Roots), tokenList(e.Scopes), admin, expires, kid, revoked)
+		}
 	}
 	tw.Flush()
 	for _, k := range l.Keys {
@@ -100,6 +109,14 @@ func printTokens(c *cli, l *wire.TokenList) {
 }
 
 // splitList splits a comma-separated flag; "" is nil.
+// tokenList prints a list of a token's rule: nil (no limit) "*", empty "-".
+func tokenList(v []string) string {
+	if v == nil {
+		return "*"
+	}
+	return orDash(strings.Join(v, ","))
+}
+
 func splitList(s string) []string {
 	if s == "" {
 		return nil

@@ -73,7 +73,8 @@ func TestTokenCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("whoami over TCP with the token: %v", err)
 	}
-	if w.Caller.Name != "ci" || w.Caller.Via != wire.ViaJWT || strings.Join(w.Caller.Scopes, ",") != "cwd,session" || strings.Join(w.Caller.Servers, ",") != "demo" {
+	if w.Caller.Name != "ci" || w.Caller.Via != wire.ViaJWT || len(w.Caller.Rights) != 1 ||
+		strings.Join(w.Caller.Rights[0].Scopes, ",") != "cwd,session" || strings.Join(w.Caller.Rights[0].Servers, ",") != "demo" {
 		t.Errorf("whoami with the token: %+v", w.Caller)
 	}
 

@@ -56,14 +56,27 @@ func printWhoami(c *cli, w *wire.Whoami) {
 		fmt.Fprintf(c.stdout, " (%s)", strings.Join(traits, ", "))
 	}
 	fmt.Fprintln(c.stdout)
-	fmt.Fprintf(c.stdout, "servers: %s\nroots:   %s\nscopes:  %s\n", rights(cl.Servers), rights(cl.Roots), rights(cl.Scopes))
+	// One rule: its lists a line each; several: a line per rule, each
+	// checked whole (a call needs one rule allowing its server, cwd and
+	// scope together).
+	switch len(cl.Rights) {
+	case 0:
+		fmt.Fprintln(c.stdout, "rights:  none")
+	case 1:
+		e := cl.Rights[0]
+		fmt.Fprintf(c.stdout, "servers: %s\nroots:   %s\nscopes:  %s\n", rightsList(e.Servers), rightsList(e.Roots), rightsList(e.Scopes))
+	default:
+		for i, e := range cl.Rights {
+			fmt.Fprintf(c.stdout, "rule %d:  servers %s; roots %s; scopes %s\n", i+1, rightsList(e.Servers), rightsList(e.Roots), rightsList(e.Scopes))
+		}
+	}
 	if w.Context.Cwd != "" {
 		fmt.Fprintf(c.stdout, "cwd:     %s\n", w.Context.Cwd)
 	}
 }
 
-// rights prints a rights list: absent = every one, empty = none.
-func rights(v []string) string {
+// rightsList prints a list of a rule: absent = every one, empty = none.
+func rightsList(v []string) string {
 	switch {
 	case v == nil:
 		return "all"

@@ -42,6 +42,7 @@ import (
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/deploy"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
+	"mcpx.dev/mcpx/rights"
 )
 
 // Finding is one check the doctor made.
@@ -306,7 +307,7 @@ func (d *Doctor) Servers(ctx context.Context, cfg *config.Config, src daemon.Sou
 			return
 		}
 		defer closeBroker()
-		caller := broker.Caller{Name: "local:" + strconv.Itoa(os.Getuid()), Via: "unix", Uid: os.Getuid(), Local: true, Owner: true, Admin: true}
+		caller := broker.Caller{Name: "local:" + strconv.Itoa(os.Getuid()), Via: "unix", Uid: os.Getuid(), Local: true, Owner: true, Rights: rights.All()}
 		list = func(ctx context.Context, name string) (int, error) {
 			raw, err := b.Tools(ctx, broker.Request{Caller: caller, Server: name,
 				Context: broker.CallContext{Cwd: cwd, Session: session, Pid: os.Getpid()}})

@@ -51,6 +51,11 @@ type Rules struct {
 	// standard library and its own packages, only leaves: packages that
 	// import the standard library alone. So it depends on nothing else.
 	LeavesOnly string
+	// Leaves are packages outside the tree that StdlibOnly lets it import
+	// all the same, each with why: leaves that depend on the standard
+	// library only themselves (checked here too), so the tree still pulls
+	// in nothing beyond it.
+	Leaves map[string]string
 	// NoHTTPServer, if not "", is why the tree's non-test files must not use
 	// net/http's server-side identifiers (http.Handler, http.Server, …). An
 	// HTTP client is allowed.
@@ -115,7 +120,7 @@ func (r Rules) Violations(dir string, env []string) ([]string, error) {
 		out = append(out, r.badImports(p)...)
 		out = append(out, r.badDeps(p, pkgs)...)
 		if r.StdlibOnly != "" {
-			out = append(out, nonStandard(p, pkgs, dir, r.StdlibOnly)...)
+			out = append(out, r.nonStandard(p, pkgs, dir)...)
 		}
 		if r.LeavesOnly != "" {
 			out = append(out, nonLeaves(p, pkgs, dir, r.LeavesOnly)...)
@@ -249,12 +254,22 @@ func (r Rules) badDeps(p *pkg, pkgs map[string]*pkg) []string {
 }
 
 // nonStandard reports each package outside the standard library and outside
-// dir that p imports, directly.
-func nonStandard(p *pkg, pkgs map[string]*pkg, dir, why string) []string {
+// dir that p imports, directly, but for r.Leaves, which must reach nothing
+// but the standard library and their own packages.
+func (r Rules) nonStandard(p *pkg, pkgs map[string]*pkg, dir string) []string {
 	var out []string
 	for _, imp := range p.Imports {
-		if q, ok := pkgs[imp]; ok && !q.Standard && !within(q.Dir, dir) {
-			out = append(out, fmt.Sprintf("%s: imports %s, outside the standard library: %s", p.ImportPath, imp, why))
+		q, ok := pkgs[imp]
+		if !ok || q.Standard || within(q.Dir, dir) {
+			continue
+		}
+		if _, _, leaf := match(imp, r.Leaves); !leaf {
+			out = append(out, fmt.Sprintf("%s: imports %s, outside the standard library: %s", p.ImportPath, imp, r.StdlibOnly))
+			continue
+		}
+		if dep := beyondStdlib(q, pkgs); dep != "" {
+			out = append(out, fmt.Sprintf("%s: imports the leaf %s, which depends on %s, outside the standard library: %s",
+				p.ImportPath, imp, dep, r.StdlibOnly))
 		}
 	}
 	return out
@@ -278,4 +293,27 @@ func nonLeaves(p *pkg, pkgs map[string]*pkg, dir, why string) []string {
 		}
 	}
 	return out
+}
+
+// beyondStdlib returns a package leaf depends on that is neither in the
+// standard library nor under leaf's own directory; "" if there is none.
+func beyondStdlib(leaf *pkg, pkgs map[string]*pkg) string {
+	seen := map[string]bool{leaf.ImportPath: true}
+	queue := []*pkg{leaf}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, imp := range cur.Imports {
+			q, ok := pkgs[imp]
+			if !ok || seen[imp] || q.Standard {
+				continue
+			}
+			if !within(q.Dir, leaf.Dir) {
+				return imp
+			}
+			seen[imp] = true
+			queue = append(queue, q)
+		}
+	}
+	return ""
 }

@@ -159,6 +159,38 @@ func TestLeavesOnly(t *testing.T) {
 	}
 }
 
+// TestLeaves: a tree that may depend on the standard library only may
+// import a named leaf, so long as the leaf depends on nothing more.
+func TestLeaves(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"go.mod":           "module example.com/leaves\n\ngo 1.26\n",
+		"rights/rights.go": "package rights\n\nimport _ \"strings\"\n",
+		"dirty/dirty.go":   "package dirty\n\nimport _ \"example.com/leaves/other\"\n",
+		"other/other.go":   "package other\n",
+		"wire/wire.go":     "package wire\n\nimport (\n\t_ \"example.com/leaves/rights\"\n\t_ \"example.com/leaves/dirty\"\n)\n",
+		"wire/inner/in.go": "package inner\n\nimport _ \"example.com/leaves/other\"\n",
+		"clean/clean.go":   "package clean\n\nimport _ \"example.com/leaves/rights\"\n",
+	})
+	rules := deptest.Rules{StdlibOnly: "the contract", Leaves: map[string]string{
+		"example.com/leaves/rights": "plain values",
+		"example.com/leaves/dirty":  "claims to be a leaf",
+	}}
+	got, err := rules.Violations(filepath.Join(dir, "wire"), moduleEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"example.com/leaves/wire/inner: imports example.com/leaves/other, outside the standard library: the contract",
+		"example.com/leaves/wire: imports the leaf example.com/leaves/dirty, which depends on example.com/leaves/other, outside the standard library: the contract",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+	if got, err := rules.Violations(filepath.Join(dir, "clean"), moduleEnv()); err != nil || len(got) != 0 {
+		t.Errorf("clean: %q, %v; want no violations", got, err)
+	}
+}
+
 // TestRulesNeedAPackage: a directory with no Go package is an error, not a
 // pass.
 func TestRulesNeedAPackage(t *testing.T) {

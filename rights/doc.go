@@ -1,0 +1,61 @@
+// Package rights is what a caller of the broker may do: a list of rules,
+// as a tailnet grant lists its elements, each checked whole.
+//
+//	r := rights.Rights{
+//		{Servers: []string{"demo"}, Roots: []string{"/r/granted"}, Scopes: []string{"cwd", "worktree"}},
+//		{Servers: []string{"hiddenvault"}, Roots: []string{"/r/other"}},
+//	}
+//	r.Allows(rights.Use{Server: "demo", Dir: "/r/granted/src", Scope: "cwd"})  // true: the first rule
+//	r.Allows(rights.Use{Server: "demo", Dir: "/r/other", Scope: "cwd"})        // false: no one rule allows all three
+//	err := r.Check(rights.Use{Server: "demo", Dir: "/r/granted", Scope: "global"}) // a *Denial naming the scope
+//
+// It is a leaf (the standard library only) read by auth (a token carries
+// Rights), tsnet (a grant's elements are Rules), api/wire (whoami and the
+// token documents show them) and the broker (the one authorization of a
+// call).
+//
+// # Rules
+//
+// A [Use] is one use of a server: its name, the declared cwd (canonical)
+// and the scope kind the call will use. [Rights.Allows] it when one [Rule]
+// allows its server, its directory and its scope together; rules are never
+// merged field by field, which would let one rule's roots or scopes widen
+// another's servers. A Use's empty field is not checked, so
+// Use{Server: s} asks whether the caller may use s at all (somewhere, some
+// way) and Use{Dir: d} whether any rule reaches d.
+//
+// In a Rule, a nil list has no limit and an empty one allows nothing:
+// Servers nil is every server, [] none, "*" every; Roots nil is anywhere,
+// [] only calls that declare no cwd, "/" anywhere; Scopes nil is every
+// kind, [] none, "*" every. The zero Rights (no rule) allow nothing; [All]
+// is one rule with no limit.
+//
+// # Admin and project config
+//
+// Admin is a right of the caller, not of a call: it lets the caller stop
+// instances, manage others' sessions and tokens, which name no server, no
+// directory and no scope a rule could bound. [Rights.Admin] is true when
+// any rule says admin.
+//
+// ProjectConfig is a rule's, by directory: project files (config.json
+// found upward from the caller's cwd) define servers for the caller only
+// in directories under the roots of a rule that says projectConfig
+// ([Rights.ProjectConfig]). It is not bounded by the rule's servers or
+// scopes: a caller whose project files the daemon trusts can have them
+// define any server under any name, so a server bound would be no bound;
+// what the right does bound is which directories' files the daemon reads
+// and runs for it. The servers such files define are then used like any
+// other, through the rules that name them.
+//
+// # JSON
+//
+// Rights are a JSON array of rules; a rule's members are omitted exactly
+// when they are nil, so an empty list ("no server") and an absent one
+// ("every server") survive a round trip:
+//
+//	[{"servers":["demo"],"roots":["/r/granted"],"scopes":["cwd","worktree"]},
+//	 {"servers":["hiddenvault"],"roots":["/r/other"]}]
+//
+// A tailnet grant element and a token request are written the other way,
+// nothing granted by omission; [Rule.Granted] reads them.
+package rights
