@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 )
@@ -27,7 +28,7 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 		}
 		if p.closed {
 			p.kickLocked()
-			p.mu.Unlock()
+			p.unlock()
 			return nil, nil, p.perr("acquire", t, ErrClosed, "the daemon is shutting down")
 		}
 		inst := p.instances[instKey{t.Server, t.Key}]
@@ -35,7 +36,7 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 			var err error
 			if inst, err = p.newInstanceLocked(ctx, t); err != nil {
 				p.kickLocked()
-				p.mu.Unlock()
+				p.unlock()
 				return nil, nil, err
 			}
 		}
@@ -47,13 +48,13 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 				e.RetryAfter = inst.backoffUntil.Sub(now)
 				e.StderrTail = inst.lastTail
 				p.kickLocked()
-				p.mu.Unlock()
+				p.unlock()
 				return nil, nil, e
 			}
 			fallthrough
 		case phaseIdle:
 			if !p.startLocked(inst, now) {
-				p.mu.Unlock()
+				p.unlock()
 				return nil, nil, p.perr("start", t, ErrStart, "internal error: the instance refused to start")
 			}
 		case phaseWedged:
@@ -62,7 +63,7 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 			g := inst.gen
 			inst.waiting++
 			held = inst
-			p.mu.Unlock()
+			p.unlock()
 			select {
 			case <-g.dead:
 				continue
@@ -74,7 +75,7 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 		if a := inst.starting; a != nil {
 			inst.waiting++
 			held = inst
-			p.mu.Unlock()
+			p.unlock()
 			select {
 			case <-a.done:
 				if a.err != nil {
@@ -92,7 +93,7 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 		case <-g.sess.Done():
 			// Dead, and its watcher has not caught up yet: wait for it,
 			// then start afresh rather than hand out a dead session.
-			p.mu.Unlock()
+			p.unlock()
 			select {
 			case <-g.dead:
 				continue
@@ -103,7 +104,7 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 		}
 		if inst.def.Exclusive {
 			inst.waiting++
-			p.mu.Unlock()
+			p.unlock()
 			select {
 			case inst.sem <- struct{}{}:
 			case <-ctx.Done():
@@ -115,7 +116,7 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 			if inst.gen != g || inst.phase != phaseReady {
 				<-inst.sem
 				p.kickLocked()
-				p.mu.Unlock()
+				p.unlock()
 				continue
 			}
 		}
@@ -123,10 +124,10 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 			if inst.sem != nil {
 				<-inst.sem
 			}
-			p.mu.Unlock()
+			p.unlock()
 			return nil, nil, p.perr("acquire", t, ErrStart, "internal error: the instance refused the call")
 		}
-		p.mu.Unlock()
+		p.unlock()
 		return inst, g, nil
 	}
 }
@@ -136,7 +137,7 @@ func (p *Pool) unhold(inst *instance) {
 	p.mu.Lock()
 	inst.waiting--
 	p.kickLocked()
-	p.mu.Unlock()
+	p.unlock()
 }
 
 func (p *Pool) ctxErr(ctx context.Context, t Target, what string) *Error {
@@ -165,7 +166,7 @@ func (p *Pool) newInstanceLocked(ctx context.Context, t Target) (*instance, erro
 	p.serveQueueLocked()
 	timedOut := false
 	if w.inst == nil && w.err == nil {
-		p.mu.Unlock()
+		p.unlock()
 		timer := time.NewTimer(p.opts.WaitTimeout)
 		select {
 		case <-w.ready:
@@ -201,7 +202,7 @@ func (p *Pool) newInstanceLocked(ctx context.Context, t Target) (*instance, erro
 	e := p.perr("acquire", t, ErrExhausted, detail+"; raise the server's max, or retry")
 	e.RetryAfter = time.Second
 	e.Cause = ctx.Err()
-	p.log.Info("refused a call: no room for a new instance", "server", def.Name, "key", t.Key, "max", max,
+	p.logLocked(p.log, slog.LevelInfo, "refused a call: no room for a new instance", "server", def.Name, "key", t.Key, "max", max,
 		"maxInstances", p.opts.MaxInstances, "waitTimeout", p.opts.WaitTimeout, "deadlineFirst", !timedOut)
 	return nil, e
 }
@@ -326,7 +327,7 @@ func (p *Pool) evictLRULocked(forKey string, ok func(*instance) bool) bool {
 		return false
 	}
 	idle := p.opts.Now().Sub(victim.lastUsed).Round(time.Millisecond)
-	p.log.Info("evicting the instance idle the longest to make room", "server", victim.def.Name, "key", victim.key.key,
+	p.logLocked(p.log, slog.LevelInfo, "evicting the instance idle the longest to make room", "server", victim.def.Name, "key", victim.key.key,
 		"instance", victim.id, "idleFor", idle, "for", forKey)
 	p.stats.Evictions++
 	p.removeLocked(victim, EventEvict, "evicted for "+forKey)

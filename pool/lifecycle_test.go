@@ -237,7 +237,10 @@ func TestIllegalTransitionLoggedInDaemon(t *testing.T) {
 	p := &Pool{log: slog.New(slog.NewTextHandler(&logged, nil))}
 	inst, _, _ := lifecycleFixture(phaseStopped, 0)
 	before := *inst
-	if p.updateLocked(inst, &event{kind: evRemove, now: t0}) {
+	p.mu.Lock()
+	ok := p.updateLocked(inst, &event{kind: evRemove, now: t0})
+	p.unlock()
+	if ok {
 		t.Fatal("removing a stopped instance was accepted")
 	}
 	if !reflect.DeepEqual(*inst, before) {

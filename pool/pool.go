@@ -234,6 +234,7 @@ type Pool struct {
 	closed    bool                  // guarded by mu
 	queue     []*slotWaiter         // guarded by mu; callers waiting for room for a new instance, oldest first
 	stats     Stats                 // guarded by mu
+	logs      []logRecord           // guarded by mu; emitted by unlock (locklog.go)
 	counters  counters              // per server, for metrics; has its own lock
 
 	ports   *portalloc.Allocator         // ${mcpx.alloc.*} ports of every server; constant after New
@@ -345,11 +346,11 @@ func (p *Pool) SetServers(defs []Server) {
 	}
 	p.servers = next
 	for _, inst := range stale {
-		p.log.Info("server definition changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
+		p.logLocked(p.log, slog.LevelInfo, "server definition changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 		p.stopAsync(inst, "definition changed")
 	}
 	p.kickLocked()
-	p.mu.Unlock()
+	p.unlock()
 }
 
 // Do runs fn with a ready session of the instance for t, creating or
@@ -424,7 +425,7 @@ func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Tar
 	if inst.inflight == 0 {
 		p.kickLocked()
 	}
-	p.mu.Unlock()
+	p.unlock()
 	return callErr
 }
 
@@ -457,7 +458,7 @@ func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t T
 	case errors.Is(err, mcpclient.ErrClosed):
 		p.mu.Lock()
 		stopping := inst.phase.removed()
-		p.mu.Unlock()
+		p.unlock()
 		if stopping {
 			e := p.perr("call", t, ErrClosed, "the instance was stopped (by request, a config reload, eviction or shutdown) before the call finished")
 			e.Cause = err
@@ -486,7 +487,7 @@ func (p *Pool) Instances() []InstanceStatus {
 	for _, inst := range p.instances {
 		out = append(out, inst.statusLocked(now))
 	}
-	p.mu.Unlock()
+	p.unlock()
 	slices.SortFunc(out, func(a, b InstanceStatus) int {
 		return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Key, b.Key))
 	})
@@ -496,7 +497,7 @@ func (p *Pool) Instances() []InstanceStatus {
 // Stats returns the pool-wide counters.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlock()
 	s := p.stats
 	s.Queued = int64(len(p.queue))
 	return s
@@ -508,12 +509,12 @@ func (p *Pool) Stop(ctx context.Context, id string) error {
 	p.mu.Lock()
 	inst := p.byID[id]
 	if inst == nil {
-		p.mu.Unlock()
+		p.unlock()
 		return &Error{Op: "stop", Key: id, Err: ErrNotFound, Detail: fmt.Sprintf("no instance %q; `mcpx status` lists them", id)}
 	}
 	p.removeLocked(inst, "", "stopped by request")
 	p.kickLocked()
-	p.mu.Unlock()
+	p.unlock()
 	p.log.Info("stopping instance by request", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 	p.stopInstance(ctx, inst, "stopped by request")
 	return nil
@@ -531,7 +532,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		all = append(all, inst)
 		p.removeLocked(inst, "", "daemon shutting down")
 	}
-	p.mu.Unlock()
+	p.unlock()
 	var wg sync.WaitGroup
 	for _, inst := range all {
 		wg.Go(func() { p.stopInstance(ctx, inst, "daemon shutting down") })

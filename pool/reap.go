@@ -3,6 +3,7 @@ package pool
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -14,17 +15,21 @@ import (
 // not at the next idle reap.
 const ownerCheckInterval = time.Second
 
+// reapLoop checks owners every ownerCheckInterval (or every, if shorter)
+// and reaps in full once every has passed. The ticker only wakes it: when
+// a full reap is due is read from Options.Now, the clock reap judges
+// idleness by, so a test's clock drives both.
 func (p *Pool) reapLoop(every time.Duration) {
 	defer p.wg.Done()
 	t := time.NewTicker(min(every, ownerCheckInterval))
 	defer t.Stop()
-	last := time.Now()
+	last := p.opts.Now()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
-		case now := <-t.C:
-			if now.Sub(last) >= every {
+		case <-t.C:
+			if now := p.opts.Now(); now.Sub(last) >= every {
 				last = now
 				p.Reap()
 			} else {
@@ -65,10 +70,10 @@ func (p *Pool) reap(idle bool) {
 			}
 			p.removeLocked(inst, EventReap, why)
 			p.stats.Reaps++
-			p.log.Info("reaping instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id, "why", why)
+			p.logLocked(p.log, slog.LevelInfo, "reaping instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id, "why", why)
 			p.stopAsync(inst, why)
 		}
 	}
 	p.kickLocked()
-	p.mu.Unlock()
+	p.unlock()
 }
