@@ -32,7 +32,14 @@ func (p *Pool) logLocked(l *slog.Logger, level slog.Level, msg string, args ...a
 }
 
 // unlock releases p.mu, then emits the records gathered under it, in order.
-func (p *Pool) unlock() { p.unlockThen(nil) }
+// Most critical sections gather none: that path stays a plain Unlock.
+func (p *Pool) unlock() {
+	if len(p.logs) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	p.unlockThen(nil)
+}
 
 // unlockThen is unlock, running first (if not nil) after p.mu is released
 // and before the records are emitted: what others wait for is not delayed
