@@ -44,9 +44,10 @@ type Transport interface {
 	//
 	// A *TooLargeError says a message over the limit (Extras.SetMaxMessage)
 	// was skipped, and Recv may be called again; the session fails the call
-	// it answers. Any other error ends the session: io.EOF for a clean end,
-	// a *ProtocolError for a peer that broke the framing, anything else for
-	// a failure. After such an error, every later Recv returns an error.
+	// it answers. Any other error ends the session, which then calls Recv
+	// no more: io.EOF for a clean end, a *ProtocolError for a peer that
+	// broke the framing (its Hint from Extras.ViolationHint, if any),
+	// anything else for a failure.
 	Recv() ([]byte, error)
 
 	// Close ends the transport: a Recv or Send in progress returns, and
