@@ -241,7 +241,7 @@ func (p *Pool) lowestIndexLocked(server string) int {
 func (p *Pool) prepare(inst *instance) (spawnSpec, error) {
 	p.mu.Lock()
 	res, ready := inst.res, inst.specReady
-	p.mu.Unlock()
+	p.unlock()
 	if ready {
 		if res != nil {
 			for name, h := range res.ports {
@@ -264,14 +264,17 @@ func (p *Pool) prepare(inst *instance) (spawnSpec, error) {
 		return spawnSpec{}, err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if inst.phase.removed() {
+	removed := inst.phase.removed()
+	if !removed {
+		inst.res, inst.spec, inst.specReady = res, sp, true
+	}
+	p.unlock()
+	if removed {
 		// Stopped while we allocated; its stopper may already have
-		// released what it had.
+		// released what it had. Its directory goes outside p.mu.
 		res.release()
 		return spawnSpec{}, fmt.Errorf("server %q: the instance was stopped while it started", inst.def.Name)
 	}
-	inst.res, inst.spec, inst.specReady = res, sp, true
 	return sp, nil
 }
 

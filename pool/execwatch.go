@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"log/slog"
 	"time"
 
 	"mcpx.dev/mcpx/pool/execid"
@@ -49,7 +50,7 @@ func (p *Pool) CheckExec() int {
 			all = append(all, running{inst, inst.gen})
 		}
 	}
-	p.mu.Unlock()
+	p.unlock()
 	n := 0
 	for _, r := range all {
 		if id, changed := p.execChanged(r.inst, r.g); changed && p.replace(r.inst, r.g, id) {
@@ -91,19 +92,19 @@ func (p *Pool) execChanged(inst *instance, g *generation) (execid.ID, bool) {
 // changed meanwhile or its key's owner is gone.
 func (p *Pool) replace(inst *instance, g *generation, id execid.ID) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlock()
 	if p.closed || inst.gen != g || inst.phase != phaseReady || p.instances[inst.key] != inst ||
 		(p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key)) {
 		return false
 	}
 	const why = "executable changed"
-	p.log.Info("executable changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
+	p.logLocked(p.log, slog.LevelInfo, "executable changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
 		"pid", g.pid(), "path", id.Path, "was", g.exec.Value, "now", id.Value)
 	p.removeEvLocked(inst, &event{notice: EventRestart, reason: why, path: id.Path})
 	p.stopAsync(inst, why)
 	next, err := p.createLocked(inst.def, Target{Server: inst.key.server, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded})
 	if err != nil {
-		p.log.Warn("cannot make the replacement instance; the next call makes one", "server", inst.def.Name, "key", inst.key.key, "err", err)
+		p.logLocked(p.log, slog.LevelWarn, "cannot make the replacement instance; the next call makes one", "server", inst.def.Name, "key", inst.key.key, "err", err)
 		p.kickLocked()
 		return true
 	}

@@ -308,14 +308,14 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 
 func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *Error, log *slog.Logger) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlock()
 	defer close(a.done)
 	now := p.opts.Now()
 	if err != nil {
 		a.err = err
 		p.updateLocked(inst, &event{kind: evStartFailed, now: now, attempt: a, fail: &failure{err.Detail, err.StderrTail}})
 		p.stats.StartFailures++
-		log.Warn("start failed", "err", err, "stderr", err.StderrTail)
+		p.logLocked(log, slog.LevelWarn, "start failed", "err", err, "stderr", err.StderrTail)
 		if res := p.releaseLocked(inst); res != nil {
 			// Its stopper gave up waiting for this start.
 			p.wg.Go(func() { p.releaseResources(inst, res) })
@@ -369,10 +369,15 @@ func (p *Pool) watch(inst *instance, g *generation) {
 		g.exitDesc = "session ended: " + err.Error()
 	}
 	// Update the instance before announcing the death: whoever waits on
-	// dead then finds the instance ready to start again.
-	defer close(g.dead)
+	// dead then finds the instance ready to start again; the log comes
+	// after.
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.exitedLocked(inst, g)
+	p.unlockThen(func() { close(g.dead) })
+}
+
+// exitedLocked records that g, inst's child, is gone.
+func (p *Pool) exitedLocked(inst *instance, g *generation) {
 	ev := event{kind: evExited, now: p.opts.Now(), gen: g}
 	// An expired session is re-initialized on the next call: no failure.
 	crashed := inst.phase == phaseReady && !errors.Is(g.sess.Err(), mcpclient.ErrSessionExpired)
@@ -392,7 +397,7 @@ func (p *Pool) watch(inst *instance, g *generation) {
 		return
 	}
 	p.stats.Crashes++
-	p.log.Warn("child exited unexpectedly", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
+	p.logLocked(p.log, slog.LevelWarn, "child exited unexpectedly", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
 		"pid", g.pid(), "how", g.exitDesc, "stderr", g.tail)
 }
 
@@ -401,7 +406,7 @@ func (p *Pool) watch(inst *instance, g *generation) {
 func (p *Pool) stopInstance(ctx context.Context, inst *instance, why string) {
 	p.mu.Lock()
 	drained, a := inst.drained, inst.starting
-	p.mu.Unlock()
+	p.unlock()
 	if drained != nil {
 		select {
 		case <-drained:
@@ -416,7 +421,7 @@ func (p *Pool) stopInstance(ctx context.Context, inst *instance, why string) {
 	}
 	p.mu.Lock()
 	g := inst.gen
-	p.mu.Unlock()
+	p.unlock()
 	if g != nil {
 		p.log.Info("stopping instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id, "pid", g.pid(), "why", why)
 		g.stop(ctx)
@@ -425,7 +430,7 @@ func (p *Pool) stopInstance(ctx context.Context, inst *instance, why string) {
 	p.mu.Lock()
 	p.updateLocked(inst, &event{kind: evStopped, now: p.opts.Now()})
 	res := p.releaseLocked(inst)
-	p.mu.Unlock()
+	p.unlock()
 	// After the child has exited: its tmpdir goes, its ports are free.
 	p.releaseResources(inst, res)
 }
@@ -434,7 +439,7 @@ func (p *Pool) stopInstance(ctx context.Context, inst *instance, why string) {
 func (p *Pool) unbind(inst *instance) {
 	p.mu.Lock()
 	res := inst.res
-	p.mu.Unlock()
+	p.unlock()
 	if res != nil {
 		res.unbind()
 	}
@@ -502,7 +507,7 @@ func (p *Pool) probe(inst *instance, g *generation) {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlock()
 	if p.closed {
 		g.probing.Store(false)
 		return
@@ -525,7 +530,7 @@ func (p *Pool) probeOnce(inst *instance, g *generation) {
 	}
 	p.mu.Lock()
 	if inst.phase != phaseReady || inst.gen != g {
-		p.mu.Unlock()
+		p.unlock()
 		return
 	}
 	detail := fmt.Sprintf("the child was wedged: a call timed out and a ping got no answer within %s, so it was killed; the next call starts a new one", p.opts.ProbeTimeout)
@@ -534,12 +539,12 @@ func (p *Pool) probeOnce(inst *instance, g *generation) {
 		tail = g.proc.stderr.Tail(20)
 	}
 	if !p.updateLocked(inst, &event{kind: evWedged, now: p.opts.Now(), gen: g, fail: &failure{detail, tail}}) {
-		p.mu.Unlock()
+		p.unlock()
 		return
 	}
 	g.wedged = detail
 	p.stats.Wedged++
-	p.mu.Unlock()
+	p.unlock()
 	p.log.Warn("child is wedged; killing it", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
 		"pid", g.pid(), "probeTimeout", p.opts.ProbeTimeout, "stderr", tail)
 	if g.proc != nil {

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -265,7 +266,7 @@ var panicOnIllegal = false
 func (p *Pool) updateLocked(inst *instance, ev *event) bool {
 	from, gen := inst.phase, inst.gen
 	if err := inst.apply(ev); err != nil {
-		p.refused(inst, err)
+		p.refusedLocked(inst, err)
 		return false
 	}
 	p.announceLocked(inst, from, gen, ev)
@@ -326,11 +327,11 @@ func (p *Pool) announceLocked(inst *instance, from phase, gen *generation, ev *e
 	}
 }
 
-func (p *Pool) refused(inst *instance, err error) {
+func (p *Pool) refusedLocked(inst *instance, err error) {
 	if panicOnIllegal {
 		panic(err)
 	}
-	p.log.Error("refused an illegal instance transition; this is a bug in mcpx", "err", err,
+	p.logLocked(p.log, slog.LevelError, "refused an illegal instance transition; this is a bug in mcpx", "err", err,
 		"server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 }
 

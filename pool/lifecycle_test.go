@@ -3,10 +3,8 @@ package pool
 import (
 	"errors"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"log/slog"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -186,46 +184,31 @@ var lifecycleFields = []string{"phase", "gen", "starting", "started", "lastUsed"
 // takes the address of a lifecycle field. It matches by field name, so a
 // new field of that name on another type must be renamed or listed here.
 func TestLifecycleFieldsChangeOnlyInApply(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
+	forEachFunc(t, func(fset *token.FileSet, file string, fn *ast.FuncDecl) {
+		if file == "lifecycle.go" && (fn.Name.Name == "apply" || fn.Name.Name == "failLocked") {
+			return
 		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Body == nil || name == "lifecycle.go" && (fn.Name.Name == "apply" || fn.Name.Name == "failLocked") {
-				continue
+		check := func(x ast.Expr) {
+			if sel, ok := ast.Unparen(x).(*ast.SelectorExpr); ok && slices.Contains(lifecycleFields, sel.Sel.Name) {
+				t.Errorf("%s: %s changes lifecycle field %s outside apply", fset.Position(sel.Pos()), fn.Name.Name, sel.Sel.Name)
 			}
-			check := func(x ast.Expr) {
-				if sel, ok := ast.Unparen(x).(*ast.SelectorExpr); ok && slices.Contains(lifecycleFields, sel.Sel.Name) {
-					t.Errorf("%s: %s changes lifecycle field %s outside apply", fset.Position(sel.Pos()), fn.Name.Name, sel.Sel.Name)
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				for _, x := range n.Lhs {
+					check(x)
 				}
-			}
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.AssignStmt:
-					for _, x := range n.Lhs {
-						check(x)
-					}
-				case *ast.IncDecStmt:
+			case *ast.IncDecStmt:
+				check(n.X)
+			case *ast.UnaryExpr:
+				if n.Op == token.AND {
 					check(n.X)
-				case *ast.UnaryExpr:
-					if n.Op == token.AND {
-						check(n.X)
-					}
 				}
-				return true
-			})
-		}
-	}
+			}
+			return true
+		})
+	})
 }
 
 // TestIllegalTransitionLoggedInDaemon: outside the pool's tests an illegal
@@ -237,7 +220,10 @@ func TestIllegalTransitionLoggedInDaemon(t *testing.T) {
 	p := &Pool{log: slog.New(slog.NewTextHandler(&logged, nil))}
 	inst, _, _ := lifecycleFixture(phaseStopped, 0)
 	before := *inst
-	if p.updateLocked(inst, &event{kind: evRemove, now: t0}) {
+	p.mu.Lock()
+	ok := p.updateLocked(inst, &event{kind: evRemove, now: t0})
+	p.unlock()
+	if ok {
 		t.Fatal("removing a stopped instance was accepted")
 	}
 	if !reflect.DeepEqual(*inst, before) {

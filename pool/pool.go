@@ -234,6 +234,7 @@ type Pool struct {
 	closed    bool                  // guarded by mu
 	queue     []*slotWaiter         // guarded by mu; callers waiting for room for a new instance, oldest first
 	stats     Stats                 // guarded by mu
+	logs      []logRecord           // guarded by mu; emitted by unlock (locklog.go)
 	counters  counters              // per server, for metrics; has its own lock
 
 	ports   *portalloc.Allocator         // ${mcpx.alloc.*} ports of every server; constant after New
@@ -326,31 +327,6 @@ func New(opts Options) *Pool {
 // Events returns the log of the pool's lifecycle events.
 func (p *Pool) Events() *EventLog { return p.events }
 
-// ownerCheckInterval is how often caller-owned instances are checked for a
-// living owner between full reaps: a dead pid's child goes within a second,
-// not at the next idle reap.
-const ownerCheckInterval = time.Second
-
-func (p *Pool) reapLoop(every time.Duration) {
-	defer p.wg.Done()
-	t := time.NewTicker(min(every, ownerCheckInterval))
-	defer t.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case now := <-t.C:
-			if now.Sub(last) >= every {
-				last = now
-				p.Reap()
-			} else {
-				p.reap(false)
-			}
-		}
-	}
-}
-
 // SetServers replaces the server definitions. Instances of removed or
 // changed servers are drained and stopped in the background; instances of
 // unchanged servers keep running.
@@ -370,11 +346,11 @@ func (p *Pool) SetServers(defs []Server) {
 	}
 	p.servers = next
 	for _, inst := range stale {
-		p.log.Info("server definition changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
+		p.logLocked(p.log, slog.LevelInfo, "server definition changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 		p.stopAsync(inst, "definition changed")
 	}
 	p.kickLocked()
-	p.mu.Unlock()
+	p.unlock()
 }
 
 // Do runs fn with a ready session of the instance for t, creating or
@@ -417,326 +393,6 @@ func (p *Pool) perr(op string, t Target, sentinel error, detail string) *Error {
 	return &Error{Op: op, Server: t.Server, Key: t.Key, Err: sentinel, Detail: detail}
 }
 
-func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, error) {
-	// held is the instance this caller waited for, its waiting count
-	// raised so that nobody evicted it meanwhile; lowered under the same
-	// lock that then acquires it.
-	var held *instance
-	for {
-		p.mu.Lock()
-		if held != nil {
-			held.waiting--
-			held = nil
-		}
-		if p.closed {
-			p.kickLocked()
-			p.mu.Unlock()
-			return nil, nil, p.perr("acquire", t, ErrClosed, "the daemon is shutting down")
-		}
-		inst := p.instances[instKey{t.Server, t.Key}]
-		if inst == nil {
-			var err error
-			if inst, err = p.newInstanceLocked(ctx, t); err != nil {
-				p.kickLocked()
-				p.mu.Unlock()
-				return nil, nil, err
-			}
-		}
-		now := p.opts.Now()
-		switch inst.phase {
-		case phaseBackoff:
-			if now.Before(inst.backoffUntil) {
-				e := p.perr("start", t, ErrBackoff, inst.lastErr)
-				e.RetryAfter = inst.backoffUntil.Sub(now)
-				e.StderrTail = inst.lastTail
-				p.kickLocked()
-				p.mu.Unlock()
-				return nil, nil, e
-			}
-			fallthrough
-		case phaseIdle:
-			if !p.startLocked(inst, now) {
-				p.mu.Unlock()
-				return nil, nil, p.perr("start", t, ErrStart, "internal error: the instance refused to start")
-			}
-		case phaseWedged:
-			// Its child is being killed: wait for its watcher, then start
-			// afresh.
-			g := inst.gen
-			inst.waiting++
-			held = inst
-			p.mu.Unlock()
-			select {
-			case <-g.dead:
-				continue
-			case <-ctx.Done():
-				p.unhold(inst)
-				return nil, nil, p.ctxErr(ctx, t, "waiting for a wedged child to be killed")
-			}
-		}
-		if a := inst.starting; a != nil {
-			inst.waiting++
-			held = inst
-			p.mu.Unlock()
-			select {
-			case <-a.done:
-				if a.err != nil {
-					p.unhold(inst)
-					return nil, nil, a.err
-				}
-				continue
-			case <-ctx.Done():
-				p.unhold(inst)
-				return nil, nil, p.ctxErr(ctx, t, "waiting for the child to start")
-			}
-		}
-		g := inst.gen
-		select {
-		case <-g.sess.Done():
-			// Dead, and its watcher has not caught up yet: wait for it,
-			// then start afresh rather than hand out a dead session.
-			p.mu.Unlock()
-			select {
-			case <-g.dead:
-				continue
-			case <-ctx.Done():
-				return nil, nil, p.ctxErr(ctx, t, "waiting for a dead child to be cleaned up")
-			}
-		default:
-		}
-		if inst.def.Exclusive {
-			inst.waiting++
-			p.mu.Unlock()
-			select {
-			case inst.sem <- struct{}{}:
-			case <-ctx.Done():
-				p.unhold(inst)
-				return nil, nil, p.ctxErr(ctx, t, "waiting for the exclusive instance; another caller holds it")
-			}
-			p.mu.Lock()
-			inst.waiting--
-			if inst.gen != g || inst.phase != phaseReady {
-				<-inst.sem
-				p.kickLocked()
-				p.mu.Unlock()
-				continue
-			}
-		}
-		if !p.updateLocked(inst, &event{kind: evAcquire, now: now, gen: g}) {
-			if inst.sem != nil {
-				<-inst.sem
-			}
-			p.mu.Unlock()
-			return nil, nil, p.perr("acquire", t, ErrStart, "internal error: the instance refused the call")
-		}
-		p.mu.Unlock()
-		return inst, g, nil
-	}
-}
-
-// unhold lowers inst's waiting count for a caller that gives up on it.
-func (p *Pool) unhold(inst *instance) {
-	p.mu.Lock()
-	inst.waiting--
-	p.kickLocked()
-	p.mu.Unlock()
-}
-
-func (p *Pool) ctxErr(ctx context.Context, t Target, what string) *Error {
-	e := p.perr("acquire", t, ErrTimeout, what)
-	if errors.Is(ctx.Err(), context.Canceled) {
-		e.Err = ErrCanceled
-	}
-	e.Cause = ctx.Err()
-	return e
-}
-
-// newInstanceLocked creates the instance for t. At a cap it evicts the
-// instance idle the longest; when every instance is busy it waits in line
-// (unlocking p.mu meanwhile), bounded by ctx and Options.WaitTimeout.
-func (p *Pool) newInstanceLocked(ctx context.Context, t Target) (*instance, error) {
-	def := p.servers[t.Server]
-	if def == nil {
-		return nil, p.perr("acquire", t, ErrUnknownServer, "")
-	}
-	if len(p.queue) == 0 && p.roomLocked(def, t.Key) {
-		return p.createLocked(def, t)
-	}
-	w := &slotWaiter{t: t, ready: make(chan struct{})}
-	p.queue = append(p.queue, w)
-	p.stats.Waits++
-	p.serveQueueLocked()
-	timedOut := false
-	if w.inst == nil && w.err == nil {
-		p.mu.Unlock()
-		timer := time.NewTimer(p.opts.WaitTimeout)
-		select {
-		case <-w.ready:
-		case <-ctx.Done():
-		case <-timer.C:
-			timedOut = true
-		}
-		timer.Stop()
-		p.mu.Lock()
-	}
-	select {
-	case <-w.ready:
-		// Served, perhaps just as the wait ended: take what it got.
-		if w.inst != nil {
-			w.inst.waiting--
-			return w.inst, nil
-		}
-		return nil, w.err
-	default:
-	}
-	p.queue = slices.DeleteFunc(p.queue, func(x *slotWaiter) bool { return x == w })
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return nil, p.ctxErr(ctx, t, "waiting for room for a new instance")
-	}
-	p.stats.Exhausted++
-	max := cmp.Or(def.Max, DefaultMax)
-	detail := fmt.Sprintf("server %q has its maximum of %d instances, or the daemon its pool.maxInstances of %d, all busy", def.Name, max, p.opts.MaxInstances)
-	if timedOut {
-		detail += fmt.Sprintf(", for the whole pool.waitTimeout (%s)", p.opts.WaitTimeout)
-	} else {
-		detail += " until the call's deadline"
-	}
-	e := p.perr("acquire", t, ErrExhausted, detail+"; raise the server's max, or retry")
-	e.RetryAfter = time.Second
-	e.Cause = ctx.Err()
-	p.log.Info("refused a call: no room for a new instance", "server", def.Name, "key", t.Key, "max", max,
-		"maxInstances", p.opts.MaxInstances, "waitTimeout", p.opts.WaitTimeout, "deadlineFirst", !timedOut)
-	return nil, e
-}
-
-// roomLocked reports whether an instance of def may be created now,
-// evicting the instance idle the longest (of def's server at its max, of
-// any server at the daemon's cap) to make room. forKey is the key that
-// needs it, for the log.
-func (p *Pool) roomLocked(def *Server, forKey string) bool {
-	if p.countLocked(def.Name) >= cmp.Or(def.Max, DefaultMax) &&
-		!p.evictLRULocked(forKey, func(i *instance) bool { return i.def.Name == def.Name }) {
-		return false
-	}
-	if len(p.instances) >= p.opts.MaxInstances && !p.evictLRULocked(forKey, func(*instance) bool { return true }) {
-		return false
-	}
-	return true
-}
-
-// createLocked makes the instance for t, in phase idle. There is room.
-func (p *Pool) createLocked(def *Server, t Target) (*instance, error) {
-	inst := &instance{
-		id:        fmtID(def.Name, p.seq[def.Name]+1),
-		key:       instKey{t.Server, t.Key},
-		def:       def,
-		root:      t.Root,
-		cwd:       t.Cwd,
-		degraded:  t.Degraded,
-		ephemeral: t.Ephemeral,
-		index:     p.lowestIndexLocked(def.Name),
-		phase:     phaseIdle,
-		lastUsed:  p.opts.Now(),
-		created:   p.opts.Now(),
-	}
-	v := inst.vars()
-	if perInstance(def) {
-		// Checked now with stand-ins; made for real at the first start.
-		v.tmpdir, v.alloc = "/", map[string]string{}
-		for name := range def.Allocate {
-			v.alloc[name] = "0"
-		}
-	} else {
-		inst.specReady = true
-	}
-	spec, err := resolveSpawn(def, v)
-	if err != nil {
-		return nil, p.perr("start", t, ErrSpawnConfig, err.Error())
-	}
-	if inst.specReady {
-		inst.spec = spec
-	}
-	p.seq[def.Name]++
-	if def.Exclusive {
-		inst.sem = make(chan struct{}, 1)
-	}
-	if p.indexes[def.Name] == nil {
-		p.indexes[def.Name] = map[int]*instance{}
-	}
-	p.indexes[def.Name][inst.index] = inst
-	p.instances[inst.key] = inst
-	p.byID[inst.id] = inst
-	return inst, nil
-}
-
-// fmtID is the id of a server's n-th instance.
-func fmtID(server string, n int) string { return fmt.Sprintf("%s-%d", server, n) }
-
-// kickLocked serves the queue if anyone is in it: call it whenever an
-// instance may have become evictable or left the pool.
-func (p *Pool) kickLocked() {
-	if len(p.queue) > 0 {
-		p.serveQueueLocked()
-	}
-}
-
-// serveQueueLocked gives room to the callers in line, oldest first. One
-// whose server is at its max does not hold up a caller of another server
-// with room; among callers that compete for the same room, the oldest wins.
-func (p *Pool) serveQueueLocked() {
-	p.queue = slices.DeleteFunc(p.queue, func(w *slotWaiter) bool {
-		def := p.servers[w.t.Server]
-		switch {
-		case p.closed:
-			w.err = p.perr("acquire", w.t, ErrClosed, "the daemon is shutting down")
-		case def == nil:
-			w.err = p.perr("acquire", w.t, ErrUnknownServer, "")
-		case p.instances[instKey{w.t.Server, w.t.Key}] != nil:
-			// Someone made it meanwhile: share it.
-			w.inst = p.instances[instKey{w.t.Server, w.t.Key}]
-		case !p.roomLocked(def, w.t.Key):
-			return false
-		default:
-			w.inst, w.err = p.createLocked(def, w.t)
-		}
-		if w.inst != nil {
-			w.inst.waiting++
-		}
-		close(w.ready)
-		return true
-	})
-}
-func (p *Pool) countLocked(server string) int {
-	n := 0
-	for k := range p.instances {
-		if k.server == server {
-			n++
-		}
-	}
-	return n
-}
-
-// evictLRULocked stops the evictable instance matching ok that has been
-// idle the longest, to make room for forKey.
-func (p *Pool) evictLRULocked(forKey string, ok func(*instance) bool) bool {
-	var victim *instance
-	for _, inst := range p.instances {
-		if inst.evictable() && ok(inst) && (victim == nil || inst.lastUsed.Before(victim.lastUsed)) {
-			victim = inst
-		}
-	}
-	if victim == nil {
-		return false
-	}
-	idle := p.opts.Now().Sub(victim.lastUsed).Round(time.Millisecond)
-	p.log.Info("evicting the instance idle the longest to make room", "server", victim.def.Name, "key", victim.key.key,
-		"instance", victim.id, "idleFor", idle, "for", forKey)
-	p.stats.Evictions++
-	p.removeLocked(victim, EventEvict, "evicted for "+forKey)
-	p.stopAsync(victim, "evicted for "+forKey)
-	return true
-}
-
 // removeLocked takes inst out of the maps; new callers get a new instance.
 // The caller then owns stopping it (stopInstance, or stopAsync).
 // why is kept for the exit event; notice, if set, announces the removal.
@@ -769,7 +425,7 @@ func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Tar
 	if inst.inflight == 0 {
 		p.kickLocked()
 	}
-	p.mu.Unlock()
+	p.unlock()
 	return callErr
 }
 
@@ -802,7 +458,7 @@ func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t T
 	case errors.Is(err, mcpclient.ErrClosed):
 		p.mu.Lock()
 		stopping := inst.phase.removed()
-		p.mu.Unlock()
+		p.unlock()
 		if stopping {
 			e := p.perr("call", t, ErrClosed, "the instance was stopped (by request, a config reload, eviction or shutdown) before the call finished")
 			e.Cause = err
@@ -831,7 +487,7 @@ func (p *Pool) Instances() []InstanceStatus {
 	for _, inst := range p.instances {
 		out = append(out, inst.statusLocked(now))
 	}
-	p.mu.Unlock()
+	p.unlock()
 	slices.SortFunc(out, func(a, b InstanceStatus) int {
 		return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Key, b.Key))
 	})
@@ -841,7 +497,7 @@ func (p *Pool) Instances() []InstanceStatus {
 // Stats returns the pool-wide counters.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer p.unlock()
 	s := p.stats
 	s.Queued = int64(len(p.queue))
 	return s
@@ -853,54 +509,15 @@ func (p *Pool) Stop(ctx context.Context, id string) error {
 	p.mu.Lock()
 	inst := p.byID[id]
 	if inst == nil {
-		p.mu.Unlock()
+		p.unlock()
 		return &Error{Op: "stop", Key: id, Err: ErrNotFound, Detail: fmt.Sprintf("no instance %q; `mcpx status` lists them", id)}
 	}
 	p.removeLocked(inst, "", "stopped by request")
 	p.kickLocked()
-	p.mu.Unlock()
+	p.unlock()
 	p.log.Info("stopping instance by request", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 	p.stopInstance(ctx, inst, "stopped by request")
 	return nil
-}
-
-// Reap stops idle instances past their idle timeout and caller-owned
-// instances whose owner is gone. The background reaper calls it on a tick.
-func (p *Pool) Reap() { p.reap(true) }
-
-// reap stops idle instances whose owner is gone and, with idle set, those
-// idle past their timeout.
-func (p *Pool) reap(idle bool) {
-	now := p.opts.Now()
-	p.mu.Lock()
-	for _, inst := range p.instances {
-		if !inst.idle() || inst.waiting > 0 {
-			continue
-		}
-		// An ephemeral (call:) instance idle for a whole check lost its
-		// caller during the start; other caller-owned keys ask their owner.
-		gone := (inst.ephemeral && now.Sub(inst.lastUsed) >= ownerCheckInterval) ||
-			(p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key))
-		timeout := cmp.Or(inst.def.IdleTimeout, p.opts.IdleTimeout)
-		if p.opts.KeyIdleTimeout != nil {
-			timeout = cmp.Or(p.opts.KeyIdleTimeout(inst.key.key), timeout)
-		}
-		if gone || (idle && now.Sub(inst.lastUsed) >= timeout) {
-			why := fmt.Sprintf("idle for %s (idle timeout %s)", now.Sub(inst.lastUsed).Round(time.Second), timeout)
-			switch {
-			case inst.ephemeral && gone:
-				why = "its one call's caller went away during the start"
-			case gone:
-				why = "its owner is gone"
-			}
-			p.removeLocked(inst, EventReap, why)
-			p.stats.Reaps++
-			p.log.Info("reaping instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id, "why", why)
-			p.stopAsync(inst, why)
-		}
-	}
-	p.kickLocked()
-	p.mu.Unlock()
 }
 
 // Close stops the pool: no new calls, in-flight calls drain until ctx ends,
@@ -915,7 +532,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		all = append(all, inst)
 		p.removeLocked(inst, "", "daemon shutting down")
 	}
-	p.mu.Unlock()
+	p.unlock()
 	var wg sync.WaitGroup
 	for _, inst := range all {
 		wg.Go(func() { p.stopInstance(ctx, inst, "daemon shutting down") })

@@ -283,7 +283,7 @@ func (p *Pool) listHooks(key string, h *sessionHolder) (onList func(string, json
 		// Under p.mu, as stopAsync: Close, which sets closed under p.mu
 		// before it waits, never waits on a WaitGroup still being added to.
 		p.mu.Lock()
-		defer p.mu.Unlock()
+		defer p.unlock()
 		if p.closed {
 			return
 		}
@@ -360,7 +360,7 @@ func (p *Pool) cachedEntry(ctx context.Context, t Target) *schemaEntry {
 	inst := p.instances[instKey{t.Server, t.Key}]
 	live := inst != nil && (inst.phase == phaseStarting || inst.phase == phaseReady)
 	closed := p.closed
-	p.mu.Unlock()
+	p.unlock()
 	if def == nil || live || closed || p.schema == nil {
 		return nil
 	}

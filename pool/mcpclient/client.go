@@ -1,5 +1,7 @@
 // Package mcpclient is the broker's MCP client session to one child server:
-// JSON-RPC 2.0 over a Transport (newline-delimited stdio or streamable HTTP).
+// JSON-RPC 2.0 over a Transport (newline-delimited stdio or streamable HTTP;
+// transport.go is the whole contract a transport meets, Extras what it may
+// offer besides).
 // It passes result bytes through unchanged and multiplexes many concurrent
 // callers on one session (each request gets a session-local id). It speaks
 // both eras of the protocol: the initialize handshake (2024-11-05 …
@@ -37,22 +39,6 @@ import (
 	"sync/atomic"
 	"time"
 )
-
-// Transport carries whole JSON-RPC messages. Send and Recv may be called
-// concurrently with each other; Close unblocks both.
-type Transport interface {
-	// Send writes one message (no trailing newline). It may be called
-	// concurrently and must not retain msg after it returns. Streamable
-	// HTTP answers within the POST, so its Send returns once the answer has
-	// been handed to Recv (or ctx ends).
-	Send(ctx context.Context, msg []byte) error
-	// Recv returns the next message, one syntactically valid JSON value that
-	// the caller owns. It returns an error (io.EOF on clean end) once the
-	// peer is gone; after that every call returns an error. Only one
-	// goroutine calls Recv.
-	Recv() ([]byte, error)
-	Close() error
-}
 
 // Options configure Connect. The zero value is a rootless session offering
 // the latest protocol version.
@@ -160,10 +146,11 @@ type Session struct {
 	cancel     context.CancelFunc // ends ctx, which bounds replies
 	replies    sync.WaitGroup     // goroutines answering the child's requests
 
-	// sendWaits: the transport's Send returns only once the answer has
-	// arrived (streamable HTTP), so each call gives Send a context that
-	// ends, with cause errAnswered, when its answer arrives on any stream.
-	sendWaits bool
+	// x is what the transport offers beyond Transport (transport.go); set
+	// by Connect before the reader starts. With x.SendWaitsForAnswer each
+	// call gives Send a context that ends, with cause ErrAnswered, when
+	// its answer arrives on any stream.
+	x Extras
 
 	rootsAnswered chan struct{} // closed once a roots/list answer has been sent
 	rootsOnce     sync.Once
@@ -173,18 +160,11 @@ type Session struct {
 	tools, resources, templates, prompts listCache
 }
 
-// answerWaiter marks transports whose Send waits for the request's answer.
-type answerWaiter interface{ sendWaitsForAnswer() }
-
-// errAnswered is the cause of a Send context ended because the request's
-// answer has arrived.
-var errAnswered = errors.New("the request was answered")
-
 // call is one request waiting for its response.
 type call struct {
 	ch         chan response // buffered 1; receives exactly one response
 	onProgress func(json.RawMessage)
-	answered   context.CancelCauseFunc // ends Send's context (sendWaits); nil otherwise
+	answered   context.CancelCauseFunc // ends Send's context (x.SendWaitsForAnswer); nil otherwise
 	// nests: the request may have server requests nested in it (nests);
 	// onInput answers those attributed to it (nil = refuse); ctx ends when
 	// the request returns.
@@ -222,12 +202,12 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 	if opts.MaxMessageBytes <= 0 {
 		s.opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
-	if l, ok := t.(limiter); ok {
-		l.setMaxMessage(s.opts.MaxMessageBytes)
+	s.x = extrasOf(t)
+	if s.x.SetMaxMessage != nil {
+		s.x.SetMaxMessage(s.opts.MaxMessageBytes)
 	}
-	_, s.sendWaits = t.(answerWaiter)
-	if tl, ok := t.(toolLookupSetter); ok {
-		tl.setToolLookup(func(name string) json.RawMessage {
+	if s.x.SetToolLookup != nil {
+		s.x.SetToolLookup(func(name string) json.RawMessage {
 			item, _, _ := s.tools.lookup(name)
 			return item
 		})
@@ -259,12 +239,6 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
 	}
 	s.Close()
 	return nil, fmt.Errorf("initializing mcp session: %w", first)
-}
-
-// toolLookupSetter is a transport that reads tools' schemas to send a
-// request (streamable HTTP's Mcp-Param- headers).
-type toolLookupSetter interface {
-	setToolLookup(func(name string) json.RawMessage)
 }
 
 // ProtocolVersion returns the negotiated protocol version.
@@ -433,7 +407,7 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 	}
 	b.WriteByte('}')
 	sctx := ctx
-	if s.sendWaits {
+	if s.x.SendWaitsForAnswer {
 		var stop context.CancelCauseFunc
 		sctx, stop = context.WithCancelCause(ctx)
 		defer stop(nil)
@@ -450,7 +424,7 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 	s.mu.Unlock()
 	err := s.t.Send(sctx, b.Bytes())
 	putBuf(b)
-	if err != nil && context.Cause(sctx) != errAnswered {
+	if err != nil && context.Cause(sctx) != ErrAnswered {
 		return nil, fmt.Errorf("calling %s: %w", method, s.sendFailed(ctx, id, err, cancel))
 	}
 
@@ -480,7 +454,7 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 // error to report. A Send error that says the session is over (an expired
 // HTTP session, a broken stdio stream) ends the session.
 func (s *Session) sendFailed(ctx context.Context, id int64, err error, cancel bool) error {
-	fatal := errors.Is(err, ErrSessionExpired) || errors.Is(err, errBroken)
+	fatal := errors.Is(err, ErrSessionExpired) || errors.Is(err, ErrBroken)
 	if fatal {
 		s.shutdown(err)
 	}
@@ -491,7 +465,7 @@ func (s *Session) sendFailed(ctx context.Context, id int64, err error, cancel bo
 		// an unknown id. Say it again a little later (a second
 		// cancellation of a request is ignored too).
 		s.cancelRequest(ctx, id)
-		if s.sendWaits {
+		if s.x.SendWaitsForAnswer {
 			s.cancelAgain(ctx, id)
 		}
 	}
@@ -527,7 +501,7 @@ func (s *Session) forget(id int64) bool {
 func (c *call) deliver(r response) {
 	c.ch <- r
 	if c.answered != nil {
-		c.answered(errAnswered)
+		c.answered(ErrAnswered)
 	}
 }
 
@@ -625,7 +599,7 @@ func (s *Session) sendAsyncThen(what string, msg []byte, sent func()) {
 		defer cancel()
 		if err := s.t.Send(ctx, msg); err != nil {
 			s.log.Debug("sending to mcp child", "what", what, "err", err)
-			if errors.Is(err, errBroken) {
+			if errors.Is(err, ErrBroken) {
 				s.shutdown(err)
 			}
 			return
@@ -657,18 +631,11 @@ func (s *Session) skipped(err error) bool {
 	return errors.As(err, &tl) && s.tooLargeMessage(tl)
 }
 
-// relatedReceiver is a transport that knows which of our requests a
-// message from the peer relates to (streamable HTTP: the POST on whose
-// answer stream it came; nil when it came otherwise).
-type relatedReceiver interface {
-	recvRelated() (msg, related []byte, err error)
-}
-
 // recv reads the next message and, when the transport knows it, the raw id
-// of the request it relates to.
+// of the request it relates to (Extras.RecvRelated).
 func (s *Session) recv() ([]byte, []byte, error) {
-	if r, ok := s.t.(relatedReceiver); ok {
-		return r.recvRelated()
+	if s.x.RecvRelated != nil {
+		return s.x.RecvRelated()
 	}
 	msg, err := s.t.Recv()
 	return msg, nil, err

@@ -241,11 +241,7 @@ func (e *ProtocolError) Error() string {
 
 // violation builds the protocol error for line, with the transport's hint.
 func (s *Session) violation(line []byte, reason string) error {
-	hint := ""
-	if h, ok := s.t.(interface{ violationHint() string }); ok {
-		hint = h.violationHint()
-	}
-	return &ProtocolError{Line: truncate(line, 200), Reason: reason, Hint: hint}
+	return &ProtocolError{Line: truncate(line, 200), Reason: reason, Hint: s.x.ViolationHint}
 }
 
 // truncate returns at most n bytes of b, marked when cut.

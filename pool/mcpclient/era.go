@@ -132,30 +132,14 @@ func (h handshake) open(ctx context.Context, s *Session) (string, json.RawMessag
 	// Spec (basic/transports#protocol-version-header): the client MUST send
 	// MCP-Protocol-Version on all subsequent HTTP requests, the initialized
 	// notification included.
-	if v, ok := s.t.(ProtocolVersionSetter); ok {
-		v.SetProtocolVersion(head.ProtocolVersion)
+	if s.x.SetProtocolVersion != nil {
+		s.x.SetProtocolVersion(head.ProtocolVersion)
 	}
-	if o, ok := s.t.(StreamOpener); ok {
-		o.OpenStream(ctx)
+	if s.x.OpenStream != nil {
+		s.x.OpenStream(ctx)
 	}
 	if err := s.notify(ctx, "notifications/initialized", nil); err != nil {
 		return "", nil, fmt.Errorf("sending notifications/initialized: %w", err)
 	}
 	return head.ProtocolVersion, res, nil
-}
-
-// StreamOpener is implemented by transports with a stream of their own for
-// the server's messages (streamable HTTP's GET stream). Connect calls
-// OpenStream after negotiation and before notifications/initialized; it
-// returns once the stream is open, or has failed, or a bound passed.
-type StreamOpener interface {
-	OpenStream(ctx context.Context)
-}
-
-// ProtocolVersionSetter is implemented by transports that must know the
-// negotiated protocol version (streamable HTTP sends it as the
-// MCP-Protocol-Version header). Connect calls it once, after negotiation and
-// before notifications/initialized.
-type ProtocolVersionSetter interface {
-	SetProtocolVersion(version string)
 }

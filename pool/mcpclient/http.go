@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"mcpx.dev/mcpx/internal/sse"
 )
 
 // ErrSessionExpired is returned (wrapped) when a streamable HTTP server
@@ -114,8 +111,22 @@ type inbound struct {
 
 func (t *httpTransport) setMaxMessage(n int) { t.max = n }
 
-// sendWaitsForAnswer: Send returns once the request's answer has arrived.
-func (t *httpTransport) sendWaitsForAnswer() {}
+// Extras: streamable HTTP offers every one. Send returns once the
+// request's answer has arrived; the POST a message came on relates it to
+// a request; the version header, the Mcp-Param- headers, the session id
+// and the GET stream are the transport's own.
+func (t *httpTransport) Extras() Extras {
+	return Extras{
+		SetMaxMessage:      t.setMaxMessage,
+		SendWaitsForAnswer: true,
+		RecvRelated:        t.recvRelated,
+		ViolationHint:      t.violationHint(),
+		SetToolLookup:      t.setToolLookup,
+		SetProtocolVersion: t.setProtocolVersion,
+		ForgetSession:      t.forgetSession,
+		OpenStream:         t.openStream,
+	}
+}
 
 // answerGrace bounds how long an answer stream is still read after it
 // carried its answer: the server should end it then, and one that leaves it
@@ -133,8 +144,8 @@ func (t *httpTransport) goStream(fn func()) bool {
 	return true
 }
 
-// SetProtocolVersion implements ProtocolVersionSetter.
-func (t *httpTransport) SetProtocolVersion(v string) {
+// setProtocolVersion is Extras.SetProtocolVersion.
+func (t *httpTransport) setProtocolVersion(v string) {
 	t.mu.Lock()
 	t.version = v
 	t.mu.Unlock()
@@ -185,7 +196,7 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 
 // Send POSTs msg and hands whatever the server answers to Recv. For a
 // request it returns once the answer has arrived, on the POST's own stream
-// or on any other (the session ends ctx with cause errAnswered then); the
+// or on any other (the session ends ctx with cause ErrAnswered then); the
 // rest of the POST's stream is read by a goroutine the transport owns,
 // bounded by answerGrace.
 //
@@ -208,7 +219,7 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 		}
 	}()
 	stop := context.AfterFunc(ctx, func() {
-		if context.Cause(ctx) != errAnswered {
+		if context.Cause(ctx) != ErrAnswered {
 			rcancel()
 		}
 	})
@@ -226,7 +237,7 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 		if cerr := t.closedErr(); cerr != nil {
 			return cerr
 		}
-		if context.Cause(ctx) == errAnswered {
+		if context.Cause(ctx) == ErrAnswered {
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -271,7 +282,7 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 
 // answerStream reads the POST's SSE stream on a goroutine the transport
 // owns and returns when the answer to reqID has arrived on it, when it
-// failed, or when ctx ends (with errAnswered: the answer came on another
+// failed, or when ctx ends (with ErrAnswered: the answer came on another
 // stream).
 func (t *httpTransport) answerStream(ctx, rctx context.Context, resp *http.Response, reqID []byte, rcancel context.CancelFunc, handedOff *bool) error {
 	ans := make(chan struct{})
@@ -296,7 +307,7 @@ func (t *httpTransport) answerStream(ctx, rctx context.Context, resp *http.Respo
 		// Answered elsewhere or given up: this stream has nothing more we
 		// wait for.
 		rcancel()
-		if context.Cause(ctx) == errAnswered {
+		if context.Cause(ctx) == ErrAnswered {
 			return nil
 		}
 		<-done
@@ -378,10 +389,10 @@ func (e *HTTPStatusError) Error() string {
 	return s
 }
 
-// setToolLookup implements toolLookupSetter.
+// setToolLookup is Extras.SetToolLookup.
 func (t *httpTransport) setToolLookup(f func(name string) json.RawMessage) { t.toolOf = f }
 
-// forgetSession implements sessionForgetter.
+// forgetSession is Extras.ForgetSession.
 func (t *httpTransport) forgetSession() {
 	t.mu.Lock()
 	t.sessionID = ""
@@ -404,258 +415,6 @@ func (t *httpTransport) captureSession(resp *http.Response) {
 		t.sessionID = sid
 	}
 	t.mu.Unlock()
-}
-
-// readStream hands each SSE event's data of a POST's answer stream to
-// Recv; it closes ans once the answer to reqID has been handed over, and
-// reads on for at most answerGrace (calling stop then). If the stream
-// breaks before the answer, it is resumed with GET and Last-Event-ID when
-// the server gave event ids; the answer may arrive on the resumed stream.
-//
-// Spec (#resumability-and-redelivery): "If the client wishes to resume after
-// a disconnection, it SHOULD issue an HTTP GET to the MCP endpoint, and
-// include the Last-Event-ID header".
-func (t *httpTransport) readStream(ctx context.Context, body io.Reader, reqID []byte, ans chan struct{}, stop func()) error {
-	answered := false
-	var grace *time.Timer
-	defer func() {
-		if grace != nil {
-			grace.Stop()
-		}
-	}()
-	markAnswered := func() {
-		if !answered {
-			answered = true
-			close(ans)
-			grace = time.AfterFunc(answerGrace, stop)
-		}
-	}
-	var lastID string
-	retry := time.Second
-	for attempt := 0; ; attempt++ {
-		err := t.readSSE(body, func(ev sse.Event, big *sse.TooLargeError) error {
-			if ev.ID != "" {
-				lastID = ev.ID
-			}
-			if ev.Retry > 0 {
-				retry = ev.Retry
-			}
-			if ev.Event != "" && ev.Event != "message" {
-				return nil
-			}
-			if big != nil {
-				tl := tooLarge(t.max, big.Head, big.Tail)
-				if tl.ID == nil && tl.Method == "" && !answered {
-					// Nothing tells whose it is: on this stream, most
-					// likely the answer it is for.
-					tl.ID = reqID
-				}
-				if err := t.pushBig(ctx, tl); err != nil {
-					return err
-				}
-				if bytes.Equal(tl.ID, reqID) {
-					markAnswered()
-				}
-				return nil
-			}
-			if len(bytes.TrimSpace(ev.Data)) == 0 {
-				return nil // e.g. the priming event that carries only an id
-			}
-			isAnswer := !answered && answers(ev.Data, reqID)
-			if err := t.pushRelated(ctx, ev.Data, reqID); err != nil {
-				return err
-			}
-			if isAnswer {
-				markAnswered()
-			}
-			return nil
-		})
-		if answered || ctx.Err() != nil || t.closedErr() != nil {
-			if err != nil && !answered {
-				return err
-			}
-			return nil
-		}
-		var pe *ProtocolError
-		if errors.As(err, &pe) {
-			return err
-		}
-		if errors.Is(err, context.Canceled) {
-			return err // the caller gave up, or the answer came elsewhere
-		}
-		if lastID == "" || attempt == 5 {
-			if err == nil {
-				err = errors.New("stream ended before the response")
-			}
-			return fmt.Errorf("reading the answer stream: %w", err)
-		}
-		rc, err := t.resume(ctx, lastID, retry)
-		if err != nil {
-			return fmt.Errorf("resuming the answer stream: %w", err)
-		}
-		defer rc.Close()
-		body = rc
-	}
-}
-
-// answers reports whether msg is (or a batch that contains) the response to id.
-func answers(msg, id []byte) bool {
-	found := false
-	check := func(m []byte) {
-		if e, err := parseEnvelope(m); err == nil && e.isResponse() && bytes.Equal(e.id, id) {
-			found = true
-		}
-	}
-	if i := skipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
-		elements(msg, check)
-	} else {
-		check(msg)
-	}
-	return found
-}
-
-// resume reopens a stream after lastID with GET, after waiting retry.
-// ctx bounds the wait and the new stream.
-func (t *httpTransport) resume(ctx context.Context, lastID string, retry time.Duration) (io.ReadCloser, error) {
-	select {
-	case <-time.After(retry):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	req, sid, err := t.newRequest(ctx, http.MethodGet, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Last-Event-ID", lastID)
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.checkStatus(resp, sid, "GET"); err != nil {
-		resp.Body.Close()
-		return nil, err
-	}
-	return resp.Body, nil
-}
-
-// startGet opens, once after initialization, the GET stream on which the
-// server sends messages that belong to no request.
-//
-// Spec (#listening-for-messages-from-the-server): "The client MAY issue an
-// HTTP GET to the MCP endpoint. This can be used to open an SSE stream,
-// allowing the server to communicate to the client, without the client
-// first sending data via HTTP POST." "The server MUST either return
-// Content-Type: text/event-stream in response to this HTTP GET, or else
-// return HTTP 405 Method Not Allowed".
-func (t *httpTransport) startGet() {
-	t.mu.Lock()
-	// The stateless era has no GET stream (a server's own messages come
-	// within the requests, or on subscriptions/listen).
-	start := t.version != "" && t.version != StatelessVersion && !t.getStarted
-	t.getStarted = t.getStarted || start
-	t.mu.Unlock()
-	if !start {
-		return
-	}
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		t.listen()
-	}()
-}
-
-// getOpenWait bounds how long OpenStream waits for the GET stream's
-// answer before the handshake goes on without it.
-const getOpenWait = 5 * time.Second
-
-// OpenStream opens the GET stream and waits (bounded by ctx and
-// getOpenWait) until the server has answered it: Connect calls it before
-// notifications/initialized, so that a server that sends a request as soon
-// as it is initialized (roots/list, typically) finds the stream open. The
-// official TypeScript SDK's server drops a message meant for the GET stream
-// when there is none yet, and then waits 60 s for the answer that never
-// comes (seen with server-everything's get-roots-list under load).
-func (t *httpTransport) OpenStream(ctx context.Context) {
-	t.startGet()
-	t.mu.Lock()
-	started := t.getStarted
-	t.mu.Unlock()
-	if !started {
-		return
-	}
-	timer := time.NewTimer(getOpenWait)
-	defer timer.Stop()
-	select {
-	case <-t.getAnswered:
-	case <-ctx.Done():
-	case <-t.closed:
-	case <-timer.C:
-	}
-}
-
-func (t *httpTransport) markGetAnswered() {
-	t.getAnsweredOnce.Do(func() { close(t.getAnswered) })
-}
-
-// listen keeps the GET stream open until the transport closes or the
-// server says it has none.
-func (t *httpTransport) listen() {
-	defer t.markGetAnswered()
-	backoff := time.Second
-	lastID := ""
-	for t.ctx.Err() == nil {
-		req, sid, err := t.newRequest(t.ctx, http.MethodGet, nil)
-		if err != nil {
-			return
-		}
-		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
-		}
-		resp, err := t.client.Do(req)
-		t.markGetAnswered() // the server has registered the stream (or has none, or failed)
-		if err == nil {
-			if resp.StatusCode == http.StatusMethodNotAllowed {
-				resp.Body.Close()
-				return // the server offers no GET stream
-			}
-			if err = t.checkStatus(resp, sid, "GET"); err == nil {
-				backoff = time.Second
-				err = t.readSSE(resp.Body, func(ev sse.Event, big *sse.TooLargeError) error {
-					if ev.ID != "" {
-						lastID = ev.ID
-					}
-					if ev.Retry > 0 {
-						backoff = ev.Retry
-					}
-					if ev.Event != "" && ev.Event != "message" {
-						return nil
-					}
-					if big != nil {
-						return t.pushBig(t.ctx, tooLarge(t.max, big.Head, big.Tail))
-					}
-					if len(bytes.TrimSpace(ev.Data)) == 0 {
-						return nil
-					}
-					return t.push(t.ctx, ev.Data)
-				})
-			}
-			resp.Body.Close()
-		}
-		var pe *ProtocolError
-		if errors.As(err, &pe) {
-			t.fail(err)
-			return
-		}
-		if errors.Is(err, ErrSessionExpired) {
-			return
-		}
-		select {
-		case <-time.After(backoff):
-		case <-t.ctx.Done():
-			return
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
 }
 
 // push validates msg and hands it to Recv.
@@ -774,31 +533,4 @@ func (t *httpTransport) Close() error {
 	}
 	resp.Body.Close()
 	return nil
-}
-
-// sseReaders recycles stream readers: one per POST answered with SSE.
-var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
-
-// readSSE calls fn for each event of the stream r until EOF (nil) or an
-// error. An event over the limit is passed as its id and type with big set;
-// its data was skipped, never buffered whole.
-func (t *httpTransport) readSSE(r io.Reader, fn func(ev sse.Event, big *sse.TooLargeError) error) error {
-	br := sseReaders.Get().(*bufio.Reader)
-	br.Reset(r)
-	defer func() { br.Reset(nil); sseReaders.Put(br) }()
-	d := sse.NewDecoder(br, t.max)
-	for {
-		ev, err := d.Next()
-		var big *sse.TooLargeError
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case errors.As(err, &big):
-		case err != nil:
-			return err
-		}
-		if err := fn(ev, big); err != nil {
-			return err
-		}
-	}
 }

@@ -12,27 +12,20 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"mcpx.dev/mcpx/internal/testenv"
 )
 
 // The reference servers of the TypeScript SDK, installed by
 // `npm ci --prefix testdata/npm` (.ci/run does it). They are real peers
 // written against another SDK: what they accept, mcpx must send.
 
-// npmServer returns the entry point of an installed reference server, or
-// skips the test when it (or node) is missing.
+// npmServer returns the entry point of an installed reference server; a
+// missing one (or node) skips the test, or fails it with MCPX_REQUIRE_DEPS=1.
 func npmServer(t *testing.T, pkg string) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
-	js, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(js); err != nil {
-		t.Skipf("%s is not installed (npm ci --prefix testdata/npm): %v", pkg, err)
-	}
-	return js
+	testenv.Node(t)
+	return testenv.NPMPackageBin(t, "@modelcontextprotocol/"+pkg)
 }
 
 // startNode runs node with args as a stdio MCP child; the test fails unless
@@ -229,10 +222,7 @@ func mustJSON(t *testing.T, v any) []byte {
 
 // TestGopls drives `gopls mcp`, whose workspace is its working directory.
 func TestGopls(t *testing.T) {
-	gopls, err := exec.LookPath("gopls")
-	if err != nil {
-		t.Skip("gopls is not installed")
-	}
+	gopls := testenv.Gopls(t)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.22\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "m.go"), []byte("// Package m greets.\npackage m\n\n// Hello greets.\nfunc Hello() string { return \"hi\" }\n"), 0o644)

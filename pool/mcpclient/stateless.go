@@ -92,17 +92,16 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 	// Over HTTP the probe carries the version header too (a server
 	// checks it against _meta); a probe that fails leaves the transport
 	// as it was, with no version and no session.
-	pv, _ := s.t.(ProtocolVersionSetter)
-	if pv != nil {
-		pv.SetProtocolVersion(StatelessVersion)
+	if s.x.SetProtocolVersion != nil {
+		s.x.SetProtocolVersion(StatelessVersion)
 	}
 	ok := false
 	defer func() {
-		if !ok && pv != nil {
-			pv.SetProtocolVersion("")
+		if !ok && s.x.SetProtocolVersion != nil {
+			s.x.SetProtocolVersion("")
 		}
-		if f, isF := s.t.(sessionForgetter); !ok && isF {
-			f.forgetSession()
+		if !ok && s.x.ForgetSession != nil {
+			s.x.ForgetSession()
 		}
 	}()
 	// cancel=false: a child of the handshake era may take a
@@ -146,10 +145,6 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 	ok = true
 	return StatelessVersion, out, nil
 }
-
-// sessionForgetter is a transport that may have kept a session id from a
-// failed probe's answer, which the next era must not send.
-type sessionForgetter interface{ forgetSession() }
 
 // requestMeta is the _meta members every stateless request carries, as
 // key/value pairs of raw JSON.

@@ -51,14 +51,25 @@ type stdio struct {
 	closeErr  error
 }
 
-// errBroken marks a Send failure after which the stream is unusable (a
-// failed or partial write): the session ends.
-var errBroken = errors.New("stdio stream broken")
+// errBroken is stdio's ErrBroken: a failed or partial write left the
+// child's stdin unusable.
+var errBroken error = brokenError("stdio stream broken")
+
+// brokenError is an ErrBroken that names its stream.
+type brokenError string
+
+func (e brokenError) Error() string      { return string(e) }
+func (brokenError) Is(target error) bool { return target == ErrBroken }
+
+// Extras: stdio skips oversized lines and hints at stdout's rule.
+func (t *stdio) Extras() Extras {
+	return Extras{SetMaxMessage: t.setMaxMessage, ViolationHint: t.violationHint()}
+}
 
 // Send writes msg and a newline in one Write. Waiting for the writer lock
 // ends with ctx; so does a write blocked on a full pipe when w supports
 // write deadlines (os.Pipe files do). A write cut short leaves half a
-// message in the child's stdin: the error then wraps errBroken.
+// message in the child's stdin: the error then wraps ErrBroken.
 func (t *stdio) Send(ctx context.Context, msg []byte) error {
 	select {
 	case t.wsem <- struct{}{}:

@@ -46,10 +46,6 @@ const (
 	tailBytes = 256
 )
 
-// limiter is implemented by the transports: Connect sets the limit before
-// the session's reader starts.
-type limiter interface{ setMaxMessage(n int) }
-
 // tooLarge builds the error for an oversized message from its first and
 // last bytes. JSON-RPC members come in any order: the go-sdk writes the id
 // first, the TypeScript SDK last (`{"result":…,"jsonrpc":"2.0","id":1}`),
