@@ -24,7 +24,7 @@ import (
 
 // Browser sessions: the dashboard (package dashboard) signs in once with a
 // token and then uses the API with a cookie and a CSRF secret instead of a
-// bearer token (docs/architecture.md, "Trust", the dashboard):
+// bearer token (docs/trust.md, the dashboard):
 //
 //   - POST /login takes {"token": "..."} as JSON with the Mcpx-Client
 //     header (a cross-site form can send neither) and an Origin, if any,

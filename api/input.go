@@ -19,7 +19,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 )
 
-// Requests for input (docs/architecture.md, "Requests for input"): a
+// Requests for input (docs/input.md): a
 // child's elicitation/create or sampling/createMessage during a streamed
 // call becomes an EventInput on the call's stream; its caller answers with
 // POST /v1/calls/{call}/input. The wait is bounded (limits.inputWait), and

@@ -11,14 +11,14 @@
 // callers with no watchable pid the pid scope's lifetime; a server's
 // scopePolicy decides whether a caller's CallContext.Scope may replace its
 // configured scope. See "Scope policy" and "Sessions and leases" in
-// docs/architecture.md.
+// docs/scopes.md.
 //
 // A caller is served the servers of its config chain (package
 // mcpx.dev/mcpx/broker/chain): the project files found upward from its cwd
 // merged over the owner's config, for the owner and, in its roots, a rule
 // of a caller's rights that says projectConfig (rights.Rights.ProjectConfig);
 // everyone else gets the owner's config (ServersAt,
-// ConfigSources; "Project config" in docs/architecture.md). Only servers
+// ConfigSources; docs/project-config.md). Only servers
 // merge: the pool, limits, nix and records sections are the daemon's own.
 //
 // It knows nothing of HTTP: the api package translates requests into
@@ -67,7 +67,7 @@ type Options struct {
 	// cwd's ancestors (package chain): the user's and the system's config
 	// directories and the override and fallback paths, and ceilings beside
 	// the config's ceilingDirs. The zero value: project directories only.
-	// See "Project config" in docs/architecture.md.
+	// See docs/project-config.md.
 	Chain chain.Options
 }
 

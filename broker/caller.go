@@ -24,8 +24,7 @@ type Caller struct {
 	// instances and manage sessions; ProjectConfig lets the project files on
 	// the caller's config chain (config.json found upward from its cwd,
 	// below the user's config) define the servers it is served: they name
-	// commands the daemon will run. The owner's always may. See "Project
-	// config" in docs/architecture.md.
+	// commands the daemon will run. The owner's always may. See docs/project-config.md.
 	Rights rights.Rights `json:"rights"`
 }
 

@@ -20,8 +20,7 @@ import (
 )
 
 // Project config: the config chain of a caller's cwd (package chain) merged
-// into the servers it is served. See "Project config" in
-// docs/architecture.md.
+// into the servers it is served. See docs/project-config.md.
 //
 // The owner's layers (override paths, the daemon's own config as the user's
 // layer, /etc/mcpx, fallback paths) are merged once per load into b.cfg,

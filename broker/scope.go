@@ -57,7 +57,7 @@ type ResolverOptions struct {
 }
 
 // Resolver maps a scope kind and what a caller declared to a key and a root;
-// see "Scopes, keys and roots" in docs/architecture.md. It is the only
+// see "Scopes, keys and roots" in docs/scopes.md. It is the only
 // resolution path.
 //
 //	r := broker.NewResolver(broker.ResolverOptions{Logger: log})

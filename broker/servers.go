@@ -57,8 +57,7 @@ func (b *Broker) Servers(c Caller) []ServerInfo {
 // ServersAt lists the servers r.Caller is served at r.Context.Cwd, sorted
 // by name: the owner's config with, for the owner and callers with a rule
 // that says projectConfig, the project files of the cwd's config chain in
-// that rule's roots merged in (see "Project config" in
-// docs/architecture.md). A project file that does not load fails with
+// that rule's roots merged in (see docs/project-config.md). A project file that does not load fails with
 // KindBadRequest naming it.
 func (b *Broker) ServersAt(r Request) ([]ServerInfo, error) {
 	sv, err := b.servedTo(r.Caller, r.Context.Cwd)

@@ -18,7 +18,7 @@ import (
 
 // A session, to the API, is the set of instances sharing one caller-owned
 // key: session:, psession:, lease: or pid: ("Scopes, keys and roots" in
-// docs/architecture.md). Directory and global keys are shared by design and
+// docs/scopes.md). Directory and global keys are shared by design and
 // belong to no caller (they are listed by Instances); call: keys live for
 // one call.
 var sessionPrefixes = []string{"session:", "psession:", "lease:", "pid:"}

@@ -25,7 +25,7 @@ type Request struct {
 	CheckTool func(tool json.RawMessage) error
 	// OnInput answers the child's requests for input (elicitation,
 	// sampling) attributed to this call (InputHandler; see
-	// "Requests for input" in docs/architecture.md). nil = they are
+	// docs/input.md). nil = they are
 	// refused: the child gets a decline.
 	OnInput InputHandler
 }

@@ -8,8 +8,8 @@
 //	f, err := dashboard.Files().Open(name)
 //
 // The package serves nothing and decides nothing: package api says who may
-// load a page (a browser signed in with a token, docs/architecture.md,
-// "Trust") and sends the headers below with every page.
+// load a page (a browser signed in with a token, docs/trust.md,
+// "The dashboard") and sends the headers below with every page.
 //
 // # The API reference
 //

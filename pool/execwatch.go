@@ -8,7 +8,7 @@ import (
 )
 
 // The exec watch: a child is replaced exactly when what it runs changed
-// (docs/architecture.md, "Spawning a child"). Each running stdio child's
+// (docs/children.md, "Spawning a child"). Each running stdio child's
 // executable identity (package execid) was computed just before its
 // start; on each tick its chain is stat'ed, and only a stat that moved
 // costs a new identity. A changed identity drains the instance and puts a

@@ -151,8 +151,7 @@ type Server struct {
 	// so that their sampling/createMessage requests during a call go to
 	// the call's streaming caller (false: not declared; a child that asks
 	// anyway gets an error). Elicitation is always declared: a decline is
-	// always a valid answer. See "Requests for input" in
-	// docs/architecture.md.
+	// always a valid answer. See docs/input.md.
 	Sampling bool `json:"sampling,omitempty"`
 }
 
@@ -196,7 +195,7 @@ const (
 )
 
 // ScopeKind names how callers are grouped onto instances. See the table in
-// docs/architecture.md: the kind decides the key and the root. The broker's
+// docs/scopes.md: the kind decides the key and the root. The broker's
 // Resolver maps a kind and a caller to a key.
 type ScopeKind string
 
@@ -487,5 +486,5 @@ func ScopeNames() []string {
 }
 
 // ScopeKinds returns every scope kind, in the order of the table in
-// docs/architecture.md. The caller owns the slice.
+// docs/scopes.md. The caller owns the slice.
 func ScopeKinds() []ScopeKind { return append([]ScopeKind(nil), scopeKinds...) }

@@ -11,7 +11,7 @@
 // say, is not a reference and passes through untouched. The known names are
 // [Root], [Cwd], [Instance], [Index], [Key] and [TmpDir], and alloc.NAME for
 // each NAME in a server's allocate block ([Ref.Alloc]); see
-// docs/architecture.md for what they stand for.
+// docs/children.md for what they stand for.
 package placeholder
 
 import (

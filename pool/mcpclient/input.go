@@ -82,7 +82,7 @@ const CodeUserRejected = -1
 
 // inputTarget finds the call a request for input belongs to.
 //
-// The rule (documented in docs/architecture.md, "Requests for input"):
+// The rule (documented in docs/input.md):
 //  1. related, when the transport knows it: streamable HTTP delivers a
 //     request on the answer stream of the POST it relates to, so that
 //     request's call is the one;

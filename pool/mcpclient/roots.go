@@ -110,7 +110,7 @@ func FileURI(p string) string {
 //
 // Spec (client/roots): "Clients that support roots MUST declare the roots
 // capability", and a client without it answers -32601. mcpx deviates for
-// rootless instances on purpose (docs/architecture.md, "Spawning a child"): the
+// rootless instances on purpose (docs/children.md, "Spawning a child"): the
 // initialize stays byte-for-byte the rootless one, yet a child that asks
 // anyway gets {"roots":[]} — "no roots" — rather than an error, because many
 // servers treat a roots/list error as fatal while an empty list is a state
