@@ -9,23 +9,24 @@ import (
 
 // Caller is who is calling, as the API layer authenticated it.
 type Caller struct {
-	Name  string `json:"name"`          // login name, node name or "local:uid"
-	Via   string `json:"via"`           // "unix", "tcp-loopback", "tailnet", "jwt"
-	Uid   int    `json:"uid,omitempty"` // unix callers
-	Local bool   `json:"local"`         // same machine (unix socket): Mcpx-Pid is trusted
+	Name  string // login name, node name or "local:uid"
+	Via   string // "unix", "tcp-loopback", "tailnet", "jwt"
+	Uid   int    // unix callers
+	Local bool   // same machine (unix socket): Mcpx-Pid is trusted
 	// Owner is the daemon's own user (a unix-socket peer of its uid, or a
 	// loopback TCP caller with the daemon's token): sees private detail
 	// (commands, paths, a child's stderr), and its session ids are not
 	// namespaced, so the CLI and a script of the same user share sessions.
-	Owner bool `json:"owner"`
+	Owner bool
 	// Rights are what the caller may use, where and how (package rights:
 	// rules, each checked whole); the zero Rights allow nothing. The owner's
 	// callers have rights.All. Admin (rights.Rights.Admin) may stop
 	// instances and manage sessions; ProjectConfig lets the project files on
 	// the caller's config chain (config.json found upward from its cwd,
 	// below the user's config) define the servers it is served: they name
-	// commands the daemon will run. The owner's always may. See docs/project-config.md.
-	Rights rights.Rights `json:"rights"`
+	// commands the daemon will run. The owner's always may. See
+	// docs/project-config.md.
+	Rights rights.Rights
 }
 
 // callerKey confines keys named by caller-chosen ids (sessions, leases) to
