@@ -54,11 +54,8 @@ func statsQuery(r *http.Request, now time.Time) (broker.CallStatsQuery, error) {
 			Hint: "use ?by=server, ?by=tool or ?by=caller, or leave it out for the total"}
 	}
 	if s := v.Get(wire.QuerySince); s != "" {
-		if d, err := time.ParseDuration(s); err == nil && d > 0 {
-			q.Since = now.Add(-d)
-		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
-			q.Since = t
-		} else {
+		var ok bool
+		if q.Since, ok = parseSince(s, now); !ok {
 			return q, &broker.Error{Kind: broker.KindBadRequest, Op: "call stats", Field: wire.QuerySince,
 				Msg:  "since is neither a positive duration nor an RFC 3339 time",
 				Hint: `use a duration back from now such as "1h" or "30m", or a time such as "2026-11-30T12:00:00Z"`}

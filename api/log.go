@@ -79,6 +79,16 @@ func (s *server) streamLog(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// parseSince reads a ?since= value: a positive duration back from now, or an
+// RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, bool) {
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), true
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	return t, err == nil
+}
+
 // logQuery reads ?since=, ?server=, ?level= and ?follow=.
 func logQuery(r *http.Request, now time.Time) (q logs.Query, follow bool, err error) {
 	v := r.URL.Query()
@@ -86,11 +96,8 @@ func logQuery(r *http.Request, now time.Time) (q logs.Query, follow bool, err er
 		return q, false, &broker.Error{Kind: broker.KindBadRequest, Op: "log", Field: field, Msg: msg, Hint: hint}
 	}
 	if s := v.Get(wire.QuerySince); s != "" {
-		if d, err := time.ParseDuration(s); err == nil && d > 0 {
-			q.Since = now.Add(-d)
-		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
-			q.Since = t
-		} else {
+		var ok bool
+		if q.Since, ok = parseSince(s, now); !ok {
 			return bad(wire.QuerySince, "since is neither a positive duration nor an RFC 3339 time",
 				`use a duration back from now such as "1h", or a time such as "2026-11-30T12:00:00Z"`)
 		}
