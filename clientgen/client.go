@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/internal/orderedjson"
+	"mcpx.dev/mcpx/internal/toolschema"
 )
 
 // ClientOptions describe the client module Client writes.
@@ -244,17 +246,16 @@ func toolOf(tools []Tool, name string) Tool {
 	return Tool{}
 }
 
-// requiresArguments reports whether a tool's input schema has required
-// members at its top, so that calling it without arguments is wrong.
-// An unreadable schema requires them: its type is unknown anyway.
+// requiresArguments reports whether calling a tool with no arguments is
+// wrong: its input schema requires a member, at its top or through a root
+// $ref, allOf, or every anyOf or oneOf branch (internal/toolschema). An
+// unreadable schema requires them: its type is unknown anyway.
 func requiresArguments(schema json.RawMessage) bool {
-	var s struct {
-		Required []string `json:"required"`
-	}
-	if err := json.Unmarshal(schema, &s); err != nil {
+	v, err := orderedjson.Decode(schema)
+	if err != nil {
 		return len(bytes.TrimSpace(schema)) > 0
 	}
-	return len(s.Required) > 0
+	return toolschema.Arguments(v).Required
 }
 
 // fingerprint identifies a server's tool list: the SHA-256 of its tools

@@ -22,6 +22,17 @@ func clientTools(t *testing.T) []clientgen.Tool {
 		tools = append(tools, clientgen.Tool{Server: s.server, Name: s.tool,
 			InputSchema: []byte(`{"type":"object","properties":{}}`)})
 	}
+	// Required members that arrive only through a root $ref, allOf or
+	// oneOf: the arguments are not optional (testdata/client/use.ts).
+	for name, schema := range map[string]string{
+		"byRef":   `{"$ref":"#/$defs/Item","$defs":{"Item":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}}`,
+		"byAllOf": `{"allOf":[{"type":"object","properties":{"id":{"type":"number"}},"required":["id"]}]}`,
+		"byOneOf": `{"type":"object","oneOf":[{"properties":{"kind":{"const":"a"}},"required":["kind"]},{"properties":{"kind":{"const":"b"},"n":{"type":"number"}},"required":["kind","n"]}]}`,
+		"byAnyOf": `{"type":"object","anyOf":[{"properties":{"a":{"type":"string"}},"required":["a"]},{"properties":{"b":{"type":"string"}},"required":["b"]}]}`,
+		"loose":   `{"type":"object","anyOf":[{"properties":{"a":{"type":"string"}},"required":["a"]},{"properties":{"b":{"type":"string"}}}]}`,
+	} {
+		tools = append(tools, clientgen.Tool{Server: "shapes", Name: name, InputSchema: []byte(schema)})
+	}
 	return tools
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/internal/orderedjson"
+	"mcpx.dev/mcpx/internal/toolschema"
 )
 
 // object is a decoded schema object: its members in the author's order, so
@@ -391,7 +392,7 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 		for _, k := range props.Keys {
 			seen[k] = true
 			ps := props.Vals[k]
-			t := c.gen(ps, ptr+"/properties/"+escapePointer(k), ind+1, true, nil, depth+1)
+			t := c.gen(ps, ptr+"/properties/"+toolschema.EscapePointer(k), ind+1, true, nil, depth+1)
 			members = append(members, t)
 			opt := "?"
 			if slices.Contains(req, k) {
@@ -415,7 +416,7 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 	var index []expr
 	if pp := o.Obj("patternProperties"); pp != nil {
 		for _, k := range pp.Keys {
-			index = append(index, c.gen(pp.Vals[k], ptr+"/patternProperties/"+escapePointer(k), ind+1, true, nil, depth+1))
+			index = append(index, c.gen(pp.Vals[k], ptr+"/patternProperties/"+toolschema.EscapePointer(k), ind+1, true, nil, depth+1))
 		}
 	}
 	switch {
@@ -509,13 +510,13 @@ func (c *compiler) ref(ref, ptr string, deferred bool) expr {
 	}
 	nt := c.named[frag]
 	if nt == nil {
-		target, ok := resolvePointer(c.root, frag)
+		target, ok := toolschema.ResolvePointer(c.root, frag)
 		if !ok {
 			return c.unknown(ptr, "$ref "+strconv.Quote(ref)+" does not resolve")
 		}
 		segs := strings.Split(frag, "/")
 		nt = &namedType{ptr: frag, schema: target,
-			name: c.names.take(c.rootName + typeName(unescapePointer(segs[len(segs)-1]), "Def"))}
+			name: c.names.take(c.rootName + typeName(toolschema.UnescapePointer(segs[len(segs)-1]), "Def"))}
 		c.named[frag] = nt
 		c.order = append(c.order, nt)
 	}
@@ -523,41 +524,6 @@ func (c *compiler) ref(ref, ptr string, deferred bool) expr {
 		c.cur.direct = append(c.cur.direct, nt)
 	}
 	return prim(nt.name)
-}
-
-// resolvePointer follows a JSON Pointer (RFC 6901) from v.
-func resolvePointer(v any, ptr string) (any, bool) {
-	if ptr == "" {
-		return v, true
-	}
-	for _, seg := range strings.Split(ptr[1:], "/") {
-		seg = unescapePointer(seg)
-		switch cur := v.(type) {
-		case *object:
-			next, ok := cur.Vals[seg]
-			if !ok {
-				return nil, false
-			}
-			v = next
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(cur) || strconv.Itoa(i) != seg {
-				return nil, false
-			}
-			v = cur[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func unescapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
 // paren wraps e in parentheses when its precedence is below min.

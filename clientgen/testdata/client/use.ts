@@ -1,7 +1,7 @@
 // A script written against a generated client (client.ts: every corpus
 // server, plus servers whose names are the runtime's own). It must
 // type-check, and every line after a @ts-expect-error must not.
-import { demo, everything, fetch_2, log_2, log, McpxError, type CallToolResult, type Progress } from "./client.ts";
+import { demo, everything, shapes, fetch_2, log_2, log, McpxError, type CallToolResult, type Progress } from "./client.ts";
 
 export async function main(): Promise<void> {
   const echoed: CallToolResult = await demo.echo({ message: "hi" });
@@ -19,6 +19,17 @@ export async function main(): Promise<void> {
   const s: string | undefined = sum.structuredContent?.sum;
 
   await demo.cwd(); // no required members: the arguments may be left out
+  // @ts-expect-error a root $ref requires name
+  await shapes.byRef();
+  await shapes.byRef({ name: "x" });
+  // @ts-expect-error an allOf member requires id
+  await shapes.byAllOf();
+  // @ts-expect-error every oneOf branch requires kind
+  await shapes.byOneOf();
+  await shapes.byOneOf({ kind: "a" });
+  // @ts-expect-error every anyOf branch requires a member (not the same one)
+  await shapes.byAnyOf();
+  await shapes.loose(); // one anyOf branch requires nothing
   const ctl = new AbortController();
   const seen: Progress[] = [];
   await demo.progress({ steps: 2 }, { onProgress: (p) => seen.push(p), signal: ctl.signal, timeoutMs: 1000, cwd: "/" });
