@@ -182,7 +182,7 @@ func Client(opts ClientOptions) (File, []Problem) {
 		if i := slices.IndexFunc(docs, func(d Server) bool { return d.Name == g[0].Server }); i >= 0 {
 			doc = docs[i]
 		}
-		writeServer(&b, g, byServer[g[0].Server], lists[g[0].Server], doc)
+		problems = append(problems, writeServer(&b, g, byServer[g[0].Server], lists[g[0].Server], doc)...)
 	}
 	return File{Source: b.Bytes(), Types: types.Types}, problems
 }
@@ -205,20 +205,30 @@ const clientIntro = `//
 `
 
 // writeServer writes one server's object. types and tools are the server's,
-// in the same (sorted) order.
-func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, doc Server) {
+// in the same (sorted) order. It reports each function whose name another
+// tool's name would also give.
+func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, doc Server) (problems []Problem) {
 	ns := types[0].Namespace
 	listConst := "$list_" + ns
 	fmt.Fprintf(b, "\nconst %s = %s;\n\n", listConst, asciiQuote("the tool list of "+list))
 	b.WriteString(jsdoc(strings.TrimSpace("The tools of server "+types[0].Server+".\n\n"+namespaceDoc(doc)), ""))
 	fmt.Fprintf(b, "export const %s = {\n", ns)
-	names := newNamer()
-	for _, tt := range types {
+	toolNames := make([]string, len(types))
+	for i, tt := range types {
+		toolNames[i] = tt.Tool
+	}
+	fns := assign(newNamer(), toolNames, func(s string) string { return valueName(s, "tool") }, valueRank)
+	for i, tt := range types {
 		t := toolOf(tools, tt.Tool)
-		fn := names.take(valueName(tt.Tool, "tool"))
+		fn := fns[i].Name
 		doc := t.Description
 		if fn != tt.Tool {
 			doc = strings.TrimSpace(doc + "\n\nTool " + quote(tt.Tool) + ".")
+		}
+		if shares := fns[i].Shares; shares != nil && fn != tt.Tool {
+			why := collision("function is", fn, shares)
+			doc += " " + why
+			problems = append(problems, Problem{Server: tt.Server, Tool: tt.Tool, Schema: "name", Message: why})
 		}
 		b.WriteString(jsdoc(doc, "  "))
 		argsMark := ""
@@ -235,6 +245,20 @@ func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, 
 			asciiQuote(tt.Server), asciiQuote(tt.Tool), listConst, quote(wire.ToolHash(t.InputSchema, t.OutputSchema)))
 	}
 	b.WriteString("};\n")
+	return problems
+}
+
+// collision says why a tool's function or types are named name: other
+// tools' names (shares) give the same identifier. what is "function is" or
+// "types are".
+func collision(what, name string, shares []string) string {
+	qs := make([]string, len(shares))
+	for i, s := range shares {
+		qs[i] = quote(s)
+	}
+	return fmt.Sprintf("The %s named %s: the names of tools %s give the same identifier, "+
+		"which only a name that is exactly it may take; a hash of this tool's own name keeps it stable.",
+		what, name, strings.Join(qs, ", "))
 }
 
 func toolOf(tools []Tool, name string) Tool {

@@ -4,7 +4,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,5 +100,61 @@ func TestClientLeavesOutServerless(t *testing.T) {
 	}
 	if strings.Contains(string(f.Source), "orphan") || !strings.Contains(string(f.Source), "export const s = {") {
 		t.Errorf("orphan generated, or s missing:\n%s", f.Source)
+	}
+}
+
+// functions maps each tool of a generated client to its function's name.
+func functions(t *testing.T, src []byte) map[string]string {
+	t.Helper()
+	fns := map[string]string{}
+	re := regexp.MustCompile(`(?m)^  (\S+): \(args.*\n    \$callTool(?:<[^>]*>)?\("[^"]*", "([^"]*)"`)
+	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+		tool, err := strconv.Unquote(`"` + m[2] + `"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fns[tool] = m[1]
+	}
+	return fns
+}
+
+// TestClientNamesStable: a tool named exactly its identifier gets it; the
+// others that clean to it get a hash of their own name, which no tool added
+// or removed changes, and are reported, in the module and as problems; a
+// Unicode name an identifier may hold is kept (real-use 33).
+func TestClientNamesStable(t *testing.T) {
+	gen := func(names ...string) (map[string]string, string, []clientgen.Problem) {
+		var tools []clientgen.Tool
+		for _, n := range names {
+			tools = append(tools, clientgen.Tool{Server: "s", Name: n, InputSchema: []byte(`{"type":"object"}`)})
+		}
+		f, problems := clientgen.Client(clientgen.ClientOptions{Tools: tools})
+		return functions(t, f.Source), string(f.Source), problems
+	}
+	before, _, _ := gen("get-item", "get_item", "日本", "café")
+	after, src, problems := gen("get-item", "get_item", "getItem", "get.item", "日本", "café")
+	if after["getItem"] != "getItem" {
+		t.Errorf("the tool getItem is called %q, want getItem (functions %v)", after["getItem"], after)
+	}
+	for _, tool := range []string{"get-item", "get_item"} {
+		if before[tool] != after[tool] || !strings.HasPrefix(after[tool], "getItem_") {
+			t.Errorf("tool %s: function %q, then %q once more tools came; want the same getItem_<hash>", tool, before[tool], after[tool])
+		}
+	}
+	if after["日本"] != "日本" || after["café"] != "café" {
+		t.Errorf("Unicode names: %q, %q; want them kept", after["日本"], after["café"])
+	}
+	if !strings.Contains(src, "The function is named "+after["get-item"]+": the names of tools") {
+		t.Errorf("the module does not say why get-item's function is %s", after["get-item"])
+	}
+	var reported []string
+	for _, p := range problems {
+		if p.Schema == "name" && strings.HasPrefix(p.Message, "The function is") {
+			reported = append(reported, p.Tool)
+		}
+	}
+	slices.Sort(reported)
+	if want := []string{"get-item", "get.item", "get_item"}; !slices.Equal(reported, want) {
+		t.Errorf("function collisions reported for %v, want %v", reported, want)
 	}
 }
