@@ -99,7 +99,9 @@ var runtimeNames = []string{
 	// Declared by the runtime (TestRuntimeNames checks this list).
 	"ContentBlock", "CallToolResult", "Progress", "InputRequest", "InputAnswer", "Connection", "CallOptions", "Problem",
 	"McpxError", "LogLevel", "log", "callTool",
-	// Globals the runtime uses.
+	// Globals the runtime uses (the web APIs through globalThis, typed by
+	// the runtime itself, so that no lib setting is needed; still kept
+	// free, as a script beside the client uses them too).
 	"globalThis", "console", "JSON", "Date", "Error", "URL", "TextDecoder", "AbortController",
 	"AbortSignal", "Response", "setTimeout", "clearTimeout", "fetch", "encodeURIComponent",
 	"String", "Promise", "undefined", "Symbol",

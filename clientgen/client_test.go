@@ -88,6 +88,27 @@ func TestClientTypeChecks(t *testing.T) {
 	}
 }
 
+// TestClientStrictTsconfig: a strict user's tsconfig accepts the client:
+// --exactOptionalPropertyTypes with the default libs (use.ts: the DOM's
+// fetch and AbortSignal fit the client's), and with --lib es2022 alone, no
+// DOM and no @types/node (strict.ts) (real-use 34).
+func TestClientStrictTsconfig(t *testing.T) {
+	f, _ := clientgen.Client(clientgen.ClientOptions{Tools: clientTools(t), Broker: "mcpx test"})
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "client.ts"), f.Source, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"use.ts", "strict.ts"} {
+		copyFile(t, filepath.Join("testdata", "client", name), filepath.Join(dir, name))
+	}
+	if out, ok := tsc(t, dir, "--erasableSyntaxOnly", "--exactOptionalPropertyTypes", "client.ts", "use.ts"); !ok {
+		t.Errorf("tsc --exactOptionalPropertyTypes rejected the client or use.ts:\n%s", out)
+	}
+	if out, ok := tsc(t, dir, "--erasableSyntaxOnly", "--exactOptionalPropertyTypes", "--lib", "es2022", "client.ts", "strict.ts"); !ok {
+		t.Errorf("tsc --exactOptionalPropertyTypes --lib es2022 rejected the client or strict.ts:\n%s", out)
+	}
+}
+
 // TestClientLeavesOutServerless: a tool without a server cannot be called
 // through the broker; it is reported, and the rest is generated.
 func TestClientLeavesOutServerless(t *testing.T) {
