@@ -238,7 +238,7 @@ func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, 
 			argsMark = "?"
 		}
 		result, generic := "CallToolResult", ""
-		if len(bytes.TrimSpace(t.OutputSchema)) > 0 {
+		if hasOutput(t.OutputSchema) && outputProblem(t.OutputSchema) == nil {
 			out := ns + "." + tt.Output
 			result, generic = "CallToolResult<"+out+">", "<"+out+">"
 		}

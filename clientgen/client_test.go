@@ -35,6 +35,10 @@ func clientTools(t *testing.T) []clientgen.Tool {
 	} {
 		tools = append(tools, clientgen.Tool{Server: "shapes", Name: name, InputSchema: []byte(schema)})
 	}
+	// An outputSchema that is not an object's does not type the result
+	// (MCP's structuredContent is an object): the OpenAPI document's rule.
+	tools = append(tools, clientgen.Tool{Server: "shapes", Name: "listOut", InputSchema: []byte(`{"type":"object"}`),
+		OutputSchema: []byte(`{"type":"array","items":{"type":"number"}}`)})
 	return tools
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"mcpx.dev/mcpx/internal/toolschema"
 )
 
 // Tool is one MCP tool as a server lists it (tools/list). InputSchema and
@@ -170,7 +172,14 @@ func compile(tools []Tool, docs []Server, reservedTop []string) (File, []Problem
 			in := &compiler{server: server, tool: t.Name, schema: "inputSchema", names: names, indent: indent}
 			decls = append(decls, in.compile(tt.Input, t.InputSchema, doc)...)
 			out := &compiler{server: server, tool: t.Name, schema: "outputSchema", names: names, indent: indent}
-			decls = append(decls, out.compile(tt.Output, t.OutputSchema, "")...)
+			outDoc := ""
+			if err := outputProblem(t.OutputSchema); err != nil {
+				// Declared all the same (it says what the tool sends), but
+				// a client's result is not typed by it.
+				outDoc = "Not the type of the result's structuredContent: " + err.Error() + "."
+				out.problem("", "the outputSchema does not type structuredContent: "+err.Error())
+			}
+			decls = append(decls, out.compile(tt.Output, t.OutputSchema, outDoc)...)
 			problems = append(problems, in.problems...)
 			problems = append(problems, out.problems...)
 		}
@@ -183,4 +192,20 @@ func compile(tools []Tool, docs []Server, reservedTop []string) (File, []Problem
 		}
 	}
 	return File{Source: b.Bytes(), Types: types}, problems
+}
+
+// outputProblem says why a tool's outputSchema does not type its
+// structuredContent (internal/toolschema's rule, which the OpenAPI
+// document follows too); nil when it does or when there is none.
+func outputProblem(schema json.RawMessage) error {
+	if !hasOutput(schema) {
+		return nil
+	}
+	return toolschema.CheckOutput(schema)
+}
+
+// hasOutput reports whether a tool declares an outputSchema.
+func hasOutput(schema json.RawMessage) bool {
+	s := bytes.TrimSpace(schema)
+	return len(s) > 0 && string(s) != "null"
 }

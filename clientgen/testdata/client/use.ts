@@ -30,6 +30,9 @@ export async function main(): Promise<void> {
   // @ts-expect-error every anyOf branch requires a member (not the same one)
   await shapes.byAnyOf();
   await shapes.loose(); // one anyOf branch requires nothing
+  const listed = await shapes.listOut();
+  // @ts-expect-error a non-object outputSchema does not type structuredContent (MCP makes it an object)
+  const xs: number[] | undefined = listed.structuredContent;
   const ctl = new AbortController();
   const seen: Progress[] = [];
   await demo.progress({ steps: 2 }, { onProgress: (p) => seen.push(p), signal: ctl.signal, timeoutMs: 1000, cwd: "/" });
@@ -49,5 +52,5 @@ export async function main(): Promise<void> {
   const f: Promise<Response> = fetch("http://127.0.0.1:1/");
   await fetch_2.get_({}); // a reserved word gets a "_"
   await log_2.write({});
-  void n, s, f;
+  void n, s, f, xs;
 }
