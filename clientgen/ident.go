@@ -149,12 +149,6 @@ func (n *namer) take(base string) string {
 	return n.takeWith(base)
 }
 
-// takeTool returns the first of base, base_2, … for which both
-// <base>Input and <base>Output are free, and takes both.
-func (n *namer) takeTool(base string) string {
-	return n.takeWith(base, "Input", "Output")
-}
-
 // takeWith returns the first of base, base_2, … that is free with each of
 // suffixes appended (none: as it is), and takes those.
 func (n *namer) takeWith(base string, suffixes ...string) string {
