@@ -157,16 +157,26 @@ func Resolve(root any, ref string) (any, bool) {
 	return ResolvePointer(root, frag)
 }
 
-// ResolvePointer follows a JSON Pointer (RFC 6901) from v.
+// ResolvePointer follows a JSON Pointer (RFC 6901; "" is v itself) from v,
+// a value decoded by orderedjson or by encoding/json.
 func ResolvePointer(v any, ptr string) (any, bool) {
 	if ptr == "" {
 		return v, true
+	}
+	if !strings.HasPrefix(ptr, "/") {
+		return nil, false
 	}
 	for _, seg := range strings.Split(ptr[1:], "/") {
 		seg = UnescapePointer(seg)
 		switch cur := v.(type) {
 		case *orderedjson.Object:
 			next, ok := cur.Vals[seg]
+			if !ok {
+				return nil, false
+			}
+			v = next
+		case map[string]any:
+			next, ok := cur[seg]
 			if !ok {
 				return nil, false
 			}
