@@ -75,7 +75,14 @@
 // async function per tool, named like a value (take-screenshot ->
 // takeScreenshot), taking the tool's <Name>Input and call options and
 // returning the child's CallToolResult, whose structuredContent is typed
-// <Name>Output where the tool declares an outputSchema:
+// <Name>Output where the tool declares an outputSchema of "type":
+// "object" (MCP makes structuredContent an object; another outputSchema is
+// declared but not used, with a Problem, as the OpenAPI document flags it:
+// internal/toolschema's rule). The args parameter is optional only when {}
+// is valid: no property is required, at the top or through a root $ref,
+// allOf, or every anyOf or oneOf branch. The module type-checks under
+// --strict --exactOptionalPropertyTypes with any lib (it types the few web
+// APIs it uses itself):
 //
 //	import { demo, log, McpxError } from "./mcpx-client.ts";
 //	const res = await demo.add({ a: 1, b: 2 }); // res.structuredContent?.sum: number
