@@ -400,7 +400,11 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 			} else {
 				optional = true
 			}
-			lines = append(lines, jsdoc(schemaDoc(ps), in)+in+propKey(k)+opt+": "+t.s+";")
+			d := schemaDoc(ps)
+			if k == "__proto__" {
+				d = strings.TrimSpace(d + "\n\n" + protoNote)
+			}
+			lines = append(lines, jsdoc(d, in)+in+propKey(k)+opt+": "+t.s+";")
 		}
 	} else if o.Has("properties") {
 		c.problem(ptr+"/properties", "properties must be an object; it was left out")
@@ -450,6 +454,11 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 	}
 	return prim("{\n" + strings.Join(lines, "\n") + "\n" + strings.Repeat("  ", ind) + "}")
 }
+
+// protoNote is the doc of a __proto__ member: JavaScript reads the key
+// in an object literal as the prototype, so the value must be given as a
+// computed key to be sent at all.
+const protoNote = `Write this member as a computed key, { ["__proto__"]: value }: an object literal's __proto__ (quoted or not) sets the prototype, and JSON.stringify would leave it out.`
 
 // array returns the array or tuple type of o: prefixItems (or draft 7's
 // array-valued items) as tuple elements, optional from minItems on, then
