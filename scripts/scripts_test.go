@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/scripts"
 )
@@ -251,10 +252,11 @@ export default (): number => t.n;`,
 		}
 		for name, prefix := range runtimes {
 			t.Run(script+"/"+name, func(t *testing.T) {
+				proctest.CheckNoLeaks(t)
 				rt := scripts.Runtime{Name: name, Path: prefix[len(prefix)-1]}
 				argv := append(slices.Clone(prefix), rt.Args(runner, nil)...)
 				cmd := exec.Command(argv[0], argv[1:]...)
-				cmd.Env = append(os.Environ(), rt.Env()...)
+				cmd.Env = append(append(os.Environ(), rt.Env()...), proctest.Env(t))
 				out, err := cmd.CombinedOutput()
 				if err == nil {
 					t.Fatalf("the script that throws succeeded:\n%s", out)
