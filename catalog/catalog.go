@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/internal/orderedjson"
+	"mcpx.dev/mcpx/internal/toolschema"
 )
 
 // Catalog is a compact view of many servers' tools within a budget of
@@ -136,42 +137,51 @@ func (c Catalog) String() string {
 
 // signature is a tool's compact one-line TypeScript-like signature:
 // server.tool({a: string, b?: number}), with the top-level properties of its
-// input schema, each typed shallowly (see shallowType).
+// input schema, each typed shallowly (see shallowType). The properties and
+// which are required are read through a root $ref, allOf, anyOf and oneOf
+// (internal/toolschema, the client generator's rule), so a tool that needs
+// arguments never shows as tool(); one that needs some but declares none
+// shows as tool({...}).
 func signature(t Tool) string {
 	var b strings.Builder
 	if t.Server != "" {
 		b.WriteString(t.Server + ".")
 	}
 	b.WriteString(t.Name + "(")
-	v, err := orderedjson.Decode(t.InputSchema)
-	o, _ := v.(*orderedjson.Object)
-	if err == nil && o != nil {
-		if props := o.Obj("properties"); props != nil && len(props.Keys) > 0 {
-			req := o.Strings("required")
+	root, err := orderedjson.Decode(t.InputSchema)
+	if err == nil && root != nil {
+		args := toolschema.Arguments(root)
+		if len(args.Props) > 0 {
 			b.WriteString("{")
-			for i, k := range props.Keys {
+			for i, p := range args.Props {
 				if i > 0 {
 					b.WriteString(", ")
 				}
-				b.WriteString(k)
-				if !slices.Contains(req, k) {
+				b.WriteString(p.Name)
+				if !p.Required {
 					b.WriteString("?")
 				}
-				b.WriteString(": " + shallowType(props.Vals[k]))
+				b.WriteString(": " + shallowType(root, p.Schema, 0))
 			}
 			b.WriteString("}")
+		} else if args.Required {
+			b.WriteString("{...}")
 		}
 	}
 	b.WriteString(")")
 	return b.String()
 }
 
+// maxShallow bounds how many $refs and combinators shallowType follows.
+const maxShallow = 4
+
 // shallowType names a property schema's type in a few characters: a JSON
-// type, a type array as a union, a short enum as its literals, an array as
-// <items>[]; anything else is "any".
-func shallowType(v any) string {
+// type, a type array or an anyOf or oneOf of such as a union, a short enum
+// as its literals, an array as <items>[], a $ref as its target's type;
+// anything else is "any".
+func shallowType(root, v any, depth int) string {
 	o, ok := v.(*orderedjson.Object)
-	if !ok {
+	if !ok || depth > maxShallow {
 		return "any"
 	}
 	if vals, ok := o.Arr("enum"); ok && len(vals) > 0 && len(vals) <= 4 {
@@ -181,9 +191,15 @@ func shallowType(v any) string {
 		}
 		return strings.Join(lits, "|")
 	}
+	if ref, ok := o.Str("$ref"); ok {
+		if target, ok := toolschema.Resolve(root, ref); ok {
+			return shallowType(root, target, depth+1)
+		}
+		return "any"
+	}
 	types := typeNames(o)
 	if len(types) == 0 {
-		return "any"
+		return shallowAlternatives(root, o, depth)
 	}
 	for i, t := range types {
 		switch t {
@@ -200,6 +216,31 @@ func shallowType(v any) string {
 		}
 	}
 	return strings.Join(types, "|")
+}
+
+// shallowAlternatives is the union of an untyped schema's anyOf or oneOf
+// branches, each typed shallowly; "any" when a branch is.
+func shallowAlternatives(root any, o *orderedjson.Object, depth int) string {
+	for _, kw := range []string{"anyOf", "oneOf"} {
+		ms, ok := o.Arr(kw)
+		if !ok || len(ms) == 0 {
+			continue
+		}
+		var alts []string
+		for _, m := range ms {
+			a := shallowType(root, m, depth+1)
+			if a == "any" {
+				return "any"
+			}
+			for _, part := range strings.Split(a, "|") {
+				if !slices.Contains(alts, part) {
+					alts = append(alts, part)
+				}
+			}
+		}
+		return strings.Join(alts, "|")
+	}
+	return "any"
 }
 
 // typeNames is a schema's type keyword as a list.

@@ -175,3 +175,33 @@ func TestCatalogSignatures(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogSignaturesLookThrough: arguments declared or required through
+// a root $ref, allOf or oneOf, a $ref'd property and an anyOf of types are
+// shown as they are, not as tool() or any (real-use 31).
+func TestCatalogSignaturesLookThrough(t *testing.T) {
+	tools := map[string]string{
+		"byRef":   `{"$ref":"#/$defs/Item","$defs":{"Item":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}}`,
+		"byOneOf": `{"type":"object","oneOf":[{"properties":{"kind":{"const":"a"}},"required":["kind"]},{"properties":{"kind":{"const":"b"},"n":{"type":"integer"}},"required":["kind","n"]}]}`,
+		"byAnyOf": `{"type":"object","anyOf":[{"required":["a"]},{"required":["b"]}]}`,
+		"props":   `{"type":"object","properties":{"item":{"$ref":"#/$defs/Item"},"note":{"anyOf":[{"type":"string"},{"type":"null"}]},"n":{"oneOf":[{"$ref":"#/$defs/N"},{"type":"null"}]}},"$defs":{"Item":{"type":"object"},"N":{"type":"integer"}}}`,
+	}
+	var in []catalog.Tool
+	for name, schema := range tools {
+		in = append(in, catalog.Tool{Server: "s", Name: name, InputSchema: json.RawMessage(schema)})
+	}
+	got := map[string]string{}
+	for _, s := range catalog.New(in, 1<<20, nil).Signatures {
+		got[s.Name] = s.Text
+	}
+	for name, want := range map[string]string{
+		"byRef":   "s.byRef({name: string})",
+		"byOneOf": "s.byOneOf({kind: any, n?: number})",
+		"byAnyOf": "s.byAnyOf({...})",
+		"props":   "s.props({item?: object, note?: string|null, n?: number|null})",
+	} {
+		if got[name] != want {
+			t.Errorf("%s: signature %q, want %q", name, got[name], want)
+		}
+	}
+}

@@ -17,7 +17,10 @@
 // (package clientgen): a signature reads only the top-level properties of
 // a tool's input schema, through package internal/orderedjson, with which
 // clientgen decodes schemas too, so that both keep the order the schema's
-// author gave the properties.
+// author gave the properties. Which properties there are and which are
+// required is read through a root $ref, allOf, anyOf and oneOf by
+// internal/toolschema, the rule the client's optional args follow too: a
+// tool that needs arguments never shows as tool().
 //
 // # Search
 //

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/internal/orderedjson"
+	"mcpx.dev/mcpx/internal/toolschema"
 )
 
 // ClientOptions describe the client module Client writes.
@@ -97,7 +99,9 @@ var runtimeNames = []string{
 	// Declared by the runtime (TestRuntimeNames checks this list).
 	"ContentBlock", "CallToolResult", "Progress", "InputRequest", "InputAnswer", "Connection", "CallOptions", "Problem",
 	"McpxError", "LogLevel", "log", "callTool",
-	// Globals the runtime uses.
+	// Globals the runtime uses (the web APIs through globalThis, typed by
+	// the runtime itself, so that no lib setting is needed; still kept
+	// free, as a script beside the client uses them too).
 	"globalThis", "console", "JSON", "Date", "Error", "URL", "TextDecoder", "AbortController",
 	"AbortSignal", "Response", "setTimeout", "clearTimeout", "fetch", "encodeURIComponent",
 	"String", "Promise", "undefined", "Symbol",
@@ -180,7 +184,7 @@ func Client(opts ClientOptions) (File, []Problem) {
 		if i := slices.IndexFunc(docs, func(d Server) bool { return d.Name == g[0].Server }); i >= 0 {
 			doc = docs[i]
 		}
-		writeServer(&b, g, byServer[g[0].Server], lists[g[0].Server], doc)
+		problems = append(problems, writeServer(&b, g, byServer[g[0].Server], lists[g[0].Server], doc)...)
 	}
 	return File{Source: b.Bytes(), Types: types.Types}, problems
 }
@@ -203,20 +207,30 @@ const clientIntro = `//
 `
 
 // writeServer writes one server's object. types and tools are the server's,
-// in the same (sorted) order.
-func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, doc Server) {
+// in the same (sorted) order. It reports each function whose name another
+// tool's name would also give.
+func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, doc Server) (problems []Problem) {
 	ns := types[0].Namespace
 	listConst := "$list_" + ns
 	fmt.Fprintf(b, "\nconst %s = %s;\n\n", listConst, asciiQuote("the tool list of "+list))
 	b.WriteString(jsdoc(strings.TrimSpace("The tools of server "+types[0].Server+".\n\n"+namespaceDoc(doc)), ""))
 	fmt.Fprintf(b, "export const %s = {\n", ns)
-	names := newNamer()
-	for _, tt := range types {
+	toolNames := make([]string, len(types))
+	for i, tt := range types {
+		toolNames[i] = tt.Tool
+	}
+	fns := assign(newNamer(), toolNames, func(s string) string { return valueName(s, "tool") }, valueRank)
+	for i, tt := range types {
 		t := toolOf(tools, tt.Tool)
-		fn := names.take(valueName(tt.Tool, "tool"))
+		fn := fns[i].Name
 		doc := t.Description
 		if fn != tt.Tool {
 			doc = strings.TrimSpace(doc + "\n\nTool " + quote(tt.Tool) + ".")
+		}
+		if shares := fns[i].Shares; shares != nil && fn != tt.Tool {
+			why := collision("function is", fn, shares)
+			doc += " " + why
+			problems = append(problems, Problem{Server: tt.Server, Tool: tt.Tool, Schema: "name", Message: why})
 		}
 		b.WriteString(jsdoc(doc, "  "))
 		argsMark := ""
@@ -224,7 +238,7 @@ func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, 
 			argsMark = "?"
 		}
 		result, generic := "CallToolResult", ""
-		if len(bytes.TrimSpace(t.OutputSchema)) > 0 {
+		if hasOutput(t.OutputSchema) && outputProblem(t.OutputSchema) == nil {
 			out := ns + "." + tt.Output
 			result, generic = "CallToolResult<"+out+">", "<"+out+">"
 		}
@@ -233,6 +247,20 @@ func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, 
 			asciiQuote(tt.Server), asciiQuote(tt.Tool), listConst, quote(wire.ToolHash(t.InputSchema, t.OutputSchema)))
 	}
 	b.WriteString("};\n")
+	return problems
+}
+
+// collision says why a tool's function or types are named name: other
+// tools' names (shares) give the same identifier. what is "function is" or
+// "types are".
+func collision(what, name string, shares []string) string {
+	qs := make([]string, len(shares))
+	for i, s := range shares {
+		qs[i] = quote(s)
+	}
+	return fmt.Sprintf("The %s named %s: the names of tools %s give the same identifier, "+
+		"which only a name that is exactly it may take; a hash of this tool's own name keeps it stable.",
+		what, name, strings.Join(qs, ", "))
 }
 
 func toolOf(tools []Tool, name string) Tool {
@@ -244,17 +272,16 @@ func toolOf(tools []Tool, name string) Tool {
 	return Tool{}
 }
 
-// requiresArguments reports whether a tool's input schema has required
-// members at its top, so that calling it without arguments is wrong.
-// An unreadable schema requires them: its type is unknown anyway.
+// requiresArguments reports whether calling a tool with no arguments is
+// wrong: its input schema requires a member, at its top or through a root
+// $ref, allOf, or every anyOf or oneOf branch (internal/toolschema). An
+// unreadable schema requires them: its type is unknown anyway.
 func requiresArguments(schema json.RawMessage) bool {
-	var s struct {
-		Required []string `json:"required"`
-	}
-	if err := json.Unmarshal(schema, &s); err != nil {
+	v, err := orderedjson.Decode(schema)
+	if err != nil {
 		return len(bytes.TrimSpace(schema)) > 0
 	}
-	return len(s.Required) > 0
+	return toolschema.Arguments(v).Required
 }
 
 // fingerprint identifies a server's tool list: the SHA-256 of its tools

@@ -4,7 +4,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +24,21 @@ func clientTools(t *testing.T) []clientgen.Tool {
 		tools = append(tools, clientgen.Tool{Server: s.server, Name: s.tool,
 			InputSchema: []byte(`{"type":"object","properties":{}}`)})
 	}
+	// Required members that arrive only through a root $ref, allOf or
+	// oneOf: the arguments are not optional (testdata/client/use.ts).
+	for name, schema := range map[string]string{
+		"byRef":   `{"$ref":"#/$defs/Item","$defs":{"Item":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}}`,
+		"byAllOf": `{"allOf":[{"type":"object","properties":{"id":{"type":"number"}},"required":["id"]}]}`,
+		"byOneOf": `{"type":"object","oneOf":[{"properties":{"kind":{"const":"a"}},"required":["kind"]},{"properties":{"kind":{"const":"b"},"n":{"type":"number"}},"required":["kind","n"]}]}`,
+		"byAnyOf": `{"type":"object","anyOf":[{"properties":{"a":{"type":"string"}},"required":["a"]},{"properties":{"b":{"type":"string"}},"required":["b"]}]}`,
+		"loose":   `{"type":"object","anyOf":[{"properties":{"a":{"type":"string"}},"required":["a"]},{"properties":{"b":{"type":"string"}}}]}`,
+	} {
+		tools = append(tools, clientgen.Tool{Server: "shapes", Name: name, InputSchema: []byte(schema)})
+	}
+	// An outputSchema that is not an object's does not type the result
+	// (MCP's structuredContent is an object): the OpenAPI document's rule.
+	tools = append(tools, clientgen.Tool{Server: "shapes", Name: "listOut", InputSchema: []byte(`{"type":"object"}`),
+		OutputSchema: []byte(`{"type":"array","items":{"type":"number"}}`)})
 	return tools
 }
 
@@ -75,6 +92,27 @@ func TestClientTypeChecks(t *testing.T) {
 	}
 }
 
+// TestClientStrictTsconfig: a strict user's tsconfig accepts the client:
+// --exactOptionalPropertyTypes with the default libs (use.ts: the DOM's
+// fetch and AbortSignal fit the client's), and with --lib es2022 alone, no
+// DOM and no @types/node (strict.ts) (real-use 34).
+func TestClientStrictTsconfig(t *testing.T) {
+	f, _ := clientgen.Client(clientgen.ClientOptions{Tools: clientTools(t), Broker: "mcpx test"})
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "client.ts"), f.Source, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"use.ts", "strict.ts"} {
+		copyFile(t, filepath.Join("testdata", "client", name), filepath.Join(dir, name))
+	}
+	if out, ok := tsc(t, dir, "--erasableSyntaxOnly", "--exactOptionalPropertyTypes", "client.ts", "use.ts"); !ok {
+		t.Errorf("tsc --exactOptionalPropertyTypes rejected the client or use.ts:\n%s", out)
+	}
+	if out, ok := tsc(t, dir, "--erasableSyntaxOnly", "--exactOptionalPropertyTypes", "--lib", "es2022", "client.ts", "strict.ts"); !ok {
+		t.Errorf("tsc --exactOptionalPropertyTypes --lib es2022 rejected the client or strict.ts:\n%s", out)
+	}
+}
+
 // TestClientLeavesOutServerless: a tool without a server cannot be called
 // through the broker; it is reported, and the rest is generated.
 func TestClientLeavesOutServerless(t *testing.T) {
@@ -87,5 +125,61 @@ func TestClientLeavesOutServerless(t *testing.T) {
 	}
 	if strings.Contains(string(f.Source), "orphan") || !strings.Contains(string(f.Source), "export const s = {") {
 		t.Errorf("orphan generated, or s missing:\n%s", f.Source)
+	}
+}
+
+// functions maps each tool of a generated client to its function's name.
+func functions(t *testing.T, src []byte) map[string]string {
+	t.Helper()
+	fns := map[string]string{}
+	re := regexp.MustCompile(`(?m)^  (\S+): \(args.*\n    \$callTool(?:<[^>]*>)?\("[^"]*", "([^"]*)"`)
+	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+		tool, err := strconv.Unquote(`"` + m[2] + `"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fns[tool] = m[1]
+	}
+	return fns
+}
+
+// TestClientNamesStable: a tool named exactly its identifier gets it; the
+// others that clean to it get a hash of their own name, which no tool added
+// or removed changes, and are reported, in the module and as problems; a
+// Unicode name an identifier may hold is kept (real-use 33).
+func TestClientNamesStable(t *testing.T) {
+	gen := func(names ...string) (map[string]string, string, []clientgen.Problem) {
+		var tools []clientgen.Tool
+		for _, n := range names {
+			tools = append(tools, clientgen.Tool{Server: "s", Name: n, InputSchema: []byte(`{"type":"object"}`)})
+		}
+		f, problems := clientgen.Client(clientgen.ClientOptions{Tools: tools})
+		return functions(t, f.Source), string(f.Source), problems
+	}
+	before, _, _ := gen("get-item", "get_item", "日本", "café")
+	after, src, problems := gen("get-item", "get_item", "getItem", "get.item", "日本", "café")
+	if after["getItem"] != "getItem" {
+		t.Errorf("the tool getItem is called %q, want getItem (functions %v)", after["getItem"], after)
+	}
+	for _, tool := range []string{"get-item", "get_item"} {
+		if before[tool] != after[tool] || !strings.HasPrefix(after[tool], "getItem_") {
+			t.Errorf("tool %s: function %q, then %q once more tools came; want the same getItem_<hash>", tool, before[tool], after[tool])
+		}
+	}
+	if after["日本"] != "日本" || after["café"] != "café" {
+		t.Errorf("Unicode names: %q, %q; want them kept", after["日本"], after["café"])
+	}
+	if !strings.Contains(src, "The function is named "+after["get-item"]+": the names of tools") {
+		t.Errorf("the module does not say why get-item's function is %s", after["get-item"])
+	}
+	var reported []string
+	for _, p := range problems {
+		if p.Schema == "name" && strings.HasPrefix(p.Message, "The function is") {
+			reported = append(reported, p.Tool)
+		}
+	}
+	slices.Sort(reported)
+	if want := []string{"get-item", "get.item", "get_item"}; !slices.Equal(reported, want) {
+		t.Errorf("function collisions reported for %v, want %v", reported, want)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"mcpx.dev/mcpx/internal/toolschema"
 )
 
 // Tool is one MCP tool as a server lists it (tools/list). InputSchema and
@@ -24,7 +26,8 @@ type Tool struct {
 
 // File is a generated TypeScript module.
 type File struct {
-	// Source is the module's text: ASCII, declarations only.
+	// Source is the module's text (UTF-8: names and doc comments keep
+	// their non-ASCII letters), declarations only.
 	Source []byte
 	// Types says, for each tool given to Compile (in Compile's sorted
 	// order), where its types were put.
@@ -38,7 +41,7 @@ type ToolTypes struct {
 	// level.
 	Namespace string
 	// Input and Output are the type names inside Namespace: <Name>Input and
-	// <Name>Output, with a "_2"-style suffix when names collide.
+	// <Name>Output, with a hash of the tool's name when names collide.
 	Input, Output string
 }
 
@@ -47,7 +50,9 @@ type ToolTypes struct {
 // the tool, and every other tool, was generated.
 type Problem struct {
 	Server, Tool string
-	// Schema is "inputSchema" or "outputSchema".
+	// Schema is "inputSchema" or "outputSchema"; "name" for a tool's name
+	// that cleans to the same identifier as another's (Message says what
+	// the tool's function or types are named instead).
 	Schema string
 	// Pointer is the JSON Pointer of the offending part within Schema; ""
 	// for the whole schema.
@@ -59,6 +64,9 @@ func (p Problem) String() string {
 	where := p.Tool
 	if p.Server != "" {
 		where = p.Server + "." + p.Tool
+	}
+	if p.Schema == "name" {
+		return where + ": " + p.Message
 	}
 	return fmt.Sprintf("%s %s#%s: %s", where, p.Schema, p.Pointer, p.Message)
 }
@@ -116,10 +124,9 @@ func compile(tools []Tool, docs []Server, reservedTop []string) (File, []Problem
 		top.used[r] = true
 	}
 	nsName := map[string]string{}
-	for _, s := range servers {
-		if s != "" {
-			nsName[s] = top.take(valueName(s, "server"))
-		}
+	named := slices.DeleteFunc(slices.Clone(servers), func(s string) bool { return s == "" })
+	for i, a := range assign(top, named, func(s string) string { return valueName(s, "server") }, valueRank) {
+		nsName[named[i]] = a.Name
 	}
 
 	var (
@@ -146,19 +153,33 @@ func compile(tools []Tool, docs []Server, reservedTop []string) (File, []Problem
 			b.WriteString(jsdoc(namespaceDoc(doc[server]), ""))
 			fmt.Fprintf(&b, "export namespace %s {\n", nsName[server])
 		}
-		bases := make([]string, len(group))
+		toolNames := make([]string, len(group))
 		for i, t := range group {
-			bases[i] = names.takeTool(typeName(t.Name, "Tool"))
+			toolNames[i] = t.Name
 		}
+		bases := assign(names, toolNames, func(s string) string { return typeName(s, "Tool") }, typeRank, "Input", "Output")
 		var decls []string
 		for i, t := range group {
 			tt := ToolTypes{Server: server, Tool: t.Name, Namespace: nsName[server],
-				Input: bases[i] + "Input", Output: bases[i] + "Output"}
+				Input: bases[i].Name + "Input", Output: bases[i].Name + "Output"}
 			types = append(types, tt)
+			doc := t.Description
+			if shares := bases[i].Shares; shares != nil && !wins(t.Name, append(shares, t.Name), typeRank) {
+				why := collision("types are", tt.Input+" and "+tt.Output, shares)
+				doc = strings.TrimSpace(doc + "\n\n" + why)
+				problems = append(problems, Problem{Server: server, Tool: t.Name, Schema: "name", Message: why})
+			}
 			in := &compiler{server: server, tool: t.Name, schema: "inputSchema", names: names, indent: indent}
-			decls = append(decls, in.compile(tt.Input, t.InputSchema, t.Description)...)
+			decls = append(decls, in.compile(tt.Input, t.InputSchema, doc)...)
 			out := &compiler{server: server, tool: t.Name, schema: "outputSchema", names: names, indent: indent}
-			decls = append(decls, out.compile(tt.Output, t.OutputSchema, "")...)
+			outDoc := ""
+			if err := outputProblem(t.OutputSchema); err != nil {
+				// Declared all the same (it says what the tool sends), but
+				// a client's result is not typed by it.
+				outDoc = "Not the type of the result's structuredContent: " + err.Error() + "."
+				out.problem("", "the outputSchema does not type structuredContent: "+err.Error())
+			}
+			decls = append(decls, out.compile(tt.Output, t.OutputSchema, outDoc)...)
 			problems = append(problems, in.problems...)
 			problems = append(problems, out.problems...)
 		}
@@ -171,4 +192,20 @@ func compile(tools []Tool, docs []Server, reservedTop []string) (File, []Problem
 		}
 	}
 	return File{Source: b.Bytes(), Types: types}, problems
+}
+
+// outputProblem says why a tool's outputSchema does not type its
+// structuredContent (internal/toolschema's rule, which the OpenAPI
+// document follows too); nil when it does or when there is none.
+func outputProblem(schema json.RawMessage) error {
+	if !hasOutput(schema) {
+		return nil
+	}
+	return toolschema.CheckOutput(schema)
+}
+
+// hasOutput reports whether a tool declares an outputSchema.
+func hasOutput(schema json.RawMessage) bool {
+	s := bytes.TrimSpace(schema)
+	return len(s) > 0 && string(s) != "null"
 }

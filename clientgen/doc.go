@@ -51,11 +51,16 @@
 //
 // Tool names become PascalCase type names (take-screenshot ->
 // TakeScreenshotInput), server names camelCase namespaces
-// (server-everything -> serverEverything). Only ASCII letters and digits are
-// kept; a non-ASCII letter becomes U<hex> (café -> CafUE9); a leading digit
-// gets a "_" prefix and a reserved word a "_" suffix (delete -> delete_).
-// Names that collide after cleaning get _2, _3, … in the sorted order of
-// the original names.
+// (server-everything -> serverEverything). Letters and digits an
+// ECMAScript identifier may hold (Unicode ID_Continue) are kept, so 日本
+// and café stay; another non-ASCII character becomes U<hex>; a leading
+// non-letter gets a "_" prefix and a reserved word a "_" suffix (delete ->
+// delete_). When names clean to the same identifier, a name that is
+// exactly it takes it (the tool getItem is getItem beside get-item), and
+// each other gets it with "_" and a hash of its own name (getItem_48f24a),
+// with a Problem (Schema "name") and a doc comment saying so: what a tool
+// is called never depends on which other tools exist, except that an exact
+// name arriving takes its identifier back.
 //
 // # Determinism
 //
@@ -70,7 +75,14 @@
 // async function per tool, named like a value (take-screenshot ->
 // takeScreenshot), taking the tool's <Name>Input and call options and
 // returning the child's CallToolResult, whose structuredContent is typed
-// <Name>Output where the tool declares an outputSchema:
+// <Name>Output where the tool declares an outputSchema of "type":
+// "object" (MCP makes structuredContent an object; another outputSchema is
+// declared but not used, with a Problem, as the OpenAPI document flags it:
+// internal/toolschema's rule). The args parameter is optional only when {}
+// is valid: no property is required, at the top or through a root $ref,
+// allOf, or every anyOf or oneOf branch. The module type-checks under
+// --strict --exactOptionalPropertyTypes with any lib (it types the few web
+// APIs it uses itself):
 //
 //	import { demo, log, McpxError } from "./mcpx-client.ts";
 //	const res = await demo.add({ a: 1, b: 2 }); // res.structuredContent?.sum: number

@@ -130,10 +130,13 @@ func quote(s string) string {
 }
 
 // propKey writes a property name: bare when it is an ASCII identifier,
-// quoted otherwise.
+// quoted otherwise. __proto__ is quoted too: bare, it reads as the
+// prototype in JavaScript (an object literal's __proto__: sets it, and the
+// member never reaches JSON.stringify), so it is written as the data key
+// it is.
 func propKey(k string) string {
-	if k == "" {
-		return `""`
+	if k == "" || k == "__proto__" {
+		return quote(k)
 	}
 	for i, r := range k {
 		ok := r == '_' || r == '$' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')

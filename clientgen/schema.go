@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/internal/orderedjson"
+	"mcpx.dev/mcpx/internal/toolschema"
 )
 
 // object is a decoded schema object: its members in the author's order, so
@@ -391,7 +392,7 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 		for _, k := range props.Keys {
 			seen[k] = true
 			ps := props.Vals[k]
-			t := c.gen(ps, ptr+"/properties/"+escapePointer(k), ind+1, true, nil, depth+1)
+			t := c.gen(ps, ptr+"/properties/"+toolschema.EscapePointer(k), ind+1, true, nil, depth+1)
 			members = append(members, t)
 			opt := "?"
 			if slices.Contains(req, k) {
@@ -399,7 +400,11 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 			} else {
 				optional = true
 			}
-			lines = append(lines, jsdoc(schemaDoc(ps), in)+in+propKey(k)+opt+": "+t.s+";")
+			d := schemaDoc(ps)
+			if k == "__proto__" {
+				d = strings.TrimSpace(d + "\n\n" + protoNote)
+			}
+			lines = append(lines, jsdoc(d, in)+in+propKey(k)+opt+": "+t.s+";")
 		}
 	} else if o.Has("properties") {
 		c.problem(ptr+"/properties", "properties must be an object; it was left out")
@@ -415,7 +420,7 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 	var index []expr
 	if pp := o.Obj("patternProperties"); pp != nil {
 		for _, k := range pp.Keys {
-			index = append(index, c.gen(pp.Vals[k], ptr+"/patternProperties/"+escapePointer(k), ind+1, true, nil, depth+1))
+			index = append(index, c.gen(pp.Vals[k], ptr+"/patternProperties/"+toolschema.EscapePointer(k), ind+1, true, nil, depth+1))
 		}
 	}
 	switch {
@@ -449,6 +454,11 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 	}
 	return prim("{\n" + strings.Join(lines, "\n") + "\n" + strings.Repeat("  ", ind) + "}")
 }
+
+// protoNote is the doc of a __proto__ member: JavaScript reads the key
+// in an object literal as the prototype, so the value must be given as a
+// computed key to be sent at all.
+const protoNote = `Write this member as a computed key, { ["__proto__"]: value }: an object literal's __proto__ (quoted or not) sets the prototype, and JSON.stringify would leave it out.`
 
 // array returns the array or tuple type of o: prefixItems (or draft 7's
 // array-valued items) as tuple elements, optional from minItems on, then
@@ -509,13 +519,13 @@ func (c *compiler) ref(ref, ptr string, deferred bool) expr {
 	}
 	nt := c.named[frag]
 	if nt == nil {
-		target, ok := resolvePointer(c.root, frag)
+		target, ok := toolschema.ResolvePointer(c.root, frag)
 		if !ok {
 			return c.unknown(ptr, "$ref "+strconv.Quote(ref)+" does not resolve")
 		}
 		segs := strings.Split(frag, "/")
 		nt = &namedType{ptr: frag, schema: target,
-			name: c.names.take(c.rootName + typeName(unescapePointer(segs[len(segs)-1]), "Def"))}
+			name: c.names.take(c.rootName + typeName(toolschema.UnescapePointer(segs[len(segs)-1]), "Def"))}
 		c.named[frag] = nt
 		c.order = append(c.order, nt)
 	}
@@ -523,41 +533,6 @@ func (c *compiler) ref(ref, ptr string, deferred bool) expr {
 		c.cur.direct = append(c.cur.direct, nt)
 	}
 	return prim(nt.name)
-}
-
-// resolvePointer follows a JSON Pointer (RFC 6901) from v.
-func resolvePointer(v any, ptr string) (any, bool) {
-	if ptr == "" {
-		return v, true
-	}
-	for _, seg := range strings.Split(ptr[1:], "/") {
-		seg = unescapePointer(seg)
-		switch cur := v.(type) {
-		case *object:
-			next, ok := cur.Vals[seg]
-			if !ok {
-				return nil, false
-			}
-			v = next
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(cur) || strconv.Itoa(i) != seg {
-				return nil, false
-			}
-			v = cur[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func unescapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
 // paren wraps e in parentheses when its precedence is below min.

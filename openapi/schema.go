@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"mcpx.dev/mcpx/internal/toolschema"
 )
 
 // Carrying a tool's JSON Schema into an OpenAPI 3.1 document.
@@ -207,7 +209,7 @@ func carrySchema(sc *schemaChecker, raw json.RawMessage, prefix string) (carried
 		return carried{}, err
 	}
 	for i := 0; i < len(targets); i++ {
-		node, _ := lookupPointer(root, targets[i])
+		node, _ := toolschema.ResolvePointer(root, targets[i])
 		if err := c.walk(node, targets[i], false, collect); err != nil {
 			return carried{}, err
 		}
@@ -218,7 +220,7 @@ func carrySchema(sc *schemaChecker, raw json.RawMessage, prefix string) (carried
 	}
 	out := carried{components: map[string]any{}}
 	for _, ptr := range targets {
-		node, _ := lookupPointer(root, ptr)
+		node, _ := toolschema.ResolvePointer(root, ptr)
 		s, err := c.emit(node)
 		if err != nil {
 			return carried{}, err
@@ -334,7 +336,7 @@ func (c *carrier) walk(node any, ptr string, intoDefs bool, fn func(ptr string, 
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
-		p := ptr + "/" + escapePointer(k)
+		p := ptr + "/" + toolschema.EscapePointer(k)
 		switch {
 		case c.draft == draft2020 && (k == "additionalItems" || k == "dependencies"):
 			// Not 2020-12 keywords: annotations, never applied.
@@ -354,7 +356,7 @@ func (c *carrier) walk(node any, ptr string, intoDefs bool, fn func(ptr string, 
 			if k == "dependencies" {
 				dm, _ := v.(map[string]any)
 				for _, dk := range slices.Sorted(maps.Keys(dm)) {
-					if err := c.walk(dm[dk], p+"/"+escapePointer(dk), intoDefs, fn); err != nil {
+					if err := c.walk(dm[dk], p+"/"+toolschema.EscapePointer(dk), intoDefs, fn); err != nil {
 						return err
 					}
 				}
@@ -373,7 +375,7 @@ func (c *carrier) walk(node any, ptr string, intoDefs bool, fn func(ptr string, 
 		case schemaMapKeywords[k]:
 			sm, _ := v.(map[string]any)
 			for _, sk := range slices.Sorted(maps.Keys(sm)) {
-				if err := c.walk(sm[sk], p+"/"+escapePointer(sk), intoDefs, fn); err != nil {
+				if err := c.walk(sm[sk], p+"/"+toolschema.EscapePointer(sk), intoDefs, fn); err != nil {
 					return err
 				}
 			}
@@ -401,7 +403,7 @@ func (c *carrier) resolve(r string) (string, error) {
 		}
 		ptr = p
 	}
-	node, ok := lookupPointer(c.root, ptr)
+	node, ok := toolschema.ResolvePointer(c.root, ptr)
 	if !ok {
 		return "", fmt.Errorf("$ref %q: nothing at that location in the schema", r)
 	}
@@ -427,7 +429,7 @@ func (c *carrier) name(ptr string) string {
 		segs = segs[1:]
 	}
 	for i, s := range segs {
-		segs[i] = cleanComponent(unescapePointer(s))
+		segs[i] = cleanComponent(toolschema.UnescapePointer(s))
 	}
 	base := c.prefix + "." + strings.Join(segs, ".")
 	name := base
@@ -635,45 +637,6 @@ func copyValue(v any) any {
 		return o
 	}
 	return v
-}
-
-// lookupPointer returns the value at the JSON pointer ptr ("" = the root).
-func lookupPointer(root any, ptr string) (any, bool) {
-	if ptr == "" {
-		return root, true
-	}
-	if !strings.HasPrefix(ptr, "/") {
-		return nil, false
-	}
-	node := root
-	for _, seg := range strings.Split(ptr[1:], "/") {
-		seg = unescapePointer(seg)
-		switch v := node.(type) {
-		case map[string]any:
-			n, ok := v[seg]
-			if !ok {
-				return nil, false
-			}
-			node = n
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(v) || strconv.Itoa(i) != seg {
-				return nil, false
-			}
-			node = v[i]
-		default:
-			return nil, false
-		}
-	}
-	return node, true
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func unescapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
 func jsonKind(v any) string {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/internal/toolschema"
 )
 
 // Server is one server's part of a tool document: what the broker knows of
@@ -319,26 +320,13 @@ func toolOperation(r *reflector, sc *schemaChecker, tmpl map[string]any, server,
 const rt200Result = "CallToolResult"
 
 // carryOutput carries an outputSchema, which MCP requires to describe an
-// object (structuredContent is a JSON object).
+// object (structuredContent is a JSON object): internal/toolschema's rule,
+// which the TypeScript client follows too.
 func carryOutput(sc *schemaChecker, raw json.RawMessage, prefix string) (carried, error) {
-	var top struct {
-		Type any `json:"type"`
-	}
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return carried{}, fmt.Errorf("not a JSON object: %w", err)
-	}
-	if top.Type != "object" {
-		return carried{}, fmt.Errorf(`its type is %s, not "object": MCP requires an outputSchema to describe an object`, describeType(top.Type))
+	if err := toolschema.CheckOutput(raw); err != nil {
+		return carried{}, err
 	}
 	return carrySchema(sc, raw, prefix)
-}
-
-func describeType(t any) string {
-	if t == nil {
-		return "missing"
-	}
-	b, _ := json.Marshal(t)
-	return string(b)
 }
 
 // summary is the operation's one line: the tool's title (or its

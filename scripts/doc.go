@@ -32,7 +32,11 @@
 // Every runtime runs the same thing: the script bundled (esbuild, in
 // process, a few milliseconds) into one ES module with the generated client
 // and lib/ resolved, and a small runner that imports it. One path for the
-// three runtimes, and it works on Node 20, which cannot strip types.
+// three runtimes, and it works on Node 20, which cannot strip types. The
+// bundle carries an inline source map, so a stack names the script's own
+// file and line: node applies it (run with --enable-source-maps), deno
+// unasked, and for bun, which does not, the runner maps the frames of an
+// error it prints (one thrown by the function or the top-level code).
 //
 // # The script contract
 //

@@ -76,12 +76,15 @@ func runtimeName(v string) string {
 
 // Args returns the arguments that run runner with the script's positional
 // args: deno with every permission (a script mcpx runs is the user's own
-// program, as it is on node and bun), bun and node as they are.
+// program, as it is on node and bun), node with the bundle's source map
+// (deno and bun apply it unasked), bun as it is.
 func (r Runtime) Args(runner string, args []string) []string {
 	var argv []string
 	switch r.Name {
 	case "deno":
 		argv = []string{"run", "--allow-all", "--no-prompt", "--quiet", runner}
+	case "node":
+		argv = []string{"--enable-source-maps", runner}
 	default:
 		argv = []string{runner}
 	}

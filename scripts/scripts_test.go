@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/scripts"
 )
@@ -213,5 +215,57 @@ func TestResolve(t *testing.T) {
 	}
 	if _, err := scripts.Resolve(nil, cwd, "report"); err == nil || !strings.Contains(err.Error(), "no scripts/ directory on the config chain") {
 		t.Errorf("Resolve with no scripts anywhere: %v", err)
+	}
+}
+
+// TestBundleStackNamesTheScript: an error thrown in a script, in its
+// default export or at its top level, points at the script's own .ts file
+// and line, not the bundle's, on each runtime as Runtime.Args runs it
+// (real-use 36).
+func TestBundleStackNamesTheScript(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"client.ts": "export const demo = { ok: (): boolean => true };",
+		"script.ts": `import { demo } from "mcpx";
+type Args = { n: number };
+export default (args: Args): number => {
+  if (demo.ok()) throw new Error("boom " + args.n);
+  return args.n;
+};`,
+		"top.ts": `type T = { n: number };
+const t: T = { n: 2 };
+if (t.n > 1) throw new Error("boom " + t.n);
+export default (): number => t.n;`,
+	})
+	node := testenv.Node(t)
+	runtimes := map[string][]string{ // the command line before the runtime's own arguments
+		"node": {node},
+		"deno": {node, testenv.NPMPackageBin(t, "deno")},
+		"bun":  {testenv.NPMPackageBinNamed(t, "bun", "bun")},
+	}
+	for script, line := range map[string]string{"script.ts": "4", "top.ts": "3"} {
+		dir := t.TempDir()
+		runner, err := scripts.Bundle(scripts.BundleOptions{Entry: filepath.Join(root, script), Client: filepath.Join(root, "client.ts"),
+			Dir: dir, Args: json.RawMessage(`{"n":1}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, prefix := range runtimes {
+			t.Run(script+"/"+name, func(t *testing.T) {
+				proctest.CheckNoLeaks(t)
+				rt := scripts.Runtime{Name: name, Path: prefix[len(prefix)-1]}
+				argv := append(slices.Clone(prefix), rt.Args(runner, nil)...)
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Env = append(append(os.Environ(), rt.Env()...), proctest.Env(t))
+				out, err := cmd.CombinedOutput()
+				if err == nil {
+					t.Fatalf("the script that throws succeeded:\n%s", out)
+				}
+				want := filepath.Join(root, script) + ":" + line + ":"
+				if !strings.Contains(string(out), "boom ") || !strings.Contains(string(out), want) {
+					t.Errorf("the stack does not name %s:\n%s", want, out)
+				}
+			})
+		}
 	}
 }

@@ -203,7 +203,7 @@ export type InputRequest = {
 /** The answer to an InputRequest: content, with "accept", matches its requestedSchema. */
 export type InputAnswer = {
   action: "accept" | "decline" | "cancel";
-  content?: { [key: string]: unknown };
+  content?: { [key: string]: unknown } | undefined;
 };
 
 /**
@@ -212,34 +212,34 @@ export type InputAnswer = {
  */
 export type Connection = {
   /** The broker's URL. Default: $MCPX_URL, else the local daemon record's url. */
-  url?: string;
+  url?: string | undefined;
   /** The bearer token. Default: $MCPX_TOKEN, else the daemon record's token (sent only to the record's own address). */
-  token?: string;
+  token?: string | undefined;
   /** The working directory declared to the broker (Mcpx-Cwd); it picks repo, worktree and cwd scoped instances. Default: the process's. */
-  cwd?: string;
+  cwd?: string | undefined;
   /** The session (Mcpx-Session). Default: $MCPX_SESSION_ID. */
-  session?: string;
+  session?: string | undefined;
   /** The parent session (Mcpx-Parent-Session). Default: $MCPX_PARENT_SESSION_ID. */
-  parentSession?: string;
+  parentSession?: string | undefined;
   /** The lease (Mcpx-Lease) pid-scoped instances live by. Default: $MCPX_LEASE (set by `mcpx lease run`). */
-  lease?: string;
+  lease?: string | undefined;
   /** A scope asked for instead of the server's (Mcpx-Scope); its scopePolicy must allow it. Default: $MCPX_SCOPE. */
-  scope?: string;
+  scope?: string | undefined;
 };
 
 /** Options of one tool call. */
 export type CallOptions = Connection & {
   /** Called with each progress notification of the call, in order; the call is streamed. */
-  onProgress?: (p: Progress) => void;
+  onProgress?: ((p: Progress) => void) | undefined;
   /**
    * Answers the child's requests for input (elicitation, sampling); the call is streamed. Without it a
    * streamed call declines them. A throw, or an answer the broker refuses, declines.
    */
-  onInput?: (req: InputRequest) => InputAnswer | Promise<InputAnswer>;
+  onInput?: ((req: InputRequest) => InputAnswer | Promise<InputAnswer>) | undefined;
   /** Aborting it cancels the call: the broker cancels the child's request. */
-  signal?: AbortSignal;
+  signal?: $AbortSignal | undefined;
   /** Cancel the call after this many milliseconds (an McpxError of kind "timeout"). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 };
 
 /** A problem document (RFC 9457) as the broker answers errors with. */
@@ -248,11 +248,11 @@ export type Problem = {
   title: string;
   status: number;
   detail: string;
-  server?: string;
-  field?: string;
-  stderrTail?: string;
-  rpcCode?: number;
-  retryAfter?: number;
+  server?: string | undefined;
+  field?: string | undefined;
+  stderrTail?: string | undefined;
+  rpcCode?: number | undefined;
+  retryAfter?: number | undefined;
 };
 
 /**
@@ -267,12 +267,12 @@ export class McpxError extends Error {
   readonly title: string;
   readonly status: number;
   readonly detail: string;
-  readonly server?: string;
-  readonly tool?: string;
-  readonly field?: string;
-  readonly stderrTail?: string;
-  readonly rpcCode?: number;
-  readonly retryAfter?: number;
+  readonly server?: string | undefined;
+  readonly tool?: string | undefined;
+  readonly field?: string | undefined;
+  readonly stderrTail?: string | undefined;
+  readonly rpcCode?: number | undefined;
+  readonly retryAfter?: number | undefined;
 
   constructor(p: Problem, tool?: string, cause?: unknown) {
     super((p.server && tool ? `${p.server}.${tool}: ` : "") + p.detail, cause === undefined ? undefined : { cause });
@@ -308,8 +308,39 @@ export const log = {
 
 function $log(level: LogLevel, msg: string, fields?: { [key: string]: unknown }): void {
   // console.error writes to stderr on Node, Deno and Bun alike.
-  console.error(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }));
+  $web.console.error(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }));
 }
+
+// The web APIs the runtime uses, typed here as far as it uses them, so that
+// the module type-checks with any lib setting (es2022 without DOM, with or
+// without @types/node) and a user's own fetch or AbortSignal types fit.
+type $AbortSignal = {
+  readonly aborted: boolean;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+};
+type $Response = {
+  readonly ok: boolean;
+  readonly status: number;
+  readonly statusText: string;
+  readonly headers: { get(name: string): string | null };
+  readonly body: {
+    getReader(): { read(): Promise<{ done: boolean; value?: Uint8Array | undefined }>; cancel(): Promise<void> };
+  } | null;
+  text(): Promise<string>;
+  json(): Promise<unknown>;
+};
+type $Web = {
+  fetch(url: string, init: { method: string; headers: { [name: string]: string }; body: string; signal?: $AbortSignal }):
+    Promise<$Response>;
+  URL: new (url: string) => { readonly port: string; readonly hostname: string };
+  TextDecoder: new () => { decode(input?: Uint8Array, options?: { stream?: boolean }): string };
+  AbortController: new () => { readonly signal: $AbortSignal; abort(): void };
+  setTimeout(f: () => void, ms: number): unknown;
+  clearTimeout(timer: unknown): void;
+  console: { error(line: string): void };
+};
+const $web = globalThis as unknown as $Web;
 
 // The host runtime: Deno, or Node and Bun (process).
 type $Host = {
@@ -355,7 +386,7 @@ function $recordPath(): string | undefined {
   return home ? `${home}/.local/state/mcpx/${"daemon.json"}` : undefined;
 }
 
-type $Record = { url?: string; token?: string };
+type $Record = { url?: string | undefined; token?: string | undefined };
 let $recordCache: Promise<$Record | undefined> | undefined;
 
 function $record(): Promise<$Record | undefined> {
@@ -375,7 +406,7 @@ function $record(): Promise<$Record | undefined> {
 // localhost, 127.0.0.1 and [::1] are one.
 function $sameAddress(a: string, b: string): boolean {
   try {
-    const ua = new URL(a), ub = new URL(b);
+    const ua = new $web.URL(a), ub = new $web.URL(b);
     const loop = (h: string) => h === "localhost" || h === "[::1]" || h.startsWith("127.");
     return ua.port === ub.port && (ua.hostname === ub.hostname || (loop(ua.hostname) && loop(ub.hostname)));
   } catch {
@@ -387,7 +418,7 @@ function $unreachable(detail: string, server: string, tool: string, cause?: unkn
   return new McpxError({ type: "unreachable", title: "Broker unreachable", status: 0, detail, server }, tool, cause);
 }
 
-async function $broker(o: Connection, server: string, tool: string): Promise<{ url: string; token?: string }> {
+async function $broker(o: Connection, server: string, tool: string): Promise<{ url: string; token?: string | undefined }> {
   let url = o.url ?? $env("MCPX_URL");
   let token = o.token ?? $env("MCPX_TOKEN");
   if (!url || !token) {
@@ -406,7 +437,7 @@ async function $broker(o: Connection, server: string, tool: string): Promise<{ u
   return { url: url.replace(/\/+$/, ""), token };
 }
 
-async function $problem(res: Response, server: string, tool: string, list: string): Promise<McpxError> {
+async function $problem(res: $Response, server: string, tool: string, list: string): Promise<McpxError> {
   let p: Partial<Problem> | undefined;
   const text = await res.text().catch(() => "");
   try {
@@ -448,7 +479,7 @@ class $CallbackError {
 // if even that fails).
 async function $answer(b: { url: string; headers: { [name: string]: string } }, req: InputRequest,
   onInput: CallOptions["onInput"]): Promise<void> {
-  const post = (ans: InputAnswer) => fetch(b.url + "/v1/calls/{call}/input".replace("{call}", encodeURIComponent(req.call)),
+  const post = (ans: InputAnswer) => $web.fetch(b.url + "/v1/calls/{call}/input".replace("{call}", encodeURIComponent(req.call)),
     { method: "POST", headers: b.headers, body: JSON.stringify({ ...ans, input: req.input }) });
   let ans: InputAnswer = { action: "decline" };
   try {
@@ -466,11 +497,11 @@ async function $answer(b: { url: string; headers: { [name: string]: string } }, 
 
 // $events reads a streamed call: the call's id, progress and input events,
 // then one result or error.
-async function $events<S>(res: Response, o: CallOptions, server: string, tool: string,
+async function $events<S>(res: $Response, o: CallOptions, server: string, tool: string,
   b: { url: string; headers: { [name: string]: string } }): Promise<CallToolResult<S>> {
   if (!res.body) throw $unreachable("the broker's stream has no body", server, tool);
   const reader = res.body.getReader();
-  const decoder = new TextDecoder();
+  const decoder = new $web.TextDecoder();
   let buf = "", event = "", data: string[] = [];
   try {
     for (;;) {
@@ -567,7 +598,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   ];
   for (const [name, value] of declared) if (value) headers[name] = value;
 
-  const ctl = new AbortController();
+  const ctl = new $web.AbortController();
   let why: "canceled" | "timeout" | undefined;
   const onAbort = () => {
     why ??= "canceled";
@@ -575,7 +606,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   };
   if (o.signal?.aborted) onAbort();
   else o.signal?.addEventListener("abort", onAbort, { once: true });
-  const timer = o.timeoutMs === undefined ? undefined : setTimeout(() => {
+  const timer = o.timeoutMs === undefined ? undefined : $web.setTimeout(() => {
     why ??= "timeout";
     ctl.abort();
   }, o.timeoutMs);
@@ -583,7 +614,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   let outcome = "error";
   const path = "/v1/servers/{server}/tools/{tool}".replace("{server}", encodeURIComponent(server)).replace("{tool}", encodeURIComponent(tool));
   try {
-    const res = await fetch(b.url + path, { method: "POST", headers, body: JSON.stringify(args ?? {}), signal: ctl.signal });
+    const res = await $web.fetch(b.url + path, { method: "POST", headers, body: JSON.stringify(args ?? {}), signal: ctl.signal });
     if (!res.ok) {
       if (res.status === 401) $recordCache = undefined; // a restarted daemon has a new token
       throw await $problem(res, server, tool, list);
@@ -613,7 +644,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
     }
     throw $unreachable(`cannot reach the broker at ${b.url}: ${e instanceof Error ? e.message : String(e)}`, server, tool, e);
   } finally {
-    clearTimeout(timer);
+    $web.clearTimeout(timer);
     o.signal?.removeEventListener("abort", onAbort);
     $report({ server, tool, ms: Date.now() - started, outcome });
   }
