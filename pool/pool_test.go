@@ -26,9 +26,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	pool.MaybeWatch()
 	demo.MaybeServe()
-	if os.Getenv(envPoolDaemon) == "1" {
+	switch os.Getenv(envPoolDaemon) {
+	case "1":
 		poolDaemon()
+	case "supervised":
+		supervisedDaemon()
 	}
 	os.Exit(m.Run())
 }
