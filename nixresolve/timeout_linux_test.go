@@ -111,10 +111,7 @@ func TestTimeoutKillsBuild(t *testing.T) {
 	}
 	checkErr(t, <-done, spec, nixresolve.ErrTimeout, "nix.timeout")
 	for _, p := range procs {
-		testenv.WaitFor(t, fmt.Sprintf("pid %d to be killed", p.Pid), func() bool {
-			q, ok := proctree.Read(p.Pid)
-			return !ok || q.Start != p.Start || q.State == 'Z'
-		})
+		testenv.WaitFor(t, fmt.Sprintf("pid %d to be killed", p.Pid), func() bool { return !p.Alive() })
 	}
 	for _, dir := range []string{tmp, filepath.Join(cache, "tmp")} {
 		ents, _ := os.ReadDir(dir)

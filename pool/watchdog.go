@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -68,11 +69,11 @@ func watch(state string, daemon io.Reader) int {
 }
 
 // startWatchdog starts this binary as the watchdog of state, if it can be
-// (MaybeWatch was called, its executable is known). It returns the
+// (on Linux, MaybeWatch was called, its executable is known). It returns the
 // function that tells the watchdog the daemon is done (it then finds
 // nothing of a live daemon to kill, and exits) and waits for it.
 func startWatchdog(state string, log *slog.Logger) (stop func()) {
-	if !watchHook.Load() {
+	if !watchHook.Load() || runtime.GOOS != "linux" { // elsewhere it could find no mark
 		return func() {}
 	}
 	exe, err := os.Executable()

@@ -1,11 +1,9 @@
 package pool_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"mcpx.dev/mcpx/internal/proctree"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // envSetsidDir is where supervisedDaemon's child writes the pids of the
@@ -38,17 +35,7 @@ func supervisedDaemon() {
 	script := `for i in 1 2; do setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! >"$1/sleep$i.pid"; done; exec "$0"`
 	p.SetServers([]pool.Server{{Name: "demo", Command: "/bin/sh", Args: []string{"-c", script, os.Args[0], dir},
 		Env: map[string]string{demo.EnvServer: "1", envPoolDaemon: "", envSetsidDir: ""}}})
-	ctx := context.Background()
-	err := p.Do(ctx, pool.Target{Server: "demo", Key: "global"}, func(s *mcpclient.Session) error {
-		_, err := s.CallTool(ctx, "pid", nil, nil)
-		return err
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Println(p.Instances()[0].Pid)
-	select {}
+	serveOneChild(p)
 }
 
 // TestSetsidGrandchildrenDieWithAKilledDaemon (real-use 8): a daemon
@@ -57,23 +44,7 @@ func supervisedDaemon() {
 func TestSetsidGrandchildrenDieWithAKilledDaemon(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	dir := t.TempDir()
-	d := exec.Command(os.Args[0], "-test.run=^$")
-	d.Env = append(os.Environ(), envPoolDaemon+"=supervised", envSetsidDir+"="+dir, proctest.Env(t))
-	out, err := d.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Stderr = os.Stderr
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		d.Process.Kill()
-		d.Wait()
-		t.Fatalf("reading the child's pid from the daemon: %v", err)
-	}
-	child, _ := strconv.Atoi(strings.TrimSpace(line))
+	d, child := startStandIn(t, envPoolDaemon+"=supervised", envSetsidDir+"="+dir)
 	var sleeps []proctree.Proc
 	for _, f := range []string{"sleep1.pid", "sleep2.pid"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
@@ -90,10 +61,7 @@ func TestSetsidGrandchildrenDieWithAKilledDaemon(t *testing.T) {
 	d.Process.Kill()
 	d.Wait()
 	for _, s := range sleeps {
-		testenv.WaitFor(t, fmt.Sprintf("the setsid'd sleep %d to be killed", s.Pid), func() bool {
-			q, ok := proctree.Read(s.Pid)
-			return !ok || q.Start != s.Start || q.State == 'Z' // init reaps it
-		})
+		testenv.WaitFor(t, fmt.Sprintf("the setsid'd sleep %d to be killed", s.Pid), func() bool { return !s.Alive() })
 	}
 	t.Logf("the sleeps were killed %v after the daemon", time.Since(killed))
 	waitGone(t, child)

@@ -68,9 +68,11 @@ func Signal(pid int, sig unix.Signal, check func() bool) bool {
 // KillIf sends SIGKILL to pid if it still passes check (see Signal).
 func KillIf(pid int, check func() bool) bool { return Signal(pid, unix.SIGKILL, check) }
 
-// same reports whether p still names the live process it named.
-func same(p Proc) func() bool {
-	return func() bool { q, ok := Read(p.Pid); return ok && q.Start == p.Start && q.State != 'Z' }
+// Alive reports whether p still names the live process it named: not
+// gone, not another process under its pid, not a zombie.
+func (p Proc) Alive() bool {
+	q, ok := Read(p.Pid)
+	return ok && q.Start == p.Start && q.State != 'Z'
 }
 
 // maxRounds bounds how often KillTree looks for processes forked while it
@@ -96,7 +98,7 @@ func KillTree(pid int) int {
 				continue
 			}
 			found++
-			if Signal(p.Pid, unix.SIGSTOP, same(p)) {
+			if Signal(p.Pid, unix.SIGSTOP, p.Alive) {
 				stopped[p.Pid] = p
 			}
 		}
@@ -106,7 +108,7 @@ func KillTree(pid int) int {
 	}
 	n := 0
 	for _, p := range stopped {
-		if KillIf(p.Pid, same(p)) {
+		if KillIf(p.Pid, p.Alive) {
 			n++
 		}
 	}

@@ -39,10 +39,7 @@ func TestKillTree(t *testing.T) {
 		t.Errorf("KillTree killed %d processes; want 2", n)
 	}
 	cmd.Wait()
-	testenv.WaitFor(t, "the sleep to be gone", func() bool {
-		q, ok := proctree.Read(sleep.Pid)
-		return !ok || q.Start != sleep.Start || q.State == 'Z'
-	})
+	testenv.WaitFor(t, "the sleep to be gone", func() bool { return !sleep.Alive() })
 	if n := proctree.KillTree(cmd.Process.Pid); n != 0 {
 		t.Errorf("KillTree of a reaped process killed %d", n)
 	}
