@@ -303,6 +303,45 @@ func TestResolveRelativeGitFile(t *testing.T) {
 	}
 }
 
+// TestResolveRepoSeparateGitDir (real-use 13): in a --separate-git-dir
+// checkout the repo scope's root is the main worktree, whichever caller
+// comes first — a linked worktree, the git dir itself or a subdirectory —
+// never the git dir's parent, outside every checkout.
+func TestResolveRepoSeparateGitDir(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		gd, wt, lw string // relative to a temp dir
+	}{
+		{"siblings", "gd", "wt", "lw"},                                // git init --separate-git-dir=/x/gd /x/wt
+		{"store elsewhere", "store/app.git", "src/app", "src/app-lw"}, // found beside the linked worktree
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := canon(t, t.TempDir())
+			gd, wt, lw := filepath.Join(tmp, tt.gd), filepath.Join(tmp, tt.wt), filepath.Join(tmp, tt.lw)
+			mkdir(t, filepath.Dir(gd))
+			mkdir(t, filepath.Dir(wt))
+			testenv.RunGit(t, tmp, "init", "-q", "--separate-git-dir", gd, wt)
+			testenv.RunGit(t, wt, "commit", "-q", "--allow-empty", "-m", "initial")
+			testenv.RunGit(t, wt, "worktree", "add", "-q", "-b", "lw", lw)
+			mkdir(t, filepath.Join(wt, "sub"))
+			want := ResolvedScope{Key: "repo:" + gd, Root: wt}
+			for _, first := range []string{lw, gd, filepath.Join(gd, "refs"), filepath.Join(wt, "sub"), wt} {
+				r := NewResolver(ResolverOptions{}) // a new daemon: first comes first
+				for _, cwd := range []string{first, wt, lw} {
+					wantScope(t, resolveIn(r, config.ScopeRepo, cwd), want)
+				}
+			}
+			// The main worktree moved away: it is looked for again.
+			r := NewResolver(ResolverOptions{})
+			wantScope(t, resolveIn(r, config.ScopeRepo, lw), want)
+			if err := os.Remove(filepath.Join(wt, ".git")); err != nil {
+				t.Fatal(err)
+			}
+			wantScope(t, resolveIn(r, config.ScopeRepo, lw), ResolvedScope{Key: "repo:" + gd, Root: filepath.Dir(gd)})
+		})
+	}
+}
+
 func TestResolveBrokenGitFile(t *testing.T) {
 	tmp := canon(t, t.TempDir())
 	dir := mkdir(t, filepath.Join(tmp, "broken/src"))

@@ -4,31 +4,44 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"mcpx.dev/mcpx/internal/proctree"
 )
 
 // run runs one nix subcommand and returns its stdout. ctx bounds it: on
-// expiry the whole process group is killed (nix forks builders and fetchers,
-// which must not outlive it). A failure is returned as is; the caller turns
-// it into an *Error with nixMessage(stderr).
+// expiry nix and every process below it are killed — its process group,
+// and the builders nix runs in sessions of their own with whatever they
+// started (proctree.KillTree) — none must outlive it. Each run has a TMPDIR
+// of its own under CacheDir/tmp, where nix makes its nix-build-* build
+// directories; it is removed when the run ends, killed or not. A failure is
+// returned as is; the caller turns it into an *Error with nixMessage(stderr).
 func (r *Resolver) run(ctx context.Context, args ...string) (stdout []byte, stderr string, err error) {
 	if r.opts.Offline {
 		args = append(args[:len(args):len(args)], "--offline")
 	}
+	tmp, err := r.tempDir()
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(tmp)
 	cmd := exec.CommandContext(ctx, r.opts.Binary, args...)
-	cmd.Env = r.env
+	cmd.Env = withTempDir(r.env, tmp)
 	cmd.Dir = r.opts.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
+		proctree.KillTree(cmd.Process.Pid)
 		// Setpgid: the leader's pid is the group's id.
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	// A grandchild that escaped the group and still holds the pipes must
-	// not keep us waiting.
+	// A grandchild that escaped and still holds the pipes must not keep
+	// us waiting.
 	cmd.WaitDelay = 2 * time.Second
 	var out bytes.Buffer
 	errBuf := &tailBuffer{max: 64 << 10}
@@ -42,6 +55,30 @@ func (r *Resolver) run(ctx context.Context, args ...string) (stdout []byte, stde
 		err = ctx.Err()
 	}
 	return out.Bytes(), errBuf.String(), err
+}
+
+// tempDir makes a new TMPDIR for one nix run under CacheDir/tmp.
+func (r *Resolver) tempDir() (string, error) {
+	parent := filepath.Join(r.opts.CacheDir, "tmp")
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", fmt.Errorf("making nix's temporary directory: %w", err)
+	}
+	d, err := os.MkdirTemp(parent, "run-")
+	if err != nil {
+		return "", fmt.Errorf("making nix's temporary directory: %w", err)
+	}
+	return d, nil
+}
+
+// withTempDir is env with TMPDIR set to dir.
+func withTempDir(env []string, dir string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TMPDIR=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "TMPDIR="+dir)
 }
 
 // nixEnv is the environment of nix processes: env with extra lines appended

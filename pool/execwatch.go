@@ -31,8 +31,10 @@ func (p *Pool) execLoop(every time.Duration) {
 // CheckExec stats every running stdio child's executable and replaces the
 // instances whose identity changed: in-flight calls finish on the old
 // child, new calls go to the replacement, and one EventRestart says
-// "executable changed" with the path. It returns how many it replaced. An
-// executable that is gone leaves its child running, with one warning.
+// "executable changed" with the path of what changed (the executable, the
+// program file among its arguments, or that program's package.json; see
+// package execid). It returns how many it replaced. An executable or
+// program file that is gone leaves its child running, with one warning.
 // Instances of call: keys, and of keys whose owner is gone (the reaper's),
 // are left alone. The exec watch calls it on its tick; the broker after a
 // config reload.
@@ -69,11 +71,15 @@ func (p *Pool) execChanged(inst *instance, g *generation) (execid.ID, bool) {
 	}
 	id := execid.Of(g.exec.Command, g.execOpts)
 	g.execStat = st
-	if id.Missing() {
+	if id.Lost(*g.exec) {
 		if !g.execMissing {
 			g.execMissing = true
-			p.log.Warn("a running child's executable is gone; the child keeps running", "server", inst.def.Name,
-				"key", inst.key.key, "instance", inst.id, "pid", g.pid(), "command", g.exec.Command, "path", g.exec.Path)
+			what, path := "executable", g.exec.Path
+			if !id.Missing() {
+				what, path = "program file", g.exec.Entry
+			}
+			p.log.Warn("a running child's "+what+" is gone; the child keeps running", "server", inst.def.Name,
+				"key", inst.key.key, "instance", inst.id, "pid", g.pid(), "command", g.exec.Command, "path", path)
 		}
 		return id, false
 	}
@@ -98,9 +104,10 @@ func (p *Pool) replace(inst *instance, g *generation, id execid.ID) bool {
 		return false
 	}
 	const why = "executable changed"
+	path := id.Changed(*g.exec)
 	p.logLocked(p.log, slog.LevelInfo, "executable changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
-		"pid", g.pid(), "path", id.Path, "was", g.exec.Value, "now", id.Value)
-	p.removeEvLocked(inst, &event{notice: EventRestart, reason: why, path: id.Path})
+		"pid", g.pid(), "path", path, "was", g.exec.Value, "now", id.Value)
+	p.removeEvLocked(inst, &event{notice: EventRestart, reason: why, path: path})
 	p.stopAsync(inst, why)
 	next, err := p.createLocked(inst.def, Target{Server: inst.key.server, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded})
 	if err != nil {

@@ -243,3 +243,44 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestExecWatchFollowsAnInterpretersProgram (real-use 12): a server run as
+// `sh script` is replaced when the script changes, not only when sh does;
+// the restart names the script.
+func TestExecWatchFollowsAnInterpretersProgram(t *testing.T) {
+	dir := realDir(t)
+	script := filepath.Join(dir, "server.sh")
+	testenv.WriteFile(t, script, execScript())
+	s := demoServer(t, "demo")
+	s.Command, s.Args = "/bin/sh", []string{script}
+	p := newPool(t, pool.Options{ExecWatch: -1}, s)
+	tg := pool.Target{Server: "demo", Key: "global"}
+	pid1 := mustCall(t, p, tg, "pid", nil)
+	if n := p.CheckExec(); n != 0 {
+		t.Fatalf("an unchanged script replaced %d instances", n)
+	}
+	mark := p.Events().Add(pool.Event{Kind: "test-mark"}).ID
+	testenv.WriteFile(t, script, execScript()+"# a new version\n")
+	if n := p.CheckExec(); n != 1 {
+		t.Fatalf("a changed script replaced %d instances; want 1", n)
+	}
+	evs := waitEvents(t, p.Events(), mark, "exit of the old child", func(ev pool.Event) bool {
+		return ev.Kind == pool.EventExit && ev.Pid == atoi(t, pid1)
+	})
+	for _, ev := range evs {
+		if ev.Kind == pool.EventRestart && (ev.Reason != "executable changed" || ev.Path != script) {
+			t.Errorf("restart event %+v; want reason \"executable changed\", path %s", ev, script)
+		}
+	}
+	if n := count(evs, pool.EventRestart); n != 1 {
+		t.Errorf("%d restart events; want 1: %+v", n, evs)
+	}
+	if pid2 := mustCall(t, p, tg, "pid", nil); pid2 == pid1 {
+		t.Fatalf("still pid %s after the script changed", pid1)
+	}
+	// The script gone: the child keeps running.
+	os.Remove(script)
+	if n := p.CheckExec(); n != 0 {
+		t.Errorf("a removed script replaced %d instances", n)
+	}
+}

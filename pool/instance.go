@@ -202,7 +202,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
 			return
 		}
-		g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax}
+		g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax, Args: sp.args}
 		id := execid.Of(sp.command, g.execOpts)
 		g.exec, g.execStat = &id, id.Stat
 		if !id.Missing() {

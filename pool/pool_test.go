@@ -26,9 +26,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	pool.MaybeWatch()
 	demo.MaybeServe()
-	if os.Getenv(envPoolDaemon) == "1" {
+	switch os.Getenv(envPoolDaemon) {
+	case "1":
 		poolDaemon()
+	case "supervised":
+		supervisedDaemon()
 	}
 	os.Exit(m.Run())
 }
@@ -43,6 +47,12 @@ func poolDaemon() {
 	p := pool.New(pool.Options{})
 	p.SetServers([]pool.Server{{Name: "demo", Command: "/bin/sh", Args: []string{"-c", `"$0"; exec sleep 600`, os.Args[0]},
 		Env: map[string]string{demo.EnvServer: "1", envPoolDaemon: ""}}})
+	serveOneChild(p)
+}
+
+// serveOneChild starts p's demo instance, prints its child's pid and
+// waits to be killed: the rest of a stand-in daemon.
+func serveOneChild(p *pool.Pool) {
 	ctx := context.Background()
 	err := p.Do(ctx, pool.Target{Server: "demo", Key: "global"}, func(s *mcpclient.Session) error {
 		_, err := s.CallTool(ctx, "pid", nil, nil)
@@ -616,8 +626,18 @@ func TestCloseDrainsInFlightCalls(t *testing.T) {
 // children with it: nothing is orphaned.
 func TestChildrenDieWithAKilledDaemon(t *testing.T) {
 	proctest.CheckNoLeaks(t)
+	d, child := startStandIn(t, envPoolDaemon+"=1")
+	d.Process.Kill()
+	d.Wait()
+	waitGone(t, child)
+}
+
+// startStandIn starts this test binary as a stand-in daemon with env
+// added, and returns it and the pid of the child it reports.
+func startStandIn(t *testing.T, env ...string) (*exec.Cmd, int) {
+	t.Helper()
 	d := exec.Command(os.Args[0], "-test.run=^$")
-	d.Env = append(os.Environ(), envPoolDaemon+"=1", proctest.Env(t))
+	d.Env = append(append(os.Environ(), env...), proctest.Env(t))
 	out, err := d.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -634,11 +654,11 @@ func TestChildrenDieWithAKilledDaemon(t *testing.T) {
 	}
 	child, _ := strconv.Atoi(strings.TrimSpace(line))
 	if child <= 0 || !alive(child) {
+		d.Process.Kill()
+		d.Wait()
 		t.Fatalf("daemon reported child pid %q", line)
 	}
-	d.Process.Kill()
-	d.Wait()
-	waitGone(t, child)
+	return d, child
 }
 
 // waitGone waits (bounded) for pid to exit.

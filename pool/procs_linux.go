@@ -7,60 +7,19 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"mcpx.dev/mcpx/internal/proctree"
 )
 
-// procInfo is one line of /proc/PID/stat, the fields we need.
-type procInfo struct {
-	pid, ppid, pgid int
-	state           byte   // R, S, Z, ...
-	start           uint64 // clock ticks after boot: with pid, names a process across pid reuse
-}
+// procInfo is one process of the table (package proctree).
+type procInfo = proctree.Proc
 
-// readProc parses /proc/PID/stat: "pid (comm) state ppid pgrp ...". comm
-// may hold spaces and parentheses, so fields are counted from the last ')'.
-func readProc(pid int) (procInfo, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procInfo{}, false
-	}
-	end := bytes.LastIndexByte(b, ')')
-	if end < 0 {
-		return procInfo{}, false
-	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 20 || len(f[0]) != 1 {
-		return procInfo{}, false
-	}
-	p := procInfo{pid: pid, state: f[0][0]}
-	p.ppid, _ = strconv.Atoi(f[1])
-	p.pgid, _ = strconv.Atoi(f[2])
-	p.start, _ = strconv.ParseUint(f[19], 10, 64)
-	return p, true
-}
-
-// allProcs lists every process in /proc; nil if /proc cannot be read.
-func allProcs() []procInfo {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	out := make([]procInfo, 0, len(ents))
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if p, ok := readProc(pid); ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func readProc(pid int) (procInfo, bool) { return proctree.Read(pid) }
+func allProcs() []procInfo              { return proctree.All() }
 
 func selfStart() uint64 { return procStart(os.Getpid()) }
 
@@ -83,47 +42,21 @@ func markOf(pid int) string {
 // procStart returns pid's start time, 0 if it is gone.
 func procStart(pid int) uint64 {
 	p, _ := readProc(pid)
-	return p.start
+	return p.Start
 }
 
 // treeOf returns the processes below pid, following parent links; none if
 // pid no longer names the process that started at start.
 func treeOf(pid int, start uint64) []procInfo {
 	procs := allProcs()
-	kids := make(map[int][]procInfo, len(procs))
 	found := false
 	for _, p := range procs {
-		kids[p.ppid] = append(kids[p.ppid], p)
-		found = found || (p.pid == pid && p.start == start)
+		found = found || (p.Pid == pid && p.Start == start)
 	}
 	if !found || start == 0 {
 		return nil
 	}
-	var out []procInfo
-	queue := []int{pid}
-	for len(queue) > 0 {
-		for _, k := range kids[queue[0]] {
-			out = append(out, k)
-			queue = append(queue, k.pid)
-		}
-		queue = queue[1:]
-	}
-	return out
-}
-
-// killIf sends SIGKILL to pid if it still passes check. The pidfd pins
-// the process: if pid was reused between the look and the kill, check sees
-// the new process (and refuses), or the signal finds the old one gone.
-func killIf(pid int, check func() bool) bool {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	if !check() {
-		return false
-	}
-	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
+	return proctree.Descendants(procs, pid)
 }
 
 // killRest kills what a stopped child left: the processes of tree (its
@@ -134,7 +67,7 @@ func killRest(mark string, tree []procInfo) int {
 	n := 0
 	self := os.Getpid()
 	for _, p := range tree {
-		if p.pid != self && killIf(p.pid, func() bool { q, ok := readProc(p.pid); return ok && q.start == p.start && q.state != 'Z' }) {
+		if p.Pid != self && proctree.KillIf(p.Pid, func() bool { q, ok := readProc(p.Pid); return ok && q.Start == p.Start && q.State != 'Z' }) {
 			n++
 		}
 	}
@@ -144,11 +77,11 @@ func killRest(mark string, tree []procInfo) int {
 	for range 10 {
 		found := 0
 		for _, p := range allProcs() {
-			if p.pid == self || p.state == 'Z' || markOf(p.pid) != mark {
+			if p.Pid == self || p.State == 'Z' || markOf(p.Pid) != mark {
 				continue
 			}
 			found++
-			if killIf(p.pid, func() bool { return markOf(p.pid) == mark }) {
+			if proctree.KillIf(p.Pid, func() bool { return markOf(p.Pid) == mark }) {
 				n++
 			}
 		}
@@ -165,16 +98,16 @@ func killRest(mark string, tree []procInfo) int {
 func killLeftovers(state string, log *slog.Logger) int {
 	n := 0
 	for _, p := range allProcs() {
-		if p.pid == os.Getpid() || p.state == 'Z' {
+		if p.Pid == os.Getpid() || p.State == 'Z' {
 			continue
 		}
-		m := markOf(p.pid)
+		m := markOf(p.Pid)
 		st, daemon, ok := parseMark(m)
 		if !ok || st != state || daemonAlive(daemon) {
 			continue
 		}
-		if killIf(p.pid, func() bool { return markOf(p.pid) == m }) {
-			log.Info("killed a leftover process", "pid", p.pid, "mark", m)
+		if proctree.KillIf(p.Pid, func() bool { return markOf(p.Pid) == m }) {
+			log.Info("killed a leftover process", "pid", p.Pid, "mark", m)
 			n++
 		}
 	}
@@ -192,7 +125,7 @@ func daemonAlive(daemon string) bool {
 		return false
 	}
 	p, ok := readProc(pid)
-	return ok && p.start == start && p.state != 'Z'
+	return ok && p.Start == start && p.State != 'Z'
 }
 
 // startSubreaper makes this process a child subreaper and reaps the
@@ -245,11 +178,11 @@ func reapOrphans() int {
 	defer direct.mu.Unlock()
 	n := 0
 	for _, p := range allProcs() {
-		if p.ppid != self || p.state != 'Z' || p.pgid == pgrp || direct.pids[p.pid] {
+		if p.PPid != self || p.State != 'Z' || p.Pgid == pgrp || direct.pids[p.Pid] {
 			continue
 		}
 		var ws unix.WaitStatus
-		if pid, err := unix.Wait4(p.pid, &ws, unix.WNOHANG, nil); err == nil && pid == p.pid {
+		if pid, err := unix.Wait4(p.Pid, &ws, unix.WNOHANG, nil); err == nil && pid == p.Pid {
 			n++
 		}
 	}

@@ -26,7 +26,7 @@ func TestReapOrphansLeavesDirectChildren(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		p, ok := readProc(cmd.Process.Pid)
-		if ok && p.state == 'Z' {
+		if ok && p.State == 'Z' {
 			break
 		}
 		if time.Now().After(deadline) {

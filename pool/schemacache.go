@@ -382,7 +382,7 @@ func (p *Pool) cachedEntry(ctx context.Context, t Target) *schemaEntry {
 			}
 			run.command, run.devEnv = r.Path, r.Env
 		}
-		id := execid.Of(run.command, execid.Options{Path: childPath(p.opts.Env, run), Dir: run.cwd, HashMax: p.opts.ExecHashMax})
+		id := execid.Of(run.command, execid.Options{Path: childPath(p.opts.Env, run), Dir: run.cwd, HashMax: p.opts.ExecHashMax, Args: run.args})
 		if id.Missing() {
 			return nil
 		}

@@ -83,6 +83,10 @@ var supervising atomic.Bool
 //   - children's marks name stateDir (see MarkEnv);
 //   - processes marked by an earlier daemon of the same state directory
 //     that is gone (killed without cleaning up) are killed now;
+//   - when the binary called MaybeWatch, a watchdog process is started
+//     that outlives the daemon just long enough to kill every process
+//     carrying its marks: a daemon killed by SIGKILL leaves nothing its
+//     children started behind, without waiting for the next daemon;
 //   - on Linux the process becomes a child subreaper
 //     (prctl PR_SET_CHILD_SUBREAPER): a grandchild orphaned by its parent
 //     is re-parented to the daemon, not to init, and the daemon reaps it
@@ -113,7 +117,9 @@ func Supervise(stateDir string, log *slog.Logger) (*Supervisor, error) {
 	if n := killLeftovers(id, log); n > 0 {
 		log.Warn("killed processes left by an earlier daemon of this state directory", "count", n, "state", stateDir)
 	}
-	s.stop = startSubreaper(log)
+	stopReaper := startSubreaper(log)
+	stopWatchdog := startWatchdog(id, log)
+	s.stop = func() { stopWatchdog(); stopReaper() }
 	return s, nil
 }
 

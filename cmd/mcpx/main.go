@@ -8,9 +8,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"mcpx.dev/mcpx/pool"
 )
 
 func main() {
+	pool.MaybeWatch() // the daemon's watchdog (pool.Supervise): watch, then exit
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -29,11 +29,27 @@
 // A command that does not resolve is missing:<command>. The rendering is
 // sha256:<first 16 hex digits>.
 //
+// # The program an interpreter runs
+//
+// Most servers are an interpreter and a file: `node dist/index.js`,
+// `python server.py`, `sh run.sh`. The first of [Options.Args] (up to 32)
+// that does not start with "-" and names an existing regular file
+// (relative to Options.Dir) is the program file: its identity (content and
+// real directory, as for a script; the stat above HashMax; the path under
+// the nix store) joins the executable's. For a node entry point (.js,
+// .mjs, .cjs, .ts, .mts, .cts) so does the nearest package.json above it
+// (at most 16 levels up) and the lockfiles beside that package.json
+// (package-lock.json, npm-shrinkwrap.json, yarn.lock, pnpm-lock.yaml,
+// bun.lock, bun.lockb; an absent one counts, so one that appears is a
+// change). Files the program imports are not followed. Without a program
+// file the identity is the executable's alone.
+//
 // # Watching
 //
 // [StatOf] stats what the identity depends on (the looked-up path and every
-// symlink hop to the real file, the real file itself): cheap enough for a
-// tick. Only when it moved is [Of] worth calling again.
+// symlink hop to the real file, the real file itself; the same for the
+// program file; its package files): cheap enough for a tick. Only when it
+// moved is [Of] worth calling again.
 package execid
 
 import (
@@ -75,6 +91,11 @@ type Options struct {
 	Dir string
 	// HashMax is the largest content hashed; 0 = DefaultHashMax.
 	HashMax int64
+	// Args are the child's arguments. The first that does not start with
+	// "-" and names an existing regular file (relative to Dir) is the
+	// program the command runs — `node index.js`, `python server.py` —
+	// and joins the identity; nil = the executable alone.
+	Args []string
 }
 
 // ID is the identity of one command's executable.
@@ -88,8 +109,18 @@ type ID struct {
 	Path string
 	// Real is Path with every symlink resolved; "" when missing.
 	Real string
+	// Entry is the program file among the arguments, as found (relative
+	// ones joined to Options.Dir); "" when there is none.
+	Entry string
+	// EntryReal is Entry with every symlink resolved.
+	EntryReal string
 	// Stat is what StatOf saw when Value was computed.
 	Stat Stat
+
+	// With an Entry, the parts' identities Value combines: the
+	// executable's, the program file's, its package files'.
+	exec, entry, dep string
+	deps             []string // a node entry point's package.json and lockfiles
 }
 
 // Missing reports whether the command did not resolve.
@@ -110,13 +141,13 @@ func Of(command string, opts Options) ID {
 	}
 	id.Path, id.Real = path, real
 	st := StatOf(id)
-	v, err := digest(real, st.real, cmpHashMax(opts.HashMax))
+	v, err := digest(real, st.exe.real, cmpHashMax(opts.HashMax), false)
 	if err != nil {
 		id.Value = MissingPrefix + command
 		return id
 	}
 	id.Value, id.Stat = v, st
-	return id
+	return withEntry(id, opts)
 }
 
 func cmpHashMax(n int64) int64 {
@@ -135,8 +166,9 @@ const (
 	frameNix     = "mcpx-exec-nix\x00"
 )
 
-// digest identifies the real file real, whose stat is fi.
-func digest(real string, fi fileStat, hashMax int64) (string, error) {
+// digest identifies the real file real, whose stat is fi; a script's
+// directory, or with withDir any file's, is part of its content.
+func digest(real string, fi fileStat, hashMax int64, withDir bool) (string, error) {
 	h := sha256.New()
 	switch {
 	case strings.HasPrefix(real, nixStore):
@@ -156,7 +188,7 @@ func digest(real string, fi fileStat, hashMax int64) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if bytes.HasPrefix(content, []byte("#!")) {
+		if withDir || bytes.HasPrefix(content, []byte("#!")) {
 			// The directory's length first: no directory and content can
 			// be split two ways.
 			dir := filepath.Dir(real)
@@ -226,16 +258,25 @@ func executable(p string) error {
 }
 
 // Stat is what an identity depends on, as stat saw it: the looked-up path
-// and each symlink hop (lstat), and the real file. Compare with Equal.
+// and each symlink hop (lstat), and the real file; the same for the
+// program file among the arguments; its package files. Compare with Equal.
 type Stat struct {
-	hops []fileStat // Path, then each symlink target in turn
+	exe, entry chain
+	deps       []fileStat
+}
+
+// chain is one looked-up path's stats.
+type chain struct {
+	hops []fileStat // the path, then each symlink target in turn
 	real fileStat
 }
 
 // Equal reports whether s and o saw the same files.
 func (s Stat) Equal(o Stat) bool {
-	return s.real == o.real && slices.Equal(s.hops, o.hops)
+	return s.exe.equal(o.exe) && s.entry.equal(o.entry) && slices.Equal(s.deps, o.deps)
 }
+
+func (c chain) equal(o chain) bool { return c.real == o.real && slices.Equal(c.hops, o.hops) }
 
 // fileStat is one file's stat identity; target is a symlink's text.
 type fileStat struct {
@@ -250,12 +291,23 @@ type fileStat struct {
 const maxHops = 40
 
 // StatOf stats id's chain again: its Path and every symlink hop from it
-// (lstat), then its Real file. A missing file is a zero entry, so a chain
-// that broke differs from the one that was whole. A directory symlink on
-// the way that moved shows as a changed real file.
+// (lstat), then its Real file; the same for its Entry; its package files.
+// A missing file is a zero entry, so a chain that broke differs from the
+// one that was whole. A directory symlink on the way that moved shows as
+// a changed real file.
 func StatOf(id ID) Stat {
-	var s Stat
-	p := id.Path
+	s := Stat{exe: chainOf(id.Path, id.Real)}
+	if id.Entry != "" {
+		s.entry = chainOf(id.Entry, id.EntryReal)
+		s.deps = depStats(id.deps)
+	}
+	return s
+}
+
+// chainOf stats path and every symlink hop from it, then real.
+func chainOf(path, real string) chain {
+	var s chain
+	p := path
 	for i := 0; p != "" && i < maxHops; i++ {
 		fi, err := os.Lstat(p)
 		if err != nil {
@@ -279,13 +331,13 @@ func StatOf(id ID) Stat {
 		}
 		p = t
 	}
-	if real, err := filepath.EvalSymlinks(id.Path); err == nil && real == id.Real {
+	if r, err := filepath.EvalSymlinks(path); err == nil && r == real {
 		if fi, err := os.Stat(real); err == nil {
 			s.real = statOf(fi)
 		}
 	} else if err == nil {
 		// It resolves elsewhere now (a directory symlink moved).
-		s.real = fileStat{target: real}
+		s.real = fileStat{target: r}
 	}
 	return s
 }

@@ -161,3 +161,69 @@ func TestPathOrderAndDir(t *testing.T) {
 		t.Errorf("./srv in dir 2 resolved to %q", rel.Path)
 	}
 }
+
+// TestProgramFileJoinsIdentity (real-use 12): the first argument naming an
+// existing file is the program an interpreter runs; its content and
+// directory join the identity, and a node entry point's package.json and
+// lockfile too. Flags and arguments naming no file are passed over.
+func TestProgramFileJoinsIdentity(t *testing.T) {
+	dir := t.TempDir()
+	sh := "/bin/sh"
+	srv := write(t, filepath.Join(dir, "a"), "server.sh", "echo one\n")
+	write(t, filepath.Join(dir, "b"), "server.sh", "echo one\n")
+	idOf := func(args ...string) execid.ID {
+		t.Helper()
+		id := execid.Of(sh, execid.Options{Args: args, Dir: dir})
+		if id.Missing() {
+			t.Fatalf("%s: %s", sh, id.Value)
+		}
+		return id
+	}
+	bare := idOf()
+	if id := idOf("-c", "no such file"); id.Value != bare.Value || id.Entry != "" {
+		t.Errorf("arguments naming no file changed the identity: %+v", id)
+	}
+	one := idOf("-e", srv, "a/server.sh")
+	if one.Value == bare.Value || one.Entry != srv || one.Changed(bare) != srv {
+		t.Fatalf("the script did not join the identity: %+v", one)
+	}
+	if rel := idOf("a/server.sh"); rel.Value != one.Value {
+		t.Errorf("a relative script (%s) differs from the same absolute one (%s)", rel.Value, one.Value)
+	}
+	if other := idOf("b/server.sh"); other.Value == one.Value {
+		t.Error("the same script in another directory has the same identity")
+	}
+	st := execid.StatOf(one)
+	if !st.Equal(one.Stat) {
+		t.Fatal("StatOf moved with nothing changed")
+	}
+	write(t, filepath.Join(dir, "a"), "server.sh", "echo two\n")
+	if execid.StatOf(one).Equal(st) {
+		t.Error("StatOf did not move when the script changed")
+	}
+	if two := idOf(srv); two.Value == one.Value {
+		t.Error("a changed script kept its identity")
+	}
+	os.Remove(srv)
+	if gone := idOf(srv); !gone.Lost(one) {
+		t.Errorf("a removed script is not lost: %+v", gone)
+	}
+
+	// A node entry point: its package.json and lockfile.
+	pkg := filepath.Join(dir, "pkg")
+	entry := write(t, filepath.Join(pkg, "dist"), "index.js", "console.log(1)\n")
+	write(t, pkg, "package.json", `{"version":"1.0.0"}`)
+	v1 := idOf(entry)
+	write(t, pkg, "package.json", `{"version":"1.0.1"}`)
+	v2 := idOf(entry)
+	if v2.Value == v1.Value || execid.StatOf(v1).Equal(v1.Stat) {
+		t.Error("a changed package.json is not a changed program")
+	}
+	if p := v2.Changed(v1); p != filepath.Join(pkg, "package.json") {
+		t.Errorf("Changed = %s; want the package.json", p)
+	}
+	write(t, pkg, "package-lock.json", "{}")
+	if execid.StatOf(v2).Equal(v2.Stat) || idOf(entry).Value == v2.Value {
+		t.Error("a new lockfile is not a changed program")
+	}
+}

@@ -333,18 +333,24 @@ type Repo struct {
 	Worktree string
 
 	config check // the config file the answer came from
+	main   check // the main worktree's .git file, when findMainTop found it
 }
 
 // Valid reports whether the repository's config is still the file r was
-// read from: one stat.
-func (r *Repo) Valid() bool { return r.config.holds() }
+// read from, and the main worktree found by looking for it still the same:
+// one or two stats.
+func (r *Repo) Valid() bool {
+	return r.config.holds() && (r.main.path == "" || r.main.holds())
+}
 
 // maxConfig bounds how much of a repository's config is read.
 const maxConfig = 1 << 20
 
 // ReadRepo reads the repository at the canonical common dir. mainTop is
 // the top level of a worktree whose .git file points straight at common
-// (Dir.MainTop), "" if unknown.
+// (Dir.MainTop), "" if unknown: then, for a --separate-git-dir repository,
+// it is looked for (findMainTop), at the cost of reading the common dir's
+// parent and the directories of its linked worktrees.
 func ReadRepo(common, mainTop string) *Repo {
 	r := &Repo{}
 	path := filepath.Join(common, "config")
@@ -357,6 +363,9 @@ func ReadRepo(common, mainTop string) *Repo {
 		}
 	}
 	r.Bare = core.bare
+	if separate(common, core) && mainTop == "" {
+		mainTop, r.main = findMainTop(common)
+	}
 	r.Root = repoRoot(common, core, mainTop)
 	if core.worktree != "" && !core.bare {
 		r.Worktree = r.Root
@@ -376,10 +385,11 @@ func ReadRepo(common, mainTop string) *Repo {
 //     <super>/.git/modules/<name>.
 //   - A common dir named .git sits in its main worktree.
 //   - Otherwise (a --separate-git-dir checkout) git records nothing that
-//     leads back to the main worktree: mainTop, the top of a worktree whose
-//     .git file points straight at the common dir, when the first caller
-//     came from there; else the common dir's parent. The resolver caches it
-//     per common dir, so the first answer sticks while the config is unchanged.
+//     leads back to the main worktree: mainTop, the top of the worktree
+//     whose .git file points straight at the common dir — the caller's own
+//     when it came from there, else the one findMainTop finds beside the
+//     common dir or beside a linked worktree; else, with no main worktree
+//     to be found, the common dir's parent.
 func repoRoot(common string, core coreVars, mainTop string) string {
 	switch {
 	case core.bare:
@@ -399,6 +409,12 @@ func repoRoot(common string, core coreVars, mainTop string) string {
 		return mainTop
 	}
 	return filepath.Dir(common)
+}
+
+// separate reports whether the repository at common is a --separate-git-dir
+// one, whose main worktree only a .git file elsewhere names.
+func separate(common string, core coreVars) bool {
+	return !core.bare && core.worktree == "" && filepath.Base(common) != ".git"
 }
 
 // coreVars is what mcpx reads from a repository's config.

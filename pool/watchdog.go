@@ -1,0 +1,122 @@
+package pool
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The watchdog: one process per daemon that outlives it just long enough
+// to kill what its children started. Children die with the daemon (their
+// parent-death signal), but what they started in sessions of their own
+// (`setsid`) would live on, re-parented to init, until the next daemon of
+// the same state directory killed them by their mark. The watchdog waits
+// on a pipe whose write end only the daemon holds; the kernel closes it
+// when the daemon dies, however it dies, and the watchdog then kills every
+// process carrying a mark of that daemon (the same look as a new daemon's
+// killLeftovers), and exits.
+//
+// One process per daemon, not one per child: no spawn pays anything, and
+// the pool stays the parent of its children (their pids, process groups,
+// stdio and exit statuses are what they were). What it cannot catch is
+// what a per-child subreaper would: a descendant that cleared its
+// environment, and with it its mark.
+
+// envWatchdog makes MaybeWatch run the watchdog of the state directory
+// whose id it holds.
+const envWatchdog = "MCPX_WATCHDOG"
+
+// watchHook is set by MaybeWatch: only a binary that calls it can be
+// re-executed as the watchdog (a test binary that does not would run its
+// tests instead).
+var watchHook atomic.Bool
+
+// MaybeWatch runs the watchdog and exits if this process was started as
+// one (see Supervise); otherwise it returns at once. A binary whose
+// daemon calls Supervise should call it first thing in main (and a test
+// binary in TestMain): without it Supervise starts no watchdog.
+func MaybeWatch() {
+	watchHook.Store(true)
+	state := os.Getenv(envWatchdog)
+	if state == "" {
+		return
+	}
+	os.Exit(watch(state, os.Stdin))
+}
+
+// watchRounds bounds how often the watchdog looks again for marked
+// processes: one may fork while it is killing the others.
+const watchRounds = 50
+
+// watch waits for EOF on daemon, then kills the marked processes of state
+// whose daemon is gone, looking again until a look finds none.
+func watch(state string, daemon io.Reader) int {
+	io.Copy(io.Discard, daemon)
+	log := slog.New(slog.DiscardHandler)
+	for range watchRounds {
+		if killLeftovers(state, log) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // let the killed go before looking again
+	}
+	return 0
+}
+
+// startWatchdog starts this binary as the watchdog of state, if it can be
+// (on Linux, MaybeWatch was called, its executable is known). It returns the
+// function that tells the watchdog the daemon is done (it then finds
+// nothing of a live daemon to kill, and exits) and waits for it.
+func startWatchdog(state string, log *slog.Logger) (stop func()) {
+	if !watchHook.Load() || runtime.GOOS != "linux" { // elsewhere it could find no mark
+		return func() {}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		log.Warn("no watchdog: grandchildren outlive a killed daemon until the next one starts", "err", err)
+		return func() {}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		log.Warn("no watchdog: grandchildren outlive a killed daemon until the next one starts", "err", err)
+		return func() {}
+	}
+	cmd := exec.Command(exe)
+	// The name it was started by: a binary that dispatches on it (a test
+	// binary standing in for mcpx) must reach the main that calls
+	// MaybeWatch again.
+	cmd.Args = []string{os.Args[0]}
+	cmd.Env = watchdogEnv(state)
+	cmd.Stdin = r
+	// Its own group: a Ctrl-C at the daemon's terminal must not take the
+	// watchdog first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = startDirect(cmd)
+	r.Close()
+	if err != nil {
+		w.Close()
+		log.Warn("no watchdog: grandchildren outlive a killed daemon until the next one starts", "err", err)
+		return func() {}
+	}
+	return func() {
+		w.Close()
+		cmd.Wait()
+		forget(cmd.Process.Pid)
+	}
+}
+
+// watchdogEnv is this process's environment, unmarked, naming state.
+func watchdogEnv(state string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, MarkEnv+"=") && !strings.HasPrefix(kv, envWatchdog+"=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, envWatchdog+"="+state)
+}
