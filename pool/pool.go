@@ -355,7 +355,10 @@ func (p *Pool) SetServers(defs []Server) {
 
 // Do runs fn with a ready session of the instance for t, creating or
 // restarting it as needed. ctx bounds the wait for the instance and fn's
-// call, never the child. Errors are *Error, or what fn returned.
+// call, never the child. Errors are *Error, or what fn returned. A call
+// that ends past a deadline, the caller's or one fn set itself (the
+// broker's callTimeout), gets its child pinged: a child that does not
+// answer is killed as wedged, and the next call starts a new one.
 func (p *Pool) Do(ctx context.Context, t Target, fn func(*mcpclient.Session) error) error {
 	for attempt := 0; ; attempt++ {
 		inst, g, err := p.acquire(ctx, t)
@@ -455,6 +458,12 @@ func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t T
 		e.Cause = err
 		p.probe(inst, g)
 		return e
+	case errors.Is(err, context.DeadlineExceeded):
+		// A deadline of fn's own ran out while the caller's did not: the
+		// broker bounds each call by the server's callTimeout inside fn.
+		// That silence is as suspect as the caller's deadline: probe.
+		p.probe(inst, g)
+		return err
 	case errors.Is(err, mcpclient.ErrClosed):
 		p.mu.Lock()
 		stopping := inst.phase.removed()
