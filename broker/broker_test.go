@@ -26,6 +26,7 @@ import (
 
 func TestMain(m *testing.M) {
 	demo.MaybeServe()
+	maybeFlood()
 	os.Exit(m.Run())
 }
 

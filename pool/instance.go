@@ -380,7 +380,12 @@ func (p *Pool) watch(inst *instance, g *generation) {
 func (p *Pool) exitedLocked(inst *instance, g *generation) {
 	ev := event{kind: evExited, now: p.opts.Now(), gen: g}
 	// An expired session is re-initialized on the next call: no failure.
-	crashed := inst.phase == phaseReady && !errors.Is(g.sess.Err(), mcpclient.ErrSessionExpired)
+	// Nor is a session given up over an answer larger than the limit
+	// (mcpclient.TooLargeError.Unended): that call failed, not the child's
+	// start, and counting it would put a server whose answers are too
+	// large for the config into crash-loop backoff.
+	err := g.sess.Err()
+	crashed := inst.phase == phaseReady && !errors.Is(err, mcpclient.ErrSessionExpired) && !errors.Is(err, mcpclient.ErrMessageTooLarge)
 	if crashed {
 		ev.fail = &failure{g.deathDetail(), g.tail}
 	}
