@@ -27,6 +27,7 @@ import (
 func TestMain(m *testing.M) {
 	demo.MaybeServe()
 	maybeFlood()
+	maybeSlowRoots()
 	os.Exit(m.Run())
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -202,6 +203,14 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
 			return
 		}
+		if inst.def.ReadyStderr != "" {
+			re, err := regexp.Compile(inst.def.ReadyStderr)
+			if err != nil {
+				p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, fmt.Sprintf("ready.stderr is not a regular expression: %v", err)), log)
+				return
+			}
+			sp.ready = re
+		}
 		g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax}
 		id := execid.Of(sp.command, g.execOpts)
 		g.exec, g.execStat = &id, id.Stat
@@ -257,6 +266,12 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		p.finishStart(inst, a, nil, e, log)
 		return
 	}
+	if e := p.awaitReady(ctx, inst, g, t); e != nil {
+		sess.Close()
+		p.finishStart(inst, a, nil, e, log)
+		p.stopGenAsync(g, nil)
+		return
+	}
 	g.sess = sess
 	p.schema.update(g.schemaKey, func(e *schemaEntry) {
 		e.Server, e.Era, e.Protocol, e.Init = inst.def.Name, sess.Era(), sess.ProtocolVersion(), sess.InitializeResult()
@@ -264,6 +279,32 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	log.Info("spawned", "root", inst.root, "cwd", sp.cwd, "cwdSource", sp.cwdSource,
 		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded, "exec", g.execValue())
 	p.finishStart(inst, a, g, nil, log)
+}
+
+// awaitReady waits, within the start's ctx, for g's stderr to show the
+// server's readiness signal (Server.ReadyStderr); nil at once when it has
+// none. A child that initialized is not yet ready for a first call when
+// it applies its MCP roots asynchronously: only it can say when it has.
+func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t Target) *Error {
+	if g.proc == nil || g.proc.ready == nil {
+		return nil
+	}
+	select {
+	case <-g.proc.ready:
+		return nil
+	case <-g.proc.exited:
+		e := p.perr("start", t, ErrCrashed, "the child "+g.proc.exitDescription()+" before its stderr showed it ready (ready.stderr)")
+		e.StderrTail = g.proc.stderrTail()
+		return e
+	case <-ctx.Done():
+		e := p.perr("start", t, ErrStartTimeout, fmt.Sprintf("no line of the child's stderr matched ready.stderr %q within %s; check the pattern against what %q prints (`mcpx status` shows its stderr)",
+			inst.def.ReadyStderr, inst.startTimeout(p.opts.StartTimeout), inst.def.Name))
+		if p.ctx.Err() != nil {
+			e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
+		}
+		e.StderrTail = g.proc.stderr.Tail(20)
+		return e
+	}
 }
 
 // connect runs initialize, returning early if the child dies first.

@@ -71,6 +71,11 @@ type Server struct {
 	// Sampling declares the sampling capability to the children
 	// (mcpclient.Options.Sampling).
 	Sampling bool
+	// ReadyStderr, a regular expression the owner has checked, holds a
+	// stdio child's start until a line of its stderr matches, after
+	// initialize, bounded by the start timeout; "" = ready once
+	// initialized. For servers that apply MCP roots asynchronously.
+	ReadyStderr string
 
 	// Revision is opaque to the pool. Its owner bumps it when what the
 	// definition runs changed while the definition did not (a nix: command
