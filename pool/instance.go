@@ -256,8 +256,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		stopCancel()
 		if g.proc != nil {
 			e.StderrTail = g.proc.stderrTail()
-			var pe *mcpclient.ProtocolError
-			if errors.Is(err, mcpclient.ErrClosed) && !errors.As(err, &pe) {
+			if errors.Is(err, mcpclient.ErrClosed) && !brokeProtocol(err) {
 				e.Err = ErrCrashed
 				e.Detail = "the child " + g.proc.exitDescription() + " during initialize"
 			}
@@ -336,8 +335,7 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 	}()
 	sess, err := mcpclient.Connect(ctx, tr, opts)
 	holder.set(sess)
-	var pe *mcpclient.ProtocolError
-	if err != nil && !errors.As(err, &pe) {
+	if err != nil && !brokeProtocol(err) {
 		// The child's exit is the better explanation, unless it broke the
 		// protocol first (its exit is then our doing).
 		if cause := context.Cause(ctx); errors.Is(cause, mcpclient.ErrClosed) {
@@ -345,6 +343,14 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 		}
 	}
 	return sess, err
+}
+
+// brokeProtocol reports whether err says the child broke the protocol (a
+// line that is not JSON, a message over the size limit): its exit, if it
+// follows, is then our doing, not the explanation.
+func brokeProtocol(err error) bool {
+	var pe *mcpclient.ProtocolError
+	return errors.As(err, &pe) || errors.Is(err, mcpclient.ErrMessageTooLarge)
 }
 
 func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *Error, log *slog.Logger) {
