@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -32,7 +32,7 @@ func TestWedgedChildReplacedAfterCallTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	testenv.WaitFor(t, "the child stopped", func() bool { return stopped(pid) })
+	testenv.WaitFor(t, "the child stopped", func() bool { return proctest.Stopped(pid) })
 
 	// The probe runs in the background after the first timeout; each
 	// further call either times out too or lands on the new child. A
@@ -60,25 +60,4 @@ func TestWedgedChildReplacedAfterCallTimeout(t *testing.T) {
 		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
 		return err != nil
 	})
-}
-
-// stopped reports whether every thread of pid is stopped (state T in /proc).
-func stopped(pid int) bool {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
-		if err != nil {
-			return false
-		}
-		// pid (comm) state ...: comm may hold spaces and parentheses.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 || i+3 > len(s) || s[i+2] != 'T' {
-			return false
-		}
-	}
-	return true
 }
