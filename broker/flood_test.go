@@ -30,6 +30,19 @@ const envFloodPid = "MCPX_TEST_FLOOD_PID"
 
 const floodBytes = 24 << 20
 
+// fakeMsg is what the fake children here read of a message from mcpx.
+type fakeMsg struct {
+	ID     json.RawMessage
+	Method string
+	Params struct {
+		Name            string
+		ProtocolVersion string
+	}
+	Result struct {
+		Roots []struct{ URI string }
+	}
+}
+
 func maybeFlood() {
 	mode := os.Getenv(envFlood)
 	if mode == "" {
@@ -54,14 +67,7 @@ func maybeFlood() {
 		out.Flush()
 	}
 	for in.Scan() {
-		var m struct {
-			ID     json.RawMessage
-			Method string
-			Params struct {
-				Name            string
-				ProtocolVersion string
-			}
-		}
+		var m fakeMsg
 		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
 			continue
 		}

@@ -42,17 +42,7 @@ func maybeSlowRoots() {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
 	for in.Scan() {
-		var m struct {
-			ID     json.RawMessage
-			Method string
-			Params struct {
-				Name            string
-				ProtocolVersion string
-			}
-			Result struct {
-				Roots []struct{ URI string }
-			}
-		}
+		var m fakeMsg
 		if json.Unmarshal(in.Bytes(), &m) != nil {
 			continue
 		}
@@ -87,19 +77,30 @@ func maybeSlowRoots() {
 	os.Exit(0)
 }
 
+// startSlowRootsBroker serves the slow-roots child as "slow", cwd-scoped,
+// with ready.stderr ready ("" = none) and startTimeout (0 = the default).
+func startSlowRootsBroker(t *testing.T, ready string, startTimeout time.Duration) *broker.Broker {
+	return startDemoBroker(t, demoSetup{
+		scopes: map[string]config.ScopeKind{"slow": config.ScopeCwd},
+		server: func(s *config.Server) {
+			delete(s.Env, demo.EnvServer)
+			s.Env[envSlowRoots] = "1"
+			if ready != "" {
+				s.Ready = &config.Ready{Stderr: ready}
+			}
+			if startTimeout > 0 {
+				s.StartTimeout = config.Duration(startTimeout)
+			}
+		},
+	})
+}
+
 // A server whose config names its readiness signal ("ready": {"stderr":
 // …}) gets its first call only once the child has said it applied its
 // roots, however long that takes: the first call from each fresh
 // directory sees that directory.
 func TestReadyStderrHoldsTheFirstCallUntilRootsApplied(t *testing.T) {
-	b := startDemoBroker(t, demoSetup{
-		scopes: map[string]config.ScopeKind{"slow": config.ScopeCwd},
-		server: func(s *config.Server) {
-			delete(s.Env, demo.EnvServer)
-			s.Env[envSlowRoots] = "1"
-			s.Ready = &config.Ready{Stderr: `^roots applied`}
-		},
-	})
+	b := startSlowRootsBroker(t, `^roots applied`, 0)
 	for i := range 3 {
 		dir := t.TempDir()
 		got := callText(t, b, req("slow", dir), "root", `{}`)
@@ -112,15 +113,7 @@ func TestReadyStderrHoldsTheFirstCallUntilRootsApplied(t *testing.T) {
 // A readiness signal that never comes fails the start at startTimeout,
 // naming ready.stderr, and the child is stopped.
 func TestReadyStderrNeverSeen(t *testing.T) {
-	b := startDemoBroker(t, demoSetup{
-		scopes: map[string]config.ScopeKind{"slow": config.ScopeCwd},
-		server: func(s *config.Server) {
-			delete(s.Env, demo.EnvServer)
-			s.Env[envSlowRoots] = "1"
-			s.Ready = &config.Ready{Stderr: `^never printed`}
-			s.StartTimeout = config.Duration(2 * slowRootsDelay)
-		},
-	})
+	b := startSlowRootsBroker(t, `^never printed`, 2*slowRootsDelay)
 	_, err := b.CallTool(t.Context(), req("slow", t.TempDir()), "root", json.RawMessage(`{}`), nil)
 	be, ok := err.(*broker.Error)
 	if !ok || be.Kind != broker.KindTimeout || !strings.Contains(err.Error()+be.Private, "ready.stderr") {
