@@ -310,7 +310,7 @@ func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t 
 func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instance, g *generation) (*mcpclient.Session, error) {
 	opts := mcpclient.Options{Root: inst.root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
 		MaxMessageBytes: p.opts.MaxMessageBytes, RootsMemo: p.rootsMemoFor(inst.def), RootsWait: p.opts.RootsWait,
-		Sampling: inst.def.Sampling}
+		Sampling: inst.def.Sampling, RootsSignalled: inst.def.ReadyStderr != "" && g.proc != nil}
 	// The era an earlier child of this effective definition spoke: a
 	// handshake-era child is initialized without the probe.
 	if e := p.schema.get(g.schemaKey); e != nil {

@@ -73,6 +73,10 @@ type Options struct {
 	// wait: 0 = DefaultRootsWait, negative = no wait.
 	RootsMemo *RootsMemo
 	RootsWait time.Duration
+	// RootsSignalled: the caller waits after Connect for the child's own
+	// word that it is ready (the pool's ready.stderr), so Connect does
+	// not guess with a settle once the start-up roots/list is answered.
+	RootsSignalled bool
 	// Sampling declares the sampling client capability: the caller path
 	// can answer sampling/createMessage (a config's per-server
 	// "sampling": true). Elicitation is always declared, since a decline
