@@ -55,7 +55,8 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxMessageBytes bounds one message from the child (a stdio line, a
 	// JSON body, an SSE event); 0 = DefaultMaxMessageBytes. A larger
-	// message fails the call it answers with a *TooLargeError.
+	// message fails the call it answers with a *TooLargeError; a stdio
+	// line that crosses the limit before its newline also ends the session.
 	MaxMessageBytes int
 	// OnList, if set, is told each listing fetched from the child (all
 	// pages joined, as Tools and the like return it) with its method
