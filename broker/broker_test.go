@@ -26,6 +26,8 @@ import (
 
 func TestMain(m *testing.M) {
 	demo.MaybeServe()
+	maybeFlood()
+	maybeSlowRoots()
 	os.Exit(m.Run())
 }
 

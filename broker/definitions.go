@@ -81,7 +81,16 @@ func poolServer(name string, s *config.Server) pool.Server {
 		StartTimeout: s.StartTimeout.D(),
 		Allocate:     poolAllocs(s.Allocate),
 		Sampling:     s.Sampling,
+		ReadyStderr:  readyStderr(s.Ready),
 	}
+}
+
+// readyStderr is r's stderr pattern; "" for none.
+func readyStderr(r *config.Ready) string {
+	if r == nil {
+		return ""
+	}
+	return r.Stderr
 }
 
 // poolAllocs are a server's allocations as the pool takes them; the config

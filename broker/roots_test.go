@@ -17,9 +17,10 @@ import (
 )
 
 // server-filesystem configured with no directory arguments asks roots/list
-// after notifications/initialized and applies the answer asynchronously.
-// The first call through the broker, from each of 20 fresh worktrees,
-// already sees that worktree as its one allowed directory.
+// after notifications/initialized and applies the answer asynchronously,
+// then says so on stderr, which its "ready" names. The first call through
+// the broker, from each of 20 fresh worktrees, already sees that worktree
+// as its one allowed directory, however loaded the machine.
 func TestFilesystemFirstCallSeesRoot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -33,6 +34,7 @@ func TestFilesystemFirstCallSeesRoot(t *testing.T) {
 		"args":    []string{testenv.NPMPackageBin(t, filesystemPkg)},
 		"scope":   "worktree",
 		"max":     len(paths),
+		"ready":   map[string]any{"stderr": "^Updated allowed directories from MCP roots"},
 	}}, map[string]any{"limits": map[string]any{
 		// A loaded machine (CI runs packages side by side) may take more
 		// than the default to start node and hear its request; the first

@@ -114,7 +114,7 @@ func childTransportError(err error, op, server string) *Error {
 		e := &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
 			Msg:  fmt.Sprintf("the server's answer is larger than the limit of %d bytes (limits.maxMessageBytes); it was dropped", tl.Limit),
 			Hint: "raise limits.maxMessageBytes in the config if such answers are expected"}
-		if errors.Is(err, mcpclient.ErrClosed) {
+		if tl.Unended || errors.Is(err, mcpclient.ErrClosed) {
 			e.Msg += ", and the session could not go on: the server is restarted on the next call"
 		}
 		return e

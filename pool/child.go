@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -29,6 +30,10 @@ type child struct {
 	waitErr error
 	// stderrDone is closed when the stderr reader has seen EOF.
 	stderrDone chan struct{}
+	// ready is closed when a stderr line matches readyRe (Server.ReadyStderr);
+	// nil when there is none.
+	ready   chan struct{}
+	readyRe *regexp.Regexp
 }
 
 // stderrRingBytes bounds the kept stderr tail per instance.
@@ -88,6 +93,9 @@ func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logg
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 	}
+	if sp.ready != nil {
+		c.ready, c.readyRe = make(chan struct{}), sp.ready
+	}
 	log = log.With("pid", cmd.Process.Pid)
 	go c.readStderr(stderrR, log, suppressed)
 	go func() {
@@ -117,6 +125,10 @@ func (c *child) readStderr(r *os.File, log *slog.Logger, suppressed *atomic.Int6
 		c.stderr.Write(line)
 		c.stderr.Write([]byte{'\n'})
 		lim.log(log, line)
+		if c.readyRe != nil && c.readyRe.Match(line) {
+			close(c.ready)
+			c.readyRe = nil
+		}
 	}
 	// A line longer than the scanner buffer: keep draining so the child
 	// never blocks on a full stderr pipe.

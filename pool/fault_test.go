@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/mcpclient"
@@ -108,7 +108,7 @@ func TestFaultWedgedChild(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	// The stop takes effect as each of its threads is next scheduled.
-	testenv.WaitFor(t, "the child stopped", func() bool { return stopped(pid) })
+	testenv.WaitFor(t, "the child stopped", func() bool { return proctest.Stopped(pid) })
 
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	_, err := call(ctx, p, tg, "echo", map[string]string{"message": "anyone?"})
@@ -192,25 +192,4 @@ func TestFaultPoolFullQueue(t *testing.T) {
 	if st := p.Stats(); st.Spawns != 4 || st.Evictions != 3 || st.Exhausted != 0 || st.Queued != 0 {
 		t.Errorf("stats = %+v, want 4 spawns, 3 evictions, no 503, nobody in line", st)
 	}
-}
-
-// stopped reports whether every thread of pid is stopped (state T in /proc).
-func stopped(pid int) bool {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
-		if err != nil {
-			return false
-		}
-		// pid (comm) state ...: comm may hold spaces and parentheses.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 || i+3 > len(s) || s[i+2] != 'T' {
-			return false
-		}
-	}
-	return true
 }

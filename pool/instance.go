@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -202,6 +203,14 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
 			return
 		}
+		if inst.def.ReadyStderr != "" {
+			re, err := regexp.Compile(inst.def.ReadyStderr)
+			if err != nil {
+				p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, fmt.Sprintf("ready.stderr is not a regular expression: %v", err)), log)
+				return
+			}
+			sp.ready = re
+		}
 		g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax, Args: sp.args}
 		id := execid.Of(sp.command, g.execOpts)
 		g.exec, g.execStat = &id, id.Stat
@@ -247,14 +256,19 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		stopCancel()
 		if g.proc != nil {
 			e.StderrTail = g.proc.stderrTail()
-			var pe *mcpclient.ProtocolError
-			if errors.Is(err, mcpclient.ErrClosed) && !errors.As(err, &pe) {
+			if errors.Is(err, mcpclient.ErrClosed) && !brokeProtocol(err) {
 				e.Err = ErrCrashed
 				e.Detail = "the child " + g.proc.exitDescription() + " during initialize"
 			}
 		}
 		tr.Close()
 		p.finishStart(inst, a, nil, e, log)
+		return
+	}
+	if e := p.awaitReady(ctx, inst, g, t); e != nil {
+		sess.Close()
+		p.finishStart(inst, a, nil, e, log)
+		p.stopGenAsync(g, nil)
 		return
 	}
 	g.sess = sess
@@ -266,11 +280,37 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	p.finishStart(inst, a, g, nil, log)
 }
 
+// awaitReady waits, within the start's ctx, for g's stderr to show the
+// server's readiness signal (Server.ReadyStderr); nil at once when it has
+// none. A child that initialized is not yet ready for a first call when
+// it applies its MCP roots asynchronously: only it can say when it has.
+func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t Target) *Error {
+	if g.proc == nil || g.proc.ready == nil {
+		return nil
+	}
+	select {
+	case <-g.proc.ready:
+		return nil
+	case <-g.proc.exited:
+		e := p.perr("start", t, ErrCrashed, "the child "+g.proc.exitDescription()+" before its stderr showed it ready (ready.stderr)")
+		e.StderrTail = g.proc.stderrTail()
+		return e
+	case <-ctx.Done():
+		e := p.perr("start", t, ErrStartTimeout, fmt.Sprintf("no line of the child's stderr matched ready.stderr %q within %s; check the pattern against what %q prints (`mcpx status` shows its stderr)",
+			inst.def.ReadyStderr, inst.startTimeout(p.opts.StartTimeout), inst.def.Name))
+		if p.ctx.Err() != nil {
+			e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
+		}
+		e.StderrTail = g.proc.stderr.Tail(20)
+		return e
+	}
+}
+
 // connect runs initialize, returning early if the child dies first.
 func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instance, g *generation) (*mcpclient.Session, error) {
 	opts := mcpclient.Options{Root: inst.root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
 		MaxMessageBytes: p.opts.MaxMessageBytes, RootsMemo: p.rootsMemoFor(inst.def), RootsWait: p.opts.RootsWait,
-		Sampling: inst.def.Sampling}
+		Sampling: inst.def.Sampling, RootsSignalled: inst.def.ReadyStderr != "" && g.proc != nil}
 	// The era an earlier child of this effective definition spoke: a
 	// handshake-era child is initialized without the probe.
 	if e := p.schema.get(g.schemaKey); e != nil {
@@ -295,8 +335,7 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 	}()
 	sess, err := mcpclient.Connect(ctx, tr, opts)
 	holder.set(sess)
-	var pe *mcpclient.ProtocolError
-	if err != nil && !errors.As(err, &pe) {
+	if err != nil && !brokeProtocol(err) {
 		// The child's exit is the better explanation, unless it broke the
 		// protocol first (its exit is then our doing).
 		if cause := context.Cause(ctx); errors.Is(cause, mcpclient.ErrClosed) {
@@ -304,6 +343,14 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 		}
 	}
 	return sess, err
+}
+
+// brokeProtocol reports whether err says the child broke the protocol (a
+// line that is not JSON, a message over the size limit): its exit, if it
+// follows, is then our doing, not the explanation.
+func brokeProtocol(err error) bool {
+	var pe *mcpclient.ProtocolError
+	return errors.As(err, &pe) || errors.Is(err, mcpclient.ErrMessageTooLarge)
 }
 
 func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *Error, log *slog.Logger) {
@@ -380,7 +427,12 @@ func (p *Pool) watch(inst *instance, g *generation) {
 func (p *Pool) exitedLocked(inst *instance, g *generation) {
 	ev := event{kind: evExited, now: p.opts.Now(), gen: g}
 	// An expired session is re-initialized on the next call: no failure.
-	crashed := inst.phase == phaseReady && !errors.Is(g.sess.Err(), mcpclient.ErrSessionExpired)
+	// Nor is a session given up over an answer larger than the limit
+	// (mcpclient.TooLargeError.Unended): that call failed, not the child's
+	// start, and counting it would put a server whose answers are too
+	// large for the config into crash-loop backoff.
+	err := g.sess.Err()
+	crashed := inst.phase == phaseReady && !errors.Is(err, mcpclient.ErrSessionExpired) && !errors.Is(err, mcpclient.ErrMessageTooLarge)
 	if crashed {
 		ev.fail = &failure{g.deathDetail(), g.tail}
 	}

@@ -71,6 +71,11 @@ type Server struct {
 	// Sampling declares the sampling capability to the children
 	// (mcpclient.Options.Sampling).
 	Sampling bool
+	// ReadyStderr, a regular expression the owner has checked, holds a
+	// stdio child's start until a line of its stderr matches, after
+	// initialize, bounded by the start timeout; "" = ready once
+	// initialized. For servers that apply MCP roots asynchronously.
+	ReadyStderr string
 
 	// Revision is opaque to the pool. Its owner bumps it when what the
 	// definition runs changed while the definition did not (a nix: command
@@ -355,7 +360,10 @@ func (p *Pool) SetServers(defs []Server) {
 
 // Do runs fn with a ready session of the instance for t, creating or
 // restarting it as needed. ctx bounds the wait for the instance and fn's
-// call, never the child. Errors are *Error, or what fn returned.
+// call, never the child. Errors are *Error, or what fn returned. A call
+// that ends past a deadline, the caller's or one fn set itself (the
+// broker's callTimeout), gets its child pinged: a child that does not
+// answer is killed as wedged, and the next call starts a new one.
 func (p *Pool) Do(ctx context.Context, t Target, fn func(*mcpclient.Session) error) error {
 	for attempt := 0; ; attempt++ {
 		inst, g, err := p.acquire(ctx, t)
@@ -455,6 +463,12 @@ func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t T
 		e.Cause = err
 		p.probe(inst, g)
 		return e
+	case errors.Is(err, context.DeadlineExceeded):
+		// A deadline of fn's own ran out while the caller's did not: the
+		// broker bounds each call by the server's callTimeout inside fn.
+		// That silence is as suspect as the caller's deadline: probe.
+		p.probe(inst, g)
+		return err
 	case errors.Is(err, mcpclient.ErrClosed):
 		p.mu.Lock()
 		stopping := inst.phase.removed()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,6 +105,7 @@ type spawnSpec struct {
 	cwdSource  CwdSource
 	url        string
 	headers    map[string]string
+	ready      *regexp.Regexp // Server.ReadyStderr, compiled; nil = none
 }
 
 // resolveSpawn substitutes placeholders in every field of def that may hold

@@ -188,6 +188,7 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 		s.Max = defaults.Max
 	}
 	p.checkAllocate(name, s)
+	p.checkReady(name, s)
 	p.duration(name, "idleTimeout", &s.IdleTimeout, cmp.Or(pc.IdleTimeout.D(), defaults.IdleTimeout))
 	p.duration(name, "callTimeout", &s.CallTimeout, DefaultCallTimeout)
 	p.duration(name, "startTimeout", &s.StartTimeout, defaults.StartTimeout)
@@ -516,4 +517,20 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkReady checks a server's readiness signal: a stdio server's, with a
+// regular expression that compiles.
+func (p *problems) checkReady(name string, s *Server) {
+	switch {
+	case s.Ready == nil:
+	case s.Ready.Stderr == "":
+		p.add(name, "ready.stderr", "ready needs stderr", `a regular expression a line of the child's stderr matches once it is ready, such as "Updated allowed directories"; or remove "ready"`)
+	case s.URL != "":
+		p.add(name, "ready", "ready.stderr is for stdio servers; a url server has no stderr", `remove "ready"`)
+	default:
+		if _, err := regexp.Compile(s.Ready.Stderr); err != nil {
+			p.add(name, "ready.stderr", fmt.Sprintf("not a regular expression: %v", err), "use Go regexp syntax (https://pkg.go.dev/regexp/syntax)")
+		}
+	}
 }

@@ -153,6 +153,19 @@ type Server struct {
 	// anyway gets an error). Elicitation is always declared: a decline is
 	// always a valid answer. See docs/input.md.
 	Sampling bool `json:"sampling,omitempty"`
+	// Ready says when a started stdio child is ready for its first call,
+	// beyond answering initialize; nil = as soon as it has answered (and
+	// its start-up roots/list, if it asks one, has been answered).
+	Ready *Ready `json:"ready,omitempty"`
+}
+
+// Ready is a server's readiness signal.
+type Ready struct {
+	// Stderr is a regular expression (Go syntax): the child is ready once
+	// a line it writes to stderr matches, bounded by startTimeout. For a
+	// server that applies its MCP roots asynchronously, such as
+	// server-filesystem ("Updated allowed directories from MCP roots").
+	Stderr string `json:"stderr"`
 }
 
 // ScopePolicy is a server's scope policy: whether a caller may override the

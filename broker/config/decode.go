@@ -162,7 +162,7 @@ type fieldSpec struct {
 	want string // the field's expected JSON type, for type errors: "a string"
 }
 
-func serverFields(s *Server, typ *string) map[string]fieldSpec {
+func serverFields(s *Server, typ *string, ready *json.RawMessage) map[string]fieldSpec {
 	const (
 		str     = "a string"
 		strs    = "an array of strings"
@@ -192,6 +192,7 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 		"prelude":      {&s.Prelude, str},
 		"allocate":     {&s.Allocate, `an object of names to allocations such as {"port": {"range": [9222, 9299]}}`},
 		"sampling":     {&s.Sampling, "true or false"},
+		"ready":        {ready, `an object such as {"stderr": "Updated allowed directories"}`},
 	}
 }
 
@@ -205,7 +206,8 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 		return s, d
 	}
 	var typ string
-	fields := serverFields(s, &typ)
+	var ready json.RawMessage
+	fields := serverFields(s, &typ, &ready)
 	var own []member
 	seen := map[string]bool{}
 	for _, m := range members {
@@ -223,6 +225,9 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 		}
 	}
 	d.probs.decodeFields(name, "", own, fields, d.bad)
+	if ready != nil && !d.bad["ready"] {
+		s.Ready = d.probs.decodeReady(name, ready)
+	}
 	if typ != "" { // "type" wins over Cline's legacy "transportType", as in Cline
 		d.typ = transport{"type", typ}
 	}
@@ -479,4 +484,17 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// decodeReady decodes a server's "ready" object; its fields are checked
+// like the server's own, misspellings with a did-you-mean.
+func (p *problems) decodeReady(server string, raw json.RawMessage) *Ready {
+	members, err := objectMembers(raw)
+	if err != nil {
+		p.add(server, "ready", "want an object, got "+clip(string(raw), 20), `such as {"stderr": "Updated allowed directories"}`)
+		return nil
+	}
+	r := new(Ready)
+	p.decodeFields(server, "ready.", members, map[string]fieldSpec{"stderr": {&r.Stderr, "a string (a regular expression)"}}, map[string]bool{})
+	return r
 }

@@ -55,7 +55,8 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxMessageBytes bounds one message from the child (a stdio line, a
 	// JSON body, an SSE event); 0 = DefaultMaxMessageBytes. A larger
-	// message fails the call it answers with a *TooLargeError.
+	// message fails the call it answers with a *TooLargeError; a stdio
+	// line that crosses the limit before its newline also ends the session.
 	MaxMessageBytes int
 	// OnList, if set, is told each listing fetched from the child (all
 	// pages joined, as Tools and the like return it) with its method
@@ -73,6 +74,10 @@ type Options struct {
 	// wait: 0 = DefaultRootsWait, negative = no wait.
 	RootsMemo *RootsMemo
 	RootsWait time.Duration
+	// RootsSignalled: the caller waits after Connect for the child's own
+	// word that it is ready (the pool's ready.stderr), so Connect does
+	// not guess with a settle once the start-up roots/list is answered.
+	RootsSignalled bool
 	// Sampling declares the sampling client capability: the caller path
 	// can answer sampling/createMessage (a config's per-server
 	// "sampling": true). Elicitation is always declared, since a decline

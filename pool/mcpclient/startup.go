@@ -97,7 +97,8 @@ const (
 //   - known not to ask: nothing.
 //
 // Once answered, a ping shows the child has read the answer, and a short
-// settle lets it apply it.
+// settle lets it apply it; with Options.RootsSignalled the caller waits
+// for the child to say so instead.
 func (s *Session) awaitStartupRoots(ctx context.Context) {
 	m := s.opts.RootsMemo
 	if m == nil || s.opts.Root == "" || s.opts.RootsWait < 0 {
@@ -129,6 +130,9 @@ func (s *Session) awaitStartupRoots(ctx context.Context) {
 		return
 	}
 	m.set(true)
+	if s.opts.RootsSignalled {
+		return // the caller waits for the child to say it applied them
+	}
 	// The child has our answer; a ping's reply shows it has read it, and
 	// a short pause lets it apply it (server-filesystem checks the
 	// directories asynchronously).

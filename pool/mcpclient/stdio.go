@@ -37,10 +37,9 @@ type writeDeadliner interface {
 }
 
 type stdio struct {
-	r        *bufio.Reader // used only by Recv, as are max and skipping
-	rc       io.Reader
-	max      int  // the longest line kept; set before the first Recv
-	skipping bool // the rest of an oversized line is still to be skipped
+	r   *bufio.Reader // used only by Recv, as are max and skipping
+	rc  io.Reader
+	max int // the longest line kept; set before the first Recv
 
 	wsem chan struct{} // the one writer lock; a channel so waiting honours ctx
 	w    io.WriteCloser
@@ -124,7 +123,8 @@ func (t *stdio) setMaxMessage(n int) { t.max = n }
 
 // Recv reads the next line. Blank lines are skipped; a line that is not
 // JSON is a *ProtocolError; a line longer than the limit is a
-// *TooLargeError, and the next Recv goes on after it.
+// *TooLargeError, and the next Recv goes on after it unless the error is
+// Unended.
 func (t *stdio) Recv() ([]byte, error) {
 	for {
 		line, err := t.readLine()
@@ -146,15 +146,10 @@ func (t *stdio) Recv() ([]byte, error) {
 // t.max is never held whole: readLine keeps its first bytes and, when they
 // do not hold the id, skips to the newline keeping its last bytes too, and
 // returns a *TooLargeError. When the id was in the first bytes the error
-// comes at once (the call fails without waiting for the rest) and the next
-// readLine skips the rest of the line first.
+// comes at once, as the line crosses the limit, and nothing more is read:
+// unless its newline was already read, the error is Unended and the
+// session ends.
 func (t *stdio) readLine() ([]byte, error) {
-	if t.skipping {
-		t.skipping = false
-		if _, err := t.skipLine(nil); err != nil {
-			return nil, err
-		}
-	}
 	frag, err := t.r.ReadSlice('\n')
 	if err == nil && len(frag)-1 <= t.max {
 		return bytes.Clone(frag[:len(frag)-1]), nil
@@ -195,7 +190,13 @@ func (t *stdio) oversized(line, frag []byte, ended bool) error {
 	head = append(head, frag[:min(len(frag), headBytes-len(head))]...)
 	tail := keepTail(keepTail(make([]byte, 0, tailBytes), line), bytes.TrimSuffix(frag, []byte("\n")))
 	if e := tooLarge(t.max, head, nil); e.ID != nil || e.Method != "" {
-		t.skipping = !ended
+		// Its message fails now. A line whose newline has not come may
+		// never end (a child that lost its framing writes on and on, its
+		// later answers inside the same line): skipping to the newline
+		// would hold every later call behind it, so the stream is given
+		// up. Only a newline already read proves where the next message
+		// starts.
+		e.Unended = !ended
 		return e
 	}
 	if !ended {

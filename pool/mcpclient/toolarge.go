@@ -22,11 +22,17 @@ var ErrMessageTooLarge = errors.New("message from the child is over the size lim
 // last bytes, skips the rest (to the next newline on stdio, to the end of
 // the event on an SSE stream) and recovers the JSON-RPC id, so that exactly
 // the call it answers fails and the session goes on. A message whose id
-// cannot be recovered ends the session.
+// cannot be recovered ends the session, and so does one whose end was not
+// seen (Unended).
 type TooLargeError struct {
 	Limit  int
 	ID     []byte // the raw JSON-RPC id, nil if none was found
 	Method string // for a request or notification from the child
+	// Unended: the transport gave up the stream as the message crossed
+	// the limit, before its end (a stdio line whose newline had not
+	// come). Its call fails; the session then ends, since nothing says
+	// where the next message starts.
+	Unended bool
 }
 
 func (e *TooLargeError) Error() string {
@@ -149,6 +155,10 @@ func keepTail(tail, b []byte) []byte {
 // reports false when the session cannot go on: a message with no id or
 // method to tell whose it was (some call would wait forever).
 func (s *Session) tooLargeMessage(e *TooLargeError) bool {
+	if e.Unended {
+		s.endTooLarge(e)
+		return false
+	}
 	switch {
 	case e.Method != "" && e.ID != nil:
 		s.log.Warn("dropping an oversized request from the mcp child", "method", e.Method, "limit", e.Limit)
@@ -178,4 +188,24 @@ func (s *Session) tooLargeMessage(e *TooLargeError) bool {
 	s.log.Warn("the mcp child answered with a message over the size limit; failing that call", "id", id, "limit", e.Limit)
 	c.deliver(response{err: e})
 	return true
+}
+
+// endTooLarge ends the session for a message over the limit whose end was
+// not seen, then fails the call it answers (if any) with e: whoever gets
+// that error finds the session already done, so the pool hands the next
+// call a new child rather than this dead session.
+func (s *Session) endTooLarge(e *TooLargeError) {
+	var c *call
+	if id, ok := parseID(e.ID); ok && e.Method == "" {
+		s.mu.Lock()
+		c = s.pending[id]
+		delete(s.pending, id)
+		s.mu.Unlock()
+	}
+	s.log.Warn("the mcp child sent a message over the size limit and did not end it; failing its call and ending the session",
+		"id", string(e.ID), "method", e.Method, "limit", e.Limit)
+	s.shutdown(e)
+	if c != nil {
+		c.deliver(response{err: e})
+	}
 }

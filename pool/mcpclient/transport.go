@@ -43,8 +43,8 @@ type Transport interface {
 	// caller owns. Only one goroutine calls Recv.
 	//
 	// A *TooLargeError says a message over the limit (Extras.SetMaxMessage)
-	// was skipped, and Recv may be called again; the session fails the call
-	// it answers. Any other error ends the session, which then calls Recv
+	// was skipped, and Recv may be called again unless it is Unended; the
+	// session fails the call it answers. Any other error ends the session, which then calls Recv
 	// no more: io.EOF for a clean end, a *ProtocolError for a peer that
 	// broke the framing (its Hint from Extras.ViolationHint, if any),
 	// anything else for a failure.
@@ -79,7 +79,9 @@ type Extras struct {
 	// first Send or Recv. The transport then never holds a larger message
 	// whole: it skips it, keeping its first and last bytes to recover its
 	// id and method, and Recv returns a *TooLargeError (stdio skips to the
-	// next newline, streamable HTTP to the end of the body or SSE event).
+	// next newline, or gives the stream up, Unended, when the id was in
+	// the first bytes and the newline had not come; streamable HTTP skips
+	// to the end of the body or SSE event).
 	// nil: the transport has its own bound, or none (an in-process peer's
 	// messages are in memory already).
 	SetMaxMessage func(n int)
