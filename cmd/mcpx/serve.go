@@ -71,7 +71,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		}
 		defer node.Close() // after the listeners have drained
 	}
-	ctl := daemon.NewControl(log, d.Broker, load)
+	ctl := daemon.NewControl(log, d.Broker, src, load)
 	token := api.NewToken()
 	info := daemon.Info(state, sock, tln, src, version())
 	tokens, err := auth.Open(auth.Options{Dir: filepath.Join(state, "auth")})
@@ -80,7 +80,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	h := api.New(api.Options{Broker: d.Broker, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
 		InputWait: cfg.Limits.InputWait.D(),
-		Daemon:    &api.Daemon{Info: info, Stop: ctl.Stop, Reload: ctl.ReloadAPI}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
+		Daemon:    &api.Daemon{Info: info, Config: ctl.Config, Stop: ctl.Stop, Reload: ctl.ReloadAPI}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
 		Tailnet: apiTailnet(node)})
 	if err := daemon.WriteRecord(info, token); err != nil {
 		return fail(err)
@@ -91,10 +91,8 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	add := func(a daemon.Actor) { g.Add(a.Execute, a.Interrupt) }
 	g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM)) // SIGINT, SIGTERM (and ctx) stop the daemon
 	add(ctl.HangupActor())                                         // SIGHUP reloads the config; unchanged servers keep running
-	if src.Path != "" {
-		add(ctl.WatchActor(src.Path)) // the config file changing on disk reloads it, as SIGHUP does
-	}
-	add(ctl.StopActor()) // POST /v1/daemon/stop (`mcpx daemon stop`) stops the daemon
+	add(ctl.WatchActor(src.Watched()))                             // the config file changing on disk (or appearing) reloads it, as SIGHUP does
+	add(ctl.StopActor())                                           // POST /v1/daemon/stop (`mcpx daemon stop`) stops the daemon
 	for _, a := range lns.Actors(h) {
 		add(a) // each listener serves until interrupted, then drains
 	}
