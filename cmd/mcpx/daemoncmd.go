@@ -117,6 +117,13 @@ func reloadCmd(ctx context.Context, c *cli, args []string) int {
 		return report(c, err)
 	}
 	res, err := bc.ReloadDaemon(ctx)
+	var p *wire.Problem
+	if errors.As(err, &p) && p.Kind() == wire.KindConfig {
+		// The user's config does not load: exit 1, as `mcpx config check` and
+		// `mcpx serve` do for it (the README's exit codes), not 4.
+		report(c, err)
+		return exitToolError
+	}
 	if err != nil {
 		return report(c, err)
 	}
