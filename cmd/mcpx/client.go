@@ -91,9 +91,13 @@ func autostartFlag(fs *flag.FlagSet) *bool {
 // autostart starts a daemon in the background when none answers on bc's
 // socket, unless off or $MCPX_NO_AUTOSTART says not to: nothing needs a
 // service for local use. A broker reached by URL is never started: it may
-// be another machine's, and its address is not ours to choose.
+// be another machine's, and its address is not ours to choose. Nor is one
+// on a socket other than the default (--broker, $MCPX_BROKER): a daemon
+// there was started with its own config and state directory, which a new
+// one would not have; the call then fails, naming the socket
+// (unreachableHint).
 func autostart(ctx context.Context, c *cli, bc *client.Client, off bool) error {
-	if off || !bc.Unix() {
+	if off || !bc.Unix() || !isDefaultSocket(c, bc.Addr()) {
 		return nil
 	}
 	if v := c.getenv("MCPX_NO_AUTOSTART"); v != "" && v != "0" && v != "false" {
@@ -212,7 +216,7 @@ func report(c *cli, err error) int {
 		fmt.Fprintf(c.stderr, "mcpx: %v\n", start)
 		return exitUnreachable
 	case errors.As(err, &unreachable):
-		fmt.Fprintf(c.stderr, "mcpx: %v\n%s\n", unreachable, unreachableHint(unreachable))
+		fmt.Fprintf(c.stderr, "mcpx: %v\n%s\n", unreachable, unreachableHint(c, unreachable))
 		return exitUnreachable
 	case errors.As(err, &p):
 		fmt.Fprintf(c.stderr, "mcpx: %s\n", problemText(p))
@@ -229,7 +233,18 @@ func report(c *cli, err error) int {
 	}
 }
 
-func unreachableHint(e *client.UnreachableError) string {
+// isDefaultSocket reports whether sock is the default socket, the one
+// autostart may start a daemon on.
+func isDefaultSocket(c *cli, sock string) bool {
+	def, err := defaultSocket(c.getenv)
+	return err == nil && filepath.Clean(def) == filepath.Clean(sock)
+}
+
+func unreachableHint(c *cli, e *client.UnreachableError) string {
+	if e.Unix && !isDefaultSocket(c, e.Addr) {
+		return fmt.Sprintf("nothing serves the socket %s, and mcpx starts a daemon by itself only on its default socket: "+
+			"start this one with `mcpx serve --socket %s` (with the --config and --state-dir it should serve), or drop --broker / $MCPX_BROKER", e.Addr, e.Addr)
+	}
 	if e.Unix {
 		return fmt.Sprintf("is `mcpx serve` running? socket %s; start it with `mcpx serve` (or drop --no-autostart / MCPX_NO_AUTOSTART)", e.Addr)
 	}
