@@ -131,9 +131,9 @@ session you call from: run mcpx from the project you work in.
 - ` + "`mcpx search <terms>`" + `: find tools by name, tag, server and description.
 - ` + "`mcpx types <server>[.<tool>]`" + `: a tool's TypeScript signature, with the
   server's instructions.
-- ` + "`mcpx call <server>.<tool> '<json args>'`" + `: call one tool; the result is
-  printed as JSON. Exit codes: 1 the tool returned an error, 3 the broker is
-  unreachable, 4 the call failed.
+- ` + "`mcpx call <server>.<tool> '<json args>'`" + `: call one tool; its result's
+  text is printed (` + "`--json`" + `: the whole CallToolResult as JSON). Exit codes:
+  1 the tool returned an error, 3 the broker is unreachable, 4 the call failed.
 - ` + "`mcpx run <script> [args]`" + `: run a TypeScript script that imports the typed
   client (` + "`import { ... } from \"mcpx\"`" + `) and calls many tools in one go;
   prefer it to many single calls.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"mcpx.dev/mcpx/api/client"
@@ -161,7 +162,7 @@ func callerFlags(fs *flag.FlagSet, cwdUse string) *callerOpts {
 	co := new(callerOpts)
 	fs.StringVar(&co.cwd, "cwd", "", cwdUse+" (default $PWD)")
 	fs.StringVar(&co.session, "session", "", "the caller's session id (default $MCPX_SESSION_ID)")
-	fs.StringVar(&co.lease, "lease", "", "a lease id that pid-scoped instances live by (default $MCPX_LEASE, set by `mcpx lease run`)")
+	fs.StringVar(&co.lease, "lease", "", "a lease id that pid-scoped instances live by (default $MCPX_LEASE, which mcpx lease run sets)")
 	fs.StringVar(&co.scope, "scope", "", "a scope to use instead of the server's, if its scopePolicy allows it (default $MCPX_SCOPE)")
 	return co
 }
@@ -257,7 +258,9 @@ func unreachableHint(c *cli, e *client.UnreachableError) string {
 // problemText is one line: what failed and why.
 func problemText(p *wire.Problem) string {
 	s := p.Detail
-	if p.Server != "" && !strings.Contains(s, p.Server) {
+	// A detail that names the server as a word needs no prefix; one that
+	// only contains it ("everythin" in `did you mean "everything"`) does.
+	if p.Server != "" && !regexp.MustCompile(`\b`+regexp.QuoteMeta(p.Server)+`\b`).MatchString(s) {
 		s = fmt.Sprintf("server %s: %s", p.Server, s)
 	}
 	if p.Status != 0 {
