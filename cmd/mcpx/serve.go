@@ -145,6 +145,15 @@ func parseServeFlags(c *cli, args []string) (serveFlags, int, bool) {
 	if f.listen == "off" {
 		f.listen = ""
 	}
+	if f.config != "" {
+		// Absolute, so that the daemon names it (daemon info, doctor)
+		// whatever a client's directory.
+		abs, err := filepath.Abs(f.config)
+		if err != nil {
+			return bad("--config: %v", err)
+		}
+		f.config = abs
+	}
 	if f.maxConns <= 0 {
 		return bad("--listen-max-conns must be positive, e.g. %d", api.DefaultMaxConns)
 	}
