@@ -172,6 +172,17 @@ func NixResolver(cfg *config.Config, src Source, state string, log *slog.Logger)
 	})
 }
 
+// LogDir is the directory of the daemon's JSON log in the state directory.
+const LogDir = "logs"
+
+// LogPath is the daemon's current JSON log file in state (what `mcpx log`
+// reads). A daemon started by a client (client.EnsureDaemon) also writes
+// its stderr to wire.LogFile; one in the foreground writes it to the
+// terminal.
+func LogPath(state string) string {
+	return filepath.Join(state, LogDir, logs.Name)
+}
+
 // OpenLog opens the daemon's log: JSON records in <state>/logs (package
 // logs) and text on stderr, at the config's levels.
 func OpenLog(lc config.Log, state string, stderr io.Writer) (*slog.Logger, *logs.File, error) {
@@ -182,7 +193,7 @@ func OpenLog(lc config.Log, state string, stderr io.Writer) (*slog.Logger, *logs
 	for name, l := range lc.Servers {
 		lv.Servers[name], _ = logs.ParseLevel(l)
 	}
-	f, err := logs.Open(logs.Options{Dir: filepath.Join(state, "logs"), MaxBytes: lc.MaxBytes, MaxFiles: lc.MaxFiles})
+	f, err := logs.Open(logs.Options{Dir: filepath.Join(state, LogDir), MaxBytes: lc.MaxBytes, MaxFiles: lc.MaxFiles})
 	if err != nil {
 		return nil, nil, err
 	}
