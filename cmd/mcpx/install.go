@@ -67,11 +67,8 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 	}
 	bin := *binary
 	if bin == "" {
-		if bin, err = os.Executable(); err == nil {
-			bin, err = filepath.EvalSymlinks(bin)
-		}
-		if err != nil {
-			fmt.Fprintf(c.stderr, "mcpx install: finding this binary: %v (give --binary)\n", err)
+		if bin, err = installedBinary(!*uninstall); err != nil {
+			fmt.Fprintf(c.stderr, "mcpx install: %v\n", err)
 			return exitFailed
 		}
 	}

@@ -42,7 +42,7 @@ func serviceCmd(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "mcpx service: %v\n", err)
 		return exitFailed
 	}
-	sv, err := serviceOf(c, *binary, *configPath, *stateFlag, *pathFlag, *writable, tn)
+	sv, err := serviceOf(c, pos[0] == "install", *binary, *configPath, *stateFlag, *pathFlag, *writable, tn)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcpx service: %v\n", err)
 		return exitUsage
@@ -87,16 +87,14 @@ func tailnetServiceFlags(fs *flag.FlagSet) tailnetService {
 	}
 }
 
-// serviceOf is the service the flags describe, every path made absolute.
-func serviceOf(c *cli, binary, configPath, state, path, writable string, tn tailnetService) (deploy.Service, error) {
+// serviceOf is the service the flags describe, every path made absolute;
+// install says it is to be installed (see installedBinary).
+func serviceOf(c *cli, install bool, binary, configPath, state, path, writable string, tn tailnetService) (deploy.Service, error) {
 	var s deploy.Service
 	var err error
 	if binary == "" {
-		if binary, err = os.Executable(); err != nil {
-			return s, fmt.Errorf("finding this binary: %w (give --binary)", err)
-		}
-		if binary, err = filepath.EvalSymlinks(binary); err != nil {
-			return s, fmt.Errorf("finding this binary: %w (give --binary)", err)
+		if binary, err = installedBinary(install); err != nil {
+			return s, err
 		}
 	}
 	if state == "" {
