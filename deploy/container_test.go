@@ -189,11 +189,12 @@ func TestStaticNonRoot(t *testing.T) {
 	if err := os.Chown(state, uid, uid); err != nil {
 		t.Fatal(err)
 	}
-	asUser := func(args ...string) *exec.Cmd {
+	as := func(uid int, args ...string) *exec.Cmd {
 		cmd := exec.Command(setpriv, append([]string{"--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--clear-groups", "--", bin}, args...)...)
 		cmd.Env = []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin", "MCPX_NO_AUTOSTART=1", proctest.Env(t)}
 		return cmd
 	}
+	asUser := func(args ...string) *exec.Cmd { return as(uid, args...) }
 	sock := filepath.Join(state, "mcpx.sock")
 	daemon := asUser("serve", "--state-dir", state, "--socket", sock, "--listen", "127.0.0.1:0")
 	var logs testenv.SyncBuffer
@@ -241,11 +242,7 @@ func TestStaticNonRoot(t *testing.T) {
 	// reach the daemon on loopback TCP with the token, which the
 	// Containerfile says how to get.
 	const stranger = uid + 1
-	asStranger := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(setpriv, append([]string{"--reuid", strconv.Itoa(stranger), "--regid", strconv.Itoa(stranger), "--clear-groups", "--", bin}, args...)...)
-		cmd.Env = []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin", "MCPX_NO_AUTOSTART=1", proctest.Env(t)}
-		return cmd
-	}
+	asStranger := func(args ...string) *exec.Cmd { return as(stranger, args...) }
 	if out, err := asStranger("call", "--broker", sock, "demo.pid").CombinedOutput(); err == nil || !strings.Contains(string(out), "permission denied") {
 		t.Errorf("uid %d called through the socket of uid %d: %v\n%s", stranger, uid, err, out)
 	}
