@@ -50,9 +50,10 @@ func TestWatchDefaultConfigAppears(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	first := daemon.StampOf(path) // before the file is written, as WatchActor takes it
 	go func() {
 		defer close(done)
-		daemon.WatchConfig(ctx, path, daemon.StampOf(path), 5*time.Millisecond, 20*time.Millisecond, slog.New(slog.DiscardHandler), func() { ctl.Reload("config file") })
+		daemon.WatchConfig(ctx, path, first, 5*time.Millisecond, 20*time.Millisecond, slog.New(slog.DiscardHandler), func() { ctl.Reload("config file") })
 	}()
 	defer func() { cancel(); <-done }()
 
