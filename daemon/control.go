@@ -29,14 +29,24 @@ type Control struct {
 	stopOnce sync.Once
 	stopped  chan struct{} // closed by Stop
 
-	mu  sync.Mutex // serialises reloads; guards src
-	src Source     // where the config in force came from
+	mu    sync.Mutex   // serialises reloads; guards src and after
+	src   Source       // where the config in force came from
+	after func(Source) // called after each reload that loaded, under mu
 }
 
 // NewControl returns the control of the daemon serving b, whose config
 // came from src; load reads the config again, as the daemon first read it.
 func NewControl(log *slog.Logger, b *broker.Broker, src Source, load func() (*config.Config, Source, error)) *Control {
 	return &Control{log: log, b: b, src: src, load: load, stopped: make(chan struct{})}
+}
+
+// AfterReload has f called, with the new config's source, after each
+// reload that put a config in force (serve republishes the daemon record,
+// whose config it names). Reloads wait for f.
+func (ctl *Control) AfterReload(f func(Source)) {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	ctl.after = f
 }
 
 // Config is the path of the config file in force, "" for the built-in
@@ -63,6 +73,9 @@ func (ctl *Control) Reload(trigger string) (wire.Reloaded, error) {
 	}
 	ctl.b.Reload(cfg, trigger)
 	ctl.src = src
+	if ctl.after != nil {
+		ctl.after(src)
+	}
 	ctl.log.Info("config reloaded", "trigger", trigger, "config", src.String(), "servers", len(cfg.Servers))
 	LogConfig(ctl.log, cfg)
 	return wire.Reloaded{Config: src.Path, Servers: len(cfg.Servers)}, nil

@@ -85,6 +85,13 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err := daemon.WriteRecord(info, token); err != nil {
 		return fail(err)
 	}
+	ctl.AfterReload(func(src daemon.Source) { // the record names the config in force
+		rec := info
+		rec.Config = src.Path
+		if err := daemon.WriteRecord(rec, token); err != nil {
+			log.Warn("republishing the daemon record after a reload", "err", err)
+		}
+	})
 	defer daemon.RemoveRecord(log, state)
 
 	var g oklog.Group
