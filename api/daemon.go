@@ -12,6 +12,9 @@ import (
 // daemon process around the API, which the API itself does not own.
 type Daemon struct {
 	Info wire.DaemonInfo // constant after New
+	// Config, if set, is the path of the config file in force, which a
+	// reload can change; it replaces Info.Config ("" = the built-in config).
+	Config func() string
 	// Stop begins a graceful shutdown and returns at once; the handler
 	// calls it after answering. It must be safe to call more than once.
 	Stop func()
@@ -29,6 +32,9 @@ func (s *server) daemonInfo(c broker.Caller) *wire.DaemonInfo {
 		return nil
 	}
 	info := s.daemon.Info
+	if s.daemon.Config != nil {
+		info.Config = s.daemon.Config()
+	}
 	return &info
 }
 

@@ -120,6 +120,9 @@ func TestDaemonControl(t *testing.T) {
 	if p.Kind() != wire.KindConfig || !strings.Contains(p.Detail, `unknown field "comand"`) {
 		t.Errorf("refused reload to the owner: %+v", p)
 	}
+	if p.Status != 422 { // real-use 16: the user's config, not a daemon fault
+		t.Errorf("refused reload: status %d, want 422", p.Status)
+	}
 	p = d.tcp.do(t, "POST", "/v1/daemon/reload", "").problem(t)
 	if p.Kind() != wire.KindConfig || !strings.Contains(p.Detail, `unknown field "comand"`) {
 		t.Errorf("refused reload over TCP, to the owner (the token is the owner's): %+v", p)

@@ -18,6 +18,15 @@ type Source struct {
 	Looked  string // for the built-in config: the default path that did not exist
 }
 
+// Watched is the file whose changes reload the config: the file read, or
+// for the built-in config the default path, which a user may write later.
+func (s Source) Watched() string {
+	if s.Builtin {
+		return s.Looked
+	}
+	return s.Path
+}
+
 func (s Source) String() string {
 	if s.Builtin {
 		return fmt.Sprintf("the built-in demo server; no config at %s", s.Looked)

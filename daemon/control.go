@@ -29,13 +29,33 @@ type Control struct {
 	stopOnce sync.Once
 	stopped  chan struct{} // closed by Stop
 
-	mu sync.Mutex // serialises reloads
+	mu    sync.Mutex   // serialises reloads; guards src and after
+	src   Source       // where the config in force came from
+	after func(Source) // called after each reload that loaded, under mu
 }
 
-// NewControl returns the control of the daemon serving b; load reads the
-// config again, as the daemon first read it.
-func NewControl(log *slog.Logger, b *broker.Broker, load func() (*config.Config, Source, error)) *Control {
-	return &Control{log: log, b: b, load: load, stopped: make(chan struct{})}
+// NewControl returns the control of the daemon serving b, whose config
+// came from src; load reads the config again, as the daemon first read it.
+func NewControl(log *slog.Logger, b *broker.Broker, src Source, load func() (*config.Config, Source, error)) *Control {
+	return &Control{log: log, b: b, src: src, load: load, stopped: make(chan struct{})}
+}
+
+// AfterReload has f called, with the new config's source, after each
+// reload that put a config in force (serve republishes the daemon record,
+// whose config it names). Reloads wait for f.
+func (ctl *Control) AfterReload(f func(Source)) {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	ctl.after = f
+}
+
+// Config is the path of the config file in force, "" for the built-in
+// config (api.Daemon.Config): a reload can change it, as when the default
+// config file is written after the daemon started.
+func (ctl *Control) Config() string {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	return ctl.src.Path
 }
 
 // Reload reads the config again and puts it in force; trigger says why
@@ -52,6 +72,10 @@ func (ctl *Control) Reload(trigger string) (wire.Reloaded, error) {
 		return wire.Reloaded{}, err
 	}
 	ctl.b.Reload(cfg, trigger)
+	ctl.src = src
+	if ctl.after != nil {
+		ctl.after(src)
+	}
 	ctl.log.Info("config reloaded", "trigger", trigger, "config", src.String(), "servers", len(cfg.Servers))
 	LogConfig(ctl.log, cfg)
 	return wire.Reloaded{Config: src.Path, Servers: len(cfg.Servers)}, nil
@@ -126,8 +150,10 @@ func (ctl *Control) HangupActor() Actor {
 }
 
 // WatchActor is a run group actor that reloads the config when the file at
-// path changes (WatchConfig), until interrupted. Its first stamp is taken
-// now, not when the group runs: a change meanwhile is seen.
+// path changes (WatchConfig), until interrupted; path need not exist yet
+// (Source.Watched). Its first stamp is taken now, not when the group runs:
+// a change meanwhile is seen. A reload by other means (SIGHUP, the API)
+// does not stop it.
 func (ctl *Control) WatchActor(path string) Actor {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := StampOf(path)

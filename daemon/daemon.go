@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"mcpx.dev/mcpx/api"
@@ -23,7 +25,8 @@ import (
 type Options struct {
 	Config *config.Config
 	Source Source
-	// StateDir is the daemon's state directory, created (0700) if missing.
+	// StateDir is the daemon's state directory, created (0700) if missing;
+	// an existing one is made 0700, and one of another user refused.
 	StateDir string
 	// Chain are the broker's config chain options.
 	Chain chain.Options
@@ -47,7 +50,8 @@ type Daemon struct {
 	closers []func() // what New opened, in order
 }
 
-// New creates the state directory, opens the log, supervises grandchildren
+// New creates the state directory (an existing one open to other users is
+// made 0700, with a warning), opens the log, supervises grandchildren
 // (see pool.Supervise; a failure is a warning), builds the nix resolver and
 // the broker. On error nothing is left open.
 func New(o Options) (_ *Daemon, err error) {
@@ -60,8 +64,9 @@ func New(o Options) (_ *Daemon, err error) {
 			d.Close()
 		}
 	}()
-	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating state directory: %w", err)
+	restricted, err := privateStateDir(o.StateDir)
+	if err != nil {
+		return nil, err
 	}
 	stderr := o.Stderr
 	if stderr == nil {
@@ -71,6 +76,9 @@ func New(o Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.closers = append(d.closers, func() { d.LogFile.Close() })
+	if restricted != 0 {
+		d.Log.Warn("the state directory was open to other users: restricted it to its owner", "state", o.StateDir, "was", fmt.Sprintf("%04o", restricted))
+	}
 	if o.Source.Builtin {
 		d.Log.Info("no config file: serving the built-in demo server", "looked", o.Source.Looked)
 	}
@@ -93,6 +101,35 @@ func New(o Options) (_ *Daemon, err error) {
 	}
 	d.closers = append(d.closers, d.closeBroker)
 	return d, nil
+}
+
+// privateStateDir creates dir 0700 if missing, or makes an existing one
+// 0700, as the socket is made 0600: it holds the token and the record,
+// which give whoever reads them the owner's rights. It returns the mode it
+// replaced (0 if none). A directory of another user, or one whose mode
+// cannot be changed, is refused.
+func privateStateDir(dir string) (fs.FileMode, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, fmt.Errorf("creating state directory: %w", err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return 0, fmt.Errorf("state directory: %w", err)
+	}
+	if !st.IsDir() {
+		return 0, fmt.Errorf("state directory %s is not a directory", dir)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return 0, fmt.Errorf("state directory %s is owned by uid %d, not by this user (uid %d): chown it, or pass another --state-dir", dir, sys.Uid, os.Getuid())
+	}
+	mode := st.Mode().Perm()
+	if mode&0o077 == 0 {
+		return 0, nil
+	}
+	if err := os.Chmod(dir, mode&0o700); err != nil {
+		return 0, fmt.Errorf("state directory %s is mode %04o, open to other users, and restricting it failed: %w; run chmod 700 %s", dir, mode, err, dir)
+	}
+	return mode, nil
 }
 
 // Close stops every child (bounded by Options.Drain), then closes the nix
@@ -135,6 +172,17 @@ func NixResolver(cfg *config.Config, src Source, state string, log *slog.Logger)
 	})
 }
 
+// LogDir is the directory of the daemon's JSON log in the state directory.
+const LogDir = "logs"
+
+// LogPath is the daemon's current JSON log file in state (what `mcpx log`
+// reads). A daemon started by a client (client.EnsureDaemon) also writes
+// its stderr to wire.LogFile; one in the foreground writes it to the
+// terminal.
+func LogPath(state string) string {
+	return filepath.Join(state, LogDir, logs.Name)
+}
+
 // OpenLog opens the daemon's log: JSON records in <state>/logs (package
 // logs) and text on stderr, at the config's levels.
 func OpenLog(lc config.Log, state string, stderr io.Writer) (*slog.Logger, *logs.File, error) {
@@ -145,7 +193,7 @@ func OpenLog(lc config.Log, state string, stderr io.Writer) (*slog.Logger, *logs
 	for name, l := range lc.Servers {
 		lv.Servers[name], _ = logs.ParseLevel(l)
 	}
-	f, err := logs.Open(logs.Options{Dir: filepath.Join(state, "logs"), MaxBytes: lc.MaxBytes, MaxFiles: lc.MaxFiles})
+	f, err := logs.Open(logs.Options{Dir: filepath.Join(state, LogDir), MaxBytes: lc.MaxBytes, MaxFiles: lc.MaxFiles})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,13 +12,13 @@
 //	var lns daemon.Listeners
 //	defer lns.Close()
 //	tln, err := lns.Local(sock, "127.0.0.1:0", api.ServeOptions{Logger: d.Log}, api.DefaultMaxConns)
-//	ctl := daemon.NewControl(d.Log, d.Broker, func() (*config.Config, daemon.Source, error) { return daemon.LoadConfig(path, os.Getenv) })
-//	h := api.New(api.Options{Broker: d.Broker, Daemon: &api.Daemon{Stop: ctl.Stop, Reload: ctl.ReloadAPI}, …})
+//	ctl := daemon.NewControl(d.Log, d.Broker, src, func() (*config.Config, daemon.Source, error) { return daemon.LoadConfig(path, os.Getenv) })
+//	h := api.New(api.Options{Broker: d.Broker, Daemon: &api.Daemon{Config: ctl.Config, Stop: ctl.Stop, Reload: ctl.ReloadAPI}, …})
 //	info := daemon.Info(state, sock, tln, src, v)
 //	err = daemon.WriteRecord(info, token)
 //	defer daemon.RemoveRecord(d.Log, state)
 //	var g run.Group
-//	for _, a := range append(lns.Actors(h), ctl.HangupActor(), ctl.StopActor(), ctl.WatchActor(src.Path)) {
+//	for _, a := range append(lns.Actors(h), ctl.HangupActor(), ctl.StopActor(), ctl.WatchActor(src.Watched())) {
 //		g.Add(a.Execute, a.Interrupt)
 //	}
 //	err = g.Run()

@@ -13,7 +13,9 @@ import (
 // disk, as SIGHUP and `mcpx reload` do (Control.Reload). It polls the
 // file's stat rather than using inotify: portable, no dependency, and a
 // rename over the file (how editors and config managers save) is seen as a
-// new inode at the path, as is a re-pointed symlink. A change is acted on
+// new inode at the path, as is a re-pointed symlink. Polling the path, not
+// the file, also sees a file that did not exist when the watch began (the
+// default config a user writes after the daemon autostarted). A change is acted on
 // once the stat has held still for ConfigSettle, so an editor's
 // write-then-rename, or a save in several writes, is one reload.
 const (
@@ -46,6 +48,7 @@ func StampOf(path string) Stamp {
 
 // WatchConfig calls reload each time the stamp of path moves from last and
 // then holds still for settle, polling every poll, until ctx ends. A file
+// that appears is a change like any other. A file
 // that is gone (between an editor's delete and create, or removed) keeps
 // the running config, with one warning.
 func WatchConfig(ctx context.Context, path string, last Stamp, poll, settle time.Duration, log *slog.Logger, reload func()) {

@@ -76,6 +76,13 @@ func TestContainerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// real-use 28: the socket admits uid 65532 only (TestStaticNonRoot);
+	// the header must say how anyone else reaches the daemon.
+	for _, want := range []string{"podman exec mcpx mcpx call", "--listen 127.0.0.1:", "--token-file"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the Containerfile does not say how a caller of another uid reaches the daemon (%q)", want)
+		}
+	}
 	stages := parseContainerfile(t, string(b))
 	if len(stages) != 2 {
 		t.Fatalf("%d stages, want a build stage and a final one", len(stages))
@@ -182,13 +189,14 @@ func TestStaticNonRoot(t *testing.T) {
 	if err := os.Chown(state, uid, uid); err != nil {
 		t.Fatal(err)
 	}
-	asUser := func(args ...string) *exec.Cmd {
+	as := func(uid int, args ...string) *exec.Cmd {
 		cmd := exec.Command(setpriv, append([]string{"--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--clear-groups", "--", bin}, args...)...)
 		cmd.Env = []string{"HOME=/nonexistent", "PATH=/usr/bin:/bin", "MCPX_NO_AUTOSTART=1", proctest.Env(t)}
 		return cmd
 	}
+	asUser := func(args ...string) *exec.Cmd { return as(uid, args...) }
 	sock := filepath.Join(state, "mcpx.sock")
-	daemon := asUser("serve", "--state-dir", state, "--socket", sock, "--listen", "off")
+	daemon := asUser("serve", "--state-dir", state, "--socket", sock, "--listen", "127.0.0.1:0")
 	var logs testenv.SyncBuffer
 	daemon.Stderr = &logs
 	if err := daemon.Start(); err != nil {
@@ -228,6 +236,30 @@ func TestStaticNonRoot(t *testing.T) {
 		if sys := st.Sys().(*syscall.Stat_t); sys.Uid != uid || st.Mode().Perm() != 0o600 {
 			t.Errorf("%s: uid %d mode %v, want %d and 0600", name, sys.Uid, st.Mode().Perm(), uid)
 		}
+	}
+	// real-use 28: the socket admits its owner only. A caller of another
+	// uid (the host's user, outside the container) cannot use it; it can
+	// reach the daemon on loopback TCP with the token, which the
+	// Containerfile says how to get.
+	const stranger = uid + 1
+	asStranger := func(args ...string) *exec.Cmd { return as(stranger, args...) }
+	if out, err := asStranger("call", "--broker", sock, "demo.pid").CombinedOutput(); err == nil || !strings.Contains(string(out), "permission denied") {
+		t.Errorf("uid %d called through the socket of uid %d: %v\n%s", stranger, uid, err, out)
+	}
+	var rec struct {
+		URL string `json:"url"`
+	}
+	recJSON, _ := os.ReadFile(filepath.Join(state, "daemon.json"))
+	if err := json.Unmarshal(recJSON, &rec); err != nil || rec.URL == "" {
+		t.Fatalf("the daemon record has no URL: %v\n%s", err, recJSON)
+	}
+	token, _ := os.ReadFile(filepath.Join(state, "token"))
+	tokenFile := filepath.Join(dir, "stranger.token") // as `podman exec mcpx cat /state/token > …` gives it
+	if err := os.WriteFile(tokenFile, token, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := asStranger("call", "--broker", rec.URL, "--token-file", tokenFile, "demo.echo", `{"message":"over tcp"}`).CombinedOutput(); err != nil || !strings.Contains(string(out), "over tcp") {
+		t.Errorf("uid %d over loopback TCP with the token: %v\n%s", stranger, err, out)
 	}
 	// Elsewhere (here a root-owned directory, as the image's file system
 	// is) the same user can write nothing: a daemon pointed there fails.

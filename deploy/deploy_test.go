@@ -266,7 +266,7 @@ func TestInstructionsOnce(t *testing.T) {
 	path := filepath.Join(dir, "CLAUDE.md")
 	mine := "# My rules\n\nAlways write tests.\n"
 	testenv.WriteFile(t, path, mine)
-	parts := []deploy.Part{deploy.Instructions(path)}
+	parts := []deploy.Part{deploy.Instructions(path, "Session.")}
 	for i := range 3 {
 		want := deploy.Create
 		if i > 0 {
@@ -300,7 +300,7 @@ func TestInstructionsOnce(t *testing.T) {
 		t.Fatalf("after uninstall:\n%q", got)
 	}
 	// Two sections (pasted by hand) are an error naming the fix.
-	testenv.WriteFile(t, path, deploy.InstructionsText+deploy.InstructionsText)
+	testenv.WriteFile(t, path, deploy.InstructionsText("Session.")+deploy.InstructionsText("Session."))
 	rec, _ := deploy.LoadRecords(state)
 	if _, err := rec.Install(parts, false); err == nil || !strings.Contains(err.Error(), "two mcpx sections") {
 		t.Fatalf("install into a file with two sections: %v", err)

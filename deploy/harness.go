@@ -58,7 +58,7 @@ func Harnesses() []Harness {
 			parts: func(e Env) []Part {
 				dir := e.dir("CLAUDE_CONFIG_DIR", ".claude")
 				return []Part{
-					Instructions(filepath.Join(dir, "CLAUDE.md")),
+					Instructions(filepath.Join(dir, "CLAUDE.md"), sessionExported),
 					SessionStartHook(filepath.Join(dir, "settings.json"), e.Binary, "claude"),
 				}
 			},
@@ -69,7 +69,7 @@ func Harnesses() []Harness {
 			parts: func(e Env) []Part {
 				dir := e.dir("CODEX_HOME", ".codex")
 				return []Part{
-					Instructions(filepath.Join(dir, "AGENTS.md")),
+					Instructions(filepath.Join(dir, "AGENTS.md"), sessionTold),
 					SessionStartHook(filepath.Join(dir, "hooks.json"), e.Binary, "codex"),
 				}
 			},
@@ -90,7 +90,7 @@ func Harnesses() []Harness {
 			parts: func(e Env) []Part {
 				dir := filepath.Join(e.dir("XDG_CONFIG_HOME", ".config"), "opencode")
 				return []Part{
-					Instructions(filepath.Join(dir, "AGENTS.md")),
+					Instructions(filepath.Join(dir, "AGENTS.md"), sessionExportedPlugin),
 					{Path: filepath.Join(dir, "plugins", "mcpx.js"), Want: opencodePlugin},
 				}
 			},
@@ -117,9 +117,9 @@ const (
 	endMarker   = "<!-- mcpx:end -->"
 )
 
-// InstructionsText is the section mcpx puts in a harness's instructions
-// file, markers included.
-const InstructionsText = beginMarker + `
+// instructionsFormat is the instructions section; its %s is what the
+// harness's hook does for the session id.
+const instructionsFormat = beginMarker + `
 ## MCP tools through mcpx
 
 MCP servers are reached through the mcpx broker from the shell, not as
@@ -131,21 +131,43 @@ session you call from: run mcpx from the project you work in.
 - ` + "`mcpx search <terms>`" + `: find tools by name, tag, server and description.
 - ` + "`mcpx types <server>[.<tool>]`" + `: a tool's TypeScript signature, with the
   server's instructions.
-- ` + "`mcpx call <server>.<tool> '<json args>'`" + `: call one tool; the result is
-  printed as JSON. Exit codes: 1 the tool returned an error, 3 the broker is
-  unreachable, 4 the call failed.
+- ` + "`mcpx call <server>.<tool> '<json args>'`" + `: call one tool; its result's
+  text is printed (` + "`--json`" + `: the whole CallToolResult as JSON). Exit codes:
+  1 the tool returned an error, 3 the broker is unreachable, 4 the call failed.
 - ` + "`mcpx run <script> [args]`" + `: run a TypeScript script that imports the typed
   client (` + "`import { ... } from \"mcpx\"`" + `) and calls many tools in one go;
   prefer it to many single calls.
 
-The hook mcpx installed sets your session id in the MCPX_SESSION_ID
-variable; mcpx sends it, so session-scoped servers are yours. Run
-` + "`mcpx help`" + ` for the rest.
+%s
+Run ` + "`mcpx help`" + ` for the rest.
 ` + endMarker + "\n"
 
-// Instructions is the instructions section in the markdown file at path.
-func Instructions(path string) Part {
-	return Part{Path: path, Name: "instructions", Want: InstructionsText, get: getSection, put: putSection}
+// What the instructions say about the session, true of each harness's hook
+// (real-use 25): Claude Code's hook and opencode's plugin set the variable
+// in every shell; codex's hook can only tell the agent its id.
+const (
+	sessionExported = `The hook mcpx installed sets your session id in the MCPX_SESSION_ID
+variable of every shell; mcpx sends it, so session-scoped servers are yours.`
+	sessionExportedPlugin = `The plugin mcpx installed sets your session id in the MCPX_SESSION_ID
+variable of every shell; mcpx sends it, so session-scoped servers are yours.`
+	sessionTold = `The hook mcpx installed tells you your session id when the session
+starts; it cannot set variables in your shells. Run mcpx as
+` + "`MCPX_SESSION_ID=<id> mcpx ...`" + ` (or pass ` + "`--session <id>`" + `) so that
+session-scoped servers are yours: without it each of their calls gets a new
+server that keeps nothing.`
+)
+
+// InstructionsText is the section mcpx puts in a harness's instructions
+// file, markers included, with session, what the harness's hook does for
+// the session id.
+func InstructionsText(session string) string {
+	return fmt.Sprintf(instructionsFormat, session)
+}
+
+// Instructions is the instructions section in the markdown file at path,
+// saying session about the session id.
+func Instructions(path, session string) Part {
+	return Part{Path: path, Name: "instructions", Want: InstructionsText(session), get: getSection, put: putSection}
 }
 
 // section finds the marked section: its byte span, or -1.

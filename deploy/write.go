@@ -62,6 +62,10 @@ type Result struct {
 	Part   Part
 	Action Action
 	Diff   string // Edited: the difference between what mcpx wrote (-) and the file (+)
+	// File is the whole file as it is (or, dry, would be) after a Create
+	// or an Update: for a part in a shared file (a hook in settings.json),
+	// what the user's file becomes, not only the part.
+	File string
 }
 
 // Records are the hashes of what mcpx wrote, kept in a JSON file in the
@@ -128,19 +132,26 @@ func (r *Records) apply(parts []Part, dry, remove bool) ([]Result, error) {
 		if err != nil {
 			return results, err
 		}
+		if res.Action == Create || res.Action == Update {
+			after, err := content(p, file, p.Want)
+			if err != nil {
+				return results, err
+			}
+			res.File = string(after)
+		}
 		results = append(results, res)
 		if dry {
 			continue
 		}
 		switch res.Action {
 		case Create, Update:
-			if err := write(p, file, p.Want); err != nil {
+			if err := write(p, []byte(res.File)); err != nil {
 				return results, err
 			}
 			r.Hashes[p.key()] = hash(p.Want)
 			changed = true
 		case Remove:
-			if err := write(p, file, ""); err != nil {
+			if err := removePart(p, file); err != nil {
 				return results, err
 			}
 			delete(r.Hashes, p.key())
@@ -198,18 +209,32 @@ func (r *Records) plan(p Part, remove bool) (Result, []byte, error) {
 	return res, file, nil
 }
 
-func write(p Part, file []byte, part string) error {
+// content is file with p set to part ("" = removed).
+func content(p Part, file []byte, part string) ([]byte, error) {
 	if p.put == nil {
-		if part == "" {
-			return os.Remove(p.Path)
-		}
-		file = []byte(part)
-	} else {
-		var err error
-		if file, err = p.put(file, part); err != nil {
-			return fmt.Errorf("updating %s: %w", p.Path, err)
-		}
+		return []byte(part), nil
 	}
+	out, err := p.put(file, part)
+	if err != nil {
+		return nil, fmt.Errorf("updating %s: %w", p.Path, err)
+	}
+	return out, nil
+}
+
+// removePart takes p out of file: the file itself when p is the whole file.
+func removePart(p Part, file []byte) error {
+	if p.put == nil {
+		return os.Remove(p.Path)
+	}
+	out, err := content(p, file, "")
+	if err != nil {
+		return err
+	}
+	return write(p, out)
+}
+
+// write replaces p's file with file.
+func write(p Part, file []byte) error {
 	mode := p.Mode
 	if mode == 0 {
 		mode = 0o644

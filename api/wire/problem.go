@@ -46,7 +46,7 @@ var problemTypes = []ProblemType{
 	{KindExhausted, 503, "Pool exhausted"},
 	{KindUnavailable, 503, "Unavailable"},
 	{KindCanceled, StatusClientClosedRequest, "Client closed request"},
-	{KindConfig, 500, "Configuration error"},
+	{KindConfig, 422, "Configuration error"}, // a config the user wrote does not load: their input, not the daemon's fault
 	{KindInternal, 500, "Internal error"},
 	{KindStaleClient, 409, "Stale client"},
 	{KindTooLarge, 413, "Request body too large"},

@@ -57,6 +57,7 @@ func call(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
+	warnSessionless(ctx, c, bc, caller, server)
 	return printResult(c, result, *asJSON)
 }
 

@@ -18,7 +18,7 @@ func addChainFlags(fs *flag.FlagSet) chainFlagValues {
 	return chainFlagValues{
 		override: fs.String("override-paths", "", "config files or directories tried before every other on a caller's config chain, separated by "+string(filepath.ListSeparator)+" (default $MCPX_OVERRIDE_PATHS)"),
 		fallback: fs.String("fallback-paths", "", "config files or directories tried after every other on a caller's config chain (default $MCPX_FALLBACK_PATHS)"),
-		system:   fs.String("system-config-dir", chain.DefaultSystemDir, "the system's config directory on the config chain (`off`: none)"),
+		system:   fs.String("system-config-dir", chain.DefaultSystemDir, "the system's config directory on the config chain (\"off\": none)"),
 	}
 }
 

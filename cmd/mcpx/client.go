@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"mcpx.dev/mcpx/api/client"
@@ -91,9 +92,13 @@ func autostartFlag(fs *flag.FlagSet) *bool {
 // autostart starts a daemon in the background when none answers on bc's
 // socket, unless off or $MCPX_NO_AUTOSTART says not to: nothing needs a
 // service for local use. A broker reached by URL is never started: it may
-// be another machine's, and its address is not ours to choose.
+// be another machine's, and its address is not ours to choose. Nor is one
+// on a socket other than the default (--broker, $MCPX_BROKER): a daemon
+// there was started with its own config and state directory, which a new
+// one would not have; the call then fails, naming the socket
+// (unreachableHint).
 func autostart(ctx context.Context, c *cli, bc *client.Client, off bool) error {
-	if off || !bc.Unix() {
+	if off || !bc.Unix() || !isDefaultSocket(c, bc.Addr()) {
 		return nil
 	}
 	if v := c.getenv("MCPX_NO_AUTOSTART"); v != "" && v != "0" && v != "false" {
@@ -157,7 +162,7 @@ func callerFlags(fs *flag.FlagSet, cwdUse string) *callerOpts {
 	co := new(callerOpts)
 	fs.StringVar(&co.cwd, "cwd", "", cwdUse+" (default $PWD)")
 	fs.StringVar(&co.session, "session", "", "the caller's session id (default $MCPX_SESSION_ID)")
-	fs.StringVar(&co.lease, "lease", "", "a lease id that pid-scoped instances live by (default $MCPX_LEASE, set by `mcpx lease run`)")
+	fs.StringVar(&co.lease, "lease", "", "a lease id that pid-scoped instances live by (default $MCPX_LEASE, which mcpx lease run sets)")
 	fs.StringVar(&co.scope, "scope", "", "a scope to use instead of the server's, if its scopePolicy allows it (default $MCPX_SCOPE)")
 	return co
 }
@@ -212,7 +217,7 @@ func report(c *cli, err error) int {
 		fmt.Fprintf(c.stderr, "mcpx: %v\n", start)
 		return exitUnreachable
 	case errors.As(err, &unreachable):
-		fmt.Fprintf(c.stderr, "mcpx: %v\n%s\n", unreachable, unreachableHint(unreachable))
+		fmt.Fprintf(c.stderr, "mcpx: %v\n%s\n", unreachable, unreachableHint(c, unreachable))
 		return exitUnreachable
 	case errors.As(err, &p):
 		fmt.Fprintf(c.stderr, "mcpx: %s\n", problemText(p))
@@ -229,7 +234,18 @@ func report(c *cli, err error) int {
 	}
 }
 
-func unreachableHint(e *client.UnreachableError) string {
+// isDefaultSocket reports whether sock is the default socket, the one
+// autostart may start a daemon on.
+func isDefaultSocket(c *cli, sock string) bool {
+	def, err := defaultSocket(c.getenv)
+	return err == nil && filepath.Clean(def) == filepath.Clean(sock)
+}
+
+func unreachableHint(c *cli, e *client.UnreachableError) string {
+	if e.Unix && !isDefaultSocket(c, e.Addr) {
+		return fmt.Sprintf("nothing serves the socket %s, and mcpx starts a daemon by itself only on its default socket: "+
+			"start this one with `mcpx serve --socket %s` (with the --config and --state-dir it should serve), or drop --broker / $MCPX_BROKER", e.Addr, e.Addr)
+	}
 	if e.Unix {
 		return fmt.Sprintf("is `mcpx serve` running? socket %s; start it with `mcpx serve` (or drop --no-autostart / MCPX_NO_AUTOSTART)", e.Addr)
 	}
@@ -242,7 +258,9 @@ func unreachableHint(e *client.UnreachableError) string {
 // problemText is one line: what failed and why.
 func problemText(p *wire.Problem) string {
 	s := p.Detail
-	if p.Server != "" && !strings.Contains(s, p.Server) {
+	// A detail that names the server as a word needs no prefix; one that
+	// only contains it ("everythin" in `did you mean "everything"`) does.
+	if p.Server != "" && !regexp.MustCompile(`\b`+regexp.QuoteMeta(p.Server)+`\b`).MatchString(s) {
 		s = fmt.Sprintf("server %s: %s", p.Server, s)
 	}
 	if p.Status != 0 {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"mcpx.dev/mcpx/internal/suggest"
 )
 
 // Exit codes. Scripts rely on them; keep them stable.
@@ -46,7 +48,7 @@ func commands() []command {
 		{"serve", "[--config F] [--state-dir D] [--socket P] [--listen 127.0.0.1:PORT|off]", "run the broker daemon", serve},
 		{"call", "[flags] <server>.<tool> [json|-]", "call a tool through the broker and print its result", call},
 		{"tools", "[--json] [server]", "list the tools of every server, or of one", tools},
-		{"search", "[--tag t] [--explain] [--json] <terms>", "search every server's tools by name, tag, server and description", searchCmd},
+		{"search", "[--tag t] [--explain] [--json] <terms>", "search every server's tools by name, tag, server and description (exit 1: nothing matches)", searchCmd},
 		{"catalog", "[--budget N] [--bias Q] [--json]", "every server with its tool count, then tool signatures within a token budget", catalogCmd},
 		{"sessions", "ls [--json]|show <key>|stop <key>|set <key> [--idle 1h] [--name n]", "list, show, stop or name the sessions: instances keyed by a session, parent session, lease or pid", sessionsCmd},
 		{"lease", "run [--ttl 30s] -- <cmd> [args...]", "run a command under a lease ($MCPX_LEASE), renewed while it runs and released when it exits", leaseCmd},
@@ -63,7 +65,7 @@ func commands() []command {
 		{"fleet", "ls [--json] [--tag t | --probe] [--tsnet] [--broker B]", "list the brokers on the tailnet (tagged tag:mcpx, or found by probing) with their servers, instances and health", fleetCmd},
 		{"whoami", "[--json]", "show how the broker sees this caller: identity and rights", whoamiCmd},
 		{"token", "mint --sub NAME --servers a,b [--roots …] [--scopes …] [--ttl 24h] [--admin] | ls [--json] | revoke <id> | rotate", "mint, list, revoke signed bearer tokens, or rotate their signing key", tokenCmd},
-		{"config", "check|show [--config F]", "validate or print the configuration", configCmd},
+		{"config", "check|show [--config F] | --sources", "validate or print the configuration, or list the config files in force here", configCmd},
 		{"clientgen", "ts [--servers a,b] [-o file]", "write the typed TypeScript client of the broker's tools (served at /v1/clients/typescript)", clientgenCmd},
 		{"types", "[--no-instructions] <server>[.<tool>]", "print the TypeScript declarations of a server's tools, or of one, with its instructions and prelude", typesCmd},
 		{"openapi", "", "print the broker's OpenAPI 3.1 document (the daemon serves it at /openapi.json)", openapiCmd},
@@ -105,10 +107,35 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		usage(c.stdout)
 		return exitOK
 	}
+	if strings.HasPrefix(name, "-") {
+		if i := commandIndex(args); i > 0 {
+			// Flags before the command (`mcpx --no-autostart status`) are
+			// the command's: its flag set takes them after its name.
+			cmd, _ := lookup(args[i])
+			return cmd.run(ctx, c, append(slices.Clone(args[:i]), args[i+1:]...))
+		}
+		fmt.Fprintf(c.stderr, "mcpx: no command after %s\nrun `mcpx help` for the commands\n", strings.Join(args, " "))
+		return exitUsage
+	}
 	if cmd, ok := lookup(name); ok {
 		return cmd.run(ctx, c, rest)
 	}
 	return unknownCommand(c, name)
+}
+
+// commandIndex is the index of the first of args that names a command, or
+// -1. A flag's value that is a command's name is taken for the command:
+// `mcpx --broker status` is not a broker called status.
+func commandIndex(args []string) int {
+	for i, a := range args {
+		if a == "--" {
+			return -1
+		}
+		if _, ok := lookup(a); ok {
+			return i
+		}
+	}
+	return -1
 }
 
 // lookup finds the subcommand called name.
@@ -121,15 +148,24 @@ func lookup(name string) (command, bool) {
 	return command{}, false
 }
 
+// unknownCommand is a short usage error: the name, the command it was
+// probably meant to be, and where the list is (not the whole usage).
 func unknownCommand(c *cli, name string) int {
-	fmt.Fprintf(c.stderr, "mcpx: unknown command %q\n\n", name)
-	usage(c.stderr)
+	var names []string
+	for _, cmd := range commands() {
+		names = append(names, cmd.name)
+	}
+	fmt.Fprintf(c.stderr, "mcpx: unknown command %q", name)
+	if s := suggest.Closest(name, names); s != "" {
+		fmt.Fprintf(c.stderr, "; did you mean %q?", s)
+	}
+	fmt.Fprintln(c.stderr, "\nrun `mcpx help` for the commands")
 	return exitUsage
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "mcpx brokers MCP servers: one daemon, scoped pooled children, many callers.")
-	fmt.Fprintln(w, "\nUsage: mcpx <command> [arguments]\n\nCommands:")
+	fmt.Fprintln(w, "\nUsage: mcpx <command> [arguments]   (flags may come before or after the command)\n\nCommands:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, cmd := range commands() {
 		fmt.Fprintf(tw, "  %s\t%s\n", cmd.name, cmd.summary)

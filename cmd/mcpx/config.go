@@ -29,7 +29,7 @@ func configCmd(ctx context.Context, c *cli, args []string) int {
 		return configSources(ctx, c, sources)
 	}
 	if len(pos) != 1 || (pos[0] != "check" && pos[0] != "show") {
-		return usageError(c, fs, "want `check` or `show`")
+		return usageError(c, fs, "want `check`, `show` or --sources")
 	}
 	cfg, src, err := daemon.LoadConfig(*path, c.getenv)
 	if err != nil {

@@ -63,7 +63,12 @@ func daemonInfoCmd(ctx context.Context, c *cli, bc *client.Client, asJSON bool) 
 	}
 	fmt.Fprintf(c.stdout, "pid      %d\nversion  %s\nstarted  %s\nsocket   %s\nurl      %s\nconfig   %s\nrecord   %s\ntoken    %s\nlog      %s\n",
 		d.Pid, d.Version, d.Started.Local().Format(time.RFC3339), d.Socket, url, cfg,
-		filepath.Join(d.State, wire.RecordFile), filepath.Join(d.State, wire.TokenFile), filepath.Join(d.State, wire.LogFile))
+		filepath.Join(d.State, wire.RecordFile), filepath.Join(d.State, wire.TokenFile), daemon.LogPath(d.State))
+	// A daemon a client started writes its stderr there; one in the
+	// foreground, to its terminal.
+	if out := filepath.Join(d.State, wire.LogFile); exists(out) {
+		fmt.Fprintf(c.stdout, "stderr   %s\n", out)
+	}
 	return exitOK
 }
 
@@ -93,7 +98,7 @@ func daemonStop(ctx context.Context, c *cli, bc *client.Client) int {
 	wctx, cancel := context.WithTimeout(ctx, 2*api.DefaultDrainTimeout+10*time.Second)
 	defer cancel()
 	if !daemon.WaitGone(wctx, pid) {
-		fmt.Fprintf(c.stderr, "mcpx: the daemon (pid %d) is still stopping; its log is %s\n", pid, filepath.Join(who.Daemon.State, wire.LogFile))
+		fmt.Fprintf(c.stderr, "mcpx: the daemon (pid %d) is still stopping; its log is %s\n", pid, daemon.LogPath(who.Daemon.State))
 		return exitFailed
 	}
 	fmt.Fprintf(c.stdout, "daemon stopped (pid %d)\n", pid)
@@ -117,6 +122,13 @@ func reloadCmd(ctx context.Context, c *cli, args []string) int {
 		return report(c, err)
 	}
 	res, err := bc.ReloadDaemon(ctx)
+	var p *wire.Problem
+	if errors.As(err, &p) && p.Kind() == wire.KindConfig {
+		// The user's config does not load: exit 1, as `mcpx config check` and
+		// `mcpx serve` do for it (the README's exit codes), not 4.
+		report(c, err)
+		return exitToolError
+	}
 	if err != nil {
 		return report(c, err)
 	}
@@ -126,4 +138,10 @@ func reloadCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "reloaded: %d server%s (%s)\n", res.Servers, plural(res.Servers), src)
 	return exitOK
+}
+
+// exists reports whether a file is at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

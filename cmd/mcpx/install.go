@@ -67,11 +67,8 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 	}
 	bin := *binary
 	if bin == "" {
-		if bin, err = os.Executable(); err == nil {
-			bin, err = filepath.EvalSymlinks(bin)
-		}
-		if err != nil {
-			fmt.Fprintf(c.stderr, "mcpx install: finding this binary: %v (give --binary)\n", err)
+		if bin, err = installedBinary(!*uninstall); err != nil {
+			fmt.Fprintf(c.stderr, "mcpx install: %v\n", err)
 			return exitFailed
 		}
 	}
@@ -107,6 +104,10 @@ func printResults(c *cli, h deploy.Harness, e deploy.Env, results []deploy.Resul
 		case r.Action == deploy.Edited:
 			edited++
 			fmt.Fprintf(c.stderr, "left as it is: %s was edited (or not written by mcpx). Difference (- mcpx's, + the file):\n%s", r.Part, indent(r.Diff))
+		case dry && (r.Action == deploy.Create || r.Action == deploy.Update) && r.Part.Name != "" && strings.HasSuffix(r.Part.Path, ".json"):
+			// An entry of a JSON file: the fragment alone is not a valid
+			// file, so show the file as it would be.
+			fmt.Fprintf(c.stdout, "would %s %s; the file would be:\n%s", r.Action, r.Part, indent(r.File))
 		case dry && (r.Action == deploy.Create || r.Action == deploy.Update):
 			fmt.Fprintf(c.stdout, "would %s %s:\n%s", r.Action, r.Part, indent(r.Part.Want))
 		case dry && r.Action == deploy.Remove:

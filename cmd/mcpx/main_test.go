@@ -46,6 +46,7 @@ func TestMain(m *testing.M) {
 //	waitsock path            wait until a unix socket accepts connections
 //	exits N prog args...     run prog and check that it exits with status N
 //	nochildren status.json   every pid in a `mcpx status --json` file is gone
+//	eventually prog args...  run prog until it exits 0 (bounded); its last output is checked
 //	daemons N                the state directory's log shows N daemons started, and
 //	                         the record's pid is alive (N > 0)
 //	waitfile path            wait until a file exists (a background command wrote it)
@@ -83,6 +84,7 @@ func TestScripts(t *testing.T) {
 			"nochildren": noChildren,
 			"daemons":    daemons,
 			"waitfile":   waitFile,
+			"eventually": eventually,
 		},
 	})
 }
@@ -127,6 +129,23 @@ func waitFile(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("%s never appeared", args[0])
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func eventually(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: eventually prog args...")
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := ts.Exec(args[0], args[1:]...)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s never succeeded: %v", args[0], err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -44,6 +44,12 @@ func searchCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	if *asJSON {
 		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
+	} else if len(list.Tools) == 0 {
+		what := quoteAll(pos)
+		for _, t := range tags {
+			what = append(what, "--tag "+t)
+		}
+		fmt.Fprintf(c.stderr, "mcpx: no tool matches %s (exit 1); `mcpx tools` lists them all\n", strings.Join(what, " "))
 	} else {
 		if list.Match == "any" || list.Match == "typo" {
 			fmt.Fprintf(c.stderr, "mcpx: no tool matches every term; showing %s matches\n", list.Match)
@@ -83,4 +89,12 @@ func searchCmd(ctx context.Context, c *cli, args []string) int {
 		return exitToolError
 	}
 	return exitOK
+}
+
+func quoteAll(ss []string) []string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return q
 }

@@ -71,7 +71,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		}
 		defer node.Close() // after the listeners have drained
 	}
-	ctl := daemon.NewControl(log, d.Broker, load)
+	ctl := daemon.NewControl(log, d.Broker, src, load)
 	token := api.NewToken()
 	info := daemon.Info(state, sock, tln, src, version())
 	tokens, err := auth.Open(auth.Options{Dir: filepath.Join(state, "auth")})
@@ -80,21 +80,26 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	h := api.New(api.Options{Broker: d.Broker, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
 		InputWait: cfg.Limits.InputWait.D(),
-		Daemon:    &api.Daemon{Info: info, Stop: ctl.Stop, Reload: ctl.ReloadAPI}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
+		Daemon:    &api.Daemon{Info: info, Config: ctl.Config, Stop: ctl.Stop, Reload: ctl.ReloadAPI}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
 		Tailnet: apiTailnet(node)})
 	if err := daemon.WriteRecord(info, token); err != nil {
 		return fail(err)
 	}
+	ctl.AfterReload(func(src daemon.Source) { // the record names the config in force
+		rec := info
+		rec.Config = src.Path
+		if err := daemon.WriteRecord(rec, token); err != nil {
+			log.Warn("republishing the daemon record after a reload", "err", err)
+		}
+	})
 	defer daemon.RemoveRecord(log, state)
 
 	var g oklog.Group
 	add := func(a daemon.Actor) { g.Add(a.Execute, a.Interrupt) }
 	g.Add(oklog.SignalHandler(ctx, os.Interrupt, syscall.SIGTERM)) // SIGINT, SIGTERM (and ctx) stop the daemon
 	add(ctl.HangupActor())                                         // SIGHUP reloads the config; unchanged servers keep running
-	if src.Path != "" {
-		add(ctl.WatchActor(src.Path)) // the config file changing on disk reloads it, as SIGHUP does
-	}
-	add(ctl.StopActor()) // POST /v1/daemon/stop (`mcpx daemon stop`) stops the daemon
+	add(ctl.WatchActor(src.Watched()))                             // the config file changing on disk (or appearing) reloads it, as SIGHUP does
+	add(ctl.StopActor())                                           // POST /v1/daemon/stop (`mcpx daemon stop`) stops the daemon
 	for _, a := range lns.Actors(h) {
 		add(a) // each listener serves until interrupted, then drains
 	}
@@ -129,7 +134,7 @@ func parseServeFlags(c *cli, args []string) (serveFlags, int, bool) {
 	fs.StringVar(&f.config, "config", "", "config file (default $XDG_CONFIG_HOME/mcpx/config.json; if absent, serve the built-in demo server)")
 	fs.StringVar(&f.state, "state-dir", "", "state directory (default $XDG_STATE_HOME/mcpx)")
 	fs.StringVar(&f.socket, "socket", "", "unix socket path (default $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else in the state directory)")
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "also serve on this loopback TCP address (port 0: any free port; `off`: no TCP); TCP callers need the token of the daemon record")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "also serve on this loopback TCP address (port 0: any free port; \"off\": no TCP); TCP callers need the token of the daemon record")
 	fs.IntVar(&f.maxConns, "listen-max-conns", api.DefaultMaxConns, "connections served at once on the --listen address; more wait until one closes (the unix socket is never capped)")
 	f.tailnet = addTailnetFlags(fs)
 	f.chain = addChainFlags(fs)
@@ -146,6 +151,15 @@ func parseServeFlags(c *cli, args []string) (serveFlags, int, bool) {
 	}
 	if f.listen == "off" {
 		f.listen = ""
+	}
+	if f.config != "" {
+		// Absolute, so that the daemon names it (daemon info, doctor)
+		// whatever a client's directory.
+		abs, err := filepath.Abs(f.config)
+		if err != nil {
+			return bad("--config: %v", err)
+		}
+		f.config = abs
 	}
 	if f.maxConns <= 0 {
 		return bad("--listen-max-conns must be positive, e.g. %d", api.DefaultMaxConns)

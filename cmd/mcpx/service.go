@@ -28,7 +28,7 @@ func serviceCmd(ctx context.Context, c *cli, args []string) int {
 	configPath := fs.String("config", "", "the config file the service reads (default the daemon's: $XDG_CONFIG_HOME/mcpx/config.json)")
 	stateFlag := fs.String("state-dir", "", "the service's state directory (default $XDG_STATE_HOME/mcpx)")
 	pathFlag := fs.String("path", "", "colon-separated directories on the service's PATH, before /usr/local/bin:/usr/bin:/bin (default this shell's $PATH: servers run by node, npx, uvx or nix need them)")
-	writable := fs.String("writable", "", "linux: colon-separated paths the broker's children may write besides the state directory (default $HOME; `none`: only the state directory)")
+	writable := fs.String("writable", "", "linux: colon-separated paths the broker's children may write besides the state directory (default $HOME; \"none\": only the state directory)")
 	tn := tailnetServiceFlags(fs)
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
@@ -42,7 +42,7 @@ func serviceCmd(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "mcpx service: %v\n", err)
 		return exitFailed
 	}
-	sv, err := serviceOf(c, *binary, *configPath, *stateFlag, *pathFlag, *writable, tn)
+	sv, err := serviceOf(c, pos[0] == "install", *binary, *configPath, *stateFlag, *pathFlag, *writable, tn)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcpx service: %v\n", err)
 		return exitUsage
@@ -80,23 +80,21 @@ type tailnetService struct {
 
 func tailnetServiceFlags(fs *flag.FlagSet) tailnetService {
 	return tailnetService{
-		on:          fs.Bool("tailnet", false, "the service also serves on an embedded tailnet node (`mcpx serve --tailnet`)"),
+		on:          fs.Bool("tailnet", false, "the service also serves on an embedded tailnet node (as mcpx serve --tailnet)"),
 		hostname:    fs.String("tailnet-hostname", "", "the node's name on the tailnet (default mcpx)"),
 		authKeyFile: fs.String("tailnet-authkey-file", "", "file holding the auth key that joins the tailnet"),
 		tags:        fs.String("tailnet-tags", "", "comma-separated tags the node advertises, e.g. tag:mcpx"),
 	}
 }
 
-// serviceOf is the service the flags describe, every path made absolute.
-func serviceOf(c *cli, binary, configPath, state, path, writable string, tn tailnetService) (deploy.Service, error) {
+// serviceOf is the service the flags describe, every path made absolute;
+// install says it is to be installed (see installedBinary).
+func serviceOf(c *cli, install bool, binary, configPath, state, path, writable string, tn tailnetService) (deploy.Service, error) {
 	var s deploy.Service
 	var err error
 	if binary == "" {
-		if binary, err = os.Executable(); err != nil {
-			return s, fmt.Errorf("finding this binary: %w (give --binary)", err)
-		}
-		if binary, err = filepath.EvalSymlinks(binary); err != nil {
-			return s, fmt.Errorf("finding this binary: %w (give --binary)", err)
+		if binary, err = installedBinary(install); err != nil {
+			return s, err
 		}
 	}
 	if state == "" {

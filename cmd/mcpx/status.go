@@ -56,6 +56,9 @@ func status(ctx context.Context, c *cli, args []string) int {
 	} else {
 		printInstances(c, doc.Instances, time.Now())
 	}
+	if servers, _, err := bc.Servers(ctx); err == nil {
+		printSessionless(c, client.Caller{Session: c.getenv("MCPX_SESSION_ID"), ParentSession: c.getenv("MCPX_PARENT_SESSION_ID"), Scope: c.getenv("MCPX_SCOPE")}, servers.Servers)
+	}
 	if s := doc.Stats; s != nil {
 		fmt.Fprintf(c.stdout, "pool: %d spawns, %d restarts, %d start failures, %d crashes, %d wedged, %d evictions, %d reaps, %d refused (full), %d waiting\n",
 			s.Spawns, s.Restarts, s.StartFailures, s.Crashes, s.Wedged, s.Evictions, s.Reaps, s.Exhausted, s.Queued)

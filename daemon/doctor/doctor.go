@@ -280,10 +280,17 @@ func (d *Doctor) Nix(cfg *config.Config) {
 }
 
 // Servers starts every server of cfg and lists its tools, each bounded by
-// timeout: through the daemon when bc (Socket's) is not nil, else in a
-// throwaway broker of this process, closed before Servers returns, whose
-// nix cache is the state directory's.
+// timeout: through the daemon when bc (Socket's) is not nil and serves the
+// config of src, else in a throwaway broker of this process, closed before
+// Servers returns, whose nix cache is the state directory's. (A daemon
+// serving another config would answer for its servers, not cfg's.)
 func (d *Doctor) Servers(ctx context.Context, cfg *config.Config, src daemon.Source, state string, bc *client.Client, timeout time.Duration) {
+	if bc != nil {
+		if other, ok := servesOther(ctx, bc, src); ok {
+			d.OK("server", "", fmt.Sprintf("the daemon serves %s, not %s: its servers are checked in a broker of mcpx doctor's own (`mcpx reload`, or serve it with --config, to have the daemon serve them)", other, src))
+			bc = nil
+		}
+	}
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range cfg.Servers {
 			if !yield(n) {
@@ -328,6 +335,31 @@ func (d *Doctor) Servers(ctx context.Context, cfg *config.Config, src daemon.Sou
 		}
 		d.OK("server", name, fmt.Sprintf("started, %d tool%s", n, plural(n)))
 	}
+}
+
+// servesOther reports the config the daemon of bc serves ("the built-in
+// demo server" for none) when it is not src's. A daemon that does not say
+// (not the owner's) is taken to serve it.
+func servesOther(ctx context.Context, bc *client.Client, src daemon.Source) (string, bool) {
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	who, _, err := bc.Whoami(wctx, client.Caller{})
+	if err != nil || who.Daemon == nil {
+		return "", false
+	}
+	want := src.Path
+	if want != "" {
+		if abs, err := filepath.Abs(want); err == nil {
+			want = abs
+		}
+	}
+	if got := who.Daemon.Config; filepath.Clean(got) != filepath.Clean(want) && !(got == "" && want == "") {
+		if got == "" {
+			return "the built-in demo server", true
+		}
+		return got, true
+	}
+	return "", false
 }
 
 // broker is a throwaway broker of cfg with a state directory of its own
