@@ -35,7 +35,7 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/logs"
+	"mcpx.dev/mcpx/daemonlog"
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/openapi"
 )
@@ -85,7 +85,7 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Log is the daemon's log file, read back by GET /v1/log; nil = that
 	// route answers 503.
-	Log *logs.File
+	Log *daemonlog.File
 	// Tailnet is the daemon's tailnet node, for GET /v1/tailnet and GET
 	// /v1/fleet; nil = not on a tailnet (the first answers "off", the
 	// second 503).
@@ -109,8 +109,8 @@ type server struct {
 	inputWait time.Duration  // Options.InputWait
 	calls     *callRegistry  // the streamed calls that may be asked for input
 	metrics   *metrics.Metrics
-	logFile   *logs.File // Options.Log; may be nil
-	tailnet   *Tailnet   // Options.Tailnet; may be nil
+	logFile   *daemonlog.File // Options.Log; may be nil
+	tailnet   *Tailnet        // Options.Tailnet; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.

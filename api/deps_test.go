@@ -23,7 +23,7 @@ func TestDeps(t *testing.T) {
 		BadImports: map[string]string{
 			"mcpx.dev/mcpx/pool/...":   below,
 			"mcpx.dev/mcpx/nixresolve": below,
-			"mcpx.dev/mcpx/records":    below,
+			"mcpx.dev/mcpx/calllog":    below,
 		},
 	}.Check(t)
 }

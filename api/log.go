@@ -9,7 +9,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/logs"
+	"mcpx.dev/mcpx/daemonlog"
 )
 
 // errLogDone ends a read of the log early: the client went away.
@@ -35,7 +35,7 @@ func (s *server) streamLog(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Follow before reading back, so that nothing written meanwhile is
 	// lost; a record written in between may come twice.
-	var fw *logs.Follower
+	var fw *daemonlog.Follower
 	if follow {
 		fw = s.logFile.Follow(q)
 		defer fw.Stop()
@@ -90,9 +90,9 @@ func parseSince(s string, now time.Time) (time.Time, bool) {
 }
 
 // logQuery reads ?since=, ?server=, ?level= and ?follow=.
-func logQuery(r *http.Request, now time.Time) (q logs.Query, follow bool, err error) {
+func logQuery(r *http.Request, now time.Time) (q daemonlog.Query, follow bool, err error) {
 	v := r.URL.Query()
-	bad := func(field, msg, hint string) (logs.Query, bool, error) {
+	bad := func(field, msg, hint string) (daemonlog.Query, bool, error) {
 		return q, false, &broker.Error{Kind: broker.KindBadRequest, Op: "log", Field: field, Msg: msg, Hint: hint}
 	}
 	if s := v.Get(wire.QuerySince); s != "" {
@@ -105,7 +105,7 @@ func logQuery(r *http.Request, now time.Time) (q logs.Query, follow bool, err er
 	q.Server = v.Get(wire.QueryServer)
 	q.Level = slog.LevelInfo
 	if s := v.Get(wire.QueryLevel); s != "" {
-		if q.Level, err = logs.ParseLevel(s); err != nil {
+		if q.Level, err = daemonlog.ParseLevel(s); err != nil {
 			return bad(wire.QueryLevel, err.Error(), "")
 		}
 	}

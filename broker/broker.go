@@ -37,9 +37,9 @@ import (
 
 	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/calllog"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/records"
 )
 
 // Options configures a Broker.
@@ -125,7 +125,7 @@ type Broker struct {
 
 	// The call log: nil when records are off or there is no state
 	// directory; recordsDir is "" only without a state directory.
-	records    *records.Log
+	records    *calllog.Log
 	recordsDir string
 	bodies     bool // records keep arguments and results
 
@@ -202,7 +202,7 @@ func (b *Broker) openRecords(opts Options) {
 		return
 	}
 	b.bodies = rc.Bodies
-	b.records = records.Open(records.Options{Dir: b.recordsDir, MaxBytes: rc.MaxBytes, MaxAge: rc.MaxAge.D(),
+	b.records = calllog.Open(calllog.Options{Dir: b.recordsDir, MaxBytes: rc.MaxBytes, MaxAge: rc.MaxAge.D(),
 		MaxFiles: rc.MaxFiles, Logger: b.log, Now: opts.Now})
 }
 

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"mcpx.dev/mcpx/calllog"
 	"mcpx.dev/mcpx/nixresolve"
-	"mcpx.dev/mcpx/records"
 )
 
 // CallEvent is one finished tool call as an observer sees it
@@ -25,14 +25,14 @@ type CallEvent struct {
 }
 
 // Outcome is how a tool call ended, as the call log records it
-// (records.Outcome).
-type Outcome records.Outcome
+// (calllog.Outcome).
+type Outcome calllog.Outcome
 
 // The outcomes of a call.
 const (
-	OutcomeOK      = Outcome(records.OK)      // the tool answered and did not set isError
-	OutcomeIsError = Outcome(records.IsError) // the tool answered with isError: true
-	OutcomeFailed  = Outcome(records.Failed)  // no result: the broker or the child failed
+	OutcomeOK      = Outcome(calllog.OK)      // the tool answered and did not set isError
+	OutcomeIsError = Outcome(calllog.IsError) // the tool answered with isError: true
+	OutcomeFailed  = Outcome(calllog.Failed)  // no result: the broker or the child failed
 )
 
 // ObserveCalls adds fn to the functions that see every finished tool call,

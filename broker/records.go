@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"mcpx.dev/mcpx/records"
+	"mcpx.dev/mcpx/calllog"
 )
 
 // finished hands one finished tool call to the call log and the
@@ -15,12 +15,12 @@ import (
 // records).
 func (b *Broker) finished(r Request, tool string, info callInfo, start time.Time, args, out json.RawMessage, err error) {
 	d := time.Since(start)
-	outcome, kind := records.OK, Kind("")
+	outcome, kind := calllog.OK, Kind("")
 	switch {
 	case err != nil:
-		outcome, kind = records.Failed, KindOf(err)
+		outcome, kind = calllog.Failed, KindOf(err)
 	case isToolError(out):
-		outcome = records.IsError
+		outcome = calllog.IsError
 	}
 	if obs := b.observers.Load(); obs != nil {
 		ev := CallEvent{Outcome: Outcome(outcome), Kind: kind, Duration: d}
@@ -37,17 +37,17 @@ func (b *Broker) finished(r Request, tool string, info callInfo, start time.Time
 	if b.records == nil {
 		return
 	}
-	rec := records.Record{
+	rec := calllog.Record{
 		Time: start, Caller: r.Caller.Name, Via: r.Caller.Via, Server: r.Server, Tool: tool,
 		Key: info.key, Session: r.Context.Session, Duration: d,
 		Outcome: outcome, Error: string(kind), BytesIn: len(args), BytesOut: len(out),
 	}
 	if b.bodies {
 		if len(args) > 0 {
-			rec.Arguments = records.Body(args)
+			rec.Arguments = calllog.Body(args)
 		}
 		if len(out) > 0 {
-			rec.Result = records.Body(out)
+			rec.Result = calllog.Body(out)
 		}
 	}
 	b.records.Add(rec)
@@ -67,9 +67,9 @@ func isToolError(res json.RawMessage) bool {
 }
 
 // RecordsCounters are what the call log's writer did since the daemon
-// started (records.Counters): records written, dropped and lost, and its
+// started (calllog.Counters): records written, dropped and lost, and its
 // last failure while it lasts.
-type RecordsCounters records.Counters
+type RecordsCounters calllog.Counters
 
 // RecordsStatus reports whether the call log is on and what its writer did
 // since the daemon started.
@@ -77,15 +77,15 @@ func (b *Broker) RecordsStatus() (on bool, c RecordsCounters) {
 	return b.records != nil, RecordsCounters(b.records.Counters())
 }
 
-// CallStatsQuery selects the calls CallStats counts (records.Query): those
+// CallStatsQuery selects the calls CallStats counts (calllog.Query): those
 // that began at or after Since (zero: every call on disk), grouped as By
 // says (set it with GroupBy).
-type CallStatsQuery records.Query
+type CallStatsQuery calllog.Query
 
 // GroupBy sets how q groups the calls: by "server", "tool" (a row per
 // server and tool) or "caller"; "" is no grouping, the total only.
 func (q *CallStatsQuery) GroupBy(name string) error {
-	by, err := records.ParseBy(name)
+	by, err := calllog.ParseBy(name)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (q *CallStatsQuery) GroupBy(name string) error {
 }
 
 // CallStats are the call log's figures, as Broker.CallStats computes them
-// (records.Summary).
+// (calllog.Summary).
 type CallStats struct {
 	Rows  []CallStatsRow // sorted by Count, highest first, then Key
 	Total CallStatsRow
@@ -103,10 +103,10 @@ type CallStats struct {
 	Skipped int
 }
 
-// CallStatsRow is the figures of one group of calls (records.Row): the
+// CallStatsRow is the figures of one group of calls (calllog.Row): the
 // count, the failures (tool errors and broker errors), the latency
 // percentiles and the bytes in and out.
-type CallStatsRow records.Row
+type CallStatsRow calllog.Row
 
 // CallStats summarizes the call log (package records): the calls that
 // began since q.Since, grouped by q.By. The records of calls that ended
@@ -120,7 +120,7 @@ func (b *Broker) CallStats(ctx context.Context, q CallStatsQuery) (CallStats, er
 	if err := b.records.Sync(ctx); err != nil {
 		return CallStats{}, &Error{Kind: KindTimeout, Op: "call stats", Msg: "the call log's writer did not catch up in time", Err: err}
 	}
-	sum, err := records.Summarize(b.recordsDir, records.Query(q))
+	sum, err := calllog.Summarize(b.recordsDir, calllog.Query(q))
 	if err != nil {
 		// Not a bug: the directory is broken (the writer says so in status).
 		return CallStats{}, &Error{Kind: KindUnavailable, Op: "call stats", Err: err,

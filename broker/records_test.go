@@ -10,7 +10,7 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/records"
+	"mcpx.dev/mcpx/calllog"
 	"mcpx.dev/mcpx/rights"
 )
 
@@ -59,7 +59,7 @@ func TestCallRecords(t *testing.T) {
 	b := recordsBroker(t, state, nil)
 	callSequence(t, b)
 
-	sum, err := b.CallStats(t.Context(), broker.CallStatsQuery{By: records.ByTool})
+	sum, err := b.CallStats(t.Context(), broker.CallStatsQuery{By: calllog.ByTool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestCallRecords(t *testing.T) {
 		t.Errorf("total = %+v, want 14 calls, 7 failures", sum.Total)
 	}
 
-	byCaller, err := b.CallStats(t.Context(), broker.CallStatsQuery{By: records.ByCaller})
+	byCaller, err := b.CallStats(t.Context(), broker.CallStatsQuery{By: calllog.ByCaller})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +96,11 @@ func TestCallRecords(t *testing.T) {
 		t.Fatalf("%d records, want 14", len(lines))
 	}
 	first, strict, nosuch, last := lines[0], lines[8], lines[11], lines[13]
-	if first.Key != "global" || first.Caller != "local:test" || first.Via != "unix" || first.Outcome != records.OK ||
+	if first.Key != "global" || first.Caller != "local:test" || first.Via != "unix" || first.Outcome != calllog.OK ||
 		first.BytesIn != len(`{"message":"hi"}`) || first.BytesOut == 0 || first.Arguments != nil || first.Result != nil {
 		t.Errorf("first record = %+v", first)
 	}
-	if strict.Outcome != records.Failed || strict.Error != string(broker.KindBadRequest) || strict.BytesOut != 0 {
+	if strict.Outcome != calllog.Failed || strict.Error != string(broker.KindBadRequest) || strict.BytesOut != 0 {
 		t.Errorf("strict record = %+v", strict)
 	}
 	if nosuch.Server != "nosuch" || nosuch.Key != "" || nosuch.Error != string(broker.KindNotFound) {
@@ -123,17 +123,17 @@ func equalFigs[K comparable, V comparable](a, b map[K]V) bool {
 	return len(a) == len(b)
 }
 
-func readRecords(t *testing.T, dir string) []records.Record {
+func readRecords(t *testing.T, dir string) []calllog.Record {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "calls-*.jsonl"))
-	var out []records.Record
+	var out []calllog.Record
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for l := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
-			var r records.Record
+			var r calllog.Record
 			if err := json.Unmarshal([]byte(l), &r); err != nil {
 				t.Fatalf("%s: %v", l, err)
 			}

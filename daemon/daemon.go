@@ -16,7 +16,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/logs"
+	"mcpx.dev/mcpx/daemonlog"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )
@@ -43,7 +43,7 @@ type Options struct {
 // the caller serves it on Listeners and must Close it.
 type Daemon struct {
 	Log     *slog.Logger
-	LogFile *logs.File // the log's file, for GET /v1/log
+	LogFile *daemonlog.File // the log's file, for GET /v1/log
 	Broker  *broker.Broker
 
 	drain   time.Duration
@@ -180,24 +180,24 @@ const LogDir = "logs"
 // its stderr to wire.LogFile; one in the foreground writes it to the
 // terminal.
 func LogPath(state string) string {
-	return filepath.Join(state, LogDir, logs.Name)
+	return filepath.Join(state, LogDir, daemonlog.Name)
 }
 
 // OpenLog opens the daemon's log: JSON records in <state>/logs (package
 // logs) and text on stderr, at the config's levels.
-func OpenLog(lc config.Log, state string, stderr io.Writer) (*slog.Logger, *logs.File, error) {
-	lv := logs.Levels{Level: slog.LevelInfo, Servers: map[string]slog.Level{}}
+func OpenLog(lc config.Log, state string, stderr io.Writer) (*slog.Logger, *daemonlog.File, error) {
+	lv := daemonlog.Levels{Level: slog.LevelInfo, Servers: map[string]slog.Level{}}
 	if lc.Level != "" {
-		lv.Level, _ = logs.ParseLevel(lc.Level) // checked at load
+		lv.Level, _ = daemonlog.ParseLevel(lc.Level) // checked at load
 	}
 	for name, l := range lc.Servers {
-		lv.Servers[name], _ = logs.ParseLevel(l)
+		lv.Servers[name], _ = daemonlog.ParseLevel(l)
 	}
-	f, err := logs.Open(logs.Options{Dir: filepath.Join(state, LogDir), MaxBytes: lc.MaxBytes, MaxFiles: lc.MaxFiles})
+	f, err := daemonlog.Open(daemonlog.Options{Dir: filepath.Join(state, LogDir), MaxBytes: lc.MaxBytes, MaxFiles: lc.MaxFiles})
 	if err != nil {
 		return nil, nil, err
 	}
-	all := &slog.HandlerOptions{Level: slog.LevelDebug} // the levels are logs.Levels'
-	h := logs.NewHandler(lv, slog.NewJSONHandler(f, all), slog.NewTextHandler(stderr, all))
+	all := &slog.HandlerOptions{Level: slog.LevelDebug} // the levels are daemonlog.Levels'
+	h := daemonlog.NewHandler(lv, slog.NewJSONHandler(f, all), slog.NewTextHandler(stderr, all))
 	return slog.New(h), f, nil
 }

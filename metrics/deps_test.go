@@ -22,7 +22,7 @@ func TestDeps(t *testing.T) {
 		BadImports: map[string]string{
 			"mcpx.dev/mcpx/pool/...":   "metrics reads what it counts through the broker (Stats, Counters, Instances, NixStats, RecordsStatus), as api does",
 			"mcpx.dev/mcpx/nixresolve": "same: through the broker",
-			"mcpx.dev/mcpx/records":    "same: through the broker",
+			"mcpx.dev/mcpx/calllog":    "same: through the broker",
 		},
 		NoHTTPServer: "api serves the metrics; this package only formats them",
 	}.Check(t)

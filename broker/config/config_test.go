@@ -15,9 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/calllog"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/records"
 )
 
 // configErrors returns the *config.Problems inside err, failing if err is
@@ -310,8 +310,8 @@ func TestParseDefaults(t *testing.T) {
 		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth, MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait), ExecHashMax: pool.DefaultExecHashMax,
 			InputWait: dur(config.DefaultInputWait)},
 		Nix: config.Nix{Timeout: dur(nixresolve.DefaultTimeout), Refresh: config.NixRefreshNever},
-		Records: config.Records{Enabled: ptr(true), MaxBytes: records.DefaultMaxBytes, MaxAge: dur(records.DefaultMaxAge),
-			MaxFiles: records.DefaultMaxFiles},
+		Records: config.Records{Enabled: ptr(true), MaxBytes: calllog.DefaultMaxBytes, MaxAge: dur(calllog.DefaultMaxAge),
+			MaxFiles: calllog.DefaultMaxFiles},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -627,7 +627,7 @@ func TestRecordsSection(t *testing.T) {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
 	def, err := config.Parse([]byte(`{}`), "r.json")
-	if err != nil || !def.Records.On() || def.Records.Bodies || def.Records.MaxFiles != records.DefaultMaxFiles {
+	if err != nil || !def.Records.On() || def.Records.Bodies || def.Records.MaxFiles != calllog.DefaultMaxFiles {
 		t.Fatalf("default records = %+v, %v", def.Records, err)
 	}
 	for doc, want := range map[string]string{

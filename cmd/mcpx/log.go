@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/logs"
+	"mcpx.dev/mcpx/daemonlog"
 )
 
 // logCmd is `mcpx log [--since 1h] [--server s] [--level warn] [--follow]
@@ -32,7 +32,7 @@ func logCmd(ctx context.Context, c *cli, args []string) int {
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
 	}
-	if _, err := logs.ParseLevel(*level); err != nil {
+	if _, err := daemonlog.ParseLevel(*level); err != nil {
 		return usageError(c, fs, "--level: %v", err)
 	}
 	bc, err := newBrokerClient(ctx, c, brokerAddr)

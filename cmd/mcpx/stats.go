@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/wire"
-	"mcpx.dev/mcpx/records"
+	"mcpx.dev/mcpx/calllog"
 )
 
 // statsCmd is `mcpx stats [--since 1h] [--by server|tool|caller] [--json]`:
@@ -27,7 +27,7 @@ func statsCmd(ctx context.Context, c *cli, args []string) int {
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
 	}
-	if _, err := records.ParseBy(*by); err != nil {
+	if _, err := calllog.ParseBy(*by); err != nil {
 		return usageError(c, fs, "--by: %v", err)
 	}
 	bc, err := newBrokerClient(ctx, c, brokerAddr)

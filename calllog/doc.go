@@ -1,11 +1,11 @@
-// Package records keeps the daemon's call log: one JSON line per tool call
+// Package calllog keeps the daemon's call log: one JSON line per tool call
 // in files under a directory (the broker uses <state>/records), and reads
 // them back as per-server, per-tool or per-caller figures for `mcpx stats`.
 //
-//	l := records.Open(records.Options{Dir: dir, Logger: log})
+//	l := calllog.Open(calllog.Options{Dir: dir, Logger: log})
 //	defer l.Close()
-//	l.Add(records.Record{Time: start, Server: "demo", Tool: "echo", Outcome: records.OK, ...})
-//	sum, err := records.Summarize(dir, records.Query{Since: time.Now().Add(-time.Hour), By: records.ByServer})
+//	l.Add(calllog.Record{Time: start, Server: "demo", Tool: "echo", Outcome: calllog.OK, ...})
+//	sum, err := calllog.Summarize(dir, calllog.Query{Since: time.Now().Add(-time.Hour), By: calllog.ByServer})
 //
 // # The writer never slows a call
 //
@@ -33,4 +33,4 @@
 // A record never holds a call's arguments or result unless the config turns
 // records.bodies on; then each is kept whole up to [BodyLimit] bytes and
 // replaced by a note beyond.
-package records
+package calllog

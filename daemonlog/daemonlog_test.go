@@ -1,4 +1,4 @@
-package logs_test
+package daemonlog_test
 
 import (
 	"encoding/json"
@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/logs"
+	"mcpx.dev/mcpx/daemonlog"
 )
 
-func open(t *testing.T, o logs.Options) *logs.File {
+func open(t *testing.T, o daemonlog.Options) *daemonlog.File {
 	t.Helper()
-	f, err := logs.Open(o)
+	f, err := daemonlog.Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func open(t *testing.T, o logs.Options) *logs.File {
 	return f
 }
 
-func lines(t *testing.T, f *logs.File, q logs.Query) []string {
+func lines(t *testing.T, f *daemonlog.File, q daemonlog.Query) []string {
 	t.Helper()
 	var out []string
 	if err := f.Read(q, func(l []byte) error { out = append(out, string(l)); return nil }); err != nil {
@@ -37,7 +37,7 @@ func lines(t *testing.T, f *logs.File, q logs.Query) []string {
 // first.
 func TestRotation(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "logs")
-	f := open(t, logs.Options{Dir: dir, MaxBytes: 1000, MaxFiles: 3})
+	f := open(t, daemonlog.Options{Dir: dir, MaxBytes: 1000, MaxFiles: 3})
 	log := slog.New(slog.NewJSONHandler(f, nil))
 	const n = 500
 	for i := range n {
@@ -59,7 +59,7 @@ func TestRotation(t *testing.T) {
 			t.Errorf("%s mode %v, want 0600", e.Name(), st.Mode().Perm())
 		}
 	}
-	got := lines(t, f, logs.Query{})
+	got := lines(t, f, daemonlog.Query{})
 	if len(got) == 0 || len(got) >= n {
 		t.Fatalf("read %d records of %d written, want the newest few", len(got), n)
 	}
@@ -76,23 +76,23 @@ func TestRotation(t *testing.T) {
 
 // TestQuery: since, server and level select records.
 func TestQuery(t *testing.T) {
-	f := open(t, logs.Options{Dir: t.TempDir()})
+	f := open(t, daemonlog.Options{Dir: t.TempDir()})
 	log := slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	log.Debug("d", "server", "a")
 	log.Warn("w", "server", "b")
 	log.With("server", "a").Error("e")
 	log.Info("i")
-	count := func(q logs.Query) int { return len(lines(t, f, q)) }
-	if got := count(logs.Query{Level: slog.LevelDebug}); got != 4 {
+	count := func(q daemonlog.Query) int { return len(lines(t, f, q)) }
+	if got := count(daemonlog.Query{Level: slog.LevelDebug}); got != 4 {
 		t.Errorf("all: %d, want 4", got)
 	}
-	if got := count(logs.Query{Level: slog.LevelWarn}); got != 2 {
+	if got := count(daemonlog.Query{Level: slog.LevelWarn}); got != 2 {
 		t.Errorf("warn: %d, want 2", got)
 	}
-	if got := count(logs.Query{Level: slog.LevelDebug, Server: "a"}); got != 2 {
+	if got := count(daemonlog.Query{Level: slog.LevelDebug, Server: "a"}); got != 2 {
 		t.Errorf("server a: %d, want 2", got)
 	}
-	if got := count(logs.Query{Since: time.Now().Add(time.Hour)}); got != 0 {
+	if got := count(daemonlog.Query{Since: time.Now().Add(time.Hour)}); got != 0 {
 		t.Errorf("since the future: %d, want 0", got)
 	}
 }
@@ -100,10 +100,10 @@ func TestQuery(t *testing.T) {
 // TestFollow: a follower sees the records written after it began, that
 // its query selects, and ends when the file closes.
 func TestFollow(t *testing.T) {
-	f := open(t, logs.Options{Dir: t.TempDir()})
+	f := open(t, daemonlog.Options{Dir: t.TempDir()})
 	log := slog.New(slog.NewJSONHandler(f, nil))
 	log.Info("before", "server", "a")
-	fw := f.Follow(logs.Query{Server: "a"})
+	fw := f.Follow(daemonlog.Query{Server: "a"})
 	defer fw.Stop()
 	log.Info("after", "server", "a")
 	log.Info("other", "server", "b")
@@ -133,8 +133,8 @@ func TestFollow(t *testing.T) {
 // TestLevels: a server's level applies to the records that name it, by
 // attribute or by a derived logger; the others get the global level.
 func TestLevels(t *testing.T) {
-	f := open(t, logs.Options{Dir: t.TempDir()})
-	h := logs.NewHandler(logs.Levels{Level: slog.LevelInfo, Servers: map[string]slog.Level{"loud": slog.LevelDebug, "quiet": slog.LevelError}},
+	f := open(t, daemonlog.Options{Dir: t.TempDir()})
+	h := daemonlog.NewHandler(daemonlog.Levels{Level: slog.LevelInfo, Servers: map[string]slog.Level{"loud": slog.LevelDebug, "quiet": slog.LevelError}},
 		slog.NewJSONHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	log := slog.New(h)
 	log.Debug("global debug")                 // dropped
@@ -145,7 +145,7 @@ func TestLevels(t *testing.T) {
 	log.With("server", "quiet").Error("quiet error")       // kept
 	log.With("server", "quiet").Warn("quiet derived warn") // dropped
 	var msgs []string
-	for _, l := range lines(t, f, logs.Query{Level: slog.LevelDebug}) {
+	for _, l := range lines(t, f, daemonlog.Query{Level: slog.LevelDebug}) {
 		var rec struct{ Msg string }
 		json.Unmarshal([]byte(l), &rec)
 		msgs = append(msgs, rec.Msg)
@@ -158,12 +158,12 @@ func TestLevels(t *testing.T) {
 // TestLongLine: a record longer than the reader's bound is skipped, and
 // the records around it are read.
 func TestLongLine(t *testing.T) {
-	f := open(t, logs.Options{Dir: t.TempDir()})
+	f := open(t, daemonlog.Options{Dir: t.TempDir()})
 	log := slog.New(slog.NewJSONHandler(f, nil))
 	log.Info("a")
 	log.Info("long", "x", strings.Repeat("y", 2<<20))
 	log.Info("b")
-	got := lines(t, f, logs.Query{})
+	got := lines(t, f, daemonlog.Query{})
 	if len(got) != 2 || !strings.Contains(got[0], `"msg":"a"`) || !strings.Contains(got[1], `"msg":"b"`) {
 		t.Errorf("read %d records: %.200v", len(got), fmt.Sprint(got))
 	}

@@ -1,4 +1,4 @@
-package logs_test
+package daemonlog_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package records_test
+package calllog_test
 
 import (
 	"testing"

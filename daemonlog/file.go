@@ -1,12 +1,12 @@
-// Package logs is the daemon's log: slog records as JSON lines in a
+// Package daemonlog is the daemon's log: slog records as JSON lines in a
 // rotating file of the state directory, human text on stderr, levels per
 // server, and the reading back that `mcpx log` does (GET /v1/log).
 //
-//	f, err := logs.Open(logs.Options{Dir: filepath.Join(state, "logs")})
-//	h := logs.NewHandler(logs.Levels{Level: slog.LevelInfo, Servers: map[string]slog.Level{"github": slog.LevelDebug}},
+//	f, err := daemonlog.Open(daemonlog.Options{Dir: filepath.Join(state, "logs")})
+//	h := daemonlog.NewHandler(daemonlog.Levels{Level: slog.LevelInfo, Servers: map[string]slog.Level{"github": slog.LevelDebug}},
 //		slog.NewJSONHandler(f, opts), slog.NewTextHandler(os.Stderr, opts))
 //	log := slog.New(h)
-//	err = f.Read(logs.Query{Since: time.Now().Add(-time.Hour), Level: slog.LevelWarn}, func(line []byte) error { ... })
+//	err = f.Read(daemonlog.Query{Since: time.Now().Add(-time.Hour), Level: slog.LevelWarn}, func(line []byte) error { ... })
 //	lines, stop := f.Follow(q) // records written from now on
 //
 // # Files
@@ -16,7 +16,7 @@
 // (mcpx.2.jsonl, ...), and those beyond Options.MaxFiles are removed: the
 // directory holds about MaxFiles × MaxBytes at most. A write that fails
 // is counted, never retried, and never fails the daemon.
-package logs
+package daemonlog
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package records
+package calllog
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package records_test
+package calllog_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/records"
+	"mcpx.dev/mcpx/calllog"
 )
 
 // clock is a settable Now.
@@ -49,7 +49,7 @@ func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
 func (w *warnings) WithGroup(string) slog.Handler      { return w }
 func (w *warnings) count() int                         { w.mu.Lock(); defer w.mu.Unlock(); return len(w.msgs) }
 
-func syncLog(t *testing.T, l *records.Log) {
+func syncLog(t *testing.T, l *calllog.Log) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -61,40 +61,40 @@ func syncLog(t *testing.T, l *records.Log) {
 // TestSummarize: a known sequence of calls gives exactly its figures.
 func TestSummarize(t *testing.T) {
 	dir := t.TempDir()
-	l := records.Open(records.Options{Dir: dir})
+	l := calllog.Open(calllog.Options{Dir: dir})
 	t.Cleanup(func() { l.Close() })
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	// 100 calls of demo.echo taking 1..100ms: every 10th isError, every
 	// 25th a timeout; and 4 calls of fs.read by another caller, all ok.
 	for i := 1; i <= 100; i++ {
-		r := records.Record{Time: t0.Add(time.Duration(i) * time.Second), Caller: "local:1000", Via: "unix",
-			Server: "demo", Tool: "echo", Duration: time.Duration(i) * time.Millisecond, Outcome: records.OK, BytesIn: 10, BytesOut: 20}
+		r := calllog.Record{Time: t0.Add(time.Duration(i) * time.Second), Caller: "local:1000", Via: "unix",
+			Server: "demo", Tool: "echo", Duration: time.Duration(i) * time.Millisecond, Outcome: calllog.OK, BytesIn: 10, BytesOut: 20}
 		switch {
 		case i%25 == 0:
-			r.Outcome, r.Error, r.BytesOut = records.Failed, "timeout", 0
+			r.Outcome, r.Error, r.BytesOut = calllog.Failed, "timeout", 0
 		case i%10 == 0:
-			r.Outcome = records.IsError
+			r.Outcome = calllog.IsError
 		}
 		l.Add(r)
 	}
 	for i := 1; i <= 4; i++ {
-		l.Add(records.Record{Time: t0.Add(time.Duration(200+i) * time.Second), Caller: "alice@example.com", Via: "tailnet",
-			Server: "fs", Tool: "read", Duration: time.Duration(i) * time.Second, Outcome: records.OK, BytesIn: 1, BytesOut: 2})
+		l.Add(calllog.Record{Time: t0.Add(time.Duration(200+i) * time.Second), Caller: "alice@example.com", Via: "tailnet",
+			Server: "fs", Tool: "read", Duration: time.Duration(i) * time.Second, Outcome: calllog.OK, BytesIn: 1, BytesOut: 2})
 	}
 	syncLog(t, l)
 	if c := l.Counters(); c.Written != 104 || c.Dropped != 0 || c.Failed != 0 {
 		t.Fatalf("counters = %+v, want 104 written", c)
 	}
 
-	sum, err := records.Summarize(dir, records.Query{By: records.ByTool})
+	sum, err := calllog.Summarize(dir, calllog.Query{By: calllog.ByTool})
 	if err != nil {
 		t.Fatal(err)
 	}
-	echo := records.Row{Key: "demo.echo", Count: 100, Failures: 12, IsError: 8, Errors: 4, FailureRate: 0.12,
+	echo := calllog.Row{Key: "demo.echo", Count: 100, Failures: 12, IsError: 8, Errors: 4, FailureRate: 0.12,
 		P50: 50 * time.Millisecond, P95: 95 * time.Millisecond, P99: 99 * time.Millisecond, BytesIn: 1000, BytesOut: 1920}
-	read := records.Row{Key: "fs.read", Count: 4, P50: 2 * time.Second, P95: 4 * time.Second, P99: 4 * time.Second, BytesIn: 4, BytesOut: 8}
+	read := calllog.Row{Key: "fs.read", Count: 4, P50: 2 * time.Second, P95: 4 * time.Second, P99: 4 * time.Second, BytesIn: 4, BytesOut: 8}
 	if len(sum.Rows) != 2 || sum.Rows[0] != echo || sum.Rows[1] != read {
-		t.Errorf("rows =\n%+v\nwant\n%+v", sum.Rows, []records.Row{echo, read})
+		t.Errorf("rows =\n%+v\nwant\n%+v", sum.Rows, []calllog.Row{echo, read})
 	}
 	// Of 104 calls, the 103rd fastest is the p99: the third of the reads.
 	if sum.Total.Count != 104 || sum.Total.Failures != 12 || sum.Total.P99 != 3*time.Second || sum.Skipped != 0 {
@@ -102,12 +102,12 @@ func TestSummarize(t *testing.T) {
 	}
 
 	// --since keeps the calls that began at or after it; --by caller.
-	sum, err = records.Summarize(dir, records.Query{Since: t0.Add(91 * time.Second), By: records.ByCaller})
+	sum, err = calllog.Summarize(dir, calllog.Query{Since: t0.Add(91 * time.Second), By: calllog.ByCaller})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Calls 91..100 (100 is a timeout, 100 is not also counted as isError) and the 4 reads.
-	local := records.Row{Key: "local:1000", Count: 10, Failures: 1, Errors: 1, FailureRate: 0.1,
+	local := calllog.Row{Key: "local:1000", Count: 10, Failures: 1, Errors: 1, FailureRate: 0.1,
 		P50: 95 * time.Millisecond, P95: 100 * time.Millisecond, P99: 100 * time.Millisecond, BytesIn: 100, BytesOut: 180}
 	if len(sum.Rows) != 2 || sum.Rows[0] != local || sum.Rows[1].Key != "alice@example.com" || sum.Rows[1].Count != 4 {
 		t.Errorf("rows since =\n%+v\nwant first\n%+v", sum.Rows, local)
@@ -118,11 +118,11 @@ func TestSummarize(t *testing.T) {
 // unless one was given.
 func TestRecordLine(t *testing.T) {
 	dir := t.TempDir()
-	l := records.Open(records.Options{Dir: dir})
-	l.Add(records.Record{Time: time.Now(), Caller: "c", Via: "unix", Server: "s", Tool: "t", Key: "global",
-		Session: "abc", Duration: 1500 * time.Microsecond, Outcome: records.Failed, Error: "child-failed", BytesIn: 3})
-	l.Add(records.Record{Time: time.Now(), Server: "s", Tool: "t", Outcome: records.OK,
-		Arguments: records.Body([]byte(`{"a":1}`)), Result: records.Body(bytes.Repeat([]byte(" "), records.BodyLimit+1))})
+	l := calllog.Open(calllog.Options{Dir: dir})
+	l.Add(calllog.Record{Time: time.Now(), Caller: "c", Via: "unix", Server: "s", Tool: "t", Key: "global",
+		Session: "abc", Duration: 1500 * time.Microsecond, Outcome: calllog.Failed, Error: "child-failed", BytesIn: 3})
+	l.Add(calllog.Record{Time: time.Now(), Server: "s", Tool: "t", Outcome: calllog.OK,
+		Arguments: calllog.Body([]byte(`{"a":1}`)), Result: calllog.Body(bytes.Repeat([]byte(" "), calllog.BodyLimit+1))})
 	l.Close()
 	files, _ := filepath.Glob(filepath.Join(dir, "calls-*.jsonl"))
 	if len(files) != 1 {
@@ -145,7 +145,7 @@ func TestRecordLine(t *testing.T) {
 	if fmt.Sprint(m) != fmt.Sprint(want) {
 		t.Errorf("line = %v\nwant %v", m, want)
 	}
-	var r records.Record
+	var r calllog.Record
 	if err := json.Unmarshal([]byte(lines[1]), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -168,10 +168,10 @@ func TestUnwritable(t *testing.T) {
 	dir := filepath.Join(blocker, "records")
 	var w warnings
 	clk := &clock{t: time.Now()}
-	l := records.Open(records.Options{Dir: dir, Logger: w.logger(), Now: clk.Now})
+	l := calllog.Open(calllog.Options{Dir: dir, Logger: w.logger(), Now: clk.Now})
 	t.Cleanup(func() { l.Close() })
 	for range 50 {
-		l.Add(records.Record{Time: clk.Now(), Server: "s", Tool: "t", Outcome: records.OK})
+		l.Add(calllog.Record{Time: clk.Now(), Server: "s", Tool: "t", Outcome: calllog.OK})
 	}
 	syncLog(t, l)
 	c := l.Counters()
@@ -182,13 +182,13 @@ func TestUnwritable(t *testing.T) {
 	if err := os.Remove(blocker); err != nil {
 		t.Fatal(err)
 	}
-	l.Add(records.Record{Time: clk.Now(), Server: "s", Tool: "t", Outcome: records.OK})
+	l.Add(calllog.Record{Time: clk.Now(), Server: "s", Tool: "t", Outcome: calllog.OK})
 	syncLog(t, l)
 	if c := l.Counters(); c.Failed != 51 || c.Written != 0 {
 		t.Fatalf("within the retry interval: counters = %+v, want one more failed", c)
 	}
-	clk.Add(records.RetryInterval)
-	l.Add(records.Record{Time: clk.Now(), Server: "s", Tool: "t", Outcome: records.OK})
+	clk.Add(calllog.RetryInterval)
+	l.Add(calllog.Record{Time: clk.Now(), Server: "s", Tool: "t", Outcome: calllog.OK})
 	syncLog(t, l)
 	if c := l.Counters(); c.Written != 1 || c.LastError != "" || w.count() != 1 {
 		t.Fatalf("after the retry interval: counters = %+v, %d warnings", c, w.count())
@@ -205,16 +205,16 @@ func TestFullChannelDrops(t *testing.T) {
 		once.Do(func() { entered <- struct{}{}; <-release }) // the writer's first record holds it
 		return time.Now()
 	}
-	l := records.Open(records.Options{Dir: t.TempDir(), Buffer: 2, Now: now})
+	l := calllog.Open(calllog.Options{Dir: t.TempDir(), Buffer: 2, Now: now})
 	t.Cleanup(func() { l.Close() })
-	l.Add(records.Record{Server: "s", Tool: "t"})
+	l.Add(calllog.Record{Server: "s", Tool: "t"})
 	select {
 	case <-entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the writer never took the first record")
 	}
 	for range 10 {
-		l.Add(records.Record{Server: "s", Tool: "t"}) // 2 fit, 8 drop
+		l.Add(calllog.Record{Server: "s", Tool: "t"}) // 2 fit, 8 drop
 	}
 	if c := l.Counters(); c.Dropped != 8 {
 		t.Fatalf("dropped = %d, want 8", c.Dropped)
@@ -232,11 +232,11 @@ func TestRotation(t *testing.T) {
 	dir := t.TempDir()
 	clk := &clock{t: time.Now()}
 	const maxBytes, maxFiles = 2000, 3
-	l := records.Open(records.Options{Dir: dir, MaxBytes: maxBytes, MaxFiles: maxFiles, MaxAge: 48 * time.Hour, Now: clk.Now})
+	l := calllog.Open(calllog.Options{Dir: dir, MaxBytes: maxBytes, MaxFiles: maxFiles, MaxAge: 48 * time.Hour, Now: clk.Now})
 	t.Cleanup(func() { l.Close() })
 	for i := range 200 {
 		clk.Add(time.Millisecond) // distinct file names
-		l.Add(records.Record{Time: clk.Now(), Server: "s", Tool: fmt.Sprint("t", i), Outcome: records.OK})
+		l.Add(calllog.Record{Time: clk.Now(), Server: "s", Tool: fmt.Sprint("t", i), Outcome: calllog.OK})
 		if i%10 == 0 {
 			syncLog(t, l) // rotation happens between records
 		}
@@ -257,14 +257,14 @@ func TestRotation(t *testing.T) {
 		}
 		total += fi.Size()
 	}
-	sum, err := records.Summarize(dir, records.Query{})
+	sum, err := calllog.Summarize(dir, calllog.Query{})
 	if err != nil || sum.Total.Count == 0 || sum.Total.Count >= 200 {
 		t.Fatalf("summary after pruning = %+v, %v", sum.Total, err)
 	}
 
 	// Past a day, the file is closed; past MaxAge, the old ones go.
 	clk.Add(72 * time.Hour)
-	l.Add(records.Record{Time: clk.Now(), Server: "s", Tool: "late", Outcome: records.OK})
+	l.Add(calllog.Record{Time: clk.Now(), Server: "s", Tool: "late", Outcome: calllog.OK})
 	syncLog(t, l)
 	after, _ := filepath.Glob(filepath.Join(dir, "calls-*.jsonl"))
 	if len(after) != 1 || after[0] == files[len(files)-1] {
@@ -277,12 +277,12 @@ func TestRotation(t *testing.T) {
 func TestReopenAppends(t *testing.T) {
 	dir := t.TempDir()
 	for i := range 3 {
-		l := records.Open(records.Options{Dir: dir})
-		l.Add(records.Record{Time: time.Now(), Server: "s", Tool: fmt.Sprint(i), Outcome: records.OK})
+		l := calllog.Open(calllog.Options{Dir: dir})
+		l.Add(calllog.Record{Time: time.Now(), Server: "s", Tool: fmt.Sprint(i), Outcome: calllog.OK})
 		l.Close()
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "calls-*.jsonl"))
-	sum, err := records.Summarize(dir, records.Query{})
+	sum, err := calllog.Summarize(dir, calllog.Query{})
 	if len(files) != 1 || err != nil || sum.Total.Count != 3 {
 		t.Fatalf("files %v, summary %+v, %v", files, sum.Total, err)
 	}
@@ -291,8 +291,8 @@ func TestReopenAppends(t *testing.T) {
 // TestSkipsBrokenLines: a line cut short (a full disk) is counted, not fatal.
 func TestSkipsBrokenLines(t *testing.T) {
 	dir := t.TempDir()
-	l := records.Open(records.Options{Dir: dir})
-	l.Add(records.Record{Time: time.Now(), Server: "s", Tool: "t", Outcome: records.OK})
+	l := calllog.Open(calllog.Options{Dir: dir})
+	l.Add(calllog.Record{Time: time.Now(), Server: "s", Tool: "t", Outcome: calllog.OK})
 	l.Close()
 	files, _ := filepath.Glob(filepath.Join(dir, "calls-*.jsonl"))
 	f, err := os.OpenFile(files[0], os.O_APPEND|os.O_WRONLY, 0)
@@ -301,7 +301,7 @@ func TestSkipsBrokenLines(t *testing.T) {
 	}
 	f.WriteString(`{"time":"2026-11-30T12:00:00Z","server":"s","to`)
 	f.Close()
-	sum, err := records.Summarize(dir, records.Query{})
+	sum, err := calllog.Summarize(dir, calllog.Query{})
 	if err != nil || sum.Total.Count != 1 || sum.Skipped != 1 {
 		t.Fatalf("summary = %+v, %v", sum, err)
 	}
@@ -309,11 +309,11 @@ func TestSkipsBrokenLines(t *testing.T) {
 
 func TestParseBy(t *testing.T) {
 	for _, s := range []string{"", "server", "tool", "caller"} {
-		if b, err := records.ParseBy(s); err != nil || string(b) != s {
+		if b, err := calllog.ParseBy(s); err != nil || string(b) != s {
 			t.Errorf("ParseBy(%q) = %q, %v", s, b, err)
 		}
 	}
-	if _, err := records.ParseBy("host"); err == nil || !strings.Contains(err.Error(), "server, tool or caller") {
+	if _, err := calllog.ParseBy("host"); err == nil || !strings.Contains(err.Error(), "server, tool or caller") {
 		t.Errorf("ParseBy(host) = %v", err)
 	}
 }
@@ -324,20 +324,20 @@ func TestPercentile(t *testing.T) {
 		p    float64
 		want time.Duration
 	}{{50, 5}, {95, 10}, {99, 10}, {10, 1}, {11, 2}, {0, 1}} {
-		if got := records.Percentile(d, c.p); got != c.want {
+		if got := calllog.Percentile(d, c.p); got != c.want {
 			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
 		}
 	}
-	if records.Percentile(nil, 50) != 0 {
+	if calllog.Percentile(nil, 50) != 0 {
 		t.Error("p50 of nothing is not 0")
 	}
 }
 
 // TestNilLog: a nil Log (records off) takes records and does nothing.
 func TestNilLog(t *testing.T) {
-	var l *records.Log
-	l.Add(records.Record{Server: "s"})
-	if c := l.Counters(); c != (records.Counters{}) || l.Sync(t.Context()) != nil || l.Close() != nil {
+	var l *calllog.Log
+	l.Add(calllog.Record{Server: "s"})
+	if c := l.Counters(); c != (calllog.Counters{}) || l.Sync(t.Context()) != nil || l.Close() != nil {
 		t.Fatalf("nil log: %+v", c)
 	}
 }
