@@ -21,9 +21,6 @@ import (
 	"mcpx.dev/mcpx/rights"
 )
 
-// Leeway is how far clocks may disagree when exp, nbf and iat are checked.
-const Leeway = 30 * time.Second
-
 // DefaultTTL is Grant.TTL when it is 0; MaxTTL bounds it.
 const (
 	DefaultTTL = 24 * time.Hour
@@ -230,7 +227,7 @@ func (is *Issuer) Verify(tok string) (*Claims, error) {
 	defer is.mu.RUnlock()
 	claims := &Claims{}
 	p := jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
-		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(Leeway), jwt.WithTimeFunc(is.now),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(is.now), // no leeway: the minter is the verifier, one clock
 		jwt.WithIssuer(is.st.Identity), jwt.WithAudience(is.st.Identity))
 	_, err := p.ParseWithClaims(tok, claims, is.keyLocked)
 	switch {
@@ -259,7 +256,7 @@ func (is *Issuer) keyLocked(t *jwt.Token) (any, error) {
 	kid, _ := t.Header["kid"].(string)
 	now := is.now()
 	for i, k := range is.st.Keys {
-		if k.ID == kid && (i == len(is.st.Keys)-1 || now.Before(k.LastExpiry.Add(Leeway))) {
+		if k.ID == kid && (i == len(is.st.Keys)-1 || now.Before(k.LastExpiry)) {
 			return ed25519.NewKeyFromSeed(k.Seed).Public(), nil
 		}
 	}
@@ -318,13 +315,13 @@ func (is *Issuer) List() ([]Info, []KeyInfo) {
 	now := is.now()
 	var toks []Info
 	for _, t := range slices.Backward(is.st.Tokens) {
-		if now.Before(t.ExpiresAt.Add(Leeway)) {
+		if now.Before(t.ExpiresAt) {
 			toks = append(toks, *t)
 		}
 	}
 	var keys []KeyInfo
 	for i, k := range is.st.Keys {
-		if i == len(is.st.Keys)-1 || now.Before(k.LastExpiry.Add(Leeway)) {
+		if i == len(is.st.Keys)-1 || now.Before(k.LastExpiry) {
 			keys = append(keys, k.KeyInfo)
 		}
 	}
@@ -335,11 +332,11 @@ func (is *Issuer) List() ([]Info, []KeyInfo) {
 // file atomically (a temporary file in the same directory, renamed).
 func (is *Issuer) saveLocked() error {
 	now := is.now()
-	is.st.Tokens = slices.DeleteFunc(is.st.Tokens, func(t *Info) bool { return !now.Before(t.ExpiresAt.Add(Leeway)) })
+	is.st.Tokens = slices.DeleteFunc(is.st.Tokens, func(t *Info) bool { return !now.Before(t.ExpiresAt) })
 	last := len(is.st.Keys) - 1
 	keep := is.st.Keys[:0:0]
 	for i, k := range is.st.Keys {
-		if i == last || now.Before(k.LastExpiry.Add(Leeway)) {
+		if i == last || now.Before(k.LastExpiry) {
 			keep = append(keep, k)
 		}
 	}

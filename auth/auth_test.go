@@ -158,18 +158,45 @@ func TestVerifyRefusesEveryBadToken(t *testing.T) {
 	if again.Identity() != id || !strings.HasPrefix(id, "mcpx:box/") {
 		t.Errorf("identity %q after reopening, was %q", again.Identity(), id)
 	}
-	// The natural expiry, with the leeway.
+	// The natural expiry.
 	tok2, _, err := is.Mint(auth.Grant{Subject: "b", Rights: rights.Rights{{Servers: []string{"*"}}}, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Minute + auth.Leeway/2)
-	if _, err := is.Verify(tok2); err != nil {
-		t.Errorf("within the leeway: %v", err)
-	}
-	c.add(auth.Leeway)
+	c.add(time.Minute + time.Second)
 	if _, err := is.Verify(tok2); !errors.Is(err, auth.ErrExpired) {
-		t.Errorf("past exp and the leeway: err = %v", err)
+		t.Errorf("past exp: err = %v", err)
+	}
+}
+
+// TestVerifyGivesItsOwnTokensNoLeeway (real-use 23): the minter is the
+// verifier, so no clock can disagree: a token is refused the second it
+// expires, and before the second it was issued.
+func TestVerifyGivesItsOwnTokensNoLeeway(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	is := open(t, t.TempDir(), c)
+	tok, _, err := is.Mint(auth.Grant{Subject: "a", Rights: rights.Rights{{Servers: []string{"*"}}}, TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(999 * time.Millisecond)
+	if _, err := is.Verify(tok); err != nil {
+		t.Errorf("within its second: %v", err)
+	}
+	c.add(time.Millisecond)
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrExpired) {
+		t.Errorf("at exp: err = %v, want expired", err)
+	}
+	c.add(3 * time.Second)
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrExpired) {
+		t.Errorf("3s past exp: err = %v, want expired", err)
+	}
+	if toks, _ := is.List(); len(toks) != 0 {
+		t.Errorf("an expired token is still listed: %+v", toks)
+	}
+	c.add(-4*time.Second - time.Millisecond)
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrNotYetValid) {
+		t.Errorf("before its iat and nbf: err = %v, want not yet valid", err)
 	}
 }
 
@@ -206,7 +233,7 @@ func TestRotateRetiresOldKeysWhenTheirTokensExpire(t *testing.T) {
 		t.Errorf("keys after rotate: %+v, want old and new", keys)
 	}
 
-	c.add(2*time.Hour + 2*auth.Leeway)
+	c.add(2*time.Hour + time.Second)
 	if _, err := is.Rotate(); err != nil { // any write retires what is due
 		t.Fatal(err)
 	}

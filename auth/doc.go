@@ -23,7 +23,9 @@
 //
 // Verify pins the EdDSA algorithm (so "none" and HS256 signed with a
 // public key's bytes are refused), finds the key by the header's kid,
-// requires exp, checks iss, aud, nbf and iat with [Leeway], and then
+// requires exp, checks iss, aud, nbf and iat with no leeway (the broker
+// verifies only tokens it minted, by its own clock: no clocks to disagree),
+// and then
 // requires the token's jti to be in the ledger and not revoked: a token
 // the ledger does not know is refused, so losing the state file revokes
 // every token. Its errors say only which rule refused the token (see
