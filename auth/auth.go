@@ -39,6 +39,9 @@ var (
 	ErrNotYetValid = errors.New("the token is not valid yet")
 	ErrWrongBroker = errors.New("the token was issued for another broker")
 	ErrRevoked     = errors.New("the token has been revoked")
+	// ErrMinter: the token's minter no longer has the rights it granted
+	// (its own token ended, or its grant lost admin or narrowed).
+	ErrMinter = errors.New("the token's minter no longer has the rights it granted")
 )
 
 // ErrGrant is wrapped by Mint's errors about the grant itself (the caller
@@ -68,6 +71,9 @@ type Grant struct {
 	// Rights grant nothing.
 	Rights rights.Rights
 	TTL    time.Duration // 0 = DefaultTTL; at most MaxTTL
+	// Minter is who mints it; the token dies with the minter's rights
+	// (Minter's doc). A minter that is not the owner must give its Rights.
+	Minter Minter
 }
 
 // Claims are a token's payload: the registered claims and the rights. A
@@ -90,6 +96,7 @@ type Info struct {
 	IssuedAt  time.Time     `json:"issuedAt"`
 	ExpiresAt time.Time     `json:"expiresAt"`
 	Revoked   bool          `json:"revoked,omitempty"`
+	Minter    Minter        `json:"minter,omitzero"` // zero: minted before minters were recorded
 }
 
 // KeyInfo describes a signing key (never its private part).
@@ -113,6 +120,9 @@ type state struct {
 	Identity string  `json:"identity"`
 	Keys     []*key  `json:"keys"`   // the current one last
 	Tokens   []*Info `json:"tokens"` // minted, not yet expired
+	// Minters are the followed minters (Minter.key) of tokens in Tokens,
+	// with their rights as last seen.
+	Minters map[string]*seen `json:"minters,omitempty"`
 }
 
 // Issuer mints and verifies tokens. Its methods are safe for concurrent
@@ -181,6 +191,9 @@ func (is *Issuer) Mint(g Grant) (string, Info, error) {
 	if g.Subject == "" {
 		return "", Info{}, grantError("a token needs a subject (--sub NAME): it becomes the caller's name")
 	}
+	if why, ok := reservedSubject(g.Subject); ok {
+		return "", Info{}, grantError("subject %q is reserved: %s; choose another name", g.Subject, why)
+	}
 	ttl := cmp.Or(g.TTL, DefaultTTL)
 	if ttl < 0 || ttl > MaxTTL {
 		return "", Info{}, grantError("ttl %s is out of range: a token lives between 1s and %s", g.TTL, MaxTTL)
@@ -193,7 +206,7 @@ func (is *Issuer) Mint(g Grant) (string, Info, error) {
 	defer is.mu.Unlock()
 	k := is.st.Keys[len(is.st.Keys)-1]
 	now := is.now().Truncate(time.Second)
-	info := Info{ID: randomHex(16), Subject: g.Subject, Rights: granted, KeyID: k.ID, IssuedAt: now, ExpiresAt: now.Add(ttl)}
+	info := Info{ID: randomHex(16), Subject: g.Subject, Rights: granted, KeyID: k.ID, IssuedAt: now, ExpiresAt: now.Add(ttl), Minter: g.Minter}
 	claims := Claims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			ID: info.ID, Subject: info.Subject, Issuer: is.st.Identity, Audience: jwt.ClaimStrings{is.st.Identity},
@@ -212,16 +225,30 @@ func (is *Issuer) Mint(g Grant) (string, Info, error) {
 		k.LastExpiry = info.ExpiresAt
 	}
 	is.st.Tokens = append(is.st.Tokens, &info)
+	mk := g.Minter.key()
+	prevSeen, hadSeen := is.st.Minters[mk]
+	if mk != "" {
+		if is.st.Minters == nil {
+			is.st.Minters = map[string]*seen{}
+		}
+		is.st.Minters[mk] = &seen{Rights: g.Minter.Rights}
+	}
 	if err := is.saveLocked(); err != nil {
 		is.st.Tokens = is.st.Tokens[:len(is.st.Tokens)-1]
 		k.LastExpiry = prevExpiry
+		if mk != "" && hadSeen {
+			is.st.Minters[mk] = prevSeen
+		} else if mk != "" {
+			delete(is.st.Minters, mk)
+		}
 		return "", Info{}, err
 	}
 	return tok, info, nil
 }
 
 // Verify checks a token and returns its claims. Its error wraps one of
-// ErrInvalid, ErrExpired, ErrNotYetValid, ErrWrongBroker or ErrRevoked.
+// ErrInvalid, ErrExpired, ErrNotYetValid, ErrWrongBroker, ErrRevoked or
+// ErrMinter.
 func (is *Issuer) Verify(tok string) (*Claims, error) {
 	is.mu.RLock()
 	defer is.mu.RUnlock()
@@ -247,6 +274,8 @@ func (is *Issuer) Verify(tok string) (*Claims, error) {
 		return nil, ErrInvalid
 	case is.st.Tokens[i].Revoked:
 		return nil, ErrRevoked
+	case !is.minterAllowsLocked(is.st.Tokens[i], 0):
+		return nil, ErrMinter
 	}
 	return claims, nil
 }
@@ -333,6 +362,7 @@ func (is *Issuer) List() ([]Info, []KeyInfo) {
 func (is *Issuer) saveLocked() error {
 	now := is.now()
 	is.st.Tokens = slices.DeleteFunc(is.st.Tokens, func(t *Info) bool { return !now.Before(t.ExpiresAt) })
+	is.pruneMintersLocked()
 	last := len(is.st.Keys) - 1
 	keep := is.st.Keys[:0:0]
 	for i, k := range is.st.Keys {

@@ -389,3 +389,92 @@ func TestFlatTokens(t *testing.T) {
 	}
 	check(open(t, dir, c), "after the state file was rewritten")
 }
+
+// TestTokensDieWithTheirMintersRights (real-use 22): a token minted by a
+// tailnet admin is refused once its minter is seen with narrower rights,
+// works again when they cover it, and is revoked for good when the minter
+// is seen without admin; a token minted with a token lives only as long as
+// that token; the minter is in the ledger.
+func TestTokensDieWithTheirMintersRights(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	dir := t.TempDir()
+	is := open(t, dir, c)
+	admin := rights.Rights{{Servers: []string{"*"}, Admin: true}}
+	alice := auth.Minter{Name: "alice@example.com", Via: "tailnet", Rights: admin}
+	tok, info, err := is.Mint(auth.Grant{Subject: "ci", Rights: rights.Rights{{Servers: []string{"demo"}, Admin: true}}, TTL: time.Hour, Minter: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Minter.Name != alice.Name || info.Minter.Via != "tailnet" {
+		t.Errorf("ledger minter = %+v", info.Minter)
+	}
+	if toks, _ := is.List(); len(toks) != 1 || toks[0].Minter.Name != alice.Name {
+		t.Errorf("listed: %+v", toks)
+	}
+	child, _, err := is.Mint(auth.Grant{Subject: "ci-child", Rights: rights.Rights{{Servers: []string{"demo"}}}, TTL: time.Hour,
+		Minter: auth.Minter{Name: "ci", Via: "jwt", Token: info.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.Verify(tok); err != nil {
+		t.Fatalf("fresh: %v", err)
+	}
+	// Narrowed, still admin: refused while not covered.
+	if err := is.Seen("tailnet", alice.Name, rights.Rights{{Servers: []string{"other"}, Admin: true}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []string{tok, child} {
+		if _, err := is.Verify(tk); !errors.Is(err, auth.ErrMinter) {
+			t.Errorf("minter narrowed: err = %v, want ErrMinter", err)
+		}
+	}
+	// Survives a restart.
+	is = open(t, dir, c)
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrMinter) {
+		t.Errorf("minter narrowed, reopened: err = %v, want ErrMinter", err)
+	}
+	if err := is.Seen("tailnet", alice.Name, admin); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []string{tok, child} {
+		if _, err := is.Verify(tk); err != nil {
+			t.Errorf("minter covers again: %v", err)
+		}
+	}
+	// Seen without admin: revoked for good.
+	if err := is.Seen("tailnet", alice.Name, rights.Rights{{Servers: []string{"*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := is.Seen("tailnet", alice.Name, admin); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrRevoked) {
+		t.Errorf("minter lost admin: err = %v, want ErrRevoked", err)
+	}
+	if _, err := is.Verify(child); !errors.Is(err, auth.ErrMinter) {
+		t.Errorf("its minter's token revoked: err = %v, want ErrMinter", err)
+	}
+	// The owner's tokens answer to nobody.
+	own, _, err := is.Mint(auth.Grant{Subject: "mine", Rights: admin, TTL: time.Hour, Minter: auth.Minter{Name: "local:1000", Via: "unix", Owner: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.Verify(own); err != nil {
+		t.Errorf("owner's token: %v", err)
+	}
+}
+
+// TestMintRefusesReservedSubjects (real-use 22): a token's bearer cannot be
+// named like one of the broker's built-in callers.
+func TestMintRefusesReservedSubjects(t *testing.T) {
+	is := open(t, t.TempDir(), &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
+	for _, sub := range []string{"loopback", "local:1000", "anonymous", "tailnet:unknown"} {
+		_, _, err := is.Mint(auth.Grant{Subject: sub, Rights: rights.Rights{{Servers: []string{"*"}}}})
+		if !errors.Is(err, auth.ErrGrant) || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("subject %q: err = %v, want a reserved-subject grant error", sub, err)
+		}
+	}
+	if _, _, err := is.Mint(auth.Grant{Subject: "loopback-ci", Rights: rights.Rights{{Servers: []string{"*"}}}}); err != nil {
+		t.Errorf("an ordinary subject: %v", err)
+	}
+}

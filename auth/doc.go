@@ -40,6 +40,19 @@
 // token cannot outlive [MaxTTL], so no key lingers longer. Expired tokens
 // leave the ledger the same way.
 //
+// # Minters
+//
+// The ledger records who minted each token (Minter), and a token dies with
+// its minter's rights. The owner's tokens answer to nobody. A token minted
+// with a token is valid only while that token is (recursively: revoking or
+// outliving one ends every token minted under it). A tailnet caller's
+// grant is known only when it calls, so the issuer keeps its rights as last
+// seen (Issuer.Seen, on each of its requests, written only when they
+// change): at each use its token is refused (ErrMinter) while those rights
+// lack admin or do not cover the token's, and a minter seen without admin
+// (its grant taken away) revokes its tokens for good. Subjects naming the
+// broker's built-in callers (loopback, local:…, anonymous) are refused.
+//
 // # Rights
 //
 // A token carries its rights in the claim "rights", in package rights'

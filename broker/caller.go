@@ -27,6 +27,9 @@ type Caller struct {
 	// commands the daemon will run. The owner's always may. See "Project
 	// config" in docs/architecture.md.
 	Rights rights.Rights `json:"rights"`
+	// Token is the jti of the signed token that admitted a "jwt" caller:
+	// a token it mints lives only while this one does.
+	Token string `json:"-"`
 }
 
 // callerKey confines keys named by caller-chosen ids (sessions, leases) to
