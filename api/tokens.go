@@ -160,6 +160,7 @@ func (s *server) revokeToken(w http.ResponseWriter, r *http.Request) error {
 		return &broker.Error{Kind: broker.KindNotFound, Op: "revoke token", Msg: err.Error()}
 	}
 	s.log.Info("token revoked", "id", info.ID, "sub", info.Subject, "by", c.Name)
+	s.revocations.notify()
 	writeJSON(w, http.StatusOK, tokenDoc(info))
 	return nil
 }
