@@ -81,6 +81,7 @@ func poolServer(name string, s *config.Server) pool.Server {
 		StartTimeout: s.StartTimeout.D(),
 		Allocate:     poolAllocs(s.Allocate),
 		Sampling:     s.Sampling,
+		NoRoots:      !s.OffersRoots(),
 	}
 }
 

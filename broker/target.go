@@ -3,6 +3,8 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -136,6 +138,9 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 		rs = b.scope.Resolve(config.ScopeCwd, cc)
 		rs.Degraded = "the repository root lies outside the caller's allowed roots"
 	}
+	if def.OffersRoots() && wholeDisk(rs.Root) {
+		rs.Degraded = strings.TrimPrefix(rs.Degraded+"; "+wholeDiskNote(rs.Root), "; ")
+	}
 	b.noteSession(rs.Key, c, cc.Cwd)
 	poolName := sv.poolName(r.Server)
 	if poolName != r.Server {
@@ -145,4 +150,31 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 		Server: poolName, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),
 	}}, nil
+}
+
+// wholeDisk reports whether an instance root is / or the home directory: a
+// filesystem server offered it as its root sees the whole disk (or every
+// file of the user), which a caller whose cwd is / or ~ rarely means.
+func wholeDisk(root string) bool {
+	if root == "/" {
+		return true
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || root == "" {
+		return false
+	}
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		home = h
+	}
+	return root == home
+}
+
+// wholeDiskNote is the degraded note of such an instance; it names no path
+// (remote callers read degraded notes).
+func wholeDiskNote(root string) string {
+	what := "the home directory"
+	if root == "/" {
+		what = "/, the whole disk"
+	}
+	return fmt.Sprintf("the instance root is %s (the caller's cwd): a filesystem server offered it as its MCP root sees every file below it; call from a project directory, or give the server \"roots\": false", what)
 }

@@ -71,6 +71,10 @@ type Server struct {
 	// Sampling declares the sampling capability to the children
 	// (mcpclient.Options.Sampling).
 	Sampling bool
+	// NoRoots: the children are never offered the instance root as MCP
+	// roots (the config's "roots": false); the root still sets their cwd
+	// and ${mcpx.root}.
+	NoRoots bool
 
 	// Revision is opaque to the pool. Its owner bumps it when what the
 	// definition runs changed while the definition did not (a nix: command

@@ -51,6 +51,13 @@
 //     ${mcpx.cwd}, and passes the rest to the server as written.
 //   - A url ending in /sse with no type is a warning: Cline reads such a
 //     server as SSE, mcpx as streamable HTTP.
+//   - A command server with no "scope" is spawned as its client would
+//     spawn it: scope global (one child, in the daemon's directory) and
+//     "roots": false (no MCP roots offered), since a server such as
+//     server-filesystem replaces the directories its arguments name with
+//     the roots it is offered. Setting "scope", or using ${mcpx.root} or
+//     ${mcpx.cwd}, opts in to mcpx's scopes and roots; "roots": false
+//     keeps the roots off in any file.
 //   - "autoApprove", "alwaysAllow", "timeout" (Cline's), "dev" (VS Code's),
 //     and Claude Desktop's "globalShortcut" and "preferences" mean nothing
 //     to a broker and are ignored without a warning.
@@ -154,7 +161,18 @@ type Server struct {
 	// always a valid answer. See "Requests for input" in
 	// docs/architecture.md.
 	Sampling bool `json:"sampling,omitempty"`
+	// Roots says whether the server's children are offered the instance
+	// root as MCP roots (roots/list): nil or true = they are, when the
+	// scope gives the instance a root; false = never, so a server whose
+	// arguments name its directories (server-filesystem replaces them
+	// with the roots it is offered) keeps them. A command server in a
+	// client's format with no "scope" gets the client's semantics: scope
+	// global and roots false (see "Client formats").
+	Roots *bool `json:"roots,omitempty"`
 }
+
+// OffersRoots reports whether s's children are offered MCP roots (Roots).
+func (s *Server) OffersRoots() bool { return s.Roots == nil || *s.Roots }
 
 // ScopePolicy is a server's scope policy: whether a caller may override the
 // configured scope at call time (the Mcpx-Scope header), and with which

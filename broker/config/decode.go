@@ -192,6 +192,7 @@ func serverFields(s *Server, typ *string) map[string]fieldSpec {
 		"prelude":      {&s.Prelude, str},
 		"allocate":     {&s.Allocate, `an object of names to allocations such as {"port": {"range": [9222, 9299]}}`},
 		"sampling":     {&s.Sampling, "true or false"},
+		"roots":        {&s.Roots, "true or false"},
 	}
 }
 
