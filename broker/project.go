@@ -342,6 +342,26 @@ func (b *Broker) serve(c Caller, cwd string, report bool) (*served, *Sources, er
 	return s, rep, err
 }
 
+// skippedProjectFiles names, for the owner, the project files on cwd's
+// chain that are skipped and why ("" if none, or c is not the owner: the
+// reasons name paths).
+func (b *Broker) skippedProjectFiles(c Caller, cwd string) string {
+	if !c.Owner || cwd == "" {
+		return ""
+	}
+	_, rep, err := b.serve(c, cwd, true)
+	if err != nil || rep == nil {
+		return ""
+	}
+	var notes []string
+	for _, d := range rep.Chain {
+		if d.Kind == chain.KindProject && d.Config != "" && d.Skipped != "" {
+			notes = append(notes, fmt.Sprintf("the project config %s is skipped: %s", d.Config, d.Skipped))
+		}
+	}
+	return strings.Join(notes, "; ")
+}
+
 // skipOutsideRoots is why a project directory above the caller's roots is
 // not applied: whoever may write there is not vouched for by its rights.
 const skipOutsideRoots = "it lies outside the roots this caller may use"

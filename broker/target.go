@@ -47,12 +47,22 @@ func (b *Broker) notFound(name string, c Caller) error {
 	return notFoundAmong(b.currentConfig().Servers, name, c)
 }
 
-// notFoundIn is notFound among the servers c is served at its cwd.
-func (b *Broker) notFoundIn(sv *served, name string, c Caller) error {
-	return notFoundAmong(sv.servers, name, c)
+// notFoundIn is notFound among the servers r's caller is served at its
+// cwd; to the owner, the hint also names the project files on that cwd's
+// chain that are skipped, and why (a server one defines is not served).
+func (b *Broker) notFoundIn(sv *served, r Request) error {
+	err := notFoundError(sv.servers, r.Server, r.Caller)
+	if note := b.skippedProjectFiles(r.Caller, r.Context.Cwd); note != "" {
+		err.Hint += "; " + note
+	}
+	return err
 }
 
 func notFoundAmong(servers map[string]*config.Server, name string, c Caller) error {
+	return notFoundError(servers, name, c)
+}
+
+func notFoundError(servers map[string]*config.Server, name string, c Caller) *Error {
 	names := slices.DeleteFunc(sortedNames(servers), func(n string) bool { return !c.Rights.MayUse(n) })
 	hint := "configured servers: " + strings.Join(names, ", ")
 	if s := suggest.Closest(name, names); s != "" {
@@ -90,7 +100,7 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 	}
 	def := sv.servers[r.Server]
 	if def == nil {
-		return resolved{}, b.notFoundIn(sv, r.Server, c)
+		return resolved{}, b.notFoundIn(sv, r)
 	}
 	use := rights.Use{Server: r.Server}
 	if err := authorize(sv.servers, c, use); err != nil {
