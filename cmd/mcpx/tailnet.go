@@ -60,12 +60,13 @@ func upNode(ctx context.Context, node *tsnet.Node, lns *daemon.Listeners, so api
 			node.Close()
 		}
 	}()
-	so.MaxConns, so.Identify = maxConns, node.Identify
+	so.MaxConns = maxConns
+	so = node.ServeOptions(so) // Identify and the Host check, on both listeners
 	nln, err := node.Listen()
 	if err != nil {
 		return nil, err
 	}
-	lns.Add(nln, api.ServeOptions{Logger: so.Logger, DrainTimeout: so.DrainTimeout, MaxConns: maxConns, Identify: node.Identify, Host: node.OwnHost})
+	lns.Add(nln, node.ServeOptions(api.ServeOptions{Logger: so.Logger, DrainTimeout: so.DrainTimeout, MaxConns: maxConns}))
 	sln, err := node.ListenTLS(ctx)
 	if err != nil {
 		return nil, err
