@@ -7,7 +7,7 @@
 //	if err != nil { ... }  // e.g. "needs login: open https://login.tailscale.com/a/..."
 //	defer n.Close()
 //	ln, err := n.Listen() // HTTP on :80, over WireGuard
-//	api.Serve(ctx, ln, h, n.ServeOptions(api.ServeOptions{})) // Identify and the Host check
+//	api.Serve(ctx, ln, h, api.ServeOptions{Identify: n.Identify, Host: n.OwnHost})
 //	tln, err := n.ListenTLS(ctx) // HTTPS on :443, or nil when no certificate: served the same
 //
 // # TLS
@@ -57,7 +57,7 @@
 //
 // A request carrying a bearer token is not asked about: api reads it as a
 // signed token (package auth) with the token's rights. [Node.OwnHost] is
-// every listener's api.ServeOptions.Host, the browser guard's DNS-rebinding
-// check: [Node.ServeOptions] sets it with Identify, for :80 and :443 alike.
+// every listener's api.ServeOptions.Host (HTTP on :80 and HTTPS on :443
+// alike), the browser guard's DNS-rebinding check.
 
 package tsnet

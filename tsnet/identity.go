@@ -12,7 +12,6 @@ import (
 	"tailscale.com/client/tailscale/apitype"
 	"tailscale.com/tailcfg"
 
-	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
@@ -102,14 +101,6 @@ func callerName(who *apitype.WhoIsResponse) string {
 
 func refuse(msg, hint string, err error) error {
 	return &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Msg: msg, Hint: hint, Err: err}
-}
-
-// ServeOptions returns so as every listener of the node is served with
-// (HTTP on :80 and HTTPS on :443 alike): callers named by Identify, and
-// only a Host that names this node (OwnHost) admitted.
-func (n *Node) ServeOptions(so api.ServeOptions) api.ServeOptions {
-	so.Identify, so.Host = n.Identify, n.OwnHost
-	return so
 }
 
 // OwnHost reports whether a request's Host header names this node: its

@@ -1,4 +1,4 @@
-package tsnet_test
+package main
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"mcpx.dev/mcpx/tsnet"
 )
 
-// TestServeOptionsCheckTheHost (real-use 24): the options every listener
-// of the node is served with (HTTP on :80 and HTTPS on :443 alike) refuse
+// TestNodeServeOptionsCheckTheHost (real-use 24): the options every
+// listener of the node is served with (HTTP on :80 and HTTPS on :443 alike) refuse
 // a Host that does not name the node (DNS rebinding), even on /healthz,
 // which needs no identity.
-func TestServeOptionsCheckTheHost(t *testing.T) {
+func TestNodeServeOptionsCheckTheHost(t *testing.T) {
 	b, err := broker.New(broker.Options{Config: &config.Config{Servers: map[string]*config.Server{}}})
 	if err != nil {
 		t.Fatal(err)
@@ -28,9 +28,9 @@ func TestServeOptionsCheckTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := &tsnet.Node{Hostname: "broker", Dir: t.TempDir()}
-	so := n.ServeOptions(api.ServeOptions{DrainTimeout: time.Second})
+	so := nodeServeOptions(n, api.ServeOptions{DrainTimeout: time.Second})
 	if so.Identify == nil || so.Host == nil {
-		t.Fatalf("ServeOptions left Identify or Host unset: %+v", so)
+		t.Fatalf("nodeServeOptions left Identify or Host unset: %+v", so)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
