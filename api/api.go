@@ -62,6 +62,11 @@ type Options struct {
 	// KeepAlive is how often an event stream with nothing to say sends a
 	// comment, so that idle timeouts on the way do not cut it; 0 = 15s.
 	KeepAlive time.Duration
+	// Reidentify is how often a long-lived response (events, a followed
+	// log, a streamed call) re-identifies its caller, and ends when its
+	// rights no longer cover it (also at once when a token is revoked
+	// here); 0 = DefaultReidentify.
+	Reidentify time.Duration
 	// Token is the bearer token every TCP request must carry
 	// ("Authorization: Bearer <token>"); "" = TCP callers are refused (401).
 	// Unix-socket callers never need it.
@@ -102,15 +107,19 @@ type server struct {
 	bodyIdle  time.Duration // the longest pause within a request body
 	owner     int           // the only uid admitted on the unix socket: the daemon's
 	keepAlive time.Duration
-	token     []byte         // Options.Token; empty = no TCP caller is admitted
-	daemon    *Daemon        // Options.Daemon; may be nil
-	node      *wire.NodeInfo // Options.Node; may be nil
-	tokens    *auth.Issuer   // Options.Tokens; may be nil
-	inputWait time.Duration  // Options.InputWait
-	calls     *callRegistry  // the streamed calls that may be asked for input
-	metrics   *metrics.Metrics
-	logFile   *daemonlog.File // Options.Log; may be nil
-	tailnet   *Tailnet        // Options.Tailnet; may be nil
+	// reidentify is Options.Reidentify; revocations wakes the streams'
+	// rights watches when a token is revoked (rightswatch.go).
+	reidentify  time.Duration
+	revocations *broadcast
+	token       []byte         // Options.Token; empty = no TCP caller is admitted
+	daemon      *Daemon        // Options.Daemon; may be nil
+	node        *wire.NodeInfo // Options.Node; may be nil
+	tokens      *auth.Issuer   // Options.Tokens; may be nil
+	inputWait   time.Duration  // Options.InputWait
+	calls       *callRegistry  // the streamed calls that may be asked for input
+	metrics     *metrics.Metrics
+	logFile     *daemonlog.File // Options.Log; may be nil
+	tailnet     *Tailnet        // Options.Tailnet; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -130,24 +139,26 @@ func New(opts Options) http.Handler {
 
 func newServer(opts Options) *server {
 	s := &server{
-		b:         opts.Broker,
-		log:       opts.Logger,
-		version:   opts.Version,
-		maxBody:   opts.MaxBodyBytes,
-		maxDepth:  opts.MaxDepth,
-		bodyIdle:  cmp.Or(opts.BodyTimeout, DefaultBodyTimeout),
-		owner:     os.Getuid(),
-		keepAlive: cmp.Or(opts.KeepAlive, 15*time.Second),
-		token:     []byte(opts.Token),
-		daemon:    opts.Daemon,
-		node:      opts.Node,
-		tokens:    opts.Tokens,
-		inputWait: cmp.Or(opts.InputWait, config.DefaultInputWait),
-		calls:     newCallRegistry(),
-		metrics:   opts.Metrics,
-		logFile:   opts.Log,
-		browser:   newBrowserSessions(),
-		tailnet:   opts.Tailnet,
+		b:           opts.Broker,
+		log:         opts.Logger,
+		version:     opts.Version,
+		maxBody:     opts.MaxBodyBytes,
+		maxDepth:    opts.MaxDepth,
+		bodyIdle:    cmp.Or(opts.BodyTimeout, DefaultBodyTimeout),
+		owner:       os.Getuid(),
+		keepAlive:   cmp.Or(opts.KeepAlive, 15*time.Second),
+		reidentify:  cmp.Or(opts.Reidentify, DefaultReidentify),
+		revocations: newBroadcast(),
+		token:       []byte(opts.Token),
+		daemon:      opts.Daemon,
+		node:        opts.Node,
+		tokens:      opts.Tokens,
+		inputWait:   cmp.Or(opts.InputWait, config.DefaultInputWait),
+		calls:       newCallRegistry(),
+		metrics:     opts.Metrics,
+		logFile:     opts.Log,
+		browser:     newBrowserSessions(),
+		tailnet:     opts.Tailnet,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

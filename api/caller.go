@@ -110,6 +110,7 @@ func (s *server) credentialCaller(r *http.Request, lo listenerOpts, remote bool,
 			"the daemon's own token is for loopback TCP only; here send a token from `mcpx token mint`"))
 	}
 	c, err := lo.identify(r)
+	s.seen(c)
 	if be := (*broker.Error)(nil); err != nil && !errors.As(err, &be) {
 		// Deny by default: whatever failed, the caller is not admitted.
 		err = &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Msg: "cannot identify the caller", Err: err}

@@ -21,7 +21,8 @@ import (
 //	                  answered with POST /v1/calls/{call}/input
 //	event: progress   the params of each notifications/progress, in order
 //	event: result     the child's CallToolResult, unchanged
-//	event: error      a Problem, if the call failed after the stream began
+//	event: error      a Problem, if the call failed after the stream began,
+//	                  or was cancelled because its caller's rights ended
 //
 // Errors found before the call starts (unknown server, bad headers or body)
 // are plain problem responses with their status. The call runs on its own
@@ -40,6 +41,8 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 	})
 	defer s.calls.end(sc)
 	req.OnInput = sc.ask
+	ctx, stop := s.watchRights(r)
+	defer stop()
 	ev := newEventWriter(w)
 	started, _ := json.Marshal(wire.CallStarted{Call: sc.id})
 	ev.send(wire.EventCall, started)
@@ -58,7 +61,7 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 			}
 			done <- o
 		}()
-		o.res, o.err = s.b.CallTool(r.Context(), req, tool, args, q.push)
+		o.res, o.err = s.b.CallTool(ctx, req, tool, args, q.push)
 	}()
 	// A long call with no progress would leave the stream silent, and
 	// proxies and clients with idle timeouts drop silent streams.
@@ -85,6 +88,9 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 			}
 			for _, p := range q.take() {
 				ev.send(wire.EventProgress, p)
+			}
+			if why, ok := endedRights(ctx); ok && o.err != nil {
+				o.err = why // the call was cancelled because its caller's rights ended
 			}
 			if o.err != nil {
 				p, _ := json.Marshal(s.problem(r, o.err))

@@ -69,6 +69,7 @@ type daemonOptions struct {
 	coldToolDocs              bool                 // every tool document built anew (NewColdToolDocs)
 	tokens                    *auth.Issuer         // api.Options.Tokens
 	inputWait                 time.Duration        // api.Options.InputWait
+	reidentify                time.Duration        // api.Options.Reidentify
 }
 
 func startDaemon(t testing.TB, o daemonOptions) *daemon {
@@ -91,7 +92,7 @@ func startDaemon(t testing.TB, o daemonOptions) *daemon {
 		}
 	})
 	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon,
-		BodyTimeout: o.bodyTimeout, Tokens: o.tokens, InputWait: o.inputWait}
+		BodyTimeout: o.bodyTimeout, Tokens: o.tokens, InputWait: o.inputWait, Reidentify: o.reidentify}
 	var h http.Handler
 	var toolDocs *openapi.Cache
 	switch {

@@ -14,6 +14,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/rights"
@@ -22,6 +23,12 @@ import (
 // serveIdentified serves the API on a fresh loopback listener whose callers
 // are named by id alone (as the tailnet listener's are) and returns its URL.
 func serveIdentified(t *testing.T, id api.Identify) string {
+	t.Helper()
+	return serveIdentifiedTokens(t, id, nil)
+}
+
+// serveIdentifiedTokens is serveIdentified with a token issuer.
+func serveIdentifiedTokens(t *testing.T, id api.Identify, is *auth.Issuer) string {
 	t.Helper()
 	b, err := broker.New(broker.Options{Config: &config.Config{Servers: map[string]*config.Server{}}})
 	if err != nil {
@@ -34,7 +41,7 @@ func serveIdentified(t *testing.T, id api.Identify) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		h := api.New(api.Options{Broker: b, Version: "test", Token: testToken})
+		h := api.New(api.Options{Broker: b, Version: "test", Token: testToken, Tokens: is})
 		if err := api.Serve(ctx, ln, h, api.ServeOptions{Identify: id, DrainTimeout: time.Second}); err != nil {
 			t.Errorf("serve: %v", err)
 		}

@@ -15,7 +15,8 @@ import (
 // oldest first, each as an SSE event with its id, then (unless
 // ?follow=false) every new one as it happens. A Last-Event-ID resumes
 // after that id; if events after it are no longer kept, a gap event says
-// how many were lost. Callers see the events of the servers they may use.
+// how many were lost. Callers see the events of the servers they may use;
+// a stream whose caller's rights end ends with an EventEnd saying why.
 func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	c, _ := callerFrom(r.Context())
 	var after uint64
@@ -35,6 +36,8 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return &broker.Error{Kind: broker.KindBadRequest, Op: "events", Msg: "follow must be true or false"}
 	}
+	ctx, stop := s.watchRights(r)
+	defer stop()
 	ev := newEventWriter(w)
 	keepAlive := time.NewTicker(s.keepAlive)
 	defer keepAlive.Stop()
@@ -61,7 +64,10 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		case <-more:
 		case <-keepAlive.C:
 			ev.comment(wire.KeepAliveComment)
-		case <-r.Context().Done():
+		case <-ctx.Done():
+			if why, ok := endedRights(ctx); ok {
+				s.sendEnd(ev, why)
+			}
 			return nil
 		}
 	}

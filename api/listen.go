@@ -156,7 +156,9 @@ type ServeOptions struct {
 // Identify names the caller of a request on one listener (see
 // ServeOptions.Identify). It is called once per request, so rights granted
 // outside the daemon (a tailnet grant) take effect on the next request. It
-// must be safe for concurrent use.
+// must be safe for concurrent use. With an error it may still name the
+// caller, with no rights (a tailnet peer whose grant was taken away): the
+// tokens that caller minted then die with its rights.
 type Identify func(*http.Request) (broker.Caller, error)
 
 // DefaultMaxConns is ServeOptions.MaxConns when it is 0. A connection costs

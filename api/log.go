@@ -54,6 +54,8 @@ func (s *server) streamLog(w http.ResponseWriter, r *http.Request) error {
 	if fw == nil {
 		return nil
 	}
+	ctx, stop := s.watchRights(r)
+	defer stop()
 	keepAlive := time.NewTicker(s.keepAlive)
 	defer keepAlive.Stop()
 	for ev.err == nil {
@@ -72,7 +74,10 @@ func (s *server) streamLog(w http.ResponseWriter, r *http.Request) error {
 			}
 		case <-keepAlive.C:
 			ev.comment(wire.KeepAliveComment)
-		case <-r.Context().Done():
+		case <-ctx.Done():
+			if why, ok := endedRights(ctx); ok {
+				s.sendEnd(ev, why)
+			}
 			return nil
 		}
 	}

@@ -31,6 +31,7 @@ const (
 	denyTokenNotYetValid  = "token-not-yet-valid"
 	denyTokenWrongBroker  = "token-wrong-broker"
 	denyTokenRevoked      = "token-revoked"
+	denyTokenMinter       = "token-minter"
 	denyIdentity          = "identity" // the listener's Identify refused (the tailnet: no grant, WhoIs failed)
 	denyRights            = "rights"   // admitted, but the caller's rights refuse the request (403)
 	denyOther             = "other"
@@ -76,6 +77,8 @@ func tokenDenial(err error) string {
 		return denyTokenWrongBroker
 	case errors.Is(err, auth.ErrRevoked):
 		return denyTokenRevoked
+	case errors.Is(err, auth.ErrMinter):
+		return denyTokenMinter
 	}
 	return denyTokenInvalid
 }

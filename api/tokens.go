@@ -35,7 +35,7 @@ func (s *server) jwtCaller(tok string) (broker.Caller, error) {
 		return broker.Caller{}, deny(denyTokenInvalid, unauthorized(auth.ErrInvalid.Error(), ""))
 	}
 	// A root that does not exist (now) grants nothing.
-	return broker.Caller{Name: cl.Subject, Via: wire.ViaJWT, Rights: orNone(cl.Rights.Canonical())}, nil
+	return broker.Caller{Name: cl.Subject, Via: wire.ViaJWT, Token: cl.ID, Rights: orNone(cl.Rights.Canonical())}, nil
 }
 
 // looksSigned tells a signed token (three dot-separated parts) from the
@@ -105,7 +105,7 @@ func (s *server) mintToken(w http.ResponseWriter, r *http.Request) error {
 	if err := within(c, rule); err != nil {
 		return err
 	}
-	tok, info, err := s.tokens.Mint(auth.Grant{Subject: req.Subject, Rights: rights.Rights{rule}, TTL: ttl})
+	tok, info, err := s.tokens.Mint(auth.Grant{Subject: req.Subject, Rights: rights.Rights{rule}, TTL: ttl, Minter: minter(c)})
 	if errors.Is(err, auth.ErrGrant) {
 		return badToken("", strings.TrimPrefix(err.Error(), auth.ErrGrant.Error()+": "), "")
 	}
@@ -160,6 +160,7 @@ func (s *server) revokeToken(w http.ResponseWriter, r *http.Request) error {
 		return &broker.Error{Kind: broker.KindNotFound, Op: "revoke token", Msg: err.Error()}
 	}
 	s.log.Info("token revoked", "id", info.ID, "sub", info.Subject, "by", c.Name)
+	s.revocations.notify()
 	writeJSON(w, http.StatusOK, tokenDoc(info))
 	return nil
 }
@@ -179,5 +180,28 @@ func (s *server) rotateTokenKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func tokenDoc(t auth.Info) wire.Token {
-	return wire.Token{ID: t.ID, Subject: t.Subject, Rights: orNone(t.Rights), KeyID: t.KeyID, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked}
+	doc := wire.Token{ID: t.ID, Subject: t.Subject, Rights: orNone(t.Rights), KeyID: t.KeyID, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked}
+	if m := t.Minter; m.Via != "" {
+		doc.Minter = &wire.TokenMinter{Name: m.Name, Via: m.Via, Owner: m.Owner, Token: m.Token}
+	}
+	return doc
+}
+
+// minter is the auth.Minter of a token c mints: it dies with c's rights.
+func minter(c broker.Caller) auth.Minter {
+	return auth.Minter{Name: c.Name, Via: c.Via, Owner: c.Owner, Token: c.Token, Rights: c.Rights}
+}
+
+// seen tells the issuer the rights a tailnet caller has now, on each of its
+// requests (a refused one names the caller with no rights): the tokens it
+// minted die with them (auth.Issuer.Seen). The tailnet is the only place a
+// minter's rights can change without the broker's knowing; a token minter's
+// are its token's, checked at each use.
+func (s *server) seen(c broker.Caller) {
+	if s.tokens == nil || c.Via != wire.ViaTailnet || c.Name == "" {
+		return
+	}
+	if err := s.tokens.Seen(c.Via, c.Name, c.Rights); err != nil {
+		s.log.Warn("recording a token minter's rights", "minter", c.Name, "err", err)
+	}
 }

@@ -173,7 +173,7 @@ func TestSignedTokensOverTCP(t *testing.T) {
 	}
 	clk.set(-48 * time.Hour)
 	expired := mint(t, d.unix, wire.TokenRequest{Subject: "old", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"}).Token
-	clk.set(time.Hour)
+	clk.set(30 * time.Minute) // not an hour: m (1h) would have expired, and left the ledger
 	early := mint(t, d.unix, wire.TokenRequest{Subject: "early", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "2h"}).Token
 	clk.set(0)
 	revoked := mint(t, d.unix, wire.TokenRequest{Subject: "gone", Rule: rights.Rule{Servers: []string{"demo"}}})

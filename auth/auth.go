@@ -21,9 +21,6 @@ import (
 	"mcpx.dev/mcpx/rights"
 )
 
-// Leeway is how far clocks may disagree when exp, nbf and iat are checked.
-const Leeway = 30 * time.Second
-
 // DefaultTTL is Grant.TTL when it is 0; MaxTTL bounds it.
 const (
 	DefaultTTL = 24 * time.Hour
@@ -42,6 +39,9 @@ var (
 	ErrNotYetValid = errors.New("the token is not valid yet")
 	ErrWrongBroker = errors.New("the token was issued for another broker")
 	ErrRevoked     = errors.New("the token has been revoked")
+	// ErrMinter: the token's minter no longer has the rights it granted
+	// (its own token ended, or its grant lost admin or narrowed).
+	ErrMinter = errors.New("the token's minter no longer has the rights it granted")
 )
 
 // ErrGrant is wrapped by Mint's errors about the grant itself (the caller
@@ -71,6 +71,9 @@ type Grant struct {
 	// Rights grant nothing.
 	Rights rights.Rights
 	TTL    time.Duration // 0 = DefaultTTL; at most MaxTTL
+	// Minter is who mints it; the token dies with the minter's rights
+	// (Minter's doc). A minter that is not the owner must give its Rights.
+	Minter Minter
 }
 
 // Claims are a token's payload: the registered claims and the rights. A
@@ -93,6 +96,7 @@ type Info struct {
 	IssuedAt  time.Time     `json:"issuedAt"`
 	ExpiresAt time.Time     `json:"expiresAt"`
 	Revoked   bool          `json:"revoked,omitempty"`
+	Minter    Minter        `json:"minter,omitzero"` // zero: minted before minters were recorded
 }
 
 // KeyInfo describes a signing key (never its private part).
@@ -116,6 +120,9 @@ type state struct {
 	Identity string  `json:"identity"`
 	Keys     []*key  `json:"keys"`   // the current one last
 	Tokens   []*Info `json:"tokens"` // minted, not yet expired
+	// Minters are the followed minters (Minter.key) of tokens in Tokens,
+	// with their rights as last seen.
+	Minters map[string]*seen `json:"minters,omitempty"`
 }
 
 // Issuer mints and verifies tokens. Its methods are safe for concurrent
@@ -184,6 +191,9 @@ func (is *Issuer) Mint(g Grant) (string, Info, error) {
 	if g.Subject == "" {
 		return "", Info{}, grantError("a token needs a subject (--sub NAME): it becomes the caller's name")
 	}
+	if why, ok := reservedSubject(g.Subject); ok {
+		return "", Info{}, grantError("subject %q is reserved: %s; choose another name", g.Subject, why)
+	}
 	ttl := cmp.Or(g.TTL, DefaultTTL)
 	if ttl < 0 || ttl > MaxTTL {
 		return "", Info{}, grantError("ttl %s is out of range: a token lives between 1s and %s", g.TTL, MaxTTL)
@@ -196,7 +206,7 @@ func (is *Issuer) Mint(g Grant) (string, Info, error) {
 	defer is.mu.Unlock()
 	k := is.st.Keys[len(is.st.Keys)-1]
 	now := is.now().Truncate(time.Second)
-	info := Info{ID: randomHex(16), Subject: g.Subject, Rights: granted, KeyID: k.ID, IssuedAt: now, ExpiresAt: now.Add(ttl)}
+	info := Info{ID: randomHex(16), Subject: g.Subject, Rights: granted, KeyID: k.ID, IssuedAt: now, ExpiresAt: now.Add(ttl), Minter: g.Minter}
 	claims := Claims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			ID: info.ID, Subject: info.Subject, Issuer: is.st.Identity, Audience: jwt.ClaimStrings{is.st.Identity},
@@ -215,22 +225,36 @@ func (is *Issuer) Mint(g Grant) (string, Info, error) {
 		k.LastExpiry = info.ExpiresAt
 	}
 	is.st.Tokens = append(is.st.Tokens, &info)
+	mk := g.Minter.key()
+	prevSeen, hadSeen := is.st.Minters[mk]
+	if mk != "" {
+		if is.st.Minters == nil {
+			is.st.Minters = map[string]*seen{}
+		}
+		is.st.Minters[mk] = &seen{Rights: g.Minter.Rights}
+	}
 	if err := is.saveLocked(); err != nil {
 		is.st.Tokens = is.st.Tokens[:len(is.st.Tokens)-1]
 		k.LastExpiry = prevExpiry
+		if mk != "" && hadSeen {
+			is.st.Minters[mk] = prevSeen
+		} else if mk != "" {
+			delete(is.st.Minters, mk)
+		}
 		return "", Info{}, err
 	}
 	return tok, info, nil
 }
 
 // Verify checks a token and returns its claims. Its error wraps one of
-// ErrInvalid, ErrExpired, ErrNotYetValid, ErrWrongBroker or ErrRevoked.
+// ErrInvalid, ErrExpired, ErrNotYetValid, ErrWrongBroker, ErrRevoked or
+// ErrMinter.
 func (is *Issuer) Verify(tok string) (*Claims, error) {
 	is.mu.RLock()
 	defer is.mu.RUnlock()
 	claims := &Claims{}
 	p := jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
-		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(Leeway), jwt.WithTimeFunc(is.now),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(is.now), // no leeway: the minter is the verifier, one clock
 		jwt.WithIssuer(is.st.Identity), jwt.WithAudience(is.st.Identity))
 	_, err := p.ParseWithClaims(tok, claims, is.keyLocked)
 	switch {
@@ -250,6 +274,8 @@ func (is *Issuer) Verify(tok string) (*Claims, error) {
 		return nil, ErrInvalid
 	case is.st.Tokens[i].Revoked:
 		return nil, ErrRevoked
+	case !is.minterAllowsLocked(is.st.Tokens[i], 0):
+		return nil, ErrMinter
 	}
 	return claims, nil
 }
@@ -259,7 +285,7 @@ func (is *Issuer) keyLocked(t *jwt.Token) (any, error) {
 	kid, _ := t.Header["kid"].(string)
 	now := is.now()
 	for i, k := range is.st.Keys {
-		if k.ID == kid && (i == len(is.st.Keys)-1 || now.Before(k.LastExpiry.Add(Leeway))) {
+		if k.ID == kid && (i == len(is.st.Keys)-1 || now.Before(k.LastExpiry)) {
 			return ed25519.NewKeyFromSeed(k.Seed).Public(), nil
 		}
 	}
@@ -318,13 +344,13 @@ func (is *Issuer) List() ([]Info, []KeyInfo) {
 	now := is.now()
 	var toks []Info
 	for _, t := range slices.Backward(is.st.Tokens) {
-		if now.Before(t.ExpiresAt.Add(Leeway)) {
+		if now.Before(t.ExpiresAt) {
 			toks = append(toks, *t)
 		}
 	}
 	var keys []KeyInfo
 	for i, k := range is.st.Keys {
-		if i == len(is.st.Keys)-1 || now.Before(k.LastExpiry.Add(Leeway)) {
+		if i == len(is.st.Keys)-1 || now.Before(k.LastExpiry) {
 			keys = append(keys, k.KeyInfo)
 		}
 	}
@@ -335,11 +361,12 @@ func (is *Issuer) List() ([]Info, []KeyInfo) {
 // file atomically (a temporary file in the same directory, renamed).
 func (is *Issuer) saveLocked() error {
 	now := is.now()
-	is.st.Tokens = slices.DeleteFunc(is.st.Tokens, func(t *Info) bool { return !now.Before(t.ExpiresAt.Add(Leeway)) })
+	is.st.Tokens = slices.DeleteFunc(is.st.Tokens, func(t *Info) bool { return !now.Before(t.ExpiresAt) })
+	is.pruneMintersLocked()
 	last := len(is.st.Keys) - 1
 	keep := is.st.Keys[:0:0]
 	for i, k := range is.st.Keys {
-		if i == last || now.Before(k.LastExpiry.Add(Leeway)) {
+		if i == last || now.Before(k.LastExpiry) {
 			keep = append(keep, k)
 		}
 	}

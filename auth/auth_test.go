@@ -158,18 +158,45 @@ func TestVerifyRefusesEveryBadToken(t *testing.T) {
 	if again.Identity() != id || !strings.HasPrefix(id, "mcpx:box/") {
 		t.Errorf("identity %q after reopening, was %q", again.Identity(), id)
 	}
-	// The natural expiry, with the leeway.
+	// The natural expiry.
 	tok2, _, err := is.Mint(auth.Grant{Subject: "b", Rights: rights.Rights{{Servers: []string{"*"}}}, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Minute + auth.Leeway/2)
-	if _, err := is.Verify(tok2); err != nil {
-		t.Errorf("within the leeway: %v", err)
-	}
-	c.add(auth.Leeway)
+	c.add(time.Minute + time.Second)
 	if _, err := is.Verify(tok2); !errors.Is(err, auth.ErrExpired) {
-		t.Errorf("past exp and the leeway: err = %v", err)
+		t.Errorf("past exp: err = %v", err)
+	}
+}
+
+// TestVerifyGivesItsOwnTokensNoLeeway (real-use 23): the minter is the
+// verifier, so no clock can disagree: a token is refused the second it
+// expires, and before the second it was issued.
+func TestVerifyGivesItsOwnTokensNoLeeway(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	is := open(t, t.TempDir(), c)
+	tok, _, err := is.Mint(auth.Grant{Subject: "a", Rights: rights.Rights{{Servers: []string{"*"}}}, TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(999 * time.Millisecond)
+	if _, err := is.Verify(tok); err != nil {
+		t.Errorf("within its second: %v", err)
+	}
+	c.add(time.Millisecond)
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrExpired) {
+		t.Errorf("at exp: err = %v, want expired", err)
+	}
+	c.add(3 * time.Second)
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrExpired) {
+		t.Errorf("3s past exp: err = %v, want expired", err)
+	}
+	if toks, _ := is.List(); len(toks) != 0 {
+		t.Errorf("an expired token is still listed: %+v", toks)
+	}
+	c.add(-4*time.Second - time.Millisecond)
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrNotYetValid) {
+		t.Errorf("before its iat and nbf: err = %v, want not yet valid", err)
 	}
 }
 
@@ -206,7 +233,7 @@ func TestRotateRetiresOldKeysWhenTheirTokensExpire(t *testing.T) {
 		t.Errorf("keys after rotate: %+v, want old and new", keys)
 	}
 
-	c.add(2*time.Hour + 2*auth.Leeway)
+	c.add(2*time.Hour + time.Second)
 	if _, err := is.Rotate(); err != nil { // any write retires what is due
 		t.Fatal(err)
 	}
@@ -361,4 +388,93 @@ func TestFlatTokens(t *testing.T) {
 		t.Fatalf("the state file was not rewritten: %s", st)
 	}
 	check(open(t, dir, c), "after the state file was rewritten")
+}
+
+// TestTokensDieWithTheirMintersRights (real-use 22): a token minted by a
+// tailnet admin is refused once its minter is seen with narrower rights,
+// works again when they cover it, and is revoked for good when the minter
+// is seen without admin; a token minted with a token lives only as long as
+// that token; the minter is in the ledger.
+func TestTokensDieWithTheirMintersRights(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	dir := t.TempDir()
+	is := open(t, dir, c)
+	admin := rights.Rights{{Servers: []string{"*"}, Admin: true}}
+	alice := auth.Minter{Name: "alice@example.com", Via: "tailnet", Rights: admin}
+	tok, info, err := is.Mint(auth.Grant{Subject: "ci", Rights: rights.Rights{{Servers: []string{"demo"}, Admin: true}}, TTL: time.Hour, Minter: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Minter.Name != alice.Name || info.Minter.Via != "tailnet" {
+		t.Errorf("ledger minter = %+v", info.Minter)
+	}
+	if toks, _ := is.List(); len(toks) != 1 || toks[0].Minter.Name != alice.Name {
+		t.Errorf("listed: %+v", toks)
+	}
+	child, _, err := is.Mint(auth.Grant{Subject: "ci-child", Rights: rights.Rights{{Servers: []string{"demo"}}}, TTL: time.Hour,
+		Minter: auth.Minter{Name: "ci", Via: "jwt", Token: info.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.Verify(tok); err != nil {
+		t.Fatalf("fresh: %v", err)
+	}
+	// Narrowed, still admin: refused while not covered.
+	if err := is.Seen("tailnet", alice.Name, rights.Rights{{Servers: []string{"other"}, Admin: true}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []string{tok, child} {
+		if _, err := is.Verify(tk); !errors.Is(err, auth.ErrMinter) {
+			t.Errorf("minter narrowed: err = %v, want ErrMinter", err)
+		}
+	}
+	// Survives a restart.
+	is = open(t, dir, c)
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrMinter) {
+		t.Errorf("minter narrowed, reopened: err = %v, want ErrMinter", err)
+	}
+	if err := is.Seen("tailnet", alice.Name, admin); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []string{tok, child} {
+		if _, err := is.Verify(tk); err != nil {
+			t.Errorf("minter covers again: %v", err)
+		}
+	}
+	// Seen without admin: revoked for good.
+	if err := is.Seen("tailnet", alice.Name, rights.Rights{{Servers: []string{"*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := is.Seen("tailnet", alice.Name, admin); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrRevoked) {
+		t.Errorf("minter lost admin: err = %v, want ErrRevoked", err)
+	}
+	if _, err := is.Verify(child); !errors.Is(err, auth.ErrMinter) {
+		t.Errorf("its minter's token revoked: err = %v, want ErrMinter", err)
+	}
+	// The owner's tokens answer to nobody.
+	own, _, err := is.Mint(auth.Grant{Subject: "mine", Rights: admin, TTL: time.Hour, Minter: auth.Minter{Name: "local:1000", Via: "unix", Owner: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.Verify(own); err != nil {
+		t.Errorf("owner's token: %v", err)
+	}
+}
+
+// TestMintRefusesReservedSubjects (real-use 22): a token's bearer cannot be
+// named like one of the broker's built-in callers.
+func TestMintRefusesReservedSubjects(t *testing.T) {
+	is := open(t, t.TempDir(), &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
+	for _, sub := range []string{"loopback", "local:1000", "anonymous", "tailnet:unknown"} {
+		_, _, err := is.Mint(auth.Grant{Subject: sub, Rights: rights.Rights{{Servers: []string{"*"}}}})
+		if !errors.Is(err, auth.ErrGrant) || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("subject %q: err = %v, want a reserved-subject grant error", sub, err)
+		}
+	}
+	if _, _, err := is.Mint(auth.Grant{Subject: "loopback-ci", Rights: rights.Rights{{Servers: []string{"*"}}}}); err != nil {
+		t.Errorf("an ordinary subject: %v", err)
+	}
 }

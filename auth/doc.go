@@ -23,7 +23,9 @@
 //
 // Verify pins the EdDSA algorithm (so "none" and HS256 signed with a
 // public key's bytes are refused), finds the key by the header's kid,
-// requires exp, checks iss, aud, nbf and iat with [Leeway], and then
+// requires exp, checks iss, aud, nbf and iat with no leeway (the broker
+// verifies only tokens it minted, by its own clock: no clocks to disagree),
+// and then
 // requires the token's jti to be in the ledger and not revoked: a token
 // the ledger does not know is refused, so losing the state file revokes
 // every token. Its errors say only which rule refused the token (see
@@ -37,6 +39,19 @@
 // next time it is written, after which their tokens' kid is unknown. A
 // token cannot outlive [MaxTTL], so no key lingers longer. Expired tokens
 // leave the ledger the same way.
+//
+// # Minters
+//
+// The ledger records who minted each token (Minter), and a token dies with
+// its minter's rights. The owner's tokens answer to nobody. A token minted
+// with a token is valid only while that token is (recursively: revoking or
+// outliving one ends every token minted under it). A tailnet caller's
+// grant is known only when it calls, so the issuer keeps its rights as last
+// seen (Issuer.Seen, on each of its requests, written only when they
+// change): at each use its token is refused (ErrMinter) while those rights
+// lack admin or do not cover the token's, and a minter seen without admin
+// (its grant taken away) revokes its tokens for good. Subjects naming the
+// broker's built-in callers (loopback, local:…, anonymous) are refused.
 //
 // # Rights
 //

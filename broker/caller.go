@@ -27,6 +27,9 @@ type Caller struct {
 	// commands the daemon will run. The owner's always may. See
 	// docs/project-config.md.
 	Rights rights.Rights
+	// Token is the jti of the signed token that admitted a "jwt" caller:
+	// a token it mints lives only while this one does.
+	Token string
 }
 
 // callerKey confines keys named by caller-chosen ids (sessions, leases) to

@@ -82,6 +82,7 @@ func poolServer(name string, s *config.Server) pool.Server {
 		Allocate:     poolAllocs(s.Allocate),
 		Sampling:     s.Sampling,
 		ReadyStderr:  readyStderr(s.Ready),
+		NoRoots:      !s.OffersRoots(),
 	}
 }
 

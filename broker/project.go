@@ -30,8 +30,8 @@ import (
 //
 // Caching: a directory's chain is trusted for a second after it was found
 // (chain.Cache), like a scope answer; each project config.json on it is
-// stat'ed on every use and read again when its size, mtime, inode or mode
-// changed, and the merge of a cwd is kept while its files are unchanged. A
+// stat'ed on every use and read again when its size, mtime, inode, mode or
+// owner (uid, gid) changed, or whether it is trusted did, and the merge of a cwd is kept while its files are unchanged. A
 // reload forgets all of it.
 
 // ChainRevalidate is how long a directory's chain is trusted.
@@ -341,6 +341,26 @@ func (b *Broker) serve(c Caller, cwd string, report bool) (*served, *Sources, er
 	return s, rep, err
 }
 
+// skippedProjectFiles names, for the owner, the project files on cwd's
+// chain that are skipped and why ("" if none, or c is not the owner: the
+// reasons name paths).
+func (b *Broker) skippedProjectFiles(c Caller, cwd string) string {
+	if !c.Owner || cwd == "" {
+		return ""
+	}
+	_, rep, err := b.serve(c, cwd, true)
+	if err != nil || rep == nil {
+		return ""
+	}
+	var notes []string
+	for _, d := range rep.Chain {
+		if d.Kind == chain.KindProject && d.Config != "" && d.Skipped != "" {
+			notes = append(notes, fmt.Sprintf("the project config %s is skipped: %s", d.Config, d.Skipped))
+		}
+	}
+	return strings.Join(notes, "; ")
+}
+
 // skipOutsideRoots is why a project directory above the caller's roots is
 // not applied: whoever may write there is not vouched for by its rights.
 const skipOutsideRoots = "it lies outside the roots this caller may use"
@@ -408,7 +428,7 @@ func (p *projects) file(path string) *projectFile {
 	p.mu.Lock()
 	f := p.files[path]
 	p.mu.Unlock()
-	if f != nil && f.stamp == stamp && err == nil {
+	if f != nil && f.stamp == stamp && f.skip == skip && err == nil {
 		return f
 	}
 	if f != nil {
@@ -452,6 +472,11 @@ func (b *Broker) dropChanged() {
 	b.applyServers()
 }
 
+// daemonUID is the uid whose project files are trusted: the daemon's (a
+// variable for tests, which cannot chown a file to another user unless
+// root).
+var daemonUID = os.Getuid
+
 // fileStamp is what identifies a version of a file for the cache, and why
 // a file is not to be trusted though it reads: project files name commands
 // the daemon runs as its own user, so one that another user owns or may
@@ -462,13 +487,15 @@ func fileStamp(path string) (stamp, skip string, err error) {
 		return "", "", err
 	}
 	st, _ := fi.Sys().(*syscall.Stat_t)
-	var ino, uid uint64
+	var ino, uid, gid uint64
 	if st != nil {
-		ino, uid = st.Ino, uint64(st.Uid)
+		ino, uid, gid = st.Ino, uint64(st.Uid), uint64(st.Gid)
 	}
-	stamp = fmt.Sprintf("%d/%d/%d/%o", fi.Size(), fi.ModTime().UnixNano(), ino, fi.Mode())
+	// The owner is part of the stamp: a chown changes neither size, mtime,
+	// inode nor mode, and decides whether the file is trusted.
+	stamp = fmt.Sprintf("%d/%d/%d/%o/%d/%d", fi.Size(), fi.ModTime().UnixNano(), ino, fi.Mode(), uid, gid)
 	switch {
-	case st != nil && uid != uint64(os.Getuid()):
+	case st != nil && uid != uint64(daemonUID()):
 		skip = "another user owns it; the daemon runs only its own user's project files"
 	case fi.Mode().Perm()&0o022 != 0:
 		skip = "other users may write it (mode " + fmt.Sprintf("%o", fi.Mode().Perm()) + "); make it writable by its owner only"

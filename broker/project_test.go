@@ -417,3 +417,71 @@ func BenchmarkTargetChain(b *testing.B) {
 		})
 	}
 }
+
+// TestProjectFileOwnerChange (real-use 14): a trusted project file that
+// another user comes to own is skipped at once, and the reverse is used
+// at once, though neither its size, mtime, inode nor mode changed. A real
+// chown is tried too when the test runs as root.
+func TestProjectFileOwnerChange(t *testing.T) {
+	f := newProjectFixture(t)
+	repo := filepath.Join(f.root, "home/src/repo")
+	projFile := filepath.Join(repo, ".config/mcpx/config.json")
+	writeJSON(t, projFile, map[string]any{"servers": map[string]any{"extra": demoDef(t, nil)}})
+	with, without := []string{"base", "extra", "fs", "gone"}, []string{"base", "fs", "gone"}
+	if got := names(t, f.b, owner, repo); !slices.Equal(got, with) {
+		t.Fatalf("servers in the repo = %v, want %v", got, with)
+	}
+	broker.SetDaemonUID(t, os.Getuid()+1)
+	if got := names(t, f.b, owner, repo); !slices.Equal(got, without) {
+		t.Errorf("after its owner changed: %v, want the project file skipped: %v", got, without)
+	}
+	broker.SetDaemonUID(t, os.Getuid())
+	if got := names(t, f.b, owner, repo); !slices.Equal(got, with) {
+		t.Errorf("owned by the daemon's user again: %v, want %v", got, with)
+	}
+	if os.Getuid() != 0 {
+		return
+	}
+	if err := os.Chown(projFile, 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, f.b, owner, repo); !slices.Equal(got, without) {
+		t.Errorf("after chown: %v, want %v", got, without)
+	}
+	if err := os.Chown(projFile, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, f.b, owner, repo); !slices.Equal(got, with) {
+		t.Errorf("after chown back: %v, want %v", got, with)
+	}
+}
+
+// TestSkippedProjectFileNamedInNotFound (real-use 15): calling a server
+// that only a skipped project file defines is "no such server" with a hint,
+// for the owner, naming the file and why it is skipped; other callers'
+// hints name no file.
+func TestSkippedProjectFileNamedInNotFound(t *testing.T) {
+	f := newProjectFixture(t)
+	repo := filepath.Join(f.root, "home/src/repo")
+	projFile := filepath.Join(repo, ".config/mcpx/config.json")
+	writeJSON(t, projFile, map[string]any{"servers": map[string]any{"extra": demoDef(t, nil)}})
+	if err := os.Chmod(projFile, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	call := func(c broker.Caller) *broker.Error {
+		t.Helper()
+		_, err := f.b.CallTool(t.Context(), broker.Request{Caller: c, Context: broker.CallContext{Cwd: repo}, Server: "extra"}, "echo", nil, nil)
+		be := (*broker.Error)(nil)
+		if !errors.As(err, &be) || be.Kind != broker.KindNotFound {
+			t.Fatalf("calling extra from a skipped project file: %v, want not found", err)
+		}
+		return be
+	}
+	if be := call(owner); !strings.Contains(be.Hint, projFile) || !strings.Contains(be.Hint, "other users may write it") {
+		t.Errorf("owner's hint %q, want it to name %s and why it is skipped", be.Hint, projFile)
+	}
+	guest := broker.Caller{Name: "guest", Via: "jwt", Rights: rights.Rights{{Roots: []string{f.root}, ProjectConfig: true}}}
+	if be := call(guest); strings.Contains(be.Hint, projFile) {
+		t.Errorf("a guest's hint names the file: %q", be.Hint)
+	}
+}

@@ -43,6 +43,13 @@ var localCaller = broker.Caller{Name: "local:test", Via: "unix", Local: true, Ri
 // config sections ("limits", …).
 func newRealBroker(t *testing.T, servers map[string]map[string]any, top ...map[string]any) *broker.Broker {
 	t.Helper()
+	return newRealBrokerOf(t, "servers", servers, top...)
+}
+
+// newRealBrokerOf is newRealBroker with the servers under key: "servers",
+// or "mcpServers" for a client's format.
+func newRealBrokerOf(t *testing.T, key string, servers map[string]map[string]any, top ...map[string]any) *broker.Broker {
+	t.Helper()
 	proctest.CheckNoLeaks(t) // first, so its cleanup runs after Close
 	for _, s := range servers {
 		env, _ := s["env"].(map[string]string)
@@ -52,7 +59,7 @@ func newRealBroker(t *testing.T, servers map[string]map[string]any, top ...map[s
 		env[proctest.MarkerEnv] = proctest.Marker(t)
 		s["env"] = env
 	}
-	doc := map[string]any{"servers": servers}
+	doc := map[string]any{key: servers}
 	for _, m := range top {
 		maps.Copy(doc, m)
 	}
@@ -550,4 +557,49 @@ func Bye(name string) string { return "bye, " + name }
 func goEnv(name string) (string, error) {
 	out, err := exec.Command("go", "env", name).Output()
 	return strings.TrimSpace(string(out)), err
+}
+
+// TestFilesystemKeepsItsDirectoryWithoutRoots (real-use 3): server-filesystem
+// replaces the directories its arguments name with the MCP roots it is
+// offered. A client's config file gets the client's semantics (no roots
+// mcpx invented), and an mcpx server with "roots": false keeps its
+// directory too: called from a worktree, it still sees only its directory.
+func TestFilesystemKeepsItsDirectoryWithoutRoots(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	main, wt1, _ := repoWithWorktrees(t, nil)
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	testenv.WriteFiles(t, dir, map[string]string{"given.txt": "given\n"})
+	testenv.WriteFiles(t, wt1, map[string]string{"who.txt": "wt1\n"})
+	fs := func(extra map[string]any) map[string]map[string]any {
+		s := map[string]any{"command": testenv.Node(t), "args": []string{testenv.NPMPackageBin(t, filesystemPkg), dir}}
+		maps.Copy(s, extra)
+		return map[string]map[string]any{"filesystem": s}
+	}
+	for _, tc := range []struct {
+		name string
+		b    func(t *testing.T) *broker.Broker
+	}{
+		{"client format", func(t *testing.T) *broker.Broker { return newRealBrokerOf(t, "mcpServers", fs(nil)) }},
+		{"roots false", func(t *testing.T) *broker.Broker {
+			return newRealBroker(t, fs(map[string]any{"scope": "worktree", "roots": false}))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.b(t)
+			for _, cwd := range []string{wt1, main} {
+				r := request("filesystem", cwd)
+				if got, want := call(t, ctx, b, r, "list_allowed_directories", map[string]any{}).text(), "Allowed directories:\n"+dir; got != want {
+					t.Errorf("from %s: %q, want %q", cwd, got, want)
+				}
+				if res := call(t, ctx, b, r, "read_text_file", map[string]any{"path": filepath.Join(wt1, "who.txt")}); !res.IsError {
+					t.Errorf("from %s: read the worktree's file: %+v", cwd, res)
+				}
+				if res := call(t, ctx, b, r, "read_text_file", map[string]any{"path": filepath.Join(dir, "given.txt")}); res.IsError {
+					t.Errorf("from %s: its own directory's file: %+v", cwd, res)
+				}
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/rights"
 )
 
 // server-filesystem configured with no directory arguments asks roots/list
@@ -108,4 +110,35 @@ func newBenchRealBroker(tb testing.TB, servers map[string]map[string]any) *broke
 		b.Close(ctx)
 	})
 	return b
+}
+
+// TestWholeDiskRootIsNoted (real-use 3): a caller whose cwd is / or the
+// home directory would hand a server offered roots the whole disk: the
+// target carries a degraded note saying so, unless the server takes no
+// roots.
+func TestWholeDiskRootIsNoted(t *testing.T) {
+	cfg, err := config.Parse([]byte(`{"servers": {"fs": {"command": "/bin/true", "scope": "cwd"},
+		"off": {"command": "/bin/true", "scope": "cwd", "roots": false}}}`), "test.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(broker.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(context.Background()) })
+	home, _ := os.UserHomeDir()
+	for _, cwd := range []string{"/", home} {
+		tg, err := b.Target(broker.Request{Server: "fs", Caller: broker.Caller{Name: "t", Local: true, Owner: true, Rights: rights.All()}, Context: broker.CallContext{Cwd: cwd}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(tg.Degraded, "sees every file below it") {
+			t.Errorf("fs from %s: degraded %q, want the whole-disk note", cwd, tg.Degraded)
+		}
+		tg, _ = b.Target(broker.Request{Server: "off", Caller: broker.Caller{Name: "t", Local: true, Owner: true, Rights: rights.All()}, Context: broker.CallContext{Cwd: cwd}})
+		if strings.Contains(tg.Degraded, "sees every file") {
+			t.Errorf("off (roots false) from %s: degraded %q", cwd, tg.Degraded)
+		}
+	}
 }

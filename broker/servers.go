@@ -96,7 +96,7 @@ func (b *Broker) ServerAt(r Request) (ServerInfo, error) {
 	if sv.servers[r.Server] != nil {
 		return ServerInfo{}, authorize(sv.servers, r.Caller, rights.Use{Server: r.Server})
 	}
-	return ServerInfo{}, b.notFoundIn(sv, r.Server, r.Caller)
+	return ServerInfo{}, b.notFoundIn(sv, r)
 }
 
 func serverInfo(name string, s *config.Server, n int) ServerInfo {

@@ -3,6 +3,8 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -45,12 +47,22 @@ func (b *Broker) notFound(name string, c Caller) error {
 	return notFoundAmong(b.currentConfig().Servers, name, c)
 }
 
-// notFoundIn is notFound among the servers c is served at its cwd.
-func (b *Broker) notFoundIn(sv *served, name string, c Caller) error {
-	return notFoundAmong(sv.servers, name, c)
+// notFoundIn is notFound among the servers r's caller is served at its
+// cwd; to the owner, the hint also names the project files on that cwd's
+// chain that are skipped, and why (a server one defines is not served).
+func (b *Broker) notFoundIn(sv *served, r Request) error {
+	err := notFoundError(sv.servers, r.Server, r.Caller)
+	if note := b.skippedProjectFiles(r.Caller, r.Context.Cwd); note != "" {
+		err.Hint += "; " + note
+	}
+	return err
 }
 
 func notFoundAmong(servers map[string]*config.Server, name string, c Caller) error {
+	return notFoundError(servers, name, c)
+}
+
+func notFoundError(servers map[string]*config.Server, name string, c Caller) *Error {
 	names := slices.DeleteFunc(sortedNames(servers), func(n string) bool { return !c.Rights.MayUse(n) })
 	hint := "configured servers: " + strings.Join(names, ", ")
 	if s := suggest.Closest(name, names); s != "" {
@@ -88,7 +100,7 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 	}
 	def := sv.servers[r.Server]
 	if def == nil {
-		return resolved{}, b.notFoundIn(sv, r.Server, c)
+		return resolved{}, b.notFoundIn(sv, r)
 	}
 	use := rights.Use{Server: r.Server}
 	if err := authorize(sv.servers, c, use); err != nil {
@@ -136,6 +148,9 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 		rs = b.scope.Resolve(config.ScopeCwd, cc)
 		rs.Degraded = "the repository root lies outside the caller's allowed roots"
 	}
+	if def.OffersRoots() && wholeDisk(rs.Root) {
+		rs.Degraded = strings.TrimPrefix(rs.Degraded+"; "+wholeDiskNote(rs.Root), "; ")
+	}
 	b.noteSession(rs.Key, c, cc.Cwd)
 	poolName := sv.poolName(r.Server)
 	if poolName != r.Server {
@@ -145,4 +160,31 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 		Server: poolName, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),
 	}}, nil
+}
+
+// wholeDisk reports whether an instance root is / or the home directory: a
+// filesystem server offered it as its root sees the whole disk (or every
+// file of the user), which a caller whose cwd is / or ~ rarely means.
+func wholeDisk(root string) bool {
+	if root == "/" {
+		return true
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || root == "" {
+		return false
+	}
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		home = h
+	}
+	return root == home
+}
+
+// wholeDiskNote is the degraded note of such an instance; it names no path
+// (remote callers read degraded notes).
+func wholeDiskNote(root string) string {
+	what := "the home directory"
+	if root == "/" {
+		what = "/, the whole disk"
+	}
+	return fmt.Sprintf("the instance root is %s (the caller's cwd): a filesystem server offered it as its MCP root sees every file below it; call from a project directory, or give the server \"roots\": false", what)
 }

@@ -78,8 +78,9 @@
 // TMPDIR, TERM, NIX_BUILD_TOP, ...), the ones `nix develop` drops too. The
 // capture is cached with the programs: a devShell by its ref until
 // [Resolver.RefreshEnvironment], a shell.nix by the sha256 of its
-// contents (an edit is captured again; files it imports are not
-// hashed). A hit runs no nix.
+// contents and of the other .nix files below its directory, which it may
+// import (an edit to any is captured again; a file imported from outside
+// that directory is not hashed). A hit runs no nix.
 //
 // # Errors
 //

@@ -22,8 +22,9 @@ type DevEnv struct {
 	Environment string `json:"environment"` // the key: with a relative path made absolute
 	// Locked is the flake's lock (flake: environments).
 	Locked Locked `json:"locked,omitzero"`
-	// FileHash is the sha256 of the shell.nix the variables came from
-	// (shell: environments): an edited file is captured again.
+	// FileHash is the sha256 of the shell.nix the variables came from and
+	// of the .nix files it may import (shellHash; shell: environments): an
+	// edit to any of them is captured again.
 	FileHash   string            `json:"fileHash,omitempty"`
 	Vars       map[string]string `json:"vars"`
 	Root       string            `json:"root"` // the GC root of the shell's inputs (a profile in CacheDir/roots)
@@ -42,8 +43,8 @@ var ignoredVars = []string{
 // (see nixspec.ParseEnvironment; host has none). It is captured once and cached
 // with the programs: a flake's devShell by its ref until RefreshEnvironment
 // (as a program spec, never following the flake behind the user's back), a
-// shell.nix by the hash of its contents (reading the file is the only
-// work on a hit). A hit runs no nix. Concurrent captures of one
+// shell.nix by the hash of its contents and its directory's .nix files
+// (shellHash; reading them is the only work on a hit). A hit runs no nix. Concurrent captures of one
 // environment share one nix process.
 func (r *Resolver) Environment(ctx context.Context, env string) (DevEnv, error) {
 	es, err := nixspec.ParseEnvironment(env)
@@ -57,12 +58,9 @@ func (r *Resolver) Environment(ctx context.Context, env string) (DevEnv, error) 
 	key := es.String()
 	var hash string
 	if es.Kind == nixspec.EnvShell {
-		data, err := os.ReadFile(es.Ref)
-		if err != nil {
+		if hash, err = shellHash(es.Ref); err != nil {
 			return DevEnv{}, &Error{Spec: env, Err: ErrLock, Msg: "cannot read the shell file", Cause: err, Output: err.Error(), noun: "environment"}
 		}
-		sum := sha256.Sum256(data)
-		hash = hex.EncodeToString(sum[:])
 	}
 	r.mu.Lock()
 	d, ok := r.envs[key]
@@ -230,12 +228,10 @@ func (r *Resolver) capture(ctx context.Context, key, written string, es nixspec.
 		args = []string{nixspec.Installable(d.Locked.URL, es.Attr)}
 		id = d.Locked.URL + "\x00" + d.Locked.NarHash
 	case nixspec.EnvShell:
-		data, err := os.ReadFile(es.Ref)
-		if err != nil {
+		var err error
+		if d.FileHash, err = shellHash(es.Ref); err != nil {
 			return fail(ErrLock, "cannot read the shell file", err.Error(), err)
 		}
-		sum := sha256.Sum256(data)
-		d.FileHash = hex.EncodeToString(sum[:])
 		args = []string{"--file", es.Ref}
 		id = d.FileHash
 	}

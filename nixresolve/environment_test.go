@@ -147,3 +147,32 @@ func TestEnvironmentErrors(t *testing.T) {
 		t.Errorf("host: %+v, %v; want no variables", d, err)
 	}
 }
+
+// TestShellEnvironmentFollowsItsImports (real-use 17): a shell.nix that
+// imports a file beside it is captured again when that file changes,
+// though the shell.nix did not.
+func TestShellEnvironmentFollowsItsImports(t *testing.T) {
+	nx := testenv.Nix(t)
+	dir := t.TempDir()
+	shell := `derivation {
+  name = "legacy"; system = "SYSTEM"; builder = "/bin/bash"; outputs = [ "out" ];
+  MCPX_IMPORTED = import ./nix/value.nix; args = [ "-c" "echo > $out" ];
+}
+`
+	write := func(v string) {
+		testenv.WriteFiles(t, dir, map[string]string{
+			"shell.nix":     strings.ReplaceAll(shell, "SYSTEM", nx.System),
+			"nix/value.nix": `"` + v + `"` + "\n",
+		})
+	}
+	write("one")
+	r := newResolver(t, nx, t.TempDir(), "")
+	env := "shell:" + filepath.Join(dir, "shell.nix")
+	if d, err := r.Environment(t.Context(), env); err != nil || d.Vars["MCPX_IMPORTED"] != "one" {
+		t.Fatalf("captured %v, %v; want MCPX_IMPORTED=one", d.Vars, err)
+	}
+	write("two")
+	if d, err := r.Environment(t.Context(), env); err != nil || d.Vars["MCPX_IMPORTED"] != "two" {
+		t.Errorf("after the imported file changed: %v, %v; want MCPX_IMPORTED=two", d.Vars, err)
+	}
+}

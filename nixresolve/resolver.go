@@ -364,7 +364,7 @@ func (r *Resolver) resolve(ctx context.Context, key, written string) (Program, e
 	out, stderr, err := r.run(ctx, "flake", "metadata", "--json", s.Ref)
 	if err != nil {
 		msg := "cannot lock flake reference " + s.Ref
-		if r.opts.Offline {
+		if r.opts.Offline && offlineMayCause(s.Ref, stderr) {
 			msg = "nix.offline is set and nothing is cached for this spec; " + msg
 		}
 		return fail(ErrLock, msg, stderr, err)

@@ -295,3 +295,24 @@ func TestCallerContext(t *testing.T) {
 		t.Errorf("resolution after an abandoned one: %+v, %v", p, err)
 	}
 }
+
+// TestOfflineSyntaxErrorIsNotOffline (real-use 17): a local flake that does
+// not parse is reported as what it is, nix's syntax error, not as
+// "nix.offline is set and nothing is cached": offline is not the cause.
+func TestOfflineSyntaxErrorIsNotOffline(t *testing.T) {
+	nx := testenv.Nix(t)
+	flake := t.TempDir()
+	testenv.WriteFiles(t, flake, map[string]string{"flake.nix": "{ outputs = { self }: { ; }\n"})
+	off := newResolver(t, nx, t.TempDir(), "", func(o *nixresolve.Options) { o.Offline = true })
+	spec := "nix:path:" + flake + "#demo"
+	_, err := off.Resolve(t.Context(), spec)
+	if err == nil {
+		t.Fatal("a flake with a syntax error resolved")
+	}
+	if strings.Contains(err.Error(), "offline") {
+		t.Errorf("error %q blames nix.offline", err)
+	}
+	if !strings.Contains(err.Error(), "syntax error") {
+		t.Errorf("error %q does not pass on nix's syntax error", err)
+	}
+}

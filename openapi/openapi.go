@@ -148,7 +148,7 @@ func assemble(r *reflector, info map[string]any, tags []any, paths map[string]an
 		"x-mcpx-authentication": []any{
 			map[string]any{"via": wire.ViaUnix, "description": "The unix socket (mode 0600 in a 0700 directory): the kernel's peer credentials (SO_PEERCRED, LOCAL_PEERPID) must show the daemon's uid; no header is needed. Such a caller is local (its Mcpx-Pid is checked against the peer's process tree) and the owner."},
 			map[string]any{"via": wire.ViaTCPLoopback, "scheme": BearerScheme, "description": "Loopback TCP: requests with an Origin header or a non-loopback Host are refused, then the daemon's bearer token is required. The caller is the owner, not local."},
-			map[string]any{"via": "tailnet", "description": "An embedded Tailscale node (not served yet): the caller's identity comes from the tailnet (WhoIs of the peer address) and its rights from the app-capability grant mcpx.dev/cap/broker; no grant, no access. X-Forwarded-For and X-Real-IP are never trusted."},
+			map[string]any{"via": "tailnet", "description": "The embedded Tailscale node (mcpx serve --tailnet; HTTP on :80, HTTPS on :443 when the tailnet issues a certificate): the caller's identity comes from the tailnet (WhoIs of the peer address) and its rights from the app-capability grant mcpx.dev/cap/broker; no grant, no access. X-Forwarded-For and X-Real-IP are never trusted."},
 		},
 		"paths": paths,
 		"components": map[string]any{

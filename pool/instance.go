@@ -308,7 +308,11 @@ func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t 
 
 // connect runs initialize, returning early if the child dies first.
 func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instance, g *generation) (*mcpclient.Session, error) {
-	opts := mcpclient.Options{Root: inst.root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
+	root := inst.root
+	if inst.def.NoRoots {
+		root = ""
+	}
+	opts := mcpclient.Options{Root: root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
 		MaxMessageBytes: p.opts.MaxMessageBytes, RootsMemo: p.rootsMemoFor(inst.def), RootsWait: p.opts.RootsWait,
 		Sampling: inst.def.Sampling, RootsSignalled: inst.def.ReadyStderr != "" && g.proc != nil}
 	// The era an earlier child of this effective definition spoke: a

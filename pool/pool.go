@@ -76,6 +76,10 @@ type Server struct {
 	// initialize, bounded by the start timeout; "" = ready once
 	// initialized. For servers that apply MCP roots asynchronously.
 	ReadyStderr string
+	// NoRoots: the children are never offered the instance root as MCP
+	// roots (the config's "roots": false); the root still sets their cwd
+	// and ${mcpx.root}.
+	NoRoots bool
 
 	// Revision is opaque to the pool. Its owner bumps it when what the
 	// definition runs changed while the definition did not (a nix: command

@@ -7,8 +7,8 @@
 //	if err != nil { ... }  // e.g. "needs login: open https://login.tailscale.com/a/..."
 //	defer n.Close()
 //	ln, err := n.Listen() // HTTP on :80, over WireGuard
-//	api.Serve(ctx, ln, h, api.ServeOptions{Identify: n.Identify})
-//	tln, err := n.ListenTLS(ctx) // HTTPS on :443, or nil when no certificate
+//	api.Serve(ctx, ln, h, api.ServeOptions{Identify: n.Identify, Host: n.OwnHost})
+//	tln, err := n.ListenTLS(ctx) // HTTPS on :443, or nil when no certificate: served the same
 //
 // # TLS
 //
@@ -56,7 +56,8 @@
 // and tests without tsnet's 5-minute cold build.
 //
 // A request carrying a bearer token is not asked about: api reads it as a
-// signed token (package auth) with the token's rights. [Node.OwnHost] is the
-// listener's api.ServeOptions.Host, the browser guard's DNS-rebinding check.
+// signed token (package auth) with the token's rights. [Node.OwnHost] is
+// every listener's api.ServeOptions.Host (HTTP on :80 and HTTPS on :443
+// alike), the browser guard's DNS-rebinding check.
 
 package tsnet

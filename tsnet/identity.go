@@ -69,7 +69,8 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 	}
 	name := callerName(who)
 	if len(elems) == 0 {
-		return broker.Caller{}, refuse(fmt.Sprintf("%s has no tailnet grant of %s to this broker", name, capName),
+		// Named, with no rights, so that the tokens it minted die (api).
+		return broker.Caller{Name: name, Via: wire.ViaTailnet, Rights: rights.None()}, refuse(fmt.Sprintf("%s has no tailnet grant of %s to this broker", name, capName),
 			fmt.Sprintf(`ask the tailnet admin to grant %s to this node, e.g. {"servers": ["*"], "roots": ["/home/you/src"]}`, capName), nil)
 	}
 	granted := make(rights.Rights, len(elems))

@@ -94,6 +94,9 @@ func (c *Client) Events(ctx context.Context, lastID uint64, follow bool, fn func
 			return fmt.Errorf("reading the event stream: %w", err)
 		}
 		var doc wire.LifecycleEvent
+		if ev.Event == wire.EventEnd {
+			return streamEnded(ev.Data)
+		}
 		if ev.Event == wire.EventGap {
 			var g wire.EventGapData
 			if err := json.Unmarshal(ev.Data, &g); err != nil {
@@ -108,4 +111,12 @@ func (c *Client) Events(ctx context.Context, lastID uint64, follow bool, fn func
 			return err
 		}
 	}
+}
+
+// streamEnded is the error of a stream the broker ended with an EventEnd
+// (its caller's rights ended).
+func streamEnded(data []byte) error {
+	var d wire.StreamEndData
+	json.Unmarshal(data, &d)
+	return fmt.Errorf("the broker ended the stream: %s", d.Reason)
 }

@@ -56,6 +56,9 @@ func (c *Client) Log(ctx context.Context, q LogQuery, fn func(json.RawMessage) e
 			return fmt.Errorf("reading the log stream: %w", err)
 		}
 		data := ev.Data
+		if ev.Event == wire.EventEnd {
+			return streamEnded(ev.Data)
+		}
 		if ev.Event == wire.EventLogDropped {
 			var dd wire.LogDroppedData
 			json.Unmarshal(ev.Data, &dd)

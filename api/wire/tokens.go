@@ -59,6 +59,19 @@ type Token struct {
 	IssuedAt  time.Time     `json:"issuedAt"`
 	ExpiresAt time.Time     `json:"expiresAt"`
 	Revoked   bool          `json:"revoked"`
+	// Minter is who minted it; the token dies with the minter's rights.
+	// Absent for a token minted before minters were recorded.
+	Minter *TokenMinter `json:"minter,omitempty"`
+}
+
+// TokenMinter is who minted a token: its caller name and how it came (a
+// Via value). A token minted with a token names that token's id; the
+// daemon's owner is Owner.
+type TokenMinter struct {
+	Name  string `json:"name"`
+	Via   string `json:"via"`
+	Owner bool   `json:"owner"`
+	Token string `json:"token,omitempty"`
 }
 
 // MintedToken answers POST /v1/tokens: the token, shown once, and its

@@ -365,6 +365,17 @@ func (p *problems) checkRootPlaceholder(name string, s *Server) {
 	}
 }
 
+// usesDirPlaceholder reports whether s uses ${mcpx.root} or ${mcpx.cwd}:
+// in a client's format, an opt-in to mcpx's scopes.
+func (s *Server) usesDirPlaceholder() bool {
+	for _, v := range s.substituted() {
+		if strings.Contains(v, placeholder.Root) || strings.Contains(v, placeholder.Cwd) {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *problems) checkString(name, field, v string, allocs map[string]*Alloc) {
 	if strings.IndexByte(v, 0) >= 0 {
 		p.add(name, field, "contains a NUL byte", "")
@@ -460,6 +471,16 @@ func (p *problems) checkChoices(name string, s *Server) {
 	switch {
 	case s.Scope == "" && s.URL != "" && s.Command == "":
 		s.Scope = ScopeGlobal
+	case s.Scope == "" && p.foreign && !s.usesDirPlaceholder():
+		// A client spawns one process from its own directory and offers it
+		// no roots mcpx would invent: a server that names its directories
+		// in its arguments keeps them. "scope", ${mcpx.root} or ${mcpx.cwd}
+		// opt in to mcpx's scopes.
+		s.Scope = ScopeGlobal
+		if s.Roots == nil {
+			no := false
+			s.Roots = &no
+		}
 	case s.Scope == "":
 		s.Scope = ScopeWorktree
 	case !slices.Contains(scopeKinds, s.Scope):

@@ -246,3 +246,32 @@ func TestClientKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestClientFormatSpawnsAsTheClientWould (real-use 3): a command server in
+// a client's format with no scope is global with no roots; "scope" opts in
+// to mcpx's semantics; "roots" is read in any file.
+func TestClientFormatSpawnsAsTheClientWould(t *testing.T) {
+	cfg, err := config.Parse([]byte(`{"mcpServers": {
+		"fs": {"command": "node", "args": ["index.js", "/srv/data"]},
+		"scoped": {"command": "node", "scope": "worktree"},
+		"off": {"command": "node", "scope": "cwd", "roots": false}}}`), "claude.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct {
+		scope config.ScopeKind
+		roots bool
+	}{"fs": {config.ScopeGlobal, false}, "scoped": {config.ScopeWorktree, true}, "off": {config.ScopeCwd, false}} {
+		s := cfg.Servers[name]
+		if s.Scope != want.scope || s.OffersRoots() != want.roots {
+			t.Errorf("%s: scope %s, roots %v; want %s, %v", name, s.Scope, s.OffersRoots(), want.scope, want.roots)
+		}
+	}
+	own, err := config.Parse([]byte(`{"servers": {"fs": {"command": "node"}}}`), "mcpx.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := own.Servers["fs"]; s.Scope != config.ScopeWorktree || !s.OffersRoots() {
+		t.Errorf("mcpx format: scope %s, roots %v; want worktree with roots", s.Scope, s.OffersRoots())
+	}
+}

@@ -51,6 +51,13 @@
 //     ${mcpx.cwd}, and passes the rest to the server as written.
 //   - A url ending in /sse with no type is a warning: Cline reads such a
 //     server as SSE, mcpx as streamable HTTP.
+//   - A command server with no "scope" is spawned as its client would
+//     spawn it: scope global (one child, in the daemon's directory) and
+//     "roots": false (no MCP roots offered), since a server such as
+//     server-filesystem replaces the directories its arguments name with
+//     the roots it is offered. Setting "scope", or using ${mcpx.root} or
+//     ${mcpx.cwd}, opts in to mcpx's scopes and roots; "roots": false
+//     keeps the roots off in any file.
 //   - "autoApprove", "alwaysAllow", "timeout" (Cline's), "dev" (VS Code's),
 //     and Claude Desktop's "globalShortcut" and "preferences" mean nothing
 //     to a broker and are ignored without a warning.
@@ -153,6 +160,14 @@ type Server struct {
 	// anyway gets an error). Elicitation is always declared: a decline is
 	// always a valid answer. See docs/input.md.
 	Sampling bool `json:"sampling,omitempty"`
+	// Roots says whether the server's children are offered the instance
+	// root as MCP roots (roots/list): nil or true = they are, when the
+	// scope gives the instance a root; false = never, so a server whose
+	// arguments name its directories (server-filesystem replaces them
+	// with the roots it is offered) keeps them. A command server in a
+	// client's format with no "scope" gets the client's semantics: scope
+	// global and roots false (see "Client formats").
+	Roots *bool `json:"roots,omitempty"`
 	// Ready says when a started stdio child is ready for its first call,
 	// beyond answering initialize; nil = as soon as it has answered (and
 	// its start-up roots/list, if it asks one, has been answered).
@@ -167,6 +182,9 @@ type Ready struct {
 	// server-filesystem ("Updated allowed directories from MCP roots").
 	Stderr string `json:"stderr"`
 }
+
+// OffersRoots reports whether s's children are offered MCP roots (Roots).
+func (s *Server) OffersRoots() bool { return s.Roots == nil || *s.Roots }
 
 // ScopePolicy is a server's scope policy: whether a caller may override the
 // configured scope at call time (the Mcpx-Scope header), and with which
@@ -315,15 +333,15 @@ type Records struct {
 	// Enabled turns the log on; nil (left out) = true. Normalize fills it.
 	Enabled *bool `json:"enabled,omitempty"`
 	// Bodies keeps each call's arguments and result in its record (each up
-	// to records.BodyLimit). Off by default: they may hold secrets.
+	// to calllog.BodyLimit). Off by default: they may hold secrets.
 	Bodies bool `json:"bodies,omitempty"`
 	// MaxBytes is the size at which a file is closed and the next begun.
-	// 0 = records.DefaultMaxBytes (16 MiB).
+	// 0 = calllog.DefaultMaxBytes (16 MiB).
 	MaxBytes int64 `json:"maxBytes,omitempty"`
-	// MaxAge is how long records are kept. 0 = records.DefaultMaxAge (7 days).
+	// MaxAge is how long records are kept. 0 = calllog.DefaultMaxAge (7 days).
 	MaxAge Duration `json:"maxAge,omitempty"`
 	// MaxFiles is how many files are kept; the directory holds about
-	// MaxFiles × MaxBytes at most. 0 = records.DefaultMaxFiles (8).
+	// MaxFiles × MaxBytes at most. 0 = calllog.DefaultMaxFiles (8).
 	MaxFiles int `json:"maxFiles,omitempty"`
 }
 

@@ -60,18 +60,27 @@ func upNode(ctx context.Context, node *tsnet.Node, lns *daemon.Listeners, so api
 			node.Close()
 		}
 	}()
-	so.MaxConns, so.Identify = maxConns, node.Identify
+	so.MaxConns = maxConns
+	so = nodeServeOptions(node, so)
 	nln, err := node.Listen()
 	if err != nil {
 		return nil, err
 	}
-	lns.Add(nln, api.ServeOptions{Logger: so.Logger, DrainTimeout: so.DrainTimeout, MaxConns: maxConns, Identify: node.Identify, Host: node.OwnHost})
+	lns.Add(nln, nodeServeOptions(node, api.ServeOptions{Logger: so.Logger, DrainTimeout: so.DrainTimeout, MaxConns: maxConns}))
 	sln, err := node.ListenTLS(ctx)
 	if err != nil {
 		return nil, err
 	}
 	lns.Add(sln, so) // the same over HTTPS, with the tailnet's certificate
 	return nodeDoc(node.Info(), sln != nil), nil
+}
+
+// nodeServeOptions is so as every listener of the node is served with (HTTP
+// on :80 and HTTPS on :443 alike): callers named by the node's Identify,
+// and only a Host that names the node admitted (DNS rebinding).
+func nodeServeOptions(node *tsnet.Node, so api.ServeOptions) api.ServeOptions {
+	so.Identify, so.Host = node.Identify, node.OwnHost
+	return so
 }
 
 // nodeDoc describes the node for /v1/whoami; tls says whether HTTPS on

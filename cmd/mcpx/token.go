@@ -81,7 +81,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 func printTokens(c *cli, l *wire.TokenList) {
 	fmt.Fprintf(c.stdout, "issuer %s\n", l.Identity)
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSUB\tSERVERS\tROOTS\tSCOPES\tADMIN\tEXPIRES\tKEY\tREVOKED")
+	fmt.Fprintln(tw, "ID\tSUB\tSERVERS\tROOTS\tSCOPES\tADMIN\tEXPIRES\tKEY\tREVOKED\tMINTED BY")
 	for _, t := range l.Tokens {
 		rules := t.Rights
 		if len(rules) == 0 {
@@ -90,12 +90,12 @@ func printTokens(c *cli, l *wire.TokenList) {
 		// A token of several rules: one line each, the token's own columns
 		// on the first.
 		for i, e := range rules {
-			id, sub, admin, expires, kid, revoked := t.ID, t.Subject, yesNo(t.Rights.Admin()), t.ExpiresAt.Local().Format(time.RFC3339), t.KeyID, yesNo(t.Revoked)
+			id, sub, admin, expires, kid, revoked, by := t.ID, t.Subject, yesNo(t.Rights.Admin()), t.ExpiresAt.Local().Format(time.RFC3339), t.KeyID, yesNo(t.Revoked), mintedBy(t.Minter)
 			if i > 0 {
-				id, sub, admin, expires, kid, revoked = "", "", "", "", "", ""
+				id, sub, admin, expires, kid, revoked, by = "", "", "", "", "", "", ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, sub, tokenList(e.Servers),
-				tokenList(e.Roots), tokenList(e.Scopes), admin, expires, kid, revoked)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, sub, tokenList(e.Servers),
+				tokenList(e.Roots), tokenList(e.Scopes), admin, expires, kid, revoked, by)
 		}
 	}
 	tw.Flush()
@@ -106,6 +106,18 @@ func printTokens(c *cli, l *wire.TokenList) {
 			fmt.Fprintf(c.stdout, "key %s (retires after %s)\n", k.ID, k.RetiresAfter.Local().Format(time.RFC3339))
 		}
 	}
+}
+
+// mintedBy names a token's minter: "name (via)", with the minting token's
+// id for a token minted with a token; "-" when not recorded.
+func mintedBy(m *wire.TokenMinter) string {
+	switch {
+	case m == nil:
+		return "-"
+	case m.Token != "":
+		return fmt.Sprintf("%s (token %s)", m.Name, m.Token)
+	}
+	return fmt.Sprintf("%s (%s)", m.Name, m.Via)
 }
 
 // splitList splits a comma-separated flag; "" is nil.

@@ -1,0 +1,103 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/rights"
+)
+
+// openStream opens an SSE request with a bearer token on d's TCP listener
+// and returns its decoder; the stream is closed at the end of the test.
+func openStream(t *testing.T, d *daemon, tok, method, path, body string) *sse.Decoder {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a hang fails, it does not time the test
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, method, d.tcp.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Accept", wire.MediaEventStream)
+	req.Header.Set(wire.HeaderClient, "api-test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s %s: %d", method, path, resp.StatusCode)
+	}
+	return sse.NewDecoder(bufio.NewReader(resp.Body), 1<<20)
+}
+
+// next returns the stream's next event, skipping keep-alive comments.
+func next(t *testing.T, dec *sse.Decoder) sse.Event {
+	t.Helper()
+	ev, err := dec.Next()
+	if err != nil {
+		t.Fatalf("reading the stream: %v", err)
+	}
+	return ev
+}
+
+// TestRevokedTokenEndsItsEventStream (real-use 21): an /v1/events stream
+// opened with a token ends, with a final end event saying why, when the
+// token is revoked (at once: a revocation wakes every stream's watch).
+func TestRevokedTokenEndsItsEventStream(t *testing.T) {
+	is, err := auth.Open(auth.Options{Dir: t.TempDir(), Hostname: "box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, daemonOptions{tokens: is, reidentify: time.Hour, keepAlive: 10 * time.Millisecond})
+	m := mint(t, d.unix, wire.TokenRequest{Subject: "watcher", Rule: rights.Rule{Servers: []string{"*"}}, TTL: "1h"})
+	dec := openStream(t, d, m.Token, "GET", "/v1/events", "")
+	if r := d.unix.do(t, "DELETE", "/v1/tokens/"+m.Info.ID, ""); r.StatusCode != 200 {
+		t.Fatalf("revoke: %d %s", r.StatusCode, r.body)
+	}
+	ev := next(t, dec)
+	if ev.Event != wire.EventEnd || !strings.Contains(string(ev.Data), "revoked") {
+		t.Fatalf("after the revoke: %s %s, want an end event saying revoked", ev.Event, ev.Data)
+	}
+	if ev, err := dec.Next(); err == nil {
+		t.Errorf("the stream goes on after its end event: %s %s", ev.Event, ev.Data)
+	}
+}
+
+// TestExpiredTokenEndsItsStreamedCall (real-use 21): a streamed call whose
+// token expires mid-call is ended by the periodic re-identification with
+// an error event, and its child's call is cancelled.
+func TestExpiredTokenEndsItsStreamedCall(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	clk := &testClock{}
+	is, err := auth.Open(auth.Options{Dir: t.TempDir(), Hostname: "box", Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), tokens: is,
+		reidentify: 10 * time.Millisecond})
+	m := mint(t, d.unix, wire.TokenRequest{Subject: "caller", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
+	dec := openStream(t, d, m.Token, "POST", "/v1/servers/demo/tools/sleep", `{"ms": 600000}`)
+	if ev := next(t, dec); ev.Event != wire.EventCall {
+		t.Fatalf("first event %s %s, want call", ev.Event, ev.Data)
+	}
+	clk.set(2 * time.Hour)
+	for {
+		ev := next(t, dec)
+		if ev.Event == wire.EventProgress {
+			continue
+		}
+		if ev.Event != wire.EventError || !strings.Contains(string(ev.Data), "expired") {
+			t.Fatalf("after the token expired: %s %s, want an error event saying expired", ev.Event, ev.Data)
+		}
+		break
+	}
+}
