@@ -45,7 +45,7 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 	defer stop()
 	ev := newEventWriter(w)
 	started, _ := json.Marshal(wire.CallStarted{Call: sc.id})
-	ev.send(wire.EventCall, started)
+	ev.send(wire.StreamCall, started)
 	q := newProgressQueue()
 	type outcome struct {
 		res json.RawMessage
@@ -73,30 +73,30 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 			ev.comment(wire.KeepAliveComment)
 		case <-q.ready:
 			for _, p := range q.take() {
-				ev.send(wire.EventProgress, p)
+				ev.send(wire.StreamProgress, p)
 			}
 		case in := <-sc.asks:
 			// Progress first: what the child reported before it asked.
 			for _, p := range q.take() {
-				ev.send(wire.EventProgress, p)
+				ev.send(wire.StreamProgress, p)
 			}
 			b, _ := json.Marshal(in)
-			ev.send(wire.EventInput, b)
+			ev.send(wire.StreamInput, b)
 		case o := <-done:
 			if n := q.close(); n > 0 {
 				s.log.Info("dropped progress the client did not read in time", "server", req.Server, "tool", tool, "dropped", n)
 			}
 			for _, p := range q.take() {
-				ev.send(wire.EventProgress, p)
+				ev.send(wire.StreamProgress, p)
 			}
 			if why, ok := endedRights(ctx); ok && o.err != nil {
 				o.err = why // the call was cancelled because its caller's rights ended
 			}
 			if o.err != nil {
 				p, _ := json.Marshal(s.problem(r, o.err))
-				ev.send(wire.EventError, p)
+				ev.send(wire.StreamError, p)
 			} else {
-				ev.send(wire.EventResult, o.res)
+				ev.send(wire.StreamResult, o.res)
 			}
 			return nil
 		}

@@ -55,9 +55,9 @@ func TestElicitationAnsweredOverSSE(t *testing.T) {
 	readEvents(t, resp.Body, func(ev event) {
 		names = append(names, ev.name)
 		switch ev.name {
-		case wire.EventCall:
+		case wire.StreamCall:
 			json.Unmarshal([]byte(ev.data), &call)
-		case wire.EventInput:
+		case wire.StreamInput:
 			var in wire.InputRequest
 			if err := json.Unmarshal([]byte(ev.data), &in); err != nil {
 				t.Fatal(err)
@@ -82,11 +82,11 @@ func TestElicitationAnsweredOverSSE(t *testing.T) {
 			if r := answer(t, d.unix, in, "accept", `{"name":"Twice"}`); r.StatusCode != 404 {
 				t.Errorf("a second answer: status %d %s, want 404", r.StatusCode, r.body)
 			}
-		case wire.EventResult:
+		case wire.StreamResult:
 			json.Unmarshal([]byte(ev.data), &result)
 		}
 	})
-	if len(names) != 3 || names[0] != wire.EventCall || names[1] != wire.EventInput || names[2] != wire.EventResult {
+	if len(names) != 3 || names[0] != wire.StreamCall || names[1] != wire.StreamInput || names[2] != wire.StreamResult {
 		t.Fatalf("events %v, want call, input, result", names)
 	}
 	if text := result.text(); !strings.Contains(text, "Name: Ada Lovelace") || !strings.Contains(text, "Agreed to terms: true") {
@@ -109,11 +109,11 @@ func TestElicitationDeclinedWithoutAnswer(t *testing.T) {
 	var result toolResult
 	readEvents(t, resp.Body, func(ev event) {
 		names = append(names, ev.name)
-		if ev.name == wire.EventResult {
+		if ev.name == wire.StreamResult {
 			json.Unmarshal([]byte(ev.data), &result)
 		}
 	})
-	if len(names) != 3 || names[1] != wire.EventInput {
+	if len(names) != 3 || names[1] != wire.StreamInput {
 		t.Fatalf("events %v, want call, input, result", names)
 	}
 	if !strings.Contains(result.text(), "User declined") {
@@ -130,7 +130,7 @@ func TestElicitationCallerDisconnects(t *testing.T) {
 	resp := streamRequest(t, ctx, d.unix, elicitPath, `{}`, t.TempDir())
 	pid := 0
 	readEvents(t, resp.Body, func(ev event) {
-		if ev.name == wire.EventInput {
+		if ev.name == wire.StreamInput {
 			pid = instancePid(t, d)
 			cancel()
 		}

@@ -42,7 +42,7 @@ func (s *server) streamLog(w http.ResponseWriter, r *http.Request) error {
 	}
 	ev := newEventWriter(w)
 	err = s.logFile.Read(q, func(line []byte) error {
-		ev.send(wire.EventLog, line)
+		ev.send(wire.StreamLog, line)
 		if ev.err != nil {
 			return errLogDone
 		}
@@ -64,10 +64,10 @@ func (s *server) streamLog(w http.ResponseWriter, r *http.Request) error {
 			lines, dropped, done := fw.Take()
 			if dropped > 0 {
 				data, _ := json.Marshal(wire.LogDroppedData{Dropped: dropped})
-				ev.send(wire.EventLogDropped, data)
+				ev.send(wire.StreamLogDropped, data)
 			}
 			for _, l := range lines {
-				ev.send(wire.EventLog, l)
+				ev.send(wire.StreamLog, l)
 			}
 			if done {
 				return nil

@@ -84,7 +84,7 @@ func (s *server) stillAdmitted(r *http.Request, c broker.Caller) error {
 // sendEnd writes the EventEnd of a stream whose caller's rights ended.
 func (s *server) sendEnd(ev *eventWriter, why error) {
 	data, _ := json.Marshal(wire.StreamEndData{Reason: why.Error()})
-	ev.send(wire.EventEnd, data)
+	ev.send(wire.StreamEnd, data)
 }
 
 // broadcast wakes every waiter at once (each wait takes the current

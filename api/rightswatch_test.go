@@ -64,7 +64,7 @@ func TestRevokedTokenEndsItsEventStream(t *testing.T) {
 		t.Fatalf("revoke: %d %s", r.StatusCode, r.body)
 	}
 	ev := next(t, dec)
-	if ev.Event != wire.EventEnd || !strings.Contains(string(ev.Data), "revoked") {
+	if ev.Event != wire.StreamEnd || !strings.Contains(string(ev.Data), "revoked") {
 		t.Fatalf("after the revoke: %s %s, want an end event saying revoked", ev.Event, ev.Data)
 	}
 	if ev, err := dec.Next(); err == nil {
@@ -86,16 +86,16 @@ func TestExpiredTokenEndsItsStreamedCall(t *testing.T) {
 		reidentify: 10 * time.Millisecond})
 	m := mint(t, d.unix, wire.TokenRequest{Subject: "caller", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
 	dec := openStream(t, d, m.Token, "POST", "/v1/servers/demo/tools/sleep", `{"ms": 600000}`)
-	if ev := next(t, dec); ev.Event != wire.EventCall {
+	if ev := next(t, dec); ev.Event != wire.StreamCall {
 		t.Fatalf("first event %s %s, want call", ev.Event, ev.Data)
 	}
 	clk.set(2 * time.Hour)
 	for {
 		ev := next(t, dec)
-		if ev.Event == wire.EventProgress {
+		if ev.Event == wire.StreamProgress {
 			continue
 		}
-		if ev.Event != wire.EventError || !strings.Contains(string(ev.Data), "expired") {
+		if ev.Event != wire.StreamError || !strings.Contains(string(ev.Data), "expired") {
 			t.Fatalf("after the token expired: %s %s, want an error event saying expired", ev.Event, ev.Data)
 		}
 		break

@@ -13,7 +13,7 @@
 //     its `mcp` tag names, both from the MCP specification's schema.ts
 //     transcribed in mcp.json;
 //   - the text/event-stream answer of streaming routes, its events
-//     (wire.Events) and their data's schemas in x-mcpx-events;
+//     (wire.CallStreamEvents) and their data's schemas in x-mcpx-events;
 //   - one application/problem+json response per status the route's problem
 //     kinds answer with, its type narrowed to those kinds' URIs (every route
 //     also answers method-not-allowed and, over TCP, unauthorized);

@@ -390,7 +390,7 @@ func problemResponse(pts []wire.ProblemType) map[string]any {
 
 func eventsSummary() string {
 	var parts []string
-	for _, e := range wire.Events() {
+	for _, e := range wire.CallStreamEvents() {
 		parts = append(parts, e.Name+" ("+e.Summary+")")
 	}
 	return strings.Join(parts, ", ") + "; a comment (\"" + wire.KeepAliveComment + "\") now and then while there is nothing to report."
@@ -401,7 +401,7 @@ func eventsSummary() string {
 // in x-mcpx-events, in the order they may come, each with its data's schema.
 func eventStream(r *reflector) (map[string]any, error) {
 	var events []any
-	for _, e := range wire.Events() {
+	for _, e := range wire.CallStreamEvents() {
 		var data any
 		if e.MCPResult != "" {
 			data = ref(mcpComponent(e.MCPResult))

@@ -155,7 +155,7 @@ func TestDocumentTypesInSchemas(t *testing.T) {
 			visit(rt.Response)
 		}
 	}
-	for _, e := range wire.Events() {
+	for _, e := range wire.CallStreamEvents() {
 		visit(e.Payload)
 	}
 	for _, want := range []string{"Whoami", "Caller", "DeclaredCtx", "DaemonInfo", "InstanceList", "Instance", "Stats", "Problem", "Progress", "ToolList"} {

@@ -305,7 +305,7 @@ func toolOperation(r *reflector, sc *schemaChecker, tmpl map[string]any, server,
 	content[wire.MediaJSON].(map[string]any)["schema"] = result
 	if es, ok := content[wire.MediaEventStream].(map[string]any); ok {
 		for _, e := range es["x-mcpx-events"].([]any) {
-			if m := e.(map[string]any); m["event"] == wire.EventResult {
+			if m := e.(map[string]any); m["event"] == wire.StreamResult {
 				m["data"] = result
 			}
 		}

@@ -24,7 +24,7 @@ func isEventStream(resp *http.Response) bool {
 	return mt == wire.MediaEventStream
 }
 
-// readCallEvents reads a streamed tool call (wire.Events): the call's id,
+// readCallEvents reads a streamed tool call (wire.CallStreamEvents): the call's id,
 // progress and input events, then one result or error event, whose result
 // it returns. onInput (nil = ignore) gets each request for input; it must
 // not block.
@@ -39,11 +39,11 @@ func readCallEvents(r io.Reader, onProgress func(json.RawMessage), onInput func(
 			return nil, err
 		}
 		switch ev.Event {
-		case wire.EventProgress:
+		case wire.StreamProgress:
 			if onProgress != nil {
 				onProgress(ev.Data)
 			}
-		case wire.EventInput:
+		case wire.StreamInput:
 			var in wire.InputRequest
 			if err := json.Unmarshal(ev.Data, &in); err != nil {
 				return nil, fmt.Errorf("undecodable input event: %s", ev.Data)
@@ -51,9 +51,9 @@ func readCallEvents(r io.Reader, onProgress func(json.RawMessage), onInput func(
 			if onInput != nil {
 				onInput(in)
 			}
-		case wire.EventResult:
+		case wire.StreamResult:
 			return ev.Data, nil
-		case wire.EventError:
+		case wire.StreamError:
 			var p wire.Problem
 			if err := json.Unmarshal(ev.Data, &p); err != nil {
 				return nil, fmt.Errorf("undecodable error event: %s", ev.Data)
@@ -94,7 +94,7 @@ func (c *Client) Events(ctx context.Context, lastID uint64, follow bool, fn func
 			return fmt.Errorf("reading the event stream: %w", err)
 		}
 		var doc wire.LifecycleEvent
-		if ev.Event == wire.EventEnd {
+		if ev.Event == wire.StreamEnd {
 			return streamEnded(ev.Data)
 		}
 		if ev.Event == wire.EventGap {

@@ -56,10 +56,10 @@ func (c *Client) Log(ctx context.Context, q LogQuery, fn func(json.RawMessage) e
 			return fmt.Errorf("reading the log stream: %w", err)
 		}
 		data := ev.Data
-		if ev.Event == wire.EventEnd {
+		if ev.Event == wire.StreamEnd {
 			return streamEnded(ev.Data)
 		}
-		if ev.Event == wire.EventLogDropped {
+		if ev.Event == wire.StreamLogDropped {
 			var dd wire.LogDroppedData
 			json.Unmarshal(ev.Data, &dd)
 			data, _ = json.Marshal(map[string]any{"level": "WARN", "msg": "log records dropped", "dropped": dd.Dropped})

@@ -94,7 +94,7 @@ func (c *Client) StopInstance(ctx context.Context, id string) error {
 // CallTool calls a tool and returns the child's CallToolResult, unchanged;
 // a tool that ran and failed is a result with isError, not an error. args
 // is the JSON object of arguments; nil sends no body, which the daemon takes
-// as {}. With onProgress set, the call is streamed (wire.Events) and
+// as {}. With onProgress set, the call is streamed (wire.CallStreamEvents) and
 // onProgress gets the params of each progress notification, in order, on
 // the calling goroutine; it owns them.
 func (c *Client) CallTool(ctx context.Context, cl Caller, server, tool string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {

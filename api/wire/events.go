@@ -6,23 +6,27 @@ import (
 	"time"
 )
 
+// Names: Stream* are the server-sent events of a stream (a streamed call,
+// the log, a stream's end); Event* are the kinds of lifecycle events (GET
+// /v1/events), each of which is also sent as an SSE event of its kind.
+//
 // The events of a streamed tool call (Route.Stream; Accept:
-// MediaEventStream): first EventCall with the call's id, then any number of
-// EventProgress and EventInput, in order, then exactly one EventResult or
-// EventError. Errors found before the call starts (unknown
+// MediaEventStream): first StreamCall with the call's id, then any number of
+// StreamProgress and StreamInput, in order, then exactly one StreamResult or
+// StreamError. Errors found before the call starts (unknown
 // server, bad headers or body) are plain problem answers with their status,
 // not streams. While a call has nothing to report the server sends a
 // KeepAliveComment comment now and then, which readers skip.
 const (
-	EventCall        = "call"       // data: CallStarted, the call's id; always first
-	EventProgress    = "progress"   // data: the params of one notifications/progress (Progress)
-	EventInput       = "input"      // data: InputRequest: the child asks the caller (elicitation, sampling)
-	EventResult      = "result"     // data: the child's CallToolResult, unchanged
-	EventError       = "error"      // data: a Problem: the call failed after the stream began
+	StreamCall       = "call"       // data: CallStarted, the call's id; always first
+	StreamProgress   = "progress"   // data: the params of one notifications/progress (Progress)
+	StreamInput      = "input"      // data: InputRequest: the child asks the caller (elicitation, sampling)
+	StreamResult     = "result"     // data: the child's CallToolResult, unchanged
+	StreamError      = "error"      // data: a Problem: the call failed after the stream began
 	KeepAliveComment = "keep-alive" // the text of the keep-alive comment
 )
 
-// Progress is the payload of an EventProgress: the params of the child's
+// Progress is the payload of a StreamProgress: the params of the child's
 // notifications/progress (MCP basic/utilities/progress), passed on as the
 // child sent them; these are the members the specification defines.
 type Progress struct {
@@ -32,8 +36,8 @@ type Progress struct {
 	Message       string   `json:"message,omitempty"`
 }
 
-// EventType describes one event of a stream.
-type EventType struct {
+// StreamEvent describes one event of a stream.
+type StreamEvent struct {
 	Name string
 	// Payload is the Go type of the event's data: json.RawMessage for the
 	// child's raw CallToolResult (MCPResult says so).
@@ -42,18 +46,18 @@ type EventType struct {
 	Summary   string
 }
 
-var events = []EventType{
-	{Name: EventCall, Payload: reflect.TypeFor[CallStarted](), Summary: "the call's id, for answering requests for input; always first"},
-	{Name: EventInput, Payload: reflect.TypeFor[InputRequest](), Summary: "the child asks the caller for input; answer with POST /v1/calls/{call}/input"},
-	{Name: EventProgress, Payload: reflect.TypeFor[Progress](), Summary: "a progress notification from the child"},
-	{Name: EventResult, Payload: reflect.TypeFor[json.RawMessage](), MCPResult: "CallToolResult", Summary: "the result; the stream ends"},
-	{Name: EventError, Payload: reflect.TypeFor[Problem](), Summary: "the call failed; the stream ends"},
+var events = []StreamEvent{
+	{Name: StreamCall, Payload: reflect.TypeFor[CallStarted](), Summary: "the call's id, for answering requests for input; always first"},
+	{Name: StreamInput, Payload: reflect.TypeFor[InputRequest](), Summary: "the child asks the caller for input; answer with POST /v1/calls/{call}/input"},
+	{Name: StreamProgress, Payload: reflect.TypeFor[Progress](), Summary: "a progress notification from the child"},
+	{Name: StreamResult, Payload: reflect.TypeFor[json.RawMessage](), MCPResult: "CallToolResult", Summary: "the result; the stream ends"},
+	{Name: StreamError, Payload: reflect.TypeFor[Problem](), Summary: "the call failed; the stream ends"},
 }
 
-// Events returns the events of a streamed call, in the order they may come.
+// CallStreamEvents returns the events of a streamed call, in the order they may come.
 // The caller owns the slice.
-func Events() []EventType {
-	return append([]EventType(nil), events...)
+func CallStreamEvents() []StreamEvent {
+	return append([]StreamEvent(nil), events...)
 }
 
 // The lifecycle events of GET /v1/events: each SSE event is named by its

@@ -37,7 +37,7 @@ func CallerHeaders() []HeaderInfo {
 const (
 	MediaJSON        = "application/json"         // documents, raw MCP results and request bodies
 	MediaProblem     = "application/problem+json" // error answers: a Problem
-	MediaEventStream = "text/event-stream"        // a streamed call (Route.Stream): see Events
+	MediaEventStream = "text/event-stream"        // a streamed call (Route.Stream): see CallStreamEvents
 	MediaTypeScript  = "text/typescript"          // a generated client module (Route.Media)
 	MediaMetrics     = "text/plain"               // Prometheus metrics, text exposition format 0.0.4 (Route.Media)
 )

@@ -18,14 +18,14 @@ const (
 	ActionCancel  = "cancel"  // the user dismissed the question
 )
 
-// CallStarted is the payload of EventCall, the first event of a streamed
+// CallStarted is the payload of StreamCall, the first event of a streamed
 // call: the id its caller answers requests for input under
 // (POST /v1/calls/{call}/input).
 type CallStarted struct {
 	Call string `json:"call"`
 }
 
-// InputRequest is the payload of EventInput: the child asks the caller of
+// InputRequest is the payload of StreamInput: the child asks the caller of
 // the call for input. The caller answers with POST
 // /v1/calls/{call}/input before Expires; a caller that does not, or goes
 // away, gets the child a decline (an error for sampling).

@@ -72,7 +72,7 @@ func LookupProblemType(kind string) (ProblemType, bool) {
 
 // Problem is an RFC 9457 problem details document, with mcpx's extension
 // members: the body of every error answer (Content-Type MediaProblem) and
-// the payload of an EventError. It is an error, so clients can return it.
+// the payload of a StreamError. It is an error, so clients can return it.
 type Problem struct {
 	Type   string `json:"type"`   // ProblemTypeBase + kind; stable
 	Title  string `json:"title"`  // short, per type

@@ -33,7 +33,7 @@ type Route struct {
 	// OptionalQuery lists the query parameters it reads that may be absent.
 	OptionalQuery []string
 	// Stream is true if the endpoint also answers Accept: text/event-stream,
-	// with the events of Events.
+	// with the events of CallStreamEvents.
 	Stream bool
 	// Raw is true if the success body is the child's MCP result bytes,
 	// passed through unchanged, rather than a document of this API's own;
