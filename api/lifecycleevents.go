@@ -65,9 +65,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		case <-keepAlive.C:
 			ev.comment(wire.KeepAliveComment)
 		case <-ctx.Done():
-			if why, ok := endedRights(ctx); ok {
-				s.sendEnd(ev, why)
-			}
+			s.sendEnd(ctx, ev)
 			return nil
 		}
 	}

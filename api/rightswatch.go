@@ -81,8 +81,13 @@ func (s *server) stillAdmitted(r *http.Request, c broker.Caller) error {
 	return nil
 }
 
-// sendEnd writes the EventEnd of a stream whose caller's rights ended.
-func (s *server) sendEnd(ev *eventWriter, why error) {
+// sendEnd writes the StreamEnd of a stream whose context ended because
+// its caller's rights did; a stream that ended otherwise gets nothing.
+func (s *server) sendEnd(ctx context.Context, ev *eventWriter) {
+	why, ok := endedRights(ctx)
+	if !ok {
+		return
+	}
 	data, _ := json.Marshal(wire.StreamEndData{Reason: why.Error()})
 	ev.send(wire.StreamEnd, data)
 }
