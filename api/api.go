@@ -36,6 +36,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemonlog"
+	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/openapi"
 )
@@ -91,6 +92,9 @@ type Options struct {
 	// Log is the daemon's log file, read back by GET /v1/log; nil = that
 	// route answers 503.
 	Log *daemonlog.File
+	// MCP is the MCP endpoint served at /mcp and /mcp/{server} (package
+	// mcpserver; its owner closes it); nil = those paths answer 503.
+	MCP *mcpserver.Server
 	// Tailnet is the daemon's tailnet node, for GET /v1/tailnet and GET
 	// /v1/fleet; nil = not on a tailnet (the first answers "off", the
 	// second 503).
@@ -118,8 +122,9 @@ type server struct {
 	inputWait   time.Duration  // Options.InputWait
 	calls       *callRegistry  // the streamed calls that may be asked for input
 	metrics     *metrics.Metrics
-	logFile     *daemonlog.File // Options.Log; may be nil
-	tailnet     *Tailnet        // Options.Tailnet; may be nil
+	logFile     *daemonlog.File   // Options.Log; may be nil
+	tailnet     *Tailnet          // Options.Tailnet; may be nil
+	mcp         *mcpserver.Server // Options.MCP; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -159,6 +164,7 @@ func newServer(opts Options) *server {
 		logFile:     opts.Log,
 		browser:     newBrowserSessions(),
 		tailnet:     opts.Tailnet,
+		mcp:         opts.MCP,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -184,7 +190,14 @@ func newServer(opts Options) *server {
 // recover panics, the dashboard's pages (which sign browsers in), then for
 // the API: authenticate, compress (not event streams), route.
 func (s *server) handler(table []route) http.Handler {
-	return s.recoverer(s.servePages(s.authenticate(compress(s.router(table)))))
+	rest := compress(s.router(table))
+	return s.recoverer(s.servePages(s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isMCP(r.URL.Path) {
+			s.serveMCP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	}))))
 }
 
 // router mounts table's routes, and nothing else.

@@ -76,6 +76,13 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 	if err != nil {
 		return broker.Caller{}, err
 	}
+	if isMCP(r.URL.Path) {
+		// MCP clients: no cookie, no Mcpx-Client (api/mcp.go).
+		if err := mcpGuard(r); err != nil {
+			return broker.Caller{}, err
+		}
+		return s.credentialCaller(r, lo, remote, r.Header.Get(wire.HeaderAuthorization))
+	}
 	if ck, err := r.Cookie(cookieName(r)); err == nil && r.Header.Get(wire.HeaderAuthorization) == "" {
 		return s.sessionCaller(r, lo, remote, ck.Value) // a signed-in browser (browser.go)
 	}

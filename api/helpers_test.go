@@ -17,6 +17,7 @@ import (
 
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/mcpserver"
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 // daemon is the API served on a real unix socket and a loopback TCP port.
 type daemon struct {
 	b    *broker.Broker
+	mcp  *mcpserver.Server
 	sock string
 	unix *client // over the unix socket: a local caller
 	tcp  *client // over loopback TCP
@@ -70,6 +72,7 @@ type daemonOptions struct {
 	tokens                    *auth.Issuer         // api.Options.Tokens
 	inputWait                 time.Duration        // api.Options.InputWait
 	reidentify                time.Duration        // api.Options.Reidentify
+	resumeGrace, mcpIdle      time.Duration        // mcpserver.Options
 }
 
 func startDaemon(t testing.TB, o daemonOptions) *daemon {
@@ -91,7 +94,15 @@ func startDaemon(t testing.TB, o daemonOptions) *daemon {
 			t.Errorf("closing broker: %v", err)
 		}
 	})
-	opts := api.Options{Broker: b, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon,
+	mcp := mcpserver.New(mcpserver.Options{Broker: b, Logger: logger, Version: "test", ResumeGrace: o.resumeGrace, IdleTimeout: o.mcpIdle})
+	t.Cleanup(func() { // before the broker closes: sessions stop their children
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := mcp.Close(ctx); err != nil {
+			t.Errorf("closing the mcp endpoint: %v", err)
+		}
+	})
+	opts := api.Options{Broker: b, MCP: mcp, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon,
 		BodyTimeout: o.bodyTimeout, Tokens: o.tokens, InputWait: o.inputWait, Reidentify: o.reidentify}
 	var h http.Handler
 	var toolDocs *openapi.Cache
@@ -105,7 +116,7 @@ func startDaemon(t testing.TB, o daemonOptions) *daemon {
 	default:
 		h, toolDocs = api.NewWithToolDocs(opts)
 	}
-	d := &daemon{b: b, sock: filepath.Join(t.TempDir(), "mcpx.sock"), logs: logs, toolDocs: toolDocs}
+	d := &daemon{b: b, mcp: mcp, sock: filepath.Join(t.TempDir(), "mcpx.sock"), logs: logs, toolDocs: toolDocs}
 	uln, err := api.ListenUnix(d.sock)
 	if err != nil {
 		t.Fatal(err)

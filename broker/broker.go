@@ -28,6 +28,7 @@ package broker
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"reflect"
@@ -131,6 +132,8 @@ type Broker struct {
 
 	// observers see every finished tool call (ObserveCalls); nil = none.
 	observers atomic.Pointer[[]func(CallEvent)]
+	// notices fans children's notifications out to WatchNotices (forward.go).
+	notices notices
 
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
@@ -183,6 +186,9 @@ func New(opts Options) (*Broker, error) {
 		Resolve:         resolveCommand(opts.Nix),
 		ExecHashMax:     opts.Config.Limits.ExecHashMax,
 		ExecWatch:       cmp.Or(opts.ExecWatch, opts.Config.Pool.ExecWatch.D()),
+		OnNotify: func(server, key, method string, params json.RawMessage) {
+			b.notify(Notice{Server: server, Key: key, Method: method, Params: params})
+		},
 	})
 	b.openRecords(opts)
 	b.SetConfig(opts.Config)
@@ -247,6 +253,7 @@ func (b *Broker) Reload(cfg *config.Config, trigger string) {
 	b.SetConfig(cfg)
 	n := b.pool.CheckExec()
 	b.pool.Events().Add(pool.Event{Kind: pool.EventReload, Reason: trigger})
+	b.notify(Notice{Method: NoticeReload})
 	if n > 0 {
 		b.log.Info("reload replaced children whose executable changed", "instances", n)
 	}

@@ -41,6 +41,7 @@ type Error struct {
 	StderrTail string        // last lines the child wrote to stderr (crashes)
 	RetryAfter time.Duration // for KindExhausted/KindUnavailable: when to try again
 	RPCCode    int           // JSON-RPC error code from the child, if any
+	RPCData    []byte        // the data of that JSON-RPC error, as the child sent it; nil = none
 	Err        error         // underlying cause; logged, not shown
 }
 

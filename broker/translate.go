@@ -26,7 +26,7 @@ func (b *Broker) translate(err error, op, server string) error {
 	}
 	var rpc *mcpclient.RPCError
 	if errors.As(err, &rpc) {
-		e := &Error{Op: op, Server: server, Msg: rpc.Message, RPCCode: rpc.Code, Err: err, Kind: KindChildFailed}
+		e := &Error{Op: op, Server: server, Msg: rpc.Message, RPCCode: rpc.Code, RPCData: rpc.Data, Err: err, Kind: KindChildFailed}
 		switch rpc.Code {
 		case -32602: // Invalid params: the child rejected the arguments.
 			e.Kind = KindBadRequest

@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemonlog"
+	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )
@@ -45,6 +46,7 @@ type Daemon struct {
 	Log     *slog.Logger
 	LogFile *daemonlog.File // the log's file, for GET /v1/log
 	Broker  *broker.Broker
+	MCP     *mcpserver.Server // the MCP endpoint's sessions, served by api at /mcp
 
 	drain   time.Duration
 	closers []func() // what New opened, in order
@@ -100,7 +102,19 @@ func New(o Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.closers = append(d.closers, d.closeBroker)
+	d.MCP = mcpserver.New(mcpserver.Options{Broker: d.Broker, Logger: d.Log, Version: o.Version,
+		InputWait: o.Config.Limits.InputWait.D()})
+	d.closers = append(d.closers, d.closeMCP) // before the broker: its sessions stop their children
 	return d, nil
+}
+
+// closeMCP ends the MCP endpoint's sessions (bounded by Options.Drain).
+func (d *Daemon) closeMCP() {
+	ctx, cancel := context.WithTimeout(context.Background(), d.drain)
+	defer cancel()
+	if err := d.MCP.Close(ctx); err != nil {
+		d.Log.Warn("ending mcp sessions", "err", err)
+	}
 }
 
 // privateStateDir creates dir 0700 if missing, or makes an existing one

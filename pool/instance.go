@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -322,6 +323,10 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 	}
 	holder := new(sessionHolder)
 	opts.OnList, opts.OnListChanged = p.listHooks(g.schemaKey, holder)
+	if f := p.opts.OnNotify; f != nil {
+		server, key := inst.def.Name, inst.key.key
+		opts.OnNotify = func(method string, params json.RawMessage) { f(server, key, method, params) }
+	}
 	if g.proc == nil {
 		sess, err := mcpclient.Connect(ctx, tr, opts)
 		holder.set(sess)

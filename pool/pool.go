@@ -26,6 +26,7 @@ package pool
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -163,6 +164,11 @@ type Options struct {
 	// made, in a run-<pid>-* directory per pool that Close removes; ""
 	// = a new directory under os.TempDir().
 	TmpDir string
+	// OnNotify, if set, is told every notification a child sends but
+	// progress (mcpclient.Options.OnNotify), with the instance's server and
+	// scope key. It runs on the child's reader: it must not block or call
+	// the pool.
+	OnNotify func(server, key, method string, params json.RawMessage)
 	// Events receives the pool's lifecycle events; nil = a log of
 	// DefaultEventBuffer events, made by New (see Events).
 	Events *EventLog

@@ -355,13 +355,18 @@ func (p *Pool) CachedList(ctx context.Context, t Target, method string) (json.Ra
 // t has no starting or ready instance (whose child answers instead) and
 // there is one; nil otherwise. It starts no child.
 func (p *Pool) cachedEntry(ctx context.Context, t Target) *schemaEntry {
+	return p.entryOf(ctx, t, false)
+}
+
+// entryOf is cachedEntry; with live, also while an instance of t runs.
+func (p *Pool) entryOf(ctx context.Context, t Target, live bool) *schemaEntry {
 	p.mu.Lock()
 	def := p.servers[t.Server]
 	inst := p.instances[instKey{t.Server, t.Key}]
-	live := inst != nil && (inst.phase == phaseStarting || inst.phase == phaseReady)
+	running := inst != nil && (inst.phase == phaseStarting || inst.phase == phaseReady)
 	closed := p.closed
 	p.unlock()
-	if def == nil || live || closed || p.schema == nil {
+	if def == nil || (running && !live) || closed || p.schema == nil {
 		return nil
 	}
 	root := t.Root
@@ -389,4 +394,16 @@ func (p *Pool) cachedEntry(ctx context.Context, t Target) *schemaEntry {
 		exec = id.Value
 	}
 	return p.schema.get(schemaKey(def, root, sp, exec))
+}
+
+// CachedInit is the initialize result t's last child of the same effective
+// definition gave (for a stateless child, the one its server/discover
+// stood for), whether or not an instance of t runs; ok false if none is
+// known. It starts no child.
+func (p *Pool) CachedInit(ctx context.Context, t Target) (json.RawMessage, bool) {
+	e := p.entryOf(ctx, t, true)
+	if e == nil || e.Init == nil {
+		return nil, false
+	}
+	return e.Init, true
 }

@@ -418,6 +418,7 @@ func Parse(data []byte, source string) (*Config, error) {
 		rank[d.name] = i + 1
 	}
 	p.checkAllocOverlap(cfg.Servers)
+	p.checkPrefixes(cfg.Servers)
 	if inputs > 0 && !usesInputs {
 		p.warn("", "inputs", "VS Code inputs ignored: no server uses them, and mcpx never prompts",
 			"remove them, or keep them for VS Code")
@@ -481,6 +482,7 @@ func (c *Config) Normalize() error {
 		}
 	}
 	p.checkAllocOverlap(c.Servers)
+	p.checkPrefixes(c.Servers)
 	c.Warnings = p.warns
 	return p.err(c.Source)
 }

@@ -67,6 +67,12 @@ type Options struct {
 	// with them.
 	OnList        func(method string, list json.RawMessage)
 	OnListChanged func(method string)
+	// OnNotify, if set, is told every notification from the child but
+	// progress (which goes to its call): list_changed, notifications/message,
+	// notifications/resources/updated and any other, with its params as
+	// sent, after the session's own handling. Like OnListChanged it runs on
+	// the session's reader and must not block or call the session.
+	OnNotify func(method string, params json.RawMessage)
 	// RootsMemo, with a Root, makes Connect wait after initialize for the
 	// child's start-up roots/list and let its answer settle, so that the
 	// first call already sees the root; the memo learns whether the

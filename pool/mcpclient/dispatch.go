@@ -143,9 +143,16 @@ func replyMessage(id, result []byte, rerr *RPCError) []byte {
 // notification handles a notification from the child.
 func (s *Session) notification(e *envelope) {
 	method, _ := unquote(e.method)
-	switch method {
-	case "notifications/progress":
+	if method == "notifications/progress" {
 		s.progress(e.params)
+		return
+	}
+	if f := s.opts.OnNotify; f != nil {
+		// A copy: the envelope's bytes may be a reused read buffer.
+		params := json.RawMessage(bytes.Clone(e.params))
+		defer f(method, params)
+	}
+	switch method {
 	// Spec (server/tools#list-changed-notification): "When the list of
 	// available tools changes, servers that declared the listChanged
 	// capability SHOULD send a notification". Same for resources and

@@ -1,0 +1,265 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"mcpx.dev/mcpx/internal/testenv"
+)
+
+// The MCP endpoint through the official go-sdk client, on loopback TCP with
+// the daemon's token, against real demo children.
+
+// bearer adds the daemon's token to every request, and nothing else: an
+// MCP client sends no Mcpx-Client header.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mcpClient connects a go-sdk client to path on d's TCP listener, with
+// roots (none if empty) and opts; version "" = the handshake era.
+func mcpClient(t *testing.T, d *daemon, path, version string, opts *mcp.ClientOptions, roots ...string) (*mcp.Client, *mcp.ClientSession) {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, opts)
+	for _, r := range roots {
+		c.AddRoots(&mcp.Root{URI: "file://" + r, Name: filepath.Base(r)})
+	}
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + path, HTTPClient: &http.Client{Transport: bearer{testToken}}, MaxRetries: -1}
+	cs, err := c.Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect %s (%q): %v", path, version, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return c, cs
+}
+
+func textOf(t *testing.T, cs *mcp.ClientSession, p *mcp.CallToolParams) string {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("tool error: %+v", res.Content)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func worktreePair(t *testing.T) []string {
+	dir := t.TempDir()
+	return testenv.Worktrees(t, filepath.Join(dir, "repo"), map[string]string{"README": "x"}, "wt1")
+}
+
+func TestMCPAggregateGivesEachWorktreeItsChild(t *testing.T) {
+	wts := worktreePair(t)
+	d := startDemo(t, map[string]string{"demo": `{"scope": "worktree"}`, "other": `{"scope": "global"}`})
+	for _, era := range []string{"", "2025-06-18"} {
+		t.Run("era "+era, func(t *testing.T) {
+			_, a := mcpClient(t, d, "/mcp", era, nil, wts[0])
+			_, b := mcpClient(t, d, "/mcp", era, nil, wts[1])
+			tools, err := a.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := map[string]bool{}
+			for _, tl := range tools.Tools {
+				names[tl.Name] = true
+				if !strings.HasPrefix(tl.Description, "[demo]") && !strings.HasPrefix(tl.Description, "[other]") {
+					t.Errorf("tool %s: description %q does not name its server", tl.Name, tl.Description)
+				}
+			}
+			for _, want := range []string{"demo__cwd", "demo__echo", "other__cwd"} {
+				if !names[want] {
+					t.Fatalf("tools/list lacks %s: %v", want, names)
+				}
+			}
+			if got := textOf(t, a, &mcp.CallToolParams{Name: "demo__cwd"}); got != wts[0] {
+				t.Errorf("client in %s: demo__cwd = %q", wts[0], got)
+			}
+			if got := textOf(t, b, &mcp.CallToolParams{Name: "demo__cwd"}); got != wts[1] {
+				t.Errorf("client in %s: demo__cwd = %q", wts[1], got)
+			}
+			pa := textOf(t, a, &mcp.CallToolParams{Name: "demo__pid"})
+			pb := textOf(t, b, &mcp.CallToolParams{Name: "demo__pid"})
+			if pa == pb {
+				t.Errorf("two worktrees share the child %s", pa)
+			}
+			oa := textOf(t, a, &mcp.CallToolParams{Name: "other__pid"})
+			ob := textOf(t, b, &mcp.CallToolParams{Name: "other__pid"})
+			if oa != ob {
+				t.Errorf("a global server has two children: %s, %s", oa, ob)
+			}
+			if _, err := a.CallTool(t.Context(), &mcp.CallToolParams{Name: "nope__cwd"}); err == nil {
+				t.Error("a tool of no server was called")
+			}
+		})
+	}
+}
+
+func TestMCPRootsChangedMovesTheNextCall(t *testing.T) {
+	wts := worktreePair(t)
+	d := startDemo(t, map[string]string{"demo": `{"scope": "worktree"}`})
+	c, cs := mcpClient(t, d, "/mcp", "2025-11-25", nil, wts[0])
+	if got := textOf(t, cs, &mcp.CallToolParams{Name: "demo__cwd"}); got != wts[0] {
+		t.Fatalf("demo__cwd = %q, want %s", got, wts[0])
+	}
+	c.RemoveRoots("file://" + wts[0])
+	c.AddRoots(&mcp.Root{URI: "file://" + wts[1]})
+	// The notification is sent asynchronously; the next call after it is
+	// seen lands in the new worktree.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := textOf(t, cs, &mcp.CallToolParams{Name: "demo__cwd"})
+		if got == wts[1] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after roots/list_changed, demo__cwd = %q, want %s", got, wts[1])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestMCPProgressCancelAndElicitation(t *testing.T) {
+	wts := worktreePair(t)
+	d := startDemo(t, map[string]string{"demo": `{"scope": "worktree"}`})
+	var progress atomic.Int32
+	var asked atomic.Int32
+	opts := &mcp.ClientOptions{
+		ProgressNotificationHandler: func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+		ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+	}
+	_, cs := mcpClient(t, d, "/mcp", "2025-11-25", opts, wts[0])
+
+	p := &mcp.CallToolParams{Name: "demo__progress", Arguments: map[string]any{"steps": 3, "delayMs": 1}}
+	p.SetProgressToken("tok-1")
+	if got := textOf(t, cs, p); got != "done 3" {
+		t.Errorf("progress = %q", got)
+	}
+	// The client runs its notification handlers on their own goroutines.
+	waitFor(t, func() bool { return progress.Load() == 3 })
+
+	got := textOf(t, cs, &mcp.CallToolParams{Name: "demo__ask", Arguments: map[string]any{"question": "who?"}})
+	if asked.Load() != 1 || !strings.Contains(got, "Ada") {
+		t.Errorf("elicitation: asked %d times, result %q", asked.Load(), got)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo__sleep", Arguments: map[string]any{"ms": 600000}})
+		done <- err
+	}()
+	waitFor(t, func() bool { return strings.Contains(d.logs.String(), "sleep") || inFlight(d) > 0 })
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled call: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled call did not return")
+	}
+	waitFor(t, func() bool { return inFlight(d) == 0 })
+}
+
+// inFlight is how many calls the broker's instances have in flight.
+func inFlight(d *daemon) int {
+	n := 0
+	for _, in := range d.b.Instances() {
+		n += in.InFlight
+	}
+	return n
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestMCPOneServerKeepsItsNames(t *testing.T) {
+	wts := worktreePair(t)
+	d := startDemo(t, map[string]string{"demo": `{"scope": "worktree"}`})
+	for _, era := range []string{"", "2025-11-25"} {
+		_, cs := mcpClient(t, d, "/mcp/demo", era, nil, wts[1])
+		if got := textOf(t, cs, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); got != "hi" {
+			t.Errorf("era %q: echo = %q", era, got)
+		}
+		prompts, err := cs.ListPrompts(t.Context(), nil)
+		if err != nil || len(prompts.Prompts) == 0 {
+			t.Fatalf("era %q: prompts %v, %v", era, prompts, err)
+		}
+		pr, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"name": "Ada"}})
+		if err != nil || len(pr.Messages) == 0 {
+			t.Fatalf("era %q: greet: %v, %v", era, pr, err)
+		}
+		res, err := cs.ListResources(t.Context(), nil)
+		if err != nil || len(res.Resources) == 0 {
+			t.Fatalf("era %q: resources %v, %v", era, res, err)
+		}
+		rd, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: res.Resources[0].URI})
+		if err != nil || len(rd.Contents) == 0 {
+			t.Fatalf("era %q: read %s: %v, %v", era, res.Resources[0].URI, rd, err)
+		}
+	}
+}
+
+func TestMCPAggregateRoutesPromptsAndResources(t *testing.T) {
+	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	_, cs := mcpClient(t, d, "/mcp", "2025-11-25", nil)
+	pr, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "demo__greet", Arguments: map[string]string{"name": "Ada"}})
+	if err != nil || len(pr.Messages) == 0 {
+		t.Fatalf("demo__greet: %v, %v", pr, err)
+	}
+	res, err := cs.ListResources(t.Context(), nil)
+	if err != nil || len(res.Resources) == 0 {
+		t.Fatalf("resources %v, %v", res, err)
+	}
+	rd, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: res.Resources[0].URI})
+	if err != nil || len(rd.Contents) == 0 {
+		t.Fatalf("read %s: %v, %v", res.Resources[0].URI, rd, err)
+	}
+	b, _ := json.Marshal(rd)
+	if !strings.Contains(string(b), res.Resources[0].URI) {
+		t.Errorf("read result %s does not carry its URI", b)
+	}
+}
+
+func TestMCPSessionEndsOnDelete(t *testing.T) {
+	d := startDemo(t, map[string]string{"demo": `{"scope": "session"}`})
+	_, cs := mcpClient(t, d, "/mcp", "2025-11-25", nil)
+	textOf(t, cs, &mcp.CallToolParams{Name: "demo__pid"})
+	if n := len(d.b.Instances()); n != 1 || d.mcp.Sessions() != 1 {
+		t.Fatalf("%d instances, %d sessions; want 1, 1", n, d.mcp.Sessions())
+	}
+	cs.Close()
+	waitFor(t, func() bool { return d.mcp.Sessions() == 0 && len(d.b.Instances()) == 0 })
+}

@@ -1,0 +1,307 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"mcpx.dev/mcpx/broker"
+)
+
+// startCall registers one of the client's requests, so that
+// notifications/cancelled can reach it; the context ends with the session.
+func (ss *session) startCall(msg *message) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ss.ctx)
+	id := msg.idString()
+	ss.mu.Lock()
+	ss.calls[id] = cancel
+	ss.mu.Unlock()
+	return ctx, func() {
+		cancel()
+		ss.mu.Lock()
+		delete(ss.calls, id)
+		ss.lastUse = time.Now()
+		ss.mu.Unlock()
+	}
+}
+
+// notification handles one of the client's notifications.
+func (ss *session) notification(msg *message) {
+	switch msg.Method {
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		json.Unmarshal(msg.Params, &p) //nolint:errcheck // no id: nothing to cancel
+		id := (&message{ID: p.RequestID}).idString()
+		ss.mu.Lock()
+		cancel := ss.calls[id]
+		ss.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	case "notifications/roots/list_changed":
+		ss.rootsChanged()
+	}
+}
+
+// initialize answers the handshake: the version (the client's if mcpx
+// speaks it, else the latest), the capabilities, and the instructions.
+func (ss *session) initialize(ctx context.Context, params json.RawMessage) (json.RawMessage, *rpcError) {
+	var p struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ClientInfo      json.RawMessage `json:"clientInfo"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "initialize params: " + err.Error()}
+	}
+	ss.version = LatestHandshake
+	if slices.Contains(handshakeVersions, p.ProtocolVersion) {
+		ss.version = p.ProtocolVersion
+	}
+	ss.caps = parseCaps(p.Capabilities)
+	ss.clientName = clientName(p.ClientInfo)
+	caps, info, instr := ss.serverDescription(ctx)
+	res := object{}.setString("protocolVersion", ss.version).set("capabilities", caps).set("serverInfo", info)
+	if instr != "" {
+		res = res.setString("instructions", instr)
+	}
+	return res.bytes(), nil
+}
+
+// serverDescription is what initialize and server/discover say of the
+// server: for /mcp/{server}, the child's capabilities, info and
+// instructions; for /mcp, mcpx's, with every server's instructions merged.
+func (ss *session) serverDescription(ctx context.Context) (caps, info json.RawMessage, instructions string) {
+	b := ss.srv.b
+	if ss.server != "" {
+		r := ss.breqAt(ss.hdr.Cwd, ss.server, nil)
+		if init, err := b.InitializeResult(ctx, r); err == nil {
+			o, _ := parseObject(init)
+			if c := o.get("capabilities"); c != nil {
+				caps = c
+			}
+			info = o.get("serverInfo")
+			instructions = o.str("instructions")
+		}
+		if caps == nil {
+			caps = json.RawMessage(aggregateCaps)
+		}
+		if info == nil {
+			info, _ = json.Marshal(map[string]string{"name": "mcpx/" + ss.server, "version": ss.srv.version})
+		}
+		return caps, info, instructions
+	}
+	info, _ = json.Marshal(map[string]string{"name": "mcpx", "title": "mcpx broker", "version": ss.srv.version})
+	var parts []string
+	servers, _ := b.ServersAt(ss.breqAt(ss.hdr.Cwd, "", nil))
+	for _, sv := range servers {
+		line := "- " + sv.Name + Separator + "*: the tools of server " + sv.Name
+		if sv.Description != "" {
+			line += " (" + sv.Description + ")"
+		}
+		if init, ok := b.CachedInitializeResult(ctx, ss.breqAt(ss.hdr.Cwd, sv.Name, nil)); ok {
+			o, _ := parseObject(init)
+			if t := strings.TrimSpace(o.str("instructions")); t != "" {
+				line += "\n  " + strings.ReplaceAll(t, "\n", "\n  ")
+			}
+		}
+		parts = append(parts, line)
+	}
+	instructions = "mcpx brokers these MCP servers; each tool and prompt is named <server>__<name>, resources keep their URIs. Servers run in the directory of your first root.\n" + strings.Join(parts, "\n")
+	return json.RawMessage(aggregateCaps), info, instructions
+}
+
+// aggregateCaps are the capabilities of /mcp (and of /mcp/{server} when
+// the child's are not known).
+const aggregateCaps = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{}}`
+
+func parseCaps(raw json.RawMessage) clientCaps {
+	var c struct {
+		Roots *struct {
+			ListChanged bool `json:"listChanged"`
+		} `json:"roots"`
+		Sampling    *json.RawMessage `json:"sampling"`
+		Elicitation *struct {
+			Form *json.RawMessage `json:"form"`
+			URL  *json.RawMessage `json:"url"`
+		} `json:"elicitation"`
+	}
+	json.Unmarshal(raw, &c) //nolint:errcheck // unreadable: no capabilities
+	out := clientCaps{raw: raw, roots: c.Roots != nil, sampling: c.Sampling != nil}
+	if c.Roots != nil {
+		out.rootsChanged = c.Roots.ListChanged
+	}
+	if c.Elicitation != nil {
+		// An empty elicitation capability means form mode (spec 2025-11-25).
+		out.elicitForm = c.Elicitation.Form != nil || c.Elicitation.URL == nil
+		out.elicitURL = c.Elicitation.URL != nil
+	}
+	return out
+}
+
+func clientName(raw json.RawMessage) string {
+	var ci struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(raw, &ci) //nolint:errcheck // no name
+	return ci.Name
+}
+
+// breqAt is the broker request of the session's caller at cwd for server.
+func (ss *session) breqAt(cwd, server string, st *stream) broker.Request {
+	cc := ss.hdr
+	cc.Cwd = cwd
+	r := broker.Request{Caller: ss.caller, Context: cc, Server: server}
+	if st != nil {
+		r.OnInput = ss.onInput(st)
+	}
+	return r
+}
+
+// handle answers one request; the response message is returned whole.
+func (ss *session) handle(ctx context.Context, st *stream, msg *message) []byte {
+	if ss.id == "" {
+		if v := msg.meta(metaProtocolVersion); v != "" && v != StatelessVersion {
+			data, _ := json.Marshal(map[string]any{"supported": []string{StatelessVersion}, "requested": v})
+			return rpcErrorMsg(msg.ID, codeUnsupportedVersion, "unsupported protocol version "+v, data)
+		}
+	}
+	var res json.RawMessage
+	var err error
+	if ss.id == "" && rounds[msg.Method] {
+		res, err = ss.statelessRound(ctx, st, msg)
+	} else {
+		res, err = ss.dispatch(ctx, st, msg)
+	}
+	if err != nil {
+		e := ss.rpcError(err)
+		return rpcErrorMsg(msg.ID, e.Code, e.Message, e.Data)
+	}
+	return resultMsg(msg.ID, res)
+}
+
+func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json.RawMessage, error) {
+	switch msg.Method {
+	case "ping":
+		return json.RawMessage(`{}`), nil
+	case "server/discover":
+		caps, info, instr := ss.serverDescription(ctx)
+		meta, _ := json.Marshal(map[string]json.RawMessage{metaServerInfo: info})
+		res := object{}.set("supportedVersions", json.RawMessage(`["`+StatelessVersion+`"]`)).set("capabilities", caps)
+		if instr != "" {
+			res = res.setString("instructions", instr)
+		}
+		return res.set("_meta", meta).bytes(), nil
+	case "tools/list":
+		return ss.list(ctx, st, "tools", (*broker.Broker).Tools, true)
+	case "prompts/list":
+		return ss.list(ctx, st, "prompts", (*broker.Broker).Prompts, true)
+	case "resources/list":
+		return ss.list(ctx, st, "resources", (*broker.Broker).Resources, false)
+	case "resources/templates/list":
+		return ss.list(ctx, st, "resourceTemplates", (*broker.Broker).ResourceTemplates, false)
+	case "tools/call":
+		return ss.callTool(ctx, st, msg.Params)
+	case "subscriptions/listen":
+		return ss.listen(ctx, st, msg)
+	case "prompts/get":
+		return ss.forwardNamed(ctx, st, msg, "prompts", (*broker.Broker).Prompts)
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		return ss.forwardResource(ctx, st, msg)
+	case "completion/complete":
+		return ss.complete(ctx, st, msg)
+	case "logging/setLevel":
+		var p struct {
+			Level string `json:"level"`
+		}
+		if json.Unmarshal(msg.Params, &p) != nil || !slices.Contains(logLevels, p.Level) {
+			return nil, &rpcError{Code: codeInvalidParams, Message: "level must be one of " + strings.Join(logLevels, ", ")}
+		}
+		ss.mu.Lock()
+		ss.level = p.Level
+		ss.mu.Unlock()
+		if ss.server != "" {
+			if _, err := ss.forward(ctx, st, ss.server, msg.Method, msg.Params); err != nil {
+				ss.srv.log.Debug("logging/setLevel", "server", ss.server, "err", err)
+			}
+		}
+		return json.RawMessage(`{}`), nil
+	}
+	return nil, &rpcError{Code: codeMethodNotFound, Message: "method not found: " + msg.Method}
+}
+
+// rpcError turns an error into the JSON-RPC error the client sees: a
+// child's own error as it sent it, a refusal as invalid params, the rest
+// with the broker's caller-safe message (never its internal detail).
+func (ss *session) rpcError(err error) *rpcError {
+	var re *rpcError
+	if errors.As(err, &re) {
+		return re
+	}
+	var be *broker.Error
+	if errors.As(err, &be) {
+		if be.RPCCode != 0 {
+			return &rpcError{Code: be.RPCCode, Message: be.Msg, Data: be.RPCData}
+		}
+		msg := be.Msg
+		if be.Server != "" && ss.server == "" {
+			msg = "server " + be.Server + ": " + msg
+		}
+		if be.Hint != "" {
+			msg += " (" + be.Hint + ")"
+		}
+		switch be.Kind {
+		case broker.KindNotFound, broker.KindBadRequest, broker.KindForbidden:
+			return &rpcError{Code: codeInvalidParams, Message: msg}
+		}
+		return &rpcError{Code: codeInternalError, Message: msg}
+	}
+	if errors.Is(err, context.Canceled) {
+		return &rpcError{Code: codeInternalError, Message: "cancelled"}
+	}
+	ss.srv.log.Warn("mcp request failed", "session", ss.id, "err", err)
+	return &rpcError{Code: codeInternalError, Message: "internal error"}
+}
+
+// listen serves subscriptions/listen (2026-07-28): the request stays open,
+// its stream carrying the list changes the client asked for, until the
+// client cancels it.
+func (ss *session) listen(ctx context.Context, st *stream, msg *message) (json.RawMessage, error) {
+	var p struct {
+		Notifications *struct {
+			Tools     bool `json:"toolsListChanged"`
+			Prompts   bool `json:"promptsListChanged"`
+			Resources bool `json:"resourcesListChanged"`
+		} `json:"notifications"`
+	}
+	if json.Unmarshal(msg.Params, &p) != nil || p.Notifications == nil {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "subscriptions/listen needs notifications"}
+	}
+	n := p.Notifications
+	want := map[string]bool{}
+	if n.Tools {
+		want["notifications/tools/list_changed"] = true
+	}
+	if n.Prompts {
+		want["notifications/prompts/list_changed"] = true
+	}
+	if n.Resources {
+		want["notifications/resources/list_changed"] = true
+	}
+	subID := msg.ID
+	meta, _ := json.Marshal(map[string]json.RawMessage{metaSubscriptionID: subID})
+	ack, _ := json.Marshal(map[string]any{"toolsListChanged": n.Tools, "promptsListChanged": n.Prompts, "resourcesListChanged": n.Resources})
+	ss.notify(st, "notifications/subscriptions/acknowledged", object{}.set("notifications", ack).set("_meta", meta))
+	if len(want) > 0 {
+		l := &listener{ss: ss, st: st, want: want}
+		stop := ss.srv.addListener(l)
+		<-ctx.Done()
+		stop()
+	}
+	return object{}.set("_meta", meta).bytes(), nil
+}

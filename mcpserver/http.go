@@ -1,0 +1,326 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"mcpx.dev/mcpx/broker"
+)
+
+// The Streamable HTTP transport (spec 2025-11-25 basic/transports, and the
+// stateless 2026-07-28 revision): POST carries one JSON-RPC message, GET
+// opens the session's stream, DELETE ends the session.
+
+// Header names of the transport.
+const (
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	HeaderLastEventID     = "Last-Event-Id"
+	HeaderMethod          = "Mcp-Method"
+	HeaderName            = "Mcp-Name"
+)
+
+// Request is what the API tells the endpoint of one HTTP request: who is
+// calling (authenticated), the caller context its headers declared, and
+// the server of /mcp/{server} ("" = the aggregate /mcp).
+type Request struct {
+	Caller  broker.Caller
+	Context broker.CallContext
+	Server  string
+	// MaxBody bounds the request body; 0 = 4 MiB.
+	MaxBody int64
+}
+
+// keepAlive is how often an idle SSE stream sends a comment.
+const keepAlive = 15 * time.Second
+
+// ServeHTTP serves one request of the endpoint for req. The browser guard
+// (Origin, Host) is the API's; this refuses what the transport forbids.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request, req Request) {
+	switch r.Method {
+	case http.MethodPost:
+		s.post(w, r, req)
+	case http.MethodGet:
+		s.getStream(w, r, req)
+	case http.MethodDelete:
+		s.deleteSession(w, r, req)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		httpError(w, http.StatusMethodNotAllowed, "use POST, GET or DELETE")
+	}
+}
+
+// httpError answers a transport-level failure: a JSON-RPC error without an
+// id, as the specification's examples do.
+func httpError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(rpcErrorMsg(nil, codeInvalidRequest, msg, nil))
+	w.Write(b) //nolint:errcheck // the client is gone
+}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		// Also the browser guard's half: a web page cannot send this
+		// Content-Type across origins without a preflight, and mcpx never
+		// answers one.
+		httpError(w, http.StatusUnsupportedMediaType, "the body must be Content-Type: application/json")
+		return
+	}
+	limit := req.MaxBody
+	if limit <= 0 {
+		limit = 4 << 20
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			httpError(w, http.StatusRequestEntityTooLarge, "the message is larger than the endpoint accepts")
+			return
+		}
+		httpError(w, http.StatusBadRequest, "cannot read the body")
+		return
+	}
+	msg, err := parseMessage(body)
+	if err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := json.Marshal(rpcErrorMsg(nil, codeParseError, err.Error(), nil))
+		w.Write(b) //nolint:errcheck // the client is gone
+		return
+	}
+
+	var ss *session
+	if id := r.Header.Get(HeaderSessionID); id != "" {
+		if ss = s.lookup(id, req.Caller); ss == nil {
+			httpError(w, http.StatusNotFound, "no such session (it ended or never was): initialize again")
+			return
+		}
+		if msg.Method == "initialize" {
+			s.writeJSON(w, rpcErrorMsg(msg.ID, codeInvalidRequest, "the session is already initialized", nil))
+			return
+		}
+		ss.touch()
+	} else {
+		switch {
+		case msg.Method == "initialize":
+			s.initialize(w, r, req, msg)
+			return
+		case statelessVersion(r, msg) != "":
+			ss = s.statelessSession(req, msg)
+		case msg.isRequest() && msg.Method == "ping":
+			s.writeJSON(w, resultMsg(msg.ID, json.RawMessage(`{}`)))
+			return
+		case msg.isRequest() && msg.Method == "server/discover":
+			// A client probing for the stateless era without saying its
+			// version: answer, so that it can choose.
+			ss = s.statelessSession(req, msg)
+		default:
+			httpError(w, http.StatusBadRequest, "no "+HeaderSessionID+" header: send initialize first, or a 2026-07-28 request with its _meta")
+			return
+		}
+	}
+
+	switch {
+	case msg.isResponse():
+		if !ss.answered(msg.idString(), body) {
+			s.log.Debug("mcp response to no request of ours", "session", ss.id, "id", msg.idString())
+		}
+		w.WriteHeader(http.StatusAccepted)
+	case msg.isNotification():
+		ss.notification(msg)
+		w.WriteHeader(http.StatusAccepted)
+	case msg.isRequest():
+		s.request(w, r, ss, msg)
+	default:
+		s.writeJSON(w, rpcErrorMsg(msg.ID, codeInvalidRequest, "not a JSON-RPC request, notification or response", nil))
+	}
+}
+
+// request runs one of the client's requests on the session's context and
+// answers it: as plain JSON when the response is all there is to send, else
+// as an SSE stream of the request's messages ending with the response.
+func (s *Server) request(w http.ResponseWriter, r *http.Request, ss *session, msg *message) {
+	st := ss.newStream()
+	ctx, cancel := ss.startCall(msg)
+	go func() {
+		defer cancel()
+		st.end(ss.handle(ctx, st, msg))
+	}()
+	select {
+	case <-st.wake:
+	case <-r.Context().Done():
+		cancel()
+		ss.dropStream(st)
+		return
+	}
+	st.signal() // pump reads the wake too
+	if only, ok := st.only(); ok && only != nil {
+		ss.dropStream(st)
+		s.writeJSON(w, only)
+		return
+	}
+	if ss.id == "" {
+		// Stateless: no resume; a client that goes cancels its call.
+		st.pump(r.Context(), w, 0, keepAlive)
+		cancel()
+		return
+	}
+	if st.pump(r.Context(), w, 0, keepAlive) {
+		ss.dropStream(st)
+		return
+	}
+	// The connection went before the response: the call goes on for a
+	// resume (GET with Last-Event-ID) until the grace ends.
+	s.wg.Go(func() {
+		grace := s.opts.ResumeGrace
+		t := time.NewTicker(max(grace/4, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				ss.dropStream(st)
+				return
+			case now := <-t.C:
+				if st.abandoned(now, grace) {
+					cancel()
+					ss.dropStream(st)
+					return
+				}
+			}
+		}
+	})
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, v any) {
+	var b []byte
+	switch v := v.(type) {
+	case []byte:
+		b = v
+	case json.RawMessage:
+		b = v
+	default:
+		b, _ = json.Marshal(v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b) //nolint:errcheck // the client is gone
+}
+
+// getStream opens the session's GET stream, or resumes a stream from
+// Last-Event-ID.
+func (s *Server) getStream(w http.ResponseWriter, r *http.Request, req Request) {
+	if !acceptsEvents(r) {
+		httpError(w, http.StatusNotAcceptable, "the GET stream is text/event-stream: send Accept: text/event-stream")
+		return
+	}
+	id := r.Header.Get(HeaderSessionID)
+	if id == "" {
+		w.Header().Set("Allow", "POST")
+		httpError(w, http.StatusMethodNotAllowed, "no "+HeaderSessionID+": a stateless client has no stream to open")
+		return
+	}
+	ss := s.lookup(id, req.Caller)
+	if ss == nil {
+		httpError(w, http.StatusNotFound, "no such session (it ended or never was): initialize again")
+		return
+	}
+	st, from := ss.get, ss.get.next()
+	if last := r.Header.Get(HeaderLastEventID); last != "" {
+		sid, seq, ok := parseEventID(last)
+		if st2 := ss.stream(sid); ok && st2 != nil {
+			st, from = st2, seq+1
+		}
+	}
+	ctx := r.Context()
+	if st == ss.get {
+		// The GET stream ends with the session.
+		var cancel func()
+		ctx, cancel = mergeDone(ctx, ss.ctx)
+		defer cancel()
+	}
+	if st.pump(ctx, w, from, keepAlive) && st != ss.get {
+		ss.dropStream(st)
+	}
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, req Request) {
+	id := r.Header.Get(HeaderSessionID)
+	if id == "" {
+		httpError(w, http.StatusBadRequest, "DELETE needs the "+HeaderSessionID+" header")
+		return
+	}
+	ss := s.lookup(id, req.Caller)
+	if ss == nil {
+		httpError(w, http.StatusNotFound, "no such session")
+		return
+	}
+	s.end(r.Context(), ss, "the client ended it")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func acceptsEvents(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && (mt == "text/event-stream" || mt == "*/*") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// statelessVersion is the 2026-07-28 version a request declares (header or
+// _meta); "" if it declares none of that era.
+func statelessVersion(r *http.Request, msg *message) string {
+	if v := r.Header.Get(HeaderProtocolVersion); v == StatelessVersion {
+		return v
+	}
+	if msg.meta(metaProtocolVersion) == StatelessVersion {
+		return StatelessVersion
+	}
+	return ""
+}
+
+// initialize opens a session of the handshake era.
+func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req Request, msg *message) {
+	if !msg.isRequest() {
+		httpError(w, http.StatusBadRequest, "initialize must be a request")
+		return
+	}
+	ss := s.newSession(newID(), req.Caller, req.Server, req.Context)
+	res, rerr := ss.initialize(r.Context(), msg.Params)
+	if rerr != nil {
+		s.writeJSON(w, rpcErrorMsg(msg.ID, rerr.Code, rerr.Message, rerr.Data))
+		return
+	}
+	if !s.add(ss) {
+		httpError(w, http.StatusServiceUnavailable, "the daemon is stopping")
+		return
+	}
+	w.Header().Set(HeaderSessionID, ss.id)
+	s.writeJSON(w, resultMsg(msg.ID, res))
+}
+
+// statelessSession is the session of one stateless request.
+func (s *Server) statelessSession(req Request, msg *message) *session {
+	ss := s.newSession("", req.Caller, req.Server, req.Context)
+	ss.version = StatelessVersion
+	ss.caps = parseCaps(json.RawMessage(msg.metaRaw(metaClientCapabilities)))
+	ss.clientName = clientName(msg.metaRaw(metaClientInfo))
+	return ss
+}
+
+// mergeDone returns a context of ctx that is also done when other is.
+func mergeDone(ctx, other context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(other, cancel)
+	return ctx, func() { stop(); cancel() }
+}

@@ -1,0 +1,116 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// JSON-RPC error codes.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternalError  = -32603
+	// codeUnsupportedVersion answers a stateless request of a version
+	// mcpx does not speak (2026-07-28); data {supported, requested}.
+	codeUnsupportedVersion = -32022
+)
+
+// The _meta keys of a stateless request (SEP-2575).
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// message is one JSON-RPC message from the client.
+type message struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  json.RawMessage `json:"error,omitempty"`
+}
+
+func parseMessage(body []byte) (*message, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		return nil, errors.New("batches are not accepted: send one JSON-RPC message per POST")
+	}
+	var m message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, errors.New("the body is not a JSON-RPC message: " + err.Error())
+	}
+	if bytes.Equal(m.ID, []byte("null")) {
+		m.ID = nil
+	}
+	return &m, nil
+}
+
+func (m *message) isRequest() bool      { return m.Method != "" && m.ID != nil }
+func (m *message) isNotification() bool { return m.Method != "" && m.ID == nil }
+func (m *message) isResponse() bool {
+	return m.Method == "" && m.ID != nil && (m.Result != nil || m.Error != nil)
+}
+
+// idString is the id as a map key: a string id unquoted, a number as written.
+func (m *message) idString() string {
+	var s string
+	if json.Unmarshal(m.ID, &s) == nil {
+		return s
+	}
+	return string(m.ID)
+}
+
+// metaRaw is the params._meta member k, raw.
+func (m *message) metaRaw(k string) json.RawMessage {
+	p, err := parseObject(m.Params)
+	if err != nil {
+		return nil
+	}
+	meta, err := parseObject(p.get("_meta"))
+	if err != nil {
+		return nil
+	}
+	return meta.get(k)
+}
+
+// meta is the string params._meta member k.
+func (m *message) meta(k string) string {
+	var s string
+	json.Unmarshal(m.metaRaw(k), &s) //nolint:errcheck // not a string: ""
+	return s
+}
+
+type rpcError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *rpcError) Error() string { return e.Message }
+
+// response is a JSON-RPC response: a result or an error.
+type response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+func resultMsg(id, result json.RawMessage) []byte {
+	b, _ := json.Marshal(response{JSONRPC: "2.0", ID: id, Result: result})
+	return b
+}
+
+func rpcErrorMsg(id json.RawMessage, code int, msg string, data json.RawMessage) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(response{JSONRPC: "2.0", ID: id, Error: &rpcError{code, msg, data}})
+	return b
+}

@@ -1,0 +1,212 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"mcpx.dev/mcpx/internal/sse"
+)
+
+// A stream is one server-sent event stream of a session: a POST's answer
+// (the request's own messages, then its response) or the session's GET
+// stream (everything not related to a request). Its events are kept, a
+// bounded number of them, so that a client that lost the connection can
+// resume with Last-Event-ID (event ids are "<stream>_<seq>"). A stream has
+// at most one connection at a time; a new one takes over.
+
+// maxKept bounds the events a stream keeps for a resume.
+const maxKept = 512
+
+type stream struct {
+	id string
+
+	mu       sync.Mutex
+	evs      [][]byte // events first.. (JSON-RPC messages)
+	first    int      // seq of evs[0]
+	ended    bool     // the response is in: no more events
+	conn     int      // the current connection's number; 0 = none
+	conns    int      // connections so far
+	wake     chan struct{}
+	detached time.Time // when the last connection went; zero while one is attached or none ever was
+}
+
+func newStream(id string) *stream {
+	return &stream{id: id, wake: make(chan struct{}, 1)}
+}
+
+// add appends a message. It never blocks: a stream without a connection
+// keeps the newest maxKept.
+func (st *stream) add(msg []byte) {
+	st.mu.Lock()
+	if st.ended {
+		st.mu.Unlock()
+		return
+	}
+	st.evs = append(st.evs, msg)
+	if len(st.evs) > maxKept {
+		n := len(st.evs) - maxKept
+		st.evs = append(st.evs[:0:0], st.evs[n:]...)
+		st.first += n
+	}
+	st.mu.Unlock()
+	st.signal()
+}
+
+// end adds the last message (nil: none) and ends the stream.
+func (st *stream) end(msg []byte) {
+	st.mu.Lock()
+	if st.ended {
+		st.mu.Unlock()
+		return
+	}
+	if msg != nil {
+		st.evs = append(st.evs, msg)
+	}
+	st.ended = true
+	st.mu.Unlock()
+	st.signal()
+}
+
+func (st *stream) signal() {
+	select {
+	case st.wake <- struct{}{}:
+	default:
+	}
+}
+
+// only returns the stream's single message if it ended with just that
+// (the answer can go out as plain JSON), and whether it has anything yet.
+func (st *stream) only() (msg []byte, ready bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.evs) == 0 && !st.ended {
+		return nil, false
+	}
+	if st.ended && st.first == 0 && len(st.evs) == 1 {
+		return st.evs[0], true
+	}
+	return nil, true
+}
+
+// eventID is the SSE id of the event seq.
+func (st *stream) eventID(seq int) string { return st.id + "_" + strconv.Itoa(seq) }
+
+// parseEventID splits a Last-Event-ID into the stream and the seq.
+func parseEventID(v string) (stream string, seq int, ok bool) {
+	i := strings.LastIndexByte(v, '_')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(v[i+1:])
+	if err != nil || n < -1 {
+		return "", 0, false
+	}
+	return v[:i], n, true
+}
+
+// pump writes the stream's events from seq from on to w until the stream
+// ends (true) or ctx does, the connection breaks or another takes over
+// (false). A priming event (an id, no data) goes first, so a client can
+// resume even when the connection breaks before the first message.
+// keepAlive is how often an idle stream sends a comment.
+func (st *stream) pump(ctx context.Context, w http.ResponseWriter, from int, keepAlive time.Duration) bool {
+	st.mu.Lock()
+	st.conns++
+	me := st.conns
+	st.conn = me
+	st.detached = time.Time{}
+	st.mu.Unlock()
+	defer func() {
+		st.mu.Lock()
+		if st.conn == me {
+			st.conn = 0
+			st.detached = time.Now()
+		}
+		st.mu.Unlock()
+	}()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var buf []byte
+	write := func(b []byte) bool {
+		buf = b
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write(sse.AppendEvent([]byte("id: "+st.eventID(from-1)+"\n"), "", nil)) {
+		return false
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	next := from
+	for {
+		st.mu.Lock()
+		if st.conn != me {
+			st.mu.Unlock()
+			return false
+		}
+		if next < st.first {
+			next = st.first // lost to the bound: resume from the oldest kept
+		}
+		batch := st.evs[next-st.first:]
+		ended := st.ended
+		st.mu.Unlock()
+		for _, msg := range batch {
+			b := append(buf[:0], "id: "...)
+			b = append(b, st.eventID(next)...)
+			b = append(b, '\n')
+			if !write(sse.AppendEvent(b, "message", msg)) {
+				return false
+			}
+			next++
+		}
+		if ended && len(batch) == 0 {
+			return true
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-st.wake:
+		case <-tick.C:
+			if !write(sse.AppendComment(buf[:0], "keep-alive")) {
+				return false
+			}
+		}
+	}
+}
+
+// next is the seq the next event will have.
+func (st *stream) next() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.first + len(st.evs)
+}
+
+// abandoned reports whether the stream has had no connection for grace
+// after having had one, and is not done.
+func (st *stream) abandoned(now time.Time, grace time.Duration) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return !st.ended && st.conn == 0 && !st.detached.IsZero() && now.Sub(st.detached) > grace
+}
+
+// idleSince is when the stream lost its last connection; zero if it has
+// one now or never had one.
+func (st *stream) idleSince() time.Time {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.detached
+}
