@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -262,4 +263,90 @@ func TestMCPSessionEndsOnDelete(t *testing.T) {
 	}
 	cs.Close()
 	waitFor(t, func() bool { return d.mcp.Sessions() == 0 && len(d.b.Instances()) == 0 })
+}
+
+func TestMCPStatelessElicitationTakesAnInputRound(t *testing.T) {
+	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	var asked atomic.Int32
+	opts := &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Grace"}}, nil
+	}}
+	_, cs := mcpClient(t, d, "/mcp", "", opts)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("the go-sdk client did not stay stateless: %s", v)
+	}
+	got := textOf(t, cs, &mcp.CallToolParams{Name: "demo__ask", Arguments: map[string]any{"question": "who?"}})
+	if asked.Load() != 1 || !strings.Contains(got, "Grace") {
+		t.Errorf("asked %d times, result %q", asked.Load(), got)
+	}
+}
+
+// TestMCPBrowserGuard: MCP clients send no Mcpx-Client, and need not; a
+// foreign Origin is refused, the listener's own is not; a POST that is not
+// JSON (what a web page may send without a preflight) is refused.
+func TestMCPBrowserGuard(t *testing.T) {
+	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	post := func(headers map[string]string) *http.Response {
+		req, _ := http.NewRequest("POST", "http://"+d.tcpAddr+"/mcp", strings.NewReader(init))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range headers {
+			if k == "Host" {
+				req.Host = v
+			}
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		want    int
+	}{
+		{"plain", nil, 200},
+		{"own origin", map[string]string{"Origin": "http://" + d.tcpAddr}, 200},
+		{"node fetch", map[string]string{"Sec-Fetch-Mode": "cors"}, 200},
+		{"foreign origin", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"rebinding host", map[string]string{"Host": "evil.example"}, 403},
+		{"form post", map[string]string{"Content-Type": "text/plain"}, 415},
+		{"no token", map[string]string{"Authorization": ""}, 401},
+	} {
+		if resp := post(tc.headers); resp.StatusCode != tc.want {
+			t.Errorf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.want)
+		}
+	}
+}
+
+func TestMCPUnknownServerIs404(t *testing.T) {
+	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp/nope", HTTPClient: &http.Client{Transport: bearer{testToken}}, MaxRetries: -1}
+	if _, err := c.Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}); err == nil {
+		t.Fatal("connected to a server that does not exist")
+	}
+}
+
+// TestMCPIdleSessionEnds: a client that stops calling loses its session
+// (and its session-scoped children) after the idle time, although its GET
+// stream stays open.
+func TestMCPIdleSessionEnds(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "session"}`}), mcpIdle: 300 * time.Millisecond})
+	_, cs := mcpClient(t, d, "/mcp", "2025-11-25", nil)
+	textOf(t, cs, &mcp.CallToolParams{Name: "demo__pid"})
+	if n := len(d.b.Instances()); n != 1 {
+		t.Fatalf("%d instances, want 1", n)
+	}
+	waitFor(t, func() bool { return d.mcp.Sessions() == 0 && len(d.b.Instances()) == 0 })
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "demo__pid"}); err == nil {
+		t.Error("a call on an ended session succeeded")
+	}
 }

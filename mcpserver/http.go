@@ -1,12 +1,14 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,6 +98,12 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
 		return
 	}
 
+	if bad := checkHeaders(r, msg); bad != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(bad) //nolint:errcheck // the client is gone
+		return
+	}
 	var ss *session
 	if id := r.Header.Get(HeaderSessionID); id != "" {
 		if ss = s.lookup(id, req.Caller); ss == nil {
@@ -323,4 +331,33 @@ func mergeDone(ctx, other context.Context) (context.Context, context.CancelFunc)
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(other, cancel)
 	return ctx, func() { stop(); cancel() }
+}
+
+// codeHeaderMismatch answers a request whose standard headers disagree
+// with its body (2026-07-28, SEP-2243).
+const codeHeaderMismatch = -32020
+
+// checkHeaders refuses a request whose MCP-Protocol-Version names a version
+// mcpx does not speak, or whose Mcp-Method or Mcp-Name disagrees with its
+// body; the error response, or nil. Absent headers are not refused: clients
+// of the handshake era send neither.
+func checkHeaders(r *http.Request, msg *message) []byte {
+	if v := r.Header.Get(HeaderProtocolVersion); v != "" && v != StatelessVersion && !slices.Contains(handshakeVersions, v) {
+		data, _ := json.Marshal(map[string]any{"supported": append([]string{StatelessVersion}, handshakeVersions...), "requested": v})
+		return rpcErrorMsg(msg.ID, codeUnsupportedVersion, "unsupported protocol version "+v, data)
+	}
+	if m := r.Header.Get(HeaderMethod); m != "" && msg.Method != "" && m != msg.Method {
+		return rpcErrorMsg(msg.ID, codeHeaderMismatch, HeaderMethod+" "+m+" does not match the body's method "+msg.Method, nil)
+	}
+	if n := r.Header.Get(HeaderName); n != "" {
+		var p struct {
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+		}
+		json.Unmarshal(msg.Params, &p) //nolint:errcheck // no name: nothing to match
+		if want := cmp.Or(p.Name, p.URI); want != "" && n != want {
+			return rpcErrorMsg(msg.ID, codeHeaderMismatch, HeaderName+" "+n+" does not match the body's "+want, nil)
+		}
+	}
+	return nil
 }
