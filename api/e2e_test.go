@@ -32,7 +32,7 @@ import (
 // demoConfig parses a config of demo servers (this test binary as a child),
 // by name; each value is a JSON object of more fields for that server ("env"
 // is merged), or "".
-func demoConfig(t *testing.T, servers map[string]string) *config.Config {
+func demoConfig(t testing.TB, servers map[string]string) *config.Config {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -423,4 +424,137 @@ func TestMCPTypeScriptSDKClient(t *testing.T) {
 		t.Errorf("prompts %v (greet %d), resources %v (read %d), templates %v", out.Prompts, out.Greet, out.Resources, out.Read, out.Templates)
 	}
 	waitFor(t, func() bool { return d.mcp.Sessions() == 0 && inFlight(d) == 0 })
+}
+
+// rawMCP is a 2025-11-25 session spoken by hand.
+type rawMCP struct {
+	t    *testing.T
+	base string
+	sid  string
+}
+
+func newRawMCP(t *testing.T, d *daemon) *rawMCP {
+	m := &rawMCP{t: t, base: "http://" + d.tcpAddr + "/mcp"}
+	resp := m.send(t.Context(), "POST", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, "")
+	resp.Body.Close()
+	m.sid = resp.Header.Get("Mcp-Session-Id")
+	if m.sid == "" {
+		t.Fatalf("initialize: status %d, no session id", resp.StatusCode)
+	}
+	m.send(t.Context(), "POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "").Body.Close()
+	return m
+}
+
+func (m *rawMCP) send(ctx context.Context, method, body, lastID string) *http.Response {
+	m.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, method, m.base, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if m.sid != "" {
+		req.Header.Set("Mcp-Session-Id", m.sid)
+	}
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return resp
+}
+
+// sseEvent is one event of an MCP SSE stream.
+type sseEvent struct{ id, data string }
+
+// nextEvent reads one event (comments skipped); false at the end.
+func nextEvent(br *bufio.Reader) (sseEvent, bool) {
+	var ev sseEvent
+	seen := false
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return ev, false
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "" && seen:
+			return ev, true
+		case strings.HasPrefix(line, "id: "):
+			ev.id, seen = strings.TrimPrefix(line, "id: "), true
+		case strings.HasPrefix(line, "data:"):
+			ev.data += strings.TrimSpace(strings.TrimPrefix(line, "data:"))
+			seen = true
+		}
+	}
+}
+
+// TestMCPResumeAfterADroppedConnection: a call whose SSE answer loses its
+// connection goes on, and a GET with Last-Event-ID gets the rest of it.
+func TestMCPResumeAfterADroppedConnection(t *testing.T) {
+	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	m := newRawMCP(t, d)
+	ctx, cancel := context.WithCancel(t.Context())
+	resp := m.send(ctx, "POST", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"demo__progress","arguments":{"steps":4,"delayMs":300},"_meta":{"progressToken":"p"}}}`, "")
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("a call with progress answered %s", ct)
+	}
+	br := bufio.NewReader(resp.Body)
+	var last string
+	for {
+		ev, ok := nextEvent(br)
+		if !ok {
+			t.Fatal("the stream ended before any progress")
+		}
+		last = ev.id
+		if strings.Contains(ev.data, "notifications/progress") {
+			break
+		}
+	}
+	cancel()
+	resp.Body.Close()
+
+	resp = m.send(t.Context(), "GET", "", last)
+	defer resp.Body.Close()
+	br = bufio.NewReader(resp.Body)
+	progress := 0
+	for {
+		ev, ok := nextEvent(br)
+		if !ok {
+			t.Fatalf("the resumed stream ended without the response (after %d progress)", progress)
+		}
+		if strings.Contains(ev.data, "notifications/progress") {
+			progress++
+		}
+		if strings.Contains(ev.data, `"id":7`) {
+			if !strings.Contains(ev.data, "done 4") {
+				t.Errorf("response %s", ev.data)
+			}
+			break
+		}
+	}
+	if progress == 0 || progress > 3 {
+		t.Errorf("%d progress notifications after the resume, want the 1–3 not yet seen", progress)
+	}
+}
+
+// TestMCPAbandonedCallIsCancelled: with no resume within the grace, the
+// call of a dropped connection is cancelled and the child freed.
+func TestMCPAbandonedCallIsCancelled(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), resumeGrace: 200 * time.Millisecond})
+	m := newRawMCP(t, d)
+	ctx, cancel := context.WithCancel(t.Context())
+	resp := m.send(ctx, "POST", `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"demo__progress","arguments":{"steps":1000,"delayMs":100},"_meta":{"progressToken":"p"}}}`, "")
+	br := bufio.NewReader(resp.Body)
+	for ev, ok := nextEvent(br); ok && !strings.Contains(ev.data, "progress"); ev, ok = nextEvent(br) {
+	}
+	if inFlight(d) != 1 {
+		t.Fatalf("%d calls in flight, want 1", inFlight(d))
+	}
+	cancel()
+	resp.Body.Close()
+	waitFor(t, func() bool { return inFlight(d) == 0 })
 }

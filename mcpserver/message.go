@@ -102,9 +102,16 @@ type response struct {
 	Error   *rpcError       `json:"error,omitempty"`
 }
 
+// resultMsg is the response of id with result, which is trusted to be
+// JSON (a child's, passed on unchanged, or mcpx's own): it is copied, not
+// re-encoded, so a large result costs one copy.
 func resultMsg(id, result json.RawMessage) []byte {
-	b, _ := json.Marshal(response{JSONRPC: "2.0", ID: id, Result: result})
-	return b
+	b := make([]byte, 0, len(id)+len(result)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
 }
 
 func rpcErrorMsg(id json.RawMessage, code int, msg string, data json.RawMessage) []byte {
