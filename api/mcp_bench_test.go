@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -66,4 +67,64 @@ func BenchmarkMCPvsREST(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMCPIdleSession reports the daemon's heap per idle MCP session:
+// n sessions initialized on /mcp (each with its GET stream open, as
+// clients keep one), measured in this process after a GC. b.N is ignored
+// beyond the first round: the figure is bytes/session.
+//
+//	go test -run '^$' -bench MCPIdleSession -benchtime 1x ./api
+func BenchmarkMCPIdleSession(b *testing.B) {
+	const n = 200
+	d := startDaemon(b, daemonOptions{cfg: demoConfig(b, map[string]string{"demo": `{"scope": "global"}`})})
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: 0}}
+	post := func(body, sid string) string {
+		req, _ := http.NewRequest("POST", "http://"+d.tcpAddr+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.Header.Get("Mcp-Session-Id")
+	}
+	measure := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	for b.Loop() {
+		before := measure()
+		var bodies []io.Closer
+		for range n {
+			sid := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"idle","version":"1"}}}`, "")
+			post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid)
+			req, _ := http.NewRequest("GET", "http://"+d.tcpAddr+"/mcp", nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set("Accept", "text/event-stream")
+			req.Header.Set("Mcp-Session-Id", sid)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bodies = append(bodies, resp.Body)
+		}
+		if d.mcp.Sessions() != n {
+			b.Fatalf("%d sessions, want %d", d.mcp.Sessions(), n)
+		}
+		after := measure()
+		b.ReportMetric(float64(after-before)/n, "heap-bytes/session")
+		b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines")
+		for _, c := range bodies {
+			c.Close()
+		}
+	}
 }
