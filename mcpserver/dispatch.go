@@ -79,8 +79,10 @@ func (ss *session) initialize(ctx context.Context, params json.RawMessage) (json
 func (ss *session) serverDescription(ctx context.Context) (caps, info json.RawMessage, instructions string) {
 	b := ss.srv.b
 	if ss.server != "" {
+		// From the schema cache only: starting a child here, before the
+		// client's roots are known, could start it in the wrong scope.
 		r := ss.breqAt(ss.hdr.Cwd, ss.server, nil)
-		if init, err := b.InitializeResult(ctx, r); err == nil {
+		if init, ok := b.CachedInitializeResult(ctx, r); ok {
 			o, _ := parseObject(init)
 			if c := o.get("capabilities"); c != nil {
 				caps = c

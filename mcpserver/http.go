@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -309,8 +310,17 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req Request,
 		s.writeJSON(w, rpcErrorMsg(msg.ID, rerr.Code, rerr.Message, rerr.Data))
 		return
 	}
-	if !s.add(ss) {
-		httpError(w, http.StatusServiceUnavailable, "the daemon is stopping")
+	err := s.add(ss)
+	if err != nil {
+		ss.cancel()
+	}
+	switch err {
+	case nil:
+	case errTooMany:
+		httpError(w, http.StatusTooManyRequests, fmt.Sprintf("this caller has %d MCP sessions open, the most it may: end some (DELETE) or let idle ones expire", MaxSessionsPerCaller))
+		return
+	default:
+		httpError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	w.Header().Set(HeaderSessionID, ss.id)

@@ -27,6 +27,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -175,15 +176,34 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (s *Server) add(ss *session) bool {
+// MaxSessionsPerCaller bounds the sessions one caller may hold open: a
+// client that initializes in a loop cannot exhaust the daemon's memory.
+const MaxSessionsPerCaller = 256
+
+// errTooMany refuses a session over MaxSessionsPerCaller.
+var errTooMany = errors.New("too many open MCP sessions")
+
+func (s *Server) add(ss *session) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return errClosed
+	}
+	n := 0
+	for _, o := range s.sessions {
+		if o.caller.Name == ss.caller.Name && o.caller.Via == ss.caller.Via {
+			n++
+		}
+	}
+	if n >= MaxSessionsPerCaller {
+		return errTooMany
 	}
 	s.sessions[ss.id] = ss
-	return true
+	return nil
 }
+
+// errClosed refuses a session while the daemon stops.
+var errClosed = errors.New("the daemon is stopping")
 
 // lookup finds the session id for caller c: a session belongs to the
 // caller that opened it, and another caller is told it does not exist.
