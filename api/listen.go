@@ -207,6 +207,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	srv := NewServer(h, opts.Logger)
 	base, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
+	// draining is done when the drain begins: idle streams (an MCP
+	// session's GET stream) end then, and do not hold the drain.
+	draining, drain0 := context.WithCancel(context.Background())
+	defer drain0()
+	base = context.WithValue(base, drainingKey{}, draining)
 	if opts.Identify != nil {
 		base := context.WithValue(base, identifyKey{}, listenerOpts{identify: opts.Identify, host: opts.Host})
 		srv.BaseContext = func(net.Listener) context.Context { return base }
@@ -227,6 +232,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 	defer cancel()
+	drain0()
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(sctx) }()
 	fresh.closeAll()
@@ -246,6 +252,21 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	}
 	<-errc // http.ErrServerClosed
 	return err
+}
+
+// drainingKey carries, in every request's context, a context that is done
+// when its listener begins to drain.
+type drainingKey struct{}
+
+// untilDrain returns r's context, also done when r's listener begins to
+// drain.
+func untilDrain(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	if d, ok := r.Context().Value(drainingKey{}).(context.Context); ok {
+		stop := context.AfterFunc(d, cancel)
+		return ctx, func() { stop(); cancel() }
+	}
+	return ctx, cancel
 }
 
 // guard wraps ln so that a network listener serves at most opts.MaxConns

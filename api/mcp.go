@@ -56,5 +56,12 @@ func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.Method == http.MethodGet {
+		// The GET stream is idle by nature: it ends when the drain
+		// begins, so that it does not hold the daemon's stop.
+		ctx, cancel := untilDrain(r)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	s.mcp.ServeHTTP(w, r, mcpserver.Request{Caller: c, Context: cc, Server: server, MaxBody: s.maxBody})
 }

@@ -41,6 +41,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/tsnet"
 )
@@ -178,8 +179,14 @@ func brokerNode(t *testing.T, tn *tailnet, logs io.Writer, extra ...string) (*ts
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	mcp := mcpserver.New(mcpserver.Options{Broker: b, Version: "test"})
+	t.Cleanup(func() { // before the broker closes
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		mcp.Close(ctx)
+	})
 	wg.Go(func() {
-		h := api.New(api.Options{Broker: b, Version: "test", Tokens: is})
+		h := api.New(api.Options{Broker: b, MCP: mcp, Version: "test", Tokens: is})
 		if err := api.Serve(ctx, ln, h, api.ServeOptions{Identify: n.Identify, Host: n.OwnHost, DrainTimeout: 5 * time.Second}); err != nil {
 			t.Errorf("serve: %v", err)
 		}

@@ -1,0 +1,72 @@
+package tsnet_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/tsnet"
+)
+
+// mcpSession connects the official go-sdk client from node n to the
+// broker's /mcp by its MagicDNS name, with no token, a root at root.
+func mcpSession(t *testing.T, n *tsnet.Node, root string) (*mcp.ClientSession, error) {
+	t.Helper()
+	hc, err := n.HTTPClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "laptop", Version: "1"}, nil)
+	c.AddRoots(&mcp.Root{URI: "file://" + root})
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://broker.tail-scale.ts.net/mcp", HTTPClient: hc, MaxRetries: -1}
+	cs, err := c.Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// TestMCPOverTheTailnet: a laptop node's MCP client reaches /mcp by name
+// with no token, its root under its granted root becomes the child's
+// directory; a node without a grant is refused.
+func TestMCPOverTheTailnet(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	tn := newTailnet(t)
+	brokerNode(t, tn, nil)
+	laptopNode := tn.node(t, "laptop", nil)
+	root := canonical(t, t.TempDir())
+	work := filepath.Join(root, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["` + root + `"]}`))
+	laptop := newPeer(t, laptopNode)
+	testenv.WaitFor(t, "the grant to reach the broker", func() bool {
+		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
+		return code == 200
+	})
+	cs, err := mcpSession(t, laptopNode, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "demo__cwd"})
+	if err != nil || res.IsError || len(res.Content) == 0 || res.Content[0].(*mcp.TextContent).Text != work {
+		t.Fatalf("demo__cwd over the tailnet: %+v, %v; want %s", res, err, work)
+	}
+
+	// No grant: refused before MCP begins.
+	tn.control.SetGlobalAppCaps(nil)
+	testenv.WaitFor(t, "the grant to be removed", func() bool {
+		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
+		return code == http.StatusForbidden
+	})
+	if _, err := mcpSession(t, laptopNode, work); err == nil || !strings.Contains(err.Error(), "403") && !strings.Contains(strings.ToLower(err.Error()), "forbidden") {
+		t.Errorf("a node without a grant connected: %v", err)
+	}
+}
