@@ -558,3 +558,25 @@ func TestMCPAbandonedCallIsCancelled(t *testing.T) {
 	resp.Body.Close()
 	waitFor(t, func() bool { return inFlight(d) == 0 })
 }
+
+// TestMCPGetStreamDoesNotHoldTheDrain: an open GET stream is idle, and
+// ends when the daemon stops instead of holding the drain to its limit.
+func TestMCPGetStreamDoesNotHoldTheDrain(t *testing.T) {
+	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), drain: time.Minute})
+	m := newRawMCP(t, d)
+	resp := m.send(t.Context(), "GET", "", "")
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET stream: %d", resp.StatusCode)
+	}
+	done := make(chan struct{})
+	go func() { d.shutdown(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the listeners are still draining after 30s: the GET stream holds them")
+	}
+	if strings.Contains(d.logs.String(), "draining") {
+		t.Errorf("the drain ran out: %s", d.logs.String())
+	}
+}
