@@ -580,3 +580,34 @@ func TestMCPGetStreamDoesNotHoldTheDrain(t *testing.T) {
 		t.Errorf("the drain ran out: %s", d.logs.String())
 	}
 }
+
+// TestMCPReloadSaysListsChanged: a reload reaches connected clients as
+// list_changed, over the GET stream (2025-11-25) and over
+// subscriptions/listen (2026-07-28).
+func TestMCPReloadSaysListsChanged(t *testing.T) {
+	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})
+	d := startDaemon(t, daemonOptions{cfg: cfg})
+	for _, era := range []string{"2025-11-25", ""} {
+		changed := make(chan struct{}, 10)
+		opts := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}
+		_, cs := mcpClient(t, d, "/mcp", era, opts)
+		if _, err := cs.ListTools(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
+		// The GET stream or the listen request is opened asynchronously:
+		// reload until one reload is seen.
+		deadline := time.Now().Add(10 * time.Second)
+	wait:
+		for {
+			d.b.Reload(cfg, "test")
+			select {
+			case <-changed:
+				break wait
+			case <-time.After(100 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("era %q: no tools/list_changed after a reload", era)
+			}
+		}
+	}
+}
