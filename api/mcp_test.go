@@ -363,15 +363,8 @@ func TestMCPTypeScriptSDKClient(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	wts := worktreePair(t)
 	node := testenv.Node(t)
-	everything := testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")
 	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "worktree"}`})
-	doc, _ := json.Marshal(map[string]any{"command": node, "args": []string{everything}, "scope": "global", "sampling": true,
-		"env": map[string]string{proctest.MarkerEnv: proctest.Marker(t)}})
-	more, err := config.Parse([]byte(`{"servers":{"everything":`+string(doc)+`}}`), "everything.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Servers["everything"] = more.Servers["everything"]
+	withEverything(t, cfg, map[string]any{"sampling": true})
 	d := startDaemon(t, daemonOptions{cfg: cfg})
 	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-client.mjs")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -608,6 +601,46 @@ func TestMCPReloadSaysListsChanged(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("era %q: no tools/list_changed after a reload", era)
 			}
+		}
+	}
+}
+
+// withEverything adds the npm reference server, global, to cfg.
+func withEverything(t *testing.T, cfg *config.Config, extra map[string]any) {
+	t.Helper()
+	def := map[string]any{"command": testenv.Node(t), "args": []string{testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")},
+		"scope": "global", "env": map[string]string{proctest.MarkerEnv: proctest.Marker(t)}}
+	for k, v := range extra {
+		def[k] = v
+	}
+	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"everything": def}})
+	more, err := config.Parse(doc, "everything.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Servers["everything"] = more.Servers["everything"]
+}
+
+// TestMCPChildLogsReachTheClient: a child's notifications/message reaches
+// the session that uses it, its logger prefixed with the server's name.
+func TestMCPChildLogsReachTheClient(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})
+	withEverything(t, cfg, nil)
+	d := startDaemon(t, daemonOptions{cfg: cfg})
+	logs := make(chan *mcp.LoggingMessageParams, 100)
+	opts := &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { logs <- r.Params }}
+	_, cs := mcpClient(t, d, "/mcp", "2025-11-25", opts)
+	textOf(t, cs, &mcp.CallToolParams{Name: "everything__toggle-simulated-logging"})
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case p := <-logs:
+			if strings.HasPrefix(p.Logger, "everything") {
+				return
+			}
+		case <-timeout:
+			t.Fatal("no log message of the child reached the client within 30s")
 		}
 	}
 }
