@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -49,17 +50,34 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 	if info != nil {
 		key = &info.key
 	}
-	err := b.doAt(ctx, r, "call "+tool, key, func(ctx context.Context, sess *mcpclient.Session) error {
+	res, err := b.resolveTool(r, tool)
+	if err != nil {
+		return nil, err
+	}
+	if key != nil {
+		*key = res.target.Key
+	}
+	err = b.run(ctx, res, r.Server, "call "+tool, func(ctx context.Context, sess *mcpclient.Session) error {
 		def, ok, err := sess.Tool(ctx, tool)
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if !ok || res.hidden {
+			// A tool the caller's rights hide is answered as one the child
+			// does not list, after the same steps, the suggestion drawn
+			// only from the tools it may see (a refusal to the owner's
+			// metrics: opAuthorize).
 			hint := fmt.Sprintf("`mcpx tools %s` lists its tools", r.Server)
-			if s := suggest.Closest(tool, toolNames(ctx, sess)); s != "" {
+			visible := r.Caller.Rights.Tools(res.use)
+			names := slices.DeleteFunc(toolNames(ctx, sess), func(n string) bool { return !visible.Allows(n) })
+			if s := suggest.Closest(tool, names); s != "" {
 				hint = fmt.Sprintf("did you mean %q? %s", s, hint)
 			}
-			return &Error{Kind: KindNotFound, Op: "call", Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool), Hint: hint}
+			op := "call"
+			if ok {
+				op = opAuthorize
+			}
+			return &Error{Kind: KindNotFound, Op: op, Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool), Hint: hint}
 		}
 		if info != nil {
 			info.listed = true
