@@ -46,16 +46,12 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 		ctx = withInputHandler(ctx, r.OnInput)
 	}
 	var out json.RawMessage
-	var key *string
-	if info != nil {
-		key = &info.key
-	}
 	res, err := b.resolveTool(r, tool)
 	if err != nil {
 		return nil, err
 	}
-	if key != nil {
-		*key = res.target.Key
+	if info != nil {
+		info.key = res.target.Key
 	}
 	err = b.run(ctx, res, r.Server, "call "+tool, func(ctx context.Context, sess *mcpclient.Session) error {
 		def, ok, err := sess.Tool(ctx, tool)
@@ -148,18 +144,9 @@ func newCallID() string {
 // do resolves r to an instance and runs fn on its session under the
 // server's call timeout.
 func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.Context, *mcpclient.Session) error) error {
-	return b.doAt(ctx, r, op, nil, fn)
-}
-
-// doAt is do; *key, if key is non-nil, is set to the scope key r resolved
-// to (left alone if r is refused before it has one).
-func (b *Broker) doAt(ctx context.Context, r Request, op string, key *string, fn func(context.Context, *mcpclient.Session) error) error {
 	res, err := b.resolve(r)
 	if err != nil {
 		return err
-	}
-	if key != nil {
-		*key = res.target.Key
 	}
 	return b.run(ctx, res, r.Server, op, fn)
 }
