@@ -90,7 +90,7 @@ func (s *server) mintToken(w http.ResponseWriter, r *http.Request) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return badToken("body", fmt.Sprintf("the body is not a token request: %v", err),
-			`send {"sub": "name", "servers": ["demo"], "roots": ["/abs/path"], "scopes": ["session"], "ttl": "24h", "admin": false}`)
+			`send {"sub": "name", "servers": ["demo"], "roots": ["/abs/path"], "scopes": ["session"], "tools": ["demo.get_*"], "ttl": "24h", "admin": false}`)
 	}
 	var ttl time.Duration
 	if req.TTL != "" {
@@ -141,9 +141,16 @@ func within(c broker.Caller, rule rights.Rule) error {
 }
 
 func forbiddenGrant(field, v string) error {
+	hint := "narrow the request to your own rights (`mcpx whoami` or GET /v1/whoami shows them), or mint on the daemon's unix socket"
+	if field == "tools" {
+		// rights.Covers: each pattern must lie provably within one of the
+		// minter's, and a minter with patterns names its tokens' tools.
+		hint = "your rights limit tools: name the token's \"tools\", each one of your patterns, a tool name one of them matches, " +
+			"or a prefix glob within one of your prefix globs (\"github.get_*\" within \"github.*\"); " + hint
+	}
 	return &broker.Error{Kind: broker.KindForbidden, Op: "mint token", Field: field,
 		Msg:  fmt.Sprintf("%s %s: a token may grant only rights its minter has", field, v),
-		Hint: "narrow the request to your own rights (`mcpx whoami` or GET /v1/whoami shows them), or mint on the daemon's unix socket"}
+		Hint: hint}
 }
 
 func badToken(field, msg, hint string) error {

@@ -288,6 +288,7 @@ func TestMintRefusesBadGrants(t *testing.T) {
 		{Subject: "a", Rights: rights.Rights{{Servers: []string{"demo"}}, {Roots: []string{"src"}}}},
 		{Subject: "a", TTL: auth.MaxTTL + time.Hour},
 		{Subject: "a", TTL: -time.Hour},
+		{Subject: "a", Rights: rights.Rights{{Servers: []string{"demo"}, Tools: []string{"demo.get?"}}}},
 	} {
 		if _, _, err := is.Mint(g); !errors.Is(err, auth.ErrGrant) {
 			t.Errorf("Mint(%+v) = %v, want a grant error", g, err)
@@ -303,14 +304,16 @@ func TestMintStoresRights(t *testing.T) {
 	r := rights.Rights{
 		{Servers: []string{"demo"}, Roots: []string{"/r/granted/"}, Scopes: []string{"cwd", "worktree"}},
 		{Servers: []string{"hiddenvault"}, Roots: []string{"/r/other"}, Admin: true},
-		{Servers: []string{}, Roots: []string{}, Scopes: []string{}},
+		{Servers: []string{}, Roots: []string{}, Scopes: []string{}, Tools: []string{}},
+		{Servers: []string{"github"}, Tools: []string{"github.get_*"}},
 	}
-	want := `[{"servers":["demo"],"roots":["/r/granted"],"scopes":["cwd","worktree"]},{"servers":["hiddenvault"],"roots":["/r/other"],"admin":true},{"servers":[],"roots":[],"scopes":[]}]`
+	want := `[{"servers":["demo"],"roots":["/r/granted"],"scopes":["cwd","worktree"]},{"servers":["hiddenvault"],"roots":["/r/other"],"admin":true},{"servers":[],"roots":[],"scopes":[],"tools":[]},{"servers":["github"],"tools":["github.get_*"]}]`
 	tok, info, err := is.Mint(auth.Grant{Subject: "laptop", Rights: r})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r[0].Servers[0] = "changed"
+	r[3].Tools[0] = "github.*"
 	cl, err := is.Verify(tok)
 	if err != nil {
 		t.Fatal(err)
@@ -476,5 +479,31 @@ func TestMintRefusesReservedSubjects(t *testing.T) {
 	}
 	if _, _, err := is.Mint(auth.Grant{Subject: "loopback-ci", Rights: rights.Rights{{Servers: []string{"*"}}}}); err != nil {
 		t.Errorf("an ordinary subject: %v", err)
+	}
+}
+
+// TestTokensDieWithTheirMintersTools: a tailnet minter's tool patterns
+// bound its tokens' at each use, as its servers do.
+func TestTokensDieWithTheirMintersTools(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	is := open(t, t.TempDir(), c)
+	wide := rights.Rights{{Servers: []string{"github"}, Tools: []string{"github.get_*"}, Admin: true}}
+	alice := auth.Minter{Name: "alice@example.com", Via: "tailnet", Rights: wide}
+	tok, _, err := is.Mint(auth.Grant{Subject: "ci", Rights: rights.Rights{{Servers: []string{"github"}, Tools: []string{"github.get_issue"}}}, TTL: time.Hour, Minter: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := is.Seen("tailnet", alice.Name, wide); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.Verify(tok); err != nil {
+		t.Fatalf("minter's patterns cover the token's: %v", err)
+	}
+	narrow := rights.Rights{{Servers: []string{"github"}, Tools: []string{"github.list_*"}, Admin: true}}
+	if err := is.Seen("tailnet", alice.Name, narrow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := is.Verify(tok); !errors.Is(err, auth.ErrMinter) {
+		t.Errorf("minter's patterns no longer cover the token's: err = %v, want ErrMinter", err)
 	}
 }

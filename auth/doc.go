@@ -56,7 +56,10 @@
 // # Rights
 //
 // A token carries its rights in the claim "rights", in package rights'
-// JSON form, and its ledger entry the same. Tokens minted before that, and
+// JSON form, and its ledger entry the same; a rule's tool patterns
+// ("tools") are checked when it is minted (rights.CheckPattern) and, for a
+// tailnet minter, covered by its last-seen rules' patterns at each use
+// (rights.Rights.Covers). Tokens minted before that, and
 // their ledger entries, hold one rule's members at the top level
 // (servers, roots, scopes, admin, projectConfig); they are read as that
 // one rule, nothing granted by omission but scopes, so existing state

@@ -9,12 +9,16 @@ import (
 )
 
 // stored is the copy of r a token carries: its own lists (nothing shared
-// with the caller's), each root absolute and cleaned, and never nil, so
-// the token says "rights" even when it grants nothing.
+// with the caller's), each root absolute and cleaned, each tool pattern
+// valid (rights.CheckPattern), and never nil, so the token says "rights"
+// even when it grants nothing.
 func stored(r rights.Rights) (rights.Rights, error) {
+	if err := r.CheckTools(); err != nil {
+		return nil, grantError("%v", err)
+	}
 	out := make(rights.Rights, len(r))
 	for i, e := range r {
-		e.Servers, e.Scopes = slices.Clone(e.Servers), slices.Clone(e.Scopes)
+		e.Servers, e.Scopes, e.Tools = slices.Clone(e.Servers), slices.Clone(e.Scopes), slices.Clone(e.Tools)
 		if e.Roots != nil {
 			roots := make([]string, len(e.Roots))
 			for j, root := range e.Roots {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -45,21 +46,34 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 		ctx = withInputHandler(ctx, r.OnInput)
 	}
 	var out json.RawMessage
-	var key *string
-	if info != nil {
-		key = &info.key
+	res, err := b.resolveTool(r, tool)
+	if err != nil {
+		return nil, err
 	}
-	err := b.doAt(ctx, r, "call "+tool, key, func(ctx context.Context, sess *mcpclient.Session) error {
+	if info != nil {
+		info.key = res.target.Key
+	}
+	err = b.run(ctx, res, r.Server, "call "+tool, func(ctx context.Context, sess *mcpclient.Session) error {
 		def, ok, err := sess.Tool(ctx, tool)
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if !ok || res.hidden {
+			// A tool the caller's rights hide is answered as one the child
+			// does not list, after the same steps, the suggestion drawn
+			// only from the tools it may see (a refusal to the owner's
+			// metrics: opAuthorize).
 			hint := fmt.Sprintf("`mcpx tools %s` lists its tools", r.Server)
-			if s := suggest.Closest(tool, toolNames(ctx, sess)); s != "" {
+			visible := r.Caller.Rights.Tools(res.use)
+			names := slices.DeleteFunc(toolNames(ctx, sess), func(n string) bool { return !visible.Allows(n) })
+			if s := suggest.Closest(tool, names); s != "" {
 				hint = fmt.Sprintf("did you mean %q? %s", s, hint)
 			}
-			return &Error{Kind: KindNotFound, Op: "call", Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool), Hint: hint}
+			op := "call"
+			if ok {
+				op = opAuthorize
+			}
+			return &Error{Kind: KindNotFound, Op: op, Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool), Hint: hint}
 		}
 		if info != nil {
 			info.listed = true
@@ -130,18 +144,9 @@ func newCallID() string {
 // do resolves r to an instance and runs fn on its session under the
 // server's call timeout.
 func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.Context, *mcpclient.Session) error) error {
-	return b.doAt(ctx, r, op, nil, fn)
-}
-
-// doAt is do; *key, if key is non-nil, is set to the scope key r resolved
-// to (left alone if r is refused before it has one).
-func (b *Broker) doAt(ctx context.Context, r Request, op string, key *string, fn func(context.Context, *mcpclient.Session) error) error {
 	res, err := b.resolve(r)
 	if err != nil {
 		return err
-	}
-	if key != nil {
-		*key = res.target.Key
 	}
 	return b.run(ctx, res, r.Server, op, fn)
 }

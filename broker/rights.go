@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -34,6 +35,9 @@ func authorize(servers map[string]*config.Server, c Caller, u rights.Use) error 
 		nf := notFoundAmong(servers, u.Server, c).(*Error)
 		nf.Op = opAuthorize
 		return nf
+	case rights.PartTool:
+		// As a tool the child does not list (CallTool).
+		return &Error{Kind: KindNotFound, Op: opAuthorize, Server: u.Server, Msg: fmt.Sprintf("no tool %q", u.Tool)}
 	case rights.PartDir:
 		return &Error{Kind: KindForbidden, Op: opAuthorize, Server: u.Server, Field: "Mcpx-Cwd", Msg: d.Msg, Hint: d.Hint}
 	}
@@ -50,10 +54,40 @@ func IsRefusal(err error) bool {
 	return errors.As(err, &e) && (e.Kind == KindForbidden || e.Kind == KindNotFound && e.Op == opAuthorize)
 }
 
+// visibleTools is list (a JSON array of MCP Tool objects) with only the
+// tools set holds: list itself when set holds every tool, else a new array
+// (list is the session's cache: never modified). An element that is not a
+// Tool with a name is left out: no pattern can allow it.
+func visibleTools(list json.RawMessage, set rights.ToolSet) json.RawMessage {
+	if set.All() {
+		return list
+	}
+	var tools []json.RawMessage
+	if set.Any() {
+		json.Unmarshal(list, &tools) //nolint:errcheck // not an array: no tool is shown
+	}
+	out := make([]json.RawMessage, 0, len(tools))
+	for _, t := range tools {
+		var named struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(t, &named) == nil && named.Name != "" && set.Allows(named.Name) {
+			out = append(out, t)
+		}
+	}
+	b, _ := json.Marshal(out) // each element was decoded as JSON: it marshals
+	return b
+}
+
 // CheckRights checks rights read from a grant or a token: every scope a
-// rule names must be one the broker knows, or "*". KindBadRequest naming
-// the first that is not.
+// rule names must be one the broker knows, or "*", and every tool pattern
+// must be one (rights.CheckPattern). KindBadRequest naming the first that
+// is not.
 func CheckRights(r rights.Rights) error {
+	if err := r.CheckTools(); err != nil {
+		return &Error{Kind: KindBadRequest, Op: "read rights", Field: "tools", Msg: err.Error(),
+			Hint: `tools are globs over server.tool in which * is the only wildcard, e.g. "github.get_*"`}
+	}
 	kinds := make([]string, 0, len(config.ScopeKinds()))
 	for _, k := range config.ScopeKinds() {
 		kinds = append(kinds, string(k))

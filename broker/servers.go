@@ -130,7 +130,8 @@ func (b *Broker) Server(name string, c Caller) (ServerInfo, error) {
 }
 
 // Tools returns the server's tools as the child listed them (all pages
-// joined): a JSON array of MCP Tool objects.
+// joined), those r.Caller's rights allow (ToolList): a JSON array of MCP
+// Tool objects.
 func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) {
 	l, err := b.ToolList(ctx, r)
 	return l.Tools, err
@@ -141,13 +142,20 @@ func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) 
 // and the pool's schema cache knows what the child would run (after a
 // daemon restart, an idle reap), the cached listing answers and no child
 // starts; a call starts one (pool.ToolListing says how fresh it is).
+//
+// The tools are those r.Caller's rights allow at r's use of the server
+// (rights.Rights.Tools: one rule allows the server, the cwd, the scope
+// and the tool together); the others are left out, as CallTool answers
+// them as tools that do not exist. Every listing of tools (REST, OpenAPI,
+// the generated clients, catalog and search) is built from this one.
 func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 	res, err := b.resolve(r)
 	if err != nil {
 		return ToolList{}, err
 	}
+	visible := r.Caller.Rights.Tools(res.use)
 	if l, ok := b.pool.ToolListing(ctx, res.target); ok {
-		return ToolList{Tools: l.Tools, Instructions: l.Instructions}, nil
+		return ToolList{Tools: visibleTools(l.Tools, visible), Instructions: l.Instructions}, nil
 	}
 	var out ToolList
 	err = b.run(ctx, res, r.Server, "list tools", func(ctx context.Context, s *mcpclient.Session) (err error) {
@@ -155,6 +163,9 @@ func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 		out.Instructions = s.Instructions()
 		return err
 	})
+	if err == nil {
+		out.Tools = visibleTools(out.Tools, visible)
+	}
 	return out, err
 }
 

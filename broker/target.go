@@ -86,13 +86,26 @@ func (b *Broker) Target(r Request) (pool.Target, error) {
 type resolved struct {
 	def    *config.Server
 	target pool.Target
+	// use is what was authorized: the server, the canonical cwd, the
+	// scope kind and, for a call the rights allow, the tool.
+	use rights.Use
+	// hidden is set for a call of a tool the caller's rights do not allow
+	// with the rest of use: to the caller, a tool that does not exist.
+	hidden bool
 }
 
 // resolve finds r's server among those r.Caller is served at its cwd,
 // authorizes the use (authorize: a server the caller may not use is not
 // found, like one that does not exist, before anything else is looked at)
 // and resolves its scope to a pool target.
-func (b *Broker) resolve(r Request) (resolved, error) {
+func (b *Broker) resolve(r Request) (resolved, error) { return b.resolveTool(r, "") }
+
+// resolveTool is resolve for a call of tool ("" = no call): once server,
+// cwd and scope are authorized, one rule must allow the tool with them
+// (rights.Use.Tool), or the result is hidden (a tool that does not exist;
+// the caller finds out only as it would for one). The instance root is
+// then checked with the tool too.
+func (b *Broker) resolveTool(r Request, tool string) (resolved, error) {
 	c := r.Caller
 	sv, err := b.servedTo(c, r.Context.Cwd)
 	if err != nil {
@@ -137,11 +150,19 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 	if err := b.leases.checkDeclared(cc.Lease, c); err != nil {
 		return resolved{}, err
 	}
+	hidden := false
+	if tool != "" {
+		withTool := use
+		withTool.Tool = tool
+		if hidden = !c.Rights.Allows(withTool); !hidden {
+			use = withTool
+		}
+	}
 	rs := b.scope.Resolve(kind, cc)
 	rs.Key = callerKey(rs.Key, c)
-	// A rule that allows the root with the server and the scope allows
-	// the cwd below it too.
-	if rs.Root != "" && !c.Rights.Allows(rights.Use{Server: r.Server, Dir: rs.Root, Scope: use.Scope}) {
+	// A rule that allows the root with the server, the scope (and the
+	// tool) allows the cwd below it too.
+	if rs.Root != "" && !c.Rights.Allows(rights.Use{Server: r.Server, Dir: rs.Root, Scope: use.Scope, Tool: use.Tool}) {
 		// Git discovery walks up: the repo or worktree may begin above the
 		// directories this caller may use. Never hand it a child rooted
 		// there; fall back to its own cwd, which was checked above.
@@ -156,7 +177,7 @@ func (b *Broker) resolve(r Request) (resolved, error) {
 	if poolName != r.Server {
 		b.ensureDef(poolName, sv.sources[r.Server].File, def)
 	}
-	return resolved{def: def, target: pool.Target{
+	return resolved{def: def, use: use, hidden: hidden, target: pool.Target{
 		Server: poolName, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),
 	}}, nil

@@ -7,6 +7,9 @@
 //	}
 //	r.Allows(rights.Use{Server: "demo", Dir: "/r/granted/src", Scope: "cwd"})  // true: the first rule
 //	r.Allows(rights.Use{Server: "demo", Dir: "/r/other", Scope: "cwd"})        // false: no one rule allows all three
+//	t := rights.Rights{{Servers: []string{"github"}, Tools: []string{"github.get_*"}}}
+//	t.Allows(rights.Use{Server: "github", Tool: "get_issue"})  // true
+//	t.Allows(rights.Use{Server: "github", Tool: "merge_pr"})   // false: tools deny by default
 //	err := r.Check(rights.Use{Server: "demo", Dir: "/r/granted", Scope: "global"}) // a *Denial naming the scope
 //
 // It is a leaf (the standard library only) read by auth (a token carries
@@ -27,8 +30,24 @@
 // In a Rule, a nil list has no limit and an empty one allows nothing:
 // Servers nil is every server, [] none, "*" every; Roots nil is anywhere,
 // [] only calls that declare no cwd, "/" anywhere; Scopes nil is every
-// kind, [] none, "*" every. The zero Rights (no rule) allow nothing; [All]
-// is one rule with no limit.
+// kind, [] none, "*" every; Tools nil is every tool of the rule's servers,
+// [] none. The zero Rights (no rule) allow nothing; [All] is one rule with
+// no limit.
+//
+// # Tools
+//
+// A rule's Tools are globs over "server.tool" ([ToolName]) in which * is
+// the only wildcard, matching any run of characters, dots included:
+// "github.get_*", "fs.read_*", "github.*" (every tool of github), "*"
+// (every tool). Once a rule has them, it allows only the tools they match:
+// deny by default. A Use's Tool is checked with the rest of the rule, so
+// a tool is allowed when one rule allows its server, directory, scope and
+// the tool together; [Rights.Tools] is the same test for a whole listing
+// (which tools of a server a caller may see at one use of it).
+// [CheckPattern] refuses what is not a pattern (empty, no dot and no *,
+// ?, [ and the other wildcards of fuller globs). Tools bound tool calls
+// and listings only: the rule's servers are still the caller's, with
+// their resources and prompts.
 //
 // # Admin and project config
 //

@@ -7,7 +7,8 @@ import (
 )
 
 // Reading rights from a grant, a token or a request, and checking one
-// rule against a minter's rights.
+// rule against a minter's rights. (CheckTools, beside the tool patterns,
+// checks those.)
 
 // CheckScopes returns an error naming the first scope a rule of r names
 // that is neither one of kinds (the scope kinds the broker knows) nor "*".
@@ -58,8 +59,9 @@ func CanonicalRoot(root string) (canon string, ok bool) {
 }
 
 // Excess is the part of a rule that Rights do not cover (Covers): Field is
-// the rule's member ("servers", "roots", "scopes", "projectConfig") and
-// Value the value that goes beyond.
+// the rule's member ("servers", "roots", "scopes", "tools",
+// "projectConfig") and Value the value that goes beyond ("(all)" for a
+// list without limit that only a rule without that limit covers).
 type Excess struct {
 	Field string
 	Value string
@@ -77,6 +79,16 @@ func (e *Excess) Error() string {
 // Each server, root and scope of q is checked in every combination with
 // the others; a list without limit stands for "*" (servers, scopes) or "/"
 // (roots), which only a rule without that limit covers.
+//
+// q's tools are checked at each such combination against the tool
+// patterns of r's rules that allow it: covered when one of those rules has
+// no tool limit, or each pattern of q that could match a tool of the
+// server lies within one pattern of theirs: the same pattern, a tool name
+// theirs matches, or a pattern whose literal start begins with y within
+// their prefix glob "y*" (a pattern of q that is wider than the server,
+// "*" or "git*" for github, counts as "github.*"). Anything else, and a q
+// without tools when r's rules have them, is beyond: a minter with tool
+// patterns names the tools of each token it mints.
 func (r Rights) Covers(q Rule) error {
 	servers := coverList(q.Servers, "*")
 	roots := coverList(q.Roots, "/")
@@ -90,11 +102,15 @@ func (r Rights) Covers(q Rule) error {
 				return &Excess{Field: "roots", Value: d}
 			}
 			for _, k := range scopes {
-				if !r.Allows(Use{Server: s, Dir: d, Scope: k}) {
+				u := Use{Server: s, Dir: d, Scope: k}
+				if !r.Allows(u) {
 					if q.Scopes == nil {
 						k = "(all)"
 					}
 					return &Excess{Field: "scopes", Value: k}
+				}
+				if err := r.coversTools(u, q.Tools); err != nil {
+					return err
 				}
 			}
 		}

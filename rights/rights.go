@@ -26,6 +26,13 @@ type Rule struct {
 	// Scopes are the scope kinds the rule's calls may use ("repo",
 	// "session", … or "*" = every kind); nil = every kind, [] = none.
 	Scopes []string `json:"scopes,omitzero"`
+	// Tools are tool patterns, globs over "server.tool" (ToolName,
+	// MatchTool): the tools of the rule's servers it allows; nil = every
+	// tool, [] = none. They bound tool calls and which tools a listing
+	// shows, not the use of a server: a rule whose patterns match none of
+	// a server's tools still lets the caller see the server, its resources
+	// and prompts.
+	Tools []string `json:"tools,omitzero"`
 	// Admin makes the caller an admin (Rights.Admin).
 	Admin bool `json:"admin,omitempty"`
 	// ProjectConfig lets the project files in the rule's roots define the
@@ -43,8 +50,9 @@ func None() Rights { return Rights{} }
 
 // Granted returns g read as a tailnet grant element or a token request
 // writes it: nothing is granted by omission, so absent servers are no
-// server and absent roots no declared cwd. Absent scopes stay every kind:
-// scopes only narrow what a rule's servers and roots grant.
+// server and absent roots no declared cwd. Absent scopes stay every kind
+// and absent tools every tool: scopes and tools only narrow what a rule's
+// servers and roots grant.
 func (g Rule) Granted() Rule {
 	if g.Servers == nil {
 		g.Servers = []string{}
@@ -61,6 +69,7 @@ type Use struct {
 	Server string // the server's name
 	Dir    string // the declared cwd, canonical ("" = none declared)
 	Scope  string // the scope kind the call will use
+	Tool   string // the tool called, its name within Server ("" = none)
 }
 
 // Allows reports whether one rule of r allows u whole.
@@ -88,7 +97,7 @@ func (r Rights) ProjectConfig(dir string) bool {
 }
 
 func (e Rule) allows(u Use) bool {
-	return e.allowsServer(u.Server) && e.allowsDir(u.Dir) && e.allowsScope(u.Scope)
+	return e.allowsServer(u.Server) && e.allowsDir(u.Dir) && e.allowsScope(u.Scope) && e.allowsTool(u.Server, u.Tool)
 }
 
 func (e Rule) allowsServer(s string) bool { return s == "" || anyOf(e.Servers, s) }
@@ -123,11 +132,14 @@ const (
 	PartServer Part = "server"
 	PartDir    Part = "dir"
 	PartScope  Part = "scope"
+	PartTool   Part = "tool"
 )
 
 // Denial is why Rights refuse a Use: its first part, in the order server,
-// dir, scope, that no rule allows together with the parts before it. Msg
-// and Hint name only what the caller's own rules allow for the server.
+// dir, scope, tool, that no rule allows together with the parts before it.
+// Msg and Hint name only what the caller's own rules allow for the server;
+// a tool's denial names the tool, never the patterns (to a remote caller,
+// the broker answers it as a tool that does not exist).
 type Denial struct {
 	Use  Use
 	Part Part
@@ -151,9 +163,13 @@ func (r Rights) Check(u Use) error {
 		return &Denial{Use: u, Part: PartDir, Msg: "the declared cwd is outside the roots this caller may use",
 			Hint: r.rootsHint(u.Server)}
 	}
-	return &Denial{Use: u, Part: PartScope,
-		Msg:  fmt.Sprintf("this call would use scope %q; this caller may use scopes: %s", u.Scope, r.scopesAt(at)),
-		Hint: "ask for a grant or token that names this scope, or call a server of an allowed scope"}
+	scoped := Use{Server: u.Server, Dir: u.Dir, Scope: u.Scope}
+	if !r.Allows(scoped) {
+		return &Denial{Use: u, Part: PartScope,
+			Msg:  fmt.Sprintf("this call would use scope %q; this caller may use scopes: %s", u.Scope, r.scopesAt(at)),
+			Hint: "ask for a grant or token that names this scope, or call a server of an allowed scope"}
+	}
+	return &Denial{Use: u, Part: PartTool, Msg: fmt.Sprintf("this caller may not use tool %q of server %q", u.Tool, u.Server)}
 }
 
 // rootsHint names the roots under which the rules that name server allow

@@ -41,14 +41,17 @@ const DefaultCapability = "mcpx.dev/cap/broker"
 //	  ]}
 //	}]
 //
-// A call is allowed when one element allows its server, its cwd and its
-// scope together: elements are never merged, so one element's roots or
-// missing scope limit do not widen another's servers. Nothing is granted
-// by omission (rights.Rule.Granted): no servers, no server ("*" = all);
-// no roots, no declared cwd ("/" = anywhere). An element without scopes
-// grants every kind, as before scopes existed: scopes narrow, they grant
-// nothing by themselves. Admin is the caller's if any element says so;
-// projectConfig trusts the project files in its own element's roots.
+// A call is allowed when one element allows its server, its cwd, its
+// scope and its tool together: elements are never merged, so one
+// element's roots or missing scope limit do not widen another's servers.
+// Nothing is granted by omission (rights.Rule.Granted): no servers, no
+// server ("*" = all); no roots, no declared cwd ("/" = anywhere). An
+// element without scopes grants every kind, as before scopes existed:
+// scopes narrow, they grant nothing by themselves; so do tools: without
+// them every tool of the element's servers, with them (globs over
+// server.tool, "github.get_*") only those they match. Admin is the
+// caller's if any element says so; projectConfig trusts the project files
+// in its own element's roots.
 // Granted roots are canonicalised; one that does not exist is dropped.
 func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 	n.mu.Lock()
@@ -65,7 +68,7 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 	elems, err := tailcfg.UnmarshalCapJSON[rights.Rule](who.CapMap, tailcfg.PeerCapability(capName))
 	if err != nil {
 		return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s of this peer is malformed", capName),
-			"fix the grant in the tailnet policy: each element is {servers, roots, scopes, admin, projectConfig}", err)
+			"fix the grant in the tailnet policy: each element is {servers, roots, scopes, tools, admin, projectConfig}", err)
 	}
 	name := callerName(who)
 	if len(elems) == 0 {
@@ -79,7 +82,7 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 	}
 	if err := broker.CheckRights(granted); err != nil {
 		return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s of this peer is malformed: %v", capName, err),
-			fmt.Sprintf("fix the grant's \"scopes\" in the tailnet policy: scopes are %v, or \"*\"", config.ScopeKinds()), nil)
+			fmt.Sprintf("fix the grant's \"scopes\" or \"tools\" in the tailnet policy: scopes are %v, or \"*\"; tools are globs over server.tool with * as the only wildcard", config.ScopeKinds()), nil)
 	}
 	return broker.Caller{Name: name, Via: wire.ViaTailnet, Rights: granted.Canonical()}, nil
 }

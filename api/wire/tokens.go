@@ -37,9 +37,11 @@ const (
 // rule of the token to mint, its members at the top level. It is read as a
 // grant is (rights.Rule.Granted): absent servers are no server ("*" =
 // all), absent roots no declared cwd ("/" = anywhere; absolute paths on
-// the broker's machine), absent scopes every kind. A caller that is not
-// the daemon's owner may grant only rights it has itself, each use within
-// one of its own rules. projectConfig lets the bearer's project files
+// the broker's machine), absent scopes every kind, absent tools every tool
+// of its servers ("tools": globs over server.tool, * the only wildcard). A
+// caller that is not the daemon's owner may grant only rights it has
+// itself, each use within one of its own rules; one whose rules have tool
+// patterns names the token's tools, each within one of its patterns. projectConfig lets the bearer's project files
 // (config.json found upward from its cwd, under its roots) define its
 // servers; admin lets it use the admin routes.
 type TokenRequest struct {

@@ -22,6 +22,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	servers := fs.String("servers", "", "mint: comma-separated servers the token may use, or '*' (required)")
 	roots := fs.String("roots", "", "mint: comma-separated absolute directories under which a declared cwd must lie ('/' = anywhere; none = no cwd)")
 	scopes := fs.String("scopes", "", "mint: comma-separated scope kinds its calls may use (default all)")
+	tools := fs.String("tools", "", "mint: comma-separated tool patterns, globs over server.tool with * as the only wildcard (\"github.get_*\"; default every tool of its servers)")
 	ttl := fs.Duration("ttl", 24*time.Hour, "mint: how long the token lives (at most 2160h)")
 	admin := fs.Bool("admin", false, "mint: the token may use the admin routes (tokens, daemon, others' instances)")
 	projectConfig := fs.Bool("project-config", false, "mint: the project files on the bearer's config chain (found upward from its cwd) may define its servers")
@@ -46,7 +47,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	switch pos[0] {
 	case "mint":
 		req := wire.TokenRequest{Subject: *sub, TTL: ttl.String(), Rule: rights.Rule{Servers: splitList(*servers), Roots: splitList(*roots),
-			Scopes: splitList(*scopes), Admin: *admin, ProjectConfig: *projectConfig}}
+			Scopes: splitList(*scopes), Tools: splitList(*tools), Admin: *admin, ProjectConfig: *projectConfig}}
 		var m *wire.MintedToken
 		if m, raw, err = bc.MintToken(ctx, req); err == nil && !*asJSON {
 			fmt.Fprintln(c.stdout, m.Token)
@@ -81,7 +82,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 func printTokens(c *cli, l *wire.TokenList) {
 	fmt.Fprintf(c.stdout, "issuer %s\n", l.Identity)
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSUB\tSERVERS\tROOTS\tSCOPES\tADMIN\tEXPIRES\tKEY\tREVOKED\tMINTED BY")
+	fmt.Fprintln(tw, "ID\tSUB\tSERVERS\tROOTS\tSCOPES\tTOOLS\tADMIN\tEXPIRES\tKEY\tREVOKED\tMINTED BY")
 	for _, t := range l.Tokens {
 		rules := t.Rights
 		if len(rules) == 0 {
@@ -94,8 +95,8 @@ func printTokens(c *cli, l *wire.TokenList) {
 			if i > 0 {
 				id, sub, admin, expires, kid, revoked, by = "", "", "", "", "", "", ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, sub, tokenList(e.Servers),
-				tokenList(e.Roots), tokenList(e.Scopes), admin, expires, kid, revoked, by)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, sub, tokenList(e.Servers),
+				tokenList(e.Roots), tokenList(e.Scopes), tokenList(e.Tools), admin, expires, kid, revoked, by)
 		}
 	}
 	tw.Flush()

@@ -63,7 +63,7 @@ func TestTokenCommand(t *testing.T) {
 		t.Errorf("mcpx whoami as the owner:\n%s", out)
 	}
 	mcpx(exitUsage, "token", "mint", "--servers", "demo")
-	tok, note := mcpx(exitOK, "token", "mint", "--sub", "ci", "--servers", "demo", "--roots", dir, "--scopes", "cwd,session", "--ttl", "2h")
+	tok, note := mcpx(exitOK, "token", "mint", "--sub", "ci", "--servers", "demo", "--roots", dir, "--scopes", "cwd,session", "--tools", "demo.echo,demo.get_*", "--ttl", "2h")
 	tok = strings.TrimSpace(tok)
 	if strings.Count(tok, ".") != 2 || !strings.Contains(note, "shown once") {
 		t.Fatalf("mint printed %q, %q", tok, note)
@@ -74,7 +74,8 @@ func TestTokenCommand(t *testing.T) {
 		t.Fatalf("whoami over TCP with the token: %v", err)
 	}
 	if w.Caller.Name != "ci" || w.Caller.Via != wire.ViaJWT || len(w.Caller.Rights) != 1 ||
-		strings.Join(w.Caller.Rights[0].Scopes, ",") != "cwd,session" || strings.Join(w.Caller.Rights[0].Servers, ",") != "demo" {
+		strings.Join(w.Caller.Rights[0].Scopes, ",") != "cwd,session" || strings.Join(w.Caller.Rights[0].Servers, ",") != "demo" ||
+		strings.Join(w.Caller.Rights[0].Tools, ",") != "demo.echo,demo.get_*" {
 		t.Errorf("whoami with the token: %+v", w.Caller)
 	}
 
@@ -85,7 +86,7 @@ func TestTokenCommand(t *testing.T) {
 			id = f[0]
 		}
 	}
-	if id == "" || !strings.Contains(ls, "issuer mcpx:") || !strings.Contains(ls, "(current, since") {
+	if id == "" || !strings.Contains(ls, "issuer mcpx:") || !strings.Contains(ls, "(current, since") || !strings.Contains(ls, "demo.echo,demo.get_*") {
 		t.Fatalf("token ls:\n%s", ls)
 	}
 	if out, _ := mcpx(exitOK, "token", "rotate"); !strings.Contains(out, "new signing key") {

@@ -57,17 +57,17 @@ func printWhoami(c *cli, w *wire.Whoami) {
 	}
 	fmt.Fprintln(c.stdout)
 	// One rule: its lists a line each; several: a line per rule, each
-	// checked whole (a call needs one rule allowing its server, cwd and
-	// scope together).
+	// checked whole (a call needs one rule allowing its server, cwd,
+	// scope and tool together).
 	switch len(cl.Rights) {
 	case 0:
 		fmt.Fprintln(c.stdout, "rights:  none")
 	case 1:
 		e := cl.Rights[0]
-		fmt.Fprintf(c.stdout, "servers: %s\nroots:   %s\nscopes:  %s\n", rightsList(e.Servers), rightsList(e.Roots), rightsList(e.Scopes))
+		fmt.Fprintf(c.stdout, "servers: %s\nroots:   %s\nscopes:  %s\ntools:   %s\n", rightsList(e.Servers), rightsList(e.Roots), rightsList(e.Scopes), rightsList(e.Tools))
 	default:
 		for i, e := range cl.Rights {
-			fmt.Fprintf(c.stdout, "rule %d:  servers %s; roots %s; scopes %s\n", i+1, rightsList(e.Servers), rightsList(e.Roots), rightsList(e.Scopes))
+			fmt.Fprintf(c.stdout, "rule %d:  servers %s; roots %s; scopes %s; tools %s\n", i+1, rightsList(e.Servers), rightsList(e.Roots), rightsList(e.Scopes), rightsList(e.Tools))
 		}
 	}
 	if w.Context.Cwd != "" {
