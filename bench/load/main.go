@@ -29,6 +29,8 @@ func main() {
 		os.Exit(serveRawChild(os.Stdin, os.Stdout))
 	case os.Getenv(envRawHTTP) != "":
 		os.Exit(serveRawHTTP(os.Getenv(envRawHTTP)))
+	case os.Getenv(envFloor) != "":
+		os.Exit(serveFloor(os.Getenv(envFloor)))
 	case os.Getenv(envProfDaemon) != "":
 		os.Exit(serveProfiled(os.Getenv(envProfDaemon)))
 	}

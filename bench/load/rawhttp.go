@@ -41,9 +41,9 @@ type rawHTTP struct {
 	exited chan struct{}
 }
 
-// startRawHTTP starts cmd (this binary with envRawHTTP set) and waits until
-// it accepts connections on sock.
-func startRawHTTP(ctx context.Context, cmd *exec.Cmd, sock string) (*rawHTTP, error) {
+// startRawHTTP starts cmd (this binary with envRawHTTP or envFloor set) and
+// waits until it accepts connections on addr (network "unix" or "tcp").
+func startRawHTTP(ctx context.Context, cmd *exec.Cmd, network, addr string) (*rawHTTP, error) {
 	cmd.SysProcAttr = childAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -60,14 +60,14 @@ func startRawHTTP(ctx context.Context, cmd *exec.Cmd, sock string) (*rawHTTP, er
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.Dial("unix", sock)
+		c, err := net.Dial(network, addr)
 		if err == nil {
 			c.Close()
 			return s, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			s.stop()
-			return nil, fmt.Errorf("raw HTTP server not up after 10s: %w", err)
+			return nil, fmt.Errorf("%s not up after 10s: %w", cmd.Path, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
