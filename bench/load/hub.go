@@ -16,8 +16,9 @@ import (
 )
 
 // hub is a running mcp-hub (ravitemer, npm, pinned in testdata/npm), the
-// aggregating gateway the G path measures: two stdio upstreams, a and b, both
-// `mcpx demo-server`, behind its one MCP endpoint, GET /mcp, which speaks
+// aggregating gateway the G and Gr paths measure: two stdio upstreams, a and
+// b, the same server (`mcpx demo-server`, or for Gr the minimal echo child),
+// behind its one MCP endpoint, GET /mcp, which speaks
 // the legacy HTTP+SSE transport (POST /messages?sessionId=…), not
 // Streamable HTTP. Its tools are named a__echo and b__echo.
 type hub struct {
@@ -50,7 +51,7 @@ func hubCLI(ctx context.Context) (string, error) {
 // younger than an hour, so a one-entry catalogue is written first; and it
 // has no host flag (app.listen(port) binds every interface), so the port is
 // a free one, for the run's length only.
-func startHub(ctx context.Context, node, cli, mcpx, dir string) (*hub, error) {
+func startHub(ctx context.Context, node, cli string, upstream map[string]any, dir string) (*hub, error) {
 	home, data, state := filepath.Join(dir, "home"), filepath.Join(dir, "data"), filepath.Join(dir, "state")
 	cache := filepath.Join(data, "mcp-hub", "cache")
 	for _, d := range []string{home, cache, state} {
@@ -63,8 +64,7 @@ func startHub(ctx context.Context, node, cli, mcpx, dir string) (*hub, error) {
 		"lastFetchedAt":       time.Now().UnixMilli(),
 		"serverDocumentation": map[string]any{},
 	}
-	demo := map[string]any{"command": mcpx, "args": []string{"demo-server"}}
-	cfg := map[string]any{"mcpServers": map[string]any{"a": demo, "b": demo}}
+	cfg := map[string]any{"mcpServers": map[string]any{"a": upstream, "b": upstream}}
 	if err := writeJSONFile(filepath.Join(cache, "registry.json"), catalogue); err != nil {
 		return nil, err
 	}

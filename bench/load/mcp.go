@@ -189,7 +189,7 @@ func measureSessionMemory(ctx context.Context, path string, tgt *mcpTarget, pid,
 	if pid <= 0 {
 		return m, errors.New("no server process to read")
 	}
-	time.Sleep(settle)
+	time.Sleep(2 * settle)
 	m.BeforeKB = rssKB(pid)
 	ms := &mcpSessions{tgt: tgt}
 	defer ms.close()

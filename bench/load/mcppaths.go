@@ -9,9 +9,9 @@ import (
 	"slices"
 )
 
-// setupMCP sets up an MCP path: F starts the floor server, G mcp-hub; M and
-// M1 use the daemon's MCP endpoint (issue 20), X the -url endpoint. Each
-// opens as many sessions as the highest -c, one per caller.
+// setupMCP sets up an MCP path: F starts the floor server, G and Gr mcp-hub;
+// M, M1 and Mr use the daemon's MCP endpoint (issue 20), X the -url
+// endpoint. Each opens as many sessions as the highest -c, one per caller.
 func (ps *pathSet) setupMCP(ctx context.Context, o *options, name string, d *daemon, tmp, self string) (*path, error) {
 	tgt := &mcpTarget{tool: "echo", args: echoArgs, want: "hi", version: o.mcpVersion}
 	var server, child func() int
@@ -30,7 +30,7 @@ func (ps *pathSet) setupMCP(ctx context.Context, o *options, name string, d *dae
 		ps.closers = append(ps.closers, srv.stop)
 		tgt.url = "http://" + addr + "/mcp"
 		server = func() int { return cmd.Process.Pid }
-	case "G":
+	case "G", "Gr":
 		node, err := exec.LookPath(o.node)
 		if err != nil {
 			return nil, err
@@ -41,21 +41,26 @@ func (ps *pathSet) setupMCP(ctx context.Context, o *options, name string, d *dae
 				return nil, err
 			}
 		}
-		h, err := startHub(ctx, node, cli, o.mcpx, filepath.Join(tmp, "hub"))
+		upstream := map[string]any{"command": o.mcpx, "args": []string{"demo-server"}}
+		if name == "Gr" {
+			upstream = map[string]any{"command": self, "env": map[string]string{envRawChild: "1"}}
+		}
+		h, err := startHub(ctx, node, cli, upstream, filepath.Join(tmp, "hub-"+name))
 		if err != nil {
 			return nil, err
 		}
 		ps.closers = append(ps.closers, h.stop)
 		tgt.url, tgt.sse, tgt.tool = h.url, true, "a__echo"
 		server = h.pid
-	case "M", "M1":
-		tgt.url, tgt.tool = "http://"+d.addr+"/mcp", "demo__echo"
+	case "M", "M1", "Mr":
+		upstream := map[string]string{"M": "demo", "M1": "demo", "Mr": "raw"}[name]
+		tgt.url, tgt.tool = "http://"+d.addr+"/mcp", upstream+"__echo"
 		if name == "M1" {
 			tgt.url, tgt.tool = "http://"+d.addr+"/mcp/demo", "echo"
 		}
 		tgt.header = map[string]string{"Authorization": "Bearer " + d.token}
 		server = d.pid
-		child = func() int { return d.childPid("demo") }
+		child = func() int { return d.childPid(upstream) }
 	case "X":
 		if o.url == "" {
 			return nil, errors.New("path X needs -url")

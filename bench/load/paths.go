@@ -23,16 +23,16 @@ import (
 )
 
 // The paths, in the order each round measures them.
-var allPaths = []string{"A0", "A0r", "H", "Hraw", "Hx", "U", "Um", "Uwt", "T", "Ur", "F", "G", "M", "M1", "X"}
+var allPaths = []string{"A0", "A0r", "H", "Hraw", "Hx", "U", "Um", "Uwt", "T", "Ur", "F", "G", "Gr", "M", "M1", "Mr", "X"}
 
 // defaultPaths are what a run without -paths measures: those that need
-// nothing beyond this module (G needs testdata/npm, M and M1 the daemon's
-// MCP endpoint, X a -url).
+// nothing beyond this module (G and Gr need testdata/npm, M, M1 and Mr the
+// daemon's MCP endpoint, X a -url).
 var defaultPaths = allPaths[:10]
 
 // daemonPaths need a running `mcpx serve`; mcpxPaths need the mcpx binary.
 var (
-	daemonPaths = []string{"U", "Um", "Uwt", "T", "Ur", "M", "M1"}
+	daemonPaths = []string{"U", "Um", "Uwt", "T", "Ur", "M", "M1", "Mr"}
 	mcpxPaths   = append([]string{"A0", "G"}, daemonPaths...)
 )
 
@@ -47,11 +47,13 @@ var pathDesc = map[string]string{
 	"Uwt":  "same, scope worktree, Mcpx-Cwd in a git repo (incl. resolution)",
 	"T":    "HTTP over loopback TCP → mcpx serve → demo child (scope global)",
 	"Ur":   "HTTP over the unix socket → mcpx serve → minimal echo child (global)",
-	"F":    "go-sdk MCP client → a bare go-sdk Streamable HTTP server with one echo tool, in another process, loopback TCP (the one-hop floor of an MCP endpoint)",
-	"G":    "go-sdk MCP client → mcp-hub (npm) over its HTTP+SSE endpoint → `mcpx demo-server` over stdio (tool a__echo; upstreams a and b)",
-	"M":    "go-sdk MCP client → mcpx serve's aggregate `/mcp` over loopback TCP with the token → demo child (tool demo__echo)",
-	"M1":   "go-sdk MCP client → mcpx serve's `/mcp/demo` over loopback TCP with the token → demo child (tool echo)",
-	"X":    "go-sdk MCP client → the endpoint given by -url (tool -tool)",
+	"F":    "MCP client (pool/mcpclient) → a bare go-sdk Streamable HTTP server with one echo tool, in another process, loopback TCP (the one-hop floor of an MCP endpoint)",
+	"G":    "the same client → mcp-hub 4.2.1 (npm) over its HTTP+SSE endpoint → `mcpx demo-server` over stdio (tool a__echo; upstreams a and b)",
+	"Gr":   "as G, the upstreams a and b the minimal echo child (tool a__echo): the gateway's own cost",
+	"M":    "the same client → mcpx serve's aggregate `/mcp` over loopback TCP with the token → demo child (tool demo__echo)",
+	"M1":   "the same client → mcpx serve's `/mcp/demo` over loopback TCP with the token → demo child (tool echo)",
+	"Mr":   "as M, to the minimal echo child (tool raw__echo): the endpoint's own cost",
+	"X":    "the same client → the endpoint given by -url (tool -tool)",
 }
 
 var (
@@ -104,7 +106,7 @@ func setupPaths(ctx context.Context, o *options, d *daemon, tmp, wt, self string
 
 func (ps *pathSet) setup(ctx context.Context, o *options, name string, d *daemon, tmp, wt, self string) (*path, error) {
 	switch name {
-	case "F", "G", "M", "M1", "X":
+	case "F", "G", "Gr", "M", "M1", "Mr", "X":
 		return ps.setupMCP(ctx, o, name, d, tmp, self)
 	case "A0", "A0r":
 		cmd := exec.Command(o.mcpx, "demo-server")

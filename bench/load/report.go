@@ -209,6 +209,10 @@ func (r *results) mcpChecks() {
 		{fmt.Sprintf("G / M p50, c=%d (how many times faster than mcp-hub)", lo), "≥ 5", "G", "M", lo, p50, 5, false},
 		{fmt.Sprintf("F / G calls/s, c=%d (the floor vs mcp-hub)", hi), "(informational)", "F", "G", hi, cps, 0, false},
 		{fmt.Sprintf("G / F p50, c=%d (mcp-hub vs the floor)", lo), "(informational)", "G", "F", lo, p50, 0, false},
+		{fmt.Sprintf("Mr / Gr calls/s, c=%d (the gateways alone: lean child)", hi), "(informational)", "Mr", "Gr", hi, cps, 0, false},
+		{fmt.Sprintf("Gr / Mr p50, c=%d (the gateways alone: lean child)", lo), "(informational)", "Gr", "Mr", lo, p50, 0, false},
+		{fmt.Sprintf("Mr / F calls/s, c=%d (lean child vs the floor)", hi), "(informational)", "Mr", "F", hi, cps, 0, false},
+		{fmt.Sprintf("Gr / F calls/s, c=%d (lean child vs the floor)", hi), "(informational)", "Gr", "F", hi, cps, 0, false},
 	} {
 		fa, fb := get(q.a, q.c, q.f), get(q.b, q.c, q.f)
 		xs := r.perRound(func(round int) (float64, bool) {
@@ -229,7 +233,7 @@ func (r *results) mcpChecks() {
 		}
 		r.Checks = append(r.Checks, c)
 	}
-	for _, p := range []string{"F", "G", "M", "M1", "X"} {
+	for _, p := range []string{"F", "G", "Gr", "M", "M1", "Mr", "X"} {
 		r.atLeast(fmt.Sprintf("%s calls/s, c=%d", p, hi), "(reference)", true, 0, get(p, hi, cps))
 	}
 	for _, m := range r.Sessions {

@@ -203,6 +203,10 @@ func bench(ctx context.Context, o *options, logw io.Writer) (*results, error) {
 			return nil, fmt.Errorf("warming %s: %w", p.name, err)
 		}
 	}
+	// Before the rounds, whose garbage a collector may return meanwhile.
+	if err := measureSessions(ctx, o, ps, res, logf); err != nil {
+		return nil, err
+	}
 
 	start := time.Now()
 	for r := range o.rounds {
@@ -229,9 +233,6 @@ func bench(ctx context.Context, o *options, logw io.Writer) (*results, error) {
 		if err := afterLoadMemory(ctx, d, res); err != nil {
 			return nil, err
 		}
-	}
-	if err := measureSessions(ctx, o, ps, res, logf); err != nil {
-		return nil, err
 	}
 	res.summarize()
 	if o.profile != "" && d != nil {
