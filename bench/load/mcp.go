@@ -171,6 +171,22 @@ func (ms *mcpSessions) close() {
 	ms.all = nil
 }
 
+// stableRSS reads pid's RSS every 250 ms until two readings in a row are
+// within 0.5 % (a collector returning the load's garbage settles), for 5 s
+// at most, and returns the last.
+func stableRSS(pid int) int {
+	prev := rssKB(pid)
+	for range 20 {
+		time.Sleep(250 * time.Millisecond)
+		cur := rssKB(pid)
+		if d := cur - prev; d*200 <= cur && -d*200 <= cur {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
+}
+
 // sessionMemory is the server's RSS growth per idle session.
 type sessionMemory struct {
 	Path         string  `json:"path"`
@@ -180,27 +196,25 @@ type sessionMemory struct {
 	PerSessionKB float64 `json:"perSessionKB"`
 }
 
-// measureSessionMemory reads pid's RSS, opens n sessions to tgt (connected
-// and then left idle, each with its GET stream), reads it again after they
-// settle, and closes them. Sessions the path itself holds open for its load
-// are already in the first reading.
-func measureSessionMemory(ctx context.Context, path string, tgt *mcpTarget, pid, n int) (sessionMemory, error) {
+// measureSessionMemory reads pid's settled RSS, opens n sessions to tgt
+// (connected and then left idle, each with its GET stream) and reads it
+// again once settled. Sessions the path itself holds open for its load are
+// already in the first reading. The caller closes the returned sessions.
+func measureSessionMemory(ctx context.Context, path string, tgt *mcpTarget, pid, n int) (sessionMemory, *mcpSessions, error) {
 	m := sessionMemory{Path: path, Sessions: n}
 	if pid <= 0 {
-		return m, errors.New("no server process to read")
+		return m, nil, errors.New("no server process to read")
 	}
-	time.Sleep(2 * settle)
-	m.BeforeKB = rssKB(pid)
+	m.BeforeKB = stableRSS(pid)
 	ms := &mcpSessions{tgt: tgt}
-	defer ms.close()
 	hc := newClient(nil)
 	for range n {
 		if _, err := ms.add(ctx, hc); err != nil {
-			return m, err
+			ms.close()
+			return m, nil, err
 		}
 	}
-	time.Sleep(2 * settle)
-	m.AfterKB = rssKB(pid)
+	m.AfterKB = stableRSS(pid)
 	m.PerSessionKB = float64(m.AfterKB-m.BeforeKB) / float64(n)
-	return m, nil
+	return m, ms, nil
 }

@@ -135,14 +135,18 @@ func TestSessionMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tgt := &mcpTarget{url: srv.URL, tool: "echo", args: echoArgs, version: "2025-11-25"}
-	m, err := measureSessionMemory(ctx, "F", tgt, os.Getpid(), 5)
+	m, idle, err := measureSessionMemory(ctx, "F", tgt, os.Getpid(), 5)
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer idle.close()
+	if len(idle.all) != 5 {
+		t.Errorf("%d idle sessions, want 5", len(idle.all))
 	}
 	if m.Sessions != 5 || m.BeforeKB <= 0 || m.AfterKB <= 0 || m.Path != "F" {
 		t.Errorf("session memory %+v", m)
 	}
-	if _, err := measureSessionMemory(ctx, "F", tgt, 0, 5); err == nil {
+	if _, _, err := measureSessionMemory(ctx, "F", tgt, 0, 5); err == nil {
 		t.Error("no pid: want an error")
 	}
 }

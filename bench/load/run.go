@@ -203,11 +203,14 @@ func bench(ctx context.Context, o *options, logw io.Writer) (*results, error) {
 			return nil, fmt.Errorf("warming %s: %w", p.name, err)
 		}
 	}
-	// Before the rounds, whose garbage a collector may return meanwhile.
+
+	// Before the rounds, on servers not yet full of the load's garbage
+	// (node's heap shrinks as soon as new sessions allocate); the idle
+	// sessions stay open through the rounds, as closing them can disturb
+	// a server's other sessions (mcp-hub's close handler re-enters itself).
 	if err := measureSessions(ctx, o, ps, res, logf); err != nil {
 		return nil, err
 	}
-
 	start := time.Now()
 	for r := range o.rounds {
 		for _, p := range ps.list {
@@ -250,7 +253,8 @@ func bench(ctx context.Context, o *options, logw io.Writer) (*results, error) {
 }
 
 // measureSessions measures, for each MCP path whose server process is
-// known, the server's RSS growth per idle session.
+// known, the server's RSS growth per idle session; the sessions are closed
+// with the paths.
 func measureSessions(ctx context.Context, o *options, ps *pathSet, res *results, logf func(string, ...any)) error {
 	if o.sessions <= 0 {
 		return nil
@@ -259,10 +263,11 @@ func measureSessions(ctx context.Context, o *options, ps *pathSet, res *results,
 		if p.mcp == nil || p.server == nil || p.server() <= 0 {
 			continue
 		}
-		m, err := measureSessionMemory(ctx, p.name, p.mcp, p.server(), o.sessions)
+		m, idle, err := measureSessionMemory(ctx, p.name, p.mcp, p.server(), o.sessions)
 		if err != nil {
 			return fmt.Errorf("%s, memory per session: %w", p.name, err)
 		}
+		ps.closers = append(ps.closers, idle.close)
 		logf("%s: %d idle sessions, server RSS %d → %d KiB (%.1f KiB per session)", p.name, m.Sessions, m.BeforeKB, m.AfterKB, m.PerSessionKB)
 		res.Sessions = append(res.Sessions, m)
 	}
