@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"os"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,23 +30,7 @@ func floorHandler() http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 }
 
-func serveFloor(addr string) int {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "floor:", err)
-		return 1
-	}
-	srv := &http.Server{Handler: floorHandler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		io.Copy(io.Discard, os.Stdin) // the parent closed our stdin, or died
-		srv.Close()
-	}()
-	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-		fmt.Fprintln(os.Stderr, "floor:", err)
-		return 1
-	}
-	return 0
-}
+func serveFloor(addr string) int { return serveChildHTTP("tcp", addr, floorHandler(), "floor") }
 
 // freeAddr is a loopback host:port nothing listens on right now.
 func freeAddr() (string, error) {

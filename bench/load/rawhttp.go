@@ -17,24 +17,30 @@ import (
 const envRawHTTP = "MCPX_BENCH_RAW_HTTP"
 
 func serveRawHTTP(sock string) int {
-	ln, err := net.Listen("unix", sock)
+	return serveChildHTTP("unix", sock, http.HandlerFunc(rawEcho), "raw http")
+}
+
+// serveChildHTTP serves h on addr until this process's stdin closes (the
+// parent closed it, or died): the server side of startRawHTTP.
+func serveChildHTTP(network, addr string, h http.Handler, name string) int {
+	ln, err := net.Listen(network, addr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "raw http:", err)
+		fmt.Fprintln(os.Stderr, name+":", err)
 		return 1
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(rawEcho), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		io.Copy(io.Discard, os.Stdin) // the parent closed our stdin, or died
+		io.Copy(io.Discard, os.Stdin)
 		srv.Close()
 	}()
 	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-		fmt.Fprintln(os.Stderr, "raw http:", err)
+		fmt.Fprintln(os.Stderr, name+":", err)
 		return 1
 	}
 	return 0
 }
 
-// rawHTTP is a running serveRawHTTP child.
+// rawHTTP is a running serveChildHTTP child.
 type rawHTTP struct {
 	cmd    *exec.Cmd
 	stdin  io.Closer
