@@ -25,6 +25,21 @@
 // server its CI passes the suite with), which [StartEverything] builds from
 // the module cache and runs. [Legs] are the two runs go-sdk's CI makes.
 //
+// # DNS rebinding
+//
+// The dns-rebinding-protection scenario (at 2025-11-25 and 2026-07-28)
+// requires a URL whose host is localhost, 127.0.0.1 or [::1] (else both
+// checks fail) and sends two POSTs to it, no session id, each with
+// Content-Type: application/json, Accept: application/json,
+// text/event-stream, MCP-Protocol-Version: <revision> and Mcp-Method:
+// initialize (2026-07-28: server/discover, the _meta keys in params):
+//
+//   - Host: evil.example.com, Origin: http://evil.example.com — passes on
+//     any 4xx;
+//   - Host: <the URL's host:port>, Origin: http://<the URL's host:port> —
+//     passes on any 2xx (the initialize it carries opens a session nobody
+//     closes).
+//
 // On Node.js 20 the suite's CLI fails to load (it imports fs.globSync, new in
 // Node 22); Run loads it with a module hook that supplies one (nodeshim/).
 package conformance
