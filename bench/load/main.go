@@ -10,7 +10,11 @@
 // minimal hand-written echo child; H one streamable-HTTP hop to a go-sdk
 // server in this process; Hraw a plain HTTP POST echo in this process, Hx
 // the same in another process over a unix socket; U, Uwt, T and Ur
-// through a `mcpx serve` daemon over its unix socket or loopback TCP.
+// through a `mcpx serve` daemon over its unix socket or loopback TCP. The MCP
+// paths, c sessions with one call in flight each: F a bare go-sdk Streamable
+// HTTP echo server in another process (the one-hop floor of an MCP
+// endpoint), G mcp-hub (npm) fronting the demo server, M and M1 the daemon's
+// /mcp and /mcp/demo, X any endpoint (-url, -header, -tool).
 //
 // Without -mcpx it builds mcpx.dev/mcpx/cmd/mcpx into a temporary directory,
 // so run it from inside the module.
@@ -29,6 +33,8 @@ func main() {
 		os.Exit(serveRawChild(os.Stdin, os.Stdout))
 	case os.Getenv(envRawHTTP) != "":
 		os.Exit(serveRawHTTP(os.Getenv(envRawHTTP)))
+	case os.Getenv(envFloor) != "":
+		os.Exit(serveFloor(os.Getenv(envFloor)))
 	case os.Getenv(envProfDaemon) != "":
 		os.Exit(serveProfiled(os.Getenv(envProfDaemon)))
 	}

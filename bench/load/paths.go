@@ -23,7 +23,18 @@ import (
 )
 
 // The paths, in the order each round measures them.
-var allPaths = []string{"A0", "A0r", "H", "Hraw", "Hx", "U", "Um", "Uwt", "T", "Ur"}
+var allPaths = []string{"A0", "A0r", "H", "Hraw", "Hx", "U", "Um", "Uwt", "T", "Ur", "F", "G", "Gr", "M", "M1", "Mr", "X"}
+
+// defaultPaths are what a run without -paths measures: those that need
+// nothing beyond this module (G and Gr need testdata/npm, M, M1 and Mr the
+// daemon's MCP endpoint, X a -url).
+var defaultPaths = allPaths[:10]
+
+// daemonPaths need a running `mcpx serve`; mcpxPaths need the mcpx binary.
+var (
+	daemonPaths = []string{"U", "Um", "Uwt", "T", "Ur", "M", "M1", "Mr"}
+	mcpxPaths   = append([]string{"A0", "G"}, daemonPaths...)
+)
 
 var pathDesc = map[string]string{
 	"A0":   "Go client → `mcpx demo-server` over stdio (the floor)",
@@ -36,6 +47,13 @@ var pathDesc = map[string]string{
 	"Uwt":  "same, scope worktree, Mcpx-Cwd in a git repo (incl. resolution)",
 	"T":    "HTTP over loopback TCP → mcpx serve → demo child (scope global)",
 	"Ur":   "HTTP over the unix socket → mcpx serve → minimal echo child (global)",
+	"F":    "MCP client (pool/mcpclient) → a bare go-sdk Streamable HTTP server with one echo tool, in another process, loopback TCP (the one-hop floor of an MCP endpoint)",
+	"G":    "the same client → mcp-hub 4.2.1 (npm) over its HTTP+SSE endpoint → `mcpx demo-server` over stdio (tool a__echo; upstreams a and b)",
+	"Gr":   "as G, the upstreams a and b the minimal echo child (tool a__echo): the gateway's own cost",
+	"M":    "the same client → mcpx serve's aggregate `/mcp` over loopback TCP with the token → demo child (tool demo__echo)",
+	"M1":   "the same client → mcpx serve's `/mcp/demo` over loopback TCP with the token → demo child (tool echo)",
+	"Mr":   "as M, to the minimal echo child (tool raw__echo): the endpoint's own cost",
+	"X":    "the same client → the endpoint given by -url (tool -tool)",
 }
 
 var (
@@ -56,6 +74,10 @@ type path struct {
 	// during, if set, runs beside each of the path's measurements: it
 	// starts something and returns what stops it.
 	during func() (stop func())
+	// mcp is the endpoint of an MCP path, and server the pid whose memory
+	// per idle session -sessions measures (0 = unknown).
+	mcp    *mcpTarget
+	server func() int
 }
 
 type pathSet struct {
@@ -70,10 +92,10 @@ func (ps *pathSet) close() {
 	ps.closers = nil
 }
 
-func setupPaths(ctx context.Context, o *options, d *daemon, wt, self string) (*pathSet, error) {
+func setupPaths(ctx context.Context, o *options, d *daemon, tmp, wt, self string) (*pathSet, error) {
 	ps := &pathSet{}
 	for _, name := range o.paths {
-		p, err := ps.setup(ctx, name, d, wt, self)
+		p, err := ps.setup(ctx, o, name, d, tmp, wt, self)
 		if err != nil {
 			return ps, fmt.Errorf("setting up %s: %w", name, err)
 		}
@@ -82,10 +104,12 @@ func setupPaths(ctx context.Context, o *options, d *daemon, wt, self string) (*p
 	return ps, nil
 }
 
-func (ps *pathSet) setup(ctx context.Context, name string, d *daemon, wt, self string) (*path, error) {
+func (ps *pathSet) setup(ctx context.Context, o *options, name string, d *daemon, tmp, wt, self string) (*path, error) {
 	switch name {
+	case "F", "G", "Gr", "M", "M1", "Mr", "X":
+		return ps.setupMCP(ctx, o, name, d, tmp, self)
 	case "A0", "A0r":
-		cmd := exec.Command(d.mcpx, "demo-server")
+		cmd := exec.Command(o.mcpx, "demo-server")
 		if name == "A0r" {
 			cmd = exec.Command(self)
 			cmd.Env = append(os.Environ(), envRawChild+"=1")
@@ -119,10 +143,10 @@ func (ps *pathSet) setup(ctx context.Context, name string, d *daemon, wt, self s
 		ps.closers = append(ps.closers, stop)
 		return &path{name: name, call: postCall(newClient(nil), url, nil), procs: none}, nil
 	case "Hx":
-		sock := filepath.Join(filepath.Dir(d.sock), "hx.sock")
+		sock := filepath.Join(tmp, "hx.sock")
 		cmd := exec.Command(self)
 		cmd.Env = append(os.Environ(), envRawHTTP+"="+sock)
-		srv, err := startRawHTTP(ctx, cmd, sock)
+		srv, err := startRawHTTP(ctx, cmd, "unix", sock)
 		if err != nil {
 			return nil, err
 		}

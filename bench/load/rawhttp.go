@@ -17,33 +17,39 @@ import (
 const envRawHTTP = "MCPX_BENCH_RAW_HTTP"
 
 func serveRawHTTP(sock string) int {
-	ln, err := net.Listen("unix", sock)
+	return serveChildHTTP("unix", sock, http.HandlerFunc(rawEcho), "raw http")
+}
+
+// serveChildHTTP serves h on addr until this process's stdin closes (the
+// parent closed it, or died): the server side of startRawHTTP.
+func serveChildHTTP(network, addr string, h http.Handler, name string) int {
+	ln, err := net.Listen(network, addr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "raw http:", err)
+		fmt.Fprintln(os.Stderr, name+":", err)
 		return 1
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(rawEcho), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		io.Copy(io.Discard, os.Stdin) // the parent closed our stdin, or died
+		io.Copy(io.Discard, os.Stdin)
 		srv.Close()
 	}()
 	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-		fmt.Fprintln(os.Stderr, "raw http:", err)
+		fmt.Fprintln(os.Stderr, name+":", err)
 		return 1
 	}
 	return 0
 }
 
-// rawHTTP is a running serveRawHTTP child.
+// rawHTTP is a running serveChildHTTP child.
 type rawHTTP struct {
 	cmd    *exec.Cmd
 	stdin  io.Closer
 	exited chan struct{}
 }
 
-// startRawHTTP starts cmd (this binary with envRawHTTP set) and waits until
-// it accepts connections on sock.
-func startRawHTTP(ctx context.Context, cmd *exec.Cmd, sock string) (*rawHTTP, error) {
+// startRawHTTP starts cmd (this binary with envRawHTTP or envFloor set) and
+// waits until it accepts connections on addr (network "unix" or "tcp").
+func startRawHTTP(ctx context.Context, cmd *exec.Cmd, network, addr string) (*rawHTTP, error) {
 	cmd.SysProcAttr = childAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -60,14 +66,14 @@ func startRawHTTP(ctx context.Context, cmd *exec.Cmd, sock string) (*rawHTTP, er
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.Dial("unix", sock)
+		c, err := net.Dial(network, addr)
 		if err == nil {
 			c.Close()
 			return s, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			s.stop()
-			return nil, fmt.Errorf("raw HTTP server not up after 10s: %w", err)
+			return nil, fmt.Errorf("%s not up after 10s: %w", cmd.Path, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -17,6 +17,8 @@ type results struct {
 	Cells   []cell       `json:"cells"` // every round
 	Cold    []coldResult `json:"cold"`  // one per round
 	Memory  memory       `json:"memory"`
+	// Sessions is the memory per idle session of each MCP path's server.
+	Sessions []sessionMemory `json:"sessions,omitempty"`
 	// Derived by summarize.
 	Summary    []cell  `json:"summary"` // medians over rounds; Round = 0
 	Checks     []check `json:"checks"`
@@ -158,6 +160,7 @@ func (r *results) summarize() {
 				Value: median(xs), PerRound: xs, Target: "(informational)", Unit: "×"})
 		}
 	}
+	r.mcpChecks()
 	met := func(b bool) *bool { return &b }
 	if m := r.Memory; m.IdleKB > 0 {
 		mb := float64(m.IdleKB) / 1024
@@ -174,6 +177,72 @@ func (r *results) summarize() {
 			check{Name: "cold first call, direct (spawn + initialize + call)", Value: median(d), PerRound: d, Target: "(reference)", Unit: "ms"},
 			check{Name: "cold first call through the daemon (new worktree key)", Value: median(b), PerRound: b, Target: "(reference)", Unit: "ms"},
 			check{Name: "cold: daemon − direct", Value: median(diff), PerRound: diff, Target: "≤ 5 (\"a few ms\")", Met: met(median(diff) <= 5), Unit: "ms"})
+	}
+}
+
+// mcpChecks are issue 20's goals for the MCP endpoint (M: mcpx's /mcp)
+// against the REST call on the same listener (T), the one-hop floor (F) and
+// mcp-hub (G), each a median of within-round ratios; and the memory per idle
+// session of every MCP path measured.
+func (r *results) mcpChecks() {
+	lo, hi := r.Options.C[0], r.Options.C[len(r.Options.C)-1]
+	get := func(path string, c int, f func(cell) float64) func(int) (float64, bool) {
+		return func(round int) (float64, bool) {
+			cl, ok := r.find(round, path, c)
+			return f(cl), ok
+		}
+	}
+	p50 := func(cl cell) float64 { return cl.P50us }
+	cps := func(cl cell) float64 { return cl.CallsPerSec }
+	for _, q := range []struct {
+		name, target string
+		a, b         string
+		c            int
+		f            func(cell) float64
+		limit        float64 // 0 = informational
+		atMost       bool
+	}{
+		{fmt.Sprintf("M / T p50, c=%d (/mcp vs REST on the same listener)", lo), "≤ 1.2", "M", "T", lo, p50, 1.2, true},
+		{fmt.Sprintf("M1 / T p50, c=%d (/mcp/demo vs REST)", lo), "(informational)", "M1", "T", lo, p50, 0, true},
+		{fmt.Sprintf("M / F calls/s, c=%d (share of the one-hop floor)", hi), "≥ 0.8", "M", "F", hi, cps, 0.8, false},
+		{fmt.Sprintf("M / G calls/s, c=%d (vs mcp-hub)", hi), "≥ 6", "M", "G", hi, cps, 6, false},
+		{fmt.Sprintf("G / M p50, c=%d (how many times faster than mcp-hub)", lo), "≥ 5", "G", "M", lo, p50, 5, false},
+		{fmt.Sprintf("F / G calls/s, c=%d (the floor vs mcp-hub)", hi), "(informational)", "F", "G", hi, cps, 0, false},
+		{fmt.Sprintf("G / F p50, c=%d (mcp-hub vs the floor)", lo), "(informational)", "G", "F", lo, p50, 0, false},
+		{fmt.Sprintf("T / G calls/s, c=%d (REST today vs mcp-hub)", hi), "(informational)", "T", "G", hi, cps, 0, false},
+		{fmt.Sprintf("G / T p50, c=%d (REST today vs mcp-hub)", lo), "(informational)", "G", "T", lo, p50, 0, false},
+		{fmt.Sprintf("Ur / Gr calls/s, c=%d (REST today vs mcp-hub, lean child)", hi), "(informational)", "Ur", "Gr", hi, cps, 0, false},
+		{fmt.Sprintf("Gr / Ur p50, c=%d (REST today vs mcp-hub, lean child)", lo), "(informational)", "Gr", "Ur", lo, p50, 0, false},
+		{fmt.Sprintf("Mr / Gr calls/s, c=%d (the gateways alone: lean child)", hi), "(informational)", "Mr", "Gr", hi, cps, 0, false},
+		{fmt.Sprintf("Gr / Mr p50, c=%d (the gateways alone: lean child)", lo), "(informational)", "Gr", "Mr", lo, p50, 0, false},
+		{fmt.Sprintf("Mr / F calls/s, c=%d (lean child vs the floor)", hi), "(informational)", "Mr", "F", hi, cps, 0, false},
+		{fmt.Sprintf("Gr / F calls/s, c=%d (lean child vs the floor)", hi), "(informational)", "Gr", "F", hi, cps, 0, false},
+	} {
+		fa, fb := get(q.a, q.c, q.f), get(q.b, q.c, q.f)
+		xs := r.perRound(func(round int) (float64, bool) {
+			a, ok1 := fa(round)
+			b, ok2 := fb(round)
+			return a / b, ok1 && ok2 && b > 0
+		})
+		if len(xs) == 0 {
+			continue
+		}
+		c := check{Name: q.name, Value: median(xs), PerRound: xs, Target: q.target, Unit: "×"}
+		if q.limit > 0 {
+			ok := c.Value >= q.limit
+			if q.atMost {
+				ok = c.Value <= q.limit
+			}
+			c.Met = &ok
+		}
+		r.Checks = append(r.Checks, c)
+	}
+	for _, p := range []string{"F", "G", "Gr", "M", "M1", "Mr", "X"} {
+		r.atLeast(fmt.Sprintf("%s calls/s, c=%d", p, hi), "(reference)", true, 0, get(p, hi, cps))
+	}
+	for _, m := range r.Sessions {
+		r.Checks = append(r.Checks, check{Name: fmt.Sprintf("%s server RSS per idle MCP session (%d sessions, %.1f → %.1f MB)", m.Path, m.Sessions, float64(m.BeforeKB)/1024, float64(m.AfterKB)/1024),
+			Value: m.PerSessionKB, Target: "(reference)", Unit: "KB"})
 	}
 }
 
