@@ -176,7 +176,7 @@ const (
 const instructionsFormat = beginMarker + `
 ## MCP tools through mcpx
 
-mcpx brokers this machine's MCP servers as one MCP server of this harness,
+mcpx brokers your MCP servers as one MCP server of this harness,
 ` + "`mcpx`" + `: their tools are your native MCP tools, named ` + "`<server>__<tool>`" + `.
 mcpx starts each server for the project you work in (your first root, else
 your directory); session-scoped ones live as long as your connection.
