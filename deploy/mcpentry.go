@@ -140,45 +140,48 @@ func opencodeEntry(binary string, s Server) *orderedjson.Object {
 // its mode unless s holds a secret (a token), which narrows it to 0600.
 func MCPEntry(path string, parents []string, entry *orderedjson.Object, s Server) Part {
 	want := marshalJSON(entry) + "\n"
-	return Part{
+	p := Part{
 		Path: path, Name: strings.Join(append(slicesClone(parents), EntryName), "."), Want: want,
 		Mode: 0o600, Private: len(s.Headers) > 0, secrets: s.secrets(), mcp: true,
-		get: func(file []byte) (string, bool, error) {
-			doc, err := decodeDoc(file)
-			if err != nil {
-				return "", false, err
-			}
-			parent, err := walk(doc, parents, false)
-			if err != nil || parent == nil {
-				return "", false, err
-			}
-			v, ok := parent.Get(EntryName)
-			if !ok {
-				return "", false, nil
-			}
-			return marshalJSON(v) + "\n", true, nil
-		},
-		put: func(file []byte, part string) ([]byte, error) {
-			doc, err := decodeDoc(file)
-			if err != nil {
-				return nil, err
-			}
-			if part == "" {
-				removeMember(doc, parents)
-				return []byte(marshalJSON(doc) + "\n"), nil
-			}
-			v, err := orderedjson.Decode([]byte(part))
-			if err != nil {
-				return nil, err
-			}
-			parent, err := walk(doc, parents, true)
-			if err != nil {
-				return nil, err
-			}
-			set(parent, EntryName, v)
-			return []byte(marshalJSON(doc) + "\n"), nil
-		},
 	}
+	p.get = func(file []byte) (string, bool, error) {
+		doc, err := decodeDoc(file)
+		if err != nil {
+			var compact bytes.Buffer
+			json.Compact(&compact, []byte(want)) //nolint:errcheck // want is our own JSON
+			return "", false, fmt.Errorf("%w as %s: %s", err, p.Name, p.Shown(compact.String()))
+		}
+		parent, err := walk(doc, parents, false)
+		if err != nil || parent == nil {
+			return "", false, err
+		}
+		v, ok := parent.Get(EntryName)
+		if !ok {
+			return "", false, nil
+		}
+		return marshalJSON(v) + "\n", true, nil
+	}
+	p.put = func(file []byte, part string) ([]byte, error) {
+		doc, err := decodeDoc(file)
+		if err != nil {
+			return nil, err
+		}
+		if part == "" {
+			removeMember(doc, parents)
+			return []byte(marshalJSON(doc) + "\n"), nil
+		}
+		v, err := orderedjson.Decode([]byte(part))
+		if err != nil {
+			return nil, err
+		}
+		parent, err := walk(doc, parents, true)
+		if err != nil {
+			return nil, err
+		}
+		set(parent, EntryName, v)
+		return []byte(marshalJSON(doc) + "\n"), nil
+	}
+	return p
 }
 
 func slicesClone(ss []string) []string { return append([]string(nil), ss...) }

@@ -211,7 +211,7 @@ func TestMCPEntryRefuses(t *testing.T) {
 		h          deploy.Harness
 		file, want string
 	}{
-		{claude, "{\n  // a comment\n}", "not plain JSON"},
+		{claude, "{\n  // a comment\n}", `not plain JSON (invalid JSON: invalid character '/'): mcpx edits only plain JSON; add the entry yourself as mcpServers.mcpx: {"type":"stdio","command":"/b/mcpx","args":["mcp"]}`},
 		{claude, `{"mcpServers": []}`, `"mcpServers" is not an object`},
 		{claude, `[1]`, "not a JSON object"},
 		{codex, "mcp_servers.mcpx.command = \"x\"\n", "other than as a [mcp_servers.mcpx] table"},
@@ -246,6 +246,12 @@ func TestTOMLTable(t *testing.T) {
 	if got := actions(install(t, state, []deploy.Part{p}, false)); got[0] != deploy.Unchanged {
 		t.Fatalf("install over our own table: %v", got)
 	}
+	// Last in a file without its final newline: still ours, unchanged.
+	testenv.WriteFile(t, p.Path, "model = \"o3\"\n\n"+strings.TrimSuffix(p.Want, "\n"))
+	if got := actions(install(t, state, []deploy.Part{p}, false)); got[0] != deploy.Unchanged {
+		t.Fatalf("install over our own table at the end, no newline: %v", got)
+	}
+	testenv.WriteFile(t, p.Path, mine)
 	web := codex.Entry(deploy.Env{Home: home, Getenv: noEnv, Binary: "/b/mcpx",
 		MCP: deploy.Server{URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer t\"q"}}})
 	install(t, state, []deploy.Part{web}, false)

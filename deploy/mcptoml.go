@@ -49,7 +49,11 @@ func TOMLTable(path, want string, s Server) Part {
 			if err != nil || start < 0 {
 				return "", false, err
 			}
-			return string(file[start:end]), true, nil
+			table := string(file[start:end])
+			if !strings.HasSuffix(table, "\n") {
+				table += "\n" // the file's last line, without its newline: the same table
+			}
+			return table, true, nil
 		},
 		put: func(file []byte, part string) ([]byte, error) {
 			start, end, err := tomlTable(file)
