@@ -99,7 +99,16 @@ func mcpServer(c *cli, bo *brokerOpts, httpForm bool, state string) (deploy.Serv
 	if !httpForm {
 		args := []string{"mcp"}
 		if bo.addr != "" {
-			args = append(args, "--broker", bo.addr)
+			addr := bo.addr
+			if a, tailnet := client.BrokerAddr(addr); !tailnet && !strings.Contains(a, "://") {
+				// A socket: the client starts the bridge in a directory of its own.
+				abs, err := filepath.Abs(addr)
+				if err != nil {
+					return deploy.Server{}, nil, err
+				}
+				addr = abs
+			}
+			args = append(args, "--broker", addr)
 		}
 		if bo.tsnet {
 			args = append(args, "--tsnet")
