@@ -289,12 +289,12 @@ func TestInstructionsOnce(t *testing.T) {
 		t.Fatalf("install after the user's own addition: %v", got)
 	}
 	// An edit inside the section is the user's.
-	inside := strings.Replace(read(t, path), "Start here.", "Start here, always.", 1)
+	inside := strings.Replace(read(t, path), "one go;", "one go, always;", 1)
 	testenv.WriteFile(t, path, inside)
 	if rs := install(t, state, parts, false); rs[0].Action != deploy.Edited || !strings.Contains(rs[0].Diff, "always") {
 		t.Fatalf("install over an edited section: %v\n%s", rs[0].Action, rs[0].Diff)
 	}
-	testenv.WriteFile(t, path, strings.Replace(inside, "Start here, always.", "Start here.", 1))
+	testenv.WriteFile(t, path, strings.Replace(inside, "one go, always;", "one go;", 1))
 	uninstall(t, state, parts)
 	if got := read(t, path); got != mine+"\nMore of mine.\n" {
 		t.Fatalf("after uninstall:\n%q", got)

@@ -1,8 +1,10 @@
 // Package deploy renders and installs what runs mcpx as a user's service and
-// wires it into agent harnesses: a systemd user unit or a launchd agent
-// (never root: the daemon is per-user and its children run as that user),
-// and for Claude Code, codex and opencode an instructions section and a
-// session hook.
+// wires it into MCP clients: a systemd user unit or a launchd agent
+// (never root: the daemon is per-user and its children run as that user);
+// for each client (Claude Code, codex, opencode, Cursor, VS Code, Claude
+// Desktop) the MCP server entry mcpx in its config, the stdio bridge
+// `mcpx mcp` or Streamable HTTP ([Server]); and for the agent harnesses
+// among them an instructions section and a session hook.
 //
 //	p, _ := deploy.ServicePart(deploy.Linux, deploy.ServiceFile(deploy.Linux, home, ""), deploy.Service{
 //		Binary: "/usr/local/bin/mcpx", StateDir: home + "/.local/state/mcpx",
@@ -13,7 +15,9 @@
 // # Edits are the user's
 //
 // Everything mcpx writes is a [Part]: a whole file, a marked section of a
-// shared file (CLAUDE.md, AGENTS.md), or one entry of a JSON hooks file.
+// shared file (CLAUDE.md, AGENTS.md), one entry of a JSON file (a hook, the
+// mcpx member of a client's mcpServers), or one TOML table (codex's
+// [mcp_servers.mcpx]).
 // [Records] keeps a hash of each part as mcpx last wrote it, in
 // installed.json in the state directory. An install writes a part that is
 // absent, or that is still as mcpx wrote it; a part that differs (the user
@@ -21,6 +25,12 @@
 // overwritten. A part already as wanted is left as is, so a second install
 // is a no-op and a section never appears twice. Uninstall removes only what
 // is still as mcpx wrote it.
+//
+// # Tokens
+//
+// An HTTP entry may carry the daemon's token in a header. A file it is
+// written into is made 0600 whatever its mode was ([Part.Private]), and
+// what install prints shows tokens as <secret> ([Part.Shown]).
 //
 // # Hardening
 //

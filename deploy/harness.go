@@ -10,24 +10,31 @@ import (
 	"strings"
 )
 
-// Harness is an agent harness `mcpx install` sets up: the instructions
-// section in its global instructions file, and its hook or plugin that gives
-// every shell it starts the session identity (MCPX_SESSION_ID, and
-// MCPX_PARENT_SESSION_ID when the harness itself runs inside an mcpx
-// session). No MCP server entry yet: mcpx does not serve MCP.
+// Harness is an MCP client `mcpx install` wires to mcpx: the entry called
+// mcpx in its MCP config (the stdio bridge `mcpx mcp`, or Streamable HTTP),
+// and for an agent harness the instructions section in its global
+// instructions file and its hook or plugin that gives every shell it
+// starts the session identity (MCPX_SESSION_ID, and MCPX_PARENT_SESSION_ID
+// when the harness itself runs inside an mcpx session).
 type Harness struct {
 	Name    string
 	Summary string
-	parts   func(e Env) []Part
-	notes   func(e Env) []string
+	// StdioOnly: the client's config file takes only command entries
+	// (Claude Desktop), so it gets the stdio bridge whatever Env.MCP says.
+	StdioOnly bool
+	parts     func(e Env) []Part
+	notes     func(e Env) []string
 }
 
 // Env is where a harness keeps its files: the user's home and the
-// variables that move them, and the mcpx binary the hooks run.
+// variables that move them, the mcpx binary the hooks and the stdio bridge
+// run, and how the client reaches mcpx.
 type Env struct {
 	Home   string              // absolute
 	Getenv func(string) string // os.Getenv, or a test's
-	Binary string              // the mcpx binary hooks run (absolute)
+	Binary string              // the mcpx binary hooks and the bridge run (absolute)
+	MCP    Server              // the MCP entry's form (zero: the stdio bridge `mcpx mcp`)
+	OS     string              // a runtime.GOOS value: where desktop apps keep their config ("" = this one)
 }
 
 func (e Env) dir(envVar string, homeRel ...string) string {
@@ -38,7 +45,22 @@ func (e Env) dir(envVar string, homeRel ...string) string {
 }
 
 // Parts returns what installing h writes.
-func (h Harness) Parts(e Env) []Part { return h.parts(e) }
+func (h Harness) Parts(e Env) []Part {
+	if h.StdioOnly {
+		e.MCP = Server{Args: e.MCP.Args}
+	}
+	return h.parts(e)
+}
+
+// Entry returns h's MCP server entry among its Parts.
+func (h Harness) Entry(e Env) Part {
+	for _, p := range h.Parts(e) {
+		if p.mcp {
+			return p
+		}
+	}
+	panic("deploy: harness " + h.Name + " has no MCP entry") // every harness has one
+}
 
 // Notes returns what installing h cannot do itself and the user must (or
 // nothing).
@@ -49,28 +71,36 @@ func (h Harness) Notes(e Env) []string {
 	return h.notes(e)
 }
 
-// Harnesses returns the harnesses mcpx installs into, by name.
+// Harnesses returns the clients mcpx installs into, by name. Each gets one
+// MCP server entry called mcpx; the agent harnesses among them (claude,
+// codex, opencode) also the instructions section and the session hook.
+// The config files and formats are as each client's own `mcp add` writes
+// them (Claude Code 2.1.332, codex 0.171.0, opencode 1.18.33 checked
+// here) or as its documentation gives them (Cursor, VS Code, Claude
+// Desktop).
 func Harnesses() []Harness {
 	return []Harness{
 		{
 			Name:    "claude",
-			Summary: "Claude Code: a section in ~/.claude/CLAUDE.md; a SessionStart hook in ~/.claude/settings.json exporting the session through $CLAUDE_ENV_FILE",
+			Summary: "Claude Code: mcpServers.mcpx in ~/.claude.json (user scope); a section in ~/.claude/CLAUDE.md; a SessionStart hook in ~/.claude/settings.json exporting the session through $CLAUDE_ENV_FILE",
 			parts: func(e Env) []Part {
 				dir := e.dir("CLAUDE_CONFIG_DIR", ".claude")
 				return []Part{
 					Instructions(filepath.Join(dir, "CLAUDE.md"), sessionExported),
 					SessionStartHook(filepath.Join(dir, "settings.json"), e.Binary, "claude"),
+					MCPEntry(claudeJSON(e), []string{"mcpServers"}, typedEntry(e.Binary, e.MCP), e.MCP),
 				}
 			},
 		},
 		{
 			Name:    "codex",
-			Summary: "Codex CLI: a section in ~/.codex/AGENTS.md; a SessionStart hook in ~/.codex/hooks.json telling the agent its session id",
+			Summary: "Codex CLI: [mcp_servers.mcpx] in ~/.codex/config.toml; a section in ~/.codex/AGENTS.md; a SessionStart hook in ~/.codex/hooks.json telling the agent its session id",
 			parts: func(e Env) []Part {
 				dir := e.dir("CODEX_HOME", ".codex")
 				return []Part{
 					Instructions(filepath.Join(dir, "AGENTS.md"), sessionTold),
 					SessionStartHook(filepath.Join(dir, "hooks.json"), e.Binary, "codex"),
+					TOMLTable(filepath.Join(dir, "config.toml"), codexTable(e.Binary, e.MCP), e.MCP),
 				}
 			},
 			notes: func(e Env) []string {
@@ -81,18 +111,41 @@ func Harnesses() []Harness {
 						return nil
 					}
 				}
-				return []string{fmt.Sprintf("codex runs hooks only with the feature on: add\n\n    [features]\n    codex_hooks = true\n\n  to %s (mcpx does not edit it), then trust the hook in codex's /hooks", cfg)}
+				return []string{fmt.Sprintf("codex runs hooks only with the feature on: add\n\n    [features]\n    codex_hooks = true\n\n  to %s (mcpx edits only its own [mcp_servers.mcpx] table there), then trust the hook in codex's /hooks", cfg)}
 			},
 		},
 		{
 			Name:    "opencode",
-			Summary: "opencode: a section in ~/.config/opencode/AGENTS.md; a plugin ~/.config/opencode/plugins/mcpx.js setting the session in every shell (shell.env)",
+			Summary: "opencode: mcp.mcpx in ~/.config/opencode/opencode.json; a section in ~/.config/opencode/AGENTS.md; a plugin ~/.config/opencode/plugins/mcpx.js setting the session in every shell (shell.env)",
 			parts: func(e Env) []Part {
 				dir := filepath.Join(e.dir("XDG_CONFIG_HOME", ".config"), "opencode")
 				return []Part{
 					Instructions(filepath.Join(dir, "AGENTS.md"), sessionExportedPlugin),
 					{Path: filepath.Join(dir, "plugins", "mcpx.js"), Want: opencodePlugin},
+					MCPEntry(filepath.Join(dir, "opencode.json"), []string{"mcp"}, opencodeEntry(e.Binary, e.MCP), e.MCP),
 				}
+			},
+		},
+		{
+			Name:    "cursor",
+			Summary: "Cursor: mcpServers.mcpx in ~/.cursor/mcp.json (every project)",
+			parts: func(e Env) []Part {
+				return []Part{MCPEntry(filepath.Join(e.Home, ".cursor", "mcp.json"), []string{"mcpServers"}, plainEntry(e.Binary, e.MCP), e.MCP)}
+			},
+		},
+		{
+			Name:    "vscode",
+			Summary: "VS Code: servers.mcpx in the user profile's mcp.json (~/.config/Code/User, on macOS ~/Library/Application Support/Code/User)",
+			parts: func(e Env) []Part {
+				return []Part{MCPEntry(vscodeMCP(e), []string{"servers"}, typedEntry(e.Binary, e.MCP), e.MCP)}
+			},
+		},
+		{
+			Name:      "claude-desktop",
+			Summary:   "Claude Desktop: mcpServers.mcpx in claude_desktop_config.json (~/Library/Application Support/Claude on macOS, ~/.config/Claude elsewhere); the stdio bridge only",
+			StdioOnly: true,
+			parts: func(e Env) []Part {
+				return []Part{MCPEntry(claudeDesktopConfig(e), []string{"mcpServers"}, plainEntry(e.Binary, e.MCP), e.MCP)}
 			},
 		},
 	}
@@ -118,28 +171,19 @@ const (
 )
 
 // instructionsFormat is the instructions section; its %s is what the
-// harness's hook does for the session id.
+// harness's hook does for the session id. Short: the tools describe
+// themselves through MCP.
 const instructionsFormat = beginMarker + `
 ## MCP tools through mcpx
 
-MCP servers are reached through the mcpx broker from the shell, not as
-tools of this harness. The broker starts each server for the directory and
-session you call from: run mcpx from the project you work in.
-
-- ` + "`mcpx catalog`" + `: every server with its tool count, then tool signatures
-  within a token budget (` + "`--budget N`" + `). Start here.
-- ` + "`mcpx search <terms>`" + `: find tools by name, tag, server and description.
-- ` + "`mcpx types <server>[.<tool>]`" + `: a tool's TypeScript signature, with the
-  server's instructions.
-- ` + "`mcpx call <server>.<tool> '<json args>'`" + `: call one tool; its result's
-  text is printed (` + "`--json`" + `: the whole CallToolResult as JSON). Exit codes:
-  1 the tool returned an error, 3 the broker is unreachable, 4 the call failed.
-- ` + "`mcpx run <script> [args]`" + `: run a TypeScript script that imports the typed
-  client (` + "`import { ... } from \"mcpx\"`" + `) and calls many tools in one go;
-  prefer it to many single calls.
+mcpx brokers your MCP servers as one MCP server of this harness,
+` + "`mcpx`" + `: their tools are your native MCP tools, named ` + "`<server>__<tool>`" + `.
+mcpx starts each server for the project you work in (your first root, else
+your directory); session-scoped ones live as long as your connection.
 
 %s
-Run ` + "`mcpx help`" + ` for the rest.
+` + "`mcpx status`" + ` lists the servers running for you; ` + "`mcpx run <script>`" + ` runs a
+TypeScript script calling many tools in one go; ` + "`mcpx help`" + ` has the rest.
 ` + endMarker + "\n"
 
 // What the instructions say about the session, true of each harness's hook
@@ -147,14 +191,13 @@ Run ` + "`mcpx help`" + ` for the rest.
 // in every shell; codex's hook can only tell the agent its id.
 const (
 	sessionExported = `The hook mcpx installed sets your session id in the MCPX_SESSION_ID
-variable of every shell; mcpx sends it, so session-scoped servers are yours.`
+variable of every shell, so mcpx commands you run there are your session's.`
 	sessionExportedPlugin = `The plugin mcpx installed sets your session id in the MCPX_SESSION_ID
-variable of every shell; mcpx sends it, so session-scoped servers are yours.`
+variable of every shell, so mcpx commands you run there are your session's.`
 	sessionTold = `The hook mcpx installed tells you your session id when the session
-starts; it cannot set variables in your shells. Run mcpx as
+starts; it cannot set variables in your shells. Run mcpx commands as
 ` + "`MCPX_SESSION_ID=<id> mcpx ...`" + ` (or pass ` + "`--session <id>`" + `) so that
-session-scoped servers are yours: without it each of their calls gets a new
-server that keeps nothing.`
+they are your session's.`
 )
 
 // InstructionsText is the section mcpx puts in a harness's instructions
@@ -246,7 +289,7 @@ func SessionStartHook(path, binary, harness string) Part {
 		return false
 	}
 	return Part{
-		Path: path, Name: "SessionStart hook", Want: string(want) + "\n",
+		Path: path, Name: "SessionStart hook", Want: string(want) + "\n", ShowFile: true,
 		get: func(file []byte) (string, bool, error) {
 			_, groups, err := hookGroups(file)
 			if err != nil {

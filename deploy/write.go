@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
@@ -23,6 +24,14 @@ type Part struct {
 	Name string      // "" = the whole file; else the part's name, e.g. "instructions"
 	Want string      // the part as mcpx writes it
 	Mode fs.FileMode // of a file mcpx creates (0 = 0644)
+	// Private: the part holds a secret (a token), so its file is made
+	// 0600 even if it existed with a wider mode.
+	Private bool
+	secrets []string // in Want, hidden by Shown
+	// ShowFile: a dry run shows the whole file as it would be, the part
+	// alone saying little (a hook group without the file's hooks).
+	ShowFile bool
+	mcp      bool // the client's MCP server entry (Harness.Entry)
 	// get extracts the part from the file's content (ok false: absent);
 	// put returns the content with the part set (part "" = removed). nil =
 	// the whole file.
@@ -36,6 +45,20 @@ func (p Part) key() string {
 	}
 	return p.Path + "#" + p.Name
 }
+
+// Shown is text (the part, its file, or a diff) with the part's secrets,
+// and any bearer token, as <secret>, for printing.
+func (p Part) Shown(text string) string {
+	for _, s := range p.secrets {
+		if s != "" {
+			text = strings.ReplaceAll(text, s, "<secret>")
+		}
+	}
+	return bearerToken.ReplaceAllString(text, "${1}<secret>")
+}
+
+// bearerToken is a bearer token in a header's value, as JSON or TOML has it.
+var bearerToken = regexp.MustCompile(`(Bearer )[^"'\s]+`)
 
 func (p Part) String() string {
 	if p.Name == "" {
@@ -244,6 +267,9 @@ func write(p Part, file []byte) error {
 	}
 	if st, err := os.Stat(p.Path); err == nil {
 		mode = st.Mode().Perm() // an existing file keeps its permissions
+	}
+	if p.Private {
+		mode &^= 0o077 // but a token is for the user's eyes only
 	}
 	return atomicfile.Write(p.Path, file, mode)
 }

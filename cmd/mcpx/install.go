@@ -1,64 +1,51 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/deploy"
 )
 
-// installCmd is `mcpx install <harness> [--dry-run]` and `mcpx install
-// --list`: the instructions section and the session hook of an agent
-// harness (package deploy).
+// installCmd is `mcpx install <client> [--http] [--broker B] [--dry-run]`
+// and `mcpx install --list`: the MCP server entry called mcpx in a
+// client's config, and for an agent harness its instructions section and
+// session hook (package deploy).
 func installCmd(_ context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "install")
 	dry := fs.Bool("dry-run", false, "print what would be written, change nothing")
-	list := fs.Bool("list", false, "list the harnesses and what install writes for each")
+	list := fs.Bool("list", false, "list the clients and what install writes for each")
 	asJSON := fs.Bool("json", false, "with --list: print the list as JSON")
 	uninstall := fs.Bool("uninstall", false, "remove what install wrote (parts you edited are reported and left)")
-	binary := fs.String("binary", "", "the mcpx binary the hooks run (default this one)")
-	stateFlag := fs.String("state-dir", "", "where the hashes of what was written are kept (default $XDG_STATE_HOME/mcpx)")
+	httpForm := fs.Bool("http", false, "write a Streamable HTTP entry (the running daemon's loopback URL and token, or --broker's /mcp) rather than the stdio bridge `mcpx mcp`")
+	bo := brokerFlag(fs) // passed on to `mcpx mcp`, or with --http where the URL points
+	binary := fs.String("binary", "", "the mcpx binary the hooks and the stdio bridge run (default this one)")
+	stateFlag := fs.String("state-dir", "", "where the hashes of what was written are kept, and the daemon record --http reads (default $XDG_STATE_HOME/mcpx)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
 	}
-	if *list && *asJSON {
-		type harness struct {
-			Name    string `json:"name"`
-			Summary string `json:"summary"`
-		}
-		doc := struct {
-			Harnesses      []harness `json:"harnesses"`
-			MCPServerEntry bool      `json:"mcpServerEntry"` // false: mcpx does not serve MCP yet
-		}{Harnesses: []harness{}}
-		for _, h := range deploy.Harnesses() {
-			doc.Harnesses = append(doc.Harnesses, harness{h.Name, h.Summary})
-		}
-		b, _ := json.MarshalIndent(doc, "", "  ")
-		fmt.Fprintf(c.stdout, "%s\n", b)
-		return exitOK
-	}
 	if *list {
-		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		for _, h := range deploy.Harnesses() {
-			fmt.Fprintf(tw, "%s\t%s\n", h.Name, h.Summary)
-		}
-		tw.Flush()
-		fmt.Fprintln(c.stdout, "\nNo MCP server entry is written: mcpx does not serve MCP yet.")
-		return exitOK
+		return printHarnesses(c, *asJSON)
 	}
 	if len(pos) != 1 {
-		return usageError(c, fs, "name one harness (or --list)")
+		return usageError(c, fs, "name one client (or --list)")
 	}
 	h, err := deploy.LookupHarness(pos[0])
 	if err != nil {
 		return usageError(c, fs, "%v", err)
+	}
+	if h.StdioOnly && *httpForm {
+		return usageError(c, fs, "%s takes only command entries: leave out --http (the stdio bridge `mcpx mcp` reaches the same broker)", h.Name)
 	}
 	home := c.getenv("HOME")
 	if !filepath.IsAbs(home) {
@@ -80,6 +67,13 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 		}
 	}
 	e := deploy.Env{Home: home, Getenv: c.getenv, Binary: bin}
+	var notes []string
+	if !*uninstall { // uninstall finds our entry by its recorded hash, whatever its form
+		if e.MCP, notes, err = mcpServer(c, bo, *httpForm, state); err != nil {
+			fmt.Fprintf(c.stderr, "mcpx install %s: %v\n", h.Name, err)
+			return exitFailed
+		}
+	}
 	rec, err := deploy.LoadRecords(state)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcpx install: %v\n", err)
@@ -94,30 +88,159 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "mcpx install %s: %v\n", h.Name, err)
 		return exitFailed
 	}
-	return printResults(c, h, e, results, *dry, *uninstall)
+	return printResults(c, results, append(notes, h.Notes(e)...), *dry, *uninstall)
 }
 
-func printResults(c *cli, h deploy.Harness, e deploy.Env, results []deploy.Result, dry, uninstall bool) int {
+// mcpServer is the MCP entry's form for install's flags: the stdio bridge
+// `mcpx mcp` with the broker flags passed on, or with --http the URL of
+// the broker's /mcp endpoint and the header it needs, with notes for the
+// user.
+func mcpServer(c *cli, bo *brokerOpts, httpForm bool, state string) (deploy.Server, []string, error) {
+	if !httpForm {
+		args := []string{"mcp"}
+		if bo.addr != "" {
+			addr := bo.addr
+			if a, tailnet := client.BrokerAddr(addr); !tailnet && !strings.Contains(a, "://") {
+				// A socket: the client starts the bridge in a directory of its own.
+				abs, err := filepath.Abs(addr)
+				if err != nil {
+					return deploy.Server{}, nil, err
+				}
+				addr = abs
+			}
+			args = append(args, "--broker", addr)
+		}
+		if bo.tsnet {
+			args = append(args, "--tsnet")
+		}
+		if bo.tokenFile != "" {
+			abs, err := filepath.Abs(bo.tokenFile)
+			if err != nil {
+				return deploy.Server{}, nil, err
+			}
+			args = append(args, "--token-file", abs)
+		}
+		return deploy.Server{Args: args}, nil, nil
+	}
+	if bo.tsnet {
+		return deploy.Server{}, nil, errors.New("--http with --tsnet: an HTTP entry is dialled by the client itself, through this machine's tailscaled, not an embedded node; leave out --http for the stdio bridge, which brings up the node")
+	}
+	token, err := brokerToken(c, bo.tokenFile)
+	if err != nil {
+		return deploy.Server{}, nil, err
+	}
+	bearer := func(s deploy.Server, tok string) deploy.Server {
+		if tok != "" {
+			s.Headers = map[string]string{wire.HeaderAuthorization: "Bearer " + tok}
+		}
+		return s
+	}
+	if bo.addr == "" {
+		rec, err := client.ReadRecord(state)
+		switch {
+		case err != nil:
+			return deploy.Server{}, nil, fmt.Errorf("--http writes the running daemon's URL and token, and no daemon record is in %s (%v): start the daemon (`mcpx service install`, or any mcpx command starts one) and run this again", state, err)
+		case rec.URL == "":
+			return deploy.Server{}, nil, fmt.Errorf("the daemon (pid %d) serves no loopback TCP (it runs with --listen off): restart it with --listen 127.0.0.1:PORT, or leave out --http for the stdio bridge", rec.Pid)
+		case !client.Answers(rec.Socket):
+			return deploy.Server{}, nil, fmt.Errorf("the daemon of the record in %s (pid %d) does not answer on %s: start it and run this again", state, rec.Pid, rec.Socket)
+		}
+		note := fmt.Sprintf("the entry holds the URL and token of the daemon running now (pid %d): when it restarts its token changes (and its port, unless it runs with a fixed --listen 127.0.0.1:PORT); run this again then, or leave out --http for the stdio bridge, which finds the daemon itself", rec.Pid)
+		return bearer(deploy.Server{URL: rec.URL + "/mcp"}, rec.Token), []string{note}, nil
+	}
+	addr, tailnet := client.BrokerAddr(bo.addr)
+	switch {
+	case tailnet: // WhoIs tells the broker who calls: no token
+		return bearer(deploy.Server{URL: addr + "/mcp"}, token), nil, nil
+	case strings.HasPrefix(addr, "http://"), strings.HasPrefix(addr, "https://"):
+		return bearer(deploy.Server{URL: strings.TrimSuffix(addr, "/") + "/mcp"}, token), nil, nil
+	}
+	return deploy.Server{}, nil, fmt.Errorf("--http needs the broker's URL or tailnet name; the socket %s is reached through the stdio bridge: leave out --http", addr)
+}
+
+// printHarnesses is `mcpx install --list`: each client, its files, and the
+// entry it gets in either form.
+func printHarnesses(c *cli, asJSON bool) int {
+	home := c.getenv("HOME")
+	if !filepath.IsAbs(home) {
+		home = "~"
+	}
+	stdio := deploy.Env{Home: home, Getenv: c.getenv, Binary: "/path/to/mcpx"}
+	httpEnv := stdio
+	httpEnv.MCP = deploy.Server{URL: "http://127.0.0.1:PORT/mcp", Headers: map[string]string{wire.HeaderAuthorization: "Bearer <token>"}}
+	type harness struct {
+		Name    string   `json:"name"`
+		Summary string   `json:"summary"`
+		Files   []string `json:"files"`
+		Stdio   string   `json:"stdio"`          // the entry of the stdio bridge
+		HTTP    string   `json:"http,omitempty"` // the entry of --http; absent: stdio only
+	}
+	var hs []harness
+	for _, h := range deploy.Harnesses() {
+		x := harness{Name: h.Name, Summary: h.Summary, Files: []string{}, Stdio: compactEntry(h.Entry(stdio))}
+		for _, p := range h.Parts(stdio) {
+			x.Files = append(x.Files, p.String())
+		}
+		if !h.StdioOnly {
+			x.HTTP = compactEntry(h.Entry(httpEnv))
+		}
+		hs = append(hs, x)
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(struct {
+			Harnesses      []harness `json:"harnesses"`
+			MCPServerEntry bool      `json:"mcpServerEntry"`
+		}{hs, true}, "", "  ")
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return exitOK
+	}
+	for i, h := range hs {
+		if i > 0 {
+			fmt.Fprintln(c.stdout)
+		}
+		fmt.Fprintf(c.stdout, "%s  %s\n", h.Name, h.Summary)
+		for _, f := range h.Files {
+			fmt.Fprintf(c.stdout, "    writes %s\n", f)
+		}
+		fmt.Fprintf(c.stdout, "    entry (default, the stdio bridge): %s\n", h.Stdio)
+		if h.HTTP != "" {
+			fmt.Fprintf(c.stdout, "    entry with --http: %s\n", h.HTTP)
+		}
+	}
+	return exitOK
+}
+
+// compactEntry is an entry on one line: JSON compacted, TOML lines joined.
+func compactEntry(p deploy.Part) string {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(p.Want)) == nil {
+		return b.String()
+	}
+	return strings.Join(strings.Split(strings.TrimSpace(p.Want), "\n"), "; ")
+}
+
+func printResults(c *cli, results []deploy.Result, notes []string, dry, uninstall bool) int {
 	edited := 0
 	for _, r := range results {
 		switch {
 		case r.Action == deploy.Edited:
 			edited++
-			fmt.Fprintf(c.stderr, "left as it is: %s was edited (or not written by mcpx). Difference (- mcpx's, + the file):\n%s", r.Part, indent(r.Diff))
-		case dry && (r.Action == deploy.Create || r.Action == deploy.Update) && r.Part.Name != "" && strings.HasSuffix(r.Part.Path, ".json"):
-			// An entry of a JSON file: the fragment alone is not a valid
-			// file, so show the file as it would be.
-			fmt.Fprintf(c.stdout, "would %s %s; the file would be:\n%s", r.Action, r.Part, indent(r.File))
+			fmt.Fprintf(c.stderr, "left as it is: %s was edited (or not written by mcpx). Difference (- mcpx's, + the file):\n%s", r.Part, indent(r.Part.Shown(r.Diff)))
+		case dry && (r.Action == deploy.Create || r.Action == deploy.Update) && r.Part.ShowFile:
+			// The fragment alone says little: show the file as it would be.
+			fmt.Fprintf(c.stdout, "would %s %s; the file would be:\n%s", r.Action, r.Part, indent(r.Part.Shown(r.File)))
 		case dry && (r.Action == deploy.Create || r.Action == deploy.Update):
-			fmt.Fprintf(c.stdout, "would %s %s:\n%s", r.Action, r.Part, indent(r.Part.Want))
+			fmt.Fprintf(c.stdout, "would %s %s:\n%s", r.Action, r.Part, indent(r.Part.Shown(r.Part.Want)))
 		case dry && r.Action == deploy.Remove:
 			fmt.Fprintf(c.stdout, "would remove %s\n", r.Part)
+		case r.Part.Private && (r.Action == deploy.Create || r.Action == deploy.Update):
+			fmt.Fprintf(c.stdout, "%s %s (file mode 0600: it holds a token)\n", r.Action, r.Part)
 		default:
 			fmt.Fprintf(c.stdout, "%s %s\n", r.Action, r.Part)
 		}
 	}
 	if !uninstall {
-		for _, n := range h.Notes(e) {
+		for _, n := range notes {
 			fmt.Fprintf(c.stdout, "note: %s\n", n)
 		}
 	}
@@ -205,8 +328,8 @@ func setupPromptCmd(_ context.Context, c *cli, args []string) int {
 
 const setupPrompt = `You are setting up mcpx on this machine for the user. mcpx is one daemon
 that brokers MCP servers: it starts each server for the directory and session
-that calls it, and you reach every tool from the shell (mcpx call, catalog,
-search, types, run) instead of loading MCP servers into your harness.
+that calls it, and your harness reaches all their tools as one MCP server,
+mcpx, instead of loading each MCP server itself.
 
 Do these steps in order. Run each command, read its output, and stop to ask
 the user when a step reports a problem you cannot fix from its message.
@@ -222,9 +345,11 @@ the user when a step reports a problem you cannot fix from its message.
    running and where its logs are. If it reports a file the user edited, do
    not remove it: show the user the difference.
 3. Wire up the harness you run in: ` + "`mcpx install --list`" + ` names them;
-   run ` + "`mcpx install <%s> --dry-run`" + `, then without --dry-run. It writes an
-   instructions section (once) and a session hook. Follow any "note:" it
-   prints; a part reported as edited is the user's: leave it.
+   run ` + "`mcpx install <%s> --dry-run`" + `, then without --dry-run. It writes
+   the MCP server entry mcpx (the stdio bridge ` + "`mcpx mcp`" + `) and, for an
+   agent harness, an instructions section (once) and a session hook. Follow
+   any "note:" it prints; a part reported as edited is the user's: leave
+   it. The harness sees the new server when it next starts.
 4. Check: ` + "`mcpx catalog`" + ` lists the servers and their tools, and
    ` + "`mcpx call demo.echo '{\"message\":\"hi\"}'`" + ` (with no config, the built-in demo
    server) answers.
