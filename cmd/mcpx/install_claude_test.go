@@ -159,7 +159,6 @@ func TestInstallClaudeHTTPEntry(t *testing.T) {
 // daemon's own loopback /mcp URL and token from its record; Claude Code
 // connects to both.
 func TestInstallClaudeDaemon(t *testing.T) {
-	t.Skip("needs the /mcp endpoint: lead enables after merge")
 	proctest.CheckNoLeaks(t)
 	home, state := claudeHome(t)
 	exe, err := os.Executable()
