@@ -10,6 +10,7 @@ import (
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // applyServers hands the pool the current definitions, revisions included;
@@ -81,6 +82,7 @@ func poolServer(name string, s *config.Server) pool.Server {
 		StartTimeout: s.StartTimeout.D(),
 		Allocate:     poolAllocs(s.Allocate),
 		Sampling:     s.Sampling,
+		Era:          eraOf(s.Protocol),
 		ReadyStderr:  readyStderr(s.Ready),
 		NoRoots:      !s.OffersRoots(),
 	}
@@ -116,4 +118,15 @@ func sortedNames(m map[string]*config.Server) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// eraOf is the pool's era for a server's "protocol".
+func eraOf(protocol string) string {
+	switch protocol {
+	case "handshake":
+		return mcpclient.EraHandshake
+	case "stateless":
+		return mcpclient.EraStateless
+	}
+	return ""
 }

@@ -184,7 +184,42 @@ func (ss *session) handle(ctx context.Context, st *stream, msg *message) []byte 
 		e := ss.rpcError(err)
 		return rpcErrorMsg(msg.ID, e.Code, e.Message, e.Data)
 	}
+	if ss.id == "" {
+		res = statelessResult(msg.Method, res)
+	}
 	return resultMsg(msg.ID, res)
+}
+
+// cacheable are the results that carry the 2026-07-28 caching hints
+// (SEP-2549).
+var cacheable = map[string]bool{"server/discover": true, "tools/list": true, "prompts/list": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true}
+
+// statelessResult gives a result for a stateless client what the
+// 2026-07-28 schema requires and a child of the handshake era (or mcpx's
+// own listing) leaves out: resultType, and the caching hints, which are
+// private and immediately stale (what mcpx lists depends on the caller).
+func statelessResult(method string, res json.RawMessage) json.RawMessage {
+	o, err := parseObject(res)
+	if err != nil {
+		return res
+	}
+	changed := false
+	if o.get("resultType") == nil {
+		o, changed = o.setString("resultType", "complete"), true
+	}
+	if cacheable[method] {
+		if o.get("ttlMs") == nil {
+			o, changed = o.set("ttlMs", json.RawMessage("0")), true
+		}
+		if o.get("cacheScope") == nil {
+			o, changed = o.setString("cacheScope", "private"), true
+		}
+	}
+	if !changed {
+		return res
+	}
+	return o.bytes()
 }
 
 func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json.RawMessage, error) {
@@ -194,7 +229,8 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 	case "server/discover":
 		caps, info, instr := ss.serverDescription(ctx)
 		meta, _ := json.Marshal(map[string]json.RawMessage{metaServerInfo: info})
-		res := object{}.set("supportedVersions", json.RawMessage(`["`+StatelessVersion+`"]`)).set("capabilities", caps)
+		versions, _ := json.Marshal(supportedVersions())
+		res := object{}.set("supportedVersions", versions).set("capabilities", caps)
 		if instr != "" {
 			res = res.setString("instructions", instr)
 		}
@@ -300,7 +336,7 @@ func (ss *session) listen(ctx context.Context, st *stream, msg *message) (json.R
 	ack, _ := json.Marshal(map[string]any{"toolsListChanged": n.Tools, "promptsListChanged": n.Prompts, "resourcesListChanged": n.Resources})
 	ss.notify(st, "notifications/subscriptions/acknowledged", object{}.set("notifications", ack).set("_meta", meta))
 	if len(want) > 0 {
-		l := &listener{ss: ss, st: st, want: want}
+		l := &listener{ss: ss, st: st, want: want, meta: meta}
 		stop := ss.srv.addListener(l)
 		<-ctx.Done()
 		stop()

@@ -1,8 +1,8 @@
 package mcpserver
 
 import (
-	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,9 +99,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
 		return
 	}
 
-	if bad := checkHeaders(r, msg); bad != nil {
+	if status, bad := checkHeaders(r, msg); bad != nil {
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
+		w.WriteHeader(status)
 		w.Write(bad) //nolint:errcheck // the client is gone
 		return
 	}
@@ -172,7 +172,13 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, ss *session, ms
 	st.signal() // pump reads the wake too
 	if only, ok := st.only(); ok && only != nil {
 		ss.dropStream(st)
-		s.writeJSON(w, only)
+		status := http.StatusOK
+		if ss.id == "" {
+			status = errorStatus(only)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(only) //nolint:errcheck // the client is gone
 		return
 	}
 	if ss.id == "" {
@@ -347,27 +353,104 @@ func mergeDone(ctx, other context.Context) (context.Context, context.CancelFunc)
 // with its body (2026-07-28, SEP-2243).
 const codeHeaderMismatch = -32020
 
-// checkHeaders refuses a request whose MCP-Protocol-Version names a version
-// mcpx does not speak, or whose Mcp-Method or Mcp-Name disagrees with its
-// body; the error response, or nil. Absent headers are not refused: clients
-// of the handshake era send neither.
-func checkHeaders(r *http.Request, msg *message) []byte {
-	if v := r.Header.Get(HeaderProtocolVersion); v != "" && v != StatelessVersion && !slices.Contains(handshakeVersions, v) {
-		data, _ := json.Marshal(map[string]any{"supported": append([]string{StatelessVersion}, handshakeVersions...), "requested": v})
-		return rpcErrorMsg(msg.ID, codeUnsupportedVersion, "unsupported protocol version "+v, data)
+// supportedVersions are every protocol version the endpoint speaks, newest
+// first: what server/discover lists and an unsupported version is told.
+func supportedVersions() []string { return append([]string{StatelessVersion}, handshakeVersions...) }
+
+// removedMethods are the methods the 2026-07-28 revision removed: a
+// stateless client that sends one is told 404 and -32601.
+var removedMethods = map[string]bool{"initialize": true, "ping": true, "logging/setLevel": true,
+	"resources/subscribe": true, "resources/unsubscribe": true}
+
+// named are the methods whose Mcp-Name header a stateless request must
+// carry, and the params member it mirrors.
+var named = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+// checkHeaders refuses, with its HTTP status and error response, a request
+// whose MCP-Protocol-Version names a version mcpx does not speak, and a
+// stateless (2026-07-28) request whose version header, _meta and standard
+// headers (Mcp-Method, Mcp-Name) are missing or disagree (SEP-2575,
+// SEP-2243), or that names a method the revision removed. A request of the
+// handshake era is refused only for a header that disagrees with its body:
+// those clients send neither.
+func checkHeaders(r *http.Request, msg *message) (int, []byte) {
+	hv, mv := r.Header.Get(HeaderProtocolVersion), msg.meta(metaProtocolVersion)
+	bad := func(status, code int, text string, data json.RawMessage) (int, []byte) {
+		return status, rpcErrorMsg(msg.ID, code, text, data)
 	}
-	if m := r.Header.Get(HeaderMethod); m != "" && msg.Method != "" && m != msg.Method {
-		return rpcErrorMsg(msg.ID, codeHeaderMismatch, HeaderMethod+" "+m+" does not match the body's method "+msg.Method, nil)
+	unsupported := func(v string) (int, []byte) {
+		data, _ := json.Marshal(map[string]any{"supported": supportedVersions(), "requested": v})
+		return bad(http.StatusBadRequest, codeUnsupportedVersion, "unsupported protocol version "+v, data)
 	}
-	if n := r.Header.Get(HeaderName); n != "" {
-		var p struct {
-			Name string `json:"name"`
-			URI  string `json:"uri"`
+	if hv != "" && !slices.Contains(supportedVersions(), hv) {
+		return unsupported(hv)
+	}
+	method, name := r.Header.Get(HeaderMethod), r.Header.Get(HeaderName)
+	want := ""
+	if k := named[msg.Method]; k != "" {
+		p, _ := parseObject(msg.Params)
+		want = p.str(k)
+	}
+	modern := msg.isRequest() && r.Header.Get(HeaderSessionID) == "" && (hv == StatelessVersion || mv != "")
+	if modern {
+		switch {
+		case hv == "":
+			return bad(http.StatusBadRequest, codeHeaderMismatch, "a request carrying _meta "+metaProtocolVersion+" needs the "+HeaderProtocolVersion+" header", nil)
+		case mv == "":
+			return bad(http.StatusBadRequest, codeInvalidParams, "missing or invalid _meta "+metaProtocolVersion, nil)
+		case hv != mv:
+			return bad(http.StatusBadRequest, codeHeaderMismatch, HeaderProtocolVersion+" "+hv+" does not match _meta "+metaProtocolVersion+" "+mv, nil)
+		case mv != StatelessVersion:
+			return unsupported(mv)
+		case msg.metaRaw(metaClientCapabilities) == nil:
+			return bad(http.StatusBadRequest, codeInvalidParams, "missing _meta "+metaClientCapabilities, nil)
+		case method == "":
+			return bad(http.StatusBadRequest, codeHeaderMismatch, "a 2026-07-28 request needs the "+HeaderMethod+" header", nil)
+		case named[msg.Method] != "" && want != "" && name == "":
+			return bad(http.StatusBadRequest, codeHeaderMismatch, msg.Method+" needs the "+HeaderName+" header", nil)
+		case removedMethods[msg.Method]:
+			return bad(http.StatusNotFound, codeMethodNotFound, msg.Method+" was removed in "+StatelessVersion, nil)
 		}
-		json.Unmarshal(msg.Params, &p) //nolint:errcheck // no name: nothing to match
-		if want := cmp.Or(p.Name, p.URI); want != "" && n != want {
-			return rpcErrorMsg(msg.ID, codeHeaderMismatch, HeaderName+" "+n+" does not match the body's "+want, nil)
+	}
+	if method != "" && msg.Method != "" && method != msg.Method {
+		return bad(http.StatusBadRequest, codeHeaderMismatch, HeaderMethod+" "+method+" does not match the body's method "+msg.Method, nil)
+	}
+	if name != "" && want != "" && decodeHeader(name) != want {
+		return bad(http.StatusBadRequest, codeHeaderMismatch, HeaderName+" does not match the body's "+named[msg.Method], nil)
+	}
+	return 0, nil
+}
+
+// decodeHeader reads a standard header's value: plain, or
+// "=?base64?<value>?=" for a value that is not plain ASCII (SEP-2243).
+func decodeHeader(v string) string {
+	if rest, ok := strings.CutPrefix(v, "=?base64?"); ok {
+		if b64, ok := strings.CutSuffix(rest, "?="); ok {
+			if b, err := base64.StdEncoding.DecodeString(b64); err == nil {
+				return string(b)
+			}
 		}
 	}
-	return nil
+	return v
+}
+
+// errorStatus is the HTTP status of a stateless request's error response
+// (2026-07-28): 404 for a method not found, 400 for invalid params, an
+// unsupported version or a missing capability, else 200.
+func errorStatus(resp []byte) int {
+	var r struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(resp, &r) != nil || r.Error == nil {
+		return http.StatusOK
+	}
+	switch r.Error.Code {
+	case codeMethodNotFound:
+		return http.StatusNotFound
+	case codeInvalidParams, codeUnsupportedVersion, codeMissingCapability, codeHeaderMismatch:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }

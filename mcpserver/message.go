@@ -16,6 +16,9 @@ const (
 	// codeUnsupportedVersion answers a stateless request of a version
 	// mcpx does not speak (2026-07-28); data {supported, requested}.
 	codeUnsupportedVersion = -32022
+	// codeMissingCapability answers a stateless request that needs a
+	// client capability it did not declare (SEP-2575).
+	codeMissingCapability = -32021
 )
 
 // The _meta keys of a stateless request (SEP-2575).

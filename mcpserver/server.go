@@ -27,6 +27,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -101,6 +102,13 @@ type listener struct {
 	ss   *session
 	st   *stream
 	want map[string]bool
+	meta json.RawMessage // {subscriptionId}
+}
+
+// notify sends a list change on the listen stream, tagged with its
+// subscription id (SEP-2575).
+func (l *listener) notify(method string) {
+	l.ss.notify(l.st, method, object{}.set("_meta", l.meta))
 }
 
 func (s *Server) addListener(l *listener) (stop func()) {
@@ -282,10 +290,10 @@ func (s *Server) notice(n broker.Notice) {
 	for _, l := range ls {
 		if n.Method == broker.NoticeReload {
 			for m := range l.want {
-				l.ss.notify(l.st, m, nil)
+				l.notify(m)
 			}
 		} else if l.want[n.Method] && l.ss.caller.Rights.MayUse(n.Server) {
-			l.ss.notify(l.st, n.Method, nil)
+			l.notify(n.Method)
 		}
 	}
 }

@@ -260,7 +260,8 @@ func (ss *session) cwd(ctx context.Context, st *stream) string {
 		return ss.hdr.Cwd
 	}
 	ss.mu.Lock()
-	warn := !ss.warned
+	// A stateless client gets no log it did not ask for (SEP-2575).
+	warn := !ss.warned && ss.id != ""
 	ss.warned = true
 	ss.mu.Unlock()
 	if warn {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
 )
 
 // The stateless era asks the client for input with input_required results
@@ -102,7 +103,7 @@ func (ss *session) statelessRound(ctx context.Context, st *stream, msg *message)
 	}
 	if rs := responses.get(inputRoots); rs != nil {
 		ss.setRoots(rs)
-	} else if ss.caps.roots && ss.hdr.Cwd == "" {
+	} else if ss.caps.roots && ss.hdr.Cwd == "" && ss.needsCwd() {
 		reqs, _ := json.Marshal(map[string]any{inputRoots: map[string]any{"method": "roots/list", "params": map[string]any{}}})
 		return object{}.setString("resultType", "input_required").set("inputRequests", reqs).bytes(), nil
 	}
@@ -169,4 +170,25 @@ func (ss *session) setRoots(raw json.RawMessage) {
 	ss.mu.Lock()
 	ss.roots.known, ss.roots.dirs = true, dirs
 	ss.mu.Unlock()
+}
+
+// needsCwd reports whether a call of the session may land by its cwd: its
+// server (on /mcp, any server) is scoped to a repository, worktree or
+// directory. A stateless client is asked for its roots, a round trip, only
+// then.
+func (ss *session) needsCwd() bool {
+	servers, err := ss.srv.b.ServersAt(ss.breqAt(ss.hdr.Cwd, "", nil))
+	if err != nil {
+		return true
+	}
+	for _, sv := range servers {
+		if ss.server != "" && sv.Name != ss.server {
+			continue
+		}
+		switch sv.Scope {
+		case config.ScopeRepo, config.ScopeWorktree, config.ScopeCwd:
+			return true
+		}
+	}
+	return false
 }

@@ -321,6 +321,9 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 	if e := p.schema.get(g.schemaKey); e != nil {
 		opts.Era = e.Era
 	}
+	if inst.def.Era != "" {
+		opts.Era = inst.def.Era
+	}
 	holder := new(sessionHolder)
 	opts.OnList, opts.OnListChanged = p.listHooks(g.schemaKey, holder)
 	if f := p.opts.OnNotify; f != nil {

@@ -72,6 +72,10 @@ type Server struct {
 	// Sampling declares the sampling capability to the children
 	// (mcpclient.Options.Sampling).
 	Sampling bool
+	// Era pins the protocol era of the children (mcpclient.EraHandshake
+	// or mcpclient.EraStateless); "" = the one an earlier child of the
+	// definition spoke, else the probe's.
+	Era string
 	// ReadyStderr, a regular expression the owner has checked, holds a
 	// stdio child's start until a line of its stderr matches, after
 	// initialize, bounded by the start timeout; "" = ready once

@@ -490,6 +490,11 @@ func (p *problems) checkChoices(name string, s *Server) {
 		}
 		p.add(name, "scope", fmt.Sprintf("unknown scope %q", s.Scope), hintFor(string(s.Scope), names, "scopes"))
 	}
+	switch s.Protocol {
+	case "", "auto", "handshake", "stateless":
+	default:
+		p.add(name, "protocol", fmt.Sprintf("unknown protocol %q", s.Protocol), hintFor(s.Protocol, []string{"auto", "handshake", "stateless"}, "protocols"))
+	}
 	switch s.Sharing {
 	case "":
 		s.Sharing = SharingShared

@@ -160,6 +160,15 @@ type Server struct {
 	// anyway gets an error). Elicitation is always declared: a decline is
 	// always a valid answer. See docs/input.md.
 	Sampling bool `json:"sampling,omitempty"`
+	// Protocol pins the protocol era mcpx speaks to the server's
+	// children: "handshake" (initialize, 2025-11-25 and before),
+	// "stateless" (2026-07-28, server/discover first; a child that does
+	// not speak it is initialized), or "" / "auto" (the era an earlier
+	// child of the definition spoke, else stateless first). A child whose
+	// tools still send server-to-client requests during a call (a go-sdk
+	// server calling Elicit) needs "handshake": the stateless era has
+	// them answer with input_required instead.
+	Protocol string `json:"protocol,omitempty"`
 	// Roots says whether the server's children are offered the instance
 	// root as MCP roots (roots/list): nil or true = they are, when the
 	// scope gives the instance a root; false = never, so a server whose

@@ -192,6 +192,7 @@ func serverFields(s *Server, typ *string, ready *json.RawMessage) map[string]fie
 		"prelude":      {&s.Prelude, str},
 		"allocate":     {&s.Allocate, `an object of names to allocations such as {"port": {"range": [9222, 9299]}}`},
 		"sampling":     {&s.Sampling, "true or false"},
+		"protocol":     {&s.Protocol, `"auto", "handshake" or "stateless"`},
 		"ready":        {ready, `an object such as {"stderr": "Updated allowed directories"}`},
 		"roots":        {&s.Roots, "true or false"},
 	}

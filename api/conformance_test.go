@@ -1,0 +1,72 @@
+package api_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/conformance"
+	"mcpx.dev/mcpx/internal/proctest"
+)
+
+// conformanceDaemon serves go-sdk's conformance server as a stdio child
+// twice: "everything" speaking the handshake era to mcpx, and
+// "everything-stateless" the stateless one (the "protocol" setting), so
+// that each leg of the suite reaches a child of its own era, as it does
+// directly.
+func conformanceDaemon(t *testing.T) *daemon {
+	t.Helper()
+	bin := conformance.EverythingBinary(t)
+	servers := map[string]any{}
+	for name, protocol := range map[string]string{"everything": "handshake", "everything-stateless": "stateless"} {
+		servers[name] = map[string]any{"command": bin, "scope": "global", "sampling": true, "protocol": protocol,
+			"env": map[string]string{proctest.MarkerEnv: proctest.Marker(t)}}
+	}
+	doc, _ := json.Marshal(map[string]any{"servers": servers})
+	cfg, err := config.Parse(doc, "conformance.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startDaemon(t, daemonOptions{cfg: cfg})
+}
+
+// TestConformanceThroughMCPX runs the official conformance suite's server
+// scenarios (internal/conformance) against /mcp/{server} fronting go-sdk's
+// conformance server as a stdio child: every scenario that passes against
+// that server directly must pass through mcpx.
+func TestConformanceThroughMCPX(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	d := conformanceDaemon(t)
+	for _, leg := range conformance.Legs {
+		t.Run(leg.Requirements, func(t *testing.T) {
+			server := "everything"
+			if leg.Stateless {
+				server = "everything-stateless"
+			}
+			direct := conformance.Run(t, conformance.StartEverything(t, leg.Stateless), conformance.Options{Requirements: leg.Requirements})
+			through := conformance.Run(t, conformance.Proxy(t, "http://"+d.tcpAddr+"/mcp/"+server, testToken), conformance.Options{Requirements: leg.Requirements})
+			t.Logf("through mcpx:\n%s", conformance.Table(through))
+			for _, name := range conformance.Lost(direct, through) {
+				msg := through[name].String()
+				if len(msg) > 800 {
+					msg = msg[:800] + "…"
+				}
+				t.Errorf("%s passes directly but not through mcpx: %s", name, msg)
+			}
+		})
+	}
+}
+
+// TestConformanceDNSRebindingOnTheAggregate: the suite's DNS-rebinding
+// scenario against /mcp, at both revisions.
+func TestConformanceDNSRebindingOnTheAggregate(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	d := conformanceDaemon(t)
+	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		res := conformance.Run(t, conformance.Proxy(t, "http://"+d.tcpAddr+"/mcp", testToken),
+			conformance.Options{Scenarios: []string{"dns-rebinding-protection"}, SpecVersion: v})
+		if r, ok := res["dns-rebinding-protection"]; !ok || !r.OK() || r.Passed == 0 {
+			t.Errorf("dns-rebinding-protection at %s: %+v (ran: %v)", v, r, ok)
+		}
+	}
+}
