@@ -42,9 +42,7 @@ type callInfo struct {
 
 // callTool is CallTool; info, if non-nil, is filled as the call goes.
 func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage), info *callInfo) (json.RawMessage, error) {
-	if r.OnInput != nil {
-		ctx = withInputHandler(ctx, r.OnInput)
-	}
+	ctx = withCaller(ctx, r)
 	var out json.RawMessage
 	res, err := b.resolveTool(r, tool)
 	if err != nil {

@@ -35,9 +35,7 @@ func (b *Broker) Forward(ctx context.Context, r Request, method string, params j
 		return nil, &Error{Kind: KindBadRequest, Op: "forward", Server: r.Server, Field: "method",
 			Msg: "mcpx does not pass " + method + " on to a server"}
 	}
-	if r.OnInput != nil {
-		ctx = withInputHandler(ctx, r.OnInput)
-	}
+	ctx = withCaller(ctx, r)
 	var out json.RawMessage
 	err := b.do(ctx, r, method, func(ctx context.Context, s *mcpclient.Session) (err error) {
 		out, err = s.Call(ctx, method, params, onProgress)

@@ -33,3 +33,22 @@ func withInputHandler(ctx context.Context, h InputHandler) context.Context {
 		return h(ctx, InputRequest(req))
 	})
 }
+
+// CallerCapabilities are what the caller of one call can answer
+// (Request.Capabilities): a stateless child is told, per request, only what
+// both mcpx and the caller can (mcpclient.WithCallerCapabilities).
+type CallerCapabilities struct {
+	Elicitation json.RawMessage // the caller's elicitation capability; nil = none
+	Sampling    bool
+}
+
+// withCaller returns ctx carrying r's input handler and capabilities.
+func withCaller(ctx context.Context, r Request) context.Context {
+	if r.OnInput != nil {
+		ctx = withInputHandler(ctx, r.OnInput)
+	}
+	if c := r.Capabilities; c != nil {
+		ctx = mcpclient.WithCallerCapabilities(ctx, mcpclient.CallerCapabilities{Elicitation: c.Elicitation, Sampling: c.Sampling})
+	}
+	return ctx
+}

@@ -30,6 +30,10 @@ type Request struct {
 	// docs/input.md). nil = they are
 	// refused: the child gets a decline.
 	OnInput InputHandler
+	// Capabilities, if set, are what the caller can answer: a stateless
+	// child's request declares no more (CallerCapabilities). nil = mcpx's
+	// own.
+	Capabilities *CallerCapabilities
 }
 
 // lookup finds a server by name. Not finding it, it names the servers c may

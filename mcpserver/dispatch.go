@@ -135,6 +135,9 @@ func parseCaps(raw json.RawMessage) clientCaps {
 	}
 	json.Unmarshal(raw, &c) //nolint:errcheck // unreadable: no capabilities
 	out := clientCaps{raw: raw, roots: c.Roots != nil, sampling: c.Sampling != nil}
+	if o, err := parseObject(raw); err == nil {
+		out.elicitation = o.get("elicitation")
+	}
 	if c.Roots != nil {
 		out.rootsChanged = c.Roots.ListChanged
 	}
@@ -161,6 +164,7 @@ func (ss *session) breqAt(cwd, server string, st *stream) broker.Request {
 	r := broker.Request{Caller: ss.caller, Context: cc, Server: server}
 	if st != nil {
 		r.OnInput = ss.onInput(st)
+		r.Capabilities = &broker.CallerCapabilities{Elicitation: ss.caps.elicitation, Sampling: ss.caps.sampling}
 	}
 	return r
 }

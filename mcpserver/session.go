@@ -62,6 +62,7 @@ type clientCaps struct {
 	roots, rootsChanged   bool
 	sampling              bool
 	elicitForm, elicitURL bool
+	elicitation           json.RawMessage // as declared; nil = none
 	raw                   json.RawMessage
 }
 

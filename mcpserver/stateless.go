@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,7 @@ type parked struct {
 	answer chan json.RawMessage // to the call: the client's answer
 	cancel context.CancelFunc
 	at     time.Time
+	key    string // the inputRequests key the client was asked under
 }
 
 type parkedEvent struct {
@@ -98,7 +100,7 @@ func (ss *session) statelessRound(ctx context.Context, st *stream, msg *message)
 		if pk == nil {
 			return nil, &rpcError{Code: codeInvalidParams, Message: "requestState is unknown or expired: send the request again without it"}
 		}
-		pk.answer <- responses.get(inputChild)
+		pk.answer <- responses.get(pk.key)
 		return ss.await(ctx, pk)
 	}
 	if rs := responses.get(inputRoots); rs != nil {
@@ -143,7 +145,10 @@ func (ss *session) await(ctx context.Context, pk *parked) (json.RawMessage, erro
 		if ev.input == nil {
 			return ev.result, ev.err
 		}
-		reqs, _ := json.Marshal(map[string]any{inputChild: map[string]any{"method": ev.input.Method, "params": ev.input.Params}})
+		// The child's own key, when it has one: a client is asked as the
+		// child asked.
+		pk.key = cmp.Or(ev.input.ID, inputChild)
+		reqs, _ := json.Marshal(map[string]any{pk.key: map[string]any{"method": ev.input.Method, "params": ev.input.Params}})
 		tok := ss.srv.park(pk)
 		return object{}.setString("resultType", "input_required").set("inputRequests", reqs).setString("requestState", tok).bytes(), nil
 	case <-ctx.Done():

@@ -397,7 +397,7 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 	}
 	if s.meta != nil {
 		var err error
-		if params, err = withRequestMeta(params, s.meta); err != nil {
+		if params, err = withRequestMeta(params, s.metaFor(ctx)); err != nil {
 			return nil, fmt.Errorf("calling %s: params: %w", method, err)
 		}
 	}

@@ -23,6 +23,10 @@ const (
 type InputRequest struct {
 	Method string          // MethodElicit or MethodSample
 	Params json.RawMessage // as the child sent them; the handler owns them
+	// ID is a stateless child's key for the request in its inputRequests
+	// (so a client asked in turn can be asked under the same key); "" for
+	// a handshake child's request.
+	ID string
 }
 
 // InputHandler answers a child's request for input on behalf of the caller
@@ -170,3 +174,26 @@ type inputError string
 func (e inputError) Error() string { return string(e) }
 
 const errBadInputResult = inputError("the input handler returned no valid JSON")
+
+// CallerCapabilities are what the caller of one call can answer, for a
+// stateless child's per-request _meta (WithCallerCapabilities).
+type CallerCapabilities struct {
+	// Elicitation is the caller's elicitation capability as it declared
+	// it ({} or {"form":{},"url":{}}); nil = it cannot be asked.
+	Elicitation json.RawMessage
+	// Sampling: the caller can answer sampling/createMessage (declared
+	// to the child only if Options.Sampling allows it too).
+	Sampling bool
+}
+
+type callerCapsKey struct{}
+
+// WithCallerCapabilities returns ctx carrying caps: a request made with it
+// to a stateless child declares, in its _meta, only what both mcpx and the
+// caller can answer (roots as always; elicitation and sampling as caps
+// allow), so that the child refuses what the caller could not answer
+// (-32021) instead of asking for it. A handshake child's capabilities are
+// fixed at its initialize and are not changed.
+func WithCallerCapabilities(ctx context.Context, caps CallerCapabilities) context.Context {
+	return context.WithValue(ctx, callerCapsKey{}, caps)
+}

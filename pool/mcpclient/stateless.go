@@ -146,6 +146,37 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 	return StatelessVersion, out, nil
 }
 
+// metaFor is the session's request _meta for a request made with ctx:
+// s.meta, its capabilities narrowed to the caller's when ctx carries them
+// (WithCallerCapabilities).
+func (s *Session) metaFor(ctx context.Context) [][2][]byte {
+	cc, ok := ctx.Value(callerCapsKey{}).(CallerCapabilities)
+	if !ok {
+		return s.meta
+	}
+	caps := []byte(`{`)
+	sep := ""
+	if s.opts.Root != "" {
+		caps, sep = append(caps, `"roots":{}`...), ","
+	}
+	if e := bytes.TrimSpace(cc.Elicitation); len(e) > 0 && e[0] == '{' {
+		caps = append(append(append(caps, sep...), `"elicitation":`...), e...)
+		sep = ","
+	}
+	if cc.Sampling && s.opts.Sampling {
+		caps = append(append(caps, sep...), `"sampling":{}`...)
+	}
+	caps = append(caps, '}')
+	out := make([][2][]byte, len(s.meta))
+	for i, kv := range s.meta {
+		if string(kv[0]) == MetaClientCapabilities {
+			kv[1] = caps
+		}
+		out[i] = kv
+	}
+	return out
+}
+
 // requestMeta is the _meta members every stateless request carries, as
 // key/value pairs of raw JSON.
 func requestMeta(opts Options) ([][2][]byte, error) {
@@ -281,7 +312,8 @@ func (s *Session) inputResponses(ctx context.Context, reqs []byte) ([]byte, int,
 			return
 		}
 		method, _ := unquote(member(req, `"method"`))
-		res, err := s.inputResponse(ctx, method, member(req, `"params"`))
+		key, _ := unquote(id)
+		res, err := s.inputResponse(ctx, key, method, member(req, `"params"`))
 		if err != nil {
 			ferr = err
 			return
@@ -314,14 +346,14 @@ var errInputUnsupported = errors.New("mcpx cannot answer it for a 2026-07-28 chi
 // era. Without a handler, or when it fails, elicitation is declined
 // (InputRefusal) and sampling fails the call: an input_required round has
 // no error answer for one request.
-func (s *Session) inputResponse(ctx context.Context, method string, params []byte) ([]byte, error) {
+func (s *Session) inputResponse(ctx context.Context, id, method string, params []byte) ([]byte, error) {
 	switch method {
 	case "roots/list":
 		return rootsResult(s.opts)
 	case MethodElicit, MethodSample:
 		why := "the caller is not streaming"
 		if h := inputHandlerOf(ctx); h != nil {
-			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params)})
+			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params), ID: id})
 			switch {
 			case err != nil:
 				why = err.Error()
