@@ -246,7 +246,7 @@ func (s *Server) getStream(w http.ResponseWriter, r *http.Request, req Request) 
 		httpError(w, http.StatusNotFound, "no such session (it ended or never was): initialize again")
 		return
 	}
-	st, from := ss.get, ss.get.next()
+	st, from := ss.get, ss.get.unsent()
 	if last := r.Header.Get(HeaderLastEventID); last != "" {
 		sid, seq, ok := parseEventID(last)
 		if st2 := ss.stream(sid); ok && st2 != nil {

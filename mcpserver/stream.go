@@ -30,6 +30,7 @@ type stream struct {
 	ended    bool     // the response is in: no more events
 	conn     int      // the current connection's number; 0 = none
 	conns    int      // connections so far
+	sent     int      // seq of the next event no connection has been written yet
 	wake     chan struct{}
 	detached time.Time // when the last connection went; zero while one is attached or none ever was
 }
@@ -169,6 +170,9 @@ func (st *stream) pump(ctx context.Context, w http.ResponseWriter, from int, kee
 				return false
 			}
 			next++
+			st.mu.Lock()
+			st.sent = max(st.sent, next)
+			st.mu.Unlock()
 		}
 		if ended && len(batch) == 0 {
 			return true
@@ -188,11 +192,13 @@ func (st *stream) pump(ctx context.Context, w http.ResponseWriter, from int, kee
 	}
 }
 
-// next is the seq the next event will have.
-func (st *stream) next() int {
+// unsent is the seq of the first event no connection has had: where a
+// new connection without Last-Event-ID begins, so that what was said while
+// none was open is not lost.
+func (st *stream) unsent() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.first + len(st.evs)
+	return max(st.sent, st.first)
 }
 
 // abandoned reports whether the stream has had no connection for grace

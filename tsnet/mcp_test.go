@@ -60,6 +60,34 @@ func TestMCPOverTheTailnet(t *testing.T) {
 		t.Fatalf("demo__cwd over the tailnet: %+v, %v; want %s", res, err, work)
 	}
 
+	// A tool pattern in the grant: the other tools are not listed, and a
+	// call to one is refused as a tool that does not exist.
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["` + root + `"], "tools": ["demo.cwd"]}`))
+	testenv.WaitFor(t, "the tool pattern to apply", func() bool {
+		code, body := laptop.do(t, "GET", "/v1/whoami", "")
+		return code == 200 && strings.Contains(string(body), "demo.cwd")
+	})
+	narrow, err := mcpSession(t, laptopNode, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := narrow.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != 1 || tools.Tools[0].Name != "demo__cwd" {
+		names := []string{}
+		for _, tl := range tools.Tools {
+			names = append(names, tl.Name)
+		}
+		t.Errorf("with tools [demo.cwd], /mcp lists %v", names)
+	}
+	if res, err := narrow.CallTool(t.Context(), &mcp.CallToolParams{Name: "demo__echo", Arguments: map[string]any{"message": "x"}}); err == nil && !res.IsError {
+		t.Errorf("a tool the grant's pattern hides was called: %+v", res)
+	} else if err != nil && strings.Contains(err.Error(), "demo.cwd") {
+		t.Errorf("the refusal names the grant's patterns: %v", err)
+	}
+
 	// No grant: refused before MCP begins.
 	tn.control.SetGlobalAppCaps(nil)
 	testenv.WaitFor(t, "the grant to be removed", func() bool {
