@@ -1,0 +1,354 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+
+	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
+)
+
+// The client's messages, POSTed one each (spec
+// basic/transports#sending-messages-to-the-server).
+
+// Streamable HTTP's headers.
+const (
+	headerSession     = "Mcp-Session-Id"
+	headerVersion     = "Mcp-Protocol-Version"
+	headerMethod      = "Mcp-Method" // stateless era (SEP-2243)
+	headerName        = "Mcp-Name"
+	headerLastEventID = "Last-Event-ID"
+	acceptPost        = "application/json, text/event-stream"
+)
+
+// dispatch relays one line from the client. It returns once the request
+// is on its way (written, or failed), so that messages reach the server in
+// the order the client wrote them; the answer is awaited on its own.
+func (b *bridge) dispatch(line []byte) {
+	e, batch, err := parse(line)
+	if err != nil {
+		b.out.write(errorResponse(nil, codeParseError, "parse error: the line is not JSON", nil))
+		return
+	}
+	if !batch {
+		line = b.fromClient(line, &e)
+	}
+	ctx, cancel := context.WithCancel(b.ctx)
+	if e.request() {
+		b.mu.Lock()
+		b.inflight[e.key()] = &call{method: e.Method, cancel: cancel}
+		b.mu.Unlock()
+	}
+	sent := make(chan struct{})
+	var once sync.Once
+	onSent := func() { once.Do(func() { close(sent) }) }
+	b.requests.Add(1)
+	go func() {
+		defer b.requests.Done()
+		defer cancel()
+		defer onSent()
+		b.relay(ctx, line, &e, onSent)
+		if e.request() {
+			b.mu.Lock()
+			delete(b.inflight, e.key())
+			b.mu.Unlock()
+		}
+	}()
+	<-sent
+}
+
+// fromClient keeps what the relay needs of a client's message and
+// returns the message to send: the initialize and initialized to replay
+// for a lost session; the client's roots, mapped to the server's side of
+// the files (Options.MapPath).
+func (b *bridge) fromClient(msg []byte, e *envelope) []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case e.Method == "initialize" && e.request():
+		b.initReq = msg
+	case e.Method == "notifications/initialized":
+		b.initNote = msg
+	case e.response():
+		method := b.asked[e.key()]
+		delete(b.asked, e.key())
+		if method == "roots/list" && b.opts.MapPath != nil && len(e.Result) > 0 {
+			res, dropped := mapRoots(e.Result, b.opts.MapPath)
+			b.warnUnmappedLocked(dropped)
+			return replaceMember(msg, "result", res)
+		}
+	case e.request() && b.opts.MapPath != nil:
+		if params, dropped, ok := mapInputResponses(e.Params, b.opts.MapPath); ok {
+			b.warnUnmappedLocked(dropped)
+			e.Params = params
+			return replaceMember(msg, "params", params)
+		}
+	}
+	return msg
+}
+
+func (b *bridge) warnUnmappedLocked(dirs []string) {
+	for _, d := range dirs {
+		if !b.warned["root "+d] {
+			b.warned["root "+d] = true
+			b.log.Warn("mcp: leaving out a root no path mapping covers: the broker cannot see this machine's files", "root", d)
+		}
+	}
+}
+
+// relay POSTs one message and relays the answer. A 404 for a session
+// means the server lost it: the session is recovered and the message sent
+// once more.
+func (b *bridge) relay(ctx context.Context, msg []byte, e *envelope, onSent func()) {
+	resp, sess, err := b.post(ctx, msg, e, onSent)
+	if err != nil {
+		b.failed(ctx, e, err)
+		return
+	}
+	if resp.StatusCode == http.StatusNotFound && sess != "" && e.Method != "initialize" {
+		body := readBody(resp, b.opts.MaxMessage)
+		resp.Body.Close()
+		if rpcErrorBody(body) {
+			b.refused(e, resp, body)
+			return
+		}
+		if err := b.recoverSession(ctx, sess); err != nil {
+			b.failed(ctx, e, err)
+			return
+		}
+		if resp, _, err = b.post(ctx, msg, e, nil); err != nil {
+			b.failed(ctx, e, err)
+			return
+		}
+	}
+	defer resp.Body.Close()
+	b.answer(ctx, resp, e)
+}
+
+// post sends msg with the session's headers; sess is the session it was
+// sent in ("" = none).
+func (b *bridge) post(ctx context.Context, msg []byte, e *envelope, onSent func()) (resp *http.Response, sess string, err error) {
+	b.mu.Lock()
+	sess, version := b.session, b.version
+	b.mu.Unlock()
+	if e.Method == "initialize" {
+		sess, version = "", "" // a new session
+	}
+	h := b.header(sess, version, e)
+	h.Set("Content-Type", wire.MediaJSON)
+	h.Set("Accept", acceptPost)
+	if onSent != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { onSent() },
+		})
+	}
+	resp, err = b.opts.Client.Forward(ctx, http.MethodPost, b.opts.Path, bytes.NewReader(msg), h)
+	return resp, sess, err
+}
+
+// header is what every request of the session carries: Options.Header,
+// the session id, the protocol version (a stateless request's own, from
+// its _meta, else the negotiated one) and, from the stateless era on, the
+// standard Mcp-Method and Mcp-Name of e (nil: none).
+func (b *bridge) header(sess, version string, e *envelope) http.Header {
+	h := b.opts.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set(wire.HeaderClient, ClientName)
+	if e != nil {
+		if v := e.metaProtocolVersion(); v != "" {
+			version = v
+		}
+	}
+	if version != "" {
+		h.Set(headerVersion, version)
+	}
+	if sess != "" {
+		h.Set(headerSession, sess)
+	}
+	if e != nil && e.Method != "" && version >= statelessEra {
+		h.Set(headerMethod, e.Method)
+		if n := e.name(); n != "" {
+			h.Set(headerName, n)
+		}
+	}
+	return h
+}
+
+// answer relays the server's answer to e: nothing (202), a JSON body, or
+// an SSE stream; an error status becomes the request's error.
+func (b *bridge) answer(ctx context.Context, resp *http.Response, e *envelope) {
+	if resp.StatusCode >= 400 {
+		b.refused(e, resp, readBody(resp, b.opts.MaxMessage))
+		return
+	}
+	if e.Method == "initialize" {
+		if sess := resp.Header.Get(headerSession); sess != "" {
+			b.mu.Lock()
+			b.session = sess
+			b.mu.Unlock()
+		}
+	}
+	if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
+		b.accepted(e)
+		return
+	}
+	media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch media {
+	case wire.MediaJSON:
+		body := readBody(resp, b.opts.MaxMessage)
+		if len(bytes.TrimSpace(body)) > 0 {
+			b.fromServer(body, e)
+		}
+	case wire.MediaEventStream:
+		b.relayStream(ctx, resp, e)
+	default:
+		if e.request() {
+			b.out.write(errorResponse(e.ID, codeServerError,
+				fmt.Sprintf("the MCP endpoint answered with %q, neither JSON nor an event stream", media), nil))
+		}
+	}
+}
+
+// accepted follows up a message the server took (202): the GET stream
+// opens once the session is initialized; a cancelled request's own POST
+// is abandoned (the server need not answer it).
+func (b *bridge) accepted(e *envelope) {
+	switch e.Method {
+	case "notifications/initialized":
+		b.startListening()
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(e.Params, &p) != nil {
+			return
+		}
+		b.mu.Lock()
+		c := b.inflight[string(p.RequestID)]
+		b.mu.Unlock()
+		if c != nil {
+			c.cancel()
+		}
+	}
+}
+
+// fromServer writes one of the server's messages to the client and
+// reports whether it answers forCall (nil: none). The server's requests
+// are remembered until the client answers them (their roots are mapped);
+// the initialize result gives the session's protocol version.
+func (b *bridge) fromServer(msg []byte, forCall *envelope) (answered bool) {
+	m := compact(msg)
+	if m == nil {
+		b.log.Warn("mcp: dropping a message from the server that is not JSON", "bytes", len(msg))
+		return false
+	}
+	e, batch, err := parse(m)
+	if err == nil && !batch {
+		switch {
+		case e.request():
+			b.mu.Lock()
+			b.asked[e.key()] = e.Method
+			b.mu.Unlock()
+		case e.response() && forCall != nil && forCall.request() && e.key() == forCall.key():
+			answered = true
+			if forCall.Method == "initialize" {
+				b.negotiated(e.Result)
+			}
+		}
+	}
+	b.out.write(m)
+	return answered
+}
+
+// negotiated keeps the protocol version of an initialize result.
+func (b *bridge) negotiated(result json.RawMessage) {
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(result, &r) == nil && r.ProtocolVersion != "" {
+		b.mu.Lock()
+		b.version = r.ProtocolVersion
+		b.mu.Unlock()
+	}
+}
+
+// failed answers a request the server could not be asked; a notification
+// or response that failed is logged.
+func (b *bridge) failed(ctx context.Context, e *envelope, err error) {
+	if ctx.Err() != nil {
+		return // the client cancelled it, or the relay is ending
+	}
+	var unreachable *client.UnreachableError
+	msg := err.Error()
+	if !errors.As(err, &unreachable) {
+		msg = "sending the request to the MCP endpoint: " + msg
+	}
+	if e.request() {
+		b.out.write(errorResponse(e.ID, codeServerError, msg, nil))
+		return
+	}
+	b.log.Warn("mcp: relaying a message failed", "method", e.Method, "err", msg)
+}
+
+// refused answers a request the server refused over HTTP: with the
+// server's own JSON-RPC error if it sent one, else with its problem's
+// title and detail (mcpx's problem documents), else its status.
+func (b *bridge) refused(e *envelope, resp *http.Response, body []byte) {
+	if rpcErrorBody(body) {
+		if e.request() {
+			b.out.write(compact(body))
+		} else {
+			b.log.Warn("mcp: the server refused a message", "method", e.Method, "status", resp.StatusCode, "answer", firstLine(string(body)))
+		}
+		return
+	}
+	msg, data := problemMessage(resp.StatusCode, body)
+	if e.request() {
+		b.out.write(errorResponse(e.ID, codeServerError, msg, data))
+		return
+	}
+	b.log.Warn("mcp: the server refused a message", "method", e.Method, "status", resp.StatusCode, "err", msg)
+}
+
+// problemData is the data of the error a refused request is answered with.
+type problemData struct {
+	Status int    `json:"status"`
+	Type   string `json:"type,omitempty"`
+}
+
+// problemMessage is the message of the error a request refused with
+// status and body is answered with.
+func problemMessage(status int, body []byte) (string, problemData) {
+	var p wire.Problem
+	if json.Unmarshal(body, &p) == nil && (p.Title != "" || p.Detail != "") {
+		msg := p.Title
+		if p.Detail != "" {
+			msg = p.Detail
+			if p.Title != "" {
+				msg = p.Title + ": " + p.Detail
+			}
+		}
+		return "mcpx: " + msg, problemData{Status: status, Type: p.Type}
+	}
+	msg := fmt.Sprintf("the MCP endpoint answered %d %s", status, http.StatusText(status))
+	if s := firstLine(string(body)); s != "" {
+		msg += ": " + s
+	}
+	return msg, problemData{Status: status}
+}
+
+// readBody reads at most max bytes of resp's body.
+func readBody(resp *http.Response, max int) []byte {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(max)))
+	return b
+}
