@@ -114,17 +114,19 @@ type bridge struct {
 	streams  sync.WaitGroup // the GET stream
 	recover  sync.Mutex     // one session recovery at a time
 
-	mu       sync.Mutex
-	session  string                        // guarded by mu; the Mcp-Session-Id, "" = none
-	version  string                        // guarded by mu; negotiated at initialize
-	initReq  []byte                        // guarded by mu; the client's initialize, for a replay
-	initNote []byte                        // guarded by mu; its notifications/initialized
-	inflight map[string]*call              // guarded by mu; the client's requests by id
-	asked    map[string]string             // guarded by mu; the server's requests by id: their method
-	tools    map[string][]byte             // guarded by mu; input schemas from tools/list, for Mcp-Param-*
-	listen   context.CancelFunc            // guarded by mu; stops the GET stream, nil = none
-	closed   bool                          // guarded by mu; shutdown began: no new GET stream
-	warned   map[string]bool               // guarded by mu; warnings given once
+	mu          sync.Mutex
+	session     string             // guarded by mu; the Mcp-Session-Id, "" = none
+	version     string             // guarded by mu; negotiated at initialize
+	metaVersion string             // guarded by mu; of the last request naming one in _meta
+	initReq     []byte             // guarded by mu; the client's initialize, for a replay
+	initNote    []byte             // guarded by mu; its notifications/initialized
+	inflight    map[string]*call   // guarded by mu; the client's requests by id
+	asked       map[string]string  // guarded by mu; the server's requests by id: their method
+	tools       map[string][]byte  // guarded by mu; input schemas from tools/list, for Mcp-Param-*
+	listen      context.CancelFunc // guarded by mu; stops the GET stream, nil = none
+	listenReady chan struct{}      // guarded by mu; closed at the GET stream's first answer
+	closed      bool               // guarded by mu; shutdown began: no new GET stream
+	warned      map[string]bool    // guarded by mu; warnings given once
 }
 
 // call is one of the client's requests in flight.

@@ -77,6 +77,12 @@ func (b *bridge) fromClient(msg []byte, e *envelope) []byte {
 		b.initReq = msg
 	case e.Method == "notifications/initialized":
 		b.initNote = msg
+	case e.request():
+		if v := e.metaProtocolVersion(); v != "" {
+			b.metaVersion = v
+		}
+	}
+	switch {
 	case e.response():
 		method := b.asked[e.key()]
 		delete(b.asked, e.key())
@@ -95,6 +101,16 @@ func (b *bridge) fromClient(msg []byte, e *envelope) []byte {
 	return msg
 }
 
+// eraVersion is the version for a message that names none, outside a
+// session: a stateless client's notifications carry no _meta (SEP-2575
+// defines it for requests), so they go with the version of its last
+// request.
+func (b *bridge) eraVersion() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.metaVersion
+}
+
 func (b *bridge) warnUnmappedLocked(dirs []string) {
 	for _, d := range dirs {
 		if !b.warned["root "+d] {
@@ -108,6 +124,9 @@ func (b *bridge) warnUnmappedLocked(dirs []string) {
 // means the server lost it: the session is recovered and the message sent
 // once more.
 func (b *bridge) relay(ctx context.Context, msg []byte, e *envelope, onSent func()) {
+	if e.Method == "notifications/initialized" {
+		b.awaitListening(ctx)
+	}
 	resp, sess, err := b.post(ctx, msg, e, onSent)
 	if err != nil {
 		b.failed(ctx, e, err)
@@ -145,13 +164,26 @@ func (b *bridge) post(ctx context.Context, msg []byte, e *envelope, onSent func(
 	h := b.header(sess, version, e)
 	h.Set("Content-Type", wire.MediaJSON)
 	h.Set("Accept", acceptPost)
-	if onSent != nil {
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			WroteRequest: func(httptrace.WroteRequestInfo) { onSent() },
+	for attempt := 0; ; attempt++ {
+		var reused bool
+		tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+			WroteRequest: func(httptrace.WroteRequestInfo) {
+				if onSent != nil {
+					onSent()
+				}
+			},
 		})
+		resp, err = b.opts.Client.Forward(tctx, http.MethodPost, b.opts.Path, bytes.NewReader(msg), h)
+		// A kept-alive connection the server closed meanwhile (a daemon
+		// that restarted) fails before any answer: send once more on a
+		// new one, as browsers do. Go's transport does so itself only for
+		// requests it knows to be idempotent.
+		if err == nil || !reused || attempt > 0 || ctx.Err() != nil {
+			return resp, sess, err
+		}
+		b.log.Debug("mcp: resending a request whose kept-alive connection broke", "err", err)
 	}
-	resp, err = b.opts.Client.Forward(ctx, http.MethodPost, b.opts.Path, bytes.NewReader(msg), h)
-	return resp, sess, err
 }
 
 // header is what every request of the session carries: Options.Header,
@@ -168,6 +200,9 @@ func (b *bridge) header(sess, version string, e *envelope) http.Header {
 		if v := e.metaProtocolVersion(); v != "" {
 			version = v
 		}
+	}
+	if version == "" && (e == nil || e.Method != "initialize") {
+		version = b.eraVersion()
 	}
 	if version != "" {
 		h.Set(headerVersion, version)
@@ -219,13 +254,10 @@ func (b *bridge) answer(ctx context.Context, resp *http.Response, e *envelope) {
 	}
 }
 
-// accepted follows up a message the server took (202): the GET stream
-// opens once the session is initialized; a cancelled request's own POST
-// is abandoned (the server need not answer it).
+// accepted follows up a message the server took (202): a cancelled
+// request's own POST is abandoned (the server need not answer it).
 func (b *bridge) accepted(e *envelope) {
 	switch e.Method {
-	case "notifications/initialized":
-		b.startListening()
 	case "notifications/cancelled":
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
@@ -263,6 +295,7 @@ func (b *bridge) fromServer(msg []byte, forCall *envelope) (answered bool) {
 			answered = true
 			if forCall.Method == "initialize" {
 				b.negotiated(e.Result)
+				b.startListening()
 			}
 		}
 	}

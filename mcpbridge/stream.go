@@ -151,28 +151,60 @@ func (b *bridge) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// startListening opens the GET stream of an initialized session, unless
-// there is no session, the era has none, or one is open already.
-func (b *bridge) startListening() {
+// startListening opens the GET stream of a session once its initialize
+// is answered, unless there is no session, the era has none, or one is
+// open already. It returns a channel closed once the server has answered
+// the stream's first GET (or it failed): the client's
+// notifications/initialized waits for it, so that what the server asks
+// as soon as it is initialized (roots/list) has a stream to come on.
+func (b *bridge) startListening() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed || b.session == "" || b.version >= statelessEra || b.listen != nil {
-		return
+	if b.listen != nil {
+		return b.listenReady
+	}
+	ready := make(chan struct{})
+	if b.closed || b.session == "" || b.version >= statelessEra {
+		close(ready)
+		return ready
 	}
 	ctx, cancel := context.WithCancel(b.ctx)
-	b.listen = cancel
+	b.listen, b.listenReady = cancel, ready
 	b.streams.Add(1)
 	go func() {
 		defer b.streams.Done()
-		b.listenLoop(ctx)
+		b.listenLoop(ctx, ready)
 	}()
+	return ready
 }
+
+// awaitListening waits (within listenWait) for the GET stream's first
+// answer, if one is opening.
+func (b *bridge) awaitListening(ctx context.Context) {
+	b.mu.Lock()
+	ready := b.listenReady
+	b.mu.Unlock()
+	if ready == nil {
+		return
+	}
+	t := time.NewTimer(listenWait)
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// listenWait bounds how long notifications/initialized waits for the GET
+// stream.
+const listenWait = 5 * time.Second
 
 // stopListeningLocked stops the GET stream, if one is open.
 func (b *bridge) stopListeningLocked() {
 	if b.listen != nil {
 		b.listen()
-		b.listen = nil
+		b.listen, b.listenReady = nil, nil
 	}
 }
 
@@ -180,7 +212,7 @@ func (b *bridge) stopListeningLocked() {
 // when it ends, until ctx is done, the server says it offers none (405),
 // the session is gone (404: the next request recovers it), or
 // Options.Retries reconnections in a row brought nothing.
-func (b *bridge) listenLoop(ctx context.Context) {
+func (b *bridge) listenLoop(ctx context.Context, ready chan struct{}) {
 	var st streamState
 	failures := 0
 	for attempt := 0; ; attempt++ {
@@ -188,6 +220,9 @@ func (b *bridge) listenLoop(ctx context.Context) {
 			return
 		}
 		resp, err := b.get(ctx, st.lastID)
+		if attempt == 0 {
+			close(ready)
+		}
 		if ctx.Err() != nil {
 			if err == nil {
 				resp.Body.Close()
@@ -265,7 +300,9 @@ func (b *bridge) recoverSession(ctx context.Context, lost string) error {
 	b.stopListeningLocked()
 	b.mu.Unlock()
 	b.negotiated(result)
+	b.startListening()
 	if note != nil {
+		b.awaitListening(ctx)
 		ne, _, _ := parse(note)
 		r, _, err := b.post(ctx, note, &ne, nil)
 		if err != nil {
@@ -273,7 +310,6 @@ func (b *bridge) recoverSession(ctx context.Context, lost string) error {
 		}
 		r.Body.Close()
 	}
-	b.startListening()
 	b.log.Warn("mcp: the MCP endpoint lost the session (a daemon restart?); opened a new one")
 	b.out.write(notification("notifications/message", map[string]any{
 		"level":  "warning",
