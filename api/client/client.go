@@ -126,6 +126,11 @@ type Caller struct {
 	Pid int
 }
 
+// CallerHeader is cl as the caller-context headers this client sends
+// (Mcpx-Pid only over the unix socket), for a request made with Forward.
+// The caller owns the returned header.
+func (c *Client) CallerHeader(cl Caller) http.Header { return c.header(&cl) }
+
 func (c *Client) header(cl *Caller) http.Header {
 	h := http.Header{}
 	if cl == nil {
