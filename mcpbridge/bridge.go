@@ -67,6 +67,11 @@ type Options struct {
 	// (a broker on another machine). A root it does not map is left out.
 	// nil = roots are sent as the client gave them.
 	MapPath func(local string) (remote string, ok bool)
+	// Restart is called when the endpoint's server cannot be reached at
+	// all (a *client.UnreachableError: a daemon that stopped), to start
+	// it again, as the CLI starts a daemon on demand; the message is then
+	// sent once more. Calls do not overlap. nil = the message fails.
+	Restart func(ctx context.Context) error
 	// Logger receives diagnostics (stdout carries nothing but MCP). nil =
 	// discard.
 	Logger *slog.Logger
@@ -113,6 +118,7 @@ type bridge struct {
 	requests sync.WaitGroup // POSTs of the client's messages in flight
 	streams  sync.WaitGroup // the GET stream
 	recover  sync.Mutex     // one session recovery at a time
+	restarts sync.Mutex     // one Options.Restart at a time
 
 	mu          sync.Mutex
 	session     string             // guarded by mu; the Mcp-Session-Id, "" = none
@@ -167,12 +173,14 @@ func newBridge(opts Options, out io.Writer) *bridge {
 func (b *bridge) readClient(ctx context.Context, in io.Reader) error {
 	lines := make(chan []byte)
 	errc := make(chan error, 1)
-	go func() { errc <- readLines(in, b.opts.MaxMessage, lines, b.log) }()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { errc <- readLines(in, b.opts.MaxMessage, lines, stop, b.log) }()
 	for {
 		select {
 		case <-ctx.Done():
-			// The reader goroutine is left blocked on in, which the
-			// process's exit (or the caller closing in) ends.
+			// The reader goroutine may be left blocked reading in; it
+			// ends at in's next line or its end (or the process's exit).
 			return ctx.Err()
 		case <-b.out.broken:
 			return b.out.failure()
@@ -186,8 +194,9 @@ func (b *bridge) readClient(ctx context.Context, in io.Reader) error {
 }
 
 // readLines sends each non-empty line of in to lines, closing it at the
-// end; a line over max bytes is skipped (and logged).
-func readLines(in io.Reader, max int, lines chan<- []byte, log *slog.Logger) error {
+// end, until stop is closed; a line over max bytes is skipped (and
+// logged).
+func readLines(in io.Reader, max int, lines chan<- []byte, stop <-chan struct{}, log *slog.Logger) error {
 	defer close(lines)
 	br := bufio.NewReaderSize(in, 64<<10)
 	var line []byte
@@ -205,7 +214,11 @@ func readLines(in io.Reader, max int, lines chan<- []byte, log *slog.Logger) err
 			continue
 		}
 		if t := bytes.TrimSpace(line); len(t) > 0 && !over {
-			lines <- bytes.Clone(t)
+			select {
+			case lines <- bytes.Clone(t):
+			case <-stop:
+				return nil
+			}
 		}
 		line, over = line[:0], false
 		if err != nil {

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,7 +193,8 @@ func rootURIs(roots []*mcp.Root) []string {
 type harness struct {
 	t        *testing.T
 	ep       *endpoint
-	srv      *httptest.Server
+	srv      *httptest.Server // replaced by restart (Options.Restart)
+	restarts atomic.Int32
 	cs       *mcp.ClientSession
 	served   chan error
 	logs     chan *mcp.LoggingMessageParams
@@ -205,6 +208,7 @@ type setup struct {
 	roots     []string
 	mapPath   func(string) (string, bool)
 	header    http.Header
+	restart   bool // Options.Restart serves the endpoint again, with its sessions lost
 }
 
 func start(t *testing.T, s setup) *harness {
@@ -214,7 +218,7 @@ func start(t *testing.T, s setup) *harness {
 		logs: make(chan *mcp.LoggingMessageParams, 16), progress: make(chan *mcp.ProgressNotificationParams, 16),
 		changed: make(chan struct{}, 4)}
 	h.srv = httptest.NewServer(h.ep)
-	t.Cleanup(h.srv.Close)
+	t.Cleanup(func() { h.srv.Close() })
 
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
@@ -224,6 +228,23 @@ func start(t *testing.T, s setup) *harness {
 		MapPath: s.mapPath,
 		Backoff: 10 * time.Millisecond,
 		Drain:   2 * time.Second,
+	}
+	if s.restart {
+		addr := h.srv.Listener.Addr().String()
+		opts.Restart = func(context.Context) error {
+			h.restarts.Add(1)
+			h.ep.restart()
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			srv := httptest.NewUnstartedServer(h.ep)
+			srv.Listener.Close()
+			srv.Listener = ln
+			srv.Start()
+			h.srv = srv // the old one is closed: only the test's goroutine reads h.srv meanwhile
+			return nil
+		}
 	}
 	go func() {
 		err := mcpbridge.Serve(context.Background(), stdinR, stdoutW, opts)
@@ -482,6 +503,27 @@ func TestSessionLost(t *testing.T) {
 	}
 	if inits != 2 {
 		t.Errorf("%d initialize requests, want 2 (the client's and its replay)", inits)
+	}
+}
+
+// A daemon that stopped is started again (Options.Restart, the CLI's
+// autostart) and, having lost the session, gets a new one: the call that
+// found it gone is answered.
+func TestRestart(t *testing.T) {
+	h := start(t, setup{version: "2025-11-25", restart: true})
+	defer h.close()
+	h.mustCall("echo", "before")
+	old := h.srv
+	old.CloseClientConnections()
+	old.Close()
+	if got := h.mustCall("echo", "after"); got != "after" {
+		t.Errorf("echo after the server stopped: %q", got)
+	}
+	if n := h.restarts.Load(); n != 1 {
+		t.Errorf("%d restarts, want 1", n)
+	}
+	if l := receive(t, h.logs, "the warning"); l.Level != "warning" {
+		t.Errorf("warning: %+v", l)
 	}
 }
 

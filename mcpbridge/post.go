@@ -128,6 +128,9 @@ func (b *bridge) relay(ctx context.Context, msg []byte, e *envelope, onSent func
 		b.awaitListening(ctx)
 	}
 	resp, sess, err := b.post(ctx, msg, e, onSent)
+	if err != nil && b.restart(ctx, err) {
+		resp, sess, err = b.post(ctx, msg, e, nil)
+	}
 	if err != nil {
 		b.failed(ctx, e, err)
 		return
@@ -152,9 +155,30 @@ func (b *bridge) relay(ctx context.Context, msg []byte, e *envelope, onSent func
 	b.answer(ctx, resp, e)
 }
 
+// restart starts the endpoint's server again (Options.Restart) if err
+// says it could not be reached, and reports whether it was.
+func (b *bridge) restart(ctx context.Context, err error) bool {
+	var unreachable *client.UnreachableError
+	if b.opts.Restart == nil || !errors.As(err, &unreachable) || ctx.Err() != nil {
+		return false
+	}
+	b.restarts.Lock()
+	defer b.restarts.Unlock()
+	if err := b.opts.Restart(ctx); err != nil {
+		b.log.Warn("mcp: starting the broker again failed", "err", err)
+		return false
+	}
+	return true
+}
+
 // post sends msg with the session's headers; sess is the session it was
-// sent in ("" = none).
+// sent in ("" = none). onSent (nil = none) is called once the request is
+// written, or could not be.
 func (b *bridge) post(ctx context.Context, msg []byte, e *envelope, onSent func()) (resp *http.Response, sess string, err error) {
+	if onSent == nil {
+		onSent = func() {}
+	}
+	defer onSent() // also when it could not be written
 	b.mu.Lock()
 	sess, version := b.session, b.version
 	b.mu.Unlock()
@@ -168,11 +192,7 @@ func (b *bridge) post(ctx context.Context, msg []byte, e *envelope, onSent func(
 		var reused bool
 		tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 			GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
-			WroteRequest: func(httptrace.WroteRequestInfo) {
-				if onSent != nil {
-					onSent()
-				}
-			},
+			WroteRequest: func(httptrace.WroteRequestInfo) { onSent() },
 		})
 		resp, err = b.opts.Client.Forward(tctx, http.MethodPost, b.opts.Path, bytes.NewReader(msg), h)
 		// A kept-alive connection the server closed meanwhile (a daemon

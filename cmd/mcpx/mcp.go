@@ -62,6 +62,11 @@ func bridgeOptions(ctx context.Context, c *cli, bo *brokerOpts, noAutostart bool
 		return mcpbridge.Options{}, err
 	}
 	opts := mcpbridge.Options{Client: bc, Path: "/mcp", Logger: log}
+	if bc.Unix() && !noAutostart {
+		// A daemon stopped or upgraded under a long-lived client is
+		// started again, as the next command would start it.
+		opts.Restart = func(ctx context.Context) error { return autostart(ctx, c, bc, false) }
+	}
 	if bc.Remote() {
 		cwd, err := remoteCwd(c, co.cwd, caller.Cwd)
 		var unmapped *client.UnmappedError
