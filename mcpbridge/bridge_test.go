@@ -172,6 +172,15 @@ func (ep *endpoint) newServer() *mcp.Server {
 		}
 		return text(strings.Join(rootURIs(r.Roots), ",")), nil, nil
 	})
+	// An argument mapped to a header: in the stateless era the server
+	// refuses a call without a matching Mcp-Param-Region (SEP-2243).
+	s.AddTool(&mcp.Tool{Name: "region", InputSchema: json.RawMessage(
+		`{"type":"object","properties":{"text":{"type":"string","x-mcp-header":"Region"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in textArgs
+			json.Unmarshal(req.Params.Arguments, &in)
+			return text(in.Text), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "log"}, func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "endpoint", Data: in.Text})
 		return text("logged"), nil, nil
@@ -372,7 +381,7 @@ func TestSession(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"ask", "echo", "log", "roots", "slow"}; !slices.Equal(names, want) {
+	if want := []string{"ask", "echo", "log", "region", "roots", "slow"}; !slices.Equal(names, want) {
 		t.Errorf("tools/list: %q, want %q", names, want)
 	}
 	if got := h.mustCall("echo", "hi"); got != "hi" {
@@ -581,6 +590,14 @@ func TestStateless(t *testing.T) {
 	if got := h.mustCall("ask", ""); got != "accept 42 to the answer?" {
 		t.Errorf("elicitation (input_required): %q", got)
 	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := h.cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.mustCall("region", "eu-west"); got != "eu-west" {
+		t.Errorf("a call with an argument in a header: %q", got)
+	}
 	if got := h.mustCall("roots", ""); got != "file:///src/app" {
 		t.Errorf("roots (input_required): %q", got)
 	}
@@ -599,6 +616,9 @@ func TestStateless(t *testing.T) {
 		}
 		if r.rpc == "tools/call" && r.header.Get("Mcp-Name") == "" {
 			t.Errorf("tools/call without Mcp-Name")
+		}
+		if r.rpc == "tools/call" && r.header.Get("Mcp-Name") == "region" && r.header.Get("Mcp-Param-Region") != "eu-west" {
+			t.Errorf("tools/call region: Mcp-Param-Region %q", r.header.Get("Mcp-Param-Region"))
 		}
 	}
 	if reqs[0].rpc != "server/discover" {

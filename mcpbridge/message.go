@@ -66,24 +66,6 @@ func (e *envelope) metaProtocolVersion() string {
 	return v
 }
 
-// name is the Mcp-Name of a request: the tool's or prompt's name, the
-// resource's URI; "" for other methods.
-func (e *envelope) name() string {
-	var p struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	}
-	switch e.Method {
-	case "tools/call", "prompts/get":
-		json.Unmarshal(e.Params, &p)
-		return p.Name
-	case "resources/read":
-		json.Unmarshal(e.Params, &p)
-		return p.URI
-	}
-	return ""
-}
-
 // compact is msg on one line, or nil if it is not JSON.
 func compact(msg []byte) []byte {
 	if !bytes.ContainsAny(msg, "\r\n") {

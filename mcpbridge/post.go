@@ -14,6 +14,7 @@ import (
 
 	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/internal/mcpheader"
 )
 
 // The client's messages, POSTed one each (spec
@@ -23,8 +24,6 @@ import (
 const (
 	headerSession     = "Mcp-Session-Id"
 	headerVersion     = "Mcp-Protocol-Version"
-	headerMethod      = "Mcp-Method" // stateless era (SEP-2243)
-	headerName        = "Mcp-Name"
 	headerLastEventID = "Last-Event-ID"
 	acceptPost        = "application/json, text/event-stream"
 )
@@ -191,7 +190,7 @@ func (b *bridge) post(ctx context.Context, msg []byte, e *envelope, onSent func(
 	for attempt := 0; ; attempt++ {
 		var reused bool
 		tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+			GotConn:      func(i httptrace.GotConnInfo) { reused = i.Reused },
 			WroteRequest: func(httptrace.WroteRequestInfo) { onSent() },
 		})
 		resp, err = b.opts.Client.Forward(tctx, http.MethodPost, b.opts.Path, bytes.NewReader(msg), h)
@@ -230,13 +229,39 @@ func (b *bridge) header(sess, version string, e *envelope) http.Header {
 	if sess != "" {
 		h.Set(headerSession, sess)
 	}
-	if e != nil && e.Method != "" && version >= statelessEra {
-		h.Set(headerMethod, e.Method)
-		if n := e.name(); n != "" {
-			h.Set(headerName, n)
-		}
+	if e != nil && version >= statelessEra {
+		mcpheader.Set(h, e.Method, e.Params, b.toolOf)
 	}
 	return h
+}
+
+// toolOf is the Tool object of a tool whose arguments map to headers
+// (mcpheader.Annotated), from the client's last tools/list; nil if none.
+func (b *bridge) toolOf(name string) json.RawMessage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tools[name]
+}
+
+// keepTools keeps the tools of a tools/list result that map arguments to
+// headers, for the Mcp-Param- headers of their calls.
+func (b *bridge) keepTools(result json.RawMessage) {
+	var r struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range r.Tools {
+		var n struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(t, &n) == nil && mcpheader.Annotated(t) {
+			b.tools[n.Name] = t
+		}
+	}
 }
 
 // answer relays the server's answer to e: nothing (202), a JSON body, or
@@ -313,9 +338,12 @@ func (b *bridge) fromServer(msg []byte, forCall *envelope) (answered bool) {
 			b.mu.Unlock()
 		case e.response() && forCall != nil && forCall.request() && e.key() == forCall.key():
 			answered = true
-			if forCall.Method == "initialize" {
+			switch forCall.Method {
+			case "initialize":
 				b.negotiated(e.Result)
 				b.startListening()
+			case "tools/list":
+				b.keepTools(e.Result)
 			}
 		}
 	}
