@@ -115,10 +115,11 @@ type bridge struct {
 	ctx    context.Context // the relay's lifetime: cancelled by shutdown
 	cancel context.CancelFunc
 
-	requests sync.WaitGroup // POSTs of the client's messages in flight
-	streams  sync.WaitGroup // the GET stream
-	recover  sync.Mutex     // one session recovery at a time
-	restarts sync.Mutex     // one Options.Restart at a time
+	requests  sync.WaitGroup // POSTs of the client's messages in flight
+	streams   sync.WaitGroup // the GET stream
+	recover   sync.Mutex     // one session recovery at a time
+	restarts  sync.Mutex     // one Options.Restart at a time; guards restarted
+	restarted time.Time      // when the last restart ended
 
 	mu          sync.Mutex
 	session     string             // guarded by mu; the Mcp-Session-Id, "" = none

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,11 +33,12 @@ import (
 // recording the requests it gets.
 type endpoint struct {
 	stateless bool
-	cancelled chan string        // a slow call's handler saw its context end
-	initRoots chan []string      // the roots asked for after initialized (over the GET stream)
-	server    func() *mcp.Server // the current handler's server
+	cancelled chan string    // a slow call's handler saw its context end
+	initRoots chan []string  // the roots asked for after initialized (over the GET stream)
+	asking    sync.WaitGroup // roots/list asked after initialized, unanswered
 
 	mu       sync.Mutex
+	stop     context.CancelFunc // ends the current server's own requests
 	handler  http.Handler
 	srv      *mcp.Server
 	requests []seen
@@ -55,9 +57,17 @@ func newEndpoint(stateless bool) *endpoint {
 	return ep
 }
 
-// restart replaces the handler (and its server) with a new one.
+// restart replaces the handler (and its server) with a new one; the old
+// server's requests to the client end.
 func (ep *endpoint) restart() {
-	srv := ep.newServer()
+	ctx, cancel := context.WithCancel(context.Background())
+	ep.mu.Lock()
+	if ep.stop != nil {
+		ep.stop()
+	}
+	ep.stop = cancel
+	ep.mu.Unlock()
+	srv := ep.newServer(ctx)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: ep.stateless})
 	ep.mu.Lock()
@@ -112,14 +122,16 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-func (ep *endpoint) newServer() *mcp.Server {
+func (ep *endpoint) newServer(life context.Context) *mcp.Server {
 	opts := &mcp.ServerOptions{}
 	if !ep.stateless {
 		// Like mcpx's endpoint: the client's roots are asked for once the
 		// session is initialized, outside any request: over the GET stream.
 		opts.InitializedHandler = func(_ context.Context, req *mcp.InitializedRequest) {
+			ep.asking.Add(1)
 			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer ep.asking.Done()
+				ctx, cancel := context.WithTimeout(life, 10*time.Second)
 				defer cancel()
 				res, err := req.Session.ListRoots(ctx, nil)
 				if err != nil {
@@ -200,15 +212,16 @@ func rootURIs(roots []*mcp.Root) []string {
 
 // harness is a bridge between a go-sdk client session and an endpoint.
 type harness struct {
-	t        *testing.T
-	ep       *endpoint
-	srv      *httptest.Server // replaced by restart (Options.Restart)
-	restarts atomic.Int32
-	cs       *mcp.ClientSession
-	served   chan error
-	logs     chan *mcp.LoggingMessageParams
-	progress chan *mcp.ProgressNotificationParams
-	changed  chan struct{}
+	t         *testing.T
+	ep        *endpoint
+	srv       *httptest.Server // replaced by restart (Options.Restart)
+	restarts  atomic.Int32
+	closeOnce sync.Once
+	cs        *mcp.ClientSession
+	served    chan error
+	logs      chan *mcp.LoggingMessageParams
+	progress  chan *mcp.ProgressNotificationParams
+	changed   chan struct{}
 }
 
 type setup struct {
@@ -237,11 +250,13 @@ func start(t *testing.T, s setup) *harness {
 		MapPath: s.mapPath,
 		Backoff: 10 * time.Millisecond,
 		Drain:   2 * time.Second,
+		Logger:  slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	if s.restart {
 		addr := h.srv.Listener.Addr().String()
 		opts.Restart = func(context.Context) error {
 			h.restarts.Add(1)
+			t.Logf("restart")
 			h.ep.restart()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -285,19 +300,31 @@ func start(t *testing.T, s setup) *harness {
 		t.Fatalf("connecting through the bridge: %v", err)
 	}
 	h.cs = cs
+	t.Cleanup(h.close) // before the server closes, which waits for its requests
 	return h
 }
 
 // close ends the client session (the bridge's stdin ends) and waits for
-// Serve to return.
+// Serve to return; again, it does nothing.
 func (h *harness) close() {
 	h.t.Helper()
-	h.cs.Close()
-	select {
-	case <-h.served:
-	case <-time.After(20 * time.Second):
-		h.t.Fatal("Serve did not return after the end of its input")
-	}
+	h.closeOnce.Do(func() {
+		// A session's DELETE waits for the server's requests to the
+		// client: let the client answer them first.
+		asked := make(chan struct{})
+		go func() { h.ep.asking.Wait(); close(asked) }()
+		select {
+		case <-asked:
+		case <-time.After(20 * time.Second):
+			h.t.Error("the roots/list after initialized was never answered")
+		}
+		h.cs.Close()
+		select {
+		case <-h.served:
+		case <-time.After(20 * time.Second):
+			h.t.Error("Serve did not return after the end of its input")
+		}
+	})
 }
 
 // call calls a tool and returns its text.
@@ -449,7 +476,6 @@ func checkHeaders(t *testing.T, reqs []seen) {
 // flight, and a later call is not held up by the first.
 func TestCancel(t *testing.T) {
 	h := start(t, setup{version: "2025-11-25"})
-	defer h.close()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
@@ -482,7 +508,6 @@ func TestCancel(t *testing.T) {
 // and warns the client.
 func TestSessionLost(t *testing.T) {
 	h := start(t, setup{version: "2025-11-25", roots: []string{"file:///src/app"}})
-	defer h.close()
 	receive(t, h.ep.initRoots, "roots/list")
 	h.mustCall("echo", "before")
 	first := sessionOf(h.ep.got(), "tools/call")
@@ -520,7 +545,6 @@ func TestSessionLost(t *testing.T) {
 // found it gone is answered.
 func TestRestart(t *testing.T) {
 	h := start(t, setup{version: "2025-11-25", restart: true})
-	defer h.close()
 	h.mustCall("echo", "before")
 	old := h.srv
 	old.CloseClientConnections()
@@ -562,7 +586,6 @@ func TestRootsMapped(t *testing.T) {
 				s.version = ""
 			}
 			h := start(t, s)
-			defer h.close()
 			want := "file:///home/me/src/app%20one"
 			if !stateless {
 				if got := receive(t, h.ep.initRoots, "roots/list"); !slices.Equal(got, []string{want}) {
@@ -632,7 +655,6 @@ func TestStateless(t *testing.T) {
 // initialize.
 func TestEraFallback(t *testing.T) {
 	h := start(t, setup{})
-	defer h.close()
 	if v := h.cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
 		t.Errorf("negotiated %q, want 2025-11-25", v)
 	}

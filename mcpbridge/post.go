@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"time"
 
 	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
@@ -120,14 +121,15 @@ func (b *bridge) warnUnmappedLocked(dirs []string) {
 }
 
 // relay POSTs one message and relays the answer. A 404 for a session
-// means the server lost it: the session is recovered and the message sent
+// means the server lost it: the session is recovered and a request sent
 // once more.
 func (b *bridge) relay(ctx context.Context, msg []byte, e *envelope, onSent func()) {
 	if e.Method == "notifications/initialized" {
 		b.awaitListening(ctx)
 	}
+	sent := time.Now()
 	resp, sess, err := b.post(ctx, msg, e, onSent)
-	if err != nil && b.restart(ctx, err) {
+	if err != nil && b.restart(ctx, err, sent) {
 		resp, sess, err = b.post(ctx, msg, e, nil)
 	}
 	if err != nil {
@@ -139,6 +141,13 @@ func (b *bridge) relay(ctx context.Context, msg []byte, e *envelope, onSent func
 		resp.Body.Close()
 		if rpcErrorBody(body) {
 			b.refused(e, resp, body)
+			return
+		}
+		if !e.request() {
+			// What was meant for the lost session (an answer to its
+			// request, a notification) means nothing to a new one; the
+			// next request opens it.
+			b.log.Info("mcp: dropping a message for a session the server lost", "method", e.Method)
 			return
 		}
 		if err := b.recoverSession(ctx, sess); err != nil {
@@ -154,19 +163,27 @@ func (b *bridge) relay(ctx context.Context, msg []byte, e *envelope, onSent func
 	b.answer(ctx, resp, e)
 }
 
-// restart starts the endpoint's server again (Options.Restart) if err
-// says it could not be reached, and reports whether it was.
-func (b *bridge) restart(ctx context.Context, err error) bool {
+// restart starts the endpoint's server again (Options.Restart) if err,
+// of a request sent at the time sent, says it could not be reached, and
+// reports whether it is running again. Requests that failed together
+// share one restart: one sent before the last restart ended is sent again
+// without another.
+func (b *bridge) restart(ctx context.Context, err error, sent time.Time) bool {
 	var unreachable *client.UnreachableError
 	if b.opts.Restart == nil || !errors.As(err, &unreachable) || ctx.Err() != nil {
 		return false
 	}
 	b.restarts.Lock()
 	defer b.restarts.Unlock()
+	if b.restarted.After(sent) {
+		return true
+	}
+	b.log.Debug("mcp: the broker is unreachable; starting it again", "err", err)
 	if err := b.opts.Restart(ctx); err != nil {
 		b.log.Warn("mcp: starting the broker again failed", "err", err)
 		return false
 	}
+	b.restarted = time.Now()
 	return true
 }
 
@@ -187,7 +204,7 @@ func (b *bridge) post(ctx context.Context, msg []byte, e *envelope, onSent func(
 	h := b.header(sess, version, e)
 	h.Set("Content-Type", wire.MediaJSON)
 	h.Set("Accept", acceptPost)
-	for attempt := 0; ; attempt++ {
+	for attempt := 1; ; attempt++ {
 		var reused bool
 		tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 			GotConn:      func(i httptrace.GotConnInfo) { reused = i.Reused },
@@ -195,15 +212,20 @@ func (b *bridge) post(ctx context.Context, msg []byte, e *envelope, onSent func(
 		})
 		resp, err = b.opts.Client.Forward(tctx, http.MethodPost, b.opts.Path, bytes.NewReader(msg), h)
 		// A kept-alive connection the server closed meanwhile (a daemon
-		// that restarted) fails before any answer: send once more on a
-		// new one, as browsers do. Go's transport does so itself only for
-		// requests it knows to be idempotent.
-		if err == nil || !reused || attempt > 0 || ctx.Err() != nil {
+		// that restarted) fails before any answer: send again, as
+		// browsers do, until a new connection is dialled (each failure
+		// drops a dead one from the pool). Go's transport does so itself
+		// only for requests it knows to be idempotent.
+		if err == nil || !reused || attempt > maxResends || ctx.Err() != nil {
 			return resp, sess, err
 		}
-		b.log.Debug("mcp: resending a request whose kept-alive connection broke", "err", err)
+		b.log.Debug("mcp: resending a request whose kept-alive connection broke", "method", e.Method, "err", err)
 	}
 }
+
+// maxResends bounds the resending of a request whose kept-alive
+// connection broke: api/client keeps at most 4 idle connections.
+const maxResends = 4
 
 // header is what every request of the session carries: Options.Header,
 // the session id, the protocol version (a stateless request's own, from
