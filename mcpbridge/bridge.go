@@ -15,19 +15,25 @@
 // to the endpoint as it comes, concurrently: a long tools/call does not
 // hold up a later ping or notifications/cancelled. What the server answers
 // (a JSON body, or each message of an SSE stream) is written to stdout, one
-// whole message a line. After the session's initialize and
-// notifications/initialized the GET stream carries the server's own
-// requests and notifications; the client's answers to them are POSTed
-// back.
+// whole message a line. Once the session's initialize is answered the GET
+// stream carries the server's own requests and notifications (the
+// client's notifications/initialized waits until it is open, so that what
+// the server asks as soon as it is initialized, such as roots/list, has a
+// stream to come on); the client's answers to them are POSTed back.
 //
 // The relay knows the protocol only where HTTP needs it (spec
 // basic/transports#streamable-http): the Mcp-Session-Id of the initialize
 // response, the negotiated MCP-Protocol-Version, the stateless era's
 // standard headers (2026-07-28: the version from each request's _meta,
-// Mcp-Method, Mcp-Name), resumption with Last-Event-ID, and a session the
-// server lost (404: the initialize the client sent is replayed, the request
-// resent once, the client warned). It is a generic Streamable HTTP client:
-// nothing in it is particular to mcpx's endpoint.
+// Mcp-Method, Mcp-Name, and Mcp-Param-* for the tools the client listed),
+// resumption with Last-Event-ID, a session the server lost (404: the
+// initialize and initialized the client sent are replayed, the request
+// resent once, the client warned with a notifications/message), and the
+// client's roots mapped to a remote broker's side of the files. It is a
+// generic Streamable HTTP client: nothing in it is particular to mcpx's
+// endpoint. A server's refusal over HTTP becomes the request's JSON-RPC
+// error: the server's own if its body is one, else naming the problem's
+// title and detail (mcpx's problem documents) or the status.
 //
 // # Lifetime
 //
@@ -41,6 +47,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -122,18 +129,18 @@ type bridge struct {
 	restarted time.Time      // when the last restart ended
 
 	mu          sync.Mutex
-	session     string             // guarded by mu; the Mcp-Session-Id, "" = none
-	version     string             // guarded by mu; negotiated at initialize
-	metaVersion string             // guarded by mu; of the last request naming one in _meta
-	initReq     []byte             // guarded by mu; the client's initialize, for a replay
-	initNote    []byte             // guarded by mu; its notifications/initialized
-	inflight    map[string]*call   // guarded by mu; the client's requests by id
-	asked       map[string]string  // guarded by mu; the server's requests by id: their method
-	tools       map[string][]byte  // guarded by mu; input schemas from tools/list, for Mcp-Param-*
-	listen      context.CancelFunc // guarded by mu; stops the GET stream, nil = none
-	listenReady chan struct{}      // guarded by mu; closed at the GET stream's first answer
-	closed      bool               // guarded by mu; shutdown began: no new GET stream
-	warned      map[string]bool    // guarded by mu; warnings given once
+	session     string                     // guarded by mu; the Mcp-Session-Id, "" = none
+	version     string                     // guarded by mu; negotiated at initialize
+	metaVersion string                     // guarded by mu; of the last request naming one in _meta
+	initReq     []byte                     // guarded by mu; the client's initialize, for a replay
+	initNote    []byte                     // guarded by mu; its notifications/initialized
+	inflight    map[string]*call           // guarded by mu; the client's requests by id
+	asked       map[string]string          // guarded by mu; the server's requests by id: their method
+	tools       map[string]json.RawMessage // guarded by mu; annotated tools from tools/list, for Mcp-Param-*
+	listen      context.CancelFunc         // guarded by mu; stops the GET stream, nil = none
+	listenReady chan struct{}              // guarded by mu; closed at the GET stream's first answer
+	closed      bool                       // guarded by mu; shutdown began: no new GET stream
+	warned      map[string]bool            // guarded by mu; warnings given once
 }
 
 // call is one of the client's requests in flight.
@@ -165,7 +172,7 @@ func newBridge(opts Options, out io.Writer) *bridge {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &bridge{
 		opts: opts, log: log, out: &lineWriter{w: out, broken: make(chan struct{})}, ctx: ctx, cancel: cancel,
-		inflight: map[string]*call{}, asked: map[string]string{}, tools: map[string][]byte{},
+		inflight: map[string]*call{}, asked: map[string]string{}, tools: map[string]json.RawMessage{},
 		warned: map[string]bool{},
 	}
 }
