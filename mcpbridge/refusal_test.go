@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,7 +24,8 @@ import (
 // what the client sees of each, line by line.
 
 // scripted answers by the tool name of a tools/call.
-func scripted(deletes *atomic.Int32) http.HandlerFunc {
+// A hang call is reported on hung (if not nil) and answered never.
+func scripted(deletes *atomic.Int32, hung chan<- struct{}) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodDelete:
@@ -75,6 +77,13 @@ func scripted(deletes *atomic.Int32) http.HandlerFunc {
 		case "silent":
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, ": nothing to say\n\n")
+		case "hang":
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.(http.Flusher).Flush()
+			if hung != nil {
+				hung <- struct{}{}
+			}
+			<-r.Context().Done()
 		case "resume":
 			w.Header().Set("Content-Type", "text/event-stream")
 			fmt.Fprint(w, "id: e1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":1}}\n\n")
@@ -85,7 +94,7 @@ func scripted(deletes *atomic.Int32) http.HandlerFunc {
 func TestRefusals(t *testing.T) {
 	checkNoLeaks(t)
 	var deletes atomic.Int32
-	srv := httptest.NewServer(scripted(&deletes))
+	srv := httptest.NewServer(scripted(&deletes, nil))
 	defer srv.Close()
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
@@ -153,4 +162,41 @@ func TestRefusals(t *testing.T) {
 	if n := deletes.Load(); n != 1 {
 		t.Errorf("%d DELETEs, want 1", n)
 	}
+}
+
+// The end of ctx (SIGTERM in the CLI) ends the relay as the end of stdin
+// does: the requests in flight get Options.Drain, then are cancelled; the
+// session is deleted.
+func TestContextEnds(t *testing.T) {
+	checkNoLeaks(t)
+	var deletes atomic.Int32
+	hung := make(chan struct{}, 1)
+	srv := httptest.NewServer(scripted(&deletes, hung))
+	defer srv.Close()
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	stdoutR, stdoutW := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() {
+		served <- mcpbridge.Serve(ctx, stdinR, stdoutW, mcpbridge.Options{
+			Client: client.New(srv.URL, client.Options{Token: "t"}), Drain: 10 * time.Millisecond})
+		stdoutW.Close()
+	}()
+	lines := bufio.NewScanner(stdoutR)
+	fmt.Fprintln(stdinW, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if !lines.Scan() {
+		t.Fatal("no initialize answer")
+	}
+	fmt.Fprintln(stdinW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	fmt.Fprintln(stdinW, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang"}}`)
+	receive(t, hung, "the call in flight")
+	cancel()
+	if err := receive(t, served, "Serve's return"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Serve: %v, want context.Canceled", err)
+	}
+	if n := deletes.Load(); n != 1 {
+		t.Errorf("%d DELETEs, want 1", n)
+	}
+	go io.Copy(io.Discard, stdoutR)
 }
