@@ -106,7 +106,7 @@ const ClientName = "mcpx-mcp"
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	b := newBridge(opts, out)
 	err := b.readClient(ctx, in)
-	b.shutdown()
+	b.shutdown(ctx)
 	if err == nil {
 		err = b.out.failure()
 	}
@@ -239,14 +239,21 @@ func readLines(in io.Reader, max int, lines chan<- []byte, stop <-chan struct{},
 }
 
 // shutdown ends the relay: the requests in flight get Options.Drain to
-// finish, then are cancelled; the session is deleted; the GET stream
+// finish (cut short if ctx ends during it: a SIGTERM after the end of
+// stdin), then are cancelled; the session is deleted; the GET stream
 // stopped. It returns when every goroutine of the bridge has.
-func (b *bridge) shutdown() {
+func (b *bridge) shutdown(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { b.requests.Wait(); close(done) }()
 	t := time.NewTimer(b.opts.Drain)
+	cut := ctx.Done()
+	if ctx.Err() != nil {
+		cut = nil // ended by ctx: the requests still get their drain
+	}
 	select {
 	case <-done:
+	case <-cut:
+		b.log.Info("mcp: cancelling the requests still in flight")
 	case <-t.C:
 		b.log.Warn("mcp: cancelling the requests still in flight at the end of input")
 	}
