@@ -42,9 +42,10 @@ func (b *bridge) dispatch(line []byte) {
 		line = b.fromClient(line, &e)
 	}
 	ctx, cancel := context.WithCancel(b.ctx)
+	c := &call{method: e.Method, cancel: cancel}
 	if e.request() {
 		b.mu.Lock()
-		b.inflight[e.key()] = &call{method: e.Method, cancel: cancel}
+		b.inflight[e.key()] = c
 		b.mu.Unlock()
 	}
 	sent := make(chan struct{})
@@ -56,11 +57,11 @@ func (b *bridge) dispatch(line []byte) {
 		defer cancel()
 		defer onSent()
 		b.relay(ctx, line, &e, onSent)
-		if e.request() {
-			b.mu.Lock()
+		b.mu.Lock()
+		if b.inflight[e.key()] == c { // not a later request of the same id
 			delete(b.inflight, e.key())
-			b.mu.Unlock()
 		}
+		b.mu.Unlock()
 	}()
 	<-sent
 }
@@ -229,8 +230,9 @@ const maxResends = 4
 
 // header is what every request of the session carries: Options.Header,
 // the session id, the protocol version (a stateless request's own, from
-// its _meta, else the negotiated one) and, from the stateless era on, the
-// standard Mcp-Method and Mcp-Name of e (nil: none).
+// its _meta, else the negotiated one, else a stateless client's last) and,
+// from the stateless era on, the standard headers of e (nil: none):
+// Mcp-Method, Mcp-Name, Mcp-Param-* (package mcpheader).
 func (b *bridge) header(sess, version string, e *envelope) http.Header {
 	h := b.opts.Header.Clone()
 	if h == nil {
