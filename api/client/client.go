@@ -126,6 +126,11 @@ type Caller struct {
 	Pid int
 }
 
+// CallerHeader is cl as the caller-context headers this client sends
+// (Mcpx-Pid only over the unix socket), for a request made with Forward.
+// The caller owns the returned header.
+func (c *Client) CallerHeader(cl Caller) http.Header { return c.header(&cl) }
+
 func (c *Client) header(cl *Caller) http.Header {
 	h := http.Header{}
 	if cl == nil {
@@ -205,24 +210,8 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 		}
 		return nil, err
 	}
-	if resp.StatusCode == http.StatusUnauthorized && c.token == "" {
-		// The token came from the daemon record (or there was none yet: a
-		// daemon answers on its listeners a moment before its record is
-		// written). A restarted daemon has a new one: read the record
-		// again, and retry once if it now says something else. Only a
-		// request whose body can be sent again is retried.
-		c.forgetToken(tok)
-		if fresh := c.bearer(); fresh != tok && fresh != "" && (body == nil || req.GetBody != nil) {
-			resp.Body.Close()
-			retry := req.Clone(ctx)
-			if body != nil {
-				retry.Body, _ = req.GetBody()
-			}
-			retry.Header.Set(wire.HeaderAuthorization, "Bearer "+fresh)
-			if resp, err = c.hc.Do(retry); err != nil {
-				return nil, err
-			}
-		}
+	if resp, err = c.reauthorize(ctx, req, resp, tok); err != nil {
+		return nil, err
 	}
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()
@@ -231,13 +220,40 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 	return resp, nil
 }
 
+// reauthorize answers a 401 to a request sent with the daemon record's
+// token tok (or none, when there was no record yet: a daemon answers on
+// its listeners a moment before its record is written). A restarted
+// daemon has a new token: the record is read again, and the request sent
+// once more if it now says something else. Only a request whose body can
+// be sent again is retried (no body, or one of http.NewRequest's own
+// readers, which set GetBody). Any other response is returned as it is.
+func (c *Client) reauthorize(ctx context.Context, req *http.Request, resp *http.Response, tok string) (*http.Response, error) {
+	if resp.StatusCode != http.StatusUnauthorized || c.token != "" {
+		return resp, nil
+	}
+	c.forgetToken(tok)
+	fresh := c.bearer()
+	if fresh == tok || fresh == "" || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
+		return resp, nil
+	}
+	resp.Body.Close()
+	retry := req.Clone(ctx)
+	if req.GetBody != nil {
+		retry.Body, _ = req.GetBody()
+	}
+	retry.Header.Set(wire.HeaderAuthorization, "Bearer "+fresh)
+	return c.hc.Do(retry)
+}
+
 // Forward sends a request of another client on to the daemon, as a relay
 // does: method and uri (the path and query, e.g. from
 // http.Request.RequestURI) with the headers h and the body, streamed. It
-// adds this client's Mcpx-Client (if h has none) and bearer token, and
-// leaves the status to the caller: an error answer is a response like any
-// other, for the relay to pass on. Only a failure to reach the daemon is an
-// error (*UnreachableError for a dial). The caller owns and must close the
+// adds this client's Mcpx-Client (if h has none) and bearer token (and,
+// as Do does, retries a 401 once with a restarted daemon's new token when
+// the body is a bytes or strings reader), and leaves the status to the
+// caller: an error answer is a response like any other, for the relay to
+// pass on. Only a failure to reach the daemon is an error
+// (*UnreachableError for a dial). The caller owns and must close the
 // response body, which arrives decompressed.
 func (c *Client) Forward(ctx context.Context, method, uri string, body io.Reader, h http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+uri, body)
@@ -250,7 +266,8 @@ func (c *Client) Forward(ctx context.Context, method, uri string, body io.Reader
 	if req.Header.Get(wire.HeaderClient) == "" {
 		req.Header.Set(wire.HeaderClient, ClientName)
 	}
-	if tok := c.bearer(); tok != "" {
+	tok := c.bearer()
+	if tok != "" {
 		req.Header.Set(wire.HeaderAuthorization, "Bearer "+tok)
 	}
 	resp, err := c.hc.Do(req)
@@ -261,7 +278,7 @@ func (c *Client) Forward(ctx context.Context, method, uri string, body io.Reader
 		}
 		return nil, err
 	}
-	return resp, nil
+	return c.reauthorize(ctx, req, resp, tok)
 }
 
 // bearer returns the token to send, if any: Options.Token, else the daemon

@@ -2,10 +2,12 @@ package client_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -57,5 +59,40 @@ func TestRecordWrittenAfterTheFirstRequest(t *testing.T) {
 	}
 	if n := requests.Load(); n != 1 {
 		t.Errorf("explicit token: %d requests, want 1 (never retried)", n)
+	}
+}
+
+// TestForwardReauthorizes: Forward (the relay's and `mcpx mcp`'s request)
+// retries a 401 as Do does, body and all, when the record's token changed
+// (a restarted daemon).
+func TestForwardReauthorizes(t *testing.T) {
+	state := t.TempDir()
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get(wire.HeaderAuthorization) == "Bearer fresh" {
+			w.Write(body)
+			return
+		}
+		var rec wire.DaemonRecord
+		rec.Address, rec.Token = r.Host, "fresh"
+		b, _ := json.Marshal(rec)
+		os.WriteFile(filepath.Join(state, wire.RecordFile), b, 0o600)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	c := client.New(srv.URL, client.Options{StateDir: state})
+	resp, err := c.Forward(t.Context(), http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(got) != `{"jsonrpc":"2.0"}` {
+		t.Errorf("forwarded: %s %q, want 200 with the body sent again", resp.Status, got)
+	}
+	if n := requests.Load(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
 	}
 }

@@ -48,6 +48,7 @@ func commands() []command {
 		{"serve", "[--config F] [--state-dir D] [--socket P] [--listen 127.0.0.1:PORT|off]", "run the broker daemon", serve},
 		{"call", "[flags] <server>.<tool> [json|-]", "call a tool through the broker and print its result", call},
 		{"tools", "[--json] [server]", "list the tools of every server, or of one", tools},
+		{"mcp", "[--server S] [--broker B [--tsnet]] [--cwd D]", "serve the broker's MCP endpoint on stdin/stdout, for MCP clients that start a command (Claude Desktop, Cursor, Codex)", mcpCmd},
 		{"search", "[--tag t] [--explain] [--json] <terms>", "search every server's tools by name, tag, server and description (exit 1: nothing matches)", searchCmd},
 		{"catalog", "[--budget N] [--bias Q] [--json]", "every server with its tool count, then tool signatures within a token budget", catalogCmd},
 		{"sessions", "ls [--json]|show <key>|stop <key>|set <key> [--idle 1h] [--name n]", "list, show, stop or name the sessions: instances keyed by a session, parent session, lease or pid", sessionsCmd},

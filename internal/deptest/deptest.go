@@ -56,6 +56,12 @@ type Rules struct {
 	// library only themselves (checked here too), so the tree still pulls
 	// in nothing beyond it.
 	Leaves map[string]string
+	// Imports, if not empty, are the only packages outside the standard
+	// library and the tree that the tree's own files may import, each
+	// with why (their own dependencies are theirs: bind those with
+	// BadDeps). A pattern no package of the tree imports is a violation:
+	// a stale allowance hides nothing.
+	Imports map[string]string
 	// NoHTTPServer, if not "", is why the tree's non-test files must not use
 	// net/http's server-side identifiers (http.Handler, http.Server, …). An
 	// HTTP client is allowed.
@@ -105,6 +111,7 @@ func (r Rules) Violations(dir string, env []string) ([]string, error) {
 	checked := 0
 	excepted := map[string]bool{}
 	allowed := map[string]bool{}
+	imported := map[string]bool{} // the Imports patterns used
 	for _, p := range order {
 		if p.Standard || !within(p.Dir, dir) {
 			continue
@@ -125,6 +132,9 @@ func (r Rules) Violations(dir string, env []string) ([]string, error) {
 		if r.LeavesOnly != "" {
 			out = append(out, nonLeaves(p, pkgs, dir, r.LeavesOnly)...)
 		}
+		if len(r.Imports) > 0 {
+			out = append(out, r.unlisted(p, pkgs, dir, imported)...)
+		}
 		if r.NoHTTPServer != "" {
 			v, err := serverIdentUses(p, r.NoHTTPServer, r.HTTPServerFiles, allowed)
 			if err != nil {
@@ -139,6 +149,11 @@ func (r Rules) Violations(dir string, env []string) ([]string, error) {
 	for pat := range r.Except {
 		if !excepted[pat] {
 			out = append(out, fmt.Sprintf("Except names %s, which matches no package under %s", pat, dir))
+		}
+	}
+	for pat := range r.Imports {
+		if !imported[pat] {
+			out = append(out, fmt.Sprintf("Imports names %s, which no package under %s imports", pat, dir))
 		}
 	}
 	for file := range r.HTTPServerFiles {
@@ -215,6 +230,26 @@ func (r Rules) badImports(p *pkg) []string {
 		if _, why, bad := match(imp, r.BadImports); bad {
 			out = append(out, fmt.Sprintf("%s: imports %s: %s", p.ImportPath, imp, why))
 		}
+	}
+	return out
+}
+
+// unlisted reports each package outside the standard library and outside
+// dir that p imports directly and r.Imports does not name; used records
+// the patterns that matched.
+func (r Rules) unlisted(p *pkg, pkgs map[string]*pkg, dir string, used map[string]bool) []string {
+	var out []string
+	for _, imp := range p.Imports {
+		q, ok := pkgs[imp]
+		if !ok || q.Standard || within(q.Dir, dir) {
+			continue
+		}
+		pat, _, listed := match(imp, r.Imports)
+		if !listed {
+			out = append(out, fmt.Sprintf("%s: imports %s, which Imports does not list", p.ImportPath, imp))
+			continue
+		}
+		used[pat] = true
 	}
 	return out
 }

@@ -191,6 +191,41 @@ func TestLeaves(t *testing.T) {
 	}
 }
 
+// TestImports: a tree may import, beside the standard library and its
+// own packages, only the packages Imports lists; a listed package no one
+// imports is reported too.
+func TestImports(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"go.mod":            "module example.com/allow\n\ngo 1.26\n",
+		"client/client.go":  "package client\n\nimport _ \"example.com/allow/heavy\"\n",
+		"heavy/heavy.go":    "package heavy\n",
+		"wire/wire.go":      "package wire\n",
+		"other/other.go":    "package other\n",
+		"relay/relay.go":    "package relay\n\nimport (\n\t_ \"fmt\"\n\n\t_ \"example.com/allow/client\"\n\t_ \"example.com/allow/relay/inner\"\n)\n",
+		"relay/inner/in.go": "package inner\n\nimport _ \"example.com/allow/other\"\n",
+		"clean/clean.go":    "package clean\n\nimport _ \"example.com/allow/client\"\n",
+	})
+	rules := deptest.Rules{Imports: map[string]string{
+		"example.com/allow/client": "the Go client",
+		"example.com/allow/wire":   "the contract",
+	}}
+	got, err := rules.Violations(filepath.Join(dir, "relay"), moduleEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"Imports names example.com/allow/wire, which no package under " + filepath.Join(dir, "relay") + " imports",
+		"example.com/allow/relay/inner: imports example.com/allow/other, which Imports does not list",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+	}
+	clean := deptest.Rules{Imports: map[string]string{"example.com/allow/client": "the Go client"}}
+	if got, err := clean.Violations(filepath.Join(dir, "clean"), moduleEnv()); err != nil || len(got) != 0 {
+		t.Errorf("clean: %q, %v; want no violations (the client's own imports are its own)", got, err)
+	}
+}
+
 // TestRulesNeedAPackage: a directory with no Go package is an error, not a
 // pass.
 func TestRulesNeedAPackage(t *testing.T) {

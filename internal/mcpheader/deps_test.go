@@ -1,0 +1,16 @@
+package mcpheader_test
+
+import (
+	"testing"
+
+	"mcpx.dev/mcpx/internal/deptest"
+)
+
+// TestDeps: mcpheader is a leaf that pool/mcpclient and mcpbridge import
+// (docs/architecture.md, "Dependency rules"): the standard library only.
+func TestDeps(t *testing.T) {
+	deptest.Rules{
+		StdlibOnly:   "a leaf package that pool and the bridge import: it must never bring other packages into them",
+		NoHTTPServer: "a leaf package",
+	}.Check(t)
+}

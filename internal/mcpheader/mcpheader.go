@@ -1,0 +1,166 @@
+// Package mcpheader sets the standard headers of a Streamable HTTP
+// request in MCP's stateless era (2026-07-28, SEP-2243): the server
+// routes and checks a request by them without reading its body, and
+// refuses one whose headers are missing or disagree with the body. Both
+// of mcpx's HTTP clients of MCP servers set them: pool/mcpclient (to a
+// url child) and mcpbridge (`mcpx mcp`, to an endpoint).
+//
+//	mcpheader.Set(req.Header, "tools/call", params, toolOf)
+package mcpheader
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// The headers.
+const (
+	Method      = "Mcp-Method"
+	Name        = "Mcp-Name"
+	ParamPrefix = "Mcp-Param-"
+)
+
+// Set sets them on h for a message of method with params (raw JSON):
+// Mcp-Method on every request and notification; Mcp-Name for tools/call
+// and prompts/get (the name) and resources/read (the uri); and for
+// tools/call an Mcp-Param-<Header> per argument whose input-schema
+// property carries "x-mcp-header": <Header> (toolOf returns the tool's
+// Tool object, from a tools/list, or nil if it is not known; nil toolOf =
+// none is). A value that is not plain printable ASCII is sent
+// base64-encoded in the =?base64?…?= wrapper.
+func Set(h http.Header, method string, params json.RawMessage, toolOf func(name string) json.RawMessage) {
+	if method == "" {
+		return
+	}
+	h.Set(Method, method)
+	var p struct {
+		Name      string                     `json:"name"`
+		URI       string                     `json:"uri"`
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	switch method {
+	case "tools/call", "prompts/get", "resources/read":
+		if json.Unmarshal(params, &p) != nil {
+			return
+		}
+	default:
+		return
+	}
+	if method == "resources/read" {
+		h.Set(Name, p.URI)
+		return
+	}
+	h.Set(Name, p.Name)
+	if method != "tools/call" || toolOf == nil || len(p.Arguments) == 0 {
+		return
+	}
+	tool := toolOf(p.Name)
+	if tool == nil {
+		return
+	}
+	var t struct {
+		InputSchema schema `json:"inputSchema"`
+	}
+	if json.Unmarshal(tool, &t) != nil {
+		return
+	}
+	paramHeaders(h, t.InputSchema.Properties, p.Arguments)
+}
+
+// Annotated reports whether a Tool object (raw) maps an argument to a
+// header, so that a client keeps only the tools Set needs to know.
+func Annotated(tool json.RawMessage) bool {
+	var t struct {
+		InputSchema schema `json:"inputSchema"`
+	}
+	return json.Unmarshal(tool, &t) == nil && t.InputSchema.annotated()
+}
+
+// schema is what Set reads of an input schema.
+type schema struct {
+	Header     string            `json:"x-mcp-header"`
+	Properties map[string]schema `json:"properties"`
+}
+
+func (s schema) annotated() bool {
+	if s.Header != "" {
+		return true
+	}
+	for _, p := range s.Properties {
+		if p.annotated() {
+			return true
+		}
+	}
+	return false
+}
+
+// paramHeaders sets the Mcp-Param- header of each annotated property
+// present in args with a primitive value, at any depth.
+func paramHeaders(h http.Header, props map[string]schema, args map[string]json.RawMessage) {
+	for name, prop := range props {
+		raw, ok := args[name]
+		if !ok {
+			continue
+		}
+		if prop.Header != "" {
+			if v, ok := headerValue(raw); ok {
+				h.Set(ParamPrefix+prop.Header, v)
+			}
+		}
+		if len(prop.Properties) > 0 {
+			var nested map[string]json.RawMessage
+			if json.Unmarshal(raw, &nested) == nil {
+				paramHeaders(h, prop.Properties, nested)
+			}
+		}
+	}
+}
+
+// headerValue is a primitive argument as a header value: a string as it
+// is, a boolean as true/false, an integer (within ±2^53) in decimal;
+// anything else (null, a fraction, an object) has no header.
+func headerValue(raw json.RawMessage) (string, bool) {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	var s string
+	switch v := v.(type) {
+	case string:
+		s = v
+	case bool:
+		s = strconv.FormatBool(v)
+	case float64:
+		if v != math.Trunc(v) || math.Abs(v) > 1<<53-1 {
+			return "", false
+		}
+		s = strconv.FormatInt(int64(v), 10)
+	default:
+		return "", false
+	}
+	if needsBase64(s) {
+		return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?=", true
+	}
+	return s, true
+}
+
+// needsBase64: leading or trailing white space, a byte outside printable
+// ASCII, or a value that looks like the wrapper itself.
+func needsBase64(s string) bool {
+	if s == "" {
+		return false
+	}
+	if strings.ContainsAny(s[:1], " \t") || strings.ContainsAny(s[len(s)-1:], " \t") {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return true
+		}
+	}
+	return strings.HasPrefix(s, "=?base64?") && strings.HasSuffix(s, "?=")
+}

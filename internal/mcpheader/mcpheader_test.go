@@ -1,0 +1,57 @@
+package mcpheader_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"mcpx.dev/mcpx/internal/mcpheader"
+)
+
+var tool = json.RawMessage(`{"name":"deploy","inputSchema":{"type":"object","properties":{
+	"region":{"type":"string","x-mcp-header":"Region"},
+	"dry":{"type":"boolean","x-mcp-header":"Dry"},
+	"opts":{"type":"object","properties":{"zone":{"type":"integer","x-mcp-header":"Zone"}}},
+	"plain":{"type":"string"}}}}`)
+
+func TestSet(t *testing.T) {
+	toolOf := func(name string) json.RawMessage {
+		if name == "deploy" {
+			return tool
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		method, params string
+		want           http.Header
+	}{
+		{"tools/call", `{"name":"deploy","arguments":{"region":"eu-west","dry":true,"opts":{"zone":3},"plain":"x"}}`,
+			http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {"deploy"}, "Mcp-Param-Region": {"eu-west"},
+				"Mcp-Param-Dry": {"true"}, "Mcp-Param-Zone": {"3"}}},
+		{"tools/call", `{"name":"deploy","arguments":{"region":" zürich","opts":{"zone":1.5}}}`,
+			http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {"deploy"}, "Mcp-Param-Region": {"=?base64?IHrDvHJpY2g=?="}}},
+		{"tools/call", `{"name":"other","arguments":{"region":"eu"}}`,
+			http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {"other"}}},
+		{"resources/read", `{"uri":"file:///a b"}`, http.Header{"Mcp-Method": {"resources/read"}, "Mcp-Name": {"file:///a b"}}},
+		{"prompts/get", `{"name":"p"}`, http.Header{"Mcp-Method": {"prompts/get"}, "Mcp-Name": {"p"}}},
+		{"notifications/cancelled", `{"requestId":1}`, http.Header{"Mcp-Method": {"notifications/cancelled"}}},
+		{"", `{}`, http.Header{}},
+	} {
+		h := http.Header{}
+		mcpheader.Set(h, tc.method, json.RawMessage(tc.params), toolOf)
+		if d := cmp.Diff(tc.want, h); d != "" {
+			t.Errorf("%s %s: (-want +got)\n%s", tc.method, tc.params, d)
+		}
+	}
+}
+
+func TestAnnotated(t *testing.T) {
+	if !mcpheader.Annotated(tool) {
+		t.Error("a tool with x-mcp-header (nested too) is not annotated")
+	}
+	if mcpheader.Annotated(json.RawMessage(`{"name":"x","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}}}`)) {
+		t.Error("a tool without x-mcp-header is annotated")
+	}
+}
