@@ -186,7 +186,7 @@ func newID() string {
 
 // MaxSessionsPerCaller bounds the sessions one caller may hold open: a
 // client that initializes in a loop cannot exhaust the daemon's memory.
-const MaxSessionsPerCaller = 256
+const MaxSessionsPerCaller = 1024
 
 // errTooMany refuses a session over MaxSessionsPerCaller.
 var errTooMany = errors.New("too many open MCP sessions")
