@@ -123,6 +123,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
 			return
 		case statelessVersion(r, msg) != "":
 			ss = s.statelessSession(req, msg)
+			ss.header = r.Header
 		case msg.isRequest() && msg.Method == "ping":
 			s.writeJSON(w, resultMsg(msg.ID, json.RawMessage(`{}`)))
 			return

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/mcpheader"
 )
 
 // Requests routed to the child that serves them: on /mcp/{server} always
@@ -203,9 +205,61 @@ func (ss *session) callTool(ctx context.Context, st *stream, params json.RawMess
 		}
 	}
 	r := ss.breqAt(cwd, server, st)
+	if ss.header != nil {
+		if err := ss.checkParamHeaders(ctx, r, tool, params); err != nil {
+			return nil, err
+		}
+	}
 	out, err := ss.srv.b.CallTool(ctx, r, tool, p.get("arguments"), ss.progress(st, p))
 	ss.track(r)
 	return out, err
+}
+
+// checkParamHeaders refuses a stateless tools/call whose Mcp-Param-*
+// headers disagree with its arguments (SEP-2243): each argument the tool's
+// input schema mirrors into a header ("x-mcp-header") must come with that
+// header, equal to what the arguments give, and every such header must be
+// plain printable ASCII (or the base64 wrapper).
+func (ss *session) checkParamHeaders(ctx context.Context, r broker.Request, tool string, params json.RawMessage) error {
+	mismatch := func(text string) error { return &rpcError{Code: codeHeaderMismatch, Message: text} }
+	for k, vs := range ss.header {
+		if !strings.HasPrefix(k, mcpheader.ParamPrefix) {
+			continue
+		}
+		for _, v := range vs {
+			for i := 0; i < len(v); i++ {
+				if v[i] < 0x20 || v[i] > 0x7e {
+					return mismatch(k + " holds a character that is not printable ASCII: send it as =?base64?…?=")
+				}
+			}
+		}
+	}
+	list, err := ss.srv.b.ToolList(ctx, r)
+	if err != nil {
+		return nil // the call itself will say what is wrong
+	}
+	els, _ := elements(list.Tools)
+	var def json.RawMessage
+	for _, el := range els {
+		if o, _ := parseObject(el); o.str("name") == tool {
+			def = el
+			break
+		}
+	}
+	if def == nil || !mcpheader.Annotated(def) {
+		return nil
+	}
+	want := http.Header{}
+	mcpheader.Set(want, "tools/call", params, func(string) json.RawMessage { return def })
+	for k, vs := range want {
+		if !strings.HasPrefix(k, mcpheader.ParamPrefix) {
+			continue
+		}
+		if got := ss.header.Get(k); got != vs[0] && decodeHeader(got) != decodeHeader(vs[0]) {
+			return mismatch(k + " does not match the argument it mirrors")
+		}
+	}
+	return nil
 }
 
 // progress returns the function that passes a child's progress on to the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -55,6 +56,9 @@ type session struct {
 	routes  routing
 	// input answers a stateless call's requests for input (stateless.go).
 	input broker.InputHandler
+	// header is a stateless request's HTTP header (its Mcp-Param-*
+	// headers are checked against its arguments); nil for a session.
+	header http.Header
 }
 
 // clientCaps are the client capabilities the endpoint acts on.

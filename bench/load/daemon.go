@@ -74,7 +74,11 @@ var listenRE = regexp.MustCompile(`msg="mcpx serving".* listen=(\S+)`)
 // port, and waits until it answers /healthz.
 func startDaemon(ctx context.Context, mcpx, config, dir string, logf func(string, ...any)) (*daemon, error) {
 	return startServe(ctx, mcpx, exec.Command(mcpx, "serve", "--config", config, "--state-dir", filepath.Join(dir, "state"),
-		"--socket", filepath.Join(dir, "s.sock"), "--listen", "127.0.0.1:0"), filepath.Join(dir, "s.sock"), true, logf)
+		"--socket", filepath.Join(dir, "s.sock"), "--listen", "127.0.0.1:0",
+		// Every path's connections, each MCP session's GET stream and the
+		// idle sessions of -sessions stay open together: past the default
+		// 512 a new connection would wait for a slot, measuring the cap.
+		"--listen-max-conns", "4096"), filepath.Join(dir, "s.sock"), true, logf)
 }
 
 func startServe(ctx context.Context, mcpx string, cmd *exec.Cmd, sock string, wantTCP bool, logf func(string, ...any)) (*daemon, error) {
