@@ -30,6 +30,17 @@ func conformanceDaemon(t *testing.T) *daemon {
 	return startDaemon(t, daemonOptions{cfg: cfg})
 }
 
+// byDesign are the scenarios that cannot pass through mcpx, and why: a
+// child's roots/list is answered by mcpx with the instance's root, never
+// with the client's (docs/mcp.md, "Requests from children"): children are
+// pooled per scope key and shared, so one client's roots must not reach a
+// child another client uses. These two scenarios have the child ask the
+// client for its roots in an input_required round.
+var byDesign = map[string]string{
+	"input-required-result-basic-list-roots":        "the child's roots/list is answered with the instance root",
+	"input-required-result-multiple-input-requests": "one of its three requests is roots/list, answered with the instance root",
+}
+
 // TestConformanceThroughMCPX runs the official conformance suite's server
 // scenarios (internal/conformance) against /mcp/{server} fronting go-sdk's
 // conformance server as a stdio child: every scenario that passes against
@@ -47,6 +58,10 @@ func TestConformanceThroughMCPX(t *testing.T) {
 			through := conformance.Run(t, conformance.Proxy(t, "http://"+d.tcpAddr+"/mcp/"+server, testToken), conformance.Options{Requirements: leg.Requirements})
 			t.Logf("through mcpx:\n%s", conformance.Table(through))
 			for _, name := range conformance.Lost(direct, through) {
+				if why, ok := byDesign[name]; ok && leg.Stateless {
+					t.Logf("%s: lost by design: %s", name, why)
+					continue
+				}
 				msg := through[name].String()
 				if len(msg) > 800 {
 					msg = msg[:800] + "…"

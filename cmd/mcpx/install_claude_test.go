@@ -177,8 +177,13 @@ func TestInstallClaudeDaemon(t *testing.T) {
 	ctx, stopDaemon := context.WithCancel(t.Context())
 	var logs testenv.SyncBuffer
 	served := make(chan int, 1)
+	// The demo child is the test binary run as mcpx (the symlink), so that
+	// TestMain serves it: the built-in config's <self> is the test binary,
+	// which would run the tests instead.
+	cfgFile := filepath.Join(filepath.Dir(home), "config.json")
+	testenv.WriteFile(t, cfgFile, `{"servers": {"demo": {"command": "`+bin+`", "args": ["demo-server"], "env": {"`+proctest.MarkerEnv+`": "`+proctest.Marker(t)+`"}}}}`)
 	go func() {
-		served <- run(ctx, []string{"serve", "--socket", sock, "--state-dir", state, "--listen", "127.0.0.1:0"},
+		served <- run(ctx, []string{"serve", "--socket", sock, "--state-dir", state, "--listen", "127.0.0.1:0", "--config", cfgFile},
 			strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
 	}()
 	defer func() {
