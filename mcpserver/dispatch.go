@@ -248,7 +248,7 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 	case "resources/templates/list":
 		return ss.list(ctx, st, "resourceTemplates", (*broker.Broker).ResourceTemplates, false)
 	case "tools/call":
-		return ss.callTool(ctx, st, msg.Params)
+		return ss.callTool(ctx, st, msg)
 	case "subscriptions/listen":
 		return ss.listen(ctx, st, msg)
 	case "prompts/get":

@@ -389,7 +389,7 @@ func checkHeaders(r *http.Request, msg *message) (int, []byte) {
 	method, name := r.Header.Get(HeaderMethod), r.Header.Get(HeaderName)
 	want := ""
 	if k := named[msg.Method]; k != "" {
-		p, _ := parseObject(msg.Params)
+		p, _ := msg.params()
 		want = p.str(k)
 	}
 	modern := msg.isRequest() && r.Header.Get(HeaderSessionID) == "" && (hv == StatelessVersion || mv != "")

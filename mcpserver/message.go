@@ -37,6 +37,25 @@ type message struct {
 	Params json.RawMessage `json:"params,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  json.RawMessage `json:"error,omitempty"`
+
+	// params and meta are Params and its _meta read once (params()).
+	parsed  bool
+	obj     object
+	metaObj object
+	objErr  error
+}
+
+// params is Params as an object, read once: the header checks, the
+// dispatch and the call read it.
+func (m *message) params() (object, error) {
+	if !m.parsed {
+		m.parsed = true
+		m.obj, m.objErr = parseObject(m.Params)
+		if m.objErr == nil {
+			m.metaObj, _ = parseObject(m.obj.get("_meta"))
+		}
+	}
+	return m.obj, m.objErr
 }
 
 func parseMessage(body []byte) (*message, error) {
@@ -71,15 +90,10 @@ func (m *message) idString() string {
 
 // metaRaw is the params._meta member k, raw.
 func (m *message) metaRaw(k string) json.RawMessage {
-	p, err := parseObject(m.Params)
-	if err != nil {
+	if _, err := m.params(); err != nil {
 		return nil
 	}
-	meta, err := parseObject(p.get("_meta"))
-	if err != nil {
-		return nil
-	}
-	return meta.get(k)
+	return m.metaObj.get(k)
 }
 
 // meta is the string params._meta member k.

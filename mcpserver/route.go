@@ -188,8 +188,9 @@ func (ss *session) resolveName(ctx context.Context, cwd, name string, get lister
 
 // callTool calls a tool, passing the child's progress on with the client's
 // own token.
-func (ss *session) callTool(ctx context.Context, st *stream, params json.RawMessage) (json.RawMessage, error) {
-	p, err := parseObject(params)
+func (ss *session) callTool(ctx context.Context, st *stream, msg *message) (json.RawMessage, error) {
+	params := msg.Params
+	p, err := msg.params()
 	if err != nil {
 		return nil, &rpcError{Code: codeInvalidParams, Message: "tools/call params: " + err.Error()}
 	}

@@ -90,7 +90,7 @@ func (s *Server) dropParked(now time.Time, wait time.Duration) {
 // statelessRound runs a request of a stateless client that may take input
 // rounds (rounds[msg.Method]).
 func (ss *session) statelessRound(ctx context.Context, st *stream, msg *message) (json.RawMessage, error) {
-	p, err := parseObject(msg.Params)
+	p, err := msg.params()
 	if err != nil {
 		return nil, &rpcError{Code: codeInvalidParams, Message: msg.Method + " params: " + err.Error()}
 	}
