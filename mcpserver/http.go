@@ -236,15 +236,8 @@ func (s *Server) getStream(w http.ResponseWriter, r *http.Request, req Request) 
 		httpError(w, http.StatusNotAcceptable, "the GET stream is text/event-stream: send Accept: text/event-stream")
 		return
 	}
-	id := r.Header.Get(HeaderSessionID)
-	if id == "" {
-		w.Header().Set("Allow", "POST")
-		httpError(w, http.StatusMethodNotAllowed, "no "+HeaderSessionID+": a stateless client has no stream to open")
-		return
-	}
-	ss := s.lookup(id, req.Caller)
+	ss := s.sessionOf(w, r, req, http.StatusMethodNotAllowed, "a stateless client has no stream to open")
 	if ss == nil {
-		httpError(w, http.StatusNotFound, "no such session (it ended or never was): initialize again")
 		return
 	}
 	st, from := ss.get, ss.get.unsent()
@@ -266,15 +259,28 @@ func (s *Server) getStream(w http.ResponseWriter, r *http.Request, req Request) 
 	}
 }
 
-func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, req Request) {
+// sessionOf is the session r names for req's caller; without one it
+// answers r (status, why there must be one: 405 also says Allow: POST) or
+// 404 and returns nil.
+func (s *Server) sessionOf(w http.ResponseWriter, r *http.Request, req Request, status int, why string) *session {
 	id := r.Header.Get(HeaderSessionID)
 	if id == "" {
-		httpError(w, http.StatusBadRequest, "DELETE needs the "+HeaderSessionID+" header")
-		return
+		if status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", "POST")
+		}
+		httpError(w, status, "no "+HeaderSessionID+" header: "+why)
+		return nil
 	}
 	ss := s.lookup(id, req.Caller)
 	if ss == nil {
-		httpError(w, http.StatusNotFound, "no such session")
+		httpError(w, http.StatusNotFound, "no such session (it ended or never was): initialize again")
+	}
+	return ss
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, req Request) {
+	ss := s.sessionOf(w, r, req, http.StatusBadRequest, "DELETE ends a session")
+	if ss == nil {
 		return
 	}
 	s.end(r.Context(), ss, "the client ended it")
