@@ -64,8 +64,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request, req Request) 
 func httpError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	b, _ := json.Marshal(rpcErrorMsg(nil, codeInvalidRequest, msg, nil))
-	w.Write(b) //nolint:errcheck // the client is gone
+	w.Write(rpcErrorMsg(nil, codeInvalidRequest, msg, nil)) //nolint:errcheck // the client is gone
 }
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
@@ -94,8 +93,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		b, _ := json.Marshal(rpcErrorMsg(nil, codeParseError, err.Error(), nil))
-		w.Write(b) //nolint:errcheck // the client is gone
+		w.Write(rpcErrorMsg(nil, codeParseError, err.Error(), nil)) //nolint:errcheck // the client is gone
 		return
 	}
 

@@ -1,8 +1,12 @@
 // A real MCP client for mcpx's /mcp endpoint: the official TypeScript SDK,
-// driven by api's TestMCPTypeScriptSDKClient. Usage:
+// driven by api's TestMCPTypeScriptSDKClient (Streamable HTTP) and
+// cmd/mcpx's TestMCPBridgeTypeScriptClient (the `mcpx mcp` bridge over
+// stdio). Usage:
 //   node mcp-ts-client.mjs <url> <token> <worktree1> <worktree2>
+//   node mcp-ts-client.mjs stdio:<command> - <worktree1> <worktree2>
 // It prints one JSON object of what it saw; the Go test judges it.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CreateMessageRequestSchema,
@@ -25,12 +29,15 @@ client.setRequestHandler(CreateMessageRequestSchema, async () => ({
   role: "assistant", model: "test-model", content: { type: "text", text: "sampled by the client" },
 }));
 
-const transport = new StreamableHTTPClientTransport(new URL(url), {
-  requestInit: { headers: { Authorization: "Bearer " + token } },
-});
+const stdio = url.startsWith("stdio:");
+const transport = stdio
+  ? new StdioClientTransport({ command: url.slice(6), args: ["mcp"], env: process.env, stderr: "inherit" })
+  : new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: "Bearer " + token } },
+  });
 await client.connect(transport);
-out.protocol = transport.protocolVersion;
-out.session = Boolean(transport.sessionId);
+out.protocol = stdio ? "stdio" : transport.protocolVersion;
+out.session = stdio || Boolean(transport.sessionId);
 
 const tools = await client.listTools();
 out.tools = tools.tools.map((t) => t.name);
@@ -71,6 +78,6 @@ for (let i = 0; i < 100; i++) {
   if (out.cwd2 === wt2) break;
   await new Promise((r) => setTimeout(r, 20));
 }
-await transport.terminateSession();
+if (!stdio) await transport.terminateSession();
 await client.close();
 console.log(JSON.stringify(out));
