@@ -86,15 +86,6 @@ func (o object) setString(k, v string) object {
 	return o.set(k, b)
 }
 
-func (o object) del(k string) object {
-	for i := range o {
-		if o[i].key == k {
-			return append(o[:i:i], o[i+1:]...)
-		}
-	}
-	return o
-}
-
 func (o object) MarshalJSON() ([]byte, error) {
 	b := []byte{'{'}
 	for i, m := range o {

@@ -72,10 +72,9 @@ type clientCaps struct {
 
 // rootsState is what the session knows of the client's roots.
 type rootsState struct {
-	known   bool     // asked and answered since the last list_changed
-	dirs    []string // the roots' directories, in the client's order
-	asking  chan struct{}
-	askedAt time.Time
+	known  bool     // asked and answered since the last list_changed
+	dirs   []string // the roots' directories, in the client's order
+	asking chan struct{}
 }
 
 func (srv *Server) newSession(id string, c broker.Caller, server string, hdr broker.CallContext) *session {

@@ -97,6 +97,7 @@ func TestMCPBridgeTypeScriptClient(t *testing.T) {
 		t.Errorf("cwd before and after roots/list_changed: %q, %q; want %s, %s", out.Cwd1, out.Cwd2, wts[0], wts[1])
 	}
 	if out.Progress != "done 3" || out.ProgressCount != 3 {
+		t.Logf("client output: %s", outb)
 		t.Errorf("progress %q with %d notifications", out.Progress, out.ProgressCount)
 	}
 	if !strings.Contains(out.Ask, "Ada") || !strings.Contains(out.Sample, "sampled by the client") {

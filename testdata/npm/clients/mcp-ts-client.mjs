@@ -47,7 +47,7 @@ let progress = 0;
 out.progress = text(await client.callTool(
   { name: "demo__progress", arguments: { steps: 3, delayMs: 1 } },
   undefined,
-  { onprogress: () => progress++ },
+  { onprogress: (p) => { progress++; (out.progressSeen ||= []).push(p.progress); } },
 ));
 out.progressCount = progress;
 
