@@ -96,8 +96,11 @@ func TestMCPBridgeTypeScriptClient(t *testing.T) {
 	if out.Cwd1 != wts[0] || out.Cwd2 != wts[1] {
 		t.Errorf("cwd before and after roots/list_changed: %q, %q; want %s, %s", out.Cwd1, out.Cwd2, wts[0], wts[1])
 	}
-	if out.Progress != "done 3" || out.ProgressCount != 3 {
-		t.Logf("client output: %s", outb)
+	// At least one: the TypeScript SDK runs a notification's handler a
+	// microtask after reading it, but a response's at once, so the last
+	// notifications read with the response can find no handler (the
+	// go-sdk tests count all of them).
+	if out.Progress != "done 3" || out.ProgressCount < 1 {
 		t.Errorf("progress %q with %d notifications", out.Progress, out.ProgressCount)
 	}
 	if !strings.Contains(out.Ask, "Ada") || !strings.Contains(out.Sample, "sampled by the client") {
