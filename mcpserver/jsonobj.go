@@ -2,9 +2,11 @@ package mcpserver
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
-	"fmt"
+
+	"mcpx.dev/mcpx/internal/rawjson"
 )
 
 // member is one member of a JSON object, its value as it came.
@@ -18,37 +20,24 @@ type member struct {
 // mcpx does not know reach the client as the child sent them.
 type object []member
 
-// parseObject reads a JSON object. null and absent are the empty object.
+// parseObject reads a JSON object, which must be valid JSON (every
+// message is checked whole when it is read; a child's results are the
+// child's session's). null and absent are the empty object.
 func parseObject(raw []byte) (object, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	t, err := d.Token()
-	if err != nil {
-		return nil, err
-	}
-	if t != json.Delim('{') {
-		return nil, errors.New("not a JSON object")
-	}
 	var o object
-	for d.More() {
-		t, err := d.Token()
-		if err != nil {
-			return nil, err
+	var bad error
+	err := rawjson.Members(raw, func(k, v []byte) {
+		key, ok := rawjson.Unquote(k)
+		if !ok {
+			bad = errors.New("a member's key is not a string")
 		}
-		k, _ := t.(string)
-		var v json.RawMessage
-		if err := d.Decode(&v); err != nil {
-			return nil, fmt.Errorf("member %q: %w", k, err)
-		}
-		o = append(o, member{k, v})
-	}
-	if _, err := d.Token(); err != nil {
-		return nil, err
-	}
-	return o, nil
+		o = append(o, member{key, v})
+	})
+	return o, cmp.Or(err, bad)
 }
 
 func (o object) get(k string) json.RawMessage {
@@ -109,11 +98,11 @@ func (o object) bytes() json.RawMessage {
 // elements reads a JSON array's elements as they came; null is none.
 func elements(raw []byte) ([]json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if len(raw) == 0 {
 		return nil, nil
 	}
 	var out []json.RawMessage
-	err := json.Unmarshal(raw, &out)
+	err := rawjson.Elements(raw, func(v []byte) { out = append(out, v) })
 	return out, err
 }
 

@@ -3,10 +3,11 @@ package mcpclient
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+
+	"mcpx.dev/mcpx/internal/rawjson"
 )
 
 // This file holds the byte-level JSON-RPC helpers. Messages are scanned in
@@ -29,7 +30,7 @@ func (e *envelope) isResponse() bool {
 	return e.method == nil && e.id != nil && (e.result != nil || e.err != nil)
 }
 
-var errNotObject = errors.New("not a JSON object")
+var errNotObject = rawjson.ErrNotObject
 
 // parseEnvelope splits a JSON-RPC message into its members.
 func parseEnvelope(msg []byte) (envelope, error) {
@@ -51,143 +52,17 @@ func parseEnvelope(msg []byte) (envelope, error) {
 	return e, err
 }
 
-// members calls fn for each top-level member of the JSON object obj, with the
-// raw (quoted) key and the raw value.
-func members(obj []byte, fn func(key, val []byte)) error {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return errNotObject
-	}
-	i = skipSpace(obj, i+1)
-	for i < len(obj) && obj[i] != '}' {
-		kend := skipValue(obj, i)
-		key := obj[i:kend]
-		i = skipSpace(obj, kend)
-		i = skipSpace(obj, i+1) // ':'
-		vend := skipValue(obj, i)
-		fn(key, obj[i:vend])
-		i = skipSpace(obj, vend)
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
-	}
-	return nil
-}
-
-// elements calls fn for each element of the JSON array arr. A JSON null is
-// treated as an empty array.
-func elements(arr []byte, fn func(val []byte)) error {
-	i := skipSpace(arr, 0)
-	if bytes.Equal(arr[i:], []byte("null")) {
-		return nil
-	}
-	if i >= len(arr) || arr[i] != '[' {
-		return errors.New("not a JSON array")
-	}
-	i = skipSpace(arr, i+1)
-	for i < len(arr) && arr[i] != ']' {
-		end := skipValue(arr, i)
-		fn(arr[i:end])
-		i = skipSpace(arr, end)
-		if i < len(arr) && arr[i] == ',' {
-			i = skipSpace(arr, i+1)
-		}
-	}
-	return nil
-}
-
-// member returns the raw value of key (given quoted, e.g. `"tools"`) in obj.
-// Of duplicate keys the last wins, as in encoding/json and JavaScript.
-func member(obj []byte, key string) []byte {
-	var v []byte
-	members(obj, func(k, val []byte) {
-		if string(k) == key {
-			v = val
-		}
-	})
-	return v
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value starting at b[i].
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	default: // number, true, false, null
-		for i < len(b) {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-			i++
-		}
-		return i
-	}
-}
-
-// skipString returns the index just past the JSON string starting at b[i].
-func skipString(b []byte, i int) int {
-	i++
-	for i < len(b) {
-		switch b[i] {
-		case '\\':
-			i += 2
-			continue
-		case '"':
-			return i + 1
-		}
-		i++
-	}
-	return i
-}
-
-// unquote decodes a raw JSON string; ok is false if raw is not a string.
-func unquote(raw []byte) (s string, ok bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
-		return string(inner), true
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
-	}
-	return s, true
-}
+// The scanners are package rawjson's (the MCP endpoint reads its
+// clients' messages the same way).
+var (
+	members    = rawjson.Members
+	elements   = rawjson.Elements
+	member     = rawjson.Member
+	skipSpace  = rawjson.SkipSpace
+	skipValue  = rawjson.SkipValue
+	skipString = rawjson.SkipString
+	unquote    = rawjson.Unquote
+)
 
 // parseID reads a request id we issued (an integer). Peers that echo it as a
 // string ("7") are tolerated.

@@ -1,0 +1,16 @@
+package rawjson_test
+
+import (
+	"testing"
+
+	"mcpx.dev/mcpx/internal/deptest"
+)
+
+// TestDeps: rawjson is a leaf that pool/mcpclient and mcpserver import
+// (docs/architecture.md, "Dependency direction").
+func TestDeps(t *testing.T) {
+	deptest.Rules{
+		StdlibOnly:   "a leaf package that the pool's MCP client and the MCP endpoint import: it must never bring other packages into them",
+		NoHTTPServer: "a leaf package",
+	}.Check(t)
+}
