@@ -47,6 +47,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -56,6 +58,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
 )
 
 // Options configure Serve.
@@ -141,6 +144,12 @@ type bridge struct {
 	listenReady chan struct{}              // guarded by mu; closed at the GET stream's first answer
 	closed      bool                       // guarded by mu; shutdown began: no new GET stream
 	warned      map[string]bool            // guarded by mu; warnings given once
+	// own is the caller session the bridge holds for a stateless client
+	// (which has no MCP session): sent as Mcpx-Session on its requests, so
+	// that session-scoped servers live as long as this process, and ended
+	// (DELETE with it) at the end. "" when Options.Header names one.
+	own     string
+	ownUsed bool // guarded by mu; a request carried own
 }
 
 // call is one of the client's requests in flight.
@@ -170,11 +179,17 @@ func newBridge(opts Options, out io.Writer) *bridge {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &bridge{
+	b := &bridge{
 		opts: opts, log: log, out: &lineWriter{w: out, broken: make(chan struct{})}, ctx: ctx, cancel: cancel,
 		inflight: map[string]*call{}, asked: map[string]string{}, tools: map[string]json.RawMessage{},
 		warned: map[string]bool{},
 	}
+	if opts.Header.Get(wire.HeaderSession) == "" {
+		var r [8]byte
+		rand.Read(r[:])
+		b.own = "bridge-" + hex.EncodeToString(r[:])
+	}
+	return b
 }
 
 // readClient relays each line of in until it ends (nil) or ctx is done.

@@ -627,10 +627,25 @@ func TestStateless(t *testing.T) {
 	}
 	h.close()
 	reqs := h.ep.got()
-	for _, r := range reqs {
+	// The bridge holds a caller session for a stateless client: every
+	// request carries it as Mcpx-Session, and the last is a DELETE that
+	// ends it (no Mcp-Session-Id: there is no MCP session).
+	own := ""
+	for i, r := range reqs {
+		if r.method == http.MethodDelete && i == len(reqs)-1 {
+			if got := r.header.Get("Mcpx-Session"); got == "" || got != own || r.header.Get("Mcp-Session-Id") != "" {
+				t.Errorf("the closing DELETE: Mcpx-Session %q (want %q), Mcp-Session-Id %q", got, own, r.header.Get("Mcp-Session-Id"))
+			}
+			continue
+		}
 		if r.method != http.MethodPost {
 			t.Errorf("a %s request in the stateless era", r.method)
 			continue
+		}
+		if got := r.header.Get("Mcpx-Session"); !strings.HasPrefix(got, "bridge-") || own != "" && got != own {
+			t.Errorf("%s: Mcpx-Session %q, want the bridge's own, the same on every request", r.rpc, got)
+		} else {
+			own = got
 		}
 		if r.rpc == "initialize" || r.header.Get("Mcp-Session-Id") != "" {
 			t.Errorf("%s with session %q in the stateless era", r.rpc, r.header.Get("Mcp-Session-Id"))

@@ -252,6 +252,12 @@ func (b *bridge) header(sess, version string, e *envelope) http.Header {
 	}
 	if sess != "" {
 		h.Set(headerSession, sess)
+	} else if b.own != "" && e != nil && e.Method != "initialize" {
+		// A stateless client: the bridge's own session stands for it.
+		h.Set(wire.HeaderSession, b.own)
+		b.mu.Lock()
+		b.ownUsed = true
+		b.mu.Unlock()
 	}
 	if e != nil && version >= statelessEra {
 		mcpheader.Set(h, e.Method, e.Params, b.toolOf)

@@ -344,16 +344,20 @@ func (b *bridge) initializeResult(ctx context.Context, resp *http.Response, e *e
 // SHOULD send an HTTP DELETE"), within deleteTimeout.
 func (b *bridge) endSession() {
 	b.mu.Lock()
-	sess, version := b.session, b.version
+	sess, version, own := b.session, b.version, b.ownUsed
 	b.session = ""
 	b.stopListeningLocked()
 	b.mu.Unlock()
-	if sess == "" {
+	if sess == "" && !own {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
 	defer cancel()
-	resp, err := b.opts.Client.Forward(ctx, http.MethodDelete, b.opts.Path, nil, b.header(sess, version, nil))
+	h := b.header(sess, version, nil)
+	if sess == "" {
+		h.Set(wire.HeaderSession, b.own) // the stateless client's: ended by the DELETE
+	}
+	resp, err := b.opts.Client.Forward(ctx, http.MethodDelete, b.opts.Path, nil, h)
 	if err != nil {
 		b.log.Info("mcp: deleting the session failed", "err", err)
 		return

@@ -277,6 +277,15 @@ func (s *Server) sessionOf(w http.ResponseWriter, r *http.Request, req Request, 
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, req Request) {
+	if r.Header.Get(HeaderSessionID) == "" && req.Context.Session != "" {
+		// A stateless client's caller session (Mcpx-Session; mcpx mcp
+		// holds one for its client): its session-scoped children stop.
+		if err := s.b.EndSession(r.Context(), req.Caller, req.Context.Session); err != nil {
+			s.log.Warn("ending a stateless client's session", "err", err)
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	ss := s.sessionOf(w, r, req, http.StatusBadRequest, "DELETE ends a session")
 	if ss == nil {
 		return
