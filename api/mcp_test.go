@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/mcptest"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
@@ -368,60 +367,11 @@ func TestMCPTypeScriptSDKClient(t *testing.T) {
 	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "worktree"}`})
 	withEverything(t, cfg, map[string]any{"sampling": true})
 	d := startDaemon(t, daemonOptions{cfg: cfg})
-	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-client.mjs")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	outb, err := exec.CommandContext(ctx, node, script, "http://"+d.tcpAddr+"/mcp", testToken, wts[0], wts[1]).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("the TypeScript client failed: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatal(err)
-	}
-	var out struct {
-		Protocol      string
-		Session       bool
-		Tools         []string
-		Cwd1, Cwd2    string
-		Progress      string
-		ProgressCount int
-		Ask, Sample   string
-		Aborted       bool
-		Prompts       []string
-		Greet         int
-		Resources     []string
-		Read          int
-		Templates     []string
-	}
-	if err := json.Unmarshal(outb, &out); err != nil {
-		t.Fatalf("%v: %s", err, outb)
-	}
+	out := mcptest.RunTSClient(t, node, "http://"+d.tcpAddr+"/mcp", testToken, wts[0], wts[1], "", nil)
 	if out.Protocol != "2025-11-25" || !out.Session {
 		t.Errorf("protocol %q, session %v", out.Protocol, out.Session)
 	}
-	if !slices.Contains(out.Tools, "demo__cwd") || !slices.Contains(out.Tools, "everything__trigger-sampling-request") {
-		t.Errorf("tools %v", out.Tools)
-	}
-	if out.Cwd1 != wts[0] || out.Cwd2 != wts[1] {
-		t.Errorf("cwd before and after roots/list_changed: %q, %q; want %s, %s", out.Cwd1, out.Cwd2, wts[0], wts[1])
-	}
-	// At least one: the TypeScript SDK runs a notification's handler a
-	// microtask after reading it, but a response's at once, so the last
-	// notifications read with the response can find no handler (the
-	// go-sdk tests count all of them).
-	if out.Progress != "done 3" || out.ProgressCount < 1 {
-		t.Errorf("progress %q with %d notifications", out.Progress, out.ProgressCount)
-	}
-	if !strings.Contains(out.Ask, "Ada") || !strings.Contains(out.Sample, "sampled by the client") {
-		t.Errorf("elicitation %q, sampling %q", out.Ask, out.Sample)
-	}
-	if !out.Aborted {
-		t.Error("the aborted call returned")
-	}
-	if !slices.Contains(out.Prompts, "demo__greet") || out.Greet == 0 || len(out.Resources) == 0 || out.Read == 0 || len(out.Templates) == 0 {
-		t.Errorf("prompts %v (greet %d), resources %v (read %d), templates %v", out.Prompts, out.Greet, out.Resources, out.Read, out.Templates)
-	}
+	out.Check(t, wts[0], wts[1])
 	waitFor(t, func() bool { return d.mcp.Sessions() == 0 && inFlight(d) == 0 })
 }
 

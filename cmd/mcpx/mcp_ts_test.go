@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/internal/mcptest"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
@@ -33,57 +30,8 @@ func TestMCPBridgeTypeScriptClient(t *testing.T) {
 		"demo": {"command": "` + bin + `", "args": ["demo-server"], "scope": "worktree", "env": ` + marker + `},
 		"everything": {"command": "` + node + `", "args": ["` + everything + `"], "scope": "global", "sampling": true, "env": ` + marker + `}}}`
 	})
-	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-client.mjs")
-	cctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, node, script, "stdio:"+bin, "-", wts[0], wts[1])
-	cmd.Env = append(os.Environ(), "MCPX_NO_AUTOSTART=1", proctest.Env(t))
-	cmd.Dir = home
-	outb, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("the TypeScript client failed: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatal(err)
-	}
-	var out struct {
-		Tools         []string
-		Cwd1, Cwd2    string
-		Progress      string
-		ProgressCount int
-		Ask, Sample   string
-		Aborted       bool
-		Prompts       []string
-		Greet, Read   int
-		Resources     []string
-		Templates     []string
-	}
-	if err := json.Unmarshal(outb, &out); err != nil {
-		t.Fatalf("%v: %s", err, outb)
-	}
-	if !slices.Contains(out.Tools, "demo__cwd") || !slices.Contains(out.Tools, "everything__trigger-sampling-request") {
-		t.Errorf("tools %v", out.Tools)
-	}
-	if out.Cwd1 != wts[0] || out.Cwd2 != wts[1] {
-		t.Errorf("cwd before and after roots/list_changed: %q, %q; want %s, %s", out.Cwd1, out.Cwd2, wts[0], wts[1])
-	}
-	// At least one: the TypeScript SDK runs a notification's handler a
-	// microtask after reading it, but a response's at once, so the last
-	// notifications read with the response can find no handler (the
-	// go-sdk tests count all of them).
-	if out.Progress != "done 3" || out.ProgressCount < 1 {
-		t.Errorf("progress %q with %d notifications", out.Progress, out.ProgressCount)
-	}
-	if !strings.Contains(out.Ask, "Ada") || !strings.Contains(out.Sample, "sampled by the client") {
-		t.Errorf("elicitation %q, sampling %q", out.Ask, out.Sample)
-	}
-	if !out.Aborted {
-		t.Error("the aborted call returned")
-	}
-	if !slices.Contains(out.Prompts, "demo__greet") || out.Greet == 0 || len(out.Resources) == 0 || out.Read == 0 || len(out.Templates) == 0 {
-		t.Errorf("prompts %v (greet %d), resources %v (read %d), templates %v", out.Prompts, out.Greet, out.Resources, out.Read, out.Templates)
-	}
+	env := append(os.Environ(), "MCPX_NO_AUTOSTART=1", proctest.Env(t))
+	mcptest.RunTSClient(t, node, "stdio:"+bin, "-", wts[0], wts[1], home, env).Check(t, wts[0], wts[1])
 }
 
 // bridgeDaemon starts a real daemon in this process on the default socket
