@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"mcpx.dev/mcpx/broker/config"
@@ -61,6 +62,19 @@ func TestConformanceThroughMCPX(t *testing.T) {
 				if why, ok := byDesign[name]; ok && leg.Stateless {
 					t.Logf("%s: lost by design: %s", name, why)
 					continue
+				}
+				// The suite's client times its requests out on its own
+				// clock, which a loaded CI machine can outrun (seen once,
+				// resources-list under -race with other packages): a
+				// scenario lost so is run once more alone, and the first
+				// failure stays in the log.
+				if strings.Contains(through[name].String(), "timed out") {
+					again := conformance.Run(t, conformance.Proxy(t, "http://"+d.tcpAddr+"/mcp/"+server, testToken),
+						conformance.Options{Scenarios: []string{name}, SpecVersion: leg.Requirements})
+					if r, ok := again[name]; ok && r.OK() {
+						t.Logf("%s timed out under load, then passed alone: %s", name, through[name])
+						continue
+					}
 				}
 				msg := through[name].String()
 				if len(msg) > 800 {
