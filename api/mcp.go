@@ -50,7 +50,10 @@ func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			Hint: "the MCP endpoint is /mcp, or /mcp/<server> for one server"})
 		return
 	}
-	if server != "" {
+	// A server the caller cannot use is 404 before MCP begins; a request
+	// of a session was checked when it opened (the broker refuses a
+	// server that has gone since, as on every call).
+	if server != "" && r.Header.Get(mcpserver.HeaderSessionID) == "" {
 		if _, err := s.b.ServerAt(broker.Request{Caller: c, Context: cc, Server: server}); err != nil {
 			s.writeProblem(w, r, err)
 			return

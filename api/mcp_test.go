@@ -600,3 +600,17 @@ func TestMCPChildLogsReachTheClient(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPSessionIsBoundToItsPath: a session opened on /mcp/demo is no
+// session on /mcp (nor the reverse): the id does not carry a client to
+// another path's servers.
+func TestMCPSessionIsBoundToItsPath(t *testing.T) {
+	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	m := newRawMCP(t, d) // on /mcp
+	m.base = "http://" + d.tcpAddr + "/mcp/demo"
+	resp := m.send(t.Context(), "POST", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an /mcp session on /mcp/demo: %d, want 404", resp.StatusCode)
+	}
+}

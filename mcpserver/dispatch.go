@@ -252,7 +252,7 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 	case "subscriptions/listen":
 		return ss.listen(ctx, st, msg)
 	case "prompts/get":
-		return ss.forwardNamed(ctx, st, msg, "prompts", (*broker.Broker).Prompts)
+		return ss.forwardNamed(ctx, st, msg, (*broker.Broker).Prompts)
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		return ss.forwardResource(ctx, st, msg)
 	case "completion/complete":

@@ -105,7 +105,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
 	}
 	var ss *session
 	if id := r.Header.Get(HeaderSessionID); id != "" {
-		if ss = s.lookup(id, req.Caller); ss == nil {
+		if ss = s.lookup(id, req); ss == nil {
 			httpError(w, http.StatusNotFound, "no such session (it ended or never was): initialize again")
 			return
 		}
@@ -269,7 +269,7 @@ func (s *Server) sessionOf(w http.ResponseWriter, r *http.Request, req Request, 
 		httpError(w, status, "no "+HeaderSessionID+" header: "+why)
 		return nil
 	}
-	ss := s.lookup(id, req.Caller)
+	ss := s.lookup(id, req)
 	if ss == nil {
 		httpError(w, http.StatusNotFound, "no such session (it ended or never was): initialize again")
 	}

@@ -290,7 +290,7 @@ func (ss *session) forward(ctx context.Context, st *stream, server, method strin
 }
 
 // forwardNamed passes on a request naming a prompt (prompts/get).
-func (ss *session) forwardNamed(ctx context.Context, st *stream, msg *message, _ string, get lister) (json.RawMessage, error) {
+func (ss *session) forwardNamed(ctx context.Context, st *stream, msg *message, get lister) (json.RawMessage, error) {
 	if ss.server != "" {
 		return ss.forward(ctx, st, ss.server, msg.Method, msg.Params)
 	}

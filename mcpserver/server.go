@@ -213,13 +213,14 @@ func (s *Server) add(ss *session) error {
 // errClosed refuses a session while the daemon stops.
 var errClosed = errors.New("the daemon is stopping")
 
-// lookup finds the session id for caller c: a session belongs to the
-// caller that opened it, and another caller is told it does not exist.
-func (s *Server) lookup(id string, c broker.Caller) *session {
+// lookup finds the session id of req: a session belongs to the caller
+// that opened it and to the path it was opened on (/mcp or one server's),
+// and on any other it does not exist.
+func (s *Server) lookup(id string, req Request) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss := s.sessions[id]
-	if ss == nil || ss.caller.Name != c.Name || ss.caller.Via != c.Via {
+	if ss == nil || ss.caller.Name != req.Caller.Name || ss.caller.Via != req.Caller.Via || ss.server != req.Server {
 		return nil
 	}
 	return ss
