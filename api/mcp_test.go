@@ -489,6 +489,46 @@ func TestMCPResumeAfterADroppedConnection(t *testing.T) {
 	}
 }
 
+// TestMCPResumeAfterTheCallEnded: a call whose connection dropped and that
+// finished before the client came back still answers the resume.
+func TestMCPResumeAfterTheCallEnded(t *testing.T) {
+	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	m := newRawMCP(t, d)
+	ctx, cancel := context.WithCancel(t.Context())
+	resp := m.send(ctx, "POST", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"demo__progress","arguments":{"steps":2,"delayMs":100},"_meta":{"progressToken":"p"}}}`, "")
+	br := bufio.NewReader(resp.Body)
+	var last string
+	for ev, ok := nextEvent(br); ; ev, ok = nextEvent(br) {
+		if !ok {
+			t.Fatal("the stream ended before any progress")
+		}
+		last = ev.id
+		if strings.Contains(ev.data, "notifications/progress") {
+			break
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	waitFor(t, func() bool { return inFlight(d) == 0 })
+
+	ctx, cancel = context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	resp = m.send(ctx, "GET", "", last)
+	defer resp.Body.Close()
+	br = bufio.NewReader(resp.Body)
+	for ev, ok := nextEvent(br); ; ev, ok = nextEvent(br) {
+		if !ok {
+			t.Fatal("the resumed stream ended without the response")
+		}
+		if strings.Contains(ev.data, `"id":9`) {
+			if !strings.Contains(ev.data, "done 2") {
+				t.Errorf("response %s", ev.data)
+			}
+			break
+		}
+	}
+}
+
 // TestMCPAbandonedCallIsCancelled: with no resume within the grace, the
 // call of a dropped connection is cancelled and the child freed.
 func TestMCPAbandonedCallIsCancelled(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"mcpx.dev/mcpx/broker"
@@ -151,65 +152,111 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
 	}
 }
 
-// request runs one of the client's requests on the session's context and
-// answers it: as plain JSON when the response is all there is to send, else
-// as an SSE stream of the request's messages ending with the response.
+// request runs one of the client's requests and answers it: as plain JSON
+// when the response is all there is to send, else as an SSE stream of the
+// request's messages ending with the response. The call runs on the
+// connection's goroutine, so the common answer, the response alone, costs
+// no hand-off; the first message before the response starts a pump that
+// streams them while the call goes on.
 func (s *Server) request(w http.ResponseWriter, r *http.Request, ss *session, msg *message) {
 	st := ss.newStream()
 	ctx, cancel := ss.startCall(msg)
-	go func() {
-		defer cancel()
-		st.end(ss.handle(ctx, st, msg))
-	}()
-	select {
-	case <-st.wake:
-	case <-r.Context().Done():
-		cancel()
-		ss.dropStream(st)
-		return
+	defer cancel()
+	var state atomic.Int32 // answerInline, then answerStream or answerJSON
+	streamed := make(chan bool, 1)
+	st.onAdd = func() {
+		if state.CompareAndSwap(answerInline, answerStream) {
+			go func() { streamed <- s.streamCall(w, r, ss, st, cancel) }()
+		}
 	}
-	st.signal() // pump reads the wake too
-	if only, ok := st.only(); ok && only != nil {
+	// A client that goes before anything was sent cancels its call; a
+	// stateless one always does (it cannot resume).
+	stop := context.AfterFunc(r.Context(), func() {
+		if ss.id == "" || state.Load() != answerStream {
+			cancel()
+		}
+	})
+	resp := ss.handle(ctx, st, msg)
+	stop()
+	if state.CompareAndSwap(answerInline, answerJSON) {
 		ss.dropStream(st)
+		if r.Context().Err() != nil {
+			return
+		}
 		status := http.StatusOK
 		if ss.id == "" {
-			status = errorStatus(only)
+			status = errorStatus(resp)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		w.Write(only) //nolint:errcheck // the client is gone
+		w.Write(resp) //nolint:errcheck // the client is gone
 		return
 	}
-	if ss.id == "" {
-		// Stateless: no resume; a client that goes cancels its call.
-		st.pump(r.Context(), w, 0, keepAlive)
-		cancel()
-		return
-	}
-	if st.pump(r.Context(), w, 0, keepAlive) {
+	st.end(resp)
+	if <-streamed || ss.id == "" {
 		ss.dropStream(st)
 		return
 	}
-	// The connection went before the response: the call goes on for a
-	// resume (GET with Last-Event-ID) until the grace ends.
+	// The connection went before the response was sent: the stream stays
+	// for a resume (GET with Last-Event-ID) until the grace ends.
 	s.wg.Go(func() {
-		grace := s.opts.ResumeGrace
-		t := time.NewTicker(max(grace/4, 10*time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				ss.dropStream(st)
-				return
-			case now := <-t.C:
-				if st.abandoned(now, grace) {
-					cancel()
-					ss.dropStream(st)
-					return
-				}
+		s.awaitResume(ss, st, s.opts.ResumeGrace)
+		ss.dropStream(st)
+	})
+}
+
+// How request answers: inline until the first message before the response,
+// then as a stream; or as plain JSON when the response came first.
+const (
+	answerInline int32 = iota
+	answerStream
+	answerJSON
+)
+
+// streamCall streams st to w while request's call runs, and reports
+// whether the connection had all of it. A session's call whose connection
+// went goes on for a resume until the stream has been without one for the
+// grace, then is cancelled; streamCall returns when the call has ended.
+func (s *Server) streamCall(w http.ResponseWriter, r *http.Request, ss *session, st *stream, cancel func()) bool {
+	if st.pump(r.Context(), w, 0, keepAlive) {
+		return true
+	}
+	if ss.id == "" {
+		cancel()
+		return false
+	}
+	grace := s.opts.ResumeGrace
+	t := time.NewTicker(max(grace/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-st.fin:
+			return false
+		case now := <-t.C:
+			if st.abandoned(now, grace) {
+				cancel()
+				<-st.fin
+				return false
 			}
 		}
-	})
+	}
+}
+
+// awaitResume waits until the ended stream st has been delivered whole,
+// has been without a connection for grace, or its session ended.
+func (s *Server) awaitResume(ss *session, st *stream, grace time.Duration) {
+	t := time.NewTicker(max(grace/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ss.ctx.Done():
+			return
+		case now := <-t.C:
+			if st.delivered() || st.abandoned(now, grace) {
+				return
+			}
+		}
+	}
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, v any) {

@@ -32,11 +32,16 @@ type stream struct {
 	conns    int      // connections so far
 	sent     int      // seq of the next event no connection has been written yet
 	wake     chan struct{}
-	detached time.Time // when the last connection went; zero while one is attached or none ever was
+	fin      chan struct{} // closed by end
+	detached time.Time     // when the last connection went; zero while one is attached or none ever was
+
+	// onAdd, if set (before the stream is used), is called after each
+	// message add appends: a request's call starts streaming on the first.
+	onAdd func()
 }
 
 func newStream(id string) *stream {
-	return &stream{id: id, wake: make(chan struct{}, 1)}
+	return &stream{id: id, wake: make(chan struct{}, 1), fin: make(chan struct{})}
 }
 
 // add appends a message. It never blocks: a stream without a connection
@@ -55,6 +60,9 @@ func (st *stream) add(msg []byte) {
 	}
 	st.mu.Unlock()
 	st.signal()
+	if st.onAdd != nil {
+		st.onAdd()
+	}
 }
 
 // end adds the last message (nil: none) and ends the stream.
@@ -68,6 +76,7 @@ func (st *stream) end(msg []byte) {
 		st.evs = append(st.evs, msg)
 	}
 	st.ended = true
+	close(st.fin)
 	st.mu.Unlock()
 	st.signal()
 }
@@ -77,20 +86,6 @@ func (st *stream) signal() {
 	case st.wake <- struct{}{}:
 	default:
 	}
-}
-
-// only returns the stream's single message if it ended with just that
-// (the answer can go out as plain JSON), and whether it has anything yet.
-func (st *stream) only() (msg []byte, ready bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.evs) == 0 && !st.ended {
-		return nil, false
-	}
-	if st.ended && st.first == 0 && len(st.evs) == 1 {
-		return st.evs[0], true
-	}
-	return nil, true
 }
 
 // eventID is the SSE id of the event seq.
@@ -202,11 +197,19 @@ func (st *stream) unsent() int {
 }
 
 // abandoned reports whether the stream has had no connection for grace
-// after having had one, and is not done.
+// after having had one.
 func (st *stream) abandoned(now time.Time, grace time.Duration) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return !st.ended && st.conn == 0 && !st.detached.IsZero() && now.Sub(st.detached) > grace
+	return st.conn == 0 && !st.detached.IsZero() && now.Sub(st.detached) > grace
+}
+
+// delivered reports whether the stream ended and a connection had all of
+// it.
+func (st *stream) delivered() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.ended && st.sent >= st.first+len(st.evs)
 }
 
 // idleSince is when the stream lost its last connection; zero if it has
