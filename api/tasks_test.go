@@ -1,0 +1,221 @@
+package api_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/rights"
+)
+
+// everythingConfig is server-everything as the server "everything" with
+// the members server adds (scope global unless given), and pool settings.
+func everythingConfig(t *testing.T, server map[string]any, pool map[string]any) *config.Config {
+	t.Helper()
+	sv := map[string]any{
+		"command": testenv.Node(t),
+		"args":    []string{testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")},
+		"env":     map[string]string{proctest.MarkerEnv: proctest.Marker(t)},
+		"scope":   "global",
+	}
+	for k, v := range server {
+		sv[k] = v
+	}
+	doc := map[string]any{"servers": map[string]any{"everything": sv}}
+	if pool != nil {
+		doc["pool"] = pool
+	}
+	raw, _ := json.Marshal(doc)
+	cfg, err := config.Parse(raw, "everything.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+const researchPath = "/v1/servers/everything/tools/simulate-research-query"
+
+// startTask posts a task-augmented call and returns its Task.
+func startTask(t *testing.T, c *client, body string) wire.Task {
+	t.Helper()
+	r := c.do(t, "POST", researchPath+"?task=true", body)
+	if r.StatusCode != 202 {
+		t.Fatalf("POST ?task=true: %d %s, want 202 and a task", r.StatusCode, r.body)
+	}
+	var task wire.Task
+	r.decode(t, &task)
+	if task.ID == "" || task.Status != wire.TaskWorking || task.Tool != "simulate-research-query" || task.Server != "everything" {
+		t.Fatalf("task %+v, want a working task of everything's simulate-research-query", task)
+	}
+	if loc := r.Header.Get("Location"); loc != "/v1/tasks/"+task.ID {
+		t.Errorf("Location %q, want /v1/tasks/%s", loc, task.ID)
+	}
+	return task
+}
+
+// waitTask polls the task until done says so, bounded.
+func waitTask(t *testing.T, c *client, id, what string, done func(wire.Task) bool) wire.Task {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var task wire.Task
+		r := c.do(t, "GET", "/v1/tasks/"+id, "")
+		if r.StatusCode != 200 {
+			t.Fatalf("GET /v1/tasks/%s: %d %s", id, r.StatusCode, r.body)
+		}
+		r.decode(t, &task)
+		if done(task) {
+			return task
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: task %+v", what, task)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// server-everything's task-only tool through REST: ?task=true answers the
+// handle at once, the status is asked of the child, the result waits; a
+// plain POST of the same tool runs it as a task and waits. The instance is
+// held (not reaped, though its idle timeout is far shorter than the task)
+// while a task works, and reaped once the last one ended.
+func TestEverythingTaskOverREST(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	cfg := everythingConfig(t, map[string]any{"idleTimeout": "200ms"}, map[string]any{"reapInterval": "50ms"})
+	d := startDaemon(t, daemonOptions{cfg: cfg})
+
+	task := startTask(t, d.unix, `{"topic":"tidal pools"}`)
+	var list wire.TaskList
+	d.unix.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+	if len(list.Tasks) != 1 || list.Tasks[0].ID != task.ID {
+		t.Fatalf("GET /v1/tasks = %+v, want the one task", list)
+	}
+	got := waitTask(t, d.unix, task.ID, "a stage of the research", func(tk wire.Task) bool {
+		return strings.HasSuffix(tk.StatusMessage, "...") || tk.Status == wire.TaskCompleted
+	})
+	if got.ID != task.ID || got.TTL == "" {
+		t.Errorf("GET /v1/tasks/%s = %+v, want the task with its ttl", task.ID, got)
+	}
+	r := d.unix.do(t, "GET", "/v1/tasks/"+task.ID+"/result", "")
+	if r.StatusCode != 200 || !strings.Contains(r.result(t).text(), "Research Report: tidal pools") {
+		t.Fatalf("GET result: %d %s, want the research report", r.StatusCode, r.body)
+	}
+	var meta struct {
+		Meta map[string]struct {
+			TaskID string `json:"taskId"`
+		} `json:"_meta"`
+	}
+	json.Unmarshal(r.body, &meta)
+	if rt := meta.Meta["io.modelcontextprotocol/related-task"]; rt.TaskID != task.ID {
+		t.Errorf("result _meta %s names task %q, want mcpx's id %s (never the child's)", r.body, rt.TaskID, task.ID)
+	}
+	if got := waitTask(t, d.unix, task.ID, "completed", func(tk wire.Task) bool { return tk.Status != wire.TaskWorking }); got.Status != wire.TaskCompleted {
+		t.Errorf("after the result: %+v, want completed", got)
+	}
+
+	r = d.unix.do(t, "POST", researchPath, `{"topic":"kelp"}`, cwdHeader(t.TempDir())...)
+	if r.StatusCode != 200 || !strings.Contains(r.result(t).text(), "Research Report: kelp") {
+		t.Fatalf("plain POST of the task-only tool: %d %s, want the report", r.StatusCode, r.body)
+	}
+
+	// Reaped after its last task: the idle timeout then applies.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var doc struct{ Instances []broker.Instance }
+		d.unix.do(t, "GET", "/v1/instances", "").decode(t, &doc)
+		if len(doc.Instances) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instances %+v: want everything reaped once its tasks ended", doc.Instances)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A caller can never get, list, read or cancel another's task, even
+// knowing its id: to B, A's task is a task that does not exist. Cancelling
+// (by A) stops the child's work; a finished task is dropped after its
+// retention, and a task survives its caller's connection.
+func TestTaskIsolationAndCancelOverREST(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil), tokens: is, taskRetention: 300 * time.Millisecond})
+	rule := rights.Rule{Servers: []string{"everything"}, Scopes: []string{"global"}}
+	alice := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token)
+	bob := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token)
+
+	task := startTask(t, alice, `{"topic":"secrets of alice"}`)
+	missing := bob.do(t, "GET", "/v1/tasks/task-00000000000000000000000000000000", "")
+	for _, req := range []struct{ method, path string }{
+		{"GET", "/v1/tasks/" + task.ID},
+		{"GET", "/v1/tasks/" + task.ID + "/result"},
+		{"DELETE", "/v1/tasks/" + task.ID},
+	} {
+		r := bob.do(t, req.method, req.path, "")
+		if r.StatusCode != 404 || strings.Contains(string(r.body), "alice") {
+			t.Errorf("bob: %s %s = %d %s, want 404 naming nothing of alice", req.method, req.path, r.StatusCode, r.body)
+		}
+		if p, q := r.problem(t), missing.problem(t); p.Type != q.Type || strings.ReplaceAll(p.Detail, task.ID, "X") != strings.ReplaceAll(q.Detail, "task-00000000000000000000000000000000", "X") {
+			t.Errorf("bob: %s %s: %+v, want the problem of a task that does not exist: %+v", req.method, req.path, p, q)
+		}
+	}
+	var list wire.TaskList
+	bob.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+	if len(list.Tasks) != 0 {
+		t.Errorf("bob lists %+v, want none of alice's", list.Tasks)
+	}
+	d.unix.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+	if len(list.Tasks) != 0 {
+		t.Errorf("the owner lists %+v, want none of alice's", list.Tasks)
+	}
+
+	// A new connection (a new client) of alice finds her task; she cancels it.
+	alice2 := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token)
+	r := alice2.do(t, "DELETE", "/v1/tasks/"+task.ID, "")
+	var cancelled wire.Task
+	r.decode(t, &cancelled)
+	if r.StatusCode != 200 || cancelled.Status != wire.TaskCancelled {
+		t.Fatalf("alice: DELETE = %d %s, want the task cancelled", r.StatusCode, r.body)
+	}
+	if r := alice.do(t, "DELETE", "/v1/tasks/"+task.ID, ""); r.StatusCode != 400 {
+		t.Errorf("cancelling again: %d %s, want 400 (already ended)", r.StatusCode, r.body)
+	}
+	// The child's work stopped: its next stage found the task cancelled.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(d.logs.String(), `from terminal status \"cancelled\"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's research went on after the cancel; log:\n%s", d.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := waitTask(t, alice, task.ID, "still cancelled", func(wire.Task) bool { return true }); got.Status != wire.TaskCancelled {
+		t.Errorf("after the cancel: %+v", got)
+	}
+
+	// Dropped after its retention: to alice too it no longer exists.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		alice.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+		if len(list.Tasks) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's finished task %+v outlived its retention", list.Tasks)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := alice.do(t, "GET", "/v1/tasks/"+task.ID, ""); r.StatusCode != 404 {
+		t.Errorf("GET of a dropped task: %d %s, want 404", r.StatusCode, r.body)
+	}
+}
