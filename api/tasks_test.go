@@ -1,7 +1,12 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,4 +223,68 @@ func TestTaskIsolationAndCancelOverREST(t *testing.T) {
 	if r := alice.do(t, "GET", "/v1/tasks/"+task.ID, ""); r.StatusCode != 404 {
 		t.Errorf("GET of a dropped task: %d %s, want 404", r.StatusCode, r.body)
 	}
+}
+
+// The MCP endpoint with a real client (the TypeScript SDK's own task
+// flow): server-everything's task-only tool completes as a task on /mcp;
+// caller B cannot get, read, cancel or list caller A's task knowing its
+// id; A's task outlives A's session and A cancels it from a new one.
+func TestMCPTasksTypeScriptSDKClient(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := testenv.Node(t)
+	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil), tokens: is})
+	rule := rights.Rule{Servers: []string{"everything"}, Scopes: []string{"global"}}
+	a := mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token
+	b := mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token
+	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-tasks.mjs")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, "http://"+d.tcpAddr+"/mcp", a, b)
+	raw, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("the TypeScript client failed: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var out struct {
+		Capabilities                json.RawMessage
+		TaskSupport                 string
+		Stream                      []string
+		TaskID, Result, Error       string
+		SecondID                    string
+		BGet, BResult, BCancel      string
+		BList, AList                []string
+		A2Status, A2Cancel, A2After string
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	if !strings.Contains(string(out.Capabilities), `"call"`) || out.TaskSupport != "required" {
+		t.Errorf("tasks capability %s, taskSupport %q: want tools/call tasks advertised and the tool's execution passed on", out.Capabilities, out.TaskSupport)
+	}
+	if len(out.Stream) < 2 || out.Stream[0] != "taskCreated" || out.Stream[len(out.Stream)-1] != "result" ||
+		!strings.Contains(out.Result, "Research Report: coral") || !strings.HasPrefix(out.TaskID, "task-") {
+		t.Errorf("callToolStream: %v, task %q, result %q, error %q; want taskCreated … result with the report", out.Stream, out.TaskID, out.Result, out.Error)
+	}
+	for what, got := range map[string]string{"tasks/get": out.BGet, "tasks/result": out.BResult, "tasks/cancel": out.BCancel} {
+		if !strings.Contains(got, "no task") || strings.Contains(got, "alice") {
+			t.Errorf("bob's %s of alice's task: %q, want no task (as for an id that never existed)", what, got)
+		}
+	}
+	if len(out.BList) != 0 {
+		t.Errorf("bob's tasks/list: %v, want none of alice's", out.BList)
+	}
+	if !slices.Contains(out.AList, out.SecondID) {
+		t.Errorf("alice's tasks/list %v lacks her task %s", out.AList, out.SecondID)
+	}
+	if out.A2Status != "working" || out.A2Cancel != "cancelled" || out.A2After != "cancelled" {
+		t.Errorf("alice on a new session: status %q, cancel %q, after %q; want working, cancelled, cancelled", out.A2Status, out.A2Cancel, out.A2After)
+	}
+	waitFor(t, func() bool { return d.mcp.Sessions() == 0 && inFlight(d) == 0 })
 }
