@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -287,4 +288,61 @@ func TestMCPTasksTypeScriptSDKClient(t *testing.T) {
 		t.Errorf("alice on a new session: status %q, cancel %q, after %q; want working, cancelled, cancelled", out.A2Status, out.A2Cancel, out.A2After)
 	}
 	waitFor(t, func() bool { return d.mcp.Sessions() == 0 && inFlight(d) == 0 })
+}
+
+// The generated TypeScript client (compiled by tsc, run on node): a tool
+// call as a task, its status, the caller's list, its result; a cancel; a
+// task that does not exist is an McpxError of kind not-found.
+func TestTypeScriptClientTasks(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	node := testenv.Node(t)
+	tsc := testenv.NPMPackageBin(t, "typescript")
+	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil)})
+	res := d.tcp.do(t, "GET", "/v1/clients/typescript", "")
+	if res.StatusCode != 200 {
+		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.body)
+	}
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join("testdata", "client", "tasks.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteFile(t, filepath.Join(dir, "client.ts"), string(res.body))
+	testenv.WriteFile(t, filepath.Join(dir, "tasks.ts"), string(script))
+	js := filepath.Join(dir, "js")
+	cmd := exec.Command(node, tsc, "--strict", "--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler",
+		"--rewriteRelativeImportExtensions", "--types", "", "--skipLibCheck", "--outDir", js,
+		filepath.Join(dir, "client.ts"), filepath.Join(dir, "tasks.ts"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tsc: %v\n%s", err, b)
+	}
+	testenv.WriteFile(t, filepath.Join(js, "package.json"), `{"type":"module"}`)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd = exec.CommandContext(ctx, node, filepath.Join(js, "tasks.js"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCPX_URL=http://" + d.tcpAddr, "MCPX_TOKEN=" + testToken}
+	raw, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("the script failed: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var out struct {
+		ID, Created, Result, Cancelled, Missing string
+		Listed, Got                             bool
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	if !strings.HasPrefix(out.ID, "task-") || out.Created != "working" || !out.Listed || !out.Got {
+		t.Errorf("callToolAsTask, listTasks, getTask: %+v", out)
+	}
+	if !strings.Contains(out.Result, "Research Report: reef") || out.Cancelled != "cancelled" {
+		t.Errorf("taskResult %q, cancelTask %q; want the report, cancelled", out.Result, out.Cancelled)
+	}
+	if !strings.HasPrefix(out.Missing, "not-found: ") || !strings.Contains(out.Missing, `no task "task-nope"`) {
+		t.Errorf("getTask of no task: %q, want an McpxError not-found", out.Missing)
+	}
 }

@@ -173,7 +173,7 @@ type $Response = {
   json(): Promise<unknown>;
 };
 type $Web = {
-  fetch(url: string, init: { method: string; headers: { [name: string]: string }; body: string; signal?: $AbortSignal }):
+  fetch(url: string, init: { method: string; headers: { [name: string]: string }; body?: string | undefined; signal?: $AbortSignal }):
     Promise<$Response>;
   URL: new (url: string) => { readonly port: string; readonly hostname: string };
   TextDecoder: new () => { decode(input?: Uint8Array, options?: { stream?: boolean }): string };
