@@ -242,17 +242,7 @@ func TestMCPTasksTypeScriptSDKClient(t *testing.T) {
 	a := mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token
 	b := mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token
 	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-tasks.mjs")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, "http://"+d.tcpAddr+"/mcp", a, b)
-	raw, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("the TypeScript client failed: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatal(err)
-	}
+	raw := runNode(t, nil, node, script, "http://"+d.tcpAddr+"/mcp", a, b)
 	var out struct {
 		Capabilities                json.RawMessage
 		TaskSupport                 string
@@ -317,18 +307,8 @@ func TestTypeScriptClientTasks(t *testing.T) {
 		t.Fatalf("tsc: %v\n%s", err, b)
 	}
 	testenv.WriteFile(t, filepath.Join(js, "package.json"), `{"type":"module"}`)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd = exec.CommandContext(ctx, node, filepath.Join(js, "tasks.js"))
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCPX_URL=http://" + d.tcpAddr, "MCPX_TOKEN=" + testToken}
-	raw, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("the script failed: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatal(err)
-	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCPX_URL=http://" + d.tcpAddr, "MCPX_TOKEN=" + testToken}
+	raw := runNode(t, env, node, filepath.Join(js, "tasks.js"))
 	var out struct {
 		ID, Created, Result, Cancelled, Missing string
 		Listed, Got                             bool
@@ -345,4 +325,23 @@ func TestTypeScriptClientTasks(t *testing.T) {
 	if !strings.HasPrefix(out.Missing, "not-found: ") || !strings.Contains(out.Missing, `no task "task-nope"`) {
 		t.Errorf("getTask of no task: %q, want an McpxError not-found", out.Missing)
 	}
+}
+
+// runNode runs a node script (env nil = this process's) and returns its
+// stdout; a failure fails t with its stderr.
+func runNode(t *testing.T, env []string, argv ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	raw, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("%s failed: %v\n%s", filepath.Base(argv[1]), err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	return raw
 }

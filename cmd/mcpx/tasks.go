@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,7 +19,7 @@ func startTask(ctx context.Context, c *cli, bc *client.Client, caller client.Cal
 		return report(c, err)
 	}
 	if asJSON {
-		fmt.Fprintf(c.stdout, "%s\n", trimNewline(raw))
+		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
 		return exitOK
 	}
 	fmt.Fprintln(c.stdout, t.ID)
@@ -73,15 +74,8 @@ func tasksCmd(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	fmt.Fprintf(c.stdout, "%s\n", trimNewline(raw))
+	fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
 	return exitOK
-}
-
-func trimNewline(b []byte) []byte {
-	for len(b) > 0 && b[len(b)-1] == '\n' {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 func printTasks(c *cli, list []wire.Task, now time.Time) {

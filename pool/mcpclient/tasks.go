@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,13 +35,8 @@ const (
 func (s *Session) CallToolTask(ctx context.Context, name string, args json.RawMessage, ttl time.Duration) (json.RawMessage, error) {
 	b := getBuf()
 	defer putBuf(b)
-	b.WriteString(`{"name":`)
-	b.Write(appendString(b.AvailableBuffer(), name))
-	if a := bytes.TrimSpace(args); len(a) > 0 && !bytes.Equal(a, []byte("null")) {
-		b.WriteString(`,"arguments":`)
-		if err := appendParams(b, args); err != nil {
-			return nil, fmt.Errorf("calling tool %s as a task: arguments: %w", name, err)
-		}
+	if err := writeToolCall(b, name, args); err != nil {
+		return nil, fmt.Errorf("calling tool %s as a task: arguments: %w", name, err)
 	}
 	b.WriteString(`,"task":{`)
 	if ttl > 0 {
