@@ -131,6 +131,22 @@ func TestEverythingTaskOverREST(t *testing.T) {
 		t.Fatalf("plain POST of the task-only tool: %d %s, want the report", r.StatusCode, r.body)
 	}
 
+	// A tool that cannot run as a task, a bad ?task=, no such tool.
+	for _, c := range []struct {
+		path   string
+		status int
+		detail string
+	}{
+		{"/v1/servers/everything/tools/echo?task=true", 400, `tool "echo" cannot run as a task: its execution.taskSupport is "forbidden"`},
+		{researchPath + "?task=maybe", 400, `?task= must be true or false, not "maybe"`},
+		{"/v1/servers/everything/tools/nope?task=true", 404, `no tool "nope"`},
+	} {
+		r := d.unix.do(t, "POST", c.path, `{"message":"x","topic":"x"}`)
+		if r.StatusCode != c.status || !strings.Contains(r.problem(t).Detail, c.detail) {
+			t.Errorf("POST %s: %d %s, want %d saying %s", c.path, r.StatusCode, r.body, c.status, c.detail)
+		}
+	}
+
 	// Reaped after its last task: the idle timeout then applies.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
