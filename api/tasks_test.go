@@ -266,7 +266,7 @@ func TestMCPTasksTypeScriptSDKClient(t *testing.T) {
 		TaskID, Result, Error       string
 		SecondID                    string
 		BGet, BResult, BCancel      string
-		BList, AList                []string
+		BList, AList, Notified      []string
 		A2Status, A2Cancel, A2After string
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
@@ -278,6 +278,11 @@ func TestMCPTasksTypeScriptSDKClient(t *testing.T) {
 	if len(out.Stream) < 2 || out.Stream[0] != "taskCreated" || out.Stream[len(out.Stream)-1] != "result" ||
 		!strings.Contains(out.Result, "Research Report: coral") || !strings.HasPrefix(out.TaskID, "task-") {
 		t.Errorf("callToolStream: %v, task %q, result %q, error %q; want taskCreated … result with the report", out.Stream, out.TaskID, out.Result, out.Error)
+	}
+	// The session that created the task is told of its stages, under
+	// mcpx's id.
+	if !slices.Contains(out.Notified, out.TaskID+" working") || !slices.Contains(out.Notified, out.TaskID+" completed") {
+		t.Errorf("notifications/tasks/status %v, want %s working … completed", out.Notified, out.TaskID)
 	}
 	for what, got := range map[string]string{"tasks/get": out.BGet, "tasks/result": out.BResult, "tasks/cancel": out.BCancel} {
 		if !strings.Contains(got, "no task") || strings.Contains(got, "alice") {

@@ -7,7 +7,7 @@
 // object of what it saw; the Go test judges it.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CreateTaskResultSchema, TaskStatusNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [url, tokenA, tokenB] = process.argv.slice(2);
 const tool = "everything__simulate-research-query";
@@ -36,6 +36,10 @@ async function refused(p) {
 }
 
 const a = await connect(tokenA);
+out.notified = [];
+a.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
+  out.notified.push(n.params.taskId + " " + n.params.status);
+});
 out.capabilities = a.getServerCapabilities().tasks || null;
 const tools = await a.listTools();
 out.taskSupport = tools.tools.find((t) => t.name === tool)?.execution?.taskSupport || "";
