@@ -224,6 +224,9 @@ func TestTaskIsolationAndCancelOverREST(t *testing.T) {
 	if got := waitTask(t, alice, task.ID, "still cancelled", func(wire.Task) bool { return true }); got.Status != wire.TaskCancelled {
 		t.Errorf("after the cancel: %+v", got)
 	}
+	if r := alice.do(t, "GET", "/v1/tasks/"+task.ID+"/result", ""); r.StatusCode != 400 || !strings.Contains(r.problem(t).Detail, task.ID+`" was cancelled`) {
+		t.Errorf("the result of a cancelled task: %d %s, want 400 saying it was cancelled", r.StatusCode, r.body)
+	}
 
 	// Dropped after its retention: to alice too it no longer exists.
 	deadline = time.Now().Add(10 * time.Second)

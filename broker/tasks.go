@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -499,10 +500,27 @@ func (b *Broker) TaskResult(ctx context.Context, c Caller, id string) (json.RawM
 	case <-ctx.Done():
 		return nil, b.translate(ctx.Err(), "task result", t.server)
 	}
-	if t.err != nil {
-		return nil, b.translate(t.err, "task result", t.server)
+	if t.err == nil {
+		return withTaskID(t.result, id), nil
 	}
-	return withTaskID(t.result, id), nil
+	if snap := b.tasks.snapshot(t); snap.Status == "cancelled" {
+		return nil, &Error{Kind: KindBadRequest, Op: "task result", Server: t.server, Field: "task",
+			Msg: fmt.Sprintf("task %q was cancelled, so it has no result (%s)", id, snap.StatusMessage)}
+	}
+	return nil, b.taskError(t.err, "task result", t)
+}
+
+// taskError translates a child's error about t, its task id replaced by
+// mcpx's: the child's ids are never shown.
+func (b *Broker) taskError(err error, op string, t *task) error {
+	var rpc *mcpclient.RPCError
+	if errors.As(err, &rpc) && t.childID != "" {
+		c := *rpc
+		c.Message = strings.ReplaceAll(c.Message, t.childID, t.id)
+		c.Data = bytes.ReplaceAll(c.Data, []byte(t.childID), []byte(t.id))
+		err = &c
+	}
+	return b.translate(err, op, t.server)
 }
 
 // Tasks returns c's tasks, newest first by their creation.
@@ -539,7 +557,7 @@ func (b *Broker) CancelTask(ctx context.Context, c Caller, id string) (Task, err
 			Msg: fmt.Sprintf("task %q has already ended (%s)", id, snap.Status)}
 	}
 	if err := b.askChild(ctx, t, mcpclient.MethodTaskCancel); err != nil {
-		return Task{}, b.translate(err, "cancel task", t.server)
+		return Task{}, b.taskError(err, "cancel task", t)
 	}
 	return b.tasks.snapshot(t), nil
 }

@@ -211,7 +211,7 @@ var routes = []Route{
 		Response: reflect.TypeFor[Task](), Status: 200,
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout, KindInternal}},
 	{Method: "GET", Pattern: "/v1/tasks/{id}/result", Name: OpTaskResult, Raw: true,
-		Summary:  "Wait until one of the caller's tasks has ended and answer its result: the child's CallToolResult (a cancelled or failed task answers the server's error)",
+		Summary:  "Wait until one of the caller's tasks has ended and answer its result: the child's CallToolResult; a cancelled task has none (400), a failed one answers the server's error",
 		Response: typeRaw, MCPResult: "CallToolResult", Status: 200,
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout, KindCanceled, KindInternal}},
 	{Method: "GET", Pattern: "/v1/tools", Name: OpListTools, Caller: true,
