@@ -150,6 +150,12 @@ func (s *server) callTool(w http.ResponseWriter, r *http.Request) error {
 	}
 	tool := param(r, "tool")
 	req.CheckTool = checkToolHash(req.Server, tool, r.Header.Get(wire.HeaderToolHash))
+	if asTask, err := taskQuery(r); err != nil || asTask {
+		if err != nil {
+			return err
+		}
+		return s.startTask(w, r, req, tool, args)
+	}
 	if wantsEvents(r) {
 		return s.streamCall(w, r, req, tool, args)
 	}

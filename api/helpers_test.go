@@ -73,6 +73,7 @@ type daemonOptions struct {
 	inputWait                 time.Duration        // api.Options.InputWait
 	reidentify                time.Duration        // api.Options.Reidentify
 	resumeGrace, mcpIdle      time.Duration        // mcpserver.Options
+	taskRetention             time.Duration        // broker.Options.TaskRetention
 }
 
 func startDaemon(t testing.TB, o daemonOptions) *daemon {
@@ -83,7 +84,7 @@ func startDaemon(t testing.TB, o daemonOptions) *daemon {
 	}
 	logs := &testenv.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b, err := broker.New(broker.Options{Config: cfg, Logger: logger, Nix: o.nix, StateDir: o.stateDir})
+	b, err := broker.New(broker.Options{Config: cfg, Logger: logger, Nix: o.nix, StateDir: o.stateDir, TaskRetention: o.taskRetention})
 	if err != nil {
 		t.Fatal(err)
 	}

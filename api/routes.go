@@ -59,6 +59,10 @@ var handlers = map[string]handlerFunc{
 	wire.OpLog:             (*server).streamLog,
 	wire.OpFleet:           (*server).getFleet,
 	wire.OpTailnet:         (*server).getTailnet,
+	wire.OpListTasks:       (*server).listTasks,
+	wire.OpGetTask:         (*server).getTask,
+	wire.OpTaskResult:      (*server).taskResult,
+	wire.OpCancelTask:      (*server).cancelTask,
 }
 
 // route is a wire route with its handler.

@@ -70,6 +70,10 @@ type Options struct {
 	// the config's ceilingDirs. The zero value: project directories only.
 	// See docs/project-config.md.
 	Chain chain.Options
+	// TaskRetention bounds how long a finished task (and its result) is
+	// kept for its caller; the child's ttl, if shorter, wins. 0 =
+	// DefaultTaskRetention.
+	TaskRetention time.Duration
 }
 
 // MemoFile is the name of the pool's memo file in the state directory.
@@ -134,6 +138,7 @@ type Broker struct {
 	observers atomic.Pointer[[]func(CallEvent)]
 	// notices fans children's notifications out to WatchNotices (forward.go).
 	notices notices
+	tasks   *taskRegistry // tasks.go
 
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
@@ -164,7 +169,9 @@ func New(opts Options) (*Broker, error) {
 		scope:    NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second, CeilingDirs: opts.Config.CeilingDirs}),
 		leases:   newLeases(opts.Now),
 		projects: newProjects(opts.Chain, log),
-		sessions: sessionRegistry{m: map[string]*sessionMeta{}}}
+		sessions: sessionRegistry{m: map[string]*sessionMeta{}},
+		tasks:    newTaskRegistry(opts.TaskRetention)}
+	b.WatchNotices(b.tasks.notice)
 	b.pool = pool.New(pool.Options{
 		MaxInstances:   pc.MaxInstances,
 		IdleTimeout:    pc.IdleTimeout.D(),
@@ -282,6 +289,7 @@ func (b *Broker) StopInstance(ctx context.Context, id string) error {
 // stops every child; then it writes the call records still queued.
 func (b *Broker) Close(ctx context.Context) error {
 	b.stopRefresher()
+	b.tasks.close()
 	err := b.pool.Close(ctx)
 	b.records.Close()
 	return err

@@ -52,39 +52,57 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 		info.key = res.target.Key
 	}
 	err = b.run(ctx, res, r.Server, "call "+tool, func(ctx context.Context, sess *mcpclient.Session) error {
-		def, ok, err := sess.Tool(ctx, tool)
+		def, err := b.listedTool(ctx, sess, r, res, tool, info)
 		if err != nil {
 			return err
 		}
-		if !ok || res.hidden {
-			// A tool the caller's rights hide is answered as one the child
-			// does not list, after the same steps, the suggestion drawn
-			// only from the tools it may see (a refusal to the owner's
-			// metrics: opAuthorize).
-			hint := fmt.Sprintf("`mcpx tools %s` lists its tools", r.Server)
-			visible := r.Caller.Rights.Tools(res.use)
-			names := slices.DeleteFunc(toolNames(ctx, sess), func(n string) bool { return !visible.Allows(n) })
-			if s := suggest.Closest(tool, names); s != "" {
-				hint = fmt.Sprintf("did you mean %q? %s", s, hint)
-			}
-			op := "call"
-			if ok {
-				op = opAuthorize
-			}
-			return &Error{Kind: KindNotFound, Op: op, Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool), Hint: hint}
-		}
-		if info != nil {
-			info.listed = true
-		}
-		if r.CheckTool != nil {
-			if err := r.CheckTool(def); err != nil {
-				return err
-			}
+		if taskSupport(def) == "required" {
+			// The child runs it only as a task: run it as one and wait,
+			// so that the simple call works (tasks.go).
+			out, err = callAsTask(ctx, sess, tool, args)
+			return err
 		}
 		out, err = sess.CallTool(ctx, tool, args, onProgress)
 		return err
 	})
 	return out, err
+}
+
+// listedTool returns the definition of tool as the child lists it, after
+// the checks every call passes: a tool the child does not list, or the
+// caller's rights hide, is not found; r.CheckTool is asked. info, if
+// non-nil, learns that the child listed it.
+func (b *Broker) listedTool(ctx context.Context, sess *mcpclient.Session, r Request, res resolved, tool string, info *callInfo) (json.RawMessage, error) {
+	def, ok, err := sess.Tool(ctx, tool)
+	if err != nil {
+		return nil, err
+	}
+	if !ok || res.hidden {
+		// A tool the caller's rights hide is answered as one the child
+		// does not list, after the same steps, the suggestion drawn
+		// only from the tools it may see (a refusal to the owner's
+		// metrics: opAuthorize).
+		hint := fmt.Sprintf("`mcpx tools %s` lists its tools", r.Server)
+		visible := r.Caller.Rights.Tools(res.use)
+		names := slices.DeleteFunc(toolNames(ctx, sess), func(n string) bool { return !visible.Allows(n) })
+		if s := suggest.Closest(tool, names); s != "" {
+			hint = fmt.Sprintf("did you mean %q? %s", s, hint)
+		}
+		op := "call"
+		if ok {
+			op = opAuthorize
+		}
+		return nil, &Error{Kind: KindNotFound, Op: op, Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool), Hint: hint}
+	}
+	if info != nil {
+		info.listed = true
+	}
+	if r.CheckTool != nil {
+		if err := r.CheckTool(def); err != nil {
+			return nil, err
+		}
+	}
+	return def, nil
 }
 
 // toolNames are the names in the child's (cached) tool list, for a hint.

@@ -82,6 +82,10 @@ var runtimeSource = func() string {
 		"HeaderLease":         quote(wire.HeaderLease),
 		"HeaderScope":         quote(wire.HeaderScope),
 		"CallToolPattern":     quote(callTool.Pattern),
+		"QueryTask":           quote(wire.QueryTask),
+		"GetTaskPattern":      quote(pattern(wire.OpGetTask)),
+		"ListTasksPattern":    quote(pattern(wire.OpListTasks)),
+		"TaskResultPattern":   quote(pattern(wire.OpTaskResult)),
 	}
 	return regexp.MustCompile(`@@(\w+)@@`).ReplaceAllStringFunc(runtimeTemplate, func(m string) string {
 		v, ok := values[strings.Trim(m, "@")]
@@ -92,6 +96,12 @@ var runtimeSource = func() string {
 	})
 }()
 
+// pattern is the path pattern of the route op.
+func pattern(op string) string {
+	rt, _ := wire.Lookup(op)
+	return rt.Pattern
+}
+
 // runtimeNames are the top-level names the runtime declares without a "$"
 // and the globals it uses: no server's object may take one (a server named
 // "fetch" becomes fetch_2), or it would shadow them in the module.
@@ -99,6 +109,7 @@ var runtimeNames = []string{
 	// Declared by the runtime (TestRuntimeNames checks this list).
 	"ContentBlock", "CallToolResult", "Progress", "InputRequest", "InputAnswer", "Connection", "CallOptions", "Problem",
 	"McpxError", "LogLevel", "log", "callTool",
+	"Task", "callToolAsTask", "getTask", "listTasks", "taskResult", "cancelTask",
 	// Globals the runtime uses (the web APIs through globalThis, typed by
 	// the runtime itself, so that no lib setting is needed; still kept
 	// free, as a script beside the client uses them too).

@@ -120,7 +120,9 @@ func (ss *session) serverDescription(ctx context.Context) (caps, info json.RawMe
 
 // aggregateCaps are the capabilities of /mcp (and of /mcp/{server} when
 // the child's are not known).
-const aggregateCaps = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{}}`
+// The broker serves tasks/list and tasks/cancel itself (tasks.go).
+const aggregateCaps = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{},` +
+	`"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`
 
 func parseCaps(raw json.RawMessage) clientCaps {
 	var c struct {
@@ -248,7 +250,12 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 	case "resources/templates/list":
 		return ss.list(ctx, st, "resourceTemplates", (*broker.Broker).ResourceTemplates, false)
 	case "tools/call":
+		if isTaskCall(msg) {
+			return ss.callToolAsTask(ctx, st, msg)
+		}
 		return ss.callTool(ctx, st, msg)
+	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
+		return ss.task(ctx, msg)
 	case "subscriptions/listen":
 		return ss.listen(ctx, st, msg)
 	case "prompts/get":

@@ -189,31 +189,40 @@ func (ss *session) resolveName(ctx context.Context, cwd, name string, get lister
 // callTool calls a tool, passing the child's progress on with the client's
 // own token.
 func (ss *session) callTool(ctx context.Context, st *stream, msg *message) (json.RawMessage, error) {
-	params := msg.Params
+	r, tool, p, err := ss.toolCall(ctx, st, msg)
+	if err != nil {
+		return nil, err
+	}
+	out, err := ss.srv.b.CallTool(ctx, r, tool, p.get("arguments"), ss.progress(st, p))
+	ss.track(r)
+	return out, err
+}
+
+// toolCall reads a tools/call: the broker request of the server it names,
+// the tool's name there, and the params.
+func (ss *session) toolCall(ctx context.Context, st *stream, msg *message) (broker.Request, string, object, error) {
 	p, err := msg.params()
 	if err != nil {
-		return nil, &rpcError{Code: codeInvalidParams, Message: "tools/call params: " + err.Error()}
+		return broker.Request{}, "", nil, &rpcError{Code: codeInvalidParams, Message: "tools/call params: " + err.Error()}
 	}
 	name := p.str("name")
 	if name == "" {
-		return nil, &rpcError{Code: codeInvalidParams, Message: "tools/call needs a name"}
+		return broker.Request{}, "", nil, &rpcError{Code: codeInvalidParams, Message: "tools/call needs a name"}
 	}
 	cwd := ss.cwd(ctx, st)
 	server, tool := ss.server, name
 	if server == "" {
 		if server, tool, err = ss.resolveName(ctx, cwd, name, (*broker.Broker).Tools); err != nil {
-			return nil, err
+			return broker.Request{}, "", nil, err
 		}
 	}
 	r := ss.breqAt(cwd, server, st)
 	if ss.header != nil {
-		if err := ss.checkParamHeaders(ctx, r, tool, params); err != nil {
-			return nil, err
+		if err := ss.checkParamHeaders(ctx, r, tool, msg.Params); err != nil {
+			return broker.Request{}, "", nil, err
 		}
 	}
-	out, err := ss.srv.b.CallTool(ctx, r, tool, p.get("arguments"), ss.progress(st, p))
-	ss.track(r)
-	return out, err
+	return r, tool, p, nil
 }
 
 // checkParamHeaders refuses a stateless tools/call whose Mcp-Param-*

@@ -201,7 +201,8 @@ var paramDescriptions = map[string]string{
 	"server":  "A configured server's name.",
 	"tool":    "The tool's name, as the server lists it (path-escaped).",
 	"prompt":  "The prompt's name, as the server lists it (path-escaped).",
-	"id":      "An instance id, as /v1/instances lists it; a token id, as /v1/tokens lists it.",
+	"id":      "An instance id, as /v1/instances lists it; a token id, as /v1/tokens lists it; a task id, as /v1/tasks lists it.",
+	"task":    "true: run the call as a task (the tool's execution.taskSupport must be optional or required) and answer 202 with its Task at once.",
 	"uri":     "The resource's URI, as the server lists it.",
 	"servers": "Comma-separated server names; absent = every server the caller may use.",
 	"lease":   "A lease id, as POST /v1/leases returned it; an admin may name another caller's lease by its namespaced id (<caller>/<id>).",
@@ -315,6 +316,14 @@ func operation(r *reflector, rt wire.Route) (map[string]any, error) {
 			op["parameters"] = params
 		}
 		responses["200"] = ok
+		if rt.Accepted != nil {
+			s, err := r.schema(rt.Accepted)
+			if err != nil {
+				return nil, err
+			}
+			responses["202"] = map[string]any{"description": "Accepted: the work runs on; the " + rt.Accepted.Name() + " document names it (Location: its URL).",
+				"content": map[string]any{wire.MediaJSON: map[string]any{"schema": s}}}
+		}
 	default:
 		return nil, fmt.Errorf("status %d with response type %v", rt.Status, rt.Response)
 	}

@@ -57,6 +57,11 @@ type Route struct {
 	// Status is the success status: 200, or 204 for no body. (OpenAPI
 	// generator input.)
 	Status int
+	// Accepted is the Go type of a 202 Accepted body: the handle a
+	// request answers at once when it asks for the work to run on (a tool
+	// call with ?task=true answers its Task); nil = never 202. (OpenAPI
+	// generator input.)
+	Accepted reflect.Type
 	// Media is the success body's media type; "" = MediaJSON.
 	Media string
 	// Problems are the problem kinds (Kind* constants) the route may answer
@@ -114,6 +119,10 @@ const (
 	OpAnswerInput     = "answerInput"
 	OpMetrics         = "getMetrics"
 	OpLog             = "streamLog"
+	OpListTasks       = "listTasks"
+	OpGetTask         = "getTask"
+	OpTaskResult      = "getTaskResult"
+	OpCancelTask      = "cancelTask"
 )
 
 // The problems routes share, by what the route does.
@@ -167,8 +176,8 @@ var routes = []Route{
 		Summary:  "List one server's tools, as the child in the caller's scope lists them",
 		Response: reflect.TypeFor[ServerTools](), Status: 200, Problems: problemsChild},
 	{Method: "POST", Pattern: "/v1/servers/{server}/tools/{tool}", Name: OpCallTool, Caller: true,
-		Body: BodyArguments, Stream: true, Raw: true,
-		Summary: "Call a tool; the result is the child's CallToolResult, or an event stream of progress then the result",
+		Body: BodyArguments, Stream: true, Raw: true, OptionalQuery: []string{QueryTask}, Accepted: reflect.TypeFor[Task](),
+		Summary: "Call a tool; the result is the child's CallToolResult, or an event stream of progress then the result; ?task=true runs it as a task and answers 202 with the Task at once (a tool whose taskSupport is required runs as a task either way, the plain call waiting for its result)",
 		Request: typeArguments, Response: typeRaw, MCPResult: "CallToolResult", Status: 200, Problems: problemsChildBody},
 	{Method: "GET", Pattern: "/v1/servers/{server}/openapi.json", Name: OpServerOpenAPI, Caller: true, ETag: true,
 		Summary:  "One server's OpenAPI 3.1 document: an operation per tool, typed by its schemas, as the child in the caller's scope lists them",
@@ -191,6 +200,20 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/v1/openapi.json", Name: OpToolsOpenAPI, Caller: true, ETag: true,
 		Summary:  "The OpenAPI 3.1 document of every server the caller may use: an operation per tool; failing servers are reported, not fatal",
 		Response: typeRaw, Status: 200, Problems: problemsCaller},
+	{Method: "GET", Pattern: "/v1/tasks", Name: OpListTasks,
+		Summary:  "List the caller's own tasks (tool calls run with ?task=true), newest first; a finished task is kept for its ttl",
+		Response: reflect.TypeFor[TaskList](), Status: 200, Problems: problemsAny},
+	{Method: "GET", Pattern: "/v1/tasks/{id}", Name: OpGetTask,
+		Summary:  "One of the caller's tasks: its status, asked of the server while it works; another caller's task is not found",
+		Response: reflect.TypeFor[Task](), Status: 200, Problems: []string{KindNotFound, KindForbidden, KindInternal}},
+	{Method: "DELETE", Pattern: "/v1/tasks/{id}", Name: OpCancelTask,
+		Summary:  "Cancel one of the caller's tasks: the server is sent tasks/cancel; the answer is the task after; a task already ended is a 400",
+		Response: reflect.TypeFor[Task](), Status: 200,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout, KindInternal}},
+	{Method: "GET", Pattern: "/v1/tasks/{id}/result", Name: OpTaskResult, Raw: true,
+		Summary:  "Wait until one of the caller's tasks has ended and answer its result: the child's CallToolResult; a cancelled task has none (400), a failed one answers the server's error",
+		Response: typeRaw, MCPResult: "CallToolResult", Status: 200,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout, KindCanceled, KindInternal}},
 	{Method: "GET", Pattern: "/v1/tools", Name: OpListTools, Caller: true,
 		OptionalQuery: []string{"q", "tag"},
 		Summary:       "List every server's tools, each tagged with its server, or search them (?q=terms, ?tag=t repeated); failing servers are reported, not fatal",

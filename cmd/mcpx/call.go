@@ -22,6 +22,7 @@ func call(ctx context.Context, c *cli, args []string) int {
 	noAutostart := autostartFlag(fs)
 	asJSON := fs.Bool("json", false, "print the raw CallToolResult JSON")
 	progress := fs.Bool("progress", false, "print progress to stderr (default: when stderr is a terminal)")
+	asTask := fs.Bool("task", false, "run the call as a task: print its id at once (`mcpx tasks result <id>` waits for the result)")
 	co := callerFlags(fs, "the directory the call is made from")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
@@ -42,6 +43,9 @@ func call(ctx context.Context, c *cli, args []string) int {
 	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)
 	if err != nil {
 		return report(c, err)
+	}
+	if *asTask {
+		return startTask(ctx, c, bc, caller, server, tool, body, *asJSON)
 	}
 	var onProgress func(json.RawMessage)
 	if *progress || isTerminal(c.stderr) {

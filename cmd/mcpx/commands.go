@@ -47,6 +47,7 @@ func commands() []command {
 	return []command{
 		{"serve", "[--config F] [--state-dir D] [--socket P] [--listen 127.0.0.1:PORT|off]", "run the broker daemon", serve},
 		{"call", "[flags] <server>.<tool> [json|-]", "call a tool through the broker and print its result", call},
+		{"tasks", "ls|get <id>|result <id>|cancel <id> [--json]", "list your tasks (calls made with `mcpx call --task`), show one's status, wait for its result, or cancel it", tasksCmd},
 		{"tools", "[--json] [server]", "list the tools of every server, or of one", tools},
 		{"mcp", "[--server S] [--broker B [--tsnet]] [--cwd D]", "serve the broker's MCP endpoint on stdin/stdout, for MCP clients that start a command (Claude Desktop, Cursor, Codex)", mcpCmd},
 		{"search", "[--tag t] [--explain] [--json] <terms>", "search every server's tools by name, tag, server and description (exit 1: nothing matches)", searchCmd},

@@ -359,16 +359,23 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
 	b := getBuf()
 	defer putBuf(b)
+	if err := writeToolCall(b, name, args); err != nil {
+		return nil, fmt.Errorf("calling tool %s: arguments: %w", name, err)
+	}
+	b.WriteByte('}')
+	return s.requestRounds(ctx, "tools/call", b.Bytes(), onProgress)
+}
+
+// writeToolCall writes tools/call params for name and args (nil or null =
+// none) to b, all but the closing brace.
+func writeToolCall(b *bytes.Buffer, name string, args json.RawMessage) error {
 	b.WriteString(`{"name":`)
 	b.Write(appendString(b.AvailableBuffer(), name))
 	if a := bytes.TrimSpace(args); len(a) > 0 && !bytes.Equal(a, []byte("null")) {
 		b.WriteString(`,"arguments":`)
-		if err := appendParams(b, args); err != nil {
-			return nil, fmt.Errorf("calling tool %s: arguments: %w", name, err)
-		}
+		return appendParams(b, args)
 	}
-	b.WriteByte('}')
-	return s.requestRounds(ctx, "tools/call", b.Bytes(), onProgress)
+	return nil
 }
 
 // request runs one request. params (nil = none) must be compact, valid

@@ -331,7 +331,7 @@ type $Response = {
   json(): Promise<unknown>;
 };
 type $Web = {
-  fetch(url: string, init: { method: string; headers: { [name: string]: string }; body: string; signal?: $AbortSignal }):
+  fetch(url: string, init: { method: string; headers: { [name: string]: string }; body?: string | undefined; signal?: $AbortSignal }):
     Promise<$Response>;
   URL: new (url: string) => { readonly port: string; readonly hostname: string };
   TextDecoder: new () => { decode(input?: Uint8Array, options?: { stream?: boolean }): string };
@@ -562,6 +562,18 @@ function $report(r: $CallReport): void {
   }
 }
 
+// $declare sets the caller-context headers o (or the environment) declares.
+function $declare(o: Connection, headers: { [name: string]: string }): void {
+  const declared: [string, string | undefined][] = [
+    ["Mcpx-Cwd", o.cwd ?? $cwd()],
+    ["Mcpx-Session", o.session ?? $env("MCPX_SESSION_ID")],
+    ["Mcpx-Parent-Session", o.parentSession ?? $env("MCPX_PARENT_SESSION_ID")],
+    ["Mcpx-Lease", o.lease ?? $env("MCPX_LEASE")],
+    ["Mcpx-Scope", o.scope ?? $env("MCPX_SCOPE")],
+  ];
+  for (const [name, value] of declared) if (value) headers[name] = value;
+}
+
 /**
  * Calls any tool of any server by name, untyped: for tools added after the
  * client was generated. The generated functions are the typed way.
@@ -589,14 +601,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   };
   if (b.token) headers["Authorization"] = `Bearer ${b.token}`;
   if (hash) headers["Mcpx-Tool-Hash"] = hash;
-  const declared: [string, string | undefined][] = [
-    ["Mcpx-Cwd", o.cwd ?? $cwd()],
-    ["Mcpx-Session", o.session ?? $env("MCPX_SESSION_ID")],
-    ["Mcpx-Parent-Session", o.parentSession ?? $env("MCPX_PARENT_SESSION_ID")],
-    ["Mcpx-Lease", o.lease ?? $env("MCPX_LEASE")],
-    ["Mcpx-Scope", o.scope ?? $env("MCPX_SCOPE")],
-  ];
-  for (const [name, value] of declared) if (value) headers[name] = value;
+  $declare(o, headers);
 
   const ctl = new $web.AbortController();
   let why: "canceled" | "timeout" | undefined;
@@ -648,6 +653,79 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
     o.signal?.removeEventListener("abort", onAbort);
     $report({ server, tool, ms: Date.now() - started, outcome });
   }
+}
+
+/**
+ * A tool call running as a task (MCP tasks): the broker's Task document.
+ * Its id is good only for the caller that started it.
+ */
+export type Task = {
+  id: string;
+  server: string;
+  tool: string;
+  /** working and input_required go on; completed, failed and cancelled are final. */
+  status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+  statusMessage?: string | undefined;
+  created?: string | undefined;
+  updated?: string | undefined;
+  /** How long the task is kept after its creation, as a Go duration ("5m0s"). */
+  ttl?: string | undefined;
+  /** How often the server suggests asking for its status, as a Go duration. */
+  pollInterval?: string | undefined;
+};
+
+// $task makes one request of the task routes and answers its JSON body.
+async function $task<T>(method: string, path: string, o: Connection | undefined, server: string, tool: string,
+  body?: unknown): Promise<T> {
+  o ??= {};
+  const b = await $broker(o, server, tool);
+  const headers: { [name: string]: string } = { "Content-Type": "application/json", ["Mcpx-Client"]: "mcpx-ts" };
+  if (b.token) headers["Authorization"] = `Bearer ${b.token}`;
+  if (body !== undefined) $declare(o, headers);
+  let res: $Response;
+  try {
+    res = await $web.fetch(b.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    throw $unreachable(`cannot reach the broker at ${b.url}: ${e instanceof Error ? e.message : String(e)}`, server, tool, e);
+  }
+  if (!res.ok) {
+    if (res.status === 401) $recordCache = undefined;
+    throw await $problem(res, server, tool, "");
+  }
+  return (await res.json()) as T;
+}
+
+const $taskPath = (id: string) => "/v1/tasks/{id}".replace("{id}", encodeURIComponent(id));
+
+/**
+ * Calls a tool as a task: answers its Task as soon as the server created
+ * it (the tool's execution.taskSupport must be optional or required);
+ * taskResult waits for the result.
+ */
+export function callToolAsTask(server: string, tool: string, args?: { [key: string]: unknown },
+  options?: Connection): Promise<Task> {
+  const path = "/v1/servers/{server}/tools/{tool}".replace("{server}", encodeURIComponent(server)).replace("{tool}", encodeURIComponent(tool));
+  return $task<Task>("POST", path + "?" + "task" + "=true", options, server, tool, args ?? {});
+}
+
+/** One of this caller's tasks, its status asked of the server while it works. */
+export function getTask(id: string, options?: Connection): Promise<Task> {
+  return $task<Task>("GET", $taskPath(id), options, "", "");
+}
+
+/** This caller's tasks, newest first. */
+export async function listTasks(options?: Connection): Promise<Task[]> {
+  return (await $task<{ tasks: Task[] }>("GET", "/v1/tasks", options, "", "")).tasks;
+}
+
+/** Waits until one of this caller's tasks has ended and answers its result. */
+export function taskResult<S = { [key: string]: unknown }>(id: string, options?: Connection): Promise<CallToolResult<S>> {
+  return $task<CallToolResult<S>>("GET", "/v1/tasks/{id}/result".replace("{id}", encodeURIComponent(id)), options, "", "");
+}
+
+/** Cancels one of this caller's tasks: answers the task after (cancelled). */
+export function cancelTask(id: string, options?: Connection): Promise<Task> {
+  return $task<Task>("DELETE", $taskPath(id), options, "", "");
 }
 
 const $list_demo = "the tool list of demo (15 tools, sha256:32bb25337f87a72e)";
