@@ -39,6 +39,9 @@ func tasksCmd(ctx context.Context, c *cli, args []string) int {
 	switch {
 	case len(pos) == 1 && pos[0] == "ls":
 	case len(pos) == 2 && (pos[0] == "get" || pos[0] == "result" || pos[0] == "cancel"):
+		if !strings.HasPrefix(pos[1], "task-") {
+			return usageError(c, fs, "%q is not a task id: ids begin with task- (`mcpx tasks ls` lists yours)", pos[1])
+		}
 	default:
 		return usageError(c, fs, "want `ls`, `get <id>`, `result <id>` or `cancel <id>`")
 	}

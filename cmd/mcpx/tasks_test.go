@@ -52,6 +52,9 @@ func TestTasksCommands(t *testing.T) {
 	if _, errOut := mcpx(exitFailed, "tasks", "get", "task-nope"); !strings.Contains(errOut, `no task "task-nope"`) {
 		t.Errorf("tasks get of no task: %s", errOut)
 	}
+	if _, errOut := mcpx(exitUsage, "tasks", "cancel", ""); !strings.Contains(errOut, "is not a task id") {
+		t.Errorf("tasks cancel of an empty id (a failed $(mcpx call --task)): %s", errOut)
+	}
 	if _, errOut := mcpx(exitUsage, "tasks", "get"); !strings.Contains(errOut, "want `ls`") {
 		t.Errorf("tasks get without an id: %s", errOut)
 	}
