@@ -51,10 +51,7 @@ func (o object) get(k string) json.RawMessage {
 
 // str is the string member k; "" if absent or not a string.
 func (o object) str(k string) string {
-	var s string
-	if v := o.get(k); v != nil {
-		json.Unmarshal(v, &s) //nolint:errcheck // not a string: ""
-	}
+	s, _ := rawjson.Unquote(o.get(k)) // absent or not a string: ""
 	return s
 }
 

@@ -2,8 +2,11 @@ package mcpserver
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
+
+	"mcpx.dev/mcpx/internal/rawjson"
 )
 
 // JSON-RPC error codes.
@@ -63,9 +66,35 @@ func parseMessage(body []byte) (*message, error) {
 	if len(body) > 0 && body[0] == '[' {
 		return nil, errors.New("batches are not accepted: send one JSON-RPC message per POST")
 	}
-	var m message
-	if err := json.Unmarshal(body, &m); err != nil {
+	if !json.Valid(body) {
+		var v any
+		err := json.Unmarshal(body, &v) // for the syntax error's words
 		return nil, errors.New("the body is not a JSON-RPC message: " + err.Error())
+	}
+	if len(body) == 0 || body[0] != '{' {
+		return nil, errors.New("the body is not a JSON-RPC message: not an object")
+	}
+	var m message
+	var bad error
+	err := rawjson.Members(body, func(k, v []byte) {
+		switch string(k) {
+		case `"id"`:
+			m.ID = v
+		case `"method"`:
+			var ok bool
+			if m.Method, ok = rawjson.Unquote(v); !ok {
+				bad = errors.New("the body is not a JSON-RPC message: its method is not a string")
+			}
+		case `"params"`:
+			m.Params = v
+		case `"result"`:
+			m.Result = v
+		case `"error"`:
+			m.Error = v
+		}
+	})
+	if err = cmp.Or(err, bad); err != nil {
+		return nil, err
 	}
 	if bytes.Equal(m.ID, []byte("null")) {
 		m.ID = nil
@@ -81,8 +110,7 @@ func (m *message) isResponse() bool {
 
 // idString is the id as a map key: a string id unquoted, a number as written.
 func (m *message) idString() string {
-	var s string
-	if json.Unmarshal(m.ID, &s) == nil {
+	if s, ok := rawjson.Unquote(m.ID); ok {
 		return s
 	}
 	return string(m.ID)
@@ -98,8 +126,7 @@ func (m *message) metaRaw(k string) json.RawMessage {
 
 // meta is the string params._meta member k.
 func (m *message) meta(k string) string {
-	var s string
-	json.Unmarshal(m.metaRaw(k), &s) //nolint:errcheck // not a string: ""
+	s, _ := rawjson.Unquote(m.metaRaw(k)) // not a string: ""
 	return s
 }
 

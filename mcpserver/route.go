@@ -170,6 +170,9 @@ func (ss *session) resolveName(ctx context.Context, cwd, name string, get lister
 	}
 	rest := name[len(server)+len(Separator):]
 	if AggregateName(server, rest) == name {
+		// As a listing would have: the next call skips the server list.
+		// Rights are the broker's to check, at each call.
+		ss.remember(name, server, rest)
 		return server, rest, nil
 	}
 	raw, err := get(b, ctx, ss.breqAt(cwd, server, nil))
