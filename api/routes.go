@@ -59,6 +59,10 @@ var handlers = map[string]handlerFunc{
 	wire.OpLog:             (*server).streamLog,
 	wire.OpFleet:           (*server).getFleet,
 	wire.OpTailnet:         (*server).getTailnet,
+
+	wire.OpListResourceTemplates: (*server).listResourceTemplates,
+	wire.OpComplete:              (*server).complete,
+	wire.OpSetLogLevel:           (*server).setLogLevel,
 }
 
 // route is a wire route with its handler.

@@ -129,7 +129,7 @@ func TestSamplingCapability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}},"sampling":{}},"clientInfo":{"name":"mcpx","version":"dev"}}`
+	const want = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}},"sampling":{}},"clientInfo":{"name":"mcpx","version":"dev"}}`
 	if string(b) != want {
 		t.Errorf("initialize params\n%s\nwant\n%s", b, want)
 	}

@@ -206,7 +206,7 @@ func requestMeta(opts Options) ([][2][]byte, error) {
 		}
 		caps = append(caps, `"roots":{},`...)
 	}
-	caps = append(caps, `"elicitation":{"form":{}}`...)
+	caps = append(caps, `"elicitation":{"form":{},"url":{}}`...)
 	if opts.Sampling {
 		caps = append(caps, `,"sampling":{}`...)
 	}
