@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -68,22 +70,19 @@ func startServerCommand(ctx context.Context, c *cli, fs *flag.FlagSet, args []st
 	return &serverCommand{bc: bc, caller: caller, server: pos[0], args: pos[1:], json: *asJSON}, 0, true
 }
 
-// synopsis is the positional part of a command's synopsis.
+// synopsis is a command's synopsis without its flags.
 func synopsis(fs *flag.FlagSet) string {
 	name := strings.TrimPrefix(fs.Name(), "mcpx ")
 	for _, cmd := range commands() {
 		if cmd.name == name {
-			var words []string
-			for w := range strings.FieldsSeq(cmd.args) {
-				if !strings.HasPrefix(w, "[-") && !strings.HasPrefix(w, "(--") && !strings.HasPrefix(w, "|") {
-					words = append(words, w)
-				}
-			}
-			return strings.Join(words, " ")
+			return strings.TrimSpace(flagGroups.ReplaceAllString(cmd.args, ""))
 		}
 	}
 	return name
 }
+
+// flagGroups are the optional flags of a synopsis: "[--json] ", "[-o file] ".
+var flagGroups = regexp.MustCompile(`\[-[^\]]*\] *`)
 
 // notAmong is the error for a name that is not one of names, with a
 // did-you-mean.
@@ -324,14 +323,16 @@ func checkPromptArgs(ctx context.Context, sc *serverCommand, name string, values
 		var args []string
 		for _, a := range it.Arguments {
 			args = append(args, a.Name)
-			if _, ok := values[a.Name]; a.Required && !ok {
-				return fmt.Errorf("server %s: prompt %s needs argument %s (%s=…)", sc.server, name, a.Name, a.Name)
-			}
 		}
-		for k := range values {
+		for _, k := range slices.Sorted(maps.Keys(values)) {
 			if !slices.Contains(args, k) {
 				return notAmong(fmt.Sprintf("server %s: prompt %s takes no argument %q", sc.server, name, k), k, args,
 					fmt.Sprintf("`mcpx prompts %s` lists its arguments", sc.server))
+			}
+		}
+		for _, a := range it.Arguments {
+			if _, ok := values[a.Name]; a.Required && !ok {
+				return fmt.Errorf("server %s: prompt %s needs argument %s (%s=…)", sc.server, name, a.Name, a.Name)
 			}
 		}
 		return nil
@@ -344,4 +345,3 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return line
 }
-
