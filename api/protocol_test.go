@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	mcpxclient "mcpx.dev/mcpx/api/client"
@@ -16,6 +18,7 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/openapi"
 )
 
 // startEverything serves the pinned server-everything as "everything".
@@ -83,6 +86,26 @@ func TestEverythingTemplatesAndCompletionREST(t *testing.T) {
 		t.Errorf("resourceId completions %v, want [3]", got)
 	}
 
+	// The answers match their schemas in the OpenAPI document.
+	doc, err := openapi.Broker(openapi.Options{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := openapi3.NewLoader().LoadFromData(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ method, path, body, schema string }{
+		{"GET", "/v1/servers/everything/resources/templates", "", "ResourceTemplateList"},
+		{"POST", "/v1/servers/everything/complete", `{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"department","value":""}}`, "MCPCompleteResult"},
+	} {
+		var v any
+		json.Unmarshal(d.unix.do(t, c.method, c.path, c.body, cwd...).body, &v)
+		if err := spec.Components.Schemas[c.schema].Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+			t.Errorf("%s: the answer does not match %s: %v", c.path, c.schema, err)
+		}
+	}
+
 	for _, tt := range []struct{ body, field, detail string }{
 		{`{"ref":{"type":"ref/tool","name":"x"},"argument":{"name":"a","value":""}}`, "ref.type", `ref.type "ref/tool" is not ref/prompt or ref/resource`},
 		{`{"ref":{"type":"ref/prompt"},"argument":{"name":"a","value":""}}`, "ref.name", "needs the prompt's name"},
@@ -121,7 +144,7 @@ func TestEverythingLogLevelAndMessagesREST(t *testing.T) {
 		}
 	})
 	resp.Body.Close()
-	if len(msgs) == 0 || msgs[0].Server != "everything" || !strings.Contains(string(msgs[0].Data), "-level message") ||
+	if len(msgs) == 0 || msgs[0].Server != "everything" || !simulatedLog.Match(msgs[0].Data) ||
 		!slices.Contains(wire.MCPLogLevels(), msgs[0].Level) || names[len(names)-1] != wire.StreamResult {
 		t.Errorf("events %v, messages %+v; want a message event of server everything before the result", names, msgs)
 	}
@@ -205,7 +228,7 @@ func TestEverythingCompletionURLElicitationMCP(t *testing.T) {
 		}
 		fromChild := func() bool {
 			for _, l := range logs {
-				if strings.Contains(fmt.Sprint(l.Data), "-level message") {
+				if simulatedLog.MatchString(fmt.Sprint(l.Data)) {
 					return true
 				}
 			}
@@ -217,7 +240,7 @@ func TestEverythingCompletionURLElicitationMCP(t *testing.T) {
 			t.Errorf("%s: elicitations %+v, want one in url mode", path, asked)
 		}
 		for _, l := range logs {
-			if strings.Contains(fmt.Sprint(l.Data), "-level message") && path == "/mcp" && l.Logger != "everything" {
+			if simulatedLog.MatchString(fmt.Sprint(l.Data)) && path == "/mcp" && l.Logger != "everything" {
 				t.Errorf("on /mcp the child's message has logger %q, want everything (its server)", l.Logger)
 			}
 		}
@@ -234,3 +257,7 @@ func prefixed(path, name string) string {
 	}
 	return name
 }
+
+// simulatedLog matches server-everything's simulated log messages
+// ("Info-level message", "Alert level-message").
+var simulatedLog = regexp.MustCompile(`level.message`)

@@ -82,6 +82,12 @@ var runtimeSource = func() string {
 		"HeaderLease":         quote(wire.HeaderLease),
 		"HeaderScope":         quote(wire.HeaderScope),
 		"CallToolPattern":     quote(callTool.Pattern),
+
+		"EventMessage":                 quote(wire.StreamMessage),
+		"EventElicitationComplete":     quote(wire.StreamElicitationComplete),
+		"ListResourceTemplatesPattern": quote(pattern(wire.OpListResourceTemplates)),
+		"CompletePattern":              quote(pattern(wire.OpComplete)),
+		"SetLogLevelPattern":           quote(pattern(wire.OpSetLogLevel)),
 	}
 	return regexp.MustCompile(`@@(\w+)@@`).ReplaceAllStringFunc(runtimeTemplate, func(m string) string {
 		v, ok := values[strings.Trim(m, "@")]
@@ -92,6 +98,12 @@ var runtimeSource = func() string {
 	})
 }()
 
+// pattern is the path pattern of the route named name.
+func pattern(name string) string {
+	rt, _ := wire.Lookup(name)
+	return rt.Pattern
+}
+
 // runtimeNames are the top-level names the runtime declares without a "$"
 // and the globals it uses: no server's object may take one (a server named
 // "fetch" becomes fetch_2), or it would shadow them in the module.
@@ -99,6 +111,7 @@ var runtimeNames = []string{
 	// Declared by the runtime (TestRuntimeNames checks this list).
 	"ContentBlock", "CallToolResult", "Progress", "InputRequest", "InputAnswer", "Connection", "CallOptions", "Problem",
 	"McpxError", "LogLevel", "log", "callTool",
+	"LogMessage", "ResourceTemplate", "listResourceTemplates", "CompleteRequest", "CompleteResult", "complete", "setLogLevel",
 	// Globals the runtime uses (the web APIs through globalThis, typed by
 	// the runtime itself, so that no lib setting is needed; still kept
 	// free, as a script beside the client uses them too).

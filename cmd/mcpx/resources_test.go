@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unsafe"
@@ -161,7 +162,7 @@ func TestCallLogLevel(t *testing.T) {
 		t.Errorf("bad level: exit %d, %s", code, errs)
 	}
 	code, out, errs := cliRun(t, sock, nil, "call", "--log-level", "debug", "everything.toggle-simulated-logging")
-	if code != 0 || !strings.Contains(out, "Started simulated") || !strings.Contains(errs, "everything [") || !strings.Contains(errs, "-level message") {
+	if code != 0 || !strings.Contains(out, "Started simulated") || !strings.Contains(errs, "everything [") || !regexp.MustCompile(`everything \[\w+\]: \w+.level.message`).MatchString(errs) {
 		t.Errorf("exit %d\nstdout %s\nstderr %s\nwant the child's log message on stderr, named everything", code, out, errs)
 	}
 }
