@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
@@ -88,7 +89,7 @@ func TestResourcePromptCompleteCommands(t *testing.T) {
 		{[]string{"resources", "everything"}, 0, []string{"demo://resource/static/"}, nil},
 		{[]string{"resources", "--json", "demo"}, 0, []string{`"server":"demo"`, demo.ReadmeURI}, nil},
 		{[]string{"resource", "demo", demo.ReadmeURI}, 0, []string{firstLine(demo.ReadmeText)}, nil},
-		{[]string{"resource", "everything", "demo://resource/dynamic/text/5"}, 0, []string{"Resource 5"}, nil},
+		{[]string{"resource", "everything", "demo://resource/dynamic/text/5"}, 0, []string{"Resource 5: This is a plaintext resource"}, nil},
 		{[]string{"resource", "everything", "demo://resource/dynamic/blob/5", "-o", blob}, 0, nil, []string{"bytes to " + blob}},
 		{[]string{"resource", "--json", "everything", "demo://resource/dynamic/blob/5"}, 0, []string{`"blob":"`}, nil},
 		{[]string{"resource", "everything"}, 2, nil, []string{"want <server> <uri>"}},
@@ -107,7 +108,7 @@ func TestResourcePromptCompleteCommands(t *testing.T) {
 		{[]string{"complete", "everything", "department"}, 2, nil, []string{"exactly one of --prompt NAME and --resource URI"}},
 		{[]string{"complete", "everything", "--prompt", "completable-promt", "department"}, 4, nil, []string{`did you mean "completable-prompt"?`}},
 		// An embedded text resource prints as its text.
-		{[]string{"call", "everything.get-resource-reference", `{"resourceType":"Text","resourceId":2}`}, 0, []string{"Resource 2"}, nil},
+		{[]string{"call", "everything.get-resource-reference", `{"resourceType":"Text","resourceId":2}`}, 0, []string{"\nResource 2: This is a plaintext resource created at "}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -213,4 +214,22 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	}
 	t.Cleanup(func() { s.Close() })
 	return m, s
+}
+
+// A URL-mode request on the terminal: the URL in full, Enter accepts, d
+// declines, c cancels, end of input declines.
+func TestTerminalFormURL(t *testing.T) {
+	for _, tt := range []struct{ typed, want string }{
+		{"\n", "accept"}, {"d\n", "decline"}, {"c\n", "cancel"}, {"", "decline"}, {"what\n", "decline"},
+	} {
+		var out strings.Builder
+		got, err := newTerminalForm(strings.NewReader(tt.typed), &out).answer(t.Context(),
+			wire.InputRequest{Kind: wire.InputElicitation, Mode: wire.InputModeURL, Message: "Sign in", URL: "https://example.com/x?a=1"})
+		if err != nil || got.Action != tt.want || got.Content != nil {
+			t.Errorf("typed %q: %+v, %v; want %s", tt.typed, got, err, tt.want)
+		}
+		if !strings.Contains(out.String(), "Sign in\n  https://example.com/x?a=1\n") {
+			t.Errorf("typed %q: the terminal shows %q, without the URL", tt.typed, out.String())
+		}
+	}
 }
