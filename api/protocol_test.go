@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 logging is what the MCP endpoint passes between its clients and children of the handshake era; the 2026-07-28 revision deprecates it with a twelve-month window.
+
 package api_test
 
 import (
@@ -15,34 +17,14 @@ import (
 
 	mcpxclient "mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/api/wire"
-	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/openapi"
 )
-
-// startEverything serves the pinned server-everything as "everything".
-func startEverything(t *testing.T) *daemon {
-	t.Helper()
-	proctest.CheckNoLeaks(t)
-	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"everything": map[string]any{
-		"command": testenv.Node(t),
-		"args":    []string{testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")},
-		"env":     map[string]string{proctest.MarkerEnv: proctest.Marker(t)},
-		"scope":   "global",
-	}}})
-	cfg, err := config.Parse(doc, "everything.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startDaemon(t, daemonOptions{cfg: cfg})
-}
 
 // server-everything's resource templates over REST: listed, a URI made
 // from one read through the read route, its prompt's arguments and a
 // template's variable completed, bad completion requests named.
 func TestEverythingTemplatesAndCompletionREST(t *testing.T) {
-	d := startEverything(t)
+	d := everythingDaemon(t, 0)
 	cwd := cwdHeader(t.TempDir())
 
 	var list wire.ResourceTemplateList
@@ -87,14 +69,7 @@ func TestEverythingTemplatesAndCompletionREST(t *testing.T) {
 	}
 
 	// The answers match their schemas in the OpenAPI document.
-	doc, err := openapi.Broker(openapi.Options{Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := openapi3.NewLoader().LoadFromData(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := brokerSpec(t)
 	for _, c := range []struct{ method, path, body, schema string }{
 		{"GET", "/v1/servers/everything/resources/templates", "", "ResourceTemplateList"},
 		{"POST", "/v1/servers/everything/complete", `{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"department","value":""}}`, "MCPCompleteResult"},
@@ -123,7 +98,7 @@ func TestEverythingTemplatesAndCompletionREST(t *testing.T) {
 // notifications/message on the call's stream, named by server; a bad level
 // is refused naming the field.
 func TestEverythingLogLevelAndMessagesREST(t *testing.T) {
-	d := startEverything(t)
+	d := everythingDaemon(t, 0)
 	cwd := t.TempDir()
 	if p := d.unix.do(t, "POST", "/v1/servers/everything/logging", `{"level":"loud"}`, cwdHeader(cwd)...).problem(t); p.Field != "level" || !strings.Contains(p.Detail, "debug, info") {
 		t.Errorf("bad level: %+v", p)
@@ -153,7 +128,7 @@ func TestEverythingLogLevelAndMessagesREST(t *testing.T) {
 // A URL-mode elicitation over the REST stream: the input event carries
 // mode, url and elicitationId; accept answers the child without content.
 func TestEverythingURLElicitationREST(t *testing.T) {
-	d := startEverything(t)
+	d := everythingDaemon(t, 0)
 	c := mcpxclient.New(d.sock, mcpxclient.Options{})
 	var mu sync.Mutex
 	var seen []wire.InputRequest
@@ -183,7 +158,7 @@ func TestEverythingURLElicitationREST(t *testing.T) {
 // elicitation passed to a client that declares url mode, and its log
 // messages reaching the client.
 func TestEverythingCompletionURLElicitationMCP(t *testing.T) {
-	d := startEverything(t)
+	d := everythingDaemon(t, 0)
 	var mu sync.Mutex
 	var asked []*mcp.ElicitParams
 	var logs []*mcp.LoggingMessageParams
@@ -261,3 +236,17 @@ func prefixed(path, name string) string {
 // simulatedLog matches server-everything's simulated log messages
 // ("Info-level message", "Alert level-message").
 var simulatedLog = regexp.MustCompile(`level.message`)
+
+// brokerSpec is the broker's OpenAPI document, loaded.
+func brokerSpec(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi.Broker(openapi.Options{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := openapi3.NewLoader().LoadFromData(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}

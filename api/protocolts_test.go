@@ -20,7 +20,7 @@ import (
 func TestTypeScriptClientProtocol(t *testing.T) {
 	node := testenv.Node(t)
 	tsc := testenv.NPMPackageBin(t, "typescript")
-	d := startEverything(t)
+	d := everythingDaemon(t, 0)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	rec, _ := json.Marshal(wire.DaemonRecord{URL: "http://" + d.tcpAddr, Token: testToken})
 	if err := os.MkdirAll(filepath.Join(stateDir, "mcpx"), 0o700); err != nil {

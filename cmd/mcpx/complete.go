@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"mcpx.dev/mcpx/api/wire"
 )
@@ -49,8 +48,7 @@ func complete(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	if sc.json {
-		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
+	if sc.printedJSON(c, raw) {
 		return exitOK
 	}
 	var res struct {

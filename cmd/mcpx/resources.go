@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -45,6 +46,14 @@ type serverCommand struct {
 	server string
 	args   []string // the positional arguments after the server
 	json   bool     // --json
+}
+
+// printedJSON prints raw, the broker's answer, when --json was given.
+func (sc *serverCommand) printedJSON(c *cli, raw []byte) bool {
+	if sc.json {
+		fmt.Fprintf(c.stdout, "%s\n", bytes.TrimRight(raw, "\n"))
+	}
+	return sc.json
 }
 
 // startServerCommand declares the common flags (--broker, --no-autostart,
@@ -117,8 +126,7 @@ func resources(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	if sc.json {
-		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
+	if sc.printedJSON(c, raw) {
 		return exitOK
 	}
 	var items []listed
@@ -169,8 +177,7 @@ func resource(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	if sc.json {
-		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
+	if sc.printedJSON(c, raw) {
 		return exitOK
 	}
 	var res resourceContents
@@ -225,8 +232,7 @@ func prompts(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	if sc.json {
-		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
+	if sc.printedJSON(c, raw) {
 		return exitOK
 	}
 	var items []listed
@@ -270,8 +276,7 @@ func prompt(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	if sc.json {
-		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
+	if sc.printedJSON(c, raw) {
 		return exitOK
 	}
 	var res struct {
