@@ -228,7 +228,8 @@ func (p *pendingInput) reply(ans wire.InputAnswer) (inputAnswer, error) {
 	case wire.ActionAccept:
 	case wire.ActionDecline, wire.ActionCancel:
 		if p.kind == wire.InputSampling {
-			return inputAnswer{err: errors.New("the caller " + ans.Action + "d")}, nil
+			did := map[string]string{wire.ActionDecline: "declined", wire.ActionCancel: "cancelled"}[ans.Action]
+			return inputAnswer{err: errors.New("the caller " + did + " it")}, nil
 		}
 		b, _ := json.Marshal(map[string]string{"action": ans.Action})
 		return inputAnswer{result: b}, nil

@@ -170,7 +170,7 @@ func TestServerRequests(t *testing.T) {
 			`{"jsonrpc":"2.0","id":2,"result":{"roots":[{"uri":"file:///home/me/src/app","name":"app"}]}}`},
 		// Outside any call a request for input is attributable to no caller.
 		{"sampling", "", `{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":10}}`,
-			`{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"sampling request declined: no call is in flight"}}`},
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"sampling request declined: mcpx found no call in flight whose caller it could ask"}}`},
 		{"elicitation", "", `{"jsonrpc":"2.0","id":4,"method":"elicitation/create","params":{}}`,
 			`{"jsonrpc":"2.0","id":4,"result":{"action":"decline"}}`},
 		{"unknown", "", `{"jsonrpc":"2.0","id":5,"method":"frobnicate"}`,

@@ -351,7 +351,7 @@ func (s *Session) inputResponse(ctx context.Context, id, method string, params [
 	case "roots/list":
 		return rootsResult(s.opts)
 	case MethodElicit, MethodSample:
-		why := "the caller is not streaming"
+		why := "mcpx cannot ask the caller: it is not streaming the call, so it cannot be asked for input"
 		if h := inputHandlerOf(ctx); h != nil {
 			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params), ID: id})
 			switch {
