@@ -58,7 +58,13 @@ func call(ctx context.Context, c *cli, args []string) int {
 			fmt.Fprintf(c.stderr, "server %s says the interaction at the URL it asked you to open is complete (%s)\n", e.Server, e.ElicitationID)
 		}}
 	if *logLevel != "" {
-		if err := bc.SetLogLevel(ctx, caller, server, *logLevel); err != nil {
+		var p *wire.Problem
+		switch err := bc.SetLogLevel(ctx, caller, server, *logLevel); {
+		case errors.As(err, &p):
+			// A server without logging (a stateless-era child has none)
+			// still answers the call: say so, and call.
+			fmt.Fprintf(c.stderr, "mcpx: server %s took no log level (%s); calling without\n", server, p.Detail)
+		case err != nil:
 			return report(c, err)
 		}
 	}

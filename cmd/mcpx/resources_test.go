@@ -162,7 +162,12 @@ func TestCallLogLevel(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, `--log-level "loud" is not one of debug, info`) {
 		t.Errorf("bad level: exit %d, %s", code, errs)
 	}
-	code, out, errs := cliRun(t, sock, nil, "call", "--log-level", "debug", "everything.toggle-simulated-logging")
+	// The demo server speaks the stateless era, which has no logging/setLevel.
+	code, out, errs := cliRun(t, sock, nil, "call", "--log-level", "info", "demo.echo", `{"message":"hi"}`)
+	if code != 0 || out != "hi\n" || !strings.Contains(errs, "mcpx: server demo took no log level (") {
+		t.Errorf("a server without logging: exit %d\nstdout %s\nstderr %s\nwant the call made, and a warning", code, out, errs)
+	}
+	code, out, errs = cliRun(t, sock, nil, "call", "--log-level", "debug", "everything.toggle-simulated-logging")
 	if code != 0 || !strings.Contains(out, "Started simulated") || !strings.Contains(errs, "everything [") || !regexp.MustCompile(`everything \[\w+\]: \w+.level.message`).MatchString(errs) {
 		t.Errorf("exit %d\nstdout %s\nstderr %s\nwant the child's log message on stderr, named everything", code, out, errs)
 	}
