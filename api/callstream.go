@@ -20,6 +20,8 @@ import (
 //	event: input      a request for input from the child (wire.InputRequest),
 //	                  answered with POST /v1/calls/{call}/input
 //	event: progress   the params of each notifications/progress, in order
+//	event: message    a notifications/message of the call's instance (wire.LogMessage)
+//	event: elicitation-complete  a URL-mode elicitation of this call is done
 //	event: result     the child's CallToolResult, unchanged
 //	event: error      a Problem, if the call failed after the stream began,
 //	                  or was cancelled because its caller's rights ended
@@ -32,7 +34,8 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 	// Resolve first: an unknown server, a forbidden server or cwd, or a bad
 	// cwd is a plain problem with its own status, not a 200 stream that
 	// carries an error.
-	if _, err := s.b.Target(req); err != nil {
+	tgt, err := s.b.Target(req)
+	if err != nil {
 		return err
 	}
 	c, _ := callerFrom(r.Context())
@@ -47,6 +50,8 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 	started, _ := json.Marshal(wire.CallStarted{Call: sc.id})
 	ev.send(wire.StreamCall, started)
 	q := newProgressQueue()
+	nq := newProgressQueue() // the instance's notices: message, elicitation-complete
+	defer s.b.WatchNotices(sc.notices(tgt.Server, tgt.Key, nq.push))()
 	type outcome struct {
 		res json.RawMessage
 		err error
@@ -75,6 +80,8 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 			for _, p := range q.take() {
 				ev.send(wire.StreamProgress, p)
 			}
+		case <-nq.ready:
+			sendNotices(ev, nq.take())
 		case in := <-sc.asks:
 			// Progress first: what the child reported before it asked.
 			for _, p := range q.take() {
@@ -89,6 +96,8 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 			for _, p := range q.take() {
 				ev.send(wire.StreamProgress, p)
 			}
+			nq.close()
+			sendNotices(ev, nq.take())
 			if why, ok := endedRights(ctx); ok && o.err != nil {
 				o.err = why // the call was cancelled because its caller's rights ended
 			}

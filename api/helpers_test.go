@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
 	maybePidClient()  // in a child: ask whoami with Mcpx-Pid values and exit
 	maybeManyTools()  // in a child: serve an MCP server of many tools and exit
+	maybeURLServer()  // in a child: serve the URL-mode elicitation server and exit
 	os.Exit(m.Run())
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -46,11 +47,13 @@ type streamedCall struct {
 
 	mu     sync.Mutex
 	inputs map[string]*pendingInput // guarded by mu; the questions not yet answered
+	urls   map[string]bool          // guarded by mu; the elicitationIds of url-mode questions asked
 }
 
 // pendingInput is one question waiting for the caller.
 type pendingInput struct {
 	kind   string             // wire.InputElicitation or wire.InputSampling
+	url    bool               // a url-mode elicitation: accept carries no content
 	schema *jsonschema.Schema // the elicitation's requested schema; nil = any object
 	answer chan inputAnswer   // buffered 1; receives at most one answer
 }
@@ -114,18 +117,31 @@ func (sc *streamedCall) ask(ctx context.Context, req broker.InputRequest) (json.
 			Mode            string          `json:"mode"`
 			Message         string          `json:"message"`
 			RequestedSchema json.RawMessage `json:"requestedSchema"`
+			URL             string          `json:"url"`
+			ElicitationID   string          `json:"elicitationId"`
 		}
 		if err := json.Unmarshal(req.Params, &params); err != nil {
 			return nil, fmt.Errorf("malformed elicitation params: %w", err)
 		}
-		if params.Mode != "" && params.Mode != "form" {
-			// Only form mode is declared (mcpclient's initialize).
-			return nil, fmt.Errorf("elicitation mode %q is not supported", params.Mode)
-		}
-		in.Message, in.RequestedSchema = params.Message, params.RequestedSchema
-		var err error
-		if p.schema, err = compileRequested(params.RequestedSchema); err != nil {
-			return nil, fmt.Errorf("the requested schema does not compile: %w", err)
+		in.Message, in.Mode = params.Message, cmp.Or(params.Mode, wire.InputModeForm)
+		switch in.Mode {
+		case wire.InputModeForm:
+			in.RequestedSchema = params.RequestedSchema
+			var err error
+			if p.schema, err = compileRequested(params.RequestedSchema); err != nil {
+				return nil, fmt.Errorf("the requested schema does not compile: %w", err)
+			}
+		case wire.InputModeURL:
+			// Spec 2025-11-25 (client/elicitation, URL mode): the user opens
+			// url out of band; the server says when it is done with
+			// notifications/elicitation/complete naming elicitationId.
+			if params.URL == "" || params.ElicitationID == "" {
+				return nil, errors.New("a url-mode elicitation without its url or elicitationId")
+			}
+			in.URL, in.ElicitationID, p.url = params.URL, params.ElicitationID, true
+			sc.noteURL(params.ElicitationID)
+		default:
+			return nil, fmt.Errorf("elicitation mode %q is not one mcpx knows (form, url)", params.Mode)
 		}
 	case broker.MethodSample:
 		in.Kind, p.kind = wire.InputSampling, wire.InputSampling
@@ -212,13 +228,19 @@ func (p *pendingInput) reply(ans wire.InputAnswer) (inputAnswer, error) {
 	case wire.ActionAccept:
 	case wire.ActionDecline, wire.ActionCancel:
 		if p.kind == wire.InputSampling {
-			return inputAnswer{err: errors.New("the caller " + ans.Action + "d")}, nil
+			did := map[string]string{wire.ActionDecline: "declined", wire.ActionCancel: "cancelled"}[ans.Action]
+			return inputAnswer{err: errors.New("the caller " + did + " it")}, nil
 		}
 		b, _ := json.Marshal(map[string]string{"action": ans.Action})
 		return inputAnswer{result: b}, nil
 	default:
 		return inputAnswer{}, badAnswer("action", fmt.Sprintf("action %q is not one of accept, decline, cancel", ans.Action),
 			`send "accept" with content, or "decline" or "cancel"`)
+	}
+	if p.url {
+		// Accepting a URL elicitation says the user agreed to open it; the
+		// result has no content (spec: client/elicitation, URL mode).
+		return inputAnswer{result: json.RawMessage(`{"action":"accept"}`)}, nil
 	}
 	content := bytes.TrimSpace(ans.Content)
 	if len(content) == 0 || content[0] != '{' {

@@ -56,14 +56,7 @@ func TestServeOpenAPI(t *testing.T) {
 // and the MCP types transcribed from the specification.
 func TestAnswersMatchOpenAPISchemas(t *testing.T) {
 	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
-	doc, err := openapi.Broker(openapi.Options{Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := openapi3.NewLoader().LoadFromData(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := brokerSpec(t)
 	cwd := cwdHeader(t.TempDir())
 	for _, c := range []struct {
 		method, path, body, schema string

@@ -37,10 +37,19 @@ export type InputRequest = {
   input: string;
   kind: "elicitation" | "sampling";
   message?: string;
+  /** The elicitation's mode: "form" (answer with content) or "url" (answered by onUrl). */
+  mode?: "form" | "url";
   requestedSchema?: { [key: string]: unknown };
+  /** A URL-mode elicitation's URL, for the user to open. */
+  url?: string;
+  /** A URL-mode elicitation's id, as its onElicitationComplete names it. */
+  elicitationId?: string;
   params: { [key: string]: unknown };
   expires: string;
 };
+
+/** A log message (MCP notifications/message) of the instance a call runs on. */
+export type LogMessage = { server: string; level: string; logger?: string; data: unknown };
 
 /** The answer to an InputRequest: content, with "accept", matches its requestedSchema. */
 export type InputAnswer = {
@@ -78,6 +87,16 @@ export type CallOptions = Connection & {
    * streamed call declines them. A throw, or an answer the broker refuses, declines.
    */
   onInput?: ((req: InputRequest) => InputAnswer | Promise<InputAnswer>) | undefined;
+  /**
+   * Answers a URL-mode elicitation (req.mode "url"): show the user req.url and return "accept" once they
+   * agree to open it, or "decline" / "cancel"; the call is streamed. Without it a URL is declined; onInput
+   * is never asked about one.
+   */
+  onUrl?: ((req: InputRequest) => InputAnswer["action"] | Promise<InputAnswer["action"]>) | undefined;
+  /** Called when the server says the interaction at a URL of this call is done (notifications/elicitation/complete). */
+  onElicitationComplete?: ((e: { server: string; elicitationId: string }) => void) | undefined;
+  /** Called with each log message the call's instance sends while the call runs; the call is streamed. */
+  onMessage?: ((m: LogMessage) => void) | undefined;
   /** Aborting it cancels the call: the broker cancels the child's request. */
   signal?: $AbortSignal | undefined;
   /** Cancel the call after this many milliseconds (an McpxError of kind "timeout"). */
@@ -320,12 +339,14 @@ class $CallbackError {
 // or an answer the broker refuses, declines (the broker declines on its own
 // if even that fails).
 async function $answer(b: { url: string; headers: { [name: string]: string } }, req: InputRequest,
-  onInput: CallOptions["onInput"]): Promise<void> {
+  o: CallOptions): Promise<void> {
+  const onInput = o.onInput;
   const post = (ans: InputAnswer) => $web.fetch(b.url + @@AnswerInputPattern@@.replace("{call}", encodeURIComponent(req.call)),
     { method: "POST", headers: b.headers, body: JSON.stringify({ ...ans, input: req.input }) });
   let ans: InputAnswer = { action: "decline" };
   try {
-    if (onInput) ans = await onInput(req);
+    if (req.mode === "url") ans = { action: o.onUrl ? await o.onUrl(req) : "decline" };
+    else if (onInput) ans = await onInput(req);
   } catch {
     ans = { action: "decline" };
   }
@@ -366,7 +387,11 @@ async function $events<S>(res: $Response, o: CallOptions, server: string, tool: 
               throw new $CallbackError(e);
             }
           } else if (name === @@EventInput@@) {
-            void $answer(b, JSON.parse(payload) as InputRequest, o.onInput);
+            void $answer(b, JSON.parse(payload) as InputRequest, o);
+          } else if (name === @@EventMessage@@) {
+            o.onMessage?.(JSON.parse(payload) as LogMessage);
+          } else if (name === @@EventElicitationComplete@@) {
+            o.onElicitationComplete?.(JSON.parse(payload) as { server: string; elicitationId: string });
           } else if (name === @@EventResult@@) {
             return JSON.parse(payload) as CallToolResult<S>;
           } else if (name === @@EventError@@) {
@@ -425,6 +450,20 @@ export function callTool<S = { [key: string]: unknown }>(server: string, tool: s
   return $callTool<S>(server, tool, args, options, "", "");
 }
 
+// $headers are a request's headers: the media types, the client's name,
+// the token and the caller context o declares.
+function $headers(o: Connection, b: { token?: string | undefined }, accept: string): { [name: string]: string } {
+  const headers: { [name: string]: string } = {
+    "Content-Type": @@MediaJSON@@,
+    Accept: accept,
+    // The browser guard: network listeners refuse requests without it.
+    [@@HeaderClient@@]: "mcpx-ts",
+  };
+  if (b.token) headers[@@HeaderAuthorization@@] = `Bearer ${b.token}`;
+  $declare(o, headers);
+  return headers;
+}
+
 // $callTool makes one call: POST the arguments, read the result (streamed
 // when there is a progress callback), and turn every failure into an
 // McpxError. list names the tool list the client was generated from, and
@@ -435,15 +474,8 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   hash: string): Promise<CallToolResult<S>> {
   o ??= {};
   const b = await $broker(o, server, tool);
-  const headers: { [name: string]: string } = {
-    "Content-Type": @@MediaJSON@@,
-    Accept: o.onProgress || o.onInput ? @@MediaEventStream@@ : @@MediaJSON@@,
-    // The browser guard: network listeners refuse requests without it.
-    [@@HeaderClient@@]: "mcpx-ts",
-  };
-  if (b.token) headers[@@HeaderAuthorization@@] = `Bearer ${b.token}`;
+  const headers = $headers(o, b, o.onProgress || o.onInput || o.onUrl || o.onMessage ? @@MediaEventStream@@ : @@MediaJSON@@);
   if (hash) headers[@@HeaderToolHash@@] = hash;
-  $declare(o, headers);
 
   const ctl = new $web.AbortController();
   let why: "canceled" | "timeout" | undefined;
@@ -568,4 +600,56 @@ export function taskResult<S = { [key: string]: unknown }>(id: string, options?:
 /** Cancels one of this caller's tasks: answers the task after (cancelled). */
 export function cancelTask(id: string, options?: Connection): Promise<Task> {
   return $task<Task>("DELETE", $taskPath(id), options, "", "");
+}
+
+// $request sends one request of the API's own (not a tool call) for
+// server and answers its JSON body, or throws an McpxError.
+async function $request(method: string, path: string, server: string, what: string, body: unknown,
+  o: Connection | undefined): Promise<unknown> {
+  o ??= {};
+  const b = await $broker(o, server, what);
+  const headers = $headers(o, b, @@MediaJSON@@);
+  const url = b.url + path.replace("{server}", encodeURIComponent(server));
+  let res: $Response;
+  try {
+    res = await $web.fetch(url, body === undefined ? { method, headers } : { method, headers, body: JSON.stringify(body) });
+  } catch (e) {
+    throw $unreachable(`cannot reach the broker at ${b.url}: ${e instanceof Error ? e.message : String(e)}`, server, what, e);
+  }
+  if (!res.ok) throw await $problem(res, server, what, "");
+  return res.status === 204 ? undefined : res.json();
+}
+
+/** A resource template of a server (MCP ResourceTemplate): read a URI made from it with its variables filled in. */
+export type ResourceTemplate = { uriTemplate: string; name: string; title?: string; description?: string; mimeType?: string;
+  [key: string]: unknown };
+
+/** Lists a server's resource templates. */
+export async function listResourceTemplates(server: string, options?: Connection): Promise<ResourceTemplate[]> {
+  const doc = await $request("GET", @@ListResourceTemplatesPattern@@, server, "resources/templates", undefined, options) as
+    { resourceTemplates: ResourceTemplate[] };
+  return doc.resourceTemplates;
+}
+
+/** What complete completes: a prompt's argument, or a resource template's variable (MCP completion/complete params). */
+export type CompleteRequest = {
+  ref: { type: "ref/prompt"; name: string } | { type: "ref/resource"; uri: string };
+  argument: { name: string; value: string };
+  context?: { arguments?: { [name: string]: string } };
+};
+
+/** The server's completions (MCP CompleteResult). */
+export type CompleteResult = { completion: { values: string[]; total?: number; hasMore?: boolean }; [key: string]: unknown };
+
+/** Asks a server to complete a prompt's argument or a resource template's variable. */
+export async function complete(server: string, req: CompleteRequest, options?: Connection): Promise<CompleteResult> {
+  return await $request("POST", @@CompletePattern@@, server, "complete", req, options) as CompleteResult;
+}
+
+/**
+ * Sets the level of the log messages (MCP logging/setLevel) of the server's instance in this caller's scope; a
+ * streamed call's onMessage gets them. An instance has one level: callers sharing it share the last one set.
+ */
+export async function setLogLevel(server: string, level: string, options?: Connection): Promise<void> {
+  await $request("POST", @@SetLogLevelPattern@@, server, "logging", { level }, options);
 }

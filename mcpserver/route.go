@@ -196,9 +196,7 @@ func (ss *session) callTool(ctx context.Context, st *stream, msg *message) (json
 	if err != nil {
 		return nil, err
 	}
-	out, err := ss.srv.b.CallTool(ctx, r, tool, p.get("arguments"), ss.progress(st, p))
-	ss.track(r)
-	return out, err
+	return ss.srv.b.CallTool(ctx, r, tool, p.get("arguments"), ss.progress(st, p))
 }
 
 // toolCall reads a tools/call: the broker request of the server it names,
@@ -225,6 +223,7 @@ func (ss *session) toolCall(ctx context.Context, st *stream, msg *message) (brok
 			return broker.Request{}, "", nil, err
 		}
 	}
+	ss.track(r) // before the call: the notices it causes (a log, an elicitation's completion) reach the session
 	return r, tool, p, nil
 }
 
@@ -296,9 +295,8 @@ func (ss *session) progress(st *stream, params object) func(json.RawMessage) {
 func (ss *session) forward(ctx context.Context, st *stream, server, method string, params json.RawMessage) (json.RawMessage, error) {
 	p, _ := parseObject(params)
 	r := ss.breqAt(ss.cwd(ctx, st), server, st)
-	out, err := ss.srv.b.Forward(ctx, r, method, params, ss.progress(st, p))
 	ss.track(r)
-	return out, err
+	return ss.srv.b.Forward(ctx, r, method, params, ss.progress(st, p))
 }
 
 // forwardNamed passes on a request naming a prompt (prompts/get).
@@ -405,12 +403,16 @@ func (ss *session) onInput(st *stream) broker.InputHandler {
 		switch req.Method {
 		case broker.MethodSample:
 			if !ss.caps.sampling {
-				return nil, errors.New("the client does not offer sampling")
+				return nil, errors.New("the MCP client did not declare the sampling capability")
 			}
 		case broker.MethodElicit:
-			url := strings.Contains(string(req.Params), `"mode":"url"`)
-			if url && !ss.caps.elicitURL || !url && !ss.caps.elicitForm {
-				return nil, errors.New("the client does not offer this elicitation mode")
+			if id, url := urlElicitation(req.Params); url {
+				if !ss.caps.elicitURL {
+					return nil, errors.New("the MCP client did not declare elicitation mode url")
+				}
+				ss.noteElicited(id)
+			} else if !ss.caps.elicitForm {
+				return nil, errors.New("the MCP client did not declare elicitation mode form")
 			}
 		}
 		resp, err := ss.ask(ctx, st, req.Method, req.Params, ss.srv.opts.InputWait)

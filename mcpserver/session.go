@@ -53,7 +53,11 @@ type session struct {
 	// their notifications reach it.
 	targets map[string]bool
 	level   string // logging/setLevel's level; "" = all
-	routes  routing
+	// elicited are the elicitationIds of the URL-mode elicitations the
+	// session was asked: only their notifications/elicitation/complete
+	// reach it (another session of the same instance never sees them).
+	elicited map[string]bool
+	routes   routing
 	// input answers a stateless call's requests for input (stateless.go).
 	input broker.InputHandler
 	// header is a stateless request's HTTP header (its Mcp-Param-*
@@ -406,9 +410,12 @@ func (ss *session) notice(n broker.Notice) {
 			o = o.setString("logger", logger)
 		}
 		ss.notify(nil, n.Method, o)
+	case "notifications/elicitation/complete":
+		if o, err := parseObject(n.Params); err == nil && ss.takeElicited(o.str("elicitationId")) {
+			ss.notify(nil, n.Method, n.Params)
+		}
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
-		"notifications/resources/list_changed", "notifications/resources/updated",
-		"notifications/elicitation/complete":
+		"notifications/resources/list_changed", "notifications/resources/updated":
 		ss.notify(nil, n.Method, n.Params)
 	}
 }

@@ -28,7 +28,7 @@ func isEventStream(resp *http.Response) bool {
 // progress and input events, then one result or error event, whose result
 // it returns. onInput (nil = ignore) gets each request for input; it must
 // not block.
-func readCallEvents(r io.Reader, onProgress func(json.RawMessage), onInput func(wire.InputRequest)) (json.RawMessage, error) {
+func readCallEvents(r io.Reader, onProgress func(json.RawMessage), onInput func(wire.InputRequest), onNotice func(event string, data json.RawMessage)) (json.RawMessage, error) {
 	d := sse.NewDecoder(bufio.NewReader(r), maxEventLine)
 	for {
 		ev, err := d.Next()
@@ -59,6 +59,10 @@ func readCallEvents(r io.Reader, onProgress func(json.RawMessage), onInput func(
 				return nil, fmt.Errorf("undecodable error event: %s", ev.Data)
 			}
 			return nil, &p
+		case wire.StreamMessage, wire.StreamElicitationComplete:
+			if onNotice != nil {
+				onNotice(ev.Event, ev.Data)
+			}
 		}
 	}
 }

@@ -24,7 +24,19 @@ type CallOptions struct {
 	// (400: content that does not match the requested schema) is asked
 	// for again, at most MaxInputAttempts times in all, then declined.
 	// Unset, the child gets a decline for each, at once.
+	//
+	// A URL-mode elicitation (in.Mode wire.InputModeURL) asks the user to
+	// open in.URL: accept (no content) once they have been shown it, or
+	// decline; a handler that cannot show a URL declines.
 	OnInput func(ctx context.Context, in wire.InputRequest) (wire.InputAnswer, error)
+	// OnMessage, if set, streams the call and gets each log message
+	// (notifications/message) the call's instance sends while it runs, on
+	// the calling goroutine.
+	OnMessage func(wire.LogMessage)
+	// OnElicitationComplete, if set, gets the child's word that a
+	// URL-mode elicitation of this call is done
+	// (notifications/elicitation/complete), on the calling goroutine.
+	OnElicitationComplete func(wire.ElicitationComplete)
 }
 
 // MaxInputAttempts bounds the answers OnInput is asked for per request.
@@ -33,7 +45,7 @@ const MaxInputAttempts = 3
 // Call calls a tool like CallTool, with the options o.
 func (c *Client) Call(ctx context.Context, cl Caller, server, tool string, args json.RawMessage, o CallOptions) (json.RawMessage, error) {
 	var h http.Header
-	if o.OnProgress != nil || o.OnInput != nil {
+	if o.OnProgress != nil || o.OnInput != nil || o.OnMessage != nil {
 		h = http.Header{"Accept": {wire.MediaEventStream}}
 	}
 	resp, err := c.send(ctx, wire.OpCallTool, &cl, args, h, "", server, tool)
@@ -59,7 +71,23 @@ func (c *Client) Call(ctx context.Context, cl Caller, server, tool string, args 
 	onInput := func(in wire.InputRequest) {
 		wg.Go(func() { c.answerInput(ctx, in, answer) })
 	}
-	return readCallEvents(resp.Body, o.OnProgress, onInput)
+	return readCallEvents(resp.Body, o.OnProgress, onInput, o.notice)
+}
+
+// notice hands a message or elicitation-complete event to its callback.
+func (o CallOptions) notice(event string, data json.RawMessage) {
+	switch event {
+	case wire.StreamMessage:
+		var m wire.LogMessage
+		if o.OnMessage != nil && json.Unmarshal(data, &m) == nil {
+			o.OnMessage(m)
+		}
+	case wire.StreamElicitationComplete:
+		var c wire.ElicitationComplete
+		if o.OnElicitationComplete != nil && json.Unmarshal(data, &c) == nil {
+			o.OnElicitationComplete(c)
+		}
+	}
 }
 
 // answerInput asks fn for the answer to in and sends it; a failed fn, or

@@ -12,7 +12,8 @@ import (
 //
 // The events of a streamed tool call (Route.Stream; Accept:
 // MediaEventStream): first StreamCall with the call's id, then any number of
-// StreamProgress and StreamInput, in order, then exactly one StreamResult or
+// StreamProgress, StreamInput, StreamMessage and
+// StreamElicitationComplete, in order, then exactly one StreamResult or
 // StreamError. Errors found before the call starts (unknown
 // server, bad headers or body) are plain problem answers with their status,
 // not streams. While a call has nothing to report the server sends a
@@ -50,6 +51,8 @@ var events = []StreamEvent{
 	{Name: StreamCall, Payload: reflect.TypeFor[CallStarted](), Summary: "the call's id, for answering requests for input; always first"},
 	{Name: StreamInput, Payload: reflect.TypeFor[InputRequest](), Summary: "the child asks the caller for input; answer with POST /v1/calls/{call}/input"},
 	{Name: StreamProgress, Payload: reflect.TypeFor[Progress](), Summary: "a progress notification from the child"},
+	{Name: StreamMessage, Payload: reflect.TypeFor[LogMessage](), Summary: "a log message (notifications/message) of the call's instance, with its server"},
+	{Name: StreamElicitationComplete, Payload: reflect.TypeFor[ElicitationComplete](), Summary: "the interaction of a URL-mode elicitation finished (notifications/elicitation/complete)"},
 	{Name: StreamResult, Payload: reflect.TypeFor[json.RawMessage](), MCPResult: "CallToolResult", Summary: "the result; the stream ends"},
 	{Name: StreamError, Payload: reflect.TypeFor[Problem](), Summary: "the call failed; the stream ends"},
 }

@@ -11,6 +11,12 @@ const (
 	InputSampling    = "sampling"    // MCP sampling/createMessage: answer with a CreateMessageResult as content
 )
 
+// Elicitation modes (InputRequest.Mode), as MCP 2025-11-25 spells them.
+const (
+	InputModeForm = "form" // answer with content matching RequestedSchema
+	InputModeURL  = "url"  // the user opens URL; accept says they agreed to
+)
+
 // Input actions (InputAnswer.Action), as MCP's ElicitResult spells them.
 const (
 	ActionAccept  = "accept"  // content holds the answer
@@ -36,6 +42,16 @@ type InputRequest struct {
 	// Message is the elicitation's message to show the user; "" for
 	// sampling.
 	Message string `json:"message,omitempty"`
+	// Mode is the elicitation's mode: InputModeForm (answer with content)
+	// or InputModeURL (open URL; answer accept once it is opened, with no
+	// content); "" for sampling.
+	Mode string `json:"mode,omitempty"`
+	// URL is a URL-mode elicitation's URL, for the user to open; the
+	// child sends notifications/elicitation/complete
+	// (StreamElicitationComplete) when the interaction there is done.
+	URL string `json:"url,omitempty"`
+	// ElicitationID is a URL-mode elicitation's id, as the child named it.
+	ElicitationID string `json:"elicitationId,omitempty"`
 	// RequestedSchema is the elicitation's requestedSchema: a flat object
 	// schema of primitive properties (MCP client/elicitation) the answer's
 	// content must match.

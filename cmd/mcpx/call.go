@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"mcpx.dev/mcpx/api/client"
@@ -23,10 +24,18 @@ func call(ctx context.Context, c *cli, args []string) int {
 	asJSON := fs.Bool("json", false, "print the raw CallToolResult JSON")
 	progress := fs.Bool("progress", false, "print progress to stderr (default: when stderr is a terminal)")
 	asTask := fs.Bool("task", false, "run the call as a task: print its id at once (`mcpx tasks result <id>` waits for the result)")
+	logLevel := fs.String("log-level", "", "ask the server's instance for its log messages at this level and above ("+strings.Join(wire.MCPLogLevels(), ", ")+
+		") and print them to stderr during the call (without it: printed when stderr is a terminal); an instance has one level, so callers sharing it share the last one set")
 	co := callerFlags(fs, "the directory the call is made from")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
+	}
+	if *asTask && *logLevel != "" {
+		return usageError(c, fs, "--log-level prints the messages of a call that mcpx call waits for; --task does not wait: leave one out")
+	}
+	if *logLevel != "" && !slices.Contains(wire.MCPLogLevels(), *logLevel) {
+		return usageError(c, fs, "--log-level %q is not one of %s", *logLevel, strings.Join(wire.MCPLogLevels(), ", "))
 	}
 	if len(pos) < 1 || len(pos) > 2 {
 		return usageError(c, fs, "want <server>.<tool> and optional JSON arguments")
@@ -51,11 +60,23 @@ func call(ctx context.Context, c *cli, args []string) int {
 	if *progress || isTerminal(c.stderr) {
 		onProgress = func(p json.RawMessage) { printProgress(c, p) }
 	}
-	o := client.CallOptions{OnProgress: onProgress}
-	if (len(pos) < 2 || pos[1] != "-") && isTerminalReader(c.stdin) {
-		// A child's questions (elicitation) are asked on the terminal;
-		// without one they are declined.
-		o.OnInput = newTerminalForm(c.stdin, c.stderr).answer
+	o := client.CallOptions{OnProgress: onProgress, OnInput: callInput(c, pos),
+		OnElicitationComplete: func(e wire.ElicitationComplete) {
+			fmt.Fprintf(c.stderr, "server %s says the interaction at the URL it asked you to open is complete (%s)\n", e.Server, e.ElicitationID)
+		}}
+	if *logLevel != "" {
+		var p *wire.Problem
+		switch err := bc.SetLogLevel(ctx, caller, server, *logLevel); {
+		case errors.As(err, &p):
+			// A server without logging (a stateless-era child has none)
+			// still answers the call: say so, and call.
+			fmt.Fprintf(c.stderr, "mcpx: server %s took no log level (%s); calling without\n", server, p.Detail)
+		case err != nil:
+			return report(c, err)
+		}
+	}
+	if *logLevel != "" || isTerminal(c.stderr) {
+		o.OnMessage = func(m wire.LogMessage) { printLogMessage(c, m, *logLevel) }
 	}
 	result, err := bc.Call(ctx, caller, server, tool, body, o)
 	if err != nil {
@@ -176,6 +197,9 @@ func describe(item contentItem) string {
 		}
 		return s + "]"
 	case "resource":
+		if r := item.Resource; r != nil && r.Blob == "" && r.Text != "" {
+			return strings.TrimSuffix(r.Text, "\n") // an embedded text resource reads as its text
+		}
 		if r := item.Resource; r != nil {
 			n := len(r.Text)
 			if r.Blob != "" {
@@ -204,4 +228,46 @@ func isTerminal(w io.Writer) bool {
 func isTerminalReader(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && isTTY(f.Fd())
+}
+
+// callInput is the call's answer to a child's requests for input: the
+// terminal's form when stdin is a terminal (and not the arguments), else a
+// decline that says on stderr why mcpx declined.
+func callInput(c *cli, pos []string) func(context.Context, wire.InputRequest) (wire.InputAnswer, error) {
+	why := ""
+	switch {
+	case len(pos) > 1 && pos[1] == "-":
+		why = "mcpx call read the arguments from stdin, so it cannot ask there"
+	case !isTerminalReader(c.stdin):
+		why = "mcpx call is not interactive: stdin is not a terminal"
+	default:
+		return newTerminalForm(c.stdin, c.stderr).answer
+	}
+	return func(_ context.Context, in wire.InputRequest) (wire.InputAnswer, error) {
+		what := in.Kind
+		if in.Message != "" {
+			what += fmt.Sprintf(" %q", in.Message)
+		}
+		fmt.Fprintf(c.stderr, "mcpx: declined the server's request for %s: %s\n", what, why)
+		return wire.InputAnswer{Action: wire.ActionDecline}, nil
+	}
+}
+
+// printLogMessage writes a child's log message to stderr as
+// "server [level] logger: data", if it is at min or above ("" = any).
+func printLogMessage(c *cli, m wire.LogMessage, min string) {
+	levels := wire.MCPLogLevels()
+	if min != "" && slices.Index(levels, m.Level) < slices.Index(levels, min) {
+		return
+	}
+	text := string(m.Data)
+	var s string
+	if json.Unmarshal(m.Data, &s) == nil {
+		text = s
+	}
+	who := m.Server
+	if m.Logger != "" {
+		who += " " + m.Logger
+	}
+	fmt.Fprintf(c.stderr, "%s [%s]: %s\n", who, m.Level, strings.TrimSuffix(text, "\n"))
 }

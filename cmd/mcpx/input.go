@@ -19,8 +19,9 @@ import (
 // A child's request for input during `mcpx call` (an elicitation form) is
 // asked on the terminal: one prompt per property of the requested schema,
 // with its title, description, choices and default. Without a terminal on
-// stdin the call declines every request (the broker's client does that
-// when no OnInput is given). Sampling is declined: the CLI has no model.
+// stdin the call declines every request, saying why on stderr (callInput).
+// A URL-mode elicitation shows the URL and waits for Enter. Sampling is
+// declined: the CLI has no model.
 
 // maxFieldAttempts bounds the prompts for one field before the form is
 // declined.
@@ -125,10 +126,35 @@ func (f *terminalForm) answer(ctx context.Context, in wire.InputRequest) (wire.I
 		return wire.InputAnswer{}, ctx.Err()
 	}
 	if in.Kind != wire.InputElicitation {
-		fmt.Fprintf(f.out, "the server asked for %s, which mcpx call cannot answer: declined\n", in.Kind)
+		fmt.Fprintf(f.out, "mcpx: declined the server's request for %s: mcpx call has no model to answer it\n", in.Kind)
 		return wire.InputAnswer{Action: wire.ActionDecline}, nil
 	}
+	if in.Mode == wire.InputModeURL {
+		return f.openURL(in)
+	}
 	return f.ask(in)
+}
+
+// openURL shows a URL-mode elicitation's URL and waits for the user: Enter
+// (or a) accepts, saying the user will open it; d declines, c cancels. mcpx
+// never opens the URL itself (spec client/elicitation: the client must not
+// open it without the user's consent, and shows it in full).
+func (f *terminalForm) openURL(in wire.InputRequest) (wire.InputAnswer, error) {
+	fmt.Fprintf(f.out, "The server asks you to open a URL: %s\n  %s\n", cmp.Or(in.Message, "(no message)"), in.URL)
+	action, err := f.line("Open it in your browser, then press Enter to accept (or d to decline, c to cancel): ")
+	if err != nil {
+		return wire.InputAnswer{Action: wire.ActionDecline}, nil
+	}
+	switch strings.ToLower(action) {
+	case "", "a", "accept", "y", "yes":
+		return wire.InputAnswer{Action: wire.ActionAccept}, nil
+	case "c", "cancel":
+		return wire.InputAnswer{Action: wire.ActionCancel}, nil
+	case "d", "decline":
+	default:
+		fmt.Fprintf(f.out, "%q is none of Enter, d, c: declined\n", action)
+	}
+	return wire.InputAnswer{Action: wire.ActionDecline}, nil
 }
 
 // ask runs one form. EOF on the terminal declines.

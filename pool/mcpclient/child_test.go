@@ -133,7 +133,7 @@ func TestChildInitializeLine(t *testing.T) {
 	if err := json.Unmarshal([]byte(toolText(t, res)), &info); err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"mcpx","version":"dev"}}}`
+	const want = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"mcpx","version":"dev"}}}`
 	if info.Raw != want {
 		t.Errorf("the child received\n%s\nwant\n%s", info.Raw, want)
 	}

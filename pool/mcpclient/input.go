@@ -108,7 +108,7 @@ func (s *Session) inputTarget(related []byte) (*call, string) {
 				return c, ""
 			}
 		}
-		return nil, "the request it relates to is no longer in flight"
+		return nil, "mcpx cannot ask the caller: the call it relates to is no longer in flight"
 	}
 	var only *call
 	n := 0
@@ -120,11 +120,11 @@ func (s *Session) inputTarget(related []byte) (*call, string) {
 	}
 	switch {
 	case n == 0:
-		return nil, "no call is in flight"
+		return nil, "mcpx found no call in flight whose caller it could ask"
 	case n > 1:
-		return nil, "several calls are in flight and the request names none"
+		return nil, "mcpx cannot tell which caller to ask: several calls are in flight and the request names none"
 	case only.onInput == nil:
-		return nil, "the caller is not streaming"
+		return nil, "mcpx cannot ask the caller: it is not streaming the call, so it cannot be asked for input"
 	}
 	return only, ""
 }
@@ -137,7 +137,7 @@ func (s *Session) input(id []byte, method string, params, related []byte) {
 	c, why := s.inputTarget(related)
 	if c == nil || c.onInput == nil {
 		if why == "" {
-			why = "the caller is not streaming"
+			why = "mcpx cannot ask the caller: it is not streaming the call, so it cannot be asked for input"
 		}
 		s.log.Debug("refusing a request for input", "method", method, "why", why)
 		res, rerr := InputRefusal(method, why)

@@ -53,7 +53,7 @@ func TestInputRefused(t *testing.T) {
 	}{
 		{"no handler: elicitation declined", nil, MethodElicit, `{"jsonrpc":"2.0","id":9,"result":{"action":"decline"}}`, false},
 		{"no handler: sampling an error", nil, MethodSample,
-			`{"jsonrpc":"2.0","id":9,"error":{"code":-1,"message":"sampling request declined: the caller is not streaming"}}`, false},
+			`{"jsonrpc":"2.0","id":9,"error":{"code":-1,"message":"sampling request declined: mcpx cannot ask the caller: it is not streaming the call, so it cannot be asked for input"}}`, false},
 		{"handler fails", func(context.Context, InputRequest) (json.RawMessage, error) {
 			return nil, errors.New("no answer in time")
 		},
@@ -62,7 +62,7 @@ func TestInputRefused(t *testing.T) {
 			MethodElicit, `{"jsonrpc":"2.0","id":9,"result":{"action":"decline"}}`, false},
 		{"two calls in flight: ambiguous", func(context.Context, InputRequest) (json.RawMessage, error) {
 			return json.RawMessage(`{"action":"accept","content":{}}`), nil
-		}, MethodSample, `{"jsonrpc":"2.0","id":9,"error":{"code":-1,"message":"sampling request declined: several calls are in flight and the request names none"}}`, true},
+		}, MethodSample, `{"jsonrpc":"2.0","id":9,"error":{"code":-1,"message":"sampling request declined: mcpx cannot tell which caller to ask: several calls are in flight and the request names none"}}`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestSamplingCapability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}},"sampling":{}},"clientInfo":{"name":"mcpx","version":"dev"}}`
+	const want = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}},"sampling":{}},"clientInfo":{"name":"mcpx","version":"dev"}}`
 	if string(b) != want {
 		t.Errorf("initialize params\n%s\nwant\n%s", b, want)
 	}

@@ -11,7 +11,7 @@ import (
 // initializeParams builds the initialize request params. Field order is
 // fixed by the struct layout, so the rootless params are byte-for-byte
 //
-//	{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"mcpx","version":"dev"}}
+//	{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"mcpx","version":"dev"}}
 //
 // With a root, the roots capability is declared (spec: client/roots#capabilities)
 // and, as extension fields for servers that predate roots (LSP-style
@@ -26,12 +26,13 @@ func initializeParams(version string, opts Options) ([]byte, error) {
 	type empty struct{}
 	type elicitCap struct {
 		Form empty `json:"form"`
+		URL  empty `json:"url"`
 	}
 	type caps struct {
 		Roots     *rootsCap     `json:"roots,omitempty"`
 		Workspace *workspaceCap `json:"workspace,omitempty"`
-		// Spec (client/elicitation#capabilities): form mode only; mcpx
-		// has no way to send a caller to a URL. Always declared: a
+		// Spec (client/elicitation#capabilities): form and URL mode (a
+		// caller that can open a URL is shown it). Always declared: a
 		// decline is always a valid answer (see InputRefusal).
 		Elicitation elicitCap `json:"elicitation"`
 		// Spec (client/sampling#capabilities), with Options.Sampling.

@@ -30,7 +30,7 @@ func TestInitializeRootlessGolden(t *testing.T) {
 		}
 		ch <- err
 	}()
-	p.expect(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"mcpx","version":"dev"}}}`)
+	p.expect(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"mcpx","version":"dev"}}}`)
 	p.send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"peer","version":"1"}}}`)
 	p.expect(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if err := <-ch; err != nil {
@@ -42,7 +42,7 @@ func TestInitializeWithRoot(t *testing.T) {
 	p := newPeer(t)
 	go Connect(t.Context(), p.tr, Options{Era: EraHandshake, Root: "/src/my app#1", ClientName: "mcpx-test", ClientVersion: "1.2"})
 	p.expect(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
-		`"capabilities":{"roots":{"listChanged":false},"workspace":{"workspaceFolders":true},"elicitation":{"form":{}}},` +
+		`"capabilities":{"roots":{"listChanged":false},"workspace":{"workspaceFolders":true},"elicitation":{"form":{},"url":{}}},` +
 		`"clientInfo":{"name":"mcpx-test","version":"1.2"},` +
 		`"rootUri":"file:///src/my%20app%231",` +
 		`"workspaceFolders":[{"uri":"file:///src/my%20app%231","name":"my app#1"}]}}`)
@@ -170,7 +170,7 @@ func TestServerRequests(t *testing.T) {
 			`{"jsonrpc":"2.0","id":2,"result":{"roots":[{"uri":"file:///home/me/src/app","name":"app"}]}}`},
 		// Outside any call a request for input is attributable to no caller.
 		{"sampling", "", `{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":10}}`,
-			`{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"sampling request declined: no call is in flight"}}`},
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"sampling request declined: mcpx found no call in flight whose caller it could ask"}}`},
 		{"elicitation", "", `{"jsonrpc":"2.0","id":4,"method":"elicitation/create","params":{}}`,
 			`{"jsonrpc":"2.0","id":4,"result":{"action":"decline"}}`},
 		{"unknown", "", `{"jsonrpc":"2.0","id":5,"method":"frobnicate"}`,

@@ -206,7 +206,7 @@ func requestMeta(opts Options) ([][2][]byte, error) {
 		}
 		caps = append(caps, `"roots":{},`...)
 	}
-	caps = append(caps, `"elicitation":{"form":{}}`...)
+	caps = append(caps, `"elicitation":{"form":{},"url":{}}`...)
 	if opts.Sampling {
 		caps = append(caps, `,"sampling":{}`...)
 	}
@@ -351,7 +351,7 @@ func (s *Session) inputResponse(ctx context.Context, id, method string, params [
 	case "roots/list":
 		return rootsResult(s.opts)
 	case MethodElicit, MethodSample:
-		why := "the caller is not streaming"
+		why := "mcpx cannot ask the caller: it is not streaming the call, so it cannot be asked for input"
 		if h := inputHandlerOf(ctx); h != nil {
 			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params), ID: id})
 			switch {

@@ -124,7 +124,7 @@ func TestStatelessMetaGolden(t *testing.T) {
 	}()
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"mcpx-test","version":"1.2"},` +
-		`"io.modelcontextprotocol/clientCapabilities":{"roots":{},"elicitation":{"form":{}}}}`
+		`"io.modelcontextprotocol/clientCapabilities":{"roots":{},"elicitation":{"form":{},"url":{}}}}`
 	p.expect(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + meta + `}}`)
 	p.send(`{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"instructions":"hi",` +
 		`"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"peer","version":"9"}}}}`)

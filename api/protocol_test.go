@@ -1,0 +1,252 @@
+//lint:file-ignore SA1019 logging is what the MCP endpoint passes between its clients and children of the handshake era; the 2026-07-28 revision deprecates it with a twelve-month window.
+
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	mcpxclient "mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/openapi"
+)
+
+// server-everything's resource templates over REST: listed, a URI made
+// from one read through the read route, its prompt's arguments and a
+// template's variable completed, bad completion requests named.
+func TestEverythingTemplatesAndCompletionREST(t *testing.T) {
+	d := everythingDaemon(t, 0)
+	cwd := cwdHeader(t.TempDir())
+
+	var list wire.ResourceTemplateList
+	d.unix.do(t, "GET", "/v1/servers/everything/resources/templates", "", cwd...).decode(t, &list)
+	var templates []struct {
+		URITemplate string `json:"uriTemplate"`
+	}
+	json.Unmarshal(list.ResourceTemplates, &templates)
+	var uris []string
+	for _, tp := range templates {
+		uris = append(uris, tp.URITemplate)
+	}
+	if list.Server != "everything" || !slices.Contains(uris, "demo://resource/dynamic/text/{resourceId}") {
+		t.Fatalf("templates %s of %q, want demo://resource/dynamic/text/{resourceId}", list.ResourceTemplates, list.Server)
+	}
+
+	r := d.unix.do(t, "GET", "/v1/servers/everything/resources/read?uri=demo://resource/dynamic/text/7", "", cwd...)
+	if r.StatusCode != 200 || !strings.Contains(string(r.body), `"uri":"demo://resource/dynamic/text/7"`) || !strings.Contains(string(r.body), `"text"`) {
+		t.Errorf("reading a templated uri: %d %s", r.StatusCode, r.body)
+	}
+
+	complete := func(body string) []string {
+		t.Helper()
+		r := d.unix.do(t, "POST", "/v1/servers/everything/complete", body, cwd...)
+		if r.StatusCode != 200 {
+			t.Fatalf("complete %s: %d %s", body, r.StatusCode, r.body)
+		}
+		var res struct {
+			Completion struct{ Values []string } `json:"completion"`
+		}
+		r.decode(t, &res)
+		return res.Completion.Values
+	}
+	if got := complete(`{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"department","value":"S"}}`); !slices.Equal(got, []string{"Sales", "Support"}) {
+		t.Errorf("department completions %v, want [Sales Support]", got)
+	}
+	if got := complete(`{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"name","value":""},"context":{"arguments":{"department":"Engineering"}}}`); !slices.Equal(got, []string{"Alice", "Bob", "Charlie"}) {
+		t.Errorf("name completions in Engineering %v, want [Alice Bob Charlie]", got)
+	}
+	if got := complete(`{"ref":{"type":"ref/resource","uri":"demo://resource/dynamic/text/{resourceId}"},"argument":{"name":"resourceId","value":"3"}}`); !slices.Equal(got, []string{"3"}) {
+		t.Errorf("resourceId completions %v, want [3]", got)
+	}
+
+	// The answers match their schemas in the OpenAPI document.
+	spec := brokerSpec(t)
+	for _, c := range []struct{ method, path, body, schema string }{
+		{"GET", "/v1/servers/everything/resources/templates", "", "ResourceTemplateList"},
+		{"POST", "/v1/servers/everything/complete", `{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"department","value":""}}`, "MCPCompleteResult"},
+	} {
+		var v any
+		json.Unmarshal(d.unix.do(t, c.method, c.path, c.body, cwd...).body, &v)
+		if err := spec.Components.Schemas[c.schema].Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+			t.Errorf("%s: the answer does not match %s: %v", c.path, c.schema, err)
+		}
+	}
+
+	for _, tt := range []struct{ body, field, detail string }{
+		{`{"ref":{"type":"ref/tool","name":"x"},"argument":{"name":"a","value":""}}`, "ref.type", `ref.type "ref/tool" is not ref/prompt or ref/resource`},
+		{`{"ref":{"type":"ref/prompt"},"argument":{"name":"a","value":""}}`, "ref.name", "needs the prompt's name"},
+		{`{"ref":{"type":"ref/prompt","name":"completable-promt"},"argument":{"name":"a","value":""}}`, "ref.name", `did you mean "completable-prompt"?`},
+		{`{"ref":{"type":"ref/resource","uri":"demo://x"},"argument":{"value":""}}`, "argument.name", "has no name"},
+	} {
+		p := d.unix.do(t, "POST", "/v1/servers/everything/complete", tt.body, cwd...).problem(t)
+		if p.Field != tt.field || p.Server != "everything" || !strings.Contains(p.Detail, tt.detail) {
+			t.Errorf("complete %s: problem %+v, want field %s and %q", tt.body, p, tt.field, tt.detail)
+		}
+	}
+}
+
+// logging/setLevel from a REST caller, and the instance's
+// notifications/message on the call's stream, named by server; a bad level
+// is refused naming the field.
+func TestEverythingLogLevelAndMessagesREST(t *testing.T) {
+	d := everythingDaemon(t, 0)
+	cwd := t.TempDir()
+	if p := d.unix.do(t, "POST", "/v1/servers/everything/logging", `{"level":"loud"}`, cwdHeader(cwd)...).problem(t); p.Field != "level" || !strings.Contains(p.Detail, "debug, info") {
+		t.Errorf("bad level: %+v", p)
+	}
+	if r := d.unix.do(t, "POST", "/v1/servers/everything/logging", `{"level":"debug"}`, cwdHeader(cwd)...); r.StatusCode != 204 {
+		t.Fatalf("setLevel: %d %s", r.StatusCode, r.body)
+	}
+	// toggle-simulated-logging sends one message at once, then one each 5 s.
+	resp := streamRequest(t, t.Context(), d.unix, "/v1/servers/everything/tools/toggle-simulated-logging", `{}`, cwd)
+	var msgs []wire.LogMessage
+	var names []string
+	readEvents(t, resp.Body, func(ev event) {
+		names = append(names, ev.name)
+		if ev.name == wire.StreamMessage {
+			var m wire.LogMessage
+			json.Unmarshal([]byte(ev.data), &m)
+			msgs = append(msgs, m)
+		}
+	})
+	resp.Body.Close()
+	if len(msgs) == 0 || msgs[0].Server != "everything" || !simulatedLog.Match(msgs[0].Data) ||
+		!slices.Contains(wire.MCPLogLevels(), msgs[0].Level) || names[len(names)-1] != wire.StreamResult {
+		t.Errorf("events %v, messages %+v; want a message event of server everything before the result", names, msgs)
+	}
+}
+
+// A URL-mode elicitation over the REST stream: the input event carries
+// mode, url and elicitationId; accept answers the child without content.
+func TestEverythingURLElicitationREST(t *testing.T) {
+	d := everythingDaemon(t, 0)
+	c := mcpxclient.New(d.sock, mcpxclient.Options{})
+	var mu sync.Mutex
+	var seen []wire.InputRequest
+	res, err := c.Call(t.Context(), mcpxclient.Caller{Cwd: t.TempDir()}, "everything", "trigger-url-elicitation",
+		json.RawMessage(`{"url":"https://example.com/consent","elicitationId":"el-1"}`), mcpxclient.CallOptions{
+			OnInput: func(_ context.Context, in wire.InputRequest) (wire.InputAnswer, error) {
+				mu.Lock()
+				seen = append(seen, in)
+				mu.Unlock()
+				return wire.InputAnswer{Action: wire.ActionAccept}, nil
+			}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0].Mode != wire.InputModeURL || seen[0].URL != "https://example.com/consent" || seen[0].ElicitationID != "el-1" {
+		t.Fatalf("input requests %+v, want one url-mode request for https://example.com/consent (el-1)", seen)
+	}
+	if !strings.Contains(string(res), "User completed the URL elicitation flow") {
+		t.Errorf("result %s, want the accept", res)
+	}
+}
+
+// Through the MCP endpoint, with the go-sdk client: completion of
+// server-everything's prompt argument, its templates, a URL-mode
+// elicitation passed to a client that declares url mode, and its log
+// messages reaching the client.
+func TestEverythingCompletionURLElicitationMCP(t *testing.T) {
+	d := everythingDaemon(t, 0)
+	var mu sync.Mutex
+	var asked []*mcp.ElicitParams
+	var logs []*mcp.LoggingMessageParams
+	opts := &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			asked = append(asked, r.Params)
+			mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			mu.Lock()
+			logs = append(logs, r.Params)
+			mu.Unlock()
+		},
+	}
+	for _, path := range []string{"/mcp/everything", "/mcp"} {
+		_, cs := mcpClient(t, d, path, "2025-11-25", opts, t.TempDir())
+		res, err := cs.Complete(t.Context(), &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: prefixed(path, "completable-prompt")},
+			Argument: mcp.CompleteParamsArgument{Name: "department", Value: "E"},
+		})
+		if err != nil || !slices.Equal(res.Completion.Values, []string{"Engineering"}) {
+			t.Errorf("%s: completion %+v, %v; want [Engineering]", path, res, err)
+		}
+		tpl, err := cs.ListResourceTemplates(t.Context(), nil)
+		if err != nil || len(tpl.ResourceTemplates) == 0 {
+			t.Errorf("%s: templates %+v, %v", path, tpl, err)
+		}
+		if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			t.Errorf("%s: setLevel: %v", path, err)
+		}
+		got := textOf(t, cs, &mcp.CallToolParams{Name: prefixed(path, "trigger-url-elicitation"),
+			Arguments: map[string]any{"url": "https://example.com/" + path, "elicitationId": "el" + path}})
+		if !strings.Contains(got, "User completed the URL elicitation flow") {
+			t.Errorf("%s: url elicitation result %q", path, got)
+		}
+		// The toggle is the child's (one stdio session): on, or off then on.
+		if out := textOf(t, cs, &mcp.CallToolParams{Name: prefixed(path, "toggle-simulated-logging")}); strings.HasPrefix(out, "Stopped") {
+			textOf(t, cs, &mcp.CallToolParams{Name: prefixed(path, "toggle-simulated-logging")})
+		}
+		fromChild := func() bool {
+			for _, l := range logs {
+				if simulatedLog.MatchString(fmt.Sprint(l.Data)) {
+					return true
+				}
+			}
+			return false
+		}
+		waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return fromChild() })
+		mu.Lock()
+		if len(asked) != 1 || asked[0].Mode != "url" || asked[0].URL != "https://example.com/"+path {
+			t.Errorf("%s: elicitations %+v, want one in url mode", path, asked)
+		}
+		for _, l := range logs {
+			if simulatedLog.MatchString(fmt.Sprint(l.Data)) && path == "/mcp" && l.Logger != "everything" {
+				t.Errorf("on /mcp the child's message has logger %q, want everything (its server)", l.Logger)
+			}
+		}
+		asked, logs = nil, nil
+		mu.Unlock()
+		cs.Close()
+	}
+}
+
+// prefixed is name as path lists it: <server>__<name> on /mcp.
+func prefixed(path, name string) string {
+	if path == "/mcp" {
+		return "everything__" + name
+	}
+	return name
+}
+
+// simulatedLog matches server-everything's simulated log messages
+// ("Info-level message", "Alert level-message").
+var simulatedLog = regexp.MustCompile(`level.message`)
+
+// brokerSpec is the broker's OpenAPI document, loaded.
+func brokerSpec(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi.Broker(openapi.Options{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := openapi3.NewLoader().LoadFromData(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
