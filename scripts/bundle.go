@@ -20,8 +20,13 @@ var ClientImports = []string{"mcpx", "@mcpx/client"}
 
 // BundleOptions say what to bundle.
 type BundleOptions struct {
-	// Entry is the script file.
+	// Entry is the script file; with Source, the name the module is
+	// known by in messages and the source map.
 	Entry string
+	// Source, when not "", is the module's TypeScript source itself,
+	// whose relative imports resolve in SourceDir.
+	Source    string
+	SourceDir string
 	// Client is the generated client module (a .ts file) that
 	// ClientImports resolve to.
 	Client string
@@ -44,15 +49,14 @@ type BundleOptions struct {
 // returns the runner's path. An error names the file and line esbuild
 // could not bundle.
 func Bundle(opts BundleOptions) (string, error) {
-	res := api.Build(api.BuildOptions{
-		EntryPoints: []string{opts.Entry},
-		Outfile:     filepath.Join(opts.Dir, "script.mjs"),
-		Bundle:      true,
-		Write:       true,
-		Format:      api.FormatESModule,
-		Platform:    api.PlatformNode,
-		Target:      api.ESNext,
-		LogLevel:    api.LogLevelSilent,
+	bo := api.BuildOptions{
+		Outfile:  filepath.Join(opts.Dir, "script.mjs"),
+		Bundle:   true,
+		Write:    true,
+		Format:   api.FormatESModule,
+		Platform: api.PlatformNode,
+		Target:   api.ESNext,
+		LogLevel: api.LogLevelSilent,
 		// An inline source map, with the sources' paths relative to the
 		// bundle, so that a stack names the script's own file and line
 		// (node with --enable-source-maps, deno unasked, the runner for bun).
@@ -61,7 +65,13 @@ func Bundle(opts BundleOptions) (string, error) {
 		Plugins:        []api.Plugin{resolver(opts)},
 		// Packages a script imports from its own node_modules are
 		// bundled too; node builtins stay imports (platform node).
-	})
+	}
+	if opts.Source != "" {
+		bo.Stdin = &api.StdinOptions{Contents: opts.Source, ResolveDir: opts.SourceDir, Sourcefile: opts.Entry, Loader: api.LoaderTS}
+	} else {
+		bo.EntryPoints = []string{opts.Entry}
+	}
+	res := api.Build(bo)
 	if len(res.Errors) > 0 {
 		var msgs []string
 		for _, m := range res.Errors {
