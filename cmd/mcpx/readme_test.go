@@ -22,11 +22,11 @@ var readmeExpect = map[string]string{
 	`mcpx run greet --json-args '{"name":"Ada"}'`:        `^\{"type":"text","text":"hi Ada"\}\n$`,
 	`mcpx run ./tool.ts --export main a b`:               `^\["a","b"\]\n$`,
 	`mcpx run greet --json-args '{"name":"Ada"}' --json`: `(?s)^\{.*"exitCode": 0,.*"result": \{\s+"type": "text",\s+"text": "hi Ada"\s+\},\s+"calls": \[\s+\{\s+"server": "demo",\s+"tool": "echo",`,
-	`mcpx scripts`:                                       `(?m)^greet +\S+/\.config/mcpx/scripts/greet\.ts +-$`,
-	`mcpx run ./tool.ts -- --verbose`:                    `^\["--verbose"\]\n$`,
+	`mcpx scripts`:                    `(?m)^greet +\S+/\.config/mcpx/scripts/greet\.ts +-$`,
+	`mcpx run ./tool.ts -- --verbose`: `^\["--verbose"\]\n$`,
 	`mcpx exec 'return (await demo.add({a:1,b:2})).structuredContent'`: `^\{"sum":3\}\n$`,
-	`mcpx exec 'demo.add({a:1,b:2})' --json`:                            `(?s)"result": \{\s+"content": `,
-	`echo 'return 6*7' | mcpx exec`:                                     `^42\n$`,
+	`mcpx exec 'demo.add({a:1,b:2})' --json`:                           `(?s)"result": \{\s+"content": `,
+	`echo 'return 6*7' | mcpx exec`:                                    `^42\n$`,
 }
 
 // readmeFixtures are files the README's examples use but do not show.
