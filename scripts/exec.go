@@ -19,14 +19,20 @@ const ExecName = "exec.ts"
 // async function of args, so that `return` gives the value printed. A
 // snippet that is one expression is returned as it is (`demo.add({a:1,b:2})`
 // prints the result). client is the generated client module's file.
-func ExecModule(snippet, client string) (string, error) {
+// minimal (run with no harness, which calls no function): the snippet is
+// the module's top-level code.
+func ExecModule(snippet, client string, minimal bool) (string, error) {
 	names, err := moduleExports(client)
 	if err != nil {
 		return "", err
 	}
 	// The first line holds the whole preamble, so that a stack's line N of
 	// exec.ts is the snippet's line N-1.
-	head := "import { " + strings.Join(names, ", ") + " } from \"mcpx\"; export default async function (args: any): Promise<unknown> {\n"
+	imports := "import { " + strings.Join(names, ", ") + " } from \"mcpx\";"
+	if minimal {
+		return imports + "\n" + snippet + "\n", nil
+	}
+	head := imports + " export default async function (args: any): Promise<unknown> {\n"
 	if expr := strings.TrimRight(strings.TrimSpace(snippet), ";"); expr != "" {
 		mod := head + "return (\n" + expr + "\n);\n}\n"
 		if parses(mod) {

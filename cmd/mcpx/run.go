@@ -50,10 +50,13 @@ type scriptFlags struct {
 	asJSON      *bool
 	leaseTTL    *time.Duration
 	co          *callerOpts
+	prefix      linesFlag
+	suffix      linesFlag
+	minimal     *bool
 }
 
 func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
-	return &scriptFlags{
+	sf := &scriptFlags{
 		broker:      brokerFlag(fs),
 		noAutostart: autostartFlag(fs),
 		runtime:     fs.String("runtime", "", "deno, bun or node, or a path to one's binary (default $MCPX_RUNTIME, else the first of deno, bun, node on PATH)"),
@@ -62,7 +65,11 @@ func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
 		asJSON:      fs.Bool("json", false, "print one JSON envelope: stdout, stderr, exit code, duration and the tool calls the script made"),
 		leaseTTL:    fs.Duration("lease-ttl", runner.DefaultLeaseTTL, "the ttl of the run's own lease, renewed every ttl/3 while the script runs: how long its pid-scoped instances outlive a run killed outright"),
 		co:          callerFlags(fs, "the directory the script runs in and declares"),
+		minimal:     fs.Bool("minimal", false, "run the script's module alone, with no harness: no function called, no prefix or suffix lines, no tool calls in --json"),
 	}
+	fs.Var(&sf.prefix, "prefix", "a line to run before the script (repeatable; - = the config chain's script.prefix lines there; without -, they are replaced)")
+	fs.Var(&sf.suffix, "suffix", "a line to run after the script, in a finally that sees result {ok, value, error, ms} (repeatable; - as for --prefix)")
+	return sf
 }
 
 // scriptSource is what runs: a script file or name (arg), or a snippet.
@@ -96,11 +103,20 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	if err != nil {
 		return usageError(c, fs, "%v", err)
 	}
+	ch := chainOf(c, cwd)
 	script := scripts.ExecName
 	if src.snippet == "" {
-		if script, err = scripts.Resolve(chainDirs(c, cwd), cwd, src.arg); err != nil {
+		if script, err = scripts.Resolve(scriptDirs(ch), cwd, src.arg); err != nil {
 			return usageError(c, fs, "%v", err)
 		}
+	}
+	var prefix, suffix []string
+	if *sf.minimal {
+		if *sf.export != "" || *sf.jsonArgs != "" || sf.prefix.lines != nil || sf.suffix.lines != nil {
+			return usageError(c, fs, "--minimal runs the module alone: it takes no --export, --json-args, --prefix or --suffix")
+		}
+	} else if prefix, suffix, err = scriptLines(c, ch, sf.prefix.lines, sf.suffix.lines); err != nil {
+		return usageError(c, fs, "%v", err)
 	}
 
 	bc, caller, err := callerClient(ctx, c, sf.broker, *sf.noAutostart, sf.co)
@@ -123,7 +139,7 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	if err != nil {
 		return report(c, err)
 	}
-	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Runtime: rt, Path: script, Snippet: src.snippet, Export: *sf.export, Args: argsJSON,
+	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Runtime: rt, Path: script, Snippet: src.snippet, Prefix: prefix, Suffix: suffix, Minimal: *sf.minimal, Export: *sf.export, Args: argsJSON,
 		Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
 	// Release the lease and stop the run's session (with a context of
 	// their own: ctx may be the interrupt that ended the script).
@@ -186,7 +202,21 @@ func renewFailed(c *cli) func(id string, err error) {
 // same variables (MCPX_OVERRIDE_PATHS, MCPX_FALLBACK_PATHS,
 // MCPX_CEILING_DIRS; the user's and the system's config directories). An
 // override or fallback that is a file holds no scripts.
-func chainDirs(c *cli, cwd string) []string {
+func chainDirs(c *cli, cwd string) []string { return scriptDirs(chainOf(c, cwd)) }
+
+// scriptDirs are the directories of ch that hold scripts/ or lib/.
+func scriptDirs(ch chain.Chain) []string {
+	var dirs []string
+	for _, d := range ch {
+		if d.Scripts != "" || d.Lib != "" {
+			dirs = append(dirs, d.Path)
+		}
+	}
+	return dirs
+}
+
+// chainOf is the config chain of cwd, as chainDirs finds it.
+func chainOf(c *cli, cwd string) chain.Chain {
 	if real, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = real
 	}
@@ -199,13 +229,7 @@ func chainDirs(c *cli, cwd string) []string {
 	for _, w := range warnings {
 		fmt.Fprintf(c.stderr, "mcpx: config chain: %s\n", w)
 	}
-	var dirs []string
-	for _, d := range ch {
-		if d.Scripts != "" || d.Lib != "" {
-			dirs = append(dirs, d.Path)
-		}
-	}
-	return dirs
+	return ch
 }
 
 // scriptsCmd is `mcpx scripts [--json]`: the named scripts of the config

@@ -157,9 +157,11 @@ type Script struct {
 	// snippet, in the module scripts.ExecModule makes around it, resolved
 	// as if it were a file in the run's Dir.
 	Snippet string
-	// Export and Args are scripts.BundleOptions'.
-	Export string
-	Args   json.RawMessage
+	// Export, Args, Prefix, Suffix and Minimal are scripts.BundleOptions'.
+	Export         string
+	Args           json.RawMessage
+	Prefix, Suffix []string
+	Minimal        bool
 	// Lib are the chain's lib/ directories, nearest first (scripts.LibDirs).
 	Lib []string
 	// Argv are the script's positional arguments.
@@ -214,11 +216,12 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 	defer os.RemoveAll(dir)
 	var source string
 	if s.Snippet != "" {
-		if source, err = scripts.ExecModule(s.Snippet, mod); err != nil {
+		if source, err = scripts.ExecModule(s.Snippet, mod, s.Minimal); err != nil {
 			return env, err
 		}
 	}
-	runnerPath, err := scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Source: source, SourceDir: r.dir, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args})
+	runnerPath, err := scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Source: source, SourceDir: r.dir, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args,
+		Prefix: s.Prefix, Suffix: s.Suffix, Minimal: s.Minimal})
 	if err != nil {
 		return env, &Error{Op: OpBundle, Err: err}
 	}
