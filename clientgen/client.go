@@ -108,14 +108,14 @@ func pattern(op string) string {
 var runtimeNames = []string{
 	// Declared by the runtime (TestRuntimeNames checks this list).
 	"ContentBlock", "CallToolResult", "Progress", "InputRequest", "InputAnswer", "Connection", "CallOptions", "Problem",
-	"McpxError", "LogLevel", "log", "callTool",
+	"McpxError", "LogLevel", "LogAttrs", "Logger", "log", "callTool",
 	"Task", "callToolAsTask", "getTask", "listTasks", "taskResult", "cancelTask",
 	// Globals the runtime uses (the web APIs through globalThis, typed by
 	// the runtime itself, so that no lib setting is needed; still kept
 	// free, as a script beside the client uses them too).
 	"globalThis", "console", "JSON", "Date", "Error", "URL", "TextDecoder", "AbortController",
 	"AbortSignal", "Response", "setTimeout", "clearTimeout", "fetch", "encodeURIComponent",
-	"String", "Promise", "undefined", "Symbol",
+	"String", "Promise", "undefined", "Symbol", "Object",
 }
 
 // Client writes the script client: one self-contained ES module (fetch, no

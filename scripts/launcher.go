@@ -12,7 +12,8 @@ import (
 
 // launcher writes the launcher of a bundled script to opts.Dir, with its
 // spec, and returns its path. The launcher is the script's harness: it
-// installs the call hook, defines script, runs the prefix lines, imports
+// installs the call hook, makes console.info and console.debug log
+// records, defines script, runs the prefix lines, imports
 // the bundle dynamically (running its top-level code), calls the function
 // export the spec names and prints its return value as JSON, then runs the
 // suffix lines in a finally that sees result. It is bundled too (the
@@ -75,6 +76,14 @@ func launcher(opts BundleOptions) (string, error) {
 const launcherSource = `// mcpx run's launcher (generated; see package mcpx.dev/mcpx/scripts).
 import { appendFileSync as $appendFileSync, readFileSync as $readFileSync } from "node:fs";
 import $process from "node:process";
+import { format as $format } from "node:util";
+import { log as $log } from "mcpx";
+
+// console.info and console.debug write log records at their level, as the
+// client's log does (console.log still writes stdout; warn and error
+// stderr), their messages rendered as the runtime renders console's.
+globalThis.console.info = { info(...data: unknown[]): void { $log.info($format(...data)); } }.info;
+globalThis.console.debug = { debug(...data: unknown[]): void { $log.debug($format(...data)); } }.debug;
 
 const $report = $process.env.` + EnvReport + `;
 globalThis[Symbol.for("mcpx.call")] = (call) => {
