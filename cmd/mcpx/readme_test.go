@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,18 +16,21 @@ import (
 )
 
 // readmeExpect is what each command of README.md's Scripts section prints
-// on stdout (a regexp, matched against the whole of it). A command the
+// (regexps matched against stdout and, when not "", stderr). A command the
 // README gains must be added here, so that an example that does not run as
 // written, or does not print what its comment says, fails the test.
-var readmeExpect = map[string]string{
-	`mcpx run greet --json-args '{"name":"Ada"}'`:        `^\{"type":"text","text":"hi Ada"\}\n$`,
-	`mcpx run ./tool.ts --export main a b`:               `^\["a","b"\]\n$`,
-	`mcpx run greet --json-args '{"name":"Ada"}' --json`: `(?s)^\{.*"exitCode": 0,.*"result": \{\s+"type": "text",\s+"text": "hi Ada"\s+\},\s+"calls": \[\s+\{\s+"server": "demo",\s+"tool": "echo",`,
-	`mcpx scripts`:                    `(?m)^greet +\S+/\.config/mcpx/scripts/greet\.ts +-$`,
-	`mcpx run ./tool.ts -- --verbose`: `^\["--verbose"\]\n$`,
-	`mcpx exec 'return (await demo.add({a:1,b:2})).structuredContent'`: `^\{"sum":3\}\n$`,
-	`mcpx exec 'demo.add({a:1,b:2})' --json`:                           `(?s)"result": \{\s+"content": `,
-	`echo 'return 6*7' | mcpx exec`:                                    `^42\n$`,
+var readmeExpect = map[string]struct{ stdout, stderr string }{
+	`mcpx run greet --json-args '{"name":"Ada"}'`:        {`^\{"type":"text","text":"hi Ada"\}\n$`, ""},
+	`mcpx run ./tool.ts --export main a b`:               {`^\["a","b"\]\n$`, ""},
+	`mcpx run ./tool.ts --export main -- --verbose`:      {`^\["--verbose"\]\n$`, ""},
+	`mcpx run greet --json-args '{"name":"Ada"}' --json`: {`(?s)^\{.*"exitCode": 0,.*"result": \{\s+"type": "text",\s+"text": "hi Ada"\s+\},\s+"calls": \[\s+\{\s+"server": "demo",\s+"tool": "echo",`, ""},
+	`mcpx scripts`: {`(?m)^greet +\S+/\.config/mcpx/scripts/greet\.ts +-$`, ""},
+	`mcpx exec 'return (await demo.add({a:1,b:2})).structuredContent'`: {`^\{"sum":3\}\n$`, ""},
+	`mcpx exec 'demo.add({a:1,b:2})' --json`:                           {`(?s)"result": \{\s+"content": .*"structuredContent": \{\s+"sum": 3`, ""},
+	`echo 'return 6*7' | mcpx exec`:                                    {`^42\n$`, ""},
+	`mcpx run status`:                                                  {`^$`, `^\{"time":"[^"]+","level":"info","msg":"status: ok","template":"status: \{status\}","job":"nightly","status":"ok"\}\n$`},
+	`MCPX_LOG_LEVEL=warn mcpx run status`:                              {`^$`, `^$`},
+	`mcpx run greet --json-args '{"name":"Ada"}' --prefix - --prefix 'console.time("greet")' --suffix 'console.timeEnd("greet")'`: {`^\{"type":"text","text":"hi Ada"\}\n$`, `(?m)^greet: [\d.]+ ?m?s`},
 }
 
 // readmeFixtures are files the README's examples use but do not show.
@@ -38,11 +42,12 @@ var readmeFixtures = map[string]string{
 // written (an indented line starting with `mcpx `, or a pipe into one),
 // with the files its code blocks name (a first line `// path`), on deno,
 // bun and node, against the daemon and the demo server, and checks each
-// prints what readmeExpect says.
+// prints what readmeExpect says. $MCPX_TEST_README names another README
+// to check (a draft of the section).
 func TestReadmeScripts(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	marker := proctest.Env(t)
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(cmp.Or(os.Getenv("MCPX_TEST_README"), filepath.Join("..", "..", "README.md")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +68,7 @@ func TestReadmeScripts(t *testing.T) {
 
 var (
 	readmeFile    = regexp.MustCompile("(?s)```(?:ts|js)\n// (\\S+)\n(.*?)```")
-	readmeCommand = regexp.MustCompile(`(?m)^    ((?:echo .* \| )?mcpx .*?)(?:\s{2,}#.*)?$`)
+	readmeCommand = regexp.MustCompile(`(?m)^    ((?:[A-Z_]+=\S* )*(?:echo .* \| )?mcpx .*?)(?:\s+#.*)?$`)
 )
 
 // readmeScript is the testscript of README.md's Scripts section: the
@@ -102,7 +107,11 @@ func readmeScript(readme string) (string, error) {
 			missing = append(missing, cmd)
 			continue
 		}
-		fmt.Fprintf(&b, "# %s\nexec sh -c %s\nstdout %s\n\n", cmd, quoteTS(cmd), quoteTS(want))
+		fmt.Fprintf(&b, "# %s\nexec sh -c %s\nstdout %s\n", cmd, quoteTS(cmd), quoteTS(want.stdout))
+		if want.stderr != "" {
+			fmt.Fprintf(&b, "stderr %s\n", quoteTS(want.stderr))
+		}
+		b.WriteString("\n")
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
