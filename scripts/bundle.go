@@ -28,7 +28,8 @@ type BundleOptions struct {
 	Source    string
 	SourceDir string
 	// Client is the generated client module (a .ts file) that
-	// ClientImports resolve to.
+	// ClientImports resolve to. The launcher imports its log (console.info
+	// and console.debug write through it).
 	Client string
 	// Lib are the lib/ directories "@lib/<path>" is looked up in, nearest
 	// first (LibDirs).
@@ -59,23 +60,11 @@ type BundleOptions struct {
 // returns the runner's path. An error names the file and line esbuild
 // could not bundle.
 func Bundle(opts BundleOptions) (string, error) {
-	bo := api.BuildOptions{
-		Outfile:  filepath.Join(opts.Dir, "script.mjs"),
-		Bundle:   true,
-		Write:    true,
-		Format:   api.FormatESModule,
-		Platform: api.PlatformNode,
-		Target:   api.ESNext,
-		LogLevel: api.LogLevelSilent,
-		// An inline source map, with the sources' paths relative to the
-		// bundle, so that a stack names the script's own file and line
-		// (node with --enable-source-maps, deno unasked, the runner for bun).
-		Sourcemap:      api.SourceMapInline,
-		SourcesContent: api.SourcesContentExclude,
-		Plugins:        []api.Plugin{resolver(opts)},
-		// Packages a script imports from its own node_modules are
-		// bundled too; node builtins stay imports (platform node).
-	}
+	bo := esmBuild(opts, filepath.Join(opts.Dir, "script.mjs"))
+	// An inline source map, with the sources' paths relative to the
+	// bundle, so that a stack names the script's own file and line (node
+	// with --enable-source-maps, deno unasked, the launcher for bun).
+	bo.Sourcemap, bo.SourcesContent = api.SourceMapInline, api.SourcesContentExclude
 	if opts.Source != "" {
 		bo.Stdin = &api.StdinOptions{Contents: opts.Source, ResolveDir: opts.SourceDir, Sourcefile: opts.Entry, Loader: api.LoaderTS}
 	} else {
@@ -97,6 +86,23 @@ func Bundle(opts BundleOptions) (string, error) {
 		return filepath.Join(opts.Dir, "script.mjs"), nil
 	}
 	return launcher(opts)
+}
+
+// esmBuild are the options of a build of one ES module to out, with the
+// client's import names and "@lib/" resolved. Packages a script imports
+// from its own node_modules are bundled too; node builtins stay imports
+// (platform node).
+func esmBuild(opts BundleOptions, out string) api.BuildOptions {
+	return api.BuildOptions{
+		Outfile:  out,
+		Bundle:   true,
+		Write:    true,
+		Format:   api.FormatESModule,
+		Platform: api.PlatformNode,
+		Target:   api.ESNext,
+		LogLevel: api.LogLevelSilent,
+		Plugins:  []api.Plugin{resolver(opts)},
+	}
 }
 
 // resolver resolves the client's import names and "@lib/" paths.

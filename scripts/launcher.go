@@ -39,18 +39,10 @@ func launcher(opts BundleOptions) (string, error) {
 	}
 	src := strings.NewReplacer("//@@prefix@@", strings.Join(opts.Prefix, "\n"), "//@@suffix@@", strings.Join(opts.Suffix, "\n")).Replace(launcherSource)
 	out := filepath.Join(opts.Dir, "runner.mjs")
-	res := api.Build(api.BuildOptions{
-		Stdin:    &api.StdinOptions{Contents: src, ResolveDir: opts.SourceDir, Sourcefile: "launcher.ts", Loader: api.LoaderTS},
-		Outfile:  out,
-		Bundle:   true,
-		Write:    true,
-		Format:   api.FormatESModule,
-		Platform: api.PlatformNode,
-		Target:   api.ESNext,
-		LogLevel: api.LogLevelSilent,
-		External: []string{"./script.mjs"},
-		Plugins:  []api.Plugin{resolver(opts)},
-	})
+	bo := esmBuild(opts, out)
+	bo.Stdin = &api.StdinOptions{Contents: src, ResolveDir: opts.SourceDir, Sourcefile: "launcher.ts", Loader: api.LoaderTS}
+	bo.External = []string{"./script.mjs"}
+	res := api.Build(bo)
 	if len(res.Errors) > 0 {
 		var msgs []string
 		for _, m := range res.Errors {
