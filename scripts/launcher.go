@@ -131,6 +131,10 @@ function $stackOf(e) {
   }
 }
 
+// The client's log maps the stacks it takes for a record's source here.
+globalThis[Symbol.for("mcpx.stack")] = (stack: string): string =>
+  stack.includes(decodeURIComponent($bundle.pathname)) ? $stackOf(stack) : stack;
+
 class $NoExport extends Error {}
 
 /** What runs: the script's file, its name, its arguments, the export called. */

@@ -315,13 +315,18 @@ export type Logger = {
  * template. An attribute named like a field of the record (time, level,
  * msg, template, source) is written as "attr.<name>". Records below
  * $MCPX_LOG_LEVEL (debug, info, warn, error; default info) are dropped
- * before they are encoded. Logging never throws: a record whose attributes
+ * before they are encoded. Records at $MCPX_LOG_SOURCE and above (default
+ * warn; off for none) carry source, the caller's file:line:column. Logging never throws: a record whose attributes
  * do not encode is written without them, saying why in logError.
  */
 export const log: Logger = $logger({});
 
 function $logger(bound: LogAttrs): Logger {
-  const at = (level: LogLevel) => (msg: string, attrs?: LogAttrs): void => $log(level, msg, bound, attrs);
+  // A block, not a tail call, so that the method's frame stays on the
+  // stack where $log counts it (JavaScriptCore drops tail callers).
+  const at = (level: LogLevel) => (msg: string, attrs?: LogAttrs): void => {
+    $log(level, msg, bound, attrs);
+  };
   return {
     debug: at("debug"),
     info: at("info"),
@@ -334,9 +339,14 @@ function $logger(bound: LogAttrs): Logger {
 const $levels: { [level: string]: number } = { debug: 0, info: 1, warn: 2, error: 3 };
 const $recordFields = ["time", "level", "msg", "template", "source"];
 let $threshold: number | undefined;
+let $sourceFrom: number | undefined;
 
 function $log(level: LogLevel, msg: string, bound: LogAttrs, attrs: LogAttrs | undefined): void {
-  if ($threshold === undefined) $threshold = $levels[($env("MCPX_LOG_LEVEL") ?? "info").toLowerCase()] ?? $levels["info"];
+  if ($threshold === undefined) {
+    $threshold = $levels[($env("MCPX_LOG_LEVEL") ?? "info").toLowerCase()] ?? $levels["info"];
+    const from = ($env("MCPX_LOG_SOURCE") ?? "warn").toLowerCase();
+    $sourceFrom = from === "off" ? Infinity : $levels[from] ?? $levels["warn"];
+  }
   if ($levels[level] < $threshold) return;
   const all: LogAttrs = attrs === undefined ? bound : { ...bound, ...attrs };
   const rec: LogAttrs = { time: new Date().toISOString(), level, msg };
@@ -351,6 +361,10 @@ function $log(level: LogLevel, msg: string, bound: LogAttrs, attrs: LogAttrs | u
     rec["msg"] = text;
     rec["template"] = msg;
   }
+  if ($levels[level] >= ($sourceFrom ?? Infinity)) {
+    const where = $caller(new Error().stack);
+    if (where !== undefined) rec["source"] = where;
+  }
   const head = { ...rec };
   for (const k of Object.keys(all)) rec[$recordFields.includes(k) ? "attr." + k : k] = all[k];
   let line: string;
@@ -363,6 +377,19 @@ function $log(level: LogLevel, msg: string, bound: LogAttrs, attrs: LogAttrs | u
   }
   // console.error writes to stderr on Node, Deno and Bun alike.
   $web.console.error(line);
+}
+
+// $caller is the file:line:column of the frame that called the logger's
+// method, from a stack taken in $log: the frames are $log's, the method's,
+// then the caller's. A harness may map the stack's bundle positions to the
+// sources first (the function under Symbol.for("mcpx.stack")).
+function $caller(stack: string | undefined): string | undefined {
+  if (stack === undefined) return undefined;
+  const map = (globalThis as unknown as { [key: symbol]: unknown })[Symbol.for("mcpx.stack")];
+  if (typeof map === "function") stack = String(map(stack));
+  const frame = stack.split("\n").filter((l) => /^\s*at /.test(l))[2];
+  const m = frame === undefined ? null : /((?:file:\/\/)?[^\s()]+):(\d+):(\d+)\)?\s*$/.exec(frame);
+  return m ? decodeURI(m[1]!.replace(/^file:\/\//, "")) + ":" + m[2] + ":" + m[3] : undefined;
 }
 
 // The web APIs the runtime uses, typed here as far as it uses them, so that
