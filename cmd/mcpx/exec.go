@@ -19,6 +19,9 @@ func execCmd(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return code
 	}
+	if *sf.export != "" {
+		return usageError(c, fs, "--export names a script's export; a snippet is its module's only function")
+	}
 	var snippet string
 	switch {
 	case len(pos) > 0 && pos[0] != "-":

@@ -62,5 +62,9 @@ func unknownFlag(fs *flag.FlagSet, arg, name string) string {
 	if s := suggest.Closest(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean --%s?", s)
 	}
-	return msg + "; arguments for the script go after --, e.g. `" + fs.Name() + " <script> -- " + arg + "`"
+	what := "<script>"
+	if fs.Name() == "mcpx exec" {
+		what = "'<snippet>'"
+	}
+	return msg + "; arguments for the script go after --, e.g. `" + fs.Name() + " " + what + " -- " + arg + "`"
 }
