@@ -113,7 +113,7 @@ func pattern(op string) string {
 var runtimeNames = []string{
 	// Declared by the runtime (TestRuntimeNames checks this list).
 	"ContentBlock", "CallToolResult", "Progress", "InputRequest", "InputAnswer", "Connection", "CallOptions", "Problem",
-	"McpxError", "LogLevel", "log", "callTool",
+	"McpxError", "LogLevel", "LogAttrs", "Logger", "log", "callTool",
 	"Task", "callToolAsTask", "getTask", "listTasks", "taskResult", "cancelTask",
 	"LogMessage", "ResourceTemplate", "listResourceTemplates", "CompleteRequest", "CompleteResult", "complete", "setLogLevel",
 	// Globals the runtime uses (the web APIs through globalThis, typed by
@@ -121,7 +121,7 @@ var runtimeNames = []string{
 	// free, as a script beside the client uses them too).
 	"globalThis", "console", "JSON", "Date", "Error", "URL", "TextDecoder", "AbortController",
 	"AbortSignal", "Response", "setTimeout", "clearTimeout", "fetch", "encodeURIComponent",
-	"String", "Promise", "undefined", "Symbol",
+	"String", "Promise", "undefined", "Symbol", "Object",
 }
 
 // Client writes the script client: one self-contained ES module (fetch, no

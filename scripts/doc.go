@@ -35,7 +35,7 @@
 // three runtimes, and it works on Node 20, which cannot strip types. The
 // bundle carries an inline source map, so a stack names the script's own
 // file and line: node applies it (run with --enable-source-maps), deno
-// unasked, and for bun, which does not, the runner maps the frames of an
+// unasked, and for bun, which does not, the launcher maps the frames of an
 // error it prints (one thrown by the function or the top-level code).
 //
 // # The script contract
@@ -50,6 +50,28 @@
 // function ends when its promise settles (the runner exits then, so an idle
 // keep-alive connection of Node's fetch does not hold it for half a second);
 // top-level code ends when the runtime does. The exit code is the script's.
+//
+// # The launcher
+//
+// The runner is a launcher, itself bundled (so its lines may import "mcpx"
+// and "@lib/..."): it installs the call hook, makes console.info and
+// console.debug write log records through the client's log (console.log
+// still writes stdout), defines script ({path, name, args, export}), runs
+// the prefix lines, imports the bundle dynamically — so the prefix lines
+// really run first — calls the function, and runs the suffix lines in a
+// finally that sees result ({ok, value, error, ms}), a throwing script's
+// too. The lines are the "script" blocks of the chain's config files
+// merged (package broker/config: Lines, MergeLines; null splices in what a
+// layer inherits) under --prefix and --suffix. Minimal (--minimal) runs
+// the bundle alone: no launcher.
+//
+// # Snippets
+//
+// `mcpx exec` runs a snippet in the module ExecModule makes around it:
+// every export of the generated client imported by name and the snippet
+// the body of the default export, an async function of args (one
+// expression is returned as it is). It is bundled from memory, resolved
+// as a file in the run's directory, and named exec.ts.
 //
 // Every tool call the generated client makes is reported to the runner
 // (clientgen's runtime calls the function under Symbol.for("mcpx.call")),

@@ -128,7 +128,8 @@ func TestBundleRunsOnNode(t *testing.T) {
 	write(t, root, map[string]string{
 		"client.ts": `export const demo = { echo: async (a: { message: string }): Promise<string> => {
   (globalThis as any)[Symbol.for("mcpx.call")]?.({ server: "demo", tool: "echo", ms: 1, outcome: "ok" });
-  return a.message; } };`,
+  return a.message; } };
+export const log = { info: (m: string): void => console.error(m), debug: (m: string): void => console.error(m) };`,
 		"near/lib/fmt.ts":       `export const shout = (s: string): string => s.toUpperCase();`,
 		"far/lib/fmt.ts":        `export const shout = (s: string): string => "far";`,
 		"far/lib/more/index.ts": `export const n: number = 7;`,
@@ -225,7 +226,7 @@ func TestResolve(t *testing.T) {
 func TestBundleStackNamesTheScript(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, map[string]string{
-		"client.ts": "export const demo = { ok: (): boolean => true };",
+		"client.ts": "export const demo = { ok: (): boolean => true };\nexport const log = { info: console.error, debug: console.error };",
 		"script.ts": `import { demo } from "mcpx";
 type Args = { n: number };
 export default (args: Args): number => {

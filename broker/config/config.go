@@ -95,6 +95,9 @@ type Config struct {
 	// your home directory here, or every directory under it that is not
 	// a repository of its own resolves to the home "worktree". Absolute.
 	CeilingDirs []string `json:"ceilingDirs,omitempty"`
+	// Script is what `mcpx run` and `mcpx exec` put around every script
+	// (each layer of the chain may set it; the CLI merges them).
+	Script Script `json:"script,omitzero"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
 	// Disabled names the servers marked "disabled": true, in document

@@ -11,61 +11,115 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
 )
 
-// runCmd is `mcpx run <file|name> [args…]`: run a script on deno, bun or
-// node with the generated client importable as "mcpx" (package scripts
-// has the contract). The exit code is the script's.
+// runCmd is `mcpx run <file|name> [args…] [-- args…]`: run a script on
+// deno, bun or node with the generated client importable as "mcpx"
+// (package scripts has the contract). run's flags are taken before and
+// after the script up to `--` (parseScriptFlags). The exit code is the
+// script's.
 func runCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "run")
-	brokerAddr := brokerFlag(fs)
-	noAutostart := autostartFlag(fs)
-	runtimeFlag := fs.String("runtime", "", "deno, bun or node, or a path to one's binary (default $MCPX_RUNTIME, else the first of deno, bun, node on PATH)")
-	export := fs.String("export", "", "call this exported function instead of the default export")
-	jsonArgs := fs.String("json-args", "", "a JSON value the function is called with (default: the positional arguments as an array of strings)")
-	asJSON := fs.Bool("json", false, "print one JSON envelope: stdout, stderr, exit code, duration and the tool calls the script made")
-	leaseTTL := fs.Duration("lease-ttl", runner.DefaultLeaseTTL, "the ttl of the run's own lease, renewed every ttl/3 while the script runs: how long its pid-scoped instances outlive a run killed outright")
-	co := callerFlags(fs, "the directory the script runs in and declares")
-	// Flags end at the script: what follows it is the script's.
-	pos, code, ok := parseRunFlags(fs, args)
+	sf := scriptFlagSet(fs)
+	pos, after, code, ok := parseScriptFlags(c, fs, args)
 	if !ok {
 		return code
+	}
+	if len(pos) == 0 && len(after) > 0 { // mcpx run [flags] -- <script> [args…]
+		pos, after = after[:1], after[1:]
 	}
 	if len(pos) == 0 {
 		return usageError(c, fs, "want a script file or name (`mcpx scripts` lists the names)")
 	}
-	if *leaseTTL <= 0 {
+	return sf.run(ctx, c, fs, scriptSource{arg: pos[0]}, append(pos[1:], after...))
+}
+
+// scriptFlags are the flags of the commands that run a script: `mcpx run`
+// and `mcpx exec`.
+type scriptFlags struct {
+	broker      *brokerOpts
+	noAutostart *bool
+	runtime     *string
+	export      *string
+	jsonArgs    *string
+	asJSON      *bool
+	leaseTTL    *time.Duration
+	co          *callerOpts
+	prefix      linesFlag
+	suffix      linesFlag
+	minimal     *bool
+}
+
+func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
+	sf := &scriptFlags{
+		broker:      brokerFlag(fs),
+		noAutostart: autostartFlag(fs),
+		runtime:     fs.String("runtime", "", "deno, bun or node, or a path to one's binary (default $MCPX_RUNTIME, else the first of deno, bun, node on PATH)"),
+		export:      fs.String("export", "", "call this exported function instead of the default export"),
+		jsonArgs:    fs.String("json-args", "", "a JSON value the function is called with (default: the positional arguments as an array of strings)"),
+		asJSON:      fs.Bool("json", false, "print one JSON envelope: stdout, stderr, exit code, duration and the tool calls the script made"),
+		leaseTTL:    fs.Duration("lease-ttl", runner.DefaultLeaseTTL, "the ttl of the run's own lease, renewed every ttl/3 while the script runs: how long its pid-scoped instances outlive a run killed outright"),
+		co:          callerFlags(fs, "the directory the script runs in and declares"),
+		minimal:     fs.Bool("minimal", false, "run the script's module alone, with no harness: no function called, no prefix or suffix lines, no tool calls in --json"),
+	}
+	fs.Var(&sf.prefix, "prefix", "a line to run before the script (repeatable; - = the config chain's script.prefix lines there; without -, they are replaced)")
+	fs.Var(&sf.suffix, "suffix", "a line to run after the script, in a finally that sees result {ok, value, error, ms} (repeatable; - as for --prefix)")
+	return sf
+}
+
+// scriptSource is what runs: a script file or name (arg), or a snippet.
+type scriptSource struct {
+	arg     string
+	snippet string
+}
+
+// run runs the script src with its positional arguments argv, under the
+// flags sf, and returns its exit code.
+func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src scriptSource, argv []string) int {
+	if *sf.leaseTTL <= 0 {
 		return usageError(c, fs, "--lease-ttl must be positive, e.g. 30s")
 	}
 	var argsJSON json.RawMessage
-	if *jsonArgs != "" {
-		if !json.Valid([]byte(*jsonArgs)) {
-			return usageError(c, fs, "--json-args is not valid JSON: %q", *jsonArgs)
+	if *sf.jsonArgs != "" {
+		if !json.Valid([]byte(*sf.jsonArgs)) {
+			return usageError(c, fs, "--json-args is not valid JSON: %q", *sf.jsonArgs)
 		}
-		argsJSON = json.RawMessage(*jsonArgs)
+		argsJSON = json.RawMessage(*sf.jsonArgs)
 	}
 	ccfg, file, err := clientConfig(c)
 	if err != nil && file != "" { // no home directory: no client config, which is fine
 		return usageError(c, fs, "%v", err)
 	}
-	rt, err := scripts.ChooseRuntime(*runtimeFlag, c.getenv(scripts.EnvRuntime), ccfg.Runtime, exec.LookPath)
+	rt, err := scripts.ChooseRuntime(*sf.runtime, c.getenv(scripts.EnvRuntime), ccfg.Runtime, exec.LookPath)
 	if err != nil {
 		return usageError(c, fs, "%v", err)
 	}
-	cwd, err := callerCwd(co.cwd, c.getenv)
+	cwd, err := callerCwd(sf.co.cwd, c.getenv)
 	if err != nil {
 		return usageError(c, fs, "%v", err)
 	}
-	script, err := scripts.Resolve(chainDirs(c, cwd), cwd, pos[0])
-	if err != nil {
+	ch := chainOf(c, cwd)
+	script := scripts.ExecName
+	if src.snippet == "" {
+		if script, err = scripts.Resolve(scriptDirs(ch), cwd, src.arg); err != nil {
+			return usageError(c, fs, "%v", err)
+		}
+	}
+	var prefix, suffix []string
+	if *sf.minimal {
+		if *sf.export != "" || *sf.jsonArgs != "" || sf.prefix.lines != nil || sf.suffix.lines != nil {
+			return usageError(c, fs, "--minimal runs the module alone: it takes no --export, --json-args, --prefix or --suffix")
+		}
+	} else if prefix, suffix, err = scriptLines(c, ch, sf.prefix.lines, sf.suffix.lines); err != nil {
 		return usageError(c, fs, "%v", err)
 	}
 
-	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)
+	bc, caller, err := callerClient(ctx, c, sf.broker, *sf.noAutostart, sf.co)
 	if err != nil {
 		return report(c, err)
 	}
@@ -80,18 +134,18 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 	// The run's own session, with the caller's as its parent (--session
 	// names another), and its own lease unless the caller runs it under
 	// one (--lease, or $MCPX_LEASE from `mcpx lease run`).
-	r, err := runner.Start(ctx, runner.Options{Client: bc, Caller: caller, Session: co.session, ParentSession: c.getenv("MCPX_SESSION_ID"),
-		Dir: dir, Mappings: ccfg.PathMappings, Config: file, LeaseTTL: *leaseTTL, OnRenewError: renewFailed(c)})
+	r, err := runner.Start(ctx, runner.Options{Client: bc, Caller: caller, Session: sf.co.session, ParentSession: c.getenv("MCPX_SESSION_ID"),
+		Dir: dir, Mappings: ccfg.PathMappings, Config: file, LeaseTTL: *sf.leaseTTL, OnRenewError: renewFailed(c)})
 	if err != nil {
 		return report(c, err)
 	}
-	code = runScript(ctx, c, r, runner.Script{Runtime: rt, Path: script, Export: *export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)),
-		Argv: pos[1:], Envelope: *asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
+	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Runtime: rt, Path: script, Snippet: src.snippet, Prefix: prefix, Suffix: suffix, Minimal: *sf.minimal, Export: *sf.export, Args: argsJSON,
+		Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
 	// Release the lease and stop the run's session (with a context of
 	// their own: ctx may be the interrupt that ended the script).
 	if err := r.Close(ctx); err != nil {
 		for _, e := range unjoin(err) {
-			fmt.Fprintf(c.stderr, "mcpx run: %v\n", e)
+			fmt.Fprintf(c.stderr, "mcpx %s: %v\n", strings.TrimPrefix(fs.Name(), "mcpx "), e)
 		}
 	}
 	return code
@@ -99,7 +153,7 @@ func runCmd(ctx context.Context, c *cli, args []string) int {
 
 // runScript runs the script of r and returns its exit code; with --json
 // it prints the envelope instead of passing stdout and stderr through.
-func runScript(ctx context.Context, c *cli, r *runner.Run, s runner.Script) int {
+func runScript(ctx context.Context, c *cli, cmd string, r *runner.Run, s runner.Script) int {
 	state, err := stateDir(c.getenv)
 	if err != nil {
 		return report(c, err)
@@ -109,7 +163,7 @@ func runScript(ctx context.Context, c *cli, r *runner.Run, s runner.Script) int 
 	var re *runner.Error
 	switch {
 	case errors.As(err, &re):
-		fmt.Fprintf(c.stderr, "mcpx run: %v\n", re)
+		fmt.Fprintf(c.stderr, "mcpx %s: %v\n", cmd, re)
 		switch re.Op {
 		case runner.OpBundle:
 			return exitToolError
@@ -143,24 +197,26 @@ func renewFailed(c *cli) func(id string, err error) {
 	}
 }
 
-// parseRunFlags parses mcpx run's flags up to the first positional
-// argument: everything from the script on is the script's, flags included.
-func parseRunFlags(fs *flag.FlagSet, args []string) ([]string, int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, exitOK, false
-		}
-		return nil, exitUsage, false
-	}
-	return fs.Args(), 0, true
-}
-
 // chainDirs is the config chain of cwd (canonicalised) for scripts: the
 // directories package chain finds, with the daemon's rules read from the
 // same variables (MCPX_OVERRIDE_PATHS, MCPX_FALLBACK_PATHS,
 // MCPX_CEILING_DIRS; the user's and the system's config directories). An
 // override or fallback that is a file holds no scripts.
-func chainDirs(c *cli, cwd string) []string {
+func chainDirs(c *cli, cwd string) []string { return scriptDirs(chainOf(c, cwd)) }
+
+// scriptDirs are the directories of ch that hold scripts/ or lib/.
+func scriptDirs(ch chain.Chain) []string {
+	var dirs []string
+	for _, d := range ch {
+		if d.Scripts != "" || d.Lib != "" {
+			dirs = append(dirs, d.Path)
+		}
+	}
+	return dirs
+}
+
+// chainOf is the config chain of cwd, as chainDirs finds it.
+func chainOf(c *cli, cwd string) chain.Chain {
 	if real, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = real
 	}
@@ -173,13 +229,7 @@ func chainDirs(c *cli, cwd string) []string {
 	for _, w := range warnings {
 		fmt.Fprintf(c.stderr, "mcpx: config chain: %s\n", w)
 	}
-	var dirs []string
-	for _, d := range ch {
-		if d.Scripts != "" || d.Lib != "" {
-			dirs = append(dirs, d.Path)
-		}
-	}
-	return dirs
+	return ch
 }
 
 // scriptsCmd is `mcpx scripts [--json]`: the named scripts of the config

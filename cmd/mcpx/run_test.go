@@ -22,43 +22,55 @@ import (
 func TestRun(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	marker := proctest.Env(t)
-	runtimes := []struct{ name, path string }{
+	for _, rt := range scriptRuntimes(t) {
+		t.Run(rt.name, func(t *testing.T) {
+			testscript.Run(t, runParams(filepath.Join("testdata", "run"), rt, marker))
+		})
+	}
+}
+
+// scriptRuntime is a runtime the script tests run on.
+type scriptRuntime struct{ name, path string }
+
+// scriptRuntimes are deno and bun from testdata/npm, and Debian's node.
+func scriptRuntimes(t *testing.T) []scriptRuntime {
+	return []scriptRuntime{
 		// The deno package's bin is a node wrapper; its binary lies beside it.
 		{"deno", filepath.Join(filepath.Dir(testenv.NPMPackageBin(t, "deno")), "deno")},
 		{"bun", testenv.NPMPackageBinNamed(t, "bun", "bun")},
 		{"node", testenv.Node(t)},
 	}
-	for _, rt := range runtimes {
-		t.Run(rt.name, func(t *testing.T) {
-			testscript.Run(t, testscript.Params{
-				Dir: filepath.Join("testdata", "run"),
-				Setup: func(e *testscript.Env) error {
-					run, err := os.MkdirTemp("", "mcpx")
-					if err != nil {
-						return err
-					}
-					e.Defer(func() { os.RemoveAll(run) })
-					e.Setenv("XDG_RUNTIME_DIR", run)
-					e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, "config"))
-					e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, "state"))
-					e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
-					e.Setenv("SOCK", filepath.Join(run, "mcpx", "mcpx.sock"))
-					e.Setenv("MCPX_RUNTIME", rt.path)
-					e.Setenv("RUNTIME", rt.name)
-					e.Setenv("NO_COLOR", "1")
-					k, v, _ := strings.Cut(marker, "=")
-					e.Setenv(k, v)
-					e.Defer(func() { stopRecordedDaemon(filepath.Join(e.WorkDir, "state", "mcpx")) })
-					return nil
-				},
-				Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-					"waitsock":   waitSock,
-					"waitgrep":   waitGrep,
-					"exits":      exits,
-					"nochildren": noChildren,
-				},
-			})
-		})
+}
+
+// runParams are the testscript parameters of the scripts in dir on rt.
+func runParams(dir string, rt scriptRuntime, marker string) testscript.Params {
+	return testscript.Params{
+		Dir: dir,
+		Setup: func(e *testscript.Env) error {
+			run, err := os.MkdirTemp("", "mcpx")
+			if err != nil {
+				return err
+			}
+			e.Defer(func() { os.RemoveAll(run) })
+			e.Setenv("XDG_RUNTIME_DIR", run)
+			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, "config"))
+			e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, "state"))
+			e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
+			e.Setenv("SOCK", filepath.Join(run, "mcpx", "mcpx.sock"))
+			e.Setenv("MCPX_RUNTIME", rt.path)
+			e.Setenv("RUNTIME", rt.name)
+			e.Setenv("NO_COLOR", "1")
+			k, v, _ := strings.Cut(marker, "=")
+			e.Setenv(k, v)
+			e.Defer(func() { stopRecordedDaemon(filepath.Join(e.WorkDir, "state", "mcpx")) })
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitsock":   waitSock,
+			"waitgrep":   waitGrep,
+			"exits":      exits,
+			"nochildren": noChildren,
+		},
 	}
 }
 

@@ -150,11 +150,18 @@ func isNotFound(err error) bool {
 // Script is one script to run.
 type Script struct {
 	Runtime scripts.Runtime
-	// Path is the script file.
+	// Path is the script file; with Source, the name the generated
+	// module is known by (in messages and the envelope).
 	Path string
-	// Export and Args are scripts.BundleOptions'.
-	Export string
-	Args   json.RawMessage
+	// Snippet, when not "", is what runs instead of a file: `mcpx exec`'s
+	// snippet, in the module scripts.ExecModule makes around it, resolved
+	// as if it were a file in the run's Dir.
+	Snippet string
+	// Export, Args, Prefix, Suffix and Minimal are scripts.BundleOptions'.
+	Export         string
+	Args           json.RawMessage
+	Prefix, Suffix []string
+	Minimal        bool
 	// Lib are the chain's lib/ directories, nearest first (scripts.LibDirs).
 	Lib []string
 	// Argv are the script's positional arguments.
@@ -207,7 +214,14 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 		return env, err
 	}
 	defer os.RemoveAll(dir)
-	runnerPath, err := scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args})
+	var source string
+	if s.Snippet != "" {
+		if source, err = scripts.ExecModule(s.Snippet, mod, s.Minimal); err != nil {
+			return env, err
+		}
+	}
+	runnerPath, err := scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Source: source, SourceDir: r.dir, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args,
+		Prefix: s.Prefix, Suffix: s.Suffix, Minimal: s.Minimal})
 	if err != nil {
 		return env, &Error{Op: OpBundle, Err: err}
 	}

@@ -313,21 +313,102 @@ export class McpxError extends Error {
 /** The level of a log record. */
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
-/**
- * Structured logging to stderr, one JSON object a line
- * ({"time", "level", "msg", ...fields}), so a script's output (stdout)
- * and its log never mix.
- */
-export const log = {
-  debug: (msg: string, fields?: { [key: string]: unknown }): void => $log("debug", msg, fields),
-  info: (msg: string, fields?: { [key: string]: unknown }): void => $log("info", msg, fields),
-  warn: (msg: string, fields?: { [key: string]: unknown }): void => $log("warn", msg, fields),
-  error: (msg: string, fields?: { [key: string]: unknown }): void => $log("error", msg, fields),
+/** A record's attributes: JSON values beside its msg. */
+export type LogAttrs = { [key: string]: unknown };
+
+/** Writes log records; log is one, and with gives more. */
+export type Logger = {
+  debug(msg: string, attrs?: LogAttrs): void;
+  info(msg: string, attrs?: LogAttrs): void;
+  warn(msg: string, attrs?: LogAttrs): void;
+  error(msg: string, attrs?: LogAttrs): void;
+  /** A logger whose records carry attrs too; a record's own attributes win, then the innermost with's. */
+  with(attrs: LogAttrs): Logger;
 };
 
-function $log(level: LogLevel, msg: string, fields?: { [key: string]: unknown }): void {
+/**
+ * Structured logging to stderr, one JSON object a line, so a script's
+ * output (stdout) and its log never mix:
+ * {"time", "level", "msg", "template"?, ...attributes}. A {name} in msg is
+ * replaced by the attribute name, and the message as written is kept as
+ * template. An attribute named like a field of the record (time, level,
+ * msg, template, source) is written as "attr.<name>". Records below
+ * $MCPX_LOG_LEVEL (debug, info, warn, error; default info) are dropped
+ * before they are encoded. Records at $MCPX_LOG_SOURCE and above (default
+ * warn; off for none) carry source, the caller's file:line:column. Logging never throws: a record whose attributes
+ * do not encode is written without them, saying why in logError.
+ */
+export const log: Logger = $logger({});
+
+function $logger(bound: LogAttrs): Logger {
+  // A block, not a tail call, so that the method's frame stays on the
+  // stack where $log counts it (JavaScriptCore drops tail callers).
+  const at = (level: LogLevel) => (msg: string, attrs?: LogAttrs): void => {
+    $log(level, msg, bound, attrs);
+  };
+  return {
+    debug: at("debug"),
+    info: at("info"),
+    warn: at("warn"),
+    error: at("error"),
+    with: (attrs: LogAttrs): Logger => $logger({ ...bound, ...attrs }),
+  };
+}
+
+const $levels: { [level: string]: number } = { debug: 0, info: 1, warn: 2, error: 3 };
+const $recordFields = ["time", "level", "msg", "template", "source"];
+let $threshold: number | undefined;
+let $sourceFrom: number | undefined;
+
+function $log(level: LogLevel, msg: string, bound: LogAttrs, attrs: LogAttrs | undefined): void {
+  if ($threshold === undefined) {
+    $threshold = $levels[($env("MCPX_LOG_LEVEL") ?? "info").toLowerCase()] ?? $levels["info"];
+    const from = ($env("MCPX_LOG_SOURCE") ?? "warn").toLowerCase();
+    $sourceFrom = from === "off" ? Infinity : $levels[from] ?? $levels["warn"];
+  }
+  if ($levels[level] < $threshold) return;
+  const all: LogAttrs = attrs === undefined ? bound : { ...bound, ...attrs };
+  const rec: LogAttrs = { time: new Date().toISOString(), level, msg };
+  let filled = false;
+  const text = msg.replace(/\{([A-Za-z_$][\w$.-]*)\}/g, (whole: string, name: string): string => {
+    if (!Object.prototype.hasOwnProperty.call(all, name)) return whole;
+    filled = true;
+    const v = all[name];
+    return typeof v === "string" ? v : JSON.stringify(v) ?? String(v);
+  });
+  if (filled) {
+    rec["msg"] = text;
+    rec["template"] = msg;
+  }
+  if ($levels[level] >= ($sourceFrom ?? Infinity)) {
+    const where = $caller(new Error().stack);
+    if (where !== undefined) rec["source"] = where;
+  }
+  const head = { ...rec };
+  for (const k of Object.keys(all)) rec[$recordFields.includes(k) ? "attr." + k : k] = all[k];
+  let line: string;
+  try {
+    line = JSON.stringify(rec);
+  } catch (e) {
+    // Logging never throws: attributes that do not encode (a cycle, a
+    // BigInt, a throwing toJSON) are left out, and the reason said.
+    line = JSON.stringify({ ...head, logError: "attributes not encoded: " + String(e) });
+  }
   // console.error writes to stderr on Node, Deno and Bun alike.
-  $web.console.error(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }));
+  $web.console.error(line);
+}
+
+// $caller is the file:line:column of the frame that called the logger's
+// method, from a stack taken in $log: the frames are $log's, the method's,
+// then the caller's. A harness may map the stack's bundle positions to the
+// sources first (the function under Symbol.for("mcpx.stack")).
+function $caller(stack: string | undefined): string | undefined {
+  if (stack === undefined) return undefined;
+  const map = (globalThis as unknown as { [key: symbol]: unknown })[Symbol.for("mcpx.stack")];
+  if (typeof map === "function") stack = String(map(stack));
+  const frame = stack.split("\n").filter((l) => /^\s*at /.test(l))[2];
+  const m = frame === undefined ? null : /((?:file:\/\/)?[^\s()]+):(\d+):(\d+)\)?\s*$/.exec(frame);
+  return m ? decodeURI(m[1]!.replace(/^file:\/\//, "")) + ":" + m[2] + ":" + m[3] : undefined;
 }
 
 // The web APIs the runtime uses, typed here as far as it uses them, so that

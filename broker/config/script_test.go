@@ -1,0 +1,69 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestScriptLinesMerge(t *testing.T) {
+	str := func(s string) *string { return &s }
+	// Nearest first: the CLI's, the project's, the user's.
+	layers := []Lines{{nil, str("cli")}, {str("p0"), nil, str("p1")}, nil, {str("u")}}
+	if got, want := MergeLines(layers), []string{"p0", "u", "p1", "cli"}; !slices.Equal(got, want) {
+		t.Errorf("MergeLines = %q, want %q", got, want)
+	}
+	if got := MergeLines([]Lines{{str("only")}, {str("u")}}); !slices.Equal(got, []string{"only"}) {
+		t.Errorf("a list without null does not replace: %q", got)
+	}
+	if got := MergeLines([]Lines{{}, {str("u")}}); len(got) != 0 {
+		t.Errorf("[] does not clear: %q", got)
+	}
+	if got := MergeLines([]Lines{nil, nil}); len(got) != 0 {
+		t.Errorf("nothing set: %q", got)
+	}
+}
+
+func TestLoadScript(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, "config.json")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := write(`{"servers": {"x": {"comand": "ignored here"}}, "script": {"prefix": [null, "a"], "suffix": null}}`)
+	sc, err := LoadScript(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Prefix) != 2 || sc.Prefix[0] != nil || *sc.Prefix[1] != "a" || sc.Suffix != nil {
+		t.Errorf("LoadScript = %+v", sc)
+	}
+	if sc, err := LoadScript(filepath.Join(dir, "none.json")); err != nil || sc.Prefix != nil {
+		t.Errorf("a missing file: %+v, %v", sc, err)
+	}
+	for body, want := range map[string]string{
+		`{"script": {"prefix": "a"}}`: "script.prefix must be a list of strings and nulls",
+		`{"script": {"prefix": [1]}}`: "script.prefix[0] is 1, not a string or null",
+		`{"script": {"prefx": []}}`:   `unknown field "script.prefx"; did you mean "prefix"?`,
+		`{"script": ["a"]}`:           "script must be an object",
+		`{"script": {"suffix": [true`: "config " + p,
+	} {
+		_, err := LoadScript(write(body))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %v, want it to name %s and say %q", body, err, p, want)
+		}
+	}
+	// The daemon's own parse takes the block, and refuses a bad one.
+	cfg, err := Parse([]byte(`{"servers": {}, "script": {"suffix": ["b", null]}}`), "c.json")
+	if err != nil || len(cfg.Script.Suffix) != 2 {
+		t.Errorf("Parse: %+v, %v", cfg, err)
+	}
+	if _, err := Parse([]byte(`{"servers": {}, "script": {"suffix": [2]}}`), "c.json"); err == nil || !strings.Contains(err.Error(), "script.suffix[0]") {
+		t.Errorf("Parse of a bad suffix: %v", err)
+	}
+}

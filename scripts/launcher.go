@@ -1,0 +1,183 @@
+package scripts
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/evanw/esbuild/pkg/api"
+)
+
+// launcher writes the launcher of a bundled script to opts.Dir, with its
+// spec, and returns its path. The launcher is the script's harness: it
+// installs the call hook, makes console.info and console.debug log
+// records, defines script, runs the prefix lines, imports
+// the bundle dynamically (running its top-level code), calls the function
+// export the spec names and prints its return value as JSON, then runs the
+// suffix lines in a finally that sees result. It is bundled too (the
+// prefix lines may import "mcpx" or "@lib/..."), with the script's bundle
+// left an import.
+func launcher(opts BundleOptions) (string, error) {
+	name := opts.Name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(opts.Entry), filepath.Ext(opts.Entry))
+	}
+	spec := struct {
+		Path   string          `json:"path"`
+		Name   string          `json:"name"`
+		Export string          `json:"export,omitempty"`
+		Args   json.RawMessage `json:"args,omitempty"`
+	}{opts.Entry, name, opts.Export, opts.Args}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(opts.Dir, "spec.json"), b, 0o600); err != nil {
+		return "", err
+	}
+	src := strings.NewReplacer("//@@prefix@@", strings.Join(opts.Prefix, "\n"), "//@@suffix@@", strings.Join(opts.Suffix, "\n")).Replace(launcherSource)
+	out := filepath.Join(opts.Dir, "runner.mjs")
+	bo := esmBuild(opts, out)
+	bo.Stdin = &api.StdinOptions{Contents: src, ResolveDir: opts.SourceDir, Sourcefile: "launcher.ts", Loader: api.LoaderTS}
+	bo.External = []string{"./script.mjs"}
+	res := api.Build(bo)
+	if len(res.Errors) > 0 {
+		var msgs []string
+		for _, m := range res.Errors {
+			if l := m.Location; l != nil {
+				msgs = append(msgs, fmt.Sprintf("%s in %q", m.Text, strings.TrimSpace(l.LineText)))
+			} else {
+				msgs = append(msgs, m.Text)
+			}
+		}
+		return "", fmt.Errorf("the prefix and suffix lines (script.prefix and script.suffix of the config chain, --prefix, --suffix) do not compile: %s",
+			strings.Join(msgs, "; "))
+	}
+	return out, nil
+}
+
+// launcherSource is the launcher's TypeScript, the prefix and suffix lines
+// spliced in at its markers. Its own names start with "$", so that the
+// lines see only script and result besides what they declare. Plain node:
+// imports, which Deno and Bun provide too. An error it prints has its
+// stack's bundle frames mapped back to the script's files through the
+// bundle's inline source map, for a runtime that does not apply it (bun;
+// node and deno have mapped them already).
+const launcherSource = `// mcpx run's launcher (generated; see package mcpx.dev/mcpx/scripts).
+import { appendFileSync as $appendFileSync, readFileSync as $readFileSync } from "node:fs";
+import $process from "node:process";
+import { format as $format } from "node:util";
+import { log as $log } from "mcpx";
+
+// console.info and console.debug write log records at their level, as the
+// client's log does (console.log still writes stdout; warn and error
+// stderr), their messages rendered as the runtime renders console's.
+globalThis.console.info = { info(...data: unknown[]): void { $log.info($format(...data)); } }.info;
+globalThis.console.debug = { debug(...data: unknown[]): void { $log.debug($format(...data)); } }.debug;
+
+const $report = $process.env.` + EnvReport + `;
+globalThis[Symbol.for("mcpx.call")] = (call) => {
+  if ($report) $appendFileSync($report, JSON.stringify(call) + "\n");
+};
+const $spec = JSON.parse($readFileSync(new URL("./spec.json", import.meta.url), "utf8"));
+const $bundle = new URL("./script.mjs", import.meta.url);
+
+// $stackOf is e's stack with frames in the bundle mapped to the sources.
+function $stackOf(e) {
+  const stack = e instanceof Error && e.stack ? e.stack : String(e);
+  try {
+    const m = /\/\/# sourceMappingURL=data:application\/json;base64,(\S+)\s*$/.exec($readFileSync($bundle, "utf8"));
+    if (!m) return stack;
+    const map = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(m[1]), (c) => c.charCodeAt(0))));
+    const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const lines = []; // per bundle line: [column, source, line, column] segments
+    let src = 0, line = 0, col = 0;
+    for (const l of map.mappings.split(";")) {
+      const segs = [];
+      let gen = 0;
+      for (const seg of l.split(",")) {
+        const v = [];
+        let shift = 0, value = 0;
+        for (const ch of seg) {
+          const d = B64.indexOf(ch);
+          value += (d & 31) << shift;
+          if (d & 32) shift += 5;
+          else {
+            v.push(value & 1 ? -(value >>> 1) : value >>> 1);
+            value = shift = 0;
+          }
+        }
+        if (v.length === 0) continue;
+        gen += v[0];
+        if (v.length >= 4) {
+          src += v[1], line += v[2], col += v[3];
+          segs.push([gen, src, line, col]);
+        }
+      }
+      lines.push(segs);
+    }
+    const path = decodeURIComponent($bundle.pathname).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    return stack.replace(new RegExp("(?:file://)?" + path + ":(\\d+):(\\d+)", "g"), (whole, l, c) => {
+      let best;
+      for (const s of lines[Number(l) - 1] ?? []) if (s[0] <= Number(c) - 1) best = s;
+      if (!best) return whole;
+      const file = decodeURIComponent(new URL((map.sourceRoot ?? "") + map.sources[best[1]], $bundle).pathname);
+      return file + ":" + (best[2] + 1) + ":" + (best[3] + 1);
+    });
+  } catch {
+    return stack;
+  }
+}
+
+// The client's log maps the stacks it takes for a record's source here.
+globalThis[Symbol.for("mcpx.stack")] = (stack: string): string =>
+  stack.includes(decodeURIComponent($bundle.pathname)) ? $stackOf(stack) : stack;
+
+class $NoExport extends Error {}
+
+/** What runs: the script's file, its name, its arguments, the export called. */
+const script = {
+  path: $spec.path as string,
+  name: $spec.name as string,
+  args: ("args" in $spec ? $spec.args : $process.argv.slice(2)) as unknown,
+  export: ($spec.export ?? "default") as string,
+};
+/** How it went, for the suffix lines. */
+const result: { ok: boolean; value: unknown; error: unknown; ms: number } = { ok: false, value: undefined, error: undefined, ms: 0 };
+
+// ---- script.prefix ----
+//@@prefix@@
+// ----
+
+const $t0 = performance.now();
+let $exit = false; // the run of a function (or a failure) ends the runtime
+try {
+  const $mod = await import("./script.mjs");
+  const $fn = $mod[script.export];
+  if ($spec.export !== undefined && typeof $fn !== "function") {
+    throw new $NoExport("mcpx run: the script exports no function " + JSON.stringify(script.export) +
+      "; its exports: " + (Object.keys($mod).join(", ") || "none"));
+  }
+  if (typeof $fn === "function") {
+    $exit = true;
+    result.value = await $fn(script.args);
+    if (result.value !== undefined) $process.stdout.write((JSON.stringify(result.value) ?? "") + "\n");
+  }
+  result.ok = true;
+} catch (e) {
+  $exit = true;
+  result.error = e;
+  console.error(e instanceof $NoExport ? e.message : $stackOf(e));
+  $process.exitCode = 1;
+} finally {
+  result.ms = performance.now() - $t0;
+  // ---- script.suffix ----
+  //@@suffix@@
+  // ----
+}
+// The function's promise settling ends the run: an idle keep-alive
+// connection (Node's fetch keeps one for a while) must not hold it.
+if ($exit) $process.stdout.write("", () => $process.exit());
+`
