@@ -234,6 +234,7 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 		return json.RawMessage(`{}`), nil
 	case "server/discover":
 		caps, info, instr := ss.serverDescription(ctx)
+		caps = extCaps(caps) // server/discover is the stateless revision's
 		meta, _ := json.Marshal(map[string]json.RawMessage{metaServerInfo: info})
 		versions, _ := json.Marshal(supportedVersions())
 		res := object{}.set("supportedVersions", versions).set("capabilities", caps)
@@ -250,11 +251,25 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 	case "resources/templates/list":
 		return ss.list(ctx, st, "resourceTemplates", (*broker.Broker).ResourceTemplates, false)
 	case "tools/call":
+		if ss.id == "" {
+			return ss.callToolExt(ctx, st, msg)
+		}
 		if isTaskCall(msg) {
 			return ss.callToolAsTask(ctx, st, msg)
 		}
 		return ss.callTool(ctx, st, msg)
-	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		if ss.id == "" {
+			return ss.taskExtMethod(ctx, msg)
+		}
+		if msg.Method == "tasks/update" {
+			break
+		}
+		return ss.task(ctx, msg)
+	case "tasks/result", "tasks/list":
+		if ss.id == "" {
+			return nil, &rpcError{Code: codeMethodNotFound, Message: msg.Method + " is not in the " + extTasks + " extension: tasks/get inlines the result"}
+		}
 		return ss.task(ctx, msg)
 	case "subscriptions/listen":
 		return ss.listen(ctx, st, msg)

@@ -421,11 +421,12 @@ func supportedVersions() []string { return append([]string{StatelessVersion}, ha
 // removedMethods are the methods the 2026-07-28 revision removed: a
 // stateless client that sends one is told 404 and -32601.
 var removedMethods = map[string]bool{"initialize": true, "ping": true, "logging/setLevel": true,
-	"resources/subscribe": true, "resources/unsubscribe": true}
+	"resources/subscribe": true, "resources/unsubscribe": true, "tasks/result": true, "tasks/list": true}
 
 // named are the methods whose Mcp-Name header a stateless request must
 // carry, and the params member it mirrors.
-var named = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+var named = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+	"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 // checkHeaders refuses, with its HTTP status and error response, a request
 // whose MCP-Protocol-Version names a version mcpx does not speak, and a

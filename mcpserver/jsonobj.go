@@ -72,6 +72,17 @@ func (o object) setString(k, v string) object {
 	return o.set(k, b)
 }
 
+// without is o less member k (a new object; o is unchanged).
+func (o object) without(k string) object {
+	out := make(object, 0, len(o))
+	for _, m := range o {
+		if m.key != k {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func (o object) MarshalJSON() ([]byte, error) {
 	b := []byte{'{'}
 	for i, m := range o {
