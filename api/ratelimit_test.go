@@ -19,18 +19,24 @@ import (
 	"mcpx.dev/mcpx/rights"
 )
 
+// tokenDaemon is a daemon that mints tokens, serving the demo (global).
+func tokenDaemon(t *testing.T) *daemon {
+	t.Helper()
+	proctest.CheckNoLeaks(t)
+	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), tokens: is})
+}
+
 // TestRateLimitedCallerGets429: a load of REST calls from a token whose
 // rate is 5/h, four callers at once: 5 are served, the rest answered 429
 // with Retry-After and a problem naming the limit, while another token's
 // calls at the same time are all served; the refusals are counted in
 // /metrics; a bad rate is refused at minting, naming the accepted form.
 func TestRateLimitedCallerGets429(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), tokens: is})
+	d := tokenDaemon(t)
 	alice := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rights.Rule{Servers: []string{"demo"}, Rate: rights.Rate{Count: 5, Per: 3600e9}}}).Token)
 	bob := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rights.Rule{Servers: []string{"demo"}}}).Token)
 	rt, _ := wire.Lookup(wire.OpCallTool)
@@ -83,12 +89,7 @@ func TestRateLimitedCallerGets429(t *testing.T) {
 // whose message names the limit and whose data says which, its value and
 // when to retry; the owner's session, at the same time, is served.
 func TestMCPEndpointRefusesOverTheRate(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), tokens: is})
+	d := tokenDaemon(t)
 	tok := mint(t, d.unix, wire.TokenRequest{Subject: "carol", Rule: rights.Rule{Servers: []string{"demo"}, Rate: rights.Rate{Count: 2, Per: 3600e9}}}).Token
 	c := mcp.NewClient(&mcp.Implementation{Name: "rate-test", Version: "1"}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp/demo", HTTPClient: &http.Client{Transport: bearer{tok}}, MaxRetries: -1}

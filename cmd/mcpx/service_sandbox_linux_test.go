@@ -329,6 +329,22 @@ func startSandboxed(t *testing.T, unit, dir string) string {
 	return sock
 }
 
+// tempDirIn is a new directory in parent (absolute), removed at cleanup:
+// t.TempDir is under $TMPDIR, and these must be where the test says.
+func tempDirIn(t *testing.T, parent, pattern string) string {
+	t.Helper()
+	d, err := os.MkdirTemp(parent, pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	abs, err := filepath.Abs(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
 // nsOf is the mount namespace of pid.
 func nsOf(pid int) string {
 	ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
@@ -353,16 +369,8 @@ func TestServiceSandboxServesATmpWorktree(t *testing.T) {
 	}
 	// The daemon's files outside /tmp (/dev/shm stays visible under every
 	// option), the caller's worktree in /tmp itself (not $TMPDIR).
-	dir, err := os.MkdirTemp("/dev/shm", "mcpx-sandbox-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	app, err := os.MkdirTemp("/tmp", "mcpx-app-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(app) })
+	dir := tempDirIn(t, "/dev/shm", "mcpx-sandbox-")
+	app := tempDirIn(t, "/tmp", "mcpx-app-")
 	for _, d := range []string{"run", "home", "state"} {
 		testenv.Mkdir(t, filepath.Join(dir, d))
 	}
@@ -382,12 +390,7 @@ func TestServiceSandboxServesATmpWorktree(t *testing.T) {
 
 	// A directory the sandbox leaves read-only (ProtectSystem=strict):
 	// in this package, outside every ReadWritePaths.
-	ro, err := os.MkdirTemp(".", "sandbox-ro-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(ro) })
-	ro, _ = filepath.Abs(ro)
+	ro := tempDirIn(t, ".", "sandbox-ro-")
 	callIn := func(sock, server, cwd string) (string, error) {
 		c := client.New(sock, client.Options{StateDir: t.TempDir()})
 		res, err := c.CallTool(t.Context(), client.Caller{Cwd: cwd}, server, "cwd", json.RawMessage(`{}`), nil)
