@@ -107,6 +107,9 @@ func (b *Broker) admit(ctx context.Context, r Request, res resolved) (release fu
 		lc := b.currentConfig().Limits
 		cl = rights.Limit{Rate: lc.OwnerRate, Burst: lc.OwnerBurst}
 	}
+	if cl.IsZero() && res.def.Rate.IsZero() && res.def.MaxConcurrent == 0 {
+		return released, nil // no limit: no lock, nothing kept
+	}
 	sl := l.server(res.target.Server, res.def.Rate, res.def.Burst, res.def.MaxConcurrent)
 	var reserved []*rate.Reservation
 	unreserve := func() {
@@ -132,7 +135,7 @@ func (b *Broker) admit(ctx context.Context, r Request, res resolved) (release fu
 		reserved = append(reserved, rv)
 	}
 	if sl.max == 0 {
-		return func() {}, nil
+		return released, nil
 	}
 	if err := b.waitSlot(ctx, r, sl); err != nil {
 		unreserve()
@@ -140,6 +143,9 @@ func (b *Broker) admit(ctx context.Context, r Request, res resolved) (release fu
 	}
 	return func() { <-sl.slots }, nil
 }
+
+// released is the release of a call that holds no slot.
+func released() {}
 
 // waitSlot takes one of sl's slots, waiting up to pool.waitTimeout.
 func (b *Broker) waitSlot(ctx context.Context, r Request, sl *serverLimiter) error {
