@@ -30,7 +30,7 @@ func TestHandlersMatchRoutes(t *testing.T) {
 func TestBrokerKindsAreWireKinds(t *testing.T) {
 	for _, k := range []broker.Kind{broker.KindBadRequest, broker.KindNotFound, broker.KindForbidden,
 		broker.KindChildFailed, broker.KindTimeout, broker.KindExhausted, broker.KindUnavailable,
-		broker.KindCanceled, broker.KindConfig, broker.KindInternal, broker.KindStaleClient} {
+		broker.KindCanceled, broker.KindConfig, broker.KindInternal, broker.KindStaleClient, broker.KindRateLimited} {
 		if _, ok := wire.LookupProblemType(string(k)); !ok {
 			t.Errorf("broker kind %q is not a wire problem kind", k)
 		}

@@ -99,6 +99,7 @@ func (s *server) problem(r *http.Request, err error) *wire.Problem {
 	if e.Kind == broker.KindExhausted || (e.Kind == broker.KindUnavailable && e.RetryAfter > 0) {
 		p.RetryAfter = retryAfterSeconds(e.RetryAfter)
 	}
+	limitMembers(p, e)
 	s.logProblem(r, p, e, err)
 	if e.Kind == broker.KindInternal || !ok {
 		p.Detail = "internal error"

@@ -139,6 +139,7 @@ type Broker struct {
 	// notices fans children's notifications out to WatchNotices (forward.go).
 	notices notices
 	tasks   *taskRegistry // tasks.go
+	limits  limiters      // rate limits and maxConcurrent (ratelimit.go)
 
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu

@@ -51,6 +51,11 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 	if info != nil {
 		info.key = res.target.Key
 	}
+	release, err := b.admit(ctx, r, res)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	err = b.run(ctx, res, r.Server, "call "+tool, func(ctx context.Context, sess *mcpclient.Session) error {
 		def, err := b.listedTool(ctx, sess, r, res, tool, info)
 		if err != nil {
@@ -157,13 +162,19 @@ func newCallID() string {
 	return callIDPrefix + "-" + strconv.FormatUint(callIDSeq.Add(1), 10)
 }
 
-// do resolves r to an instance and runs fn on its session under the
+// do resolves r to an instance, admits the call (rate limits,
+// maxConcurrent: ratelimit.go) and runs fn on its session under the
 // server's call timeout.
 func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.Context, *mcpclient.Session) error) error {
 	res, err := b.resolve(r)
 	if err != nil {
 		return err
 	}
+	release, err := b.admit(ctx, r, res)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return b.run(ctx, res, r.Server, op, fn)
 }
 

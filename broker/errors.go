@@ -26,6 +26,7 @@ const (
 	KindConfig      Kind = "config"       // configuration is invalid
 	KindInternal    Kind = "internal"     // a bug; details are logged, never sent to remote callers
 	KindStaleClient Kind = "stale-client" // a generated client's idea of a tool's schemas is out of date: 409
+	KindRateLimited Kind = "rate-limited" // a rate limit or maxConcurrent refused the call (Error.Limit): 429
 )
 
 // Error is the broker's typed error. Msg is safe to show to the caller; Err
@@ -39,7 +40,8 @@ type Error struct {
 	Private    string        // fuller description for the daemon's own user (may name commands, paths, URLs); "" = Msg
 	Hint       string        // how to fix it, if known
 	StderrTail string        // last lines the child wrote to stderr (crashes)
-	RetryAfter time.Duration // for KindExhausted/KindUnavailable: when to try again
+	RetryAfter time.Duration // for KindExhausted/KindUnavailable/KindRateLimited: when to try again
+	Limit      *Limit        // for KindRateLimited: the limit that refused the call (ratelimit.go)
 	RPCCode    int           // JSON-RPC error code from the child, if any
 	RPCData    []byte        // the data of that JSON-RPC error, as the child sent it; nil = none
 	Err        error         // underlying cause; logged, not shown

@@ -88,6 +88,9 @@ func CheckRights(r rights.Rights) error {
 		return &Error{Kind: KindBadRequest, Op: "read rights", Field: "tools", Msg: err.Error(),
 			Hint: `tools are globs over server.tool in which * is the only wildcard, e.g. "github.get_*"`}
 	}
+	if err := r.CheckLimits(); err != nil {
+		return &Error{Kind: KindBadRequest, Op: "read rights", Field: "burst", Msg: err.Error()}
+	}
 	kinds := make([]string, 0, len(config.ScopeKinds()))
 	for _, k := range config.ScopeKinds() {
 		kinds = append(kinds, string(k))

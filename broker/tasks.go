@@ -260,7 +260,12 @@ func (b *Broker) startToolTask(ctx context.Context, r Request, tool string, args
 	tr := b.tasks
 	t := &task{id: newTaskID(), owner: taskOwner(r.Caller), server: r.Server, tool: tool,
 		poolServer: res.target.Server, key: res.target.Key, done: make(chan struct{})}
+	release, err := b.admit(ctx, r, res) // a task holds its maxConcurrent slot while it runs
+	if err != nil {
+		return nil, Task{}, err
+	}
 	if err := tr.makeRoom(t.owner); err != nil {
+		release()
 		return nil, Task{}, err
 	}
 	type created struct {
@@ -274,6 +279,7 @@ func (b *Broker) startToolTask(ctx context.Context, r Request, tool string, args
 	unbind := context.AfterFunc(ctx, stop)
 	tr.wg.Go(func() {
 		defer stop()
+		defer release()
 		answered := false
 		answer := func(c created) {
 			if !answered {

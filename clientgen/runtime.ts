@@ -114,6 +114,8 @@ export type Problem = {
   stderrTail?: string | undefined;
   rpcCode?: number | undefined;
   retryAfter?: number | undefined;
+  /** The limit that refused a rate-limited call (429). */
+  limit?: { kind: string; value: string } | undefined;
 };
 
 /**
@@ -134,6 +136,7 @@ export class McpxError extends Error {
   readonly stderrTail?: string | undefined;
   readonly rpcCode?: number | undefined;
   readonly retryAfter?: number | undefined;
+  readonly limit?: { kind: string; value: string } | undefined;
 
   constructor(p: Problem, tool?: string, cause?: unknown) {
     super((p.server && tool ? `${p.server}.${tool}: ` : "") + p.detail, cause === undefined ? undefined : { cause });
@@ -149,6 +152,7 @@ export class McpxError extends Error {
     this.stderrTail = p.stderrTail;
     this.rpcCode = p.rpcCode;
     this.retryAfter = p.retryAfter;
+    this.limit = p.limit;
   }
 }
 

@@ -34,9 +34,16 @@
 //
 // # Hardening
 //
-// The systemd unit sets NoNewPrivileges, ProtectSystem=strict (the file
-// system read-only but for the state directory and Service.Writable),
-// PrivateTmp, and RuntimeDirectory=mcpx for the socket. It names the state
+// The systemd unit hides none of the user's files from their own broker:
+// NoNewPrivileges, ProtectSystem=strict (the file system read-only but for
+// the state directory, Service.Writable, /tmp, /var/tmp and the user's
+// runtime directory), the kernel and hostname protections, a private
+// keyring, and seccomp filters that cost a user's tools nothing (SUID/SGID
+// files, realtime, personality, native system calls only, no clock,
+// module, reboot, swap, raw I/O or obsolete calls, Internet, unix and
+// netlink sockets only). No PrivateTmp: it hid /tmp worktrees and
+// ssh-agent sockets. What else is left out, and why, is in the template's
+// comment. RuntimeDirectory=mcpx holds the socket. It names the state
 // directory with ReadWritePaths rather than StateDirectory=, whose user-unit
 // base moved from $XDG_CONFIG_HOME to $XDG_STATE_HOME in systemd 254.
 //

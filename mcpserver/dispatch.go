@@ -322,6 +322,8 @@ func (ss *session) rpcError(err error) *rpcError {
 		switch be.Kind {
 		case broker.KindNotFound, broker.KindBadRequest, broker.KindForbidden:
 			return &rpcError{Code: codeInvalidParams, Message: msg}
+		case broker.KindRateLimited:
+			return rateLimitedError(msg, be)
 		}
 		return &rpcError{Code: codeInternalError, Message: msg}
 	}

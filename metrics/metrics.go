@@ -198,7 +198,7 @@ var poolCounters = []struct {
 var states = broker.InstanceStates()
 
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInstances, descEvents, descSuppressed, descQueue, descRecordsOn, descRecords, descNix} {
+	for _, d := range []*prometheus.Desc{descInstances, descEvents, descSuppressed, descQueue, descRecordsOn, descRecords, descNix, descRefused} {
 		ch <- d
 	}
 	for _, pc := range poolCounters {
@@ -242,6 +242,8 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter(descSuppressed, sc.StderrSuppressed, sc.Server)
 	}
+
+	c.collectRefusals(counter)
 
 	on, rc := c.b.RecordsStatus()
 	gauge(descRecordsOn, bool01(on))

@@ -24,10 +24,27 @@ in
     ExecReload = "${pkgs.coreutils}/bin/kill -HUP $MAINPID";
     Restart = "on-failure";
     RestartSec = "2s";
+    # The unit's hardening, which hides none of the user's files from their
+    # own broker (no PrivateTmp: it hid /tmp worktrees); the template says
+    # what is left out and why.
     NoNewPrivileges = true;
     ProtectSystem = "strict";
-    PrivateTmp = true;
-    ReadWritePaths = [ cfg.stateDir ] ++ cfg.writablePaths;
+    ReadWritePaths = [ cfg.stateDir ] ++ cfg.writablePaths ++ [ "/tmp" "-/var/tmp" "%t" ];
+    PrivateUsers = true;
+    PrivateMounts = true;
+    ProtectKernelTunables = true;
+    ProtectKernelModules = true;
+    ProtectKernelLogs = true;
+    ProtectControlGroups = true;
+    ProtectHostname = true;
+    KeyringMode = "private";
+    RestrictSUIDSGID = true;
+    RestrictRealtime = true;
+    LockPersonality = true;
+    SystemCallArchitectures = "native";
+    SystemCallFilter = "~@clock @module @obsolete @raw-io @reboot @swap";
+    SystemCallErrorNumber = "EPERM";
+    RestrictAddressFamilies = "AF_UNIX AF_INET AF_INET6 AF_NETLINK";
     RuntimeDirectory = "mcpx";
     RuntimeDirectoryMode = "0700";
   };

@@ -380,7 +380,7 @@ func problemResponse(pts []wire.ProblemType) map[string]any {
 	for _, pt := range pts {
 		types = append(types, wire.ProblemTypeBase+pt.Kind)
 		desc = append(desc, pt.Kind+" ("+pt.Title+")")
-		retry = retry || pt.Kind == wire.KindExhausted || pt.Kind == wire.KindUnavailable
+		retry = retry || pt.Kind == wire.KindExhausted || pt.Kind == wire.KindUnavailable || pt.Kind == wire.KindRateLimited
 	}
 	resp := map[string]any{
 		"description": "Problem: " + strings.Join(desc, "; ") + ".",

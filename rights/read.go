@@ -115,6 +115,9 @@ func (r Rights) Covers(q Rule) error {
 			}
 		}
 	}
+	if err := r.coversLimit(q); err != nil {
+		return err
+	}
 	if q.ProjectConfig {
 		for _, d := range roots {
 			if !r.ProjectConfig(d) {

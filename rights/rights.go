@@ -38,6 +38,12 @@ type Rule struct {
 	// ProjectConfig lets the project files in the rule's roots define the
 	// caller's servers (Rights.ProjectConfig).
 	ProjectConfig bool `json:"projectConfig,omitempty"`
+	// Rate limits the caller's calls (tool calls and the requests passed
+	// on to a child), all its rules together: the tightest rate a rule
+	// names is the caller's (Rights.Limit). The zero Rate is no limit.
+	Rate Rate `json:"rate,omitzero"`
+	// Burst is how many calls may come at once under Rate; 0 = its count.
+	Burst int `json:"burst,omitempty"`
 }
 
 // All is every right: one rule with no limit that says admin and

@@ -67,8 +67,8 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 	capName := cmp.Or(n.Capability, DefaultCapability)
 	elems, err := tailcfg.UnmarshalCapJSON[rights.Rule](who.CapMap, tailcfg.PeerCapability(capName))
 	if err != nil {
-		return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s of this peer is malformed", capName),
-			"fix the grant in the tailnet policy: each element is {servers, roots, scopes, tools, admin, projectConfig}", err)
+		return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s of this peer is malformed: %v", capName, err),
+			"fix the grant in the tailnet policy: each element is {servers, roots, scopes, tools, admin, projectConfig, rate, burst}, rate as \"100/m\" (also /s and /h)", err)
 	}
 	name := callerName(who)
 	if len(elems) == 0 {

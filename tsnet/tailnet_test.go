@@ -723,4 +723,24 @@ func TestTailnetTokensScopesAndBrowserGuard(t *testing.T) {
 	if code, body := laptop.do(t, "GET", "/v1/whoami", ""); !strings.Contains(string(body), `unknown scope \"repos\"`) {
 		t.Errorf("a grant naming an unknown scope: %d %s, want a refusal naming it", code, body)
 	}
+	// A grant's rate limits the peer's calls (429 past it); a bad one is
+	// a malformed grant naming the accepted form.
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["`+root+`"], "rate": "2/x"}`))
+	testenv.WaitFor(t, "the grant with a bad rate", func() bool {
+		_, body := laptop.do(t, "GET", "/v1/whoami", "")
+		return strings.Contains(string(body), `invalid rate \"2/x\"`)
+	})
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["`+root+`"], "rate": "2/h"}`))
+	testenv.WaitFor(t, "the grant with a rate", func() bool {
+		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
+		return code == 200
+	})
+	for i := range 2 {
+		if code, body := laptop.callCwd(t, work); code != 200 {
+			t.Fatalf("call %d under a grant of 2/h: %d %s", i, code, body)
+		}
+	}
+	if code, body := laptop.callCwd(t, work); code != http.StatusTooManyRequests || !strings.Contains(body, "2/h") {
+		t.Errorf("a third call under a grant of 2/h: %d %s, want 429 naming the rate", code, body)
+	}
 }

@@ -6,7 +6,7 @@ import "strings"
 const ProblemTypeBase = "https://mcpx.dev/problems/"
 
 // Problem kinds: the suffix of Problem.Type. The broker's error kinds
-// (broker.Kind) are the first eleven; the others are failures only HTTP has.
+// (broker.Kind) are the first twelve; the others are failures only HTTP has.
 const (
 	KindBadRequest       = "bad-request"        // caller input is wrong (cwd, body, arguments)
 	KindNotFound         = "not-found"          // unknown server, tool, instance, resource, prompt, route
@@ -19,6 +19,7 @@ const (
 	KindConfig           = "config"             // the configuration is invalid
 	KindInternal         = "internal"           // a bug; the detail is logged, not sent
 	KindStaleClient      = "stale-client"       // a generated client's tool schemas differ from the child's: regenerate it (HeaderToolHash)
+	KindRateLimited      = "rate-limited"       // a rate limit or maxConcurrent refused the call; see Problem.Limit and RetryAfter
 	KindTooLarge         = "too-large"          // the request body is over the limit
 	KindMethodNotAllowed = "method-not-allowed" // the route exists, not with this method
 	KindUnauthorized     = "unauthorized"       // a TCP request without the daemon's bearer token
@@ -49,6 +50,7 @@ var problemTypes = []ProblemType{
 	{KindConfig, 422, "Configuration error"}, // a config the user wrote does not load: their input, not the daemon's fault
 	{KindInternal, 500, "Internal error"},
 	{KindStaleClient, 409, "Stale client"},
+	{KindRateLimited, 429, "Too many requests"},
 	{KindTooLarge, 413, "Request body too large"},
 	{KindMethodNotAllowed, 405, "Method not allowed"},
 	{KindUnauthorized, 401, "Unauthorized"},
@@ -84,6 +86,18 @@ type Problem struct {
 	StderrTail string `json:"stderrTail,omitempty"` // the child's last stderr lines; local callers only
 	RPCCode    int    `json:"rpcCode,omitempty"`    // the child's JSON-RPC error code
 	RetryAfter int    `json:"retryAfter,omitempty"` // seconds; also sent as the Retry-After header
+	// Limit is the limit that refused a rate-limited call.
+	Limit *ProblemLimit `json:"limit,omitempty"`
+}
+
+// ProblemLimit names the limit a rate-limited call ran into: Kind is
+// "caller-rate" (the caller's grant or token, or the owner's
+// limits.ownerRate), "server-rate" (the server's rate, all callers
+// together) or "server-concurrency" (its maxConcurrent); Value is the
+// limit as configured ("100/m", "100/m (burst 20)", "4").
+type ProblemLimit struct {
+	Kind  string `json:"kind"`
+	Value string `json:"value"`
 }
 
 func (p *Problem) Error() string { return p.Detail }

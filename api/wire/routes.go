@@ -133,7 +133,7 @@ var (
 	problemsCaller = []string{KindBadRequest, KindForbidden, KindInternal}
 	// Routes that talk to a child in the caller's scope.
 	problemsChild = []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout,
-		KindExhausted, KindUnavailable, KindCanceled, KindConfig, KindInternal}
+		KindExhausted, KindUnavailable, KindCanceled, KindConfig, KindInternal, KindRateLimited}
 	// The same, with a request body.
 	problemsChildBody = append(slices.Clip(problemsChild), KindTooLarge, KindBodyTimeout)
 )

@@ -65,6 +65,7 @@ func (p *problems) checkLimits(lc *Limits) {
 	} else if lc.ExecHashMax == 0 {
 		lc.ExecHashMax = defaults.ExecHashMax
 	}
+	p.checkBurst("", "limits.ownerBurst", lc.OwnerBurst, lc.OwnerRate, "limits.ownerRate")
 }
 
 func (p *problems) checkNix(nc *Nix) {
@@ -192,6 +193,7 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 	p.duration(name, "idleTimeout", &s.IdleTimeout, cmp.Or(pc.IdleTimeout.D(), defaults.IdleTimeout))
 	p.duration(name, "callTimeout", &s.CallTimeout, DefaultCallTimeout)
 	p.duration(name, "startTimeout", &s.StartTimeout, defaults.StartTimeout)
+	p.checkServerLimits(name, s)
 }
 
 // checkDocs checks what a server's config says to callers about its tools:

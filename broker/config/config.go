@@ -74,6 +74,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"mcpx.dev/mcpx/rights"
 )
 
 // Config is the daemon owner's configuration. The zero Config has no servers;
@@ -135,14 +137,21 @@ type Server struct {
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 
-	Scope        ScopeKind `json:"scope,omitempty"`        // "" = worktree for command servers, global for url servers
-	Sharing      Sharing   `json:"sharing,omitempty"`      // "" = shared
-	Max          int       `json:"max,omitempty"`          // instances of this server; 0 = pool.DefaultMax
-	IdleTimeout  Duration  `json:"idleTimeout,omitempty"`  // 0 = Config.Pool.IdleTimeout
-	CallTimeout  Duration  `json:"callTimeout,omitempty"`  // 0 = DefaultCallTimeout
-	StartTimeout Duration  `json:"startTimeout,omitempty"` // 0 = pool.DefaultStartTimeout; spawn + initialize
-	Tags         []string  `json:"tags,omitempty"`         // every tool of the server has them, for search
-	Description  string    `json:"description,omitempty"`
+	Scope       ScopeKind `json:"scope,omitempty"`       // "" = worktree for command servers, global for url servers
+	Sharing     Sharing   `json:"sharing,omitempty"`     // "" = shared
+	Max         int       `json:"max,omitempty"`         // instances of this server; 0 = pool.DefaultMax
+	IdleTimeout Duration  `json:"idleTimeout,omitempty"` // 0 = Config.Pool.IdleTimeout
+	CallTimeout Duration  `json:"callTimeout,omitempty"` // 0 = DefaultCallTimeout
+	// Rate limits the calls of every caller together to the server, across
+	// all its instances (rate.go); Burst is how many may come at once (0
+	// = the rate's count), MaxConcurrent how many may run at once (0 = no
+	// limit; more wait for a slot up to pool.waitTimeout).
+	Rate          rights.Rate `json:"rate,omitzero"`
+	Burst         int         `json:"burst,omitempty"`
+	MaxConcurrent int         `json:"maxConcurrent,omitempty"`
+	StartTimeout  Duration    `json:"startTimeout,omitempty"` // 0 = pool.DefaultStartTimeout; spawn + initialize
+	Tags          []string    `json:"tags,omitempty"`         // every tool of the server has them, for search
+	Description   string      `json:"description,omitempty"`
 	// ScopePolicy says which scopes a caller may ask for with the
 	// Mcpx-Scope header; the zero value allows no override.
 	ScopePolicy ScopePolicy `json:"scopePolicy,omitzero"`
@@ -290,6 +299,11 @@ type Limits struct {
 	// (elicitation, sampling) waits for the caller's answer; then the
 	// child gets a decline (an error for sampling). 0 = DefaultInputWait.
 	InputWait Duration `json:"inputWait,omitempty"`
+	// OwnerRate limits the calls of the daemon's own user, as a grant's
+	// rate limits a caller's; OwnerBurst is its burst (0 = its count).
+	// The zero OwnerRate: the owner is unlimited.
+	OwnerRate  rights.Rate `json:"ownerRate,omitzero"`
+	OwnerBurst int         `json:"ownerBurst,omitempty"`
 }
 
 // DefaultInputWait is Limits.InputWait's default.

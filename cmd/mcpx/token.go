@@ -26,6 +26,8 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	ttl := fs.Duration("ttl", 24*time.Hour, "mint: how long the token lives (at most 2160h)")
 	admin := fs.Bool("admin", false, "mint: the token may use the admin routes (tokens, daemon, others' instances)")
 	projectConfig := fs.Bool("project-config", false, "mint: the project files on the bearer's config chain (found upward from its cwd) may define its servers")
+	rate := fs.String("rate", "", "mint: how many calls the token may make, \"100/m\" (also /s and /h); beyond it calls get 429 (default no limit)")
+	burst := fs.Int("burst", 0, "mint: how many calls may come at once under --rate (default its count)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -39,6 +41,10 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	if pos[0] == "mint" && (*sub == "" || *servers == "") {
 		return usageError(c, fs, "mint needs --sub NAME and --servers a,b (or --servers '*')")
 	}
+	limit, err := rights.ParseRate(*rate)
+	if err != nil {
+		return usageError(c, fs, "--rate: %v", err)
+	}
 	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
 		return report(c, err)
@@ -47,7 +53,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	switch pos[0] {
 	case "mint":
 		req := wire.TokenRequest{Subject: *sub, TTL: ttl.String(), Rule: rights.Rule{Servers: splitList(*servers), Roots: splitList(*roots),
-			Scopes: splitList(*scopes), Tools: splitList(*tools), Admin: *admin, ProjectConfig: *projectConfig}}
+			Scopes: splitList(*scopes), Tools: splitList(*tools), Admin: *admin, ProjectConfig: *projectConfig, Rate: limit, Burst: *burst}}
 		var m *wire.MintedToken
 		if m, raw, err = bc.MintToken(ctx, req); err == nil && !*asJSON {
 			fmt.Fprintln(c.stdout, m.Token)
@@ -82,7 +88,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 func printTokens(c *cli, l *wire.TokenList) {
 	fmt.Fprintf(c.stdout, "issuer %s\n", l.Identity)
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSUB\tSERVERS\tROOTS\tSCOPES\tTOOLS\tADMIN\tEXPIRES\tKEY\tREVOKED\tMINTED BY")
+	fmt.Fprintln(tw, "ID\tSUB\tSERVERS\tROOTS\tSCOPES\tTOOLS\tRATE\tADMIN\tEXPIRES\tKEY\tREVOKED\tMINTED BY")
 	for _, t := range l.Tokens {
 		rules := t.Rights
 		if len(rules) == 0 {
@@ -95,8 +101,8 @@ func printTokens(c *cli, l *wire.TokenList) {
 			if i > 0 {
 				id, sub, admin, expires, kid, revoked, by = "", "", "", "", "", "", ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, sub, tokenList(e.Servers),
-				tokenList(e.Roots), tokenList(e.Scopes), tokenList(e.Tools), admin, expires, kid, revoked, by)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, sub, tokenList(e.Servers),
+				tokenList(e.Roots), tokenList(e.Scopes), tokenList(e.Tools), rateOf(e), admin, expires, kid, revoked, by)
 		}
 	}
 	tw.Flush()
@@ -141,4 +147,12 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// rateOf is a rule's rate limit for the token table; "-" for none.
+func rateOf(e rights.Rule) string {
+	if l := e.Limit(); !l.IsZero() {
+		return l.String()
+	}
+	return "-"
 }

@@ -79,7 +79,21 @@ func TestTokenCommand(t *testing.T) {
 		t.Errorf("whoami with the token: %+v", w.Caller)
 	}
 
+	if _, errOut := mcpx(exitUsage, "token", "mint", "--sub", "r", "--servers", "demo", "--rate", "5/x"); !strings.Contains(errOut, `--rate: invalid rate "5/x"`) || !strings.Contains(errOut, `"100/m"`) {
+		t.Errorf("mint --rate 5/x said %q, want the accepted form", errOut)
+	}
+	limitedTok, _ := mcpx(exitOK, "token", "mint", "--sub", "limited", "--servers", "demo", "--rate", "100/m", "--burst", "5")
+	tokFile := filepath.Join(dir, "limited.token")
+	testenv.WriteFile(t, tokFile, limitedTok)
+	var who bytes.Buffer
+	if code := run(t.Context(), []string{"whoami", "--broker", "http://" + addr, "--token-file", tokFile}, strings.NewReader(""), &who, &who); code != exitOK || !strings.Contains(who.String(), "rate:    100/m (burst 5)") {
+		t.Errorf("whoami with the limited token: exit %d\n%s", code, who.String())
+	}
+
 	ls, _ := mcpx(exitOK, "token", "ls")
+	if !strings.Contains(ls, "100/m (burst 5)") {
+		t.Errorf("token ls does not show the rate of the limited token:\n%s", ls)
+	}
 	id := ""
 	for _, line := range strings.Split(ls, "\n") {
 		if f := strings.Fields(line); len(f) > 2 && f[1] == "ci" {

@@ -70,6 +70,9 @@ func printWhoami(c *cli, w *wire.Whoami) {
 			fmt.Fprintf(c.stdout, "rule %d:  servers %s; roots %s; scopes %s; tools %s\n", i+1, rightsList(e.Servers), rightsList(e.Roots), rightsList(e.Scopes), rightsList(e.Tools))
 		}
 	}
+	if l := cl.Rights.Limit(); !l.IsZero() {
+		fmt.Fprintf(c.stdout, "rate:    %s (the tightest of its rules; past it calls get 429)\n", l)
+	}
 	if w.Context.Cwd != "" {
 		fmt.Fprintf(c.stdout, "cwd:     %s\n", w.Context.Cwd)
 	}
