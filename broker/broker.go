@@ -134,6 +134,8 @@ type Broker struct {
 	observers atomic.Pointer[[]func(CallEvent)]
 	// notices fans children's notifications out to WatchNotices (forward.go).
 	notices notices
+	// subs are the resource subscriptions shared by callers (subscribe.go).
+	subs *subscriptions
 
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
@@ -164,7 +166,8 @@ func New(opts Options) (*Broker, error) {
 		scope:    NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second, CeilingDirs: opts.Config.CeilingDirs}),
 		leases:   newLeases(opts.Now),
 		projects: newProjects(opts.Chain, log),
-		sessions: sessionRegistry{m: map[string]*sessionMeta{}}}
+		sessions: sessionRegistry{m: map[string]*sessionMeta{}},
+		subs:     newSubscriptions()}
 	b.pool = pool.New(pool.Options{
 		MaxInstances:   pc.MaxInstances,
 		IdleTimeout:    pc.IdleTimeout.D(),
@@ -187,6 +190,10 @@ func New(opts Options) (*Broker, error) {
 		ExecHashMax:     opts.Config.Limits.ExecHashMax,
 		ExecWatch:       cmp.Or(opts.ExecWatch, opts.Config.Pool.ExecWatch.D()),
 		OnNotify: func(server, key, method string, params json.RawMessage) {
+			if method == MethodResourceUpdated {
+				b.resourceUpdated(server, key, params) // its subscribers only
+				return
+			}
 			b.notify(Notice{Server: server, Key: key, Method: method, Params: params})
 		},
 	})
@@ -282,6 +289,7 @@ func (b *Broker) StopInstance(ctx context.Context, id string) error {
 // stops every child; then it writes the call records still queued.
 func (b *Broker) Close(ctx context.Context) error {
 	b.stopRefresher()
+	b.subs.close()
 	err := b.pool.Close(ctx)
 	b.records.Close()
 	return err

@@ -253,8 +253,12 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 		return ss.listen(ctx, st, msg)
 	case "prompts/get":
 		return ss.forwardNamed(ctx, st, msg, (*broker.Broker).Prompts)
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case "resources/read":
 		return ss.forwardResource(ctx, st, msg)
+	case "resources/subscribe":
+		return ss.subscribe(ctx, st, msg)
+	case "resources/unsubscribe":
+		return ss.unsubscribe(msg)
 	case "completion/complete":
 		return ss.complete(ctx, st, msg)
 	case "logging/setLevel":

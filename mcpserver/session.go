@@ -54,6 +54,8 @@ type session struct {
 	targets map[string]bool
 	level   string // logging/setLevel's level; "" = all
 	routes  routing
+	// subs are its resource subscriptions ("server\x00uri"; subscribe.go).
+	subs map[string]*broker.Subscription
 	// input answers a stateless call's requests for input (stateless.go).
 	input broker.InputHandler
 	// header is a stateless request's HTTP header (its Mcp-Param-*
@@ -88,6 +90,7 @@ func (srv *Server) newSession(id string, c broker.Caller, server string, hdr bro
 		pending: map[string]chan json.RawMessage{},
 		calls:   map[string]context.CancelFunc{},
 		targets: map[string]bool{},
+		subs:    map[string]*broker.Subscription{},
 	}
 	if id != "" && hdr.Session == "" {
 		ss.ownSession = true
@@ -134,6 +137,7 @@ func (ss *session) close() {
 	ss.mu.Unlock()
 	ss.cancel()
 	ss.get.end(nil)
+	ss.dropSubscriptions()
 }
 
 // newStream is a POST's answer stream.
@@ -407,8 +411,8 @@ func (ss *session) notice(n broker.Notice) {
 		}
 		ss.notify(nil, n.Method, o)
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
-		"notifications/resources/list_changed", "notifications/resources/updated",
-		"notifications/elicitation/complete":
+		"notifications/resources/list_changed", "notifications/elicitation/complete":
+		// Resource updates reach only their subscribers (subscribe.go).
 		ss.notify(nil, n.Method, n.Params)
 	}
 }
