@@ -94,7 +94,7 @@ type subKey struct{ server, key, uri string }
 type subEntry struct {
 	k      subKey
 	target pool.Target
-	touch  time.Duration // how often the instance is marked in use (touchEvery)
+	touch  time.Duration      // how often the instance is marked in use (touchEvery)
 	ready  chan struct{}      // closed once the child answered resources/subscribe
 	err    error              // set before ready is closed: the child refused
 	sess   *mcpclient.Session // set before ready is closed, on success
