@@ -1,0 +1,280 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/proctest"
+)
+
+// Two resources of server-everything. It accepts a subscription to any
+// URI; toggle-subscriber-updates starts its updates, every 5 s, of every
+// URI its connection (mcpx's, one per instance) subscribed to.
+const (
+	uriU = "demo://resource/static/document/architecture.md"
+	uriV = "demo://resource/static/document/features.md"
+)
+
+// restSub is a REST subscription: its events as they come.
+type restSub struct {
+	events chan event
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// subscribeREST opens GET …/resources/subscribe?uri= for session and waits
+// for its subscribed event.
+func subscribeREST(t *testing.T, d *daemon, server, uri, session string) *restSub {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, "GET", d.unix.base+"/v1/servers/"+server+"/resources/subscribe?uri="+uri, nil)
+	req.Header.Set(wire.HeaderSession, session)
+	req.Header.Set(wire.HeaderCwd, t.TempDir())
+	resp, err := d.unix.hc.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		cancel()
+		t.Fatalf("subscribe %s: status %d", uri, resp.StatusCode)
+	}
+	s := &restSub{events: make(chan event, 100), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		defer resp.Body.Close()
+		readEvents(t, resp.Body, func(ev event) {
+			select {
+			case s.events <- ev:
+			default:
+			}
+		})
+	}()
+	t.Cleanup(s.close)
+	if ev := s.next(t); ev.name != wire.StreamSubscribed || !strings.Contains(ev.data, uri) {
+		t.Fatalf("first event %+v, want subscribed to %s", ev, uri)
+	}
+	return s
+}
+
+// next is the subscription's next event (at most 30 s away).
+func (s *restSub) next(t *testing.T) event {
+	t.Helper()
+	select {
+	case ev := <-s.events:
+		return ev
+	case <-time.After(30 * time.Second):
+		t.Fatal("no event within 30s")
+		return event{}
+	}
+}
+
+func (s *restSub) close() {
+	s.cancel()
+	<-s.done
+}
+
+// updates collects a go-sdk client's resource updates and the child's log
+// lines that reach it.
+type updates struct {
+	mu   sync.Mutex
+	uris []string
+	logs []string
+	ch   chan string
+}
+
+func (u *updates) options() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			u.mu.Lock()
+			u.uris = append(u.uris, r.Params.URI)
+			u.mu.Unlock()
+			select {
+			case u.ch <- r.Params.URI:
+			default:
+			}
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			s, _ := r.Params.Data.(string)
+			u.mu.Lock()
+			u.logs = append(u.logs, s)
+			u.mu.Unlock()
+		},
+	}
+}
+
+// count is how many updates of uri, and child log lines containing text, came.
+func (u *updates) count(uri, text string) (n, logs int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, x := range u.uris {
+		if x == uri {
+			n++
+		}
+	}
+	for _, l := range u.logs {
+		if text != "" && strings.Contains(l, text) {
+			logs++
+		}
+	}
+	return n, logs
+}
+
+// next waits for the client's next update (at most 30 s).
+func (u *updates) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case uri := <-u.ch:
+		return uri
+	case <-time.After(30 * time.Second):
+		t.Fatal("no resource update within 30s")
+		return ""
+	}
+}
+
+// withSession sends Mcpx-Session with every request of a go-sdk client.
+type withSession struct{ token, session string }
+
+func (w withSession) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+w.token)
+	r.Header.Set(wire.HeaderSession, w.session)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mcpSessionClient is mcpClient on path with an Mcpx-Session header.
+func mcpSessionClient(t *testing.T, d *daemon, path, session string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, opts)
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + path,
+		HTTPClient: &http.Client{Transport: withSession{testToken, session}}, MaxRetries: -1}
+	cs, err := c.Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect %s: %v", path, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestSubscriptionsAreSharedAndIsolated: server-everything, one instance
+// per caller session. On session s1, two REST callers and an MCP session
+// subscribed to U share one child subscription (the child is asked once);
+// each gets U's updates and no other URI's. An MCP session of s1 that did
+// not subscribe, and a REST caller subscribed to U on s2's instance, get
+// none. An MCP session that unsubscribes U stops getting U (while the
+// REST callers still do), and the child's subscriptions are dropped as
+// the callers leave: REST streams closed, the MCP session ended.
+func TestSubscriptionsAreSharedAndIsolated(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	cfg := &config.Config{Servers: map[string]*config.Server{}}
+	withEverything(t, cfg, map[string]any{"scope": "session"})
+	d := startDaemon(t, daemonOptions{cfg: cfg})
+
+	// M2 uses s1's instance first, so that the child's log lines (it logs
+	// each subscribe and unsubscribe it is sent) reach it.
+	var m1u, m2u updates
+	m1u.ch, m2u.ch = make(chan string, 100), make(chan string, 100)
+	m2 := mcpSessionClient(t, d, "/mcp/everything", "s1", m2u.options())
+	if got := textOf(t, m2, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); got != "Echo: hi" {
+		t.Fatalf("echo = %q", got)
+	}
+	a := subscribeREST(t, d, "everything", uriU, "s1")
+	b := subscribeREST(t, d, "everything", uriU, "s1")
+	m1 := mcpSessionClient(t, d, "/mcp/everything", "s1", m1u.options())
+	for _, uri := range []string{uriU, uriV} {
+		if err := m1.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("subscribe %s over MCP: %v", uri, err)
+		}
+	}
+	c := subscribeREST(t, d, "everything", uriU, "s2")
+	if n := d.b.ChildSubscriptions(); n != 3 {
+		t.Fatalf("child subscriptions = %d, want 3 (U and V on s1, U on s2)", n)
+	}
+
+	// The child's updates of s1's instance start.
+	r := d.unix.do(t, "POST", "/v1/servers/everything/tools/toggle-subscriber-updates", `{}`, wire.HeaderSession, "s1", wire.HeaderCwd, t.TempDir())
+	if !strings.Contains(r.result(t).text(), "Started") {
+		t.Fatalf("toggle = %+v", r.result(t))
+	}
+	for _, s := range []*restSub{a, b} {
+		for range 2 {
+			if ev := s.next(t); ev.name != wire.StreamUpdated || !strings.Contains(ev.data, uriU) {
+				t.Fatalf("event %+v, want updated of %s only", ev, uriU)
+			}
+		}
+	}
+	seen := map[string]int{}
+	for seen[uriU] < 2 || seen[uriV] < 2 {
+		seen[m1u.next(t)]++
+	}
+
+	// M1 leaves U: the child still sends U (A and B hold it) but not to M1.
+	if err := m1.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: uriU}); err != nil {
+		t.Fatal(err)
+	}
+	for m1u.next(t) != uriV { // an update of U may have been on its way
+	}
+	before, _ := m1u.count(uriU, "")
+	for m1u.next(t) != uriV {
+	}
+	if after, _ := m1u.count(uriU, ""); after != before {
+		t.Errorf("M1 got %d updates of U after it unsubscribed", after-before)
+	}
+	if ev := a.next(t); ev.name != wire.StreamUpdated {
+		t.Errorf("A after M1 left: %+v, want updates still", ev)
+	}
+
+	// Isolation: neither s2's subscriber nor s1's session that did not
+	// subscribe got anything.
+	select {
+	case ev := <-c.events:
+		t.Errorf("the subscriber on s2's instance got %+v", ev)
+	default:
+	}
+	if n, _ := m2u.count(uriU, ""); n > 0 {
+		t.Errorf("the session that did not subscribe got %d updates", n)
+	}
+	if n, _ := m2u.count(uriV, ""); n > 0 {
+		t.Errorf("the session that did not subscribe got %d updates", n)
+	}
+	// s1's child was asked to subscribe to U once, for three subscribers.
+	if _, n := m2u.count("", "Received Subscribe Resource request for URI: "+uriU); n != 1 {
+		t.Errorf("s1's child got %d subscribe requests for U, want 1", n)
+	}
+
+	// Leaving: the last subscriber of U on s1 unsubscribes the child.
+	a.close()
+	if n := d.b.ChildSubscriptions(); n != 3 {
+		t.Errorf("after A left: %d child subscriptions, want 3", n)
+	}
+	b.close()
+	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 2 })
+	waitFor(t, func() bool {
+		_, n := m2u.count("", "Received Unsubscribe Resource request: "+uriU)
+		return n == 1
+	})
+	m1.Close() // the session ends (DELETE): its subscription to V goes
+	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 1 })
+	c.close()
+	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 0 })
+}
+
+// TestSubscribeErrors: a subscription names its uri; a server the caller
+// may not see is 404 as for every route.
+func TestSubscribeErrors(t *testing.T) {
+	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	if p := d.unix.do(t, "GET", "/v1/servers/demo/resources/subscribe", "").problem(t); p.Status != 400 || p.Field != "uri" {
+		t.Errorf("no uri: %+v", p)
+	}
+	if p := d.unix.do(t, "GET", "/v1/servers/nope/resources/subscribe?uri=x", "").problem(t); p.Status != 404 {
+		t.Errorf("unknown server: %+v", p)
+	}
+}
