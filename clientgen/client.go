@@ -52,6 +52,8 @@ var runtimeTemplate string
 var runtimeSource = func() string {
 	callTool, _ := wire.Lookup(wire.OpCallTool)
 	answerInput, _ := wire.Lookup(wire.OpAnswerInput)
+	readResource, _ := wire.Lookup(wire.OpReadResource)
+	subscribeResource, _ := wire.Lookup(wire.OpSubscribeResource)
 	status := func(kind string) string {
 		pt, _ := wire.LookupProblemType(kind)
 		return strconv.Itoa(pt.Status)
@@ -82,6 +84,12 @@ var runtimeSource = func() string {
 		"HeaderLease":         quote(wire.HeaderLease),
 		"HeaderScope":         quote(wire.HeaderScope),
 		"CallToolPattern":     quote(callTool.Pattern),
+
+		"ReadResourcePattern":      quote(readResource.Pattern),
+		"SubscribeResourcePattern": quote(subscribeResource.Pattern),
+		"EventUpdated":             quote(wire.StreamUpdated),
+		"EventEnd":                 quote(wire.StreamEnd),
+		"KindUnavailable":          quote(wire.KindUnavailable),
 	}
 	return regexp.MustCompile(`@@(\w+)@@`).ReplaceAllStringFunc(runtimeTemplate, func(m string) string {
 		v, ok := values[strings.Trim(m, "@")]
@@ -99,6 +107,7 @@ var runtimeNames = []string{
 	// Declared by the runtime (TestRuntimeNames checks this list).
 	"ContentBlock", "CallToolResult", "Progress", "InputRequest", "InputAnswer", "Connection", "CallOptions", "Problem",
 	"McpxError", "LogLevel", "log", "callTool",
+	"ReadResourceResult", "ResourceUpdated", "ResourceOptions", "readResource", "subscribeResource",
 	// Globals the runtime uses (the web APIs through globalThis, typed by
 	// the runtime itself, so that no lib setting is needed; still kept
 	// free, as a script beside the client uses them too).

@@ -331,7 +331,7 @@ type $Response = {
   json(): Promise<unknown>;
 };
 type $Web = {
-  fetch(url: string, init: { method: string; headers: { [name: string]: string }; body: string; signal?: $AbortSignal }):
+  fetch(url: string, init: { method: string; headers: { [name: string]: string }; body?: string; signal?: $AbortSignal }):
     Promise<$Response>;
   URL: new (url: string) => { readonly port: string; readonly hostname: string };
   TextDecoder: new () => { decode(input?: Uint8Array, options?: { stream?: boolean }): string };
@@ -495,42 +495,28 @@ async function $answer(b: { url: string; headers: { [name: string]: string } }, 
   }
 }
 
-// $events reads a streamed call: the call's id, progress and input events,
-// then one result or error.
-async function $events<S>(res: $Response, o: CallOptions, server: string, tool: string,
-  b: { url: string; headers: { [name: string]: string } }): Promise<CallToolResult<S>> {
-  if (!res.body) throw $unreachable("the broker's stream has no body", server, tool);
+// $sse reads a server-sent event stream: each event's name and data, in
+// order, keep-alive comments skipped; the reader is cancelled when the
+// consumer stops.
+async function* $sse(res: $Response): AsyncGenerator<{ name: string; data: string }, void, undefined> {
+  if (!res.body) return;
   const reader = res.body.getReader();
   const decoder = new $web.TextDecoder();
   let buf = "", event = "", data: string[] = [];
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) break;
+      if (done) return;
       buf += decoder.decode(value, { stream: true });
       for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
         let line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         if (line.endsWith("\r")) line = line.slice(0, -1);
         if (line === "") {
-          const payload = data.join("\n");
-          const name = event;
+          const ev = { name: event, data: data.join("\n") };
           event = "";
           data = [];
-          if (name === "progress" && o.onProgress) {
-            try {
-              o.onProgress(JSON.parse(payload) as Progress);
-            } catch (e) {
-              throw new $CallbackError(e);
-            }
-          } else if (name === "input") {
-            void $answer(b, JSON.parse(payload) as InputRequest, o.onInput);
-          } else if (name === "result") {
-            return JSON.parse(payload) as CallToolResult<S>;
-          } else if (name === "error") {
-            const p = JSON.parse(payload) as Problem;
-            throw new McpxError({ ...p, server: p.server || server }, tool);
-          }
+          if (ev.name || ev.data) yield ev;
           continue;
         }
         if (line.startsWith(":")) continue; // a keep-alive comment
@@ -544,6 +530,29 @@ async function $events<S>(res: $Response, o: CallOptions, server: string, tool: 
     }
   } finally {
     reader.cancel().catch(() => {});
+  }
+}
+
+// $events reads a streamed call: the call's id, progress and input events,
+// then one result or error.
+async function $events<S>(res: $Response, o: CallOptions, server: string, tool: string,
+  b: { url: string; headers: { [name: string]: string } }): Promise<CallToolResult<S>> {
+  if (!res.body) throw $unreachable("the broker's stream has no body", server, tool);
+  for await (const { name, data: payload } of $sse(res)) {
+    if (name === "progress" && o.onProgress) {
+      try {
+        o.onProgress(JSON.parse(payload) as Progress);
+      } catch (e) {
+        throw new $CallbackError(e);
+      }
+    } else if (name === "input") {
+      void $answer(b, JSON.parse(payload) as InputRequest, o.onInput);
+    } else if (name === "result") {
+      return JSON.parse(payload) as CallToolResult<S>;
+    } else if (name === "error") {
+      const p = JSON.parse(payload) as Problem;
+      throw new McpxError({ ...p, server: p.server || server }, tool);
+    }
   }
   throw new McpxError({ type: "https://mcpx.dev/problems/" + "child-failed", title: "Stream ended", status: 502, server,
     detail: "the broker's event stream ended without a result" }, tool);
@@ -571,6 +580,26 @@ export function callTool<S = { [key: string]: unknown }>(server: string, tool: s
   return $callTool<S>(server, tool, args, options, "", "");
 }
 
+// $headers are a request's headers: what it accepts, the token, the
+// browser guard's header and the caller context o declares.
+function $headers(o: Connection, b: { token?: string | undefined }, accept: string): { [name: string]: string } {
+  const headers: { [name: string]: string } = {
+    Accept: accept,
+    // The browser guard: network listeners refuse requests without it.
+    ["Mcpx-Client"]: "mcpx-ts",
+  };
+  if (b.token) headers["Authorization"] = `Bearer ${b.token}`;
+  const declared: [string, string | undefined][] = [
+    ["Mcpx-Cwd", o.cwd ?? $cwd()],
+    ["Mcpx-Session", o.session ?? $env("MCPX_SESSION_ID")],
+    ["Mcpx-Parent-Session", o.parentSession ?? $env("MCPX_PARENT_SESSION_ID")],
+    ["Mcpx-Lease", o.lease ?? $env("MCPX_LEASE")],
+    ["Mcpx-Scope", o.scope ?? $env("MCPX_SCOPE")],
+  ];
+  for (const [name, value] of declared) if (value) headers[name] = value;
+  return headers;
+}
+
 // $callTool makes one call: POST the arguments, read the result (streamed
 // when there is a progress callback), and turn every failure into an
 // McpxError. list names the tool list the client was generated from, and
@@ -581,22 +610,9 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   hash: string): Promise<CallToolResult<S>> {
   o ??= {};
   const b = await $broker(o, server, tool);
-  const headers: { [name: string]: string } = {
-    "Content-Type": "application/json",
-    Accept: o.onProgress || o.onInput ? "text/event-stream" : "application/json",
-    // The browser guard: network listeners refuse requests without it.
-    ["Mcpx-Client"]: "mcpx-ts",
-  };
-  if (b.token) headers["Authorization"] = `Bearer ${b.token}`;
+  const headers = $headers(o, b, o.onProgress || o.onInput ? "text/event-stream" : "application/json");
+  headers["Content-Type"] = "application/json";
   if (hash) headers["Mcpx-Tool-Hash"] = hash;
-  const declared: [string, string | undefined][] = [
-    ["Mcpx-Cwd", o.cwd ?? $cwd()],
-    ["Mcpx-Session", o.session ?? $env("MCPX_SESSION_ID")],
-    ["Mcpx-Parent-Session", o.parentSession ?? $env("MCPX_PARENT_SESSION_ID")],
-    ["Mcpx-Lease", o.lease ?? $env("MCPX_LEASE")],
-    ["Mcpx-Scope", o.scope ?? $env("MCPX_SCOPE")],
-  ];
-  for (const [name, value] of declared) if (value) headers[name] = value;
 
   const ctl = new $web.AbortController();
   let why: "canceled" | "timeout" | undefined;
@@ -647,6 +663,92 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
     $web.clearTimeout(timer);
     o.signal?.removeEventListener("abort", onAbort);
     $report({ server, tool, ms: Date.now() - started, outcome });
+  }
+}
+
+// ---- Resources: a read, and a subscription as an async iterator. ----
+
+/**
+ * The child's ReadResourceResult, unchanged: each content has text, or
+ * blob (the bytes, base64), with its MIME type and _meta as the child gave
+ * them.
+ */
+export type ReadResourceResult = {
+  contents: { uri: string; mimeType?: string; text?: string; blob?: string; _meta?: { [key: string]: unknown }; [key: string]: unknown }[];
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+};
+
+/** The params of a child's notifications/resources/updated: the resource that changed. */
+export type ResourceUpdated = { uri: string; title?: string; [key: string]: unknown };
+
+/** Options of a resource read or subscription. */
+export type ResourceOptions = Connection & {
+  /** Aborting it ends the read, or the subscription (which unsubscribes). */
+  signal?: $AbortSignal | undefined;
+};
+
+// $resourceFetch GETs one of a server's resource routes for uri.
+async function $resourceFetch(pattern: string, server: string, uri: string, o: ResourceOptions, accept: string,
+  signal?: $AbortSignal): Promise<$Response> {
+  const b = await $broker(o, server, "");
+  const url = b.url + pattern.replace("{server}", encodeURIComponent(server)) + "?uri=" + encodeURIComponent(uri);
+  const init: { method: string; headers: { [name: string]: string }; signal?: $AbortSignal } = { method: "GET", headers: $headers(o, b, accept) };
+  if (signal) init.signal = signal;
+  let res: $Response;
+  try {
+    res = await $web.fetch(url, init);
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    throw $unreachable(`cannot reach the broker at ${b.url}: ${e instanceof Error ? e.message : String(e)}`, server, "", e);
+  }
+  if (!res.ok) {
+    if (res.status === 401) $recordCache = undefined; // a restarted daemon has a new token
+    throw await $problem(res, server, "", "");
+  }
+  return res;
+}
+
+/** Reads one resource of a server, as the child in the caller's scope answers it. */
+export async function readResource(server: string, uri: string, options?: ResourceOptions): Promise<ReadResourceResult> {
+  const o = options ?? {};
+  const res = await $resourceFetch("/v1/servers/{server}/resources/read", server, uri, o, "application/json", o.signal);
+  return (await res.json()) as ReadResourceResult;
+}
+
+/**
+ * Subscribes to one resource of a server: yields each update the child
+ * sends of it, until the loop stops (break, return, a throw) or the signal
+ * aborts, which unsubscribes. Callers subscribed to a URI on one instance
+ * share one child subscription. When the server's instance stops, it
+ * throws an McpxError of kind "unavailable" saying so: subscribe again.
+ *
+ *   for await (const u of subscribeResource("everything", uri)) console.log(u.uri);
+ */
+export async function* subscribeResource(server: string, uri: string, options?: ResourceOptions):
+  AsyncGenerator<ResourceUpdated, void, undefined> {
+  const o = options ?? {};
+  const ctl = new $web.AbortController();
+  const onAbort = () => ctl.abort();
+  if (o.signal?.aborted) return;
+  o.signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    const res = await $resourceFetch("/v1/servers/{server}/resources/subscribe", server, uri, o, "text/event-stream", ctl.signal);
+    for await (const { name, data } of $sse(res)) {
+      if (name === "updated") {
+        yield JSON.parse(data) as ResourceUpdated;
+      } else if (name === "end") {
+        const why = (JSON.parse(data) as { reason?: string }).reason ?? "the subscription ended";
+        throw new McpxError({ type: "https://mcpx.dev/problems/" + "unavailable", title: "Subscription ended", status: 503, server,
+          detail: `the subscription to ${uri} ended: ${why}` });
+      }
+    }
+  } catch (e) {
+    if (ctl.signal.aborted && !(e instanceof McpxError)) return; // aborted: the caller's own doing
+    throw e;
+  } finally {
+    o.signal?.removeEventListener("abort", onAbort);
+    ctl.abort(); // closes the stream: the broker unsubscribes
   }
 }
 
