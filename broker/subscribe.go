@@ -99,6 +99,7 @@ type subEntry struct {
 	err    error              // set before ready is closed: the child refused
 	sess   *mcpclient.Session // set before ready is closed, on success
 	stop   chan struct{}      // closed when the last subscriber left (under subscriptions.mu)
+	gone   chan struct{}      // closed when the watcher is done (the child unsubscribed)
 
 	subs map[*Subscription]bool // guarded by subscriptions.mu
 }
@@ -109,14 +110,19 @@ type subscriptions struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the watchers
 
-	mu   sync.Mutex
-	m    map[subKey]*subEntry // guarded by mu
-	live int                  // guarded by mu: child subscriptions in force (subscribed, not yet unsubscribed)
+	mu sync.Mutex
+	m  map[subKey]*subEntry // guarded by mu
+	// leaving are the entries whose last subscriber left and whose child
+	// is being unsubscribed: a new subscription of the same key waits for
+	// it, so that the child never sees its subscribe before the old
+	// unsubscribe. Guarded by mu.
+	leaving map[subKey]*subEntry
+	live    int // guarded by mu: child subscriptions in force (subscribed, not yet unsubscribed)
 }
 
 func newSubscriptions() *subscriptions {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &subscriptions{ctx: ctx, cancel: cancel, m: map[subKey]*subEntry{}}
+	return &subscriptions{ctx: ctx, cancel: cancel, m: map[subKey]*subEntry{}, leaving: map[subKey]*subEntry{}}
 }
 
 // touchEvery is how often a subscribed instance is marked in use: a third
@@ -161,8 +167,11 @@ func (b *Broker) SubscribeResource(ctx context.Context, r Request, uri string, w
 	}
 	e := ss.m[k]
 	first := e == nil
+	prev := ss.leaving[k]
 	if first {
-		e = &subEntry{k: k, target: res.target, touch: touchEvery(res.def.IdleTimeout.D(), b.currentConfig().Pool.IdleTimeout.D()), ready: make(chan struct{}), stop: make(chan struct{}), subs: map[*Subscription]bool{}}
+		e = &subEntry{k: k, target: res.target, subs: map[*Subscription]bool{},
+			touch: touchEvery(res.def.IdleTimeout.D(), b.currentConfig().Pool.IdleTimeout.D()),
+			ready: make(chan struct{}), stop: make(chan struct{}), gone: make(chan struct{})}
 		ss.m[k] = e
 	}
 	sub := &Subscription{e: e, w: w, done: make(chan struct{}), owner: ss}
@@ -170,6 +179,12 @@ func (b *Broker) SubscribeResource(ctx context.Context, r Request, uri string, w
 	ss.mu.Unlock()
 
 	if first {
+		if prev != nil {
+			select {
+			case <-prev.gone:
+			case <-ctx.Done():
+			}
+		}
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		err = b.run(withCaller(ctx, r), res, r.Server, "subscribe", func(ctx context.Context, s *mcpclient.Session) error {
 			if _, err := s.Call(ctx, "resources/subscribe", params, nil); err != nil {
@@ -186,6 +201,7 @@ func (b *Broker) SubscribeResource(ctx context.Context, r Request, uri string, w
 			if ss.m[k] == e {
 				delete(ss.m, k)
 			}
+			close(e.gone)
 		} else {
 			ss.live++
 			ss.wg.Go(func() { b.watchSubscription(e) })
@@ -229,6 +245,7 @@ func (ss *subscriptions) leave(s *Subscription) {
 		return // still subscribing: the watcher finds no subscriber and ends it
 	}
 	delete(ss.m, e.k)
+	ss.leaving[e.k] = e
 	close(e.stop)
 }
 
@@ -240,12 +257,17 @@ func (b *Broker) watchSubscription(e *subEntry) {
 	defer func() {
 		ss.mu.Lock()
 		ss.live--
+		if ss.leaving[e.k] == e {
+			delete(ss.leaving, e.k)
+		}
+		close(e.gone)
 		ss.mu.Unlock()
 	}()
 	// A subscriber that left while the child was still subscribing.
 	ss.mu.Lock()
 	if len(e.subs) == 0 && ss.m[e.k] == e {
 		delete(ss.m, e.k)
+		ss.leaving[e.k] = e
 		close(e.stop)
 	}
 	ss.mu.Unlock()
