@@ -278,3 +278,58 @@ func TestSubscribeErrors(t *testing.T) {
 		t.Errorf("unknown server: %+v", p)
 	}
 }
+
+// TestSubscriptionEndsWithItsInstance: when the instance stops, its
+// subscriptions end: a REST subscriber gets an end event saying so and
+// the stream closes; an MCP session is told with a warning, and may
+// subscribe again (to the instance that serves it now).
+func TestSubscriptionEndsWithItsInstance(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	cfg := &config.Config{Servers: map[string]*config.Server{}}
+	withEverything(t, cfg, nil)
+	d := startDaemon(t, daemonOptions{cfg: cfg})
+	var u updates
+	u.ch = make(chan string, 10)
+	warned := make(chan string, 10)
+	opts := u.options()
+	opts.LoggingMessageHandler = func(_ context.Context, r *mcp.LoggingMessageRequest) {
+		if s, _ := r.Params.Data.(string); r.Params.Logger == "mcpx" && strings.Contains(s, "subscription") {
+			warned <- s
+		}
+	}
+	m := mcpSessionClient(t, d, "/mcp/everything", "s", opts)
+	if err := m.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uriU}); err != nil {
+		t.Fatal(err)
+	}
+	s := subscribeREST(t, d, "everything", uriU, "s")
+	instances := d.b.Instances()
+	if len(instances) != 1 || d.b.ChildSubscriptions() != 1 {
+		t.Fatalf("instances %+v, child subscriptions %d; want one of each", instances, d.b.ChildSubscriptions())
+	}
+	if r := d.unix.do(t, "DELETE", "/v1/instances/"+instances[0].ID, ""); r.StatusCode != 204 {
+		t.Fatalf("stop: %d %s", r.StatusCode, r.body)
+	}
+	if ev := s.next(t); ev.name != wire.StreamEnd || !strings.Contains(ev.data, "instance stopped") {
+		t.Errorf("after the stop: %+v, want an end event saying the instance stopped", ev)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		t.Error("the stream did not close after its end event")
+	}
+	select {
+	case w := <-warned:
+		if !strings.Contains(w, uriU) || !strings.Contains(w, "subscribe again") {
+			t.Errorf("warning %q", w)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the MCP session was not told its subscription ended")
+	}
+	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 0 })
+	if err := m.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uriU}); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.b.ChildSubscriptions(); n != 1 {
+		t.Errorf("after subscribing again: %d child subscriptions, want 1", n)
+	}
+}
