@@ -333,3 +333,30 @@ func TestSubscriptionEndsWithItsInstance(t *testing.T) {
 		t.Errorf("after subscribing again: %d child subscriptions, want 1", n)
 	}
 }
+
+// TestStatelessClientSubscribes: a 2026-07-28 client subscribes with
+// subscriptions/listen (resourceSubscriptions, SEP-2575): the child's
+// updates of the URI come on the listen's stream; ending it unsubscribes.
+func TestStatelessClientSubscribes(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	cfg := &config.Config{Servers: map[string]*config.Server{}}
+	withEverything(t, cfg, nil)
+	d := startDaemon(t, daemonOptions{cfg: cfg})
+	var u updates
+	u.ch = make(chan string, 10)
+	_, cs := mcpClient(t, d, "/mcp/everything", "2026-07-28", u.options())
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uriU}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 1 })
+	if got := textOf(t, cs, &mcp.CallToolParams{Name: "toggle-subscriber-updates", Arguments: map[string]any{}}); !strings.Contains(got, "Started") {
+		t.Fatalf("toggle = %q", got)
+	}
+	if uri := u.next(t); uri != uriU {
+		t.Errorf("update of %q, want %s", uri, uriU)
+	}
+	if err := cs.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: uriU}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 0 })
+}

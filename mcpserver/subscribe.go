@@ -27,12 +27,9 @@ func (ss *session) subscribe(ctx context.Context, st *stream, msg *message) (jso
 	if p.URI == "" {
 		return nil, &rpcError{Code: codeInvalidParams, Message: "resources/subscribe needs a uri"}
 	}
-	server := ss.server
-	if server == "" {
-		var err error
-		if server, err = ss.uriServer(ctx, st, p.URI); err != nil {
-			return nil, err
-		}
+	server, err := ss.resourceServer(ctx, st, p.URI)
+	if err != nil {
+		return nil, err
 	}
 	k := server + "\x00" + p.URI
 	ss.mu.Lock()
@@ -106,6 +103,50 @@ func (ss *session) dropSubscriptions() {
 	subs := ss.subs
 	ss.subs = nil
 	ss.mu.Unlock()
+	for _, sub := range subs {
+		sub.Close()
+	}
+}
+
+// resourceServer is the server a request naming uri goes to: the path's
+// own, or on /mcp the one that listed it.
+func (ss *session) resourceServer(ctx context.Context, st *stream, uri string) (string, error) {
+	if ss.server != "" {
+		return ss.server, nil
+	}
+	return ss.uriServer(ctx, st, uri)
+}
+
+// listenResources subscribes a subscriptions/listen (2026-07-28,
+// SEP-2575) to the resources it names: each update goes on the listen's
+// stream, tagged with its subscription id (meta), until the listen ends
+// (the caller closes subs). honored are the URIs subscribed; one the
+// server refuses is left out (the acknowledgement says which were
+// honored).
+func (ss *session) listenResources(ctx context.Context, st *stream, uris []string, meta json.RawMessage) (subs []*broker.Subscription, honored []string) {
+	honored = []string{}
+	for _, uri := range uris {
+		server, err := ss.resourceServer(ctx, st, uri)
+		if err != nil {
+			continue
+		}
+		r := ss.breqAt(ss.cwd(ctx, st), server, nil)
+		sub, err := ss.srv.b.SubscribeResource(ctx, r, uri, broker.Watch{Updated: func(params json.RawMessage) {
+			if o, err := parseObject(params); err == nil {
+				ss.notify(st, broker.MethodResourceUpdated, o.set("_meta", meta))
+			}
+		}})
+		if err != nil {
+			ss.srv.log.Debug("subscriptions/listen: a resource left out", "server", server, "uri", uri, "err", err)
+			continue
+		}
+		subs = append(subs, sub)
+		honored = append(honored, uri)
+	}
+	return subs, honored
+}
+
+func closeAll(subs []*broker.Subscription) {
 	for _, sub := range subs {
 		sub.Close()
 	}
