@@ -277,6 +277,14 @@ func TestSubscribeErrors(t *testing.T) {
 	if p := d.unix.do(t, "GET", "/v1/servers/nope/resources/subscribe?uri=x", "").problem(t); p.Status != 404 {
 		t.Errorf("unknown server: %+v", p)
 	}
+	// The demo server offers no subscriptions: its refusal, as it answered.
+	p := d.unix.do(t, "GET", "/v1/servers/demo/resources/subscribe?uri=demo://readme", "").problem(t)
+	if p.Status < 400 || p.RPCCode != -32601 {
+		t.Errorf("a server without subscriptions: %+v", p)
+	}
+	if n := d.b.ChildSubscriptions(); n != 0 {
+		t.Errorf("child subscriptions = %d after a refusal", n)
+	}
 }
 
 // TestSubscriptionEndsWithItsInstance: when the instance stops, its
@@ -359,4 +367,29 @@ func TestStatelessClientSubscribes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 0 })
+}
+
+// TestAggregateSubscribes: on /mcp a subscription goes to the server that
+// lists the URI; a URI no server lists is refused as not found.
+func TestAggregateSubscribes(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})
+	withEverything(t, cfg, nil)
+	d := startDaemon(t, daemonOptions{cfg: cfg})
+	var u updates
+	u.ch = make(chan string, 10)
+	_, cs := mcpClient(t, d, "/mcp", "2025-11-25", u.options())
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "demo://nowhere"}); err == nil || !strings.Contains(err.Error(), "no server lists") {
+		t.Errorf("subscribing to a URI nobody lists: %v", err)
+	}
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uriU}); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.b.ChildSubscriptions(); n != 1 {
+		t.Fatalf("child subscriptions = %d, want 1", n)
+	}
+	textOf(t, cs, &mcp.CallToolParams{Name: "everything__toggle-subscriber-updates", Arguments: map[string]any{}})
+	if uri := u.next(t); uri != uriU {
+		t.Errorf("update of %q, want %s", uri, uriU)
+	}
 }
