@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 logging is how server-everything says what subscriptions it was sent, and how mcpx tells a handshake-era client its subscription ended; the 2026-07-28 revision deprecates it with a twelve-month window.
+
 package api_test
 
 import (
