@@ -16,7 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
@@ -54,10 +53,7 @@ func checkBlob(t *testing.T, via, blob string) {
 // 256 bytes, made by its gzip-file-as-resource tool) reads byte-exact
 // through REST and the MCP endpoint, the same blob both ways.
 func TestBlobResourceIntact(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	cfg := &config.Config{Servers: map[string]*config.Server{}}
-	withEverything(t, cfg, nil)
-	d := startDaemon(t, daemonOptions{cfg: cfg})
+	d := everythingWith(t, nil)
 	data := "data:application/octet-stream;base64," + base64.StdEncoding.EncodeToString(blobBytes())
 	args, _ := json.Marshal(map[string]string{"name": "bytes.gz", "data": data})
 	if r := d.unix.do(t, "POST", "/v1/servers/everything/tools/gzip-file-as-resource", string(args)); r.StatusCode != 200 {
@@ -107,9 +103,7 @@ func TestTypeScriptClientResources(t *testing.T) {
 	for _, rt := range scriptRuntimes(t)[:2] { // node and deno
 		t.Run(rt.name, func(t *testing.T) {
 			// A child of its own: toggle-subscriber-updates toggles.
-			cfg := &config.Config{Servers: map[string]*config.Server{}}
-			withEverything(t, cfg, nil)
-			d := startDaemon(t, daemonOptions{cfg: cfg})
+			d := everythingWith(t, nil)
 			res := d.tcp.do(t, "GET", "/v1/clients/typescript", "")
 			if res.StatusCode != 200 {
 				t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.body)

@@ -93,6 +93,18 @@ type updates struct {
 	ch   chan string
 }
 
+func newUpdates() *updates { return &updates{ch: make(chan string, 100)} }
+
+// everythingWith is a daemon serving server-everything (extra added to
+// its config, as withEverything does), checked for leaked processes.
+func everythingWith(t *testing.T, extra map[string]any) *daemon {
+	t.Helper()
+	proctest.CheckNoLeaks(t)
+	cfg := &config.Config{Servers: map[string]*config.Server{}}
+	withEverything(t, cfg, extra)
+	return startDaemon(t, daemonOptions{cfg: cfg})
+}
+
 func (u *updates) options() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
@@ -175,15 +187,11 @@ func mcpSessionClient(t *testing.T, d *daemon, path, session string, opts *mcp.C
 // REST callers still do), and the child's subscriptions are dropped as
 // the callers leave: REST streams closed, the MCP session ended.
 func TestSubscriptionsAreSharedAndIsolated(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	cfg := &config.Config{Servers: map[string]*config.Server{}}
-	withEverything(t, cfg, map[string]any{"scope": "session"})
-	d := startDaemon(t, daemonOptions{cfg: cfg})
+	d := everythingWith(t, map[string]any{"scope": "session"})
 
 	// M2 uses s1's instance first, so that the child's log lines (it logs
 	// each subscribe and unsubscribe it is sent) reach it.
-	var m1u, m2u updates
-	m1u.ch, m2u.ch = make(chan string, 100), make(chan string, 100)
+	m1u, m2u := newUpdates(), newUpdates()
 	m2 := mcpSessionClient(t, d, "/mcp/everything", "s1", m2u.options())
 	if got := textOf(t, m2, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); got != "Echo: hi" {
 		t.Fatalf("echo = %q", got)
@@ -294,12 +302,8 @@ func TestSubscribeErrors(t *testing.T) {
 // the stream closes; an MCP session is told with a warning, and may
 // subscribe again (to the instance that serves it now).
 func TestSubscriptionEndsWithItsInstance(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	cfg := &config.Config{Servers: map[string]*config.Server{}}
-	withEverything(t, cfg, nil)
-	d := startDaemon(t, daemonOptions{cfg: cfg})
-	var u updates
-	u.ch = make(chan string, 10)
+	d := everythingWith(t, nil)
+	u := newUpdates()
 	warned := make(chan string, 10)
 	opts := u.options()
 	opts.LoggingMessageHandler = func(_ context.Context, r *mcp.LoggingMessageRequest) {
@@ -348,12 +352,8 @@ func TestSubscriptionEndsWithItsInstance(t *testing.T) {
 // subscriptions/listen (resourceSubscriptions, SEP-2575): the child's
 // updates of the URI come on the listen's stream; ending it unsubscribes.
 func TestStatelessClientSubscribes(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	cfg := &config.Config{Servers: map[string]*config.Server{}}
-	withEverything(t, cfg, nil)
-	d := startDaemon(t, daemonOptions{cfg: cfg})
-	var u updates
-	u.ch = make(chan string, 10)
+	d := everythingWith(t, nil)
+	u := newUpdates()
 	_, cs := mcpClient(t, d, "/mcp/everything", "2026-07-28", u.options())
 	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uriU}); err != nil {
 		t.Fatal(err)
@@ -378,8 +378,7 @@ func TestAggregateSubscribes(t *testing.T) {
 	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})
 	withEverything(t, cfg, nil)
 	d := startDaemon(t, daemonOptions{cfg: cfg})
-	var u updates
-	u.ch = make(chan string, 10)
+	u := newUpdates()
 	_, cs := mcpClient(t, d, "/mcp", "2025-11-25", u.options())
 	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "demo://nowhere"}); err == nil || !strings.Contains(err.Error(), "no server lists") {
 		t.Errorf("subscribing to a URI nobody lists: %v", err)
