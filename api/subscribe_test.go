@@ -394,3 +394,46 @@ func TestAggregateSubscribes(t *testing.T) {
 		t.Errorf("update of %q, want %s", uri, uriU)
 	}
 }
+
+// TestSubscriptionKeepsItsInstance: an instance with a subscriber is not
+// reaped idle. Two instances of server-everything idle out after 3 s; the
+// one whose resource a REST caller follows outlives the other's reaping.
+func TestSubscriptionKeepsItsInstance(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	cfg := &config.Config{Servers: map[string]*config.Server{}}
+	withEverything(t, cfg, map[string]any{"scope": "session", "idleTimeout": "3s"})
+	cfg.Pool.ReapInterval = config.Duration(time.Second)
+	d := startDaemon(t, daemonOptions{cfg: cfg})
+	s := subscribeREST(t, d, "everything", uriU, "kept")
+	d.unix.do(t, "POST", "/v1/servers/everything/tools/echo", `{"message":"x"}`, wire.HeaderSession, "idle", wire.HeaderCwd, t.TempDir()).result(t)
+	sessions := func() map[string]bool {
+		out := map[string]bool{}
+		for _, in := range d.b.Instances() {
+			out[in.Key] = true
+		}
+		return out
+	}
+	if n := len(sessions()); n != 2 {
+		t.Fatalf("%d instances, want 2", n)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(sessions()) == 2 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := len(sessions()); n != 1 {
+		t.Fatalf("%d instances after 30 s, want the idle one reaped", n)
+	}
+	for k := range sessions() {
+		if !strings.Contains(k, "kept") {
+			t.Errorf("the instance left is %s, want the subscribed one", k)
+		}
+	}
+	if n := d.b.ChildSubscriptions(); n != 1 {
+		t.Errorf("child subscriptions = %d, want 1", n)
+	}
+	select {
+	case ev := <-s.events:
+		t.Errorf("the subscriber got %+v", ev)
+	default:
+	}
+}
