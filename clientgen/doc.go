@@ -107,9 +107,11 @@
 // leaving the loop, or aborting its signal, unsubscribes; when the
 // server's instance stops it throws an McpxError of kind "unavailable".
 //
-//	for await (const u of subscribeResource("everything", uri)) console.log(u.uri); The header names the broker
-// and, per server, the tool list the module was generated from (tool count
-// and a fingerprint), and the servers left out because their list failed.
+//	for await (const u of subscribeResource("everything", uri)) console.log(u.uri);
+//
+// The header names the broker and, per server, the tool list the module
+// was generated from (tool count and a fingerprint), and the servers left
+// out because their list failed.
 //
 // The module uses only erasable TypeScript (checked with tsc
 // --erasableSyntaxOnly): Deno, Bun, and Node 22.18 or newer run it as it
