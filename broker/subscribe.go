@@ -133,9 +133,13 @@ func touchEvery(server, pool time.Duration) time.Duration {
 	return min(max(d, time.Second), time.Minute)
 }
 
-// close ends every subscription and waits for the watchers.
+// close ends every subscription and waits for the watchers. A watcher is
+// started only under mu with ctx not done, so none starts once close has
+// cancelled it.
 func (ss *subscriptions) close() {
+	ss.mu.Lock()
 	ss.cancel()
+	ss.mu.Unlock()
 	ss.wg.Wait()
 }
 
@@ -196,6 +200,9 @@ func (b *Broker) SubscribeResource(ctx context.Context, r Request, uri string, w
 		// ready is closed under the lock: leave and the watcher's first
 		// look agree on whether a subscriber left while subscribing.
 		ss.mu.Lock()
+		if err == nil && ss.ctx.Err() != nil {
+			err = &Error{Kind: KindUnavailable, Op: "subscribe", Server: r.Server, Msg: "the daemon is stopping"}
+		}
 		e.err = err
 		if err != nil {
 			if ss.m[k] == e {
@@ -296,7 +303,8 @@ func (b *Broker) watchSubscription(e *subEntry) {
 }
 
 // touchInstance marks e's instance used, so that the idle reaper leaves an
-// instance that has subscribers; an instance already gone is not started.
+// instance that has subscribers. One seen gone is not touched (a touch
+// that races its end may start a new instance, which then idles out).
 func (b *Broker) touchInstance(e *subEntry) {
 	select {
 	case <-e.sess.Done():
