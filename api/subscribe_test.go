@@ -437,3 +437,39 @@ func TestSubscriptionKeepsItsInstance(t *testing.T) {
 	default:
 	}
 }
+
+// TestConcurrentSubscribersLeaveNoSubscription: callers subscribing to one
+// URI and leaving at once, over and over, leave no child subscription
+// behind, and the child is sent as many unsubscribes as subscribes (it
+// says so in its log, which a session using the instance receives).
+func TestConcurrentSubscribersLeaveNoSubscription(t *testing.T) {
+	d := everythingWith(t, nil)
+	u := newUpdates()
+	watcher := mcpSessionClient(t, d, "/mcp/everything", "w", u.options())
+	textOf(t, watcher, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "x"}})
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, "GET", d.unix.base+"/v1/servers/everything/resources/subscribe?uri="+uriU, nil)
+				resp, err := d.unix.hc.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer resp.Body.Close()
+				var buf [64]byte
+				resp.Body.Read(buf[:]) // the subscribed event, or some of it: then leave
+			})
+		}
+		wg.Wait()
+		waitFor(t, func() bool { return d.b.ChildSubscriptions() == 0 })
+		waitFor(t, func() bool {
+			_, subs := u.count("", "Received Subscribe Resource request for URI: "+uriU)
+			_, unsubs := u.count("", "Received Unsubscribe Resource request: "+uriU)
+			return subs == unsubs && subs > round
+		})
+	}
+}
