@@ -69,17 +69,18 @@ func TestTypeScriptClientRoute(t *testing.T) {
 	}
 }
 
-// TestTypeScriptClientRuns generates the client from a live broker and runs
-// testdata/client/script.ts with it, for real, on node (after tsc, as Node
-// 20 does not strip types), deno and bun: typed calls, progress, problems as
-// McpxErrors, a worktree-scoped server answering with the script's own
-// worktree, and an aborted call whose child sees the cancellation.
-func TestTypeScriptClientRuns(t *testing.T) {
+// scriptRuntime runs a TypeScript script beside its client.ts: cmd
+// prepares dir and returns the command line.
+type scriptRuntime struct {
+	name string
+	cmd  func(t *testing.T, dir string) []string
+}
+
+// scriptRuntimes are node (after tsc, as Node 20 does not strip types),
+// deno and bun.
+func scriptRuntimes(t *testing.T) []scriptRuntime {
 	node := testenv.Node(t)
-	runtimes := []struct {
-		name string
-		cmd  func(t *testing.T, dir string) []string
-	}{
+	return []scriptRuntime{
 		{"node", func(t *testing.T, dir string) []string {
 			tsc := testenv.NPMPackageBin(t, "typescript")
 			out := filepath.Join(dir, "js")
@@ -102,6 +103,15 @@ func TestTypeScriptClientRuns(t *testing.T) {
 			return []string{testenv.NPMPackageBinNamed(t, "bun", "bun"), "run", filepath.Join(dir, "script.ts")}
 		}},
 	}
+}
+
+// TestTypeScriptClientRuns generates the client from a live broker and runs
+// testdata/client/script.ts with it, for real, on node (after tsc, as Node
+// 20 does not strip types), deno and bun: typed calls, progress, problems as
+// McpxErrors, a worktree-scoped server answering with the script's own
+// worktree, and an aborted call whose child sees the cancellation.
+func TestTypeScriptClientRuns(t *testing.T) {
+	runtimes := scriptRuntimes(t)
 	d, stateDir := clientDaemon(t)
 	trees := testenv.Worktrees(t, filepath.Join(t.TempDir(), "repo"), map[string]string{"a.txt": "a"}, "linked")
 	linked := trees[1]

@@ -42,6 +42,19 @@ var byDesign = map[string]string{
 	"input-required-result-multiple-input-requests": "one of its three requests is roots/list, answered with the instance root",
 }
 
+// mustPass are scenarios each leg must run, and pass (through the check
+// below), whatever else the suite does: resources (templates, subscribe,
+// unsubscribe), prompts and completion. The 2026-07-28 revision removed
+// resources/subscribe.
+var mustPass = map[string][]string{
+	"2025-11-25": {"resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
+		"resources-subscribe", "resources-unsubscribe", "prompts-list", "prompts-get-simple", "prompts-get-with-args",
+		"prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete"},
+	"2026-07-28": {"resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
+		"prompts-list", "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource",
+		"prompts-get-with-image", "completion-complete"},
+}
+
 // TestConformanceThroughMCPX runs the official conformance suite's server
 // scenarios (internal/conformance) against /mcp/{server} fronting go-sdk's
 // conformance server as a stdio child: every scenario that passes against
@@ -58,6 +71,11 @@ func TestConformanceThroughMCPX(t *testing.T) {
 			direct := conformance.Run(t, conformance.StartEverything(t, leg.Stateless), conformance.Options{Requirements: leg.Requirements})
 			through := conformance.Run(t, conformance.Proxy(t, "http://"+d.tcpAddr+"/mcp/"+server, testToken), conformance.Options{Requirements: leg.Requirements})
 			t.Logf("through mcpx:\n%s", conformance.Table(through))
+			for _, name := range mustPass[leg.Requirements] {
+				if r, ok := through[name]; !ok || r.Passed == 0 {
+					t.Errorf("%s did not run through mcpx (results %+v, ran: %v)", name, r, ok)
+				}
+			}
 			for _, name := range conformance.Lost(direct, through) {
 				if why, ok := byDesign[name]; ok && leg.Stateless {
 					t.Logf("%s: lost by design: %s", name, why)

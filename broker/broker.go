@@ -140,6 +140,8 @@ type Broker struct {
 	notices notices
 	tasks   *taskRegistry // tasks.go
 	limits  limiters      // rate limits and maxConcurrent (ratelimit.go)
+	// subs are the resource subscriptions shared by callers (subscribe.go).
+	subs *subscriptions
 
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
@@ -171,7 +173,8 @@ func New(opts Options) (*Broker, error) {
 		leases:   newLeases(opts.Now),
 		projects: newProjects(opts.Chain, log),
 		sessions: sessionRegistry{m: map[string]*sessionMeta{}},
-		tasks:    newTaskRegistry(opts.TaskRetention)}
+		tasks:    newTaskRegistry(opts.TaskRetention),
+		subs:     newSubscriptions()}
 	b.WatchNotices(b.tasks.notice)
 	b.pool = pool.New(pool.Options{
 		MaxInstances:   pc.MaxInstances,
@@ -195,6 +198,10 @@ func New(opts Options) (*Broker, error) {
 		ExecHashMax:     opts.Config.Limits.ExecHashMax,
 		ExecWatch:       cmp.Or(opts.ExecWatch, opts.Config.Pool.ExecWatch.D()),
 		OnNotify: func(server, key, method string, params json.RawMessage) {
+			if method == MethodResourceUpdated {
+				b.resourceUpdated(server, key, params) // its subscribers only
+				return
+			}
 			b.notify(Notice{Server: server, Key: key, Method: method, Params: params})
 		},
 	})
@@ -291,6 +298,7 @@ func (b *Broker) StopInstance(ctx context.Context, id string) error {
 func (b *Broker) Close(ctx context.Context) error {
 	b.stopRefresher()
 	b.tasks.close()
+	b.subs.close()
 	err := b.pool.Close(ctx)
 	b.records.Close()
 	return err

@@ -15,13 +15,12 @@ import (
 
 // Forwarded are the MCP methods Forward passes on to a child as they came.
 // Tool calls go through CallTool (records, rights), listings through their
-// own methods (the schema cache).
+// own methods (the schema cache), subscriptions through SubscribeResource
+// (one child subscription shared by its callers).
 var Forwarded = []string{
 	"completion/complete",
 	"logging/setLevel",
 	"resources/read",
-	"resources/subscribe",
-	"resources/unsubscribe",
 	"prompts/get",
 }
 

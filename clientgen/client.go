@@ -52,6 +52,8 @@ var runtimeTemplate string
 var runtimeSource = func() string {
 	callTool, _ := wire.Lookup(wire.OpCallTool)
 	answerInput, _ := wire.Lookup(wire.OpAnswerInput)
+	readResource, _ := wire.Lookup(wire.OpReadResource)
+	subscribeResource, _ := wire.Lookup(wire.OpSubscribeResource)
 	status := func(kind string) string {
 		pt, _ := wire.LookupProblemType(kind)
 		return strconv.Itoa(pt.Status)
@@ -91,6 +93,11 @@ var runtimeSource = func() string {
 		"ListResourceTemplatesPattern": quote(pattern(wire.OpListResourceTemplates)),
 		"CompletePattern":              quote(pattern(wire.OpComplete)),
 		"SetLogLevelPattern":           quote(pattern(wire.OpSetLogLevel)),
+		"ReadResourcePattern":          quote(readResource.Pattern),
+		"SubscribeResourcePattern":     quote(subscribeResource.Pattern),
+		"EventUpdated":                 quote(wire.StreamUpdated),
+		"EventEnd":                     quote(wire.StreamEnd),
+		"KindUnavailable":              quote(wire.KindUnavailable),
 	}
 	return regexp.MustCompile(`@@(\w+)@@`).ReplaceAllStringFunc(runtimeTemplate, func(m string) string {
 		v, ok := values[strings.Trim(m, "@")]
@@ -116,6 +123,7 @@ var runtimeNames = []string{
 	"McpxError", "LogLevel", "LogAttrs", "Logger", "log", "callTool",
 	"Task", "callToolAsTask", "getTask", "listTasks", "taskResult", "cancelTask",
 	"LogMessage", "ResourceTemplate", "listResourceTemplates", "CompleteRequest", "CompleteResult", "complete", "setLogLevel",
+	"ReadResourceResult", "ResourceUpdated", "ResourceOptions", "readResource", "subscribeResource",
 	// Globals the runtime uses (the web APIs through globalThis, typed by
 	// the runtime itself, so that no lib setting is needed; still kept
 	// free, as a script beside the client uses them too).

@@ -98,9 +98,20 @@
 // McpxError carrying the problem document's fields and its kind; a
 // not-found for a generated function says the client may be stale and
 // names the tool. log.info and friends write JSON records to stderr, so a
-// script's output and its logging never mix. The header names the broker
-// and, per server, the tool list the module was generated from (tool count
-// and a fingerprint), and the servers left out because their list failed.
+// script's output and its logging never mix.
+//
+// Beside the tools, the runtime reads resources: readResource(server, uri)
+// answers the child's ReadResourceResult unchanged (a blob stays base64),
+// and subscribeResource(server, uri) is an async iterator of the child's
+// updates of the resource (GET /v1/servers/{server}/resources/subscribe):
+// leaving the loop, or aborting its signal, unsubscribes; when the
+// server's instance stops it throws an McpxError of kind "unavailable".
+//
+//	for await (const u of subscribeResource("everything", uri)) console.log(u.uri);
+//
+// The header names the broker and, per server, the tool list the module
+// was generated from (tool count and a fingerprint), and the servers left
+// out because their list failed.
 //
 // The module uses only erasable TypeScript (checked with tsc
 // --erasableSyntaxOnly): Deno, Bun, and Node 22.18 or newer run it as it

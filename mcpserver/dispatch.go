@@ -275,8 +275,12 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 		return ss.listen(ctx, st, msg)
 	case "prompts/get":
 		return ss.forwardNamed(ctx, st, msg, (*broker.Broker).Prompts)
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+	case "resources/read":
 		return ss.forwardResource(ctx, st, msg)
+	case "resources/subscribe":
+		return ss.subscribe(ctx, st, msg)
+	case "resources/unsubscribe":
+		return ss.unsubscribe(msg)
 	case "completion/complete":
 		return ss.complete(ctx, st, msg)
 	case "logging/setLevel":
@@ -343,6 +347,9 @@ func (ss *session) listen(ctx context.Context, st *stream, msg *message) (json.R
 			Tools     bool `json:"toolsListChanged"`
 			Prompts   bool `json:"promptsListChanged"`
 			Resources bool `json:"resourcesListChanged"`
+			// The resources whose updates the client wants (2026-07-28:
+			// it replaces resources/subscribe; subscribe.go).
+			ResourceSubscriptions []string `json:"resourceSubscriptions"`
 		} `json:"notifications"`
 	}
 	if json.Unmarshal(msg.Params, &p) != nil || p.Notifications == nil {
@@ -361,9 +368,15 @@ func (ss *session) listen(ctx context.Context, st *stream, msg *message) (json.R
 	}
 	subID := msg.ID
 	meta, _ := json.Marshal(map[string]json.RawMessage{metaSubscriptionID: subID})
-	ack, _ := json.Marshal(map[string]any{"toolsListChanged": n.Tools, "promptsListChanged": n.Prompts, "resourcesListChanged": n.Resources})
+	subs, honored := ss.listenResources(ctx, st, n.ResourceSubscriptions, meta)
+	defer closeAll(subs)
+	acked := map[string]any{"toolsListChanged": n.Tools, "promptsListChanged": n.Prompts, "resourcesListChanged": n.Resources}
+	if n.ResourceSubscriptions != nil {
+		acked["resourceSubscriptions"] = honored
+	}
+	ack, _ := json.Marshal(acked)
 	ss.notify(st, "notifications/subscriptions/acknowledged", object{}.set("notifications", ack).set("_meta", meta))
-	if len(want) > 0 {
+	if len(want) > 0 || len(subs) > 0 {
 		l := &listener{ss: ss, st: st, want: want, meta: meta}
 		stop := ss.srv.addListener(l)
 		<-ctx.Done()

@@ -58,6 +58,8 @@ type session struct {
 	// reach it (another session of the same instance never sees them).
 	elicited map[string]bool
 	routes   routing
+	// subs are its resource subscriptions ("server\x00uri"; subscribe.go).
+	subs map[string]*broker.Subscription
 	// input answers a stateless call's requests for input (stateless.go).
 	input broker.InputHandler
 	// header is a stateless request's HTTP header (its Mcp-Param-*
@@ -92,6 +94,7 @@ func (srv *Server) newSession(id string, c broker.Caller, server string, hdr bro
 		pending: map[string]chan json.RawMessage{},
 		calls:   map[string]context.CancelFunc{},
 		targets: map[string]bool{},
+		subs:    map[string]*broker.Subscription{},
 	}
 	if id != "" && hdr.Session == "" {
 		ss.ownSession = true
@@ -138,6 +141,7 @@ func (ss *session) close() {
 	ss.mu.Unlock()
 	ss.cancel()
 	ss.get.end(nil)
+	ss.dropSubscriptions()
 }
 
 // newStream is a POST's answer stream.
@@ -415,7 +419,8 @@ func (ss *session) notice(n broker.Notice) {
 			ss.notify(nil, n.Method, n.Params)
 		}
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
-		"notifications/resources/list_changed", "notifications/resources/updated":
+		"notifications/resources/list_changed":
+		// Resource updates reach only their subscribers (subscribe.go).
 		ss.notify(nil, n.Method, n.Params)
 	}
 }

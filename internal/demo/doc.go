@@ -27,7 +27,9 @@
 //	                          validation by the SDK gives isError results instead)
 //	stderr {text}             writes text to stderr, returns "ok"
 //
-// plus the prompt `greet {name}` and the resource `demo://readme`.
+// plus the prompt `greet {name}` and the resource `demo://readme`. EnvApps=1
+// (a test flag) adds an MCP App, the tool show-card and its ui:// resource
+// CardURI, and the tool grow, which changes the prompt and resource lists.
 //
 // # Failure flags
 //
@@ -36,7 +38,7 @@
 // N; EnvGarbage=1 writes a non-JSON line to stdout; EnvHang=1 never answers
 // initialize; EnvEra=stateless|handshake serves one era only (the other's
 // opening request is refused with -32601); EnvRequestLog=<file> appends
-// each method received to the file. The daemon's default demo server
+// each method received to the file; EnvApps=1 adds the MCP App. The daemon's default demo server
 // ignores them.
 //
 // # Re-exec'ing the test binary as a real child

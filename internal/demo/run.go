@@ -53,6 +53,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer) error {
 // flags are the failure and test flags Main honours.
 type flags struct {
 	drift      bool
+	apps       bool   // EnvApps
 	era        string // EnvEra
 	requestLog string // EnvRequestLog
 }
@@ -60,6 +61,9 @@ type flags struct {
 func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer, f flags) error {
 	rec := &initRecorder{r: in}
 	srv := newServer(stderr, rec, f.drift)
+	if f.apps {
+		addApps(srv)
+	}
 	if err := f.apply(srv); err != nil {
 		return err
 	}
@@ -88,7 +92,7 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, failur
 	}
 	var f flags
 	if failures {
-		f = flags{drift: os.Getenv(EnvDrift) == "1", era: os.Getenv(EnvEra), requestLog: os.Getenv(EnvRequestLog)}
+		f = flags{drift: os.Getenv(EnvDrift) == "1", apps: os.Getenv(EnvApps) == "1", era: os.Getenv(EnvEra), requestLog: os.Getenv(EnvRequestLog)}
 	}
 	if err := run(ctx, stdin, stdout, stderr, f); err != nil {
 		fmt.Fprintf(stderr, "demo server: %v\n", err)

@@ -601,46 +601,28 @@ async function $answer(b: { url: string; headers: { [name: string]: string } }, 
   }
 }
 
-// $events reads a streamed call: the call's id, progress and input events,
-// then one result or error.
-async function $events<S>(res: $Response, o: CallOptions, server: string, tool: string,
-  b: { url: string; headers: { [name: string]: string } }): Promise<CallToolResult<S>> {
-  if (!res.body) throw $unreachable("the broker's stream has no body", server, tool);
+// $sse reads a server-sent event stream: each event's name and data, in
+// order, keep-alive comments skipped; the reader is cancelled when the
+// consumer stops.
+async function* $sse(res: $Response): AsyncGenerator<{ name: string; data: string }, void, undefined> {
+  if (!res.body) return;
   const reader = res.body.getReader();
   const decoder = new $web.TextDecoder();
   let buf = "", event = "", data: string[] = [];
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) break;
+      if (done) return;
       buf += decoder.decode(value, { stream: true });
       for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
         let line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         if (line.endsWith("\r")) line = line.slice(0, -1);
         if (line === "") {
-          const payload = data.join("\n");
-          const name = event;
+          const ev = { name: event, data: data.join("\n") };
           event = "";
           data = [];
-          if (name === "progress" && o.onProgress) {
-            try {
-              o.onProgress(JSON.parse(payload) as Progress);
-            } catch (e) {
-              throw new $CallbackError(e);
-            }
-          } else if (name === "input") {
-            void $answer(b, JSON.parse(payload) as InputRequest, o);
-          } else if (name === "message") {
-            o.onMessage?.(JSON.parse(payload) as LogMessage);
-          } else if (name === "elicitation-complete") {
-            o.onElicitationComplete?.(JSON.parse(payload) as { server: string; elicitationId: string });
-          } else if (name === "result") {
-            return JSON.parse(payload) as CallToolResult<S>;
-          } else if (name === "error") {
-            const p = JSON.parse(payload) as Problem;
-            throw new McpxError({ ...p, server: p.server || server }, tool);
-          }
+          if (ev.name || ev.data) yield ev;
           continue;
         }
         if (line.startsWith(":")) continue; // a keep-alive comment
@@ -654,6 +636,33 @@ async function $events<S>(res: $Response, o: CallOptions, server: string, tool: 
     }
   } finally {
     reader.cancel().catch(() => {});
+  }
+}
+
+// $events reads a streamed call: the call's id, progress and input events,
+// then one result or error.
+async function $events<S>(res: $Response, o: CallOptions, server: string, tool: string,
+  b: { url: string; headers: { [name: string]: string } }): Promise<CallToolResult<S>> {
+  if (!res.body) throw $unreachable("the broker's stream has no body", server, tool);
+  for await (const { name, data: payload } of $sse(res)) {
+    if (name === "progress" && o.onProgress) {
+      try {
+        o.onProgress(JSON.parse(payload) as Progress);
+      } catch (e) {
+        throw new $CallbackError(e);
+      }
+    } else if (name === "input") {
+      void $answer(b, JSON.parse(payload) as InputRequest, o);
+    } else if (name === "message") {
+      o.onMessage?.(JSON.parse(payload) as LogMessage);
+    } else if (name === "elicitation-complete") {
+      o.onElicitationComplete?.(JSON.parse(payload) as { server: string; elicitationId: string });
+    } else if (name === "result") {
+      return JSON.parse(payload) as CallToolResult<S>;
+    } else if (name === "error") {
+      const p = JSON.parse(payload) as Problem;
+      throw new McpxError({ ...p, server: p.server || server }, tool);
+    }
   }
   throw new McpxError({ type: "https://mcpx.dev/problems/" + "child-failed", title: "Stream ended", status: 502, server,
     detail: "the broker's event stream ended without a result" }, tool);
@@ -693,11 +702,10 @@ export function callTool<S = { [key: string]: unknown }>(server: string, tool: s
   return $callTool<S>(server, tool, args, options, "", "");
 }
 
-// $headers are a request's headers: the media types, the client's name,
-// the token and the caller context o declares.
+// $headers are a request's headers: what it accepts, the token, the
+// browser guard's header and the caller context o declares.
 function $headers(o: Connection, b: { token?: string | undefined }, accept: string): { [name: string]: string } {
   const headers: { [name: string]: string } = {
-    "Content-Type": "application/json",
     Accept: accept,
     // The browser guard: network listeners refuse requests without it.
     ["Mcpx-Client"]: "mcpx-ts",
@@ -718,6 +726,7 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   o ??= {};
   const b = await $broker(o, server, tool);
   const headers = $headers(o, b, o.onProgress || o.onInput || o.onUrl || o.onMessage ? "text/event-stream" : "application/json");
+  headers["Content-Type"] = "application/json";
   if (hash) headers["Mcpx-Tool-Hash"] = hash;
 
   const ctl = new $web.AbortController();
@@ -852,6 +861,7 @@ async function $request(method: string, path: string, server: string, what: stri
   o ??= {};
   const b = await $broker(o, server, what);
   const headers = $headers(o, b, "application/json");
+  if (body !== undefined) headers["Content-Type"] = "application/json";
   const url = b.url + path.replace("{server}", encodeURIComponent(server));
   let res: $Response;
   try {
@@ -895,6 +905,92 @@ export async function complete(server: string, req: CompleteRequest, options?: C
  */
 export async function setLogLevel(server: string, level: string, options?: Connection): Promise<void> {
   await $request("POST", "/v1/servers/{server}/logging", server, "logging", { level }, options);
+}
+
+// ---- Resources: a read, and a subscription as an async iterator. ----
+
+/**
+ * The child's ReadResourceResult, unchanged: each content has text, or
+ * blob (the bytes, base64), with its MIME type and _meta as the child gave
+ * them.
+ */
+export type ReadResourceResult = {
+  contents: { uri: string; mimeType?: string; text?: string; blob?: string; _meta?: { [key: string]: unknown }; [key: string]: unknown }[];
+  _meta?: { [key: string]: unknown };
+  [key: string]: unknown;
+};
+
+/** The params of a child's notifications/resources/updated: the resource that changed. */
+export type ResourceUpdated = { uri: string; title?: string; [key: string]: unknown };
+
+/** Options of a resource read or subscription. */
+export type ResourceOptions = Connection & {
+  /** Aborting it ends the read, or the subscription (which unsubscribes). */
+  signal?: $AbortSignal | undefined;
+};
+
+// $resourceFetch GETs one of a server's resource routes for uri.
+async function $resourceFetch(pattern: string, server: string, uri: string, o: ResourceOptions, accept: string,
+  signal?: $AbortSignal): Promise<$Response> {
+  const b = await $broker(o, server, "");
+  const url = b.url + pattern.replace("{server}", encodeURIComponent(server)) + "?uri=" + encodeURIComponent(uri);
+  const init: { method: string; headers: { [name: string]: string }; signal?: $AbortSignal } = { method: "GET", headers: $headers(o, b, accept) };
+  if (signal) init.signal = signal;
+  let res: $Response;
+  try {
+    res = await $web.fetch(url, init);
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    throw $unreachable(`cannot reach the broker at ${b.url}: ${e instanceof Error ? e.message : String(e)}`, server, "", e);
+  }
+  if (!res.ok) {
+    if (res.status === 401) $recordCache = undefined; // a restarted daemon has a new token
+    throw await $problem(res, server, "", "");
+  }
+  return res;
+}
+
+/** Reads one resource of a server, as the child in the caller's scope answers it. */
+export async function readResource(server: string, uri: string, options?: ResourceOptions): Promise<ReadResourceResult> {
+  const o = options ?? {};
+  const res = await $resourceFetch("/v1/servers/{server}/resources/read", server, uri, o, "application/json", o.signal);
+  return (await res.json()) as ReadResourceResult;
+}
+
+/**
+ * Subscribes to one resource of a server: yields each update the child
+ * sends of it, until the loop stops (break, return, a throw) or the signal
+ * aborts, which unsubscribes. Callers subscribed to a URI on one instance
+ * share one child subscription. When the server's instance stops, it
+ * throws an McpxError of kind "unavailable" saying so: subscribe again.
+ *
+ *   for await (const u of subscribeResource("everything", uri)) console.log(u.uri);
+ */
+export async function* subscribeResource(server: string, uri: string, options?: ResourceOptions):
+  AsyncGenerator<ResourceUpdated, void, undefined> {
+  const o = options ?? {};
+  const ctl = new $web.AbortController();
+  const onAbort = () => ctl.abort();
+  if (o.signal?.aborted) return;
+  o.signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    const res = await $resourceFetch("/v1/servers/{server}/resources/subscribe", server, uri, o, "text/event-stream", ctl.signal);
+    for await (const { name, data } of $sse(res)) {
+      if (name === "updated") {
+        yield JSON.parse(data) as ResourceUpdated;
+      } else if (name === "end") {
+        const why = (JSON.parse(data) as { reason?: string }).reason ?? "the subscription ended";
+        throw new McpxError({ type: "https://mcpx.dev/problems/" + "unavailable", title: "Subscription ended", status: 503, server,
+          detail: `the subscription to ${uri} ended: ${why}` });
+      }
+    }
+  } catch (e) {
+    if (ctl.signal.aborted && !(e instanceof McpxError)) return; // aborted: the caller's own doing
+    throw e;
+  } finally {
+    o.signal?.removeEventListener("abort", onAbort);
+    ctl.abort(); // closes the stream: the broker unsubscribes
+  }
 }
 
 const $list_demo = "the tool list of demo (15 tools, sha256:32bb25337f87a72e)";
