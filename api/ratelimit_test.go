@@ -111,8 +111,8 @@ func TestMCPEndpointRefusesOverTheRate(t *testing.T) {
 		t.Fatalf("third call under 2/h: %v, want a JSON-RPC error", err)
 	}
 	var data struct {
-		Type  string
-		Limit struct{ Kind, Value string }
+		Type       string
+		Limit      struct{ Kind, Value string }
 		RetryAfter int
 	}
 	if err := json.Unmarshal(we.Data, &data); err != nil {
