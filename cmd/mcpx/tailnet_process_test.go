@@ -130,7 +130,7 @@ func testServeTailnetProcess(t *testing.T, withTLS bool) {
 
 	// The laptop: the CLI with its own embedded node.
 	laptop := func(cwd string, args ...string) (string, string, error) {
-		// The flags right after the command: mcpx run passes what follows its script to the script.
+		// The flags right after the command, where every command reads them.
 		cmd := exec.Command(mcpx, append([]string{args[0], "--broker", brokerURL, "--tsnet"}, args[1:]...)...)
 		cmd.Dir = cwd
 		cmd.Env = append(os.Environ(), marker, "PWD="+cwd, "XDG_STATE_HOME="+filepath.Join(dir, "laptop", "state"),
