@@ -26,8 +26,9 @@ import (
 //	event: error      a Problem, if the call failed after the stream began,
 //	                  or was cancelled because its caller's rights ended
 //
-// Errors found before the call starts (unknown server, bad headers or body)
-// are plain problem responses with their status. The call runs on its own
+// Errors found before the call starts (unknown server, bad headers or body,
+// a rate limit) are plain problem responses with their status: the stream
+// opens when the broker has admitted the call. The call runs on its own
 // goroutine so that the broker's progress callback never waits on a slow
 // client; this handler writes every event and waits for that goroutine.
 func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.Request, tool string, args json.RawMessage) error {
@@ -44,11 +45,10 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 	})
 	defer s.calls.end(sc)
 	req.OnInput = sc.ask
+	admitted := make(chan struct{})
+	req.OnAdmitted = func() { close(admitted) }
 	ctx, stop := s.watchRights(r)
 	defer stop()
-	ev := newEventWriter(w)
-	started, _ := json.Marshal(wire.CallStarted{Call: sc.id})
-	ev.send(wire.StreamCall, started)
 	q := newProgressQueue()
 	nq := newProgressQueue() // the instance's notices: message, elicitation-complete
 	defer s.b.WatchNotices(sc.notices(tgt.Server, tgt.Key, nq.push))()
@@ -68,6 +68,20 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 		}()
 		o.res, o.err = s.b.CallTool(ctx, req, tool, args, q.push)
 	}()
+	// The stream opens when the call is admitted: a call refused by a rate
+	// limit (or waiting for a concurrency slot in vain) is a plain 429 with
+	// Retry-After, as an unstreamed call's is.
+	select {
+	case <-admitted:
+	case o := <-done:
+		if o.err != nil {
+			return o.err
+		}
+		done <- o
+	}
+	ev := newEventWriter(w)
+	started, _ := json.Marshal(wire.CallStarted{Call: sc.id})
+	ev.send(wire.StreamCall, started)
 	// A long call with no progress would leave the stream silent, and
 	// proxies and clients with idle timeouts drop silent streams.
 	keepAlive := time.NewTicker(s.keepAlive)

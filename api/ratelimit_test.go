@@ -73,9 +73,18 @@ func TestRateLimitedCallerGets429(t *testing.T) {
 	if served.Load() != 5 || refused.Load() != 15 || bobServed.Load() != 20 {
 		t.Errorf("alice: %d served, %d refused (want 5, 15); bob: %d served (want 20)", served.Load(), refused.Load(), bobServed.Load())
 	}
+	// A streamed call is refused before its stream opens: the same 429.
+	if r := alice.do(t, "POST", path, `{"message":"a"}`, "Accept", "text/event-stream"); r.StatusCode != http.StatusTooManyRequests ||
+		r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.body), wire.KindRateLimited) {
+		t.Errorf("a streamed call over the rate: %d %s %s, want 429 with Retry-After", r.StatusCode, r.Header.Get("Content-Type"), r.body)
+	}
+	if r := bob.do(t, "POST", path, `{"message":"b"}`, "Accept", "text/event-stream"); r.StatusCode != http.StatusOK ||
+		!strings.Contains(string(r.body), "event: result") {
+		t.Errorf("bob's streamed call: %d %s, want the stream with its result", r.StatusCode, r.body)
+	}
 	m := scrapeMetrics(t, d.tcp)
-	if got := m.value("mcpx_rate_limited_total", "limit", "caller-rate", "server", "demo"); got != 15 {
-		t.Errorf("mcpx_rate_limited_total{caller-rate,demo} = %v, want 15", got)
+	if got := m.value("mcpx_rate_limited_total", "limit", "caller-rate", "server", "demo"); got != 16 {
+		t.Errorf("mcpx_rate_limited_total{caller-rate,demo} = %v, want 16", got)
 	}
 
 	r := d.unix.do(t, "POST", "/v1/tokens", `{"sub":"x","servers":["demo"],"rate":"5/x"}`)

@@ -56,6 +56,9 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 		return nil, err
 	}
 	defer release()
+	if r.OnAdmitted != nil {
+		r.OnAdmitted()
+	}
 	err = b.run(ctx, res, r.Server, "call "+tool, func(ctx context.Context, sess *mcpclient.Session) error {
 		def, err := b.listedTool(ctx, sess, r, res, tool, info)
 		if err != nil {

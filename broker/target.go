@@ -30,6 +30,10 @@ type Request struct {
 	// docs/input.md). nil = they are
 	// refused: the child gets a decline.
 	OnInput InputHandler
+	// OnAdmitted, if set, is called once a tool call has passed its rate
+	// limits and concurrency slot, before it reaches the pool: a streamed
+	// call opens its stream then, so that a refusal is still a plain 429.
+	OnAdmitted func()
 	// Capabilities, if set, are what the caller can answer: a stateless
 	// child's request declares no more (CallerCapabilities). nil = mcpx's
 	// own.
