@@ -96,7 +96,8 @@ func TestDescribe(t *testing.T) {
 		{`{"type":"image","mimeType":"image/png","data":"AAECAw=="}`, "[image image/png, 4 bytes]"},
 		{`{"type":"audio","mimeType":"audio/wav","data":"AAE="}`, "[audio audio/wav, 2 bytes]"},
 		{`{"type":"resource_link","uri":"file:///a","name":"a"}`, "[resource link file:///a (a)]"},
-		{`{"type":"resource","resource":{"uri":"demo://r","mimeType":"text/plain","text":"abc"}}`, "[resource demo://r text/plain, 3 bytes]"},
+		{`{"type":"resource","resource":{"uri":"demo://r","mimeType":"text/plain","text":"abc\n"}}`, "abc"},
+		{`{"type":"resource","resource":{"uri":"demo://b","mimeType":"application/octet-stream","blob":"AAECAw=="}}`, "[resource demo://b application/octet-stream, 4 bytes]"},
 		{`{"type":"hologram"}`, "[hologram content]"},
 	}
 	for _, tt := range tests {
