@@ -14,6 +14,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 )
 
@@ -287,9 +288,10 @@ func TestSubscribeErrors(t *testing.T) {
 	if p := d.unix.do(t, "GET", "/v1/servers/nope/resources/subscribe?uri=x", "").problem(t); p.Status != 404 {
 		t.Errorf("unknown server: %+v", p)
 	}
-	// The demo server offers no subscriptions: its refusal, as it answered.
+	// The demo server (a 2026-07-28 child here) offers no subscriptions:
+	// its subscriptions/listen agrees to none, which is said plainly.
 	p := d.unix.do(t, "GET", "/v1/servers/demo/resources/subscribe?uri=demo://readme", "").problem(t)
-	if p.Status < 400 || p.RPCCode != -32601 {
+	if p.Status != 400 || p.Field != "uri" || !strings.Contains(p.Detail, "does not offer updates of demo://readme") {
 		t.Errorf("a server without subscriptions: %+v", p)
 	}
 	if n := d.b.ChildSubscriptions(); n != 0 {
@@ -471,5 +473,46 @@ func TestConcurrentSubscribersLeaveNoSubscription(t *testing.T) {
 			_, unsubs := u.count("", "Received Unsubscribe Resource request: "+uriU)
 			return subs == unsubs && subs > round
 		})
+	}
+}
+
+// TestStatelessChildSubscribes: a 2026-07-28 child (the demo server in
+// the stateless era, with EnvApps' subscribable resources) is subscribed
+// the way that revision has instead of resources/subscribe — a held
+// subscriptions/listen naming the resource — shared by two callers, and
+// its updates reach them; when the last leaves, the listen ends.
+func TestStatelessChildSubscribes(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	d := startDemo(t, map[string]string{"demo": `{"scope": "global", "env": {"` + demo.EnvApps + `": "1", "` + demo.EnvEra + `": "stateless"}}`})
+	a := subscribeREST(t, d, "demo", "demo://readme", "a")
+	b := subscribeREST(t, d, "demo", "demo://readme", "b")
+	if n := d.b.ChildSubscriptions(); n != 1 {
+		t.Fatalf("child subscriptions = %d, want 1 shared", n)
+	}
+	r := d.unix.do(t, "POST", "/v1/servers/demo/tools/touch", `{"uri":"demo://readme"}`)
+	if r.StatusCode != 200 {
+		t.Fatalf("touch: %d %s", r.StatusCode, r.body)
+	}
+	for _, s := range []*restSub{a, b} {
+		if ev := s.next(t); ev.name != wire.StreamUpdated || !strings.Contains(ev.data, "demo://readme") {
+			t.Errorf("event %+v, want updated of demo://readme", ev)
+		}
+	}
+	a.close()
+	b.close()
+	deadline := time.Now().Add(10 * time.Second)
+	for d.b.ChildSubscriptions() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("child subscriptions = %d after both left, want 0", d.b.ChildSubscriptions())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The child's listen ended: another touch reaches no one, and a new
+	// subscription is a new listen that works.
+	c := subscribeREST(t, d, "demo", "demo://readme", "c")
+	defer c.close()
+	d.unix.do(t, "POST", "/v1/servers/demo/tools/touch", `{"uri":"demo://readme"}`)
+	if ev := c.next(t); ev.name != wire.StreamUpdated {
+		t.Errorf("event %+v after subscribing again, want updated", ev)
 	}
 }

@@ -98,8 +98,11 @@ type subEntry struct {
 	ready  chan struct{}      // closed once the child answered resources/subscribe
 	err    error              // set before ready is closed: the child refused
 	sess   *mcpclient.Session // set before ready is closed, on success
-	stop   chan struct{}      // closed when the last subscriber left (under subscriptions.mu)
-	gone   chan struct{}      // closed when the watcher is done (the child unsubscribed)
+	// unlisten ends a stateless-era child's subscriptions/listen (its way
+	// to subscribe); nil for a handshake-era child. Set with sess.
+	unlisten func()
+	stop     chan struct{} // closed when the last subscriber left (under subscriptions.mu)
+	gone     chan struct{} // closed when the watcher is done (the child unsubscribed)
 
 	subs map[*Subscription]bool // guarded by subscriptions.mu
 }
@@ -191,6 +194,17 @@ func (b *Broker) SubscribeResource(ctx context.Context, r Request, uri string, w
 		}
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		err = b.run(withCaller(ctx, r), res, r.Server, "subscribe", func(ctx context.Context, s *mcpclient.Session) error {
+			if s.Era() == mcpclient.EraStateless {
+				// 2026-07-28 removed resources/subscribe: a held
+				// subscriptions/listen naming the resource instead.
+				stop, err := s.ListenResource(ctx, uri)
+				if err != nil {
+					return &Error{Kind: KindBadRequest, Op: "subscribe", Server: r.Server, Field: "uri",
+						Msg: "the server does not offer updates of " + uri, Hint: "subscribe to a resource the server lists as subscribable", Err: err}
+				}
+				e.sess, e.unlisten = s, stop
+				return nil
+			}
 			if _, err := s.Call(ctx, "resources/subscribe", params, nil); err != nil {
 				return err
 			}
@@ -283,6 +297,10 @@ func (b *Broker) watchSubscription(e *subEntry) {
 	for {
 		select {
 		case <-e.stop:
+			if e.unlisten != nil {
+				e.unlisten()
+				return
+			}
 			ctx, cancel := context.WithTimeout(ss.ctx, 10*time.Second)
 			params, _ := json.Marshal(map[string]string{"uri": e.k.uri})
 			if _, err := e.sess.Call(ctx, "resources/unsubscribe", params, nil); err != nil {

@@ -17,7 +17,11 @@ import (
 //	grow                adds a prompt grown-N and a resource demo://grown/N,
 //	                    so the server sends prompts and resources list_changed;
 //	                    text = N
+//	touch {uri}         tells the clients subscribed to uri that it changed
+//	                    (notifications/resources/updated); text = uri
 //
+// and subscriptions: resources/subscribe, or in the 2026-07-28 era a
+// subscriptions/listen naming resources (go-sdk keeps the subscribers),
 // and the resource CardURI, text/html;profile=mcp-app, whose _meta.ui
 // carries a CSP (CardCSP) in its listing and in its contents.
 const EnvApps = "MCPX_DEMO_APPS"
@@ -36,6 +40,19 @@ func cardMeta() mcp.Meta {
 	return mcp.Meta{"ui": map[string]any{"csp": CardCSP, "prefersBorder": true}}
 }
 
+const touchSchema = `{"type":"object","properties":{"uri":{"type":"string"}},"required":["uri"],"additionalProperties":false}`
+
+type touchIn struct {
+	URI string `json:"uri"`
+}
+
+// subscribable makes a server's resources subscribable: go-sdk keeps who
+// subscribed to what; the handlers only accept.
+func subscribable(o *mcp.ServerOptions) {
+	o.SubscribeHandler = func(context.Context, *mcp.SubscribeRequest) error { return nil }
+	o.UnsubscribeHandler = func(context.Context, *mcp.UnsubscribeRequest) error { return nil }
+}
+
 const cardSchema = `{"type":"object","properties":{"title":{"type":"string"}},"required":["title"],"additionalProperties":false}`
 
 type cardIn struct {
@@ -52,6 +69,13 @@ func addApps(s *mcp.Server) {
 	s.AddResource(&mcp.Resource{URI: CardURI, Name: "card", MIMEType: CardMIME, Meta: cardMeta()},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: CardURI, MIMEType: CardMIME, Text: CardHTML, Meta: cardMeta()}}}, nil
+		})
+	mcp.AddTool(s, tool("touch", "Tells the clients subscribed to the resource that it changed.", touchSchema),
+		func(ctx context.Context, _ *mcp.CallToolRequest, in touchIn) (*mcp.CallToolResult, any, error) {
+			if err := s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: in.URI}); err != nil {
+				return nil, nil, err
+			}
+			return text(in.URI), nil, nil
 		})
 	var grown atomic.Int64
 	mcp.AddTool(s, tool("grow", "Adds a prompt and a resource (the lists change).", emptySchema),

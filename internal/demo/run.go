@@ -60,7 +60,7 @@ type flags struct {
 
 func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer, f flags) error {
 	rec := &initRecorder{r: in}
-	srv := newServer(stderr, rec, f.drift)
+	srv := newServer(stderr, rec, f.drift, f.apps)
 	if f.apps {
 		addApps(srv)
 	}

@@ -15,7 +15,7 @@ const Version = "1.0.0"
 // SDK parsed them (there is no raw line to record); use Run for the raw line.
 // Tool output meant for stderr goes to os.Stderr.
 func NewServer() *mcp.Server {
-	return newServer(os.Stderr, nil, false)
+	return newServer(os.Stderr, nil, false, false)
 }
 
 // demo holds what the handlers share. rec is nil when the raw initialize line
@@ -25,10 +25,13 @@ type demo struct {
 	rec    *initRecorder
 }
 
-func newServer(stderr io.Writer, rec *initRecorder, drift bool) *mcp.Server {
+func newServer(stderr io.Writer, rec *initRecorder, drift, apps bool) *mcp.Server {
 	d := &demo{stderr: stderr, rec: rec}
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcpx-demo", Title: "mcpx demo server", Version: Version},
-		&mcp.ServerOptions{Instructions: "A demo server for testing mcpx: echo, add, sleep, progress, roots and failure tools."})
+	opts := &mcp.ServerOptions{Instructions: "A demo server for testing mcpx: echo, add, sleep, progress, roots and failure tools."}
+	if apps {
+		subscribable(opts)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcpx-demo", Title: "mcpx demo server", Version: Version}, opts)
 	d.addTools(s)
 	if drift {
 		s.RemoveTools("add")

@@ -146,10 +146,13 @@ type Session struct {
 	nextID   atomic.Int64
 	inFlight atomic.Int64
 
-	mu       sync.Mutex
-	pending  map[int64]*call // guarded by mu; nil once the session ended
-	err      error           // guarded by mu; why done was closed
-	closeErr error           // the transport's Close error; set before done closes
+	mu      sync.Mutex
+	pending map[int64]*call // guarded by mu; nil once the session ended
+	// listenAcks are ListenResource's waits for the child's
+	// acknowledgement, by URI (listen.go). Guarded by mu.
+	listenAcks map[string]chan struct{}
+	err        error // guarded by mu; why done was closed
+	closeErr   error // the transport's Close error; set before done closes
 
 	done       chan struct{} // closed when the session ends
 	readerDone chan struct{} // closed when the reader goroutine returns

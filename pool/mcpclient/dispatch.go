@@ -169,6 +169,8 @@ func (s *Session) notification(e *envelope) {
 		s.listChanged("prompts/list")
 	case "notifications/message":
 		s.logMessage(e.params)
+	case "notifications/subscriptions/acknowledged":
+		s.listenAcked(e.params)
 	default:
 		s.log.Debug("ignoring mcp notification", "method", method)
 	}
