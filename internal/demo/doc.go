@@ -29,7 +29,8 @@
 //
 // plus the prompt `greet {name}` and the resource `demo://readme`. EnvApps=1
 // (a test flag) adds an MCP App, the tool show-card and its ui:// resource
-// CardURI, and the tool grow, which changes the prompt and resource lists.
+// CardURI, the tool grow, which changes the prompt and resource lists, and
+// subscribable resources with the tool touch {uri}, which says one changed.
 //
 // # Failure flags
 //
@@ -38,7 +39,7 @@
 // N; EnvGarbage=1 writes a non-JSON line to stdout; EnvHang=1 never answers
 // initialize; EnvEra=stateless|handshake serves one era only (the other's
 // opening request is refused with -32601); EnvRequestLog=<file> appends
-// each method received to the file; EnvApps=1 adds the MCP App. The daemon's default demo server
+// each method received to the file; EnvApps=1 adds the MCP App and subscriptions. The daemon's default demo server
 // ignores them.
 //
 // # Re-exec'ing the test binary as a real child
