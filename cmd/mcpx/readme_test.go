@@ -32,7 +32,7 @@ var readmeExpect = map[string]struct{ stdout, stderr string }{
 	`MCPX_LOG_LEVEL=warn mcpx run status`:                              {`^$`, `^$`},
 	`mcpx run ./hello.sh Ada`:                                          {`"content":\[\{"type":"text","text":"hi Ada"\}\]`, ""},
 	`mcpx run ./hello.sh Ada --env GREETING=hello`:                     {`"text":"hello Ada"`, ""},
-	`mcpx run greet --json-args '{"name":"Ada"}' --prefix - --prefix 'const t0 = Date.now()' --suffix 'console.error(script.name, result.ok, Date.now() - t0, "ms")'`: {`^\{"type":"text","text":"hi Ada"\}\n$`, `(?m)^greet true \d+ ms$`},
+	`mcpx run greet --json-args '{"name":"Ada"}' --prefix - --prefix 'const t0 = Date.now()' --suffix 'console.error(script.name, result.ok, Date.now() - t0, "ms")'`: {`^\{"type":"text","text":"hi Ada"\}\n$`, `(?m)^\{"time":"[^"]+","level":"error","msg":"greet true \d+ ms"`},
 }
 
 // readmeFixtures are files the README's examples use but do not show.
