@@ -28,8 +28,8 @@ type BundleOptions struct {
 	Source    string
 	SourceDir string
 	// Client is the generated client module (a .ts file) that
-	// ClientImports resolve to. The launcher imports its log (console.info
-	// and console.debug write through it).
+	// ClientImports resolve to. The launcher imports its log (every console
+	// member but log writes through it).
 	Client string
 	// Lib are the lib/ directories "@lib/<path>" is looked up in, nearest
 	// first (LibDirs).

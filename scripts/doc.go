@@ -54,9 +54,10 @@
 // # The launcher
 //
 // The runner is a launcher, itself bundled (so its lines may import "mcpx"
-// and "@lib/..."): it installs the call hook, makes console.info and
-// console.debug write log records through the client's log (console.log
-// still writes stdout), defines script ({path, name, args, export}), runs
+// and "@lib/..."): it installs the call hook, makes every console
+// member but log write log records through the client's log (console.log
+// still writes stdout; the client writes its lines to the function under
+// Symbol.for("mcpx.write")), defines script ({path, name, args, export}), runs
 // the prefix lines, imports the bundle dynamically — so the prefix lines
 // really run first — calls the function, and runs the suffix lines in a
 // finally that sees result ({ok, value, error, ms}), a throwing script's

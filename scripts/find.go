@@ -88,8 +88,8 @@ func Lookup(dirs []string, name string) (Script, bool) {
 }
 
 // Resolve returns the script file arg names, as `mcpx run` takes it: a
-// file (a path with a slash, or a name with a script extension; relative
-// to cwd), else the named script nearest on the chain dirs. The error
+// file (a path with a slash, a name with a script extension, or a file of
+// cwd with another extension; relative to cwd), else the named script nearest on the chain dirs. The error
 // names what was looked for, and the scripts there are.
 func Resolve(dirs []string, cwd, arg string) (string, error) {
 	isFile := strings.Contains(arg, "/")
@@ -99,6 +99,10 @@ func Resolve(dirs []string, cwd, arg string) (string, error) {
 				isFile = true
 			}
 		}
+	}
+	if !isFile && filepath.Ext(arg) != "" { // hello.sh, here: a file for its interpreter
+		fi, err := os.Stat(filepath.Join(cwd, arg))
+		isFile = err == nil && !fi.IsDir()
 	}
 	if isFile {
 		p := arg

@@ -12,7 +12,7 @@ import (
 
 // launcher writes the launcher of a bundled script to opts.Dir, with its
 // spec, and returns its path. The launcher is the script's harness: it
-// installs the call hook, makes console.info and console.debug log
+// installs the call hook, makes every console member but log write log
 // records, defines script, runs the prefix lines, imports
 // the bundle dynamically (running its top-level code), calls the function
 // export the spec names and prints its return value as JSON, then runs the
@@ -69,13 +69,73 @@ const launcherSource = `// mcpx run's launcher (generated; see package mcpx.dev/
 import { appendFileSync as $appendFileSync, readFileSync as $readFileSync } from "node:fs";
 import $process from "node:process";
 import { format as $format } from "node:util";
+import { Console as $Console } from "node:console";
 import { log as $log } from "mcpx";
 
-// console.info and console.debug write log records at their level, as the
-// client's log does (console.log still writes stdout; warn and error
-// stderr), their messages rendered as the runtime renders console's.
-globalThis.console.info = { info(...data: unknown[]): void { $log.info($format(...data)); } }.info;
-globalThis.console.debug = { debug(...data: unknown[]): void { $log.debug($format(...data)); } }.debug;
+// Every console member the runtime has becomes a log record at its level
+// (the client's log), rendered as the runtime renders console's own
+// output (a Console of its own, writing to $sink): warn, error and a
+// failed assert at theirs, debug at debug, the rest at info; trace's
+// record carries its frames; clear ends the groups; a member that Console
+// has not (profile, timeStamp, ...) writes a debug record of its name.
+// log still writes stdout (bun's write too); each member keeps its name.
+const $console = globalThis.console as unknown as { [name: string]: unknown };
+const $rawError = ($console.error as (...data: unknown[]) => void).bind(globalThis.console);
+let $inRecord = 0; // > 0 while a member writes its record
+// The client writes its records' lines here (its console.error is a member).
+globalThis[Symbol.for("mcpx.write")] = (line: string): void => $rawError(line);
+let $sinkText = "";
+const $sink = {
+  write(s: string): boolean { $sinkText += s; return true; },
+  on() { return $sink; }, once() { return $sink; }, off() { return $sink; }, removeListener() { return $sink; },
+  emit(): boolean { return false; }, listenerCount(): number { return 0; },
+};
+const $cap = new $Console({ stdout: $sink as never, stderr: $sink as never, colorMode: false }) as unknown as
+  { [name: string]: ((...data: unknown[]) => void) | undefined };
+const $levelOf: { [name: string]: "debug" | "info" | "warn" | "error" } = { debug: "debug", warn: "warn", error: "error", assert: "error" };
+const $notRecords = ["log", "write", "Console", "context", "createTask"];
+let $groups = 0;
+function $record(level: "debug" | "info" | "warn" | "error", msg: string, attrs?: { [key: string]: unknown }): void {
+  $inRecord++;
+  try {
+    $log[level](msg, attrs);
+  } finally {
+    $inRecord--;
+  }
+}
+for (const $name of Object.keys($console)) {
+  if ($notRecords.includes($name) || typeof $console[$name] !== "function") continue;
+  const level = $levelOf[$name] ?? "info";
+  $console[$name] = {
+    [$name](...data: unknown[]): void {
+      if ($inRecord > 0) { // a client without the mcpx.write hook: its record's line
+        $rawError(...data);
+        return;
+      }
+      if ($name === "trace") {
+        const frames = $stackOf(new Error("trace")).split("\n").filter((l) => /^\s*at /.test(l)).slice(1).map((l) => l.trim());
+        $record(level, "Trace" + (data.length > 0 ? ": " + $format(...data) : ""), { frames });
+        return;
+      }
+      if ($name === "clear") {
+        for (; $groups > 0; $groups--) $cap.groupEnd?.();
+        return;
+      }
+      if ($name === "group" || $name === "groupCollapsed") $groups++;
+      if ($name === "groupEnd") $groups = Math.max(0, $groups - 1);
+      const own = $cap[$name];
+      if (typeof own !== "function") {
+        $record("debug", "console." + $name + (data.length > 0 ? " " + $format(...data) : ""));
+        return;
+      }
+      $sinkText = "";
+      own.apply($cap, data);
+      const text = $sinkText.replace(/\n$/, "");
+      $sinkText = "";
+      if (text !== "") $record(level, text);
+    },
+  }[$name];
+}
 
 const $report = $process.env.` + EnvReport + `;
 globalThis[Symbol.for("mcpx.call")] = (call) => {
@@ -132,8 +192,15 @@ function $stackOf(e) {
 }
 
 // The client's log maps the stacks it takes for a record's source here.
-globalThis[Symbol.for("mcpx.stack")] = (stack: string): string =>
-  stack.includes(decodeURIComponent($bundle.pathname)) ? $stackOf(stack) : stack;
+// A record a console member writes is the member's caller's: the frames
+// of $record and the member (after $log's two) are dropped.
+globalThis[Symbol.for("mcpx.stack")] = (stack: string): string => {
+  if ($inRecord > 0) {
+    let n = 0;
+    stack = stack.split("\n").filter((l) => !/^\s*at /.test(l) || n++ < 2 || n > 4).join("\n");
+  }
+  return stack.includes(decodeURIComponent($bundle.pathname)) ? $stackOf(stack) : stack;
+};
 
 class $NoExport extends Error {}
 
@@ -169,7 +236,7 @@ try {
 } catch (e) {
   $exit = true;
   result.error = e;
-  console.error(e instanceof $NoExport ? e.message : $stackOf(e));
+  $rawError(e instanceof $NoExport ? e.message : $stackOf(e));
   $process.exitCode = 1;
 } finally {
   result.ms = performance.now() - $t0;

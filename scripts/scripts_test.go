@@ -195,6 +195,7 @@ func TestResolve(t *testing.T) {
 		"far/scripts/report.ts":  "",
 		"far/scripts/other.js":   "",
 		"cwd/local.ts":           "",
+		"cwd/hello.sh":           "",
 		"cwd/sub/x.mjs":          "",
 	})
 	dirs := []string{filepath.Join(root, "near"), filepath.Join(root, "far")}
@@ -203,6 +204,8 @@ func TestResolve(t *testing.T) {
 		{"report", filepath.Join(root, "near/scripts/report.ts"), ""},
 		{"other", filepath.Join(root, "far/scripts/other.js"), ""},
 		{"local.ts", filepath.Join(cwd, "local.ts"), ""},
+		{"hello.sh", filepath.Join(cwd, "hello.sh"), ""},
+		{"gone.sh", "", "no script named \"gone.sh\"; the scripts here: other, report"},
 		{"sub/x.mjs", filepath.Join(cwd, "sub/x.mjs"), ""},
 		{filepath.Join(cwd, "local.ts"), filepath.Join(cwd, "local.ts"), ""},
 		{"sub", "", "no script named \"sub\"; the scripts here: other, report"},

@@ -67,3 +67,39 @@ func TestLoadScript(t *testing.T) {
 		t.Errorf("Parse of a bad suffix: %v", err)
 	}
 }
+
+// TestLoadScriptInterpreterEnv: script.interpreter and script.env are
+// read and checked, each error naming the file and the field; MergeMaps
+// lets the nearer layer win per key.
+func TestLoadScriptInterpreterEnv(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.json")
+	write := func(body string) {
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"script": {"interpreter": {".py": "python3 -u"}, "env": {"A": "1"}}}`)
+	sc, err := LoadScript(p)
+	if err != nil || sc.Interpreter[".py"] != "python3 -u" || sc.Env["A"] != "1" {
+		t.Fatalf("LoadScript = %+v, %v", sc, err)
+	}
+	for body, want := range map[string]string{
+		`{"script": {"interpreter": {"py": "python3"}}}`: `script.interpreter["py"]: "py" is not a file extension`,
+		`{"script": {"interpreter": {".ts": "tsx"}}}`:    `script.interpreter[".ts"]: .ts files run on the JavaScript runtime`,
+		`{"script": {"interpreter": {".py": " "}}}`:      `script.interpreter[".py"] is empty`,
+		`{"script": {"interpreter": {".py": 3}}}`:        `script.interpreter must be an object of strings`,
+		`{"script": {"interpeter": {}}}`:                 `unknown field "script.interpeter"; did you mean "interpreter"?`,
+		`{"script": {"env": {"A=B": "1"}}}`:              `script.env: "A=B" is not a variable name`,
+		`{"script": {"env": ["A=1"]}}`:                   `script.env must be an object of strings`,
+	} {
+		write(body)
+		_, err := LoadScript(p)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %v, want it to name %s and say %q", body, err, p, want)
+		}
+	}
+	got := MergeMaps([]map[string]string{{"A": "near"}, nil, {"A": "far", "B": "far"}})
+	if len(got) != 2 || got["A"] != "near" || got["B"] != "far" {
+		t.Errorf("MergeMaps = %v", got)
+	}
+}

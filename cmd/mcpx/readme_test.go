@@ -30,7 +30,9 @@ var readmeExpect = map[string]struct{ stdout, stderr string }{
 	`echo 'return 6*7' | mcpx exec`:                                    {`^42\n$`, ""},
 	`mcpx run status`:                                                  {`^$`, `^\{"time":"[^"]+","level":"info","msg":"status: ok","template":"status: \{status\}","job":"nightly","status":"ok"\}\n$`},
 	`MCPX_LOG_LEVEL=warn mcpx run status`:                              {`^$`, `^$`},
-	`mcpx run greet --json-args '{"name":"Ada"}' --prefix - --prefix 'const t0 = Date.now()' --suffix 'console.error(script.name, result.ok, Date.now() - t0, "ms")'`: {`^\{"type":"text","text":"hi Ada"\}\n$`, `(?m)^greet true \d+ ms$`},
+	`mcpx run ./hello.sh Ada`:                                          {`"content":\[\{"type":"text","text":"hi Ada"\}\]`, ""},
+	`mcpx run ./hello.sh Ada --env GREETING=hello`:                     {`"text":"hello Ada"`, ""},
+	`mcpx run greet --json-args '{"name":"Ada"}' --prefix - --prefix 'const t0 = Date.now()' --suffix 'console.error(script.name, result.ok, Date.now() - t0, "ms")'`: {`^\{"type":"text","text":"hi Ada"\}\n$`, `(?m)^\{"time":"[^"]+","level":"error","msg":"greet true \d+ ms"`},
 }
 
 // readmeFixtures are files the README's examples use but do not show.
@@ -68,6 +70,7 @@ func TestReadmeScripts(t *testing.T) {
 
 var (
 	readmeFile    = regexp.MustCompile("(?s)```(?:ts|js)\n// (\\S+)\n(.*?)```")
+	readmeShell   = regexp.MustCompile("(?s)```sh\n(#![^\n]*\n)# (\\S+)\n(.*?)```") // the shebang, then "# path"
 	readmeCommand = regexp.MustCompile(`(?m)^    ((?:[A-Z_]+=\S* )*(?:echo .* \| )?mcpx .*?)(?:\s+#.*)?$`)
 )
 
@@ -89,6 +92,10 @@ func readmeScript(readme string) (string, error) {
 	for _, m := range readmeFile.FindAllStringSubmatch(sec, -1) {
 		shown[m[1]] = true
 		fmt.Fprintf(&files, "-- proj/%s --\n%s", m[1], m[2])
+	}
+	for _, m := range readmeShell.FindAllStringSubmatch(sec, -1) {
+		shown[m[2]] = true
+		fmt.Fprintf(&files, "-- proj/%s --\n%s%s", m[2], m[1], m[3])
 	}
 	for name, src := range readmeFixtures {
 		if !shown[name] {

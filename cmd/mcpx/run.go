@@ -52,6 +52,7 @@ type scriptFlags struct {
 	co          *callerOpts
 	prefix      linesFlag
 	suffix      linesFlag
+	env         envFlag
 	minimal     *bool
 }
 
@@ -68,6 +69,7 @@ func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
 		minimal:     fs.Bool("minimal", false, "run the script's module alone, with no harness: no function called, no prefix or suffix lines, no tool calls in --json"),
 	}
 	fs.Var(&sf.prefix, "prefix", "a line to run before the script (repeatable; - = the config chain's script.prefix lines there; without -, they are replaced)")
+	fs.Var(&sf.env, "env", "KEY=VALUE in the script's environment (repeatable; over the config chain's script.env)")
 	fs.Var(&sf.suffix, "suffix", "a line to run after the script, in a finally that sees result {ok, value, error, ms} (repeatable; - as for --prefix)")
 	return sf
 }
@@ -95,10 +97,6 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	if err != nil && file != "" { // no home directory: no client config, which is fine
 		return usageError(c, fs, "%v", err)
 	}
-	rt, err := scripts.ChooseRuntime(*sf.runtime, c.getenv(scripts.EnvRuntime), ccfg.Runtime, exec.LookPath)
-	if err != nil {
-		return usageError(c, fs, "%v", err)
-	}
 	cwd, err := callerCwd(sf.co.cwd, c.getenv)
 	if err != nil {
 		return usageError(c, fs, "%v", err)
@@ -110,13 +108,31 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 			return usageError(c, fs, "%v", err)
 		}
 	}
-	var prefix, suffix []string
-	if *sf.minimal {
-		if *sf.export != "" || *sf.jsonArgs != "" || sf.prefix.lines != nil || sf.suffix.lines != nil {
-			return usageError(c, fs, "--minimal runs the module alone: it takes no --export, --json-args, --prefix or --suffix")
-		}
-	} else if prefix, suffix, err = scriptLines(c, ch, sf.prefix.lines, sf.suffix.lines); err != nil {
+	set, err := loadScriptSettings(c, ch, sf.prefix.lines, sf.suffix.lines, sf.env.vars)
+	if err != nil {
 		return usageError(c, fs, "%v", err)
+	}
+	var interp []string
+	if src.snippet == "" {
+		if interp, err = scripts.Interpreter(script, set.interpreter); err != nil {
+			return usageError(c, fs, "%v", err)
+		}
+	}
+	jsOnly := *sf.export != "" || *sf.jsonArgs != "" || sf.prefix.lines != nil || sf.suffix.lines != nil
+	switch {
+	case interp != nil && jsOnly:
+		return usageError(c, fs, "%s runs on %s, not a JavaScript runtime: it takes no --export, --json-args, --prefix or --suffix (its arguments are the positional ones)",
+			src.arg, strings.Join(interp, " "))
+	case *sf.minimal && jsOnly:
+		return usageError(c, fs, "--minimal runs the module alone: it takes no --export, --json-args, --prefix or --suffix")
+	case interp != nil || *sf.minimal:
+		set.prefix, set.suffix = nil, nil
+	}
+	var rt scripts.Runtime
+	if interp == nil {
+		if rt, err = scripts.ChooseRuntime(*sf.runtime, c.getenv(scripts.EnvRuntime), ccfg.Runtime, exec.LookPath); err != nil {
+			return usageError(c, fs, "%v", err)
+		}
 	}
 
 	bc, caller, err := callerClient(ctx, c, sf.broker, *sf.noAutostart, sf.co)
@@ -135,12 +151,12 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	// names another), and its own lease unless the caller runs it under
 	// one (--lease, or $MCPX_LEASE from `mcpx lease run`).
 	r, err := runner.Start(ctx, runner.Options{Client: bc, Caller: caller, Session: sf.co.session, ParentSession: c.getenv("MCPX_SESSION_ID"),
-		Dir: dir, Mappings: ccfg.PathMappings, Config: file, LeaseTTL: *sf.leaseTTL, OnRenewError: renewFailed(c)})
+		Dir: dir, Mappings: ccfg.PathMappings, Config: file, LeaseTTL: *sf.leaseTTL, Relay: interp != nil, OnRenewError: renewFailed(c)})
 	if err != nil {
 		return report(c, err)
 	}
-	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Runtime: rt, Path: script, Snippet: src.snippet, Prefix: prefix, Suffix: suffix, Minimal: *sf.minimal, Export: *sf.export, Args: argsJSON,
-		Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
+	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Runtime: rt, Interpreter: interp, Path: script, Snippet: src.snippet, Prefix: set.prefix, Suffix: set.suffix, Minimal: *sf.minimal,
+		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: environ(set.env), Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
 	// Release the lease and stop the run's session (with a context of
 	// their own: ctx may be the interrupt that ended the script).
 	if err := r.Close(ctx); err != nil {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -27,13 +29,23 @@ func (f *linesFlag) Set(v string) error {
 	return nil
 }
 
-// scriptLines merges the prefix and suffix lines of the config chain ch
-// (each config.json's "script" block, nearest first) under the CLI's
-// flags. A file that another user owns or may write is not used (its lines
-// would run as this user), with a warning; one that does not load is an
-// error naming the file and field.
-func scriptLines(c *cli, ch chain.Chain, prefix, suffix config.Lines) (pre, suf []string, err error) {
+// scriptSettings is the config chain's "script" blocks merged under the
+// CLI's flags: the prefix and suffix lines, the interpreters by extension
+// and the environment.
+type scriptSettings struct {
+	prefix, suffix   []string
+	interpreter, env map[string]string
+}
+
+// loadScriptSettings merges the "script" blocks of the config chain ch
+// (each config.json's, nearest first) under the CLI's flags: the lines
+// (config.MergeLines), the interpreters and the environment (nearest wins
+// per key; --env over all). A file that another user owns or may write is
+// not used (its lines and commands would run as this user), with a
+// warning; one that does not load is an error naming the file and field.
+func loadScriptSettings(c *cli, ch chain.Chain, prefix, suffix config.Lines, env map[string]string) (scriptSettings, error) {
 	pres, sufs := []config.Lines{prefix}, []config.Lines{suffix}
+	interps, envs := []map[string]string{nil}, []map[string]string{env}
 	for _, d := range ch {
 		if d.Config == "" {
 			continue
@@ -44,11 +56,38 @@ func scriptLines(c *cli, ch chain.Chain, prefix, suffix config.Lines) (pre, suf 
 		}
 		sc, err := config.LoadScript(d.Config)
 		if err != nil {
-			return nil, nil, err
+			return scriptSettings{}, err
 		}
 		pres, sufs = append(pres, sc.Prefix), append(sufs, sc.Suffix)
+		interps, envs = append(interps, sc.Interpreter), append(envs, sc.Env)
 	}
-	return config.MergeLines(pres), config.MergeLines(sufs), nil
+	return scriptSettings{config.MergeLines(pres), config.MergeLines(sufs), config.MergeMaps(interps), config.MergeMaps(envs)}, nil
+}
+
+// envFlag is a repeatable --env KEY=VALUE.
+type envFlag struct{ vars map[string]string }
+
+func (f *envFlag) String() string { return "" }
+
+func (f *envFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, e.g. --env REPORT_DIR=/tmp/reports")
+	}
+	if f.vars == nil {
+		f.vars = map[string]string{}
+	}
+	f.vars[k] = val
+	return nil
+}
+
+// environ is env as KEY=value entries, sorted.
+func environ(env map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
 }
 
 // untrustedFile says why the lines of the file at path must not run as

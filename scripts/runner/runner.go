@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -59,6 +60,11 @@ type Options struct {
 	// LeaseTTL is the ttl of the run's own lease, renewed every ttl/3;
 	// 0 = DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Relay starts the relay for a local broker too: a script that speaks
+	// HTTP itself (an interpreter's) needs $MCPX_URL and $MCPX_TOKEN,
+	// which a local broker on its unix socket alone has not got. The
+	// script gets the relay's per-run token, never the daemon's.
+	Relay bool
 	// OnRenewError is told of a failed renewal of the run's lease (it is
 	// retried at the next tick); nil = ignored.
 	OnRenewError func(lease string, err error)
@@ -82,10 +88,15 @@ func Start(ctx context.Context, o Options) (r *Run, err error) {
 	if r.dir == "" {
 		r.dir = o.Caller.Cwd
 	}
-	if o.Client.Remote() {
+	if o.Client.Remote() || o.Relay {
 		// The script runs here, in this machine's directory, and reaches
-		// the broker through the relay.
-		if r.relay, err = o.Client.StartRelay(client.RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: o.Mappings, Config: o.Config}); err != nil {
+		// the broker through the relay. The client config's mappings are
+		// for a remote broker's directories only.
+		mappings := o.Mappings
+		if !o.Client.Remote() {
+			mappings = nil
+		}
+		if r.relay, err = o.Client.StartRelay(client.RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: mappings, Config: o.Config}); err != nil {
 			return nil, err
 		}
 		defer func() {
@@ -166,6 +177,16 @@ type Script struct {
 	Lib []string
 	// Argv are the script's positional arguments.
 	Argv []string
+	// Interpreter, when not nil, runs Path as it is instead (a shell or
+	// Python script: scripts.Interpreter): the command, then Path and
+	// Argv. Nothing is bundled and no client fetched; Runtime, Export,
+	// Args, Prefix, Suffix and Lib are not used, and no calls are
+	// reported. The script reaches the broker at $MCPX_URL (the run
+	// needs Options.Relay for a local one).
+	Interpreter []string
+	// Env are variables (KEY=value) the script gets beyond the caller's
+	// environment and before the run's own MCPX_* ones.
+	Env []string
 	// Cache is the run cache: the generated clients, and each run's own
 	// directory, removed when it ends. It is created if missing.
 	Cache string
@@ -205,32 +226,22 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 	if err := os.MkdirAll(s.Cache, 0o700); err != nil {
 		return env, err
 	}
-	mod, err := clientModule(ctx, r.bc, r.caller, s.Cache)
-	if err != nil {
-		return env, err
-	}
 	dir, err := os.MkdirTemp(s.Cache, "run-")
 	if err != nil {
 		return env, err
 	}
 	defer os.RemoveAll(dir)
-	var source string
-	if s.Snippet != "" {
-		if source, err = scripts.ExecModule(s.Snippet, mod, s.Minimal); err != nil {
-			return env, err
-		}
-	}
-	runnerPath, err := scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Source: source, SourceDir: r.dir, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args,
-		Prefix: s.Prefix, Suffix: s.Suffix, Minimal: s.Minimal})
-	if err != nil {
-		return env, &Error{Op: OpBundle, Err: err}
-	}
 	reportFile := filepath.Join(dir, "calls.jsonl")
-
-	cmd := exec.Command(s.Runtime.Path, s.Runtime.Args(runnerPath, s.Argv)...)
+	var cmd *exec.Cmd
+	if s.Interpreter != nil {
+		env.Runtime = interpreterName(s.Interpreter)
+		cmd = exec.Command(s.Interpreter[0], append(append(s.Interpreter[1:len(s.Interpreter):len(s.Interpreter)], s.Path), s.Argv...)...)
+		cmd.Env = os.Environ()
+	} else if cmd, err = r.bundle(ctx, s, dir); err != nil {
+		return env, err
+	}
 	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), s.Runtime.Env()...)
-	cmd.Env = append(cmd.Env,
+	cmd.Env = append(append(cmd.Env, s.Env...),
 		"MCPX_SESSION_ID="+r.caller.Session,
 		"MCPX_PARENT_SESSION_ID="+r.caller.ParentSession,
 		"MCPX_LEASE="+r.caller.Lease,
@@ -247,7 +258,7 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 	if s.Envelope {
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	}
-	if env.ExitCode, err = wait(ctx, cmd, s.Runtime.Name); err != nil || !s.Envelope {
+	if env.ExitCode, err = wait(ctx, cmd, env.Runtime); err != nil || !s.Envelope {
 		return env, err
 	}
 	calls, err := scripts.ReadCalls(reportFile)
@@ -259,6 +270,44 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 		env.Result = out
 	}
 	return env, nil
+}
+
+// interpreterName is the interpreter's name for the envelope: the
+// command's base name, or for env the command it runs ("python3" of
+// ["/usr/bin/env", "-S python3 -u"]).
+func interpreterName(cmd []string) string {
+	name := filepath.Base(cmd[0])
+	if name == "env" && len(cmd) > 1 {
+		for _, f := range strings.Fields(cmd[1]) {
+			if !strings.HasPrefix(f, "-") {
+				return filepath.Base(f)
+			}
+		}
+	}
+	return name
+}
+
+// bundle fetches the client, bundles s with it into dir and returns the
+// command that runs it on s.Runtime, with the runtime's environment.
+func (r *Run) bundle(ctx context.Context, s Script, dir string) (*exec.Cmd, error) {
+	mod, err := clientModule(ctx, r.bc, r.caller, s.Cache)
+	if err != nil {
+		return nil, err
+	}
+	var source string
+	if s.Snippet != "" {
+		if source, err = scripts.ExecModule(s.Snippet, mod, s.Minimal); err != nil {
+			return nil, err
+		}
+	}
+	runnerPath, err := scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Source: source, SourceDir: r.dir, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args,
+		Prefix: s.Prefix, Suffix: s.Suffix, Minimal: s.Minimal})
+	if err != nil {
+		return nil, &Error{Op: OpBundle, Err: err}
+	}
+	cmd := exec.Command(s.Runtime.Path, s.Runtime.Args(runnerPath, s.Argv)...)
+	cmd.Env = append(os.Environ(), s.Runtime.Env()...)
+	return cmd, nil
 }
 
 // wait runs cmd to its end and returns its exit code (128+n for a signal).

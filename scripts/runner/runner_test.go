@@ -227,3 +227,41 @@ func TestClientCache(t *testing.T) {
 		t.Errorf("the cache keeps %v, want %d modules: the new one first, then the newest old ones", left, keepClients)
 	}
 }
+
+// TestInterpreterScript: a script on an interpreter gets its arguments,
+// the run's session and lease, Env and, with Relay for a local broker,
+// the relay's URL and per-run token, through which it calls the demo's
+// echo itself; its exit code and output are in the envelope, named by
+// the interpreter.
+func TestInterpreterScript(t *testing.T) {
+	b := startBroker(t, "global")
+	t.Setenv("MCPX_URL", "http://127.0.0.1:1") // the caller's: the run's relay wins
+	dir := t.TempDir()
+	script := filepath.Join(dir, "echo.sh")
+	testenv.WriteFile(t, script, `curl -sS --fail-with-body "$MCPX_URL/v1/servers/demo/tools/echo" -H "Authorization: Bearer $MCPX_TOKEN" \
+  -H "Content-Type: application/json" -H "Mcpx-Session: $MCPX_SESSION_ID" -d "{\"message\": \"$1 $2\"}" || exit 9
+echo
+echo "$MCPX_SESSION_ID $MCPX_LEASE $EXTRA"
+exit 5
+`)
+	ctx := t.Context()
+	r, err := Start(ctx, Options{Client: b.unix, Caller: client.Caller{Cwd: dir}, Relay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx)
+	env, err := r.Script(ctx, Script{Interpreter: []string{"/bin/sh"}, Path: script, Argv: []string{"a", "b"}, Env: []string{"EXTRA=x"},
+		Cache: filepath.Join(dir, "cache"), Envelope: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Caller()
+	result, rest, _ := strings.Cut(env.Stdout, "\n")
+	want := c.Session + " " + c.Lease + " x\n"
+	if env.ExitCode != 5 || env.Runtime != "sh" || !strings.Contains(result, `"content":[{"type":"text","text":"a b"}]`) || rest != want || len(env.Calls) != 0 {
+		t.Errorf("envelope %+v\nwant exit 5 on sh, the echo's result and %q", env, want)
+	}
+	if got := interpreterName([]string{"/usr/bin/env", "-S python3 -u"}); got != "python3" {
+		t.Errorf("interpreterName of env -S python3 = %q", got)
+	}
+}

@@ -398,8 +398,7 @@ function $log(level: LogLevel, msg: string, bound: LogAttrs, attrs: LogAttrs | u
     // BigInt, a throwing toJSON) are left out, and the reason said.
     line = JSON.stringify({ ...head, logError: "attributes not encoded: " + String(e) });
   }
-  // console.error writes to stderr on Node, Deno and Bun alike.
-  $web.console.error(line);
+  $stderr(line);
 }
 
 // $caller is the file:line:column of the frame that called the logger's
@@ -445,6 +444,15 @@ type $Web = {
   console: { error(line: string): void };
 };
 const $web = globalThis as unknown as $Web;
+// $stderr writes a record's line: with console.error, which writes to
+// stderr on Node, Deno and Bun alike, or the function a harness installs
+// under Symbol.for("mcpx.write") (mcpx run's launcher, whose console
+// members write records themselves).
+function $stderr(line: string): void {
+  const write = (globalThis as unknown as { [key: symbol]: unknown })[Symbol.for("mcpx.write")];
+  if (typeof write === "function") write(line);
+  else $web.console.error(line);
+}
 
 // The host runtime: Deno, or Node and Bun (process).
 type $Host = {
