@@ -15,7 +15,9 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/rights"
 )
 
 // samePort listens on 127.0.0.2 and 127.0.0.3 at one port, as the
@@ -141,5 +143,41 @@ func TestFleetSDNoAddress(t *testing.T) {
 	u := serveTailnetAPI(t, "solo", nil, nil)
 	if code, body := get(t, u+"/v1/fleet/sd?who=metrics"); code != 200 || strings.TrimSpace(string(body)) != "[]" {
 		t.Errorf("sd without an address: %d %s, want 200 []", code, body)
+	}
+}
+
+// TestMetricsToken: a token minted with the metrics right alone (no
+// server: `mcpx token mint --sub prometheus --metrics`) scrapes /metrics
+// and reads /v1/fleet/sd over loopback TCP, without Mcpx-Client as
+// Prometheus sends, and may use no server and no admin route; a token
+// without it is refused /metrics.
+func TestMetricsToken(t *testing.T) {
+	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), tokens: is})
+	prom := mint(t, d.unix, wire.TokenRequest{Subject: "prometheus", Rule: rights.Rule{Metrics: true}})
+	plain := mint(t, d.unix, wire.TokenRequest{Subject: "dev", Rule: rights.Rule{Servers: []string{"demo"}}})
+	scrape := func(tok, path string) (int, []byte) {
+		return get(t, d.tcp.base+path, "Authorization", "Bearer "+tok, wire.HeaderClient, "") // as Prometheus sends: no Mcpx-Client
+	}
+	if code, body := scrape(prom.Token, "/metrics"); code != 200 || !strings.Contains(string(body), "mcpx_build_info") {
+		t.Errorf("/metrics with a metrics token: %d %.200s", code, body)
+	}
+	if code, body := scrape(prom.Token, "/v1/fleet/sd"); code != 200 || !strings.HasPrefix(string(body), "[") {
+		t.Errorf("/v1/fleet/sd with a metrics token: %d %s", code, body)
+	}
+	if code, body := scrape(plain.Token, "/metrics"); code != http.StatusForbidden || !strings.Contains(string(body), "--metrics") {
+		t.Errorf("/metrics with a plain token: %d %s, want 403 naming --metrics", code, body)
+	}
+	pc := bearerClient(d, prom.Token)
+	if r := pc.do(t, "GET", "/v1/servers", ""); r.StatusCode != 200 || strings.Contains(string(r.body), `"demo"`) {
+		t.Errorf("/v1/servers with a metrics token: %d %s, want no server", r.StatusCode, r.body)
+	}
+	for _, path := range []string{"/v1/tokens", "/v1/fleet", "/v1/log"} {
+		if r := pc.do(t, "GET", path, ""); r.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s with a metrics token: %d %s, want 403", path, r.StatusCode, r.body)
+		}
 	}
 }
