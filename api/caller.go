@@ -132,6 +132,14 @@ var healthzPath = func() string {
 	return rt.Pattern
 }()
 
+// scrapePaths are the paths a Prometheus server GETs: /metrics and the
+// fleet's service discovery.
+var scrapePaths = func() map[string]bool {
+	m, _ := wire.Lookup(wire.OpMetrics)
+	sd, _ := wire.Lookup(wire.OpFleetSD)
+	return map[string]bool{m.Pattern: true, sd.Pattern: true}
+}()
+
 func via(remote bool) string {
 	if remote {
 		return wire.ViaTailnet
@@ -149,11 +157,14 @@ func via(remote bool) string {
 // cannot set it without a preflight, and no preflight is ever answered (no
 // Access-Control-* header is ever sent). The dashboard's own requests are
 // admitted before this, by its session cookie and CSRF secret (browser.go).
+// A Prometheus server's GETs (scrapePaths) need no Mcpx-Client either: it
+// cannot send one, and what a page could make it do there changes
+// nothing and answers what the page cannot read.
 func browserGuard(r *http.Request) error {
 	switch {
 	case r.Header.Get("Origin") != "":
 		return deny(denyOrigin, forbidden("requests from web pages are refused (the request has an Origin header)"))
-	case r.URL.Path != healthzPath && r.Header.Get(wire.HeaderClient) == "":
+	case r.URL.Path != healthzPath && !(r.Method == http.MethodGet && scrapePaths[r.URL.Path]) && r.Header.Get(wire.HeaderClient) == "":
 		return deny(denyNoClientHeader, &broker.Error{Kind: broker.KindForbidden, Op: "authenticate", Field: wire.HeaderClient,
 			Msg:  "requests without the " + wire.HeaderClient + " header are refused on network listeners (browser guard)",
 			Hint: "send `" + wire.HeaderClient + ": <your client's name>`; mcpx's own clients do"})

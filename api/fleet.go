@@ -26,6 +26,10 @@ type Tailnet struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Timeout bounds the questions to one broker; 0 = fleet.DefaultTimeout.
 	Timeout time.Duration
+	// Port is the port the brokers serve their API on over the tailnet,
+	// as GET /v1/fleet/sd names their targets; 0 = 80, where `mcpx serve
+	// --tailnet` serves it. (Tests serve brokers elsewhere.)
+	Port int
 }
 
 // getTailnet is GET /v1/tailnet: the node's state, for an admin (it names
@@ -56,12 +60,42 @@ func (s *server) getFleet(w http.ResponseWriter, r *http.Request) error {
 		return &broker.Error{Kind: broker.KindUnavailable, Op: "fleet", Msg: "the daemon is not on a tailnet",
 			Hint: "start it with `mcpx serve --tailnet --tailnet-tags tag:mcpx`, or run `mcpx fleet ls --tsnet` to look from a node of the CLI's own"}
 	}
+	f, err := s.discoverFleet(r)
+	if err != nil {
+		return err
+	}
+	f.Brokers = append([]wire.FleetBroker{s.fleetSelf(c)}, f.Brokers...)
+	if s.node != nil {
+		f.Node = s.node.DNSName
+	}
+	writeJSON(w, http.StatusOK, f)
+	return nil
+}
+
+// discoverFleet asks the brokers among the daemon node's peers, selected
+// and bounded by the request's ?tag=, ?probe= and ?timeout=.
+func (s *server) discoverFleet(r *http.Request) (wire.Fleet, error) {
+	opts, err := s.fleetOptions(r)
+	if err != nil {
+		return wire.Fleet{}, err
+	}
+	peers, err := s.tailnet.Peers(r.Context())
+	if err != nil {
+		s.log.Warn("fleet: reading the tailnet's peers", "err", err)
+		return wire.Fleet{}, &broker.Error{Kind: broker.KindUnavailable, Op: "fleet", Msg: "the daemon's tailnet node cannot list its peers now",
+			Hint: "see GET /v1/tailnet (`mcpx doctor`) for the node's state"}
+	}
+	return fleet.Discover(r.Context(), peers, opts), nil
+}
+
+// fleetOptions reads the request's ?tag=, ?probe= and ?timeout=.
+func (s *server) fleetOptions(r *http.Request) (fleet.Options, error) {
 	q := r.URL.Query()
 	opts := fleet.Options{Dial: s.tailnet.Dial, Tag: q.Get(wire.QueryTag), Timeout: s.tailnet.Timeout}
 	if v := q.Get(wire.QueryProbe); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return &broker.Error{Kind: broker.KindBadRequest, Op: "fleet", Field: wire.QueryProbe,
+			return opts, &broker.Error{Kind: broker.KindBadRequest, Op: "fleet", Field: wire.QueryProbe,
 				Msg: fmt.Sprintf("probe=%q is not a boolean", v), Hint: "use probe=true to ask every peer"}
 		}
 		opts.Probe = b
@@ -69,7 +103,7 @@ func (s *server) getFleet(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get(wire.QueryTimeout); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 100*time.Millisecond || d > 30*time.Second {
-			return &broker.Error{Kind: broker.KindBadRequest, Op: "fleet", Field: wire.QueryTimeout,
+			return opts, &broker.Error{Kind: broker.KindBadRequest, Op: "fleet", Field: wire.QueryTimeout,
 				Msg: fmt.Sprintf("timeout=%q is not a duration from 100ms to 30s", v), Hint: "e.g. timeout=5s"}
 		}
 		// The peers are asked in parallel: the whole answer takes about
@@ -78,22 +112,10 @@ func (s *server) getFleet(w http.ResponseWriter, r *http.Request) error {
 	}
 	if opts.Tag != "" {
 		if err := fleet.CheckTag(opts.Tag); err != nil {
-			return &broker.Error{Kind: broker.KindBadRequest, Op: "fleet", Field: wire.QueryTag, Msg: err.Error()}
+			return opts, &broker.Error{Kind: broker.KindBadRequest, Op: "fleet", Field: wire.QueryTag, Msg: err.Error()}
 		}
 	}
-	peers, err := s.tailnet.Peers(r.Context())
-	if err != nil {
-		s.log.Warn("fleet: reading the tailnet's peers", "err", err)
-		return &broker.Error{Kind: broker.KindUnavailable, Op: "fleet", Msg: "the daemon's tailnet node cannot list its peers now",
-			Hint: "see GET /v1/tailnet (`mcpx doctor`) for the node's state"}
-	}
-	f := fleet.Discover(r.Context(), peers, opts)
-	f.Brokers = append([]wire.FleetBroker{s.fleetSelf(c)}, f.Brokers...)
-	if s.node != nil {
-		f.Node = s.node.DNSName
-	}
-	writeJSON(w, http.StatusOK, f)
-	return nil
+	return opts, nil
 }
 
 // fleetSelf is the daemon's own entry of its fleet, from its broker.

@@ -23,6 +23,18 @@ import (
 // plain grant, or refused. It returns the URL.
 func serveTailnetAPI(t *testing.T, name string, tn *api.Tailnet, node *wire.NodeInfo) string {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveTailnetAPIOn(t, ln, name, api.Options{Tailnet: tn, Node: node})
+}
+
+// serveTailnetAPIOn is serveTailnetAPI on ln, with opts (Broker and
+// Version are set here); ?who=metrics is a caller with the metrics right
+// alone.
+func serveTailnetAPIOn(t *testing.T, ln net.Listener, name string, opts api.Options) string {
+	t.Helper()
 	cfg, err := config.Parse([]byte(`{"servers": {"`+name+`": {"command": "true"}}}`), "test.json")
 	if err != nil {
 		t.Fatal(err)
@@ -31,14 +43,12 @@ func serveTailnetAPI(t *testing.T, name string, tn *api.Tailnet, node *wire.Node
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	id := func(r *http.Request) (broker.Caller, error) {
 		switch r.URL.Query().Get("who") {
 		case "admin":
 			return broker.Caller{Name: "ops@example.com", Via: wire.ViaTailnet, Rights: rights.Rights{{Admin: true}}}, nil
+		case "metrics":
+			return broker.Caller{Name: "tag:prometheus", Via: wire.ViaTailnet, Rights: rights.Rights{rights.Rule{Metrics: true}.Granted()}}, nil
 		case "plain":
 			return broker.Caller{Name: "dev@example.com", Via: wire.ViaTailnet, Rights: rights.Rights{{}}}, nil
 		}
@@ -47,8 +57,8 @@ func serveTailnetAPI(t *testing.T, name string, tn *api.Tailnet, node *wire.Node
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		h := api.New(api.Options{Broker: b, Version: "test", Tailnet: tn, Node: node})
-		if err := api.Serve(ctx, ln, h, api.ServeOptions{Identify: id, DrainTimeout: time.Second}); err != nil {
+		opts.Broker, opts.Version = b, "test"
+		if err := api.Serve(ctx, ln, api.New(opts), api.ServeOptions{Identify: id, DrainTimeout: time.Second}); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})

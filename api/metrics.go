@@ -91,7 +91,8 @@ func (s *server) countRefusal(err error) {
 	}
 }
 
-// metrics answers the Prometheus metrics (package metrics) to an admin:
+// metrics answers the Prometheus metrics (package metrics) to an admin or
+// a caller with the metrics right (a Prometheus server's grant or token):
 // they span every server and caller. Anyone else is refused with 403, as
 // for /v1/stats; the figures carry no session, key, cwd or caller, but a
 // caller limited to some servers must not learn what the others do.
@@ -100,10 +101,10 @@ func (s *server) getMetrics(w http.ResponseWriter, r *http.Request) error {
 	if s.metrics == nil {
 		return &broker.Error{Kind: broker.KindUnavailable, Op: "metrics", Msg: "this handler has no metrics"}
 	}
-	if !c.Rights.Admin() {
+	if !c.Rights.Metrics() {
 		return &broker.Error{Kind: broker.KindForbidden, Op: "metrics",
-			Msg:  "only an admin may read the metrics: they cover every server",
-			Hint: "scrape with the daemon's own token (loopback TCP) or an admin token (`mcpx token mint --admin`)"}
+			Msg:  "only a caller with the metrics or admin right may read the metrics: they cover every server",
+			Hint: "scrape with the daemon's own token (loopback TCP), a metrics token (`mcpx token mint --sub prometheus --metrics`) or a tailnet grant of {\"metrics\": true}"}
 	}
 	var buf bytes.Buffer
 	if err := s.metrics.Write(&buf); err != nil {

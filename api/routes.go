@@ -58,6 +58,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpMetrics:               (*server).getMetrics,
 	wire.OpLog:                   (*server).streamLog,
 	wire.OpFleet:                 (*server).getFleet,
+	wire.OpFleetSD:               (*server).getFleetSD,
 	wire.OpTailnet:               (*server).getTailnet,
 	wire.OpListTasks:             (*server).listTasks,
 	wire.OpGetTask:               (*server).getTask,

@@ -259,7 +259,8 @@ func readKeys(t *testing.T, dir string) map[string]ed25519.PrivateKey {
 
 // TestNoRouteButHealthzAnswersWithoutIdentity walks every route of the
 // table over loopback TCP: without a token only /healthz answers; with an
-// Origin header, or without Mcpx-Client, the browser guard refuses first;
+// Origin header, or without Mcpx-Client (but a Prometheus server's GETs
+// of /metrics and /v1/fleet/sd), the browser guard refuses first;
 // and no answer ever carries an Access-Control-* header (CORS stays shut).
 func TestNoRouteButHealthzAnswersWithoutIdentity(t *testing.T) {
 	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
@@ -278,6 +279,8 @@ func TestNoRouteButHealthzAnswersWithoutIdentity(t *testing.T) {
 			path += "?" + query + "=x"
 		}
 		healthz := rt.Name == wire.OpHealthz
+		// A Prometheus server sends no Mcpx-Client: its GETs need identity only.
+		scrape := rt.Name == wire.OpMetrics || rt.Name == wire.OpFleetSD
 		for _, tc := range []struct {
 			name    string
 			headers []string
@@ -289,8 +292,13 @@ func TestNoRouteButHealthzAnswersWithoutIdentity(t *testing.T) {
 			{"preflight-style", []string{"Access-Control-Request-Method", rt.Method}, 403},
 		} {
 			want := tc.status
-			if healthz && tc.name != "Origin" {
+			switch {
+			case healthz && tc.name != "Origin":
 				want = 200
+			case scrape && tc.name == "no Mcpx-Client":
+				want = 200
+			case scrape && tc.name == "preflight-style":
+				want = 401
 			}
 			r := plain.do(t, rt.Method, path, "", tc.headers...)
 			if r.StatusCode != want {

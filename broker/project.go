@@ -368,7 +368,7 @@ const skipOutsideRoots = "it lies outside the roots this caller may use"
 // skipNotTrustedHere is why a project directory in the caller's roots is
 // not applied when the rules that say projectConfig do not reach it: a
 // rule's projectConfig trusts the project files in that rule's roots only
-// (package rights, "Admin and project config").
+// (package rights, "Admin, metrics and project config").
 const skipNotTrustedHere = "no rule of this caller's grant or token that says projectConfig: true reaches it; it is served the owner's config here"
 
 // projectLayer is a project directory of a caller's chain.

@@ -49,12 +49,17 @@
 // and listings only: the rule's servers are still the caller's, with
 // their resources and prompts.
 //
-// # Admin and project config
+// # Admin, metrics and project config
 //
 // Admin is a right of the caller, not of a call: it lets the caller stop
 // instances, manage others' sessions and tokens, which name no server, no
 // directory and no scope a rule could bound. [Rights.Admin] is true when
 // any rule says admin.
+//
+// Metrics is a scraper's right: it lets the caller read the daemon's
+// Prometheus metrics and its fleet's service discovery (GET /metrics, GET
+// /v1/fleet/sd) and nothing else, so a Prometheus server needs no admin
+// grant. [Rights.Metrics] is true when any rule says metrics or admin.
 //
 // ProjectConfig is a rule's, by directory: project files (config.json
 // found upward from the caller's cwd) define servers for the caller only

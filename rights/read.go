@@ -59,9 +59,10 @@ func CanonicalRoot(root string) (canon string, ok bool) {
 }
 
 // Excess is the part of a rule that Rights do not cover (Covers): Field is
-// the rule's member ("servers", "roots", "scopes", "tools",
-// "projectConfig") and Value the value that goes beyond ("(all)" for a
-// list without limit that only a rule without that limit covers).
+// the rule's member ("servers", "roots", "scopes", "tools", "rate",
+// "metrics", "projectConfig") and Value the value that goes beyond
+// ("(all)" for a list without limit that only a rule without that limit
+// covers).
 type Excess struct {
 	Field string
 	Value string
@@ -78,7 +79,8 @@ func (e *Excess) Error() string {
 //
 // Each server, root and scope of q is checked in every combination with
 // the others; a list without limit stands for "*" (servers, scopes) or "/"
-// (roots), which only a rule without that limit covers.
+// (roots), which only a rule without that limit covers. q's metrics need
+// metrics (or admin) in r.
 //
 // q's tools are checked at each such combination against the tool
 // patterns of r's rules that allow it: covered when one of those rules has
@@ -117,6 +119,9 @@ func (r Rights) Covers(q Rule) error {
 	}
 	if err := r.coversLimit(q); err != nil {
 		return err
+	}
+	if q.Metrics && !r.Metrics() {
+		return &Excess{Field: "metrics", Value: "true"}
 	}
 	if q.ProjectConfig {
 		for _, d := range roots {

@@ -35,6 +35,10 @@ type Rule struct {
 	Tools []string `json:"tools,omitzero"`
 	// Admin makes the caller an admin (Rights.Admin).
 	Admin bool `json:"admin,omitempty"`
+	// Metrics lets the caller read the daemon's Prometheus metrics and its
+	// fleet's service discovery (Rights.Metrics), and nothing else an
+	// admin may: a scraper's right.
+	Metrics bool `json:"metrics,omitempty"`
 	// ProjectConfig lets the project files in the rule's roots define the
 	// caller's servers (Rights.ProjectConfig).
 	ProjectConfig bool `json:"projectConfig,omitempty"`
@@ -93,6 +97,12 @@ func (r Rights) MayUseDir(dir string) bool { return r.Allows(Use{Dir: dir}) }
 // Admin reports whether the caller is an admin: any rule says so.
 func (r Rights) Admin() bool {
 	return slices.ContainsFunc(r, func(e Rule) bool { return e.Admin })
+}
+
+// Metrics reports whether the caller may read the metrics (/metrics and
+// the fleet's service discovery): any rule says metrics or admin.
+func (r Rights) Metrics() bool {
+	return slices.ContainsFunc(r, func(e Rule) bool { return e.Metrics || e.Admin })
 }
 
 // ProjectConfig reports whether the project files in the canonical

@@ -113,6 +113,39 @@ func TestAdminAndProjectConfig(t *testing.T) {
 	}
 }
 
+// TestMetrics: the metrics right is a rule's metrics or admin, denied by
+// default, and it makes no admin.
+func TestMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		r      rights.Rights
+		want   bool
+		admin  bool
+		server bool // may use server demo
+	}{
+		{"none", rights.None(), false, false, false},
+		{"a plain grant", grant, false, false, true},
+		{"metrics alone", rights.Rights{{Servers: []string{}, Roots: []string{}, Metrics: true}}, true, false, false},
+		{"metrics in one rule of two", append(rights.Rights{{Servers: []string{}, Metrics: true}}, grant...), true, false, true},
+		{"admin", rights.Rights{{Servers: []string{}, Admin: true}}, true, true, false},
+		{"all", rights.All(), true, true, true},
+	} {
+		if got := tc.r.Metrics(); got != tc.want {
+			t.Errorf("%s: Metrics() = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := tc.r.Admin(); got != tc.admin {
+			t.Errorf("%s: Admin() = %v, want %v", tc.name, got, tc.admin)
+		}
+		if got := tc.r.MayUse("demo"); got != tc.server {
+			t.Errorf("%s: MayUse(demo) = %v, want %v", tc.name, got, tc.server)
+		}
+	}
+	var r rights.Rights
+	if err := json.Unmarshal([]byte(`[{"servers": [], "metrics": true}]`), &r); err != nil || !r.Metrics() || r.String() != `[{"servers":[],"metrics":true}]` {
+		t.Errorf("metrics in JSON: %v, %s", err, r)
+	}
+}
+
 // TestJSON: one form, in which an empty list ("none") and an absent one
 // ("no limit") survive a round trip.
 func TestJSON(t *testing.T) {
@@ -225,6 +258,7 @@ func TestCovers(t *testing.T) {
 		{"project config in its rule's roots", rights.Rule{Servers: []string{"tools"}, Roots: []string{"/p/x"}, ProjectConfig: true}, "", ""},
 		{"project config elsewhere", rights.Rule{Servers: []string{"demo"}, Roots: []string{"/r/granted"}, Scopes: []string{"cwd"}, ProjectConfig: true}, "projectConfig", "true"},
 		{"nothing", rights.Rule{Servers: []string{}, Roots: []string{}, Scopes: []string{}}, "", ""},
+		{"metrics without them", rights.Rule{Servers: []string{}, Roots: []string{}, Metrics: true}, "metrics", "true"},
 	} {
 		err := minter.Covers(tc.q)
 		if tc.field == "" {
@@ -238,7 +272,7 @@ func TestCovers(t *testing.T) {
 			t.Errorf("%s: %v, want an excess of %s %s", tc.name, err, tc.field, tc.value)
 		}
 	}
-	if err := rights.All().Covers(rights.Rule{ProjectConfig: true, Admin: true}); err != nil {
+	if err := rights.All().Covers(rights.Rule{ProjectConfig: true, Admin: true, Metrics: true}); err != nil {
 		t.Errorf("All does not cover everything: %v", err)
 	}
 }

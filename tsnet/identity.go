@@ -50,8 +50,10 @@ const DefaultCapability = "mcpx.dev/cap/broker"
 // scopes narrow, they grant nothing by themselves; so do tools: without
 // them every tool of the element's servers, with them (globs over
 // server.tool, "github.get_*") only those they match. Admin is the
-// caller's if any element says so; projectConfig trusts the project files
-// in its own element's roots.
+// caller's if any element says so, and so is metrics (a Prometheus
+// server's grant: /metrics and /v1/fleet/sd, nothing else, e.g.
+// {"metrics": true}); projectConfig trusts the project files in its own
+// element's roots.
 // Granted roots are canonicalised; one that does not exist is dropped.
 func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 	n.mu.Lock()
@@ -68,7 +70,7 @@ func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
 	elems, err := tailcfg.UnmarshalCapJSON[rights.Rule](who.CapMap, tailcfg.PeerCapability(capName))
 	if err != nil {
 		return broker.Caller{}, refuse(fmt.Sprintf("the tailnet grant %s of this peer is malformed: %v", capName, err),
-			"fix the grant in the tailnet policy: each element is {servers, roots, scopes, tools, admin, projectConfig, rate, burst}, rate as \"100/m\" (also /s and /h)", err)
+			"fix the grant in the tailnet policy: each element is {servers, roots, scopes, tools, admin, metrics, projectConfig, rate, burst}, rate as \"100/m\" (also /s and /h)", err)
 	}
 	name := callerName(who)
 	if len(elems) == 0 {

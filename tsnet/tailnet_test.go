@@ -744,3 +744,37 @@ func TestTailnetTokensScopesAndBrowserGuard(t *testing.T) {
 		t.Errorf("a third call under a grant of 2/h: %d %s, want 429 naming the rate", code, body)
 	}
 }
+
+// TestMetricsGrant: a tailnet grant of {"metrics": true} lets a peer (a
+// Prometheus server's node) scrape /metrics and read /v1/fleet/sd, sending
+// no Mcpx-Client as Prometheus does, and nothing else: no server, no admin
+// route; a grant without it is refused /metrics; admin still reads it.
+func TestMetricsGrant(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	tn := newTailnet(t)
+	brokerNode(t, tn, nil)
+	prom := newPeer(t, tn.node(t, "prometheus", nil))
+	scrape := func() (int, []byte) { return prom.do(t, "GET", "/metrics", "", wire.HeaderClient, "") }
+
+	tn.control.SetGlobalAppCaps(grant(`{"metrics": true}`))
+	testenv.WaitFor(t, "the metrics grant", func() bool { code, _ := scrape(); return code == 200 })
+	if _, body := scrape(); !strings.Contains(string(body), "mcpx_build_info") {
+		t.Errorf("/metrics with the metrics grant: %.200s", body)
+	}
+	if code, body := prom.do(t, "GET", "/v1/fleet/sd", "", wire.HeaderClient, ""); code != 200 || !strings.HasPrefix(string(body), "[") {
+		t.Errorf("/v1/fleet/sd with the metrics grant: %d %s", code, body)
+	}
+	if code, body := prom.do(t, "GET", "/v1/servers", ""); code != 200 || strings.Contains(string(body), `"demo"`) {
+		t.Errorf("/v1/servers with the metrics grant alone: %d %s, want no server", code, body)
+	}
+	for _, path := range []string{"/v1/tokens", "/v1/log", "/v1/fleet"} {
+		if code, body := prom.do(t, "GET", path, ""); code != http.StatusForbidden {
+			t.Errorf("GET %s with the metrics grant: %d %s, want 403", path, code, body)
+		}
+	}
+
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"]}`))
+	testenv.WaitFor(t, "a grant without metrics", func() bool { code, _ := scrape(); return code == http.StatusForbidden })
+	tn.control.SetGlobalAppCaps(grant(`{"servers": [], "admin": true}`))
+	testenv.WaitFor(t, "an admin grant", func() bool { code, _ := scrape(); return code == 200 })
+}

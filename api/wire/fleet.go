@@ -3,6 +3,7 @@ package wire
 // Operation names of the fleet and tailnet routes.
 const (
 	OpFleet   = "getFleet"
+	OpFleetSD = "getFleetSD"
 	OpTailnet = "getTailnet"
 )
 
@@ -71,6 +72,32 @@ type FleetBroker struct {
 	Servers   []FleetServer `json:"servers,omitempty"`
 	Instances int           `json:"instances"`
 }
+
+// FleetTargets is the GET /v1/fleet/sd document: Prometheus HTTP service
+// discovery (http_sd_configs), one target group per broker, the
+// answering daemon first.
+type FleetTargets []FleetTarget
+
+// FleetTarget is one target group of Prometheus HTTP service discovery:
+// the broker's API address ("host:port"), and its labels. Labels that
+// begin with "__meta_" are there for relabelling and dropped after it;
+// the others (SDLabelBroker) become the labels of every series scraped
+// from the target.
+type FleetTarget struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
+}
+
+// The labels of a FleetTarget.
+const (
+	SDLabelBroker      = "broker"                      // the broker's short name: a label of every series
+	SDLabelMetricsPath = "__metrics_path__"            // always /metrics
+	SDLabelName        = "__meta_mcpx_broker_name"     // the broker's short name
+	SDLabelDNSName     = "__meta_mcpx_broker_dns_name" // its MagicDNS name ("" off a tailnet)
+	SDLabelVersion     = "__meta_mcpx_broker_version"  // its version, from /healthz ("" when it did not answer)
+	SDLabelState       = "__meta_mcpx_broker_state"    // the FleetBroker.State this daemon found
+	SDLabelSelf        = "__meta_mcpx_broker_self"     // "true" for the answering daemon
+)
 
 // FleetServer is one server of a FleetBroker.
 type FleetServer struct {

@@ -25,6 +25,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	tools := fs.String("tools", "", "mint: comma-separated tool patterns, globs over server.tool with * as the only wildcard (\"github.get_*\"; default every tool of its servers)")
 	ttl := fs.Duration("ttl", 24*time.Hour, "mint: how long the token lives (at most 2160h)")
 	admin := fs.Bool("admin", false, "mint: the token may use the admin routes (tokens, daemon, others' instances)")
+	metricsRight := fs.Bool("metrics", false, "mint: the token may read /metrics and /v1/fleet/sd (a Prometheus server's token; admin implies it)")
 	projectConfig := fs.Bool("project-config", false, "mint: the project files on the bearer's config chain (found upward from its cwd) may define its servers")
 	rate := fs.String("rate", "", "mint: how many calls the token may make, \"100/m\" (also /s and /h); beyond it calls get 429 (default no limit)")
 	burst := fs.Int("burst", 0, "mint: how many calls may come at once under --rate (default its count)")
@@ -38,8 +39,8 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	default:
 		return usageError(c, fs, "want `mint --sub NAME --servers …`, `ls`, `revoke <id>` or `rotate`")
 	}
-	if pos[0] == "mint" && (*sub == "" || *servers == "") {
-		return usageError(c, fs, "mint needs --sub NAME and --servers a,b (or --servers '*')")
+	if pos[0] == "mint" && (*sub == "" || (*servers == "" && !*metricsRight)) {
+		return usageError(c, fs, "mint needs --sub NAME and --servers a,b (or --servers '*'; a --metrics token may have none)")
 	}
 	limit, err := rights.ParseRate(*rate)
 	if err != nil {
@@ -53,7 +54,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	switch pos[0] {
 	case "mint":
 		req := wire.TokenRequest{Subject: *sub, TTL: ttl.String(), Rule: rights.Rule{Servers: splitList(*servers), Roots: splitList(*roots),
-			Scopes: splitList(*scopes), Tools: splitList(*tools), Admin: *admin, ProjectConfig: *projectConfig, Rate: limit, Burst: *burst}}
+			Scopes: splitList(*scopes), Tools: splitList(*tools), Admin: *admin, Metrics: *metricsRight, ProjectConfig: *projectConfig, Rate: limit, Burst: *burst}}
 		var m *wire.MintedToken
 		if m, raw, err = bc.MintToken(ctx, req); err == nil && !*asJSON {
 			fmt.Fprintln(c.stdout, m.Token)
