@@ -725,12 +725,12 @@ func TestTailnetTokensScopesAndBrowserGuard(t *testing.T) {
 	}
 	// A grant's rate limits the peer's calls (429 past it); a bad one is
 	// a malformed grant naming the accepted form.
-	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["`+root+`"], "rate": "2/x"}`))
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["` + root + `"], "rate": "2/x"}`))
 	testenv.WaitFor(t, "the grant with a bad rate", func() bool {
 		_, body := laptop.do(t, "GET", "/v1/whoami", "")
 		return strings.Contains(string(body), `invalid rate \"2/x\"`)
 	})
-	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["`+root+`"], "rate": "2/h"}`))
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["` + root + `"], "rate": "2/h"}`))
 	testenv.WaitFor(t, "the grant with a rate", func() bool {
 		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
 		return code == 200
