@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -41,6 +42,10 @@ type callInfo struct {
 }
 
 // callTool is CallTool; info, if non-nil, is filled as the call goes.
+// ErrTaskRequired is wrapped by the error of a plain call, with
+// Request.NoImplicitTask, of a tool that runs only as a task.
+var ErrTaskRequired = errors.New("the tool runs only as a task")
+
 func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage), info *callInfo) (json.RawMessage, error) {
 	ctx = withCaller(ctx, r)
 	var out json.RawMessage
@@ -65,6 +70,10 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 			return err
 		}
 		if taskSupport(def) == "required" {
+			if r.NoImplicitTask {
+				return &Error{Kind: KindBadRequest, Op: "call", Server: r.Server, Field: "tool",
+					Msg: "tool " + tool + " runs only as a task", Err: ErrTaskRequired}
+			}
 			// The child runs it only as a task: run it as one and wait,
 			// so that the simple call works (tasks.go).
 			out, err = callAsTask(ctx, sess, tool, args)

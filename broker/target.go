@@ -34,6 +34,11 @@ type Request struct {
 	// limits and concurrency slot, before it reaches the pool: a streamed
 	// call opens its stream then, so that a refusal is still a plain 429.
 	OnAdmitted func()
+	// NoImplicitTask refuses a plain call of a tool whose taskSupport is
+	// required (an error wrapping ErrTaskRequired) instead of running it
+	// as a task and waiting: a client of the tasks extension is told to
+	// ask for a task.
+	NoImplicitTask bool
 	// Capabilities, if set, are what the caller can answer: a stateless
 	// child's request declares no more (CallerCapabilities). nil = mcpx's
 	// own.

@@ -70,22 +70,28 @@ func (ss *session) callToolExt(ctx context.Context, st *stream, msg *message) (j
 		return nil, err
 	}
 	b := ss.srv.b
-	support := ""
-	if list, err := b.ToolList(ctx, r); err == nil {
-		support = toolTaskSupport(list.Tools, tool)
-	}
 	declared := declaresTasks(msg)
-	switch {
-	case support == "required" && !declared:
-		return nil, needsTasks("tool " + p.str("name") + " runs only as a task")
-	case declared && (support == "optional" || support == "required"):
-		t, err := b.StartToolTask(ctx, r, tool, p.get("arguments"), 0)
-		if err != nil {
-			return nil, err
+	if declared {
+		// The server decides: a tool that can run as a task does.
+		if list, err := b.ToolList(ctx, r); err == nil {
+			if s := toolTaskSupport(list.Tools, tool); s == "optional" || s == "required" {
+				t, err := b.StartToolTask(ctx, r, tool, p.get("arguments"), 0)
+				if err != nil {
+					return nil, err
+				}
+				return taskExt(t).setString("resultType", "task").bytes(), nil
+			}
 		}
-		return taskExt(t).setString("resultType", "task").bytes(), nil
 	}
-	return b.CallTool(ctx, r, tool, p.get("arguments"), ss.progress(st, p))
+	// Any other call runs plainly (the tool list is not read on this,
+	// the common path); one of a task-only tool without the extension is
+	// refused by the broker.
+	r.NoImplicitTask = !declared
+	out, err := b.CallTool(ctx, r, tool, p.get("arguments"), ss.progress(st, p))
+	if errors.Is(err, broker.ErrTaskRequired) {
+		return nil, needsTasks("tool " + p.str("name") + " runs only as a task")
+	}
+	return out, err
 }
 
 // toolTaskSupport is the execution.taskSupport of tool in a tools/list
