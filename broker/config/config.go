@@ -137,6 +137,10 @@ type Server struct {
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 
+	// adapters: a namespace that is not an MCP child (package adapter)
+	OpenAPI *OpenAPI `json:"openapi,omitempty"` // an OpenAPI service's operations as tools
+	CLI     *CLI     `json:"cli,omitempty"`     // command lines as tools
+
 	Scope       ScopeKind `json:"scope,omitempty"`       // "" = worktree for command servers, global for url servers
 	Sharing     Sharing   `json:"sharing,omitempty"`     // "" = shared
 	Max         int       `json:"max,omitempty"`         // instances of this server; 0 = pool.DefaultMax
