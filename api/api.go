@@ -22,9 +22,11 @@ package api
 
 import (
 	"cmp"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -95,6 +97,9 @@ type Options struct {
 	// MCP is the MCP endpoint served at /mcp and /mcp/{server} (package
 	// mcpserver; its owner closes it); nil = those paths answer 503.
 	MCP *mcpserver.Server
+	// CodeCache is where code mode's runs keep their generated clients
+	// and their own directories; "" = a directory under os.TempDir().
+	CodeCache string
 	// Tailnet is the daemon's tailnet node, for GET /v1/tailnet and GET
 	// /v1/fleet; nil = not on a tailnet (the first answers "off", the
 	// second 503).
@@ -139,7 +144,21 @@ type server struct {
 // ConnContext (Serve and NewServer do that) for unix-socket callers to be
 // admitted.
 func New(opts Options) http.Handler {
-	return newServer(opts).handler(routes())
+	return newServer(opts).mount(routes(), opts)
+}
+
+// mount returns the handler of table, and gives the MCP endpoint code
+// mode's tools over it.
+func (s *server) mount(table []route, opts Options) http.Handler {
+	h := s.handler(table)
+	if opts.MCP != nil {
+		cache := opts.CodeCache
+		if cache == "" {
+			cache = filepath.Join(os.TempDir(), fmt.Sprintf("mcpx-code-%d", os.Getuid()))
+		}
+		opts.MCP.SetCode(&codeMode{s: s, h: h, cache: cache})
+	}
+	return h
 }
 
 func newServer(opts Options) *server {

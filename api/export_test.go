@@ -13,14 +13,14 @@ import (
 func NewForOwner(opts Options, owner int) http.Handler {
 	s := newServer(opts)
 	s.owner = owner
-	return s.handler(routes())
+	return s.mount(routes(), opts)
 }
 
 // NewPanicking is New plus GET /panic, which panics.
 func NewPanicking(opts Options) http.Handler {
 	table := append([]route{{wire.Route{Method: "GET", Pattern: "/panic"},
 		func(*server, http.ResponseWriter, *http.Request) error { panic("boom") }}}, routes()...)
-	return newServer(opts).handler(table)
+	return newServer(opts).mount(table, opts)
 }
 
 // WriteProblem answers err as caller c would see it.
@@ -34,7 +34,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, c broker.Caller, err e
 // benchmarks; requests must not overlap).
 func NewColdToolDocs(opts Options) http.Handler {
 	s := newServer(opts)
-	h := s.handler(routes())
+	h := s.mount(routes(), opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.toolDocs = openapi.NewCache(openapi.Options{Version: s.version}, 0)
 		h.ServeHTTP(w, r)
@@ -45,5 +45,5 @@ func NewColdToolDocs(opts Options) http.Handler {
 // Builds the tests count.
 func NewWithToolDocs(opts Options) (http.Handler, *openapi.Cache) {
 	s := newServer(opts)
-	return s.handler(routes()), s.toolDocs
+	return s.mount(routes(), opts), s.toolDocs
 }

@@ -2,10 +2,12 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/mcpserver"
+	"mcpx.dev/mcpx/rights"
 )
 
 // The MCP endpoint (package mcpserver) at /mcp, every server the caller may
@@ -66,5 +68,11 @@ func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
-	s.mcp.ServeHTTP(w, r, mcpserver.Request{Caller: c, Context: cc, Server: server, MaxBody: s.maxBody})
+	mode := r.URL.Query().Get("mode")
+	if mode != "" && !slices.Contains(rights.MCPModes, mode) {
+		s.writeProblem(w, r, &broker.Error{Kind: broker.KindBadRequest, Op: "mcp", Field: "mode", Msg: "unknown mode " + quote(mode),
+			Hint: "/mcp?mode= is tools (every tool), code (search and run) or both"})
+		return
+	}
+	s.mcp.ServeHTTP(w, r, mcpserver.Request{Caller: c, Context: cc, Server: server, Mode: mode, MaxBody: s.maxBody})
 }

@@ -19,6 +19,9 @@ func stored(r rights.Rights) (rights.Rights, error) {
 	if err := r.CheckLimits(); err != nil {
 		return nil, grantError("%v", err)
 	}
+	if err := r.CheckMCPModes(); err != nil {
+		return nil, grantError("%v", err)
+	}
 	out := make(rights.Rights, len(r))
 	for i, e := range r {
 		e.Servers, e.Scopes, e.Tools = slices.Clone(e.Servers), slices.Clone(e.Scopes), slices.Clone(e.Tools)

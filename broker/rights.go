@@ -91,6 +91,9 @@ func CheckRights(r rights.Rights) error {
 	if err := r.CheckLimits(); err != nil {
 		return &Error{Kind: KindBadRequest, Op: "read rights", Field: "burst", Msg: err.Error()}
 	}
+	if err := r.CheckMCPModes(); err != nil {
+		return &Error{Kind: KindBadRequest, Op: "read rights", Field: "mcpMode", Msg: err.Error()}
+	}
 	kinds := make([]string, 0, len(config.ScopeKinds()))
 	for _, k := range config.ScopeKinds() {
 		kinds = append(kinds, string(k))

@@ -258,3 +258,9 @@ func typeRank(name string) int {
 	}
 	return valueRank(name)
 }
+
+// ValueName is the identifier the generated client gives a server or a
+// tool named name (fallback when name has no letters or digits), unless
+// another name cleans to the same one: "server-everything" is
+// serverEverything, "get-sum" getSum.
+func ValueName(name, fallback string) string { return valueName(name, fallback) }

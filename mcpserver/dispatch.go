@@ -243,7 +243,7 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 		}
 		return res.set("_meta", meta).bytes(), nil
 	case "tools/list":
-		return ss.list(ctx, st, "tools", (*broker.Broker).Tools, true)
+		return ss.listTools(ctx, st)
 	case "prompts/list":
 		return ss.list(ctx, st, "prompts", (*broker.Broker).Prompts, true)
 	case "resources/list":
@@ -251,6 +251,9 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 	case "resources/templates/list":
 		return ss.list(ctx, st, "resourceTemplates", (*broker.Broker).ResourceTemplates, false)
 	case "tools/call":
+		if res, ok, err := ss.codeCall(ctx, st, msg); ok {
+			return res, err
+		}
 		if ss.id == "" {
 			return ss.callToolExt(ctx, st, msg)
 		}

@@ -37,6 +37,9 @@ type Request struct {
 	Caller  broker.Caller
 	Context broker.CallContext
 	Server  string
+	// Mode is the tool surface the client asked for (/mcp?mode=):
+	// "tools", "code", "both", or "" for its grant's or the config's.
+	Mode string
 	// MaxBody bounds the request body; 0 = 4 MiB.
 	MaxBody int64
 }
@@ -372,6 +375,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req Request,
 		return
 	}
 	ss := s.newSession(newID(), req.Caller, req.Server, req.Context)
+	ss.mode = req.Mode
 	res, rerr := ss.initialize(r.Context(), msg.Params)
 	if rerr != nil {
 		s.writeJSON(w, rpcErrorMsg(msg.ID, rerr.Code, rerr.Message, rerr.Data))
@@ -397,6 +401,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req Request,
 // statelessSession is the session of one stateless request.
 func (s *Server) statelessSession(req Request, msg *message) *session {
 	ss := s.newSession("", req.Caller, req.Server, req.Context)
+	ss.mode = req.Mode
 	ss.version = StatelessVersion
 	ss.caps = parseCaps(json.RawMessage(msg.metaRaw(metaClientCapabilities)))
 	ss.clientName = clientName(msg.metaRaw(metaClientInfo))

@@ -94,6 +94,7 @@ type Server struct {
 	stopNotices func()
 	listeners   map[*listener]bool // open subscriptions/listen requests
 	parked      parkedCalls        // stateless calls waiting for input (stateless.go)
+	code        Code               // code mode's tools; nil = none (code.go)
 }
 
 // listener is one open subscriptions/listen: the list changes it wants go

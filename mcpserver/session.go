@@ -30,6 +30,7 @@ type session struct {
 	// Mcpx-Session header): its session-scoped children stop with it.
 	ownSession bool
 	version    string
+	mode       string // Request.Mode: the tool surface the client asked for
 	caps       clientCaps
 	clientName string
 

@@ -120,6 +120,9 @@ func (r Rights) Covers(q Rule) error {
 	if err := r.coversLimit(q); err != nil {
 		return err
 	}
+	if q.Code && !r.Code() {
+		return &Excess{Field: "code", Value: "true"}
+	}
 	if q.Metrics && !r.Metrics() {
 		return &Excess{Field: "metrics", Value: "true"}
 	}

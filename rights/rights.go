@@ -42,6 +42,15 @@ type Rule struct {
 	// ProjectConfig lets the project files in the rule's roots define the
 	// caller's servers (Rights.ProjectConfig).
 	ProjectConfig bool `json:"projectConfig,omitempty"`
+	// Code lets the caller run code on the daemon's machine: the MCP
+	// endpoint's code-mode run tool (Rights.Code), confined to the rule's
+	// roots and servers.
+	Code bool `json:"code,omitempty"`
+	// MCPMode is the tool surface the caller's MCP clients get on /mcp
+	// when they ask for none: "tools" (every tool), "code" (search and
+	// run) or "both"; "" = the config's mcp.mode. It grants nothing: run
+	// needs Code.
+	MCPMode string `json:"mcpMode,omitempty"`
 	// Rate limits the caller's calls (tool calls and the requests passed
 	// on to a child), all its rules together: the tightest rate a rule
 	// names is the caller's (Rights.Limit). The zero Rate is no limit.
@@ -52,7 +61,7 @@ type Rule struct {
 
 // All is every right: one rule with no limit that says admin and
 // projectConfig, the rights of the daemon's owner.
-func All() Rights { return Rights{{Admin: true, ProjectConfig: true}} }
+func All() Rights { return Rights{{Admin: true, ProjectConfig: true, Code: true}} }
 
 // None is no right at all, written as a list (the zero Rights are none
 // too).
@@ -103,6 +112,37 @@ func (r Rights) Admin() bool {
 // the fleet's service discovery): any rule says metrics or admin.
 func (r Rights) Metrics() bool {
 	return slices.ContainsFunc(r, func(e Rule) bool { return e.Metrics || e.Admin })
+}
+
+// Code reports whether the caller may run code on the daemon's machine
+// (the MCP endpoint's code mode): any rule says code.
+func (r Rights) Code() bool {
+	return slices.ContainsFunc(r, func(e Rule) bool { return e.Code })
+}
+
+// MCPModes are the values of Rule.MCPMode.
+var MCPModes = []string{"tools", "code", "both"}
+
+// MCPMode is the MCP tool surface the first rule that names one says; ""
+// when none does.
+func (r Rights) MCPMode() string {
+	for _, e := range r {
+		if e.MCPMode != "" {
+			return e.MCPMode
+		}
+	}
+	return ""
+}
+
+// CheckMCPModes returns an error naming a rule's mcpMode that is not one
+// of MCPModes.
+func (r Rights) CheckMCPModes() error {
+	for _, e := range r {
+		if e.MCPMode != "" && !slices.Contains(MCPModes, e.MCPMode) {
+			return fmt.Errorf("mcpMode %q: want one of %s", e.MCPMode, strings.Join(MCPModes, ", "))
+		}
+	}
+	return nil
 }
 
 // ProjectConfig reports whether the project files in the canonical

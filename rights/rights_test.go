@@ -154,7 +154,7 @@ func TestJSON(t *testing.T) {
 		want string
 	}{
 		{grant, `[{"servers":["demo"],"roots":["/r/granted"],"scopes":["cwd","worktree"]},{"servers":["hiddenvault"],"roots":["/r/other"]}]`},
-		{rights.All(), `[{"admin":true,"projectConfig":true}]`},
+		{rights.All(), `[{"admin":true,"projectConfig":true,"code":true}]`},
 		{rights.None(), `[]`},
 		{rights.Rights{{Servers: []string{}, Roots: []string{}, Scopes: []string{}}}, `[{"servers":[],"roots":[],"scopes":[]}]`},
 	} {

@@ -91,6 +91,17 @@ func (r Runtime) Args(runner string, args []string) []string {
 	return append(argv, args...)
 }
 
+// ConfinedDenoArgs are deno's arguments that run runner confined: it may
+// read read, write write, connect to host (host:port) only, and nothing
+// else — no other file, socket, process, FFI or system information. It
+// may read every variable of its environment, which its runner makes.
+func ConfinedDenoArgs(runner, host string, read, write []string, args []string) []string {
+	argv := []string{"run", "--no-prompt", "--quiet", "--no-remote", "--no-npm",
+		"--allow-net=" + host, "--allow-read=" + strings.Join(read, ","), "--allow-write=" + strings.Join(write, ","),
+		"--allow-env", runner}
+	return append(argv, args...)
+}
+
 // Env returns the variables a runtime needs beside the caller's: Deno's
 // update check off, so that a run prints nothing it did not ask for.
 func (r Runtime) Env() []string {

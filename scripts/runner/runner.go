@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -193,9 +194,27 @@ type Script struct {
 	// Envelope captures stdout and stderr into the envelope instead of
 	// passing them through, and reads the tool calls the script made.
 	Envelope bool
+	// MaxOutput bounds what Envelope keeps of stdout, and of stderr, in
+	// bytes; what is beyond is dropped and said so. 0 = no bound.
+	MaxOutput int
+	// Sandbox, when not nil, confines the script (code mode's run for a
+	// caller other than the owner). Only deno confines a script, so any
+	// other runtime is refused, as are interpreters.
+	Sandbox *Sandbox
 	Stdin    io.Reader
 	Stdout   io.Writer
 	Stderr   io.Writer
+}
+
+// Sandbox confines a script to what its caller may reach: its
+// environment is Env and the run's MCPX_* variables only, and deno's
+// permissions let it read Read and the run's own directory, write only in
+// that directory (the report of its calls), reach only the run's relay on
+// loopback (Options.Relay is required), and run no process, load no
+// native code and open no other socket.
+type Sandbox struct {
+	Read []string
+	Env  []string
 }
 
 // Error is a script that did not run to an exit code of its own: Op is
@@ -233,6 +252,9 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 	defer os.RemoveAll(dir)
 	reportFile := filepath.Join(dir, "calls.jsonl")
 	var cmd *exec.Cmd
+	if s.Sandbox != nil && (s.Interpreter != nil || s.Runtime.Name != "deno" || r.relay == nil) {
+		return env, &Error{Op: OpStart, Err: errors.New("a confined script runs on deno only, through the run's relay: only deno's permissions confine a script")}
+	}
 	if s.Interpreter != nil {
 		env.Runtime = interpreterName(s.Interpreter)
 		cmd = exec.Command(s.Interpreter[0], append(append(s.Interpreter[1:len(s.Interpreter):len(s.Interpreter)], s.Path), s.Argv...)...)
@@ -253,10 +275,10 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 	if r.caller.Scope != "" {
 		cmd.Env = append(cmd.Env, "MCPX_SCOPE="+r.caller.Scope) // --scope
 	}
-	var stdout, stderr bytes.Buffer
+	stdout, stderr := &capped{max: s.MaxOutput}, &capped{max: s.MaxOutput}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, s.Stderr
 	if s.Envelope {
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Stdout, cmd.Stderr = stdout, stderr
 	}
 	if env.ExitCode, err = wait(ctx, cmd, env.Runtime); err != nil || !s.Envelope {
 		return env, err
@@ -305,6 +327,12 @@ func (r *Run) bundle(ctx context.Context, s Script, dir string) (*exec.Cmd, erro
 	if err != nil {
 		return nil, &Error{Op: OpBundle, Err: err}
 	}
+	if s.Sandbox != nil {
+		host := strings.TrimPrefix(r.relay.URL(), "http://")
+		cmd := exec.Command(s.Runtime.Path, scripts.ConfinedDenoArgs(runnerPath, host, append([]string{dir}, s.Sandbox.Read...), []string{dir}, s.Argv)...)
+		cmd.Env = append(slices.Clone(s.Sandbox.Env), s.Runtime.Env()...)
+		return cmd, nil
+	}
 	cmd := exec.Command(s.Runtime.Path, s.Runtime.Args(runnerPath, s.Argv)...)
 	cmd.Env = append(os.Environ(), s.Runtime.Env()...)
 	return cmd, nil
@@ -334,4 +362,31 @@ func wait(ctx context.Context, cmd *exec.Cmd, runtime string) (int, error) {
 		return ee.ExitCode(), nil
 	}
 	return 0, &Error{Op: OpWait, Err: err}
+}
+
+// capped keeps the first max bytes written to it (max 0: all), and says
+// how many it dropped.
+type capped struct {
+	max     int
+	buf     bytes.Buffer
+	dropped int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	keep := len(p)
+	if c.max > 0 {
+		keep = min(keep, max(c.max-c.buf.Len(), 0))
+	}
+	c.buf.Write(p[:keep])
+	c.dropped += len(p) - keep
+	return len(p), nil
+}
+
+func (c *capped) Bytes() []byte { return c.buf.Bytes() }
+
+func (c *capped) String() string {
+	if c.dropped == 0 {
+		return c.buf.String()
+	}
+	return c.buf.String() + fmt.Sprintf("\n[mcpx: %d more bytes dropped: the output is bounded at %d]", c.dropped, c.max)
 }

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"encoding/json"
@@ -20,6 +20,7 @@ import (
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/scripts"
+	"mcpx.dev/mcpx/scripts/runner"
 )
 
 func TestMain(m *testing.M) {
@@ -98,7 +99,7 @@ export default async (a: { message: string }) => {
 };
 `)
 	ctx := t.Context()
-	r, err := Start(ctx, Options{Client: b.unix, Caller: client.Caller{Cwd: dir, Session: "ignored"}, ParentSession: "outer", LeaseTTL: time.Minute})
+	r, err := runner.Start(ctx, runner.Options{Client: b.unix, Caller: client.Caller{Cwd: dir, Session: "ignored"}, ParentSession: "outer", LeaseTTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ export default async (a: { message: string }) => {
 	if !strings.HasPrefix(caller.Session, "run-") || caller.ParentSession != "outer" || caller.Lease == "" {
 		t.Errorf("the run's caller %+v, want a minted session, the parent outer and a lease", caller)
 	}
-	env, err := r.Script(ctx, Script{Runtime: node, Path: script, Args: json.RawMessage(`{"message":"hi"}`), Cache: filepath.Join(dir, "cache"), Envelope: true})
+	env, err := r.Script(ctx, runner.Script{Runtime: node, Path: script, Args: json.RawMessage(`{"message":"hi"}`), Cache: filepath.Join(dir, "cache"), Envelope: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +133,8 @@ export default async (a: { message: string }) => {
 }
 
 // TestScriptErrors: a session and lease of the caller's are used, not
-// minted, and left alone at Close; a script esbuild refuses is an Error of
-// OpBundle, a runtime that does not start one of OpStart (exit 127); the
+// minted, and left alone at Close; a script esbuild refuses is an runner.Error of
+// runner.OpBundle, a runtime that does not start one of runner.OpStart (exit 127); the
 // exit code is the script's otherwise.
 func TestScriptErrors(t *testing.T) {
 	node := scripts.Runtime{Name: "node", Path: testenv.Node(t)}
@@ -144,7 +145,7 @@ func TestScriptErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	r, err := Start(ctx, Options{Client: b.unix, Caller: client.Caller{Cwd: dir, Lease: lease.ID}, Session: "mine"})
+	r, err := runner.Start(ctx, runner.Options{Client: b.unix, Caller: client.Caller{Cwd: dir, Lease: lease.ID}, Session: "mine"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,15 +156,15 @@ func TestScriptErrors(t *testing.T) {
 	testenv.WriteFile(t, bad, "export default ( =>\n")
 	testenv.WriteFile(t, exits, "process.exitCode = 3;\n")
 	cache := filepath.Join(dir, "cache")
-	var re *Error
-	if _, err := r.Script(ctx, Script{Runtime: node, Path: bad, Cache: cache}); !errors.As(err, &re) || re.Op != OpBundle || !strings.Contains(err.Error(), "bad.ts:1:") {
-		t.Errorf("a script that does not parse: %v, want a bundle Error naming the file and line", err)
+	var re *runner.Error
+	if _, err := r.Script(ctx, runner.Script{Runtime: node, Path: bad, Cache: cache}); !errors.As(err, &re) || re.Op != runner.OpBundle || !strings.Contains(err.Error(), "bad.ts:1:") {
+		t.Errorf("a script that does not parse: %v, want a bundle runner.Error naming the file and line", err)
 	}
-	env, err := r.Script(ctx, Script{Runtime: scripts.Runtime{Name: "node", Path: filepath.Join(dir, "no-node")}, Path: exits, Cache: cache})
-	if !errors.As(err, &re) || re.Op != OpStart || env.ExitCode != 127 || !strings.HasPrefix(err.Error(), "starting node: ") {
-		t.Errorf("a runtime that is not there: %d, %v; want 127 and a start Error", env.ExitCode, err)
+	env, err := r.Script(ctx, runner.Script{Runtime: scripts.Runtime{Name: "node", Path: filepath.Join(dir, "no-node")}, Path: exits, Cache: cache})
+	if !errors.As(err, &re) || re.Op != runner.OpStart || env.ExitCode != 127 || !strings.HasPrefix(err.Error(), "starting node: ") {
+		t.Errorf("a runtime that is not there: %d, %v; want 127 and a start runner.Error", env.ExitCode, err)
 	}
-	if env, err := r.Script(ctx, Script{Runtime: node, Path: exits, Cache: cache}); err != nil || env.ExitCode != 3 {
+	if env, err := r.Script(ctx, runner.Script{Runtime: node, Path: exits, Cache: cache}); err != nil || env.ExitCode != 3 {
 		t.Errorf("a script that exits 3: %d, %v", env.ExitCode, err)
 	}
 	if err := r.Close(ctx); err != nil {
@@ -180,7 +181,7 @@ func TestScriptErrors(t *testing.T) {
 // TestClientCache: the run keeps the generated client as client-<ETag>.ts
 // and asks for it with If-None-Match: an unchanged module is answered 304
 // and the kept file used as it is (its content here is a marker a 200
-// would have overwritten); the cache keeps the keepClients most recently
+// would have overwritten); the cache keeps the runner.KeepClients most recently
 // used modules and nothing else of its own.
 func TestClientCache(t *testing.T) {
 	b := startBroker(t, "global")
@@ -190,26 +191,26 @@ func TestClientCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	caller := client.Caller{Cwd: dir}
-	first, err := clientModule(t.Context(), b.unix, caller, cache)
+	first, err := runner.ClientModule(t.Context(), b.unix, caller, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src, err := os.ReadFile(first)
-	if err != nil || !strings.Contains(string(src), "export const demo = {") || !validTag(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(first), "client-"), ".ts")) {
+	if err != nil || !strings.Contains(string(src), "export const demo = {") || !runner.ValidTag(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(first), "client-"), ".ts")) {
 		t.Fatalf("the first fetch wrote %s: %.200s, %v", first, src, err)
 	}
 	if err := os.WriteFile(first, []byte("// kept\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	again, err := clientModule(t.Context(), b.unix, caller, cache)
+	again, err := runner.ClientModule(t.Context(), b.unix, caller, cache)
 	if b, _ := os.ReadFile(again); err != nil || again != first || string(b) != "// kept\n" {
 		t.Errorf("the second fetch: %s, %v, holding %.100q; want the kept %s, answered 304", again, err, b, first)
 	}
 
-	// Older modules beyond keepClients are pruned, the newest kept.
+	// Older modules beyond runner.KeepClients are pruned, the newest kept.
 	old := time.Now().Add(-time.Hour)
 	var stale []string
-	for i := range keepClients + 2 {
+	for i := range runner.KeepClients + 2 {
 		p := filepath.Join(cache, fmt.Sprintf("client-%032x.ts", i))
 		if err := os.WriteFile(p, []byte("// old\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -218,13 +219,13 @@ func TestClientCache(t *testing.T) {
 		stale = append(stale, p)
 	}
 	os.Remove(first) // the broker's module is new to the cache again: a 200
-	path, err := clientModule(t.Context(), b.unix, caller, cache)
+	path, err := runner.ClientModule(t.Context(), b.unix, caller, cache)
 	if err != nil || path != first {
 		t.Fatalf("fetch after the cache filled: %s, %v", path, err)
 	}
-	left := keptClients(cache)
-	if len(left) != keepClients || left[0].path != first || left[1].path != stale[len(stale)-1] {
-		t.Errorf("the cache keeps %v, want %d modules: the new one first, then the newest old ones", left, keepClients)
+	left := runner.KeptClients(cache)
+	if len(left) != runner.KeepClients || left[0] != first || left[1] != stale[len(stale)-1] {
+		t.Errorf("the cache keeps %v, want %d modules: the new one first, then the newest old ones", left, runner.KeepClients)
 	}
 }
 
@@ -245,12 +246,12 @@ echo "$MCPX_SESSION_ID $MCPX_LEASE $EXTRA"
 exit 5
 `)
 	ctx := t.Context()
-	r, err := Start(ctx, Options{Client: b.unix, Caller: client.Caller{Cwd: dir}, Relay: true})
+	r, err := runner.Start(ctx, runner.Options{Client: b.unix, Caller: client.Caller{Cwd: dir}, Relay: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close(ctx)
-	env, err := r.Script(ctx, Script{Interpreter: []string{"/bin/sh"}, Path: script, Argv: []string{"a", "b"}, Env: []string{"EXTRA=x"},
+	env, err := r.Script(ctx, runner.Script{Interpreter: []string{"/bin/sh"}, Path: script, Argv: []string{"a", "b"}, Env: []string{"EXTRA=x"},
 		Cache: filepath.Join(dir, "cache"), Envelope: true})
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +262,7 @@ exit 5
 	if env.ExitCode != 5 || env.Runtime != "sh" || !strings.Contains(result, `"content":[{"type":"text","text":"a b"}]`) || rest != want || len(env.Calls) != 0 {
 		t.Errorf("envelope %+v\nwant exit 5 on sh, the echo's result and %q", env, want)
 	}
-	if got := interpreterName([]string{"/usr/bin/env", "-S python3 -u"}); got != "python3" {
+	if got := runner.InterpreterName([]string{"/usr/bin/env", "-S python3 -u"}); got != "python3" {
 		t.Errorf("interpreterName of env -S python3 = %q", got)
 	}
 }

@@ -1,0 +1,206 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/rights"
+)
+
+// Code mode on /mcp: search and run, through the TypeScript SDK client and
+// the go-sdk client, with run confined by deno for a grant-limited caller.
+
+// denoBin is deno from testdata/npm (its package's bin is a node wrapper;
+// the binary lies beside it).
+func denoBin(t *testing.T) string {
+	return filepath.Join(filepath.Dir(testenv.NPMPackageBin(t, "deno")), "deno")
+}
+
+// startCodeDaemon serves the demo (cwd scope) and "secret" with code mode's
+// runtime deno, and a token issuer.
+func startCodeDaemon(t *testing.T) (*daemon, string) {
+	t.Helper()
+	proctest.CheckNoLeaks(t)
+	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "secret": `{"scope": "global"}`})
+	cfg.MCP.Runtime = denoBin(t)
+	d := startDaemon(t, daemonOptions{cfg: cfg, tokens: is, stateDir: t.TempDir()})
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, root
+}
+
+func TestMCPCodeModeTypeScriptSDKClient(t *testing.T) {
+	d, root := startCodeDaemon(t)
+	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-code-mode.mjs")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, testenv.Node(t), script, "http://"+d.tcpAddr+"/mcp?mode=code", testToken, root).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("the TypeScript client: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var got struct {
+		Tools  []string `json:"tools"`
+		Search string   `json:"search"`
+		Code   string   `json:"code"`
+		Run    struct {
+			Value    json.RawMessage `json:"value"`
+			ExitCode int             `json:"exitCode"`
+			Calls    []struct {
+				Server, Tool, Outcome string
+			} `json:"calls"`
+		} `json:"run"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !slices.Equal(got.Tools, []string{"search", "run"}) {
+		t.Errorf("code mode lists %v, want search and run only", got.Tools)
+	}
+	if !strings.Contains(got.Search, "await demo.add({a: number, b: number})") {
+		t.Errorf("search answered:\n%s\nwant the demo's add as the script calls it", got.Search)
+	}
+	if got.IsError || got.Run.ExitCode != 0 || string(got.Run.Value) != `{"sum":5}` {
+		t.Errorf("run %q: %s", got.Code, out)
+	}
+	if len(got.Run.Calls) != 1 || got.Run.Calls[0].Server != "demo" || got.Run.Calls[0].Tool != "add" || got.Run.Calls[0].Outcome != "ok" {
+		t.Errorf("run's calls: %+v, want the one demo.add", got.Run.Calls)
+	}
+}
+
+// codeClient connects a go-sdk client as token to /mcp?mode=mode, with
+// its one root.
+func codeClient(t *testing.T, d *daemon, token, mode, root string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-code", Version: "1"}, nil)
+	c.AddRoots(&mcp.Root{URI: "file://" + root, Name: "root"})
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp?mode=" + mode, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1}
+	cs, err := c.Connect(t.Context(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// runCode calls run and returns its text and whether it is an error.
+func runCode(t *testing.T, cs *mcp.ClientSession, code string) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"code": code}})
+	if err != nil {
+		t.Fatalf("run %q: %v", code, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+// TestMCPCodeModeConfinesAGrant: a caller whose grant says code runs only
+// what its rights reach: its servers (not "secret"), through its client and
+// through callTool, and its root's files (not another directory's, not
+// the daemon's environment). A caller without the code right gets no run.
+func TestMCPCodeModeConfinesAGrant(t *testing.T) {
+	d, root := startCodeDaemon(t)
+	outside, _ := filepath.EvalSymlinks(t.TempDir())
+	os.WriteFile(filepath.Join(root, "mine.txt"), []byte("in the root"), 0o600)
+	os.WriteFile(filepath.Join(outside, "theirs.txt"), []byte("outside"), 0o600)
+	t.Setenv("MCPX_CODE_MODE_SECRET", "the daemon's")
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("reached")) }))
+	defer other.Close()
+
+	m := mint(t, d.unix, wire.TokenRequest{Subject: "ci", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, Code: true, MCPMode: "both"}})
+	cs := codeClient(t, d, m.Token, "", root)
+	if names := toolNames(t, cs); !slices.Contains(names, "run") || !slices.Contains(names, "demo__add") || slices.Contains(names, "secret__echo") {
+		t.Fatalf("the grant's mode both lists %v", names)
+	}
+	if text, isErr := runCode(t, cs, "return (await demo.echo({message: 'hi'})).content[0].text"); isErr || !strings.Contains(text, "hi") {
+		t.Fatalf("run of its own server: %q (error %v)", text, isErr)
+	}
+	if text, isErr := runCode(t, cs, `return Deno.readTextFileSync(`+jsString(filepath.Join(root, "mine.txt"))+`)`); isErr || !strings.Contains(text, "in the root") {
+		t.Errorf("run reading its root: %q (error %v)", text, isErr)
+	}
+	for what, code := range map[string]string{
+		"another server's tool":    `return await callTool("secret", "echo", {message: "x"})`,
+		"a file outside its roots": `return Deno.readTextFileSync(` + jsString(filepath.Join(outside, "theirs.txt")) + `)`,
+		"the daemon's environment": `return Deno.env.get("MCPX_CODE_MODE_SECRET") ?? (() => { throw new Error("unset") })()`,
+		"a process":                `return new Deno.Command("true").outputSync().code`,
+		"another host":             `return await (await fetch(` + jsString(other.URL) + `)).text()`,
+	} {
+		text, isErr := runCode(t, cs, code)
+		if !isErr || strings.Contains(text, "outside") || strings.Contains(text, "the daemon's") || strings.Contains(text, "reached") {
+			t.Errorf("run reaching %s: %q (error %v), want a failure", what, text, isErr)
+		}
+	}
+
+	// No code right: mode code falls back to the tools, and run is no tool.
+	plain := mint(t, d.unix, wire.TokenRequest{Subject: "plain", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, MCPMode: "code"}})
+	ps := codeClient(t, d, plain.Token, "code", root)
+	if names := toolNames(t, ps); slices.Contains(names, "run") || !slices.Contains(names, "demo__add") {
+		t.Errorf("without the code right, mode code lists %v", names)
+	}
+	if res, err := ps.CallTool(t.Context(), &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"code": "return 1"}}); err == nil && !res.IsError {
+		t.Errorf("run without the code right answered %+v", res)
+	}
+}
+
+// TestMCPCodeModeSurfaces: the owner's /mcp lists every tool by default,
+// search and run beside them with mode=both, and a bad mode is a 400.
+func TestMCPCodeModeSurfaces(t *testing.T) {
+	d, root := startCodeDaemon(t)
+	if names := toolNames(t, codeClient(t, d, testToken, "", root)); slices.Contains(names, "search") || !slices.Contains(names, "demo__add") {
+		t.Errorf("default mode lists %v", names)
+	}
+	if names := toolNames(t, codeClient(t, d, testToken, "both", root)); !slices.Contains(names, "search") || !slices.Contains(names, "run") || !slices.Contains(names, "secret__echo") {
+		t.Errorf("mode both lists %v", names)
+	}
+	r := d.tcp.do(t, "POST", "/mcp?mode=codes", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+	if r.StatusCode != 400 || !strings.Contains(string(r.body), "mode") {
+		t.Errorf("mode=codes: %d %s", r.StatusCode, r.body)
+	}
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,20 @@
+package runner
+
+// The internals runner_test.go checks: it is an external test package,
+// since it starts a daemon whose api imports this package.
+var (
+	ClientModule    = clientModule
+	ValidTag        = validTag
+	InterpreterName = interpreterName
+	KeepClients     = keepClients
+)
+
+// KeptClients lists the paths of the cache's client modules, most
+// recently used first.
+func KeptClients(cache string) []string {
+	var paths []string
+	for _, k := range keptClients(cache) {
+		paths = append(paths, k.path)
+	}
+	return paths
+}
