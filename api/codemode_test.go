@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/rights"
@@ -35,12 +38,17 @@ func denoBin(t *testing.T) string {
 // runtime deno, and a token issuer.
 func startCodeDaemon(t *testing.T) (*daemon, string) {
 	t.Helper()
+	return startCodeDaemonWith(t, demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "secret": `{"scope": "global"}`}))
+}
+
+// startCodeDaemonWith is startCodeDaemon serving cfg's servers.
+func startCodeDaemonWith(t *testing.T, cfg *config.Config) (*daemon, string) {
+	t.Helper()
 	proctest.CheckNoLeaks(t)
 	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "secret": `{"scope": "global"}`})
 	cfg.MCP.Runtime = denoBin(t)
 	d := startDaemon(t, daemonOptions{cfg: cfg, tokens: is, stateDir: t.TempDir()})
 	root, err := filepath.EvalSymlinks(t.TempDir())
@@ -203,4 +211,98 @@ func TestMCPCodeModeSurfaces(t *testing.T) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// countingTransport counts the bytes of every request and response body,
+// an MCP client's whole conversation.
+type countingTransport struct {
+	token string
+	n     atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+c.token)
+	if r.ContentLength > 0 {
+		c.n.Add(r.ContentLength)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		resp.Body = countingBody{resp.Body, &c.n}
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// TestCodeModeTokenCost counts what a five-tool task costs a client in
+// tokens (four bytes each) over /mcp with the demo and server-everything:
+// every tool listed, then five calls, against code mode's two tools, one
+// search and one run making the same five calls. Its figures are in
+// bench/README.md.
+func TestCodeModeTokenCost(t *testing.T) {
+	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"everything": map[string]any{
+		"command": testenv.Node(t), "args": []string{testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")},
+		"env": map[string]string{proctest.MarkerEnv: proctest.Marker(t)}, "scope": "global",
+	}}})
+	every, err := config.Parse(doc, "everything.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
+	cfg.Servers["everything"] = every.Servers["everything"]
+	d, root := startCodeDaemonWith(t, cfg)
+	conversation := func(mode string, task func(*mcp.ClientSession)) int64 {
+		ct := &countingTransport{token: testToken}
+		c := mcp.NewClient(&mcp.Implementation{Name: "count", Version: "1"}, nil)
+		c.AddRoots(&mcp.Root{URI: "file://" + root})
+		cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp?mode=" + mode, HTTPClient: &http.Client{Transport: ct}, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		ct.n.Store(0) // the handshake costs both the same
+		task(cs)
+		return ct.n.Load()
+	}
+	call := func(cs *mcp.ClientSession, name string, args map[string]any) {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+	}
+	tools := conversation("tools", func(cs *mcp.ClientSession) {
+		toolNames(t, cs)
+		call(cs, "demo__add", map[string]any{"a": 1, "b": 2})
+		call(cs, "demo__echo", map[string]any{"message": "one"})
+		call(cs, "everything__echo", map[string]any{"message": "two"})
+		call(cs, "everything__get-sum", map[string]any{"a": 3, "b": 4})
+		call(cs, "demo__cwd", nil)
+	})
+	code := conversation("code", func(cs *mcp.ClientSession) {
+		toolNames(t, cs)
+		call(cs, "search", map[string]any{"query": "sum echo add cwd", "limit": 6})
+		text, isErr := runCode(t, cs, `const a = await demo.add({a: 1, b: 2});
+const e = await demo.echo({message: "one"});
+const f = await everything.echo({message: "two"});
+const s = await everything.getSum({a: 3, b: 4});
+const c = await demo.cwd();
+return [a, e, f, s, c].map((r) => r.content[0].text);`)
+		if isErr || !strings.Contains(text, "two") {
+			t.Fatalf("run: %s", text)
+		}
+	})
+	t.Logf("a five-tool task: %d tokens with every tool listed, %d with code mode (%.1fx fewer)", tools/4, code/4, float64(tools)/float64(code))
+	if code >= tools {
+		t.Errorf("code mode cost %d bytes, listing every tool %d: code mode should cost less", code, tools)
+	}
 }

@@ -259,6 +259,8 @@ func TestCovers(t *testing.T) {
 		{"project config elsewhere", rights.Rule{Servers: []string{"demo"}, Roots: []string{"/r/granted"}, Scopes: []string{"cwd"}, ProjectConfig: true}, "projectConfig", "true"},
 		{"nothing", rights.Rule{Servers: []string{}, Roots: []string{}, Scopes: []string{}}, "", ""},
 		{"metrics without them", rights.Rule{Servers: []string{}, Roots: []string{}, Metrics: true}, "metrics", "true"},
+		{"code without it", rights.Rule{Servers: []string{}, Roots: []string{}, Code: true}, "code", "true"},
+		{"a mode, which grants nothing", rights.Rule{Servers: []string{}, Roots: []string{}, MCPMode: "code"}, "", ""},
 	} {
 		err := minter.Covers(tc.q)
 		if tc.field == "" {
@@ -272,7 +274,19 @@ func TestCovers(t *testing.T) {
 			t.Errorf("%s: %v, want an excess of %s %s", tc.name, err, tc.field, tc.value)
 		}
 	}
-	if err := rights.All().Covers(rights.Rule{ProjectConfig: true, Admin: true, Metrics: true}); err != nil {
+	if err := rights.All().Covers(rights.Rule{ProjectConfig: true, Admin: true, Metrics: true, Code: true}); err != nil {
 		t.Errorf("All does not cover everything: %v", err)
+	}
+}
+
+// TestMCPMode: the first rule naming a mode gives it; an unknown one is an
+// error naming it; the code right is any rule's.
+func TestMCPMode(t *testing.T) {
+	r := rights.Rights{{Servers: []string{"a"}}, {MCPMode: "code", Code: true}, {MCPMode: "tools"}}
+	if r.MCPMode() != "code" || !r.Code() || (rights.Rights{{MCPMode: "both"}}).Code() {
+		t.Errorf("MCPMode %q, Code %v", r.MCPMode(), r.Code())
+	}
+	if err := (rights.Rights{{MCPMode: "codes"}}).CheckMCPModes(); err == nil || !strings.Contains(err.Error(), `"codes"`) {
+		t.Errorf("an unknown mode: %v", err)
 	}
 }

@@ -26,6 +26,8 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	ttl := fs.Duration("ttl", 24*time.Hour, "mint: how long the token lives (at most 2160h)")
 	admin := fs.Bool("admin", false, "mint: the token may use the admin routes (tokens, daemon, others' instances)")
 	metricsRight := fs.Bool("metrics", false, "mint: the token may read /metrics and /v1/fleet/sd (a Prometheus server's token; admin implies it)")
+	codeRight := fs.Bool("code", false, "mint: the token may run code on the broker through /mcp's run tool (code mode), confined by deno to its servers and roots")
+	mcpMode := fs.String("mcp-mode", "", "mint: the tools /mcp lists to the token's clients when they ask for none: tools, code (search and run) or both")
 	projectConfig := fs.Bool("project-config", false, "mint: the project files on the bearer's config chain (found upward from its cwd) may define its servers")
 	rate := fs.String("rate", "", "mint: how many calls the token may make, \"100/m\" (also /s and /h); beyond it calls get 429 (default no limit)")
 	burst := fs.Int("burst", 0, "mint: how many calls may come at once under --rate (default its count)")
@@ -54,7 +56,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	switch pos[0] {
 	case "mint":
 		req := wire.TokenRequest{Subject: *sub, TTL: ttl.String(), Rule: rights.Rule{Servers: splitList(*servers), Roots: splitList(*roots),
-			Scopes: splitList(*scopes), Tools: splitList(*tools), Admin: *admin, Metrics: *metricsRight, ProjectConfig: *projectConfig, Rate: limit, Burst: *burst}}
+			Scopes: splitList(*scopes), Tools: splitList(*tools), Admin: *admin, Metrics: *metricsRight, ProjectConfig: *projectConfig, Code: *codeRight, MCPMode: *mcpMode, Rate: limit, Burst: *burst}}
 		var m *wire.MintedToken
 		if m, raw, err = bc.MintToken(ctx, req); err == nil && !*asJSON {
 			fmt.Fprintln(c.stdout, m.Token)
