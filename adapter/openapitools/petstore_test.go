@@ -164,8 +164,8 @@ func TestPetstoreTools(t *testing.T) {
 	out := compileSchema(t, "getPetById.output", get.OutputSchema)
 	for res, ok := range map[string]bool{
 		`{"id": 1, "name": "rex", "photoUrls": [], "category": {"id": 1, "name": "Dogs"}, "tags": [{"id": 1, "name": "dog"}], "status": "sold"}`: true,
-		`{"id": 1, "photoUrls": []}`:                  false, // name is required
-		`{"name": "a", "photoUrls": [], "status": "x"}`: false, // not in the enum
+		`{"id": 1, "photoUrls": []}`:                            false, // name is required
+		`{"name": "a", "photoUrls": [], "status": "x"}`:         false, // not in the enum
 		`{"name": "a", "photoUrls": [], "tags": [{"id": "x"}]}`: false, // Tag.id through $defs
 	} {
 		if valid(t, out, res) != ok {
