@@ -188,7 +188,7 @@ func ToolName(operationID, method, path string) string {
 	orig, base := operationID, operationID
 	if !hasAlnum.MatchString(operationID) {
 		orig = method + " " + path
-		base = strings.ToLower(method) + "_" + path
+		base = strings.ToLower(method) + " " + path
 	}
 	name := strings.Trim(nameChars.ReplaceAllString(base, "_"), "_")
 	if len(name) > maxName {
