@@ -138,10 +138,10 @@ func (n *namespace) request(ctx context.Context, op *operation, args *orderedjso
 	if err != nil {
 		return nil, fmt.Errorf("building the request: %v", err)
 	}
-	for k, vs := range n.headers {
+	for k, vs := range header {
 		req.Header[k] = vs
 	}
-	for k, vs := range header {
+	for k, vs := range n.headers { // the configured headers win
 		req.Header[k] = vs
 	}
 	if len(cookies) > 0 {

@@ -18,6 +18,8 @@ func encodingService(t *testing.T) (*recorder, map[string]string) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(201)
 			w.Write([]byte(`{"name": "made"}`))
+		case r.URL.Path == "/v1/raw":
+			writeJSON(w, 200, []any{1, "two"})
 		case strings.HasPrefix(r.URL.Path, "/styles/"):
 			w.WriteHeader(204)
 		default:
@@ -82,6 +84,10 @@ func TestEncodingOnTheWire(t *testing.T) {
 			}
 		}
 	}
+	// A JSON array with no schema is structured as {"result": …}.
+	if res := call(t, ns, "listRaw", `{}`); string(res.StructuredContent) != `{"result":[1,"two"]}` || text(res) != `[1,"two"]` {
+		t.Errorf("listRaw: %+v", res)
+	}
 	if res := call(t, ns, "clash", `{"path.id": 5, "body": {"name": "n"}}`); string(res.StructuredContent) != `{"name":"made"}` {
 		t.Errorf("clash answer: %+v", res)
 	}
@@ -93,7 +99,7 @@ func TestEncodingOnTheWire(t *testing.T) {
 func TestEncodingTools(t *testing.T) {
 	ts := tools(t, open(t, openapitools.Config{Server: "enc", Spec: "testdata/encoding.yaml", BaseURL: "http://127.0.0.1:1"}))
 	got := slices.Sorted(mapsKeys(ts))
-	if want := []string{"clash", "getItem", "get_items", "get_items_2", "get_styles_label_matrix_exploded"}; !slices.Equal(got, want) {
+	if want := []string{"clash", "getItem", "get_items", "get_items_2", "get_styles_label_matrix_exploded", "listRaw"}; !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}
 	var in struct {

@@ -128,10 +128,15 @@ func TestSpecURLCache(t *testing.T) {
 	if len(tools(t, ns)) != 19 {
 		t.Errorf("the cached copy has %d tools", len(tools(t, ns)))
 	}
+	srv.Close() // unreachable: the disk copy again
+	op4, _ := openapitools.New(cfg)
+	if _, err := op4.Open(t.Context(), scope); err != nil {
+		t.Fatalf("Open with the URL unreachable and a cached copy: %v", err)
+	}
 	cfg.CacheDir = ""
 	op3, _ := openapitools.New(cfg)
-	if _, err := op3.Open(t.Context(), scope); err == nil || !strings.Contains(err.Error(), "503") {
-		t.Errorf("Open with the URL down and no copy: %v", err)
+	if _, err := op3.Open(t.Context(), scope); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("Open with the URL unreachable and no copy: %v", err)
 	}
 }
 
@@ -171,6 +176,11 @@ func TestHeadersFromEnv(t *testing.T) {
 	env := map[string]string{"PET_KEY": "s3cret", "PET_TOKEN": "t0ken"}
 	cfg.Getenv = func(k string) string { return env[k] }
 	ns := open(t, cfg)
+	cfg.Headers["API_KEY"] = "${env:PET_KEY}"
+	if del := compileSchema(t, "deletePet", tools(t, open(t, cfg))["deletePet"].InputSchema); valid(t, del, `{"petId": 1, "api_key": "mine"}`) {
+		t.Error("deletePet takes an api_key parameter the config sets")
+	}
+	delete(cfg.Headers, "API_KEY")
 	res := call(t, ns, "getPetById", `{"petId": 99}`)
 	r := rec.last(t)
 	if r.Header.Get("X-Api-Key") != "key-s3cret" || r.Header.Get("Authorization") != "Bearer t0ken" {
@@ -233,5 +243,27 @@ func TestNoCrossOriginRedirect(t *testing.T) {
 	res := call(t, open(t, cfg), "getPetById", `{"petId": 1}`)
 	if !res.IsError || !strings.Contains(text(res), "302") || otherRec.count() != 0 {
 		t.Errorf("redirect: %+v, other host saw %d requests", res, otherRec.count())
+	}
+}
+
+const dialect30 = `{"openapi": "3.0.3", "info": {"title": "d", "version": "1"}, "paths": {"/n": {"get": {"operationId": "getN",
+  "parameters": [{"name": "n", "in": "query", "required": true, "schema": {"type": "integer", "minimum": 0, "exclusiveMinimum": true, "nullable": true}},
+    {"name": "e", "in": "query", "schema": {"type": "string", "enum": ["a"], "nullable": true, "example": "a"}}],
+  "responses": {"200": {"description": "ok"}}}}}}`
+
+// OpenAPI 3.0's schema dialect is translated to 2020-12: nullable,
+// boolean exclusiveMinimum, example.
+func TestOpenAPI30Dialect(t *testing.T) {
+	spec := filepath.Join(t.TempDir(), "d.json")
+	os.WriteFile(spec, []byte(dialect30), 0o600)
+	ts := tools(t, open(t, openapitools.Config{Server: "d", Spec: spec, BaseURL: "http://127.0.0.1:1"}))
+	s := compileSchema(t, "getN", ts["getN"].InputSchema)
+	for args, ok := range map[string]bool{`{"n": 1}`: true, `{"n": null}`: true, `{"n": 0}`: false, `{"n": 1, "e": null}`: true, `{"n": 1, "e": "b"}`: false} {
+		if valid(t, s, args) != ok {
+			t.Errorf("getN %s: valid = %v, want %v (schema %s)", args, !ok, ok, ts["getN"].InputSchema)
+		}
+	}
+	if !strings.Contains(string(ts["getN"].InputSchema), `"examples":["a"]`) {
+		t.Errorf("example not carried as examples: %s", ts["getN"].InputSchema)
 	}
 }

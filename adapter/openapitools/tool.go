@@ -106,7 +106,7 @@ func (c *compiler) params(po pathOp) []namedParam {
 	add := func(refs openapi3.Parameters) {
 		for _, r := range refs {
 			p := r.Value
-			if p == nil || p.In == openapi3.ParameterInHeader && slices.Contains(ignoredHeaders, strings.ToLower(p.Name)) {
+			if p == nil || p.In == openapi3.ParameterInHeader && c.ignoredHeader(p.Name) {
 				continue
 			}
 			if i := slices.IndexFunc(ps, func(q *openapi3.Parameter) bool { return q.In == p.In && q.Name == p.Name }); i >= 0 {
@@ -131,6 +131,21 @@ func (c *compiler) params(po pathOp) []namedParam {
 		out[i] = namedParam{arg, p}
 	}
 	return out
+}
+
+// ignoredHeader reports whether a header parameter is left out: one
+// OpenAPI says to ignore, or one the config sets (the configured value is
+// sent, and a caller cannot replace it).
+func (c *compiler) ignoredHeader(name string) bool {
+	if slices.Contains(ignoredHeaders, strings.ToLower(name)) {
+		return true
+	}
+	for k := range c.o.cfg.Headers {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func paramOf(p *openapi3.Parameter) param {
