@@ -267,3 +267,26 @@ func TestOpenAPI30Dialect(t *testing.T) {
 		t.Errorf("example not carried as examples: %s", ts["getN"].InputSchema)
 	}
 }
+
+// External $refs: a file spec's to files beside it are read (and
+// internalized into $defs); a URL spec's to a local file are refused.
+func TestExternalRefs(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "pet.yaml"), []byte("Pet:\n  type: object\n  required: [name]\n  properties:\n    name: {type: string}\n"), 0o600)
+	spec := `{"openapi": "3.1.0", "info": {"title": "x", "version": "1"}, "paths": {"/p": {"get": {"operationId": "getP",
+		"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "REF"}}}}}}}}}`
+	os.WriteFile(filepath.Join(dir, "spec.json"), []byte(strings.Replace(spec, "REF", "pet.yaml#/Pet", 1)), 0o600)
+	ts := tools(t, open(t, openapitools.Config{Server: "x", Spec: filepath.Join(dir, "spec.json"), BaseURL: "http://127.0.0.1:1"}))
+	out := compileSchema(t, "getP", ts["getP"].OutputSchema)
+	if !valid(t, out, `{"name": "a"}`) || valid(t, out, `{}`) {
+		t.Errorf("the external schema is lost: %s", ts["getP"].OutputSchema)
+	}
+
+	srv, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(strings.Replace(spec, "REF", "file://"+filepath.Join(dir, "pet.yaml")+"#/Pet", 1)))
+	}))
+	op, _ := openapitools.New(openapitools.Config{Server: "x", Spec: srv.URL + "/spec.json", BaseURL: "http://127.0.0.1:1"})
+	if _, err := op.Open(t.Context(), scope); err == nil || !strings.Contains(err.Error(), "may not reference the file") {
+		t.Errorf("a URL spec referencing a local file: %v", err)
+	}
+}
