@@ -16,6 +16,9 @@ type OpenAPI struct {
 	// Operations selects the operations made tools: operationIds, or
 	// "tag:<tag>"; nil = every operation.
 	Operations []string `json:"operations,omitempty"`
+	// OAuth2 are the client credentials for the document's OAuth2
+	// clientCredentials flow; nil = none.
+	OAuth2 *OAuth2Client `json:"oauth2,omitempty"`
 }
 
 // CLI is a server whose tools are command lines (package adapter/clitools).

@@ -172,7 +172,11 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 		}
 		p.add(name, "", "invalid server name", hint)
 	}
-	p.checkTransport(name, s, typ, bad)
+	if s.OpenAPI != nil {
+		p.checkOpenAPI(name, s)
+	} else {
+		p.checkTransport(name, s, typ, bad)
+	}
 	p.checkEnvironment(name, s)
 	p.checkStrings(name, s)
 	if s.Cwd != "" && !hasAbsPrefix(s.Cwd) && placeholderProblems(s.Cwd, s.Allocate) == nil {

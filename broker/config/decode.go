@@ -217,6 +217,8 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 	var typ string
 	var ready json.RawMessage
 	fields := serverFields(s, &typ, &ready)
+	var openapi json.RawMessage
+	fields["openapi"] = fieldSpec{&openapi, `an object such as {"spec": "https://petstore3.swagger.io/api/v3/openapi.json"}`}
 	var own []member
 	seen := map[string]bool{}
 	for _, m := range members {
@@ -236,6 +238,9 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 	d.probs.decodeFields(name, "", own, fields, d.bad)
 	if ready != nil && !d.bad["ready"] {
 		s.Ready = d.probs.decodeReady(name, ready)
+	}
+	if openapi != nil && !d.bad["openapi"] {
+		s.OpenAPI = d.probs.decodeOpenAPI(name, openapi)
 	}
 	if typ != "" { // "type" wins over Cline's legacy "transportType", as in Cline
 		d.typ = transport{"type", typ}
