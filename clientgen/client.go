@@ -91,6 +91,11 @@ var runtimeSource = func() string {
 		"EventMessage":                 quote(wire.StreamMessage),
 		"EventElicitationComplete":     quote(wire.StreamElicitationComplete),
 		"ListResourceTemplatesPattern": quote(pattern(wire.OpListResourceTemplates)),
+		"RenewLeasePattern":            quote(pattern(wire.OpRenewLease)),
+		"TypesPattern":                 quote(pattern(wire.OpTypes)),
+		"ListToolsPattern":             quote(pattern(wire.OpListTools)),
+		"CatalogPattern":               quote(pattern(wire.OpCatalog)),
+		"MediaTypeScript":              quote(wire.MediaTypeScript),
 		"CompletePattern":              quote(pattern(wire.OpComplete)),
 		"SetLogLevelPattern":           quote(pattern(wire.OpSetLogLevel)),
 		"ReadResourcePattern":          quote(readResource.Pattern),
@@ -124,6 +129,7 @@ var runtimeNames = []string{
 	"Task", "callToolAsTask", "getTask", "listTasks", "taskResult", "cancelTask",
 	"LogMessage", "ResourceTemplate", "listResourceTemplates", "CompleteRequest", "CompleteResult", "complete", "setLogLevel",
 	"ReadResourceResult", "ResourceUpdated", "ResourceOptions", "readResource", "subscribeResource",
+	"Lease", "ToolHit", "Catalog", "mcpx",
 	// Globals the runtime uses (the web APIs through globalThis, typed by
 	// the runtime itself, so that no lib setting is needed; still kept
 	// free, as a script beside the client uses them too).

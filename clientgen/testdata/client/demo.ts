@@ -863,12 +863,13 @@ export function cancelTask(id: string, options?: Connection): Promise<Task> {
 }
 
 // $request sends one request of the API's own (not a tool call) for
-// server and answers its JSON body, or throws an McpxError.
+// server and answers its JSON body (or, with accept, its text), or throws
+// an McpxError.
 async function $request(method: string, path: string, server: string, what: string, body: unknown,
-  o: Connection | undefined): Promise<unknown> {
+  o: Connection | undefined, accept?: string): Promise<unknown> {
   o ??= {};
   const b = await $broker(o, server, what);
-  const headers = $headers(o, b, "application/json");
+  const headers = $headers(o, b, accept ?? "application/json");
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const url = b.url + path.replace("{server}", encodeURIComponent(server));
   let res: $Response;
@@ -878,8 +879,69 @@ async function $request(method: string, path: string, server: string, what: stri
     throw $unreachable(`cannot reach the broker at ${b.url}: ${e instanceof Error ? e.message : String(e)}`, server, what, e);
   }
   if (!res.ok) throw await $problem(res, server, what, "");
-  return res.status === 204 ? undefined : res.json();
+  if (res.status === 204) return undefined;
+  return accept === undefined ? res.json() : res.text();
 }
+
+// ---- The run: what a script knows of itself, and the broker's listings. ----
+
+/** A lease: the lifetime of the run's pid-scoped instances (mcpx run holds one and renews it). */
+export type Lease = { id: string; key: string; ttl: string; expires: string };
+
+/** One search hit: a tool, with what each term scored. */
+export type ToolHit = { server: string; name: string; score: number; [key: string]: unknown };
+
+/** Every server's tool count, then tool signatures within a token budget (as `mcpx catalog` prints it). */
+export type Catalog = {
+  budget: number; used: number;
+  servers: { server: string; tools: number; shown: number }[];
+  signatures: { server: string; name: string; text: string; cost: number }[];
+  [key: string]: unknown;
+};
+
+function $query(params: { [name: string]: string | number | undefined }): string {
+  const q = Object.entries(params).filter(([, v]) => v !== undefined && v !== "")
+    .map(([k, v]) => encodeURIComponent(k) + "=" + encodeURIComponent(String(v)));
+  return q.length ? "?" + q.join("&") : "";
+}
+
+/**
+ * The run this script is: its session and lease (mcpx run's, from $MCPX_SESSION_ID and $MCPX_LEASE; "" outside a
+ * run), and the broker's listings as `mcpx types`, `mcpx search` and `mcpx catalog` print them, for this caller.
+ */
+export const mcpx = {
+  /** The run's session: its session-scoped instances are the run's own. */
+  get session(): string { return $env("MCPX_SESSION_ID") ?? ""; },
+  /** The session of whoever started the run (the agent's). */
+  get parentSession(): string { return $env("MCPX_PARENT_SESSION_ID") ?? ""; },
+  lease: {
+    /** The run's lease id; "" when it has none. */
+    get id(): string { return $env("MCPX_LEASE") ?? ""; },
+    /** Renews the run's lease for its own ttl, or for ttl (a Go duration, "5m"); answers it renewed. */
+    async renew(ttl?: string, options?: Connection): Promise<Lease> {
+      const id = $env("MCPX_LEASE") ?? "";
+      if (id === "") throw new McpxError({ type: "https://mcpx.dev/problems/" + "bad-request", title: "no lease", status: 400,
+        detail: "this script holds no lease: $MCPX_LEASE is empty (mcpx run gives each run one)" });
+      return await $request("POST", "/v1/leases/{lease}/renew".replace("{lease}", encodeURIComponent(id)), "", "lease",
+        ttl === undefined ? {} : { ttl }, options) as Lease;
+    },
+  },
+  /** The TypeScript declarations of a server's tools, or of one tool, with the server's instructions. */
+  async types(server: string, tool?: string, options?: Connection): Promise<string> {
+    return await $request("GET", "/v1/types" + $query({ server, tool }), server, "types", undefined, options,
+      "text/typescript") as string;
+  },
+  /** Searches every server's tools by name, tag, server and description; best first. */
+  async search(terms: string, options?: Connection): Promise<ToolHit[]> {
+    const doc = await $request("GET", "/v1/tools" + $query({ q: terms }), "", "search", undefined, options) as
+      { hits: ToolHit[] };
+    return doc.hits;
+  },
+  /** Every server with its tool count, then tool signatures within budget tokens (default the broker's). */
+  async catalog(budget?: number, options?: Connection): Promise<Catalog> {
+    return await $request("GET", "/v1/catalog" + $query({ budget }), "", "catalog", undefined, options) as Catalog;
+  },
+};
 
 /** A resource template of a server (MCP ResourceTemplate): read a URI made from it with its variables filled in. */
 export type ResourceTemplate = { uriTemplate: string; name: string; title?: string; description?: string; mimeType?: string;
