@@ -142,6 +142,15 @@ func (s *server) types(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	opts := clientgen.TypesOptions{Server: clientgen.Server{Name: si.Name, Prelude: si.Prelude}, Tool: tool}
+	if v := q.Get("only"); v != "" {
+		opts.Only = strings.Split(v, ",")
+	}
+	if v := q.Get("depth"); v != "" {
+		if opts.Depth, err = strconv.Atoi(v); err != nil || opts.Depth < 1 {
+			return &broker.Error{Kind: broker.KindBadRequest, Op: "types", Field: "depth",
+				Msg: fmt.Sprintf("depth=%q is not a number of levels", v), Hint: "give depth a whole number, 1 or more"}
+		}
+	}
 	if withInstructions {
 		opts.Server.Instructions = l.Instructions
 	}
@@ -162,6 +171,12 @@ func (s *server) types(w http.ResponseWriter, r *http.Request) error {
 	}
 	f, problems, found := clientgen.Types(opts)
 	if !found {
+		for _, w := range append(slices.Clone(opts.Only), tool) {
+			if w != "" && !slices.Contains(names, w) {
+				tool = w
+				break
+			}
+		}
 		hint := fmt.Sprintf("its tools: %s", strings.Join(names, ", "))
 		if s := suggest.Closest(tool, names); s != "" {
 			hint = fmt.Sprintf("did you mean %q? %s", s, hint)

@@ -165,7 +165,7 @@ func Client(opts ClientOptions) (File, []Problem) {
 			docs = append(docs, d) // a server with no tools gets no namespace, as before
 		}
 	}
-	types, ps := compile(tools, docs, runtimeNames)
+	types, ps := compile(tools, docs, runtimeNames, compileOptions{})
 	problems = append(problems, ps...)
 
 	// The servers, in Compile's (sorted) order, and their tools.

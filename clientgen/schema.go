@@ -23,6 +23,10 @@ type compiler struct {
 	server, tool, schema string // for problems
 	names                *namer // the namespace's identifiers
 	indent               int    // of the declarations
+	// depth collapses object types nested deeper than it (compileOptions);
+	// hints are the root's properties' producer hints (producerHints).
+	depth int
+	hints map[string]string
 
 	root     any
 	rootName string
@@ -381,7 +385,11 @@ func (c *compiler) types(o *object, ptr string) ([]string, bool) {
 // optional unless required (by o or an enclosing allOf, anyOf or oneOf),
 // and an index signature for additionalProperties and patternProperties.
 func (c *compiler) object(o *object, ptr string, ind int, req []string, depth int) expr {
+	if c.depth > 0 && ind-c.indent > c.depth {
+		return prim(fmt.Sprintf("{ [key: string]: unknown } /* an object nested deeper than --depth %d: mcpx types without --depth shows it */", c.depth))
+	}
 	in := strings.Repeat("  ", ind+1)
+	atRoot := c.cur != nil && c.cur.ptr == "" && ind == c.indent
 	var (
 		lines    []string
 		members  []expr
@@ -401,6 +409,9 @@ func (c *compiler) object(o *object, ptr string, ind int, req []string, depth in
 				optional = true
 			}
 			d := schemaDoc(ps)
+			if h := c.hints[k]; atRoot && h != "" && slices.Contains(req, k) {
+				d = strings.TrimSpace(d + "\n\n" + h)
+			}
 			if k == "__proto__" {
 				d = strings.TrimSpace(d + "\n\n" + protoNote)
 			}

@@ -50,6 +50,11 @@ type TypesOptions struct {
 	Tools []Tool
 	// Tool, if set, keeps only the tool of that name; "" = every tool.
 	Tool string
+	// Only, if set, keeps only the tools of these names (with Tool's).
+	Only []string
+	// Depth collapses object types nested deeper than it below a tool's
+	// input or output to an open object with a comment; 0 = no limit.
+	Depth int
 }
 
 // Types writes the TypeScript declarations of one server's tools, or one
@@ -58,10 +63,16 @@ type TypesOptions struct {
 // doc comment and the types of Compile. It reports whether the named tool
 // was found (true when none is named).
 func Types(opts TypesOptions) (f File, problems []Problem, found bool) {
-	tools := slices.DeleteFunc(slices.Clone(opts.Tools), func(t Tool) bool {
-		return t.Server != opts.Server.Name || (opts.Tool != "" && t.Name != opts.Tool)
-	})
-	found = opts.Tool == "" || len(tools) > 0
-	f, problems = compile(tools, []Server{opts.Server}, nil)
+	mine := slices.DeleteFunc(slices.Clone(opts.Tools), func(t Tool) bool { return t.Server != opts.Server.Name })
+	want := slices.Clone(opts.Only)
+	if opts.Tool != "" {
+		want = append(want, opts.Tool)
+	}
+	tools := slices.DeleteFunc(slices.Clone(mine), func(t Tool) bool { return len(want) > 0 && !slices.Contains(want, t.Name) })
+	found = true
+	for _, w := range want {
+		found = found && slices.ContainsFunc(tools, func(t Tool) bool { return t.Name == w })
+	}
+	f, problems = compile(tools, []Server{opts.Server}, nil, compileOptions{context: mine, depth: opts.Depth})
 	return f, problems, found
 }

@@ -165,18 +165,35 @@ func (c *Client) TypeScriptClientIfNew(ctx context.Context, cl Caller, servers [
 	return src, etag, err
 }
 
-// Types returns the TypeScript declarations of a server's tools, or of one
-// tool if tool is not "", from the child in cl's scope: the server's
-// prelude, and its instructions unless noInstructions.
-func (c *Client) Types(ctx context.Context, cl Caller, server, tool string, noInstructions bool) ([]byte, error) {
-	q := url.Values{"server": {server}}
-	if tool != "" {
-		q.Set("tool", tool)
+// Types returns the TypeScript declarations of a server's tools (or those
+// q names) from the child in cl's scope: the server's prelude, and its
+// instructions unless q.NoInstructions.
+func (c *Client) Types(ctx context.Context, cl Caller, q TypesQuery) ([]byte, error) {
+	v := url.Values{"server": {q.Server}}
+	if q.Tool != "" {
+		v.Set("tool", q.Tool)
 	}
-	if noInstructions {
-		q.Set("instructions", "false")
+	if len(q.Only) > 0 {
+		v.Set("only", strings.Join(q.Only, ","))
 	}
-	return readRaw(c.send(ctx, wire.OpTypes, &cl, nil, nil, "?"+q.Encode()))
+	if q.Depth > 0 {
+		v.Set("depth", strconv.Itoa(q.Depth))
+	}
+	if q.NoInstructions {
+		v.Set("instructions", "false")
+	}
+	return readRaw(c.send(ctx, wire.OpTypes, &cl, nil, nil, "?"+v.Encode()))
+}
+
+// TypesQuery is what Types asks for: the declarations of Server's tools,
+// or of Tool, or of the tools Only names, objects nested deeper than Depth
+// (0: no limit) collapsed, without the server's instructions if
+// NoInstructions.
+type TypesQuery struct {
+	Server, Tool   string
+	Only           []string
+	Depth          int
+	NoInstructions bool
 }
 
 // SearchTools searches every server's tools for terms, keeping those with

@@ -242,8 +242,8 @@ var routes = []Route{
 		Response: reflect.TypeFor[string](), Status: 200, Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindInternal}},
 
 	{Method: "GET", Pattern: "/v1/types", Name: OpTypes, Caller: true, ETag: true,
-		Query: []string{"server"}, OptionalQuery: []string{"tool", "instructions"}, Media: MediaTypeScript,
-		Summary:  "TypeScript declarations of one server's tools (or of ?tool=), as the child in the caller's scope lists them: the config's prelude as comments, the server's instructions as the namespace's doc comment (?instructions=false leaves them out)",
+		Query: []string{"server"}, OptionalQuery: []string{"tool", "only", "depth", "instructions"}, Media: MediaTypeScript,
+		Summary:  "TypeScript declarations of one server's tools (or of ?tool=, or of ?only=a,b), as the child in the caller's scope lists them: the config's prelude as comments, the server's instructions as the namespace's doc comment (?instructions=false leaves them out); ?depth=N collapses objects nested deeper than N levels",
 		Response: reflect.TypeFor[string](), Status: 200, Problems: problemsChild},
 
 	{Method: "GET", Pattern: "/v1/events", Name: OpEvents, OptionalQuery: []string{"follow"}, Media: MediaEventStream,
