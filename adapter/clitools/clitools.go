@@ -46,13 +46,13 @@ import (
 	"fmt"
 	"maps"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"mcpx.dev/mcpx/adapter"
+	"mcpx.dev/mcpx/adapter/clitools/argv"
 )
 
 // Tool is one command line as a tool.
@@ -81,68 +81,6 @@ const DefaultMaxOutput = 4 << 20
 
 // StderrTail is how much of the end of stderr an error result carries.
 const StderrTail = 16 << 10
-
-// ToolName is what a tool's name must match: the rule every major MCP
-// client holds tool names to (the MCP endpoint lists them as
-// <server>__<name>, package mcpserver), with no "." (the CLI's
-// server.tool).
-var ToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// placeholderRe is a whole-argument placeholder; placeholderIn finds one
-// inside an argument.
-var (
-	placeholderRe = regexp.MustCompile(`^\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
-	placeholderIn = regexp.MustCompile(`\{[A-Za-z_][A-Za-z0-9_]*\}`)
-)
-
-// Placeholder returns the name of the placeholder arg is, ok false if it
-// is none.
-func Placeholder(arg string) (name string, ok bool) {
-	m := placeholderRe.FindStringSubmatch(arg)
-	if m == nil {
-		return "", false
-	}
-	return m[1], true
-}
-
-// CheckArgs checks one tool's argv: non-empty, a program that is no
-// placeholder, placeholders only as whole arguments, and (with input) each
-// placeholder a property of the input schema. Each problem names the
-// argument as args[i]. The config validation and New share it.
-func CheckArgs(args []string, input json.RawMessage) []error {
-	var errs []error
-	if len(args) == 0 || args[0] == "" {
-		return []error{errors.New(`args: empty; args[0] is the program, such as ["git", "log", "-n", "{count}"]`)}
-	}
-	props, hasInput := schemaProperties(input)
-	for i, a := range args {
-		name, whole := Placeholder(a)
-		switch {
-		case whole && i == 0:
-			errs = append(errs, fmt.Errorf("args[0]: the program may not be a placeholder; name the program, and pass %s as a later argument", a))
-		case whole && hasInput && props[name] == nil:
-			errs = append(errs, fmt.Errorf("args[%d]: placeholder %s is not a property of input; add %q to input.properties", i, a, name))
-		case !whole && placeholderIn.MatchString(a):
-			errs = append(errs, fmt.Errorf("args[%d]: %q holds a placeholder inside an argument; a placeholder must be a whole argument, such as [\"--limit\", \"{limit}\"] for --limit={limit}", i, a))
-		case strings.IndexByte(a, 0) >= 0:
-			errs = append(errs, fmt.Errorf("args[%d]: holds a NUL byte", i))
-		}
-	}
-	return errs
-}
-
-// schemaProperties returns the properties of an object schema; ok false
-// when input is nil.
-func schemaProperties(input json.RawMessage) (map[string]json.RawMessage, bool) {
-	if len(bytes.TrimSpace(input)) == 0 || string(bytes.TrimSpace(input)) == "null" {
-		return nil, false
-	}
-	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	json.Unmarshal(input, &s) //nolint:errcheck // a non-object schema has no properties; New's compile says why
-	return s.Properties, true
-}
 
 // opener is a checked Config.
 type opener struct {
@@ -192,7 +130,7 @@ func New(cfg Config) (adapter.Opener, error) {
 }
 
 func newTool(name string, spec Tool) (*tool, error) {
-	if !ToolName.MatchString(name) {
+	if !argv.ToolName.MatchString(name) {
 		return nil, fmt.Errorf("name: %q is not a tool name; use 1 to 64 letters, digits, _ and -", name)
 	}
 	switch spec.Output {
@@ -200,14 +138,17 @@ func newTool(name string, spec Tool) (*tool, error) {
 	default:
 		return nil, fmt.Errorf("output: unknown output %q; use \"text\" or \"json\"", spec.Output)
 	}
-	if errs := CheckArgs(spec.Args, spec.Input); len(errs) > 0 {
+	if errs := argv.Check(spec.Args, spec.Input); len(errs) > 0 {
 		return nil, errs[0]
 	}
+	if err := argv.CheckInput(spec.Input); err != nil {
+		return nil, fmt.Errorf("input: %v", err)
+	}
 	t := &tool{name: name, spec: spec, input: spec.Input}
-	if _, ok := schemaProperties(spec.Input); !ok {
+	if _, ok := argv.Properties(spec.Input); !ok {
 		t.input = defaultInput(spec.Args)
 	}
-	t.props, _ = schemaProperties(t.input)
+	t.props, _ = argv.Properties(t.input)
 	s, err := compileInput(name, t.input)
 	if err != nil {
 		return nil, fmt.Errorf("input: %v", err)
@@ -222,7 +163,7 @@ func defaultInput(args []string) json.RawMessage {
 	props := map[string]any{}
 	required := []string{}
 	for _, a := range args[1:] {
-		if name, ok := Placeholder(a); ok && props[name] == nil {
+		if name, ok := argv.Placeholder(a); ok && props[name] == nil {
 			props[name] = map[string]string{"type": "string"}
 			required = append(required, name)
 		}
@@ -237,9 +178,6 @@ func compileInput(name string, input json.RawMessage) (*jsonschema.Schema, error
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %v", err)
-	}
-	if m, ok := doc.(map[string]any); !ok || (m["type"] != nil && m["type"] != "object") {
-		return nil, errors.New(`the input schema must be an object schema, such as {"type": "object", "properties": {...}}`)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -292,9 +230,9 @@ func (n *namespace) CallTool(ctx context.Context, c adapter.Call) (*adapter.Resu
 	if t == nil {
 		return nil, fmt.Errorf("unknown tool %q of server %q", c.Name, n.o.cfg.Server)
 	}
-	argv, err := t.argv(c.Arguments)
+	line, err := t.commandLine(c.Arguments)
 	if err != nil {
 		return adapter.TextResult(fmt.Sprintf("%s: %v; nothing was run", c.Name, err), true), nil
 	}
-	return n.run(ctx, t, argv), nil
+	return n.run(ctx, t, line), nil
 }

@@ -17,12 +17,13 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"mcpx.dev/mcpx/adapter"
+	"mcpx.dev/mcpx/adapter/clitools/argv"
 	"mcpx.dev/mcpx/internal/proctree"
 )
 
-// argv validates a call's arguments against the tool's input schema and
+// commandLine validates a call's arguments against the tool's input schema and
 // renders its argv; an error names the argument and runs nothing.
-func (t *tool) argv(arguments json.RawMessage) ([]string, error) {
+func (t *tool) commandLine(arguments json.RawMessage) ([]string, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(arguments))
 	if err != nil {
 		return nil, fmt.Errorf("arguments are not JSON: %v", err)
@@ -37,7 +38,7 @@ func (t *tool) argv(arguments json.RawMessage) ([]string, error) {
 	out := []string{t.spec.Args[0]}
 	afterDashes := false
 	for _, a := range t.spec.Args[1:] {
-		name, ok := Placeholder(a)
+		name, ok := argv.Placeholder(a)
 		if !ok {
 			out = append(out, a)
 			afterDashes = afterDashes || a == "--"
