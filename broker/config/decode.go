@@ -200,6 +200,8 @@ func serverFields(s *Server, typ *string, ready *json.RawMessage) map[string]fie
 		"rate":          {&s.Rate, rateWant},
 		"burst":         {&s.Burst, "a non-negative integer"},
 		"maxConcurrent": {&s.MaxConcurrent, "a non-negative integer"},
+		"openapi":       {&s.OpenAPI, `an object such as {"spec": "petstore.yaml", "baseUrl": "https://petstore.example/v3"}`},
+		"cli":           {new(json.RawMessage), "an object"}, // decoded key by key: decodeCLI
 	}
 }
 
@@ -234,6 +236,9 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 	d.probs.decodeFields(name, "", own, fields, d.bad)
 	if ready != nil && !d.bad["ready"] {
 		s.Ready = d.probs.decodeReady(name, ready)
+	}
+	if i := slices.IndexFunc(own, func(m member) bool { return m.key == "cli" }); i >= 0 && !isNull(own[i].value) {
+		s.CLI = d.probs.decodeCLI(name, own[i].value)
 	}
 	if typ != "" { // "type" wins over Cline's legacy "transportType", as in Cline
 		d.typ = transport{"type", typ}
