@@ -85,6 +85,7 @@ func poolServer(name string, s *config.Server) pool.Server {
 		Era:          eraOf(s.Protocol),
 		ReadyStderr:  readyStderr(s.Ready),
 		NoRoots:      !s.OffersRoots(),
+		Adapter:      adapterOf(name, s),
 	}
 }
 
