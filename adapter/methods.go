@@ -84,7 +84,7 @@ func (t *Transport) callTool(ctx context.Context, params json.RawMessage) (any, 
 	}
 	out := wireResult{Content: make([]wireContent, 0, len(res.Content)), StructuredContent: res.StructuredContent, IsError: res.IsError}
 	for _, c := range res.Content {
-		out.Content = append(out.Content, wireContent{c.Type, c.Text})
+		out.Content = append(out.Content, wireContent(c))
 	}
 	return out, nil
 }
