@@ -231,18 +231,20 @@ func (t *Transport) initialize(params json.RawMessage) (any, *rpcError) {
 	if _, ok := t.ns.(Resources); ok {
 		caps["resources"] = map[string]any{}
 	}
-	return struct {
-		ProtocolVersion string         `json:"protocolVersion"`
-		Capabilities    map[string]any `json:"capabilities"`
-		ServerInfo      struct {
-			Name    string `json:"name"`
-			Version string `json:"version"`
-		} `json:"serverInfo"`
-		Instructions string `json:"instructions,omitempty"`
-	}{ProtocolVersion: version, Capabilities: caps, ServerInfo: struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	}{t.info.Name, t.info.Version}, Instructions: t.info.Instructions}, nil
+	return initializeResult{ProtocolVersion: version, Capabilities: caps,
+		ServerInfo: implementation{t.info.Name, t.info.Version}, Instructions: t.info.Instructions}, nil
+}
+
+type initializeResult struct {
+	ProtocolVersion string         `json:"protocolVersion"`
+	Capabilities    map[string]any `json:"capabilities"`
+	ServerInfo      implementation `json:"serverInfo"`
+	Instructions    string         `json:"instructions,omitempty"`
+}
+
+type implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // answer hands the session the response to id, unless the transport

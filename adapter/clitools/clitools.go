@@ -1,5 +1,5 @@
-// Package clitools makes command lines tools: a server's "cli" block, each
-// tool an argv run with no shell (package adapter's Opener).
+// Package clitools turns command lines into tools: a server's "cli" block,
+// each tool an argv run with no shell (an adapter.Opener).
 //
 //	op, err := clitools.New(clitools.Config{Server: "git", Tools: map[string]clitools.Tool{
 //		"log": {Args: []string{"git", "log", "--oneline", "-n", "{count}"},
