@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -151,5 +152,26 @@ func TestCLICancelAndTimeoutLeaveNoProcess(t *testing.T) {
 	testenv.WaitFor(t, "the timed-out call's processes to go", func() bool { return len(proctest.Marked(t)) == 0 })
 	if got := call(t, t.Context(), b, request("git", dir), "ls", map[string]any{}); got.IsError || !strings.Contains(got.text(), "started") {
 		t.Errorf("ls after = %q", got.text())
+	}
+}
+
+// TestCLIRefusedDefinitionFailsOnlyItsServer: a cli block the adapter
+// refuses when it is built (an input schema that refers outside itself,
+// which the config's own checks cannot compile) fails that server's start
+// with the adapter's message, for the owner to read; other servers serve.
+func TestCLIRefusedDefinitionFailsOnlyItsServer(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	b := newRealBroker(t, map[string]map[string]any{
+		"git": gitCLI(),
+		"bad": {"cli": map[string]any{"tools": map[string]any{"t": map[string]any{"args": []string{"ls", "{a}"},
+			"input": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"$ref": "https://example.invalid/s.json"}}}}}}},
+	})
+	_, err := callErr(t.Context(), b, request("bad", dir), "t", map[string]any{"a": "x"}, nil)
+	var be *broker.Error
+	if !errors.As(err, &be) || be.Kind != broker.KindChildFailed || !strings.Contains(be.Private, `server "bad": cli.tools.t.input`) || !strings.Contains(be.Private, "not loaded") {
+		t.Errorf("bad: %#v; want a failed start with the adapter's message", err)
+	}
+	if got := call(t, t.Context(), b, request("git", dir), "ls", map[string]any{}); got.IsError {
+		t.Errorf("git ls = %q", got.text())
 	}
 }
