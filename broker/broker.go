@@ -121,7 +121,8 @@ type Broker struct {
 	scope *Resolver
 	pool  *pool.Pool
 
-	nix *nixresolve.Resolver // nil: nix: commands fail
+	nix      *nixresolve.Resolver // nil: nix: commands fail
+	stateDir string               // Options.StateDir: "" = nothing persists
 
 	projects *projects       // callers' config chains (project.go)
 	leases   *leases         // the lease registry (lease.go)
@@ -168,7 +169,7 @@ func New(opts Options) (*Broker, error) {
 	pc := opts.Config.Pool
 	// A second's revalidation window: a hot directory costs no stat per
 	// call, and a `git init` or removed worktree is noticed within a second.
-	b := &Broker{log: log, nix: opts.Nix, revs: map[string]int{},
+	b := &Broker{log: log, nix: opts.Nix, stateDir: opts.StateDir, revs: map[string]int{},
 		scope:    NewResolver(ResolverOptions{Logger: log, Revalidate: time.Second, CeilingDirs: opts.Config.CeilingDirs}),
 		leases:   newLeases(opts.Now),
 		projects: newProjects(opts.Chain, log),

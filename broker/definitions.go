@@ -21,7 +21,7 @@ func (b *Broker) applyServers() {
 	cfg := b.cfg
 	defs := make([]pool.Server, 0, len(cfg.Servers))
 	for _, name := range sortedNames(cfg.Servers) {
-		d := poolServer(name, cfg.Servers[name])
+		d := b.poolServer(name, cfg.Servers[name], cfg.Source)
 		d.Revision = b.revs[name]
 		defs = append(defs, d)
 	}
@@ -70,7 +70,9 @@ func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, stri
 	}
 }
 
-func poolServer(name string, s *config.Server) pool.Server {
+// poolServer is the pool's definition of server name, s as the config
+// file at source (whose directory a relative openapi spec is in) gives it.
+func (b *Broker) poolServer(name string, s *config.Server, source string) pool.Server {
 	return pool.Server{
 		Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
 		URL: s.URL, Headers: s.Headers,
@@ -85,6 +87,7 @@ func poolServer(name string, s *config.Server) pool.Server {
 		Era:          eraOf(s.Protocol),
 		ReadyStderr:  readyStderr(s.Ready),
 		NoRoots:      !s.OffersRoots(),
+		Adapter:      b.adapterOf(name, s, source),
 	}
 }
 

@@ -538,7 +538,7 @@ func (b *Broker) ensureDef(poolName, file string, def *config.Server) {
 	b.setMu.Lock()
 	defer b.setMu.Unlock()
 	p.mu.Lock()
-	d := poolServer(poolName, def)
+	d := b.poolServer(poolName, def, file)
 	p.defs[poolName] = projectDef{def: d, file: file}
 	p.mu.Unlock()
 	b.applyServers()

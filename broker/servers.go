@@ -101,8 +101,13 @@ func (b *Broker) ServerAt(r Request) (ServerInfo, error) {
 
 func serverInfo(name string, s *config.Server, n int) ServerInfo {
 	tr := "stdio"
-	if s.URL != "" {
+	switch {
+	case s.URL != "":
 		tr = "http"
+	case s.OpenAPI != nil:
+		tr = "openapi"
+	case s.CLI != nil:
+		tr = "cli"
 	}
 	return ServerInfo{Name: name, Description: s.Description, Tags: s.Tags, Transport: tr,
 		Scope: s.Scope, Sharing: cmp.Or(s.Sharing, config.SharingShared), Max: cmp.Or(s.Max, pool.DefaultMax), Instances: n,

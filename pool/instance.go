@@ -95,6 +95,7 @@ type generation struct {
 	wedged   string        // why it was killed as wedged; set under Pool.mu before the kill, read after dead is closed
 	probing  atomic.Bool   // a wedge probe is under way
 	program  *Program      // what Options.Resolve said of its program; nil = a plain command
+	mark     string        // an adapter's: the MarkEnv value of the processes its calls start; constant after start
 
 	// exec is the identity of a stdio child's executable, computed just
 	// before it was started (nil for url children); constant after. What
@@ -131,6 +132,11 @@ func (g *generation) stop(ctx context.Context) {
 		}
 		if g.proc != nil {
 			g.proc.stop(ctx)
+		}
+		if g.mark != "" {
+			// The session's end cancelled and waited for the adapter's
+			// calls; what they started and left is killed by its mark.
+			killRest(g.mark, nil)
 		}
 	})
 }
@@ -173,7 +179,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	// The program first: a nix: spec may build for minutes the first time,
 	// which is not the child's start (Options.Resolve).
 	var prog *Program
-	if inst.def.URL == "" && p.opts.Resolve != nil {
+	if inst.def.URL == "" && inst.def.Adapter == nil && p.opts.Resolve != nil {
 		r, err := p.opts.Resolve(p.ctx, sp.command, inst.def.Environment)
 		if err != nil {
 			e := p.perr("start", t, ErrStart, err.Error())
@@ -194,12 +200,20 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 
 	g := &generation{dead: make(chan struct{}), program: prog}
 	var tr mcpclient.Transport
-	transport := "http"
-	if inst.def.URL != "" {
+	transport := transportOf(inst.def)
+	switch {
+	case inst.def.Adapter != nil:
+		p.unbind(inst)
+		if tr, err = p.openAdapter(ctx, inst, sp, g); err != nil {
+			e := p.perr("start", t, ErrStart, err.Error())
+			e.Cause = err
+			p.finishStart(inst, a, nil, e, log)
+			return
+		}
+	case inst.def.URL != "":
 		p.unbind(inst)
 		tr = mcpclient.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient)
-	} else {
-		transport = "stdio"
+	default:
 		if err := checkDir(sp); err != nil {
 			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
 			return
@@ -310,8 +324,8 @@ func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t 
 // connect runs initialize, returning early if the child dies first.
 func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instance, g *generation) (*mcpclient.Session, error) {
 	root := inst.root
-	if inst.def.NoRoots {
-		root = ""
+	if inst.def.NoRoots || inst.def.Adapter != nil {
+		root = "" // an adapter has its root in its Scope
 	}
 	opts := mcpclient.Options{Root: root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
 		MaxMessageBytes: p.opts.MaxMessageBytes, RootsMemo: p.rootsMemoFor(inst.def), RootsWait: p.opts.RootsWait,
@@ -323,6 +337,9 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 	}
 	if inst.def.Era != "" {
 		opts.Era = inst.def.Era
+	}
+	if inst.def.Adapter != nil {
+		opts.Era = mcpclient.EraHandshake // adapter.Transport's, with no probe
 	}
 	holder := new(sessionHolder)
 	opts.OnList, opts.OnListChanged = p.listHooks(g.schemaKey, holder)
@@ -527,7 +544,7 @@ func (i *instance) statusLocked(now time.Time) InstanceStatus {
 	s := InstanceStatus{
 		ID: i.id, Server: i.def.Name, Key: i.key.key, Root: i.root,
 		Cwd: i.spec.cwd, CwdSource: i.spec.cwdSource,
-		Transport: "stdio", Pid: i.gen.pid(), State: i.phase.state(),
+		Transport: transportOf(i.def), Pid: i.gen.pid(), State: i.phase.state(),
 		Created: i.created, Started: i.started, LastUsed: i.lastUsed, Calls: i.calls, InFlight: i.inflight,
 		Restarts: i.restarts, LastError: i.lastErr, StderrTail: i.lastTail, Degraded: i.degraded, Index: i.index,
 	}
@@ -539,9 +556,6 @@ func (i *instance) statusLocked(now time.Time) InstanceStatus {
 			}
 			s.Alloc[name] = h.Port()
 		}
-	}
-	if i.def.URL != "" {
-		s.Transport = "http"
 	}
 	if i.gen != nil && i.gen.sess != nil {
 		s.Protocol = i.gen.sess.ProtocolVersion()

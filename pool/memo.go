@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"reflect"
 	"sync"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
@@ -27,7 +26,7 @@ type rootsMemo struct {
 func (p *Pool) rootsMemoFor(def *Server) *mcpclient.RootsMemo {
 	p.memoMu.Lock()
 	defer p.memoMu.Unlock()
-	if m, ok := p.memos[def.Name]; ok && (m.def == def || reflect.DeepEqual(m.def, def)) {
+	if m, ok := p.memos[def.Name]; ok && (m.def == def || sameDef(m.def, def)) {
 		return m.memo
 	}
 	if p.memos == nil {

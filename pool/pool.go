@@ -32,11 +32,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
 
+	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/pool/mcpclient"
 	"mcpx.dev/mcpx/pool/portalloc"
 )
@@ -47,12 +47,17 @@ import (
 // when they include ${mcpx.tmpdir} or an allocation.
 type Server struct {
 	Name    string
-	Command string // stdio child; exactly one of Command and URL is set
+	Command string // stdio child; exactly one of Command, URL and Adapter is set
 	Args    []string
 	Env     map[string]string // set over what the child inherits
 	Cwd     string            // "" = the instance root, else the daemon's cwd
 	URL     string            // streamable-HTTP child
 	Headers map[string]string
+	// Adapter is a namespace that is not a child (package adapter), run
+	// in a child's place (adapter.go): Cwd, Env and InheritEnv make its
+	// scope's directory and environment; its Identity takes part in
+	// change detection and the schema cache.
+	Adapter adapter.Opener `json:"-"`
 
 	Exclusive    bool          // one caller at a time per instance
 	Max          int           // instances of this server; 0 = DefaultMax
@@ -358,7 +363,7 @@ func (p *Pool) SetServers(defs []Server) {
 	p.mu.Lock()
 	var stale []*instance
 	for k, inst := range p.instances {
-		if nd, ok := next[k.server]; !ok || !reflect.DeepEqual(nd, inst.def) {
+		if nd, ok := next[k.server]; !ok || !sameDef(nd, inst.def) {
 			stale = append(stale, inst)
 			p.removeLocked(inst, EventRestart, "definition changed")
 		}

@@ -123,7 +123,8 @@ func schemaKey(def *Server, root string, sp spawnSpec, exec string) string {
 		Args, Env, Inherit                               []string
 		InheritAll                                       bool
 		Headers                                          map[string]string
-	}{def.Name, sp.command, sp.cwd, sp.url, root, exec, def.Environment, sp.args, sp.env, sp.inherit, sp.inheritAll, sp.headers})
+		Adapter                                          string `json:",omitempty"` // a child's key is as it was
+	}{def.Name, sp.command, sp.cwd, sp.url, root, exec, def.Environment, sp.args, sp.env, sp.inherit, sp.inheritAll, sp.headers, adapterIdentity(def)})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
@@ -378,7 +379,7 @@ func (p *Pool) entryOf(ctx context.Context, t Target, live bool) *schemaEntry {
 		return nil
 	}
 	exec := ""
-	if def.URL == "" {
+	if def.URL == "" && def.Adapter == nil {
 		run := sp
 		if p.opts.Resolve != nil {
 			r, err := p.opts.Resolve(ctx, sp.command, def.Environment)

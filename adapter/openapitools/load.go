@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -38,9 +39,16 @@ func (o *opener) load(ctx context.Context) (*api, error) {
 	defer o.mu.Unlock()
 	var next *loaded
 	var err error
-	if isURL(o.cfg.Spec) {
+	switch {
+	case isURL(o.cfg.Spec):
 		next, err = o.fetch(ctx)
-	} else {
+	case strings.HasPrefix(o.cfg.Spec, nixPrefix):
+		if o.cfg.Resolve == nil {
+			err = errors.New("this daemon has no nix resolver; give a file or an http(s) URL")
+		} else if o.path, err = o.cfg.Resolve(ctx, o.cfg.Spec); err == nil {
+			next, err = o.readFile()
+		}
+	default:
 		next, err = o.readFile()
 	}
 	if err != nil {
@@ -56,17 +64,29 @@ func (o *opener) load(ctx context.Context) (*api, error) {
 	return next.api, nil
 }
 
+// nixPrefix starts a nix: spec, whose output is the document
+// (Config.Resolve).
+const nixPrefix = "nix:"
+
+// file is the spec's file: a nix: spec's resolved output, else the spec.
+func (o *opener) file() string {
+	if o.path != "" {
+		return o.path
+	}
+	return o.cfg.Spec
+}
+
 // readFile reads the spec file unless the cached copy has its size and
 // modification time.
 func (o *opener) readFile() (*loaded, error) {
-	fi, err := os.Stat(o.cfg.Spec)
+	fi, err := os.Stat(o.file())
 	if err != nil {
 		return nil, err
 	}
 	if c := o.cache; c != nil && c.mod.Equal(fi.ModTime()) && c.size == fi.Size() {
 		return c, nil
 	}
-	data, err := readAll(os.Open(o.cfg.Spec))
+	data, err := readAll(os.Open(o.file()))
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +226,7 @@ func (o *opener) location() (*url.URL, error) {
 	if isURL(o.cfg.Spec) {
 		return url.Parse(o.cfg.Spec)
 	}
-	abs, err := filepath.Abs(o.cfg.Spec)
+	abs, err := filepath.Abs(o.file())
 	if err != nil {
 		return nil, err
 	}

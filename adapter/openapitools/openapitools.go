@@ -71,6 +71,9 @@ type Config struct {
 	// OAuth2 clientCredentials flow; nil = none (such operations are called
 	// with Headers only).
 	OAuth2 *OAuth2
+	// Resolve turns a nix: spec into the path of its output, the
+	// document (the broker's nix resolver); nil = nix: specs fail.
+	Resolve func(ctx context.Context, spec string) (string, error)
 	// Getenv reads the daemon's environment; nil = os.Getenv.
 	Getenv func(string) string
 	// HTTPClient makes every request; nil = a default client with dial and
@@ -129,6 +132,7 @@ type opener struct {
 
 	mu    sync.Mutex // guards below; held through a load, so Opens load once
 	cache *loaded    // the last document loaded, nil before the first
+	path  string     // a nix: spec's output, once resolved
 }
 
 func (o *opener) Kind() string { return "openapi" }

@@ -79,7 +79,7 @@ type Server struct {
 	Name        string   `json:"name"`
 	Description string   `json:"description,omitempty"`
 	Tags        []string `json:"tags,omitempty"`
-	Transport   string   `json:"transport"` // "stdio" or "http"
+	Transport   string   `json:"transport"` // "stdio", "http", or an adapter's kind ("openapi", "cli")
 	Scope       string   `json:"scope"`     // the scope kind: "global", "worktree", "cwd", …
 	Sharing     string   `json:"sharing"`
 	Max         int      `json:"max"`
@@ -218,7 +218,7 @@ type Instance struct {
 	Root      string `json:"root"` // the instance root; "" for rootless instances
 	Cwd       string `json:"cwd,omitempty"`
 	CwdSource string `json:"cwdSource"` // "config", "scope" or "daemon"
-	Transport string `json:"transport"` // "stdio" or "http"
+	Transport string `json:"transport"` // "stdio", "http", or an adapter's kind ("openapi", "cli")
 	Pid       int    `json:"pid,omitempty"`
 	// State is "starting", "ready", "backoff", "wedged", "stopping" or "stopped".
 	State    string    `json:"state"`

@@ -250,11 +250,18 @@ func (p *problems) checkTransport(name string, s *Server, t transport, bad map[s
 	typ := t.value
 	hasCmd, hasURL := s.Command != "", s.URL != ""
 	p.checkNixCommand(name, s.Command)
+	kinds := s.kinds()
 	switch {
 	case hasCmd && hasURL:
 		p.add(name, "url", "both command and url are set", "a server is either a command (stdio) or a url (streamable HTTP): remove one")
-	case !hasCmd && !hasURL && !bad["command"] && !bad["url"]:
-		p.add(name, "command", "neither command nor url is set", `set "command" for a stdio server or "url" for a streamable-HTTP server`)
+	case len(kinds) > 1:
+		p.add(name, kinds[1], fmt.Sprintf("both %s and %s are set", kinds[0], kinds[1]), "a server is one of a command (stdio), a url (streamable HTTP), an openapi service or a cli block: remove one")
+	case len(kinds) == 0 && !bad["command"] && !bad["url"] && !bad["openapi"] && !bad["cli"]:
+		p.add(name, "command", "neither command nor url is set (nor openapi, nor cli)", `set "command" for a stdio server, "url" for a streamable-HTTP server, "openapi" for an OpenAPI service or "cli" for command lines as tools`)
+	}
+	if s.OpenAPI != nil || s.CLI != nil {
+		p.checkAdapter(name, s, t)
+		return
 	}
 	if typ != "" && !bad["type"] {
 		need, ok := transportTypes[typ]
@@ -475,8 +482,10 @@ func hasAbsPrefix(cwd string) bool {
 
 func (p *problems) checkChoices(name string, s *Server) {
 	switch {
-	case s.Scope == "" && s.URL != "" && s.Command == "":
+	case s.Scope == "" && (s.URL != "" || s.OpenAPI != nil) && s.Command == "" && s.CLI == nil:
 		s.Scope = ScopeGlobal
+	case s.Scope == "" && s.CLI != nil:
+		s.Scope = ScopeWorktree // as a command server's, in any file
 	case s.Scope == "" && p.foreign && !s.usesDirPlaceholder():
 		// A client spawns one process from its own directory and offers it
 		// no roots mcpx would invent: a server that names its directories

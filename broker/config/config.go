@@ -115,7 +115,8 @@ type Config struct {
 	Warnings []*Problem `json:"-"`
 }
 
-// Server is one child MCP server. Exactly one of Command or URL is set.
+// Server is one child MCP server. Exactly one of Command, URL, OpenAPI and
+// CLI is set.
 // String fields keep their ${mcpx.*} placeholders; they are substituted
 // per instance only.
 type Server struct {

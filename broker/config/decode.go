@@ -202,6 +202,7 @@ func serverFields(s *Server, typ *string, ready *json.RawMessage) map[string]fie
 		"rate":          {&s.Rate, rateWant},
 		"burst":         {&s.Burst, "a non-negative integer"},
 		"maxConcurrent": {&s.MaxConcurrent, "a non-negative integer"},
+		"cli":           {new(json.RawMessage), "an object"}, // decoded key by key: decodeCLI
 	}
 }
 
@@ -241,6 +242,9 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 	}
 	if openapi != nil && !d.bad["openapi"] {
 		s.OpenAPI = d.probs.decodeOpenAPI(name, openapi)
+	}
+	if i := slices.IndexFunc(own, func(m member) bool { return m.key == "cli" }); i >= 0 && !isNull(own[i].value) {
+		s.CLI = d.probs.decodeCLI(name, own[i].value)
 	}
 	if typ != "" { // "type" wins over Cline's legacy "transportType", as in Cline
 		d.typ = transport{"type", typ}

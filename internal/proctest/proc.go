@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // procID identifies a process across pid reuse.
@@ -150,4 +151,24 @@ func markerIn(pid int) string {
 		}
 	}
 	return ""
+}
+
+// Marked returns, sorted by pid, the live processes (zombies left out)
+// that carry t's marker now: for a check in the middle of a test that what
+// one step started is gone while the test's other processes run on. Where
+// there is no /proc it returns none.
+func Marked(t testing.TB) []int {
+	marker := Marker(t)
+	pt, err := scan()
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, p := range pt {
+		if p.state != "Z" && markerIn(p.pid) == marker {
+			out = append(out, p.pid)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

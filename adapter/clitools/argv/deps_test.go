@@ -1,0 +1,16 @@
+package argv_test
+
+import (
+	"testing"
+
+	"mcpx.dev/mcpx/internal/deptest"
+)
+
+// TestDeps: argv is a leaf the config (a leaf over leaves) and clitools
+// share.
+func TestDeps(t *testing.T) {
+	deptest.Rules{
+		StdlibOnly:   "broker/config imports it, and may import only leaves",
+		NoHTTPServer: "a grammar",
+	}.Check(t)
+}

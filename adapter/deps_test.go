@@ -1,0 +1,21 @@
+package adapter_test
+
+import (
+	"testing"
+
+	"mcpx.dev/mcpx/internal/deptest"
+)
+
+// TestDeps: adapter is the interface the pool runs a namespace through and
+// the adapters implement (docs/architecture.md); as a leaf it ties neither
+// to the other, and an adapter package links no pool.
+func TestDeps(t *testing.T) {
+	deptest.Rules{
+		StdlibOnly:   "the interface between the pool and the adapters: a leaf both import",
+		NoHTTPServer: "an in-process MCP server over a Namespace, no listener",
+		Except: map[string]string{
+			"mcpx.dev/mcpx/adapter/clitools/...":     "an adapter, with rules of its own",
+			"mcpx.dev/mcpx/adapter/openapitools/...": "an adapter, with rules of its own",
+		},
+	}.Check(t)
+}

@@ -1,0 +1,312 @@
+package adapter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+)
+
+// Info is what a Transport says of itself in initialize's answer.
+type Info struct {
+	Name, Version string // serverInfo; "" = "mcpx-adapter", "dev"
+	Instructions  string // "" = none
+}
+
+// Transport is an in-process MCP server over a Namespace, with the
+// methods of the pool's session transport (pool/mcpclient's Transport:
+// Send, Recv, Close), which it satisfies without importing it. It speaks
+// the handshake era: it answers initialize (protocol 2025-11-25, or the
+// client's older version when it offers one of the handshake era's), ping,
+// tools/list and tools/call, resources/list and resources/read when the
+// Namespace implements Resources (its capabilities say so), and
+// method-not-found to anything else — server/discover included, so a
+// session probing for the stateless era falls back to initialize.
+//
+// Every request runs on a goroutine of its own; a tools/call's ctx ends on
+// notifications/cancelled for its id and on Close. A call whose request
+// carries _meta.progressToken reports progress as notifications/progress.
+// A Namespace error from CallTool, or params that do not decode, answer
+// JSON-RPC -32602 with the error's text; a tool that failed is a result
+// with isError.
+//
+// Concurrency: Send may be called from many goroutines at once, Recv from
+// one; Close from any, more than once. Close cancels the calls in flight,
+// waits for them to return, then closes the Namespace.
+type Transport struct {
+	ns   Namespace
+	info Info
+
+	out    chan []byte   // messages to the session; Recv takes them
+	done   chan struct{} // closed by Close
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the request goroutines
+
+	closeOnce sync.Once
+	closeErr  error // set in closeOnce
+
+	mu     sync.Mutex
+	closed bool                          // guarded by mu; no goroutine starts once set
+	calls  map[string]context.CancelFunc // guarded by mu; tools/call in flight by raw id
+}
+
+// NewTransport returns a Transport serving ns. The caller hands it to a
+// session (mcpclient.Connect); closing it closes ns.
+func NewTransport(ns Namespace, info Info) *Transport {
+	if info.Name == "" {
+		info.Name = "mcpx-adapter"
+	}
+	if info.Version == "" {
+		info.Version = "dev"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Transport{ns: ns, info: info, out: make(chan []byte), done: make(chan struct{}),
+		ctx: ctx, cancel: cancel, calls: map[string]context.CancelFunc{}}
+}
+
+// ErrClosed is returned by Send and Recv once the Transport is closed.
+var ErrClosed = errors.New("adapter transport closed")
+
+// protocolVersion is the version offered; handshakeVersions those a client
+// may ask for instead.
+const protocolVersion = "2025-11-25"
+
+var handshakeVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// JSON-RPC error codes.
+const (
+	codeParse          = -32700
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+)
+
+// message is any JSON-RPC message the session sends.
+type message struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// Send takes one message from the session. A request is answered on its
+// own goroutine; msg is not retained.
+func (t *Transport) Send(ctx context.Context, msg []byte) error {
+	select {
+	case <-t.done:
+		return ErrClosed
+	default:
+	}
+	msg = bytes.TrimSpace(msg)
+	if len(msg) > 0 && msg[0] == '[' {
+		var batch []json.RawMessage
+		if err := json.Unmarshal(msg, &batch); err != nil {
+			t.answerLater(nil, nil, &rpcError{codeParse, "parse error: " + err.Error()})
+			return nil
+		}
+		for _, m := range batch {
+			t.take(m)
+		}
+		return nil
+	}
+	t.take(msg)
+	return nil
+}
+
+// take handles one message: a request is started, a notification acted
+// on, a response (the session answering a request we never send) dropped.
+func (t *Transport) take(raw []byte) {
+	var m message
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.answerLater(nil, nil, &rpcError{codeParse, "parse error: " + err.Error()})
+		return
+	}
+	switch {
+	case m.Method == "":
+	case m.ID == nil || string(m.ID) == "null":
+		t.notify(m)
+	default:
+		t.start(m)
+	}
+}
+
+func (t *Transport) notify(m message) {
+	if m.Method != "notifications/cancelled" {
+		return // notifications/initialized, roots/list_changed: nothing to do
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return
+	}
+	t.mu.Lock()
+	cancel := t.calls[idKey(p.RequestID)]
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// start runs request m on a goroutine; a tools/call is registered first,
+// so that a notifications/cancelled sent right after it finds it.
+func (t *Transport) start(m message) {
+	ctx, cancel := context.WithCancel(t.ctx)
+	key := idKey(m.ID)
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		cancel()
+		return
+	}
+	if m.Method == "tools/call" {
+		t.calls[key] = cancel
+	}
+	t.wg.Add(1)
+	t.mu.Unlock()
+	go func() {
+		defer t.wg.Done()
+		defer func() {
+			if m.Method == "tools/call" {
+				t.mu.Lock()
+				delete(t.calls, key)
+				t.mu.Unlock()
+			}
+			cancel()
+		}()
+		result, rerr := t.handle(ctx, m)
+		t.answer(m.ID, result, rerr)
+	}()
+}
+
+// idKey is an id as a map key: its compact JSON.
+func idKey(id json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, id) != nil {
+		return string(id)
+	}
+	return b.String()
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (t *Transport) handle(ctx context.Context, m message) (any, *rpcError) {
+	switch m.Method {
+	case "initialize":
+		return t.initialize(m.Params)
+	case "ping":
+		return struct{}{}, nil
+	case "tools/list":
+		return t.listTools(ctx)
+	case "tools/call":
+		return t.callTool(ctx, m.Params)
+	}
+	if r, ok := t.ns.(Resources); ok {
+		switch m.Method {
+		case "resources/list":
+			return listResources(ctx, r)
+		case "resources/read":
+			return readResource(ctx, r, m.Params)
+		}
+	}
+	return nil, &rpcError{codeMethodNotFound, "method not found: " + m.Method}
+}
+
+func (t *Transport) initialize(params json.RawMessage) (any, *rpcError) {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &rpcError{codeInvalidParams, "initialize: params: " + err.Error()}
+	}
+	version := protocolVersion
+	if slices.Contains(handshakeVersions, p.ProtocolVersion) {
+		version = p.ProtocolVersion
+	}
+	caps := map[string]any{"tools": map[string]any{}}
+	if _, ok := t.ns.(Resources); ok {
+		caps["resources"] = map[string]any{}
+	}
+	return initializeResult{ProtocolVersion: version, Capabilities: caps,
+		ServerInfo: implementation{t.info.Name, t.info.Version}, Instructions: t.info.Instructions}, nil
+}
+
+type initializeResult struct {
+	ProtocolVersion string         `json:"protocolVersion"`
+	Capabilities    map[string]any `json:"capabilities"`
+	ServerInfo      implementation `json:"serverInfo"`
+	Instructions    string         `json:"instructions,omitempty"`
+}
+
+type implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// answer hands the session the response to id, unless the transport
+// closed first.
+func (t *Transport) answer(id json.RawMessage, result any, rerr *rpcError) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	resp := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result,omitempty"`
+		Error   *rpcError       `json:"error,omitempty"`
+	}{"2.0", id, result, rerr}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		resp.Result, resp.Error = nil, &rpcError{-32603, "encoding the answer: " + err.Error()}
+		b, _ = json.Marshal(resp)
+	}
+	t.emit(b)
+}
+
+// answerLater answers on a goroutine: Send must not wait for Recv.
+func (t *Transport) answerLater(id json.RawMessage, result any, rerr *rpcError) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	t.wg.Go(func() { t.answer(id, result, rerr) })
+}
+
+// emit hands b to Recv, or drops it once the transport is closed.
+func (t *Transport) emit(b []byte) {
+	select {
+	case t.out <- b:
+	case <-t.done:
+	}
+}
+
+// Recv returns the next message for the session.
+func (t *Transport) Recv() ([]byte, error) {
+	select {
+	case b := <-t.out:
+		return b, nil
+	case <-t.done:
+		return nil, ErrClosed
+	}
+}
+
+// Close ends the transport: Recv and Send return, the calls in flight are
+// cancelled and waited for, and the Namespace is closed. Later calls
+// return what the first did.
+func (t *Transport) Close() error {
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
+		close(t.done)
+		t.cancel()
+		t.wg.Wait()
+		t.closeErr = t.ns.Close()
+	})
+	return t.closeErr
+}
