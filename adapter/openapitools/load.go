@@ -109,6 +109,19 @@ func readLimited(r io.Reader) ([]byte, error) {
 	return data, err
 }
 
+// specFromService reports whether the spec URL is on the origin of the
+// configured baseUrl, so that the configured headers may go with its
+// fetch; never to another origin, nor before the owner said which the
+// service's is.
+func (o *opener) specFromService() bool {
+	if o.cfg.BaseURL == "" {
+		return false
+	}
+	s, err1 := url.Parse(o.cfg.Spec)
+	b, err2 := url.Parse(o.cfg.BaseURL)
+	return err1 == nil && err2 == nil && s.Scheme == b.Scheme && s.Host == b.Host
+}
+
 // diskCopy is a URL spec as CacheDir keeps it.
 type diskCopy struct {
 	URL  string `json:"url"`
@@ -126,6 +139,17 @@ func (o *opener) fetch(ctx context.Context) (*loaded, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.cfg.Spec, nil)
 	if err != nil {
 		return nil, err
+	}
+	if o.specFromService() {
+		// A service that serves its own document may want its
+		// credentials for it too (mcpx's /openapi.json does).
+		h, err := o.headers()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range h {
+			req.Header[k] = v
+		}
 	}
 	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.5")
 	if cached != nil && cached.etag != "" {

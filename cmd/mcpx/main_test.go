@@ -20,6 +20,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/petstoretest"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/openapi"
 )
@@ -50,6 +51,8 @@ func TestMain(m *testing.M) {
 //	daemons N                the state directory's log shows N daemons started, and
 //	                         the record's pid is alive (N > 0)
 //	waitfile path            wait until a file exists (a background command wrote it)
+//	petstore                 serve a petstore (internal/petstoretest) for the script: $PETSTORE
+//	                         its base URL, petstore.yaml its document in $WORK
 func TestScripts(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	marker := proctest.Env(t)
@@ -85,6 +88,7 @@ func TestScripts(t *testing.T) {
 			"daemons":    daemons,
 			"waitfile":   waitFile,
 			"eventually": eventually,
+			"petstore":   petstore,
 		},
 	})
 }
@@ -257,3 +261,19 @@ func TestOpenAPICommand(t *testing.T) {
 		t.Errorf("with an argument: exit %d, want %d", code, exitUsage)
 	}
 }
+
+func petstore(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: petstore")
+	}
+	spec, err := os.ReadFile(petstoretest.Spec())
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs("petstore.yaml"), spec, 0o644))
+	ts.Setenv("PETSTORE", petstoretest.Start(scriptTB{ts}))
+}
+
+// scriptTB is the testing.TB a helper that only registers its cleanup
+// needs, over a script (its Defer).
+type scriptTB struct{ ts *testscript.TestScript }
+
+func (s scriptTB) Cleanup(f func()) { s.ts.Defer(f) }

@@ -1,0 +1,106 @@
+package api_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/internal/petstoretest"
+)
+
+// OpenAPI servers on every surface: the Swagger Petstore document served
+// by a petstore test service, called through REST and /mcp; and mcpx
+// importing itself, its own /openapi.json a server whose listServers and
+// callTool are tools.
+
+func petsConfig(t *testing.T, base string) *config.Config {
+	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})
+	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"pets": map[string]any{"openapi": map[string]any{
+		"spec": petstoretest.Spec(), "baseUrl": base + "/api/v3", "operations": []string{"getPetById", "findPetsByStatus", "addPet"},
+	}}}})
+	pets, err := config.Parse(doc, "pets.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Servers["pets"] = pets.Servers["pets"]
+	return cfg
+}
+
+func TestOpenAPIServerOnRESTAndMCP(t *testing.T) {
+	cfg := petsConfig(t, petstoretest.Start(t))
+	broken := filepath.Join(t.TempDir(), "broken.yaml")
+	os.WriteFile(broken, []byte("openapi: 3.0.3\ninfo: {title: b, version: '1'}\nservers: [{url: 'http://127.0.0.1:9'}]\npaths:\n  /x:\n    get:\n      operationId: x\n      responses:\n        '200':\n          description: ok\n          content:\n            application/json:\n              schema: {$ref: '#/components/schemas/Missing'}\n"), 0o600)
+	cfg.Servers["broken"] = &config.Server{Name: "broken", OpenAPI: &config.OpenAPI{Spec: broken}, Scope: config.ScopeGlobal}
+	d := startDaemon(t, daemonOptions{cfg: cfg})
+
+	// A document with a broken $ref fails that server, with the parser's
+	// message (to the owner), and no other.
+	r := d.unix.do(t, "GET", "/v1/servers/broken/tools", "")
+	if r.StatusCode != 502 || !strings.Contains(string(r.body), "Missing") {
+		t.Errorf("the broken server's tools: %d %s, want a failed start naming the missing $ref", r.StatusCode, r.body)
+	}
+
+	r = d.unix.do(t, "POST", "/v1/servers/pets/tools/getPetById", `{"petId": 1}`)
+	if got := r.result(t); got.IsError || !strings.Contains(got.text(), `"name":"doggie"`) {
+		t.Errorf("REST getPetById: %+v", got)
+	}
+	r = d.unix.do(t, "POST", "/v1/servers/pets/tools/getPetById", `{"petId": 404}`)
+	if got := r.result(t); !got.IsError || !strings.Contains(got.text(), "404") {
+		t.Errorf("REST getPetById of a missing pet: %+v, want an isError naming 404", got)
+	}
+	r = d.unix.do(t, "GET", "/v1/servers/pets/tools", "")
+	if r.StatusCode != 200 || !strings.Contains(string(r.body), `"findPetsByStatus"`) || strings.Contains(string(r.body), `"deletePet"`) {
+		t.Errorf("the tools of pets: %d %s", r.StatusCode, r.body)
+	}
+	r = d.unix.do(t, "GET", "/v1/servers/pets/openapi.json", "")
+	if r.StatusCode != 200 || !strings.Contains(string(r.body), "getPetById") {
+		t.Errorf("pets' OpenAPI document: %d %.300s", r.StatusCode, r.body)
+	}
+
+	_, cs := mcpClient(t, d, "/mcp", "", nil)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "pets__addPet", Arguments: map[string]any{"body": map[string]any{"name": "rex", "status": "sold"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("/mcp addPet: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "pets__findPetsByStatus", Arguments: map[string]any{"status": "sold"}})
+	if err != nil || res.IsError {
+		t.Fatalf("/mcp findPetsByStatus: %v %+v", err, res)
+	}
+	if b, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(b), `"result":[{"id":2,"name":"rex","status":"sold"}]`) {
+		t.Errorf("findPetsByStatus sold: %s", b)
+	}
+}
+
+// TestOpenAPIImportsMcpxItself: the daemon's own document as a server,
+// reaching it on loopback TCP with its token from the environment.
+func TestOpenAPIImportsMcpxItself(t *testing.T) {
+	t.Setenv("MCPX_SELF_TOKEN", testToken)
+	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})})
+	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})
+	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"self": map[string]any{"openapi": map[string]any{
+		"spec":       "http://" + d.tcpAddr + "/openapi.json",
+		"baseUrl":    "http://" + d.tcpAddr,
+		"headers":    map[string]string{"Authorization": "Bearer ${env:MCPX_SELF_TOKEN}", "Mcpx-Client": "openapi-self"},
+		"operations": []string{"listServers", "callTool"},
+	}}}})
+	self, err := config.Parse(doc, "self.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Servers["self"] = self.Servers["self"]
+	d.b.Reload(cfg, "test")
+
+	r := d.unix.do(t, "POST", "/v1/servers/self/tools/listServers", `{}`)
+	if got := r.result(t); got.IsError || !strings.Contains(got.text(), `"name":"demo"`) || !strings.Contains(got.text(), `"name":"self"`) {
+		t.Errorf("self.listServers: %+v", got)
+	}
+	r = d.unix.do(t, "POST", "/v1/servers/self/tools/callTool", `{"server": "demo", "tool": "echo", "body": {"message": "through myself"}}`)
+	if got := r.result(t); got.IsError || !strings.Contains(got.text(), "through myself") {
+		t.Errorf("self.callTool demo.echo: %+v", got)
+	}
+}
