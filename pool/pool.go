@@ -173,6 +173,11 @@ type Options struct {
 	// scope key. It runs on the child's reader: it must not block or call
 	// the pool.
 	OnNotify func(server, key, method string, params json.RawMessage)
+	// OnTools, if set, is told each tools/list a child gave (all pages
+	// joined; after a start, a list_changed, a restart), with its server:
+	// the broker's tool pins (broker/pins.go). Like OnNotify it must not
+	// block or call the pool; the list is the caller's to read only.
+	OnTools func(server string, tools json.RawMessage)
 	// Events receives the pool's lifecycle events; nil = a log of
 	// DefaultEventBuffer events, made by New (see Events).
 	Events *EventLog
