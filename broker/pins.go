@@ -142,8 +142,8 @@ func loadPins(path string, log *slog.Logger, now func() time.Time) *pins {
 	return p
 }
 
-// listedTool is one tool of a listing, as pins read it.
-type listedTool struct {
+// pinnedTool is one tool of a listing, as pins read it.
+type pinnedTool struct {
 	name  string
 	raw   json.RawMessage // as the child sent it
 	def   []byte          // the pinned part, canonical
@@ -153,10 +153,10 @@ type listedTool struct {
 
 // readTools reads a tools/list array; tools without a name are left out
 // (no caller can call them).
-func readTools(list json.RawMessage) []listedTool {
+func readTools(list json.RawMessage) []pinnedTool {
 	var raws []json.RawMessage
 	json.Unmarshal(list, &raws) //nolint:errcheck // not an array: no tools
-	out := make([]listedTool, 0, len(raws))
+	out := make([]pinnedTool, 0, len(raws))
 	for _, raw := range raws {
 		if t, ok := readTool(raw); ok {
 			out = append(out, t)
@@ -168,16 +168,16 @@ func readTools(list json.RawMessage) []listedTool {
 // pinnedMembers are the members of a Tool a pin covers.
 var pinnedMembers = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
 
-func readTool(raw json.RawMessage) (listedTool, bool) {
+func readTool(raw json.RawMessage) (pinnedTool, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // numbers hash as the child wrote them
 	var m map[string]any
 	if dec.Decode(&m) != nil {
-		return listedTool{}, false
+		return pinnedTool{}, false
 	}
 	name, _ := m["name"].(string)
 	if name == "" {
-		return listedTool{}, false
+		return pinnedTool{}, false
 	}
 	part := map[string]any{}
 	var flags []string
@@ -189,7 +189,7 @@ func readTool(raw json.RawMessage) (listedTool, bool) {
 	}
 	def := canonical(part)
 	sum := sha256.Sum256(def)
-	return listedTool{name: name, raw: raw, def: def, hash: hex.EncodeToString(sum[:16]), flags: flags}, true
+	return pinnedTool{name: name, raw: raw, def: def, hash: hex.EncodeToString(sum[:16]), flags: flags}, true
 }
 
 // canonical is v as JSON with sorted keys and no HTML escaping.
@@ -226,7 +226,7 @@ func scanValue(v any) []string {
 // that is flagged, an EventToolFlagged. It returns the listing's tools.
 // pinTools is the definition's setting, when the caller knows it (nil:
 // the pool's hook, which does not).
-func (p *pins) observe(server string, list json.RawMessage, pinTools *bool, emit func(pool.Event)) []listedTool {
+func (p *pins) observe(server string, list json.RawMessage, pinTools *bool, emit func(pool.Event)) []pinnedTool {
 	tools := readTools(list)
 	sum := sha256.Sum256(list)
 	p.mu.Lock()
@@ -275,7 +275,7 @@ func (p *pins) observe(server string, list json.RawMessage, pinTools *bool, emit
 }
 
 // update applies a later listing to sp, returning the events it makes.
-func (sp *serverPins) update(server string, tools []listedTool, now time.Time) []pool.Event {
+func (sp *serverPins) update(server string, tools []pinnedTool, now time.Time) []pool.Event {
 	var evs []pool.Event
 	seen := make(map[string]bool, len(tools))
 	for _, t := range tools {
@@ -338,7 +338,7 @@ func (p *pins) evictLocked() {
 
 // withheld reports whether t is withheld from callers of server under
 // pinTools: its listed definition is not an approved one.
-func (p *pins) withheld(server string, t listedTool) bool {
+func (p *pins) withheld(server string, t pinnedTool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	sp := p.doc.Servers[server]
@@ -350,7 +350,7 @@ func (p *pins) withheld(server string, t listedTool) bool {
 }
 
 // filter is list without the tools withheld under pinTools.
-func (p *pins) filter(server string, list json.RawMessage, tools []listedTool) json.RawMessage {
+func (p *pins) filter(server string, list json.RawMessage, tools []pinnedTool) json.RawMessage {
 	out := make([]json.RawMessage, 0, len(tools))
 	n := 0
 	for _, t := range tools {
