@@ -8,9 +8,10 @@ import (
 // EventKind names a lifecycle event.
 type EventKind string
 
-// The lifecycle events. The pool emits all but EventReload and
-// EventReloadRefused, from one place (Pool.updateLocked, as an instance's
-// phase changes); its owner emits those two.
+// The lifecycle events. The pool emits all but EventReload,
+// EventReloadRefused and the tool events, from one place
+// (Pool.updateLocked, as an instance's phase changes); its owner emits
+// those.
 const (
 	EventSpawn   EventKind = "spawn"   // a start attempt began (the restart count in Reason)
 	EventReady   EventKind = "ready"   // the child answered initialize (Pid)
