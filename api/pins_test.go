@@ -11,8 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/api/wire"
-	"mcpx.dev/mcpx/internal/promptscan"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/promptscan"
 	"mcpx.dev/mcpx/internal/sse"
 )
 
