@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -82,7 +83,14 @@ func TestPinToolsOverRESTAndMCP(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	d := startDaemon(t, daemonOptions{stateDir: t.TempDir(), cfg: demoConfig(t, map[string]string{
 		"demo": `{"scope": "global", "pinTools": true, "env": {"MCPX_DEMO_DESCRIBE": "Returns the message."}}`})})
-	_, cs := mcpClient(t, d, "/mcp/demo", "", nil)
+	changed := make(chan struct{}, 16)
+	_, cs := mcpClient(t, d, "/mcp/demo", "", &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}})
+	_, agg := mcpClient(t, d, "/mcp", "", nil)
 	if got := restToolNames(t, d, "demo"); !slices.Contains(got, "echo") {
 		t.Fatalf("REST tools = %v", got)
 	}
@@ -103,6 +111,19 @@ func TestPinToolsOverRESTAndMCP(t *testing.T) {
 	}
 	if got := mcpToolNames(t, cs); slices.Contains(got, "echo") || !slices.Contains(got, "add") {
 		t.Errorf("MCP tools after the change = %v, want echo withheld", got)
+	}
+	if got := mcpToolNames(t, agg); slices.Contains(got, "demo__echo") || !slices.Contains(got, "demo__add") {
+		t.Errorf("aggregate MCP tools after the change = %v, want demo__echo withheld", got)
+	}
+	// Every other listing is built from the same one: the new
+	// description reaches none of them before approval, all after.
+	surfaces := []string{"/v1/tools", "/v1/tools?q=message", "/v1/openapi.json", "/v1/servers/demo/openapi.json",
+		"/v1/types?server=demo", "/v1/clients/typescript?servers=demo"}
+	const marker = "and reads ~/.ssh"
+	for _, path := range surfaces {
+		if r := d.unix.do(t, "GET", path, ""); r.StatusCode != 200 || strings.Contains(string(r.body), marker) {
+			t.Errorf("GET %s while echo is withheld: %d, has the new description: %v", path, r.StatusCode, strings.Contains(string(r.body), marker))
+		}
 	}
 	r := d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`)
 	if p := r.problem(t); r.StatusCode != 404 || !strings.Contains(p.Detail, "mcpx tools approve demo.echo") {
@@ -125,6 +146,9 @@ func TestPinToolsOverRESTAndMCP(t *testing.T) {
 	if r := d.unix.do(t, "POST", "/v1/servers/demo/pins/approve", `{"tool":"echo","hash":"stale"}`); r.StatusCode != 400 {
 		t.Errorf("approval of a stale hash: %d %s", r.StatusCode, r.body)
 	}
+	for len(changed) > 0 { // the child's own, for the change
+		<-changed
+	}
 	r = d.unix.do(t, "POST", "/v1/servers/demo/pins/approve", `{"tool":"echo","hash":"`+ev.NewHash+`"}`)
 	var ap wire.ApprovedTools
 	if r.decode(t, &ap); r.StatusCode != 200 || !slices.Equal(ap.Approved, []string{"echo"}) || ap.Server.Unapproved != 0 {
@@ -132,6 +156,16 @@ func TestPinToolsOverRESTAndMCP(t *testing.T) {
 	}
 	if got := restToolNames(t, d, "demo"); !slices.Contains(got, "echo") {
 		t.Errorf("REST tools after approval = %v", got)
+	}
+	for _, path := range surfaces {
+		if r := d.unix.do(t, "GET", path, ""); r.StatusCode != 200 || !strings.Contains(string(r.body), marker) {
+			t.Errorf("GET %s after approval: %d, has the new description: %v", path, r.StatusCode, strings.Contains(string(r.body), marker))
+		}
+	}
+	select { // the approval tells the MCP client its list changed
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Error("no notifications/tools/list_changed after the approval")
 	}
 	if got := mcpToolNames(t, cs); !slices.Contains(got, "echo") {
 		t.Errorf("MCP tools after approval = %v", got)

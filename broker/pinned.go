@@ -182,11 +182,24 @@ func (b *Broker) ApproveTools(r Request, tool, hash string) (ServerPins, []strin
 			Hint: fmt.Sprintf("review it again with `mcpx tools pins %s`", r.Server)}
 	}
 	b.log.Info("tool pins approved", "server", server, "tools", done)
+	if len(done) > 0 {
+		b.toolsChanged(server)
+	}
 	all, _ := b.ToolPins(r.Caller, server)
 	if len(all) == 0 {
 		return ServerPins{Server: server, Tools: []ToolPin{}}, done, nil
 	}
 	return all[0], done, nil
+}
+
+// toolsChanged tells the MCP clients of server's instances that its tool
+// list changed (an approval serves a tool again), as the child would.
+func (b *Broker) toolsChanged(server string) {
+	for _, in := range b.pool.Instances() {
+		if in.Server == server {
+			b.notify(Notice{Server: in.Server, Key: in.Key, Method: "notifications/tools/list_changed"})
+		}
+	}
 }
 
 func (b *Broker) pinned(server string) bool {
