@@ -59,7 +59,7 @@ func defLines(def []byte) []string {
 			continue
 		}
 		var buf bytes.Buffer
-		json.Indent(&buf, v, "  ", "  ") //nolint:errcheck // a member of valid JSON
+		json.Indent(&buf, v, "", "  ") //nolint:errcheck // a member of valid JSON
 		out = append(out, k+":")
 		for _, l := range strings.Split(buf.String(), "\n") {
 			out = append(out, "  "+promptscan.Visible(l))

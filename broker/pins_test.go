@@ -14,6 +14,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/promptscan"
 	"mcpx.dev/mcpx/pool"
 )
@@ -252,5 +253,37 @@ func TestPinsAreTheOwners(t *testing.T) {
 	}
 	if _, _, err := b.ApproveTools(broker.Request{Caller: guest, Server: "demo"}, "", ""); !errors.As(err, &be) || be.Kind != broker.KindForbidden {
 		t.Errorf("ApproveTools as a guest: %v", err)
+	}
+}
+
+// TestToolChangedWhenTheChildRestarts: a reload that changes the server's
+// entry replaces its child; the new child's listing changes echo: a
+// tool-changed event, and under pinTools echo withheld (the owner's
+// server keeps its pins across edits of its entry).
+func TestToolChangedWhenTheChildRestarts(t *testing.T) {
+	b := startDemoBroker(t, pinSetup(t.TempDir(), "Returns the message.", true))
+	r := req("demo", "")
+	if got := callText(t, b, r, "echo", `{"message":"one"}`); got != "one" {
+		t.Fatalf("echo = %q", got)
+	}
+	data, _ := json.Marshal(map[string]any{"servers": map[string]any{"demo": map[string]any{
+		"command": os.Args[0], "scope": "global", "pinTools": true,
+		"env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t), demo.EnvDescribe: "Returns the message twice."},
+	}}})
+	cfg, err := config.Parse(data, "test.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reload(cfg, "test")
+	_, err = b.CallTool(t.Context(), r, "echo", json.RawMessage(`{"message":"two"}`), nil)
+	var be *broker.Error
+	if !errors.As(err, &be) || be.Kind != broker.KindNotFound || !strings.Contains(be.Msg, "withheld") {
+		t.Fatalf("echo after the restart: %v", err)
+	}
+	if ev := waitEvent(t, b, new(uint64), pool.EventToolChanged); ev.Tool != "echo" || ev.Change != broker.ToolChanged {
+		t.Errorf("event = %+v", ev)
+	}
+	if st := b.Stats(); st.Spawns != 2 {
+		t.Errorf("spawns = %d, want 2 (the reload replaced the child)", st.Spawns)
 	}
 }
