@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -120,13 +118,10 @@ func loadPins(path string, log *slog.Logger, now func() time.Time) *pins {
 	if path == "" {
 		return p
 	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return p
-	}
 	var doc pinsDoc
-	if err == nil {
-		err = json.Unmarshal(b, &doc)
+	found, err := atomicfile.ReadJSON(path, &doc)
+	if !found {
+		return p
 	}
 	if err != nil || doc.Version != pinsVersion {
 		// Safer to say so loudly than to keep going quietly: every

@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 
 	"mcpx.dev/mcpx/api/wire"
 )
@@ -22,18 +20,5 @@ func (c *Client) ApproveTools(ctx context.Context, cl Caller, server, tool, hash
 	if err != nil {
 		return nil, nil, err
 	}
-	resp, err := c.send(ctx, wire.OpApproveTools, &cl, b, nil, "", server)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the broker's answer: %w", err)
-	}
-	var doc wire.ApprovedTools
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, raw, fmt.Errorf("decoding the broker's answer: %w", err)
-	}
-	return &doc, raw, nil
+	return sendDoc[wire.ApprovedTools](ctx, c, wire.OpApproveTools, &cl, b, "", server)
 }
