@@ -94,6 +94,13 @@ func (t *toolPin) approve() {
 	t.ApprovedDef = t.Def
 }
 
+// lastListing is a listing observed, read: the next one with the same
+// bytes is not read again (every listing of tools passes observe).
+type lastListing struct {
+	sum   [32]byte
+	tools []pinnedTool // read only
+}
+
 // pins is the broker's tool pins. Safe for concurrent use.
 type pins struct {
 	path string // "" = in memory only
@@ -102,7 +109,7 @@ type pins struct {
 
 	mu   sync.Mutex
 	doc  pinsDoc             // guarded by mu
-	last map[string][32]byte // guarded by mu; per server, the sum of the last listing observed
+	last map[string]lastListing // guarded by mu; per server, the last listing observed
 	gen  uint64              // guarded by mu; bumped at each change
 
 	wmu     sync.Mutex // serializes writes
@@ -114,7 +121,7 @@ func loadPins(path string, log *slog.Logger, now func() time.Time) *pins {
 		now = time.Now
 	}
 	p := &pins{path: path, log: log, now: now, doc: pinsDoc{Version: pinsVersion, Servers: map[string]*serverPins{}},
-		last: map[string][32]byte{}}
+		last: map[string]lastListing{}}
 	if path == "" {
 		return p
 	}
@@ -222,15 +229,18 @@ func scanValue(v any) []string {
 // pinTools is the definition's setting, when the caller knows it (nil:
 // the pool's hook, which does not).
 func (p *pins) observe(server string, list json.RawMessage, pinTools *bool, emit func(pool.Event)) []pinnedTool {
-	tools := readTools(list)
 	sum := sha256.Sum256(list)
 	p.mu.Lock()
-	sp := p.doc.Servers[server]
-	if sp != nil && p.last[server] == sum && (pinTools == nil || *pinTools == sp.PinTools) {
+	sp, last := p.doc.Servers[server], p.last[server]
+	if sp != nil && last.sum == sum && (pinTools == nil || *pinTools == sp.PinTools) {
 		p.mu.Unlock()
-		return tools
+		return last.tools
 	}
-	p.last[server] = sum
+	p.mu.Unlock()
+	tools := readTools(list) // outside the lock: a large listing takes a while
+	p.mu.Lock()
+	sp = p.doc.Servers[server]
+	p.last[server] = lastListing{sum, tools}
 	now := p.now()
 	var evs []pool.Event
 	dirty := sp == nil || (pinTools != nil && *pinTools != sp.PinTools)
