@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // What the broker hands out of its tool pins (pins.go): the states of a
@@ -72,9 +74,14 @@ func (b *Broker) observeTools(res resolved, list json.RawMessage) json.RawMessag
 }
 
 // checkPinned refuses a call of a tool withheld under res's pinTools.
-func (b *Broker) checkPinned(res resolved, r Request, tool string, def json.RawMessage) error {
+// The session's listing (which sess.Tool read) is observed first, so a
+// call that comes before any listing is judged as that listing is.
+func (b *Broker) checkPinned(ctx context.Context, sess *mcpclient.Session, res resolved, r Request, tool string, def json.RawMessage) error {
 	if !res.def.PinTools {
 		return nil
+	}
+	if list, err := sess.Tools(ctx); err == nil {
+		b.pins.observe(res.target.Server, list, &res.def.PinTools, b.emitEvent)
 	}
 	t, ok := readTool(def)
 	if ok && !b.pins.withheld(res.target.Server, t) {
