@@ -108,9 +108,9 @@ type pins struct {
 	now  func() time.Time
 
 	mu   sync.Mutex
-	doc  pinsDoc             // guarded by mu
+	doc  pinsDoc                // guarded by mu
 	last map[string]lastListing // guarded by mu; per server, the last listing observed
-	gen  uint64              // guarded by mu; bumped at each change
+	gen  uint64                 // guarded by mu; bumped at each change
 
 	wmu     sync.Mutex // serializes writes
 	written uint64     // guarded by wmu; the generation on disk

@@ -12,7 +12,9 @@ import (
 	"mcpx.dev/mcpx/pool"
 )
 
-func listing(tools ...string) json.RawMessage { return json.RawMessage("[" + strings.Join(tools, ",") + "]") }
+func listing(tools ...string) json.RawMessage {
+	return json.RawMessage("[" + strings.Join(tools, ",") + "]")
+}
 
 func tool(name, desc string) string {
 	b, _ := json.Marshal(map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}})
