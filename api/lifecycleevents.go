@@ -73,8 +73,8 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 }
 
 // eventFor is e as caller c may see it, or false if it concerns a server c
-// may not use. The owner sees everything; other callers no path, no stderr
-// and no reason but a restart's (reasons can name paths, keys and a child's
+// may not use. The owner sees everything; other callers no path, no stderr,
+// no tool diff and no reason but a restart's (reasons can name paths, keys and a child's
 // errors); callers without admin rights no key or pid of instances that
 // are not theirs.
 func eventFor(c broker.Caller, e broker.Event) (wire.LifecycleEvent, bool) {
@@ -82,11 +82,12 @@ func eventFor(c broker.Caller, e broker.Event) (wire.LifecycleEvent, bool) {
 		return wire.LifecycleEvent{}, false
 	}
 	doc := wire.LifecycleEvent{ID: e.ID, Time: e.Time, Kind: string(e.Kind), Server: e.Server, Key: e.Key,
-		Instance: e.Instance, Pid: e.Pid, Reason: e.Reason, Path: e.Path, Until: e.Until, StderrTail: e.StderrTail}
+		Instance: e.Instance, Pid: e.Pid, Reason: e.Reason, Path: e.Path, Until: e.Until, StderrTail: e.StderrTail,
+		Tool: e.Tool, Change: e.Change, OldHash: e.OldHash, NewHash: e.NewHash, Flags: e.Flags, Diff: e.Diff}
 	if c.Owner {
 		return doc, true
 	}
-	doc.Path, doc.StderrTail = "", ""
+	doc.Path, doc.StderrTail, doc.Diff = "", "", ""
 	if doc.Kind != wire.EventRestart {
 		doc.Reason = ""
 	}

@@ -65,3 +65,19 @@ func TestStderrTailIsTheOwners(t *testing.T) {
 		t.Errorf("an admin's instance carries the stderr tail %q", doc.StderrTail)
 	}
 }
+
+// TestToolDiffIsTheOwners: a tool event's tool, change, hashes and flags
+// go to every caller of the server; its diff to the owner only.
+func TestToolDiffIsTheOwners(t *testing.T) {
+	ev := broker.Event{ID: 9, Kind: pool.EventToolChanged, Server: "a", Tool: "echo", Change: "changed",
+		OldHash: "h1", NewHash: "h2", Flags: []string{"hidden-tag"}, Diff: "-old\n+new"}
+	owner := broker.Caller{Owner: true, Rights: rights.Rights{{}}}
+	bob := broker.Caller{Name: "bob", Via: "tailnet", Rights: rights.Rights{{Servers: []string{"a"}, Admin: true}}}
+	if doc, _ := eventFor(owner, ev); doc.Diff != ev.Diff || doc.Tool != "echo" || doc.NewHash != "h2" {
+		t.Errorf("owner: %+v", doc)
+	}
+	doc, ok := eventFor(bob, ev)
+	if !ok || doc.Diff != "" || doc.Tool != "echo" || doc.Change != "changed" || doc.OldHash != "h1" || len(doc.Flags) != 1 {
+		t.Errorf("bob: %+v, %v", doc, ok)
+	}
+}

@@ -67,6 +67,8 @@ var handlers = map[string]handlerFunc{
 	wire.OpListResourceTemplates: (*server).listResourceTemplates,
 	wire.OpComplete:              (*server).complete,
 	wire.OpSetLogLevel:           (*server).setLogLevel,
+	wire.OpListPins:              (*server).listPins,
+	wire.OpApproveTools:          (*server).approveTools,
 }
 
 // route is a wire route with its handler.

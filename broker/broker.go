@@ -140,6 +140,7 @@ type Broker struct {
 	// notices fans children's notifications out to WatchNotices (forward.go).
 	notices notices
 	tasks   *taskRegistry // tasks.go
+	pins    *pins         // tool definitions pinned (pins.go)
 	limits  limiters      // rate limits and maxConcurrent (ratelimit.go)
 	// subs are the resource subscriptions shared by callers (subscribe.go).
 	subs *subscriptions
@@ -175,7 +176,8 @@ func New(opts Options) (*Broker, error) {
 		projects: newProjects(opts.Chain, log),
 		sessions: sessionRegistry{m: map[string]*sessionMeta{}},
 		tasks:    newTaskRegistry(opts.TaskRetention),
-		subs:     newSubscriptions()}
+		subs:     newSubscriptions(),
+		pins:     loadPins(stateFile(opts.StateDir, PinsFile), log, opts.Now)}
 	b.WatchNotices(b.tasks.notice)
 	b.pool = pool.New(pool.Options{
 		MaxInstances:   pc.MaxInstances,
@@ -205,6 +207,7 @@ func New(opts Options) (*Broker, error) {
 			}
 			b.notify(Notice{Server: server, Key: key, Method: method, Params: params})
 		},
+		OnTools: func(server string, tools json.RawMessage) { b.pins.observe(server, tools, nil, b.emitEvent) },
 	})
 	b.openRecords(opts)
 	b.SetConfig(opts.Config)

@@ -111,6 +111,9 @@ func (b *Broker) listedTool(ctx context.Context, sess *mcpclient.Session, r Requ
 		}
 		return nil, &Error{Kind: KindNotFound, Op: op, Server: r.Server, Msg: fmt.Sprintf("no tool %q", tool), Hint: hint}
 	}
+	if err := b.checkPinned(ctx, sess, res, r, tool, def); err != nil {
+		return nil, err
+	}
 	if info != nil {
 		info.listed = true
 	}

@@ -151,8 +151,10 @@ func (b *Broker) Tools(ctx context.Context, r Request) (json.RawMessage, error) 
 // The tools are those r.Caller's rights allow at r's use of the server
 // (rights.Rights.Tools: one rule allows the server, the cwd, the scope
 // and the tool together); the others are left out, as CallTool answers
-// them as tools that do not exist. Every listing of tools (REST, OpenAPI,
-// the generated clients, catalog and search) is built from this one.
+// them as tools that do not exist. Under the server's pinTools, the tools
+// whose definitions are not approved are left out too (pins.go). Every
+// listing of tools (REST, /mcp, OpenAPI, the generated clients, catalog
+// and search) is built from this one.
 func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 	res, err := b.resolve(r)
 	if err != nil {
@@ -160,7 +162,7 @@ func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 	}
 	visible := r.Caller.Rights.Tools(res.use)
 	if l, ok := b.pool.ToolListing(ctx, res.target); ok {
-		return ToolList{Tools: visibleTools(l.Tools, visible), Instructions: l.Instructions}, nil
+		return ToolList{Tools: visibleTools(b.observeTools(res, l.Tools), visible), Instructions: l.Instructions}, nil
 	}
 	var out ToolList
 	err = b.run(ctx, res, r.Server, "list tools", func(ctx context.Context, s *mcpclient.Session) (err error) {
@@ -169,7 +171,7 @@ func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 		return err
 	})
 	if err == nil {
-		out.Tools = visibleTools(out.Tools, visible)
+		out.Tools = visibleTools(b.observeTools(res, out.Tools), visible)
 	}
 	return out, err
 }

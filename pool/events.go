@@ -8,9 +8,10 @@ import (
 // EventKind names a lifecycle event.
 type EventKind string
 
-// The lifecycle events. The pool emits all but EventReload and
-// EventReloadRefused, from one place (Pool.updateLocked, as an instance's
-// phase changes); its owner emits those two.
+// The lifecycle events. The pool emits all but EventReload,
+// EventReloadRefused and the tool events, from one place
+// (Pool.updateLocked, as an instance's phase changes); its owner emits
+// those.
 const (
 	EventSpawn   EventKind = "spawn"   // a start attempt began (the restart count in Reason)
 	EventReady   EventKind = "ready"   // the child answered initialize (Pid)
@@ -25,6 +26,12 @@ const (
 	EventReloadRefused EventKind = "reload-refused"
 	EventBackoff       EventKind = "backoff" // failing: no start before Until
 	EventWedged        EventKind = "wedged"  // alive but silent, being killed (Reason)
+	// EventToolChanged and EventToolFlagged are the broker's too: a
+	// listing changed a tool of the server's pinned ones (Tool, Change,
+	// OldHash, NewHash, Diff), or a tool's description reads as
+	// instructions to the model (Flags).
+	EventToolChanged EventKind = "tool-changed"
+	EventToolFlagged EventKind = "tool-flagged"
 )
 
 // Event is one lifecycle event. IDs increase by one from 1, in the order
@@ -43,6 +50,13 @@ type Event struct {
 	// StderrTail is the child's last stderr lines, on EventCrash,
 	// EventWedged and EventBackoff; the owner's to see.
 	StderrTail string
+	// Tool, Change ("added", "changed", "removed"), OldHash, NewHash and
+	// Flags (package promptscan's rules) are EventToolChanged's and
+	// EventToolFlagged's; Diff, the owner's to see, is how the tool's
+	// description and schemas changed.
+	Tool, Change, OldHash, NewHash string
+	Flags                          []string
+	Diff                           string
 }
 
 // DefaultEventBuffer is how many events an EventLog keeps.

@@ -343,6 +343,14 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 	}
 	holder := new(sessionHolder)
 	opts.OnList, opts.OnListChanged = p.listHooks(g.schemaKey, holder)
+	if f, server, onList := p.opts.OnTools, inst.def.Name, opts.OnList; f != nil {
+		opts.OnList = func(method string, list json.RawMessage) {
+			onList(method, list)
+			if method == "tools/list" {
+				f(server, list)
+			}
+		}
+	}
 	if f := p.opts.OnNotify; f != nil {
 		server, key := inst.def.Name, inst.key.key
 		opts.OnNotify = func(method string, params json.RawMessage) { f(server, key, method, params) }

@@ -178,6 +178,13 @@ type Options struct {
 	// scope key. It runs on the child's reader: it must not block or call
 	// the pool.
 	OnNotify func(server, key, method string, params json.RawMessage)
+	// OnTools, if set, is told each tools/list a child gave (all pages
+	// joined; after a start, a list_changed, a restart), with its server:
+	// the broker's tool pins (broker/pins.go). It runs on the goroutine
+	// that listed (a call's, or the refresh after a list_changed), never
+	// under the pool's lock; it must not call the pool. The list is to be
+	// read only.
+	OnTools func(server string, tools json.RawMessage)
 	// Events receives the pool's lifecycle events; nil = a log of
 	// DefaultEventBuffer events, made by New (see Events).
 	Events *EventLog

@@ -345,7 +345,12 @@ func (c *Client) send(ctx context.Context, op string, cl *Caller, body []byte, h
 // body as the daemon sent it (decompressed), for callers that print or
 // forward it unchanged (`mcpx status --json`).
 func get[T any](ctx context.Context, c *Client, op string, cl *Caller, query string, params ...string) (doc *T, raw []byte, err error) {
-	resp, err := c.send(ctx, op, cl, nil, nil, query, params...)
+	return sendDoc[T](ctx, c, op, cl, nil, query, params...)
+}
+
+// sendDoc is get with a request body (nil = none).
+func sendDoc[T any](ctx context.Context, c *Client, op string, cl *Caller, body []byte, query string, params ...string) (doc *T, raw []byte, err error) {
+	resp, err := c.send(ctx, op, cl, body, nil, query, params...)
 	if err != nil {
 		return nil, nil, err
 	}

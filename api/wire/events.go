@@ -83,12 +83,19 @@ const (
 	EventBackoff       = "backoff" // failing: no start before until
 	EventWedged        = "wedged"  // alive but silent; being killed
 	EventGap           = "gap"     // events were lost between the resume id and the oldest kept
+
+	// EventToolChanged: a listing added, changed or removed a tool of a
+	// pinned server definition (tool, change, oldHash, newHash, flags;
+	// diff for the daemon's owner). EventToolFlagged: a tool first seen
+	// reads as instructions to the model (flags).
+	EventToolChanged = "tool-changed"
+	EventToolFlagged = "tool-flagged"
 )
 
 // LifecycleEvents lists the lifecycle event kinds, EventGap last.
 func LifecycleEvents() []string {
 	return []string{EventSpawn, EventReady, EventRestart, EventEvict, EventReap, EventCrash, EventExit,
-		EventReload, EventReloadRefused, EventBackoff, EventWedged, EventGap}
+		EventReload, EventReloadRefused, EventBackoff, EventWedged, EventToolChanged, EventToolFlagged, EventGap}
 }
 
 // LifecycleEvent is one event of GET /v1/events. Callers other than the
@@ -108,6 +115,16 @@ type LifecycleEvent struct {
 	// StderrTail is the child's last stderr lines on crash, wedged and
 	// backoff events; the daemon's owner only.
 	StderrTail string `json:"stderrTail,omitempty"`
+	// Tool, Change ("added", "changed" or "removed"), OldHash, NewHash
+	// and Flags are tool-changed's and tool-flagged's; Diff, how the
+	// tool's description and schemas changed ("-" old, "+" new lines),
+	// the daemon's owner's only.
+	Tool    string   `json:"tool,omitempty"`
+	Change  string   `json:"change,omitempty"`
+	OldHash string   `json:"oldHash,omitempty"`
+	NewHash string   `json:"newHash,omitempty"`
+	Flags   []string `json:"flags,omitempty"`
+	Diff    string   `json:"diff,omitempty"`
 }
 
 // EventGapData is the data of an EventGap event.

@@ -123,6 +123,8 @@ const (
 	OpGetTask         = "getTask"
 	OpTaskResult      = "getTaskResult"
 	OpCancelTask      = "cancelTask"
+	OpListPins        = "listToolPins"
+	OpApproveTools    = "approveTools"
 )
 
 // The problems routes share, by what the route does.
@@ -202,6 +204,10 @@ var routes = []Route{
 		Query: []string{"uri"}, Media: MediaEventStream,
 		Summary:  "Subscribe to one resource: server-sent events, subscribed first, then updated each time the child says the resource changed, until the request is closed (which unsubscribes) or the instance stops (an end event says so); callers subscribed to a URI on one instance share one child subscription",
 		Response: reflect.TypeFor[ResourceUpdated](), Status: 200, Problems: problemsChild},
+	{Method: "POST", Pattern: "/v1/servers/{server}/pins/approve", Name: OpApproveTools, Caller: true, Body: BodyDocument,
+		Summary: "Approve a server's tool (or all its tools) as last listed, for the definition the caller is served at its cwd: a tool withheld under pinTools is served again (admin)",
+		Request: reflect.TypeFor[ApproveTools](), Response: reflect.TypeFor[ApprovedTools](), Status: 200,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
 	{Method: "GET", Pattern: "/v1/servers/{server}/prompts", Name: OpListPrompts, Caller: true,
 		Summary:  "List one server's prompts",
 		Response: reflect.TypeFor[PromptList](), Status: 200, Problems: problemsChild},
@@ -278,6 +284,10 @@ var routes = []Route{
 		Summary: "Renew a lease for its ttl, or for the ttl given",
 		Request: reflect.TypeFor[LeaseRequest](), Response: reflect.TypeFor[Lease](), Status: 200,
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
+
+	{Method: "GET", Pattern: "/v1/pins", Name: OpListPins,
+		Summary:  "The tool pins of each server definition: each tool's state (approved, changed, new, removed), hashes, flags, and for the daemon's owner the diff from the approved definition (admin)",
+		Response: reflect.TypeFor[ToolPins](), Status: 200, Problems: problemsAny},
 
 	{Method: "GET", Pattern: "/v1/sessions", Name: OpListSessions,
 		Summary:  "List the sessions (instances keyed by a session, parent session, lease or pid): the caller's own, or everyone's for an admin",

@@ -196,6 +196,14 @@ type Server struct {
 	// client's format with no "scope" gets the client's semantics: scope
 	// global and roots false (see "Client formats").
 	Roots *bool `json:"roots,omitempty"`
+	// PinTools withholds from every caller a tool whose definition (name,
+	// title, description, schemas, annotations) is not one the owner
+	// approved: the first listing of the server is approved as it is
+	// (but tools flagged as carrying instructions to the model), a tool
+	// that changes or appears later waits for `mcpx tools approve`.
+	// false = changes are reported (a tool-changed event, `mcpx status`)
+	// and the tools served. See "Tool pins" in docs/trust.md.
+	PinTools bool `json:"pinTools,omitempty"`
 	// Ready says when a started stdio child is ready for its first call,
 	// beyond answering initialize; nil = as soon as it has answered (and
 	// its start-up roots/list, if it asks one, has been answered).

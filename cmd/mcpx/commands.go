@@ -48,7 +48,7 @@ func commands() []command {
 		{"serve", "[--config F] [--state-dir D] [--socket P] [--listen 127.0.0.1:PORT|off]", "run the broker daemon", serve},
 		{"call", "[flags] <server>.<tool> [json|-]", "call a tool through the broker and print its result", call},
 		{"tasks", "ls|get <id>|result <id>|cancel <id> [--json]", "list your tasks (calls made with `mcpx call --task`), show one's status, wait for its result, or cancel it", tasksCmd},
-		{"tools", "[--json] [server]", "list the tools of every server, or of one", tools},
+		{"tools", "[--json] [server] | pins [server] | approve <server>[.<tool>]", "list the tools of every server, or of one; their pins; approve changed tools", tools},
 		{"resources", "[--templates] [--json] <server>", "list a server's resources, or its resource templates", resources},
 		{"resource", "[-o file] [--json] <server> <uri>", "read a resource: text is printed, binary written to -o (or a redirected stdout), --json prints the result with base64 blobs", resource},
 		{"prompts", "[--json] <server>", "list a server's prompts and their arguments ([optional])", prompts},

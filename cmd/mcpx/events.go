@@ -11,7 +11,8 @@ import (
 
 // events is `mcpx events [--follow] [--json]`: the daemon's lifecycle
 // events (spawn, ready, restart, evict, reap, crash, exit, reload,
-// reload-refused, backoff, wedged), the kept ones, then with --follow each as it happens.
+// reload-refused, backoff, wedged, tool-changed, tool-flagged), the kept
+// ones, then with --follow each as it happens.
 func events(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "events")
 	brokerAddr := brokerFlag(fs)
@@ -73,6 +74,9 @@ func eventLine(ev wire.LifecycleEvent) string {
 	}
 	if !ev.Until.IsZero() {
 		s += " until " + ev.Until.Local().Format(time.TimeOnly)
+	}
+	if ev.Tool != "" {
+		s += toolEventText(ev)
 	}
 	return s
 }

@@ -64,6 +64,9 @@ func status(ctx context.Context, c *cli, args []string) int {
 			s.Spawns, s.Restarts, s.StartFailures, s.Crashes, s.Wedged, s.Evictions, s.Reaps, s.Exhausted, s.Queued)
 	}
 	printRecords(c, doc.Records)
+	if pins, _, err := bc.ToolPins(ctx); err == nil {
+		printPinsNote(c, pins)
+	}
 	return exitOK
 }
 

@@ -15,6 +15,14 @@ import (
 // first line of the description. Servers that fail are reported on stderr
 // after the table, and make the exit code 4.
 func tools(ctx context.Context, c *cli, args []string) int {
+	if len(args) > 0 { // a server named approve or pins: `mcpx tools -- approve`
+		switch args[0] {
+		case "approve":
+			return toolsApprove(ctx, c, args[1:])
+		case "pins":
+			return toolsPins(ctx, c, args[1:])
+		}
+	}
 	fs := newFlags(c, "tools")
 	brokerAddr := brokerFlag(fs)
 	noAutostart := autostartFlag(fs)

@@ -5,6 +5,8 @@
 package atomicfile
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -44,4 +46,18 @@ func write(path string, b []byte, mode fs.FileMode) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// ReadJSON reads the JSON file path, as Write left it, into v. found is
+// false, and err nil, when there is no such file; err says why a file
+// could not be read or is not JSON.
+func ReadJSON(path string, v any) (found bool, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	return true, err
 }

@@ -42,3 +42,25 @@ func TestWrite(t *testing.T) {
 		t.Error("writing into a missing directory succeeded")
 	}
 }
+
+// TestReadJSON: no file is not found and no error; a file that is not
+// JSON is found with an error; one Write left is read back.
+func TestReadJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	var v map[string]int
+	if found, err := atomicfile.ReadJSON(path, &v); found || err != nil {
+		t.Errorf("no file: %v, %v", found, err)
+	}
+	if err := atomicfile.Write(path, []byte("nope"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := atomicfile.ReadJSON(path, &v); !found || err == nil {
+		t.Errorf("not JSON: %v, %v", found, err)
+	}
+	if err := atomicfile.Write(path, []byte(`{"a":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := atomicfile.ReadJSON(path, &v); !found || err != nil || v["a"] != 1 {
+		t.Errorf("JSON: %v, %v, %v", found, err, v)
+	}
+}

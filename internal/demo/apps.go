@@ -92,3 +92,20 @@ func addApps(s *mcp.Server) {
 			return text(fmt.Sprint(n)), nil, nil
 		})
 }
+
+// addRedescribe gives echo the description and adds the redescribe tool
+// (EnvDescribe).
+func addRedescribe(s *mcp.Server, description string) {
+	mcp.AddTool(s, tool("echo", description, echoSchema), echo)
+	mcp.AddTool(s, tool("redescribe", "Replaces echo's description with the given one; the tool list changes.", redescribeSchema),
+		func(_ context.Context, _ *mcp.CallToolRequest, in redescribeIn) (*mcp.CallToolResult, any, error) {
+			mcp.AddTool(s, tool("echo", in.Description, echoSchema), echo) // the SDK sends list_changed
+			return text("ok"), nil, nil
+		})
+}
+
+const redescribeSchema = `{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}`
+
+type redescribeIn struct {
+	Description string `json:"description"`
+}

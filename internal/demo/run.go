@@ -37,6 +37,11 @@ const (
 	// EnvRequestLog=<file> appends the method of every request and
 	// notification the server receives to the file, one per line: tests count probes with it.
 	EnvRequestLog = "MCPX_DEMO_REQUEST_LOG"
+	// EnvDescribe=<text> makes <text> echo's description and adds the
+	// redescribe tool, which replaces it while the server runs (the
+	// server then sends notifications/tools/list_changed). Tests of tool
+	// pins use it.
+	EnvDescribe = "MCPX_DEMO_DESCRIBE"
 )
 
 // GarbageLine is what EnvGarbage=1 writes to stdout (without the newline).
@@ -56,6 +61,7 @@ type flags struct {
 	apps       bool   // EnvApps
 	era        string // EnvEra
 	requestLog string // EnvRequestLog
+	describe   string // EnvDescribe
 }
 
 func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer, f flags) error {
@@ -63,6 +69,9 @@ func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer, f f
 	srv := newServer(stderr, rec, f.drift, f.apps)
 	if f.apps {
 		addApps(srv)
+	}
+	if f.describe != "" {
+		addRedescribe(srv, f.describe)
 	}
 	if err := f.apply(srv); err != nil {
 		return err
@@ -92,7 +101,8 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, failur
 	}
 	var f flags
 	if failures {
-		f = flags{drift: os.Getenv(EnvDrift) == "1", apps: os.Getenv(EnvApps) == "1", era: os.Getenv(EnvEra), requestLog: os.Getenv(EnvRequestLog)}
+		f = flags{drift: os.Getenv(EnvDrift) == "1", apps: os.Getenv(EnvApps) == "1", era: os.Getenv(EnvEra), requestLog: os.Getenv(EnvRequestLog),
+			describe: os.Getenv(EnvDescribe)}
 	}
 	if err := run(ctx, stdin, stdout, stderr, f); err != nil {
 		fmt.Fprintf(stderr, "demo server: %v\n", err)

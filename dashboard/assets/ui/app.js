@@ -79,21 +79,24 @@ function card(server) {
     if (tryit.open && !forms.childElementCount) buildForms(server.name, forms);
   });
   const count = el('span', {class: 'tag'});
+  const pins = el('div', {class: 'pins'});
   const root = el('article', {class: 'card server', 'data-server': server.name},
     el('header', {}, el('h3', {}, server.name), el('span', {class: 'tag'}, `${server.transport} · scope ${server.scope} · sharing ${server.sharing}`), count),
     server.description ? el('p', {class: 'tag'}, server.description) : null,
-    stats, instances, tryit);
-  c = {root, stats, instances, count};
+    pins, stats, instances, tryit);
+  c = {root, stats, instances, count, pins};
   cards.set(server.name, c);
   $('servers').append(root);
   return c;
 }
 
 async function refresh() {
-  const [servers, inst, sess, stats] = await Promise.allSettled([
+  const [servers, inst, sess, stats, pins] = await Promise.allSettled([
     getJSON('/v1/servers'), getJSON('/v1/instances'), getJSON('/v1/sessions'),
     caller.admin ? getJSON(`/v1/stats?by=server&since=${STATS_WINDOW}`) : Promise.resolve(null),
+    caller.admin ? getJSON('/v1/pins') : Promise.resolve(null),
   ]);
+  const pinsOf = new Map((pins.status === 'fulfilled' && pins.value ? pins.value.servers : []).map((p) => [p.server, p]));
   const firstError = [servers, inst, sess].find((r) => r.status === 'rejected');
   showError(firstError && firstError.reason);
   if (servers.status !== 'fulfilled') return;
@@ -105,9 +108,32 @@ async function refresh() {
     c.count.textContent = `${mine.length} instance${mine.length === 1 ? '' : 's'}`;
     c.stats.textContent = statsLine(rows.get(s.name));
     c.instances.replaceChildren(instanceTable(mine));
+    c.pins.replaceChildren(...pinsNote(s.name, pinsOf.get(s.name)));
   }
   if (sess.status === 'fulfilled') renderSessions(sess.value.sessions);
   renderFailures(list);
+}
+
+// pinsNote is a server's tools not approved (docs/trust.md, "Tool pins"),
+// their diffs, and the button that approves them all.
+function pinsNote(server, pins) {
+  if (!pins || !pins.unapproved) return [];
+  const tools = pins.tools.filter((t) => t.state !== 'approved');
+  const approve = el('button', {type: 'button'}, 'Approve');
+  approve.addEventListener('click', async () => {
+    approve.disabled = true;
+    try {
+      await request(`/v1/servers/${encodeURIComponent(server)}/pins/approve`,
+        {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{}'});
+      await refresh();
+    } catch (err) {
+      showError(err);
+      approve.disabled = false;
+    }
+  });
+  const what = tools.map((t) => `${t.name} ${t.state}${t.withheld ? ' (withheld)' : ''}${t.flags ? ' flagged ' + t.flags.join(',') : ''}`);
+  return [el('p', {class: 'error'}, `Tools not approved: ${what.join(', ')} `, approve),
+    ...tools.filter((t) => t.diff).map((t) => el('details', {}, el('summary', {}, `${t.name}: what changed`), el('pre', {}, t.diff)))];
 }
 
 function renderSessions(list) {
@@ -170,7 +196,8 @@ function addEvent(kind, e) {
   const list = $('events');
   const t = e.time ? new Date(e.time).toLocaleTimeString() : '';
   const what = kind === 'gap' ? `${e.lost} events lost` :
-    [e.server, e.key, e.instance, e.pid ? `pid ${e.pid}` : '', e.reason].filter(Boolean).join(' · ');
+    [e.server, e.key, e.instance, e.pid ? `pid ${e.pid}` : '', e.reason, e.tool, e.change,
+      e.flags ? 'flagged ' + e.flags.join(',') : ''].filter(Boolean).join(' · ');
   list.prepend(el('li', {'data-kind': kind}, el('span', {class: 'mono'}, t), ' ',
     el('span', {class: `kind kind-${kind}`}, kind), ' ', what));
   while (list.childElementCount > MAX_EVENTS) list.lastElementChild.remove();
