@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +20,7 @@ import (
 // importing itself, its own /openapi.json a server whose listServers and
 // callTool are tools.
 
-func petsConfig(t *testing.T, base string) *config.Config {
+func petsConfig(t testing.TB, base string) *config.Config {
 	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})
 	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"pets": map[string]any{"openapi": map[string]any{
 		"spec": petstoretest.Spec(), "baseUrl": base + "/api/v3", "operations": []string{"getPetById", "findPetsByStatus", "addPet"},
@@ -103,4 +105,32 @@ func TestOpenAPIImportsMcpxItself(t *testing.T) {
 	if got := r.result(t); got.IsError || !strings.Contains(got.text(), "through myself") {
 		t.Errorf("self.callTool demo.echo: %+v", got)
 	}
+}
+
+// BenchmarkOpenAPICall: one petstore getPetById through mcpx (REST on the
+// unix socket, the openapi server's warm instance) against the same
+// request sent to the service directly; bench/README.md has the ratio.
+//
+//	go test -run '^$' -bench OpenAPICall -count 5 ./api
+func BenchmarkOpenAPICall(b *testing.B) {
+	base := petstoretest.Start(b)
+	d := startDaemon(b, daemonOptions{cfg: petsConfig(b, base)})
+	run := func(b *testing.B, hc *http.Client, method, url, body string) {
+		for b.Loop() {
+			req, _ := http.NewRequest(method, url, strings.NewReader(body))
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(out), "doggie") {
+				b.Fatalf("%d %s", resp.StatusCode, out)
+			}
+		}
+	}
+	b.Run("direct", func(b *testing.B) { run(b, http.DefaultClient, "GET", base+"/api/v3/pet/1", "") })
+	b.Run("mcpx", func(b *testing.B) {
+		run(b, d.unix.hc, "POST", d.unix.base+"/v1/servers/pets/tools/getPetById", `{"petId": 1}`)
+	})
 }
