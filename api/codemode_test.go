@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots are how an MCP client of the handshake era says its cwd, which code mode's run uses.
+
 package api_test
 
 import (
