@@ -100,6 +100,8 @@ type Config struct {
 	// Script is what `mcpx run` and `mcpx exec` put around every script
 	// (each layer of the chain may set it; the CLI merges them).
 	Script Script `json:"script,omitzero"`
+	// Registry is the MCP registry `mcpx registry` asks (registry.go).
+	Registry Registry `json:"registry,omitzero"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
 	// Disabled names the servers marked "disabled": true, in document
@@ -434,6 +436,7 @@ func Parse(data []byte, source string) (*Config, error) {
 	p.checkLimits(&cfg.Limits)
 	p.checkNix(&cfg.Nix)
 	p.checkRecords(&cfg.Records)
+	p.checkRegistry(&cfg.Registry)
 	rank := map[string]int{}
 	usesInputs := false
 	for i, d := range order {
@@ -504,6 +507,7 @@ func (c *Config) Normalize() error {
 	p.checkLimits(&c.Limits)
 	p.checkNix(&c.Nix)
 	p.checkRecords(&c.Records)
+	p.checkRegistry(&c.Registry)
 	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
 		if s := c.Servers[name]; s == nil {
 			p.add(name, "", "no definition", "give it a command or a url")
