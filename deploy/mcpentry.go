@@ -261,68 +261,11 @@ func removeMember(doc *orderedjson.Object, parents []string) {
 
 // marshalJSON writes v (as orderedjson.Decode returns it) indented by two
 // spaces, strings not HTML-escaped: a user's "<" stays "<".
-func marshalJSON(v any) string {
-	var b strings.Builder
-	writeJSON(&b, v, "")
-	return b.String()
-}
-
-func writeJSON(b *strings.Builder, v any, indent string) {
-	inner := indent + "  "
-	switch v := v.(type) {
-	case *orderedjson.Object:
-		if len(v.Keys) == 0 {
-			b.WriteString("{}")
-			return
-		}
-		b.WriteString("{\n")
-		for i, k := range v.Keys {
-			b.WriteString(inner + jsonString(k) + ": ")
-			writeJSON(b, v.Vals[k], inner)
-			if i < len(v.Keys)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(indent + "}")
-	case []any:
-		if len(v) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		b.WriteString("[\n")
-		for i, e := range v {
-			b.WriteString(inner)
-			writeJSON(b, e, inner)
-			if i < len(v)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(indent + "]")
-	case string:
-		b.WriteString(jsonString(v))
-	case json.Number:
-		b.WriteString(v.String())
-	case bool:
-		fmt.Fprint(b, v)
-	case nil:
-		b.WriteString("null")
-	default: // not from Decode or object: as encoding/json has it
-		j, _ := json.Marshal(v)
-		b.Write(j)
-	}
-}
+func marshalJSON(v any) string { return orderedjson.Indent(v) }
 
 // jsonString quotes s as JSON without HTML escaping; it is also a valid
 // TOML basic string (the escapes \" \\ \n \t \r \uXXXX are TOML's too).
-func jsonString(s string) string {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	e.Encode(s) //nolint:errcheck // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
-}
+func jsonString(s string) string { return orderedjson.Quote(s) }
 
 // Where each client keeps its user-level MCP config.
 
