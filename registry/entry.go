@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -209,4 +210,34 @@ func anys(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// Way is one way to run a server: a package or a remote, with the inputs
+// it takes (Variable.Key is what --env names).
+type Way struct {
+	Kind   string // a registryType, or KindRemote
+	What   string // identifier@version (transport), or the remote's type and URL
+	Inputs []Variable
+}
+
+// Ways lists the ways s can run, in its order: packages, then remotes.
+func Ways(s *ServerJSON) []Way {
+	var ways []Way
+	for i := range s.Packages {
+		p := &s.Packages[i]
+		vs := &values{collect: true}
+		build(s, choice{kind: p.RegistryType, pkg: p}, "", vs) //nolint:errcheck // only the inputs are wanted
+		what := p.Identifier
+		if p.Version != "" {
+			what += "@" + p.Version
+		}
+		ways = append(ways, Way{Kind: p.RegistryType, What: what + " (" + cmp.Or(p.Transport.Type, "stdio") + ")", Inputs: vs.seen})
+	}
+	for i := range s.Remotes {
+		r := &s.Remotes[i]
+		vs := &values{collect: true}
+		remoteEntry(newObject(), r, vs) //nolint:errcheck // only the inputs are wanted
+		ways = append(ways, Way{Kind: KindRemote, What: r.Type + " " + r.URL, Inputs: vs.seen})
+	}
+	return ways
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/registry/registrytest"
 )
 
 const everythingPkg = "@modelcontextprotocol/server-everything"
@@ -30,8 +31,8 @@ func everythingVersion(t *testing.T) string {
 	return v
 }
 
-func everything(version string) testServer {
-	return testServer{latest: true, json: strings.ReplaceAll(`{
+func everything(version string) registrytest.Server {
+	return registrytest.Server{Latest: true, JSON: strings.ReplaceAll(`{
 		"$schema": "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json",
 		"name": "io.github.modelcontextprotocol/server-everything",
 		"title": "Everything",
@@ -48,8 +49,8 @@ func everything(version string) testServer {
 }
 
 // remote is a streamable-HTTP remote at base/mcp, with a bearer token.
-func remote(base string) testServer {
-	return testServer{latest: true, json: strings.ReplaceAll(`{
+func remote(base string) registrytest.Server {
+	return registrytest.Server{Latest: true, JSON: strings.ReplaceAll(`{
 		"name": "com.example/remote-demo",
 		"description": "The demo server, remote",
 		"version": "2.0.0",
@@ -63,7 +64,7 @@ func remote(base string) testServer {
 	}`, "BASE", base)}
 }
 
-var weather = testServer{latest: true, json: `{
+var weather = registrytest.Server{Latest: true, JSON: `{
 	"name": "io.example/weather",
 	"description": "Forecasts from the example weather service",
 	"version": "1.2.0",
@@ -84,9 +85,9 @@ var weather = testServer{latest: true, json: `{
 }`}
 
 // weatherOld is an older version of weather, not the latest.
-var weatherOld = testServer{json: strings.ReplaceAll(weather.json, "1.2.0", "1.1.0")}
+var weatherOld = registrytest.Server{JSON: strings.ReplaceAll(weather.JSON, "1.2.0", "1.1.0")}
 
-var fetchOCI = testServer{latest: true, json: `{
+var fetchOCI = registrytest.Server{Latest: true, JSON: `{
 	"name": "io.example/fetch",
 	"description": "Fetches URLs, in a container",
 	"version": "0.3.1",
@@ -98,7 +99,7 @@ var fetchOCI = testServer{latest: true, json: `{
 	}]
 }`}
 
-var nugetServer = testServer{latest: true, json: `{
+var nugetServer = registrytest.Server{Latest: true, JSON: `{
 	"name": "io.example/dotnet-tools",
 	"description": "A .NET tool",
 	"version": "0.9.0",
@@ -109,14 +110,14 @@ var nugetServer = testServer{latest: true, json: `{
 	}]
 }`}
 
-var nixServer = testServer{latest: true, json: `{
+var nixServer = registrytest.Server{Latest: true, JSON: `{
 	"name": "io.example/nix-tool",
 	"description": "A server in a flake",
 	"version": "1.0.0",
 	"packages": [{"registryType": "nix", "identifier": "github:example/tool/v1.0.0#mcp", "version": "1.0.0", "transport": {"type": "stdio"}}]
 }`}
 
-var bundleOnly = testServer{latest: true, json: `{
+var bundleOnly = registrytest.Server{Latest: true, JSON: `{
 	"name": "io.example/bundle",
 	"description": "Only a bundle",
 	"version": "1.0.0",

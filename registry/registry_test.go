@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/registry"
+	"mcpx.dev/mcpx/registry/registrytest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -19,7 +20,7 @@ func client(url string) *registry.Client { return &registry.Client{BaseURL: url}
 
 func TestClient(t *testing.T) {
 	ctx := t.Context()
-	_, srv := newTestRegistry(t, weather, weatherOld, fetchOCI, nugetServer, nixServer)
+	srv := registrytest.New(t, weather, weatherOld, fetchOCI, nugetServer, nixServer)
 	c := client(srv.URL)
 
 	// Paging: two at a time, the latest versions of io.example/*.
@@ -81,7 +82,7 @@ const userConfig = `{
 // config with other entries, which stay as they were.
 func TestAddGolden(t *testing.T) {
 	ctx := t.Context()
-	_, srv := newTestRegistry(t, weather, weatherOld, fetchOCI, nugetServer, nixServer)
+	srv := registrytest.New(t, weather, weatherOld, fetchOCI, nugetServer, nixServer)
 	path := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(path, []byte(userConfig), 0o644); err != nil {
 		t.Fatal(err)
@@ -133,9 +134,9 @@ func golden(t *testing.T, file string, got []byte) {
 func TestAddRefusals(t *testing.T) {
 	ctx := t.Context()
 	deleted := weather
-	deleted.status = "deleted"
-	deleted.json = strings.ReplaceAll(strings.ReplaceAll(weather.json, "1.2.0", "9.0.0"), "io.example/weather", "io.example/gone")
-	_, srv := newTestRegistry(t, weather, fetchOCI, bundleOnly, deleted, remote("http://127.0.0.1:1"))
+	deleted.Status = "deleted"
+	deleted.JSON = strings.ReplaceAll(strings.ReplaceAll(weather.JSON, "1.2.0", "9.0.0"), "io.example/weather", "io.example/gone")
+	srv := registrytest.New(t, weather, fetchOCI, bundleOnly, deleted, remote("http://127.0.0.1:1"))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.json")
 	add := func(o registry.AddOptions) error {
@@ -194,7 +195,7 @@ func TestAddRefusals(t *testing.T) {
 // TestAsked: a required input with no value is asked for, once, before
 // anything is written; a secret is marked for the prompt.
 func TestAsked(t *testing.T) {
-	_, srv := newTestRegistry(t, weather)
+	srv := registrytest.New(t, weather)
 	path := filepath.Join(t.TempDir(), "config.json")
 	var asked []string
 	_, err := registry.Add(context.Background(), registry.AddOptions{

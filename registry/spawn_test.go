@@ -27,6 +27,7 @@ import (
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/registry"
+	"mcpx.dev/mcpx/registry/registrytest"
 	"mcpx.dev/mcpx/rights"
 )
 
@@ -119,7 +120,7 @@ func TestNPMInstalledOnceRunWithNode(t *testing.T) {
 	testenv.Node(t)
 	version := everythingVersion(t)
 	log := shimPath(t)
-	_, srv := newTestRegistry(t, everything(version))
+	srv := registrytest.New(t, everything(version))
 	state, path := t.TempDir(), filepath.Join(t.TempDir(), "config.json")
 	add := func(as string) *registry.AddResult {
 		res, err := registry.Add(t.Context(), registry.AddOptions{Client: client(srv.URL),
@@ -180,7 +181,7 @@ func TestRemoteBecomesURLServer(t *testing.T) {
 		mcpHandler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(remoteSrv.Close) // after the broker's Close: it holds a stream open
-	_, srv := newTestRegistry(t, remote(remoteSrv.URL))
+	srv := registrytest.New(t, remote(remoteSrv.URL))
 	path := filepath.Join(t.TempDir(), "config.json")
 	res, err := registry.Add(t.Context(), registry.AddOptions{Client: client(srv.URL),
 		Name: "com.example/remote-demo", Config: path, StateDir: t.TempDir(), Values: map[string]string{"token": "s3cret"}})
@@ -209,7 +210,7 @@ func TestRemoteBecomesURLServer(t *testing.T) {
 }
 
 func TestLauncherMissingAtSpawn(t *testing.T) {
-	_, srv := newTestRegistry(t, weather, fetchOCI)
+	srv := registrytest.New(t, weather, fetchOCI)
 	path := filepath.Join(t.TempDir(), "config.json")
 	for _, o := range []registry.AddOptions{
 		{Name: "io.example/weather", Values: map[string]string{"WEATHER_API_KEY": "k", "cache_dir": "/c"}},

@@ -23,6 +23,10 @@ type values struct {
 	missing []Variable
 	secret  bool // a secret value was resolved
 	err     error
+	// collect: record every input asked about in seen and give none
+	// (Inputs).
+	collect bool
+	seen    []Variable
 }
 
 // resolve returns v's value and whether it has one.
@@ -47,6 +51,10 @@ func (vs *values) resolve(v Variable) (string, bool) {
 func (vs *values) lookup(v Variable) (string, bool) {
 	if v.Value != "" { // fixed by the publisher
 		return vs.substitute(v.Value, v.Variables, v.Where), vs.err == nil
+	}
+	if vs.collect {
+		vs.seen = append(vs.seen, v)
+		return "", false
 	}
 	if val, ok := vs.given[v.Key]; ok {
 		vs.used[v.Key] = true

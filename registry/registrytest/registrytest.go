@@ -1,5 +1,9 @@
-package registry_test
-
+// Package registrytest is a local MCP registry for tests, on loopback,
+// speaking the API of the registry's published OpenAPI document.
+//
+//	reg := registrytest.New(t, registrytest.Server{JSON: serverJSON, Latest: true})
+//	c := &registry.Client{BaseURL: reg.URL}
+//
 // A local MCP registry speaking the API of the registry's published
 // OpenAPI document (docs/reference/api/openapi.yaml of
 // modelcontextprotocol/registry, info.version "2025-12-01"): GET
@@ -7,6 +11,7 @@ package registry_test
 // /v0.1/servers/{serverName}/versions; GET
 // /v0.1/servers/{serverName}/versions/{version} with "latest". Answers are
 // ServerList and ServerResponse objects; errors {"error": …}.
+package registrytest
 
 import (
 	"encoding/json"
@@ -17,71 +22,71 @@ import (
 	"testing"
 )
 
-// testServer is one version in the test registry: a server.json and
-// whether it is the latest of its name.
-type testServer struct {
-	json   string // the server.json
-	latest bool
-	status string // "" = active
+// Server is one version in the registry: a server.json and whether it is
+// the latest of its name.
+type Server struct {
+	JSON   string // the server.json
+	Latest bool
+	Status string // "" = active
 }
 
-type testRegistry struct {
-	servers []testServer
-	gets    []string // the paths asked, in order
+// Registry is the running registry; it is closed at the test's cleanup.
+type Registry struct {
+	URL     string // its base URL, http://127.0.0.1:PORT
+	servers []Server
 }
 
-func newTestRegistry(t *testing.T, servers ...testServer) (*testRegistry, *httptest.Server) {
-	reg := &testRegistry{servers: servers}
+// New starts a registry of servers.
+func New(t testing.TB, servers ...Server) *Registry {
+	reg := &Registry{servers: servers}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v0.1/servers", reg.list)
 	mux.HandleFunc("GET /v0.1/servers/{serverName}/versions", reg.versions)
 	mux.HandleFunc("GET /v0.1/servers/{serverName}/versions/{version}", reg.version)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reg.gets = append(reg.gets, r.URL.RequestURI())
-		mux.ServeHTTP(w, r)
-	}))
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return reg, srv
+	reg.URL = srv.URL
+	return reg
 }
 
 // response is the ServerResponse of s.
-func (s testServer) response() map[string]any {
+func (s Server) response() map[string]any {
 	var detail map[string]any
-	if err := json.Unmarshal([]byte(s.json), &detail); err != nil {
+	if err := json.Unmarshal([]byte(s.JSON), &detail); err != nil {
 		panic(err)
 	}
-	status := s.status
+	status := s.Status
 	if status == "" {
 		status = "active"
 	}
 	return map[string]any{"server": detail, "_meta": map[string]any{
 		"io.modelcontextprotocol.registry/official": map[string]any{
-			"status": status, "isLatest": s.latest,
+			"status": status, "isLatest": s.Latest,
 			"publishedAt": "2026-09-01T10:00:00Z", "updatedAt": "2026-09-01T10:00:00Z",
 		},
 	}}
 }
 
-func (s testServer) name() string {
+func (s Server) name() string {
 	var d struct{ Name, Version string }
-	json.Unmarshal([]byte(s.json), &d) //nolint:errcheck // checked by response
+	json.Unmarshal([]byte(s.JSON), &d) //nolint:errcheck // checked by response
 	return d.Name
 }
 
-func (s testServer) version() string {
+func (s Server) version() string {
 	var d struct{ Name, Version string }
-	json.Unmarshal([]byte(s.json), &d) //nolint:errcheck // checked by response
+	json.Unmarshal([]byte(s.JSON), &d) //nolint:errcheck // checked by response
 	return d.Version
 }
 
-func (reg *testRegistry) list(w http.ResponseWriter, r *http.Request) {
+func (reg *Registry) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var match []map[string]any
 	for _, s := range reg.servers {
 		if !strings.Contains(s.name(), q.Get("search")) {
 			continue
 		}
-		if v := q.Get("version"); (v == "latest" && !s.latest) || (v != "" && v != "latest" && v != s.version()) {
+		if v := q.Get("version"); (v == "latest" && !s.Latest) || (v != "" && v != "latest" && v != s.version()) {
 			continue
 		}
 		match = append(match, s.response())
@@ -100,7 +105,7 @@ func (reg *testRegistry) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"servers": append([]map[string]any{}, match[start:end]...), "metadata": meta})
 }
 
-func (reg *testRegistry) versions(w http.ResponseWriter, r *http.Request) {
+func (reg *Registry) versions(w http.ResponseWriter, r *http.Request) {
 	var out []map[string]any
 	for _, s := range reg.servers {
 		if s.name() == r.PathValue("serverName") {
@@ -114,10 +119,10 @@ func (reg *testRegistry) versions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"servers": out, "metadata": map[string]any{"count": len(out)}})
 }
 
-func (reg *testRegistry) version(w http.ResponseWriter, r *http.Request) {
+func (reg *Registry) version(w http.ResponseWriter, r *http.Request) {
 	for _, s := range reg.servers {
 		v := r.PathValue("version")
-		if s.name() == r.PathValue("serverName") && (v == s.version() || (v == "latest" && s.latest)) {
+		if s.name() == r.PathValue("serverName") && (v == s.version() || (v == "latest" && s.Latest)) {
 			writeJSON(w, http.StatusOK, s.response())
 			return
 		}
