@@ -28,6 +28,13 @@ func (r Registry) BaseURL() string {
 	return strings.TrimRight(r.URL, "/")
 }
 
+// Check checks r as a config's registry block is checked.
+func (r Registry) Check() error {
+	var p problems
+	p.checkRegistry(&r)
+	return p.err("")
+}
+
 func (p *problems) decodeRegistry(rc *Registry, raw json.RawMessage) {
 	if isNull(raw) {
 		return
