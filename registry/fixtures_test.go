@@ -14,7 +14,7 @@ import (
 const everythingPkg = "@modelcontextprotocol/server-everything"
 
 // everythingVersion is the version testdata/npm pins.
-func everythingVersion(t *testing.T) string {
+func everythingVersion(t testing.TB) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "package.json"))
 	if err != nil {
