@@ -3,7 +3,6 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -145,7 +144,7 @@ func MCPEntry(path string, parents []string, entry *orderedjson.Object, s Server
 		Mode: 0o600, Private: len(s.Headers) > 0, secrets: s.secrets(), mcp: true,
 	}
 	p.get = func(file []byte) (string, bool, error) {
-		doc, err := decodeDoc(file)
+		doc, err := orderedjson.DecodeObject(file)
 		if err != nil {
 			var compact bytes.Buffer
 			json.Compact(&compact, []byte(want)) //nolint:errcheck // want is our own JSON
@@ -162,7 +161,7 @@ func MCPEntry(path string, parents []string, entry *orderedjson.Object, s Server
 		return marshalJSON(v) + "\n", true, nil
 	}
 	p.put = func(file []byte, part string) ([]byte, error) {
-		doc, err := decodeDoc(file)
+		doc, err := orderedjson.DecodeObject(file)
 		if err != nil {
 			return nil, err
 		}
@@ -185,22 +184,6 @@ func MCPEntry(path string, parents []string, entry *orderedjson.Object, s Server
 }
 
 func slicesClone(ss []string) []string { return append([]string(nil), ss...) }
-
-// decodeDoc parses a JSON config file (empty = {}).
-func decodeDoc(file []byte) (*orderedjson.Object, error) {
-	if len(bytes.TrimSpace(file)) == 0 {
-		return object(), nil
-	}
-	v, err := orderedjson.Decode(file)
-	if err != nil {
-		return nil, fmt.Errorf("it is not plain JSON (%w): mcpx edits only plain JSON; add the entry yourself", err)
-	}
-	doc, ok := v.(*orderedjson.Object)
-	if !ok {
-		return nil, errors.New("it is not a JSON object")
-	}
-	return doc, nil
-}
 
 // walk returns the object at keys below doc, creating missing ones when
 // create (else nil for a missing one).

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,7 +37,7 @@ func writeEntry(path, name string, entry *orderedjson.Object, force, private boo
 			return fmt.Errorf("%s does not load as it is, so mcpx leaves it alone (`mcpx config check --config %s`): %w", path, path, err)
 		}
 	}
-	doc, err := decodeConfig(old)
+	doc, err := orderedjson.DecodeObject(old)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -66,20 +65,4 @@ func writeEntry(path, name string, entry *orderedjson.Object, force, private boo
 		return fmt.Errorf("creating the config's directory: %w", err)
 	}
 	return atomicfile.Write(path, data, mode)
-}
-
-// decodeConfig parses a config file keeping its member order (empty = {}).
-func decodeConfig(file []byte) (*orderedjson.Object, error) {
-	if len(bytes.TrimSpace(file)) == 0 {
-		return newObject().Object, nil
-	}
-	v, err := orderedjson.Decode(file)
-	if err != nil {
-		return nil, fmt.Errorf("it is not plain JSON (%w): mcpx edits only plain JSON; add the entry yourself", err)
-	}
-	doc, ok := v.(*orderedjson.Object)
-	if !ok {
-		return nil, errors.New("it is not a JSON object")
-	}
-	return doc, nil
 }

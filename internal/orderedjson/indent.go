@@ -3,6 +3,7 @@ package orderedjson
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -70,4 +71,27 @@ func Quote(s string) string {
 	e.SetEscapeHTML(false)
 	e.Encode(s) //nolint:errcheck // a string always encodes
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// ErrNotObject is DecodeObject's error for a document that is JSON but
+// not an object.
+var ErrNotObject = errors.New("it is not a JSON object")
+
+// DecodeObject decodes a JSON file that must hold one object, as mcpx
+// reads the config files it edits (a client's, or its own): an empty (or
+// blank) file is the empty object; JSON with comments or trailing commas
+// is refused, since rewriting it would lose them.
+func DecodeObject(file []byte) (*Object, error) {
+	if len(bytes.TrimSpace(file)) == 0 {
+		return &Object{Vals: map[string]any{}}, nil
+	}
+	v, err := Decode(file)
+	if err != nil {
+		return nil, fmt.Errorf("it is not plain JSON (%w): mcpx edits only plain JSON; add the entry yourself", err)
+	}
+	o, ok := v.(*Object)
+	if !ok {
+		return nil, ErrNotObject
+	}
+	return o, nil
 }
