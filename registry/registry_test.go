@@ -136,7 +136,11 @@ func TestAddRefusals(t *testing.T) {
 	deleted := weather
 	deleted.Status = "deleted"
 	deleted.JSON = strings.ReplaceAll(strings.ReplaceAll(weather.JSON, "1.2.0", "9.0.0"), "io.example/weather", "io.example/gone")
-	srv := registrytest.New(t, weather, fetchOCI, bundleOnly, deleted, remote("http://127.0.0.1:1"))
+	sseOnly := registrytest.Server{Latest: true, JSON: `{"name": "io.example/old-sse", "description": "SSE only", "version": "1.0.0",
+		"remotes": [{"type": "sse", "url": "https://old.example.org/sse"}]}`}
+	localHTTP := registrytest.Server{Latest: true, JSON: `{"name": "io.example/local-http", "description": "a package serving HTTP", "version": "1.0.0",
+		"packages": [{"registryType": "npm", "identifier": "local-http", "version": "1.0.0", "transport": {"type": "streamable-http", "url": "http://localhost:{port}/mcp"}}]}`}
+	srv := registrytest.New(t, weather, fetchOCI, bundleOnly, deleted, remote("http://127.0.0.1:1"), sseOnly, localHTTP)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.json")
 	add := func(o registry.AddOptions) error {
@@ -158,6 +162,8 @@ func TestAddRefusals(t *testing.T) {
 		{registry.AddOptions{Name: "io.example/nothing"}, []string{"not found in the registry"}},
 		{registry.AddOptions{Name: "io.example/fetch", As: "my fetch", Values: map[string]string{"FETCH_TOKEN": "t"}}, []string{`"my fetch" is not a server name`}},
 		{registry.AddOptions{Name: "com.example/remote-demo", Use: "remote"}, []string{"token (header Authorization: your API token)"}},
+		{registry.AddOptions{Name: "io.example/old-sse"}, []string{"https://old.example.org/sse is sse", "streamable HTTP only"}},
+		{registry.AddOptions{Name: "io.example/local-http"}, []string{"serves streamable-http at http://localhost:{port}/mcp", "stdio only"}},
 	} {
 		err := add(tc.o)
 		for _, w := range tc.want {
@@ -181,6 +187,14 @@ func TestAddRefusals(t *testing.T) {
 	fetch.Force = true
 	if err := add(fetch); err != nil {
 		t.Errorf("forced add: %v", err)
+	}
+
+	// A deprecated version is added, with a warning saying why.
+	old := registrytest.New(t, registrytest.Server{Latest: true, Status: "deprecated", JSON: nugetServer.JSON})
+	res, err := registry.Add(ctx, registry.AddOptions{Client: client(old.URL), Name: "io.example/dotnet-tools", Config: path, StateDir: dir,
+		LookPath: func(string) (string, error) { return "/bin/true", nil }})
+	if err != nil || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "io.example/dotnet-tools@0.9.0 is deprecated") {
+		t.Errorf("a deprecated version: %+v, %v", res, err)
 	}
 
 	// A config that does not load is left alone.
