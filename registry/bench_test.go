@@ -78,7 +78,7 @@ func initialize(argv []string) error {
 	}
 	defer func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) //nolint:errcheck // gone already is fine
-		cmd.Wait()                                     //nolint:errcheck // killed
+		cmd.Wait()                                      //nolint:errcheck // killed
 	}()
 	io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}`+"\n") //nolint:errcheck // read below
 	got := make(chan error, 1)

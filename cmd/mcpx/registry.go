@@ -316,4 +316,3 @@ func terminalPrompt(c *cli) func(registry.Variable) (string, error) {
 		return strings.TrimRight(line, "\r\n"), nil
 	}
 }
-
