@@ -284,6 +284,7 @@ func registryAdd(ctx context.Context, c *cli, client *registry.Client, cfgPath, 
 		return printJSON(c, map[string]any{"name": res.Name, "config": res.Config, "kind": res.Kind, "entry": res.Entry})
 	}
 	fmt.Fprintf(c.stdout, "added %s (%s@%s, %s) to %s\n", res.Name, res.Server.Server.Name, res.Server.Server.Version, res.Kind, res.Config)
+	fmt.Fprintf(c.stdout, "a running daemon serving that file reloads it by itself; try: mcpx tools %s\n", res.Name)
 	return exitOK
 }
 
