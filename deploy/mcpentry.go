@@ -3,7 +3,6 @@ package deploy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -145,7 +144,7 @@ func MCPEntry(path string, parents []string, entry *orderedjson.Object, s Server
 		Mode: 0o600, Private: len(s.Headers) > 0, secrets: s.secrets(), mcp: true,
 	}
 	p.get = func(file []byte) (string, bool, error) {
-		doc, err := decodeDoc(file)
+		doc, err := orderedjson.DecodeObject(file)
 		if err != nil {
 			var compact bytes.Buffer
 			json.Compact(&compact, []byte(want)) //nolint:errcheck // want is our own JSON
@@ -162,7 +161,7 @@ func MCPEntry(path string, parents []string, entry *orderedjson.Object, s Server
 		return marshalJSON(v) + "\n", true, nil
 	}
 	p.put = func(file []byte, part string) ([]byte, error) {
-		doc, err := decodeDoc(file)
+		doc, err := orderedjson.DecodeObject(file)
 		if err != nil {
 			return nil, err
 		}
@@ -185,22 +184,6 @@ func MCPEntry(path string, parents []string, entry *orderedjson.Object, s Server
 }
 
 func slicesClone(ss []string) []string { return append([]string(nil), ss...) }
-
-// decodeDoc parses a JSON config file (empty = {}).
-func decodeDoc(file []byte) (*orderedjson.Object, error) {
-	if len(bytes.TrimSpace(file)) == 0 {
-		return object(), nil
-	}
-	v, err := orderedjson.Decode(file)
-	if err != nil {
-		return nil, fmt.Errorf("it is not plain JSON (%w): mcpx edits only plain JSON; add the entry yourself", err)
-	}
-	doc, ok := v.(*orderedjson.Object)
-	if !ok {
-		return nil, errors.New("it is not a JSON object")
-	}
-	return doc, nil
-}
 
 // walk returns the object at keys below doc, creating missing ones when
 // create (else nil for a missing one).
@@ -261,68 +244,11 @@ func removeMember(doc *orderedjson.Object, parents []string) {
 
 // marshalJSON writes v (as orderedjson.Decode returns it) indented by two
 // spaces, strings not HTML-escaped: a user's "<" stays "<".
-func marshalJSON(v any) string {
-	var b strings.Builder
-	writeJSON(&b, v, "")
-	return b.String()
-}
-
-func writeJSON(b *strings.Builder, v any, indent string) {
-	inner := indent + "  "
-	switch v := v.(type) {
-	case *orderedjson.Object:
-		if len(v.Keys) == 0 {
-			b.WriteString("{}")
-			return
-		}
-		b.WriteString("{\n")
-		for i, k := range v.Keys {
-			b.WriteString(inner + jsonString(k) + ": ")
-			writeJSON(b, v.Vals[k], inner)
-			if i < len(v.Keys)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(indent + "}")
-	case []any:
-		if len(v) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		b.WriteString("[\n")
-		for i, e := range v {
-			b.WriteString(inner)
-			writeJSON(b, e, inner)
-			if i < len(v)-1 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('\n')
-		}
-		b.WriteString(indent + "]")
-	case string:
-		b.WriteString(jsonString(v))
-	case json.Number:
-		b.WriteString(v.String())
-	case bool:
-		fmt.Fprint(b, v)
-	case nil:
-		b.WriteString("null")
-	default: // not from Decode or object: as encoding/json has it
-		j, _ := json.Marshal(v)
-		b.Write(j)
-	}
-}
+func marshalJSON(v any) string { return orderedjson.Indent(v) }
 
 // jsonString quotes s as JSON without HTML escaping; it is also a valid
 // TOML basic string (the escapes \" \\ \n \t \r \uXXXX are TOML's too).
-func jsonString(s string) string {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	e.Encode(s) //nolint:errcheck // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
-}
+func jsonString(s string) string { return orderedjson.Quote(s) }
 
 // Where each client keeps its user-level MCP config.
 

@@ -238,7 +238,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		p.unbind(inst)
 		proc, err := startChild(sp, p.opts.Env, p.spawner, log, &p.counters.server(inst.def.Name).suppressed)
 		if err != nil {
-			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; check the server's command and that it is installed on the daemon's machine", sp.command, err))
+			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; %s", sp.command, err, missingHint(sp.command, err)))
 			e.Cause = err
 			p.finishStart(inst, a, nil, e, log)
 			return

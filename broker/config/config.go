@@ -102,6 +102,8 @@ type Config struct {
 	Script Script `json:"script,omitzero"`
 	// MCP is the MCP endpoint's tool surface: tools, code mode or both.
 	MCP MCP `json:"mcp,omitzero"`
+	// Registry is the MCP registry `mcpx registry` asks (registry.go).
+	Registry Registry `json:"registry,omitzero"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
 	// Disabled names the servers marked "disabled": true, in document
@@ -445,6 +447,7 @@ func Parse(data []byte, source string) (*Config, error) {
 	p.checkLimits(&cfg.Limits)
 	p.checkNix(&cfg.Nix)
 	p.checkRecords(&cfg.Records)
+	p.checkRegistry(&cfg.Registry)
 	rank := map[string]int{}
 	usesInputs := false
 	for i, d := range order {
@@ -515,6 +518,7 @@ func (c *Config) Normalize() error {
 	p.checkLimits(&c.Limits)
 	p.checkNix(&c.Nix)
 	p.checkRecords(&c.Records)
+	p.checkRegistry(&c.Registry)
 	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
 		if s := c.Servers[name]; s == nil {
 			p.add(name, "", "no definition", "give it a command or a url")

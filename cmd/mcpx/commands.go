@@ -79,6 +79,7 @@ func commands() []command {
 		{"openapi", "", "print the broker's OpenAPI 3.1 document (the daemon serves it at /openapi.json)", openapiCmd},
 		{"service", "install|uninstall|status [--dry-run] [--binary B] [--config F] [--state-dir D] [--tailnet ...]", "run the daemon as this user's service (systemd user unit, launchd agent); never overwrites a file you edited", serviceCmd},
 		{"install", "claude|codex|opencode|cursor|vscode|claude-desktop [--http] [--broker B] [--dry-run] [--uninstall] | --list", "add mcpx to an MCP client as its MCP server mcpx (and an agent harness's instructions section and session hook); never overwrites what you edited", installCmd},
+		{"registry", "search <terms> [--limit N] | show <name>[@version] [--versions] | add <name>[@version] [--as NAME] [--env K=V]... [--use npm|pypi|oci|nuget|nix|remote] [--force] [--config F] [--json]", "find servers in the MCP registry (registry.url; the official one by default), show one, or add one to the config pinned to its version (npm installed once, run with node)", registryCmd},
 		{"doctor", "[--json] [--config F] [--tailnet ...]", "check the config, state directory, socket, tailnet, nix and that every server starts; print each problem with its fix", doctorCmd},
 		{"setup-prompt", "", "print setup instructions written for an agent", setupPromptCmd},
 		{"hook", "claude|codex", "the session hook `mcpx install` registers: reads the harness's SessionStart input on stdin", hookCmd},

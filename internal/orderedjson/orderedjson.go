@@ -7,8 +7,10 @@
 //	n, _ := o.Get("b")            // json.Number("1")
 //	fmt.Println(orderedjson.Compact(o)) // {"b":1,"a":[true]}
 //
-// Used by the TypeScript generator (package clientgen) and the tool
-// catalog's signatures (package catalog). Stdlib only.
+// Used by the TypeScript generator (package clientgen), the tool catalog's
+// signatures (package catalog), and the config files mcpx edits (Indent:
+// packages deploy and registry), which keep the user's member order. Stdlib
+// only.
 package orderedjson
 
 import (
