@@ -71,7 +71,7 @@ func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, stri
 }
 
 func poolServer(name string, s *config.Server) pool.Server {
-	return pool.Server{
+	d := pool.Server{
 		Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
 		URL: s.URL, Headers: s.Headers,
 		InheritEnv: s.InheritEnv.Names, InheritAllEnv: s.InheritEnv.All,
@@ -86,6 +86,8 @@ func poolServer(name string, s *config.Server) pool.Server {
 		ReadyStderr:  readyStderr(s.Ready),
 		NoRoots:      !s.OffersRoots(),
 	}
+	keepAlive(&d, s)
+	return d
 }
 
 // readyStderr is r's stderr pattern; "" for none.

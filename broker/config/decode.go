@@ -200,6 +200,9 @@ func serverFields(s *Server, typ *string, ready *json.RawMessage) map[string]fie
 		"rate":          {&s.Rate, rateWant},
 		"burst":         {&s.Burst, "a non-negative integer"},
 		"maxConcurrent": {&s.MaxConcurrent, "a non-negative integer"},
+		"health":        {&s.Health, `an object such as {"interval": "30s", "timeout": "5s"}`},
+		"min":           {&s.Min, "a non-negative integer"},
+		"warm":          {&s.Warm, "true or false"},
 	}
 }
 
@@ -298,7 +301,8 @@ func (p *problems) decodePool(pc *Pool, raw json.RawMessage) {
 	}
 	fields := map[string]fieldSpec{
 		"maxInstances": {&pc.MaxInstances, "a non-negative integer"},
-		"idleTimeout":  {&pc.IdleTimeout, `a duration string such as "5m"`},
+		"idleTimeout":  {&pc.IdleTimeout, `a duration string such as "5m", or one per scope such as {"call": "30s", "session": "30m", "default": "10m"}`},
+		"health":       {&pc.Health, `an object such as {"interval": "30s", "timeout": "5s"}`},
 		"reapInterval": {&pc.ReapInterval, `a duration string such as "30s"`},
 		"waitTimeout":  {&pc.WaitTimeout, `a duration string such as "10s"`},
 		"execWatch":    {&pc.ExecWatch, `a duration string such as "10s", or "off"`},

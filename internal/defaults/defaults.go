@@ -30,6 +30,9 @@ const (
 	// ExecWatch is Options.ExecWatch: how often running children's
 	// executables are stat'ed for a change.
 	ExecWatch = 10 * time.Second
+	// HealthTimeout is how long a health check's ping may go unanswered
+	// when the config sets no timeout (at most half the interval).
+	HealthTimeout = 5 * time.Second
 )
 
 // A child's MCP session (package pool/mcpclient) and its executable's
