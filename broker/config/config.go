@@ -100,6 +100,8 @@ type Config struct {
 	// Script is what `mcpx run` and `mcpx exec` put around every script
 	// (each layer of the chain may set it; the CLI merges them).
 	Script Script `json:"script,omitzero"`
+	// Webhooks receive the lifecycle events (webhooks.go).
+	Webhooks []Webhook `json:"webhooks,omitempty"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
 	// Disabled names the servers marked "disabled": true, in document

@@ -107,3 +107,39 @@ func TestWarmOnADirectoryServerWarns(t *testing.T) {
 		t.Errorf("warnings = %v, want one about warm naming scope global", cfg.Warnings)
 	}
 }
+
+func TestWebhookErrors(t *testing.T) {
+	for _, tc := range []struct{ name, hook, field, want string }{
+		{"no url", `{"secret": "x"}`, "webhooks[0].url", "needs a url"},
+		{"http off the machine", `{"url": "http://hooks.example.com/x", "secret": "x"}`, "webhooks[0].url", "in the clear"},
+		{"not http", `{"url": "ftp://example.com/x", "secret": "x"}`, "webhooks[0].url", "not an http(s) URL"},
+		{"credentials", `{"url": "https://u:p@example.com/x", "secret": "x"}`, "webhooks[0].url", "credentials"},
+		{"no secret", `{"url": "https://example.com/x"}`, "webhooks[0].secret", "needs a secret"},
+		{"partial placeholder", `{"url": "https://example.com/x", "secret": "a${env:X}"}`, "webhooks[0].secret", "whole ${env:NAME}"},
+		{"event misspelt", `{"url": "https://example.com/x", "secret": "x", "events": ["crash", "wedgd"]}`, "webhooks[0].events[1]", `did you mean "wedged"?`},
+		{"field misspelt", `{"url": "https://example.com/x", "secret": "x", "evnts": []}`, "webhooks[0].evnts", `did you mean "events"?`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(`{"webhooks": [`+tc.hook+`]}`), "t.json")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			var found *config.Problem
+			for _, e := range configErrors(t, err) {
+				if e.Field == tc.field {
+					found = e
+				}
+			}
+			if found == nil || !strings.Contains(found.Error(), tc.want) {
+				t.Errorf("no problem of field %s saying %q in:\n%v", tc.field, tc.want, err)
+			}
+		})
+	}
+	cfg, err := config.Parse([]byte(`{"webhooks": [{"url": "http://127.0.0.1:9/x", "secret": "${env:HOOK}", "events": ["tool-changed", "reload-refused"]}]}`), "t.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := cfg.Webhooks[0]; w.SecretEnv() != "HOOK" || len(w.Events) != 2 {
+		t.Errorf("webhook %+v, want the secret from HOOK and two events", w)
+	}
+}
