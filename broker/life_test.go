@@ -53,3 +53,36 @@ func TestHealthAndMinWithNoCaller(t *testing.T) {
 	}
 	testenv.WaitFor(t, "the killed child replaced", func() bool { p := readyPid(b, "demo"); return p != 0 && p != pid2 })
 }
+
+// KillAll (a forced stop) cuts a call in flight at once: the long call
+// fails, its child is gone, and new calls are refused.
+func TestKillAllCutsCallsInFlight(t *testing.T) {
+	b := startDemoBroker(t, demoSetup{scopes: map[string]config.ScopeKind{"demo": config.ScopeGlobal}})
+	r := req("demo", "")
+	pid := callText(t, b, r, "pid", `{}`)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.CallTool(t.Context(), r, "sleep", []byte(`{"ms": 600000}`), nil)
+		done <- err
+	}()
+	testenv.WaitFor(t, "the long call in flight", func() bool {
+		in := b.Instances()
+		return len(in) == 1 && in[0].InFlight == 1
+	})
+	b.KillAll()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("the call in flight succeeded after KillAll")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call in flight outlived KillAll")
+	}
+	if len(b.Instances()) != 0 {
+		t.Errorf("instances after KillAll: %+v", b.Instances())
+	}
+	if _, err := b.CallTool(t.Context(), r, "echo", []byte(`{"message":"x"}`), nil); err == nil {
+		t.Error("a call after KillAll succeeded")
+	}
+	t.Logf("killed pid %s", pid)
+}
