@@ -227,7 +227,7 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 		switch {
 		case !mine && seen[m.key]:
 			d.probs.add(name, m.key, fmt.Sprintf("field %q appears twice", m.key), "keep one of them")
-		case d.probs.clientField(name, m, &d):
+		case d.probs.clientField(name, m, &d), d.probs.renamedField(name, m):
 			seen[m.key] = true
 		case !mine && suggest.Closest(m.key, clientFields) != "" && suggest.Closest(m.key, slices.Collect(maps.Keys(fields))) == "":
 			// A misspelt client key, say "autoAprove".

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"mcpx.dev/mcpx/internal/defaults"
@@ -169,4 +170,26 @@ func (p *problems) checkHealth(name, field string, h *Health) {
 		p.add(name, field+".timeout", fmt.Sprintf("timeout %s is not below the interval %s", h.Timeout, h.Interval),
 			"a ping must be able to fail before the next one is due: lower the timeout or raise the interval")
 	}
+}
+
+// renamedField reports m if it is a per-server key the original system
+// used that this one renamed, as an error with the migration: "mode" was
+// both how callers share an instance and which callers share one, now
+// "sharing" and "scope".
+func (p *problems) renamedField(name string, m member) bool {
+	if m.key != "mode" {
+		return false
+	}
+	var v string
+	json.Unmarshal(m.value, &v) //nolint:errcheck // any value gets the hint; a string a more exact one
+	hint := `use "sharing" ("shared" or "exclusive": how callers share an instance) and "scope" (which callers share one: ` +
+		strings.Join(ScopeNames(), ", ") + `)`
+	switch {
+	case v == string(SharingShared) || v == string(SharingExclusive):
+		hint = fmt.Sprintf(`write "sharing": %q; "scope" says which callers share an instance`, v)
+	case IsScopeKind(ScopeKind(v)):
+		hint = fmt.Sprintf(`write "scope": %q; "sharing" says whether callers share it at once ("shared") or one at a time ("exclusive")`, v)
+	}
+	p.add(name, "mode", `"mode" was renamed: it is "sharing" and "scope" now`, hint)
+	return true
 }

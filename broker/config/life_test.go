@@ -143,3 +143,22 @@ func TestWebhookErrors(t *testing.T) {
 		t.Errorf("webhook %+v, want the secret from HOOK and two events", w)
 	}
 }
+
+func TestModeRenamed(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"servers": {"x": {"command": "a", "mode": "exclusive"}}}`: `write "sharing": "exclusive"`,
+		`{"servers": {"x": {"command": "a", "mode": "session"}}}`:   `write "scope": "session"`,
+		`{"servers": {"x": {"command": "a", "mode": 3}}}`:           `use "sharing"`,
+		`{"mcpServers": {"x": {"command": "a", "mode": "shared"}}}`: `write "sharing": "shared"`,
+	} {
+		_, err := config.Parse([]byte(doc), "t.json")
+		if err == nil {
+			t.Fatalf("%s: no error", doc)
+		}
+		probs := configErrors(t, err)
+		if len(probs) != 1 || probs[0].Server != "x" || probs[0].Field != "mode" ||
+			!strings.Contains(probs[0].Error(), `"mode" was renamed`) || !strings.Contains(probs[0].Error(), want) {
+			t.Errorf("%s: problems %v, want one on x's mode with %q", doc, probs, want)
+		}
+	}
+}

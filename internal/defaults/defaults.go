@@ -10,10 +10,25 @@
 // them in, so that `mcpx config show` prints what will run, without
 // linking the pool, the MCP client, the call log or the resolver. Defaults
 // the config applies itself (call timeout, argument depth, input wait)
-// stay in broker/config. It imports nothing but time.
+// stay in broker/config. It imports nothing but time and embed.
+//
+// Document is every default of the config file in one JSON document of the
+// config's shape, these and the config's own (`mcpx config --defaults`
+// prints it); a test holds it to what a parsed config and the packages
+// really fill in, so the two cannot drift.
 package defaults
 
-import "time"
+import (
+	_ "embed"
+	"time"
+)
+
+// Document is every default of the config file, as a JSON document of the
+// config's shape: "<command server>" and "<url server>" stand for a
+// server of either kind. The caller must not modify it.
+//
+//go:embed defaults.json
+var Document []byte
 
 // The pool (package pool): pool.Server and pool.Options, and the config's
 // pool section and per-server fields.
