@@ -93,6 +93,14 @@ func (k *keeper) used(t Target) {
 	k.recent[t.Server] = r
 }
 
+// forget drops key from the last keys used: an instance stopped by
+// request is not started again by Min (a server's Keys still are).
+func (k *keeper) forget(key instKey) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.recent[key.server] = slices.DeleteFunc(k.recent[key.server], func(t Target) bool { return t.Key == key.key })
+}
+
 func (k *keeper) last(server string) []Target {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -166,3 +166,23 @@ func TestLifeFieldsReplaceNoInstance(t *testing.T) {
 		t.Errorf("pid %s after a health/min change, want the same child %s", got, pid)
 	}
 }
+
+// TestMinForgetsAKeyStoppedByRequest: an instance stopped by request is
+// not started again for its key, though min keeps the last keys used.
+func TestMinForgetsAKeyStoppedByRequest(t *testing.T) {
+	def := demoServer(t, "demo")
+	def.Min = 1
+	p := newPool(t, pool.Options{}, def)
+	tg := pool.Target{Server: "demo", Key: "session:a"}
+	mustCall(t, p, tg, "pid", nil)
+	id := p.Instances()[0].ID
+	after := lastEvent(p)
+	if err := p.Stop(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // more than one tick of the keeper
+	evs, _, _ := p.Events().Since(after)
+	if count(evs, pool.EventSpawn) != 0 || len(p.Instances()) != 0 {
+		t.Errorf("after the stop: events %+v, instances %+v; want none started", evs, p.Instances())
+	}
+}

@@ -558,6 +558,7 @@ func (p *Pool) Stop(ctx context.Context, id string) error {
 	p.removeLocked(inst, "", "stopped by request")
 	p.kickLocked()
 	p.unlock()
+	p.keep.forget(inst.key)
 	p.log.Info("stopping instance by request", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 	p.stopInstance(ctx, inst, "stopped by request")
 	return nil

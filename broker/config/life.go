@@ -23,7 +23,8 @@ type Health struct {
 	// pool-wide check off for this server. At least MinHealthInterval.
 	Interval Period `json:"interval"`
 	// Timeout is how long a ping may go unanswered; 0 = the smaller of
-	// defaults.HealthTimeout and half the interval. Below the interval.
+	// defaults.HealthTimeout and half the interval. At most half the
+	// interval, so that a wedged child is replaced within two intervals.
 	Timeout Duration `json:"timeout,omitempty"`
 }
 
@@ -166,9 +167,9 @@ func (p *problems) checkHealth(name, field string, h *Health) {
 	if h.Timeout == 0 {
 		h.Timeout = Duration(min(defaults.HealthTimeout, h.Interval.D()/2))
 	}
-	if h.Timeout.D() >= h.Interval.D() {
-		p.add(name, field+".timeout", fmt.Sprintf("timeout %s is not below the interval %s", h.Timeout, h.Interval),
-			"a ping must be able to fail before the next one is due: lower the timeout or raise the interval")
+	if h.Timeout.D() > h.Interval.D()/2 {
+		p.add(name, field+".timeout", fmt.Sprintf("timeout %s is over half the interval %s", h.Timeout, h.Interval),
+			"a wedged child is replaced within two intervals only if its ping fails within half of one: lower the timeout or raise the interval")
 	}
 }
 
