@@ -98,6 +98,9 @@ func (k *keeper) used(t Target) {
 func (k *keeper) forget(key instKey) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.recent[key.server] == nil {
+		return
+	}
 	k.recent[key.server] = slices.DeleteFunc(k.recent[key.server], func(t Target) bool { return t.Key == key.key })
 }
 

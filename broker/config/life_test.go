@@ -9,6 +9,30 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 )
 
+// wantProblem parses doc and wants a problem of server and field whose
+// message holds each of want.
+func wantProblem(t *testing.T, doc, server, field string, want ...string) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(doc), "/etc/mcpx.json")
+	if err == nil {
+		t.Fatalf("no error; config = %+v", cfg)
+	}
+	var found *config.Problem
+	for _, e := range configErrors(t, err) {
+		if e.Server == server && e.Field == field {
+			found = e
+		}
+	}
+	if found == nil {
+		t.Fatalf("no problem with server %q and field %q in:\n%s", server, field, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(found.Error(), w) {
+			t.Errorf("%q does not contain %q", found.Error(), w)
+		}
+	}
+}
+
 func TestLifeErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc, server, field string
@@ -35,26 +59,7 @@ func TestLifeErrors(t *testing.T) {
 		{"idle scope negative", `{"pool":{"idleTimeout":{"call":"-1s"}}}`,
 			"", "pool.idleTimeout.call", []string{"idle timeout -1s"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := config.Parse([]byte(tc.doc), "/etc/mcpx.json")
-			if err == nil {
-				t.Fatalf("no error; config = %+v", cfg)
-			}
-			var found *config.Problem
-			for _, e := range configErrors(t, err) {
-				if e.Server == tc.server && e.Field == tc.field {
-					found = e
-				}
-			}
-			if found == nil {
-				t.Fatalf("no problem with server %q and field %q in:\n%s", tc.server, tc.field, err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(found.Error(), w) {
-					t.Errorf("%q does not contain %q", found.Error(), w)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantProblem(t, tc.doc, tc.server, tc.field, tc.want...) })
 	}
 }
 
@@ -119,21 +124,7 @@ func TestWebhookErrors(t *testing.T) {
 		{"event misspelt", `{"url": "https://example.com/x", "secret": "x", "events": ["crash", "wedgd"]}`, "webhooks[0].events[1]", `did you mean "wedged"?`},
 		{"field misspelt", `{"url": "https://example.com/x", "secret": "x", "evnts": []}`, "webhooks[0].evnts", `did you mean "events"?`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.Parse([]byte(`{"webhooks": [`+tc.hook+`]}`), "t.json")
-			if err == nil {
-				t.Fatal("no error")
-			}
-			var found *config.Problem
-			for _, e := range configErrors(t, err) {
-				if e.Field == tc.field {
-					found = e
-				}
-			}
-			if found == nil || !strings.Contains(found.Error(), tc.want) {
-				t.Errorf("no problem of field %s saying %q in:\n%v", tc.field, tc.want, err)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantProblem(t, `{"webhooks": [`+tc.hook+`]}`, "", tc.field, tc.want) })
 	}
 	cfg, err := config.Parse([]byte(`{"webhooks": [{"url": "http://127.0.0.1:9/x", "secret": "${env:HOOK}", "events": ["tool-changed", "reload-refused"]}]}`), "t.json")
 	if err != nil {
