@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -172,5 +173,22 @@ func TestWebhookSecretUnset(t *testing.T) {
 	_, err = daemon.New(daemon.Options{Config: cfg, StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(string) string { return "" }})
 	if err == nil || !strings.Contains(err.Error(), "webhooks[0].secret") || !strings.Contains(err.Error(), "NOPE") {
 		t.Errorf("err = %v, want one naming webhooks[0].secret and NOPE", err)
+	}
+}
+
+// TestWebhookEventsAreTheLifecycleEvents: the kinds a webhook may ask for
+// (config.WebhookEvents, which the config checks names against) are every
+// lifecycle event /v1/events streams, and tool-changed.
+func TestWebhookEventsAreTheLifecycleEvents(t *testing.T) {
+	want := []string{"tool-changed"}
+	for _, k := range wire.LifecycleEvents() {
+		if k != wire.EventGap {
+			want = append(want, k)
+		}
+	}
+	slices.Sort(want)
+	got := slices.Sorted(slices.Values(config.WebhookEvents))
+	if !slices.Equal(got, want) {
+		t.Errorf("config.WebhookEvents = %v, want %v", got, want)
 	}
 }
