@@ -18,6 +18,10 @@ type Daemon struct {
 	// Stop begins a graceful shutdown and returns at once; the handler
 	// calls it after answering. It must be safe to call more than once.
 	Stop func()
+	// StopNow is Stop with no drain (?force=true): it stops every child at
+	// once, cutting the calls in flight, then begins the shutdown; nil =
+	// a forced stop is refused.
+	StopNow func()
 	// Reload reads the config again and puts it in force, or returns why
 	// not (a *broker.Error of KindConfig); the running config then stays.
 	// It is the same code as SIGHUP's.
@@ -49,16 +53,24 @@ func (s *server) stopDaemon(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkControl(r, "stop the daemon"); err != nil {
 		return err
 	}
-	if s.daemon.Stop == nil {
+	force, err := boolQuery(r, wire.QueryForce, "stop the daemon")
+	if err != nil {
+		return err
+	}
+	stop := s.daemon.Stop
+	if force {
+		stop = s.daemon.StopNow
+	}
+	if stop == nil {
 		return noControl("stop the daemon")
 	}
-	s.log.Info("stop requested through the API")
+	s.log.Info("stop requested through the API", "force", force)
 	w.WriteHeader(http.StatusNoContent)
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
 	// Shutdown drains this request too; it has answered, so it ends now.
-	s.daemon.Stop()
+	stop()
 	return nil
 }
 

@@ -31,6 +31,8 @@ var handlers = map[string]handlerFunc{
 	wire.OpStopInstance:          (*server).stopInstance,
 	wire.OpStopDaemon:            (*server).stopDaemon,
 	wire.OpReloadDaemon:          (*server).reloadDaemon,
+	wire.OpRestartServer:         (*server).restartServer,
+	wire.OpRefresh:               (*server).refresh,
 	wire.OpOpenAPI:               (*server).openAPI,
 	wire.OpTypeScript:            (*server).typeScriptClient,
 	wire.OpTypes:                 (*server).types,

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"mcpx.dev/mcpx/api/wire"
@@ -16,18 +15,7 @@ import (
 // a task only for the caller that started it (broker/tasks.go).
 
 // taskQuery reads ?task= of a tool call.
-func taskQuery(r *http.Request) (bool, error) {
-	v := r.URL.Query().Get(wire.QueryTask)
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, &broker.Error{Kind: broker.KindBadRequest, Op: "call", Field: wire.QueryTask,
-			Msg: "?task= must be true or false, not " + strconv.Quote(v)}
-	}
-	return b, nil
-}
+func taskQuery(r *http.Request) (bool, error) { return boolQuery(r, wire.QueryTask, "call") }
 
 func (s *server) startTask(w http.ResponseWriter, r *http.Request, req broker.Request, tool string, args []byte) error {
 	t, err := s.b.StartToolTask(r.Context(), req, tool, args, 0)

@@ -73,7 +73,7 @@ func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, stri
 // poolServer is the pool's definition of server name, s as the config
 // file at source (whose directory a relative openapi spec is in) gives it.
 func (b *Broker) poolServer(name string, s *config.Server, source string) pool.Server {
-	return pool.Server{
+	d := pool.Server{
 		Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
 		URL: s.URL, Headers: s.Headers,
 		InheritEnv: s.InheritEnv.Names, InheritAllEnv: s.InheritEnv.All,
@@ -89,6 +89,8 @@ func (b *Broker) poolServer(name string, s *config.Server, source string) pool.S
 		NoRoots:      !s.OffersRoots(),
 		Adapter:      b.adapterOf(name, s, source),
 	}
+	keepAlive(&d, s)
+	return d
 }
 
 // readyStderr is r's stderr pattern; "" for none.

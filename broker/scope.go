@@ -157,7 +157,7 @@ func (r *Resolver) Resolve(kind config.ScopeKind, cc CallContext) ResolvedScope 
 func (r *Resolver) resolve(kind config.ScopeKind, cc CallContext) ResolvedScope {
 	switch kind {
 	case config.ScopeGlobal:
-		return ResolvedScope{Key: "global"}
+		return ResolvedScope{Key: globalKey}
 	case config.ScopeCall:
 		return callScope(cc, "")
 	case config.ScopeSession:

@@ -18,8 +18,10 @@ import (
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemonlog"
 	"mcpx.dev/mcpx/mcpserver"
+	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/webhook"
 )
 
 // Options configure New.
@@ -37,6 +39,11 @@ type Options struct {
 	Drain time.Duration
 	// Stderr gets the log as text, beside the JSON file; nil = none.
 	Stderr io.Writer
+	// Getenv reads the daemon's variables (webhook secrets); nil = os.Getenv.
+	Getenv func(string) string
+	// Webhook tunes the webhooks' sender (its Hooks and Logger are the
+	// daemon's); the zero value is the defaults.
+	Webhook webhook.Options
 }
 
 // Daemon is what a daemon serves: its log and its broker, with what they
@@ -47,6 +54,10 @@ type Daemon struct {
 	LogFile *daemonlog.File // the log's file, for GET /v1/log
 	Broker  *broker.Broker
 	MCP     *mcpserver.Server // the MCP endpoint's sessions, served by api at /mcp
+	Metrics *metrics.Metrics  // the Prometheus metrics, for api.Options.Metrics
+	// Webhooks sends the lifecycle events to the config's webhooks; nil
+	// when it has none.
+	Webhooks *webhook.Sender
 
 	drain   time.Duration
 	closers []func() // what New opened, in order
@@ -97,9 +108,26 @@ func New(o Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.closers = append(d.closers, func() { nix.Close() }) // after the broker: its children are gone by then
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	hooks, err := webhookHooks(o.Config.Webhooks, getenv)
+	if err != nil {
+		return nil, err
+	}
 	d.Broker, err = broker.New(broker.Options{Config: o.Config, Logger: d.Log, Version: o.Version, StateDir: o.StateDir, Nix: nix, Chain: o.Chain})
 	if err != nil {
 		return nil, err
+	}
+	d.Metrics = metrics.New(d.Broker, o.Version)
+	if len(hooks) > 0 {
+		wo := o.Webhook
+		wo.Logger = d.Log
+		var stop func()
+		d.Webhooks, stop = startWebhooks(d.Broker, hooks, wo, min(WebhookFlush, d.drain))
+		d.Metrics.ReadWebhooks(webhookMetrics(d.Webhooks))
+		d.closers = append(d.closers, stop) // after the broker: its children's last events are sent
 	}
 	d.closers = append(d.closers, d.closeBroker)
 	d.MCP = mcpserver.New(mcpserver.Options{Broker: d.Broker, Logger: d.Log, Version: o.Version,

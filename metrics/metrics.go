@@ -186,7 +186,7 @@ var poolCounters = []struct {
 	{prometheus.NewDesc("mcpx_pool_restarts_total", "Starts of an instance that had run a child before.", nil, nil), func(s broker.Stats) int64 { return s.Restarts }},
 	{prometheus.NewDesc("mcpx_pool_start_failures_total", "Starts that failed or timed out.", nil, nil), func(s broker.Stats) int64 { return s.StartFailures }},
 	{prometheus.NewDesc("mcpx_pool_crashes_total", "Running children that exited unexpectedly.", nil, nil), func(s broker.Stats) int64 { return s.Crashes }},
-	{prometheus.NewDesc("mcpx_pool_wedged_total", "Running children found silent after a call timed out, and killed.", nil, nil), func(s broker.Stats) int64 { return s.Wedged }},
+	{prometheus.NewDesc("mcpx_pool_wedged_total", "Running children found silent (a call timed out, or a health check's ping went unanswered), and killed.", nil, nil), func(s broker.Stats) int64 { return s.Wedged }},
 	{prometheus.NewDesc("mcpx_pool_evictions_total", "Idle instances stopped to make room for another key.", nil, nil), func(s broker.Stats) int64 { return s.Evictions }},
 	{prometheus.NewDesc("mcpx_pool_reaps_total", "Instances stopped for idleness or because their owner went away.", nil, nil), func(s broker.Stats) int64 { return s.Reaps }},
 	{prometheus.NewDesc("mcpx_pool_waits_total", "Callers that waited in line for room for a new instance.", nil, nil), func(s broker.Stats) int64 { return s.Waits }},

@@ -107,15 +107,7 @@ func (p *Pool) replace(inst *instance, g *generation, id execid.ID) bool {
 	path := id.Changed(*g.exec)
 	p.logLocked(p.log, slog.LevelInfo, "executable changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
 		"pid", g.pid(), "path", path, "was", g.exec.Value, "now", id.Value)
-	p.removeEvLocked(inst, &event{notice: EventRestart, reason: why, path: path})
-	p.stopAsync(inst, why)
-	next, err := p.createLocked(inst.def, Target{Server: inst.key.server, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded})
-	if err != nil {
-		p.logLocked(p.log, slog.LevelWarn, "cannot make the replacement instance; the next call makes one", "server", inst.def.Name, "key", inst.key.key, "err", err)
-		p.kickLocked()
-		return true
-	}
-	p.startLocked(next, p.opts.Now())
+	p.replaceLocked(inst, &event{notice: EventRestart, reason: why, path: path})
 	p.kickLocked()
 	return true
 }

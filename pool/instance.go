@@ -589,50 +589,40 @@ func (i *instance) statusLocked(now time.Time) InstanceStatus {
 // per child at a time; it runs in the background, so the timed-out caller
 // gets its answer at once.
 func (p *Pool) probe(inst *instance, g *generation) {
-	if g.sess == nil || !g.probing.CompareAndSwap(false, true) {
-		return
-	}
 	p.mu.Lock()
 	defer p.unlock()
-	if p.closed {
-		g.probing.Store(false)
-		return
-	}
-	// Under p.mu, like stopAsync: Close never waits on a WaitGroup that
-	// is still being added to.
-	p.wg.Go(func() {
-		defer g.probing.Store(false)
-		p.probeOnce(inst, g)
-	})
+	detail := fmt.Sprintf("the child was wedged: a call timed out and a ping got no answer within %s, so it was killed; the next call starts a new one", p.opts.ProbeTimeout)
+	p.probeLocked(inst, g, p.opts.ProbeTimeout, detail, nil)
 }
 
-func (p *Pool) probeOnce(inst *instance, g *generation) {
-	ctx, cancel := context.WithTimeout(p.ctx, p.opts.ProbeTimeout)
+// probeOnce pings g, bounded by timeout, and kills it as wedged (detail
+// says why) if it does not answer; it reports whether it did.
+func (p *Pool) probeOnce(inst *instance, g *generation, timeout time.Duration, detail string) bool {
+	ctx, cancel := context.WithTimeout(p.ctx, timeout)
 	err := g.sess.Ping(ctx)
 	timedOut := ctx.Err() != nil && p.ctx.Err() == nil
 	cancel()
 	if err == nil || isRPCError(err) || !timedOut {
-		return // it answered, or it is gone and its watcher has it
+		return false // it answered, or it is gone and its watcher has it
 	}
 	p.mu.Lock()
 	if inst.phase != phaseReady || inst.gen != g {
 		p.unlock()
-		return
+		return false
 	}
-	detail := fmt.Sprintf("the child was wedged: a call timed out and a ping got no answer within %s, so it was killed; the next call starts a new one", p.opts.ProbeTimeout)
 	var tail string
 	if g.proc != nil {
 		tail = g.proc.stderr.Tail(20)
 	}
 	if !p.updateLocked(inst, &event{kind: evWedged, now: p.opts.Now(), gen: g, fail: &failure{detail, tail}}) {
 		p.unlock()
-		return
+		return false
 	}
 	g.wedged = detail
 	p.stats.Wedged++
 	p.unlock()
 	p.log.Warn("child is wedged; killing it", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
-		"pid", g.pid(), "probeTimeout", p.opts.ProbeTimeout, "stderr", tail)
+		"pid", g.pid(), "probeTimeout", timeout, "stderr", tail)
 	if g.proc != nil {
 		// SIGKILL ends even a stopped process; the stop that follows
 		// (and the watcher's) then finds it gone and clears its group.
@@ -641,4 +631,5 @@ func (p *Pool) probeOnce(inst *instance, g *generation) {
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	g.stop(stopCtx)
 	stopCancel()
+	return true
 }

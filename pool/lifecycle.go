@@ -36,9 +36,10 @@ const (
 	// start or a child that outlived the stopper's wait may still report.
 	phaseStopped
 	// phaseWedged: in the pool, its child alive but silent (a call timed
-	// out and a ping got no answer); the child is being killed, gen is set
-	// until its watcher reports the exit. New callers wait for that, then
-	// start a new child.
+	// out and a ping got no answer, or a health check's ping got none); the
+	// child is being killed, gen is set until its watcher reports the exit.
+	// New callers wait for that, then start a new child (the health check
+	// starts one itself).
 	phaseWedged
 
 	numPhases
@@ -137,8 +138,8 @@ type edge struct {
 //	ready     --exited-->       idle when its session expired (re-initialized on the next call);
 //	                            else a crash: idle, or backoff as for startFailed
 //	ready     --acquire-->      ready      (inflight+1)
-//	ready     --wedged-->       wedged     (a call timed out and a ping got no answer;
-//	                            the child is being killed)
+//	ready     --wedged-->       wedged     (a call timed out and a ping got no answer, or a
+//	                            health check's ping got none; the child is being killed)
 //	wedged    --exited-->       idle       (no failure counted: the wedge is recorded, and
 //	                            the next call starts a new child at once)
 //	any       --release-->      unchanged  (inflight-1; a good call clears the failures)

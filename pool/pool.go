@@ -90,6 +90,17 @@ type Server struct {
 	// roots (the config's "roots": false); the root still sets their cwd
 	// and ${mcpx.root}.
 	NoRoots bool
+	// Health, Min, Warm and Keys keep the children alive and warm
+	// (health.go): an idle child is pinged every HealthInterval (0 =
+	// never) and replaced when no answer comes within HealthTimeout; Min
+	// instances are kept running for Keys and the last keys used; Warm
+	// starts one for each of Keys at SetServers to fill the schema cache.
+	// Keys are the targets known before any call (a global server's).
+	// A change of these alone replaces no instance.
+	HealthInterval, HealthTimeout time.Duration `json:"-"`
+	Min                           int           `json:"-"`
+	Warm                          bool          `json:"-"`
+	Keys                          []Target      `json:"-"`
 
 	// Revision is opaque to the pool. Its owner bumps it when what the
 	// definition runs changed while the definition did not (a nix: command
@@ -278,6 +289,7 @@ type Pool struct {
 	memos  map[string]rootsMemo // guarded by memoMu; by server name
 	learnt *memoFile            // what earlier runs learned; constant after New
 	schema *schemaCache         // eras and lists per effective definition; constant after New
+	keep   keeper               // the last keys used, for Server.Min (health.go); has its own lock
 }
 
 // slotWaiter is a caller in line for room for a new instance. Whoever
@@ -352,6 +364,7 @@ func New(opts Options) *Pool {
 		p.wg.Add(1)
 		go p.execLoop(opts.ExecWatch)
 	}
+	p.wg.Go(p.healthLoop)
 	return p
 }
 
@@ -370,7 +383,7 @@ func (p *Pool) SetServers(defs []Server) {
 	p.mu.Lock()
 	var stale []*instance
 	for k, inst := range p.instances {
-		if nd, ok := next[k.server]; !ok || !sameDef(nd, inst.def) {
+		if nd, ok := next[k.server]; !ok || !sameLife(nd, inst.def) {
 			stale = append(stale, inst)
 			p.removeLocked(inst, EventRestart, "definition changed")
 		}
@@ -381,6 +394,7 @@ func (p *Pool) SetServers(defs []Server) {
 		p.stopAsync(inst, "definition changed")
 	}
 	p.kickLocked()
+	p.warmLocked(defs)
 	p.unlock()
 }
 
@@ -391,6 +405,7 @@ func (p *Pool) SetServers(defs []Server) {
 // broker's callTimeout), gets its child pinged: a child that does not
 // answer is killed as wedged, and the next call starts a new one.
 func (p *Pool) Do(ctx context.Context, t Target, fn func(*mcpclient.Session) error) error {
+	p.keep.used(t)
 	for attempt := 0; ; attempt++ {
 		inst, g, err := p.acquire(ctx, t)
 		if err != nil {
@@ -555,6 +570,7 @@ func (p *Pool) Stop(ctx context.Context, id string) error {
 	p.removeLocked(inst, "", "stopped by request")
 	p.kickLocked()
 	p.unlock()
+	p.keep.forget(inst.key)
 	p.log.Info("stopping instance by request", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 	p.stopInstance(ctx, inst, "stopped by request")
 	return nil

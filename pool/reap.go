@@ -60,7 +60,7 @@ func (p *Pool) reap(idle bool) {
 		if p.opts.KeyIdleTimeout != nil {
 			timeout = cmp.Or(p.opts.KeyIdleTimeout(inst.key.key), timeout)
 		}
-		if gone || (idle && now.Sub(inst.lastUsed) >= timeout) {
+		if gone || (idle && now.Sub(inst.lastUsed) >= timeout && !p.keptLocked(inst)) {
 			why := fmt.Sprintf("idle for %s (idle timeout %s)", now.Sub(inst.lastUsed).Round(time.Second), timeout)
 			switch {
 			case inst.ephemeral && gone:

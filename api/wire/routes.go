@@ -98,6 +98,8 @@ const (
 	OpStopInstance    = "stopInstance"
 	OpStopDaemon      = "stopDaemon"
 	OpReloadDaemon    = "reloadDaemon"
+	OpRestartServer   = "restartServer"
+	OpRefresh         = "refresh"
 	OpOpenAPI         = "getOpenAPI"
 	OpTypeScript      = "getTypeScriptClient"
 	OpTypes           = "getTypes"
@@ -338,9 +340,15 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/v1/config/sources", Name: OpConfigSources, Caller: true,
 		Summary:  "Show the config chain of the caller's cwd and which file defines each of its servers",
 		Response: reflect.TypeFor[ConfigSources](), Status: 200, Problems: problemsCaller},
-	{Method: "POST", Pattern: "/v1/daemon/stop", Name: OpStopDaemon,
-		Summary: "Stop the daemon: it answers, then stops accepting, drains calls and stops every child",
-		Status:  204, Problems: []string{KindForbidden, KindUnavailable, KindInternal}},
+	{Method: "POST", Pattern: "/v1/daemon/stop", Name: OpStopDaemon, OptionalQuery: []string{QueryForce},
+		Summary: "Stop the daemon: it answers, then stops accepting, drains calls and stops every child; with ?force=true it stops every child at once, cutting the calls in flight (admin)",
+		Status:  204, Problems: []string{KindBadRequest, KindForbidden, KindUnavailable, KindInternal}},
+	{Method: "POST", Pattern: "/v1/servers/{server}/restart", Name: OpRestartServer,
+		Summary:  "Drain and replace every instance of a server: calls in flight finish on the old children, new calls go to new ones (admin)",
+		Response: reflect.TypeFor[Restarted](), Status: 200, Problems: []string{KindNotFound, KindForbidden, KindUnavailable, KindInternal}},
+	{Method: "POST", Pattern: "/v1/refresh", Name: OpRefresh, OptionalQuery: []string{QueryServer},
+		Summary:  "Drop the schema cache of one server (?server=) or of all, and list the tools of their running children again (admin)",
+		Response: reflect.TypeFor[Refreshed](), Status: 200, Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTimeout, KindInternal}},
 	{Method: "POST", Pattern: "/v1/daemon/reload", Name: OpReloadDaemon,
 		Summary:  "Reload the config file; a config with errors is refused and the running one kept",
 		Response: reflect.TypeFor[Reloaded](), Status: 200, Problems: []string{KindConfig, KindForbidden, KindUnavailable, KindInternal}},

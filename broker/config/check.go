@@ -39,7 +39,8 @@ func (p *problems) checkPool(pc *Pool) {
 	} else if pc.MaxInstances == 0 {
 		pc.MaxInstances = defaults.MaxInstances
 	}
-	p.duration("", "pool.idleTimeout", &pc.IdleTimeout, defaults.IdleTimeout)
+	p.duration("", "pool.idleTimeout", &pc.IdleTimeout.Default, defaults.IdleTimeout)
+	p.checkPoolLife(pc)
 	p.duration("", "pool.reapInterval", &pc.ReapInterval, defaults.ReapInterval)
 	p.duration("", "pool.waitTimeout", &pc.WaitTimeout, defaults.WaitTimeout)
 	if pc.ExecWatch == 0 {
@@ -194,7 +195,8 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 	}
 	p.checkAllocate(name, s)
 	p.checkReady(name, s)
-	p.duration(name, "idleTimeout", &s.IdleTimeout, cmp.Or(pc.IdleTimeout.D(), defaults.IdleTimeout))
+	p.duration(name, "idleTimeout", &s.IdleTimeout, cmp.Or(pc.IdleTimeout.For(s.Scope), defaults.IdleTimeout))
+	p.checkLife(name, s, pc)
 	p.duration(name, "callTimeout", &s.CallTimeout, DefaultCallTimeout)
 	p.duration(name, "startTimeout", &s.StartTimeout, defaults.StartTimeout)
 	p.checkServerLimits(name, s)

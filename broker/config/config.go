@@ -104,6 +104,8 @@ type Config struct {
 	MCP MCP `json:"mcp,omitzero"`
 	// Registry is the MCP registry `mcpx registry` asks (registry.go).
 	Registry Registry `json:"registry,omitzero"`
+	// Webhooks receive the lifecycle events (webhooks.go).
+	Webhooks []Webhook `json:"webhooks,omitempty"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
 	// Disabled names the servers marked "disabled": true, in document
@@ -206,6 +208,15 @@ type Server struct {
 	// false = changes are reported (a tool-changed event, `mcpx status`)
 	// and the tools served. See "Tool pins" in docs/trust.md.
 	PinTools bool `json:"pinTools,omitempty"`
+	// Health pings the server's idle children (life.go); nil = pool.health.
+	Health *Health `json:"health,omitempty"`
+	// Min is how many instances are kept running, for the keys known
+	// (a global server's, else the last Min keys used), restarted when
+	// they die; 0 = none kept.
+	Min int `json:"min,omitempty"`
+	// Warm starts an instance at the daemon's start and reload to list
+	// its tools into the schema cache, then lets it idle out.
+	Warm bool `json:"warm,omitempty"`
 	// Ready says when a started stdio child is ready for its first call,
 	// beyond answering initialize; nil = as soon as it has answered (and
 	// its start-up roots/list, if it asks one, has been answered).
@@ -282,13 +293,17 @@ const (
 // Pool holds daemon-wide pool limits.
 type Pool struct {
 	MaxInstances int      `json:"maxInstances,omitempty"` // 0 = pool.DefaultMaxInstances
-	IdleTimeout  Duration `json:"idleTimeout,omitempty"`  // 0 = pool.DefaultIdleTimeout
 	ReapInterval Duration `json:"reapInterval,omitempty"` // 0 = pool.DefaultReapInterval
 	WaitTimeout  Duration `json:"waitTimeout,omitempty"`  // 0 = pool.DefaultWaitTimeout; a call's wait for room in a full pool
 	// ExecWatch is how often each running stdio child's executable is
 	// stat'ed; a child whose program changed is drained and replaced.
 	// 0 = pool.DefaultExecWatch; "off" = never (a reload still checks).
 	ExecWatch Period `json:"execWatch,omitempty"`
+	// IdleTimeout is the idle timeout of servers that set none: one, or
+	// one per scope (IdleTimeouts); 0 = pool.DefaultIdleTimeout.
+	IdleTimeout IdleTimeouts `json:"idleTimeout,omitzero"`
+	// Health is the health check of servers that set none; nil = none.
+	Health *Health `json:"health,omitempty"`
 }
 
 // Limits bound what callers and children may send the daemon, so that no

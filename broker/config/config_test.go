@@ -306,7 +306,7 @@ func TestParseDefaults(t *testing.T) {
 			"own": {Name: "own", Command: "x", Scope: config.ScopeSession, Sharing: config.SharingExclusive, Max: 2,
 				IdleTimeout: dur(time.Minute), CallTimeout: dur(10 * time.Second), StartTimeout: dur(5 * time.Second)},
 		},
-		Pool: config.Pool{MaxInstances: 64, IdleTimeout: dur(2 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second), ExecWatch: config.Period(pool.DefaultExecWatch)},
+		Pool: config.Pool{MaxInstances: 64, IdleTimeout: config.IdleTimeouts{Default: dur(2 * time.Minute)}, ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second), ExecWatch: config.Period(pool.DefaultExecWatch)},
 		Limits: config.Limits{MaxDepth: config.DefaultMaxDepth, MaxMessageBytes: pool.DefaultMaxMessageBytes, RootsWait: dur(pool.DefaultRootsWait), ExecHashMax: pool.DefaultExecHashMax,
 			InputWait: dur(config.DefaultInputWait)},
 		Nix: config.Nix{Timeout: dur(nixresolve.DefaultTimeout), Refresh: config.NixRefreshNever},
@@ -321,7 +321,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPool := config.Pool{MaxInstances: 64, IdleTimeout: dur(5 * time.Minute), ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second), ExecWatch: config.Period(pool.DefaultExecWatch)}
+	wantPool := config.Pool{MaxInstances: 64, IdleTimeout: config.IdleTimeouts{Default: dur(5 * time.Minute)}, ReapInterval: dur(30 * time.Second), WaitTimeout: dur(10 * time.Second), ExecWatch: config.Period(pool.DefaultExecWatch)}
 	if diff := cmp.Diff(wantPool, empty.Pool); diff != "" {
 		t.Errorf("pool defaults (-want +got):\n%s", diff)
 	}

@@ -28,7 +28,7 @@ type decoded struct {
 // field that names it ("type", or Cline's "transportType").
 type transport struct{ field, value string }
 
-var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "log", "ceilingDirs", "script", "mcp", "registry"}
+var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "log", "ceilingDirs", "script", "mcp", "registry", "webhooks"}
 
 // clientTop are the top-level keys of the client formats mcpx reads (see
 // the package doc) besides their servers: VS Code's "inputs", checked where
@@ -74,6 +74,8 @@ func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int
 			p.decodeMCP(&cfg.MCP, m.value)
 		case "registry":
 			p.decodeRegistry(&cfg.Registry, m.value)
+		case "webhooks":
+			p.decodeWebhooks(&cfg.Webhooks, m.value)
 		case "inputs":
 			var in []json.RawMessage
 			if json.Unmarshal(m.value, &in) != nil {
@@ -206,6 +208,9 @@ func serverFields(s *Server, typ *string, ready *json.RawMessage) map[string]fie
 		"burst":         {&s.Burst, "a non-negative integer"},
 		"maxConcurrent": {&s.MaxConcurrent, "a non-negative integer"},
 		"cli":           {new(json.RawMessage), "an object"}, // decoded key by key: decodeCLI
+		"health":        {&s.Health, `an object such as {"interval": "30s", "timeout": "5s"}`},
+		"min":           {&s.Min, "a non-negative integer"},
+		"warm":          {&s.Warm, "true or false"},
 	}
 }
 
@@ -230,7 +235,7 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 		switch {
 		case !mine && seen[m.key]:
 			d.probs.add(name, m.key, fmt.Sprintf("field %q appears twice", m.key), "keep one of them")
-		case d.probs.clientField(name, m, &d):
+		case d.probs.clientField(name, m, &d), d.probs.renamedField(name, m):
 			seen[m.key] = true
 		case !mine && suggest.Closest(m.key, clientFields) != "" && suggest.Closest(m.key, slices.Collect(maps.Keys(fields))) == "":
 			// A misspelt client key, say "autoAprove".
@@ -312,7 +317,8 @@ func (p *problems) decodePool(pc *Pool, raw json.RawMessage) {
 	}
 	fields := map[string]fieldSpec{
 		"maxInstances": {&pc.MaxInstances, "a non-negative integer"},
-		"idleTimeout":  {&pc.IdleTimeout, `a duration string such as "5m"`},
+		"idleTimeout":  {&pc.IdleTimeout, `a duration string such as "5m", or one per scope such as {"call": "30s", "session": "30m", "default": "10m"}`},
+		"health":       {&pc.Health, `an object such as {"interval": "30s", "timeout": "5s"}`},
 		"reapInterval": {&pc.ReapInterval, `a duration string such as "30s"`},
 		"waitTimeout":  {&pc.WaitTimeout, `a duration string such as "10s"`},
 		"execWatch":    {&pc.ExecWatch, `a duration string such as "10s", or "off"`},

@@ -66,7 +66,3 @@ func (p *problems) checkRegistry(rc *Registry) {
 		p.add("", "registry.url", fmt.Sprintf("%q is plain http to a host that is not loopback: what it answers is installed and run", rc.URL), hint)
 	}
 }
-
-func loopbackHost(h string) bool {
-	return h == "localhost" || h == "::1" || strings.HasPrefix(h, "127.")
-}

@@ -8,6 +8,7 @@ import (
 
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemon"
+	"mcpx.dev/mcpx/internal/defaults"
 )
 
 // configCmd is `mcpx config check|show [--config F]`. check exits 0 and says
@@ -18,9 +19,17 @@ func configCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "config")
 	path := fs.String("config", "", "config file (default $XDG_CONFIG_HOME/mcpx/config.json)")
 	sources := sourcesFlags(fs)
+	showDefaults := fs.Bool("defaults", false, "print every default as one JSON document of the config's shape")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
+	}
+	if *showDefaults {
+		if len(pos) > 0 || *sources.on {
+			return usageError(c, fs, "--defaults takes no `check`, `show` or --sources")
+		}
+		c.stdout.Write(defaults.Document) //nolint:errcheck // as every print to stdout
+		return exitOK
 	}
 	if *sources.on {
 		if len(pos) > 0 {

@@ -20,6 +20,7 @@ func daemonCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "daemon")
 	brokerAddr := brokerFlag(fs)
 	asJSON := fs.Bool("json", false, "info: print the daemon's description as JSON")
+	force := fs.Bool("force", false, "stop: do not drain; stop every child at once, cutting the calls in flight")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -34,7 +35,7 @@ func daemonCmd(ctx context.Context, c *cli, args []string) int {
 	if pos[0] == "info" {
 		return daemonInfoCmd(ctx, c, bc, *asJSON)
 	}
-	return daemonStop(ctx, c, bc)
+	return daemonStop(ctx, c, bc, *force)
 }
 
 // daemonInfoCmd prints where the daemon is and how to reach it.
@@ -75,7 +76,7 @@ func daemonInfoCmd(ctx context.Context, c *cli, bc *client.Client, asJSON bool) 
 // daemonStop asks the daemon to stop and, for a daemon on this machine,
 // waits until its process is gone (its calls drained, its children
 // stopped). No daemon running is not an error: it is what was asked for.
-func daemonStop(ctx context.Context, c *cli, bc *client.Client) int {
+func daemonStop(ctx context.Context, c *cli, bc *client.Client, force bool) int {
 	who, _, err := bc.Whoami(ctx, client.Caller{})
 	var unreachable *client.UnreachableError
 	if errors.As(err, &unreachable) {
@@ -85,7 +86,11 @@ func daemonStop(ctx context.Context, c *cli, bc *client.Client) int {
 	if err != nil {
 		return report(c, err)
 	}
-	if err := bc.StopDaemon(ctx); err != nil {
+	stop := bc.StopDaemon
+	if force {
+		stop = bc.StopDaemonNow
+	}
+	if err := stop(ctx); err != nil {
 		return report(c, err)
 	}
 	if who.Daemon == nil || !bc.Unix() || who.Daemon.Pid == os.Getpid() {

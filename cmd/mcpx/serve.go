@@ -80,8 +80,8 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	}
 	h := api.New(api.Options{Broker: d.Broker, MCP: d.MCP, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
 		InputWait: cfg.Limits.InputWait.D(),
-		Daemon:    &api.Daemon{Info: info, Config: ctl.Config, Stop: ctl.Stop, Reload: ctl.ReloadAPI}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
-		Tailnet: apiTailnet(node), CodeCache: filepath.Join(state, "code")})
+		Daemon:    &api.Daemon{Info: info, Config: ctl.Config, Stop: ctl.Stop, StopNow: ctl.StopNow, Reload: ctl.ReloadAPI}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
+		Tailnet: apiTailnet(node), Metrics: d.Metrics, CodeCache: filepath.Join(state, "code")})
 	if err := daemon.WriteRecord(info, token); err != nil {
 		return fail(err)
 	}

@@ -10,10 +10,25 @@
 // them in, so that `mcpx config show` prints what will run, without
 // linking the pool, the MCP client, the call log or the resolver. Defaults
 // the config applies itself (call timeout, argument depth, input wait)
-// stay in broker/config. It imports nothing but time.
+// stay in broker/config. It imports nothing but time and embed.
+//
+// Document is every default of the config file in one JSON document of the
+// config's shape, these and the config's own (`mcpx config --defaults`
+// prints it); a test holds it to what a parsed config and the packages
+// really fill in, so the two cannot drift.
 package defaults
 
-import "time"
+import (
+	_ "embed"
+	"time"
+)
+
+// Document is every default of the config file, as a JSON document of the
+// config's shape: "<command server>" and "<url server>" stand for a
+// server of either kind. The caller must not modify it.
+//
+//go:embed defaults.json
+var Document []byte
 
 // The pool (package pool): pool.Server and pool.Options, and the config's
 // pool section and per-server fields.
@@ -30,6 +45,9 @@ const (
 	// ExecWatch is Options.ExecWatch: how often running children's
 	// executables are stat'ed for a change.
 	ExecWatch = 10 * time.Second
+	// HealthTimeout is how long a health check's ping may go unanswered
+	// when the config sets no timeout (at most half the interval).
+	HealthTimeout = 5 * time.Second
 )
 
 // A child's MCP session (package pool/mcpclient) and its executable's
