@@ -31,6 +31,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpStopInstance:          (*server).stopInstance,
 	wire.OpStopDaemon:            (*server).stopDaemon,
 	wire.OpReloadDaemon:          (*server).reloadDaemon,
+	wire.OpUpgradeDaemon:         (*server).upgradeDaemon,
 	wire.OpOpenAPI:               (*server).openAPI,
 	wire.OpTypeScript:            (*server).typeScriptClient,
 	wire.OpTypes:                 (*server).types,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 
 	"mcpx.dev/mcpx/api"
 )
@@ -22,7 +23,8 @@ import (
 //	for _, a := range lns.Actors(h) { g.Add(a.Execute, a.Interrupt) }
 type Listeners struct {
 	list   []listener
-	handed bool // Actors has handed the listeners over
+	handed bool        // Actors has handed the listeners over
+	keep   atomic.Bool // an upgrade: the actors stop accepting but leave the sockets open (handlisteners.go)
 }
 
 type listener struct {
@@ -90,7 +92,7 @@ func (s *Listeners) Actors(h http.Handler) []Actor {
 	for _, l := range s.list {
 		ctx, cancel := context.WithCancel(context.Background())
 		out = append(out, Actor{
-			Execute:   func() error { return api.Serve(ctx, l.ln, h, l.opts) },
+			Execute:   func() error { return api.Serve(ctx, keepable(l.ln, &s.keep), h, uncapped(l)) },
 			Interrupt: func(error) { cancel() },
 		})
 	}

@@ -27,6 +27,11 @@ const (
 	EventWedged        EventKind = "wedged"  // alive but silent, being killed (Reason)
 )
 
+// EventUpgrade: the daemon re-executed itself and adopted the children it
+// could (Reason: versions, binaries, instances adopted and replaced); its
+// owner emits it, as it does EventReload.
+const EventUpgrade EventKind = "upgrade"
+
 // Event is one lifecycle event. IDs increase by one from 1, in the order
 // the events happened.
 type Event struct {

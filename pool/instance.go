@@ -309,27 +309,7 @@ func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t 
 
 // connect runs initialize, returning early if the child dies first.
 func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instance, g *generation) (*mcpclient.Session, error) {
-	root := inst.root
-	if inst.def.NoRoots {
-		root = ""
-	}
-	opts := mcpclient.Options{Root: root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
-		MaxMessageBytes: p.opts.MaxMessageBytes, RootsMemo: p.rootsMemoFor(inst.def), RootsWait: p.opts.RootsWait,
-		Sampling: inst.def.Sampling, RootsSignalled: inst.def.ReadyStderr != "" && g.proc != nil}
-	// The era an earlier child of this effective definition spoke: a
-	// handshake-era child is initialized without the probe.
-	if e := p.schema.get(g.schemaKey); e != nil {
-		opts.Era = e.Era
-	}
-	if inst.def.Era != "" {
-		opts.Era = inst.def.Era
-	}
-	holder := new(sessionHolder)
-	opts.OnList, opts.OnListChanged = p.listHooks(g.schemaKey, holder)
-	if f := p.opts.OnNotify; f != nil {
-		server, key := inst.def.Name, inst.key.key
-		opts.OnNotify = func(method string, params json.RawMessage) { f(server, key, method, params) }
-	}
+	opts, holder := p.sessionOptions(inst, g)
 	if g.proc == nil {
 		sess, err := mcpclient.Connect(ctx, tr, opts)
 		holder.set(sess)
@@ -355,6 +335,33 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 		}
 	}
 	return sess, err
+}
+
+// sessionOptions are the options of g's session, and the holder its list
+// hooks read the session from (set it once the session is made).
+func (p *Pool) sessionOptions(inst *instance, g *generation) (mcpclient.Options, *sessionHolder) {
+	root := inst.root
+	if inst.def.NoRoots {
+		root = ""
+	}
+	opts := mcpclient.Options{Root: root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
+		MaxMessageBytes: p.opts.MaxMessageBytes, RootsMemo: p.rootsMemoFor(inst.def), RootsWait: p.opts.RootsWait,
+		Sampling: inst.def.Sampling, RootsSignalled: inst.def.ReadyStderr != "" && g.proc != nil}
+	// The era an earlier child of this effective definition spoke: a
+	// handshake-era child is initialized without the probe.
+	if e := p.schema.get(g.schemaKey); e != nil {
+		opts.Era = e.Era
+	}
+	if inst.def.Era != "" {
+		opts.Era = inst.def.Era
+	}
+	holder := new(sessionHolder)
+	opts.OnList, opts.OnListChanged = p.listHooks(g.schemaKey, holder)
+	if f := p.opts.OnNotify; f != nil {
+		server, key := inst.def.Name, inst.key.key
+		opts.OnNotify = func(method string, params json.RawMessage) { f(server, key, method, params) }
+	}
+	return opts, holder
 }
 
 // brokeProtocol reports whether err says the child broke the protocol (a

@@ -25,7 +25,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 )
 
-var allTools = []string{"add", "ask", "big", "crash", "cwd", "echo", "env", "fail", "init", "pid", "progress", "roots", "sleep", "stderr", "strict"}
+var allTools = []string{"add", "ask", "big", "counter", "crash", "cwd", "echo", "env", "fail", "init", "pid", "progress", "roots", "sleep", "stderr", "strict"}
 
 func TestListTools(t *testing.T) {
 	cs := connectMemory(t, nil, handshake)
