@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -30,6 +31,7 @@ func (s *Listeners) Adopt(h *Handoff, sock, addr string, opts api.ServeOptions, 
 		}
 	}
 	s.Add(uln, opts)
+	s.list[len(s.list)-1].inherited = inheritedConns(h, uln.Addr().String())
 	if addr == "" {
 		return nil, nil
 	}
@@ -44,6 +46,7 @@ func (s *Listeners) Adopt(h *Handoff, sock, addr string, opts api.ServeOptions, 
 	}
 	opts.MaxConns = maxConns
 	s.Add(tln, opts)
+	s.list[len(s.list)-1].inherited = inheritedConns(h, tln.Addr().String())
 	return tln, nil
 }
 
@@ -78,29 +81,55 @@ type handable interface {
 // kept wraps a served listener: once keep is set (an upgrade), Close stops
 // Accept without closing the socket, so that connections arriving while
 // the daemon drains and re-executes wait in the kernel's backlog for the
-// next image, and are never refused.
+// next image, and are never refused; and the idle keep-alive connections
+// the drain would close are kept too, for the next image to serve
+// (keptConn). Accept yields first the connections a predecessor handed
+// over.
 type kept struct {
 	net.Listener
 	keep   *atomic.Bool
 	closed atomic.Bool
+
+	mu        sync.Mutex
+	inherited []net.Conn             // guarded by mu: handed over by the predecessor, not yet accepted
+	conns     map[*keptConn]struct{} // guarded by mu: open connections
 }
 
-func keepable(ln net.Listener, keep *atomic.Bool) net.Listener {
+func keepable(ln net.Listener, keep *atomic.Bool, inherited []net.Conn) net.Listener {
 	if _, ok := ln.(handable); !ok {
 		return ln // a tailnet listener: it cannot be handed over
 	}
-	return &kept{Listener: ln, keep: keep}
+	return &kept{Listener: ln, keep: keep, inherited: inherited, conns: map[*keptConn]struct{}{}}
 }
 
 func (k *kept) Accept() (net.Conn, error) {
 	if k.closed.Load() {
 		return nil, net.ErrClosed
 	}
+	k.mu.Lock()
+	if n := len(k.inherited); n > 0 {
+		c := k.inherited[0]
+		k.inherited = k.inherited[1:]
+		k.mu.Unlock()
+		return k.track(c), nil
+	}
+	k.mu.Unlock()
 	c, err := k.Listener.Accept()
 	if err != nil && k.closed.Load() {
 		return nil, net.ErrClosed
 	}
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	return k.track(c), nil
+}
+
+func (k *kept) track(c net.Conn) net.Conn {
+	kc := &keptConn{Conn: c, k: k}
+	k.mu.Lock()
+	k.conns[kc] = struct{}{}
+	k.mu.Unlock()
+	return kc
 }
 
 func (k *kept) Close() error {
@@ -149,18 +178,24 @@ func inheritFD(c syscall.Conn) (int, error) {
 	return fd, ferr
 }
 
-// handOver lists the listeners that can be handed over, with their
-// descriptors made to survive the exec (close-on-exec cleared). Call it
-// after the actors returned (with keep set, they left the sockets open).
-func (s *Listeners) handOver() ([]HandedListener, error) {
+// handOver lists the listeners that can be handed over, and their idle
+// connections, with their descriptors made to survive the exec
+// (close-on-exec cleared). Call it after the actors returned (with keep
+// set, they left the sockets open); it waits, up to wait, for connections
+// still being answered.
+func (s *Listeners) handOver(wait time.Duration) ([]HandedListener, []HandedConn, error) {
 	var out []HandedListener
+	var conns []HandedConn
 	for _, l := range s.list {
+		if k, ok := l.served.(*kept); ok {
+			conns = append(conns, k.handConns(l.ln.Addr().String(), wait)...)
+		}
 		if _, ok := l.ln.(handable); !ok {
 			continue
 		}
 		fd, err := inheritable(l.ln)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		network := "tcp"
 		if u, ok := l.ln.(*net.UnixListener); ok {
@@ -170,9 +205,9 @@ func (s *Listeners) handOver() ([]HandedListener, error) {
 		out = append(out, HandedListener{Network: network, Addr: l.ln.Addr().String(), FD: fd})
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no listener to hand over")
+		return nil, nil, errors.New("no listener to hand over")
 	}
-	return out, nil
+	return out, conns, nil
 }
 
 // closeKept closes the listeners an upgrade kept open, when it did not

@@ -41,6 +41,7 @@ type Handoff struct {
 	// one was executed again instead.
 	UpgradeError string            `json:"upgradeError,omitempty"`
 	Listeners    []HandedListener  `json:"listeners"`
+	Conns        []HandedConn      `json:"conns,omitempty"` // idle keep-alive connections (handconns.go)
 	Pool         pool.HandoffState `json:"pool"`
 }
 

@@ -135,12 +135,12 @@ func (u *Upgrader) Exec(d *Daemon, lns *Listeners, h Handoff) error {
 	h.Requested = u.requested
 	u.mu.Unlock()
 	h.Generation = u.gen
-	ls, err := lns.handOver()
+	ls, conns, err := lns.handOver(d.drain)
 	if err != nil {
 		lns.closeKept()
 		return err
 	}
-	h.Listeners = ls
+	h.Listeners, h.Conns = ls, conns
 	path := filepath.Join(d.state, HandoffFile)
 	env := append(environWithout(EnvHandoff), EnvHandoff+"="+path)
 	err = d.Broker.Handoff(func(st pool.HandoffState) error {
@@ -155,7 +155,7 @@ func (u *Upgrader) Exec(d *Daemon, lns *Listeners, h Handoff) error {
 		if err := writeHandoff(path, h); err != nil {
 			return err
 		}
-		u.log.Info("upgrading: executing", "binary", bin, "children", len(st.Children), "listeners", len(ls))
+		u.log.Info("upgrading: executing", "binary", bin, "children", len(st.Children), "listeners", len(ls), "connections", len(conns))
 		err := syscall.Exec(bin, os.Args, env)
 		h.UpgradeError = fmt.Sprintf("executing %s: %v", bin, err)
 		u.log.Error("upgrade: the new binary did not run; executing the running one again", "binary", bin, "err", err)

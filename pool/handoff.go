@@ -1,12 +1,16 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -42,6 +46,10 @@ type HandoffState struct {
 	// used again.
 	Seq      map[string]int `json:"seq,omitempty"`
 	Children []HandoffChild `json:"children"`
+	// Events are the kept lifecycle events and NextEvent the next id: a
+	// client resuming /v1/events across the upgrade loses nothing.
+	Events    []Event `json:"events,omitempty"`
+	NextEvent uint64  `json:"nextEvent,omitempty"`
 }
 
 // HandoffChild is one running stdio instance being handed over.
@@ -112,6 +120,7 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 	for k, v := range p.seq {
 		st.Seq[k] = v
 	}
+	st.Events, st.NextEvent = p.events.kept()
 	for _, inst := range p.instances {
 		if h, ok := handoffOf(inst); ok {
 			st.Children = append(st.Children, h)
@@ -193,11 +202,14 @@ type Adopted struct {
 // child of the new definition.
 func (p *Pool) Adopt(st HandoffState) Adopted {
 	var out Adopted
+	p.events.restore(st.Events, st.NextEvent)
 	p.mu.Lock()
 	for k, v := range st.Seq {
 		p.seq[k] = max(p.seq[k], v)
 	}
 	p.unlock()
+	// By index: each takes the lowest free, as it did when it was made.
+	slices.SortFunc(st.Children, func(a, b HandoffChild) int { return cmp.Compare(a.Index, b.Index) })
 	for _, h := range st.Children {
 		log := p.log.With("server", h.Server, "key", h.Key, "instance", h.ID, "pid", h.Pid)
 		c := adoptChild(h, log, &p.counters.server(h.Server).suppressed)
@@ -231,7 +243,14 @@ func (p *Pool) adopt(h HandoffChild, c *child, log *slog.Logger) string {
 		p.unlock()
 		return "its key has an instance already"
 	}
+	// The same id: fmtID of the number it had (the placeholders of the
+	// spec, which the identity covers, may name it).
+	seq := p.seq[h.Server]
+	if n, err := strconv.Atoi(strings.TrimPrefix(h.ID, h.Server+"-")); err == nil && fmtID(h.Server, n) == h.ID {
+		p.seq[h.Server] = n - 1
+	}
 	inst, err := p.createLocked(def, Target{Server: h.Server, Key: h.Key, Root: h.Root, Cwd: h.Cwd, Degraded: h.Degraded})
+	p.seq[h.Server] = max(seq, p.seq[h.Server])
 	if err != nil {
 		p.unlock()
 		return err.Error()
@@ -292,6 +311,11 @@ func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c *child) 
 // pipes from their descriptors, its stderr read again, its exit waited
 // for by pid (it is still this process's child).
 func adoptChild(h HandoffChild, log *slog.Logger, suppressed *atomic.Int64) *child {
+	for _, fd := range h.Files() {
+		// Close-on-exec again: a child that is not handed over at the
+		// next exec must not have its pipes leak into the next image.
+		syscall.CloseOnExec(fd)
+	}
 	stderrR := os.NewFile(uintptr(h.Stderr), "stderr")
 	c := &child{
 		cmd:        &exec.Cmd{},
@@ -323,4 +347,42 @@ func adoptChild(h HandoffChild, log *slog.Logger, suppressed *atomic.Int64) *chi
 		}
 	}()
 	return c
+}
+
+// kept returns the kept events, oldest first, and the next id.
+func (l *EventLog) kept() ([]Event, uint64) {
+	evs, _, _ := l.Since(0)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return evs, l.next
+}
+
+// restore puts a predecessor's events (and its next id) before the ones
+// this log has, which are numbered again after them.
+func (l *EventLog) restore(evs []Event, next uint64) {
+	if next == 0 {
+		return
+	}
+	cur, _, _ := l.Since(0)
+	l.mu.Lock()
+	l.buf, l.start, l.next = l.buf[:0], 0, next
+	l.mu.Unlock()
+	for _, ev := range evs {
+		l.put(ev)
+	}
+	for _, ev := range cur {
+		l.Add(ev)
+	}
+}
+
+// put appends ev with the id it has.
+func (l *EventLog) put(ev Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) < cap(l.buf) {
+		l.buf = append(l.buf, ev)
+	} else {
+		l.buf[l.start] = ev
+		l.start = (l.start + 1) % len(l.buf)
+	}
 }

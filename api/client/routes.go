@@ -246,3 +246,6 @@ func (c *Client) UpgradeDaemon(ctx context.Context, binary string) (*wire.Upgrad
 	}
 	return &res, nil
 }
+
+// CloseIdleConnections closes the client's idle keep-alive connections.
+func (c *Client) CloseIdleConnections() { c.tr.CloseIdleConnections() }
