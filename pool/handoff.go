@@ -63,7 +63,6 @@ type HandoffChild struct {
 	Index    int       `json:"index"`
 	Created  time.Time `json:"created"`
 	Started  time.Time `json:"started"`
-	Calls    int64     `json:"calls"`
 	// SchemaKey is the effective definition's identity (schemaKey: the
 	// command, arguments, environment, cwd and root as substituted, and
 	// the executable's identity); Exec the executable's identity alone.
@@ -138,7 +137,7 @@ func handoffOf(inst *instance) (HandoffChild, bool) {
 	}
 	c := g.proc
 	h := HandoffChild{ID: inst.id, Server: inst.def.Name, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded,
-		Index: inst.index, Created: inst.created, Started: inst.started, Calls: inst.calls,
+		Index: inst.index, Created: inst.created, Started: inst.started,
 		SchemaKey: g.schemaKey, Exec: g.execValue(), Pid: c.pid(), Start: c.start, Mark: c.mark,
 		Session: g.sess.Snapshot()}
 	var ok bool
@@ -255,7 +254,7 @@ func (p *Pool) adopt(h HandoffChild, c *child, log *slog.Logger) string {
 		p.unlock()
 		return err.Error()
 	}
-	inst.created, inst.calls = h.Created, h.Calls
+	inst.created = h.Created
 	a := &startAttempt{done: make(chan struct{})}
 	p.updateLocked(inst, &event{kind: evStart, now: p.opts.Now(), attempt: a})
 	sp := inst.spec

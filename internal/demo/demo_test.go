@@ -423,3 +423,17 @@ func TestHang(t *testing.T) {
 		t.Errorf("hanging server exited by itself with %d", c.cmd.ProcessState.ExitCode())
 	}
 }
+
+// TestCounter: each server process counts on from its own last number;
+// another process starts from 1.
+func TestCounter(t *testing.T) {
+	a, b := connectMemory(t, nil, ""), connectMemory(t, nil, "")
+	for want := 1; want <= 3; want++ {
+		if got := callText(t, a, "counter", map[string]any{}); got != strconv.Itoa(want) {
+			t.Errorf("call %d: %q", want, got)
+		}
+	}
+	if got := callText(t, b, "counter", map[string]any{}); got != "1" {
+		t.Errorf("another server's first count: %q", got)
+	}
+}
