@@ -122,7 +122,8 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	err = g.Run()
 	if errors.Is(err, daemon.ErrUpgradeRequested) {
 		if node != nil {
-			node.Close() // tsnet cannot be handed over: the next image brings the node up again
+			log.Info("upgrading: closing the tailnet node; the next image brings it up again")
+			node.Close() // tsnet cannot be handed over
 		}
 		err = up.Exec(d, &lns, daemon.Handoff{Version: version(), Binary: daemon.SelfBinary(), Started: info.Started, Token: token})
 		log.Error("upgrade failed: shutting down", "err", err)

@@ -23,6 +23,7 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testtailnet"
 )
 
 // upgradeDaemon is a `mcpx serve` process of TestUpgradeProcess.
@@ -505,4 +506,74 @@ func (m *mcpCaller) echo(ctx context.Context, msg string, reinits *atomic.Int64)
 		return r.Result.Content[0].Text, nil
 	}
 	return "", fmt.Errorf("tools/call: the session kept going away")
+}
+
+// TestUpgradeTailnetProcess measures what the tailnet node costs an
+// upgrade: tsnet cannot be handed over, so the old image closes the node
+// and the new one brings it up again; meanwhile the tailnet cannot reach
+// the daemon (the unix socket still takes every caller). A laptop's call
+// through its own node works again after.
+func TestUpgradeTailnetProcess(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	mcpx, err := exec.LookPath("mcpx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := proctest.Env(t)
+	url, stopControl := startTestTailnet(t, mcpx, marker, dir)
+	defer stopControl()
+	sock := filepath.Join(dir, "b.sock")
+	env := append(append(os.Environ(), marker, "XDG_CONFIG_HOME="+filepath.Join(dir, "config")), testtailnet.Env...)
+	logs := new(testenv.SyncBuffer)
+	serve := exec.Command(mcpx, "serve", "--socket", sock, "--state-dir", filepath.Join(dir, "state"), "--listen", "off",
+		"--tailnet", "--tailnet-hostname", "broker", "--tailnet-control-url", url, "--tailnet-up-timeout", "30s")
+	serve.Env, serve.Stdout, serve.Stderr = env, logs, logs
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	testenv.WaitFor(t, "the daemon to serve", func() bool { return strings.Contains(logs.String(), "mcpx serving") })
+	d := &upgradeDaemon{t: t, mcpx: mcpx, sock: sock, env: env, cmd: serve, logs: logs}
+
+	laptop := func() (string, error) {
+		cmd := exec.Command(mcpx, "call", "--tsnet", "--broker", "broker", "--cwd", dir, "demo.echo", `{"message":"over the tailnet"}`)
+		cmd.Dir = dir
+		cmd.Env = append(append(os.Environ(), marker, "PWD="+dir, "MCPX_NO_AUTOSTART=1", "XDG_STATE_HOME="+filepath.Join(dir, "laptop"),
+			"MCPX_TSNET_CONTROL_URL="+url, "MCPX_TSNET_HOSTNAME=laptop"), testtailnet.Env...)
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if out, err := laptop(); err != nil || out != "over the tailnet" {
+		t.Fatalf("the laptop's call before the upgrade: %v: %s\n%s", err, out, logs.String())
+	}
+	if out, err := d.cli("daemon", "upgrade", "--broker", sock); err != nil || !strings.Contains(out, "generation 2") {
+		t.Fatalf("upgrade: %v: %s\n%s", err, out, logs.String())
+	}
+	// The node is gone from just before the exec until the new image
+	// serves on it again.
+	var closed, up time.Time
+	for _, line := range strings.Split(logs.String(), "\n") {
+		at, _ := time.Parse(time.RFC3339Nano, strings.TrimPrefix(strings.Fields(line+" x")[0], "time="))
+		switch {
+		case strings.Contains(line, "upgrading: closing the tailnet node"):
+			closed = at
+		case strings.Contains(line, "mcpx serving") && !closed.IsZero():
+			up = at
+		}
+	}
+	if closed.IsZero() || up.IsZero() {
+		t.Fatalf("no exec or no second start in the log:\n%s", logs.String())
+	}
+	t.Logf("the tailnet node was down for %v (from its close, before the exec, to the new image serving)", up.Sub(closed))
+	if out, err := laptop(); err != nil || out != "over the tailnet" {
+		t.Errorf("the laptop's call after the upgrade: %v: %s\n%s", err, out, logs.String())
+	}
+	if out, err := d.cli("daemon", "stop", "--broker", sock); err != nil {
+		t.Errorf("daemon stop: %v: %s", err, out)
+	}
+	serve.Wait()
 }
