@@ -557,7 +557,7 @@ func TestUpgradeTailnetProcess(t *testing.T) {
 	// serves on it again.
 	var closed, up time.Time
 	for _, line := range strings.Split(logs.String(), "\n") {
-		at, _ := time.Parse(time.RFC3339Nano, strings.TrimPrefix(strings.Fields(line+" x")[0], "time="))
+		at, _ := time.Parse(time.RFC3339Nano, strings.TrimPrefix(strings.Fields(line + " x")[0], "time="))
 		switch {
 		case strings.Contains(line, "upgrading: closing the tailnet node"):
 			closed = at
