@@ -39,10 +39,10 @@ type Handoff struct {
 	Token      string    `json:"token"`      // the bearer token: TCP callers keep theirs
 	// UpgradeError says why the binary asked for did not run: the running
 	// one was executed again instead.
-	UpgradeError string            `json:"upgradeError,omitempty"`
-	Listeners    []HandedListener  `json:"listeners"`
-	Conns        []HandedConn      `json:"conns,omitempty"` // idle keep-alive connections (handconns.go)
-	Pool         pool.HandoffState `json:"pool"`
+	UpgradeError string              `json:"upgradeError,omitempty"`
+	Listeners    []HandedListener    `json:"listeners"`
+	Conns        []HandedConn        `json:"conns,omitempty"` // idle keep-alive connections (handconns.go)
+	Broker       broker.HandoffState `json:"broker"`
 }
 
 // HandedListener is one listening socket kept open across the exec.
@@ -83,7 +83,7 @@ func SelfBinary() string {
 // reaper looks (pool.ClaimHandoff).
 func claimHandoff(h *Handoff) {
 	if h != nil {
-		pool.ClaimHandoff(h.Pool)
+		pool.ClaimHandoff(h.Broker.Pool)
 	}
 }
 
@@ -91,7 +91,7 @@ func claimHandoff(h *Handoff) {
 // the upgrade event.
 func (d *Daemon) adoptChildren(h *Handoff, version string) {
 	u := broker.Upgrade{FromVersion: h.Version, ToVersion: version, FromBinary: h.Binary, ToBinary: SelfBinary(), Generation: h.Generation + 1}
-	res := d.Broker.Adopt(h.Pool, u)
+	res := d.Broker.Adopt(h.Broker, u)
 	d.Log.Info("upgraded in place", "generation", u.Generation, "from", u.FromVersion, "to", u.ToVersion,
 		"fromBinary", u.FromBinary, "toBinary", u.ToBinary, "adopted", len(res.Adopted), "replaced", len(res.Replaced),
 		"switch", time.Since(h.Requested).Round(time.Millisecond), "upgradeError", h.UpgradeError)

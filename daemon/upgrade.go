@@ -143,9 +143,9 @@ func (u *Upgrader) Exec(d *Daemon, lns *Listeners, h Handoff) error {
 	h.Listeners, h.Conns = ls, conns
 	path := filepath.Join(d.state, HandoffFile)
 	env := append(environWithout(EnvHandoff), EnvHandoff+"="+path)
-	err = d.Broker.Handoff(func(st pool.HandoffState) error {
-		h.Pool = st
-		for _, c := range st.Children {
+	err = d.Broker.Handoff(func(st broker.HandoffState) error {
+		h.Broker = st
+		for _, c := range st.Pool.Children {
 			for _, fd := range c.Files() {
 				if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
 					return fmt.Errorf("keeping the pipes of %s open: %w", c.ID, err)
@@ -155,7 +155,7 @@ func (u *Upgrader) Exec(d *Daemon, lns *Listeners, h Handoff) error {
 		if err := writeHandoff(path, h); err != nil {
 			return err
 		}
-		u.log.Info("upgrading: executing", "binary", bin, "children", len(st.Children), "listeners", len(ls), "connections", len(conns))
+		u.log.Info("upgrading: executing", "binary", bin, "children", len(st.Pool.Children), "listeners", len(ls), "connections", len(conns))
 		err := syscall.Exec(bin, os.Args, env)
 		h.UpgradeError = fmt.Sprintf("executing %s: %v", bin, err)
 		u.log.Error("upgrade: the new binary did not run; executing the running one again", "binary", bin, "err", err)

@@ -75,13 +75,21 @@ func (d *upgradeDaemon) instances() map[string]wire.Instance {
 	return out
 }
 
-// fds counts the daemon's open descriptors.
+// fds counts the daemon's open descriptors, but for the temporary files
+// of state being replaced (internal/atomicfile), which come and go.
 func (d *upgradeDaemon) fds() int {
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", d.cmd.Process.Pid))
+	dir := fmt.Sprintf("/proc/%d/fd", d.cmd.Process.Pid)
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	return len(ents)
+	n := 0
+	for _, e := range ents {
+		if target, _ := os.Readlink(filepath.Join(dir, e.Name())); !strings.Contains(filepath.Base(target), ".tmp") {
+			n++
+		}
+	}
+	return n
 }
 
 // steadyFDs counts the daemon's descriptors once two counts a moment
@@ -174,6 +182,7 @@ func TestUpgradeProcess(t *testing.T) {
 		"counter": map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "session", "max": restCallers, "env": childEnv},
 		"echo":    map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "global", "env": childEnv},
 		"other":   map[string]any{"command": otherBin, "args": []string{"demo-server"}, "scope": "global", "env": childEnv},
+		"leased":  map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "pid", "env": childEnv},
 	}})
 	cfgPath := filepath.Join(dir, "config.json")
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
@@ -198,9 +207,18 @@ func TestUpgradeProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A lease-keyed child: its lease must outlive the upgrades with it.
+	lease, err := d.bc.AcquireLease(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leased := client.Caller{Lease: lease.ID, Cwd: dir}
+	if got, err := callText(ctx, d.bc, leased, "leased", "counter", "{}"); err != nil || got != "1" {
+		t.Fatalf("leased count: %q, %v", got, err)
+	}
 	before := d.instances()
-	if len(before) != restCallers+2 {
-		t.Fatalf("instances before: %d, want %d: %v", len(before), restCallers+2, before)
+	if len(before) != restCallers+3 {
+		t.Fatalf("instances before: %d, want %d: %v", len(before), restCallers+3, before)
 	}
 	d.bc.CloseIdleConnections()
 	fdsBefore, kindsBefore := d.steadyFDs(), d.fdKinds()
@@ -322,6 +340,12 @@ func TestUpgradeProcess(t *testing.T) {
 	// Every child is the one it was, but other's, which was replaced.
 	if _, err := callText(ctx, d.bc, client.Caller{Cwd: dir}, "other", "echo", `{"message":"again"}`); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := d.bc.RenewLease(ctx, lease.ID, time.Hour); err != nil {
+		t.Errorf("renewing the lease after the upgrades: %v", err)
+	}
+	if got, err := callText(ctx, d.bc, leased, "leased", "counter", "{}"); err != nil || got != "2" {
+		t.Errorf("leased count after the upgrades: %q, %v (want 2: the same child)", got, err)
 	}
 	after := d.instances()
 	for id, in := range before {
