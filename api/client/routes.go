@@ -233,7 +233,7 @@ func (c *Client) Tailnet(ctx context.Context) (*wire.TailnetStatus, []byte, erro
 func (c *Client) UpgradeDaemon(ctx context.Context, binary string) (*wire.Upgrading, error) {
 	q := ""
 	if binary != "" {
-		q = url.Values{wire.QueryBinary: {binary}}.Encode()
+		q = "?" + url.Values{wire.QueryBinary: {binary}}.Encode()
 	}
 	resp, err := c.send(ctx, wire.OpUpgradeDaemon, nil, nil, nil, q)
 	if err != nil {

@@ -601,3 +601,69 @@ func TestUpgradeTailnetProcess(t *testing.T) {
 	}
 	serve.Wait()
 }
+
+// TestUpgradeBadBinaryProcess: a binary that is not an executable file is
+// refused before anything drains; one that the kernel will not execute is
+// recorded, and the daemon executes its running binary again instead: the
+// same pid and children, the next generation, the error in daemon info.
+func TestUpgradeBadBinaryProcess(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	mcpx, err := exec.LookPath("mcpx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := proctest.Env(t)
+	cfg, _ := json.Marshal(map[string]any{"servers": map[string]any{
+		"demo": map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "global",
+			"env": map[string]string{proctest.MarkerEnv: proctest.Marker(t)}},
+	}})
+	cfgPath := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startUpgradeDaemon(t, mcpx, dir, cfgPath, append(os.Environ(), marker, "XDG_CONFIG_HOME="+filepath.Join(dir, "config")))
+	ctx := t.Context()
+	if got, err := callText(ctx, d.bc, client.Caller{Cwd: dir}, "demo", "counter", "{}"); err != nil || got != "1" {
+		t.Fatalf("count: %q, %v", got, err)
+	}
+
+	out, err := d.cli("daemon", "upgrade", "--broker", d.sock, "--binary", filepath.Join(dir, "missing"))
+	if err == nil || !strings.Contains(out, "missing") {
+		t.Errorf("upgrade to a missing binary: %v: %s", err, out)
+	}
+	garbage := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(garbage, []byte("not a program\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, err = d.cli("daemon", "upgrade", "--broker", d.sock, "--binary", garbage)
+	if err == nil || !strings.Contains(out, "did not run") {
+		t.Errorf("upgrade to a file that does not execute: %v: %s", err, out)
+	}
+	who, _, err := d.bc.Whoami(ctx, client.Caller{})
+	if err != nil || who.Daemon == nil || who.Daemon.Pid != d.cmd.Process.Pid || who.Daemon.Generation != 2 || !strings.Contains(who.Daemon.UpgradeError, "exec format error") {
+		t.Errorf("after the failed upgrade: %+v, %v; want the same pid, generation 2 and the error", who.Daemon, err)
+	}
+	if got, err := callText(ctx, d.bc, client.Caller{Cwd: dir}, "demo", "counter", "{}"); err != nil || got != "2" {
+		t.Errorf("count after the failed upgrade: %q, %v (want 2: the same child)", got, err)
+	}
+	// Then to another binary (a copy, as a new version would be): it runs.
+	v2 := filepath.Join(dir, "v2", "mcpx")
+	copyFile(t, mcpx, v2, nil)
+	if out, err := d.cli("daemon", "upgrade", "--broker", d.sock, "--binary", v2); err != nil || !strings.Contains(out, "generation 3 ("+v2+")") {
+		t.Errorf("upgrade to %s: %v: %s", v2, err, out)
+	}
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", d.cmd.Process.Pid)); err != nil || exe != v2 {
+		t.Errorf("the daemon runs %s (%v), want %s", exe, err, v2)
+	}
+	if got, err := callText(ctx, d.bc, client.Caller{Cwd: dir}, "demo", "counter", "{}"); err != nil || got != "3" {
+		t.Errorf("count after the upgrade: %q, %v (want 3: the same child)", got, err)
+	}
+	if out, err := d.cli("daemon", "stop", "--broker", d.sock); err != nil {
+		t.Errorf("daemon stop: %v: %s", err, out)
+	}
+	d.cmd.Wait()
+}
