@@ -265,10 +265,10 @@ func (p *Pool) adopt(h HandoffChild, c *child, log *slog.Logger) string {
 		p.finishStart(inst, a, nil, p.perr("adopt", Target{Server: h.Server, Key: h.Key}, ErrStart, why), log)
 		p.mu.Lock()
 		p.removeLocked(inst, "", why)
-		p.unlock()
-		p.mu.Lock()
 		p.updateLocked(inst, &event{kind: evStopped, now: p.opts.Now()})
+		res := p.releaseLocked(inst) // its index, for the replacement
 		p.unlock()
+		p.releaseResources(inst, res)
 		return why
 	}
 	log.Info("adopted a handed-over child", "root", inst.root, "protocol", h.Session.Version, "exec", g.execValue())
