@@ -51,6 +51,14 @@ func startUpgradeDaemon(t *testing.T, mcpx, dir, cfg string, env []string) *upgr
 	return d
 }
 
+// waitExit waits for the stopped daemon and checks it exited cleanly (a
+// -race daemon that saw a race exits 66).
+func (d *upgradeDaemon) waitExit() {
+	if err := d.cmd.Wait(); err != nil {
+		d.t.Errorf("the daemon exited: %v\n%s", err, d.logs.String())
+	}
+}
+
 // cli runs the mcpx CLI against the daemon.
 func (d *upgradeDaemon) cli(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(d.t.Context(), time.Minute)
@@ -383,7 +391,7 @@ func TestUpgradeProcess(t *testing.T) {
 	if out, err := d.cli("daemon", "stop", "--broker", d.sock); err != nil {
 		t.Errorf("daemon stop: %v: %s", err, out)
 	}
-	d.cmd.Wait()
+	d.waitExit()
 }
 
 // copyFile writes src's content, then extra, to a new file at dst.
@@ -599,7 +607,7 @@ func TestUpgradeTailnetProcess(t *testing.T) {
 	if out, err := d.cli("daemon", "stop", "--broker", sock); err != nil {
 		t.Errorf("daemon stop: %v: %s", err, out)
 	}
-	serve.Wait()
+	d.waitExit()
 }
 
 // TestUpgradeBadBinaryProcess: a binary that is not an executable file is
@@ -665,5 +673,5 @@ func TestUpgradeBadBinaryProcess(t *testing.T) {
 	if out, err := d.cli("daemon", "stop", "--broker", d.sock); err != nil {
 		t.Errorf("daemon stop: %v: %s", err, out)
 	}
-	d.cmd.Wait()
+	d.waitExit()
 }
