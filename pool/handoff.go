@@ -120,10 +120,18 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 		st.Seq[k] = v
 	}
 	st.Events, st.NextEvent = p.events.kept()
+	handed := map[string]bool{}
 	for _, inst := range p.instances {
 		if h, ok := handoffOf(inst); ok {
 			st.Children = append(st.Children, h)
+			handed[h.Mark] = true
 		}
+	}
+	// What is not handed over must not outlive the exec unowned: a child
+	// starting, stopping, busy past the drain or holding per-instance
+	// resources would be left with closed pipes and no one to stop it.
+	if n := killUnhanded(handed); n > 0 {
+		p.log.Info("upgrade: killed the children not handed over", "count", n)
 	}
 	return exec(st)
 }
