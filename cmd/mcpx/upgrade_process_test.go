@@ -191,6 +191,9 @@ func TestUpgradeProcess(t *testing.T) {
 		"echo":    map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "global", "env": childEnv},
 		"other":   map[string]any{"command": otherBin, "args": []string{"demo-server"}, "scope": "global", "env": childEnv},
 		"leased":  map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "pid", "env": childEnv},
+		// A private directory per instance: not handed over, but stopped.
+		"scratch": map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "global",
+			"env": map[string]string{proctest.MarkerEnv: proctest.Marker(t), "SCRATCH": "${mcpx.tmpdir}"}},
 	}})
 	cfgPath := filepath.Join(dir, "config.json")
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
@@ -224,12 +227,19 @@ func TestUpgradeProcess(t *testing.T) {
 	if got, err := callText(ctx, d.bc, leased, "leased", "counter", "{}"); err != nil || got != "1" {
 		t.Fatalf("leased count: %q, %v", got, err)
 	}
-	before := d.instances()
-	if len(before) != restCallers+3 {
-		t.Fatalf("instances before: %d, want %d: %v", len(before), restCallers+3, before)
-	}
 	d.bc.CloseIdleConnections()
+	// Every descriptor the daemon holds now it holds after (the scratch
+	// child's go with it).
 	fdsBefore, kindsBefore := d.steadyFDs(), d.fdKinds()
+	if _, err := callText(ctx, d.bc, client.Caller{Cwd: dir}, "scratch", "echo", `{"message":"warm"}`); err != nil {
+		t.Fatal(err)
+	}
+	before := d.instances()
+	if len(before) != restCallers+4 {
+		t.Fatalf("instances before: %d, want %d: %v", len(before), restCallers+4, before)
+	}
+	scratch := before["scratch-1"]
+	delete(before, "scratch-1")
 
 	// The callers, until stop: each call's answer is checked, its latency kept.
 	var (
@@ -364,6 +374,12 @@ func TestUpgradeProcess(t *testing.T) {
 		case in.Server != "other" && (!ok || a.Pid != in.Pid):
 			t.Errorf("%s: pid %d before, %+v after", id, in.Pid, a)
 		}
+	}
+	if running(scratch.Pid) {
+		t.Errorf("the scratch child (pid %d), not handed over, outlived the upgrades", scratch.Pid)
+	}
+	if _, ok := after["scratch-1"]; ok {
+		t.Errorf("scratch-1 is still an instance after the upgrades")
 	}
 	var upgradeEvents []string
 	evctx, cancel := context.WithTimeout(ctx, 10*time.Second)
