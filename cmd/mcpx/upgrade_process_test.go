@@ -51,6 +51,22 @@ func startUpgradeDaemon(t *testing.T, mcpx, dir, cfg string, env []string) *upgr
 	return d
 }
 
+// processTest checks the test leaves no process behind and returns the
+// mcpx binary (testscript.Main put the test binary there), a directory
+// for the test and its process marker.
+func processTest(t *testing.T) (mcpx, dir, marker string) {
+	t.Helper()
+	proctest.CheckNoLeaks(t)
+	mcpx, err := exec.LookPath("mcpx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir, err = filepath.EvalSymlinks(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	return mcpx, dir, proctest.Env(t)
+}
+
 // waitExit waits for the stopped daemon and checks it exited cleanly (a
 // -race daemon that saw a race exits 66).
 func (d *upgradeDaemon) waitExit() {
@@ -169,16 +185,7 @@ func callText(ctx context.Context, c *client.Client, cl client.Caller, server, t
 // server whose executable changed between two upgrades is replaced while
 // the others are adopted. Every process is gone at the end.
 func TestUpgradeProcess(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	mcpx, err := exec.LookPath("mcpx") // testscript.Main put the test binary there
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	marker := proctest.Env(t)
+	mcpx, dir, marker := processTest(t)
 	const restCallers, mcpCallers, upgrades = 8, 8, 20
 	// "other" runs a copy of the binary, rewritten between two upgrades:
 	// its definition identity (the executable's) changes under the
@@ -562,16 +569,7 @@ func (m *mcpCaller) echo(ctx context.Context, msg string, reinits *atomic.Int64)
 // the daemon (the unix socket still takes every caller). A laptop's call
 // through its own node works again after.
 func TestUpgradeTailnetProcess(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	mcpx, err := exec.LookPath("mcpx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	marker := proctest.Env(t)
+	mcpx, dir, marker := processTest(t)
 	url, stopControl := startTestTailnet(t, mcpx, marker, dir)
 	defer stopControl()
 	sock := filepath.Join(dir, "b.sock")
@@ -631,16 +629,7 @@ func TestUpgradeTailnetProcess(t *testing.T) {
 // recorded, and the daemon executes its running binary again instead: the
 // same pid and children, the next generation, the error in daemon info.
 func TestUpgradeBadBinaryProcess(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	mcpx, err := exec.LookPath("mcpx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	marker := proctest.Env(t)
+	mcpx, dir, marker := processTest(t)
 	cfg, _ := json.Marshal(map[string]any{"servers": map[string]any{
 		"demo": map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "global",
 			"env": map[string]string{proctest.MarkerEnv: proctest.Marker(t)}},
