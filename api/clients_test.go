@@ -52,7 +52,7 @@ func TestTypeScriptClientRoute(t *testing.T) {
 		t.Errorf("another module under the same tag: %d, ETag %s", other.StatusCode, other.Header.Get("ETag"))
 	}
 	src := string(res.body)
-	for _, want := range []string{"// Broker: mcpx test\n", "//   demo (15 tools, sha256:", "export const demo = {", "echo: (args: demo.EchoInput"} {
+	for _, want := range []string{"// Broker: mcpx test\n", "//   demo (16 tools, sha256:", "export const demo = {", "echo: (args: demo.EchoInput"} {
 		if !strings.Contains(src, want) {
 			t.Errorf("the module lacks %q", want)
 		}

@@ -26,6 +26,9 @@ type Daemon struct {
 	// not (a *broker.Error of KindConfig); the running config then stays.
 	// It is the same code as SIGHUP's.
 	Reload func(ctx context.Context) (wire.Reloaded, error)
+	// Upgrade checks binary ("" = the running one) and begins an upgrade
+	// in place (api/upgrade.go), or returns why not.
+	Upgrade func(binary string) (wire.Upgrading, error)
 }
 
 // daemonInfo is the daemon's description for c: only its owner (the

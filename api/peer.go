@@ -19,8 +19,12 @@ type peerKey struct{}
 // from New requires to admit unix-socket callers. Other connections pass
 // through untouched and are judged by their remote address.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
-	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
-		c = w.NetConn() // Serve's guardedConn
+	for range 4 { // Serve's guardedConn, a daemon's connection kept across an upgrade
+		w, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = w.NetConn()
 	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {

@@ -33,6 +33,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpReloadDaemon:          (*server).reloadDaemon,
 	wire.OpRestartServer:         (*server).restartServer,
 	wire.OpRefresh:               (*server).refresh,
+	wire.OpUpgradeDaemon:         (*server).upgradeDaemon,
 	wire.OpOpenAPI:               (*server).openAPI,
 	wire.OpTypeScript:            (*server).typeScriptClient,
 	wire.OpTypes:                 (*server).types,

@@ -40,8 +40,8 @@ func TestInstructionsAndTypes(t *testing.T) {
 		t.Errorf("?tag=parrot: %s, want echo alone", hits.Tools)
 	}
 	json.Unmarshal(d.tcp.do(t, "GET", "/v1/tools?tag=demo", "").body, &hits)
-	if len(hits.Tools) != 15 {
-		t.Errorf("?tag=demo: %d tools, want all 15", len(hits.Tools))
+	if len(hits.Tools) != 16 {
+		t.Errorf("?tag=demo: %d tools, want all 16", len(hits.Tools))
 	}
 
 	all := d.tcp.do(t, "GET", "/v1/types?server=demo", "")

@@ -44,6 +44,9 @@ type Options struct {
 	// Webhook tunes the webhooks' sender (its Hooks and Logger are the
 	// daemon's); the zero value is the defaults.
 	Webhook webhook.Options
+	// Handoff, if set, is what the daemon's previous image handed over
+	// (TakeHandoff): its children are adopted.
+	Handoff *Handoff
 }
 
 // Daemon is what a daemon serves: its log and its broker, with what they
@@ -60,6 +63,7 @@ type Daemon struct {
 	Webhooks *webhook.Sender
 
 	drain   time.Duration
+	state   string   // the state directory
 	closers []func() // what New opened, in order
 }
 
@@ -68,7 +72,7 @@ type Daemon struct {
 // (see pool.Supervise; a failure is a warning), builds the nix resolver and
 // the broker. On error nothing is left open.
 func New(o Options) (_ *Daemon, err error) {
-	d := &Daemon{drain: o.Drain}
+	d := &Daemon{drain: o.Drain, state: o.StateDir}
 	if d.drain <= 0 {
 		d.drain = api.DefaultDrainTimeout
 	}
@@ -98,6 +102,7 @@ func New(o Options) (_ *Daemon, err error) {
 	LogConfig(d.Log, o.Config)
 	// Before the first child: kill what a killed daemon of this state
 	// directory left, and keep orphaned grandchildren (see pool.Supervise).
+	claimHandoff(o.Handoff) // first: the children handed over are ours
 	if sup, err := pool.Supervise(o.StateDir, d.Log); err != nil {
 		d.Log.Warn("not supervising grandchildren", "err", err)
 	} else {
@@ -130,6 +135,9 @@ func New(o Options) (_ *Daemon, err error) {
 		d.closers = append(d.closers, stop) // after the broker: its children's last events are sent
 	}
 	d.closers = append(d.closers, d.closeBroker)
+	if o.Handoff != nil {
+		d.adoptChildren(o.Handoff, o.Version)
+	}
 	d.MCP = mcpserver.New(mcpserver.Options{Broker: d.Broker, Logger: d.Log, Version: o.Version,
 		InputWait: o.Config.Limits.InputWait.D()})
 	d.closers = append(d.closers, d.closeMCP) // before the broker: its sessions stop their children

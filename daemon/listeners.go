@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 
 	"mcpx.dev/mcpx/api"
 )
@@ -22,19 +23,24 @@ import (
 //	for _, a := range lns.Actors(h) { g.Add(a.Execute, a.Interrupt) }
 type Listeners struct {
 	list   []listener
-	handed bool // Actors has handed the listeners over
+	handed bool        // Actors has handed the listeners over
+	keep   atomic.Bool // an upgrade: the actors stop accepting but leave the sockets open (handlisteners.go)
 }
 
 type listener struct {
 	ln   net.Listener
 	opts api.ServeOptions
+	// inherited are the idle connections a predecessor handed over, and
+	// served what Actors serves ln as (handlisteners.go).
+	inherited []net.Conn
+	served    net.Listener
 }
 
 // Add adds ln, to be served with opts. A nil ln is skipped (the tailnet's
 // HTTPS listener when there is no certificate).
 func (s *Listeners) Add(ln net.Listener, opts api.ServeOptions) {
 	if ln != nil {
-		s.list = append(s.list, listener{ln, opts})
+		s.list = append(s.list, listener{ln: ln, opts: opts})
 	}
 }
 
@@ -87,10 +93,11 @@ type Actor struct {
 func (s *Listeners) Actors(h http.Handler) []Actor {
 	s.handed = true
 	out := make([]Actor, 0, len(s.list))
-	for _, l := range s.list {
+	for i, l := range s.list {
 		ctx, cancel := context.WithCancel(context.Background())
+		s.list[i].served = keepable(l.ln, &s.keep, l.inherited)
 		out = append(out, Actor{
-			Execute:   func() error { return api.Serve(ctx, l.ln, h, l.opts) },
+			Execute:   func() error { return api.Serve(ctx, s.list[i].served, h, uncapped(l)) },
 			Interrupt: func(error) { cancel() },
 		})
 	}

@@ -21,7 +21,7 @@ in
   path = lib.makeBinPath ([ cfg.package ] ++ cfg.extraPackages);
   serviceConfig = {
     Type = "exec";
-    ExecReload = "${pkgs.coreutils}/bin/kill -HUP $MAINPID";
+    ExecReload = "${pkgs.coreutils}/bin/kill -USR2 $MAINPID"; # upgrade in place (mcpx daemon upgrade)
     Restart = "on-failure";
     RestartSec = "2s";
     # The unit's hardening, which hides none of the user's files from their

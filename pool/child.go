@@ -23,7 +23,10 @@ type child struct {
 	start  uint64 // its start time (Linux clock ticks), to know its pid is still its own
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
-	stderr *ring
+	// stderrR is our end of its stderr pipe, owned by the stderr reader
+	// (kept to hand it over across an exec: see Pool.Handoff).
+	stderrR *os.File
+	stderr  *ring
 	// exited is closed by the one goroutine that calls cmd.Wait; waitErr is
 	// set before that and read only after.
 	exited  chan struct{}
@@ -89,6 +92,7 @@ func startChild(sp spawnSpec, baseEnv []string, spawner *spawner, log *slog.Logg
 		start:      procStart(cmd.Process.Pid),
 		stdin:      stdinW,
 		stdout:     stdoutR,
+		stderrR:    stderrR,
 		stderr:     newRing(stderrRingBytes),
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),

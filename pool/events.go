@@ -34,6 +34,11 @@ const (
 	EventToolFlagged EventKind = "tool-flagged"
 )
 
+// EventUpgrade: the daemon re-executed itself and adopted the children it
+// could (Reason: versions, binaries, instances adopted and replaced); its
+// owner emits it, as it does EventReload.
+const EventUpgrade EventKind = "upgrade"
+
 // Event is one lifecycle event. IDs increase by one from 1, in the order
 // the events happened.
 type Event struct {

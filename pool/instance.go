@@ -323,6 +323,37 @@ func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t 
 
 // connect runs initialize, returning early if the child dies first.
 func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instance, g *generation) (*mcpclient.Session, error) {
+	opts, holder := p.sessionOptions(inst, g)
+	if g.proc == nil {
+		sess, err := mcpclient.Connect(ctx, tr, opts)
+		holder.set(sess)
+		return sess, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-g.proc.exited:
+			cancel(fmt.Errorf("%w: %s", mcpclient.ErrClosed, g.proc.exitDescription()))
+			tr.Close()
+		case <-ctx.Done():
+		}
+	}()
+	sess, err := mcpclient.Connect(ctx, tr, opts)
+	holder.set(sess)
+	if err != nil && !brokeProtocol(err) {
+		// The child's exit is the better explanation, unless it broke the
+		// protocol first (its exit is then our doing).
+		if cause := context.Cause(ctx); errors.Is(cause, mcpclient.ErrClosed) {
+			return nil, cause
+		}
+	}
+	return sess, err
+}
+
+// sessionOptions are the options of g's session, and the holder its list
+// hooks read the session from (set it once the session is made).
+func (p *Pool) sessionOptions(inst *instance, g *generation) (mcpclient.Options, *sessionHolder) {
 	root := inst.root
 	if inst.def.NoRoots || inst.def.Adapter != nil {
 		root = "" // an adapter has its root in its Scope
@@ -355,31 +386,7 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 		server, key := inst.def.Name, inst.key.key
 		opts.OnNotify = func(method string, params json.RawMessage) { f(server, key, method, params) }
 	}
-	if g.proc == nil {
-		sess, err := mcpclient.Connect(ctx, tr, opts)
-		holder.set(sess)
-		return sess, err
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-g.proc.exited:
-			cancel(fmt.Errorf("%w: %s", mcpclient.ErrClosed, g.proc.exitDescription()))
-			tr.Close()
-		case <-ctx.Done():
-		}
-	}()
-	sess, err := mcpclient.Connect(ctx, tr, opts)
-	holder.set(sess)
-	if err != nil && !brokeProtocol(err) {
-		// The child's exit is the better explanation, unless it broke the
-		// protocol first (its exit is then our doing).
-		if cause := context.Cause(ctx); errors.Is(cause, mcpclient.ErrClosed) {
-			return nil, cause
-		}
-	}
-	return sess, err
+	return opts, holder
 }
 
 // brokeProtocol reports whether err says the child broke the protocol (a

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -108,6 +109,25 @@ func killLeftovers(state string, log *slog.Logger) int {
 		}
 		if proctree.KillIf(p.Pid, func() bool { return markOf(p.Pid) == m }) {
 			log.Info("killed a leftover process", "pid", p.Pid, "mark", m)
+			n++
+		}
+	}
+	return n
+}
+
+// killUnhanded kills every process this daemon marked (its children and
+// theirs) but those of the handed-over children, and returns how many.
+func killUnhanded(handed map[string]bool) int {
+	marks.mu.Lock()
+	prefix := marks.state + "/" + marks.self + "/"
+	marks.mu.Unlock()
+	n := 0
+	for _, pr := range allProcs() {
+		m := markOf(pr.Pid)
+		if pr.Pid == os.Getpid() || pr.State == 'Z' || !strings.HasPrefix(m, prefix) || handed[m] {
+			continue
+		}
+		if proctree.KillIf(pr.Pid, func() bool { return markOf(pr.Pid) == m }) {
 			n++
 		}
 	}

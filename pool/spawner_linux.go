@@ -5,4 +5,11 @@ import (
 	"syscall"
 )
 
-func setDeathSignal(cmd *exec.Cmd) { cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL }
+// setDeathSignal ties cmd to the spawner's thread, unless a watchdog
+// runs: it kills the children of a dead daemon, and, unlike the signal,
+// lets them outlive an exec of the daemon (see Pool.Handoff).
+func setDeathSignal(cmd *exec.Cmd) {
+	if !watchdogUp.Load() {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+}

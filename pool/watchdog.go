@@ -103,7 +103,9 @@ func startWatchdog(state string, log *slog.Logger) (stop func()) {
 		log.Warn("no watchdog: grandchildren outlive a killed daemon until the next one starts", "err", err)
 		return func() {}
 	}
+	watchdogUp.Store(true)
 	return func() {
+		watchdogUp.Store(false)
 		w.Close()
 		cmd.Wait()
 		forget(cmd.Process.Pid)

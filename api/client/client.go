@@ -67,6 +67,7 @@ type Client struct {
 	base string // URL prefix of the API
 	unix bool   // over the unix socket
 	hc   *http.Client
+	tr   *http.Transport // hc's, under its compression
 
 	token    string // Options.Token; constant
 	stateDir string // Options.StateDir; constant
@@ -100,7 +101,7 @@ func New(addr string, opts Options) *Client {
 			return dial(ctx, "unix", sock)
 		}
 	}
-	c.hc = &http.Client{Transport: gzhttp.Transport(tr)}
+	c.hc, c.tr = &http.Client{Transport: gzhttp.Transport(tr)}, tr
 	return c
 }
 

@@ -242,3 +242,27 @@ func (c *Client) Fleet(ctx context.Context, tag string, probe bool, timeout time
 func (c *Client) Tailnet(ctx context.Context) (*wire.TailnetStatus, []byte, error) {
 	return get[wire.TailnetStatus](ctx, c, wire.OpTailnet, nil, "")
 }
+
+// UpgradeDaemon asks the daemon to upgrade in place to binary ("" = the
+// binary it runs): it checks the binary, answers, then drains and
+// re-executes itself. It returns once the daemon has answered; wait for
+// Whoami's Daemon.Generation to pass the answer's.
+func (c *Client) UpgradeDaemon(ctx context.Context, binary string) (*wire.Upgrading, error) {
+	q := ""
+	if binary != "" {
+		q = "?" + url.Values{wire.QueryBinary: {binary}}.Encode()
+	}
+	resp, err := c.send(ctx, wire.OpUpgradeDaemon, nil, nil, nil, q)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var res wire.Upgrading
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return nil, fmt.Errorf("decoding the upgrade answer: %w", err)
+	}
+	return &res, nil
+}
+
+// CloseIdleConnections closes the client's idle keep-alive connections.
+func (c *Client) CloseIdleConnections() { c.tr.CloseIdleConnections() }

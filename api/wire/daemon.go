@@ -32,6 +32,14 @@ type DaemonInfo struct {
 	Config  string    `json:"config"`            // the config file; "" for the built-in demo server
 	State   string    `json:"stateDir"`          // the state directory (record, token, log)
 	Started time.Time `json:"started"`
+	// Generation counts the daemon's images: 1 when started, one more
+	// after each upgrade (`mcpx daemon upgrade`: the same pid re-executed,
+	// its children adopted).
+	Generation int `json:"generation"`
+	// UpgradeError is why the last upgrade did not run the binary asked
+	// for (the daemon re-executed the binary it was running instead);
+	// absent when it did.
+	UpgradeError string `json:"upgradeError,omitempty"`
 }
 
 // DaemonRecord is the RecordFile document: the daemon's description plus
@@ -48,3 +56,15 @@ type Reloaded struct {
 	Config  string `json:"config"` // the file read; "" for the built-in demo server
 	Servers int    `json:"servers"`
 }
+
+// Upgrading is the answer of POST /v1/daemon/upgrade: the upgrade has
+// begun. The daemon drains its calls, then re-executes itself as Binary;
+// a caller waits for /v1/whoami to show a Generation past this one.
+type Upgrading struct {
+	Generation int    `json:"generation"` // the generation being replaced
+	Binary     string `json:"binary"`     // the binary the daemon is re-executing
+}
+
+// QueryBinary is POST /v1/daemon/upgrade's binary to run (absolute; absent
+// = the one running).
+const QueryBinary = "binary"

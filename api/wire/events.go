@@ -92,10 +92,15 @@ const (
 	EventToolFlagged = "tool-flagged"
 )
 
+// EventUpgrade: the daemon re-executed itself (mcpx daemon upgrade);
+// reason, for the daemon's owner: the generation, the old and new version
+// and binary identity, the instances adopted and replaced.
+const EventUpgrade = "upgrade"
+
 // LifecycleEvents lists the lifecycle event kinds, EventGap last.
 func LifecycleEvents() []string {
 	return []string{EventSpawn, EventReady, EventRestart, EventEvict, EventReap, EventCrash, EventExit,
-		EventReload, EventReloadRefused, EventBackoff, EventWedged, EventToolChanged, EventToolFlagged, EventGap}
+		EventReload, EventReloadRefused, EventUpgrade, EventBackoff, EventWedged, EventToolChanged, EventToolFlagged, EventGap}
 }
 
 // LifecycleEvent is one event of GET /v1/events. Callers other than the

@@ -100,6 +100,7 @@ const (
 	OpReloadDaemon    = "reloadDaemon"
 	OpRestartServer   = "restartServer"
 	OpRefresh         = "refresh"
+	OpUpgradeDaemon   = "upgradeDaemon"
 	OpOpenAPI         = "getOpenAPI"
 	OpTypeScript      = "getTypeScriptClient"
 	OpTypes           = "getTypes"
@@ -352,6 +353,9 @@ var routes = []Route{
 	{Method: "POST", Pattern: "/v1/daemon/reload", Name: OpReloadDaemon,
 		Summary:  "Reload the config file; a config with errors is refused and the running one kept",
 		Response: reflect.TypeFor[Reloaded](), Status: 200, Problems: []string{KindConfig, KindForbidden, KindUnavailable, KindInternal}},
+	{Method: "POST", Pattern: "/v1/daemon/upgrade", Name: OpUpgradeDaemon, OptionalQuery: []string{QueryBinary},
+		Summary:  "Upgrade the daemon in place: drain, re-execute (the running binary or ?binary=), keep every child and listener (admin)",
+		Response: reflect.TypeFor[Upgrading](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindUnavailable, KindInternal}},
 }
 
 // Routes returns the route table, in a stable order. The caller owns the

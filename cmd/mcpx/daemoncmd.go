@@ -15,18 +15,19 @@ import (
 	"mcpx.dev/mcpx/daemon"
 )
 
-// daemonCmd is `mcpx daemon stop|info`.
+// daemonCmd is `mcpx daemon stop|info|upgrade`.
 func daemonCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "daemon")
 	brokerAddr := brokerFlag(fs)
 	asJSON := fs.Bool("json", false, "info: print the daemon's description as JSON")
 	force := fs.Bool("force", false, "stop: do not drain; stop every child at once, cutting the calls in flight")
+	binary := fs.String("binary", "", "upgrade: the mcpx binary to run (an absolute path; default: the daemon's own)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 || (pos[0] != "stop" && pos[0] != "info") {
-		return usageError(c, fs, "want `stop` or `info`")
+	if len(pos) != 1 || (pos[0] != "stop" && pos[0] != "info" && pos[0] != "upgrade") {
+		return usageError(c, fs, "want `stop`, `info` or `upgrade`")
 	}
 	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
@@ -34,6 +35,9 @@ func daemonCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	if pos[0] == "info" {
 		return daemonInfoCmd(ctx, c, bc, *asJSON)
+	}
+	if pos[0] == "upgrade" {
+		return daemonUpgrade(ctx, c, bc, *binary)
 	}
 	return daemonStop(ctx, c, bc, *force)
 }
@@ -65,6 +69,7 @@ func daemonInfoCmd(ctx context.Context, c *cli, bc *client.Client, asJSON bool) 
 	fmt.Fprintf(c.stdout, "pid      %d\nversion  %s\nstarted  %s\nsocket   %s\nurl      %s\nconfig   %s\nrecord   %s\ntoken    %s\nlog      %s\n",
 		d.Pid, d.Version, d.Started.Local().Format(time.RFC3339), d.Socket, url, cfg,
 		filepath.Join(d.State, wire.RecordFile), filepath.Join(d.State, wire.TokenFile), daemon.LogPath(d.State))
+	printGeneration(c, d)
 	// A daemon a client started writes its stderr there; one in the
 	// foreground, to its terminal.
 	if out := filepath.Join(d.State, wire.LogFile); exists(out) {

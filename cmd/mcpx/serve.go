@@ -47,7 +47,11 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	d, err := daemon.New(daemon.Options{Config: cfg, Source: src, StateDir: state, Chain: chainOpts, Version: version(), Drain: f.drain, Stderr: c.stderr})
+	handoff, err := daemon.TakeHandoff(c.getenv) // set when an upgrade re-executed this daemon
+	if err != nil {
+		return fail(err)
+	}
+	d, err := daemon.New(daemon.Options{Config: cfg, Source: src, StateDir: state, Chain: chainOpts, Version: version(), Drain: f.drain, Stderr: c.stderr, Handoff: handoff})
 	if err != nil {
 		return fail(err)
 	}
@@ -60,7 +64,12 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	var lns daemon.Listeners
 	defer lns.Close() // what a failed start opened; once served, nothing
 	so := api.ServeOptions{Logger: log, DrainTimeout: f.drain}
-	tln, err := lns.Local(sock, f.listen, so, f.maxConns)
+	var tln net.Listener
+	if handoff != nil {
+		tln, err = lns.Adopt(handoff, sock, f.listen, so, f.maxConns) // the same sockets: no caller was refused
+	} else {
+		tln, err = lns.Local(sock, f.listen, so, f.maxConns)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -74,13 +83,18 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	ctl := daemon.NewControl(log, d.Broker, src, load)
 	token := api.NewToken()
 	info := daemon.Info(state, sock, tln, src, version())
+	info.Generation = 1
+	if handoff != nil {
+		token, info.Started, info.Generation, info.UpgradeError = handoff.Token, handoff.Started, handoff.Generation+1, handoff.UpgradeError
+	}
+	up := daemon.NewUpgrader(log, info.Generation)
 	tokens, err := auth.Open(auth.Options{Dir: filepath.Join(state, "auth")})
 	if err != nil {
 		return fail(err)
 	}
 	h := api.New(api.Options{Broker: d.Broker, MCP: d.MCP, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
 		InputWait: cfg.Limits.InputWait.D(),
-		Daemon:    &api.Daemon{Info: info, Config: ctl.Config, Stop: ctl.Stop, StopNow: ctl.StopNow, Reload: ctl.ReloadAPI}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
+		Daemon:    &api.Daemon{Info: info, Config: ctl.Config, Stop: ctl.Stop, StopNow: ctl.StopNow, Reload: ctl.ReloadAPI, Upgrade: up.Request}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
 		Tailnet: apiTailnet(node), Metrics: d.Metrics, CodeCache: filepath.Join(state, "code")})
 	if err := daemon.WriteRecord(info, token); err != nil {
 		return fail(err)
@@ -100,11 +114,21 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	add(ctl.HangupActor())                                         // SIGHUP reloads the config; unchanged servers keep running
 	add(ctl.WatchActor(src.Watched()))                             // the config file changing on disk (or appearing) reloads it, as SIGHUP does
 	add(ctl.StopActor())                                           // POST /v1/daemon/stop (`mcpx daemon stop`) stops the daemon
+	add(up.Actor(&lns))                                            // POST /v1/daemon/upgrade and SIGUSR2: drain, keep the sockets, re-execute
 	for _, a := range lns.Actors(h) {
 		add(a) // each listener serves until interrupted, then drains
 	}
 	log.Info("mcpx serving", servingAttrs(sock, src, cfg, state, tln, node)...)
-	return stopped(log, g.Run())
+	err = g.Run()
+	if errors.Is(err, daemon.ErrUpgradeRequested) {
+		if node != nil {
+			log.Info("upgrading: closing the tailnet node; the next image brings it up again")
+			node.Close() // tsnet cannot be handed over
+		}
+		err = up.Exec(d, &lns, daemon.Handoff{Version: version(), Binary: daemon.SelfBinary(), Started: info.Started, Token: token})
+		log.Error("upgrade failed: shutting down", "err", err)
+	}
+	return stopped(log, err)
 }
 
 // stopped logs why the run group returned and is serve's exit code: 0 for

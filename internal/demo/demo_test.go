@@ -25,7 +25,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 )
 
-var allTools = []string{"add", "ask", "big", "crash", "cwd", "echo", "env", "fail", "init", "pid", "progress", "roots", "sleep", "stderr", "strict"}
+var allTools = []string{"add", "ask", "big", "counter", "crash", "cwd", "echo", "env", "fail", "init", "pid", "progress", "roots", "sleep", "stderr", "strict"}
 
 func TestListTools(t *testing.T) {
 	cs := connectMemory(t, nil, handshake)
@@ -421,5 +421,19 @@ func TestHang(t *testing.T) {
 	c.cmd.Wait()
 	if c.cmd.ProcessState.Exited() {
 		t.Errorf("hanging server exited by itself with %d", c.cmd.ProcessState.ExitCode())
+	}
+}
+
+// TestCounter: each server process counts on from its own last number;
+// another process starts from 1.
+func TestCounter(t *testing.T) {
+	a, b := connectMemory(t, nil, ""), connectMemory(t, nil, "")
+	for want := 1; want <= 3; want++ {
+		if got := callText(t, a, "counter", map[string]any{}); got != strconv.Itoa(want) {
+			t.Errorf("call %d: %q", want, got)
+		}
+	}
+	if got := callText(t, b, "counter", map[string]any{}); got != "1" {
+		t.Errorf("another server's first count: %q", got)
 	}
 }

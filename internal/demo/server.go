@@ -3,6 +3,7 @@ package demo
 import (
 	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,6 +24,7 @@ func NewServer() *mcp.Server {
 type demo struct {
 	stderr io.Writer
 	rec    *initRecorder
+	count  atomic.Int64 // the counter tool's last number
 }
 
 func newServer(stderr io.Writer, rec *initRecorder, drift, apps bool) *mcp.Server {
@@ -57,6 +59,7 @@ func (d *demo) addTools(s *mcp.Server) {
 	mcp.AddTool(s, tool("fail", "Returns a tool result with isError: true and the message.", failSchema), fail)
 	mcp.AddTool(s, tool("strict", "Answers JSON-RPC -32602 (Invalid params) unless n is a positive integer.", strictSchema), strict)
 	mcp.AddTool(s, tool("stderr", "Writes text to the server's stderr and returns \"ok\".", stderrSchema), d.writeStderr)
+	mcp.AddTool(s, tool("counter", "Returns the next number of a counter kept in the server process's memory: 1, 2, 3, …", emptySchema), d.counter)
 	mcp.AddTool(s, tool("ask", "Asks the user a form (MCP elicitation) and returns \"accept\" with the answer as JSON, \"decline\" or \"cancel\".", askSchema), ask)
 }
 

@@ -384,3 +384,10 @@ func ask(_ context.Context, req *mcp.CallToolRequest, in askIn) (*mcp.CallToolRe
 	}
 	return text("accept " + string(b)), nil, nil
 }
+
+// counter returns the next number of the process's counter: a child's
+// state, which survives only as long as the process (a test shows a child
+// outlived a daemon upgrade by counting on).
+func (d *demo) counter(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+	return text(strconv.FormatInt(d.count.Add(1), 10)), nil, nil
+}

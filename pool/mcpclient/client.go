@@ -199,33 +199,7 @@ type response struct {
 // ctx bounds only the handshake; the session lives until Close or until the
 // transport is gone. On error the transport is closed.
 func Connect(ctx context.Context, t Transport, opts Options) (*Session, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	s := &Session{
-		t:             t,
-		opts:          opts,
-		log:           opts.Logger,
-		pending:       make(map[int64]*call),
-		done:          make(chan struct{}),
-		rootsAnswered: make(chan struct{}),
-		rootsAsked:    make(chan struct{}),
-		readerDone:    make(chan struct{}),
-	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if opts.MaxMessageBytes <= 0 {
-		s.opts.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	s.x = extrasOf(t)
-	if s.x.SetMaxMessage != nil {
-		s.x.SetMaxMessage(s.opts.MaxMessageBytes)
-	}
-	if s.x.SetToolLookup != nil {
-		s.x.SetToolLookup(func(name string) json.RawMessage {
-			item, _, _ := s.tools.lookup(name)
-			return item
-		})
-	}
+	s := newSession(t, opts)
 	go s.read()
 	var err, first error
 	for _, e := range eraOrder(opts.Era) {

@@ -18,7 +18,7 @@
 // Broker: mcpx test
 //
 // Tool lists, taken for cwd /src/app:
-//   demo (15 tools, sha256:32bb25337f87a72e)
+//   demo (16 tools, sha256:dfb73f0dd1956f11)
 //   broken: left out: the server would not start
 
 // Every tool answers at once except sleep and progress.
@@ -54,6 +54,11 @@ export namespace demo {
   };
 
   export type BigOutput = unknown /* no outputSchema */;
+
+  /** Returns the next number of a counter kept in the server process's memory: 1, 2, 3, … */
+  export type CounterInput = { [key: string]: never };
+
+  export type CounterOutput = unknown /* no outputSchema */;
 
   /** Writes stderr text, then exits the server process without answering. */
   export type CrashInput = {
@@ -1063,7 +1068,7 @@ export async function* subscribeResource(server: string, uri: string, options?: 
   }
 }
 
-const $list_demo = "the tool list of demo (15 tools, sha256:32bb25337f87a72e)";
+const $list_demo = "the tool list of demo (16 tools, sha256:dfb73f0dd1956f11)";
 
 /**
  * The tools of server demo.
@@ -1080,6 +1085,9 @@ export const demo = {
   /** Returns a text of exactly the given number of bytes. */
   big: (args: demo.BigInput, options?: CallOptions): Promise<CallToolResult> =>
     $callTool("demo", "big", args, options, $list_demo, "sha256:01459fd70dd72e21"),
+  /** Returns the next number of a counter kept in the server process's memory: 1, 2, 3, … */
+  counter: (args?: demo.CounterInput, options?: CallOptions): Promise<CallToolResult> =>
+    $callTool("demo", "counter", args, options, $list_demo, "sha256:406c6b151b93bcc2"),
   /** Writes stderr text, then exits the server process without answering. */
   crash: (args?: demo.CrashInput, options?: CallOptions): Promise<CallToolResult> =>
     $callTool("demo", "crash", args, options, $list_demo, "sha256:be77b4724efd6d42"),

@@ -30,6 +30,11 @@ export namespace demo {
 
   export type BigOutput = unknown /* no outputSchema */;
 
+  /** Returns the next number of a counter kept in the server process's memory: 1, 2, 3, … */
+  export type CounterInput = { [key: string]: never };
+
+  export type CounterOutput = unknown /* no outputSchema */;
+
   /** Writes stderr text, then exits the server process without answering. */
   export type CrashInput = {
     /**

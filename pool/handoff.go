@@ -1,0 +1,395 @@
+package pool
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"mcpx.dev/mcpx/pool/execid"
+	"mcpx.dev/mcpx/pool/mcpclient"
+)
+
+// The handoff: a daemon that replaces its own image (execve, same pid)
+// hands its running stdio children to the next one. The children stay
+// this process's children, so nothing about them changes but who reads
+// their pipes: Handoff writes down each ready, idle instance (its key,
+// root, definition identity, pid and mark, the numbers of its pipes, its
+// session's snapshot) and runs the exec with the pool frozen; the new
+// image's pool Adopts those whose definition identity is unchanged under
+// its config, and stops the others, which the next call replaces.
+//
+// Children must not carry a parent-death signal across the exec: the
+// kernel sends it when the *thread* that forked them exits, and execve
+// ends every thread but its caller. With a watchdog (MaybeWatch,
+// Supervise), children are started without one: the watchdog kills them,
+// by their mark, when the daemon dies, and it sees the same daemon (pid
+// and start time) alive across an exec. Without a watchdog there is no
+// handoff (ErrNoHandoff).
+
+// HandoffState is what a pool hands to its successor. It is persisted
+// (the daemon's handoff state file).
+type HandoffState struct {
+	// MarkSeq is the last child number used in marks: the successor goes
+	// on from it, so no two children share a mark.
+	MarkSeq int64 `json:"markSeq"`
+	// Seq is the last instance number used per server, so ids are not
+	// used again.
+	Seq      map[string]int `json:"seq,omitempty"`
+	Children []HandoffChild `json:"children"`
+	// Events are the kept lifecycle events and NextEvent the next id: a
+	// client resuming /v1/events across the upgrade loses nothing.
+	Events    []Event `json:"events,omitempty"`
+	NextEvent uint64  `json:"nextEvent,omitempty"`
+}
+
+// HandoffChild is one running stdio instance being handed over.
+type HandoffChild struct {
+	ID       string    `json:"id"`
+	Server   string    `json:"server"`
+	Key      string    `json:"key"`
+	Root     string    `json:"root"`
+	Cwd      string    `json:"cwd,omitempty"`
+	Degraded string    `json:"degraded,omitempty"`
+	Index    int       `json:"index"`
+	Created  time.Time `json:"created"`
+	Started  time.Time `json:"started"`
+	// SchemaKey is the effective definition's identity (schemaKey: the
+	// command, arguments, environment, cwd and root as substituted, and
+	// the executable's identity); Exec the executable's identity alone.
+	SchemaKey string `json:"schemaKey"`
+	Exec      string `json:"exec"`
+	Pid       int    `json:"pid"`
+	Start     uint64 `json:"start"` // the child's start time, so a reused pid is not taken for it
+	Mark      string `json:"mark"`
+	// Stdin, Stdout and Stderr are the numbers of this process's ends of
+	// the child's pipes, kept open across the exec.
+	Stdin   int                `json:"stdin"`
+	Stdout  int                `json:"stdout"`
+	Stderr  int                `json:"stderr"`
+	Session mcpclient.Snapshot `json:"session"`
+}
+
+// Files returns the descriptors h names.
+func (h HandoffChild) Files() []int { return []int{h.Stdin, h.Stdout, h.Stderr} }
+
+// ErrNoHandoff: this pool's children cannot outlive an exec of the daemon.
+var ErrNoHandoff = errors.New("no watchdog: children are tied to the spawning thread (parent-death signal), and an exec would kill them")
+
+// watchdogUp is set while a watchdog runs (startWatchdog): children are
+// then started without a parent-death signal.
+var watchdogUp atomic.Bool
+
+// CanHandoff reports why the pool's children could not survive an exec
+// (nil if they can).
+func CanHandoff() error {
+	if !watchdogUp.Load() {
+		return ErrNoHandoff
+	}
+	return nil
+}
+
+// Handoff freezes the pool and calls exec with the state of its ready,
+// idle stdio instances; exec is meant not to return (it replaces the
+// process image). The pool stays frozen while exec runs: no call starts,
+// no child is started or stopped. Instances that are not handed over (url
+// servers, busy or starting ones, those with per-instance resources) are
+// left out: the successor starts them again on their next call, and
+// their children, unmarked as handed over, are killed as leftovers. If
+// exec returns, its error is returned and the pool goes on as before.
+func (p *Pool) Handoff(exec func(HandoffState) error) error {
+	if err := CanHandoff(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.unlock()
+	if p.closed {
+		return p.perr("handoff", Target{}, ErrClosed, "")
+	}
+	st := HandoffState{MarkSeq: marks.seq.Load(), Seq: map[string]int{}}
+	for k, v := range p.seq {
+		st.Seq[k] = v
+	}
+	st.Events, st.NextEvent = p.events.kept()
+	handed := map[string]bool{}
+	for _, inst := range p.instances {
+		if h, ok := handoffOf(inst); ok {
+			st.Children = append(st.Children, h)
+			handed[h.Mark] = true
+		}
+	}
+	// What is not handed over must not outlive the exec unowned: a child
+	// starting, stopping, busy past the drain or holding per-instance
+	// resources would be left with closed pipes and no one to stop it.
+	if n := killUnhanded(handed); n > 0 {
+		p.log.Info("upgrade: killed the children not handed over", "count", n)
+	}
+	return exec(st)
+}
+
+// handoffOf is inst's HandoffChild, if it can be handed over. Called with
+// Pool.mu held.
+func handoffOf(inst *instance) (HandoffChild, bool) {
+	g := inst.gen
+	if inst.phase != phaseReady || inst.inflight > 0 || g == nil || g.proc == nil || g.sess == nil || inst.res != nil {
+		return HandoffChild{}, false
+	}
+	c := g.proc
+	h := HandoffChild{ID: inst.id, Server: inst.def.Name, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded,
+		Index: inst.index, Created: inst.created, Started: inst.started,
+		SchemaKey: g.schemaKey, Exec: g.execValue(), Pid: c.pid(), Start: c.start, Mark: c.mark,
+		Session: g.sess.Snapshot()}
+	var ok bool
+	if h.Stdin, ok = fdOf(c.stdin); !ok {
+		return HandoffChild{}, false
+	}
+	if h.Stdout, ok = fdOf(c.stdout); !ok {
+		return HandoffChild{}, false
+	}
+	if h.Stderr, ok = fdOf(c.stderrR); !ok {
+		return HandoffChild{}, false
+	}
+	return h, true
+}
+
+// fdOf is f's descriptor, read without putting it in blocking mode (as
+// os.File.Fd would), if f is an *os.File.
+func fdOf(f any) (int, bool) {
+	sc, ok := f.(syscall.Conn)
+	if !ok {
+		return 0, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	fd := -1
+	if rc.Control(func(u uintptr) { fd = int(u) }) != nil || fd < 0 {
+		return 0, false
+	}
+	return fd, true
+}
+
+// ClaimHandoff registers the handed-over children as this process's own
+// before the orphan reaper first looks (call it before Supervise): one
+// that exits before Adopt must be left for its waiter. It also goes on
+// from the predecessor's mark numbers.
+func ClaimHandoff(st HandoffState) {
+	if n := st.MarkSeq; n > marks.seq.Load() {
+		marks.seq.Store(n)
+	}
+	direct.mu.Lock()
+	defer direct.mu.Unlock()
+	for _, h := range st.Children {
+		direct.pids[h.Pid] = true
+	}
+}
+
+// Adopted says what Adopt did with each handed-over instance, by id.
+type Adopted struct {
+	Adopted  []string
+	Replaced []string // stopped: its definition changed (the next call starts a new child)
+}
+
+// Adopt takes over the children st hands over (call it once, after
+// SetServers, before the first call). An instance whose server is still
+// defined with the same identity (same effective definition and
+// executable) is put back in the pool, ready, its session restored over
+// the inherited pipes without a second initialize; the others are
+// stopped (stdin closed, SIGTERM, SIGKILL), and their next call starts a
+// child of the new definition.
+func (p *Pool) Adopt(st HandoffState) Adopted {
+	var out Adopted
+	p.events.restore(st.Events, st.NextEvent)
+	p.mu.Lock()
+	for k, v := range st.Seq {
+		p.seq[k] = max(p.seq[k], v)
+	}
+	p.unlock()
+	// By index: each takes the lowest free, as it did when it was made.
+	slices.SortFunc(st.Children, func(a, b HandoffChild) int { return cmp.Compare(a.Index, b.Index) })
+	for _, h := range st.Children {
+		log := p.log.With("server", h.Server, "key", h.Key, "instance", h.ID, "pid", h.Pid)
+		c := adoptChild(h, log, &p.counters.server(h.Server).suppressed)
+		if why := p.adopt(h, c, log); why != "" {
+			log.Info("not adopting a handed-over child: stopping it", "why", why)
+			out.Replaced = append(out.Replaced, h.ID)
+			p.wg.Go(func() {
+				ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+				defer cancel()
+				c.stop(ctx)
+			})
+			continue
+		}
+		out.Adopted = append(out.Adopted, h.ID)
+	}
+	return out
+}
+
+// adopt puts h's child c back in the pool, or says why not.
+func (p *Pool) adopt(h HandoffChild, c *child, log *slog.Logger) string {
+	p.mu.Lock()
+	def := p.servers[h.Server]
+	switch {
+	case def == nil:
+		p.unlock()
+		return "its server is no longer defined"
+	case def.URL != "" || perInstance(def):
+		p.unlock()
+		return "its definition changed"
+	case p.instances[instKey{h.Server, h.Key}] != nil:
+		p.unlock()
+		return "its key has an instance already"
+	}
+	// The same id: fmtID of the number it had (the placeholders of the
+	// spec, which the identity covers, may name it).
+	seq := p.seq[h.Server]
+	if n, err := strconv.Atoi(strings.TrimPrefix(h.ID, h.Server+"-")); err == nil && fmtID(h.Server, n) == h.ID {
+		p.seq[h.Server] = n - 1
+	}
+	inst, err := p.createLocked(def, Target{Server: h.Server, Key: h.Key, Root: h.Root, Cwd: h.Cwd, Degraded: h.Degraded})
+	p.seq[h.Server] = max(seq, p.seq[h.Server])
+	if err != nil {
+		p.unlock()
+		return err.Error()
+	}
+	inst.created = h.Created
+	a := &startAttempt{done: make(chan struct{})}
+	p.updateLocked(inst, &event{kind: evStart, now: p.opts.Now(), attempt: a})
+	sp := inst.spec
+	p.unlock()
+
+	g, why := p.adoptGen(inst, sp, h, c)
+	if why != "" {
+		p.finishStart(inst, a, nil, p.perr("adopt", Target{Server: h.Server, Key: h.Key}, ErrStart, why), log)
+		p.mu.Lock()
+		p.removeLocked(inst, "", why)
+		p.updateLocked(inst, &event{kind: evStopped, now: p.opts.Now()})
+		res := p.releaseLocked(inst) // its index, for the replacement
+		p.unlock()
+		p.releaseResources(inst, res)
+		return why
+	}
+	log.Info("adopted a handed-over child", "root", inst.root, "protocol", h.Session.Version, "exec", g.execValue())
+	p.finishStart(inst, a, g, nil, log)
+	return ""
+}
+
+// adoptGen builds the generation of h's child c, if its definition
+// identity is unchanged; else it says why not.
+func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c *child) (*generation, string) {
+	if p.opts.Resolve != nil {
+		ctx, cancel := context.WithTimeout(p.ctx, inst.startTimeout(p.opts.StartTimeout))
+		r, err := p.opts.Resolve(ctx, sp.command, inst.def.Environment)
+		cancel()
+		if err != nil {
+			return nil, "resolving its command: " + err.Error()
+		}
+		sp.command, sp.devEnv = r.Path, r.Env
+	}
+	g := &generation{dead: make(chan struct{}), proc: c}
+	g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax, Args: sp.args}
+	id := execid.Of(sp.command, g.execOpts)
+	g.exec, g.execStat = &id, id.Stat
+	g.schemaKey = schemaKey(inst.def, inst.root, sp, g.execValue())
+	if g.schemaKey != h.SchemaKey || id.Value != h.Exec {
+		return nil, "its definition changed"
+	}
+	opts, holder := p.sessionOptions(inst, g)
+	sess, err := mcpclient.Restore(mcpclient.NewStdio(c.stdout, c.stdin), opts, h.Session)
+	if err != nil {
+		return nil, err.Error()
+	}
+	holder.set(sess)
+	g.sess = sess
+	return g, ""
+}
+
+// adoptChild is the child h describes, inherited across the exec: its
+// pipes from their descriptors, its stderr read again, its exit waited
+// for by pid (it is still this process's child).
+func adoptChild(h HandoffChild, log *slog.Logger, suppressed *atomic.Int64) *child {
+	for _, fd := range h.Files() {
+		// Close-on-exec again: a child that is not handed over at the
+		// next exec must not have its pipes leak into the next image.
+		syscall.CloseOnExec(fd)
+	}
+	stderrR := os.NewFile(uintptr(h.Stderr), "stderr")
+	c := &child{
+		cmd:        &exec.Cmd{},
+		mark:       h.Mark,
+		start:      h.Start,
+		stdin:      os.NewFile(uintptr(h.Stdin), "stdin"),
+		stdout:     os.NewFile(uintptr(h.Stdout), "stdout"),
+		stderrR:    stderrR,
+		stderr:     newRing(stderrRingBytes),
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+	}
+	proc, _ := os.FindProcess(h.Pid) // never fails on unix
+	c.cmd.Process = proc
+	go c.readStderr(stderrR, log, suppressed)
+	go func() {
+		defer close(c.exited)
+		defer forget(h.Pid)
+		if procStart(h.Pid) != h.Start {
+			c.waitErr = fmt.Errorf("the handed-over child (pid %d) was gone", h.Pid)
+			return
+		}
+		ps, err := proc.Wait()
+		switch {
+		case err != nil:
+			c.waitErr = err
+		case !ps.Success():
+			c.waitErr = &exec.ExitError{ProcessState: ps}
+		}
+	}()
+	return c
+}
+
+// kept returns the kept events, oldest first, and the next id.
+func (l *EventLog) kept() ([]Event, uint64) {
+	evs, _, _ := l.Since(0)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return evs, l.next
+}
+
+// restore puts a predecessor's events (and its next id) before the ones
+// this log has, which are numbered again after them.
+func (l *EventLog) restore(evs []Event, next uint64) {
+	if next == 0 {
+		return
+	}
+	cur, _, _ := l.Since(0)
+	l.mu.Lock()
+	l.buf, l.start, l.next = l.buf[:0], 0, next
+	l.mu.Unlock()
+	for _, ev := range evs {
+		l.put(ev)
+	}
+	for _, ev := range cur {
+		l.Add(ev)
+	}
+}
+
+// put appends ev with the id it has.
+func (l *EventLog) put(ev Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) < cap(l.buf) {
+		l.buf = append(l.buf, ev)
+	} else {
+		l.buf[l.start] = ev
+		l.start = (l.start + 1) % len(l.buf)
+	}
+}

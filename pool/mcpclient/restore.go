@@ -1,0 +1,103 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+)
+
+// Snapshot is what a session is beyond its transport: what a new process
+// needs to go on talking to the same child over the same pipes without a
+// second initialize (the daemon's upgrade hands its children over this
+// way). It is persisted, in the handoff state file.
+type Snapshot struct {
+	Era        string          `json:"era"`             // EraHandshake or EraStateless
+	Version    string          `json:"protocolVersion"` // the negotiated protocol version
+	InitResult json.RawMessage `json:"initializeResult"`
+	// NextID is the last request id used: the restored session goes on
+	// from it, so that no id the child has seen is used again.
+	NextID int64 `json:"nextId"`
+	// RootsAnswered: the child's start-up roots/list was answered.
+	RootsAnswered bool `json:"rootsAnswered,omitempty"`
+}
+
+// Snapshot returns s's state for Restore. Take it only once no request is
+// in flight and none will be sent: a request made after it would reuse an
+// id.
+func (s *Session) Snapshot() Snapshot {
+	snap := Snapshot{Era: s.Era(), Version: s.version, InitResult: s.initResult, NextID: s.nextID.Load()}
+	select {
+	case <-s.rootsAnswered:
+		snap.RootsAnswered = true
+	default:
+	}
+	return snap
+}
+
+// Restore returns the session snap describes, over t, a transport to the
+// same child (its pipes, inherited across exec): no initialize is sent;
+// the child is taken to be where the snapshot left it. The roots it was
+// given are opts.Root's, which must be the root the session was opened
+// with. A stateless-era session opens its subscriptions/listen stream
+// again (the old one died with the old process's reader).
+func Restore(t Transport, opts Options, snap Snapshot) (*Session, error) {
+	if snap.Era != EraHandshake && snap.Era != EraStateless {
+		t.Close()
+		return nil, errors.New("restoring mcp session: unknown era " + snap.Era)
+	}
+	s := newSession(t, opts)
+	s.version, s.initResult = snap.Version, snap.InitResult
+	s.instructions = instructionsOf(snap.InitResult)
+	s.nextID.Store(snap.NextID)
+	if snap.RootsAnswered {
+		s.rootsOnce.Do(func() { close(s.rootsAnswered) })
+	}
+	if snap.Era == EraStateless {
+		meta, err := requestMeta(s.opts)
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+		s.meta = meta
+	} else if s.x.SetProtocolVersion != nil {
+		s.x.SetProtocolVersion(snap.Version)
+	}
+	go s.read()
+	if s.meta != nil {
+		s.subscribe()
+	}
+	return s, nil
+}
+
+// newSession is a session over t, its reader not yet started.
+func newSession(t Transport, opts Options) *Session {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Session{
+		t:             t,
+		opts:          opts,
+		log:           opts.Logger,
+		pending:       make(map[int64]*call),
+		done:          make(chan struct{}),
+		rootsAnswered: make(chan struct{}),
+		rootsAsked:    make(chan struct{}),
+		readerDone:    make(chan struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if opts.MaxMessageBytes <= 0 {
+		s.opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	s.x = extrasOf(t)
+	if s.x.SetMaxMessage != nil {
+		s.x.SetMaxMessage(s.opts.MaxMessageBytes)
+	}
+	if s.x.SetToolLookup != nil {
+		s.x.SetToolLookup(func(name string) json.RawMessage {
+			item, _, _ := s.tools.lookup(name)
+			return item
+		})
+	}
+	return s
+}
