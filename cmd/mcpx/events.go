@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"mcpx.dev/mcpx/api/wire"
@@ -18,10 +20,17 @@ func events(ctx context.Context, c *cli, args []string) int {
 	brokerAddr := brokerFlag(fs)
 	noAutostart := autostartFlag(fs)
 	follow := fs.Bool("follow", false, "keep printing events as they happen, until interrupted")
-	asJSON := fs.Bool("json", false, "print each event as one JSON object per line")
+	asJSON := fs.Bool("json", false, "print each event as one JSON object per line (--format json)")
+	format := fs.String("format", formatText, "text, json, compact (kind, server, instance and reason) or bare (kind and reason)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
+	}
+	if *asJSON {
+		*format = formatJSON
+	}
+	if msg := checkFormat(*format); msg != "" {
+		return usageError(c, fs, "%s", msg)
 	}
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
@@ -34,11 +43,18 @@ func events(ctx context.Context, c *cli, args []string) int {
 		return report(c, err)
 	}
 	err = bc.Events(ctx, 0, *follow, func(ev wire.LifecycleEvent, raw json.RawMessage) error {
-		if *asJSON {
+		switch *format {
+		case formatJSON:
 			if ev.Kind == wire.EventGap {
 				raw, _ = json.Marshal(ev)
 			}
 			_, err := fmt.Fprintf(c.stdout, "%s\n", raw)
+			return err
+		case formatCompact:
+			_, err := fmt.Fprintln(c.stdout, strings.Join(slices.DeleteFunc([]string{ev.Kind, ev.Server, ev.Instance, ev.Reason}, func(s string) bool { return s == "" }), " "))
+			return err
+		case formatBare:
+			_, err := fmt.Fprintln(c.stdout, strings.TrimSpace(ev.Kind+" "+ev.Reason))
 			return err
 		}
 		_, err := fmt.Fprintln(c.stdout, eventLine(ev))

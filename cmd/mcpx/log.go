@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -24,10 +22,17 @@ func logCmd(ctx context.Context, c *cli, args []string) int {
 	server := fs.String("server", "", "only records naming this server")
 	level := fs.String("level", "info", "only records at or above this level: debug, info, warn, error")
 	follow := fs.Bool("follow", false, "keep printing records as they are written, until interrupted")
-	asJSON := fs.Bool("json", false, "print each record as the daemon wrote it: one JSON object per line")
+	asJSON := fs.Bool("json", false, "print each record as the daemon wrote it: one JSON object per line (--format json)")
+	format := fs.String("format", formatText, "text, json (as written), compact (no time, the level's initial) or bare (the message alone)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
+	}
+	if *asJSON {
+		*format = formatJSON
+	}
+	if msg := checkFormat(*format); msg != "" {
+		return usageError(c, fs, "%s", msg)
 	}
 	if len(pos) > 0 {
 		return usageError(c, fs, "unexpected argument %q", pos[0])
@@ -44,11 +49,7 @@ func logCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	q := client.LogQuery{Since: *since, Server: *server, Level: *level, Follow: *follow}
 	err = bc.Log(ctx, q, func(raw json.RawMessage) error {
-		if *asJSON {
-			_, err := fmt.Fprintf(c.stdout, "%s\n", raw)
-			return err
-		}
-		_, err := fmt.Fprintln(c.stdout, logLine(raw))
+		_, err := fmt.Fprintln(c.stdout, formatRecord(*format, raw))
 		return err
 	})
 	if err != nil && ctx.Err() == nil {
@@ -76,17 +77,6 @@ func logLine(raw json.RawMessage) string {
 	delete(rec, "time")
 	delete(rec, "level")
 	delete(rec, "msg")
-	for _, k := range slices.Sorted(maps.Keys(rec)) {
-		v := rec[k]
-		s, ok := v.(string)
-		if !ok {
-			js, _ := json.Marshal(v)
-			s = string(js)
-		}
-		if strings.ContainsAny(s, " \t\n\"=") || s == "" {
-			s = fmt.Sprintf("%q", s)
-		}
-		fmt.Fprintf(&b, " %s=%s", k, s)
-	}
+	b.WriteString(attrText(rec))
 	return b.String()
 }

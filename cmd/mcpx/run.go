@@ -54,6 +54,7 @@ type scriptFlags struct {
 	suffix      linesFlag
 	env         envFlag
 	minimal     *bool
+	format      *string // --format of the script's log records
 }
 
 func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
@@ -66,6 +67,7 @@ func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
 		asJSON:      fs.Bool("json", false, "print one JSON envelope: stdout, stderr, exit code, duration and the tool calls the script made"),
 		leaseTTL:    fs.Duration("lease-ttl", runner.DefaultLeaseTTL, "the ttl of the run's own lease, renewed every ttl/3 while the script runs: how long its pid-scoped instances outlive a run killed outright"),
 		co:          callerFlags(fs, "the directory the script runs in and declares"),
+		format:      fs.String("format", formatJSON, "how the script's log records on stderr are printed: json (as written), text, compact or bare"),
 		minimal:     fs.Bool("minimal", false, "run the script's module alone, with no harness: no function called, no prefix or suffix lines, no tool calls in --json"),
 	}
 	fs.Var(&sf.prefix, "prefix", "a line to run before the script (repeatable; - = the config chain's script.prefix lines there; without -, they are replaced)")
@@ -85,6 +87,15 @@ type scriptSource struct {
 func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src scriptSource, argv []string) int {
 	if *sf.leaseTTL <= 0 {
 		return usageError(c, fs, "--lease-ttl must be positive, e.g. 30s")
+	}
+	if msg := checkFormat(*sf.format); msg != "" {
+		return usageError(c, fs, "%s", msg)
+	}
+	stderr := c.stderr
+	if *sf.format != formatJSON && !*sf.asJSON {
+		rw := &recordWriter{w: c.stderr, format: *sf.format}
+		defer rw.Close()
+		stderr = rw
 	}
 	var argsJSON json.RawMessage
 	if *sf.jsonArgs != "" {
@@ -156,7 +167,7 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 		return report(c, err)
 	}
 	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Runtime: rt, Interpreter: interp, Path: script, Snippet: src.snippet, Prefix: set.prefix, Suffix: set.suffix, Minimal: *sf.minimal,
-		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: environ(set.env), Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
+		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: environ(set.env), Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: stderr})
 	// Release the lease and stop the run's session (with a context of
 	// their own: ctx may be the interrupt that ended the script).
 	if err := r.Close(ctx); err != nil {

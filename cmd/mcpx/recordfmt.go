@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Record formats: how `log`, `run`, `exec` (a script's log records on
+// stderr) and `events` print what they print, with --format.
+const (
+	formatText    = "text"    // 15:04:05.000 WARN msg k=v …, for people
+	formatJSON    = "json"    // each record as it was written, one JSON object per line
+	formatCompact = "compact" // W msg k=v …: no time, the level's initial
+	formatBare    = "bare"    // the message alone
+)
+
+var recordFormats = []string{formatText, formatJSON, formatCompact, formatBare}
+
+// checkFormat is a usage problem for a --format value that is not one;
+// "" when it is.
+func checkFormat(f string) string {
+	if slices.Contains(recordFormats, f) {
+		return ""
+	}
+	return fmt.Sprintf("--format %q: want text, json, compact or bare", f)
+}
+
+// formatRecord renders one JSON log record in format; a line that is not
+// a record ({"level", "msg", …}) is returned as it is.
+func formatRecord(format string, raw []byte) string {
+	if format == formatJSON {
+		return string(raw)
+	}
+	var rec map[string]any
+	if json.Unmarshal(raw, &rec) != nil {
+		return string(raw)
+	}
+	level, lok := rec["level"].(string)
+	msg, mok := rec["msg"].(string)
+	if !lok || !mok {
+		return string(raw)
+	}
+	switch format {
+	case formatBare:
+		return msg
+	case formatCompact:
+		delete(rec, "time")
+		delete(rec, "level")
+		delete(rec, "msg")
+		initial := strings.ToUpper(level)
+		if initial != "" {
+			initial = initial[:1]
+		}
+		return initial + " " + msg + attrText(rec)
+	}
+	return logLine(raw)
+}
+
+// attrText is " k=v" for each of rec's members, sorted, quoted as slog's
+// text handler quotes.
+func attrText(rec map[string]any) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(rec)) {
+		s, ok := rec[k].(string)
+		if !ok {
+			js, _ := json.Marshal(rec[k])
+			s = string(js)
+		}
+		if strings.ContainsAny(s, " \t\n\"=") || s == "" {
+			s = fmt.Sprintf("%q", s)
+		}
+		fmt.Fprintf(&b, " %s=%s", k, s)
+	}
+	return b.String()
+}
+
+// recordWriter rewrites the JSON records of a script's stderr, line by
+// line, in its format; other lines pass through as they are. Close
+// writes what is left of a last line without a newline.
+type recordWriter struct {
+	w      io.Writer
+	format string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func (r *recordWriter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, p...)
+	for {
+		i := bytes.IndexByte(r.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := r.buf[:i]
+		if _, err := io.WriteString(r.w, formatRecord(r.format, line)+"\n"); err != nil {
+			return len(p), err
+		}
+		r.buf = r.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+func (r *recordWriter) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(r.w, formatRecord(r.format, r.buf))
+	r.buf = nil
+	return err
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRecordFormats: one record in each format; a line that is not a
+// record passes through every one; the writer rewrites whole lines only.
+func TestRecordFormats(t *testing.T) {
+	rec := []byte(`{"time":"2026-12-01T10:00:00.000Z","level":"warn","msg":"disk at 91%","disk":"/","pct":91}`)
+	for format, want := range map[string]string{
+		formatJSON:    string(rec),
+		formatCompact: `W disk at 91% disk=/ pct=91`,
+		formatBare:    `disk at 91%`,
+	} {
+		if got := formatRecord(format, rec); got != want {
+			t.Errorf("%s: %q, want %q", format, got, want)
+		}
+	}
+	if got := formatRecord(formatText, rec); !strings.HasSuffix(got, " warn disk at 91% disk=/ pct=91") {
+		t.Errorf("text: %q", got)
+	}
+	for _, f := range recordFormats {
+		if got := formatRecord(f, []byte("not a record")); got != "not a record" {
+			t.Errorf("%s of a plain line: %q", f, got)
+		}
+	}
+	var b strings.Builder
+	w := &recordWriter{w: &b, format: formatBare}
+	w.Write([]byte(`{"level":"info","msg":"a"}` + "\n" + `{"level":"in`))
+	w.Write([]byte(`fo","msg":"b"}` + "\nplain"))
+	w.Close()
+	if b.String() != "a\nb\nplain" {
+		t.Errorf("the writer wrote %q", b.String())
+	}
+}
