@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -17,6 +18,7 @@ func clientgenCmd(ctx context.Context, c *cli, args []string) int {
 	noAutostart := autostartFlag(fs)
 	servers := fs.String("servers", "", "comma-separated servers to include (default: every server)")
 	out := fs.String("o", "-", "write the module to this file (- = stdout)")
+	asJSON := fs.Bool("json", false, "with -o: print what was written as JSON (file, bytes, servers); to stdout the module is the output")
 	co := callerFlags(fs, "list tools as a caller in this directory")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
@@ -44,6 +46,13 @@ func clientgenCmd(ctx context.Context, c *cli, args []string) int {
 	if err := os.WriteFile(*out, src, 0o644); err != nil {
 		fmt.Fprintf(c.stderr, "mcpx: %v\n", err)
 		return exitToolError
+	}
+	if *asJSON {
+		if names == nil {
+			names = []string{}
+		}
+		b, _ := json.Marshal(map[string]any{"file": *out, "bytes": len(src), "servers": names})
+		fmt.Fprintf(c.stdout, "%s\n", b)
 	}
 	return exitOK
 }

@@ -41,6 +41,9 @@ func configCmd(ctx context.Context, c *cli, args []string) int {
 		return usageError(c, fs, "want `check`, `show` or --sources")
 	}
 	cfg, src, err := daemon.LoadConfig(*path, c.getenv)
+	if pos[0] == "check" && *sources.asJSON {
+		return checkJSON(c, cfg, src.String(), err)
+	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcpx: %v\n", err)
 		if ce := (*config.Error)(nil); errors.As(err, &ce) {
@@ -78,4 +81,60 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// problemDoc is one config problem as `config check --json` prints it.
+type problemDoc struct {
+	Server string `json:"server,omitempty"`
+	Field  string `json:"field,omitempty"`
+	Msg    string `json:"msg"`
+	Hint   string `json:"hint,omitempty"`
+}
+
+func problemDocs(ps []*config.Problem) []problemDoc {
+	out := []problemDoc{}
+	for _, p := range ps {
+		msg := p.Msg
+		if msg == "" {
+			msg = p.Error()
+		}
+		out = append(out, problemDoc{Server: p.Server, Field: p.Field, Msg: msg, Hint: p.Hint})
+	}
+	return out
+}
+
+// checkJSON prints `config check --json`'s verdict: exit 0 when the
+// config loads, 1 when it does not (as without --json).
+func checkJSON(c *cli, cfg *config.Config, src string, err error) int {
+	doc := struct {
+		OK       bool         `json:"ok"`
+		Source   string       `json:"source"`
+		Servers  int          `json:"servers"`
+		Disabled []string     `json:"disabled"`
+		Problems []problemDoc `json:"problems"`
+		Warnings []problemDoc `json:"warnings"`
+	}{OK: err == nil, Source: src, Disabled: []string{}, Problems: []problemDoc{}, Warnings: []problemDoc{}}
+	if err != nil {
+		var errs []error
+		if ce := (*config.Error)(nil); errors.As(err, &ce) {
+			errs, doc.Warnings = ce.Errs, problemDocs(ce.Warnings)
+		} else {
+			errs = []error{err}
+		}
+		for _, e := range errs {
+			if p := (*config.Problem)(nil); errors.As(e, &p) {
+				doc.Problems = append(doc.Problems, problemDocs([]*config.Problem{p})...)
+			} else {
+				doc.Problems = append(doc.Problems, problemDoc{Msg: e.Error()})
+			}
+		}
+	} else {
+		doc.Servers, doc.Disabled, doc.Warnings = len(cfg.Servers), append(doc.Disabled, cfg.Disabled...), problemDocs(cfg.Warnings)
+	}
+	b, _ := json.Marshal(doc)
+	fmt.Fprintf(c.stdout, "%s\n", b)
+	if err != nil {
+		return exitToolError
+	}
+	return exitOK
 }

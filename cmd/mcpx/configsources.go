@@ -22,7 +22,7 @@ type sourcesOpts struct {
 func sourcesFlags(fs *flag.FlagSet) sourcesOpts {
 	return sourcesOpts{
 		on:          fs.Bool("sources", false, "ask the daemon for the config chain of this directory: each directory, whether its config applies (and why not), and which file defines each server"),
-		asJSON:      fs.Bool("json", false, "with --sources: print the broker's JSON answer"),
+		asJSON:      fs.Bool("json", false, "with --sources: print the broker's JSON answer; with check: the verdict as one JSON object (ok, source, servers, disabled, problems, warnings)"),
 		brokerAddr:  brokerFlag(fs),
 		noAutostart: autostartFlag(fs),
 		caller:      callerFlags(fs, "with --sources: the chain of this directory"),

@@ -120,6 +120,7 @@ func daemonStop(ctx context.Context, c *cli, bc *client.Client, force bool) int 
 func reloadCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "reload")
 	brokerAddr := brokerFlag(fs)
+	asJSON := fs.Bool("json", false, "print the daemon's answer as JSON: the servers now served and the config file")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -141,6 +142,11 @@ func reloadCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	if err != nil {
 		return report(c, err)
+	}
+	if *asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return exitOK
 	}
 	src := res.Config
 	if src == "" {

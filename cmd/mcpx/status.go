@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -187,6 +188,7 @@ func pid(n int) string {
 func stop(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "stop")
 	brokerAddr := brokerFlag(fs)
+	asJSON := fs.Bool("json", false, `print {"stopped": "<instance id>"}`)
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -200,6 +202,11 @@ func stop(ctx context.Context, c *cli, args []string) int {
 	}
 	if err := bc.StopInstance(ctx, pos[0]); err != nil {
 		return report(c, err)
+	}
+	if *asJSON {
+		b, _ := json.Marshal(map[string]string{"stopped": pos[0]})
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return exitOK
 	}
 	fmt.Fprintf(c.stdout, "stopped %s\n", pos[0])
 	return exitOK
