@@ -22,6 +22,9 @@ type brokerOpts struct {
 	tsnet     bool   // --tsnet: reach a tailnet name through an embedded node
 	tokenFile string // --token-file
 	config    string // --config: the daemon of this config file (daemons.go)
+	// standalone (--standalone, standalone.go): serve the command from a
+	// pool in this process, not a daemon.
+	standalone bool
 }
 
 // brokerFlag registers --broker, --tsnet and --token-file on fs.
@@ -51,6 +54,14 @@ func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Clien
 	c.daemon = &chosen
 	if addr == "" {
 		addr = chosen.socket
+	}
+	if bo.standalone {
+		if bo.addr != "" || bo.tsnet {
+			return nil, fmt.Errorf("--standalone runs the pool in this process: drop --broker / --tsnet")
+		}
+		if addr, err = startStandalone(ctx, c, chosen.config); err != nil {
+			return nil, err
+		}
 	}
 	state := chosen.state // "": the client looks in the default place, or not at all
 	opts := client.Options{StateDir: state}
