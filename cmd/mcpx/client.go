@@ -33,7 +33,9 @@ func brokerFlag(fs *flag.FlagSet) *brokerOpts {
 	fs.StringVar(&bo.addr, "broker", "", "the daemon: a unix socket path, an http(s):// URL, or a tailnet name such as sandbox (default $MCPX_BROKER, else the default socket)")
 	fs.BoolVar(&bo.tsnet, "tsnet", false, "reach a tailnet --broker through an embedded tailnet node (state in <state dir>/tsnet-client) rather than this machine's tailscaled")
 	fs.StringVar(&bo.tokenFile, "token-file", "", "file holding the bearer token for an http(s) or tailnet broker (default $MCPX_TOKEN)")
-	fs.StringVar(&bo.config, "config", "", "reach (and start on demand) the daemon of this config file, on its own socket (default $MCPX_CONFIG, else the default daemon)")
+	if fs.Lookup("config") == nil { // `mcpx config --sources` has its own --config
+		fs.StringVar(&bo.config, "config", "", "reach (and start on demand) the daemon of this config file, on its own socket (default $MCPX_CONFIG, else the default daemon)")
+	}
 	return bo
 }
 
