@@ -70,3 +70,15 @@ func startStandalone(ctx context.Context, c *cli, config string) (string, error)
 	c.closers = append(c.closers, stop)
 	return sock, nil
 }
+
+// usesDefaultRecord reports whether a script finds the daemon bc reaches
+// by the default daemon record (a local script's client reads it for the
+// loopback URL): not for the daemon of a --config, nor an in-process one,
+// whose scripts go through the run's relay instead.
+func usesDefaultRecord(c *cli, bc *client.Client) bool {
+	if !bc.Unix() {
+		return true // remote: the relay is used anyway
+	}
+	def, err := defaultSocket(c.getenv)
+	return err == nil && filepath.Clean(def) == filepath.Clean(bc.Addr())
+}
