@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
@@ -39,8 +39,8 @@ func startStandalone(ctx context.Context, c *cli, config string) (string, error)
 		args = append(args, "--config", config)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	var log bytes.Buffer // the daemon's own log: shown only if it fails to start
-	sc := &cli{stdin: strings.NewReader(""), stdout: &log, stderr: &log, getenv: func(k string) string {
+	log := new(logTail) // the daemon's own log: shown only if it fails to start
+	sc := &cli{stdin: strings.NewReader(""), stdout: log, stderr: log, getenv: func(k string) string {
 		if k == "MCPX_CONFIG" {
 			return "" // --config says it, or nothing does: not the fingerprint's paths
 		}
@@ -81,4 +81,29 @@ func usesDefaultRecord(c *cli, bc *client.Client) bool {
 	}
 	def, err := defaultSocket(c.getenv)
 	return err == nil && filepath.Clean(def) == filepath.Clean(bc.Addr())
+}
+
+// logTail keeps the last logTailMax bytes written to it, from any goroutine:
+// an in-process daemon's log, for the error if it fails to start.
+type logTail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+const logTailMax = 16 << 10
+
+func (t *logTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - logTailMax; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *logTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }
