@@ -20,6 +20,7 @@ import (
 func call(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "call")
 	brokerAddr := brokerFlag(fs)
+	standaloneFlag(fs, brokerAddr)
 	noAutostart := autostartFlag(fs)
 	asJSON := fs.Bool("json", false, "print the raw CallToolResult JSON")
 	progress := fs.Bool("progress", false, "print progress to stderr (default: when stderr is a terminal)")

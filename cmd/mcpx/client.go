@@ -21,6 +21,10 @@ type brokerOpts struct {
 	addr      string // --broker
 	tsnet     bool   // --tsnet: reach a tailnet name through an embedded node
 	tokenFile string // --token-file
+	config    string // --config: the daemon of this config file (daemons.go)
+	// standalone (--standalone, standalone.go): serve the command from a
+	// pool in this process, not a daemon.
+	standalone bool
 }
 
 // brokerFlag registers --broker, --tsnet and --token-file on fs.
@@ -29,6 +33,9 @@ func brokerFlag(fs *flag.FlagSet) *brokerOpts {
 	fs.StringVar(&bo.addr, "broker", "", "the daemon: a unix socket path, an http(s):// URL, or a tailnet name such as sandbox (default $MCPX_BROKER, else the default socket)")
 	fs.BoolVar(&bo.tsnet, "tsnet", false, "reach a tailnet --broker through an embedded tailnet node (state in <state dir>/tsnet-client) rather than this machine's tailscaled")
 	fs.StringVar(&bo.tokenFile, "token-file", "", "file holding the bearer token for an http(s) or tailnet broker (default $MCPX_TOKEN)")
+	if fs.Lookup("config") == nil { // `mcpx config --sources` has its own --config
+		fs.StringVar(&bo.config, "config", "", "reach (and start on demand) the daemon of this config file, on its own socket (default $MCPX_CONFIG, else the default daemon)")
+	}
 	return bo
 }
 
@@ -42,17 +49,23 @@ func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Clien
 	if addr == "" {
 		addr = c.getenv("MCPX_BROKER")
 	}
+	chosen, err := daemonOf(c.getenv, bo.config)
+	if err != nil && (addr == "" || bo.config != "") {
+		return nil, err
+	}
+	c.daemon = &chosen
 	if addr == "" {
-		sock, err := defaultSocket(c.getenv)
-		if err != nil {
+		addr = chosen.socket
+	}
+	if bo.standalone {
+		if bo.addr != "" || bo.tsnet {
+			return nil, fmt.Errorf("--standalone runs the pool in this process: drop --broker / --tsnet")
+		}
+		if addr, err = startStandalone(ctx, c, chosen.config); err != nil {
 			return nil, err
 		}
-		addr = sock
 	}
-	state, err := stateDir(c.getenv)
-	if err != nil {
-		state = "" // the client looks in the default place, or not at all
-	}
+	state := chosen.state // "": the client looks in the default place, or not at all
 	opts := client.Options{StateDir: state}
 	if opts.Token, err = brokerToken(c, bo.tokenFile); err != nil {
 		return nil, err
@@ -104,17 +117,19 @@ func autostart(ctx context.Context, c *cli, bc *client.Client, off bool) error {
 	if v := c.getenv("MCPX_NO_AUTOSTART"); v != "" && v != "0" && v != "false" {
 		return nil
 	}
-	state, err := stateDir(c.getenv)
-	if err != nil {
-		return err
-	}
+	d := chosenDaemonOf(c)
+	state := d.state
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding the mcpx binary to start the daemon: %w", err)
 	}
 	pid, err := client.EnsureDaemon(ctx, client.StartOptions{Socket: bc.Addr(), StateDir: state,
 		Command: func() *exec.Cmd {
-			return exec.Command(exe, "serve", "--socket", bc.Addr(), "--state-dir", state)
+			args := []string{"serve", "--socket", bc.Addr(), "--state-dir", state}
+			if d.config != "" {
+				args = append(args, "--config", d.config)
+			}
+			return exec.Command(exe, args...)
 		}})
 	if err != nil {
 		return err
@@ -234,11 +249,22 @@ func report(c *cli, err error) int {
 	}
 }
 
-// isDefaultSocket reports whether sock is the default socket, the one
-// autostart may start a daemon on.
+// isDefaultSocket reports whether sock is the socket of the daemon chosen
+// (the default, or that of --config / $MCPX_CONFIG), the one autostart may
+// start a daemon on.
 func isDefaultSocket(c *cli, sock string) bool {
-	def, err := defaultSocket(c.getenv)
-	return err == nil && filepath.Clean(def) == filepath.Clean(sock)
+	d := chosenDaemonOf(c)
+	return d.socket != "" && filepath.Clean(d.socket) == filepath.Clean(sock)
+}
+
+// chosenDaemonOf is the daemon newBrokerClient chose, else that of
+// $MCPX_CONFIG (or the default); zero if the paths cannot be found.
+func chosenDaemonOf(c *cli) chosenDaemon {
+	if c.daemon != nil {
+		return *c.daemon
+	}
+	d, _ := daemonOf(c.getenv, "")
+	return d
 }
 
 func unreachableHint(c *cli, e *client.UnreachableError) string {

@@ -33,6 +33,8 @@ type cli struct {
 	// closers release what a command opened for its whole run (an
 	// embedded tailnet node), last first, when run returns.
 	closers []func()
+	// daemon is the daemon the command's broker client chose (daemons.go).
+	daemon *chosenDaemon
 }
 
 // command is one subcommand.
@@ -67,6 +69,7 @@ func commands() []command {
 		{"events", "[--follow] [--json]", "print the daemon's lifecycle events (spawn, restart, crash, ...)", events},
 		{"log", "[--since 1h] [--server s] [--level warn] [--follow] [--json]", "print the daemon's log records (admin)", logCmd},
 		{"stop", "<instance-id>", "stop one instance", stop},
+		{"daemons", "[--json]", "list the daemons (the default one and one per --config), from their records: pid, uptime, instances, config, socket; stale when the pid is gone", daemonsCmd},
 		{"daemon", "stop [--force]|info [--json]", "stop the daemon (--force: no drain, every child stopped at once), or show its pid, socket, URL, config and files", daemonCmd},
 		{"restart", "[--json] <server>", "drain and replace every instance of a server: calls in flight finish on the old children", restartCmd},
 		{"refresh", "[--json] [server]", "drop the schema cache of a server (or of all) and list the tools of their running children again", refreshCmd},

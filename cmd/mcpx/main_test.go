@@ -79,6 +79,12 @@ func TestScripts(t *testing.T) {
 			// A daemon a script started on demand and failed to stop is
 			// stopped here, so that a failing script leaks nothing.
 			e.Defer(func() { stopRecordedDaemon(filepath.Join(e.WorkDir, "state", "mcpx")) })
+			e.Defer(func() { // and those of a --config (daemons.go)
+				dirs, _ := filepath.Glob(filepath.Join(e.WorkDir, "state", "mcpx", daemonsDir, "*"))
+				for _, d := range dirs {
+					stopRecordedDaemon(d)
+				}
+			})
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -70,6 +70,7 @@ func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
 		format:      fs.String("format", formatJSON, "how the script's log records on stderr are printed: json (as written), text, compact or bare"),
 		minimal:     fs.Bool("minimal", false, "run the script's module alone, with no harness: no function called, no prefix or suffix lines, no tool calls in --json"),
 	}
+	standaloneFlag(fs, sf.broker)
 	fs.Var(&sf.prefix, "prefix", "a line to run before the script (repeatable; - = the config chain's script.prefix lines there; without -, they are replaced)")
 	fs.Var(&sf.env, "env", "KEY=VALUE in the script's environment (repeatable; over the config chain's script.env)")
 	fs.Var(&sf.suffix, "suffix", "a line to run after the script, in a finally that sees result {ok, value, error, ms} (repeatable; - as for --prefix)")
@@ -162,7 +163,7 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	// names another), and its own lease unless the caller runs it under
 	// one (--lease, or $MCPX_LEASE from `mcpx lease run`).
 	r, err := runner.Start(ctx, runner.Options{Client: bc, Caller: caller, Session: sf.co.session, ParentSession: c.getenv("MCPX_SESSION_ID"),
-		Dir: dir, Mappings: ccfg.PathMappings, Config: file, LeaseTTL: *sf.leaseTTL, Relay: interp != nil, OnRenewError: renewFailed(c)})
+		Dir: dir, Mappings: ccfg.PathMappings, Config: file, LeaseTTL: *sf.leaseTTL, Relay: interp != nil || !usesDefaultRecord(c, bc), OnRenewError: renewFailed(c)})
 	if err != nil {
 		return report(c, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +40,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	state, sock, err := daemonPaths(c.getenv, f.state, f.socket)
+	state, sock, err := f.paths(c.getenv)
 	if err != nil {
 		return fail(err)
 	}
@@ -145,6 +146,7 @@ func stopped(log *slog.Logger, err error) int {
 // serveFlags are `mcpx serve`'s flags, parsed and checked.
 type serveFlags struct {
 	config, state, socket string
+	ownSocket             bool   // --own-socket, or the config came from $MCPX_CONFIG: the paths of its fingerprint
 	listen                string // "" = no TCP
 	maxConns              int
 	drain                 time.Duration
@@ -158,6 +160,7 @@ func parseServeFlags(c *cli, args []string) (serveFlags, int, bool) {
 	fs.StringVar(&f.config, "config", "", "config file (default $XDG_CONFIG_HOME/mcpx/config.json; if absent, serve the built-in demo server)")
 	fs.StringVar(&f.state, "state-dir", "", "state directory (default $XDG_STATE_HOME/mcpx)")
 	fs.StringVar(&f.socket, "socket", "", "unix socket path (default $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else in the state directory)")
+	fs.BoolVar(&f.ownSocket, "own-socket", false, "serve on the socket and state directory named by the --config's fingerprint, beside the default daemon (the daemon `mcpx <command> --config FILE` reaches; the default when the config comes from $MCPX_CONFIG)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "also serve on this loopback TCP address (port 0: any free port; \"off\": no TCP); TCP callers need the token of the daemon record")
 	fs.IntVar(&f.maxConns, "listen-max-conns", api.DefaultMaxConns, "connections served at once on the --listen address; more wait until one closes (the unix socket is never capped)")
 	f.tailnet = addTailnetFlags(fs)
@@ -175,6 +178,12 @@ func parseServeFlags(c *cli, args []string) (serveFlags, int, bool) {
 	}
 	if f.listen == "off" {
 		f.listen = ""
+	}
+	if f.config == "" && c.getenv("MCPX_CONFIG") != "" {
+		f.config, f.ownSocket = c.getenv("MCPX_CONFIG"), true
+	}
+	if f.ownSocket && f.config == "" {
+		return bad("--own-socket names the daemon of a config file: give --config FILE (or $MCPX_CONFIG)")
 	}
 	if f.config != "" {
 		// Absolute, so that the daemon names it (daemon info, doctor)
@@ -209,6 +218,24 @@ func servingAttrs(sock string, src daemon.Source, cfg *config.Config, state stri
 		attrs = append(attrs, "tailnet", node.Info().DNSName)
 	}
 	return attrs
+}
+
+// paths are the state directory and socket: those given, else those of the
+// config's fingerprint (--own-socket), else the default daemon's.
+func (f serveFlags) paths(getenv func(string) string) (string, string, error) {
+	if !f.ownSocket {
+		return daemonPaths(getenv, f.state, f.socket)
+	}
+	state, err := stateDir(getenv)
+	if err != nil {
+		return "", "", err
+	}
+	canon, err := canonicalConfig(f.config)
+	if err != nil {
+		return "", "", err
+	}
+	d := fingerprintDaemon(getenv, state, canon)
+	return daemonPaths(getenv, cmp.Or(f.state, d.state), cmp.Or(f.socket, d.socket))
 }
 
 // daemonPaths applies the defaults for --state-dir and --socket.

@@ -25,6 +25,7 @@ func tools(ctx context.Context, c *cli, args []string) int {
 	}
 	fs := newFlags(c, "tools")
 	brokerAddr := brokerFlag(fs)
+	standaloneFlag(fs, brokerAddr)
 	noAutostart := autostartFlag(fs)
 	asJSON := fs.Bool("json", false, "print the broker's JSON answer")
 	co := callerFlags(fs, "list as a caller in this directory")
