@@ -129,7 +129,7 @@ var runtimeNames = []string{
 	"Task", "callToolAsTask", "getTask", "listTasks", "taskResult", "cancelTask",
 	"LogMessage", "ResourceTemplate", "listResourceTemplates", "CompleteRequest", "CompleteResult", "complete", "setLogLevel",
 	"ReadResourceResult", "ResourceUpdated", "ResourceOptions", "readResource", "subscribeResource",
-	"Lease", "ToolHit", "Catalog", "mcpx",
+	"Lease", "ToolHit", "Catalog", "mcpx", "Frame", "captureFrames", "errorFrames",
 	// Globals the runtime uses (the web APIs through globalThis, typed by
 	// the runtime itself, so that no lib setting is needed; still kept
 	// free, as a script beside the client uses them too).

@@ -243,6 +243,39 @@ function $log(level: LogLevel, msg: string, bound: LogAttrs, attrs: LogAttrs | u
   $stderr(line);
 }
 
+/** One stack frame: the function ("" for top-level code), the file and position, and whether it awaits. */
+export type Frame = { function: string; file: string; line: number; column: number; async: boolean };
+
+// $frames parses a stack's frames (V8's and JavaScriptCore's shared
+// "    at fn (file:line:col)" form, deno's file:// URLs included), mapped
+// to the sources first when a harness registered the mapping.
+function $frames(stack: string | undefined): Frame[] {
+  if (stack === undefined) return [];
+  const map = (globalThis as unknown as { [key: symbol]: unknown })[Symbol.for("mcpx.stack")];
+  if (typeof map === "function") stack = String(map(stack));
+  const out: Frame[] = [];
+  for (const l of stack.split("\n")) {
+    const m = /^\s*at (async )?(?:(.*?) \()?((?:file:\/\/)?[^\s()]+):(\d+):(\d+)\)?\s*$/.exec(l);
+    if (!m) continue;
+    out.push({ function: m[2] ?? "", file: decodeURI(m[3]!.replace(/^file:\/\//, "")), line: Number(m[4]),
+      column: Number(m[5]), async: m[1] !== undefined });
+  }
+  return out;
+}
+
+/**
+ * The frames of the calling code's stack, innermost first: skip of them left out after the caller's own, at most
+ * limit (default all). Files and lines are the script's, mapped through the bundle's source map on every runtime.
+ */
+export function captureFrames(skip = 0, limit = Infinity): Frame[] {
+  return $frames(new Error().stack).slice(1 + skip, 1 + skip + limit);
+}
+
+/** An error's frames, as captureFrames gives them; the error itself is left as it is (String(err) unchanged). */
+export function errorFrames(err: unknown): Frame[] {
+  return err instanceof Error ? $frames(err.stack) : [];
+}
+
 // $caller is the file:line:column of the frame that called the logger's
 // method, from a stack taken in $log: the frames are $log's, the method's,
 // then the caller's. A harness may map the stack's bundle positions to the
