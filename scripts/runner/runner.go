@@ -201,9 +201,9 @@ type Script struct {
 	// caller other than the owner). Only deno confines a script, so any
 	// other runtime is refused, as are interpreters.
 	Sandbox *Sandbox
-	Stdin    io.Reader
-	Stdout   io.Writer
-	Stderr   io.Writer
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
 }
 
 // Sandbox confines a script to what its caller may reach: its
