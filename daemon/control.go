@@ -63,9 +63,19 @@ func (ctl *Control) Config() string {
 // with every problem, and the running one kept: a typo must not take down
 // the servers other callers are using.
 func (ctl *Control) Reload(trigger string) (wire.Reloaded, error) {
+	return ctl.reload(trigger, nil)
+}
+
+// reload is Reload; a refusal is not logged when unchanged says the file
+// moved while it was read (ReloadChanged).
+func (ctl *Control) reload(trigger string, unchanged func() bool) (wire.Reloaded, error) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
 	cfg, src, err := ctl.load()
+	if err != nil && unchanged != nil && !unchanged() {
+		ctl.log.Info("the config file changed while it was read; waiting for it to settle", "trigger", trigger)
+		return wire.Reloaded{}, err
+	}
 	if err != nil {
 		ctl.log.Error("reloading config: keeping the running config", "trigger", trigger, "err", err)
 		ctl.b.ReloadRefused(trigger, err)
@@ -79,6 +89,16 @@ func (ctl *Control) Reload(trigger string) (wire.Reloaded, error) {
 	ctl.log.Info("config reloaded", "trigger", trigger, "config", src.String(), "servers", len(cfg.Servers))
 	LogConfig(ctl.log, cfg)
 	return wire.Reloaded{Config: src.Path, Servers: len(cfg.Servers)}, nil
+}
+
+// ReloadChanged is the watch's reload of the file at path (trigger "config
+// file"). A refusal is not logged, nor an event, when the file moved while
+// it was read: its writer was caught between truncating and writing
+// (os.WriteFile, many editors), and the watch sees the write land and
+// calls again.
+func (ctl *Control) ReloadChanged(path string) {
+	at := StampOf(path)
+	ctl.reload("config file", func() bool { return StampOf(path) == at }) //nolint:errcheck // logged by reload
 }
 
 // ReloadAPI is Reload for the API (api.Daemon.Reload): a refusal is a
@@ -159,7 +179,7 @@ func (ctl *Control) WatchActor(path string) Actor {
 	first := StampOf(path)
 	return Actor{
 		Execute: func() error {
-			WatchConfig(ctx, path, first, ConfigPoll, ConfigSettle, ctl.log, func() { ctl.Reload("config file") }) //nolint:errcheck // logged by Reload
+			WatchConfig(ctx, path, first, ConfigPoll, ConfigSettle, ctl.log, func() { ctl.ReloadChanged(path) })
 			return ctx.Err()
 		},
 		Interrupt: func(error) { cancel() },

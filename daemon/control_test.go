@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,4 +76,55 @@ func TestWatchDefaultConfigAppears(t *testing.T) {
 	}
 	write(`"a": {"command": "true"}, "b": {"command": "true"}`)
 	testenv.WaitFor(t, "the edit after a reload", func() bool { return slices.Contains(b.ServerNames(), "b") })
+}
+
+// TestReloadChangedHalfWritten: the watch's reload that reads the file
+// between a writer's truncate and its write is not refused aloud (no error
+// logged, no reload-refused event); one that reads a settled broken file is.
+func TestReloadChangedHalfWritten(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	good := `{"servers": {"a": {"command": "true"}}}`
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	var logs testenv.SyncBuffer
+	landing := true // the writer's write lands while the file is read
+	load := func() (*config.Config, daemon.Source, error) {
+		c, err := config.Load(path)
+		if landing {
+			if werr := os.WriteFile(path, []byte(good+" "), 0o600); werr != nil {
+				t.Error(werr)
+			}
+		}
+		return c, daemon.Source{Path: path}, err
+	}
+	ctl := daemon.NewControl(slog.New(slog.NewTextHandler(&logs, nil)), b, daemon.Source{Path: path}, load)
+	if err := os.WriteFile(path, nil, 0o600); err != nil { // truncated, not yet written
+		t.Fatal(err)
+	}
+	ctl.ReloadChanged(path)
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a half-written file was refused aloud:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "changed while it was read") {
+		t.Errorf("the skipped reload is not logged:\n%s", logs.String())
+	}
+	landing = false
+	if err := os.WriteFile(path, []byte(`{"servers": {"a": {"comand": "true"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctl.ReloadChanged(path)
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "comand") {
+		t.Errorf("a settled broken file was not refused with its problem:\n%s", logs.String())
+	}
 }

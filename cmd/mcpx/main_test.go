@@ -41,7 +41,8 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs testdata/script/*.txtar. Each script gets its own
 // XDG directories, a short socket directory (socket paths are limited to
-// ~104 bytes), $SOCK (the default socket) and $PORT (a free loopback port).
+// ~104 bytes), $SOCK (the default socket) and $PORT (a free loopback port) and
+// $DEADPORT (a loopback port that refuses connections throughout).
 // Extra commands:
 //
 //	waitsock path            wait until a unix socket accepts connections
@@ -74,6 +75,12 @@ func TestScripts(t *testing.T) {
 			e.Setenv("HOME", filepath.Join(e.WorkDir, "home"))
 			e.Setenv("SOCK", filepath.Join(run, "mcpx", "mcpx.sock"))
 			e.Setenv("PORT", strconv.Itoa(port))
+			dead, closeDead, err := deadPort()
+			if err != nil {
+				return err
+			}
+			e.Defer(closeDead)
+			e.Setenv("DEADPORT", strconv.Itoa(dead))
 			k, v, _ := strings.Cut(marker, "=")
 			e.Setenv(k, v) // children carry the marker, so leaks are found
 			// A daemon a script started on demand and failed to stop is
@@ -97,6 +104,26 @@ func TestScripts(t *testing.T) {
 			"petstore":   petstore,
 		},
 	})
+}
+
+// deadPort is a loopback port that refuses connections for as long as the
+// script runs: bound and never listened on, so no other test's daemon can
+// take it meanwhile (a port freePort found free can be, on a shared machine).
+func deadPort() (int, func(), error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return 0, nil, err
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return 0, nil, err
+	}
+	return sa.(*syscall.SockaddrInet4).Port, func() { syscall.Close(fd) }, nil
 }
 
 func freePort() (int, error) {

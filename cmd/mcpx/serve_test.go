@@ -178,9 +178,14 @@ func TestServeReloadsConfigOnSIGHUP(t *testing.T) {
 
 	os.WriteFile(cfgPath, []byte(`{"servers": {"a": {"comand": "x"}}}`), 0o600)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	// The watch may see the write too, and a read of it half-written (the
+	// truncate before the write) must not be refused aloud: the refusal
+	// logged names the field.
 	testenv.WaitFor(t, "the refused reload", func() bool { return strings.Contains(logs.String(), "keeping the running config") })
-	if !strings.Contains(logs.String(), `unknown field \"comand\"`) {
-		t.Errorf("the refused reload does not say why:\n%s", logs.String())
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "keeping the running config") && !strings.Contains(line, `unknown field \"comand\"`) {
+			t.Errorf("a refused reload does not say why:\n%s", line)
+		}
 	}
 	if got := callOut("a.env", `{"name":"X"}`); got != "two" {
 		t.Errorf("after a bad reload a.env X = %q, want the running config's two", got)
