@@ -140,6 +140,9 @@ func New(o Options) (_ *Daemon, err error) {
 	}
 	d.MCP = mcpserver.New(mcpserver.Options{Broker: d.Broker, Logger: d.Log, Version: o.Version,
 		InputWait: o.Config.Limits.InputWait.D()})
+	if o.Handoff != nil {
+		d.MCP.Restore(o.Handoff.MCP) // before the endpoint serves
+	}
 	d.closers = append(d.closers, d.closeMCP) // before the broker: its sessions stop their children
 	return d, nil
 }

@@ -141,6 +141,9 @@ func (u *Upgrader) Exec(d *Daemon, lns *Listeners, h Handoff) error {
 		return err
 	}
 	h.Listeners, h.Conns = ls, conns
+	if d.MCP != nil {
+		h.MCP = d.MCP.Handoff() // drained: no request is in flight
+	}
 	path := filepath.Join(d.state, HandoffFile)
 	env := append(environWithout(EnvHandoff), EnvHandoff+"="+path)
 	err = d.Broker.Handoff(func(st broker.HandoffState) error {

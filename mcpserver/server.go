@@ -224,6 +224,9 @@ func (s *Server) lookup(id string, req Request) *session {
 	if ss == nil || ss.caller.Name != req.Caller.Name || ss.caller.Via != req.Caller.Via || ss.server != req.Server {
 		return nil
 	}
+	if ss.restored {
+		s.bind(ss, req.Caller)
+	}
 	return ss
 }
 

@@ -66,6 +66,11 @@ type session struct {
 	// header is a stateless request's HTTP header (its Mcp-Param-*
 	// headers are checked against its arguments); nil for a session.
 	header http.Header
+	// restored: the daemon's previous image handed the session over
+	// (handoff.go); its caller's rights come with their first request.
+	// resubscribe are its subscriptions to make again then.
+	restored    bool
+	resubscribe []string
 }
 
 // clientCaps are the client capabilities the endpoint acts on.

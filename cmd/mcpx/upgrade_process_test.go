@@ -179,7 +179,8 @@ func callText(ctx context.Context, c *client.Client, cl client.Caller, server, t
 // upgraded in place 20 times while 16 callers call continuously, 8 over
 // the REST API on the unix socket (each its own session, counting on a
 // session-scoped demo child) and 8 over the MCP endpoint (echoing unique
-// messages). No call fails or is answered twice, every counter counts on
+// messages, and counting on their MCP session's own child). No call fails
+// or is answered twice, no MCP session is lost, every counter counts on
 // from where it was (the children and their state survived), every pid is
 // the same, the daemon holds as many descriptors after as before, and a
 // server whose executable changed between two upgrades is replaced while
@@ -194,7 +195,7 @@ func TestUpgradeProcess(t *testing.T) {
 	copyFile(t, mcpx, otherBin, nil)
 	childEnv := map[string]string{proctest.MarkerEnv: proctest.Marker(t)}
 	cfg, _ := json.Marshal(map[string]any{"pool": map[string]any{"execWatch": "off"}, "servers": map[string]any{
-		"counter": map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "session", "max": restCallers, "env": childEnv},
+		"counter": map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "session", "max": restCallers + mcpCallers, "env": childEnv},
 		"echo":    map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "global", "env": childEnv},
 		"other":   map[string]any{"command": otherBin, "args": []string{"demo-server"}, "scope": "global", "env": childEnv},
 		"leased":  map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "pid", "env": childEnv},
@@ -298,11 +299,20 @@ func TestUpgradeProcess(t *testing.T) {
 		wg.Go(func() {
 			m := newMCPCaller(d.sock)
 			defer m.hc.CloseIdleConnections()
+			defer func() {
+				if err := m.end(ctx); err != nil {
+					fail("mcp caller %d: %v", i, err)
+				}
+			}()
+			count := 0 // on the MCP session's own counter child
 			for n := 0; !stop.Load() && n < 100000; n++ {
 				msg := fmt.Sprintf("mcp-%d-%d", i, n)
-				var got string
+				var got, counted string
 				err := timed(func() (err error) {
-					got, err = m.echo(ctx, msg, &reinits)
+					if got, err = m.echo(ctx, msg, &reinits); err != nil {
+						return err
+					}
+					counted, err = m.call(ctx, "counter__counter", "{}", &reinits)
 					return err
 				})
 				if err != nil {
@@ -313,6 +323,11 @@ func TestUpgradeProcess(t *testing.T) {
 					fail("mcp caller %d: answered %q to %q", i, got, msg)
 					return
 				}
+				if want := strconv.Itoa(count + 1); counted != want {
+					fail("mcp caller %d: counted %s after %d (the session or its child's state was lost)", i, counted, count)
+					return
+				}
+				count++
 			}
 		})
 	}
@@ -347,6 +362,9 @@ func TestUpgradeProcess(t *testing.T) {
 	}
 	if len(switches) != upgrades {
 		t.Errorf("only %d upgrades ran before the deadline", len(switches))
+	}
+	if n := reinits.Load(); n != 0 {
+		t.Errorf("MCP clients had to initialize again %d times: their sessions were not carried over the upgrades", n)
 	}
 	slowest := time.Duration(0)
 	for _, s := range switches {
@@ -535,6 +553,13 @@ func (m *mcpCaller) initialize(ctx context.Context) error {
 // three upgrades in a row (an initialize that lands in a drain), so the
 // bound is generous: the test is about calls, not retries.
 func (m *mcpCaller) echo(ctx context.Context, msg string, reinits *atomic.Int64) (string, error) {
+	args, _ := json.Marshal(map[string]string{"message": msg})
+	return m.call(ctx, "echo__echo", string(args), reinits)
+}
+
+// call calls tool with args and returns the text answered. A 404 is
+// counted in reinits, and the call sent again in a new session.
+func (m *mcpCaller) call(ctx context.Context, tool, args string, reinits *atomic.Int64) (string, error) {
 	for attempt := 0; attempt < 10; attempt++ {
 		if m.sid == "" {
 			if err := m.initialize(ctx); err != nil {
@@ -542,8 +567,7 @@ func (m *mcpCaller) echo(ctx context.Context, msg string, reinits *atomic.Int64)
 			}
 		}
 		m.id++
-		args, _ := json.Marshal(map[string]string{"message": msg})
-		code, res, err := m.post(ctx, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo__echo","arguments":%s}}`, m.id, args))
+		code, res, err := m.post(ctx, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, m.id, tool, args))
 		if err != nil {
 			return "", err
 		}
@@ -567,6 +591,25 @@ func (m *mcpCaller) echo(ctx context.Context, msg string, reinits *atomic.Int64)
 		return r.Result.Content[0].Text, nil
 	}
 	return "", fmt.Errorf("tools/call: the session kept going away")
+}
+
+// end ends the session (DELETE): its session-scoped children stop.
+func (m *mcpCaller) end(ctx context.Context) error {
+	if m.sid == "" {
+		return nil
+	}
+	req, _ := http.NewRequestWithContext(ctx, "DELETE", "http://mcpx/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", m.sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := m.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("DELETE the session: status %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // TestUpgradeTailnetProcess measures what the tailnet node costs an
