@@ -35,3 +35,29 @@ func TestRecordFormats(t *testing.T) {
 		t.Errorf("the writer wrote %q", b.String())
 	}
 }
+
+// TestRunFields: a run's json records get its fields after their own
+// bytes, unchanged; a field the record has is its own; a line that is not
+// a record, and the other formats, get nothing.
+func TestRunFields(t *testing.T) {
+	f := &runFields{session: "run-1", parentSession: "agent", cwd: "/src/app", version: "1.2.3"}
+	f.started(4242)
+	rec := `{"time":"T","level":"info","msg":"hi", "cwd":"mine"}`
+	got := string(f.enrich([]byte(rec + " ")))
+	want := `{"time":"T","level":"info","msg":"hi", "cwd":"mine","session":"run-1","parentSession":"agent","pid":4242,"mcpxVersion":"1.2.3","elapsedMs":`
+	if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "}") {
+		t.Errorf("enriched:\n%s\nwant a prefix of\n%s", got, want)
+	}
+	for _, line := range []string{`not json`, `{"msg":"no level"}`, `[1,2]`, `{"level":1,"msg":"x"}`} {
+		if got := string(f.enrich([]byte(line))); got != line {
+			t.Errorf("%s enriched to %s", line, got)
+		}
+	}
+	var b strings.Builder
+	w := &recordWriter{w: &b, format: formatBare, run: f}
+	w.Write([]byte(`{"level":"info","msg":"a"}` + "\n"))
+	w.Close()
+	if b.String() != "a\n" {
+		t.Errorf("bare with run fields: %q", b.String())
+	}
+}

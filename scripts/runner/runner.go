@@ -197,6 +197,8 @@ type Script struct {
 	// MaxOutput bounds what Envelope keeps of stdout, and of stderr, in
 	// bytes; what is beyond is dropped and said so. 0 = no bound.
 	MaxOutput int
+	// Started, when not nil, is told the script's pid once it runs.
+	Started func(pid int)
 	// Sandbox, when not nil, confines the script (code mode's run for a
 	// caller other than the owner). Only deno confines a script, so any
 	// other runtime is refused, as are interpreters.
@@ -280,7 +282,7 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 	if s.Envelope {
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 	}
-	if env.ExitCode, err = wait(ctx, cmd, env.Runtime); err != nil || !s.Envelope {
+	if env.ExitCode, err = wait(ctx, cmd, env.Runtime, s.Started); err != nil || !s.Envelope {
 		return env, err
 	}
 	calls, err := scripts.ReadCalls(reportFile)
@@ -341,9 +343,12 @@ func (r *Run) bundle(ctx context.Context, s Script, dir string) (*exec.Cmd, erro
 // wait runs cmd to its end and returns its exit code (128+n for a signal).
 // An interrupt (ctx ends) is passed on as SIGINT; a script that has not
 // ended InterruptGrace later is killed.
-func wait(ctx context.Context, cmd *exec.Cmd, runtime string) (int, error) {
+func wait(ctx context.Context, cmd *exec.Cmd, runtime string, started func(int)) (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 127, &Error{Op: OpStart, Err: fmt.Errorf("starting %s: %w", runtime, err)}
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
 	}
 	stopFwd := context.AfterFunc(ctx, func() {
 		cmd.Process.Signal(syscall.SIGINT)
