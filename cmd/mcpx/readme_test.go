@@ -28,7 +28,7 @@ var readmeExpect = map[string]struct{ stdout, stderr string }{
 	`mcpx exec 'return (await demo.add({a:1,b:2})).structuredContent'`: {`^\{"sum":3\}\n$`, ""},
 	`mcpx exec 'demo.add({a:1,b:2})' --json`:                           {`(?s)"result": \{.*"content": .*"structuredContent": \{\s+"sum": 3`, ""},
 	`echo 'return 6*7' | mcpx exec`:                                    {`^42\n$`, ""},
-	`mcpx run status`:                                                  {`^$`, `^\{"time":"[^"]+","level":"info","msg":"status: ok","template":"status: \{status\}","job":"nightly","status":"ok"\}\n$`},
+	`mcpx run status`:                                                  {`^$`, `^\{"time":"[^"]+","level":"info","msg":"status: ok","template":"status: \{status\}","job":"nightly","status":"ok","session":"[^"]+","pid":\d+,"cwd":"[^"]+","mcpxVersion":"[^"]+","elapsedMs":\d+\}\n$`},
 	`MCPX_LOG_LEVEL=warn mcpx run status`:                              {`^$`, `^$`},
 	`mcpx run ./hello.sh Ada`:                                          {`"content":\[\{"type":"text","text":"hi Ada"\}\]`, ""},
 	`mcpx run ./hello.sh Ada --env GREETING=hello`:                     {`"text":"hello Ada"`, ""},
