@@ -20,7 +20,7 @@ func conformanceDaemon(t *testing.T) *daemon {
 	bin := conformance.EverythingBinary(t)
 	servers := map[string]any{}
 	for name, protocol := range map[string]string{"everything": "handshake", "everything-stateless": "stateless"} {
-		servers[name] = map[string]any{"command": bin, "scope": "global", "sampling": true, "protocol": protocol,
+		servers[name] = map[string]any{"command": bin, "scope": "global", "sampling": true, "callerRoots": true, "protocol": protocol,
 			"env": map[string]string{proctest.MarkerEnv: proctest.Marker(t)}}
 	}
 	doc, _ := json.Marshal(map[string]any{"servers": servers})
@@ -31,15 +31,12 @@ func conformanceDaemon(t *testing.T) *daemon {
 	return startDaemon(t, daemonOptions{cfg: cfg})
 }
 
-// byDesign are the scenarios that cannot pass through mcpx, and why: a
-// child's roots/list is answered by mcpx with the instance's root, never
-// with the client's (docs/mcp.md, "Requests from children"): children are
-// pooled per scope key and shared, so one client's roots must not reach a
-// child another client uses. These two scenarios have the child ask the
-// client for its roots in an input_required round.
+// byDesign are the scenarios that cannot pass through mcpx, and why. (A
+// child's roots/list in a call is answered with the instance's root unless
+// the server has callerRoots, as the conformance servers here do: see
+// docs/input.md.)
 var byDesign = map[string]string{
-	"input-required-result-basic-list-roots":        "the child's roots/list is answered with the instance root",
-	"input-required-result-multiple-input-requests": "one of its three requests is roots/list, answered with the instance root",
+	"input-required-result-multiple-input-requests": "mcpx forwards a round's three requests to the client one round each, and the scenario wants them in one",
 }
 
 // mustPass are scenarios each leg must run, and pass (through the check

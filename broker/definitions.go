@@ -84,6 +84,7 @@ func (b *Broker) poolServer(name string, s *config.Server, source string) pool.S
 		StartTimeout: s.StartTimeout.D(),
 		Allocate:     poolAllocs(s.Allocate),
 		Sampling:     s.Sampling,
+		CallerRoots:  s.CallerRoots,
 		Era:          eraOf(s.Protocol),
 		ReadyStderr:  readyStderr(s.Ready),
 		NoRoots:      !s.OffersRoots(),

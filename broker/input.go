@@ -45,7 +45,7 @@ type CallerCapabilities struct {
 // withCaller returns ctx carrying r's input handler and capabilities.
 func withCaller(ctx context.Context, r Request) context.Context {
 	if r.OnInput != nil {
-		ctx = withInputHandler(ctx, r.OnInput)
+		ctx = withInputHandler(ctx, withCallerRoots(r.OnInput, r.Caller))
 	}
 	if c := r.Capabilities; c != nil {
 		ctx = mcpclient.WithCallerCapabilities(ctx, mcpclient.CallerCapabilities{Elicitation: c.Elicitation, Sampling: c.Sampling})

@@ -401,6 +401,10 @@ func (ss *session) onInput(st *stream) broker.InputHandler {
 			return ss.input(ctx, req)
 		}
 		switch req.Method {
+		case broker.MethodRoots:
+			if !ss.caps.roots {
+				return nil, errors.New("the MCP client did not declare the roots capability")
+			}
 		case broker.MethodSample:
 			if !ss.caps.sampling {
 				return nil, errors.New("the MCP client did not declare the sampling capability")

@@ -360,7 +360,7 @@ func (p *Pool) sessionOptions(inst *instance, g *generation) (mcpclient.Options,
 	}
 	opts := mcpclient.Options{Root: root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
 		MaxMessageBytes: p.opts.MaxMessageBytes, RootsMemo: p.rootsMemoFor(inst.def), RootsWait: p.opts.RootsWait,
-		Sampling: inst.def.Sampling, RootsSignalled: inst.def.ReadyStderr != "" && g.proc != nil}
+		Sampling: inst.def.Sampling, CallerRoots: inst.def.CallerRoots, RootsSignalled: inst.def.ReadyStderr != "" && g.proc != nil}
 	// The era an earlier child of this effective definition spoke: a
 	// handshake-era child is initialized without the probe.
 	if e := p.schema.get(g.schemaKey); e != nil {

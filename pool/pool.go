@@ -77,6 +77,9 @@ type Server struct {
 	// Sampling declares the sampling capability to the children
 	// (mcpclient.Options.Sampling).
 	Sampling bool
+	// CallerRoots answers a child's in-call roots/list through the call's
+	// input handler (mcpclient.Options.CallerRoots).
+	CallerRoots bool
 	// Era pins the protocol era of the children (mcpclient.EraHandshake
 	// or mcpclient.EraStateless); "" = the one an earlier child of the
 	// definition spoke, else the probe's.

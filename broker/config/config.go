@@ -200,6 +200,14 @@ type Server struct {
 	// client's format with no "scope" gets the client's semantics: scope
 	// global and roots false (see "Client formats").
 	Roots *bool `json:"roots,omitempty"`
+	// CallerRoots answers a child's roots/list asked during a call (a
+	// stateless child's input_required round) with the calling client's
+	// roots, those the caller's rights allow, instead of the instance
+	// root: the client is asked, as for elicitation. For servers whose
+	// tools work on the caller's directories; off by default, because a
+	// shared child then learns each caller's roots. A caller that cannot
+	// be asked gets the instance root. See docs/input.md.
+	CallerRoots bool `json:"callerRoots,omitempty"`
 	// PinTools withholds from every caller a tool whose definition (name,
 	// title, description, schemas, annotations) is not one the owner
 	// approved: the first listing of the server is approved as it is

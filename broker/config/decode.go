@@ -203,6 +203,7 @@ func serverFields(s *Server, typ *string, ready *json.RawMessage) map[string]fie
 		"protocol":      {&s.Protocol, `"auto", "handshake" or "stateless"`},
 		"ready":         {ready, `an object such as {"stderr": "Updated allowed directories"}`},
 		"roots":         {&s.Roots, "true or false"},
+		"callerRoots":   {&s.CallerRoots, "true or false"},
 		"pinTools":      {&s.PinTools, "true or false"},
 		"rate":          {&s.Rate, rateWant},
 		"burst":         {&s.Burst, "a non-negative integer"},

@@ -91,6 +91,11 @@ type Options struct {
 	// which many servers treat as a failure, so it is declared only when
 	// asked for.
 	Sampling bool
+	// CallerRoots answers a stateless child's roots/list in a call's
+	// input_required round through the call's InputHandler (the caller's
+	// own roots); without a handler, or when it fails, with Root as
+	// always.
+	CallerRoots bool
 	// Era is the era remembered for the child's definition: EraHandshake
 	// initializes at once (no server/discover probe), anything else probes
 	// first. Either way Connect falls back to the other era when the child

@@ -341,7 +341,7 @@ var errInputUnsupported = errors.New("mcpx cannot answer it for a 2026-07-28 chi
 
 // inputResponse answers one input request of a stateless child: roots/list
 // with the instance root, as the handshake era's roots/list request is
-// answered (rootsResult); elicitation and sampling by the call's input
+// answered (rootsResult), or with Options.CallerRoots the caller's; elicitation and sampling by the call's input
 // handler, if the caller streams (WithInputHandler), as in the handshake
 // era. Without a handler, or when it fails, elicitation is declined
 // (InputRefusal) and sampling fails the call: an input_required round has
@@ -349,6 +349,13 @@ var errInputUnsupported = errors.New("mcpx cannot answer it for a 2026-07-28 chi
 func (s *Session) inputResponse(ctx context.Context, id, method string, params []byte) ([]byte, error) {
 	switch method {
 	case "roots/list":
+		if h := inputHandlerOf(ctx); h != nil && s.opts.CallerRoots {
+			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params), ID: id})
+			if err == nil && json.Valid(res) {
+				return res, nil
+			}
+			s.log.Debug("the caller's roots were not had; answering with the instance root", "err", err)
+		}
 		return rootsResult(s.opts)
 	case MethodElicit, MethodSample:
 		why := "mcpx cannot ask the caller: it is not streaming the call, so it cannot be asked for input"
