@@ -33,7 +33,9 @@ func TestCallerRootsFiltered(t *testing.T) {
 	}
 	answer := `{"roots":[{"uri":"file://` + allowed + `","name":"mine"},{"uri":"file://` + link + `"},{"uri":"file://` + other + `"},` +
 		`{"uri":"file://` + filepath.Join(dir, "gone") + `"},{"uri":"file:relative"},{"uri":"https://example.com/"}]}`
-	client := func(ctx context.Context, req InputRequest) (json.RawMessage, error) { return json.RawMessage(answer), nil }
+	client := func(ctx context.Context, req InputRequest) (json.RawMessage, error) {
+		return json.RawMessage(answer), nil
+	}
 	guest := Caller{Name: "guest", Via: "tailnet", Rights: rights.Rights{{Servers: []string{"*"}, Roots: []string{allowed}}}}
 	res, err := withCallerRoots(client, guest)(t.Context(), InputRequest{Method: MethodRoots})
 	if err != nil {
