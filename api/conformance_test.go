@@ -20,8 +20,10 @@ func conformanceDaemon(t *testing.T) *daemon {
 	bin := conformance.EverythingBinary(t)
 	servers := map[string]any{}
 	for name, protocol := range map[string]string{"everything": "handshake", "everything-stateless": "stateless"} {
-		servers[name] = map[string]any{"command": bin, "scope": "global", "sampling": true, "callerRoots": true, "protocol": protocol,
-			"env": map[string]string{proctest.MarkerEnv: proctest.Marker(t)}}
+		servers[name] = map[string]any{"command": bin, "scope": "global", "sampling": true, "protocol": protocol,
+			// The suite's roots scenarios want the client's roots.
+			"callerRoots": true,
+			"env":         map[string]string{proctest.MarkerEnv: proctest.Marker(t)}}
 	}
 	doc, _ := json.Marshal(map[string]any{"servers": servers})
 	cfg, err := config.Parse(doc, "conformance.json")
@@ -29,14 +31,6 @@ func conformanceDaemon(t *testing.T) *daemon {
 		t.Fatal(err)
 	}
 	return startDaemon(t, daemonOptions{cfg: cfg})
-}
-
-// byDesign are the scenarios that cannot pass through mcpx, and why. (A
-// child's roots/list in a call is answered with the instance's root unless
-// the server has callerRoots, as the conformance servers here do: see
-// docs/input.md.)
-var byDesign = map[string]string{
-	"input-required-result-multiple-input-requests": "mcpx forwards a round's three requests to the client one round each, and the scenario wants them in one",
 }
 
 // mustPass are scenarios each leg must run, and pass (through the check
@@ -74,10 +68,6 @@ func TestConformanceThroughMCPX(t *testing.T) {
 				}
 			}
 			for _, name := range conformance.Lost(direct, through) {
-				if why, ok := byDesign[name]; ok && leg.Stateless {
-					t.Logf("%s: lost by design: %s", name, why)
-					continue
-				}
 				// The suite's client times its requests out on its own
 				// clock, which a loaded CI machine can outrun (seen once,
 				// resources-list under -race with other packages): a

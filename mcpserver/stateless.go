@@ -33,11 +33,26 @@ var rounds = map[string]bool{"tools/call": true, "prompts/get": true, "resources
 // child's request for input.
 type parked struct {
 	caller broker.Caller
-	events chan parkedEvent     // from the call: a request for input, or the end
-	answer chan json.RawMessage // to the call: the client's answer
+	events chan parkedEvent // from the call: a request for input, or the end
 	cancel context.CancelFunc
 	at     time.Time
-	key    string // the inputRequests key the client was asked under
+	keys   []string // the inputRequests keys the client was asked under
+
+	mu      sync.Mutex
+	answers map[string]chan json.RawMessage // to the call: the client's answer, by key
+}
+
+// answer gives each request the client was asked the client's answer to
+// it (nil: none).
+func (pk *parked) answer(responses object) {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	for _, k := range pk.keys {
+		if ch := pk.answers[k]; ch != nil {
+			ch <- responses.get(k)
+			delete(pk.answers, k)
+		}
+	}
 }
 
 type parkedEvent struct {
@@ -100,7 +115,7 @@ func (ss *session) statelessRound(ctx context.Context, st *stream, msg *message)
 		if pk == nil {
 			return nil, &rpcError{Code: codeInvalidParams, Message: "requestState is unknown or expired: send the request again without it"}
 		}
-		pk.answer <- responses.get(pk.key)
+		pk.answer(responses)
 		return ss.await(ctx, pk)
 	}
 	if rs := responses.get(inputRoots); rs != nil {
@@ -112,15 +127,21 @@ func (ss *session) statelessRound(ctx context.Context, st *stream, msg *message)
 	// The call runs on the server's context, bounded by InputWait per
 	// round: it outlives this request when it waits for input.
 	cctx, cancel := context.WithCancel(ss.srv.ctx)
-	pk := &parked{caller: ss.caller, events: make(chan parkedEvent, 1), answer: make(chan json.RawMessage, 1), cancel: cancel}
+	pk := &parked{caller: ss.caller, events: make(chan parkedEvent, 1), answers: map[string]chan json.RawMessage{}, cancel: cancel}
 	ss.input = func(ctx context.Context, req broker.InputRequest) (json.RawMessage, error) {
+		// The child's own key, when it has one: a client is asked as the
+		// child asked.
+		key, answer := cmp.Or(req.ID, inputChild), make(chan json.RawMessage, 1)
+		pk.mu.Lock()
+		pk.answers[key] = answer
+		pk.mu.Unlock()
 		select {
 		case pk.events <- parkedEvent{input: &req}:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 		select {
-		case a := <-pk.answer:
+		case a := <-answer:
 			if a == nil {
 				return nil, errors.New("the client sent no answer")
 			}
@@ -145,10 +166,29 @@ func (ss *session) await(ctx context.Context, pk *parked) (json.RawMessage, erro
 		if ev.input == nil {
 			return ev.result, ev.err
 		}
-		// The child's own key, when it has one: a client is asked as the
-		// child asked.
-		pk.key = cmp.Or(ev.input.ID, inputChild)
-		reqs, _ := json.Marshal(map[string]any{pk.key: map[string]any{"method": ev.input.Method, "params": ev.input.Params}})
+		// The requests of one round of the child come together
+		// (InputRequest.Round): the client is asked them in one.
+		inputs := []*broker.InputRequest{ev.input}
+		for len(inputs) < ev.input.Round {
+			select {
+			case more := <-pk.events:
+				if more.input == nil {
+					return more.result, more.err
+				}
+				inputs = append(inputs, more.input)
+			case <-ctx.Done():
+				pk.cancel()
+				return nil, ctx.Err()
+			}
+		}
+		all := map[string]any{}
+		pk.keys = pk.keys[:0]
+		for _, in := range inputs {
+			k := cmp.Or(in.ID, inputChild)
+			all[k] = map[string]any{"method": in.Method, "params": in.Params}
+			pk.keys = append(pk.keys, k)
+		}
+		reqs, _ := json.Marshal(all)
 		tok := ss.srv.park(pk)
 		return object{}.setString("resultType", "input_required").set("inputRequests", reqs).setString("requestState", tok).bytes(), nil
 	case <-ctx.Done():

@@ -27,6 +27,11 @@ type InputRequest struct {
 	// (so a client asked in turn can be asked under the same key); "" for
 	// a handshake child's request.
 	ID string
+	// Round is how many of a stateless child's requests of one
+	// input_required round go to the caller together, this one among them
+	// (0 or 1: it alone); the handler is called for each, concurrently, so
+	// that a client can be asked them all at once.
+	Round int
 }
 
 // InputHandler answers a child's request for input on behalf of the caller

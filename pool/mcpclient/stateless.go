@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -299,40 +300,58 @@ func (s *Session) requestRounds(ctx context.Context, method string, params []byt
 
 // inputResponses answers an inputRequests object ({id: {method, params}})
 // and returns the inputResponses object ({id: result}) and how many there
-// were.
+// were. The requests are answered concurrently, those that go to the
+// caller told how many go together (InputRequest.Round), so that a client
+// is asked them in one round as the child asked them.
 func (s *Session) inputResponses(ctx context.Context, reqs []byte) ([]byte, int, error) {
 	if t := bytes.TrimSpace(reqs); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return []byte("{}"), 0, nil
 	}
-	out := []byte{'{'}
-	n := 0
-	var ferr error
+	type input struct {
+		id, key, method string
+		params          []byte
+		res             []byte
+		err             error
+	}
+	var ins []*input
 	err := members(reqs, func(id, req []byte) {
-		if ferr != nil {
-			return
-		}
 		method, _ := unquote(member(req, `"method"`))
 		key, _ := unquote(id)
-		res, err := s.inputResponse(ctx, key, method, member(req, `"params"`))
-		if err != nil {
-			ferr = err
-			return
-		}
-		if n > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, id...)
-		out = append(out, ':')
-		out = append(out, res...)
-		n++
+		ins = append(ins, &input{id: string(id), key: key, method: method, params: member(req, `"params"`)})
 	})
-	if err == nil {
-		err = ferr
-	}
 	if err != nil {
 		return nil, 0, err
 	}
-	return append(out, '}'), n, nil
+	round := 0
+	if inputHandlerOf(ctx) != nil {
+		for _, in := range ins {
+			if s.asksCaller(in.method) {
+				round++
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for _, in := range ins {
+		wg.Go(func() { in.res, in.err = s.inputResponse(ctx, in.key, in.method, in.params, round) })
+	}
+	wg.Wait()
+	out := []byte{'{'}
+	for i, in := range ins {
+		if in.err != nil {
+			return nil, 0, in.err
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, in.id...), ':'), in.res...)
+	}
+	return append(out, '}'), len(ins), nil
+}
+
+// asksCaller reports whether a stateless child's input request of method
+// goes to the call's input handler, when it has one.
+func (s *Session) asksCaller(method string) bool {
+	return method == MethodElicit || method == MethodSample || (method == "roots/list" && s.opts.CallerRoots)
 }
 
 // errInputUnsupported is what a stateless child asking for input mcpx
@@ -346,11 +365,11 @@ var errInputUnsupported = errors.New("mcpx cannot answer it for a 2026-07-28 chi
 // era. Without a handler, or when it fails, elicitation is declined
 // (InputRefusal) and sampling fails the call: an input_required round has
 // no error answer for one request.
-func (s *Session) inputResponse(ctx context.Context, id, method string, params []byte) ([]byte, error) {
+func (s *Session) inputResponse(ctx context.Context, id, method string, params []byte, round int) ([]byte, error) {
 	switch method {
 	case "roots/list":
 		if h := inputHandlerOf(ctx); h != nil && s.opts.CallerRoots {
-			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params), ID: id})
+			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params), ID: id, Round: round})
 			if err == nil && json.Valid(res) {
 				return res, nil
 			}
@@ -360,7 +379,7 @@ func (s *Session) inputResponse(ctx context.Context, id, method string, params [
 	case MethodElicit, MethodSample:
 		why := "mcpx cannot ask the caller: it is not streaming the call, so it cannot be asked for input"
 		if h := inputHandlerOf(ctx); h != nil {
-			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params), ID: id})
+			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params), ID: id, Round: round})
 			switch {
 			case err != nil:
 				why = err.Error()
