@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -123,19 +126,22 @@ func printSession(c *cli, s *wire.Session, now time.Time) {
 	printInstances(c, s.Instances, now)
 }
 
-// leaseCmd is `mcpx lease run [--ttl 30s] -- <cmd> [args…]`: run a command
-// under a lease. The lease's id is exported as $MCPX_LEASE (the CLI, the Go
-// client and the generated TypeScript client send it as Mcpx-Lease), it is
-// renewed every ttl/3 while the command runs and released when it exits,
-// with the command's exit code. Killed outright (SIGKILL), this process
-// renews no more, and the lease expires within its ttl.
+// leaseCmd is `mcpx lease run [--ttl 30s] [--json] -- <cmd> [args…]`: run
+// a command under a lease. The lease's id is exported as $MCPX_LEASE (the
+// CLI, the Go client and the generated TypeScript client send it as
+// Mcpx-Lease), it is renewed every ttl/3 while the command runs and
+// released when it exits, with the command's exit code. Killed outright
+// (SIGKILL), this process renews no more, and the lease expires within
+// its ttl. With --json the command's output is captured and one envelope
+// printed (leaseEnvelope).
 func leaseCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "lease")
 	brokerAddr := brokerFlag(fs)
 	noAutostart := autostartFlag(fs)
 	ttl := fs.Duration("ttl", 30*time.Second, "the lease's ttl: how long it outlives this process if killed (renewed every ttl/3)")
+	asJSON := fs.Bool("json", false, "capture the command's stdout and stderr and print one JSON envelope: the lease, the command, its exit code, duration and output, whether the lease was released")
 	if len(args) == 0 || args[0] != "run" {
-		return usageError(c, fs, "want `run [--ttl 30s] -- <cmd> [args…]`")
+		return usageError(c, fs, "want `run [--ttl 30s] [--json] -- <cmd> [args…]`")
 	}
 	// Flags end at the command: its own flags are its own.
 	if err := fs.Parse(args[1:]); err != nil {
@@ -162,25 +168,79 @@ func leaseCmd(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	code := runLeased(ctx, c, lease.ID, argv)
+	env := leaseEnvelope{Lease: lease.ID, TTL: ttl.String(), Command: argv}
+	stdout, stderr := c.stdout, c.stderr
+	var out, errOut cappedBuffer
+	if *asJSON {
+		stdout, stderr = &out, &errOut
+	}
+	began := time.Now()
+	code := runLeased(ctx, lease.ID, argv, c.stdin, stdout, stderr)
+	env.ExitCode, env.DurationMs = code, time.Since(began).Milliseconds()
 	// Release with a context of its own: ctx may be the interrupt that
 	// ended the command.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := lease.Release(rctx); err != nil {
+		env.ReleaseError = err.Error()
 		fmt.Fprintf(c.stderr, "mcpx lease: releasing lease %s: %v (it expires within %s)\n", lease.ID, err, *ttl)
+	} else {
+		env.Released = true
+	}
+	if *asJSON {
+		env.Stdout, env.Stderr, env.Dropped = out.String(), errOut.String(), out.dropped+errOut.dropped
+		enc := json.NewEncoder(c.stdout)
+		enc.SetEscapeHTML(false) // a command's `>` and `&` as written
+		enc.Encode(env)          //nolint:errcheck // stdout gone: nothing to tell
 	}
 	return code
 }
 
+// leaseEnvelope is what `mcpx lease run --json` prints.
+type leaseEnvelope struct {
+	Lease      string   `json:"lease"`
+	TTL        string   `json:"ttl"`
+	Command    []string `json:"command"`
+	ExitCode   int      `json:"exitCode"` // 128+n for a signal; 127 when it did not start
+	DurationMs int64    `json:"durationMs"`
+	Stdout     string   `json:"stdout"`
+	Stderr     string   `json:"stderr"`
+	// Dropped is how many bytes of output went past maxLeaseOutput.
+	Dropped      int    `json:"dropped,omitempty"`
+	Released     bool   `json:"released"`
+	ReleaseError string `json:"releaseError,omitempty"`
+}
+
+// maxLeaseOutput bounds what `lease run --json` keeps of stdout, and of
+// stderr.
+const maxLeaseOutput = 16 << 20
+
+// cappedBuffer keeps the first maxLeaseOutput bytes written to it.
+type cappedBuffer struct {
+	buf     bytes.Buffer
+	dropped int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := maxLeaseOutput - b.buf.Len(); len(p) > room {
+		b.dropped += len(p) - room
+		p = p[:room]
+	}
+	b.buf.Write(p)
+	return n, nil
+}
+
+func (b *cappedBuffer) String() string { return b.buf.String() }
+
 // runLeased runs argv with $MCPX_LEASE set and returns its exit code
 // (128+n for a signal, as shells do).
-func runLeased(ctx context.Context, c *cli, lease string, argv []string) int {
+func runLeased(ctx context.Context, lease string, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "MCPX_LEASE="+lease)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(c.stderr, "mcpx lease: %v\n", err)
+		fmt.Fprintf(stderr, "mcpx lease: %v\n", err)
 		return 127
 	}
 	// An interrupt from the terminal reaches the command through its
@@ -199,6 +259,6 @@ func runLeased(ctx context.Context, c *cli, lease string, argv []string) int {
 		}
 		return ee.ExitCode()
 	}
-	fmt.Fprintf(c.stderr, "mcpx lease: %v\n", err)
+	fmt.Fprintf(stderr, "mcpx lease: %v\n", err)
 	return exitFailed
 }
