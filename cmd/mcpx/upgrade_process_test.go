@@ -532,17 +532,26 @@ func (m *mcpCaller) initialize(ctx context.Context) error {
 	if err != nil || code != 200 || m.sid == "" {
 		return fmt.Errorf("initialize: status %d, session %q, %v", code, m.sid, err)
 	}
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://mcpx/mcp", strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Content-Type", "application/json")
+	_, err = m.send(ctx, "POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return err
+}
+
+// send sends body (none if "") in the session and returns the status.
+func (m *mcpCaller) send(ctx context.Context, method, body string) (int, error) {
+	req, _ := http.NewRequestWithContext(ctx, method, "http://mcpx/mcp", strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Mcp-Session-Id", m.sid)
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	resp, err := m.hc.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return nil
+	return resp.StatusCode, nil
 }
 
 // echo calls echo__echo with msg and returns the text answered.
@@ -598,18 +607,11 @@ func (m *mcpCaller) end(ctx context.Context) error {
 	if m.sid == "" {
 		return nil
 	}
-	req, _ := http.NewRequestWithContext(ctx, "DELETE", "http://mcpx/mcp", nil)
-	req.Header.Set("Mcp-Session-Id", m.sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	resp, err := m.hc.Do(req)
-	if err != nil {
-		return err
+	code, err := m.send(ctx, "DELETE", "")
+	if err == nil && code >= 300 {
+		err = fmt.Errorf("DELETE the session: status %d", code)
 	}
-	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("DELETE the session: status %d", resp.StatusCode)
-	}
-	return nil
+	return err
 }
 
 // TestUpgradeTailnetProcess measures what the tailnet node costs an
