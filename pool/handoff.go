@@ -224,16 +224,21 @@ func (p *Pool) Adopt(st HandoffState) Adopted {
 		if why := p.adopt(h, c, log); why != "" {
 			log.Info("not adopting a handed-over child: stopping it", "why", why)
 			out.Replaced = append(out.Replaced, h.ID)
-			p.wg.Go(func() {
-				ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-				defer cancel()
-				c.stop(ctx)
-			})
+			p.stopLater(c)
 			continue
 		}
 		out.Adopted = append(out.Adopted, h.ID)
 	}
 	return out
+}
+
+// stopLater stops c, a child not adopted, in the background (bounded).
+func (p *Pool) stopLater(c *child) {
+	p.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		defer cancel()
+		c.stop(ctx)
+	})
 }
 
 // adopt puts h's child c back in the pool, or says why not.

@@ -418,4 +418,3 @@ func waitNotOurs(pid int, start uint64) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-

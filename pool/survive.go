@@ -3,7 +3,6 @@ package pool
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
 )
@@ -135,11 +133,7 @@ func (p *Pool) AdoptSurvivors() Adopted {
 		if why != "" {
 			log.Info("not adopting a kept child: stopping it", "why", why)
 			out.Replaced = append(out.Replaced, h.ID)
-			p.wg.Go(func() {
-				ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-				defer cancel()
-				c.stop(ctx)
-			})
+			p.stopLater(c)
 			continue
 		}
 		log.Info("adopted a child a killed daemon kept")
