@@ -3,7 +3,6 @@ package pool_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,17 +97,11 @@ func killedWithAChild(t *testing.T, survive bool) (string, int) {
 // Supervise on the same state directory, a pool of def, AdoptSurvivors.
 func nextDaemon(t *testing.T, dir string, survive bool, def pool.Server) (*pool.Pool, pool.Adopted) {
 	t.Helper()
-	lg := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	b, _ := os.ReadFile(filepath.Join(dir, "state", "survive.json"))
-	t.Logf("survive.json: %s", b)
-
-	sup, err := pool.Supervise(filepath.Join(dir, "state"), lg)
+	sup, err := pool.Supervise(filepath.Join(dir, "state"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := surviveOptions(dir, survive)
-	o.Logger = lg
-	p := pool.New(o)
+	p := pool.New(surviveOptions(dir, survive))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
