@@ -153,7 +153,7 @@ func handoffOf(inst *instance) (HandoffChild, bool) {
 	if h.Stdin, ok = fdOf(c.stdin); !ok {
 		return HandoffChild{}, false
 	}
-	if h.Stdout, ok = fdOf(c.stdout); !ok {
+	if h.Stdout, ok = fdOf(c.stdoutFile()); !ok {
 		return HandoffChild{}, false
 	}
 	if h.Stderr, ok = fdOf(c.stderrR); !ok {

@@ -90,11 +90,7 @@ func sendKeeper(m keepMsg, fds ...int) error {
 // outlives a killed daemon.
 func keepChild(c *child) error {
 	in, ok1 := fdOf(c.stdin)
-	var stdout any = c.stdout
-	if r, ok := stdout.(*resync); ok { // adopted from a killed daemon
-		stdout = r.c
-	}
-	out, ok2 := fdOf(stdout)
+	out, ok2 := fdOf(c.stdoutFile())
 	errFd, ok3 := fdOf(c.stderrR)
 	if !ok1 || !ok2 || !ok3 {
 		return errors.New("its pipes are not files")

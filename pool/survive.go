@@ -201,3 +201,12 @@ func (p *Pool) saveSurvivorsOf(g *generation) {
 		p.wg.Go(p.saveSurvivors)
 	}
 }
+
+// stdoutFile is c's stdout pipe, under the resynchronising reader of a
+// child adopted from a killed daemon (idle, it has nothing buffered).
+func (c *child) stdoutFile() any {
+	if r, ok := c.stdout.(*resync); ok {
+		return r.c
+	}
+	return c.stdout
+}
