@@ -83,6 +83,10 @@ const MemoFile = "pool-memo.json"
 // per effective definition) in the state directory.
 const SchemaCacheFile = "schema-cache.json"
 
+// SurviveFile is the name of the pool's record of the children that
+// outlive a killed daemon (pool.Options.Survive).
+const SurviveFile = "survive.json"
+
 // RecordsDir is the call log's directory in the state directory.
 const RecordsDir = "records"
 
@@ -200,6 +204,8 @@ func New(opts Options) (*Broker, error) {
 		Resolve:         resolveCommand(opts.Nix),
 		ExecHashMax:     opts.Config.Limits.ExecHashMax,
 		ExecWatch:       cmp.Or(opts.ExecWatch, opts.Config.Pool.ExecWatch.D()),
+		Survive:         pc.Survive,
+		SurviveFile:     stateFile(opts.StateDir, SurviveFile),
 		OnNotify: func(server, key, method string, params json.RawMessage) {
 			if method == MethodResourceUpdated {
 				b.resourceUpdated(server, key, params) // its subscribers only

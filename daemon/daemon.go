@@ -137,6 +137,8 @@ func New(o Options) (_ *Daemon, err error) {
 	d.closers = append(d.closers, d.closeBroker)
 	if o.Handoff != nil {
 		d.adoptChildren(o.Handoff, o.Version)
+	} else {
+		d.adoptSurvivors()
 	}
 	d.MCP = mcpserver.New(mcpserver.Options{Broker: d.Broker, Logger: d.Log, Version: o.Version,
 		InputWait: o.Config.Limits.InputWait.D()})

@@ -99,3 +99,12 @@ func (d *Daemon) adoptChildren(h *Handoff, version string) {
 		"fromBinary", u.FromBinary, "toBinary", u.ToBinary, "adopted", len(res.Adopted), "replaced", len(res.Replaced),
 		"switch", time.Since(h.Requested).Round(time.Millisecond), "upgradeError", h.UpgradeError)
 }
+
+// adoptSurvivors puts back the children a killed predecessor kept (config
+// pool.survive), and logs what it did.
+func (d *Daemon) adoptSurvivors() {
+	res := d.Broker.AdoptSurvivors()
+	if len(res.Adopted)+len(res.Replaced) > 0 {
+		d.Log.Info("adopted the children of a killed daemon", "adopted", res.Adopted, "replaced", res.Replaced)
+	}
+}

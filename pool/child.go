@@ -37,6 +37,10 @@ type child struct {
 	// nil when there is none.
 	ready   chan struct{}
 	readyRe *regexp.Regexp
+	// kept: the watchdog holds its pipes too (Options.Survive); exe is
+	// its executable then.
+	kept atomic.Bool
+	exe  string
 }
 
 // stderrRingBytes bounds the kept stderr tail per instance.
@@ -181,6 +185,9 @@ var (
 // began, and every process carrying its mark (a setsid'd grandchild is in
 // none of the others once its parent is gone).
 func (c *child) stop(ctx context.Context) {
+	if c.kept.Load() {
+		dropChild(c) // or its stdin would not close
+	}
 	var tree []procInfo
 	select {
 	case <-c.exited: // reaped: its pid may name another process by now

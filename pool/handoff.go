@@ -133,6 +133,7 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 	if n := killUnhanded(handed); n > 0 {
 		p.log.Info("upgrade: killed the children not handed over", "count", n)
 	}
+	sayBye() // the watchdog sees its end close at the exec, the daemon alive
 	return exec(st)
 }
 
@@ -152,7 +153,7 @@ func handoffOf(inst *instance) (HandoffChild, bool) {
 	if h.Stdin, ok = fdOf(c.stdin); !ok {
 		return HandoffChild{}, false
 	}
-	if h.Stdout, ok = fdOf(c.stdout); !ok {
+	if h.Stdout, ok = fdOf(c.stdoutFile()); !ok {
 		return HandoffChild{}, false
 	}
 	if h.Stderr, ok = fdOf(c.stderrR); !ok {
@@ -219,20 +220,25 @@ func (p *Pool) Adopt(st HandoffState) Adopted {
 	slices.SortFunc(st.Children, func(a, b HandoffChild) int { return cmp.Compare(a.Index, b.Index) })
 	for _, h := range st.Children {
 		log := p.log.With("server", h.Server, "key", h.Key, "instance", h.ID, "pid", h.Pid)
-		c := adoptChild(h, log, &p.counters.server(h.Server).suppressed)
+		c := adoptChild(h, log, &p.counters.server(h.Server).suppressed, true)
 		if why := p.adopt(h, c, log); why != "" {
 			log.Info("not adopting a handed-over child: stopping it", "why", why)
 			out.Replaced = append(out.Replaced, h.ID)
-			p.wg.Go(func() {
-				ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
-				defer cancel()
-				c.stop(ctx)
-			})
+			p.stopLater(c)
 			continue
 		}
 		out.Adopted = append(out.Adopted, h.ID)
 	}
 	return out
+}
+
+// stopLater stops c, a child not adopted, in the background (bounded).
+func (p *Pool) stopLater(c *child) {
+	p.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		defer cancel()
+		c.stop(ctx)
+	})
 }
 
 // adopt puts h's child c back in the pool, or says why not.
@@ -280,6 +286,7 @@ func (p *Pool) adopt(h HandoffChild, c *child, log *slog.Logger) string {
 		return why
 	}
 	log.Info("adopted a handed-over child", "root", inst.root, "protocol", h.Session.Version, "exec", g.execValue())
+	p.keepSurvivor(inst, g, log)
 	p.finishStart(inst, a, g, nil, log)
 	return ""
 }
@@ -316,8 +323,9 @@ func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c *child) 
 
 // adoptChild is the child h describes, inherited across the exec: its
 // pipes from their descriptors, its stderr read again, its exit waited
-// for by pid (it is still this process's child).
-func adoptChild(h HandoffChild, log *slog.Logger, suppressed *atomic.Int64) *child {
+// for by pid (it is still this process's child: ours), or else watched
+// for in /proc (a survivor of a killed daemon, re-parented elsewhere).
+func adoptChild(h HandoffChild, log *slog.Logger, suppressed *atomic.Int64, ours bool) *child {
 	for _, fd := range h.Files() {
 		// Close-on-exec again: a child that is not handed over at the
 		// next exec must not have its pipes leak into the next image.
@@ -343,6 +351,10 @@ func adoptChild(h HandoffChild, log *slog.Logger, suppressed *atomic.Int64) *chi
 		defer forget(h.Pid)
 		if procStart(h.Pid) != h.Start {
 			c.waitErr = fmt.Errorf("the handed-over child (pid %d) was gone", h.Pid)
+			return
+		}
+		if !ours {
+			c.waitErr = waitNotOurs(h.Pid, h.Start)
 			return
 		}
 		ps, err := proc.Wait()

@@ -162,6 +162,12 @@ type Options struct {
 	// restarted daemon opens children straight with their era, and
 	// ToolListing answers without a child. "" = in memory only.
 	SchemaCacheFile string
+	// Survive: stdio children outlive a killed daemon, their pipes held
+	// by the watchdog, and the next daemon's pool adopts them
+	// (AdoptSurvivors; survive.go). SurviveFile is where what it needs is
+	// kept. Needs a watchdog (Linux, MaybeWatch).
+	Survive     bool
+	SurviveFile string
 	// Resolve, if set, maps a stdio child's command (after substitution)
 	// to the program to exec, at each spawn, in the spawning goroutine:
 	// only the instance being started waits for it, and its callers wait
@@ -270,6 +276,7 @@ type Pool struct {
 	spawner *spawner       // every child is started from its thread
 	events  *EventLog      // lifecycle events; constant after New
 	execMu  sync.Mutex     // serializes exec checks (CheckExec); guards generation.execStat, execMissing
+	surv    survive        // the survive file's writer (survive.go)
 
 	mu        sync.Mutex
 	servers   map[string]*Server    // guarded by mu

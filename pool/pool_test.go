@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 		poolDaemon()
 	case "supervised":
 		supervisedDaemon()
+	case "survive":
+		survivingDaemon()
 	}
 	os.Exit(m.Run())
 }

@@ -95,8 +95,9 @@ func killRest(mark string, tree []procInfo) int {
 }
 
 // killLeftovers kills the processes marked with state id whose daemon is
-// gone: not running, or its pid now names another process.
-func killLeftovers(state string, log *slog.Logger) int {
+// gone: not running, or its pid now names another process; but those of
+// the marks in spare (children kept for the next daemon).
+func killLeftovers(state string, log *slog.Logger, spare map[string]bool) int {
 	n := 0
 	for _, p := range allProcs() {
 		if p.Pid == os.Getpid() || p.State == 'Z' {
@@ -104,7 +105,7 @@ func killLeftovers(state string, log *slog.Logger) int {
 		}
 		m := markOf(p.Pid)
 		st, daemon, ok := parseMark(m)
-		if !ok || st != state || daemonAlive(daemon) {
+		if !ok || st != state || spare[m] || daemonAlive(daemon) {
 			continue
 		}
 		if proctree.KillIf(p.Pid, func() bool { return markOf(p.Pid) == m }) {

@@ -9,10 +9,10 @@ import "log/slog"
 
 type procInfo struct{}
 
-func selfStart() uint64                         { return 0 }
-func procStart(int) uint64                      { return 0 }
-func treeOf(int, uint64) []procInfo             { return nil }
-func killRest(string, []procInfo) int           { return 0 }
-func killLeftovers(string, *slog.Logger) int    { return 0 }
-func killUnhanded(map[string]bool) int          { return 0 }
-func startSubreaper(*slog.Logger) (stop func()) { return func() {} }
+func selfStart() uint64                                       { return 0 }
+func procStart(int) uint64                                    { return 0 }
+func treeOf(int, uint64) []procInfo                           { return nil }
+func killRest(string, []procInfo) int                         { return 0 }
+func killLeftovers(string, *slog.Logger, map[string]bool) int { return 0 }
+func killUnhanded(map[string]bool) int                        { return 0 }
+func startSubreaper(*slog.Logger) (stop func())               { return func() {} }

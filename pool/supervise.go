@@ -114,12 +114,14 @@ func Supervise(stateDir string, log *slog.Logger) (*Supervisor, error) {
 	marks.state = id
 	marks.mu.Unlock()
 	s := &Supervisor{log: log}
-	if n := killLeftovers(id, log); n > 0 {
+	// The children a killed daemon's keeper kept are spared, for the
+	// pool's AdoptSurvivors.
+	if n := killLeftovers(id, log, reclaim(stateDir, log)); n > 0 {
 		log.Warn("killed processes left by an earlier daemon of this state directory", "count", n, "state", stateDir)
 	}
 	stopReaper := startSubreaper(log)
-	stopWatchdog := startWatchdog(id, log)
-	s.stop = func() { stopWatchdog(); stopReaper() }
+	stopWatchdog := startWatchdog(id, stateDir, log)
+	s.stop = func() { killSurvivors(log); stopWatchdog(); stopReaper() }
 	return s, nil
 }
 

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -32,6 +33,10 @@ import (
 // whose id it holds.
 const envWatchdog = "MCPX_WATCHDOG"
 
+// envKeeperDir names the state directory to the watchdog (the keeper's
+// socket's: keeper_linux.go).
+const envKeeperDir = "MCPX_WATCHDOG_DIR"
+
 // watchHook is set by MaybeWatch: only a binary that calls it can be
 // re-executed as the watchdog (a test binary that does not would run its
 // tests instead).
@@ -47,23 +52,61 @@ func MaybeWatch() {
 	if state == "" {
 		return
 	}
-	os.Exit(watch(state, os.Stdin))
+	os.Exit(watch(state, os.Getenv(envKeeperDir)))
 }
 
 // watchRounds bounds how often the watchdog looks again for marked
 // processes: one may fork while it is killing the others.
 const watchRounds = 50
 
-// watch waits for EOF on daemon, then kills the marked processes of state
-// whose daemon is gone, looking again until a look finds none.
-func watch(state string, daemon io.Reader) int {
-	io.Copy(io.Discard, daemon)
-	log := slog.New(slog.DiscardHandler)
-	for range watchRounds {
-		if killLeftovers(state, log) == 0 {
+// watch waits for EOF on its stdin, the daemon's socket (holding the
+// pipes of the children the daemon gives it meanwhile: keeper_linux.go),
+// then kills the marked processes of state whose daemon is gone, looking
+// again until a look finds none. The children it holds for a daemon that
+// died are spared and handed to the next daemon of dir, if one comes.
+func watch(state, dir string) int {
+	daemon := fmt.Sprintf("%d-%d", os.Getppid(), procStart(os.Getppid()))
+	l := inheritedKeeper(dir)
+	if l != nil {
+		defer l.Close()
+	}
+	hs, bye := keep(0)
+	if hs == nil {
+		io.Copy(io.Discard, os.Stdin) // not a socket: a pipe's EOF
+	}
+	// The kernel closes a dying process's files before it is gone from
+	// the process table: give it a moment, or a killed daemon is taken
+	// for one alive (a stop or an upgrade's exec, which said so).
+	for range 200 {
+		if bye || !daemonAlive(daemon) {
 			break
 		}
-		time.Sleep(10 * time.Millisecond) // let the killed go before looking again
+		time.Sleep(10 * time.Millisecond)
+	}
+	spare := map[string]bool{}
+	for mark, h := range hs {
+		if _, daemon, _ := parseMark(mark); daemonAlive(daemon) {
+			h.close() // an upgrade's exec: the daemon holds them itself
+			delete(hs, mark)
+			continue
+		}
+		spare[mark] = true
+	}
+	log := slog.New(slog.DiscardHandler)
+	killAll := func(spare map[string]bool) {
+		for range watchRounds {
+			if killLeftovers(state, log, spare) == 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // let the killed go before looking again
+		}
+	}
+	killAll(spare)
+	if len(hs) > 0 && !handOver(l, hs) {
+		killAll(nil) // no daemon came for them
+	}
+	for _, h := range hs {
+		h.close()
 	}
 	return 0
 }
@@ -72,7 +115,7 @@ func watch(state string, daemon io.Reader) int {
 // (on Linux, MaybeWatch was called, its executable is known). It returns the
 // function that tells the watchdog the daemon is done (it then finds
 // nothing of a live daemon to kill, and exits) and waits for it.
-func startWatchdog(state string, log *slog.Logger) (stop func()) {
+func startWatchdog(state, dir string, log *slog.Logger) (stop func()) {
 	if !watchHook.Load() || runtime.GOOS != "linux" { // elsewhere it could find no mark
 		return func() {}
 	}
@@ -81,7 +124,7 @@ func startWatchdog(state string, log *slog.Logger) (stop func()) {
 		log.Warn("no watchdog: grandchildren outlive a killed daemon until the next one starts", "err", err)
 		return func() {}
 	}
-	r, w, err := os.Pipe()
+	r, err := keeperPair()
 	if err != nil {
 		log.Warn("no watchdog: grandchildren outlive a killed daemon until the next one starts", "err", err)
 		return func() {}
@@ -93,22 +136,31 @@ func startWatchdog(state string, log *slog.Logger) (stop func()) {
 	cmd.Args = []string{os.Args[0]}
 	cmd.Env = watchdogEnv(state)
 	cmd.Stdin = r
+	// The keeper's socket (keeper_linux.go), made here so that it is
+	// there before the first child: the watchdog takes a while to start.
+	if lf := keeperListener(dir); lf != nil {
+		defer lf.Close()
+		cmd.ExtraFiles = []*os.File{lf}
+		cmd.Env = append(cmd.Env, envKeeperDir+"="+dir)
+	}
 	// Its own group: a Ctrl-C at the daemon's terminal must not take the
 	// watchdog first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = startDirect(cmd)
 	r.Close()
 	if err != nil {
-		w.Close()
+		closeKeeper()
 		log.Warn("no watchdog: grandchildren outlive a killed daemon until the next one starts", "err", err)
 		return func() {}
 	}
 	watchdogUp.Store(true)
 	return func() {
 		watchdogUp.Store(false)
-		w.Close()
+		sayBye()
+		closeKeeper()
 		cmd.Wait()
 		forget(cmd.Process.Pid)
+		removeKeeperSock(dir)
 	}
 }
 
@@ -116,7 +168,7 @@ func startWatchdog(state string, log *slog.Logger) (stop func()) {
 func watchdogEnv(state string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, MarkEnv+"=") && !strings.HasPrefix(kv, envWatchdog+"=") {
+		if !strings.HasPrefix(kv, MarkEnv+"=") && !strings.HasPrefix(kv, envWatchdog+"=") && !strings.HasPrefix(kv, envKeeperDir+"=") {
 			env = append(env, kv)
 		}
 	}

@@ -205,11 +205,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return nil, &UnreachableError{Addr: c.addr, Unix: c.unix, Err: err}
-		}
-		return nil, err
+		return nil, c.sendError(err)
 	}
 	if resp, err = c.reauthorize(ctx, req, resp, tok); err != nil {
 		return nil, err
@@ -273,11 +269,7 @@ func (c *Client) Forward(ctx context.Context, method, uri string, body io.Reader
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return nil, &UnreachableError{Addr: c.addr, Unix: c.unix, Err: err}
-		}
-		return nil, err
+		return nil, c.sendError(err)
 	}
 	return c.reauthorize(ctx, req, resp, tok)
 }

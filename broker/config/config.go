@@ -312,6 +312,9 @@ type Pool struct {
 	IdleTimeout IdleTimeouts `json:"idleTimeout,omitzero"`
 	// Health is the health check of servers that set none; nil = none.
 	Health *Health `json:"health,omitempty"`
+	// Survive: stdio children outlive a daemon that is killed, and the
+	// next daemon of the same state directory adopts them (pool.Options.Survive).
+	Survive bool `json:"survive,omitempty"`
 }
 
 // Limits bound what callers and children may send the daemon, so that no

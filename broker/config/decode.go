@@ -323,6 +323,7 @@ func (p *problems) decodePool(pc *Pool, raw json.RawMessage) {
 		"reapInterval": {&pc.ReapInterval, `a duration string such as "30s"`},
 		"waitTimeout":  {&pc.WaitTimeout, `a duration string such as "10s"`},
 		"execWatch":    {&pc.ExecWatch, `a duration string such as "10s", or "off"`},
+		"survive":      {&pc.Survive, "true or false"},
 	}
 	p.decodeFields("", "pool.", members, fields, map[string]bool{})
 }

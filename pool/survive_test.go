@@ -1,0 +1,184 @@
+package pool_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/pool"
+)
+
+// envSurviveDir is the state directory's parent of survivingDaemon;
+// envSurvive its Options.Survive ("1" or "").
+const (
+	envSurviveDir = "MCPX_TEST_SURVIVE_DIR"
+	envSurvive    = "MCPX_TEST_SURVIVE"
+)
+
+// surviveDef is the demo server the survive tests run, marked for the leak
+// checks; extra env changes its definition.
+func surviveDef(marker string, extra ...string) pool.Server {
+	env := map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: marker, envPoolDaemon: "", envSurviveDir: "", envSurvive: ""}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
+	return pool.Server{Name: "demo", Command: os.Args[0], Env: env}
+}
+
+func surviveOptions(dir string, survive bool) pool.Options {
+	return pool.Options{Survive: survive, SurviveFile: filepath.Join(dir, "state", "survive.json"), ReapInterval: -1, ExecWatch: -1}
+}
+
+// survivingDaemon is a stand-in daemon: Supervise, a pool whose one demo
+// child has counted to 2, a call to it in flight; it prints the child's
+// pid and waits to be killed.
+func survivingDaemon() {
+	dir := os.Getenv(envSurviveDir)
+	if _, err := pool.Supervise(filepath.Join(dir, "state"), nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	p := pool.New(surviveOptions(dir, os.Getenv(envSurvive) == "1"))
+	p.SetServers([]pool.Server{surviveDef(os.Getenv(proctest.MarkerEnv))})
+	ctx := context.Background()
+	tg := pool.Target{Server: "demo", Key: "global"}
+	for range 2 {
+		if _, err := call(ctx, p, tg, "counter", nil); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	// Mid-call when killed: its answer comes to the next daemon, which
+	// must drop it (the dead one's id).
+	go call(ctx, p, tg, "sleep", map[string]int{"ms": 300})
+	for range 1000 {
+		if st := p.Instances(); len(st) == 1 && st[0].InFlight > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The survive file is written after the child is ready: one killed
+	// before it was would not be adopted.
+	for range 1000 {
+		if b, _ := os.ReadFile(filepath.Join(dir, "state", "survive.json")); strings.Contains(string(b), `"demo-1"`) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	fmt.Println(p.Instances()[0].Pid)
+	select {}
+}
+
+// killedWithAChild starts survivingDaemon, SIGKILLs it mid-call and
+// returns the state directory's parent and its child's pid.
+func killedWithAChild(t *testing.T, survive bool) (string, int) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	flag := ""
+	if survive {
+		flag = "1"
+	}
+	d, child := startStandIn(t, envPoolDaemon+"=survive", envSurviveDir+"="+dir, envSurvive+"="+flag)
+	d.Process.Kill()
+	d.Wait()
+	return dir, child
+}
+
+// nextDaemon is the daemon started after the killed one, in this process:
+// Supervise on the same state directory, a pool of def, AdoptSurvivors.
+func nextDaemon(t *testing.T, dir string, survive bool, def pool.Server) (*pool.Pool, pool.Adopted) {
+	t.Helper()
+	sup, err := pool.Supervise(filepath.Join(dir, "state"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pool.New(surviveOptions(dir, survive))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		p.Close(ctx)
+		sup.Close()
+	})
+	p.SetServers([]pool.Server{def})
+	return p, p.AdoptSurvivors()
+}
+
+// TestSurviveAdoptsAKilledDaemonsChild: with Survive, a stdio child of a
+// daemon SIGKILLed mid-call lives on, and the next daemon on the same
+// state directory adopts it: same pid, same in-memory state (the demo's
+// counter goes on from 2), no second initialize, the dead daemon's late
+// answer dropped.
+func TestSurviveAdoptsAKilledDaemonsChild(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	dir, child := killedWithAChild(t, true)
+	if !alive(child) {
+		t.Fatalf("the child %d died with its daemon", child)
+	}
+	p, res := nextDaemon(t, dir, true, surviveDef(proctest.Marker(t)))
+	if len(res.Adopted) != 1 || len(res.Replaced) != 0 {
+		t.Fatalf("adopted %v, replaced %v; want one adopted", res.Adopted, res.Replaced)
+	}
+	tg := pool.Target{Server: "demo", Key: "global"}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// Past the dead daemon's sleep: its answer is dropped by id.
+	if got, err := call(ctx, p, tg, "sleep", map[string]int{"ms": 400}); err != nil {
+		t.Fatalf("sleep after the adoption: %q, %v", got, err)
+	}
+	got, err := call(ctx, p, tg, "counter", nil)
+	if err != nil || got != "3" {
+		t.Fatalf("counter after the adoption: %q, %v; want 3 (the child's state kept)", got, err)
+	}
+	if st := p.Instances(); len(st) != 1 || st[0].Pid != child {
+		t.Fatalf("instances %+v; want the one child, pid %d", st, child)
+	}
+}
+
+// TestSurviveReplacesAChangedDefinition: a kept child whose definition
+// changed meanwhile is stopped, not adopted; the next call starts anew.
+func TestSurviveReplacesAChangedDefinition(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	dir, child := killedWithAChild(t, true)
+	p, res := nextDaemon(t, dir, true, surviveDef(proctest.Marker(t), "CHANGED", "1"))
+	if len(res.Adopted) != 0 || len(res.Replaced) != 1 {
+		t.Fatalf("adopted %v, replaced %v; want one replaced", res.Adopted, res.Replaced)
+	}
+	waitGone(t, child)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	got, err := call(ctx, p, pool.Target{Server: "demo", Key: "global"}, "counter", nil)
+	if err != nil || got != "1" {
+		t.Fatalf("counter of the new child: %q, %v; want 1", got, err)
+	}
+}
+
+// TestSurviveOffKillsWithTheDaemon: without Survive a killed daemon's
+// child dies with it (its watchdog), and the next daemon adopts nothing.
+func TestSurviveOffKillsWithTheDaemon(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	dir, child := killedWithAChild(t, false)
+	testenv.WaitFor(t, "the child of the killed daemon to die", func() bool { return !alive(child) })
+	if _, res := nextDaemon(t, dir, true, surviveDef(proctest.Marker(t))); len(res.Adopted)+len(res.Replaced) != 0 {
+		t.Fatalf("adopted %v, replaced %v; want nothing", res.Adopted, res.Replaced)
+	}
+}
+
+// TestSurviveTurnedOffKillsTheKept: children kept by a daemon with
+// Survive are killed by a next daemon without it.
+func TestSurviveTurnedOffKillsTheKept(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	dir, child := killedWithAChild(t, true)
+	if _, res := nextDaemon(t, dir, false, surviveDef(proctest.Marker(t))); len(res.Replaced) != 1 {
+		t.Fatalf("replaced %v; want the kept child", res.Replaced)
+	}
+	waitGone(t, child)
+}
