@@ -45,9 +45,10 @@ func Files() fs.FS {
 
 // pages maps each page's path to its file.
 var pages = map[string]string{
-	"/":      "index.html",
-	"/docs":  "docs.html",
-	"/login": "login.html",
+	"/":            "index.html",
+	"/docs":        "docs.html",
+	"/login":       "login.html",
+	"/favicon.ico": "ui/favicon.svg", // what a browser asks for by itself
 }
 
 // AssetPrefix is the path under which the pages' scripts and styles are
@@ -96,7 +97,7 @@ func Asset(path string) (string, bool) {
 // Public reports whether the asset file name (from Asset) may be served
 // to a browser that has not signed in: what the sign-in page itself loads.
 func Public(name string) bool {
-	return name == "ui/login.js" || name == "ui/app.css"
+	return name == "ui/login.js" || name == "ui/app.css" || name == "ui/favicon.svg"
 }
 
 // Headers are sent with every page and asset. The content security policy
