@@ -23,9 +23,9 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/fleet"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/rights"
 )
 
 // artifactsDir is where a test keeps files worth looking at afterwards:
@@ -65,7 +65,8 @@ func TestDashboardInChromium(t *testing.T) {
 	pw := filepath.Dir(testenv.NPMPackageBin(t, "playwright-core"))
 	everything := testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")
 	proctest.CheckNoLeaks(t)
-	cfg := demoConfig(t, map[string]string{"demo": "", "notes": `{"scope": "session"}`, "flaky": "",
+	cfg := demoConfig(t, map[string]string{"demo": "", "notes": `{"scope": "session"}`,
+		"flaky":  `{"scope": "global"}`, // the crashed instance stays listed, with its last error
 		"pinned": `{"scope": "global", "pinTools": true, "env": {"MCPX_DEMO_DESCRIBE": "Returns the message."}}`})
 	evDoc, _ := json.Marshal(map[string]any{"servers": map[string]any{"everything": map[string]any{
 		"command": node, "args": []string{everything}, "scope": "global",
