@@ -89,6 +89,11 @@ func TestDashboardInChromium(t *testing.T) {
 		}}})
 	viewer := mint(t, d.unix, wire.TokenRequest{Subject: "viewer", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
 	doomed := mint(t, d.unix, wire.TokenRequest{Subject: "doomed", TTL: "1h"})
+	worktree, err := filepath.EvalSymlinks(t.TempDir()) // a repository's worktree
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.RunGit(t, worktree, "init", "-q")
 	shots := artifactsDir(t)
 
 	// The operations /docs must show: every one of the broker's own
@@ -114,7 +119,7 @@ func TestDashboardInChromium(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "browser", "dashboard.cjs"))
 	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+pw, "CHROMIUM="+browserPath, "MCPX_URL="+d.tcp.base,
 		"MCPX_TOKEN="+testToken, "SHOTS="+shots, "MCPX_OPERATIONS="+string(want),
-		"MCPX_VIEWER_TOKEN="+viewer.Token, "MCPX_DOOMED_TOKEN="+doomed.Token)
+		"MCPX_VIEWER_TOKEN="+viewer.Token, "MCPX_DOOMED_TOKEN="+doomed.Token, "MCPX_WORKTREE="+worktree)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()

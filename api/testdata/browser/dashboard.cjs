@@ -10,7 +10,8 @@
 //
 // Environment: PLAYWRIGHT_CORE (the package's directory), CHROMIUM (the
 // browser), MCPX_URL, MCPX_TOKEN (the daemon's), MCPX_VIEWER_TOKEN (a token
-// without admin), MCPX_DOOMED_TOKEN (a token the dashboard revokes), SHOTS
+// without admin), MCPX_DOOMED_TOKEN (a token the dashboard revokes),
+// MCPX_WORKTREE (a repository's worktree on the broker's machine), SHOTS
 // (where screenshots go) and MCPX_OPERATIONS (a JSON list of the operations
 // /docs must show, as "GET /v1/servers").
 const {chromium} = require(process.env.PLAYWRIGHT_CORE);
@@ -275,6 +276,29 @@ async function main() {
     const result = await form.locator('.result pre.text').textContent();
     check(result.includes('done 4'), `the result's text is shown (${result})`);
     await form.locator('progress').waitFor({state: 'hidden', timeout});
+
+    // The cwd: without one, a worktree-scoped server gets a throwaway
+    // child per call, and the form says so; with a worktree's directory,
+    // calls share that worktree's instance.
+    const demo = page.locator('article[data-server="demo"]');
+    check(/throwaway child/.test(await demo.locator('.cwd-hint').textContent()), 'the form warns that a call without a cwd gets a throwaway child');
+    await demo.locator('input[name="cwd"]').fill(process.env.MCPX_WORKTREE);
+    check(/share the instance/.test(await demo.locator('.cwd-hint').textContent()), 'with a cwd, the form says calls share its instance');
+    await demo.locator('details[data-tool="pid"] > summary').click();
+    const pidForm = demo.locator('form[data-tool="pid"]');
+    const pids = [];
+    for (let i = 0; i < 2; i++) {
+      await pidForm.locator('button[type=submit]').click();
+      await page.waitForFunction(() => document.querySelector('form[data-tool="pid"] .status').textContent === 'done', null, {timeout});
+      pids.push(await pidForm.locator('.result pre.text').textContent());
+      await pidForm.locator('.status').evaluate((e) => { e.textContent = ''; });
+    }
+    check(pids[0] === pids[1] && /^\d+$/.test(pids[0]), `two calls with the worktree's cwd reach one child (pids ${pids})`);
+    try {
+      await demo.locator('td.key', {hasText: 'worktree:' + process.env.MCPX_WORKTREE}).first().waitFor({timeout});
+    } catch (err) {
+      throw new Error(`no instance of the worktree's key (keys: ${await demo.locator('td.key').allTextContents()}): ${err.message}`);
+    }
     await page.click('article[data-server="demo"] details.tryit > summary'); // closed again for the overview
 
     // Try it, rendered: an image and an embedded resource, raw JSON a
