@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -87,20 +88,33 @@ func (s *server) streamCalls(w http.ResponseWriter, r *http.Request) error {
 	defer s.callFeed.remove(rd)
 	ctx, stop := s.watchRights(r)
 	defer stop()
-	ev := newEventWriter(w)
+	pump(s, ctx, newEventWriter(w), rd.ch, func(ev *eventWriter, doc wire.CallFinished) bool {
+		data, _ := json.Marshal(doc)
+		ev.send(wire.EventCall, data)
+		return false
+	})
+	return nil
+}
+
+// pump runs a stream that follows ch: each value is handed to send (which
+// returns true when the stream is done), a keep-alive comment is written
+// when nothing came for a while, and a stream whose caller's rights end
+// (ctx, from watchRights) ends with the EventEnd saying why. It returns
+// once the stream is done, ended or its client gone.
+func pump[T any](s *server, ctx context.Context, ev *eventWriter, ch <-chan T, send func(*eventWriter, T) bool) {
 	keepAlive := time.NewTicker(s.keepAlive)
 	defer keepAlive.Stop()
 	for ev.err == nil {
 		select {
-		case doc := <-rd.ch:
-			data, _ := json.Marshal(doc)
-			ev.send(wire.EventCall, data)
+		case v := <-ch:
+			if send(ev, v) {
+				return
+			}
 		case <-keepAlive.C:
 			ev.comment(wire.KeepAliveComment)
 		case <-ctx.Done():
 			s.sendEnd(ctx, ev)
-			return nil
+			return
 		}
 	}
-	return nil
 }
