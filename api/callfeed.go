@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -82,8 +83,8 @@ func (s *server) streamCalls(w http.ResponseWriter, r *http.Request) error {
 	}
 	rd, ok := s.callFeed.add(s.b)
 	if !ok {
-		return &broker.Error{Kind: broker.KindForbidden, Op: "call feed",
-			Msg: "too many readers of the call feed", Hint: "close another dashboard or `curl` of /v1/calls"}
+		return &broker.Error{Kind: broker.KindUnavailable, Op: "call feed",
+			Msg: fmt.Sprintf("the call feed has its %d readers already", maxCallFeeds), Hint: "close another dashboard's Calls view, or another reader of /v1/calls"}
 	}
 	defer s.callFeed.remove(rd)
 	ctx, stop := s.watchRights(r)

@@ -264,7 +264,7 @@ var routes = []Route{
 		Response: reflect.TypeFor[LogRecord](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindUnavailable, KindInternal}},
 	{Method: "GET", Pattern: "/v1/calls", Name: OpCallFeed, Media: MediaEventStream,
 		Summary:  "Every tool call as it finishes, from any listener, as server-sent events named call: server, tool, caller, duration and outcome; none kept, a slow reader's are dropped and counted (admin)",
-		Response: reflect.TypeFor[CallFinished](), Status: 200, Problems: problemsAny},
+		Response: reflect.TypeFor[CallFinished](), Status: 200, Problems: []string{KindForbidden, KindUnavailable, KindInternal}},
 	{Method: "GET", Pattern: "/v1/fleet", Name: OpFleet,
 		OptionalQuery: []string{QueryTag, QueryProbe, QueryTimeout},
 		Summary:       "The brokers among the daemon's tailnet peers (by ?tag=, default tag:mcpx, or ?probe=true: every peer's /healthz), each asked in parallel, bounded: name, version, servers, instances, state (admin)",
