@@ -136,6 +136,8 @@ type server struct {
 	toolDocs *openapi.Cache
 	// browser holds the signed-in browsers' sessions (browser.go).
 	browser *browserSessions
+	// callFeed is GET /v1/calls' readers (callfeed.go).
+	callFeed *callFeed
 }
 
 // New returns the API handler. It serves every route of wire.Routes, on any
@@ -182,6 +184,7 @@ func newServer(opts Options) *server {
 		metrics:     opts.Metrics,
 		logFile:     opts.Log,
 		browser:     newBrowserSessions(),
+		callFeed:    &callFeed{},
 		tailnet:     opts.Tailnet,
 		mcp:         opts.MCP,
 	}

@@ -257,7 +257,7 @@ func (s *server) page(w http.ResponseWriter, r *http.Request, page, asset string
 	if isAsset {
 		name = asset
 	}
-	public := r.URL.Path == loginPath || isAsset && dashboard.Public(asset)
+	public := r.URL.Path == loginPath || dashboard.Public(name)
 	if !public && !s.signedIn(r) {
 		if isAsset {
 			return unauthorized("the dashboard's files are served to a signed-in browser", "sign in at /login")

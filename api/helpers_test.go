@@ -75,6 +75,8 @@ type daemonOptions struct {
 	reidentify                time.Duration        // api.Options.Reidentify
 	resumeGrace, mcpIdle      time.Duration        // mcpserver.Options
 	taskRetention             time.Duration        // broker.Options.TaskRetention
+	tailnet                   *api.Tailnet         // api.Options.Tailnet
+	node                      *wire.NodeInfo       // api.Options.Node
 }
 
 func startDaemon(t testing.TB, o daemonOptions) *daemon {
@@ -105,7 +107,7 @@ func startDaemon(t testing.TB, o daemonOptions) *daemon {
 		}
 	})
 	opts := api.Options{Broker: b, MCP: mcp, Logger: logger, Version: "test", MaxBodyBytes: o.maxBody, KeepAlive: o.keepAlive, Token: testToken, Daemon: o.daemon,
-		BodyTimeout: o.bodyTimeout, Tokens: o.tokens, InputWait: o.inputWait, Reidentify: o.reidentify}
+		BodyTimeout: o.bodyTimeout, Tokens: o.tokens, InputWait: o.inputWait, Reidentify: o.reidentify, Tailnet: o.tailnet, Node: o.node}
 	var h http.Handler
 	var toolDocs *openapi.Cache
 	switch {

@@ -56,29 +56,17 @@ func (s *server) streamLog(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, stop := s.watchRights(r)
 	defer stop()
-	keepAlive := time.NewTicker(s.keepAlive)
-	defer keepAlive.Stop()
-	for ev.err == nil {
-		select {
-		case <-fw.Ready():
-			lines, dropped, done := fw.Take()
-			if dropped > 0 {
-				data, _ := json.Marshal(wire.LogDroppedData{Dropped: dropped})
-				ev.send(wire.StreamLogDropped, data)
-			}
-			for _, l := range lines {
-				ev.send(wire.StreamLog, l)
-			}
-			if done {
-				return nil
-			}
-		case <-keepAlive.C:
-			ev.comment(wire.KeepAliveComment)
-		case <-ctx.Done():
-			s.sendEnd(ctx, ev)
-			return nil
+	pump(s, ctx, ev, fw.Ready(), func(ev *eventWriter, _ struct{}) bool {
+		lines, dropped, done := fw.Take()
+		if dropped > 0 {
+			data, _ := json.Marshal(wire.LogDroppedData{Dropped: dropped})
+			ev.send(wire.StreamLogDropped, data)
 		}
-	}
+		for _, l := range lines {
+			ev.send(wire.StreamLog, l)
+		}
+		return done
+	})
 	return nil
 }
 

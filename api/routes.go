@@ -72,6 +72,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpSetLogLevel:           (*server).setLogLevel,
 	wire.OpListPins:              (*server).listPins,
 	wire.OpApproveTools:          (*server).approveTools,
+	wire.OpCallFeed:              (*server).streamCalls,
 }
 
 // route is a wire route with its handler.

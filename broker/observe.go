@@ -19,6 +19,9 @@ type CallEvent struct {
 	// Tool is the tool called; "" unless the server's child listed it (a
 	// call that failed before the child was asked has "").
 	Tool     string
+	Caller   string    // the caller's name, as the call log records it
+	Via      string    // how it reached the daemon (Caller.Via)
+	Time     time.Time // when the call began
 	Outcome  Outcome
 	Kind     Kind // the error's kind, for OutcomeFailed
 	Duration time.Duration

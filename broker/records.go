@@ -23,7 +23,7 @@ func (b *Broker) finished(r Request, tool string, info callInfo, start time.Time
 		outcome = calllog.IsError
 	}
 	if obs := b.observers.Load(); obs != nil {
-		ev := CallEvent{Outcome: Outcome(outcome), Kind: kind, Duration: d}
+		ev := CallEvent{Outcome: Outcome(outcome), Kind: kind, Duration: d, Caller: r.Caller.Name, Via: r.Caller.Via, Time: start}
 		if info.key != "" {
 			ev.Server = r.Server
 		}
@@ -107,6 +107,13 @@ type CallStats struct {
 // count, the failures (tool errors and broker errors), the latency
 // percentiles and the bytes in and out.
 type CallStatsRow calllog.Row
+
+// CallStatsBucket is one step of a row's Series (calllog.Bucket).
+type CallStatsBucket = calllog.Bucket
+
+// MaxStatsBuckets bounds a row's Series (calllog.MaxBuckets): a query's
+// Step is at least its window over it.
+const MaxStatsBuckets = calllog.MaxBuckets
 
 // CallStats summarizes the call log (package records): the calls that
 // began since q.Since, grouped by q.By. The records of calls that ended

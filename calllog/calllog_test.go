@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -93,7 +94,7 @@ func TestSummarize(t *testing.T) {
 	echo := calllog.Row{Key: "demo.echo", Count: 100, Failures: 12, IsError: 8, Errors: 4, FailureRate: 0.12,
 		P50: 50 * time.Millisecond, P95: 95 * time.Millisecond, P99: 99 * time.Millisecond, BytesIn: 1000, BytesOut: 1920}
 	read := calllog.Row{Key: "fs.read", Count: 4, P50: 2 * time.Second, P95: 4 * time.Second, P99: 4 * time.Second, BytesIn: 4, BytesOut: 8}
-	if len(sum.Rows) != 2 || sum.Rows[0] != echo || sum.Rows[1] != read {
+	if len(sum.Rows) != 2 || !reflect.DeepEqual(sum.Rows[0], echo) || !reflect.DeepEqual(sum.Rows[1], read) {
 		t.Errorf("rows =\n%+v\nwant\n%+v", sum.Rows, []calllog.Row{echo, read})
 	}
 	// Of 104 calls, the 103rd fastest is the p99: the third of the reads.
@@ -109,8 +110,28 @@ func TestSummarize(t *testing.T) {
 	// Calls 91..100 (100 is a timeout, 100 is not also counted as isError) and the 4 reads.
 	local := calllog.Row{Key: "local:1000", Count: 10, Failures: 1, Errors: 1, FailureRate: 0.1,
 		P50: 95 * time.Millisecond, P95: 100 * time.Millisecond, P99: 100 * time.Millisecond, BytesIn: 100, BytesOut: 180}
-	if len(sum.Rows) != 2 || sum.Rows[0] != local || sum.Rows[1].Key != "alice@example.com" || sum.Rows[1].Count != 4 {
+	if len(sum.Rows) != 2 || !reflect.DeepEqual(sum.Rows[0], local) || sum.Rows[1].Key != "alice@example.com" || sum.Rows[1].Count != 4 {
 		t.Errorf("rows since =\n%+v\nwant first\n%+v", sum.Rows, local)
+	}
+
+	// A step splits each row into buckets from since: the echoes at 1..59s
+	// and 60..100s, the reads at 201..204s, every bucket up to a row's last
+	// call's, empty ones included.
+	sum, err = calllog.Summarize(dir, calllog.Query{Since: t0, By: calllog.ByServer, Step: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDemo := []calllog.Bucket{
+		{Start: t0, Count: 59, Failures: 6, P50: 30 * time.Millisecond, P95: 57 * time.Millisecond},
+		{Start: t0.Add(time.Minute), Count: 41, Failures: 6, P50: 80 * time.Millisecond, P95: 98 * time.Millisecond},
+	}
+	wantFS := []calllog.Bucket{{Start: t0}, {Start: t0.Add(time.Minute)}, {Start: t0.Add(2 * time.Minute)},
+		{Start: t0.Add(3 * time.Minute), Count: 4, P50: 2 * time.Second, P95: 4 * time.Second}}
+	if len(sum.Rows) != 2 || !reflect.DeepEqual(sum.Rows[0].Series, wantDemo) || !reflect.DeepEqual(sum.Rows[1].Series, wantFS) {
+		t.Errorf("series =\n%+v\nwant\n%+v\n%+v", sum.Rows, wantDemo, wantFS)
+	}
+	if len(sum.Total.Series) != 4 || sum.Total.Series[0].Count != 59 || sum.Total.Series[3].Count != 4 {
+		t.Errorf("total series = %+v", sum.Total.Series)
 	}
 }
 

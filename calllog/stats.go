@@ -35,6 +35,22 @@ func ParseBy(s string) (By, error) {
 type Query struct {
 	Since time.Time // calls that began at or after it; zero = every call on disk
 	By    By
+	// Step, if set, splits each row into Series: buckets of Step from
+	// Since (which must then be set) to the last call, for charts.
+	Step time.Duration
+}
+
+// MaxBuckets bounds a row's Series: Step is at least (now - Since) /
+// MaxBuckets.
+const MaxBuckets = 1440
+
+// Bucket is the figures of one Step of a row's calls.
+type Bucket struct {
+	Start    time.Time // the bucket holds the calls that began in [Start, Start+Step)
+	Count    int
+	Failures int
+	P50      time.Duration
+	P95      time.Duration
 }
 
 // Row is the figures of one group of calls. Durations are the calls'
@@ -53,6 +69,10 @@ type Row struct {
 	P99         time.Duration
 	BytesIn     int64
 	BytesOut    int64
+	// Series is the row's calls by Query.Step, oldest first, every bucket
+	// from Since to the last call's (empty ones included); nil without
+	// Step.
+	Series []Bucket
 }
 
 // Summary is what Summarize found.
@@ -88,8 +108,8 @@ func Summarize(dir string, q Query) (Summary, error) {
 				g = &group{}
 				groups[key] = g
 			}
-			g.add(r)
-			total.add(r)
+			g.add(r, q)
+			total.add(r, q)
 		}, &sum.Skipped)
 		if err != nil {
 			return Summary{}, err
@@ -97,11 +117,11 @@ func Summarize(dir string, q Query) (Summary, error) {
 	}
 	for key, g := range groups {
 		if q.By != ByNone {
-			sum.Rows = append(sum.Rows, g.row(key))
+			sum.Rows = append(sum.Rows, g.row(key, q))
 		}
 	}
 	slices.SortFunc(sum.Rows, func(a, b Row) int { return cmp.Or(b.Count-a.Count, cmp.Compare(a.Key, b.Key)) })
-	sum.Total = total.row("")
+	sum.Total = total.row("", q)
 	return sum, nil
 }
 
@@ -150,9 +170,15 @@ type group struct {
 	durs              []time.Duration
 	isError, errors   int
 	bytesIn, bytesOut int64
+	buckets           map[int]*bucket // by index from Query.Since, with Query.Step
 }
 
-func (g *group) add(r *Record) {
+type bucket struct {
+	durs     []time.Duration
+	failures int
+}
+
+func (g *group) add(r *Record, q Query) {
 	g.durs = append(g.durs, r.Duration)
 	switch r.Outcome {
 	case IsError:
@@ -162,15 +188,49 @@ func (g *group) add(r *Record) {
 	}
 	g.bytesIn += int64(r.BytesIn)
 	g.bytesOut += int64(r.BytesOut)
+	if q.Step <= 0 {
+		return
+	}
+	i := int(r.Time.Sub(q.Since) / q.Step)
+	if i < 0 || i >= MaxBuckets {
+		return // a clock step back or forth; the row's figures keep it
+	}
+	if g.buckets == nil {
+		g.buckets = map[int]*bucket{}
+	}
+	b := g.buckets[i]
+	if b == nil {
+		b = &bucket{}
+		g.buckets[i] = b
+	}
+	b.durs = append(b.durs, r.Duration)
+	if r.Outcome != OK {
+		b.failures++
+	}
 }
 
-func (g *group) row(key string) Row {
+func (g *group) row(key string, q Query) Row {
 	slices.Sort(g.durs)
 	row := Row{Key: key, Count: len(g.durs), IsError: g.isError, Errors: g.errors, Failures: g.isError + g.errors,
 		BytesIn: g.bytesIn, BytesOut: g.bytesOut,
 		P50: Percentile(g.durs, 50), P95: Percentile(g.durs, 95), P99: Percentile(g.durs, 99)}
 	if row.Count > 0 {
 		row.FailureRate = float64(row.Failures) / float64(row.Count)
+	}
+	if q.Step > 0 {
+		last := -1
+		for i := range g.buckets {
+			last = max(last, i)
+		}
+		row.Series = make([]Bucket, last+1)
+		for i := range row.Series {
+			row.Series[i].Start = q.Since.Add(time.Duration(i) * q.Step)
+			if b := g.buckets[i]; b != nil {
+				slices.Sort(b.durs)
+				row.Series[i].Count, row.Series[i].Failures = len(b.durs), b.failures
+				row.Series[i].P50, row.Series[i].P95 = Percentile(b.durs, 50), Percentile(b.durs, 95)
+			}
+		}
 	}
 	return row
 }

@@ -1,5 +1,9 @@
 // Package dashboard holds the pages mcpx serves to a browser: the dashboard
-// at / and the API reference at /docs, with the sign-in page at /login.
+// at / and the API reference at /docs, with the sign-in page at /login and
+// the icon at /favicon.ico. The dashboard is one page of views (#overview:
+// traffic charts, servers, instances, pins, "try it", sessions, failures,
+// events; #calls: the live call stream; #fleet; #tokens), each action an
+// API request asked for first in the page's own dialog.
 // They are static files embedded in the binary — plain HTML, CSS and
 // JavaScript, no build step, nothing loaded from another origin — that
 // read the API with fetch like any other client.
@@ -45,9 +49,10 @@ func Files() fs.FS {
 
 // pages maps each page's path to its file.
 var pages = map[string]string{
-	"/":      "index.html",
-	"/docs":  "docs.html",
-	"/login": "login.html",
+	"/":            "index.html",
+	"/docs":        "docs.html",
+	"/login":       "login.html",
+	"/favicon.ico": "ui/favicon.svg", // what a browser asks for by itself
 }
 
 // AssetPrefix is the path under which the pages' scripts and styles are
@@ -96,16 +101,17 @@ func Asset(path string) (string, bool) {
 // Public reports whether the asset file name (from Asset) may be served
 // to a browser that has not signed in: what the sign-in page itself loads.
 func Public(name string) bool {
-	return name == "ui/login.js" || name == "ui/app.css"
+	return name == "ui/login.js" || name == "ui/app.css" || name == "ui/favicon.svg"
 }
 
 // Headers are sent with every page and asset. The content security policy
 // admits scripts, styles, fonts, images and connections from the broker's
 // own origin only (Redoc styles its elements inline, embeds its icon font
 // as a data: URL and searches in a blob: worker), no framing, no plugins,
-// and no form posts elsewhere. So nothing a page shows leaves the machine:
-// Redoc's attribution logo, which it loads from its CDN, is blocked (the
-// browser reports that on the console) and its alt text shows.
+// and no form posts elsewhere. So nothing a page shows leaves the machine.
+// Redoc's attribution logo, which it would load from its CDN, is dropped
+// by docs.js before the browser tries (the policy would block it too, and
+// report it on the console).
 var Headers = map[string]string{
 	"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
 		"img-src 'self' data:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; " +

@@ -128,6 +128,7 @@ const (
 	OpCancelTask      = "cancelTask"
 	OpListPins        = "listToolPins"
 	OpApproveTools    = "approveTools"
+	OpCallFeed        = "streamCalls"
 )
 
 // The problems routes share, by what the route does.
@@ -261,6 +262,9 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/v1/log", Name: OpLog, OptionalQuery: []string{QuerySince, QueryServer, QueryLevel, QueryFollow}, Media: MediaEventStream,
 		Summary:  "The daemon's log records as server-sent events, oldest kept first, selected by ?since= (a duration back from now, or an RFC 3339 time), ?server= and ?level= (default info); ?follow=true then streams new ones (admin)",
 		Response: reflect.TypeFor[LogRecord](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindUnavailable, KindInternal}},
+	{Method: "GET", Pattern: "/v1/calls", Name: OpCallFeed, Media: MediaEventStream,
+		Summary:  "Every tool call as it finishes, from any listener, as server-sent events named call: server, tool, caller, duration and outcome; none kept, a slow reader's are dropped and counted (admin)",
+		Response: reflect.TypeFor[CallFinished](), Status: 200, Problems: []string{KindForbidden, KindUnavailable, KindInternal}},
 	{Method: "GET", Pattern: "/v1/fleet", Name: OpFleet,
 		OptionalQuery: []string{QueryTag, QueryProbe, QueryTimeout},
 		Summary:       "The brokers among the daemon's tailnet peers (by ?tag=, default tag:mcpx, or ?probe=true: every peer's /healthz), each asked in parallel, bounded: name, version, servers, instances, state (admin)",
@@ -318,8 +322,8 @@ var routes = []Route{
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout, KindUnavailable, KindCanceled, KindInternal}},
 
 	{Method: "GET", Pattern: "/v1/stats", Name: OpCallStats,
-		OptionalQuery: []string{QuerySince, QueryBy},
-		Summary:       "Figures from the call log: count, failures, failure rate and p50/p95/p99 duration of the calls since ?since= (a duration back from now, or an RFC 3339 time), by ?by=server|tool|caller (admin)",
+		OptionalQuery: []string{QuerySince, QueryBy, QueryStep},
+		Summary:       "Figures from the call log: count, failures, failure rate and p50/p95/p99 duration of the calls since ?since= (a duration back from now, or an RFC 3339 time), by ?by=server|tool|caller, each row split into buckets of ?step= (a duration; needs since) for charts (admin)",
 		Response:      reflect.TypeFor[CallStats](), Status: 200, Problems: []string{KindBadRequest, KindForbidden, KindTimeout, KindUnavailable, KindInternal}},
 	{Method: "GET", Pattern: "/v1/tailnet", Name: OpTailnet,
 		Summary:  "The daemon's tailnet node: running, needs login (with the URL), stopped, or off (admin)",

@@ -13,24 +13,40 @@ export class ProblemError extends Error {
   }
 }
 
-function toLogin() {
+// toLogin goes to the sign-in page, which says why the session ended
+// (why, kept for it in this tab's sessionStorage) if there is a reason.
+export function toLogin(why) {
   localStorage.removeItem('mcpx.csrf');
+  if (why) sessionStorage.setItem('mcpx.ended', why);
   location.assign('/login?next=' + encodeURIComponent(location.pathname));
 }
 
 // request is fetch with the session's headers. A 401 (the session ended or
-// its token was revoked) goes back to the sign-in page.
+// its token was revoked) goes back to the sign-in page, which shows the
+// broker's reason.
 export async function request(path, opts = {}) {
   const headers = Object.assign({'Mcpx-Client': 'mcpx-dashboard', 'Mcpx-Csrf': csrf}, opts.headers || {});
   const r = await fetch(path, Object.assign({}, opts, {headers, credentials: 'same-origin', cache: 'no-store'}));
-  if (r.status === 401) {
-    toLogin();
-  }
   if (!r.ok) {
     const p = await r.json().catch(() => ({}));
+    if (r.status === 401) {
+      toLogin(p.detail || p.title || 'the session ended');
+    }
     throw new ProblemError(r.status, p);
   }
   return r;
+}
+
+// send is request with a method and, if given, a JSON body; it returns the
+// answer's JSON, or null for none (204).
+export async function send(method, path, body) {
+  const opts = {method};
+  if (body !== undefined) {
+    opts.headers = {'Content-Type': 'application/json'};
+    opts.body = JSON.stringify(body);
+  }
+  const r = await request(path, opts);
+  return r.status === 204 ? null : r.json();
 }
 
 export async function getJSON(path) {

@@ -1,64 +1,49 @@
-// The dashboard: servers with their instances (scope keys, roots, ages,
-// states), call rates and latency, a "try it" form per tool generated from
-// the server's OpenAPI document, sessions, recent failures and the live
-// lifecycle events. Everything comes from the /v1 API as the signed-in
-// caller may see it; nothing is cached outside this page.
-import {request, getJSON, events, signOut, ProblemError} from './api.js';
+// The dashboard: the overview (traffic charts from the call log, servers
+// with their instances, tool pins and "try it", sessions, failures, the
+// lifecycle events), the live call stream, the fleet and the tokens, each
+// a view of this one page (#overview, #calls, #fleet, #tokens). Everything
+// comes from the /v1 API as the signed-in caller may see it, and every
+// action is an API request the caller's rights decide, asked first.
+import {request, getJSON, send, events, signOut, ProblemError} from './api.js';
+import {$, el, age, showError, notice, actionButton} from './dom.js';
+import {lineChart, seriesOf} from './chart.js';
+import {tryIt} from './tryit.js';
+import {startCalls} from './calls.js';
+import {showFleet} from './fleet.js';
+import {showTokens} from './tokens.js';
 
 const REFRESH_MS = 2000;
+const CHART_MS = 10000;
 const STATS_WINDOW = '15m';
 const MAX_EVENTS = 200;
 const MAX_FAILURES = 20;
+const FAILURE_KINDS = new Set(['crash', 'backoff', 'wedged', 'reload-refused']);
 
-const $ = (id) => document.getElementById(id);
 let caller = null;
+let instances = [];
+let refreshFailed = false; // the error line shows refresh's failure
 const cards = new Map(); // server name -> its card's parts
-const failures = []; // from the event stream: crash, backoff, wedged, reload-refused
-
-// el builds an element: el('td', {class: 'x'}, 'text', child...).
-function el(tag, attrs, ...kids) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'class') e.className = v;
-    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v === true ? '' : v);
-  }
-  for (const k of kids.flat()) {
-    if (k !== undefined && k !== null && k !== false) e.append(k instanceof Node ? k : String(k));
-  }
-  return e;
-}
-
-function age(t) {
-  if (!t || t.startsWith('0001-')) return '';
-  const s = Math.max(0, (Date.now() - Date.parse(t)) / 1000);
-  if (s < 60) return `${Math.floor(s)}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
-  return `${Math.floor(s / 86400)}d${Math.floor((s % 86400) / 3600)}h`;
-}
-
-function showError(err) {
-  const box = $('error');
-  if (err) {
-    box.textContent = err.message;
-    box.hidden = false;
-  } else {
-    box.hidden = true;
-  }
-}
+const failures = []; // from the event stream, newest first
 
 function instanceTable(list) {
   if (!list.length) return el('p', {class: 'empty'}, 'no instances');
+  const admin = caller && caller.admin;
   return el('div', {class: 'scroll'}, el('table', {class: 'instances'},
     el('thead', {}, el('tr', {}, el('th', {}, 'instance'), el('th', {}, 'scope key'), el('th', {class: 'opt'}, 'root'),
-      el('th', {}, 'state'), el('th', {}, 'age'), el('th', {class: 'opt'}, 'calls'), el('th', {class: 'opt'}, 'pid'))),
+      el('th', {}, 'state'), el('th', {}, 'age'), el('th', {class: 'opt'}, 'calls'), el('th', {class: 'opt'}, 'pid'),
+      admin ? el('th', {}, '') : null)),
     el('tbody', {}, list.map((i) => el('tr', {'data-instance': i.id},
       el('td', {class: 'mono'}, i.id), el('td', {class: 'key mono'}, i.key || '—'),
       el('td', {class: 'key mono opt'}, i.root || '—'),
       el('td', {class: `state-${i.state}`}, i.state), el('td', {}, age(i.created)),
-      el('td', {class: 'opt'}, i.calls), el('td', {class: 'opt'}, i.pid || '—'))))));
+      el('td', {class: 'opt'}, i.calls), el('td', {class: 'opt'}, i.pid || '—'),
+      admin ? el('td', {}, i.state === 'stopped' || i.state === 'stopping' ? '' :
+        actionButton('Stop', {'data-action': 'stop'}, `Stop instance ${i.id} of ${i.server}?`,
+          `Its calls in flight finish first; scope ${i.key}. The next call starts a new one.`,
+          () => send('DELETE', `/v1/instances/${encodeURIComponent(i.id)}`), () => {
+            refresh().catch(showError);
+            return `stopped ${i.server} instance ${i.id}`;
+          })) : null)))));
 }
 
 function statsLine(row) {
@@ -72,19 +57,24 @@ function card(server) {
   let c = cards.get(server.name);
   if (c) return c;
   const stats = el('p', {class: 'stats'});
-  const instances = el('div', {});
-  const forms = el('div', {});
-  const tryit = el('details', {class: 'tryit'}, el('summary', {}, 'Try a tool'), forms);
-  tryit.addEventListener('toggle', () => {
-    if (tryit.open && !forms.childElementCount) buildForms(server.name, forms);
-  });
+  const charts = el('div', {class: 'charts small'});
+  const instancesBox = el('div', {});
   const count = el('span', {class: 'tag'});
   const pins = el('div', {class: 'pins'});
+  const restart = caller.admin ? actionButton('Restart', {'data-action': 'restart'}, `Restart every instance of ${server.name}?`,
+    'Calls in flight finish on the old children; new calls go to new ones.',
+    () => send('POST', `/v1/servers/${encodeURIComponent(server.name)}/restart`),
+    (res) => {
+      refresh().catch(showError);
+      return `restarted ${res.server}: ${res.replaced.length} replaced, ${res.stopped.length} stopped`;
+    }) : null;
+  const roots = () => [...new Set(instances.filter((i) => i.server === server.name && i.root).map((i) => i.root))];
   const root = el('article', {class: 'card server', 'data-server': server.name},
-    el('header', {}, el('h3', {}, server.name), el('span', {class: 'tag'}, `${server.transport} · scope ${server.scope} · sharing ${server.sharing}`), count),
+    el('header', {}, el('h3', {}, server.name), el('span', {class: 'tag'}, `${server.transport} · scope ${server.scope} · sharing ${server.sharing}`),
+      count, restart),
     server.description ? el('p', {class: 'tag'}, server.description) : null,
-    pins, stats, instances, tryit);
-  c = {root, stats, instances, count, pins};
+    pins, stats, charts, instancesBox, tryIt(server, roots));
+  c = {root, stats, charts, instances: instancesBox, count, pins};
   cards.set(server.name, c);
   $('servers').append(root);
   return c;
@@ -98,20 +88,54 @@ async function refresh() {
   ]);
   const pinsOf = new Map((pins.status === 'fulfilled' && pins.value ? pins.value.servers : []).map((p) => [p.server, p]));
   const firstError = [servers, inst, sess].find((r) => r.status === 'rejected');
-  showError(firstError && firstError.reason);
+  if (firstError) {
+    showError(firstError.reason);
+    refreshFailed = true;
+  } else if (refreshFailed) {
+    showError(null);
+    refreshFailed = false;
+  }
   if (servers.status !== 'fulfilled') return;
-  const list = inst.status === 'fulfilled' ? inst.value.instances : [];
+  instances = inst.status === 'fulfilled' ? inst.value.instances : [];
   const rows = new Map((stats.status === 'fulfilled' && stats.value ? stats.value.rows : []).map((r) => [r.key, r]));
   for (const s of servers.value.servers) {
     const c = card(s);
-    const mine = list.filter((i) => i.server === s.name);
+    const mine = instances.filter((i) => i.server === s.name);
     c.count.textContent = `${mine.length} instance${mine.length === 1 ? '' : 's'}`;
     c.stats.textContent = statsLine(rows.get(s.name));
     c.instances.replaceChildren(instanceTable(mine));
     c.pins.replaceChildren(...pinsNote(s.name, pinsOf.get(s.name)));
   }
   if (sess.status === 'fulfilled') renderSessions(sess.value.sessions);
-  renderFailures(list);
+  renderFailures(instances);
+}
+
+// charts draws the last hour of calls from the call log: calls/s and p95
+// latency per server at the top, per tool in each server's card.
+async function charts() {
+  if (!caller.admin) {
+    $('traffic').replaceChildren(el('p', {class: 'empty'}, 'the call log’s figures are for admins'));
+    return;
+  }
+  const [byServer, byTool] = await Promise.all([getJSON('/v1/stats?by=server&since=1h&step=1m'),
+    getJSON('/v1/stats?by=tool&since=1h&step=1m')]);
+  const now = Date.now();
+  const all = seriesOf(byServer, byServer.rows, now);
+  $('traffic').replaceChildren(
+    lineChart({title: 'Calls per second by server', unit: 'calls/s', from: all.from, step: all.step, series: all.rate}),
+    lineChart({title: 'p95 latency by server', unit: 'ms', from: all.from, step: all.step, series: all.p95}));
+  for (const [name, c] of cards) {
+    const rows = byTool.rows.filter((r) => r.key.startsWith(name + '.'))
+      .map((r) => Object.assign({}, r, {key: r.key.slice(name.length + 1)}));
+    if (!rows.length) {
+      c.charts.replaceChildren();
+      continue;
+    }
+    const s = seriesOf(byTool, rows, now);
+    c.charts.replaceChildren(
+      lineChart({title: `${name}: calls per second by tool`, unit: 'calls/s', from: s.from, step: s.step, series: s.rate}),
+      lineChart({title: `${name}: p95 latency by tool`, unit: 'ms', from: s.from, step: s.step, series: s.p95}));
+  }
 }
 
 // pinsNote is a server's tools not approved (docs/trust.md, "Tool pins"),
@@ -119,19 +143,14 @@ async function refresh() {
 function pinsNote(server, pins) {
   if (!pins || !pins.unapproved) return [];
   const tools = pins.tools.filter((t) => t.state !== 'approved');
-  const approve = el('button', {type: 'button'}, 'Approve');
-  approve.addEventListener('click', async () => {
-    approve.disabled = true;
-    try {
-      await request(`/v1/servers/${encodeURIComponent(server)}/pins/approve`,
-        {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{}'});
-      await refresh();
-    } catch (err) {
-      showError(err);
-      approve.disabled = false;
-    }
-  });
   const what = tools.map((t) => `${t.name} ${t.state}${t.withheld ? ' (withheld)' : ''}${t.flags ? ' flagged ' + t.flags.join(',') : ''}`);
+  const approve = actionButton('Approve', {'data-action': 'approve'}, `Approve ${what.length === 1 ? 'the tool' : 'the tools'} of ${server} as listed now?`,
+    `${what.join('; ')}. Callers are served the new definitions at once.`,
+    () => send('POST', `/v1/servers/${encodeURIComponent(server)}/pins/approve`, {}),
+    (res) => {
+      refresh().catch(showError);
+      return `approved ${res.approved.join(', ')} of ${server}`;
+    });
   return [el('p', {class: 'error'}, `Tools not approved: ${what.join(', ')} `, approve),
     ...tools.filter((t) => t.diff).map((t) => el('details', {}, el('summary', {}, `${t.name}: what changed`), el('pre', {}, t.diff)))];
 }
@@ -151,16 +170,18 @@ function renderSessions(list) {
       el('td', {}, s.instances.map((i) => `${i.server} ${i.state}`).join(', '))))))));
 }
 
+// renderFailures lists each failure once: an event (a crash, backoff,
+// wedged child or refused reload) with its time and stderr, and an
+// instance's last error only when no event of that instance tells it.
 function renderFailures(list) {
-  const items = [];
+  const told = new Set(failures.map((e) => e.instance).filter(Boolean));
+  const items = failures.map((e) => el('li', {class: 'failure', 'data-kind': e.kind},
+    el('strong', {}, [e.server, e.kind, e.instance].filter(Boolean).join(' ')),
+    ` ${new Date(e.time).toLocaleTimeString()} ${e.reason || ''}`, e.stderrTail ? el('pre', {}, e.stderrTail) : null));
   for (const i of list) {
-    if (!i.lastError) continue;
-    items.push(el('li', {class: 'failure'}, el('strong', {}, `${i.server} ${i.id}`), ` ${i.state}: ${i.lastError}`,
-      i.stderrTail ? el('pre', {}, i.stderrTail) : null));
-  }
-  for (const e of failures) {
-    items.push(el('li', {class: 'failure'}, el('strong', {}, `${e.server || ''} ${e.kind}`),
-      ` ${new Date(e.time).toLocaleTimeString()} ${e.reason || ''}`, e.stderrTail ? el('pre', {}, e.stderrTail) : null));
+    if (!i.lastError || told.has(i.id)) continue;
+    items.push(el('li', {class: 'failure', 'data-kind': 'instance'}, el('strong', {}, `${i.server} ${i.state} ${i.id}`),
+      ` ${new Date(i.lastUsed).toLocaleTimeString()} ${i.lastError}`, i.stderrTail ? el('pre', {}, i.stderrTail) : null));
   }
   $('failures').replaceChildren(items.length ? el('ul', {}, items) : el('p', {class: 'empty'}, 'no failures'));
 }
@@ -168,7 +189,7 @@ function renderFailures(list) {
 // follow streams the lifecycle events, resuming after a dropped stream.
 async function follow() {
   let last = '';
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0; attempt < 1e6; attempt++) {
     try {
       const headers = {Accept: 'text/event-stream'};
       if (last) headers['Last-Event-ID'] = last;
@@ -201,162 +222,32 @@ function addEvent(kind, e) {
   list.prepend(el('li', {'data-kind': kind}, el('span', {class: 'mono'}, t), ' ',
     el('span', {class: `kind kind-${kind}`}, kind), ' ', what));
   while (list.childElementCount > MAX_EVENTS) list.lastElementChild.remove();
-  if (kind === 'crash' || kind === 'backoff' || kind === 'wedged' || kind === 'reload-refused') {
-    failures.unshift(e);
-    failures.length = Math.min(failures.length, MAX_FAILURES);
+  if (FAILURE_KINDS.has(kind)) {
+    // A crash followed by backoff of the same instance is one failure:
+    // the backoff adds its "until" to the crash's entry.
+    const prev = failures.find((f) => f.instance && f.instance === e.instance && f.kind === 'crash');
+    if (kind === 'backoff' && prev) {
+      prev.reason = [prev.reason, `backing off until ${new Date(e.until).toLocaleTimeString()}`].filter(Boolean).join('; ');
+      prev.stderrTail = prev.stderrTail || e.stderrTail;
+    } else if (!failures.some((f) => f.id === e.id)) {
+      failures.unshift(e);
+      failures.length = Math.min(failures.length, MAX_FAILURES);
+    }
   }
   if (kind !== 'gap') refresh().catch(showError);
 }
 
-// buildForms makes one form per tool from the server's OpenAPI document:
-// a field per top-level argument of a simple type, JSON for the rest.
-async function buildForms(server, into) {
-  into.replaceChildren(el('p', {class: 'empty'}, 'loading tools…'));
-  let doc;
-  try {
-    doc = await getJSON(`/v1/servers/${encodeURIComponent(server)}/openapi.json`);
-  } catch (err) {
-    into.replaceChildren(el('p', {class: 'error'}, err.message));
-    return;
-  }
-  const forms = [];
-  for (const item of Object.values(doc.paths || {})) {
-    const op = item.post;
-    if (op && op['x-mcp-tool']) forms.push(toolForm(server, op, doc));
-  }
-  into.replaceChildren(...(forms.length ? forms : [el('p', {class: 'empty'}, 'no tools')]));
-}
-
-function resolve(schema, doc) {
-  for (let i = 0; schema && schema.$ref && i < 16; i++) {
-    const name = decodeURIComponent(schema.$ref.replace(/^#\/components\/schemas\//, ''));
-    schema = ((doc.components || {}).schemas || {})[name];
-  }
-  return schema || {};
-}
-
-function toolForm(server, op, doc) {
-  const tool = op['x-mcp-tool'];
-  const schema = resolve(((op.requestBody || {}).content || {})['application/json']?.schema, doc);
-  const props = schema.properties || {};
-  const required = new Set(schema.required || []);
-  const fields = [];
-  for (const [name, raw] of Object.entries(props)) {
-    const p = resolve(raw, doc);
-    const label = `${name}${required.has(name) ? ' *' : ''}`;
-    const common = {name, 'data-type': p.type || 'json', required: required.has(name) && p.type !== 'boolean'};
-    let input;
-    if (Array.isArray(p.enum)) {
-      input = el('select', common, required.has(name) ? null : el('option', {value: ''}, ''),
-        p.enum.map((v) => el('option', {value: JSON.stringify(v)}, String(v))));
-      input.dataset.type = 'enum';
-    } else if (p.type === 'boolean') {
-      input = el('input', Object.assign({type: 'checkbox'}, common, {checked: p.default === true}));
-    } else if (p.type === 'integer' || p.type === 'number') {
-      input = el('input', Object.assign({type: 'number', step: p.type === 'integer' ? '1' : 'any',
-        min: p.minimum, max: p.maximum, value: p.default}, common));
-    } else if (p.type === 'string') {
-      input = el('input', Object.assign({type: 'text', value: p.default}, common));
-    } else {
-      input = el('textarea', Object.assign({placeholder: 'JSON'}, common, {'data-type': 'json'}),
-        p.default !== undefined ? JSON.stringify(p.default) : '');
-    }
-    fields.push(el('label', {}, el('span', {}, label, p.description ? el('span', {class: 'tag'}, ` — ${p.description}`) : null), input));
-  }
-  const cwd = el('input', {type: 'text', name: '_cwd', placeholder: 'Mcpx-Cwd: a directory on the broker (optional)'});
-  const progress = el('progress', {hidden: true});
-  const status = el('p', {class: 'tag status', 'aria-live': 'polite'});
-  const result = el('pre', {class: 'result', hidden: true});
-  const button = el('button', {type: 'submit', class: 'primary'}, `Call ${tool}`);
-  const form = el('form', {class: 'tool', 'data-tool': tool},
-    op.summary ? el('p', {class: 'desc'}, op.summary) : null,
-    fields, el('label', {}, el('span', {}, 'cwd'), cwd), button, progress, status, result);
-  form.addEventListener('submit', async (e) => {
-    e.preventDefault();
-    let args;
-    try {
-      args = readArgs(form);
-    } catch (err) {
-      status.textContent = err.message;
-      return;
-    }
-    button.disabled = true;
-    result.hidden = true;
-    status.textContent = 'calling…';
-    progress.hidden = false;
-    progress.removeAttribute('value');
-    try {
-      await call(server, tool, args, cwd.value.trim(), {progress, status, result});
-    } finally {
-      button.disabled = false;
-    }
-  });
-  return el('details', {class: 'tool', 'data-tool': tool}, el('summary', {class: 'mono'}, tool), form);
-}
-
-function readArgs(form) {
-  const args = {};
-  for (const input of form.querySelectorAll('[data-type]')) {
-    const {name} = input;
-    const t = input.dataset.type;
-    if (t === 'boolean') {
-      if (input.checked || input.required) args[name] = input.checked;
-      continue;
-    }
-    const v = input.value;
-    if (v === '') continue;
-    if (t === 'integer' || t === 'number') args[name] = Number(v);
-    else if (t === 'string') args[name] = v;
-    else {
-      try {
-        args[name] = JSON.parse(v);
-      } catch {
-        throw new Error(`${name}: not valid JSON`);
-      }
-    }
-  }
-  return args;
-}
-
-// call runs the tool as an event stream, showing each progress event.
-async function call(server, tool, args, cwd, ui) {
-  const headers = {'Content-Type': 'application/json', Accept: 'text/event-stream'};
-  if (cwd) headers['Mcpx-Cwd'] = cwd;
-  const show = (cls, text) => {
-    ui.result.className = `result ${cls}`;
-    ui.result.textContent = text;
-    ui.result.hidden = false;
-  };
-  try {
-    const r = await request(`/v1/servers/${encodeURIComponent(server)}/tools/${encodeURIComponent(tool)}`,
-      {method: 'POST', headers, body: JSON.stringify(args)});
-    let steps = 0;
-    for await (const ev of events(r)) {
-      const data = JSON.parse(ev.data);
-      if (ev.event === 'progress') {
-        steps++;
-        if (data.total) {
-          ui.progress.max = data.total;
-          ui.progress.value = data.progress;
-        }
-        ui.status.textContent = `progress ${data.progress}${data.total ? ' of ' + data.total : ''}` +
-          (data.message ? `: ${data.message}` : '');
-        ui.status.dataset.progressEvents = String(steps);
-      } else if (ev.event === 'result') {
-        ui.status.textContent = (data.isError ? 'the tool reported an error' : 'done') +
-          (steps ? ` after ${steps} progress event${steps === 1 ? '' : 's'}` : '');
-        show(data.isError ? 'error' : 'ok', JSON.stringify(data, null, 2));
-      } else if (ev.event === 'error') {
-        ui.status.textContent = 'failed';
-        show('error', [data.detail || data.title, data.stderrTail].filter(Boolean).join('\n\n'));
-      }
-    }
-  } catch (err) {
-    ui.status.textContent = 'failed';
-    show('error', [err.message, err.problem && err.problem.stderrTail].filter(Boolean).join('\n\n'));
-  } finally {
-    ui.progress.hidden = true;
-  }
+// show makes the view named by the location's hash the one shown.
+function show() {
+  const view = (location.hash || '#overview').slice(1);
+  const known = [...document.querySelectorAll('[data-view]')].map((v) => v.dataset.view);
+  const name = known.includes(view) ? view : 'overview';
+  for (const v of document.querySelectorAll('[data-view]')) v.hidden = v.dataset.view !== name;
+  for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('current', a.dataset.nav === name);
+  notice('');
+  if (name === 'calls') startCalls();
+  if (name === 'fleet') showFleet();
+  if (name === 'tokens') showTokens().catch(showError);
 }
 
 async function main() {
@@ -369,8 +260,22 @@ async function main() {
     showError(err);
     return;
   }
+  if (caller.admin) {
+    const reload = $('reload');
+    reload.hidden = false;
+    reload.replaceWith(actionButton('Reload config', {id: 'reload', 'data-action': 'reload'}, 'Reload the config file?',
+      'A config with errors is refused and the running one kept; servers whose definitions changed are replaced.',
+      () => send('POST', '/v1/daemon/reload'), (res) => {
+        refresh().catch(showError);
+        return `reloaded ${res.config || 'the built-in config'}: ${res.servers} server${res.servers === 1 ? '' : 's'}`;
+      }));
+  }
+  window.addEventListener('hashchange', show);
+  show();
   await refresh().catch(showError);
+  charts().catch(showError);
   setInterval(() => refresh().catch(showError), REFRESH_MS);
+  setInterval(() => charts().catch(showError), CHART_MS);
   follow();
 }
 

@@ -5,6 +5,16 @@
 // read, unlike the cookie.
 const form = document.getElementById('login');
 const errorBox = document.getElementById('error');
+const endedBox = document.getElementById('ended');
+
+// A session the broker ended (a revoked or expired token) says why here:
+// the dashboard kept the broker's reason for this tab.
+const ended = sessionStorage.getItem('mcpx.ended');
+if (ended) {
+  sessionStorage.removeItem('mcpx.ended');
+  endedBox.textContent = `You were signed out: ${ended}`;
+  endedBox.hidden = false;
+}
 
 // next is where to go after signing in: a path on this origin only.
 function next() {
@@ -15,6 +25,7 @@ function next() {
 form.addEventListener('submit', async (e) => {
   e.preventDefault();
   errorBox.hidden = true;
+  endedBox.hidden = true;
   const token = document.getElementById('token').value.trim();
   try {
     const r = await fetch('/login', {
