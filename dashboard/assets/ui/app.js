@@ -139,14 +139,23 @@ async function charts() {
 }
 
 // pinsNote is a server's tools not approved (docs/trust.md, "Tool pins"),
-// their diffs, and the button that approves them all.
+// their diffs, and the button that approves them as they are shown.
 function pinsNote(server, pins) {
   if (!pins || !pins.unapproved) return [];
   const tools = pins.tools.filter((t) => t.state !== 'approved');
   const what = tools.map((t) => `${t.name} ${t.state}${t.withheld ? ' (withheld)' : ''}${t.flags ? ' flagged ' + t.flags.join(',') : ''}`);
   const approve = actionButton('Approve', {'data-action': 'approve'}, `Approve ${what.length === 1 ? 'the tool' : 'the tools'} of ${server} as listed now?`,
     `${what.join('; ')}. Callers are served the new definitions at once.`,
-    () => send('POST', `/v1/servers/${encodeURIComponent(server)}/pins/approve`, {}),
+    // Each tool as shown, by its hash: one that changed since is refused,
+    // never approved unseen.
+    async () => {
+      const approved = [];
+      for (const t of tools) {
+        const res = await send('POST', `/v1/servers/${encodeURIComponent(server)}/pins/approve`, t.hash ? {tool: t.name, hash: t.hash} : {tool: t.name});
+        approved.push(...res.approved);
+      }
+      return {approved};
+    },
     (res) => {
       refresh().catch(showError);
       return `approved ${res.approved.join(', ')} of ${server}`;
