@@ -19,10 +19,8 @@ import (
 // options, or an import get bundles of their own or none; the cache keeps
 // a bundle per key.
 func TestSnippetBundleCache(t *testing.T) {
+	b := startBroker(t, "global").byURL(t)
 	node := scripts.Runtime{Name: "node", Path: testenv.Node(t)}
-	b := startBroker(t, "global")
-	t.Setenv("MCPX_URL", b.url)
-	t.Setenv("MCPX_TOKEN", b.token)
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
 	ctx := t.Context()
@@ -72,4 +70,12 @@ func TestSnippetBundleCache(t *testing.T) {
 	if got := run(`const {sep} = await import("node:path"); return sep`, nil); got != `"/"` || len(bundles()) != 3 {
 		t.Errorf("a snippet with an import: %s with %d bundles, want / and none kept", got, len(bundles()))
 	}
+}
+
+// byURL makes the scripts of the test reach b by URL (there is no daemon
+// record here), and returns b.
+func (b *broker) byURL(t *testing.T) *broker {
+	t.Setenv("MCPX_URL", b.url)
+	t.Setenv("MCPX_TOKEN", b.token)
+	return b
 }
