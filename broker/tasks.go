@@ -598,6 +598,12 @@ func (b *Broker) WatchTask(c Caller, id string, fn func(Task)) (stop func(), err
 // taskSupport is a tool definition's execution.taskSupport; absent is
 // "forbidden" (schema 2025-11-25: "Default: forbidden").
 func taskSupport(def json.RawMessage) string {
+	// Most definitions have no execution member: skip the parse, which
+	// every call would pay. The key matches as encoding/json matches it
+	// (ASCII case folded); one spelled with a \u escape is parsed.
+	if !containsFold(def, "execution") && !bytes.Contains(def, []byte(`\u`)) {
+		return "forbidden"
+	}
 	var d struct {
 		Execution struct {
 			TaskSupport string `json:"taskSupport"`
@@ -608,6 +614,17 @@ func taskSupport(def json.RawMessage) string {
 		return "forbidden"
 	}
 	return d.Execution.TaskSupport
+}
+
+// containsFold reports whether b holds s (lower-case ASCII) with ASCII case
+// folded, without allocating.
+func containsFold(b []byte, s string) bool {
+	for i := 0; i+len(s) <= len(b); i++ {
+		if b[i]|0x20 == s[0] && bytes.EqualFold(b[i:i+len(s)], []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 // callAsTask runs a tool whose taskSupport is "required" as a task on sess

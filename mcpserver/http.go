@@ -449,16 +449,16 @@ func checkHeaders(r *http.Request, msg *message) (int, []byte) {
 		data, _ := json.Marshal(map[string]any{"supported": supportedVersions(), "requested": v})
 		return bad(http.StatusBadRequest, codeUnsupportedVersion, "unsupported protocol version "+v, data)
 	}
-	if hv != "" && !slices.Contains(supportedVersions(), hv) {
+	if hv != "" && hv != StatelessVersion && !slices.Contains(handshakeVersions, hv) { // supportedVersions, without building it
 		return unsupported(hv)
 	}
 	method, name := r.Header.Get(HeaderMethod), r.Header.Get(HeaderName)
-	want := ""
-	if k := named[msg.Method]; k != "" {
+	modern := msg.isRequest() && r.Header.Get(HeaderSessionID) == "" && (hv == StatelessVersion || mv != "")
+	want := "" // read only when a check below needs it
+	if k := named[msg.Method]; k != "" && (modern || name != "") {
 		p, _ := msg.params()
 		want = p.str(k)
 	}
-	modern := msg.isRequest() && r.Header.Get(HeaderSessionID) == "" && (hv == StatelessVersion || mv != "")
 	if modern {
 		switch {
 		case hv == "":

@@ -26,8 +26,9 @@ type mcpTarget struct {
 	// renames their tools, the name it ends with after "__" (a__echo).
 	tool    string
 	args    json.RawMessage
-	want    string // the result's first text content must contain it ("" = any result but an error)
-	version string // 2026-07-28: server/discover first (stateless where the server is); else initialize first
+	want    string       // the result's first text content must contain it ("" = any result but an error)
+	version string       // 2026-07-28: server/discover first (stateless where the server is); else initialize first
+	hc      *http.Client // nil: a new keep-alive client over TCP
 }
 
 // connect opens one session: server/discover, or initialize and
@@ -101,7 +102,10 @@ func (ms *mcpSessions) add(ctx context.Context, hc *http.Client) (*mcpclient.Ses
 
 func openSessions(ctx context.Context, tgt *mcpTarget, n int) (*mcpSessions, error) {
 	ms := &mcpSessions{tgt: tgt, free: make(chan *mcpclient.Session, n)}
-	hc := newClient(nil)
+	hc := tgt.hc
+	if hc == nil {
+		hc = newClient(nil)
+	}
 	for range n {
 		s, err := ms.add(ctx, hc)
 		if err != nil {
@@ -207,7 +211,10 @@ func measureSessionMemory(ctx context.Context, path string, tgt *mcpTarget, pid,
 	}
 	m.BeforeKB = stableRSS(pid)
 	ms := &mcpSessions{tgt: tgt}
-	hc := newClient(nil)
+	hc := tgt.hc
+	if hc == nil {
+		hc = newClient(nil)
+	}
 	for range n {
 		if _, err := ms.add(ctx, hc); err != nil {
 			ms.close()

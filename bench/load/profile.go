@@ -19,11 +19,13 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/mcpserver"
 )
 
 // envProfDaemon, set to a JSON profSpec, makes this binary serve the API
 // like `mcpx serve` (same broker and api packages, unix socket only) while
-// writing a CPU profile, until SIGTERM.
+// writing a CPU profile (and, at the end, an allocation profile beside it),
+// until SIGTERM. It serves the MCP endpoint too.
 const envProfDaemon = "MCPX_BENCH_PROFILE_DAEMON"
 
 type profSpec struct {
@@ -75,7 +77,19 @@ func serveProfiled(spec string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log.Info("profiled daemon serving", "socket", s.Socket)
-	if err := api.Serve(ctx, ln, api.New(api.Options{Broker: b, Logger: log}), api.ServeOptions{Logger: log}); err != nil {
+	m := mcpserver.New(mcpserver.Options{Broker: b, Logger: log, InputWait: cfg.Limits.InputWait.D()})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		m.Close(ctx)
+	}()
+	err = api.Serve(ctx, ln, api.New(api.Options{Broker: b, MCP: m, Logger: log}), api.ServeOptions{Logger: log})
+	// and the allocations since start, beside the CPU profile
+	if af, aerr := os.Create(s.Profile + ".allocs"); aerr == nil {
+		pprof.Lookup("allocs").WriteTo(af, 0)
+		af.Close()
+	}
+	if err != nil {
 		log.Error("serve", "err", err)
 		return 1
 	}
@@ -99,11 +113,21 @@ func profileDaemon(ctx context.Context, o *options, config, dir, wt, self string
 	}
 	defer d.stop()
 	h := http.Header{"Content-Type": {"application/json"}, "Mcpx-Session": {"bench"}, wire.HeaderClient: {"mcpx-bench"}}
-	server := map[string]string{"U": "demo", "Uwt": "demowt", "Ur": "raw"}[o.profPath]
+	server := map[string]string{"U": "demo", "Uwt": "demowt", "Ur": "raw", "M": "demo", "Mr": "raw"}[o.profPath]
 	if o.profPath == "Uwt" {
 		h.Set("Mcpx-Cwd", wt)
 	}
 	p := &path{name: o.profPath + " (profiled)", call: postCall(d.unix, "http://mcpx/v1/servers/"+server+"/tools/echo", h), procs: none}
+	if o.profPath == "M" || o.profPath == "Mr" {
+		// the MCP endpoint on the unix socket (served there as on TCP), one session per caller
+		tgt := &mcpTarget{url: "http://mcpx/mcp", hc: d.unix, tool: server + "__echo", args: echoArgs, want: "hi", version: o.mcpVersion}
+		ms, err := openSessions(ctx, tgt, o.conc[len(o.conc)-1])
+		if err != nil {
+			return "", err
+		}
+		defer ms.close()
+		p.call = ms.call
+	}
 	if err := warmPath(ctx, p); err != nil {
 		return "", err
 	}

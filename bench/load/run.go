@@ -29,7 +29,7 @@ type options struct {
 	jsonOut  string
 	profile  string        // write a CPU profile of an instrumented daemon here
 	profDur  time.Duration // load time for -profile
-	profPath string        // U, Uwt or Ur: the load -profile runs
+	profPath string        // U, Uwt, Ur, M or Mr: the load -profile runs
 	timeout  time.Duration // the whole run
 
 	// The MCP paths (F, G, M, M1, X).
@@ -74,7 +74,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "write the raw results as JSON to this file")
 	fs.StringVar(&o.profile, "profile", "", "after the rounds, CPU-profile an instrumented daemon (the broker and api packages in this binary) under Uwt load and write the profile here")
 	fs.DurationVar(&o.profDur, "profile-duration", 10*time.Second, "load time for -profile (half at the highest -c, half at c=1)")
-	fs.StringVar(&o.profPath, "profile-path", "Uwt", "the path -profile loads: U, Uwt or Ur")
+	fs.StringVar(&o.profPath, "profile-path", "Uwt", "the path -profile loads: U, Uwt, Ur, M or Mr")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.StringVar(&o.mcpVersion, "mcp-version", "2025-11-25", "MCP paths: the protocol version the client offers (2026-07-28: server/discover first, stateless where the server is)")
 	fs.IntVar(&o.sessions, "sessions", 200, "MCP paths: after the rounds, open this many idle sessions and report the server's RSS growth per session (0 = skip)")
@@ -100,8 +100,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	if o.args = json.RawMessage(*toolArgs); !json.Valid(o.args) {
 		return nil, fmt.Errorf("-args: %q is not JSON", *toolArgs)
 	}
-	if !slices.Contains([]string{"U", "Uwt", "Ur"}, o.profPath) {
-		return nil, fmt.Errorf("-profile-path: want U, Uwt or Ur, not %q", o.profPath)
+	if !slices.Contains([]string{"U", "Uwt", "Ur", "M", "Mr"}, o.profPath) {
+		return nil, fmt.Errorf("-profile-path: want U, Uwt, Ur, M or Mr, not %q", o.profPath)
 	}
 	for _, s := range strings.Split(*conc, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

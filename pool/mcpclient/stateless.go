@@ -229,6 +229,9 @@ func withRequestMeta(params []byte, meta [][2][]byte) ([]byte, error) {
 	if v := member(params, `"_meta"`); v != nil && bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")) {
 		m = v
 	}
+	if fresh, ok := prependMembers(m, meta); ok {
+		return setMember(params, "_meta", fresh)
+	}
 	var err error
 	// setMember puts a new member first: in reverse, the keys read in
 	// meta's order, before the caller's own.
@@ -238,6 +241,45 @@ func withRequestMeta(params []byte, meta [][2][]byte) ([]byte, error) {
 		}
 	}
 	return setMember(params, "_meta", m)
+}
+
+// prependMembers returns obj with meta's members put first, in meta's
+// order, in one allocation: what setMember for each of them in reverse
+// gives when obj has none of their keys (the usual case: no _meta, or a
+// progress token). ok is false when obj has one of them (or is not an
+// object): setMember then replaces it in place.
+func prependMembers(obj []byte, meta [][2][]byte) (out []byte, ok bool) {
+	start := skipSpace(obj, 0)
+	if start >= len(obj) || obj[start] != '{' {
+		return nil, false
+	}
+	clash := false
+	if err := members(obj, func(k, _ []byte) {
+		for _, kv := range meta {
+			if len(k) == len(kv[0])+2 && string(k[1:len(k)-1]) == string(kv[0]) {
+				clash = true
+			}
+		}
+	}); err != nil || clash {
+		return nil, false
+	}
+	n := len(obj)
+	for _, kv := range meta {
+		n += len(kv[0]) + len(kv[1]) + 4
+	}
+	out = make([]byte, 0, n)
+	out = append(out, obj[:start+1]...)
+	for i, kv := range meta {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(append(append(out, '"'), kv[0]...), `":`...), kv[1]...)
+	}
+	rest := obj[start+1:]
+	if i := skipSpace(rest, 0); len(meta) > 0 && i < len(rest) && rest[i] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...), true
 }
 
 // Era returns the session's era: EraStateless or EraHandshake.

@@ -31,6 +31,14 @@
 // tailnet — and a changed one is written once. The cache keeps the
 // keepClients most recently used modules.
 //
+// A snippet (`mcpx exec`) that imports nothing is bundled once: its bundle
+// is kept as bundle-<hash>/ (keepBundles of them), the hash over the
+// client's ETag, the snippet and its options, the directory it resolves in
+// with the tsconfig.json, jsconfig.json and package.json files esbuild
+// reads there, and the mcpx binary; the next run copies it into its own
+// directory instead of running esbuild. A script file, or any import or
+// require, is bundled on every run.
+//
 // # Interrupts and exit codes
 //
 // An interrupt (ctx ends) is passed on to the script as SIGINT: it ends,

@@ -318,16 +318,26 @@ func (r *Run) bundle(ctx context.Context, s Script, dir string) (*exec.Cmd, erro
 	if err != nil {
 		return nil, err
 	}
-	var source string
-	if s.Snippet != "" {
-		if source, err = scripts.ExecModule(s.Snippet, mod, s.Minimal); err != nil {
-			return nil, err
-		}
+	key, keep := bundleKey(s, mod, r.dir) // a snippet that imports nothing is bundled once (bundlecache.go)
+	runnerPath := ""
+	if keep {
+		runnerPath = cachedBundle(s.Cache, key, dir, s.Minimal)
 	}
-	runnerPath, err := scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Source: source, SourceDir: r.dir, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args,
-		Prefix: s.Prefix, Suffix: s.Suffix, Minimal: s.Minimal})
-	if err != nil {
-		return nil, &Error{Op: OpBundle, Err: err}
+	if runnerPath == "" {
+		var source string
+		if s.Snippet != "" {
+			if source, err = scripts.ExecModule(s.Snippet, mod, s.Minimal); err != nil {
+				return nil, err
+			}
+		}
+		runnerPath, err = scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Source: source, SourceDir: r.dir, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args,
+			Prefix: s.Prefix, Suffix: s.Suffix, Minimal: s.Minimal})
+		if err != nil {
+			return nil, &Error{Op: OpBundle, Err: err}
+		}
+		if keep {
+			keepBundle(s.Cache, key, dir)
+		}
 	}
 	if s.Sandbox != nil {
 		host := strings.TrimPrefix(r.relay.URL(), "http://")
