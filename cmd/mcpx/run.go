@@ -146,6 +146,18 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 			return usageError(c, fs, "%v", err)
 		}
 	}
+	state, err := stateDir(c.getenv)
+	if err != nil {
+		return report(c, err)
+	}
+	devEnv, err := scriptEnvironment(ctx, set, cwd, state, c.getenv)
+	if err != nil {
+		return report(c, err)
+	}
+	var deps *scripts.Deps
+	if interp == nil {
+		deps = scriptDeps(c, set, state)
+	}
 
 	bc, caller, err := callerClient(ctx, c, sf.broker, *sf.noAutostart, sf.co)
 	if err != nil {
@@ -168,7 +180,7 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 		return report(c, err)
 	}
 	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Runtime: rt, Interpreter: interp, Path: script, Snippet: src.snippet, Prefix: set.prefix, Suffix: set.suffix, Minimal: *sf.minimal,
-		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: environ(set.env), Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: stderr})
+		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: append(devEnv, environ(set.env)...), Deps: deps, Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: stderr})
 	// Release the lease and stop the run's session (with a context of
 	// their own: ctx may be the interrupt that ended the script).
 	if err := r.Close(ctx); err != nil {
