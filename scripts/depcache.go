@@ -132,7 +132,7 @@ func (d *Deps) npmInstall(dir string, specs []string) error {
 
 var (
 	npmCode     = regexp.MustCompile(`(?m)^npm (?:error|ERR!) code (\S+)`)
-	npmNotFound = regexp.MustCompile(`'(\S+)' is not in (?:this|the npm) registry`)
+	npmNotFound = regexp.MustCompile(`'(\S+)' (?:is not in (?:this|the npm) registry|could not be found)`)
 	npmURL      = regexp.MustCompile(`request to (\S+) failed`)
 )
 
