@@ -1,0 +1,58 @@
+package main
+
+import (
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"mcpx.dev/mcpx/internal/npmtest"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+)
+
+// depsPackages are what the tests' registry serves: tiny packages of no
+// dependencies.
+var depsPackages = []npmtest.Package{
+	{Name: "mcpx-odd", Version: "1.0.0", Files: map[string]string{"index.js": `module.exports = (n) => n % 2 === 1;`}},
+	{Name: "mcpx-odd", Version: "2.0.0", Files: map[string]string{"index.js": `module.exports = (n) => "v2:" + (n % 2 === 1);`}},
+	{Name: "@mcpx/shout", Version: "1.2.0", Files: map[string]string{"index.js": `exports.shout = (s) => s.toUpperCase();`}},
+}
+
+// TestRunDeps runs testdata/rundeps/*.txtar on each runtime (as TestRun)
+// with npm's registry a loopback one of depsPackages, fresh per runtime,
+// and npm's cache the script's own. Extra command and condition:
+//
+//	fetches pkg n    the registry has served pkg's packument n times
+//	[deno]           the runtime is deno
+func TestRunDeps(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	testenv.Program(t, "npm", "apt-get install npm")
+	marker := proctest.Env(t)
+	for _, rt := range scriptRuntimes(t) {
+		t.Run(rt.name, func(t *testing.T) {
+			reg := npmtest.Start(t, depsPackages...)
+			p := runParams(filepath.Join("testdata", "rundeps"), rt, marker)
+			setup := p.Setup
+			p.Setup = func(e *testscript.Env) error {
+				e.Setenv("npm_config_registry", reg.URL)
+				e.Setenv("npm_config_cache", filepath.Join(e.WorkDir, "npm-cache"))
+				e.Setenv("REGISTRY", reg.URL)
+				return setup(e)
+			}
+			p.Condition = func(cond string) (bool, error) { return cond == rt.name, nil }
+			p.Cmds["fetches"] = func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: fetches pkg n")
+				}
+				n, err := strconv.Atoi(args[1])
+				ts.Check(err)
+				if got := reg.Fetches(args[0]); got != n {
+					ts.Fatalf("the registry served %s %d times, want %d", args[0], got, n)
+				}
+			}
+			testscript.Run(t, p)
+		})
+	}
+}
