@@ -21,7 +21,7 @@ var depsPackages = []npmtest.Package{
 }
 
 // TestRunDeps runs testdata/rundeps/*.txtar on each runtime (as TestRun)
-// with npm's registry a loopback one of depsPackages, fresh per runtime,
+// with npm's registry a loopback one of depsPackages, fresh per script,
 // and npm's cache the script's own. Extra command and condition:
 //
 //	fetches pkg n    the registry has served pkg's packument n times
@@ -32,10 +32,11 @@ func TestRunDeps(t *testing.T) {
 	marker := proctest.Env(t)
 	for _, rt := range scriptRuntimes(t) {
 		t.Run(rt.name, func(t *testing.T) {
-			reg := npmtest.Start(t, depsPackages...)
 			p := runParams(filepath.Join("testdata", "rundeps"), rt, marker)
 			setup := p.Setup
 			p.Setup = func(e *testscript.Env) error {
+				reg := npmtest.Start(t, depsPackages...) // each script's own: they run in parallel
+				e.Values[registryKey{}] = reg
 				e.Setenv("npm_config_registry", reg.URL)
 				e.Setenv("npm_config_cache", filepath.Join(e.WorkDir, "npm-cache"))
 				e.Setenv("REGISTRY", reg.URL)
@@ -48,7 +49,7 @@ func TestRunDeps(t *testing.T) {
 				}
 				n, err := strconv.Atoi(args[1])
 				ts.Check(err)
-				if got := reg.Fetches(args[0]); got != n {
+				if got := ts.Value(registryKey{}).(*npmtest.Registry).Fetches(args[0]); got != n {
 					ts.Fatalf("the registry served %s %d times, want %d", args[0], got, n)
 				}
 			}
@@ -56,3 +57,5 @@ func TestRunDeps(t *testing.T) {
 		})
 	}
 }
+
+type registryKey struct{}
