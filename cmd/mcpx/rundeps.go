@@ -51,6 +51,7 @@ func scriptEnvironment(ctx context.Context, set scriptSettings, cwd, state strin
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close()
 	d, err := r.Environment(ctx, env)
 	if err != nil {
 		return nil, fmt.Errorf("script.environment: %w", err)
