@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -134,6 +137,7 @@ func leaseCmd(ctx context.Context, c *cli, args []string) int {
 	brokerAddr := brokerFlag(fs)
 	noAutostart := autostartFlag(fs)
 	ttl := fs.Duration("ttl", 30*time.Second, "the lease's ttl: how long it outlives this process if killed (renewed every ttl/3)")
+	asJSON := fs.Bool("json", false, "print one JSON document when the command ends: the lease, the command, its exit code, duration, stdout and stderr")
 	if len(args) == 0 || args[0] != "run" {
 		return usageError(c, fs, "want `run [--ttl 30s] -- <cmd> [args…]`")
 	}
@@ -162,25 +166,51 @@ func leaseCmd(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return report(c, err)
 	}
-	code := runLeased(ctx, c, lease.ID, argv)
+	start := time.Now()
+	var stdout, stderr io.Writer = c.stdout, c.stderr
+	var out, errOut bytes.Buffer
+	if *asJSON {
+		stdout, stderr = &out, &errOut
+	}
+	code := runLeased(ctx, c, lease.ID, argv, stdout, stderr)
 	// Release with a context of its own: ctx may be the interrupt that
 	// ended the command.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	var releaseErr string
 	if err := lease.Release(rctx); err != nil {
-		fmt.Fprintf(c.stderr, "mcpx lease: releasing lease %s: %v (it expires within %s)\n", lease.ID, err, *ttl)
+		releaseErr = fmt.Sprintf("releasing lease %s: %v (it expires within %s)", lease.ID, err, *ttl)
+		fmt.Fprintf(c.stderr, "mcpx lease: %s\n", releaseErr)
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(leaseRunDoc{Lease: lease.ID, TTL: ttl.String(), Command: argv, ExitCode: code, DurationMs: time.Since(start).Milliseconds(),
+			Stdout: out.String(), Stderr: errOut.String(), Released: releaseErr == "", ReleaseError: releaseErr}, "", "  ")
+		fmt.Fprintf(c.stdout, "%s\n", b)
 	}
 	return code
 }
 
+// leaseRunDoc is `mcpx lease run --json`'s one document.
+type leaseRunDoc struct {
+	Lease        string   `json:"lease"`
+	TTL          string   `json:"ttl"`
+	Command      []string `json:"command"`
+	ExitCode     int      `json:"exitCode"`
+	DurationMs   int64    `json:"durationMs"`
+	Stdout       string   `json:"stdout"`
+	Stderr       string   `json:"stderr"`
+	Released     bool     `json:"released"`
+	ReleaseError string   `json:"releaseError,omitempty"`
+}
+
 // runLeased runs argv with $MCPX_LEASE set and returns its exit code
 // (128+n for a signal, as shells do).
-func runLeased(ctx context.Context, c *cli, lease string, argv []string) int {
+func runLeased(ctx context.Context, c *cli, lease string, argv []string, stdout, stderr io.Writer) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "MCPX_LEASE="+lease)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, stdout, stderr
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(c.stderr, "mcpx lease: %v\n", err)
+		fmt.Fprintf(stderr, "mcpx lease: %v\n", err)
 		return 127
 	}
 	// An interrupt from the terminal reaches the command through its
@@ -199,6 +229,6 @@ func runLeased(ctx context.Context, c *cli, lease string, argv []string) int {
 		}
 		return ee.ExitCode()
 	}
-	fmt.Fprintf(c.stderr, "mcpx lease: %v\n", err)
+	fmt.Fprintf(stderr, "mcpx lease: %v\n", err)
 	return exitFailed
 }
