@@ -21,9 +21,10 @@ import (
 	"time"
 )
 
-// The bounds of the dependency cache: after an install, the sets beyond the
-// MaxDepSets most recently used, or beyond MaxDepBytes together, are
-// removed, oldest first (never the one just installed).
+// The bounds of the dependency cache by default (Deps.MaxSets,
+// Deps.MaxBytes): after an install, the sets beyond the MaxDepSets most
+// recently used, or beyond MaxDepBytes together, are removed, least
+// recently used first (never the one just installed).
 const (
 	MaxDepSets     = 16
 	MaxDepBytes    = 1 << 30
@@ -212,9 +213,10 @@ func (d *Deps) prune(keep string) {
 	}
 	slices.SortFunc(sets, func(a, b set) int { return b.used.Compare(a.used) })
 	total := dirBytes(keep)
+	maxSets, maxBytes := cmp.Or(d.MaxSets, MaxDepSets), cmp.Or(d.MaxBytes, MaxDepBytes)
 	for i, s := range sets {
 		total += s.size
-		if i+1 >= MaxDepSets || total > MaxDepBytes {
+		if i+1 >= maxSets || total > maxBytes {
 			os.RemoveAll(s.dir)
 		}
 	}

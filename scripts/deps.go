@@ -43,6 +43,9 @@ type Deps struct {
 	NPM string
 	// Log is told, in one line, of each install; nil = nobody.
 	Log io.Writer
+	// MaxSets and MaxBytes bound the cache; 0 = MaxDepSets, MaxDepBytes.
+	MaxSets  int
+	MaxBytes int64
 	// Context bounds an install (with InstallTimeout); nil = Background.
 	Context context.Context
 }

@@ -155,3 +155,39 @@ func TestDepsErrorsNameThePackage(t *testing.T) {
 		t.Errorf("failed installs left %v in the cache", ents)
 	}
 }
+
+// TestDepsCachePruned: beyond MaxSets, the least recently used set is
+// removed after an install; a set used again is kept.
+func TestDepsCachePruned(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	depsEnv(t)
+	node := testenv.Node(t)
+	reg := npmtest.Start(t, testPackages...)
+	root := t.TempDir()
+	write(t, root, map[string]string{"client.ts": `export const x = 1;`})
+	deps := &scripts.Deps{Registry: reg.URL, Cache: filepath.Join(root, "deps"), MaxSets: 2}
+	sets := func() []string {
+		var out []string
+		ms, _ := filepath.Glob(filepath.Join(deps.Cache, "*", ".mcpx-deps.json"))
+		for _, m := range ms {
+			b, _ := os.ReadFile(m)
+			out = append(out, string(b[:bytes.IndexByte(b, '}')+1]))
+		}
+		return out
+	}
+	use := func(spec string) {
+		t.Helper()
+		write(t, root, map[string]string{"script.ts": `import x from "` + spec + `"; console.log(typeof x);`})
+		if _, err := bundleRun(t, node, root, deps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	use("npm:mcpx-odd@1.0.0")
+	use("npm:mcpx-odd@2.0.0")
+	use("npm:mcpx-odd@1.0.0") // used again: 2.0.0 is the older
+	use("npm:@mcpx/shout@1.2.0")
+	got := strings.Join(sets(), " ")
+	if len(sets()) != 2 || !strings.Contains(got, `"mcpx-odd":"1.0.0"`) || !strings.Contains(got, `"@mcpx/shout":"1.2.0"`) {
+		t.Errorf("the cache holds %s, want odd 1.0.0 and shout", got)
+	}
+}
