@@ -189,7 +189,6 @@ type depResolver struct {
 
 	mu   sync.Mutex
 	want map[string]string // name → range
-	errs []string
 }
 
 // guard marks the resolutions the plugin asks esbuild for itself.

@@ -22,11 +22,17 @@ var testPackages = []npmtest.Package{
 	{Name: "@mcpx/shout", Version: "1.2.0", Files: map[string]string{"index.js": `exports.shout = (s) => s.toUpperCase();`, "more.js": `module.exports = "more";`}},
 }
 
-// depsEnv makes npm's cache the test's own (so an install fetches), and
-// npm must be on PATH.
-func depsEnv(t *testing.T) {
+// depsSetup checks the test leaks no process, needs npm on PATH and makes
+// its cache the test's own (so an install fetches), and starts the
+// registry; it returns node, the registry and a directory holding a
+// client module.
+func depsSetup(t *testing.T) (node string, reg *npmtest.Registry, root string) {
+	proctest.CheckNoLeaks(t)
 	testenv.Program(t, "npm", "apt-get install npm")
 	t.Setenv("npm_config_cache", t.TempDir())
+	root = t.TempDir()
+	write(t, root, map[string]string{"client.ts": `export const x = 1;`})
+	return testenv.Node(t), npmtest.Start(t, testPackages...), root
 }
 
 // bundleRun bundles root/script.ts with deps and runs it on node,
@@ -49,13 +55,8 @@ func bundleRun(t *testing.T, node, root string, deps *scripts.Deps) (string, err
 // subpath) are installed as one set on first use and reused by the next
 // bundle with no npm run; another set is another directory.
 func TestDepsSpecifiersInstalledOnce(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	depsEnv(t)
-	node := testenv.Node(t)
-	reg := npmtest.Start(t, testPackages...)
-	root := t.TempDir()
+	node, reg, root := depsSetup(t)
 	write(t, root, map[string]string{
-		"client.ts": `export const x = 1;`,
 		"script.ts": `import odd from "npm:mcpx-odd@1.0.0"; import { shout } from "npm:@mcpx/shout@^1"; import more from "npm:@mcpx/shout@^1/more.js";
 console.log(odd(3), shout("hi"), more);`,
 	})
@@ -91,13 +92,8 @@ console.log(odd(3), shout("hi"), more);`,
 // not got it; with "host" left out of script.deps.from, an undeclared
 // package on disk is refused by name.
 func TestDepsManifest(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	depsEnv(t)
-	node := testenv.Node(t)
-	reg := npmtest.Start(t, testPackages...)
-	root := t.TempDir()
+	node, reg, root := depsSetup(t)
 	write(t, root, map[string]string{
-		"client.ts":                            `export const x = 1;`,
 		"package.json":                         `{"dependencies": {"mcpx-odd": "1.0.0"}}`,
 		"sub/deno.json":                        `{"imports": {"loud": "npm:@mcpx/shout@1.2.0"}}`,
 		"script.ts":                            `import odd from "mcpx-odd"; console.log(odd(2));`,
@@ -132,12 +128,7 @@ func TestDepsManifest(t *testing.T) {
 // unreachable registry, and jsr: off deno are errors naming the package and
 // the fix; nothing is left in the cache.
 func TestDepsErrorsNameThePackage(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	depsEnv(t)
-	node := testenv.Node(t)
-	reg := npmtest.Start(t, testPackages...)
-	root := t.TempDir()
-	write(t, root, map[string]string{"client.ts": `export const x = 1;`})
+	node, reg, root := depsSetup(t)
 	cache := filepath.Join(root, "deps")
 	for _, c := range []struct{ script, registry, want string }{
 		{`import x from "npm:mcpx-nosuch@1"; console.log(x);`, reg.URL, "npm package mcpx-nosuch@1 is not in the npm registry " + reg.URL},
@@ -159,12 +150,7 @@ func TestDepsErrorsNameThePackage(t *testing.T) {
 // TestDepsCachePruned: beyond MaxSets, the least recently used set is
 // removed after an install; a set used again is kept.
 func TestDepsCachePruned(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	depsEnv(t)
-	node := testenv.Node(t)
-	reg := npmtest.Start(t, testPackages...)
-	root := t.TempDir()
-	write(t, root, map[string]string{"client.ts": `export const x = 1;`})
+	node, reg, root := depsSetup(t)
 	deps := &scripts.Deps{Registry: reg.URL, Cache: filepath.Join(root, "deps"), MaxSets: 2}
 	sets := func() []string {
 		var out []string
