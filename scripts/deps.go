@@ -283,6 +283,10 @@ func sideEffects(b bool) api.SideEffects {
 	return api.SideEffectsFalse
 }
 
+// requireBanner gives the bundle a require, on one line (the source map
+// accounts for it).
+const requireBanner = `import { createRequire as __mcpxCreateRequire } from "node:module"; const require = __mcpxCreateRequire(import.meta.url);`
+
 // bundleDeps builds bo with the packages of opts.Deps: a first build
 // records the set the script imports; when it has one, the set is
 // installed (or found installed) and the script built again against it.
@@ -305,5 +309,8 @@ func bundleDeps(opts BundleOptions, bo api.BuildOptions) (api.BuildResult, error
 	if r.dir, err = opts.Deps.install(r.want); err != nil {
 		return api.BuildResult{}, err
 	}
+	// A CommonJS package's require of a builtin ("fs") is esbuild's
+	// __require, which needs a require in scope in an ES module.
+	bo.Banner = map[string]string{"js": requireBanner}
 	return api.Build(bo), nil
 }

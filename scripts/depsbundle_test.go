@@ -19,7 +19,7 @@ import (
 var testPackages = []npmtest.Package{
 	{Name: "mcpx-odd", Version: "1.0.0", Files: map[string]string{"index.js": `module.exports = (n) => n % 2 === 1;`}},
 	{Name: "mcpx-odd", Version: "2.0.0", Files: map[string]string{"index.js": `module.exports = (n) => "v2:" + (n % 2 === 1);`}},
-	{Name: "@mcpx/shout", Version: "1.2.0", Files: map[string]string{"index.js": `exports.shout = (s) => s.toUpperCase();`, "more.js": `module.exports = "more";`}},
+	{Name: "@mcpx/shout", Version: "1.2.0", Files: map[string]string{"index.js": `exports.shout = (s) => s.toUpperCase();`, "more.js": `module.exports = require("path").basename("/x/more");`}},
 }
 
 // depsSetup checks the test leaks no process, needs npm on PATH and makes

@@ -17,7 +17,8 @@ import (
 var depsPackages = []npmtest.Package{
 	{Name: "mcpx-odd", Version: "1.0.0", Files: map[string]string{"index.js": `module.exports = (n) => n % 2 === 1;`}},
 	{Name: "mcpx-odd", Version: "2.0.0", Files: map[string]string{"index.js": `module.exports = (n) => "v2:" + (n % 2 === 1);`}},
-	{Name: "@mcpx/shout", Version: "1.2.0", Files: map[string]string{"index.js": `exports.shout = (s) => s.toUpperCase();`}},
+	// shout requires a builtin, as CommonJS packages do.
+	{Name: "@mcpx/shout", Version: "1.2.0", Files: map[string]string{"index.js": `const path = require("path"); exports.shout = (s) => path.basename("/x/" + s).toUpperCase();`}},
 }
 
 // TestRunDeps runs testdata/rundeps/*.txtar on each runtime (as TestRun)
