@@ -150,10 +150,6 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	if err != nil {
 		return report(c, err)
 	}
-	devEnv, err := scriptEnvironment(ctx, set, cwd, state, c.getenv)
-	if err != nil {
-		return report(c, err)
-	}
 	var deps *scripts.Deps
 	if interp == nil {
 		deps = scriptDeps(c, set, state)
@@ -170,6 +166,10 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 		if dir, err = callerCwd("", c.getenv); err != nil {
 			return report(c, err)
 		}
+	}
+	devEnv, err := scriptEnvironment(ctx, set, dir, state, c.getenv)
+	if err != nil {
+		return report(c, err)
 	}
 	// The run's own session, with the caller's as its parent (--session
 	// names another), and its own lease unless the caller runs it under
