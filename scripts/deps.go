@@ -283,6 +283,22 @@ func sideEffects(b bool) api.SideEffects {
 	return api.SideEffectsFalse
 }
 
+// hintMissing adds the fix to esbuild's message of a package nothing has.
+func hintMissing(msgs []api.Message) {
+	for i, m := range msgs {
+		name, ok := strings.CutPrefix(m.Text, `Could not resolve "`)
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(name, `"`)
+		if name == "" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "/") {
+			continue
+		}
+		pkg, _ := splitPackage(name)
+		msgs[i].Text = fmt.Sprintf("package %s is not installed, nor a dependency of the script: import it as npm:%s, declare it (the project's package.json, script.deps.packages), or install it (npm install %s)", pkg, pkg, pkg)
+	}
+}
+
 // requireBanner gives the bundle a require, on one line (the source map
 // accounts for it).
 const requireBanner = `import { createRequire as __mcpxCreateRequire } from "node:module"; const require = __mcpxCreateRequire(import.meta.url);`
@@ -304,6 +320,7 @@ func bundleDeps(opts BundleOptions, bo api.BuildOptions) (api.BuildResult, error
 	// The first build is the one unless the script imports packages of
 	// the set: they are left imports in it, and it is built again.
 	if res := api.Build(bo); len(res.Errors) > 0 || len(r.want) == 0 {
+		hintMissing(res.Errors)
 		return res, nil
 	}
 	if r.dir, err = opts.Deps.install(r.want); err != nil {

@@ -135,6 +135,7 @@ func TestDepsErrorsNameThePackage(t *testing.T) {
 		{`import x from "npm:mcpx-odd@1.0.0"; console.log(x);`, "http://127.0.0.1:1/", "installing the npm packages mcpx-odd@1.0.0: the npm registry http://127.0.0.1:1/ (script.deps.registry), at http://127.0.0.1:1/mcpx-odd, cannot be reached (ECONNREFUSED; offline?)"},
 		{`import x from "npm:mcpx-odd@9"; console.log(x);`, reg.URL, "has no version matching"},
 		{`import { join } from "jsr:@std/path@1"; console.log(join);`, reg.URL, "jsr:@std/path@1: jsr: packages run on deno only"},
+		{`import x from "mcpx-undeclared/sub"; console.log(x);`, reg.URL, "script.ts:1:14: package mcpx-undeclared is not installed, nor a dependency of the script: import it as npm:mcpx-undeclared, declare it"},
 	} {
 		write(t, root, map[string]string{"script.ts": c.script})
 		_, err := bundleRun(t, node, root, &scripts.Deps{Registry: c.registry, Cache: cache, Runtime: "node"})
