@@ -43,7 +43,8 @@ func Start(t testing.TB, pkgs ...Package) *Registry {
 	r := &Registry{hits: map[string]int{}}
 	tarballs := map[string][]byte{}
 	docs := map[string][]byte{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	// Started once the documents are made: a handler reads them unlocked.
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		p, _ := url.PathUnescape(strings.TrimPrefix(req.URL.EscapedPath(), "/"))
 		if b, ok := tarballs[p]; ok {
 			w.Header().Set("Content-Type", "application/octet-stream")
@@ -62,7 +63,7 @@ func Start(t testing.TB, pkgs ...Package) *Registry {
 		w.Write([]byte(`{"error":"Not found"}`))
 	}))
 	t.Cleanup(srv.Close)
-	r.URL = srv.URL + "/"
+	r.URL = "http://" + srv.Listener.Addr().String() + "/"
 	versions := map[string]map[string]any{}
 	latest := map[string]string{}
 	for _, pk := range pkgs {
@@ -89,6 +90,7 @@ func Start(t testing.TB, pkgs ...Package) *Registry {
 		}
 		docs[name] = b
 	}
+	srv.Start()
 	return r
 }
 
