@@ -126,12 +126,15 @@ func printSession(c *cli, s *wire.Session, now time.Time) {
 	printInstances(c, s.Instances, now)
 }
 
-// leaseCmd is `mcpx lease run [--ttl 30s] -- <cmd> [args…]`: run a command
+// leaseCmd is `mcpx lease run [--ttl 30s] [--json] -- <cmd> [args…]`: run a command
 // under a lease. The lease's id is exported as $MCPX_LEASE (the CLI, the Go
 // client and the generated TypeScript client send it as Mcpx-Lease), it is
 // renewed every ttl/3 while the command runs and released when it exits,
 // with the command's exit code. Killed outright (SIGKILL), this process
-// renews no more, and the lease expires within its ttl.
+// renews no more, and the lease expires within its ttl. With --json the
+// command's stdout and stderr are kept and printed, when it ends, in one
+// document with the lease, the command, its exit code and duration
+// (leaseRunDoc).
 func leaseCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "lease")
 	brokerAddr := brokerFlag(fs)
@@ -139,7 +142,7 @@ func leaseCmd(ctx context.Context, c *cli, args []string) int {
 	ttl := fs.Duration("ttl", 30*time.Second, "the lease's ttl: how long it outlives this process if killed (renewed every ttl/3)")
 	asJSON := fs.Bool("json", false, "print one JSON document when the command ends: the lease, the command, its exit code, duration, stdout and stderr")
 	if len(args) == 0 || args[0] != "run" {
-		return usageError(c, fs, "want `run [--ttl 30s] -- <cmd> [args…]`")
+		return usageError(c, fs, "want `run [--ttl 30s] [--json] -- <cmd> [args…]`")
 	}
 	// Flags end at the command: its own flags are its own.
 	if err := fs.Parse(args[1:]); err != nil {
