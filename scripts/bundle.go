@@ -53,6 +53,9 @@ type BundleOptions struct {
 	// Minimal: no launcher; Bundle returns the bundle itself, which the
 	// runtime runs alone (no call hook, function call, prefix or suffix).
 	Minimal bool
+	// Deps, when not nil, resolve npm: and jsr: specifiers and declared
+	// packages (see Deps); nil = node_modules on disk only.
+	Deps *Deps
 }
 
 // Bundle writes the script bundled with the client and its lib/ imports
@@ -70,7 +73,15 @@ func Bundle(opts BundleOptions) (string, error) {
 	} else {
 		bo.EntryPoints = []string{opts.Entry}
 	}
-	res := api.Build(bo)
+	var res api.BuildResult
+	if opts.Deps != nil {
+		var err error
+		if res, err = bundleDeps(opts, bo); err != nil {
+			return "", fmt.Errorf("bundling %s: %w", opts.Entry, err)
+		}
+	} else {
+		res = api.Build(bo)
+	}
 	if len(res.Errors) > 0 {
 		var msgs []string
 		for _, m := range res.Errors {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/internal/suggest"
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 )
 
 // Script is the "script" block: what `mcpx run` and `mcpx exec` put around
@@ -31,7 +33,37 @@ type Script struct {
 	// Env is environment every script gets (KEY: value). Nearer layers
 	// win per variable; --env wins over all.
 	Env map[string]string `json:"env,omitzero"`
+	// Deps say where a script's packages come from (see ScriptDeps).
+	Deps ScriptDeps `json:"deps,omitzero"`
+	// Environment is the script's execution environment: "host" (the
+	// caller's, the default), "flake:<ref>[#attr]" (a devShell),
+	// "shell:<file>" (a legacy shell.nix; relative to the config file's
+	// directory) or "auto" (the run directory's flake.nix, else its
+	// shell.nix, else the host). The nearest layer that sets it wins.
+	Environment string `json:"environment,omitempty"`
 }
+
+// ScriptDeps is script.deps: where the packages a script imports come
+// from. Each field is the nearest layer's that sets it; Packages merge per
+// name, nearer winning.
+//
+//	"deps": {"from": ["specifiers", "manifest", "host"], "packages": {"is-number": "7.0.0"}}
+type ScriptDeps struct {
+	// From are the sources packages may come from (DepSources); nil = all.
+	From []string `json:"from,omitzero"`
+	// Packages are packages (name: version range) every script may import
+	// by name.
+	Packages map[string]string `json:"packages,omitzero"`
+	// Registry is the npm registry packages are installed from; "" = npm's
+	// own setting.
+	Registry string `json:"registry,omitempty"`
+}
+
+// DepSources are the sources of script.deps.from: npm:/jsr: specifiers in
+// the script, script.deps.packages, the nearest package.json/deno.json
+// above the script, the package.json beside a config file of the chain,
+// and node_modules directories already on the host.
+var DepSources = []string{"specifiers", "packages", "manifest", "config", "host"}
 
 // Lines is one layer's value of a layered list of source lines. nil: the
 // layer does not set it, and inherits it as it is. Otherwise each entry is
@@ -65,7 +97,7 @@ func MergeLines(layers []Lines) []string {
 	return out
 }
 
-var scriptFields = []string{"prefix", "suffix", "interpreter", "env"}
+var scriptFields = []string{"prefix", "suffix", "interpreter", "env", "deps", "environment"}
 
 func (p *problems) decodeScript(sc *Script, raw json.RawMessage) {
 	if isNull(raw) {
@@ -86,8 +118,12 @@ func (p *problems) decodeScript(sc *Script, raw json.RawMessage) {
 			sc.Interpreter = p.decodeInterpreters(m.value)
 		case "env":
 			sc.Env = p.decodeScriptEnv(m.value)
+		case "deps":
+			sc.Deps = p.decodeScriptDeps(m.value)
+		case "environment":
+			sc.Environment = p.decodeScriptEnvironment(m.value)
 		default:
-			hint := "the fields are prefix, suffix, interpreter and env"
+			hint := "the fields are prefix, suffix, interpreter, env, deps and environment"
 			if s := suggest.Closest(m.key, scriptFields); s != "" {
 				hint = fmt.Sprintf("did you mean %q?", s)
 			}
@@ -159,6 +195,91 @@ func (p *problems) decodeScriptEnv(raw json.RawMessage) map[string]string {
 	return m
 }
 
+// decodeScriptDeps reads script.deps.
+func (p *problems) decodeScriptDeps(raw json.RawMessage) ScriptDeps {
+	var d ScriptDeps
+	if isNull(raw) {
+		return d
+	}
+	members, err := objectMembers(raw)
+	if err != nil {
+		p.add("", "script.deps", "script.deps must be an object", `such as {"from": ["specifiers", "manifest"], "packages": {"is-number": "7.0.0"}}`)
+		return d
+	}
+	for _, m := range members {
+		switch m.key {
+		case "from":
+			if isNull(m.value) {
+				continue
+			}
+			if err := json.Unmarshal(m.value, &d.From); err != nil {
+				p.add("", "script.deps.from", "script.deps.from must be a list of strings", fmt.Sprintf("name sources of %s", strings.Join(DepSources, ", ")))
+				continue
+			}
+			for i, s := range d.From {
+				if !slices.Contains(DepSources, s) {
+					hint := "the sources are " + strings.Join(DepSources, ", ")
+					if c := suggest.Closest(s, DepSources); c != "" {
+						hint = fmt.Sprintf("did you mean %q?", c)
+					}
+					p.add("", fmt.Sprintf("script.deps.from[%d]", i), fmt.Sprintf("script.deps.from[%d]: unknown source %q", i, s), hint)
+				}
+			}
+		case "packages":
+			d.Packages = p.decodeStringMap("script.deps.packages", m.value, `such as {"is-number": "7.0.0", "@scope/pkg": "^1.2"}`)
+			for _, name := range slices.Sorted(maps.Keys(d.Packages)) {
+				if !validPackageName(name) {
+					p.add("", fmt.Sprintf("script.deps.packages[%q]", name), fmt.Sprintf("script.deps.packages: %q is not an npm package name", name),
+						`a name is like "is-number" or "@scope/pkg"; put the version in the value`)
+				}
+			}
+		case "registry":
+			if err := json.Unmarshal(m.value, &d.Registry); err != nil || (d.Registry != "" && !strings.HasPrefix(d.Registry, "http://") && !strings.HasPrefix(d.Registry, "https://")) {
+				p.add("", "script.deps.registry", fmt.Sprintf("script.deps.registry must be an http(s) URL, not %s", m.value), `such as "https://registry.npmjs.org/"`)
+			}
+		default:
+			hint := "the fields are from, packages and registry"
+			if s := suggest.Closest(m.key, []string{"from", "packages", "registry"}); s != "" {
+				hint = fmt.Sprintf("did you mean %q?", s)
+			}
+			p.add("", "script.deps."+m.key, fmt.Sprintf("unknown field %q", "script.deps."+m.key), hint)
+		}
+	}
+	return d
+}
+
+// validPackageName reports whether name is an npm package name: a
+// lower-case name, or @scope/name, of no path beyond that.
+func validPackageName(name string) bool {
+	scope, rest, scoped := strings.Cut(name, "/")
+	if scoped {
+		if len(scope) < 2 || scope[0] != '@' || strings.Contains(rest, "/") {
+			return false
+		}
+		name = rest
+	} else if strings.HasPrefix(name, "@") {
+		return false
+	}
+	return name != "" && name[0] != '.' && name[0] != '_' && !strings.ContainsAny(name, " @:\\%") && strings.ToLower(name) == name
+}
+
+// decodeScriptEnvironment reads script.environment.
+func (p *problems) decodeScriptEnvironment(raw json.RawMessage) string {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		p.add("", "script.environment", fmt.Sprintf("script.environment must be a string, not %s", raw), `such as "auto", "shell:shell.nix" or "flake:.#dev"`)
+		return ""
+	}
+	if s == "auto" {
+		return s
+	}
+	if _, err := nixspec.ParseEnvironment(s); err != nil {
+		p.add("", "script.environment", "script.environment: "+err.Error(), `or "auto": the run directory's flake.nix, else its shell.nix, else the host`)
+		return ""
+	}
+	return s
+}
+
 // decodeStringMap reads an object of strings; null is the same as leaving
 // it out.
 func (p *problems) decodeStringMap(field string, raw json.RawMessage, example string) map[string]string {
@@ -198,6 +319,22 @@ func LoadScript(path string) (Script, error) {
 		}
 	}
 	return sc, p.err(path)
+}
+
+// MergeDeps folds script.deps layers, nearest first: From and Registry
+// are the nearest layer's that sets them, Packages merge per name.
+func MergeDeps(layers []ScriptDeps) ScriptDeps {
+	var out ScriptDeps
+	pkgs := make([]map[string]string, len(layers))
+	for i, l := range layers {
+		if out.From == nil {
+			out.From = l.From
+		}
+		out.Registry = cmp.Or(out.Registry, l.Registry)
+		pkgs[i] = l.Packages
+	}
+	out.Packages = MergeMaps(pkgs)
+	return out
 }
 
 // MergeMaps folds per-key layers, nearest first: a nearer layer's key wins.

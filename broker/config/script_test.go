@@ -103,3 +103,52 @@ func TestLoadScriptInterpreterEnv(t *testing.T) {
 		t.Errorf("MergeMaps = %v", got)
 	}
 }
+
+// TestLoadScriptDepsEnvironment: script.deps and script.environment are
+// read and checked, each error naming the file and the field and saying
+// the fix; MergeDeps takes the nearest from and registry, and merges
+// packages per name.
+func TestLoadScriptDepsEnvironment(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.json")
+	write := func(body string) {
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"script": {"deps": {"from": ["specifiers", "host"], "packages": {"is-number": "7.0.0", "@s/p": "^1"}, "registry": "http://127.0.0.1:4873/"}, "environment": "shell:shell.nix"}}`)
+	sc, err := LoadScript(p)
+	if err != nil || !slices.Equal(sc.Deps.From, []string{"specifiers", "host"}) || sc.Deps.Packages["@s/p"] != "^1" ||
+		sc.Deps.Registry != "http://127.0.0.1:4873/" || sc.Environment != "shell:shell.nix" {
+		t.Fatalf("LoadScript = %+v, %v", sc, err)
+	}
+	for _, env := range []string{"host", "auto", "flake:.#dev", "flake:path:/src/app"} {
+		write(`{"script": {"environment": "` + env + `"}}`)
+		if sc, err := LoadScript(p); err != nil || sc.Environment != env {
+			t.Errorf("environment %q: %+v, %v", env, sc, err)
+		}
+	}
+	for body, want := range map[string]string{
+		`{"script": {"deps": ["npm"]}}`:                            `script.deps must be an object`,
+		`{"script": {"deps": {"from": "host"}}}`:                   `script.deps.from must be a list of strings`,
+		`{"script": {"deps": {"from": ["hots"]}}}`:                 `script.deps.from[0]: unknown source "hots"; did you mean "host"?`,
+		`{"script": {"deps": {"packages": {"is-number@7": "7"}}}}`: `script.deps.packages: "is-number@7" is not an npm package name`,
+		`{"script": {"deps": {"packages": {"a/b/c": "1"}}}}`:       `"a/b/c" is not an npm package name`,
+		`{"script": {"deps": {"packages": ["is-number"]}}}`:        `script.deps.packages must be an object of strings`,
+		`{"script": {"deps": {"registry": "registry.npmjs.org"}}}`: `script.deps.registry must be an http(s) URL`,
+		`{"script": {"deps": {"packges": {}}}}`:                    `unknown field "script.deps.packges"; did you mean "packages"?`,
+		`{"script": {"environment": "nix"}}`:                       `script.environment: unknown environment "nix"`,
+		`{"script": {"environment": 1}}`:                           `script.environment must be a string, not 1`,
+		`{"script": {"enviroment": "auto"}}`:                       `unknown field "script.enviroment"; did you mean "environment"?`,
+	} {
+		write(body)
+		_, err := LoadScript(p)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %v, want it to name %s and say %q", body, err, p, want)
+		}
+	}
+	got := MergeDeps([]ScriptDeps{{Packages: map[string]string{"a": "near"}}, {From: []string{"host"}, Registry: "http://r/"},
+		{From: []string{"specifiers"}, Registry: "http://far/", Packages: map[string]string{"a": "far", "b": "far"}}})
+	if !slices.Equal(got.From, []string{"host"}) || got.Registry != "http://r/" || got.Packages["a"] != "near" || got.Packages["b"] != "far" {
+		t.Errorf("MergeDeps = %+v", got)
+	}
+}

@@ -60,7 +60,7 @@ func commands() []command {
 		{"search", "[--tag t] [--explain] [--json] <terms>", "search every server's tools by name, tag, server and description (exit 1: nothing matches)", searchCmd},
 		{"catalog", "[--budget N] [--bias Q] [--json]", "every server with its tool count, then tool signatures within a token budget", catalogCmd},
 		{"sessions", "ls [--json]|show <key>|stop <key>|set <key> [--idle 1h] [--name n]", "list, show, stop or name the sessions: instances keyed by a session, parent session, lease or pid", sessionsCmd},
-		{"lease", "run [--ttl 30s] -- <cmd> [args...]", "run a command under a lease ($MCPX_LEASE), renewed while it runs and released when it exits", leaseCmd},
+		{"lease", "run [--ttl 30s] [--json] -- <cmd> [args...]", "run a command under a lease ($MCPX_LEASE), renewed while it runs and released when it exits", leaseCmd},
 		{"run", "[--runtime deno|bun|node] [--export fn] [--json-args JSON] [--json] <file|name> [args...] [-- args...]", "run a script on deno, bun or node with the generated client importable as \"mcpx\"; run's flags go anywhere before --, the script's after it; the exit code is the script's", runCmd},
 		{"exec", "[run's flags] ['<snippet>'|-] [args...] [-- args...]", "run a TypeScript/JavaScript snippet as the body of an async function with every server's client in scope, printing what it returns as JSON (the snippet from stdin if - or absent)", execCmd},
 		{"scripts", "[--json]", "list the named scripts of the config chain (scripts/ beside .config/mcpx or .mcpx from here up, then the user's), with what each shadows", scriptsCmd},

@@ -147,6 +147,14 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 			return usageError(c, fs, "%v", err)
 		}
 	}
+	state, err := stateDir(c.getenv)
+	if err != nil {
+		return report(c, err)
+	}
+	var deps *scripts.Deps
+	if interp == nil {
+		deps = scriptDeps(c, set, state)
+	}
 
 	bc, caller, err := callerClient(ctx, c, sf.broker, *sf.noAutostart, sf.co)
 	if err != nil {
@@ -160,6 +168,10 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 			return report(c, err)
 		}
 	}
+	devEnv, err := scriptEnvironment(ctx, set, dir, state, c.getenv)
+	if err != nil {
+		return report(c, err)
+	}
 	// The run's own session, with the caller's as its parent (--session
 	// names another), and its own lease unless the caller runs it under
 	// one (--lease, or $MCPX_LEASE from `mcpx lease run`).
@@ -170,7 +182,7 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	}
 	run.session, run.parentSession, run.cwd = r.Caller().Session, r.Caller().ParentSession, dir
 	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Started: run.started, Runtime: rt, Interpreter: interp, Path: script, Snippet: src.snippet, Prefix: set.prefix, Suffix: set.suffix, Minimal: *sf.minimal,
-		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: environ(set.env), Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: stderr})
+		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: append(devEnv, environ(set.env)...), Deps: deps, Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: stderr})
 	// Release the lease and stop the run's session (with a context of
 	// their own: ctx may be the interrupt that ended the script).
 	if err := r.Close(ctx); err != nil {

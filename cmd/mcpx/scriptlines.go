@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -35,6 +36,10 @@ func (f *linesFlag) Set(v string) error {
 type scriptSettings struct {
 	prefix, suffix   []string
 	interpreter, env map[string]string
+	deps             config.ScriptDeps
+	configDirs       []string // the directories of the files used, nearest first
+	environment      string   // the nearest script.environment
+	environmentDir   string   // the directory of the file that set it
 }
 
 // loadScriptSettings merges the "script" blocks of the config chain ch
@@ -46,6 +51,8 @@ type scriptSettings struct {
 func loadScriptSettings(c *cli, ch chain.Chain, prefix, suffix config.Lines, env map[string]string) (scriptSettings, error) {
 	pres, sufs := []config.Lines{prefix}, []config.Lines{suffix}
 	interps, envs := []map[string]string{nil}, []map[string]string{env}
+	var set scriptSettings
+	var deps []config.ScriptDeps
 	for _, d := range ch {
 		if d.Config == "" {
 			continue
@@ -60,8 +67,14 @@ func loadScriptSettings(c *cli, ch chain.Chain, prefix, suffix config.Lines, env
 		}
 		pres, sufs = append(pres, sc.Prefix), append(sufs, sc.Suffix)
 		interps, envs = append(interps, sc.Interpreter), append(envs, sc.Env)
+		deps, set.configDirs = append(deps, sc.Deps), append(set.configDirs, filepath.Dir(d.Config))
+		if set.environment == "" && sc.Environment != "" {
+			set.environment, set.environmentDir = sc.Environment, filepath.Dir(d.Config)
+		}
 	}
-	return scriptSettings{config.MergeLines(pres), config.MergeLines(sufs), config.MergeMaps(interps), config.MergeMaps(envs)}, nil
+	set.prefix, set.suffix = config.MergeLines(pres), config.MergeLines(sufs)
+	set.interpreter, set.env, set.deps = config.MergeMaps(interps), config.MergeMaps(envs), config.MergeDeps(deps)
+	return set, nil
 }
 
 // envFlag is a repeatable --env KEY=VALUE.

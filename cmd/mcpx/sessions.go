@@ -191,6 +191,7 @@ func leaseCmd(ctx context.Context, c *cli, args []string) int {
 		env.Stdout, env.Stderr, env.Dropped = out.String(), errOut.String(), out.dropped+errOut.dropped
 		enc := json.NewEncoder(c.stdout)
 		enc.SetEscapeHTML(false) // a command's `>` and `&` as written
+		enc.SetIndent("", "  ")  // as `mcpx run --json`
 		enc.Encode(env)          //nolint:errcheck // stdout gone: nothing to tell
 	}
 	return code

@@ -185,6 +185,9 @@ type Script struct {
 	// reported. The script reaches the broker at $MCPX_URL (the run
 	// needs Options.Relay for a local one).
 	Interpreter []string
+	// Deps, when not nil, are where the script's packages come from
+	// (scripts.Deps; its Runtime is set from Runtime).
+	Deps *scripts.Deps
 	// Env are variables (KEY=value) the script gets beyond the caller's
 	// environment and before the run's own MCPX_* ones.
 	Env []string
@@ -323,6 +326,11 @@ func (r *Run) bundle(ctx context.Context, s Script, dir string) (*exec.Cmd, erro
 	if keep {
 		runnerPath = cachedBundle(s.Cache, key, dir, s.Minimal)
 	}
+	if s.Deps != nil {
+		d := *s.Deps
+		d.Runtime, d.Context = s.Runtime.Name, ctx
+		s.Deps = &d
+	}
 	if runnerPath == "" {
 		var source string
 		if s.Snippet != "" {
@@ -331,7 +339,7 @@ func (r *Run) bundle(ctx context.Context, s Script, dir string) (*exec.Cmd, erro
 			}
 		}
 		runnerPath, err = scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Source: source, SourceDir: r.dir, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args,
-			Prefix: s.Prefix, Suffix: s.Suffix, Minimal: s.Minimal})
+			Prefix: s.Prefix, Suffix: s.Suffix, Minimal: s.Minimal, Deps: s.Deps})
 		if err != nil {
 			return nil, &Error{Op: OpBundle, Err: err}
 		}

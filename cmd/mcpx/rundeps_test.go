@@ -1,0 +1,75 @@
+package main
+
+import (
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"mcpx.dev/mcpx/internal/npmtest"
+	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testenv"
+)
+
+// depsPackages are what the tests' registry serves: tiny packages of no
+// dependencies.
+var depsPackages = []npmtest.Package{
+	{Name: "mcpx-odd", Version: "1.0.0", Files: map[string]string{"index.js": `module.exports = (n) => n % 2 === 1;`}},
+	{Name: "mcpx-odd", Version: "2.0.0", Files: map[string]string{"index.js": `module.exports = (n) => "v2:" + (n % 2 === 1);`}},
+	// shout requires a builtin, as CommonJS packages do.
+	{Name: "@mcpx/shout", Version: "1.2.0", Files: map[string]string{"index.js": `const path = require("path"); exports.shout = (s) => path.basename("/x/" + s).toUpperCase();`}},
+}
+
+// TestRunDeps runs testdata/rundeps/*.txtar on each runtime (as TestRun)
+// with npm's registry a loopback one of depsPackages, fresh per script,
+// and npm's cache the script's own. Extra command and condition:
+//
+//	fetches pkg n    the registry has served pkg's packument n times
+//	[deno]           the runtime is deno (so [bun], [node])
+func TestRunDeps(t *testing.T) {
+	testenv.Program(t, "npm", "apt-get install npm")
+	runOnRuntimes(t, filepath.Join("testdata", "rundeps"), func(t *testing.T, rt scriptRuntime, e *testscript.Env) {
+		reg := npmtest.Start(t, depsPackages...) // each script's own: they run in parallel
+		e.Values[registryKey{}] = reg
+		e.Setenv("npm_config_registry", reg.URL)
+		e.Setenv("npm_config_cache", filepath.Join(e.WorkDir, "npm-cache"))
+		e.Setenv("REGISTRY", reg.URL)
+	}, func(rt scriptRuntime, p *testscript.Params) {
+		p.Condition = func(cond string) (bool, error) { return cond == rt.name, nil }
+		p.Cmds["fetches"] = func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) != 2 {
+				ts.Fatalf("usage: fetches pkg n")
+			}
+			n, err := strconv.Atoi(args[1])
+			ts.Check(err)
+			if got := ts.Value(registryKey{}).(*npmtest.Registry).Fetches(args[0]); got != n {
+				ts.Fatalf("the registry served %s %d times, want %d", args[0], got, n)
+			}
+		}
+	})
+}
+
+type registryKey struct{}
+
+// runOnRuntimes runs the scripts of dir on each runtime as TestRun does,
+// with setup before each script's own Setup and more applied to the
+// parameters (nil: none).
+func runOnRuntimes(t *testing.T, dir string, setup func(*testing.T, scriptRuntime, *testscript.Env), more func(scriptRuntime, *testscript.Params)) {
+	proctest.CheckNoLeaks(t)
+	marker := proctest.Env(t)
+	for _, rt := range scriptRuntimes(t) {
+		t.Run(rt.name, func(t *testing.T) {
+			p := runParams(dir, rt, marker)
+			own := p.Setup
+			p.Setup = func(e *testscript.Env) error {
+				setup(t, rt, e)
+				return own(e)
+			}
+			if more != nil {
+				more(rt, &p)
+			}
+			testscript.Run(t, p)
+		})
+	}
+}
