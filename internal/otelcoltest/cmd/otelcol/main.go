@@ -1,0 +1,48 @@
+// Command otelcol is a minimal OpenTelemetry Collector for mcpx's tracing
+// tests: an OTLP receiver (HTTP and gRPC) and an OTLP/HTTP exporter, so a
+// test reads back, as OTLP JSON, exactly the spans the collector received.
+// It is its own module so that the collector's dependencies stay out of
+// mcpx's go.mod.
+package main
+
+import (
+	"log"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
+	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+)
+
+func components() (otelcol.Factories, error) {
+	var f otelcol.Factories
+	var err error
+	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory()); err != nil {
+		return f, err
+	}
+	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](otlphttpexporter.NewFactory()); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+func main() {
+	info := component.BuildInfo{Command: "otelcol", Description: "mcpx test collector", Version: "test"}
+	set := otelcol.CollectorSettings{
+		BuildInfo: info,
+		Factories: components,
+		ConfigProviderSettings: otelcol.ConfigProviderSettings{
+			ResolverSettings: confmap.ResolverSettings{
+				ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), yamlprovider.NewFactory()},
+			},
+		},
+	}
+	if err := otelcol.NewCommand(set).Execute(); err != nil {
+		log.Fatal(err)
+	}
+}
