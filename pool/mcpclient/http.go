@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"mcpx.dev/mcpx/tracing"
 )
 
 // ErrSessionExpired is returned (wrapped) when a streamable HTTP server
@@ -190,6 +192,9 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 	}
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	if tracing.Enabled() {
+		tracing.Inject(ctx, req.Header) // a child that traces joins the caller's trace
 	}
 	return req, sid, nil
 }
