@@ -33,6 +33,9 @@ func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json
 	}
 	start := time.Now()
 	var info callInfo
+	if tracing.Enabled() {
+		info.trace = tracing.TraceID(ctx)
+	}
 	out, err := b.callTool(ctx, r, tool, args, onProgress, &info)
 	b.finished(r, tool, info, start, args, out, err)
 	return out, err
@@ -42,6 +45,7 @@ func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json
 type callInfo struct {
 	key    string // the scope key the call landed on; "" if it named no server the caller may use
 	listed bool   // the child listed the tool
+	trace  string // the call's trace id (tracing), "" with otel off
 }
 
 // callTool is CallTool; info, if non-nil, is filled as the call goes.
