@@ -210,7 +210,7 @@ func (b *Broker) run(ctx context.Context, res resolved, server, op string, fn fu
 		ctx := ctx
 		if tracing.Enabled() {
 			var sp trace.Span
-			ctx, sp = tracing.Start(ctx, "mcpx.child.call", tracing.Client)
+			ctx, sp = tracing.StartChild(ctx, "mcpx.child.call", tracing.Client)
 			sp.SetAttributes(attribute.String("mcpx.server", server), attribute.String("mcpx.operation", op))
 			defer func() { tracing.Fail(sp, err); sp.End() }()
 		}

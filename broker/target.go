@@ -130,7 +130,7 @@ func (b *Broker) resolveTool(r Request, tool string) (resolved, error) {
 func (b *Broker) resolveIn(ctx context.Context, r Request, tool string) (_ resolved, err error) {
 	sp := tracing.NoSpan
 	if tracing.Enabled() {
-		_, sp = tracing.Start(ctx, "mcpx.authorize")
+		_, sp = tracing.StartChild(ctx, "mcpx.authorize")
 		sp.SetAttributes(attribute.String("mcpx.server", r.Server), attribute.String("mcpx.caller.kind", r.Caller.Via),
 			attribute.Bool("mcpx.caller.owner", r.Caller.Owner))
 		if tool != "" {
@@ -192,7 +192,7 @@ func (b *Broker) resolveIn(ctx context.Context, r Request, tool string) (_ resol
 	}
 	if sp.IsRecording() {
 		sp.End()
-		_, sp = tracing.Start(ctx, "mcpx.scope")
+		_, sp = tracing.StartChild(ctx, "mcpx.scope")
 		sp.SetAttributes(attribute.String("mcpx.scope.kind", string(kind)))
 	}
 	rs := b.scope.Resolve(kind, cc)

@@ -24,7 +24,7 @@ func (p *Pool) acquireTraced(ctx context.Context, t Target) (*instance, *generat
 	if !tracing.Enabled() {
 		return p.acquire(ctx, t)
 	}
-	ctx, sp := tracing.Start(ctx, "mcpx.pool.wait")
+	ctx, sp := tracing.StartChild(ctx, "mcpx.pool.wait")
 	defer sp.End()
 	sp.SetAttributes(attribute.String("mcpx.server", t.Server))
 	inst, g, err := p.acquire(ctx, t)

@@ -180,7 +180,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	t := Target{Server: inst.def.Name, Key: inst.key.key}
 	log := p.log.With("server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
 	pctx := p.ctx
-	if tracing.Enabled() {
+	if tracing.Enabled() && a.parent.IsValid() {
 		var sp trace.Span
 		pctx, sp = tracing.Start(trace.ContextWithSpanContext(p.ctx, a.parent), "mcpx.spawn")
 		sp.SetAttributes(attribute.String("mcpx.server", inst.def.Name), attribute.String("mcpx.instance", inst.id))
@@ -269,7 +269,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		tr = mcpclient.NewStdio(proc.stdout, proc.stdin)
 	}
 	g.schemaKey = schemaKey(inst.def, inst.root, inst.spec, g.execValue())
-	ictx, isp := tracing.Start(ctx, "mcpx.initialize", tracing.Client)
+	ictx, isp := tracing.StartChild(ctx, "mcpx.initialize", tracing.Client)
 	sess, err := p.connect(ictx, tr, inst, g)
 	tracing.Fail(isp, err)
 	isp.End()

@@ -158,6 +158,15 @@ func Start(ctx context.Context, name string, kind ...trace.SpanStartOption) (con
 	return (*tracer.Load()).Start(ctx, name, kind...)
 }
 
+// StartChild is Start when ctx already has a span (a traced request),
+// else a no-op: work done outside any request starts no trace of its own.
+func StartChild(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if !enabled.Load() || !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, noop.Span{}
+	}
+	return (*tracer.Load()).Start(ctx, name, opts...)
+}
+
 // Server is the span option of a span that serves a request.
 var Server = trace.WithSpanKind(trace.SpanKindServer)
 

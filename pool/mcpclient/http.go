@@ -193,9 +193,6 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)
 	}
-	if tracing.Enabled() {
-		tracing.Inject(ctx, req.Header) // a child that traces joins the caller's trace
-	}
 	return req, sid, nil
 }
 
@@ -233,6 +230,9 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 	req, sid, err := t.newRequest(rctx, http.MethodPost, bytes.Clone(msg))
 	if err != nil {
 		return err
+	}
+	if tracing.Enabled() {
+		tracing.Inject(ctx, req.Header) // the caller's span: a child that traces joins its trace
 	}
 	if req.Header.Get("MCP-Protocol-Version") == StatelessVersion {
 		standardHeaders(req.Header, msg, t.toolOf)

@@ -1,4 +1,4 @@
-// Command otelcol is a minimal OpenTelemetry Collector for mcpx's tracing
+// Command mcpx-otelcol is a minimal OpenTelemetry Collector for mcpx's tracing
 // tests: an OTLP receiver (HTTP and gRPC) and an OTLP/HTTP exporter, so a
 // test reads back, as OTLP JSON, exactly the spans the collector received.
 // It is its own module so that the collector's dependencies stay out of
@@ -17,10 +17,11 @@ import (
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 )
 
 func components() (otelcol.Factories, error) {
-	var f otelcol.Factories
+	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	var err error
 	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory()); err != nil {
 		return f, err
@@ -32,13 +33,14 @@ func components() (otelcol.Factories, error) {
 }
 
 func main() {
-	info := component.BuildInfo{Command: "otelcol", Description: "mcpx test collector", Version: "test"}
+	info := component.BuildInfo{Command: "mcpx-otelcol", Description: "mcpx test collector", Version: "test"}
 	set := otelcol.CollectorSettings{
 		BuildInfo: info,
 		Factories: components,
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{
 			ResolverSettings: confmap.ResolverSettings{
 				ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), yamlprovider.NewFactory()},
+				DefaultScheme:     "file",
 			},
 		},
 	}
