@@ -36,7 +36,7 @@ import (
 
 // installOtelcol installs the test collector (internal/otelcoltest, its own
 // module); .ci/run deps runs it.
-const installOtelcol = "cd internal/otelcoltest && go install ./cmd/mcpx-otelcol"
+const installOtelcol = "cd internal/otelcoltest && go install ./cmd/mcpx-otelcol (or: bash .ci/run deps)"
 
 // TestTraceProcess is the traces' acceptance test: a real OpenTelemetry
 // Collector (mcpx-otelcol: the OTLP receiver and the OTLP/HTTP exporter,

@@ -20,6 +20,10 @@ import (
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 )
 
+// version is what --version prints; .ci/run reinstalls a collector that
+// prints another. Raise it with any change to this module.
+const version = "v0.165.0-mcpx1"
+
 func components() (otelcol.Factories, error) {
 	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	var err error
@@ -33,7 +37,7 @@ func components() (otelcol.Factories, error) {
 }
 
 func main() {
-	info := component.BuildInfo{Command: "mcpx-otelcol", Description: "mcpx test collector", Version: "test"}
+	info := component.BuildInfo{Command: "mcpx-otelcol", Description: "mcpx test collector", Version: version}
 	set := otelcol.CollectorSettings{
 		BuildInfo: info,
 		Factories: components,
