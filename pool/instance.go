@@ -269,7 +269,10 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		tr = mcpclient.NewStdio(proc.stdout, proc.stdin)
 	}
 	g.schemaKey = schemaKey(inst.def, inst.root, inst.spec, g.execValue())
-	ictx, isp := tracing.StartChild(ctx, "mcpx.initialize", tracing.Client)
+	ictx, isp := ctx, tracing.NoSpan
+	if tracing.Enabled() {
+		ictx, isp = tracing.StartChild(ctx, "mcpx.initialize", tracing.Client)
+	}
 	sess, err := p.connect(ictx, tr, inst, g)
 	tracing.Fail(isp, err)
 	isp.End()

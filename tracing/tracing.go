@@ -232,3 +232,12 @@ func Fail(sp trace.Span, err error) {
 // NoSpan is the no-op span, for a variable that holds a span only when
 // tracing is on.
 var NoSpan trace.Span = noop.Span{}
+
+// Use turns tracing on with tp's tracer instead of Setup's exporter, for
+// tests that record spans in memory; restore turns it off again.
+func Use(tp trace.TracerProvider) (restore func()) {
+	t := tp.Tracer("mcpx.dev/mcpx")
+	tracer.Store(&t)
+	enabled.Store(true)
+	return func() { enabled.Store(false) }
+}

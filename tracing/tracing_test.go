@@ -17,10 +17,8 @@ import (
 func on(t *testing.T) *tracetest.SpanRecorder {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tr := tp.Tracer("test")
-	tracer.Store(&tr)
-	enabled.Store(true)
-	t.Cleanup(func() { enabled.Store(false); tp.Shutdown(context.Background()) })
+	restore := Use(tp)
+	t.Cleanup(func() { restore(); tp.Shutdown(context.Background()) })
 	return rec
 }
 
