@@ -118,6 +118,25 @@ func TestTraceProcess(t *testing.T) {
 		t.Fatalf("mcpx call --trace printed no trace id on stderr: %q", errOut.String())
 	}
 	traceID := m[1]
+
+	// A script of `mcpx exec --trace`: the generated client sends the
+	// TRACEPARENT the command set, so its call is in the command's trace.
+	testenv.Node(t)
+	cmd = exec.Command(mcpx, "exec", "--trace", "--broker", sock, "--cwd", dir, "--runtime", "node",
+		`return (await traced.echo({message: "from a script"})).content[0].text`)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), marker, "MCPX_NO_AUTOSTART=1", "OTEL_EXPORTER_OTLP_ENDPOINT="+collector)
+	out.Reset()
+	errOut.Reset()
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "from a script") {
+		t.Fatalf("mcpx exec --trace: %v\nstdout %q\nstderr %s", err, out.String(), errOut.String())
+	}
+	m = regexp.MustCompile(`mcpx: trace ([0-9a-f]{32})`).FindStringSubmatch(errOut.String())
+	if m == nil {
+		t.Fatalf("mcpx exec --trace printed no trace id on stderr: %q", errOut.String())
+	}
+	execTrace := m[1]
 	stop() // flushes the daemon's spans
 
 	want := []string{"mcpx call traced.echo", "POST /v1/servers/{server}/tools/{tool}", "mcpx.pool.wait", "mcpx.child.call", "child tools/call"}
@@ -156,6 +175,16 @@ func TestTraceProcess(t *testing.T) {
 			}
 		}
 	}
+	var scriptSpans map[string]span
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if scriptSpans = sink.trace(execTrace); scriptSpans["mcpx exec"].ID != "" && scriptSpans["mcpx.child.call"].ID != "" {
+			break
+		}
+	}
+	if root, api := scriptSpans["mcpx exec"], scriptSpans["POST /v1/servers/{server}/tools/{tool}"]; root.ID == "" || api.ID == "" || api.Parent != root.ID {
+		t.Errorf("the script's call is not in the trace of mcpx exec --trace under its span: %+v", scriptSpans)
+	}
+
 	files, _ := filepath.Glob(filepath.Join(dir, "state", broker.RecordsDir, "*.jsonl"))
 	var recs []byte
 	for _, f := range files {
