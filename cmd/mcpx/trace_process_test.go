@@ -61,7 +61,7 @@ func TestTraceProcess(t *testing.T) {
 	marker := proctest.Env(t)
 
 	sink := newSpanSink(t)
-	collector := startCollector(t, otelcol, dir, sink.url, marker)
+	collector, collectorGRPC := startCollector(t, otelcol, dir, sink.url, marker)
 
 	// The url child: the demo server over Streamable HTTP, each tools/call
 	// in a span of its own, a child of the caller's traceparent header.
@@ -137,6 +137,22 @@ func TestTraceProcess(t *testing.T) {
 		t.Fatalf("mcpx exec --trace printed no trace id on stderr: %q", errOut.String())
 	}
 	execTrace := m[1]
+
+	// The CLI's span over gRPC, as the standard variables ask.
+	cmd = exec.Command(mcpx, "call", "--trace", "--broker", sock, "--cwd", dir, "traced.echo", `{"message":"grpc"}`)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), marker, "MCPX_NO_AUTOSTART=1", "OTEL_EXPORTER_OTLP_ENDPOINT="+collectorGRPC, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc")
+	out.Reset()
+	errOut.Reset()
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("mcpx call --trace over grpc: %v\n%s", err, errOut.String())
+	}
+	m = regexp.MustCompile(`mcpx: trace ([0-9a-f]{32})`).FindStringSubmatch(errOut.String())
+	if m == nil {
+		t.Fatalf("mcpx call --trace printed no trace id on stderr: %q", errOut.String())
+	}
+	grpcTrace := m[1]
 	stop() // flushes the daemon's spans
 
 	want := []string{"mcpx call traced.echo", "POST /v1/servers/{server}/tools/{tool}", "mcpx.pool.wait", "mcpx.child.call", "child tools/call"}
@@ -184,6 +200,8 @@ func TestTraceProcess(t *testing.T) {
 	if root, api := scriptSpans["mcpx exec"], scriptSpans["POST /v1/servers/{server}/tools/{tool}"]; root.ID == "" || api.ID == "" || api.Parent != root.ID {
 		t.Errorf("the script's call is not in the trace of mcpx exec --trace under its span: %+v", scriptSpans)
 	}
+
+	testenv.WaitFor(t, "the CLI's span sent over gRPC", func() bool { return sink.trace(grpcTrace)["mcpx call traced.echo"].ID != "" })
 
 	files, _ := filepath.Glob(filepath.Join(dir, "state", broker.RecordsDir, "*.jsonl"))
 	var recs []byte
@@ -284,16 +302,18 @@ func (s *spanSink) trace(traceID string) map[string]span {
 }
 
 // startCollector runs mcpx-otelcol on loopback, receiving OTLP/HTTP and
-// exporting every span to sink as JSON, and returns its receiver's base
-// URL. It is stopped (and waited for) at the test's end.
-func startCollector(t *testing.T, bin, dir, sink, marker string) string {
+// OTLP/gRPC and exporting every span to sink as JSON, and returns its
+// receivers' base URLs. It is stopped (and waited for) at the test's end.
+func startCollector(t *testing.T, bin, dir, sink, marker string) (httpURL, grpcURL string) {
 	t.Helper()
-	port := freeLoopbackPort(t)
+	port, grpcPort := freeLoopbackPort(t), freeLoopbackPort(t)
 	conf := filepath.Join(dir, "otelcol.yaml")
 	testenv.WriteFile(t, conf, fmt.Sprintf(`receivers:
   otlp:
     protocols:
       http:
+        endpoint: 127.0.0.1:%d
+      grpc:
         endpoint: 127.0.0.1:%d
 exporters:
   otlp_http:
@@ -308,7 +328,7 @@ service:
     traces:
       receivers: [otlp]
       exporters: [otlp_http]
-`, port, sink))
+`, port, grpcPort, sink))
 	logs := new(testenv.SyncBuffer)
 	cmd := exec.Command(bin, "--config", conf)
 	cmd.Env = append(os.Environ(), marker)
@@ -337,7 +357,7 @@ service:
 		}
 		return err == nil
 	})
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+	return fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", grpcPort)
 }
 
 func freeLoopbackPort(t *testing.T) int {
