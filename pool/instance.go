@@ -318,7 +318,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	p.schema.update(g.schemaKey, func(e *schemaEntry) {
 		e.Server, e.Era, e.Protocol, e.Init = inst.def.Name, sess.Era(), sess.ProtocolVersion(), sess.InitializeResult()
 	})
-	log.Info("spawned", "root", inst.root, "cwd", sp.cwd, "cwdSource", sp.cwdSource,
+	log.InfoContext(ctx, "spawned", "root", inst.root, "cwd", sp.cwd, "cwdSource", sp.cwdSource,
 		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded, "exec", g.execValue())
 	p.finishStart(inst, a, g, nil, log)
 }

@@ -203,6 +203,10 @@ func TestTraceProcess(t *testing.T) {
 
 	testenv.WaitFor(t, "the CLI's span sent over gRPC", func() bool { return sink.trace(grpcTrace)["mcpx call traced.echo"].ID != "" })
 
+	if !regexp.MustCompile(`msg=spawned .*trace_id=` + traceID).MatchString(logs.String()) {
+		t.Errorf("the daemon's log line of the spawn the call made does not carry trace_id=%s:\n%s", traceID, logs.String())
+	}
+
 	files, _ := filepath.Glob(filepath.Join(dir, "state", broker.RecordsDir, "*.jsonl"))
 	var recs []byte
 	for _, f := range files {
