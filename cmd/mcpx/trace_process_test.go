@@ -325,9 +325,6 @@ exporters:
     encoding: json
     compression: none
 service:
-  telemetry:
-    metrics:
-      level: none
   pipelines:
     traces:
       receivers: [otlp]

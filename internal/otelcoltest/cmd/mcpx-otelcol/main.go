@@ -6,6 +6,7 @@
 package main
 
 import (
+	"context"
 	"log"
 
 	"go.opentelemetry.io/collector/component"
@@ -17,15 +18,23 @@ import (
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
-	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
+	"go.opentelemetry.io/collector/service/telemetry"
+	"go.uber.org/zap"
 )
 
 // version is what --version prints; .ci/run reinstalls a collector that
 // prints another. Raise it with any change to this module.
-const version = "v0.165.0-mcpx1"
+const version = "v0.165.0-mcpx2"
 
 func components() (otelcol.Factories, error) {
-	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
+	// The collector's own telemetry: logs to stderr, no metrics or traces
+	// (otelconftelemetry would link a Kubernetes client for its resource
+	// detectors: minutes of build for nothing here).
+	f := otelcol.Factories{Telemetry: telemetry.NewFactory(func() component.Config { return &struct{}{} },
+		telemetry.WithCreateLogger(func(context.Context, telemetry.LoggerSettings, component.Config) (*zap.Logger, component.ShutdownFunc, error) {
+			l, err := zap.NewProduction()
+			return l, nil, err
+		}))}
 	var err error
 	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory()); err != nil {
 		return f, err
