@@ -105,54 +105,39 @@ func TestTraceProcess(t *testing.T) {
 	defer stop()
 	testenv.WaitFor(t, "the daemon to serve", func() bool { return strings.Contains(logs.String(), "mcpx serving") })
 
-	cmd := exec.Command(mcpx, "call", "--trace", "--broker", sock, "--cwd", dir, "traced.echo", `{"message":"traced"}`)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), marker, "MCPX_NO_AUTOSTART=1", "OTEL_EXPORTER_OTLP_ENDPOINT="+collector)
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil || strings.TrimSpace(out.String()) != "traced" {
-		t.Fatalf("mcpx call --trace: %v\nstdout %q\nstderr %s\ndaemon:\n%s", err, out.String(), errOut.String(), logs.String())
+	// traced runs a calling command with --trace, the collector named by
+	// the standard variables in env, and returns its stdout and the trace
+	// id it printed on stderr.
+	traced := func(env []string, args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.Command(mcpx, append([]string{args[0], "--trace", "--broker", sock, "--cwd", dir}, args[1:]...)...)
+		cmd.Dir = dir
+		cmd.Env = append(append(os.Environ(), marker, "MCPX_NO_AUTOSTART=1"), env...)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("mcpx %s --trace: %v\nstdout %q\nstderr %s\ndaemon:\n%s", args[0], err, out.String(), errOut.String(), logs.String())
+		}
+		m := regexp.MustCompile(`mcpx: trace ([0-9a-f]{32})`).FindStringSubmatch(errOut.String())
+		if m == nil {
+			t.Fatalf("mcpx %s --trace printed no trace id on stderr: %q", args[0], errOut.String())
+		}
+		return strings.TrimSpace(out.String()), m[1]
 	}
-	m := regexp.MustCompile(`mcpx: trace ([0-9a-f]{32})`).FindStringSubmatch(errOut.String())
-	if m == nil {
-		t.Fatalf("mcpx call --trace printed no trace id on stderr: %q", errOut.String())
+	httpEnv := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector}
+	out, traceID := traced(httpEnv, "call", "traced.echo", `{"message":"traced"}`)
+	if out != "traced" {
+		t.Fatalf("mcpx call --trace printed %q, want the echo", out)
 	}
-	traceID := m[1]
-
 	// A script of `mcpx exec --trace`: the generated client sends the
 	// TRACEPARENT the command set, so its call is in the command's trace.
 	testenv.Node(t)
-	cmd = exec.Command(mcpx, "exec", "--trace", "--broker", sock, "--cwd", dir, "--runtime", "node",
-		`return (await traced.echo({message: "from a script"})).content[0].text`)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), marker, "MCPX_NO_AUTOSTART=1", "OTEL_EXPORTER_OTLP_ENDPOINT="+collector)
-	out.Reset()
-	errOut.Reset()
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "from a script") {
-		t.Fatalf("mcpx exec --trace: %v\nstdout %q\nstderr %s", err, out.String(), errOut.String())
+	out, execTrace := traced(httpEnv, "exec", "--runtime", "node", `return (await traced.echo({message: "from a script"})).content[0].text`)
+	if out != `"from a script"` {
+		t.Fatalf("mcpx exec --trace printed %q, want the echo", out)
 	}
-	m = regexp.MustCompile(`mcpx: trace ([0-9a-f]{32})`).FindStringSubmatch(errOut.String())
-	if m == nil {
-		t.Fatalf("mcpx exec --trace printed no trace id on stderr: %q", errOut.String())
-	}
-	execTrace := m[1]
-
 	// The CLI's span over gRPC, as the standard variables ask.
-	cmd = exec.Command(mcpx, "call", "--trace", "--broker", sock, "--cwd", dir, "traced.echo", `{"message":"grpc"}`)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), marker, "MCPX_NO_AUTOSTART=1", "OTEL_EXPORTER_OTLP_ENDPOINT="+collectorGRPC, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc")
-	out.Reset()
-	errOut.Reset()
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("mcpx call --trace over grpc: %v\n%s", err, errOut.String())
-	}
-	m = regexp.MustCompile(`mcpx: trace ([0-9a-f]{32})`).FindStringSubmatch(errOut.String())
-	if m == nil {
-		t.Fatalf("mcpx call --trace printed no trace id on stderr: %q", errOut.String())
-	}
-	grpcTrace := m[1]
+	_, grpcTrace := traced([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collectorGRPC, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, "call", "traced.echo", `{"message":"grpc"}`)
 	stop() // flushes the daemon's spans
 
 	want := []string{"mcpx call traced.echo", "POST /v1/servers/{server}/tools/{tool}", "mcpx.pool.wait", "mcpx.child.call", "child tools/call"}
