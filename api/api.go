@@ -22,6 +22,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/klauspost/compress/gzhttp"
+	"go.opentelemetry.io/otel/attribute"
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
@@ -41,6 +43,7 @@ import (
 	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/tracing"
 )
 
 // DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is 0.
@@ -240,8 +243,18 @@ func (s *server) router(table []route) chi.Router {
 
 // endpoint adapts a route's handler: its error becomes a problem response.
 func (s *server) endpoint(rt route) http.Handler {
+	name := rt.Method + " " + rt.Pattern
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sp := tracing.NoSpan
+		if tracing.Enabled() {
+			var ctx context.Context
+			ctx, sp = tracing.Start(tracing.FromHeader(r.Context(), r.Header), name, tracing.Server)
+			sp.SetAttributes(attribute.String("http.route", rt.Pattern), attribute.String("mcpx.operation", rt.Name))
+			r = r.WithContext(ctx)
+			defer sp.End()
+		}
 		if err := rt.handle(s, w, r); err != nil {
+			tracing.Fail(sp, err)
 			s.countRefusal(err)
 			s.writeProblem(w, r, err)
 		}

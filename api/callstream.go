@@ -41,7 +41,7 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 	}
 	c, _ := callerFrom(r.Context())
 	sc := s.calls.start(c, s.inputWait, func(msg string, args ...any) {
-		s.log.Info(msg, append([]any{"server", req.Server, "tool", tool}, args...)...)
+		s.log.InfoContext(r.Context(), msg, append([]any{"server", req.Server, "tool", tool}, args...)...) // trace_id, with otel on
 	})
 	defer s.calls.end(sc)
 	req.OnInput = sc.ask
@@ -61,7 +61,7 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 		var o outcome
 		defer func() {
 			if v := recover(); v != nil {
-				s.log.Error("panic in tool call", "server", req.Server, "tool", tool, "panic", v, "stack", string(debug.Stack()))
+				s.log.ErrorContext(ctx, "panic in tool call", "server", req.Server, "tool", tool, "panic", v, "stack", string(debug.Stack()))
 				o.err = &broker.Error{Kind: broker.KindInternal, Op: "call", Err: fmt.Errorf("panic: %v", v)}
 			}
 			done <- o

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"mcpx.dev/mcpx/tracing"
+
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/rights"
@@ -39,6 +41,9 @@ func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if s.mcp == nil {
 		s.writeProblem(w, r, &broker.Error{Kind: broker.KindUnavailable, Op: "mcp", Msg: "this daemon does not serve MCP"})
 		return
+	}
+	if tracing.Enabled() {
+		r = r.WithContext(tracing.FromHeader(r.Context(), r.Header))
 	}
 	c, _ := callerFrom(r.Context())
 	cc, err := callContext(r, c)

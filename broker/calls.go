@@ -12,8 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/tracing"
 )
 
 // CallTool calls tool with args (a JSON object; nil = {}) and returns the
@@ -30,6 +33,9 @@ func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json
 	}
 	start := time.Now()
 	var info callInfo
+	if tracing.Enabled() {
+		info.trace = tracing.TraceID(ctx)
+	}
 	out, err := b.callTool(ctx, r, tool, args, onProgress, &info)
 	b.finished(r, tool, info, start, args, out, err)
 	return out, err
@@ -39,6 +45,7 @@ func (b *Broker) CallTool(ctx context.Context, r Request, tool string, args json
 type callInfo struct {
 	key    string // the scope key the call landed on; "" if it named no server the caller may use
 	listed bool   // the child listed the tool
+	trace  string // the call's trace id (tracing), "" with otel off
 }
 
 // callTool is CallTool; info, if non-nil, is filled as the call goes.
@@ -49,7 +56,7 @@ var ErrTaskRequired = errors.New("the tool runs only as a task")
 func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json.RawMessage, onProgress func(json.RawMessage), info *callInfo) (json.RawMessage, error) {
 	ctx = withCaller(ctx, r)
 	var out json.RawMessage
-	res, err := b.resolveTool(r, tool)
+	res, err := b.resolveIn(ctx, r, tool)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +188,7 @@ func newCallID() string {
 // maxConcurrent: ratelimit.go) and runs fn on its session under the
 // server's call timeout.
 func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.Context, *mcpclient.Session) error) error {
-	res, err := b.resolve(r)
+	res, err := b.resolveIn(ctx, r, "")
 	if err != nil {
 		return err
 	}
@@ -199,13 +206,20 @@ func (b *Broker) run(ctx context.Context, res resolved, server, op string, fn fu
 	// callTimeout bounds the call, not the wait for a starting child: that
 	// has its own startTimeout, and the caller's deadline bounds both.
 	d := res.def.CallTimeout.D()
-	err := b.pool.Do(ctx, res.target, func(s *mcpclient.Session) error {
+	err := b.pool.Do(ctx, res.target, func(s *mcpclient.Session) (err error) {
+		ctx := ctx
+		if tracing.Enabled() {
+			var sp trace.Span
+			ctx, sp = tracing.StartChild(ctx, "mcpx.child.call", tracing.Client)
+			sp.SetAttributes(attribute.String("mcpx.server", server), attribute.String("mcpx.operation", op))
+			defer func() { tracing.Fail(sp, err); sp.End() }()
+		}
 		if d <= 0 {
 			return fn(ctx, s)
 		}
 		cctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
-		err := fn(cctx, s)
+		err = fn(cctx, s)
 		if err != nil && cctx.Err() != nil && ctx.Err() == nil {
 			return &Error{Kind: KindTimeout, Op: op, Server: server, Err: err,
 				Msg:  fmt.Sprintf("the call ran past the server's callTimeout of %s; the child was sent notifications/cancelled", d),

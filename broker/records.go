@@ -39,7 +39,7 @@ func (b *Broker) finished(r Request, tool string, info callInfo, start time.Time
 	}
 	rec := calllog.Record{
 		Time: start, Caller: r.Caller.Name, Via: r.Caller.Via, Server: r.Server, Tool: tool,
-		Key: info.key, Session: r.Context.Session, Duration: d,
+		Key: info.key, Session: r.Context.Session, Duration: d, TraceID: info.trace,
 		Outcome: outcome, Error: string(kind), BytesIn: len(args), BytesOut: len(out),
 	}
 	if b.bodies {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,10 +9,12 @@ import (
 	"slices"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/tracing"
 )
 
 // Request is one call-like request: who, where, and which server.
@@ -119,6 +122,22 @@ func (b *Broker) resolve(r Request) (resolved, error) { return b.resolveTool(r, 
 // the caller finds out only as it would for one). The instance root is
 // then checked with the tool too.
 func (b *Broker) resolveTool(r Request, tool string) (resolved, error) {
+	return b.resolveIn(context.Background(), r, tool)
+}
+
+// resolveIn is resolveTool, traced under ctx's span: an authorize span,
+// then a scope span (tracing).
+func (b *Broker) resolveIn(ctx context.Context, r Request, tool string) (_ resolved, err error) {
+	sp := tracing.NoSpan
+	if tracing.Enabled() {
+		_, sp = tracing.StartChild(ctx, "mcpx.authorize")
+		sp.SetAttributes(attribute.String("mcpx.server", r.Server), attribute.String("mcpx.caller.kind", r.Caller.Via),
+			attribute.Bool("mcpx.caller.owner", r.Caller.Owner))
+		if tool != "" {
+			sp.SetAttributes(attribute.String("mcpx.tool", tool))
+		}
+		defer func() { tracing.Fail(sp, err); sp.End() }()
+	}
 	c := r.Caller
 	sv, err := b.servedTo(c, r.Context.Cwd)
 	if err != nil {
@@ -170,6 +189,11 @@ func (b *Broker) resolveTool(r Request, tool string) (resolved, error) {
 		if hidden = !c.Rights.Allows(withTool); !hidden {
 			use = withTool
 		}
+	}
+	if sp.IsRecording() {
+		sp.End()
+		_, sp = tracing.StartChild(ctx, "mcpx.scope")
+		sp.SetAttributes(attribute.String("mcpx.scope.kind", string(kind)))
 	}
 	rs := b.scope.Resolve(kind, cc)
 	rs.Key = callerKey(rs.Key, c)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"mcpx.dev/mcpx/tracing"
+
 	"mcpx.dev/mcpx/pool/mcpclient"
 	"mcpx.dev/mcpx/rights"
 )
@@ -244,6 +246,9 @@ func (tr *taskRegistry) notice(n Notice) {
 func (b *Broker) StartToolTask(ctx context.Context, r Request, tool string, args json.RawMessage, ttl time.Duration) (Task, error) {
 	start := time.Now()
 	var info callInfo
+	if tracing.Enabled() {
+		info.trace = tracing.TraceID(ctx)
+	}
 	out, t, err := b.startToolTask(ctx, r, tool, args, ttl, &info)
 	if b.records != nil || b.observers.Load() != nil {
 		b.finished(r, tool, info, start, args, out, err)

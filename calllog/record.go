@@ -20,13 +20,14 @@ const (
 // call's arguments or result unless Arguments and Result are set (the
 // records.bodies setting).
 type Record struct {
-	Time     time.Time     `json:"time"`              // when the call began
-	Caller   string        `json:"caller"`            // the caller's name: "local:1000", a tailnet login
-	Via      string        `json:"via"`               // how it reached the daemon: "unix", "tcp-loopback", "tailnet"
-	Server   string        `json:"server"`            // the server's name in the config
-	Tool     string        `json:"tool"`              // the tool's name
-	Key      string        `json:"key,omitempty"`     // the scope key of the instance; "" if the call never got one
-	Session  string        `json:"session,omitempty"` // the caller's Mcpx-Session, if any
+	Time     time.Time     `json:"time"`               // when the call began
+	Caller   string        `json:"caller"`             // the caller's name: "local:1000", a tailnet login
+	Via      string        `json:"via"`                // how it reached the daemon: "unix", "tcp-loopback", "tailnet"
+	Server   string        `json:"server"`             // the server's name in the config
+	Tool     string        `json:"tool"`               // the tool's name
+	Key      string        `json:"key,omitempty"`      // the scope key of the instance; "" if the call never got one
+	Session  string        `json:"session,omitempty"`  // the caller's Mcpx-Session, if any
+	TraceID  string        `json:"trace_id,omitempty"` // the OpenTelemetry trace the call was part of, with otel on
 	Duration time.Duration `json:"-"`
 	Outcome  Outcome       `json:"outcome"`
 	// Error is the failure's kind when Outcome is Failed: the broker's

@@ -100,6 +100,9 @@ func New(o Options) (_ *Daemon, err error) {
 		d.Log.Info("no config file: serving the built-in demo server", "looked", o.Source.Looked)
 	}
 	LogConfig(d.Log, o.Config)
+	if err := d.startTracing(o.Config.OTel); err != nil {
+		return nil, err
+	}
 	// Before the first child: kill what a killed daemon of this state
 	// directory left, and keep orphaned grandchildren (see pool.Supervise).
 	claimHandoff(o.Handoff) // first: the children handed over are ours

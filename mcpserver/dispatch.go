@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"mcpx.dev/mcpx/tracing"
+
 	"mcpx.dev/mcpx/broker"
 )
 
@@ -173,6 +176,11 @@ func (ss *session) breqAt(cwd, server string, st *stream) broker.Request {
 
 // handle answers one request; the response message is returned whole.
 func (ss *session) handle(ctx context.Context, st *stream, msg *message) []byte {
+	if tracing.Enabled() {
+		var sp trace.Span
+		ctx, sp = ss.traceRequest(ctx, msg)
+		defer sp.End()
+	}
 	if ss.id == "" {
 		if v := msg.meta(metaProtocolVersion); v != "" && v != StatelessVersion {
 			data, _ := json.Marshal(map[string]any{"supported": []string{StatelessVersion}, "requested": v})

@@ -8,12 +8,33 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"mcpx.dev/mcpx/tracing"
 )
 
 // The acquire path: a caller finds its instance, or makes it when there is
 // room (evicting the instance idle the longest at a cap), or waits in line
 // for room; then it waits for the instance's start, its exclusive token or
 // a dead child's cleanup as needed, and takes the ready child for its call.
+
+// acquireTraced is acquire in a pool-wait span when tracing is on.
+func (p *Pool) acquireTraced(ctx context.Context, t Target) (*instance, *generation, error) {
+	if !tracing.Enabled() {
+		return p.acquire(ctx, t)
+	}
+	ctx, sp := tracing.StartChild(ctx, "mcpx.pool.wait")
+	defer sp.End()
+	sp.SetAttributes(attribute.String("mcpx.server", t.Server))
+	inst, g, err := p.acquire(ctx, t)
+	if err != nil {
+		tracing.Fail(sp, err)
+	} else {
+		sp.SetAttributes(attribute.String("mcpx.instance", inst.id))
+	}
+	return inst, g, err
+}
 
 func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, error) {
 	// held is the instance this caller waited for, its waiting count
@@ -53,6 +74,9 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 			}
 			fallthrough
 		case phaseIdle:
+			if tracing.Enabled() {
+				inst.traceParent = trace.SpanContextFromContext(ctx)
+			}
 			if !p.startLocked(inst, now) {
 				p.unlock()
 				return nil, nil, p.perr("start", t, ErrStart, "internal error: the instance refused to start")

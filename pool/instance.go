@@ -12,6 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"mcpx.dev/mcpx/tracing"
+
 	"mcpx.dev/mcpx/pool/execid"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )
@@ -68,6 +72,10 @@ type instance struct {
 	// child's death): while any do, it is not evicted, so an instance
 	// always serves the caller that started it.
 	waiting int
+	// traceParent is the span of the caller about to start this instance
+	// (set just before startLocked, when tracing is on): the start's spans
+	// are its children.
+	traceParent trace.SpanContext
 }
 
 // idle reports whether the instance can be stopped without cutting a call.
@@ -80,8 +88,9 @@ func (i *instance) idle() bool {
 func (i *instance) evictable() bool { return i.idle() && i.waiting == 0 }
 
 type startAttempt struct {
-	done chan struct{}
-	err  error // set before done is closed
+	done   chan struct{}
+	err    error             // set before done is closed
+	parent trace.SpanContext // the span of the caller that started it (tracing)
 }
 
 // generation is one running child and its session.
@@ -152,7 +161,8 @@ func (g *generation) deathDetail() string {
 }
 
 func (p *Pool) startLocked(inst *instance, now time.Time) bool {
-	a := &startAttempt{done: make(chan struct{})}
+	a := &startAttempt{done: make(chan struct{}), parent: inst.traceParent}
+	inst.traceParent = trace.SpanContext{}
 	ranBefore := !inst.started.IsZero()
 	if !p.updateLocked(inst, &event{kind: evStart, now: now, attempt: a}) {
 		return false
@@ -169,6 +179,18 @@ func (p *Pool) startLocked(inst *instance, now time.Time) bool {
 func (p *Pool) start(inst *instance, a *startAttempt) {
 	t := Target{Server: inst.def.Name, Key: inst.key.key}
 	log := p.log.With("server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
+	pctx := p.ctx
+	if tracing.Enabled() && a.parent.IsValid() {
+		var sp trace.Span
+		pctx, sp = tracing.Start(trace.ContextWithSpanContext(p.ctx, a.parent), "mcpx.spawn")
+		sp.SetAttributes(attribute.String("mcpx.server", inst.def.Name), attribute.String("mcpx.instance", inst.id))
+		defer func() {
+			if a.err != nil {
+				tracing.Fail(sp, a.err)
+			}
+			sp.End()
+		}()
+	}
 	sp, err := p.prepare(inst)
 	if err != nil {
 		e := p.perr("start", t, ErrStart, err.Error())
@@ -195,7 +217,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 			prog = &r
 		}
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, inst.startTimeout(p.opts.StartTimeout))
+	ctx, cancel := context.WithTimeout(pctx, inst.startTimeout(p.opts.StartTimeout))
 	defer cancel()
 
 	g := &generation{dead: make(chan struct{}), program: prog}
@@ -247,7 +269,13 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		tr = mcpclient.NewStdio(proc.stdout, proc.stdin)
 	}
 	g.schemaKey = schemaKey(inst.def, inst.root, inst.spec, g.execValue())
-	sess, err := p.connect(ctx, tr, inst, g)
+	ictx, isp := ctx, tracing.NoSpan
+	if tracing.Enabled() {
+		ictx, isp = tracing.StartChild(ctx, "mcpx.initialize", tracing.Client)
+	}
+	sess, err := p.connect(ictx, tr, inst, g)
+	tracing.Fail(isp, err)
+	isp.End()
 	if err != nil {
 		e := p.perr("start", t, ErrStart, err.Error())
 		e.Cause = err
@@ -290,7 +318,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	p.schema.update(g.schemaKey, func(e *schemaEntry) {
 		e.Server, e.Era, e.Protocol, e.Init = inst.def.Name, sess.Era(), sess.ProtocolVersion(), sess.InitializeResult()
 	})
-	log.Info("spawned", "root", inst.root, "cwd", sp.cwd, "cwdSource", sp.cwdSource,
+	log.InfoContext(ctx, "spawned", "root", inst.root, "cwd", sp.cwd, "cwdSource", sp.cwdSource,
 		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded, "exec", g.execValue())
 	p.keepSurvivor(inst, g, log)
 	p.finishStart(inst, a, g, nil, log)

@@ -417,7 +417,7 @@ func (p *Pool) SetServers(defs []Server) {
 func (p *Pool) Do(ctx context.Context, t Target, fn func(*mcpclient.Session) error) error {
 	p.keep.used(t)
 	for attempt := 0; ; attempt++ {
-		inst, g, err := p.acquire(ctx, t)
+		inst, g, err := p.acquireTraced(ctx, t)
 		if err != nil {
 			return err
 		}

@@ -33,6 +33,8 @@ import (
 	"sync"
 	"time"
 
+	"mcpx.dev/mcpx/tracing"
+
 	"github.com/klauspost/compress/gzhttp"
 
 	"mcpx.dev/mcpx/api/wire"
@@ -196,6 +198,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 	if body != nil {
 		req.Header.Set("Content-Type", wire.MediaJSON)
 	}
+	tracing.Inject(ctx, req.Header) // the caller's trace, if its ctx has one (mcpx call --trace)
 	if req.Header.Get(wire.HeaderClient) == "" {
 		req.Header.Set(wire.HeaderClient, ClientName) // the network listeners' browser guard
 	}

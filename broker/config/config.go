@@ -106,6 +106,8 @@ type Config struct {
 	Registry Registry `json:"registry,omitzero"`
 	// Webhooks receive the lifecycle events (webhooks.go).
 	Webhooks []Webhook `json:"webhooks,omitempty"`
+	// OTel turns on OpenTelemetry traces (otel.go).
+	OTel OTel `json:"otel,omitzero"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
 	// Disabled names the servers marked "disabled": true, in document
@@ -474,6 +476,7 @@ func Parse(data []byte, source string) (*Config, error) {
 	p.checkNix(&cfg.Nix)
 	p.checkRecords(&cfg.Records)
 	p.checkRegistry(&cfg.Registry)
+	p.checkOTel(&cfg.OTel)
 	rank := map[string]int{}
 	usesInputs := false
 	for i, d := range order {
@@ -545,6 +548,7 @@ func (c *Config) Normalize() error {
 	p.checkNix(&c.Nix)
 	p.checkRecords(&c.Records)
 	p.checkRegistry(&c.Registry)
+	p.checkOTel(&c.OTel)
 	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
 		if s := c.Servers[name]; s == nil {
 			p.add(name, "", "no definition", "give it a command or a url")

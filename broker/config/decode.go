@@ -28,7 +28,7 @@ type decoded struct {
 // field that names it ("type", or Cline's "transportType").
 type transport struct{ field, value string }
 
-var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "log", "ceilingDirs", "script", "mcp", "registry", "webhooks"}
+var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "log", "ceilingDirs", "script", "mcp", "registry", "webhooks", "otel"}
 
 // clientTop are the top-level keys of the client formats mcpx reads (see
 // the package doc) besides their servers: VS Code's "inputs", checked where
@@ -76,6 +76,8 @@ func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int
 			p.decodeRegistry(&cfg.Registry, m.value)
 		case "webhooks":
 			p.decodeWebhooks(&cfg.Webhooks, m.value)
+		case "otel":
+			p.decodeOTel(&cfg.OTel, m.value)
 		case "inputs":
 			var in []json.RawMessage
 			if json.Unmarshal(m.value, &in) != nil {

@@ -28,6 +28,7 @@ func call(ctx context.Context, c *cli, args []string) int {
 	logLevel := fs.String("log-level", "", "ask the server's instance for its log messages at this level and above ("+strings.Join(wire.MCPLogLevels(), ", ")+
 		") and print them to stderr during the call (without it: printed when stderr is a terminal); an instance has one level, so callers sharing it share the last one set")
 	co := callerFlags(fs, "the directory the call is made from")
+	traced := traceFlag(fs)
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -48,6 +49,11 @@ func call(ctx context.Context, c *cli, args []string) int {
 	body, err := callArguments(c, pos[1:])
 	if err != nil {
 		return usageError(c, fs, "%v", err)
+	}
+	if *traced {
+		var end func()
+		ctx, end = startTrace(ctx, c, "mcpx call "+pos[0])
+		defer end()
 	}
 
 	bc, caller, err := callerClient(ctx, c, brokerAddr, *noAutostart, co)

@@ -16,6 +16,7 @@ import (
 	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
+	"mcpx.dev/mcpx/tracing"
 )
 
 // runCmd is `mcpx run <file|name> [args…] [-- args…]`: run a script on
@@ -55,6 +56,7 @@ type scriptFlags struct {
 	env         envFlag
 	minimal     *bool
 	format      *string // --format of the script's log records
+	trace       *bool   // --trace: the script's calls in one trace (TRACEPARENT)
 }
 
 func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
@@ -70,6 +72,7 @@ func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
 		format:      fs.String("format", formatJSON, "how the script's log records on stderr are printed: json (as written), text, compact or bare"),
 		minimal:     fs.Bool("minimal", false, "run the script's module alone, with no harness: no function called, no prefix or suffix lines, no tool calls in --json"),
 	}
+	sf.trace = traceFlag(fs)
 	standaloneFlag(fs, sf.broker)
 	fs.Var(&sf.prefix, "prefix", "a line to run before the script (repeatable; - = the config chain's script.prefix lines there; without -, they are replaced)")
 	fs.Var(&sf.env, "env", "KEY=VALUE in the script's environment (repeatable; over the config chain's script.env)")
@@ -156,6 +159,15 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 		deps = scriptDeps(c, set, state)
 	}
 
+	env := environ(set.env)
+	if *sf.trace {
+		// The generated client sends $TRACEPARENT with each call: the
+		// script's calls are children of the command's span.
+		var end func()
+		ctx, end = startTrace(ctx, c, fs.Name())
+		defer end()
+		env = append(env, "TRACEPARENT="+tracing.Traceparent(ctx))
+	}
 	bc, caller, err := callerClient(ctx, c, sf.broker, *sf.noAutostart, sf.co)
 	if err != nil {
 		return report(c, err)
@@ -182,7 +194,7 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	}
 	run.session, run.parentSession, run.cwd = r.Caller().Session, r.Caller().ParentSession, dir
 	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Started: run.started, Runtime: rt, Interpreter: interp, Path: script, Snippet: src.snippet, Prefix: set.prefix, Suffix: set.suffix, Minimal: *sf.minimal,
-		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: append(devEnv, environ(set.env)...), Deps: deps, Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: stderr})
+		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: append(devEnv, env...), Deps: deps, Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: stderr})
 	// Release the lease and stop the run's session (with a context of
 	// their own: ctx may be the interrupt that ended the script).
 	if err := r.Close(ctx); err != nil {

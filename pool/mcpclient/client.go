@@ -38,6 +38,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"mcpx.dev/mcpx/tracing"
 )
 
 // Options configure Connect. The zero value is a rootless session offering
@@ -344,8 +346,24 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	if err := writeToolCall(b, name, args); err != nil {
 		return nil, fmt.Errorf("calling tool %s: arguments: %w", name, err)
 	}
+	writeTraceMeta(ctx, b)
 	b.WriteByte('}')
 	return s.requestRounds(ctx, "tools/call", b.Bytes(), onProgress)
+}
+
+// writeTraceMeta writes, when tracing is on and ctx has a span, the
+// params member `"_meta":{"traceparent":…}` (with its leading comma), so a
+// stdio child that traces joins the caller's trace. The arguments before
+// it are not re-encoded.
+func writeTraceMeta(ctx context.Context, b *bytes.Buffer) {
+	if !tracing.Enabled() {
+		return
+	}
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		b.WriteString(`,"_meta":{"traceparent":`)
+		b.Write(appendString(b.AvailableBuffer(), tp))
+		b.WriteByte('}')
+	}
 }
 
 // writeToolCall writes tools/call params for name and args (nil or null =

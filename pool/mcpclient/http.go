@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"mcpx.dev/mcpx/tracing"
 )
 
 // ErrSessionExpired is returned (wrapped) when a streamable HTTP server
@@ -228,6 +230,9 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 	req, sid, err := t.newRequest(rctx, http.MethodPost, bytes.Clone(msg))
 	if err != nil {
 		return err
+	}
+	if tracing.Enabled() {
+		tracing.Inject(ctx, req.Header) // the caller's span: a child that traces joins its trace
 	}
 	if req.Header.Get("MCP-Protocol-Version") == StatelessVersion {
 		standardHeaders(req.Header, msg, t.toolOf)
