@@ -25,13 +25,14 @@ var readmeExpect = map[string]struct{ stdout, stderr string }{
 	`mcpx run ./tool.ts --export main -- --verbose`:      {`^\["--verbose"\]\n$`, ""},
 	`mcpx run greet --json-args '{"name":"Ada"}' --json`: {`(?s)^\{.*"exitCode": 0,.*"result": \{\s+"type": "text",\s+"text": "hi Ada"\s+\},\s+"calls": \[\s+\{\s+"server": "demo",\s+"tool": "echo",`, ""},
 	`mcpx scripts`: {`(?m)^greet +\S+/\.config/mcpx/scripts/greet\.ts +-$`, ""},
-	`mcpx exec 'return (await demo.add({a:1,b:2})).structuredContent'`: {`^\{"sum":3\}\n$`, ""},
-	`mcpx exec 'demo.add({a:1,b:2})' --json`:                           {`(?s)"result": \{.*"content": .*"structuredContent": \{\s+"sum": 3`, ""},
-	`echo 'return 6*7' | mcpx exec`:                                    {`^42\n$`, ""},
-	`mcpx run status`:                                                  {`^$`, `^\{"time":"[^"]+","level":"info","msg":"status: ok","template":"status: \{status\}","job":"nightly","status":"ok","session":"[^"]+","pid":\d+,"cwd":"[^"]+","mcpxVersion":"[^"]+","elapsedMs":\d+\}\n$`},
-	`MCPX_LOG_LEVEL=warn mcpx run status`:                              {`^$`, `^$`},
-	`mcpx run ./hello.sh Ada`:                                          {`"content":\[\{"type":"text","text":"hi Ada"\}\]`, ""},
-	`mcpx run ./hello.sh Ada --env GREETING=hello`:                     {`"text":"hello Ada"`, ""},
+	`mcpx exec 'return (await demo.add({a:1,b:2})).structuredContent'`:                                  {`^\{"sum":3\}\n$`, ""},
+	`mcpx exec 'demo.add({a:1,b:2})' --json`:                                                            {`(?s)"result": \{.*"content": .*"structuredContent": \{\s+"sum": 3`, ""},
+	`echo 'return 6*7' | mcpx exec`:                                                                     {`^42\n$`, ""},
+	`mcpx exec 'const { default: isNumber } = await import("npm:is-number@7.0.0"); return isNumber(5)'`: {`^true\n$`, ""}, // from registry.npmjs.org
+	`mcpx run status`:                              {`^$`, `^\{"time":"[^"]+","level":"info","msg":"status: ok","template":"status: \{status\}","job":"nightly","status":"ok","session":"[^"]+","pid":\d+,"cwd":"[^"]+","mcpxVersion":"[^"]+","elapsedMs":\d+\}\n$`},
+	`MCPX_LOG_LEVEL=warn mcpx run status`:          {`^$`, `^$`},
+	`mcpx run ./hello.sh Ada`:                      {`"content":\[\{"type":"text","text":"hi Ada"\}\]`, ""},
+	`mcpx run ./hello.sh Ada --env GREETING=hello`: {`"text":"hello Ada"`, ""},
 	`mcpx run greet --json-args '{"name":"Ada"}' --prefix - --prefix 'const t0 = Date.now()' --suffix 'console.error(script.name, result.ok, Date.now() - t0, "ms")'`: {`^\{"type":"text","text":"hi Ada"\}\n$`, `(?m)^\{"time":"[^"]+","level":"error","msg":"greet true \d+ ms"`},
 }
 
