@@ -14,7 +14,6 @@ import (
 
 	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/daemon/doctor"
-	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/internal/testtailnet"
 )
@@ -33,16 +32,7 @@ import (
 // views show it unreachable (bounded by the probe's timeout) and alpha ok.
 // Every process is gone at the end.
 func TestFleetProcess(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	mcpx, err := exec.LookPath("mcpx") // testscript.Main put the test binary there
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	marker := proctest.Env(t)
+	mcpx, dir, marker := processTest(t)
 
 	url, stopControl := startTestTailnet(t, mcpx, marker, dir)
 

@@ -30,7 +30,6 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
@@ -49,16 +48,7 @@ const installOtelcol = "cd internal/otelcoltest && go install ./cmd/mcpx-otelcol
 // trace id the CLI printed is the trace's; the call record carries it.
 func TestTraceProcess(t *testing.T) {
 	otelcol := testenv.Program(t, "mcpx-otelcol", installOtelcol)
-	proctest.CheckNoLeaks(t)
-	mcpx, err := exec.LookPath("mcpx") // testscript.Main put the test binary there
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	marker := proctest.Env(t)
+	mcpx, dir, marker := processTest(t)
 
 	sink := newSpanSink(t)
 	collector, collectorGRPC := startCollector(t, otelcol, dir, sink.url, marker)
