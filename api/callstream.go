@@ -74,8 +74,15 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 	select {
 	case <-admitted:
 	case o := <-done:
-		if o.err != nil {
-			return o.err
+		// Admitted and done may both be ready (a call that fails at once,
+		// a tool not found): the select picks either, so admission is
+		// asked again, and an admitted call's error is the stream's.
+		select {
+		case <-admitted:
+		default:
+			if o.err != nil {
+				return o.err
+			}
 		}
 		done <- o
 	}

@@ -111,6 +111,15 @@ func TestTokenToolPatterns(t *testing.T) {
 			t.Errorf("the refusal names the patterns: %s", hid.body)
 		}
 	}
+	// The stream's answer does not depend on the scheduler: a call that
+	// fails as soon as it is admitted is the stream's error every time,
+	// never now and then a plain 404.
+	for i := range 40 {
+		r := ci.do(t, "POST", "/v1/servers/demo/tools/pidx", `{}`, append(cwd, "Accept", wire.MediaEventStream)...)
+		if r.StatusCode != 200 || !strings.Contains(string(r.body), "event: error") {
+			t.Fatalf("streamed call %d to a missing tool: %d %s; want the stream's error event", i, r.StatusCode, r.body)
+		}
+	}
 
 	// Minting with patterns: within them, or refused naming the pattern.
 	for body, want := range map[string]string{

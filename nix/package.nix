@@ -6,7 +6,7 @@
 buildGoModule {
   pname = "mcpx";
   inherit version src;
-  vendorHash = "sha256-UcHxVyLRjpGWlLPSE+w/YMzolrN2KU9cv0694TqJ9Uk=";
+  vendorHash = "sha256-pGr3u2qhWscoPFxln2UfbZZHLKYW958f6/ZZA+j6ebw=";
   subPackages = [ "cmd/mcpx" ];
   env.CGO_ENABLED = "0";
   ldflags = [ "-s" "-w" ];
