@@ -183,7 +183,10 @@ func fdOf(f any) (int, bool) {
 // ClaimHandoff registers the handed-over children as this process's own
 // before the orphan reaper first looks (call it before Supervise): one
 // that exits before Adopt must be left for its waiter. It also goes on
-// from the predecessor's mark numbers.
+// from the predecessor's mark numbers, and makes the children's pipes
+// close-on-exec again before anything is started (the watchdog Supervise
+// starts would hold them open, and a child stopped later would not see
+// its stdin end).
 func ClaimHandoff(st HandoffState) {
 	if n := st.MarkSeq; n > marks.seq.Load() {
 		marks.seq.Store(n)
@@ -192,6 +195,9 @@ func ClaimHandoff(st HandoffState) {
 	defer direct.mu.Unlock()
 	for _, h := range st.Children {
 		direct.pids[h.Pid] = true
+		for _, fd := range h.Files() {
+			syscall.CloseOnExec(fd)
+		}
 	}
 }
 
