@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/internal/placeholder"
 	"mcpx.dev/mcpx/pool/portalloc"
 )
@@ -26,8 +27,9 @@ type Alloc struct {
 }
 
 // resources are what an instance was given at its first start for
-// ${mcpx.tmpdir} and ${mcpx.alloc.*}; released once it has stopped and its
-// child is gone.
+// ${mcpx.tmpdir} and ${mcpx.alloc.*}, or took back from its predecessor
+// when adopted (reclaim); released once it has stopped and its child is
+// gone.
 type resources struct {
 	tmpdir string                     // "" = none made
 	ports  map[string]*portalloc.Hold // by allocation name
@@ -165,9 +167,9 @@ func (p *Pool) acquireResources(inst *instance) (*resources, error) {
 // tmpBase is this pool's directory for instances' ${mcpx.tmpdir}, made on
 // first use, 0700, canonical: Options.TmpDir/run-<pid>-<random>, or
 // mcpx-instances-<random> under os.TempDir() when TmpDir is "". Close
-// removes it. Runs of
-// daemons that died without removing theirs are removed here, when their
-// pid is gone.
+// removes it. Runs of daemons that died without removing theirs are
+// removed here, when their pid is gone, but for those holding an adopted
+// instance's directory (sparedRunsLocked).
 func (p *Pool) tmpBase() (string, error) {
 	p.tmpMu.Lock()
 	defer p.tmpMu.Unlock()
@@ -181,47 +183,137 @@ func (p *Pool) tmpBase() (string, error) {
 		if err := os.MkdirAll(parent, 0o700); err != nil {
 			return "", err
 		}
-		sweepRuns(parent)
+		if real, err := canonical(parent); err == nil {
+			sweepRuns(real, p.sparedRunsLocked())
+		}
 	}
 	dir, err := os.MkdirTemp(parent, prefix)
 	if err != nil {
 		return "", err
 	}
-	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+	if dir, err = canonical(dir); err != nil {
 		return "", err
 	}
 	p.tmpRun = dir
 	return dir, nil
 }
 
+// canonical is dir absolute, its links resolved.
+func canonical(dir string) (string, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(real)
+}
+
 // sweepRuns removes the run-<pid>-* directories under parent whose pid no
-// longer exists: a daemon that died before its Close.
-func sweepRuns(parent string) {
+// longer exists (a daemon that died before its Close), but those in spare.
+func sweepRuns(parent string, spare map[string]bool) {
 	ents, _ := os.ReadDir(parent)
 	for _, e := range ents {
 		rest, ok := strings.CutPrefix(e.Name(), "run-")
 		pidText, _, ok2 := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidText)
-		if !ok || !ok2 || err != nil || !e.IsDir() || pid <= 0 || pid == os.Getpid() {
+		dir := filepath.Join(parent, e.Name())
+		if !ok || !ok2 || err != nil || !e.IsDir() || pid <= 0 || pid == os.Getpid() || spare[dir] {
 			continue
 		}
 		if syscall.Kill(pid, 0) == syscall.ESRCH {
-			os.RemoveAll(filepath.Join(parent, e.Name()))
+			os.RemoveAll(dir)
 		}
 	}
 }
 
-// removeTmpBase removes this pool's run directory, once every instance has
-// stopped (Close).
+// sparedRunsLocked are the run directories a sweep must leave though
+// their daemon is gone: those holding adopted instances' directories, and
+// those of the children a killed daemon kept, which AdoptSurvivors may yet
+// adopt (a warm start may sweep before it runs). Called with tmpMu held.
+func (p *Pool) sparedRunsLocked() map[string]bool {
+	spare := map[string]bool{}
+	for dir := range p.tmpKept {
+		spare[dir] = true
+	}
+	if p.opts.Survive && p.opts.SurviveFile != "" {
+		var f surviveFile
+		if _, err := atomicfile.ReadJSON(p.opts.SurviveFile, &f); err == nil {
+			for _, r := range f.Children {
+				if r.Tmpdir != "" {
+					spare[filepath.Dir(r.Tmpdir)] = true
+				}
+			}
+		}
+	}
+	return spare
+}
+
+// isRunDir reports whether dir is a run directory this pool's options
+// make (tmpBase), its own or a predecessor's: run-* in Options.TmpDir, or
+// mcpx-instances-* in os.TempDir() when TmpDir is "".
+func (p *Pool) isRunDir(dir string) bool {
+	parent, prefix := p.opts.TmpDir, "run-"
+	if parent == "" {
+		parent, prefix = os.TempDir(), "mcpx-instances-"
+	}
+	parent, err := canonical(parent)
+	if err != nil || filepath.Dir(dir) != parent || !strings.HasPrefix(filepath.Base(dir), prefix) {
+		return false
+	}
+	fi, err := os.Lstat(dir)
+	return err == nil && fi.IsDir()
+}
+
+// keepRuns makes dirs, a predecessor's run directories, this pool's to
+// remove: once empty, or at Close. The sweep leaves them meanwhile.
+func (p *Pool) keepRuns(dirs ...string) {
+	p.tmpMu.Lock()
+	defer p.tmpMu.Unlock()
+	for _, dir := range dirs {
+		if dir == p.tmpRun {
+			continue
+		}
+		if p.tmpKept == nil {
+			p.tmpKept = map[string]bool{}
+		}
+		p.tmpKept[dir] = true
+	}
+}
+
+// runDirs are this pool's run directories, for a successor to remove.
+func (p *Pool) runDirs() []string {
+	p.tmpMu.Lock()
+	defer p.tmpMu.Unlock()
+	dirs := slices.Sorted(maps.Keys(p.tmpKept))
+	if p.tmpRun != "" {
+		dirs = append(dirs, p.tmpRun)
+	}
+	return dirs
+}
+
+// dropRunIfEmpty removes dir, a predecessor's run directory, once the last
+// private directory in it is gone.
+func (p *Pool) dropRunIfEmpty(dir string) {
+	p.tmpMu.Lock()
+	defer p.tmpMu.Unlock()
+	if p.tmpKept[dir] && os.Remove(dir) == nil {
+		delete(p.tmpKept, dir)
+	}
+}
+
+// removeTmpBase removes this pool's run directories, once every instance
+// has stopped (Close).
 func (p *Pool) removeTmpBase() {
 	p.tmpMu.Lock()
 	defer p.tmpMu.Unlock()
-	if p.tmpRun != "" {
-		if err := os.RemoveAll(p.tmpRun); err != nil {
-			p.log.Warn("cannot remove the instances' private directories", "dir", p.tmpRun, "err", err)
+	for _, dir := range append(slices.Sorted(maps.Keys(p.tmpKept)), p.tmpRun) {
+		if dir == "" {
+			continue
 		}
-		p.tmpRun = ""
+		if err := os.RemoveAll(dir); err != nil {
+			p.log.Warn("cannot remove the instances' private directories", "dir", dir, "err", err)
+		}
 	}
+	p.tmpRun, p.tmpKept = "", nil
 }
 
 // lowestIndexLocked is the lowest index no live instance of server holds.
@@ -299,10 +391,20 @@ func (p *Pool) releaseLocked(inst *instance) *resources {
 
 // releaseResources releases res (nil = nothing) outside p.mu.
 func (p *Pool) releaseResources(inst *instance, res *resources) {
+	p.freeResources(inst.def.Name, inst.id, res)
+}
+
+// freeResources releases res (nil = nothing), instance id's of server,
+// outside p.mu: its ports, its directory, and a predecessor's run
+// directory that held it if it is now empty.
+func (p *Pool) freeResources(server, id string, res *resources) {
 	if res == nil {
 		return
 	}
 	if err := res.release(); err != nil {
-		p.log.Warn("cannot remove an instance's private directory", "server", inst.def.Name, "instance", inst.id, "dir", res.tmpdir, "err", err)
+		p.log.Warn("cannot remove an instance's private directory", "server", server, "instance", id, "dir", res.tmpdir, "err", err)
+	}
+	if res.tmpdir != "" {
+		p.dropRunIfEmpty(filepath.Dir(res.tmpdir))
 	}
 }

@@ -24,9 +24,11 @@ import (
 // this process's children, so nothing about them changes but who reads
 // their pipes: Handoff writes down each ready, idle instance (its key,
 // root, definition identity, pid and mark, the numbers of its pipes, its
-// session's snapshot) and runs the exec with the pool frozen; the new
-// image's pool Adopts those whose definition identity is unchanged under
-// its config, and stops the others, which the next call replaces.
+// session's snapshot, its ports and private directory) and runs the exec
+// with the pool frozen; the new image's pool Adopts those whose
+// definition identity is unchanged under its config, with the same ports
+// and directory (adoptres.go), and stops the others, which the next call
+// replaces.
 //
 // Children must not carry a parent-death signal across the exec: the
 // kernel sends it when the *thread* that forked them exits, and execve
@@ -50,6 +52,10 @@ type HandoffState struct {
 	// client resuming /v1/events across the upgrade loses nothing.
 	Events    []Event `json:"events,omitempty"`
 	NextEvent uint64  `json:"nextEvent,omitempty"`
+	// TmpDirs are the run directories of the instances' private
+	// directories (tmpBase): the successor removes them once empty, or at
+	// its Close, with what the children not handed over left in them.
+	TmpDirs []string `json:"tmpDirs,omitempty"`
 }
 
 // HandoffChild is one running stdio instance being handed over.
@@ -77,6 +83,11 @@ type HandoffChild struct {
 	Stdout  int                `json:"stdout"`
 	Stderr  int                `json:"stderr"`
 	Session mcpclient.Snapshot `json:"session"`
+	// Tmpdir and Ports are the instance's ${mcpx.tmpdir} and its
+	// ${mcpx.alloc.NAME} ports by name: the successor keeps the one and
+	// claims the others.
+	Tmpdir string         `json:"tmpdir,omitempty"`
+	Ports  map[string]int `json:"ports,omitempty"`
 }
 
 // Files returns the descriptors h names.
@@ -102,10 +113,10 @@ func CanHandoff() error {
 // idle stdio instances; exec is meant not to return (it replaces the
 // process image). The pool stays frozen while exec runs: no call starts,
 // no child is started or stopped. Instances that are not handed over (url
-// servers, busy or starting ones, those with per-instance resources) are
-// left out: the successor starts them again on their next call, and
-// their children, unmarked as handed over, are killed as leftovers. If
-// exec returns, its error is returned and the pool goes on as before.
+// servers, busy or starting ones) are left out: the successor starts them
+// again on their next call, and their children, unmarked as handed over,
+// are killed as leftovers. If exec returns, its error is returned and the
+// pool goes on as before.
 func (p *Pool) Handoff(exec func(HandoffState) error) error {
 	if err := CanHandoff(); err != nil {
 		return err
@@ -120,6 +131,7 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 		st.Seq[k] = v
 	}
 	st.Events, st.NextEvent = p.events.kept()
+	st.TmpDirs = p.runDirs()
 	handed := map[string]bool{}
 	for _, inst := range p.instances {
 		if h, ok := handoffOf(inst); ok {
@@ -128,8 +140,8 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 		}
 	}
 	// What is not handed over must not outlive the exec unowned: a child
-	// starting, stopping, busy past the drain or holding per-instance
-	// resources would be left with closed pipes and no one to stop it.
+	// starting, stopping or busy past the drain would be left with closed
+	// pipes and no one to stop it.
 	if n := killUnhanded(handed); n > 0 {
 		p.log.Info("upgrade: killed the children not handed over", "count", n)
 	}
@@ -141,14 +153,11 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 // Pool.mu held.
 func handoffOf(inst *instance) (HandoffChild, bool) {
 	g := inst.gen
-	if inst.phase != phaseReady || inst.inflight > 0 || g == nil || g.proc == nil || g.sess == nil || inst.res != nil {
+	if inst.phase != phaseReady || inst.inflight > 0 || g == nil || g.proc == nil || g.sess == nil {
 		return HandoffChild{}, false
 	}
+	h := recordOf(inst, g)
 	c := g.proc
-	h := HandoffChild{ID: inst.id, Server: inst.def.Name, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded,
-		Index: inst.index, Created: inst.created, Started: inst.started,
-		SchemaKey: g.schemaKey, Exec: g.execValue(), Pid: c.pid(), Start: c.start, Mark: c.mark,
-		Session: g.sess.Snapshot()}
 	var ok bool
 	if h.Stdin, ok = fdOf(c.stdin); !ok {
 		return HandoffChild{}, false
@@ -160,6 +169,26 @@ func handoffOf(inst *instance) (HandoffChild, bool) {
 		return HandoffChild{}, false
 	}
 	return h, true
+}
+
+// recordOf is inst's HandoffChild for g, its ready stdio child, but for
+// the descriptors of its pipes. Called with Pool.mu held.
+func recordOf(inst *instance, g *generation) HandoffChild {
+	c := g.proc
+	h := HandoffChild{ID: inst.id, Server: inst.def.Name, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded,
+		Index: inst.index, Created: inst.created, Started: inst.started,
+		SchemaKey: g.schemaKey, Exec: g.execValue(), Pid: c.pid(), Start: c.start, Mark: c.mark,
+		Session: g.sess.Snapshot()}
+	if r := inst.res; r != nil {
+		h.Tmpdir = r.tmpdir
+		for name, hold := range r.ports {
+			if h.Ports == nil {
+				h.Ports = map[string]int{}
+			}
+			h.Ports[name] = hold.Port()
+		}
+	}
+	return h
 }
 
 // fdOf is f's descriptor, read without putting it in blocking mode (as
@@ -183,7 +212,10 @@ func fdOf(f any) (int, bool) {
 // ClaimHandoff registers the handed-over children as this process's own
 // before the orphan reaper first looks (call it before Supervise): one
 // that exits before Adopt must be left for its waiter. It also goes on
-// from the predecessor's mark numbers.
+// from the predecessor's mark numbers, and makes the children's pipes
+// close-on-exec again before anything is started (the watchdog Supervise
+// starts would hold them open, and a child stopped later would not see
+// its stdin end).
 func ClaimHandoff(st HandoffState) {
 	if n := st.MarkSeq; n > marks.seq.Load() {
 		marks.seq.Store(n)
@@ -192,6 +224,9 @@ func ClaimHandoff(st HandoffState) {
 	defer direct.mu.Unlock()
 	for _, h := range st.Children {
 		direct.pids[h.Pid] = true
+		for _, fd := range h.Files() {
+			syscall.CloseOnExec(fd)
+		}
 	}
 }
 
@@ -207,10 +242,17 @@ type Adopted struct {
 // executable) is put back in the pool, ready, its session restored over
 // the inherited pipes without a second initialize; the others are
 // stopped (stdin closed, SIGTERM, SIGKILL), and their next call starts a
-// child of the new definition.
+// child of the new definition. An adopted instance keeps its ports and
+// private directory; those of one stopped are released once its child is
+// gone.
 func (p *Pool) Adopt(st HandoffState) Adopted {
 	var out Adopted
 	p.events.restore(st.Events, st.NextEvent)
+	for _, dir := range st.TmpDirs {
+		if p.isRunDir(dir) {
+			p.keepRuns(dir)
+		}
+	}
 	p.mu.Lock()
 	for k, v := range st.Seq {
 		p.seq[k] = max(p.seq[k], v)
@@ -221,10 +263,11 @@ func (p *Pool) Adopt(st HandoffState) Adopted {
 	for _, h := range st.Children {
 		log := p.log.With("server", h.Server, "key", h.Key, "instance", h.ID, "pid", h.Pid)
 		c := adoptChild(h, log, &p.counters.server(h.Server).suppressed, true)
-		if why := p.adopt(h, c, log); why != "" {
+		res, lost := p.reclaim(h)
+		if why := p.adopt(h, c, res, lost, log); why != "" {
 			log.Info("not adopting a handed-over child: stopping it", "why", why)
 			out.Replaced = append(out.Replaced, h.ID)
-			p.stopLater(c)
+			p.stopLater(c, h, res)
 			continue
 		}
 		out.Adopted = append(out.Adopted, h.ID)
@@ -232,29 +275,38 @@ func (p *Pool) Adopt(st HandoffState) Adopted {
 	return out
 }
 
-// stopLater stops c, a child not adopted, in the background (bounded).
-func (p *Pool) stopLater(c *child) {
+// stopLater stops c, h's child, not adopted, in the background (bounded),
+// then releases res, what was reclaimed for it (reclaim): its directory
+// goes only once it is gone.
+func (p *Pool) stopLater(c *child, h HandoffChild, res *resources) {
 	p.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
 		defer cancel()
 		c.stop(ctx)
+		p.freeResources(h.Server, h.ID, res)
 	})
 }
 
-// adopt puts h's child c back in the pool, or says why not.
-func (p *Pool) adopt(h HandoffChild, c *child, log *slog.Logger) string {
+// adopt puts h's child c back in the pool, with res, the resources
+// reclaimed for it (lost says what of them could not be), or says why not.
+// On a refusal the caller still owns res.
+func (p *Pool) adopt(h HandoffChild, c *child, res *resources, lost string, log *slog.Logger) string {
 	p.mu.Lock()
 	def := p.servers[h.Server]
+	why := ""
 	switch {
 	case def == nil:
-		p.unlock()
-		return "its server is no longer defined"
-	case def.URL != "" || perInstance(def):
-		p.unlock()
-		return "its definition changed"
+		why = "its server is no longer defined"
+	case def.URL != "":
+		why = "its definition changed"
 	case p.instances[instKey{h.Server, h.Key}] != nil:
+		why = "its key has an instance already"
+	default:
+		why = cmp.Or(fitResources(def, h), lost)
+	}
+	if why != "" {
 		p.unlock()
-		return "its key has an instance already"
+		return why
 	}
 	// The same id: fmtID of the number it had (the placeholders of the
 	// spec, which the identity covers, may name it).
@@ -269,20 +321,28 @@ func (p *Pool) adopt(h HandoffChild, c *child, log *slog.Logger) string {
 		return err.Error()
 	}
 	inst.created = h.Created
+	if res != nil {
+		why = p.adoptSpecLocked(inst, res)
+	}
 	a := &startAttempt{done: make(chan struct{})}
 	p.updateLocked(inst, &event{kind: evStart, now: p.opts.Now(), attempt: a})
 	sp := inst.spec
 	p.unlock()
 
-	g, why := p.adoptGen(inst, sp, h, c)
+	var g *generation
+	if why == "" {
+		g, why = p.adoptGen(inst, sp, h, c)
+	}
 	if why != "" {
+		p.mu.Lock()
+		inst.res = nil // the caller's again: released once c is gone
+		p.unlock()
 		p.finishStart(inst, a, nil, p.perr("adopt", Target{Server: h.Server, Key: h.Key}, ErrStart, why), log)
 		p.mu.Lock()
 		p.removeLocked(inst, "", why)
 		p.updateLocked(inst, &event{kind: evStopped, now: p.opts.Now()})
-		res := p.releaseLocked(inst) // its index, for the replacement
+		p.releaseLocked(inst) // its index, for the replacement
 		p.unlock()
-		p.releaseResources(inst, res)
 		return why
 	}
 	log.Info("adopted a handed-over child", "root", inst.root, "protocol", h.Session.Version, "exec", g.execValue())

@@ -60,9 +60,10 @@ type instance struct {
 
 	// Guarded by Pool.mu; not lifecycle fields. A definition with
 	// per-instance placeholders (perInstance) has its spec made, and its
-	// resources acquired, at the first start (Pool.prepare): specReady
-	// says it was, and spec is constant from then on. freed: its index and
-	// resources were released (Pool.releaseLocked).
+	// resources acquired, at the first start (Pool.prepare) or at its
+	// adoption (adoptSpecLocked): specReady says it was, and spec is
+	// constant from then on. freed: its index and resources were released
+	// (Pool.releaseLocked).
 	res       *resources
 	specReady bool
 	freed     bool

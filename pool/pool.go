@@ -190,8 +190,9 @@ type Options struct {
 	// still works).
 	ExecWatch time.Duration
 	// TmpDir is where instances' private directories (${mcpx.tmpdir}) are
-	// made, in a run-<pid>-* directory per pool that Close removes; ""
-	// = a new directory under os.TempDir().
+	// made, in a run-<pid>-* directory per pool that Close removes, with
+	// those of a predecessor whose instances it adopted; "" = a new
+	// directory under os.TempDir().
 	TmpDir string
 	// OnNotify, if set, is told every notification a child sends but
 	// progress (mcpclient.Options.OnNotify), with the instance's server and
@@ -292,8 +293,9 @@ type Pool struct {
 	ports   *portalloc.Allocator         // ${mcpx.alloc.*} ports of every server; constant after New
 	indexes map[string]map[int]*instance // guarded by mu; ${mcpx.index} of live instances by server
 
-	tmpMu  sync.Mutex
-	tmpRun string // guarded by tmpMu; this pool's directory of private directories, "" = not made
+	tmpMu   sync.Mutex
+	tmpRun  string          // guarded by tmpMu; this pool's directory of private directories, "" = not made
+	tmpKept map[string]bool // guarded by tmpMu; predecessors' such directories holding adopted instances' (keepRuns)
 
 	memoMu sync.Mutex
 	memos  map[string]rootsMemo // guarded by memoMu; by server name

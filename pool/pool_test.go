@@ -27,6 +27,7 @@ import (
 
 func TestMain(m *testing.M) {
 	pool.MaybeWatch()
+	maybeResChild()
 	demo.MaybeServe()
 	switch os.Getenv(envPoolDaemon) {
 	case "1":
@@ -35,6 +36,8 @@ func TestMain(m *testing.M) {
 		supervisedDaemon()
 	case "survive":
 		survivingDaemon()
+	case "upgrade":
+		upgradingDaemon()
 	}
 	os.Exit(m.Run())
 }

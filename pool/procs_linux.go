@@ -150,9 +150,10 @@ func daemonAlive(daemon string) bool {
 }
 
 // startSubreaper makes this process a child subreaper and reaps the
-// orphans re-parented to it, on each SIGCHLD and every few seconds in
-// case a signal was coalesced away. It returns the function that stops
-// both.
+// orphans re-parented to it, at once (after an upgrade's exec, the
+// children the old image killed are zombies whose SIGCHLD came before
+// anyone listened), on each SIGCHLD and every few seconds in case a
+// signal was coalesced away. It returns the function that stops both.
 func startSubreaper(log *slog.Logger) (stop func()) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		log.Warn("cannot become a child subreaper; orphaned grandchildren go to init, and are still killed by their mark", "err", err)
@@ -166,6 +167,7 @@ func startSubreaper(log *slog.Logger) (stop func()) {
 		defer close(exited)
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
+		reapOrphans()
 		for {
 			select {
 			case <-done:

@@ -18,18 +18,21 @@ import (
 // Surviving a killed daemon (Options.Survive). Each ready stdio child's
 // pipes are held by the watchdog as well (keeper_linux.go), and what the
 // next daemon needs to go on talking to it — the instance's key, root,
-// definition identity, pid, start time, mark, executable and its session
-// (era, protocol version, initialize answer) — is kept in the survive
-// file, rewritten atomically as children become ready and exit. The next
-// daemon of the same state directory takes the pipes from the keeper
-// (Supervise) and AdoptSurvivors puts back the children whose definition
-// is unchanged, as an upgrade's Adopt does, with three differences: they
+// definition identity, pid, start time, mark, executable, its session
+// (era, protocol version, initialize answer), its ports and private
+// directory — is kept in the survive file, rewritten atomically as
+// children become ready and exit. The next daemon of the same state
+// directory takes the pipes from the keeper (Supervise) and
+// AdoptSurvivors puts back the children whose definition is unchanged,
+// as an upgrade's Adopt does, with three differences: they
 // are not its children (their exit is watched in /proc); their stdout is
 // resynchronised at the next line (the dead daemon may have read half of
 // one); and their request ids jump past any the dead daemon could have
 // used, so a late answer to one of its requests matches nothing and is
-// dropped. Children with per-instance resources (a port allocation, a
-// private directory) are not kept: they die with the daemon, as before.
+// dropped. An adopted child keeps its ports (claimed again) and its
+// private directory, which stays in the dead daemon's run directory: the
+// sweep leaves that directory to this pool, which removes it once empty
+// or at Close (adoptres.go).
 
 // surviveIDJump is how far a survivor's request ids jump past the last
 // recorded: more requests than the dead daemon sent since it wrote the
@@ -54,7 +57,7 @@ type survive struct {
 // keepSurvivor gives g's child to the watchdog, if the pool's children
 // survive a killed daemon.
 func (p *Pool) keepSurvivor(inst *instance, g *generation, log *slog.Logger) {
-	if !p.opts.Survive || g.proc == nil || perInstance(inst.def) {
+	if !p.opts.Survive || g.proc == nil {
 		return
 	}
 	if err := keepChild(g.proc); err != nil {
@@ -80,10 +83,7 @@ func (p *Pool) saveSurvivors() {
 		if inst.phase != phaseReady || g == nil || g.proc == nil || g.sess == nil || !g.proc.kept.Load() {
 			continue
 		}
-		c := g.proc
-		f.Children = append(f.Children, survivorRecord{HandoffChild: HandoffChild{ID: inst.id, Server: inst.def.Name, Key: inst.key.key,
-			Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded, Index: inst.index, Created: inst.created, Started: inst.started,
-			SchemaKey: g.schemaKey, Exec: g.execValue(), Pid: c.pid(), Start: c.start, Mark: c.mark, Session: g.sess.Snapshot()}, Exe: c.exe})
+		f.Children = append(f.Children, survivorRecord{HandoffChild: recordOf(inst, g), Exe: g.proc.exe})
 	}
 	p.unlock()
 	slices.SortFunc(f.Children, func(a, b survivorRecord) int { return strings.Compare(a.ID, b.ID) })
@@ -119,6 +119,7 @@ func (p *Pool) AdoptSurvivors() Adopted {
 		log := p.log.With("server", h.Server, "key", h.Key, "instance", h.ID, "pid", h.Pid)
 		c := adoptChild(h, log, &p.counters.server(h.Server).suppressed, false)
 		c.stdout = newResync(c.stdout)
+		res, lost := p.reclaim(h)
 		why := ""
 		switch {
 		case !p.opts.Survive:
@@ -128,12 +129,12 @@ func (p *Pool) AdoptSurvivors() Adopted {
 		case r.Exe == "" || exeOf(h.Pid) != r.Exe:
 			why = "its executable is not the one recorded"
 		default:
-			why = p.adopt(h, c, log)
+			why = p.adopt(h, c, res, lost, log)
 		}
 		if why != "" {
 			log.Info("not adopting a kept child: stopping it", "why", why)
 			out.Replaced = append(out.Replaced, h.ID)
-			p.stopLater(c)
+			p.stopLater(c, h, res)
 			continue
 		}
 		log.Info("adopted a child a killed daemon kept")

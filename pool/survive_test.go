@@ -2,8 +2,10 @@ package pool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,10 +18,12 @@ import (
 )
 
 // envSurviveDir is the state directory's parent of survivingDaemon;
-// envSurvive its Options.Survive ("1" or "").
+// envSurvive its Options.Survive ("1" or ""); envSurviveTmp=system leaves
+// its Options.TmpDir "" (os.TempDir()).
 const (
 	envSurviveDir = "MCPX_TEST_SURVIVE_DIR"
 	envSurvive    = "MCPX_TEST_SURVIVE"
+	envSurviveTmp = "MCPX_TEST_SURVIVE_TMP"
 )
 
 // surviveDef is the demo server the survive tests run, marked for the leak
@@ -33,12 +37,24 @@ func surviveDef(marker string, extra ...string) pool.Server {
 }
 
 func surviveOptions(dir string, survive bool) pool.Options {
-	return pool.Options{Survive: survive, SurviveFile: filepath.Join(dir, "state", "survive.json"), ReapInterval: -1, ExecWatch: -1}
+	tmp := filepath.Join(dir, "tmp")
+	if os.Getenv(envSurviveTmp) == "system" {
+		tmp = ""
+	}
+	return pool.Options{Survive: survive, SurviveFile: filepath.Join(dir, "state", "survive.json"), TmpDir: tmp, ReapInterval: -1, ExecWatch: -1}
+}
+
+// tmpParent is where surviveOptions(dir, ...) has the run directories made.
+func tmpParent(dir string) string {
+	if os.Getenv(envSurviveTmp) == "system" {
+		return os.TempDir()
+	}
+	return filepath.Join(dir, "tmp")
 }
 
 // survivingDaemon is a stand-in daemon: Supervise, a pool whose one demo
-// child has counted to 2, a call to it in flight; it prints the child's
-// pid and waits to be killed.
+// child (resServer's, with envResRange) has counted to 2, a call to it in
+// flight; it prints the child's pid and waits to be killed.
 func survivingDaemon() {
 	dir := os.Getenv(envSurviveDir)
 	if _, err := pool.Supervise(filepath.Join(dir, "state"), nil); err != nil {
@@ -46,7 +62,12 @@ func survivingDaemon() {
 		os.Exit(1)
 	}
 	p := pool.New(surviveOptions(dir, os.Getenv(envSurvive) == "1"))
-	p.SetServers([]pool.Server{surviveDef(os.Getenv(proctest.MarkerEnv))})
+	def := surviveDef(os.Getenv(proctest.MarkerEnv))
+	if os.Getenv(envResRange) != "" {
+		lo, hi := resRange()
+		def = resServer(os.Getenv(proctest.MarkerEnv), lo, hi, filepath.Join(dir, "exit.log"))
+	}
+	p.SetServers([]pool.Server{def})
 	ctx := context.Background()
 	tg := pool.Target{Server: "demo", Key: "global"}
 	for range 2 {
@@ -76,9 +97,9 @@ func survivingDaemon() {
 	select {}
 }
 
-// killedWithAChild starts survivingDaemon, SIGKILLs it mid-call and
-// returns the state directory's parent and its child's pid.
-func killedWithAChild(t *testing.T, survive bool) (string, int) {
+// killedWithAChild starts survivingDaemon (with env added), SIGKILLs it
+// mid-call and returns the state directory's parent and its child's pid.
+func killedWithAChild(t *testing.T, survive bool, env ...string) (string, int) {
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
 		t.Fatal(err)
@@ -87,7 +108,7 @@ func killedWithAChild(t *testing.T, survive bool) (string, int) {
 	if survive {
 		flag = "1"
 	}
-	d, child := startStandIn(t, envPoolDaemon+"=survive", envSurviveDir+"="+dir, envSurvive+"="+flag)
+	d, child := startStandIn(t, append(env, envPoolDaemon+"=survive", envSurviveDir+"="+dir, envSurvive+"="+flag)...)
 	d.Process.Kill()
 	d.Wait()
 	return dir, child
@@ -181,4 +202,101 @@ func TestSurviveTurnedOffKillsTheKept(t *testing.T) {
 		t.Fatalf("replaced %v; want the kept child", res.Replaced)
 	}
 	waitGone(t, child)
+}
+
+// killedWithAResChild is killedWithAChild with a resServer child whose
+// range is [lo, lo+1]; it returns the child's status as its file says.
+func killedWithAResChild(t *testing.T, lo int) (string, pool.InstanceStatus) {
+	t.Helper()
+	dir, child := killedWithAChild(t, true, fmt.Sprintf("%s=%d-%d", envResRange, lo, lo+1))
+	files, _ := filepath.Glob(filepath.Join(tmpParent(dir), "*", "demo-1-*", "child"))
+	if len(files) != 1 {
+		t.Fatalf("the killed daemon's tmpdirs hold %v; want one child file", files)
+	}
+	b, _ := os.ReadFile(files[0])
+	var pid, port int
+	if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &port); err != nil || pid != child {
+		t.Fatalf("the child's file says %q (%v); want pid %d and its port", b, err, child)
+	}
+	return dir, pool.InstanceStatus{ID: "demo-1", Pid: pid, Alloc: map[string]int{"cdp": port}, TmpDir: filepath.Dir(files[0])}
+}
+
+// TestSurviveKeepsPortsAndTmpdir: a killed daemon's child with an
+// allocated port and a ${mcpx.tmpdir} is adopted with both: the same
+// child on the same port, its directory kept in the dead daemon's run
+// directory (which the sweep leaves), both released when it stops, and
+// nothing left after Close; with pool.tmpDir set, and without (the run
+// directories are then mcpx-instances-* in os.TempDir()).
+func TestSurviveKeepsPortsAndTmpdir(t *testing.T) {
+	for _, where := range []string{"pool.tmpDir", "os.TempDir"} {
+		t.Run(where, func(t *testing.T) {
+			proctest.CheckNoLeaks(t)
+			if where == "os.TempDir" {
+				sys := t.TempDir() // first: the test's own directories are made in the real one
+				t.Setenv("TMPDIR", sys)
+				t.Setenv(envSurviveTmp, "system")
+			}
+			lo, hi := freePorts(t, 2)
+			dir, before := killedWithAResChild(t, lo)
+			exitLog := filepath.Join(dir, "exit.log")
+			p, res := nextDaemon(t, dir, true, resServer(proctest.Marker(t), lo, hi, exitLog))
+			if len(res.Adopted) != 1 || len(res.Replaced) != 0 {
+				t.Fatalf("adopted %v, replaced %v; want one adopted", res.Adopted, res.Replaced)
+			}
+			carried(t, p, before, exitLog)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			p.Close(ctx)
+			noTmpLeft(t, tmpParent(dir))
+		})
+	}
+}
+
+// TestSurviveReplacesAChangedAllocation: a killed daemon's child whose
+// allocation range changed meanwhile is replaced; its port and tmpdir are
+// released once it is gone.
+func TestSurviveReplacesAChangedAllocation(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	lo, _ := freePorts(t, 4)
+	dir, before := killedWithAResChild(t, lo)
+	exitLog := filepath.Join(dir, "exit.log")
+	p, res := nextDaemon(t, dir, true, resServer(proctest.Marker(t), lo+2, lo+3, exitLog))
+	replaced(t, p, res, before, exitLog, lo+2, lo+3)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	p.Close(ctx)
+	noTmpLeft(t, tmpParent(dir))
+}
+
+// TestSweepSparesTheKeptChildrensRuns: the sweep of dead daemons' run
+// directories, which a start may run before AdoptSurvivors (a warm
+// start), leaves those holding the directories of the children the
+// survive file records.
+func TestSweepSparesTheKeptChildrensRuns(t *testing.T) {
+	dir := realDir(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(dir, "tmp", fmt.Sprintf("run-%d-1", dead.Process.Pid))
+	stale := filepath.Join(dir, "tmp", fmt.Sprintf("run-%d-2", dead.Process.Pid))
+	for _, d := range []string{filepath.Join(kept, "demo-1-x"), filepath.Join(stale, "demo-2-x"), filepath.Join(dir, "state")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := fmt.Sprintf(`{"children":[{"id":"demo-1","server":"demo","tmpdir":%q}]}`, filepath.Join(kept, "demo-1-x"))
+	if err := os.WriteFile(filepath.Join(dir, "state", "survive.json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := demoServer(t, "demo")
+	s.Env["TMP"] = "${mcpx.tmpdir}"
+	p := newPool(t, surviveOptions(dir, true), s)
+	envOf(t, p, "session:a", "TMP")
+	if _, err := os.Stat(filepath.Join(kept, "demo-1-x")); err != nil {
+		t.Errorf("the kept child's directory was swept: %v", err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the run directory of dead pid %d is still there: %v", dead.Process.Pid, err)
+	}
 }

@@ -9,6 +9,10 @@
 //	// ... when the instance stops, after its child has exited:
 //	h.Release()
 //
+// A successor that takes over a running child (one listening on its port
+// already) claims the port instead: Claim records it as held without
+// binding it.
+//
 // # The check-then-use gap
 //
 // Asking the kernel whether a port is free and later starting a child that
@@ -47,6 +51,9 @@ import (
 // ErrExhausted: every port of the range is taken, by an owner here or by
 // another process.
 var ErrExhausted = errors.New("no free port in the range")
+
+// ErrHeld: the port Claim asked for is held by an owner here.
+var ErrHeld = errors.New("the port is held by another owner")
 
 // Allocator is safe for concurrent use. The zero value is not usable; call New.
 type Allocator struct {
@@ -99,6 +106,24 @@ func (a *Allocator) Take(owner string, lo, hi int) (*Hold, error) {
 	}
 	n := hi - lo + 1
 	return nil, fmt.Errorf("%w [%d, %d]: %d of %d held by other instances, %d by other processes", ErrExhausted, lo, hi, n-busy, n, busy)
+}
+
+// Claim gives owner port without binding it: the child that listens on it
+// is already running (one a predecessor handed over). The Hold is
+// released as a taken one is, and Rebind binds it for a restart. The
+// error wraps ErrHeld when an owner here holds the port.
+func (a *Allocator) Claim(owner string, port int) (*Hold, error) {
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("bad port %d: want 1 <= port <= 65535", port)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if h, ok := a.taken[port]; ok {
+		return nil, fmt.Errorf("%w: port %d is held by %s", ErrHeld, port, h.owner)
+	}
+	h := &Hold{a: a, port: port, owner: owner}
+	a.taken[port] = h
+	return h, nil
 }
 
 // bind listens on port on the loopback addresses: 127.0.0.1 always, ::1
@@ -177,7 +202,7 @@ func (h *Hold) Release() {
 	h.a.mu.Unlock()
 }
 
-// Owner is who took the port, as Take was told.
+// Owner is who took the port, as Take or Claim was told.
 func (h *Hold) Owner() string { return h.owner }
 
 // Taken lists the ports handed out and not yet released, in order.

@@ -188,3 +188,53 @@ func TestBadRange(t *testing.T) {
 		}
 	}
 }
+
+// TestClaim: a claimed port is held without being bound (its child listens
+// on it), is not handed out again until released, and cannot be claimed
+// twice.
+func TestClaim(t *testing.T) {
+	lo, hi := freeRange(t, 2)
+	a := portalloc.New()
+	h, err := a.Claim("o", lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Port() != lo || h.Owner() != "o" {
+		t.Errorf("got port %d of %q, want %d of o", h.Port(), h.Owner(), lo)
+	}
+	if !bindable(lo) {
+		t.Fatalf("port %d is bound after Claim; want it left to the child", lo)
+	}
+	taken, err := a.Take("p", lo, hi)
+	if err != nil || taken.Port() != hi {
+		t.Fatalf("Take past a claimed port: %v; want %d", err, hi)
+	}
+	defer taken.Release()
+	if _, err := a.Claim("q", hi); !errors.Is(err, portalloc.ErrHeld) {
+		t.Errorf("Claim of a taken port: err = %v, want ErrHeld", err)
+	}
+	if _, err := a.Claim("q", lo); !errors.Is(err, portalloc.ErrHeld) {
+		t.Errorf("Claim of a claimed port: err = %v, want ErrHeld", err)
+	}
+	if err := h.Rebind(); err != nil || bindable(lo) {
+		t.Fatalf("Rebind of a claimed port: %v (bindable %v)", err, bindable(lo))
+	}
+	h.Release()
+	if !bindable(lo) || slices.Contains(a.Taken(), lo) {
+		t.Fatalf("port %d still held after Release: taken %v", lo, a.Taken())
+	}
+	h2, err := a.Claim("q", lo)
+	if err != nil {
+		t.Fatalf("a released port cannot be claimed again: %v", err)
+	}
+	h2.Release()
+}
+
+func TestClaimBadPort(t *testing.T) {
+	a := portalloc.New()
+	for _, port := range []int{0, -1, 65536} {
+		if _, err := a.Claim("o", port); err == nil || errors.Is(err, portalloc.ErrHeld) {
+			t.Errorf("Claim(%d): err = %v, want a range error", port, err)
+		}
+	}
+}
