@@ -182,7 +182,8 @@ func callText(ctx context.Context, c *client.Client, cl client.Caller, server, t
 // messages, and counting on their MCP session's own child). No call fails
 // or is answered twice, no MCP session is lost, every counter counts on
 // from where it was (the children and their state survived), every pid is
-// the same, the daemon holds as many descriptors after as before, and a
+// the same (a private directory's child with its directory), the daemon
+// holds as many descriptors after as before, and a
 // server whose executable changed between two upgrades is replaced while
 // the others are adopted. Every process is gone at the end.
 func TestUpgradeProcess(t *testing.T) {
@@ -199,7 +200,7 @@ func TestUpgradeProcess(t *testing.T) {
 		"echo":    map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "global", "env": childEnv},
 		"other":   map[string]any{"command": otherBin, "args": []string{"demo-server"}, "scope": "global", "env": childEnv},
 		"leased":  map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "pid", "env": childEnv},
-		// A private directory per instance: not handed over, but stopped.
+		// A private directory per instance: handed over with it.
 		"scratch": map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "global",
 			"env": map[string]string{proctest.MarkerEnv: proctest.Marker(t), "SCRATCH": "${mcpx.tmpdir}"}},
 	}})
@@ -235,19 +236,25 @@ func TestUpgradeProcess(t *testing.T) {
 	if got, err := callText(ctx, d.bc, leased, "leased", "counter", "{}"); err != nil || got != "1" {
 		t.Fatalf("leased count: %q, %v", got, err)
 	}
-	d.bc.CloseIdleConnections()
-	// Every descriptor the daemon holds now it holds after (the scratch
-	// child's go with it).
-	fdsBefore, kindsBefore := d.steadyFDs(), d.fdKinds()
-	if _, err := callText(ctx, d.bc, client.Caller{Cwd: dir}, "scratch", "echo", `{"message":"warm"}`); err != nil {
+	// The scratch child's private directory, with a file in it, and its
+	// count: both must be there after the upgrades.
+	scratchDir, err := callText(ctx, d.bc, client.Caller{Cwd: dir}, "scratch", "env", `{"name":"SCRATCH"}`)
+	if err != nil || scratchDir == "" {
+		t.Fatalf("scratch's ${mcpx.tmpdir}: %q, %v", scratchDir, err)
+	}
+	if err := os.WriteFile(filepath.Join(scratchDir, "kept"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if got, err := callText(ctx, d.bc, client.Caller{Cwd: dir}, "scratch", "counter", "{}"); err != nil || got != "1" {
+		t.Fatalf("scratch count: %q, %v", got, err)
+	}
+	d.bc.CloseIdleConnections()
+	// Every descriptor the daemon holds now it holds after.
+	fdsBefore, kindsBefore := d.steadyFDs(), d.fdKinds()
 	before := d.instances()
 	if len(before) != restCallers+4 {
 		t.Fatalf("instances before: %d, want %d: %v", len(before), restCallers+4, before)
 	}
-	scratch := before["scratch-1"]
-	delete(before, "scratch-1")
 
 	// The callers, until stop: each call's answer is checked, its latency kept.
 	var (
@@ -400,11 +407,14 @@ func TestUpgradeProcess(t *testing.T) {
 			t.Errorf("%s: pid %d before, %+v after", id, in.Pid, a)
 		}
 	}
-	if running(scratch.Pid) {
-		t.Errorf("the scratch child (pid %d), not handed over, outlived the upgrades", scratch.Pid)
+	if got, err := callText(ctx, d.bc, client.Caller{Cwd: dir}, "scratch", "env", `{"name":"SCRATCH"}`); err != nil || got != scratchDir {
+		t.Errorf("scratch's ${mcpx.tmpdir} after the upgrades: %q, %v; want %q", got, err, scratchDir)
 	}
-	if _, ok := after["scratch-1"]; ok {
-		t.Errorf("scratch-1 is still an instance after the upgrades")
+	if _, err := os.Stat(filepath.Join(scratchDir, "kept")); err != nil {
+		t.Errorf("the file in scratch's private directory after the upgrades: %v", err)
+	}
+	if got, err := callText(ctx, d.bc, client.Caller{Cwd: dir}, "scratch", "counter", "{}"); err != nil || got != "2" {
+		t.Errorf("scratch count after the upgrades: %q, %v (want 2: the same child)", got, err)
 	}
 	var upgradeEvents []string
 	evctx, cancel := context.WithTimeout(ctx, 10*time.Second)
