@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/catalog"
 	"mcpx.dev/mcpx/clientgen"
+	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
 )
@@ -226,8 +227,15 @@ func (cm *codeMode) Run(ctx context.Context, r broker.Request, code string) (jso
 		return cm.runFailed(ctx, r, "starting the run", stopped, err), nil
 	}
 	defer run.Close(context.WithoutCancel(ctx))
+	// The script's records say what it did not have to: the run is the
+	// caller's call of run on /mcp. No scope key: a key is a server's
+	// scope applied to the caller, and the run's calls may reach as many
+	// servers, of as many scopes; each call's record in the call log has
+	// its own.
+	records := &runner.Fields{Session: run.Caller().Session, ParentSession: run.Caller().ParentSession,
+		Server: mcpserver.Name, Tool: mcpserver.ToolRun, Cwd: dir, Version: cm.s.version}
 	env, err := run.Script(ctx, runner.Script{Runtime: rt, Path: scripts.ExecName, Snippet: code, Cache: cm.cache,
-		Envelope: true, MaxOutput: cfg.MaxOutput, Stdin: strings.NewReader(""), Sandbox: sandbox})
+		Envelope: true, MaxOutput: cfg.MaxOutput, Stdin: strings.NewReader(""), Sandbox: sandbox, Records: records})
 	if err != nil {
 		var re *runner.Error
 		if errors.As(err, &re) && re.Op == runner.OpBundle {
