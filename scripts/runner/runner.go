@@ -97,12 +97,15 @@ func Start(ctx context.Context, o Options) (r *Run, err error) {
 		if !o.Client.Remote() {
 			mappings = nil
 		}
-		if r.relay, err = o.Client.StartRelay(client.RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: mappings, Config: o.Config}); err != nil {
+		var relay *client.Relay
+		relay, err = o.Client.StartRelay(client.RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: mappings, Config: o.Config})
+		if err != nil {
 			return nil, err
 		}
+		r.relay = relay
 		defer func() {
-			if err != nil {
-				r.relay.Close()
+			if err != nil { // r is nil by then
+				relay.Close()
 			}
 		}()
 	}
