@@ -91,11 +91,16 @@ func pidIn(file string) int {
 }
 
 // TestMCPCodeModeRunTimeout: a snippet that never ends is stopped at
-// mcp.runTimeout, its result says so, and its process is gone.
+// mcp.runTimeout, its result says so, and its process is gone; a run
+// whose time is up before its snippet runs says so too.
 func TestMCPCodeModeRunTimeout(t *testing.T) {
 	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
 	d, root := startCodeDaemonWith(t, cfg)
 	cs := codeClient(t, d, testToken, "code", root)
+	setCodeMode(d, cfg, func(m *config.MCP) { m.RunTimeout = config.Duration(time.Nanosecond) })
+	if a := runAt(t, cs, "return 1"); !a.isError || !strings.Contains(a.text, "[mcpx: the run was stopped after 1ns (mcp.runTimeout)]") {
+		t.Errorf("a run out of time before it started answered %q (error %v)", a.text, a.isError)
+	}
 	// The timeout bounds the whole run, the client and the bundle
 	// included: on a loaded machine a short one may end the run before
 	// the snippet runs, so it grows until the snippet has run.
