@@ -152,34 +152,38 @@ func TestMCPCodeModeRunOutput(t *testing.T) {
 
 // TestMCPCodeModeRunCancelled: cancelling the MCP request (go-sdk sends
 // notifications/cancelled) ends the script's process, and the session
-// goes on serving.
+// goes on serving, in either era.
 func TestMCPCodeModeRunCancelled(t *testing.T) {
 	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
 	cfg.MCP.RunTimeout = config.Duration(time.Hour) // only the cancellation ends the run
 	d, root := startCodeDaemonWith(t, cfg)
-	cs := codeClient(t, d, testToken, "code", root)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run", Arguments: map[string]any{
-			"code": `Deno.writeTextFileSync(` + jsString(pidFile) + `, String(Deno.pid)); await new Promise((r) => setTimeout(r, 3_600_000))`}})
-		done <- err
-	}()
-	testenv.WaitFor(t, "the snippet to run", func() bool { return pidIn(pidFile) > 0 })
-	pid := pidIn(pidFile)
-	started := procStart(pid)
-	if started == "" {
-		t.Fatalf("the script %d is gone before the call was cancelled", pid)
-	}
-	cancel()
-	if err := <-done; err == nil {
-		t.Error("the cancelled call answered")
-	}
-	testenv.WaitFor(t, "the cancelled run's script to end", func() bool { return procStart(pid) != started })
-	if text, isErr := runCode(t, cs, "return 1 + 1"); isErr || text != "2" {
-		t.Errorf("a run after the cancelled one answered %q (error %v)", text, isErr)
+	for era, version := range map[string]string{"handshake": "2025-11-25", "stateless": ""} {
+		t.Run(era, func(t *testing.T) {
+			cs := codeClientOver(t, d, bearer{testToken}, "code", root, version)
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run", Arguments: map[string]any{
+					"code": `Deno.writeTextFileSync(` + jsString(pidFile) + `, String(Deno.pid)); await new Promise((r) => setTimeout(r, 3_600_000))`}})
+				done <- err
+			}()
+			testenv.WaitFor(t, "the snippet to run", func() bool { return pidIn(pidFile) > 0 })
+			pid := pidIn(pidFile)
+			started := procStart(pid)
+			if started == "" {
+				t.Fatalf("the script %d is gone before the call was cancelled", pid)
+			}
+			cancel()
+			if err := <-done; err == nil {
+				t.Error("the cancelled call answered")
+			}
+			testenv.WaitFor(t, "the cancelled run's script to end", func() bool { return procStart(pid) != started })
+			if text, isErr := runCode(t, cs, "return 1 + 1"); isErr || text != "2" {
+				t.Errorf("a run after the cancelled one answered %q (error %v)", text, isErr)
+			}
+		})
 	}
 }
 
@@ -228,14 +232,7 @@ func (s sessions) RoundTrip(r *http.Request) (*http.Response, error) {
 // script started; a field the record has is its own.
 func TestMCPCodeModeRunLogs(t *testing.T) {
 	d, root := startCodeDaemon(t)
-	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-logs", Version: "1"}, nil)
-	c.AddRoots(&mcp.Root{URI: "file://" + root})
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp?mode=code",
-		HTTPClient: &http.Client{Transport: sessions{testToken, "task-3", "agent-7"}}, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := codeClientOver(t, d, sessions{testToken, "task-3", "agent-7"}, "code", root, "")
 	a := runAt(t, cs, `log.info("n is {n}", {n: 2}); log.warn("mine", {tool: "own"}); return Deno.pid`)
 	if a.isError {
 		t.Fatalf("run: %s", a.text)
@@ -271,6 +268,13 @@ func TestMCPCodeModeRunLogs(t *testing.T) {
 	}
 	if !strings.Contains(lines[1], `"msg":"mine"`) || !strings.Contains(lines[1], `"tool":"own"`) || strings.Contains(lines[1], `"tool":"run"`) {
 		t.Errorf("a record's own tool field was overwritten: %s", lines[1])
+	}
+
+	// A client of the handshake era that names no session has its MCP
+	// session's.
+	hs := codeClientOver(t, d, bearer{testToken}, "code", root, "2025-11-25")
+	if a := runAt(t, hs, `log.info("hi")`); !strings.Contains(a.structured.Logs, `"session":"mcp-`+hs.ID()+`"`) || hs.ID() == "" {
+		t.Errorf("a run in MCP session %q logged %q", hs.ID(), a.structured.Logs)
 	}
 }
 

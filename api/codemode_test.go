@@ -108,13 +108,20 @@ func TestMCPCodeModeTypeScriptSDKClient(t *testing.T) {
 }
 
 // codeClient connects a go-sdk client as token to /mcp?mode=mode, with
-// its one root.
+// its one root, in go-sdk's latest revision.
 func codeClient(t *testing.T, d *daemon, token, mode, root string) *mcp.ClientSession {
+	t.Helper()
+	return codeClientOver(t, d, bearer{token}, mode, root, "")
+}
+
+// codeClientOver is codeClient with the HTTP transport rt (which says who
+// calls), in the revision version ("" = go-sdk's latest).
+func codeClientOver(t *testing.T, d *daemon, rt http.RoundTripper, mode, root, version string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-code", Version: "1"}, nil)
 	c.AddRoots(&mcp.Root{URI: "file://" + root, Name: "root"})
-	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp?mode=" + mode, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1}
-	cs, err := c.Connect(t.Context(), tr, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp?mode=" + mode, HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1}
+	cs, err := c.Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
