@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/catalog"
 	"mcpx.dev/mcpx/clientgen"
+	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
 )
@@ -182,8 +183,9 @@ func (cm *codeMode) Run(ctx context.Context, r broker.Request, code string) (jso
 	if confined && rt.Name != "deno" {
 		return toolResult("run confines the code of a caller other than the broker's owner with deno's permissions, and this broker runs "+rt.Name+`: its owner can set "mcp": {"runtime": "deno"}`, nil, true), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.RunTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, cfg.RunTimeout, errRunTimeout)
 	defer cancel()
+	stopped := fmt.Sprintf("[mcpx: the run was stopped after %s (mcp.runTimeout)]", cfg.RunTimeout)
 
 	ln := newPipeListener()
 	srv := NewServer(cm.h, cm.s.log)
@@ -222,20 +224,27 @@ func (cm *codeMode) Run(ctx context.Context, r broker.Request, code string) (jso
 	run, err := runner.Start(ctx, runner.Options{Client: bc, Caller: client.Caller{Cwd: cwd, Scope: string(r.Context.Scope)},
 		Session: r.Context.Session, ParentSession: r.Context.ParentSession, Dir: dir, Relay: true})
 	if err != nil {
-		return cm.runFailed(r, "starting the run", err), nil
+		return cm.runFailed(ctx, r, "starting the run", stopped, err), nil
 	}
 	defer run.Close(context.WithoutCancel(ctx))
+	// The script's records say what it did not have to: the run is the
+	// caller's call of run on /mcp. No scope key: a key is a server's
+	// scope applied to the caller, and the run's calls may reach as many
+	// servers, of as many scopes; each call's record in the call log has
+	// its own.
+	records := &runner.Fields{Session: run.Caller().Session, ParentSession: run.Caller().ParentSession,
+		Server: mcpserver.Name, Tool: mcpserver.ToolRun, Cwd: dir, Version: cm.s.version}
 	env, err := run.Script(ctx, runner.Script{Runtime: rt, Path: scripts.ExecName, Snippet: code, Cache: cm.cache,
-		Envelope: true, MaxOutput: cfg.MaxOutput, Stdin: strings.NewReader(""), Sandbox: sandbox})
+		Envelope: true, MaxOutput: cfg.MaxOutput, Stdin: strings.NewReader(""), Sandbox: sandbox, Records: records})
 	if err != nil {
 		var re *runner.Error
 		if errors.As(err, &re) && re.Op == runner.OpBundle {
 			return toolResult("the code does not compile: "+err.Error(), nil, true), nil
 		}
-		return cm.runFailed(r, "running the code", err), nil
+		return cm.runFailed(ctx, r, "running the code", stopped, err), nil
 	}
-	if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-		env.Stderr += fmt.Sprintf("\n[mcpx: the run was stopped after %s (mcp.runTimeout)]", cfg.RunTimeout)
+	if errors.Is(context.Cause(ctx), errRunTimeout) {
+		env.Stderr += "\n" + stopped
 	}
 	structured, _ := json.Marshal(map[string]any{
 		"value": env.Result, "exitCode": env.ExitCode, "ms": env.DurationMs, "calls": env.Calls,
@@ -259,14 +268,23 @@ func stdoutUnlessValue(env scripts.Envelope) string {
 	return env.Stdout
 }
 
+// errRunTimeout is the cause of a run's context that mcp.runTimeout ended.
+var errRunTimeout = errors.New("the run's time is up (mcp.runTimeout)")
+
 // runFailed is the result of a run that could not run: the whole error to
-// the owner, a plain sentence to anyone else (the log has the rest).
-func (cm *codeMode) runFailed(r broker.Request, what string, err error) json.RawMessage {
+// the owner, a plain sentence to anyone else (the log has the rest), and
+// stopped when the run's time was up before the script ran (the client
+// and the bundle count in it).
+func (cm *codeMode) runFailed(ctx context.Context, r broker.Request, what, stopped string, err error) json.RawMessage {
 	cm.s.log.Warn("code mode: "+what, "caller", r.Caller.Name, "err", err)
+	msg := what + " failed on the broker; its owner can read why in the daemon's log"
 	if r.Caller.Owner {
-		return toolResult(what+": "+err.Error(), nil, true)
+		msg = what + ": " + err.Error()
 	}
-	return toolResult(what+" failed on the broker; its owner can read why in the daemon's log", nil, true)
+	if errors.Is(context.Cause(ctx), errRunTimeout) {
+		msg += "\n" + stopped
+	}
+	return toolResult(msg, nil, true)
 }
 
 // pipeListener is an in-memory net.Listener: dial hands Accept one end of

@@ -40,7 +40,12 @@ func denoBin(t *testing.T) string {
 // runtime deno, and a token issuer.
 func startCodeDaemon(t *testing.T) (*daemon, string) {
 	t.Helper()
-	return startCodeDaemonWith(t, demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "secret": `{"scope": "global"}`}))
+	return startCodeDaemonWith(t, codeConfig(t))
+}
+
+// codeConfig serves the demo (cwd scope) and "secret".
+func codeConfig(t *testing.T) *config.Config {
+	return demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "secret": `{"scope": "global"}`})
 }
 
 // startCodeDaemonWith is startCodeDaemon serving cfg's servers.
@@ -103,13 +108,20 @@ func TestMCPCodeModeTypeScriptSDKClient(t *testing.T) {
 }
 
 // codeClient connects a go-sdk client as token to /mcp?mode=mode, with
-// its one root.
+// its one root, in go-sdk's latest revision.
 func codeClient(t *testing.T, d *daemon, token, mode, root string) *mcp.ClientSession {
+	t.Helper()
+	return codeClientOver(t, d, bearer{token}, mode, root, "")
+}
+
+// codeClientOver is codeClient with the HTTP transport rt (which says who
+// calls), in the revision version ("" = go-sdk's latest).
+func codeClientOver(t *testing.T, d *daemon, rt http.RoundTripper, mode, root, version string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-code", Version: "1"}, nil)
 	c.AddRoots(&mcp.Root{URI: "file://" + root, Name: "root"})
-	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp?mode=" + mode, HTTPClient: &http.Client{Transport: bearer{token}}, MaxRetries: -1}
-	cs, err := c.Connect(t.Context(), tr, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp?mode=" + mode, HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1}
+	cs, err := c.Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,15 +160,25 @@ func runCode(t *testing.T, cs *mcp.ClientSession, code string) (string, bool) {
 
 // TestMCPCodeModeConfinesAGrant: a caller whose grant says code runs only
 // what its rights reach: its servers (not "secret"), through its client and
-// through callTool, and its root's files (not another directory's, not
-// the daemon's environment). A caller without the code right gets no run.
+// through callTool, and its root's files to read (not to write, not another
+// directory's, not the daemon's environment); no process, host, native
+// code, system information, remote module or npm package. On bun or node
+// its run is refused. A caller without the code right gets no run.
 func TestMCPCodeModeConfinesAGrant(t *testing.T) {
-	d, root := startCodeDaemon(t)
+	cfg := codeConfig(t)
+	d, root := startCodeDaemonWith(t, cfg)
 	outside, _ := filepath.EvalSymlinks(t.TempDir())
 	os.WriteFile(filepath.Join(root, "mine.txt"), []byte("in the root"), 0o600)
 	os.WriteFile(filepath.Join(outside, "theirs.txt"), []byte("outside"), 0o600)
 	t.Setenv("MCPX_CODE_MODE_SECRET", "the daemon's")
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("reached")) }))
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ".js") {
+			w.Header().Set("Content-Type", "application/javascript")
+			w.Write([]byte(`export default "reached";`))
+			return
+		}
+		w.Write([]byte("reached"))
+	}))
 	defer other.Close()
 
 	m := mint(t, d.unix, wire.TokenRequest{Subject: "ci", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, Code: true, MCPMode: "both"}})
@@ -176,10 +198,28 @@ func TestMCPCodeModeConfinesAGrant(t *testing.T) {
 		"the daemon's environment": `return Deno.env.get("MCPX_CODE_MODE_SECRET") ?? (() => { throw new Error("unset") })()`,
 		"a process":                `return new Deno.Command("true").outputSync().code`,
 		"another host":             `return await (await fetch(` + jsString(other.URL) + `)).text()`,
+		"a file in its root":       `Deno.writeTextFileSync(` + jsString(filepath.Join(root, "written.txt")) + `, "x")`,
+		"native code":              `return String(Deno.dlopen("libc.so.6", {}))`,
+		"the system":               `return Deno.hostname()`,
+		"a remote module":          `const u = ` + jsString(other.URL+"/m.js") + `; return (await import(u)).default`,
+		"an npm package":           `const p = "npm:" + "left-pad"; return String(await import(p))`,
 	} {
 		text, isErr := runCode(t, cs, code)
 		if !isErr || strings.Contains(text, "outside") || strings.Contains(text, "the daemon's") || strings.Contains(text, "reached") {
 			t.Errorf("run reaching %s: %q (error %v), want a failure", what, text, isErr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "written.txt")); err == nil {
+		t.Errorf("a confined run wrote in its root")
+	}
+
+	// Only deno confines: on bun or node such a caller's run is refused,
+	// naming deno.
+	for name, bin := range map[string]string{"bun": testenv.NPMPackageBinNamed(t, "bun", "bun"), "node": testenv.Node(t)} {
+		setCodeMode(d, cfg, func(m *config.MCP) { m.Runtime = bin })
+		text, isErr := runCode(t, cs, "return 1")
+		if !isErr || !strings.Contains(text, "runs "+name) || !strings.Contains(text, `"mcp": {"runtime": "deno"}`) {
+			t.Errorf("a confined run on %s: %q (error %v), want a refusal naming deno", name, text, isErr)
 		}
 	}
 

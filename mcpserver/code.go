@@ -31,11 +31,11 @@ type Code interface {
 // called once, before the endpoint serves (package api's New).
 func (s *Server) SetCode(c Code) { s.code = c }
 
-// Code mode's tool names. A server's tool on /mcp is always named
-// <server>__<tool>, so neither can clash with one.
+// Code mode's tool names, as a client of /mcp calls them. A server's tool
+// on /mcp is always named <server>__<tool>, so neither can clash with one.
 const (
-	toolSearch = "search"
-	toolRun    = "run"
+	ToolSearch = "search"
+	ToolRun    = "run"
 )
 
 // surface says what the session's tools/list holds: code mode's tools,
@@ -104,7 +104,7 @@ func (ss *session) codeCall(ctx context.Context, st *stream, msg *message) (res 
 		return nil, false, nil
 	}
 	name := p.str("name")
-	if name != toolSearch && name != toolRun {
+	if name != ToolSearch && name != ToolRun {
 		return nil, false, nil
 	}
 	if code, _ := ss.surface(); !code {
@@ -122,7 +122,7 @@ func (ss *session) codeCall(ctx context.Context, st *stream, msg *message) (res 
 		}
 	}
 	r := ss.breqAt(ss.cwd(ctx, st), "", st)
-	if name == toolSearch {
+	if name == ToolSearch {
 		res, err = ss.srv.code.Search(ctx, r, args.Query, args.Limit, args.Budget)
 		return res, true, err
 	}

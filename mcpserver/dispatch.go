@@ -101,7 +101,7 @@ func (ss *session) serverDescription(ctx context.Context) (caps, info json.RawMe
 		}
 		return caps, info, instructions
 	}
-	info, _ = json.Marshal(map[string]string{"name": "mcpx", "title": "mcpx broker", "version": ss.srv.version})
+	info, _ = json.Marshal(map[string]string{"name": Name, "title": "mcpx broker", "version": ss.srv.version})
 	var parts []string
 	servers, _ := b.ServersAt(ss.breqAt(ss.hdr.Cwd, "", nil))
 	for _, sv := range servers {

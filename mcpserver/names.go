@@ -20,6 +20,10 @@ import (
 // Separator joins a server's name and its tool's or prompt's.
 const Separator = "__"
 
+// Name is the aggregate endpoint's own name (its serverInfo's): the server
+// a client of /mcp calls code mode's tools on.
+const Name = "mcpx"
+
 // MaxNameLen is the longest name the aggregate endpoint lists.
 const MaxNameLen = 64
 

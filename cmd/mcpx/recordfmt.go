@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
+
+	"mcpx.dev/mcpx/scripts/runner"
 )
 
 // Record formats: how `log`, `run`, `exec` (a script's log records on
@@ -88,65 +88,9 @@ func attrText(rec map[string]any) string {
 type recordWriter struct {
 	w      io.Writer
 	format string
-	run    *runFields // json records are given the run's fields; nil = none
+	run    *runner.Fields // json records are given the run's fields; nil = none
 	mu     sync.Mutex
 	buf    []byte
-}
-
-// runFields are what a run adds to each of its script's records (in the
-// json format) that the script did not have to say: the run's session and
-// parent session, the script's pid, its cwd, mcpx's version and the time
-// since the script started. A field the record has already is its own:
-// never overwritten.
-type runFields struct {
-	session, parentSession, cwd, version string
-	pid                                  atomic.Int64
-	start                                atomic.Int64 // unix ns; 0 = not started
-}
-
-func (f *runFields) started(pid int) {
-	f.start.Store(time.Now().UnixNano())
-	f.pid.Store(int64(pid))
-}
-
-// enrich is the record raw with the run's fields it lacks after its own
-// members, whose bytes are unchanged; a line that is not a record
-// ({"level", "msg", …}) is returned as it is.
-func (f *runFields) enrich(raw []byte) []byte {
-	var rec map[string]json.RawMessage
-	if json.Unmarshal(raw, &rec) != nil {
-		return raw
-	}
-	var level, msg string
-	if json.Unmarshal(rec["level"], &level) != nil || json.Unmarshal(rec["msg"], &msg) != nil {
-		return raw
-	}
-	body := bytes.TrimRight(raw, " \t\r")
-	out := append([]byte{}, body[:len(body)-1]...) // without its closing brace
-	add := func(k string, v any) {
-		if _, ok := rec[k]; ok {
-			return
-		}
-		js, _ := json.Marshal(v)
-		out = append(append(append(append(out, ',', '"'), k...), '"', ':'), js...)
-	}
-	if f.session != "" {
-		add("session", f.session)
-	}
-	if f.parentSession != "" {
-		add("parentSession", f.parentSession)
-	}
-	if pid := f.pid.Load(); pid > 0 {
-		add("pid", pid)
-	}
-	if f.cwd != "" {
-		add("cwd", f.cwd)
-	}
-	add("mcpxVersion", f.version)
-	if st := f.start.Load(); st > 0 {
-		add("elapsedMs", time.Since(time.Unix(0, st)).Milliseconds())
-	}
-	return append(out, '}')
 }
 
 func (r *recordWriter) Write(p []byte) (int, error) {
@@ -160,7 +104,7 @@ func (r *recordWriter) Write(p []byte) (int, error) {
 		}
 		line := r.buf[:i]
 		if r.run != nil && r.format == formatJSON {
-			line = r.run.enrich(line)
+			line = r.run.Enrich(line)
 		}
 		if _, err := io.WriteString(r.w, formatRecord(r.format, line)+"\n"); err != nil {
 			return len(p), err
@@ -178,7 +122,7 @@ func (r *recordWriter) Close() error {
 	}
 	line := r.buf
 	if r.run != nil && r.format == formatJSON {
-		line = r.run.enrich(line)
+		line = r.run.Enrich(line)
 	}
 	_, err := io.WriteString(r.w, formatRecord(r.format, line))
 	r.buf = nil

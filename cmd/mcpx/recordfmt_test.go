@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"mcpx.dev/mcpx/scripts/runner"
 )
 
 // TestRecordFormats: one record in each format; a line that is not a
@@ -40,16 +42,16 @@ func TestRecordFormats(t *testing.T) {
 // bytes, unchanged; a field the record has is its own; a line that is not
 // a record, and the other formats, get nothing.
 func TestRunFields(t *testing.T) {
-	f := &runFields{session: "run-1", parentSession: "agent", cwd: "/src/app", version: "1.2.3"}
-	f.started(4242)
+	f := &runner.Fields{Session: "run-1", ParentSession: "agent", Cwd: "/src/app", Version: "1.2.3"}
+	f.Started(4242)
 	rec := `{"time":"T","level":"info","msg":"hi", "cwd":"mine"}`
-	got := string(f.enrich([]byte(rec + " ")))
+	got := string(f.Enrich([]byte(rec + " ")))
 	want := `{"time":"T","level":"info","msg":"hi", "cwd":"mine","session":"run-1","parentSession":"agent","pid":4242,"mcpxVersion":"1.2.3","elapsedMs":`
 	if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "}") {
 		t.Errorf("enriched:\n%s\nwant a prefix of\n%s", got, want)
 	}
 	for _, line := range []string{`not json`, `{"msg":"no level"}`, `[1,2]`, `{"level":1,"msg":"x"}`} {
-		if got := string(f.enrich([]byte(line))); got != line {
+		if got := string(f.Enrich([]byte(line))); got != line {
 			t.Errorf("%s enriched to %s", line, got)
 		}
 	}

@@ -96,7 +96,7 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 		return usageError(c, fs, "%s", msg)
 	}
 	stderr := c.stderr
-	run := &runFields{version: version()}
+	run := &runner.Fields{Version: version()}
 	if !*sf.asJSON {
 		rw := &recordWriter{w: c.stderr, format: *sf.format, run: run}
 		defer rw.Close()
@@ -192,8 +192,8 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	if err != nil {
 		return report(c, err)
 	}
-	run.session, run.parentSession, run.cwd = r.Caller().Session, r.Caller().ParentSession, dir
-	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Started: run.started, Runtime: rt, Interpreter: interp, Path: script, Snippet: src.snippet, Prefix: set.prefix, Suffix: set.suffix, Minimal: *sf.minimal,
+	run.Session, run.ParentSession, run.Cwd = r.Caller().Session, r.Caller().ParentSession, dir
+	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Started: run.Started, Runtime: rt, Interpreter: interp, Path: script, Snippet: src.snippet, Prefix: set.prefix, Suffix: set.suffix, Minimal: *sf.minimal,
 		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: append(devEnv, env...), Deps: deps, Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: stderr})
 	// Release the lease and stop the run's session (with a context of
 	// their own: ctx may be the interrupt that ended the script).

@@ -39,6 +39,16 @@
 // directory instead of running esbuild. A script file, or any import or
 // require, is bundled on every run.
 //
+// # Log records
+//
+// A script's log records (the generated client's log: one JSON object a
+// line on stderr) do not say what the run knows: Fields adds it, after
+// the record's own members (its session and parent session, the tool
+// call the run is, the script's pid and cwd, mcpx's version, the time
+// since the script started). `mcpx run` enriches the records it prints
+// with Fields.Enrich; Script.Records enriches stderr as the script writes
+// it, which code mode's run (package api) answers as its logs.
+//
 // # Interrupts and exit codes
 //
 // An interrupt (ctx ends) is passed on to the script as SIGINT: it ends,

@@ -97,12 +97,15 @@ func Start(ctx context.Context, o Options) (r *Run, err error) {
 		if !o.Client.Remote() {
 			mappings = nil
 		}
-		if r.relay, err = o.Client.StartRelay(client.RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: mappings, Config: o.Config}); err != nil {
+		var relay *client.Relay
+		relay, err = o.Client.StartRelay(client.RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: mappings, Config: o.Config})
+		if err != nil {
 			return nil, err
 		}
+		r.relay = relay
 		defer func() {
-			if err != nil {
-				r.relay.Close()
+			if err != nil { // r is nil by then
+				relay.Close()
 			}
 		}()
 	}
@@ -202,6 +205,11 @@ type Script struct {
 	MaxOutput int
 	// Started, when not nil, is told the script's pid once it runs.
 	Started func(pid int)
+	// Records, when not nil, are the run's fields: each log record the
+	// script writes on stderr gets them (Fields.Enrich) as it is written,
+	// before Envelope's MaxOutput counts it. They are told the script's
+	// pid once it runs.
+	Records *Fields
 	// Sandbox, when not nil, confines the script (code mode's run for a
 	// caller other than the owner). Only deno confines a script, so any
 	// other runtime is refused, as are interpreters.
@@ -285,7 +293,23 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 	if s.Envelope {
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 	}
-	if env.ExitCode, err = wait(ctx, cmd, env.Runtime, s.Started); err != nil || !s.Envelope {
+	started := s.Started
+	var records *recordLines
+	if s.Records != nil && cmd.Stderr != nil {
+		records = &recordLines{w: cmd.Stderr, f: s.Records}
+		cmd.Stderr = records
+		started = func(pid int) {
+			s.Records.Started(pid)
+			if s.Started != nil {
+				s.Started(pid)
+			}
+		}
+	}
+	env.ExitCode, err = wait(ctx, cmd, env.Runtime, started)
+	if records != nil {
+		records.flush() //nolint:errcheck // the last line lost, as any write of stderr may be
+	}
+	if err != nil || !s.Envelope {
 		return env, err
 	}
 	calls, err := scripts.ReadCalls(reportFile)

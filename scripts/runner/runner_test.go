@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,6 +130,22 @@ export default async (a: { message: string }) => {
 	_, err = b.unix.CallTool(ctx, client.Caller{Cwd: dir, Lease: caller.Lease}, "demo", "echo", json.RawMessage(`{"message":"x"}`), nil)
 	if p := (*wire.Problem)(nil); !errors.As(err, &p) || p.Field != wire.HeaderLease {
 		t.Errorf("a call under the released lease: %v, want it refused", err)
+	}
+}
+
+// TestStartFails: a Start that cannot take its lease (its context is
+// over) fails with nothing held, closing the relay it had started.
+func TestStartFails(t *testing.T) {
+	b := startBroker(t, "global")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r, err := runner.Start(ctx, runner.Options{Client: b.unix, Caller: client.Caller{Cwd: t.TempDir()}, Relay: true})
+	if err == nil {
+		r.Close(t.Context())
+		t.Fatal("Start with its context over took a lease")
+	}
+	if r != nil {
+		t.Errorf("a failed Start returned a run %+v", r)
 	}
 }
 
