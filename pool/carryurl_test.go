@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,7 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,11 +24,12 @@ import (
 	"mcpx.dev/mcpx/pool"
 )
 
-// The url-server upgrade tests: the remote, a stateful (handshake-era)
-// go-sdk streamable HTTP server, runs in the test's own process, across
-// both images of the upgrading daemon, and records what it is sent.
+// The url-server carry-over tests (upgrade and survive): the remote, a
+// stateful (handshake-era) go-sdk streamable HTTP server, runs in the
+// test's own process, across both images of the upgrading daemon or the
+// killed daemon and the next, and records what it is sent.
 const (
-	envUpgradeURL    = "MCPX_TEST_UPGRADE_URL"    // the remote's endpoint: the upgrade tests' server is a url server
+	envRemoteURL     = "MCPX_TEST_REMOTE_URL"     // the remote's endpoint: the stand-in daemons' server is a url server
 	envUpgradeExpire = "MCPX_TEST_UPGRADE_EXPIRE" // "1": the new image ends the remote session before Adopt
 )
 
@@ -104,7 +109,7 @@ func (r *recordingRemote) calls() []string {
 // upgradeURL runs t's upgrade with the url server of r.
 func upgradeURL(t *testing.T, r *recordingRemote, env ...string) pool.InstanceStatus {
 	t.Helper()
-	_, before := upgradeWithAChild(t, append(env, envUpgradeURL+"="+r.url)...)
+	_, before := upgradeWithAChild(t, append(env, envRemoteURL+"="+r.url)...)
 	if before.Pid != 0 {
 		t.Fatalf("the url instance has pid %d", before.Pid)
 	}
@@ -222,7 +227,7 @@ func endHandedSession(t *testing.T) {
 	if err != nil || len(st.Children) != 1 || !st.Children[0].URL || st.Children[0].Session.SessionID == "" {
 		t.Fatalf("handoff state %s: %v; want one url instance with a session", b, err)
 	}
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, os.Getenv(envUpgradeURL), nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, os.Getenv(envRemoteURL), nil)
 	req.Header.Set("Mcp-Session-Id", st.Children[0].Session.SessionID)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -231,5 +236,75 @@ func endHandedSession(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("ending the handed-over session: %s", resp.Status)
+	}
+}
+
+// killedWithAURLSession starts survivingDaemon with the url server of r
+// and SIGKILLs it mid-call, once its survive file records the instance;
+// it returns the state directory's parent.
+func killedWithAURLSession(t *testing.T, r *recordingRemote) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d := exec.Command(os.Args[0], "-test.run=^$")
+	d.Env = append(os.Environ(), envPoolDaemon+"=survive", envSurviveDir+"="+dir, envSurvive+"=1", envRemoteURL+"="+r.url, proctest.Env(t))
+	out, err := d.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Stderr = os.Stderr
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	d.Process.Kill()
+	d.Wait()
+	if err != nil || strings.TrimSpace(line) != "0" {
+		t.Fatalf("the daemon reported pid %q, %v; want 0, a url instance's", line, err)
+	}
+	return dir
+}
+
+// TestSurviveCarriesURLSession: with Survive, the url instance of a
+// daemon SIGKILLed mid-call is adopted by the next daemon, which goes on
+// in the remote's session: the same Mcp-Session-Id, no second initialize.
+func TestSurviveCarriesURLSession(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	r := startRemote(t)
+	dir := killedWithAURLSession(t, r)
+	p, res := nextDaemon(t, dir, true, remoteDef(r.url, false))
+	if len(res.Adopted) != 1 || len(res.Replaced) != 0 {
+		t.Fatalf("adopted %v, replaced %v; want one adopted", res.Adopted, res.Replaced)
+	}
+	callAfter(t, p)
+	ids, inits := r.sessions()
+	if len(ids) != 1 || inits != 1 {
+		t.Fatalf("the remote saw sessions %q and %d initialize requests; want one of each: %+v", ids, inits, r.requests())
+	}
+	if calls := r.calls(); len(calls) != 4 || slices.ContainsFunc(calls, func(s string) bool { return s != ids[0] }) {
+		t.Errorf("tools/call sessions %q; want 4 (counter twice, sleep, counter) in %s", calls, ids[0])
+	}
+}
+
+// TestSurviveReplacesAChangedURLServer: a killed daemon's url instance
+// whose definition changed meanwhile is not adopted: the next call opens
+// a new session.
+func TestSurviveReplacesAChangedURLServer(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	r := startRemote(t)
+	dir := killedWithAURLSession(t, r)
+	p, res := nextDaemon(t, dir, true, remoteDef(r.url, true))
+	if len(res.Adopted) != 0 || len(res.Replaced) != 1 {
+		t.Fatalf("adopted %v, replaced %v; want one replaced", res.Adopted, res.Replaced)
+	}
+	callAfter(t, p)
+	ids, inits := r.sessions()
+	if len(ids) != 2 || inits != 2 {
+		t.Fatalf("the remote saw sessions %q and %d initialize requests; want two of each: %+v", ids, inits, r.requests())
+	}
+	if calls := r.calls(); calls[len(calls)-1] != ids[1] {
+		t.Errorf("tools/call sessions %q; want the last in the new session %s", calls, ids[1])
 	}
 }
