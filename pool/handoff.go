@@ -30,6 +30,16 @@ import (
 // and directory (adoptres.go), and stops the others, which the next call
 // replaces.
 //
+// A url server's ready, idle instance is handed over too, with no child:
+// its session's snapshot names the remote's session (Mcp-Session-Id), in
+// which the successor goes on over a new HTTP transport, sending no
+// second initialize (or, in the stateless era, server/discover). One not
+// adopted is dropped without a DELETE: its url and headers may have
+// changed, and the old ones are not written down (headers hold
+// credentials), so the remote ends it when it expires it. A remote that
+// ended the session meanwhile answers 404, and the next call goes through
+// a new session (mcpclient.ErrSessionExpired: Pool.Do sends it again).
+//
 // Children must not carry a parent-death signal across the exec: the
 // kernel sends it when the *thread* that forked them exits, and execve
 // ends every thread but its caller. With a watchdog (MaybeWatch,
@@ -58,7 +68,8 @@ type HandoffState struct {
 	TmpDirs []string `json:"tmpDirs,omitempty"`
 }
 
-// HandoffChild is one running stdio instance being handed over.
+// HandoffChild is one running instance being handed over: a stdio child,
+// or a url server's session (URL).
 type HandoffChild struct {
 	ID       string    `json:"id"`
 	Server   string    `json:"server"`
@@ -88,10 +99,19 @@ type HandoffChild struct {
 	// claims the others.
 	Tmpdir string         `json:"tmpdir,omitempty"`
 	Ports  map[string]int `json:"ports,omitempty"`
+	// URL: a url server's instance. It has no child: Exec, Pid, Start,
+	// Mark and the descriptors are zero, and Session names the remote's
+	// session (mcpclient.Snapshot.SessionID).
+	URL bool `json:"url,omitempty"`
 }
 
-// Files returns the descriptors h names.
-func (h HandoffChild) Files() []int { return []int{h.Stdin, h.Stdout, h.Stderr} }
+// Files returns the descriptors h names (none for a url instance).
+func (h HandoffChild) Files() []int {
+	if h.URL {
+		return nil
+	}
+	return []int{h.Stdin, h.Stdout, h.Stderr}
+}
 
 // ErrNoHandoff: this pool's children cannot outlive an exec of the daemon.
 var ErrNoHandoff = errors.New("no watchdog: children are tied to the spawning thread (parent-death signal), and an exec would kill them")
@@ -110,13 +130,13 @@ func CanHandoff() error {
 }
 
 // Handoff freezes the pool and calls exec with the state of its ready,
-// idle stdio instances; exec is meant not to return (it replaces the
+// idle stdio and url instances; exec is meant not to return (it replaces the
 // process image). The pool stays frozen while exec runs: no call starts,
-// no child is started or stopped. Instances that are not handed over (url
-// servers, busy or starting ones) are left out: the successor starts them
-// again on their next call, and their children, unmarked as handed over,
-// are killed as leftovers. If exec returns, its error is returned and the
-// pool goes on as before.
+// no child is started or stopped. Instances that are not handed over
+// (busy or starting ones, adapters) are left out: the successor starts
+// them again on their next call, and their children, unmarked as handed
+// over, are killed as leftovers. If exec returns, its error is returned
+// and the pool goes on as before.
 func (p *Pool) Handoff(exec func(HandoffState) error) error {
 	if err := CanHandoff(); err != nil {
 		return err
@@ -136,7 +156,9 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 	for _, inst := range p.instances {
 		if h, ok := handoffOf(inst); ok {
 			st.Children = append(st.Children, h)
-			handed[h.Mark] = true
+			if !h.URL {
+				handed[h.Mark] = true
+			}
 		}
 	}
 	// What is not handed over must not outlive the exec unowned: a child
@@ -153,8 +175,16 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 // Pool.mu held.
 func handoffOf(inst *instance) (HandoffChild, bool) {
 	g := inst.gen
-	if inst.phase != phaseReady || inst.inflight > 0 || g == nil || g.proc == nil || g.sess == nil {
+	if inst.phase != phaseReady || inst.inflight > 0 || g == nil || g.sess == nil {
 		return HandoffChild{}, false
+	}
+	if g.proc == nil {
+		// A url server's session, which lives at the remote; an adapter's
+		// lives in this process, and goes with it.
+		if inst.def.URL == "" || inst.def.Adapter != nil {
+			return HandoffChild{}, false
+		}
+		return recordOf(inst, g), true
 	}
 	h := recordOf(inst, g)
 	c := g.proc
@@ -171,14 +201,17 @@ func handoffOf(inst *instance) (HandoffChild, bool) {
 	return h, true
 }
 
-// recordOf is inst's HandoffChild for g, its ready stdio child, but for
-// the descriptors of its pipes. Called with Pool.mu held.
+// recordOf is inst's HandoffChild for g, its ready stdio child (but for
+// the descriptors of its pipes) or url session. Called with Pool.mu held.
 func recordOf(inst *instance, g *generation) HandoffChild {
-	c := g.proc
 	h := HandoffChild{ID: inst.id, Server: inst.def.Name, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded,
 		Index: inst.index, Created: inst.created, Started: inst.started,
-		SchemaKey: g.schemaKey, Exec: g.execValue(), Pid: c.pid(), Start: c.start, Mark: c.mark,
-		Session: g.sess.Snapshot()}
+		SchemaKey: g.schemaKey, Exec: g.execValue(), Session: g.sess.Snapshot()}
+	if c := g.proc; c != nil {
+		h.Pid, h.Start, h.Mark = c.pid(), c.start, c.mark
+	} else {
+		h.URL = true
+	}
 	if r := inst.res; r != nil {
 		h.Tmpdir = r.tmpdir
 		for name, hold := range r.ports {
@@ -223,6 +256,9 @@ func ClaimHandoff(st HandoffState) {
 	direct.mu.Lock()
 	defer direct.mu.Unlock()
 	for _, h := range st.Children {
+		if h.URL {
+			continue
+		}
 		direct.pids[h.Pid] = true
 		for _, fd := range h.Files() {
 			syscall.CloseOnExec(fd)
@@ -244,7 +280,9 @@ type Adopted struct {
 // stopped (stdin closed, SIGTERM, SIGKILL), and their next call starts a
 // child of the new definition. An adopted instance keeps its ports and
 // private directory; those of one stopped are released once its child is
-// gone.
+// gone. A url instance is adopted the same way, its session restored over
+// a new HTTP transport in the remote's session; one not adopted is
+// dropped (its remote session is left to expire).
 func (p *Pool) Adopt(st HandoffState) Adopted {
 	var out Adopted
 	p.events.restore(st.Events, st.NextEvent)
@@ -262,7 +300,10 @@ func (p *Pool) Adopt(st HandoffState) Adopted {
 	slices.SortFunc(st.Children, func(a, b HandoffChild) int { return cmp.Compare(a.Index, b.Index) })
 	for _, h := range st.Children {
 		log := p.log.With("server", h.Server, "key", h.Key, "instance", h.ID, "pid", h.Pid)
-		c := adoptChild(h, log, &p.counters.server(h.Server).suppressed, true)
+		var c *child
+		if !h.URL {
+			c = adoptChild(h, log, &p.counters.server(h.Server).suppressed, true)
+		}
 		res, lost := p.reclaim(h)
 		if why := p.adopt(h, c, res, lost, log); why != "" {
 			log.Info("not adopting a handed-over child: stopping it", "why", why)
@@ -277,12 +318,14 @@ func (p *Pool) Adopt(st HandoffState) Adopted {
 
 // stopLater stops c, h's child, not adopted, in the background (bounded),
 // then releases res, what was reclaimed for it (reclaim): its directory
-// goes only once it is gone.
+// goes only once it is gone. c is nil for a url instance.
 func (p *Pool) stopLater(c *child, h HandoffChild, res *resources) {
 	p.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
 		defer cancel()
-		c.stop(ctx)
+		if c != nil {
+			c.stop(ctx)
+		}
 		p.freeResources(h.Server, h.ID, res)
 	})
 }
@@ -297,7 +340,7 @@ func (p *Pool) adopt(h HandoffChild, c *child, res *resources, lost string, log 
 	switch {
 	case def == nil:
 		why = "its server is no longer defined"
-	case def.URL != "":
+	case (def.URL != "") != h.URL || def.Adapter != nil:
 		why = "its definition changed"
 	case p.instances[instKey{h.Server, h.Key}] != nil:
 		why = "its key has an instance already"
@@ -345,7 +388,11 @@ func (p *Pool) adopt(h HandoffChild, c *child, res *resources, lost string, log 
 		p.unlock()
 		return why
 	}
-	log.Info("adopted a handed-over child", "root", inst.root, "protocol", h.Session.Version, "exec", g.execValue())
+	if h.URL {
+		log.Info("adopted a handed-over url session", "root", inst.root, "protocol", h.Session.Version)
+	} else {
+		log.Info("adopted a handed-over child", "root", inst.root, "protocol", h.Session.Version, "exec", g.execValue())
+	}
 	p.keepSurvivor(inst, g, log)
 	p.finishStart(inst, a, g, nil, log)
 	return ""
@@ -354,6 +401,9 @@ func (p *Pool) adopt(h HandoffChild, c *child, res *resources, lost string, log 
 // adoptGen builds the generation of h's child c, if its definition
 // identity is unchanged; else it says why not.
 func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c *child) (*generation, string) {
+	if h.URL {
+		return p.adoptURLGen(inst, sp, h)
+	}
 	if p.opts.Resolve != nil {
 		ctx, cancel := context.WithTimeout(p.ctx, inst.startTimeout(p.opts.StartTimeout))
 		r, err := p.opts.Resolve(ctx, sp.command, inst.def.Environment)
@@ -373,6 +423,28 @@ func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c *child) 
 	}
 	opts, holder := p.sessionOptions(inst, g)
 	sess, err := mcpclient.Restore(mcpclient.NewStdio(c.stdout, c.stdin), opts, h.Session)
+	if err != nil {
+		return nil, err.Error()
+	}
+	holder.set(sess)
+	g.sess = sess
+	return g, ""
+}
+
+// adoptURLGen builds the generation of h's url session, over a new HTTP
+// transport in the remote's session, if its definition identity (the url
+// and headers as substituted, the root) is unchanged; else it says why
+// not. A remote that has ended the session answers 404 to the GET stream
+// Restore reopens, or to the next call: the session ends as expired, and
+// that call goes through a new one (Pool.Do).
+func (p *Pool) adoptURLGen(inst *instance, sp spawnSpec, h HandoffChild) (*generation, string) {
+	g := &generation{dead: make(chan struct{})}
+	g.schemaKey = schemaKey(inst.def, inst.root, sp, "")
+	if g.schemaKey != h.SchemaKey {
+		return nil, "its definition changed"
+	}
+	opts, holder := p.sessionOptions(inst, g)
+	sess, err := mcpclient.Restore(mcpclient.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient), opts, h.Session)
 	if err != nil {
 		return nil, err.Error()
 	}

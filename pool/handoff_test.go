@@ -220,6 +220,9 @@ func upgradeOptions(dir string) pool.Options {
 // upgradeDef is resServer as the upgrade tests run it, in the range of
 // envResRange, or in the two ports past it when changed.
 func upgradeDef(changed bool) pool.Server {
+	if url := os.Getenv(envRemoteURL); url != "" {
+		return remoteDef(url, changed)
+	}
 	lo, hi := upgradeRange(changed)
 	return resServer(os.Getenv(proctest.MarkerEnv), lo, hi, filepath.Join(os.Getenv(envUpgradeDir), "exit.log"))
 }

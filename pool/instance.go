@@ -323,7 +323,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded, "exec", g.execValue())
 	p.keepSurvivor(inst, g, log)
 	p.finishStart(inst, a, g, nil, log)
-	p.saveSurvivorsOf(g)
+	p.saveSurvivorsOf(inst.def, g)
 }
 
 // awaitReady waits, within the start's ctx, for g's stderr to show the
@@ -496,7 +496,7 @@ func (p *Pool) watch(inst *instance, g *generation) {
 	p.mu.Lock()
 	p.exitedLocked(inst, g)
 	p.unlockThen(func() { close(g.dead) })
-	p.saveSurvivorsOf(g)
+	p.saveSurvivorsOf(inst.def, g)
 }
 
 // exitedLocked records that g, inst's child, is gone.

@@ -33,6 +33,11 @@ import (
 // private directory, which stays in the dead daemon's run directory: the
 // sweep leaves that directory to this pool, which removes it once empty
 // or at Close (adoptres.go).
+//
+// A url server's ready instance is recorded too, with no child: its
+// session's snapshot names the remote's session (Mcp-Session-Id), in
+// which the next daemon goes on, as an upgrade's successor does
+// (handoff.go), its request ids jumped as a child's are.
 
 // surviveIDJump is how far a survivor's request ids jump past the last
 // recorded: more requests than the dead daemon sent since it wrote the
@@ -80,10 +85,14 @@ func (p *Pool) saveSurvivors() {
 	p.mu.Lock()
 	for _, inst := range p.instances {
 		g := inst.gen
-		if inst.phase != phaseReady || g == nil || g.proc == nil || g.sess == nil || !g.proc.kept.Load() {
+		if inst.phase != phaseReady || g == nil || g.sess == nil || !outlivesDaemon(inst.def, g) {
 			continue
 		}
-		f.Children = append(f.Children, survivorRecord{HandoffChild: recordOf(inst, g), Exe: g.proc.exe})
+		r := survivorRecord{HandoffChild: recordOf(inst, g)}
+		if g.proc != nil {
+			r.Exe = g.proc.exe
+		}
+		f.Children = append(f.Children, r)
 	}
 	p.unlock()
 	slices.SortFunc(f.Children, func(a, b survivorRecord) int { return strings.Compare(a.ID, b.ID) })
@@ -109,26 +118,31 @@ func (p *Pool) AdoptSurvivors() Adopted {
 	}
 	slices.SortFunc(f.Children, func(a, b survivorRecord) int { return a.Index - b.Index })
 	for _, r := range f.Children {
-		s, ok := takeSurvivor(r.Mark)
-		if !ok {
-			continue // gone, or not kept by this keeper
-		}
 		h := r.HandoffChild
-		h.Stdin, h.Stdout, h.Stderr = s.stdin, s.stdout, s.stderr
 		h.Session.NextID += surviveIDJump
 		log := p.log.With("server", h.Server, "key", h.Key, "instance", h.ID, "pid", h.Pid)
-		c := adoptChild(h, log, &p.counters.server(h.Server).suppressed, false)
-		c.stdout = newResync(c.stdout)
-		res, lost := p.reclaim(h)
+		var c *child
 		why := ""
+		if !h.URL {
+			s, ok := takeSurvivor(r.Mark)
+			if !ok {
+				continue // gone, or not kept by this keeper
+			}
+			h.Stdin, h.Stdout, h.Stderr = s.stdin, s.stdout, s.stderr
+			c = adoptChild(h, log, &p.counters.server(h.Server).suppressed, false)
+			c.stdout = newResync(c.stdout)
+			switch {
+			case s.Pid != h.Pid || s.Start != h.Start:
+				why = "the keeper's child is not the one recorded"
+			case r.Exe == "" || exeOf(h.Pid) != r.Exe:
+				why = "its executable is not the one recorded"
+			}
+		}
+		res, lost := p.reclaim(h)
 		switch {
 		case !p.opts.Survive:
 			why = "the pool no longer survives a killed daemon"
-		case s.Pid != h.Pid || s.Start != h.Start:
-			why = "the keeper's child is not the one recorded"
-		case r.Exe == "" || exeOf(h.Pid) != r.Exe:
-			why = "its executable is not the one recorded"
-		default:
+		case why == "":
 			why = p.adopt(h, c, res, lost, log)
 		}
 		if why != "" {
@@ -137,7 +151,7 @@ func (p *Pool) AdoptSurvivors() Adopted {
 			p.stopLater(c, h, res)
 			continue
 		}
-		log.Info("adopted a child a killed daemon kept")
+		log.Info("adopted a child a killed daemon kept", "url", h.URL)
 		out.Adopted = append(out.Adopted, h.ID)
 	}
 	if n := killSurvivors(p.log); n > 0 {
@@ -196,11 +210,22 @@ func exeOf(pid int) string {
 	return exe
 }
 
-// saveSurvivorsOf rewrites the survive file if g's child is kept.
-func (p *Pool) saveSurvivorsOf(g *generation) {
-	if g != nil && g.proc != nil && g.proc.kept.Load() {
+// saveSurvivorsOf rewrites the survive file if g, a generation of def,
+// is recorded in it.
+func (p *Pool) saveSurvivorsOf(def *Server, g *generation) {
+	if p.opts.Survive && g != nil && outlivesDaemon(def, g) {
 		p.wg.Go(p.saveSurvivors)
 	}
+}
+
+// outlivesDaemon reports whether g, a generation of def, outlives a killed
+// daemon: a stdio child the watchdog keeps, or a url server's session,
+// which lives at the remote (an adapter's lives in this process).
+func outlivesDaemon(def *Server, g *generation) bool {
+	if g.proc != nil {
+		return g.proc.kept.Load()
+	}
+	return def.URL != "" && def.Adapter == nil
 }
 
 // stdoutFile is c's stdout pipe, under the resynchronising reader of a

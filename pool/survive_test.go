@@ -67,6 +67,9 @@ func survivingDaemon() {
 		lo, hi := resRange()
 		def = resServer(os.Getenv(proctest.MarkerEnv), lo, hi, filepath.Join(dir, "exit.log"))
 	}
+	if url := os.Getenv(envRemoteURL); url != "" {
+		def = remoteDef(url, false)
+	}
 	p.SetServers([]pool.Server{def})
 	ctx := context.Background()
 	tg := pool.Target{Server: "demo", Key: "global"}

@@ -127,6 +127,8 @@ func (t *httpTransport) Extras() Extras {
 		SetProtocolVersion: t.setProtocolVersion,
 		ForgetSession:      t.forgetSession,
 		OpenStream:         t.openStream,
+		SessionID:          t.session,
+		ResumeSession:      t.resumeSession,
 	}
 }
 
@@ -396,6 +398,21 @@ func (e *HTTPStatusError) Error() string {
 
 // setToolLookup is Extras.SetToolLookup.
 func (t *httpTransport) setToolLookup(f func(name string) json.RawMessage) { t.toolOf = f }
+
+// session is Extras.SessionID.
+func (t *httpTransport) session() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sessionID
+}
+
+// resumeSession is Extras.ResumeSession: the next request carries id, as
+// if the server had assigned it to this transport at initialize.
+func (t *httpTransport) resumeSession(id string) {
+	t.mu.Lock()
+	t.sessionID = id
+	t.mu.Unlock()
+}
 
 // forgetSession is Extras.ForgetSession.
 func (t *httpTransport) forgetSession() {

@@ -20,6 +20,11 @@ type Snapshot struct {
 	NextID int64 `json:"nextId"`
 	// RootsAnswered: the child's start-up roots/list was answered.
 	RootsAnswered bool `json:"rootsAnswered,omitempty"`
+	// SessionID is the session a streamable HTTP server assigned at
+	// initialize (its Mcp-Session-Id): Restore, over a new HTTP transport
+	// to the same endpoint, goes on in it. "" for none (stdio, or a
+	// server that keeps no session, as in the stateless era).
+	SessionID string `json:"sessionId,omitempty"`
 }
 
 // Snapshot returns s's state for Restore. Take it only once no request is
@@ -27,6 +32,9 @@ type Snapshot struct {
 // id.
 func (s *Session) Snapshot() Snapshot {
 	snap := Snapshot{Era: s.Era(), Version: s.version, InitResult: s.initResult, NextID: s.nextID.Load()}
+	if s.x.SessionID != nil {
+		snap.SessionID = s.x.SessionID()
+	}
 	select {
 	case <-s.rootsAnswered:
 		snap.RootsAnswered = true
@@ -36,17 +44,28 @@ func (s *Session) Snapshot() Snapshot {
 }
 
 // Restore returns the session snap describes, over t, a transport to the
-// same child (its pipes, inherited across exec): no initialize is sent;
-// the child is taken to be where the snapshot left it. The roots it was
-// given are opts.Root's, which must be the root the session was opened
-// with. A stateless-era session opens its subscriptions/listen stream
-// again (the old one died with the old process's reader).
+// same child (its pipes, inherited across exec, or a new streamable HTTP
+// transport to the same endpoint): no initialize is sent; the child is
+// taken to be where the snapshot left it. The roots it was given are
+// opts.Root's, which must be the root the session was opened with. A
+// stateless-era session opens its subscriptions/listen stream again (the
+// old one died with the old process's reader); a handshake-era one over
+// HTTP goes on in snap.SessionID and opens its GET stream again. If the
+// server has ended that session, the first request fails with
+// ErrSessionExpired (and ErrNotDelivered), as in any expired session.
 func Restore(t Transport, opts Options, snap Snapshot) (*Session, error) {
 	if snap.Era != EraHandshake && snap.Era != EraStateless {
 		t.Close()
 		return nil, errors.New("restoring mcp session: unknown era " + snap.Era)
 	}
 	s := newSession(t, opts)
+	if snap.SessionID != "" {
+		if s.x.ResumeSession == nil {
+			t.Close()
+			return nil, errors.New("restoring mcp session: the transport cannot carry on HTTP session " + snap.SessionID)
+		}
+		s.x.ResumeSession(snap.SessionID)
+	}
 	s.version, s.initResult = snap.Version, snap.InitResult
 	s.instructions = instructionsOf(snap.InitResult)
 	s.nextID.Store(snap.NextID)
@@ -60,12 +79,19 @@ func Restore(t Transport, opts Options, snap Snapshot) (*Session, error) {
 			return nil, err
 		}
 		s.meta = meta
-	} else if s.x.SetProtocolVersion != nil {
+	}
+	if s.x.SetProtocolVersion != nil {
 		s.x.SetProtocolVersion(snap.Version)
 	}
 	go s.read()
 	if s.meta != nil {
 		s.subscribe()
+	} else if s.x.OpenStream != nil {
+		// Started, not waited for: unlike at initialize, no request of the
+		// peer's is due the moment it is open.
+		ctx, cancel := context.WithCancel(s.ctx)
+		cancel()
+		s.x.OpenStream(ctx)
 	}
 	return s, nil
 }

@@ -143,6 +143,20 @@ type Extras struct {
 	// finds the stream open. nil: the peer's messages all come through
 	// Recv with nothing to open.
 	OpenStream func(ctx context.Context)
+
+	// SessionID returns the session the peer assigned to this transport
+	// (streamable HTTP's Mcp-Session-Id; "" for none yet, or none at all),
+	// for Session.Snapshot. nil: the transport keeps no session of its
+	// own.
+	SessionID func() string
+
+	// ResumeSession presets the peer's session id, for Restore, before
+	// the first Send: the transport goes on in the session another
+	// process opened, sending its id on every request, and a peer that
+	// has ended it answers as for any expired session (ErrSessionExpired).
+	// nil: a snapshot that names a session cannot be restored over this
+	// transport.
+	ResumeSession func(id string)
 }
 
 // extrasOf returns what t offers: its Extras if it is Extended, else none.
