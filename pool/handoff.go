@@ -153,7 +153,26 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 	st.Events, st.NextEvent = p.events.kept()
 	st.TmpDirs = p.runDirs()
 	handed := map[string]bool{}
+	// Each session handed over is sealed first (mcpclient.Session.Seal): no
+	// message of its own is half written at the exec or written after its
+	// snapshot. The seals are let go only if exec returns.
+	sealCtx, cancel := context.WithTimeout(p.ctx, handoffSealTimeout)
+	defer cancel()
+	var unseal []func()
+	defer func() {
+		for _, u := range unseal {
+			u()
+		}
+	}()
 	for _, inst := range p.instances {
+		if g := inst.gen; g != nil && g.sess != nil && inst.phase == phaseReady && inst.inflight == 0 {
+			release, ok := g.sess.Seal(sealCtx)
+			if !ok {
+				p.log.Warn("upgrade: the child does not read its stdin: not handing it over", "server", inst.def.Name, "instance", inst.id)
+				continue
+			}
+			unseal = append(unseal, release)
+		}
 		if h, ok := handoffOf(inst); ok {
 			st.Children = append(st.Children, h)
 			if !h.URL {
@@ -170,6 +189,14 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 	sayBye() // the watchdog sees its end close at the exec, the daemon alive
 	return exec(st)
 }
+
+// upgradeIDJump is how far an adopted session's request ids jump past its
+// snapshot's.
+const upgradeIDJump = 1 << 20
+
+// handoffSealTimeout bounds how long a hand-over waits for the messages
+// being written to its children (Session.Seal), all of them together.
+const handoffSealTimeout = 2 * time.Second
 
 // handoffOf is inst's HandoffChild, if it can be handed over. Called with
 // Pool.mu held.
@@ -300,6 +327,12 @@ func (p *Pool) Adopt(st HandoffState) Adopted {
 	slices.SortFunc(st.Children, func(a, b HandoffChild) int { return cmp.Compare(a.Index, b.Index) })
 	for _, h := range st.Children {
 		log := p.log.With("server", h.Server, "key", h.Key, "instance", h.ID, "pid", h.Pid)
+		// Past any id the old image could have used after the snapshot: a
+		// url session is not sealed (Session.Seal), and a request the peer
+		// still holds under a reused id would be refused with no id to
+		// answer it by (go-sdk answers "request ID already in use" to
+		// null), leaving the call waiting for ever.
+		h.Session.NextID += upgradeIDJump
 		var c *child
 		if !h.URL {
 			c = adoptChild(h, log, &p.counters.server(h.Server).suppressed, true)

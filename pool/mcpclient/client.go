@@ -476,7 +476,10 @@ func (s *Session) sendFailed(ctx context.Context, id int64, err error, cancel bo
 	if fatal {
 		s.shutdown(err)
 	}
-	if s.forget(id) && !fatal && cancel && ctx.Err() != nil {
+	// Only streamable HTTP's POST may have reached the peer when its Send
+	// fails with ctx: a stdio Send that fails so wrote nothing (half a
+	// message is ErrBroken), and an in-process one does not fail so.
+	if s.forget(id) && !fatal && cancel && ctx.Err() != nil && s.x.SendWaitsForAnswer {
 		// Streamable HTTP: the POST may have reached the child, or be
 		// about to: the server handles each POST on its own, so this
 		// cancellation can overtake the request and be ignored as one for

@@ -29,7 +29,8 @@ type Snapshot struct {
 
 // Snapshot returns s's state for Restore. Take it only once no request is
 // in flight and none will be sent: a request made after it would reuse an
-// id.
+// id. Seal first makes sure of the second for what the session sends of
+// its own (a subscriptions/listen, a cancellation, a ping).
 func (s *Session) Snapshot() Snapshot {
 	snap := Snapshot{Era: s.Era(), Version: s.version, InitResult: s.initResult, NextID: s.nextID.Load()}
 	if s.x.SessionID != nil {
@@ -126,4 +127,19 @@ func newSession(t Transport, opts Options) *Session {
 		})
 	}
 	return s
+}
+
+// Seal waits (until ctx ends) for a message being written to the peer to
+// be written whole, then holds every later one back until unseal: what
+// the session sends of its own accord (a subscriptions/listen started at
+// Restore, a cancellation, a ping) can then neither be cut in half by the
+// process being replaced nor be sent after the Snapshot, reusing an id
+// the next image will use. ok is false if ctx ended first (a write
+// blocked on a child that does not read). A transport with nothing to
+// hold (streamable HTTP) is sealed at once.
+func (s *Session) Seal(ctx context.Context) (unseal func(), ok bool) {
+	if s.x.HoldWrites == nil {
+		return func() {}, true
+	}
+	return s.x.HoldWrites(ctx)
 }

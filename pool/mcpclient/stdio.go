@@ -62,7 +62,18 @@ func (brokenError) Is(target error) bool { return target == ErrBroken }
 
 // Extras: stdio skips oversized lines and hints at stdout's rule.
 func (t *stdio) Extras() Extras {
-	return Extras{SetMaxMessage: t.setMaxMessage, ViolationHint: t.violationHint()}
+	return Extras{SetMaxMessage: t.setMaxMessage, ViolationHint: t.violationHint(), HoldWrites: t.holdWrites}
+}
+
+// holdWrites takes the writer lock until release: Extras.HoldWrites.
+func (t *stdio) holdWrites(ctx context.Context) (func(), bool) {
+	select {
+	case t.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-t.wsem }) }, true
 }
 
 // Send writes msg and a newline in one Write. Waiting for the writer lock

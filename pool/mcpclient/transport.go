@@ -105,6 +105,14 @@ type Extras struct {
 	// and no message is known to relate to a request.
 	RecvRelated func() (msg, related []byte, err error)
 
+	// HoldWrites, if set, waits (until ctx ends) for a write under way to
+	// finish and then lets no other start until release is called; ok is
+	// false if ctx ended first. A hand-over calls it before it snapshots
+	// the session, so that no message is half written when the process is
+	// replaced and none is written after the snapshot. nil: each message
+	// is sent whole on its own (streamable HTTP), nothing to hold.
+	HoldWrites func(ctx context.Context) (release func(), ok bool)
+
 	// ViolationHint ends the *ProtocolError of a message that breaks the
 	// protocol, telling the peer's author what to fix (stdio: "logs belong
 	// on stderr"). "": no hint.
