@@ -36,7 +36,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // mcpClient connects a go-sdk client to path on d's TCP listener, with
-// roots (none if empty) and opts; version "" = the handshake era.
+// roots (none if empty) and opts; version "" = go-sdk's default, which
+// in v1.8.0 is the stateless 2026-07-28 revision (say "2025-11-25" for
+// the handshake era).
 func mcpClient(t *testing.T, d *daemon, path, version string, opts *mcp.ClientOptions, roots ...string) (*mcp.Client, *mcp.ClientSession) {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, opts)
