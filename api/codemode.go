@@ -34,6 +34,7 @@ const (
 	searchLimit     = 20
 	searchMaxLimit  = 100
 	searchBudget    = 2000
+	searchMinBudget = 100 // the schema's minimum
 	searchMaxBudget = 100000
 )
 
@@ -49,9 +50,13 @@ func (cm *codeMode) Search(ctx context.Context, r broker.Request, query string, 
 	if limit == 0 {
 		limit = searchLimit
 	}
-	budget = min(max(budget, 0), searchMaxBudget)
-	if budget == 0 {
+	// Within the schema's bounds: 0 (or less) is the default, and a
+	// budget below the schema's minimum is the minimum.
+	switch {
+	case budget <= 0:
 		budget = searchBudget
+	default:
+		budget = min(max(budget, searchMinBudget), searchMaxBudget)
 	}
 	tools, errs, err := cm.tools(ctx, r)
 	if err != nil {
