@@ -250,6 +250,37 @@ func TestMCPCodeModeSurfaces(t *testing.T) {
 	}
 }
 
+// TestMCPCodeModeFromConfig: the config's "mcp" mode is what /mcp lists
+// to a caller that asks for nothing: code, search and run alone; both,
+// those beside every tool.
+func TestMCPCodeModeFromConfig(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want []string
+	}{
+		{"code", []string{"run", "search"}},
+		{"both", []string{"demo__add", "run", "search", "secret__echo"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			block, err := config.Parse([]byte(`{"mcp": {"mode": "`+tc.mode+`"}, "servers": {}}`), "mcp.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := codeConfig(t)
+			cfg.MCP = block.MCP
+			d, root := startCodeDaemonWith(t, cfg)
+			names := toolNames(t, codeClient(t, d, testToken, "", root))
+			slices.Sort(names)
+			if tc.mode == "both" {
+				names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(tc.want, n) })
+			}
+			if !slices.Equal(names, tc.want) {
+				t.Errorf("mode %s in the config: /mcp lists %v, want %v", tc.mode, names, tc.want)
+			}
+		})
+	}
+}
+
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)

@@ -129,10 +129,21 @@ for (const $name of Object.keys($console)) {
         return;
       }
       $sinkText = "";
-      own.apply($cap, data);
+      // Console warns of a label it does not know (timeEnd, countReset)
+      // through process.emitWarning, which some runtimes write to stderr
+      // raw: while a member runs, a warning is a warn record instead.
+      const emitWarning = $process.emitWarning;
+      const warnings: string[] = [];
+      $process.emitWarning = ((w: unknown): void => { warnings.push(w instanceof Error ? w.message : String(w)); }) as never;
+      try {
+        own.apply($cap, data);
+      } finally {
+        $process.emitWarning = emitWarning;
+      }
       const text = $sinkText.replace(/\n$/, "");
       $sinkText = "";
       if (text !== "") $record(level, text);
+      for (const w of warnings) $record("warn", "Warning: " + w);
     },
   }[$name];
 }

@@ -70,7 +70,7 @@ func commands() []command {
 		{"log", "[--since 1h] [--server s] [--level warn] [--follow] [--json]", "print the daemon's log records (admin)", logCmd},
 		{"stop", "<instance-id>", "stop one instance", stop},
 		{"daemons", "[--json]", "list the daemons (the default one and one per --config), from their records: pid, uptime, instances, config, socket; stale when the pid is gone", daemonsCmd},
-		{"daemon", "stop [--force]|info [--json]", "stop the daemon (--force: no drain, every child stopped at once), or show its pid, socket, URL, config and files", daemonCmd},
+		{"daemon", "stop [--force]|info|upgrade [--binary PATH] [--json]", "stop the daemon (--force: no drain, every child stopped at once), show its pid, socket, URL, config and files, or upgrade it in place", daemonCmd},
 		{"restart", "[--json] <server>", "drain and replace every instance of a server: calls in flight finish on the old children", restartCmd},
 		{"refresh", "[--json] [server]", "drop the schema cache of a server (or of all) and list the tools of their running children again", refreshCmd},
 		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},

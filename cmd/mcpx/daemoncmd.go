@@ -19,7 +19,7 @@ import (
 func daemonCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "daemon")
 	brokerAddr := brokerFlag(fs)
-	asJSON := fs.Bool("json", false, "info: print the daemon's description as JSON")
+	asJSON := fs.Bool("json", false, "print what the command says as a JSON object: info the daemon's description, stop and upgrade their outcome")
 	force := fs.Bool("force", false, "stop: do not drain; stop every child at once, cutting the calls in flight")
 	binary := fs.String("binary", "", "upgrade: the mcpx binary to run (an absolute path; default: the daemon's own)")
 	pos, code, ok := parseFlags(fs, args)
@@ -37,9 +37,9 @@ func daemonCmd(ctx context.Context, c *cli, args []string) int {
 		return daemonInfoCmd(ctx, c, bc, *asJSON)
 	}
 	if pos[0] == "upgrade" {
-		return daemonUpgrade(ctx, c, bc, *binary)
+		return daemonUpgrade(ctx, c, bc, *binary, *asJSON)
 	}
-	return daemonStop(ctx, c, bc, *force)
+	return daemonStop(ctx, c, bc, *force, *asJSON)
 }
 
 // daemonInfoCmd prints where the daemon is and how to reach it.
@@ -78,15 +78,32 @@ func daemonInfoCmd(ctx context.Context, c *cli, bc *client.Client, asJSON bool) 
 	return exitOK
 }
 
+// stopOutcome is what `mcpx daemon stop --json` prints: the daemon
+// asked (Broker), State "not running" (none was: nothing to stop),
+// "stopping" (asked; a remote daemon, or this process's own, is not
+// waited for) or "stopped" (its process, Pid, is gone).
+type stopOutcome struct {
+	Broker string `json:"broker"`
+	State  string `json:"state"`
+	Pid    int    `json:"pid,omitempty"`
+}
+
 // daemonStop asks the daemon to stop and, for a daemon on this machine,
 // waits until its process is gone (its calls drained, its children
 // stopped). No daemon running is not an error: it is what was asked for.
-func daemonStop(ctx context.Context, c *cli, bc *client.Client, force bool) int {
+func daemonStop(ctx context.Context, c *cli, bc *client.Client, force, asJSON bool) int {
+	say := func(o stopOutcome, text string) int {
+		if asJSON {
+			b, _ := json.Marshal(o)
+			text = string(b)
+		}
+		fmt.Fprintln(c.stdout, text)
+		return exitOK
+	}
 	who, _, err := bc.Whoami(ctx, client.Caller{})
 	var unreachable *client.UnreachableError
 	if errors.As(err, &unreachable) {
-		fmt.Fprintf(c.stdout, "no daemon is running at %s\n", bc.Addr())
-		return exitOK
+		return say(stopOutcome{Broker: bc.Addr(), State: "not running"}, "no daemon is running at "+bc.Addr())
 	}
 	if err != nil {
 		return report(c, err)
@@ -99,8 +116,7 @@ func daemonStop(ctx context.Context, c *cli, bc *client.Client, force bool) int 
 		return report(c, err)
 	}
 	if who.Daemon == nil || !bc.Unix() || who.Daemon.Pid == os.Getpid() {
-		fmt.Fprintln(c.stdout, "daemon stopping")
-		return exitOK
+		return say(stopOutcome{Broker: bc.Addr(), State: "stopping"}, "daemon stopping")
 	}
 	pid := who.Daemon.Pid
 	// The daemon drains calls, then stops its children, each bounded by
@@ -111,8 +127,7 @@ func daemonStop(ctx context.Context, c *cli, bc *client.Client, force bool) int 
 		fmt.Fprintf(c.stderr, "mcpx: the daemon (pid %d) is still stopping; its log is %s\n", pid, daemon.LogPath(who.Daemon.State))
 		return exitFailed
 	}
-	fmt.Fprintf(c.stdout, "daemon stopped (pid %d)\n", pid)
-	return exitOK
+	return say(stopOutcome{Broker: bc.Addr(), State: "stopped", Pid: pid}, fmt.Sprintf("daemon stopped (pid %d)", pid))
 }
 
 // reloadCmd is `mcpx reload`: the daemon reads its config again. A config

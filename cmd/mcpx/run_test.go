@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,7 +17,8 @@ import (
 
 // TestRun runs testdata/run/*.txtar once per runtime — deno and bun from
 // testdata/npm, Debian's node — with $MCPX_RUNTIME naming its binary and
-// the XDG directories of TestScripts. Extra command:
+// the XDG directories of TestScripts; [deno], [bun] and [node] say which
+// runs. Extra command:
 //
 //	waitgrep file regexp     wait until file has a line matching regexp
 func TestRun(t *testing.T) {
@@ -64,6 +66,15 @@ func runParams(dir string, rt scriptRuntime, marker string) testscript.Params {
 			e.Setenv(k, v)
 			e.Defer(func() { stopRecordedDaemon(filepath.Join(e.WorkDir, "state", "mcpx")) })
 			return nil
+		},
+		// [deno], [bun], [node]: the runtime the script runs on.
+		Condition: func(cond string) (bool, error) {
+			for _, r := range []string{"deno", "bun", "node"} {
+				if cond == r {
+					return rt.name == r, nil
+				}
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitsock":   waitSock,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,11 +11,20 @@ import (
 	"mcpx.dev/mcpx/api/wire"
 )
 
-// daemonUpgrade is `mcpx daemon upgrade [--binary PATH]`: the daemon
+// upgradeOutcome is what `mcpx daemon upgrade --json` prints: the
+// daemon's pid, version and generation once it runs Binary.
+type upgradeOutcome struct {
+	Pid        int    `json:"pid"`
+	Version    string `json:"version"`
+	Generation int    `json:"generation"`
+	Binary     string `json:"binary"`
+}
+
+// daemonUpgrade is `mcpx daemon upgrade [--binary PATH] [--json]`: the daemon
 // drains, re-executes itself (the same pid) as binary ("" = its own) and
 // adopts its children; this waits until /v1/whoami shows the next
 // generation, and says whether the binary asked for is what runs.
-func daemonUpgrade(ctx context.Context, c *cli, bc *client.Client, binary string) int {
+func daemonUpgrade(ctx context.Context, c *cli, bc *client.Client, binary string, asJSON bool) int {
 	res, err := bc.UpgradeDaemon(ctx, binary)
 	if err != nil {
 		return report(c, err)
@@ -31,6 +41,11 @@ func daemonUpgrade(ctx context.Context, c *cli, bc *client.Client, binary string
 	if d.UpgradeError != "" {
 		fmt.Fprintf(c.stderr, "mcpx: the upgrade did not run %s: %s; the daemon runs its old binary again (pid %d, generation %d)\n", res.Binary, d.UpgradeError, d.Pid, d.Generation)
 		return exitFailed
+	}
+	if asJSON {
+		b, _ := json.Marshal(upgradeOutcome{Pid: d.Pid, Version: d.Version, Generation: d.Generation, Binary: res.Binary})
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return exitOK
 	}
 	fmt.Fprintf(c.stdout, "daemon upgraded: pid %d, version %s, generation %d (%s)\n", d.Pid, d.Version, d.Generation, res.Binary)
 	return exitOK

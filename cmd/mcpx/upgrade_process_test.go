@@ -727,8 +727,11 @@ func TestUpgradeBadBinaryProcess(t *testing.T) {
 	// Then to another binary (a copy, as a new version would be): it runs.
 	v2 := filepath.Join(dir, "v2", "mcpx")
 	copyFile(t, mcpx, v2, nil)
-	if out, err := d.cli("daemon", "upgrade", "--broker", d.sock, "--binary", v2); err != nil || !strings.Contains(out, "generation 3 ("+v2+")") {
-		t.Errorf("upgrade to %s: %v: %s", v2, err, out)
+	// --json says the same as an object.
+	out, err = d.cli("daemon", "upgrade", "--broker", d.sock, "--binary", v2, "--json")
+	var up upgradeOutcome
+	if err != nil || json.Unmarshal([]byte(out), &up) != nil || up.Generation != 3 || up.Binary != v2 || up.Pid != d.cmd.Process.Pid || up.Version == "" {
+		t.Errorf("upgrade --json to %s: %v: %s", v2, err, out)
 	}
 	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", d.cmd.Process.Pid)); err != nil || exe != v2 {
 		t.Errorf("the daemon runs %s (%v), want %s", exe, err, v2)
