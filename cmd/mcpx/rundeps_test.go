@@ -3,10 +3,12 @@ package main
 import (
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"mcpx.dev/mcpx/internal/jsrtest"
 	"mcpx.dev/mcpx/internal/npmtest"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
@@ -21,11 +23,22 @@ var depsPackages = []npmtest.Package{
 	{Name: "@mcpx/shout", Version: "1.2.0", Files: map[string]string{"index.js": `const path = require("path"); exports.shout = (s) => path.basename("/x/" + s).toUpperCase();`}},
 }
 
+// jsrPackages are what the tests' JSR registry serves, to deno.
+var jsrPackages = []jsrtest.Package{
+	{Scope: "mcpxtest", Name: "greet", Version: "1.0.0", Files: map[string]string{
+		"mod.ts":   `import { punct } from "./punct.ts"; export function greet(s: string): string { return "hello, " + s + punct; }`,
+		"punct.ts": `export const punct = "!";`,
+	}},
+}
+
 // TestRunDeps runs testdata/rundeps/*.txtar on each runtime (as TestRun)
-// with npm's registry a loopback one of depsPackages, fresh per script,
-// and npm's cache the script's own. Extra command and condition:
+// with npm's registry a loopback one of depsPackages and deno's JSR
+// registry ($JSR_URL) one of jsrPackages, both fresh per script, and npm's
+// cache the script's own (deno's is under the script's $HOME). Extra
+// command and condition:
 //
-//	fetches pkg n    the registry has served pkg's packument n times
+//	fetches pkg n    the npm registry has served pkg's packument n times;
+//	                 for jsr:@scope/name, the JSR registry its meta.json
 //	[deno]           the runtime is deno (so [bun], [node])
 func TestRunDeps(t *testing.T) {
 	testenv.Program(t, "npm", "apt-get install npm")
@@ -35,6 +48,9 @@ func TestRunDeps(t *testing.T) {
 		e.Setenv("npm_config_registry", reg.URL)
 		e.Setenv("npm_config_cache", filepath.Join(e.WorkDir, "npm-cache"))
 		e.Setenv("REGISTRY", reg.URL)
+		jsr := jsrtest.Start(t, jsrPackages...)
+		e.Values[jsrRegistryKey{}] = jsr
+		e.Setenv("JSR_URL", jsr.URL)
 	}, func(rt scriptRuntime, p *testscript.Params) {
 		p.Condition = func(cond string) (bool, error) { return cond == rt.name, nil }
 		p.Cmds["fetches"] = func(ts *testscript.TestScript, neg bool, args []string) {
@@ -43,14 +59,23 @@ func TestRunDeps(t *testing.T) {
 			}
 			n, err := strconv.Atoi(args[1])
 			ts.Check(err)
-			if got := ts.Value(registryKey{}).(*npmtest.Registry).Fetches(args[0]); got != n {
+			got := 0
+			if pkg, ok := strings.CutPrefix(args[0], "jsr:"); ok {
+				got = ts.Value(jsrRegistryKey{}).(*jsrtest.Registry).Fetches(pkg)
+			} else {
+				got = ts.Value(registryKey{}).(*npmtest.Registry).Fetches(args[0])
+			}
+			if got != n {
 				ts.Fatalf("the registry served %s %d times, want %d", args[0], got, n)
 			}
 		}
 	})
 }
 
-type registryKey struct{}
+type (
+	registryKey    struct{}
+	jsrRegistryKey struct{}
+)
 
 // runOnRuntimes runs the scripts of dir on each runtime as TestRun does,
 // with setup before each script's own Setup and more applied to the
