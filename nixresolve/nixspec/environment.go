@@ -34,6 +34,7 @@ func ParseEnvironment(s string) (Environment, error) {
 			msg := strings.ReplaceAll(err.Error(), "program spec", "environment")
 			msg = strings.ReplaceAll(msg, `"`+Prefix, `"`+EnvFlake)
 			msg = strings.ReplaceAll(msg, Prefix+"<flakeref>#<attr>", EnvFlake+"<flakeref>#<attr>")
+			msg = strings.ReplaceAll(msg, " "+Prefix, " "+EnvFlake) // the examples
 			return Environment{}, errors.New(msg)
 		}
 		return Environment{Kind: EnvFlake, Ref: sp.Ref, Attr: sp.Attr}, nil

@@ -32,7 +32,7 @@ func TestParseEnvironment(t *testing.T) {
 	for in, want := range map[string]string{
 		"docker:ubuntu":    `unknown environment "docker:ubuntu"`,
 		"flake:githb:o/r":  `environment "flake:githb:o/r": unknown flake reference type "githb:"`,
-		"flake:":           `environment "flake:" has no flake reference; write it as flake:<flakeref>#<attr>`,
+		"flake:":           `environment "flake:" has no flake reference; write it as flake:<flakeref>#<attr>, e.g. flake:github:owner/repo#tool or flake:path:/src/tool#tool`,
 		"flake:path:/x#":   "empty attribute",
 		"shell:":           "names no file",
 		"shell:/a\x01.nix": "control character",
