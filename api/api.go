@@ -16,7 +16,7 @@
 // and one stable problem type in writeProblem.
 //
 // The contract (routes, headers, documents, problems, events) is data in
-// package api/wire: the router mounts wire's route table, one handler per
+// package wire: the router mounts wire's route table, one handler per
 // operation name; the Go client is api/client.
 package api
 
@@ -35,7 +35,6 @@ import (
 	"github.com/klauspost/compress/gzhttp"
 	"go.opentelemetry.io/otel/attribute"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
@@ -44,6 +43,7 @@ import (
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/openapi"
 	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/wire"
 )
 
 // DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is 0.

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // TestUnusableServerIsNotFound: to a caller whose rights do not name a

@@ -17,9 +17,9 @@ import (
 
 	"github.com/klauspost/compress/gzhttp"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/dashboard"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Browser sessions: the dashboard (package dashboard) signs in once with a

@@ -19,13 +19,13 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	mcpxclient "mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/fleet"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // artifactsDir is where a test keeps files worth looking at afterwards:

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // callFeedBuffer bounds the calls waiting for one reader of GET /v1/calls;

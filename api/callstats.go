@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // statsWait bounds how long /v1/stats waits for the call log's writer to

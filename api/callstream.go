@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // streamCall runs a tool call as a server-sent event stream (see wire's

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/catalog"
+	"mcpx.dev/mcpx/wire"
 )
 
 // scopeTools lists the tools of every server the caller may use, as

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/wire"
 )
 
 // TestSearchAndCatalog runs /v1/tools?q= and /v1/catalog against two real

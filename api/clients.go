@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/clientgen"
 	"mcpx.dev/mcpx/internal/suggest"
+	"mcpx.dev/mcpx/wire"
 )
 
 // typeScriptClient answers the generated TypeScript client of the caller's

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/wire"
 )
 
 // clientDaemon is a daemon with a global demo server and a worktree-scoped

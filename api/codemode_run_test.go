@@ -15,9 +15,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Code mode's run: its bounds (mcp.runTimeout, mcp.maxOutput, the MCP

@@ -3,8 +3,8 @@ package api
 import (
 	"net/http"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // configSources is GET /v1/config/sources (broker.ConfigSources).

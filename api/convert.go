@@ -1,12 +1,12 @@
 package api
 
 import (
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
-// The broker's values as wire documents. api/wire is the contract: its
+// The broker's values as wire documents. wire is the contract: its
 // documents say, with their JSON tags, what the API answers. The broker's
 // values have no tags (broker.Caller aside, for now): they are never
 // encoded as they are. Each document is built from them here or beside its

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Daemon is what the /v1/daemon routes act on and /v1/whoami reports: the

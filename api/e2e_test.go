@@ -22,11 +22,11 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/wire"
 )
 
 // demoConfig parses a config of demo servers (this test binary as a child),

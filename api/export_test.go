@@ -4,9 +4,9 @@ import (
 	"context"
 	"net/http"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/wire"
 )
 
 // NewForOwner is New admitting unix-socket callers of uid owner only.

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Tailnet is the daemon's tailnet node as the API reaches it: its state

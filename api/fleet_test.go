@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/fleet"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // serveTailnetAPI serves the API of a broker of one server (name) with tn

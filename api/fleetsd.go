@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // getFleetSD is GET /v1/fleet/sd: Prometheus HTTP service discovery

@@ -11,8 +11,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/wire"
 )
 
 // dashboardFile is the Grafana dashboard shipped for a fleet.

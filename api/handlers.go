@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) error {
@@ -283,7 +283,7 @@ func param(r *http.Request, name string) string {
 	return v
 }
 
-// openAPI answers the broker's OpenAPI document: generated from api/wire
+// openAPI answers the broker's OpenAPI document: generated from wire
 // once per daemon, compressed by the router like every JSON answer.
 func (s *server) openAPI(w http.ResponseWriter, r *http.Request) error {
 	doc, err := s.openAPIDoc()

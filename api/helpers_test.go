@@ -20,12 +20,12 @@ import (
 	"mcpx.dev/mcpx/mcpserver"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/wire"
 )
 
 func TestMain(m *testing.M) {

@@ -3,8 +3,8 @@ package api
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Every wire route has a handler and every handler a route.

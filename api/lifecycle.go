@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The lifecycle commands: restart a server, refresh the schema cache (and

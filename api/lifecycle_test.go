@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // TestRestartServer: POST /v1/servers/{server}/restart drains the running

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // streamEvents is GET /v1/events: the lifecycle events the daemon keeps,

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/sse"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/wire"
 )
 
 // TestEventsGapAndResume: GET /v1/events?follow=false streams the kept

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/daemonlog"
+	"mcpx.dev/mcpx/wire"
 )
 
 // errLogDone ends a read of the log early: the client went away.

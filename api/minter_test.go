@@ -7,10 +7,10 @@ import (
 	"sync"
 	"testing"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // TestTokenDiesWithItsTailnetMintersGrant (real-use 22): a token minted by

@@ -3,8 +3,8 @@ package api
 import (
 	"net/http"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The nix routes name commands, store paths and GC roots of the daemon's

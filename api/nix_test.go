@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
@@ -17,6 +16,7 @@ import (
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // nixDemoFlake is a flake with no inputs whose package demo wraps this

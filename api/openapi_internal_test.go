@@ -9,8 +9,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/wire"
 )
 
 // mounted lists "METHOD pattern" of every route the router serves, as

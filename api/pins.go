@@ -3,8 +3,8 @@ package api
 import (
 	"net/http"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // listPins serves GET /v1/pins: every server definition's tool pins

@@ -11,10 +11,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/promptscan"
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/wire"
 )
 
 // restToolNames is GET /v1/servers/{server}/tools's tool names.

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // problemKind is how one kind of error looks on the wire.

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/suggest"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The rest of MCP a server offers, over REST: resource templates,

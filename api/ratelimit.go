@@ -1,8 +1,8 @@
 package api
 
 import (
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // limitMembers gives the problem of a rate-limited call (429) the limit

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // DefaultReidentify is Options.Reidentify when it is 0.

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/sse"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // openStream opens an SSE request with a bearer token on d's TCP listener

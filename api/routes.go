@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // handlerFunc serves one operation. Handlers return an error instead of

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // readDocument reads a BodyDocument request body into v: a JSON object with

@@ -3,7 +3,7 @@ package api_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 func routePath(t *testing.T, op string, params ...string) string {

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/wire"
 )
 
 // countingListener counts the connections Serve has accepted and not yet

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The API's server-sent event streams (a streamed tool call, the lifecycle

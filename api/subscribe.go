@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Registered here rather than in the handlers table, whose alignment a

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Tasks over REST: a tool call with ?task=true answers 202 Accepted with

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/wire"
 )
 
 // kindUnauthorized answers a TCP request without the daemon's token.

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // jwtCaller admits the bearer of a signed token (package auth) with exactly

@@ -17,10 +17,10 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // testClock is a settable clock for the issuer.

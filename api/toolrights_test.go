@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 var callID = regexp.MustCompile(`"call":"[0-9a-f]+"`)

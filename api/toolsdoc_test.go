@@ -11,12 +11,12 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/wire"
 )
 
 // loadDoc fails t unless b is a valid OpenAPI 3.1 document (kin-openapi).

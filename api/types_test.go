@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 const demoInstructions = "A demo server for testing mcpx: echo, add, sleep, progress, roots and failure tools."

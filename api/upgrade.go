@@ -3,7 +3,7 @@ package api
 import (
 	"net/http"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // upgradeDaemon is POST /v1/daemon/upgrade: the daemon checks the binary,

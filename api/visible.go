@@ -3,9 +3,9 @@ package api
 import (
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // privateLastError replaces an instance's last error for callers other than

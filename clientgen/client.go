@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/orderedjson"
 	"mcpx.dev/mcpx/internal/toolschema"
+	"mcpx.dev/mcpx/wire"
 )
 
 // ClientOptions describe the client module Client writes.

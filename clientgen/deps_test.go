@@ -11,7 +11,7 @@ import (
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{
-			"mcpx.dev/mcpx/api":        "clients are generated from the contract (api/wire) and schemas, never from the server",
+			"mcpx.dev/mcpx/api":        "clients are generated from the contract (wire) and schemas, never from the server",
 			"mcpx.dev/mcpx/broker/...": "schemas only: generation needs no broker",
 			"mcpx.dev/mcpx/pool/...":   "schemas only: generation never starts a child",
 			"mcpx.dev/mcpx/tsnet/...":  "schemas only",

@@ -2,7 +2,7 @@
 //
 // Names with a "$" are private; no generated name has one. The header
 // names, media types, event names and problem types are the API contract's
-// (package api/wire), filled in when the client is generated.
+// (package wire), filled in when the client is generated.
 
 /** A content block of a tool result (MCP server/tools: text, image, ...). */
 export type ContentBlock = { type: string; [key: string]: unknown };

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"syscall"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/wire"
 )
 
 // ErrStopRequested ends the run group after Control.Stop (POST

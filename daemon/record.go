@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/atomicfile"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The daemon record: daemon.json (wire.RecordFile) and the token file in

@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/atomicfile"
+	"mcpx.dev/mcpx/wire"
 )
 
 // TestRecordStaleAndLive: the record and the token file are written 0600;

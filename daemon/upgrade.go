@@ -15,10 +15,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/wire"
 )
 
 // ErrUpgradeRequested ends the run group for an upgrade in place: the

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/webhook"
+	"mcpx.dev/mcpx/wire"
 )
 
 // WebhookFlush bounds how long a stopping daemon keeps delivering the

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemon"
@@ -23,6 +22,7 @@ import (
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/webhook"
+	"mcpx.dev/mcpx/wire"
 )
 
 var owner = broker.Caller{Name: "local:test", Via: "unix", Local: true, Owner: true, Rights: rights.All()}

@@ -35,7 +35,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Defaults of Options.

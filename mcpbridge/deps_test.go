@@ -25,7 +25,7 @@ func TestDeps(t *testing.T) {
 		},
 		Imports: map[string]string{
 			"mcpx.dev/mcpx/api/client":         "the endpoint is reached as every program reaches the daemon: socket, URL with token, tailnet dialer",
-			"mcpx.dev/mcpx/api/wire":           "header names and problem documents: the contract",
+			"mcpx.dev/mcpx/wire":               "header names and problem documents: the contract",
 			"mcpx.dev/mcpx/internal/sse":       "the SSE codec the client and the pool share",
 			"mcpx.dev/mcpx/internal/mcpheader": "the stateless era's standard headers, as the pool sends them to url children",
 		},

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/mcpheader"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The client's messages, POSTed one each (spec

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The server's SSE streams: a POST's answer stream and its resumption,

@@ -11,7 +11,7 @@ import (
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{
-			"mcpx.dev/mcpx/api":       "documents are generated from the contract (api/wire), never from the server that serves it",
+			"mcpx.dev/mcpx/api":       "documents are generated from the contract (wire), never from the server that serves it",
 			"mcpx.dev/mcpx/pool/...":  "schemas only: a document never starts a child",
 			"mcpx.dev/mcpx/tsnet/...": "schemas only",
 			"mcpx.dev/mcpx/cmd/...":   "cmd uses openapi, not the reverse",

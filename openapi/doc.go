@@ -1,5 +1,5 @@
 // Package openapi generates the OpenAPI 3.1 document of the broker's own API
-// from its contract, package api/wire: one operation per route of
+// from its contract, package wire: one operation per route of
 // wire.Routes (its Name is the operationId), with
 //
 //   - path and query parameters from the route's pattern and Query, and the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/broker.json from the generator")

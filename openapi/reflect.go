@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The reflector: JSON Schema (2020-12, OpenAPI 3.1's dialect) of the Go
-// types api/wire names, as encoding/json encodes them.
+// types wire names, as encoding/json encodes them.
 //
 // It is small and our own rather than a general one (kin-openapi's
 // openapi3gen, invopop/jsonschema, google/jsonschema-go) because the wire

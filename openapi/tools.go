@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/toolschema"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Server is one server's part of a tool document: what the broker knows of

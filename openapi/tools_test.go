@@ -13,8 +13,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/wire"
 )
 
 // validateKin fails t unless doc is a valid OpenAPI 3.1 document as

@@ -13,7 +13,7 @@
 //	err := r.Check(rights.Use{Server: "demo", Dir: "/r/granted", Scope: "global"}) // a *Denial naming the scope
 //
 // It is a leaf (the standard library only) read by auth (a token carries
-// Rights), tsnet (a grant's elements are Rules), api/wire (whoami and the
+// Rights), tsnet (a grant's elements are Rules), wire (whoami and the
 // token documents show them) and the broker (the one authorization of a
 // call).
 //

@@ -9,8 +9,8 @@ import (
 	"tailscale.com/ipn"
 	"tailscale.com/ipn/ipnstate"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Peers returns the node's peers as package fleet reads them: the

@@ -34,7 +34,6 @@ import (
 	"tailscale.com/types/nettype"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
@@ -44,6 +43,7 @@ import (
 	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/tsnet"
+	"mcpx.dev/mcpx/wire"
 )
 
 func TestMain(m *testing.M) {

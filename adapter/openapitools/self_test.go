@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/adapter/openapitools"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/wire"
 )
 
 // mcpx importing itself: the broker's own OpenAPI 3.1 document, as the

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // StartOptions configure EnsureDaemon.

@@ -1,5 +1,5 @@
 // Package client is the Go client of the mcpx daemon's HTTP API (the
-// contract is package api/wire): it dials the daemon's unix socket or an
+// contract is package wire): it dials the daemon's unix socket or an
 // http(s) URL, sends the caller-context headers, decodes error answers into
 // a *wire.Problem, and reads streamed tool calls.
 //
@@ -37,7 +37,7 @@ import (
 
 	"github.com/klauspost/compress/gzhttp"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Options configure New.

@@ -3,7 +3,7 @@ package client
 import (
 	"context"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // ConfigSources returns the config chain of cl's cwd and which file defines

@@ -8,11 +8,11 @@ import (
 
 // TestDeps: the Go client is what the CLI, bench/ and other programs link to
 // talk to a broker (docs/architecture.md, "Dependency direction"); it speaks
-// the contract in api/wire and carries none of the daemon.
+// the contract in wire and carries none of the daemon.
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{
-			"mcpx.dev/mcpx/api":        "the client speaks the contract (api/wire), not the server's code",
+			"mcpx.dev/mcpx/api":        "the client speaks the contract (wire), not the server's code",
 			"mcpx.dev/mcpx/broker/...": "a client carries none of the daemon",
 			"mcpx.dev/mcpx/pool/...":   "a client carries none of the daemon",
 			"mcpx.dev/mcpx/cmd/...":    "the CLI uses the client, not the reverse",

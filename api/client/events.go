@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/wire"
 )
 
 // maxEventLine bounds one line of an event stream: a result is one data

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"sync"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // CallOptions are the optional parts of a call (Client.Call). The zero

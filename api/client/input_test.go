@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The demo's ask tool elicits a form: OnInput sees it and its answer

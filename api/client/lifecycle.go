@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/url"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // RestartServer drains and replaces every instance of server (admin).

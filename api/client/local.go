@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Where a local daemon keeps things, per the XDG base directory

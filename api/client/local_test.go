@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/wire"
 )
 
 const testToken = "client-test-token"

@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/wire"
 )
 
 // LogQuery selects the daemon's log records (GET /v1/log); zero fields

@@ -3,7 +3,7 @@ package client
 import (
 	"context"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Nix lists the servers whose command is a nix: spec, with what each

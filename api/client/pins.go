@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // ToolPins asks GET /v1/pins: every server definition's tool pins.

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 func errorResponse(status int, body []byte) *http.Response {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // ResourceTemplates lists one server's resource templates.

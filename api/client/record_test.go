@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // TestRecordWrittenAfterTheFirstRequest: a daemon answers on its listeners a

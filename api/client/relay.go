@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Relay is `mcpx run`'s way to a broker on another machine: an HTTP

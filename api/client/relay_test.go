@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // TestRelay: mcpx run's relay to a remote broker takes only its own token,

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // One method per route of wire's table. The document methods also return

@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // AcquireLease acquires a lease for ttl (0 = the daemon's default, 60s).

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/url"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // CallStats returns the figures of the daemon's call log (admin): the calls

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // StartTask calls server's tool with args as a task (?task=true) and

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Tokens lists the broker's signed tokens and keys (admin).

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // writeConfig writes the daemon's config: the demo server three times (one

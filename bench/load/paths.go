@@ -17,9 +17,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The paths, in the order each round measures them.

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/mcpserver"
+	"mcpx.dev/mcpx/wire"
 )
 
 // envProfDaemon, set to a JSON profSpec, makes this binary serve the API

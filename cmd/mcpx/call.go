@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // call is `mcpx call <server>.<tool> [json|-]`.

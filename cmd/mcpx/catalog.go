@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // catalogCmd is `mcpx catalog [--budget N] [--bias Q] [--json]`: every

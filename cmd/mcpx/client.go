@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // brokerOpts are the flags that say which broker to talk to, and how.

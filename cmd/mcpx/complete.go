@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // complete is `mcpx complete <server> (--prompt NAME | --resource URI) ARG

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // sourcesOpts are the flags of `mcpx config --sources`.

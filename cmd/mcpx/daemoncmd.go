@@ -11,8 +11,8 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/daemon"
+	"mcpx.dev/mcpx/wire"
 )
 
 // daemonCmd is `mcpx daemon stop|info|upgrade`.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Several daemons: one per config file. The default daemon (no --config, no

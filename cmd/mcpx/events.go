@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // events is `mcpx events [--follow] [--json]`: the daemon's lifecycle

@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/wire"
 )
 
 // fleetCmd is `mcpx fleet ls [--json] [--tag t] [--probe]`: the brokers

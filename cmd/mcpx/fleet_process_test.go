@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/daemon/doctor"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/internal/testtailnet"
+	"mcpx.dev/mcpx/wire"
 )
 
 // TestFleetProcess is the fleet's acceptance test: a test control server

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // A child's request for input during `mcpx call` (an elicitation form) is

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The form on a fake terminal: one prompt per property in the schema's

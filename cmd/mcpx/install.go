@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/deploy"
+	"mcpx.dev/mcpx/wire"
 )
 
 // installCmd is `mcpx install <client> [--http] [--broker B] [--dry-run]`

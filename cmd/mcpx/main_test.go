@@ -17,12 +17,12 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/petstoretest"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/wire"
 )
 
 func TestMain(m *testing.M) {

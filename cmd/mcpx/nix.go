@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // nixCmd is `mcpx nix ls|refresh <server>|gc`: the daemon's nix: servers,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // toolsApprove is `mcpx tools approve <server>[.<tool>] [--hash H]`: the

@@ -15,11 +15,11 @@ import (
 	oklog "github.com/oklog/run"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/tsnet"
+	"mcpx.dev/mcpx/wire"
 )
 
 // serve is `mcpx serve`: the daemon. It serves the API on the unix socket

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // A server scoped to the session (or parent session) that is called with

@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // sessionsCmd is `mcpx sessions ls [--json] | show <key> | stop <key> |

@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/calllog"
+	"mcpx.dev/mcpx/wire"
 )
 
 // statsCmd is `mcpx stats [--since 1h] [--by server|tool|caller] [--json]`:

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // status is `mcpx status [--json]`: the instances table.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // The STATE column shows the state the pool reports, with a countdown only

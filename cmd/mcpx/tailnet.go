@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/tsnet"
+	"mcpx.dev/mcpx/wire"
 )
 
 // tailnetFlags are serve's --tailnet flags.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // startTask is `mcpx call --task`: the call runs as a task; its id goes to

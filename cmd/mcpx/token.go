@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // tokenCmd is `mcpx token mint|ls|revoke <id>|rotate`: the broker's signed

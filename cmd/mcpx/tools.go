@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // tools is `mcpx tools [server] [--json]`: a table of server, tool and the

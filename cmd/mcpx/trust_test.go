@@ -17,9 +17,9 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/wire"
 )
 
 // serveInProcess runs `mcpx serve` in this process with its own socket,

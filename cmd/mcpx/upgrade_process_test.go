@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/internal/testtailnet"
+	"mcpx.dev/mcpx/wire"
 )
 
 // upgradeDaemon is a `mcpx serve` process of TestUpgradeProcess.

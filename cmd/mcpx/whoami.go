@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"mcpx.dev/mcpx/api/wire"
+	"mcpx.dev/mcpx/wire"
 )
 
 // whoamiCmd is `mcpx whoami [--json]`: how the broker sees this caller —

@@ -36,13 +36,13 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/deploy"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
 	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Finding is one check the doctor made.

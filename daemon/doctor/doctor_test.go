@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/daemon/doctor"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/wire"
 )
 
 func TestMain(m *testing.M) {

@@ -35,7 +35,7 @@ import (
 // a pattern ending in "/..." also covers every path under it
 // ("tailscale.com/..." covers "tailscale.com/tsnet"), any other pattern
 // names exactly one package ("mcpx.dev/mcpx/api" is the API's server side,
-// not "mcpx.dev/mcpx/api/wire"). Each map's value is why the rule exists; it
+// not "mcpx.dev/mcpx/wire"). Each map's value is why the rule exists; it
 // is printed with every violation.
 type Rules struct {
 	// BadDeps are packages the tree must not depend on, directly or through

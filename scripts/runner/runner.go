@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/scripts"
+	"mcpx.dev/mcpx/wire"
 )
 
 // InterruptGrace is how long a script has to end after the SIGINT an

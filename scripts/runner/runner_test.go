@@ -14,7 +14,6 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/client"
-	"mcpx.dev/mcpx/api/wire"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
@@ -22,6 +21,7 @@ import (
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
+	"mcpx.dev/mcpx/wire"
 )
 
 func TestMain(m *testing.M) {
