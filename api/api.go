@@ -17,7 +17,7 @@
 //
 // The contract (routes, headers, documents, problems, events) is data in
 // package wire: the router mounts wire's route table, one handler per
-// operation name; the Go client is api/client.
+// operation name; the Go client is client.
 package api
 
 import (

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
-	mcpxclient "mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker/config"
+	mcpxclient "mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/fleet"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"

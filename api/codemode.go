@@ -13,9 +13,9 @@ import (
 	"strings"
 	"sync"
 
-	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/catalog"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/clientgen"
 	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/scripts"

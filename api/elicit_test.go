@@ -11,8 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	mcpxclient "mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/broker/config"
+	mcpxclient "mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/wire"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	mcpxclient "mcpx.dev/mcpx/api/client"
+	mcpxclient "mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/openapi"
 	"mcpx.dev/mcpx/wire"
 )

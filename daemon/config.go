@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"os"
 
-	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/client"
 )
 
 // Source says where a config came from, for logs and messages.

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/wire"
 )

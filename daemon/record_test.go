@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/wire"

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/mcpbridge"
 )
 

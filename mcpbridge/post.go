@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/mcpheader"
 	"mcpx.dev/mcpx/wire"
 )
@@ -225,7 +225,7 @@ func (b *bridge) post(ctx context.Context, msg []byte, e *envelope, onSent func(
 }
 
 // maxResends bounds the resending of a request whose kept-alive
-// connection broke: api/client keeps at most 4 idle connections.
+// connection broke: client keeps at most 4 idle connections.
 const maxResends = 4
 
 // header is what every request of the session carries: Options.Header,

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/mcpbridge"
 )
 

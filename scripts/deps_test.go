@@ -20,7 +20,7 @@ func TestDeps(t *testing.T) {
 		},
 		NoHTTPServer: "it writes files and runs nothing",
 		Except: map[string]string{
-			"mcpx.dev/mcpx/scripts/runner": "the run's lifecycle reaches the broker through api/client; its own deps_test.go holds its rules",
+			"mcpx.dev/mcpx/scripts/runner": "the run's lifecycle reaches the broker through client; its own deps_test.go holds its rules",
 		},
 	}.Check(t)
 }

@@ -2,7 +2,7 @@
 // Mcpx-* headers, the problem documents errors are answered with, the JSON
 // documents of the list, status and whoami routes, and the server-sent
 // events of a streamed tool call. It holds no server and no client code, so
-// that the server (package api), the Go client (api/client) and the
+// that the server (package api), the Go client (client) and the
 // generators of the OpenAPI document and other clients all read one
 // description and cannot drift apart.
 //

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -55,7 +55,7 @@ type daemon struct {
 	addr string // loopback TCP host:port
 	// token is the bearer token TCP requests carry, from the daemon record.
 	token string
-	// api is the Go client (api/client) on the unix socket, for everything
+	// api is the Go client (client) on the unix socket, for everything
 	// but the measured calls: health, instances, stopping, cold starts.
 	api *client.Client
 	// unix and tcp are plain keep-alive HTTP clients for the measured paths

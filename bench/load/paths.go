@@ -209,10 +209,10 @@ func sessionCall(s *mcpclient.Session) func(context.Context) error {
 // postCall POSTs the echo arguments to url and checks the answer.
 //
 // The measured paths through the daemon (U, Uwt, Ur, T) use this rather than
-// api/client on purpose: every path, Hraw and Hx included, then makes the
+// client on purpose: every path, Hraw and Hx included, then makes the
 // same plain net/http request over a keep-alive pool sized for c=32 (see
 // newClient), so the ratios between them are the daemon's cost and nothing
-// else. api/client's transport (compression negotiation, a pool of 4 idle
+// else. client's transport (compression negotiation, a pool of 4 idle
 // connections) suits the CLI but would add its own cost to the daemon paths
 // only.
 func postCall(client *http.Client, url string, h http.Header) func(context.Context) error {

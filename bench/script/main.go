@@ -1,7 +1,7 @@
 // Command script compares the per-call cost of the three ways a program
 // calls a tool through a running `mcpx serve`: a node script using the
 // generated TypeScript client, `mcpx call` (one process per call), and the
-// Go client (api/client; over the unix socket, and over loopback TCP as the
+// Go client (client; over the unix socket, and over loopback TCP as the
 // node script calls), each making the same sequential calls of the
 // demo server's echo, in interleaved rounds so that machine noise hits each
 // alike.
@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -12,7 +12,7 @@ import (
 	"regexp"
 	"strings"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/wire"
 )
 

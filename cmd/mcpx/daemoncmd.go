@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/wire"
 )

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/deploy"
 	"mcpx.dev/mcpx/wire"
 )

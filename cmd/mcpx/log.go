@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/daemonlog"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/petstoretest"

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/mcpbridge"
 )
 

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 )
 
 // Where mcpx keeps things, per the XDG base directory specification: a

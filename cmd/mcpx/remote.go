@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/tsnet"
 )
 

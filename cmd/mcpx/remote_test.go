@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 )
 
 // TestBrokerToken: an http broker gets the token of --token-file, else of

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/suggest"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/testenv"
 
 	"mcpx.dev/mcpx/internal/demo"

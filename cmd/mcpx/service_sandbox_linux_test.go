@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/deploy"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"

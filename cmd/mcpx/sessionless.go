@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 )
 
 // standaloneFlag registers --standalone on fs, for a command whose broker

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/wire"

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 )
 
 // typesCmd is `mcpx types <server>[.<tool>] [--only a,b] [--depth N]

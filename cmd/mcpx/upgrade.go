@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -35,9 +35,9 @@ import (
 	"syscall"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/deploy"
 	"mcpx.dev/mcpx/nixresolve/nixspec"

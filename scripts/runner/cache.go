@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/atomicfile"
 )
 

@@ -13,7 +13,7 @@ import (
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{
-			"mcpx.dev/mcpx/api":        "the broker is reached through the Go client (api/client), never its server",
+			"mcpx.dev/mcpx/api":        "the broker is reached through the Go client (client), never its server",
 			"mcpx.dev/mcpx/broker/...": "no broker in the run: the script and the runner reach it over HTTP",
 			"mcpx.dev/mcpx/pool/...":   "the runner starts the script's runtime, never an MCP child",
 			"mcpx.dev/mcpx/cmd/...":    "cmd uses the runner, not the reverse",

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/npmtest"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"

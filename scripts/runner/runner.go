@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/wire"
 )

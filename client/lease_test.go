@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 )
 
 // TestHoldLease: a held lease outlives its ttl while it is renewed, and a

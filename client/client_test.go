@@ -23,9 +23,9 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/api/client"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"

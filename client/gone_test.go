@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 )
 
 // TestGoneMidCall: a daemon that dies with a call in flight (its

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/client"
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/wire"
 )

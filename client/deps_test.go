@@ -21,7 +21,7 @@ func TestDeps(t *testing.T) {
 		},
 		NoHTTPServer: "a client, never a server",
 		HTTPServerFiles: map[string]string{
-			"mcpx.dev/mcpx/api/client/relay.go": "mcpx run's relay serves one script on a loopback port, sending each request on through the client",
+			"mcpx.dev/mcpx/client/relay.go": "mcpx run's relay serves one script on a loopback port, sending each request on through the client",
 		},
 	}.Check(t)
 }
