@@ -21,7 +21,7 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker/config"
 	mcpxclient "mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/client/fleet"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/rights"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/client/fleet"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -9,7 +9,7 @@ import (
 	"tailscale.com/ipn"
 	"tailscale.com/ipn/ipnstate"
 
-	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/client/fleet"
 	"mcpx.dev/mcpx/wire"
 )
 

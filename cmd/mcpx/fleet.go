@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/client/fleet"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -15,7 +15,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/fleet"
+	"mcpx.dev/mcpx/client/fleet"
 	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/wire"
 )
