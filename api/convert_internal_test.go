@@ -12,10 +12,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/catalog"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/sse"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/wire"
 )
 

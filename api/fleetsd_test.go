@@ -15,8 +15,8 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/client/fleet"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/auth"
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/wire"
 )
 

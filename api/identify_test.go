@@ -14,9 +14,9 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -3,9 +3,9 @@ package api
 import (
 	"testing"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/rights"
 )
 
 // TestEventForCaller: the owner sees an event whole; other callers only

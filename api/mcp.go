@@ -7,9 +7,9 @@ import (
 
 	"mcpx.dev/mcpx/tracing"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/mcpserver"
-	"mcpx.dev/mcpx/rights"
 )
 
 // The MCP endpoint (package mcpserver) at /mcp, every server the caller may

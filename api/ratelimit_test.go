@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/wire"
 )
 

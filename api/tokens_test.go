@@ -18,8 +18,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -3,8 +3,8 @@ package api
 import (
 	"strings"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/wire"
 )
 

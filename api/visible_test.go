@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/rights"
 )
 
 // A caller that is not the daemon's own user sees no private error detail,

@@ -17,8 +17,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/atomicfile"
-	"mcpx.dev/mcpx/rights"
 )
 
 // DefaultTTL is Grant.TTL when it is 0; MaxTTL bounds it.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/auth"
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 // FuzzVerify feeds arbitrary strings to Verify: it never panics, every

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"strings"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 // Minter is who minted a token, as the ledger records it. A token dies

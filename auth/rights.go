@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 // stored is the copy of r a token carries: its own lists (nothing shared

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/rights"
 )
 
 // BenchmarkBrokerCallTool measures broker.CallTool end to end without HTTP:

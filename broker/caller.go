@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"strings"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 // Caller is who is calling, as the API layer authenticated it.

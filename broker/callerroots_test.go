@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 // TestCallerRootsFiltered: the roots a caller answers a child's roots/list

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/rights"
 )
 
 // FuzzCwdUnderRoots fuzzes the canonicalise-and-contain check of a

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
-	"mcpx.dev/mcpx/rights"
 )
 
 // NixProgram is a nix: program spec's cache entry (nixresolve.Entry): the

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/defaults"
-	"mcpx.dev/mcpx/rights"
 )
 
 // Rate limits and quotas (docs/trust.md, "Rate limits"): every tool call

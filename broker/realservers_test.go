@@ -20,11 +20,11 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/rights"
 )
 
 const (

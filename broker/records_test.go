@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/calllog"
-	"mcpx.dev/mcpx/rights"
 )
 
 // recordsBroker is a demo broker (global scope) keeping its state in state.

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/rights"
 )
 
 // TestListingsResolveOnce: a listing resolves its request once — one call

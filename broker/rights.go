@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/rights"
 )
 
 // authorize is the one authorization of a use of a server: nil when one

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/rights"
 )
 
 // TestScopeRights: a caller's scopes bound the scope kinds its calls may

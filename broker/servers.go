@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/mcpclient"
-	"mcpx.dev/mcpx/rights"
 )
 
 // ServerInfo describes a configured server to callers.

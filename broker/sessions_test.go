@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/rights"
 )
 
 // remote is a non-owner, non-admin caller: its session and lease ids are

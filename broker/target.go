@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/tracing"
 )
 

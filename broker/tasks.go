@@ -16,8 +16,8 @@ import (
 
 	"mcpx.dev/mcpx/tracing"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/pool/mcpclient"
-	"mcpx.dev/mcpx/rights"
 )
 
 // Tasks (MCP 2025-11-25, basic/utilities/tasks): a tool whose definition

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemon"
@@ -20,7 +21,6 @@ import (
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/rights"
 )
 
 // envSurviveDaemon makes this test binary a stand-in `mcpx serve` on the

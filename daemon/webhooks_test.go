@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/webhook"
 	"mcpx.dev/mcpx/wire"
 )

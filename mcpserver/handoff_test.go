@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/rights"
 )
 
 // TestHandoffRestoresSessions: a session handed to the next image (as JSON,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/internal/demo"
@@ -28,7 +29,6 @@ import (
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/registry"
 	"mcpx.dev/mcpx/registry/registrytest"
-	"mcpx.dev/mcpx/rights"
 )
 
 var localCaller = broker.Caller{Name: "local:test", Via: "unix", Local: true, Rights: rights.Rights{{Admin: true}}}

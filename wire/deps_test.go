@@ -14,7 +14,7 @@ func TestDeps(t *testing.T) {
 	deptest.Rules{
 		StdlibOnly: "the contract is plain data: whoever imports it (the client, the generators) gets no daemon code with it",
 		Leaves: map[string]string{
-			"mcpx.dev/mcpx/rights": "whoami and the token documents show a caller's rights in their one JSON form",
+			"mcpx.dev/mcpx/auth/rights": "whoami and the token documents show a caller's rights in their one JSON form",
 		},
 		NoHTTPServer: "the contract names routes; the api package serves them",
 	}.Check(t)

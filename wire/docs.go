@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 // The JSON documents of the routes (Route.Response). Struct field order is

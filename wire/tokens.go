@@ -3,7 +3,7 @@ package wire
 import (
 	"time"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 // HeaderClient must be present, with any non-empty value naming the client

@@ -75,7 +75,7 @@ import (
 	"slices"
 	"time"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 // Config is the daemon owner's configuration. The zero Config has no servers;

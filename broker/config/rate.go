@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 // rateWant is what a rate field takes, for type errors.

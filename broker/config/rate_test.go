@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker/config"
-	"mcpx.dev/mcpx/rights"
 )
 
 // TestRateFields: a server's rate, burst and maxConcurrent and the owner's

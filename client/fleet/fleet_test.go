@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/client/fleet"
-	"mcpx.dev/mcpx/rights"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/wire"
 )
 

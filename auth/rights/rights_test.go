@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 // grant is the reproduction of the real-use issue: two grant elements, each

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 func TestParseRate(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/rights"
+	"mcpx.dev/mcpx/auth/rights"
 )
 
 func TestMatchTool(t *testing.T) {
