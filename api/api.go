@@ -37,7 +37,7 @@ import (
 
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemonlog"
 	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/metrics"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/conformance"
 	"mcpx.dev/mcpx/internal/proctest"
 )

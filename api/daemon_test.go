@@ -13,7 +13,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/wire"
 )
 

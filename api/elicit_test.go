@@ -11,8 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"mcpx.dev/mcpx/broker/config"
 	mcpxclient "mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/wire"
 )

@@ -13,8 +13,8 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/client/fleet"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/wire"
 )
 

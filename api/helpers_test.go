@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/mcpserver"
 

@@ -9,7 +9,7 @@ import (
 	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/adapter/clitools"
 	"mcpx.dev/mcpx/adapter/openapitools"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
 	"mcpx.dev/mcpx/pool"
 )

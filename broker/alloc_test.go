@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // TestSessionsGetTheirOwnPortsAndDirs: a session-scoped server with a

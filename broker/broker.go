@@ -1,7 +1,7 @@
 // Package broker is mcpx's domain: it maps a caller's declared context to a
 // scope key and root, and forwards calls to the pooled child for that key.
 //
-//	cfg, err := config.Load(path) // package mcpx.dev/mcpx/broker/config
+//	cfg, err := config.Load(path) // package mcpx.dev/mcpx/config
 //	b, err := broker.New(broker.Options{Config: cfg, Logger: log})
 //	res, err := b.CallTool(ctx, broker.Request{Caller: c, Context: cc, Server: "demo"}, "echo", args, nil)
 //	defer b.Close(ctx)
@@ -37,8 +37,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker/chain"
-	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/calllog"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"time"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // CodeMode is the MCP endpoint's code mode as the config sets it, its

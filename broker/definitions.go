@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
 	"mcpx.dev/mcpx/pool"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // Kind classifies a broker error. The api package maps each kind to one HTTP

@@ -8,7 +8,7 @@ import (
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // FuzzCwdUnderRoots fuzzes the canonicalise-and-contain check of a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/pool"
 )
 

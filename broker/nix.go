@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/auth/rights"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
 )

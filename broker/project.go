@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker/chain"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/pool"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // BenchmarkBrokerCallToolRecords is a warm echo call through

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/auth/rights"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 )

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"mcpx.dev/mcpx/auth/rights"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // authorize is the one authorization of a use of a server: nil when one

@@ -9,7 +9,7 @@ import (
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // TestScopeRights: a caller's scopes bound the scope kinds its calls may

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // TestToolListAfterRestartStartsNoChild: a restarted broker on the same

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/broker/internal/gitdir"
+	"mcpx.dev/mcpx/config"
 )
 
 // CallContext is what a caller declares about itself, from the Mcpx-* headers.

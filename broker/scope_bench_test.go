@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // Warm benchmarks resolve a cwd the resolver has seen: a map lookup plus the

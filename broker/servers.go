@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 
 	"mcpx.dev/mcpx/auth/rights"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/mcpclient"
 )

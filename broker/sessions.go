@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/pool"
 )
 

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"os"
 
-	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/config"
 )
 
 // Source says where a config came from, for logs and messages.

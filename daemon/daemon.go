@@ -15,7 +15,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/broker/chain"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemonlog"
 	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/metrics"

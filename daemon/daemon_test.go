@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/testenv"
 )

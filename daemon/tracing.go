@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/tracing"
 )
 

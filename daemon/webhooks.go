@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/webhook"
 	"mcpx.dev/mcpx/wire"

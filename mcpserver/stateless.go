@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // The stateless era asks the client for input with input_required results

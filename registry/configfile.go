@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/internal/orderedjson"
 )

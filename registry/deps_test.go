@@ -12,7 +12,7 @@ import (
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{
-			"mcpx.dev/mcpx/broker":     "add writes a config entry; the daemon runs it later (config is read with broker/config alone)",
+			"mcpx.dev/mcpx/broker":     "add writes a config entry; the daemon runs it later (config is read with config alone)",
 			"mcpx.dev/mcpx/pool/...":   "nothing is spawned here",
 			"mcpx.dev/mcpx/api/...":    "the registry's API is not mcpx's",
 			"mcpx.dev/mcpx/nixresolve": "a nix package becomes a nix: command, resolved by the daemon",

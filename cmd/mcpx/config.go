@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/defaults"
 )

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/term"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/registry"
 )

@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"mcpx.dev/mcpx/broker/chain"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // linesFlag is a repeatable --prefix or --suffix: the CLI's layer of a

@@ -16,7 +16,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/tsnet"
 	"mcpx.dev/mcpx/wire"

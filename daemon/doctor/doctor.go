@@ -37,8 +37,8 @@ import (
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/deploy"
 	"mcpx.dev/mcpx/nixresolve/nixspec"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/daemon/doctor"
 	"mcpx.dev/mcpx/internal/demo"

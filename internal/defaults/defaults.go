@@ -6,11 +6,11 @@
 //	const DefaultMax = defaults.Max // package pool: Server.Max's zero
 //
 // Those packages fill their own zeros from these (pool.DefaultMax is
-// defaults.Max), and broker/config names them in its messages and fills
+// defaults.Max), and config names them in its messages and fills
 // them in, so that `mcpx config show` prints what will run, without
 // linking the pool, the MCP client, the call log or the resolver. Defaults
 // the config applies itself (call timeout, argument depth, input wait)
-// stay in broker/config. It imports nothing but time and embed.
+// stay in config. It imports nothing but time and embed.
 //
 // Document is every default of the config file in one JSON document of the
 // config's shape, these and the config's own (`mcpx config --defaults`

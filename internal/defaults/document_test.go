@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemonlog"
 	"mcpx.dev/mcpx/internal/defaults"
 )

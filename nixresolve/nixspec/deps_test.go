@@ -6,7 +6,7 @@ import (
 	"mcpx.dev/mcpx/internal/deptest"
 )
 
-// TestDeps: nixspec is the grammar alone, a leaf that broker/config reads
+// TestDeps: nixspec is the grammar alone, a leaf that config reads
 // to check a server's nix: command and environment (docs/architecture.md,
 // "Dependency direction").
 func TestDeps(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"

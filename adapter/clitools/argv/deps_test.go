@@ -10,7 +10,7 @@ import (
 // share.
 func TestDeps(t *testing.T) {
 	deptest.Rules{
-		StdlibOnly:   "broker/config imports it, and may import only leaves",
+		StdlibOnly:   "config imports it, and may import only leaves",
 		NoHTTPServer: "a grammar",
 	}.Check(t)
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"mcpx.dev/mcpx/broker/config"
 	"mcpx.dev/mcpx/calllog"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 func TestOpenAPIBlock(t *testing.T) {

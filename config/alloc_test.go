@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 func TestAllocateErrors(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/auth/rights"
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // TestRateFields: a server's rate, burst and maxConcurrent and the owner's

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // TestCLIErrors: a server is one of command, url, openapi and cli, and a

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // TestLogSection: the log section's levels are read, and a bad one is an

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/broker/config"
+	"mcpx.dev/mcpx/config"
 )
 
 // wantProblem parses doc and wants a problem of server and field whose
