@@ -14,7 +14,7 @@
 // docs/scopes.md.
 //
 // A caller is served the servers of its config chain (package
-// mcpx.dev/mcpx/broker/chain): the project files found upward from its cwd
+// mcpx.dev/mcpx/config/chain): the project files found upward from its cwd
 // merged over the owner's config, for the owner and, in its roots, a rule
 // of a caller's rights that says projectConfig (rights.Rights.ProjectConfig);
 // everyone else gets the owner's config (ServersAt,
@@ -36,9 +36,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/calllog"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/config/chain"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )

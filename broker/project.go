@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/config/chain"
 	"mcpx.dev/mcpx/pool"
 )
 

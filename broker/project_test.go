@@ -13,8 +13,8 @@ import (
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/config/chain"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"

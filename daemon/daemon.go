@@ -14,8 +14,8 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/config/chain"
 	"mcpx.dev/mcpx/daemonlog"
 	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/metrics"

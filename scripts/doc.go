@@ -14,7 +14,7 @@
 // # Named scripts
 //
 // Each directory of the config chain (found by the CLI with package
-// broker/chain: override paths, `.config/mcpx` or `.mcpx` from the cwd
+// config/chain: override paths, `.config/mcpx` or `.mcpx` from the cwd
 // upward to the ceilings, the user's and the system's config directories,
 // fallback paths) may hold `scripts/` and
 // `lib/`. A script's name is its file's base name without .ts, .js or .mjs;

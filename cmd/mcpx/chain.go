@@ -4,7 +4,7 @@ import (
 	"flag"
 	"path/filepath"
 
-	"mcpx.dev/mcpx/broker/chain"
+	"mcpx.dev/mcpx/config/chain"
 )
 
 // chainFlagValues are `mcpx serve`'s flags for the config chain (package

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/broker/chain"
+	"mcpx.dev/mcpx/config/chain"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
 	"mcpx.dev/mcpx/tracing"

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	"mcpx.dev/mcpx/broker/chain"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/config/chain"
 )
 
 // linesFlag is a repeatable --prefix or --suffix: the CLI's layer of a

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"mcpx.dev/mcpx/broker/chain"
+	"mcpx.dev/mcpx/config/chain"
 )
 
 // tree makes the files and directories of paths (a trailing / is a
