@@ -35,11 +35,11 @@ import (
 	"github.com/klauspost/compress/gzhttp"
 	"go.opentelemetry.io/otel/attribute"
 
+	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemonlog"
-	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/openapi"
 	"mcpx.dev/mcpx/tracing"
@@ -98,8 +98,8 @@ type Options struct {
 	// route answers 503.
 	Log *daemonlog.File
 	// MCP is the MCP endpoint served at /mcp and /mcp/{server} (package
-	// mcpserver; its owner closes it); nil = those paths answer 503.
-	MCP *mcpserver.Server
+	// api/mcp; its owner closes it); nil = those paths answer 503.
+	MCP *mcp.Server
 	// CodeCache is where code mode's runs keep their generated clients
 	// and their own directories; "" = a directory under os.TempDir().
 	CodeCache string
@@ -130,9 +130,9 @@ type server struct {
 	inputWait   time.Duration  // Options.InputWait
 	calls       *callRegistry  // the streamed calls that may be asked for input
 	metrics     *metrics.Metrics
-	logFile     *daemonlog.File   // Options.Log; may be nil
-	tailnet     *Tailnet          // Options.Tailnet; may be nil
-	mcp         *mcpserver.Server // Options.MCP; may be nil
+	logFile     *daemonlog.File // Options.Log; may be nil
+	tailnet     *Tailnet        // Options.Tailnet; may be nil
+	mcp         *mcp.Server     // Options.MCP; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.

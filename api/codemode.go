@@ -13,16 +13,16 @@ import (
 	"strings"
 	"sync"
 
+	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/catalog"
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/clientgen"
-	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
 )
 
-// Code mode's tools for the MCP endpoint (mcpserver.Code; docs/mcp.md,
+// Code mode's tools for the MCP endpoint (mcp.Code; docs/mcp.md,
 // "Code mode"): search over the catalog, and run, which runs a snippet as
 // `mcpx exec` does, on this machine, as the MCP caller. The script reaches
 // the API through a run relay (its own token, on loopback) whose client
@@ -38,7 +38,7 @@ const (
 	searchMaxBudget = 100000
 )
 
-// codeMode implements mcpserver.Code over s.
+// codeMode implements mcp.Code over s.
 type codeMode struct {
 	s     *server
 	h     http.Handler // the API handler the script's requests reach
@@ -238,7 +238,7 @@ func (cm *codeMode) Run(ctx context.Context, r broker.Request, code string) (jso
 	// servers, of as many scopes; each call's record in the call log has
 	// its own.
 	records := &runner.Fields{Session: run.Caller().Session, ParentSession: run.Caller().ParentSession,
-		Server: mcpserver.Name, Tool: mcpserver.ToolRun, Cwd: dir, Version: cm.s.version}
+		Server: mcp.Name, Tool: mcp.ToolRun, Cwd: dir, Version: cm.s.version}
 	env, err := run.Script(ctx, runner.Script{Runtime: rt, Path: scripts.ExecName, Snippet: code, Cache: cm.cache,
 		Envelope: true, MaxOutput: cfg.MaxOutput, Stdin: strings.NewReader(""), Sandbox: sandbox, Records: records})
 	if err != nil {

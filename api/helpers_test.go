@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/mcpserver"
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth"
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // daemon is the API served on a real unix socket and a loopback TCP port.
 type daemon struct {
 	b    *broker.Broker
-	mcp  *mcpserver.Server
+	mcp  *mcp.Server
 	sock string
 	unix *client // over the unix socket: a local caller
 	tcp  *client // over loopback TCP
@@ -73,7 +73,7 @@ type daemonOptions struct {
 	tokens                    *auth.Issuer         // api.Options.Tokens
 	inputWait                 time.Duration        // api.Options.InputWait
 	reidentify                time.Duration        // api.Options.Reidentify
-	resumeGrace, mcpIdle      time.Duration        // mcpserver.Options
+	resumeGrace, mcpIdle      time.Duration        // mcp.Options
 	taskRetention             time.Duration        // broker.Options.TaskRetention
 	tailnet                   *api.Tailnet         // api.Options.Tailnet
 	node                      *wire.NodeInfo       // api.Options.Node
@@ -98,7 +98,7 @@ func startDaemon(t testing.TB, o daemonOptions) *daemon {
 			t.Errorf("closing broker: %v", err)
 		}
 	})
-	mcp := mcpserver.New(mcpserver.Options{Broker: b, Logger: logger, Version: "test", ResumeGrace: o.resumeGrace, IdleTimeout: o.mcpIdle})
+	mcp := mcp.New(mcp.Options{Broker: b, Logger: logger, Version: "test", ResumeGrace: o.resumeGrace, IdleTimeout: o.mcpIdle})
 	t.Cleanup(func() { // before the broker closes: sessions stop their children
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -7,9 +7,9 @@ import (
 
 	"mcpx.dev/mcpx/tracing"
 
+	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/mcpserver"
 )
 
 // The MCP endpoint (package mcpserver) at /mcp, every server the caller may
@@ -18,7 +18,7 @@ import (
 // refused (an Origin of this listener's own is not), the Host check of
 // networkListener refuses DNS rebinding, and a POST must be
 // Content-Type: application/json, which a web page cannot send across
-// origins without a preflight mcpx never answers (mcpserver checks it).
+// origins without a preflight mcpx never answers (api/mcp checks it).
 
 // mcpPath is the endpoint's path; one server's is mcpPath + "/" + name.
 const mcpPath = "/mcp"
@@ -60,7 +60,7 @@ func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// A server the caller cannot use is 404 before MCP begins; a request
 	// of a session was checked when it opened (the broker refuses a
 	// server that has gone since, as on every call).
-	if server != "" && r.Header.Get(mcpserver.HeaderSessionID) == "" {
+	if server != "" && r.Header.Get(mcp.HeaderSessionID) == "" {
 		if _, err := s.b.ServerAt(broker.Request{Caller: c, Context: cc, Server: server}); err != nil {
 			s.writeProblem(w, r, err)
 			return
@@ -79,5 +79,5 @@ func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			Hint: "/mcp?mode= is tools (every tool), code (search and run) or both"})
 		return
 	}
-	s.mcp.ServeHTTP(w, r, mcpserver.Request{Caller: c, Context: cc, Server: server, Mode: mode, MaxBody: s.maxBody})
+	s.mcp.ServeHTTP(w, r, mcp.Request{Caller: c, Context: cc, Server: server, Mode: mode, MaxBody: s.maxBody})
 }

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/config/chain"
 	"mcpx.dev/mcpx/daemonlog"
-	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
@@ -56,8 +56,8 @@ type Daemon struct {
 	Log     *slog.Logger
 	LogFile *daemonlog.File // the log's file, for GET /v1/log
 	Broker  *broker.Broker
-	MCP     *mcpserver.Server // the MCP endpoint's sessions, served by api at /mcp
-	Metrics *metrics.Metrics  // the Prometheus metrics, for api.Options.Metrics
+	MCP     *mcp.Server      // the MCP endpoint's sessions, served by api at /mcp
+	Metrics *metrics.Metrics // the Prometheus metrics, for api.Options.Metrics
 	// Webhooks sends the lifecycle events to the config's webhooks; nil
 	// when it has none.
 	Webhooks *webhook.Sender
@@ -143,7 +143,7 @@ func New(o Options) (_ *Daemon, err error) {
 	} else {
 		d.adoptSurvivors()
 	}
-	d.MCP = mcpserver.New(mcpserver.Options{Broker: d.Broker, Logger: d.Log, Version: o.Version,
+	d.MCP = mcp.New(mcp.Options{Broker: d.Broker, Logger: d.Log, Version: o.Version,
 		InputWait: o.Config.Limits.InputWait.D()})
 	if o.Handoff != nil {
 		d.MCP.Restore(o.Handoff.MCP) // before the endpoint serves

@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
+	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/execid"
 )
@@ -44,8 +44,8 @@ type Handoff struct {
 	Listeners    []HandedListener    `json:"listeners"`
 	Conns        []HandedConn        `json:"conns,omitempty"` // idle keep-alive connections (handconns.go)
 	Broker       broker.HandoffState `json:"broker"`
-	// MCP are the MCP endpoint's sessions (mcpserver.Server.Handoff).
-	MCP []mcpserver.SessionState `json:"mcp,omitempty"`
+	// MCP are the MCP endpoint's sessions (mcp.Server.Handoff).
+	MCP []mcp.SessionState `json:"mcp,omitempty"`
 }
 
 // HandedListener is one listening socket kept open across the exec.

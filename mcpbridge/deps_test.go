@@ -15,7 +15,7 @@ func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{
 			"mcpx.dev/mcpx/api":                          "the endpoint is reached through the Go client (client), never its server",
-			"mcpx.dev/mcpx/mcpserver/...":                "a relay of any Streamable HTTP endpoint, not of mcpx's own code",
+			"mcpx.dev/mcpx/api/mcp/...":                  "a relay of any Streamable HTTP endpoint, not of mcpx's own code",
 			"mcpx.dev/mcpx/broker/...":                   "the bridge carries none of the daemon",
 			"mcpx.dev/mcpx/pool/...":                     "the bridge carries none of the daemon",
 			"mcpx.dev/mcpx/daemon/...":                   "the bridge carries none of the daemon",

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: tracing is a leaf under the packages it instruments (api,
-// mcpserver, broker, pool, the client, the CLI): the OpenTelemetry SDK and
+// api/mcp, broker, pool, the client, the CLI): the OpenTelemetry SDK and
 // nothing of mcpx, so every layer may call its hooks.
 func TestDeps(t *testing.T) {
 	deptest.Rules{

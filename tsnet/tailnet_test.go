@@ -34,6 +34,7 @@ import (
 	"tailscale.com/types/nettype"
 
 	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
@@ -41,7 +42,6 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/tsnet"
 	"mcpx.dev/mcpx/wire"
 )
@@ -179,7 +179,7 @@ func brokerNode(t *testing.T, tn *tailnet, logs io.Writer, extra ...string) (*ts
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	mcp := mcpserver.New(mcpserver.Options{Broker: b, Version: "test"})
+	mcp := mcp.New(mcp.Options{Broker: b, Version: "test"})
 	t.Cleanup(func() { // before the broker closes
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -11,7 +11,7 @@
 //
 // Each operation is one tool (compile.go). Its name is the operationId when
 // that fits the names every MCP client accepts, ^[A-Za-z0-9_-]{1,64}$ (the
-// aggregate endpoint's rule, mcpserver/names.go); otherwise it is rewritten
+// aggregate endpoint's rule, api/mcp/names.go); otherwise it is rewritten
 // (see [ToolName]). Its input schema is an object of the operation's path,
 // query, header and cookie parameters by name, and "body" for the request
 // body; its output schema is the first 2xx JSON response's schema, wrapped

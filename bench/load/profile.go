@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/mcpserver"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -77,7 +77,7 @@ func serveProfiled(spec string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log.Info("profiled daemon serving", "socket", s.Socket)
-	m := mcpserver.New(mcpserver.Options{Broker: b, Logger: log, InputWait: cfg.Limits.InputWait.D()})
+	m := mcp.New(mcp.Options{Broker: b, Logger: log, InputWait: cfg.Limits.InputWait.D()})
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

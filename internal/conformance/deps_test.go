@@ -12,12 +12,12 @@ import (
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{
-			"mcpx.dev/mcpx/api/...":       "the suite judges the endpoint from outside, over HTTP",
-			"mcpx.dev/mcpx/broker/...":    "the suite judges the endpoint from outside, over HTTP",
-			"mcpx.dev/mcpx/pool/...":      "the suite judges the endpoint from outside, over HTTP",
-			"mcpx.dev/mcpx/daemon/...":    "the suite judges the endpoint from outside, over HTTP",
-			"mcpx.dev/mcpx/mcpserver/...": "the suite judges the endpoint from outside, over HTTP",
-			"tailscale.com/...":           "the tree builds and tests without linking tsnet (a 5-minute cold build)",
+			"mcpx.dev/mcpx/api/...":     "the suite judges the endpoint from outside, over HTTP",
+			"mcpx.dev/mcpx/broker/...":  "the suite judges the endpoint from outside, over HTTP",
+			"mcpx.dev/mcpx/pool/...":    "the suite judges the endpoint from outside, over HTTP",
+			"mcpx.dev/mcpx/daemon/...":  "the suite judges the endpoint from outside, over HTTP",
+			"mcpx.dev/mcpx/api/mcp/...": "the suite judges the endpoint from outside, over HTTP",
+			"tailscale.com/...":         "the tree builds and tests without linking tsnet (a 5-minute cold build)",
 		},
 	}.Check(t)
 }

@@ -1,4 +1,4 @@
-// Package mcpserver is mcpx as an MCP server: the broker's servers offered
+// Package mcp is mcpx as an MCP server: the broker's servers offered
 // to MCP clients over Streamable HTTP (package api mounts it at /mcp and
 // /mcp/{server}) in both protocol eras — the 2025-11-25 sessions
 // (initialize, Mcp-Session-Id, the GET stream, DELETE, resumable SSE) and
@@ -20,7 +20,7 @@
 // the members it must (a tool's name, a progress token), never re-encoding
 // a whole message. It uses no MCP SDK on the server side for that reason:
 // the official go-sdk's server decodes every result into its own types.
-package mcpserver
+package mcp
 
 import (
 	"cmp"

@@ -1,4 +1,4 @@
-package mcpserver_test
+package mcp_test
 
 import (
 	"testing"
