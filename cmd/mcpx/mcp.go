@@ -8,7 +8,7 @@ import (
 	"net/url"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/mcpbridge"
+	"mcpx.dev/mcpx/mcp/bridge"
 )
 
 // mcpCmd is `mcpx mcp [--server S]`: the broker's MCP endpoint (/mcp, or
@@ -34,7 +34,7 @@ func mcpCmd(ctx context.Context, c *cli, args []string) int {
 	if *server != "" {
 		opts.Path += "/" + url.PathEscape(*server)
 	}
-	err = mcpbridge.Serve(ctx, c.stdin, c.stdout, opts)
+	err = bridge.Serve(ctx, c.stdin, c.stdout, opts)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(c.stderr, "mcpx mcp: %v\n", err)
 		return exitFailed
@@ -48,20 +48,20 @@ func mcpCmd(ctx context.Context, c *cli, args []string) int {
 // the files; an unmapped cwd is not sent (the client's roots may still be
 // mapped, and the endpoint tells the client when it has no directory),
 // rather than failing a process the client started on its own.
-func bridgeOptions(ctx context.Context, c *cli, bo *brokerOpts, noAutostart bool, co *callerOpts) (mcpbridge.Options, error) {
+func bridgeOptions(ctx context.Context, c *cli, bo *brokerOpts, noAutostart bool, co *callerOpts) (bridge.Options, error) {
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	bc, err := newBrokerClient(ctx, c, bo)
 	if err != nil {
-		return mcpbridge.Options{}, err
+		return bridge.Options{}, err
 	}
 	if err := autostart(ctx, c, bc, noAutostart); err != nil {
-		return mcpbridge.Options{}, err
+		return bridge.Options{}, err
 	}
 	caller, err := co.caller(c)
 	if err != nil {
-		return mcpbridge.Options{}, err
+		return bridge.Options{}, err
 	}
-	opts := mcpbridge.Options{Client: bc, Path: "/mcp", Logger: log}
+	opts := bridge.Options{Client: bc, Path: "/mcp", Logger: log}
 	if bc.Unix() && !noAutostart {
 		// A daemon stopped or upgraded under a long-lived client is
 		// started again, as the next command would start it.
@@ -75,17 +75,17 @@ func bridgeOptions(ctx context.Context, c *cli, bo *brokerOpts, noAutostart bool
 			log.Warn("mcp: not sending the working directory: " + unmapped.Error())
 			cwd = ""
 		case err != nil:
-			return mcpbridge.Options{}, err
+			return bridge.Options{}, err
 		}
 		caller.Cwd = cwd
 		cfg, _, err := clientConfig(c)
 		if err != nil {
-			return mcpbridge.Options{}, err
+			return bridge.Options{}, err
 		}
 		if len(cfg.PathMappings) > 0 {
 			m, err := client.NewPathMap(cfg.PathMappings)
 			if err != nil {
-				return mcpbridge.Options{}, err
+				return bridge.Options{}, err
 			}
 			opts.MapPath = m.Map
 		}

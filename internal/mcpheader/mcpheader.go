@@ -3,7 +3,7 @@
 // routes and checks a request by them without reading its body, and
 // refuses one whose headers are missing or disagree with the body. Both
 // of mcpx's HTTP clients of MCP servers set them: pool/mcpclient (to a
-// url child) and mcpbridge (`mcpx mcp`, to an endpoint).
+// url child) and mcp/bridge (`mcpx mcp`, to an endpoint).
 //
 //	mcpheader.Set(req.Header, "tools/call", params, toolOf)
 package mcpheader

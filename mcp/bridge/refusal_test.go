@@ -1,4 +1,4 @@
-package mcpbridge_test
+package bridge_test
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/mcpbridge"
+	"mcpx.dev/mcpx/mcp/bridge"
 )
 
 // The answers go-sdk's server never gives, from a scripted endpoint at
@@ -100,7 +100,7 @@ func TestRefusals(t *testing.T) {
 	stdoutR, stdoutW := io.Pipe()
 	served := make(chan error, 1)
 	go func() {
-		served <- mcpbridge.Serve(context.Background(), stdinR, stdoutW, mcpbridge.Options{
+		served <- bridge.Serve(context.Background(), stdinR, stdoutW, bridge.Options{
 			Client: client.New(srv.URL, client.Options{Token: "t"}), Backoff: time.Millisecond, Drain: 5 * time.Second})
 		stdoutW.Close()
 	}()
@@ -179,7 +179,7 @@ func TestContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() {
-		served <- mcpbridge.Serve(ctx, stdinR, stdoutW, mcpbridge.Options{
+		served <- bridge.Serve(ctx, stdinR, stdoutW, bridge.Options{
 			Client: client.New(srv.URL, client.Options{Token: "t"}), Drain: 10 * time.Millisecond})
 		stdoutW.Close()
 	}()

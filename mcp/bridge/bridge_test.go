@@ -1,5 +1,5 @@
 //lint:file-ignore SA1019 roots and logging are what the bridge relays between a client and a server of the handshake eras; the 2026-07-28 revision deprecates them with a twelve-month window.
-package mcpbridge_test
+package bridge_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/mcpbridge"
+	"mcpx.dev/mcpx/mcp/bridge"
 )
 
 // The bridge between go-sdk's client (on the bridge's stdin and stdout)
@@ -245,7 +245,7 @@ func start(t *testing.T, s setup) *harness {
 
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
-	opts := mcpbridge.Options{
+	opts := bridge.Options{
 		Client:  client.New(h.srv.URL, client.Options{Token: "test-token"}),
 		Header:  s.header,
 		MapPath: s.mapPath,
@@ -272,7 +272,7 @@ func start(t *testing.T, s setup) *harness {
 		}
 	}
 	go func() {
-		err := mcpbridge.Serve(context.Background(), stdinR, stdoutW, opts)
+		err := bridge.Serve(context.Background(), stdinR, stdoutW, opts)
 		stdoutW.Close()
 		h.served <- err
 	}()
@@ -446,7 +446,7 @@ func TestSession(t *testing.T) {
 func checkHeaders(t *testing.T, reqs []seen) {
 	t.Helper()
 	for _, r := range reqs {
-		if got := r.header.Get("Mcpx-Client"); got != mcpbridge.ClientName {
+		if got := r.header.Get("Mcpx-Client"); got != bridge.ClientName {
 			t.Errorf("%s %s: Mcpx-Client %q", r.method, r.rpc, got)
 		}
 		if got := r.header.Get("Mcpx-Cwd"); got != "/src/app" {

@@ -1,4 +1,4 @@
-package mcpbridge_test
+package bridge_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/mcpbridge"
+	"mcpx.dev/mcpx/mcp/bridge"
 )
 
 // serveEnv names the endpoint a re-executed test binary bridges to: the
@@ -16,7 +16,7 @@ const serveEnv = "MCPBRIDGE_TEST_SERVE"
 
 func TestMain(m *testing.M) {
 	if url := os.Getenv(serveEnv); url != "" {
-		err := mcpbridge.Serve(context.Background(), os.Stdin, os.Stdout, mcpbridge.Options{
+		err := bridge.Serve(context.Background(), os.Stdin, os.Stdout, bridge.Options{
 			Client: client.New(url, client.Options{Token: "test-token"})})
 		if err != nil {
 			os.Stderr.WriteString("bridge: " + err.Error() + "\n")

@@ -1,4 +1,4 @@
-// Package mcpbridge relays an MCP client speaking the stdio transport
+// Package bridge relays an MCP client speaking the stdio transport
 // (newline-delimited JSON-RPC on stdin and stdout) to an MCP Streamable
 // HTTP endpoint: `mcpx mcp`, for clients that can only spawn a command.
 //
@@ -41,7 +41,7 @@
 // requests in flight (at most Options.Drain), then deletes the session and
 // stops the GET stream. Every goroutine it starts has ended when it
 // returns.
-package mcpbridge
+package bridge
 
 import (
 	"bufio"

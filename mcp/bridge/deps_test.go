@@ -1,4 +1,4 @@
-package mcpbridge_test
+package bridge_test
 
 import (
 	"testing"
