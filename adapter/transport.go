@@ -16,7 +16,7 @@ type Info struct {
 }
 
 // Transport is an in-process MCP server over a Namespace, with the
-// methods of the pool's session transport (pool/mcpclient's Transport:
+// methods of the pool's session transport (mcp/client's Transport:
 // Send, Recv, Close), which it satisfies without importing it. It speaks
 // the handshake era: it answers initialize (protocol 2025-11-25, or the
 // client's older version when it offers one of the handshake era's), ping,

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 )
 
 // fakeNS is a Namespace with resources: echo, progress (three steps), wait
@@ -78,11 +78,11 @@ type toolsOnly struct{ *fakeNS }
 
 func (toolsOnly) ListResources() {} // not adapter.Resources' signature
 
-func connect(t *testing.T, ns adapter.Namespace, era string) (*mcpclient.Session, *adapter.Transport) {
+func connect(t *testing.T, ns adapter.Namespace, era string) (*client.Session, *adapter.Transport) {
 	t.Helper()
 	tr := adapter.NewTransport(ns, adapter.Info{Name: "fake", Version: "1"})
-	var _ mcpclient.Transport = tr
-	s, err := mcpclient.Connect(t.Context(), tr, mcpclient.Options{Era: era})
+	var _ client.Transport = tr
+	s, err := client.Connect(t.Context(), tr, client.Options{Era: era})
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
@@ -96,11 +96,11 @@ func connect(t *testing.T, ns adapter.Namespace, era string) (*mcpclient.Session
 // result, an unknown tool and bad arguments as JSON-RPC errors, and the
 // resources.
 func TestSession(t *testing.T) {
-	for _, era := range []string{mcpclient.EraStateless, mcpclient.EraHandshake} {
+	for _, era := range []string{client.EraStateless, client.EraHandshake} {
 		t.Run(era, func(t *testing.T) {
 			ns := newFakeNS()
 			s, _ := connect(t, ns, era)
-			if s.Era() != mcpclient.EraHandshake || s.ProtocolVersion() != "2025-11-25" {
+			if s.Era() != client.EraHandshake || s.ProtocolVersion() != "2025-11-25" {
 				t.Errorf("era %s, version %s; want the handshake era at 2025-11-25", s.Era(), s.ProtocolVersion())
 			}
 			if !strings.Contains(string(s.InitializeResult()), `"resources":{}`) {
@@ -131,14 +131,14 @@ func TestSession(t *testing.T) {
 			if res, err := s.CallTool(t.Context(), "fail", nil, nil); err != nil || !strings.Contains(string(res), `"isError":true`) {
 				t.Errorf("fail = %s, %v; want an isError result", res, err)
 			}
-			var rpc *mcpclient.RPCError
-			if _, err := s.CallTool(t.Context(), "nope", nil, nil); !errors.As(err, &rpc) || rpc.Code != mcpclient.CodeInvalidParams || !strings.Contains(rpc.Message, `"nope"`) {
+			var rpc *client.RPCError
+			if _, err := s.CallTool(t.Context(), "nope", nil, nil); !errors.As(err, &rpc) || rpc.Code != client.CodeInvalidParams || !strings.Contains(rpc.Message, `"nope"`) {
 				t.Errorf("unknown tool: %v; want -32602 naming it", err)
 			}
-			if _, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"echo","arguments":[1]}`), nil); !errors.As(err, &rpc) || rpc.Code != mcpclient.CodeInvalidParams {
+			if _, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"echo","arguments":[1]}`), nil); !errors.As(err, &rpc) || rpc.Code != client.CodeInvalidParams {
 				t.Errorf("array arguments: %v; want -32602", err)
 			}
-			if _, err := s.Call(t.Context(), "prompts/list", nil, nil); !errors.As(err, &rpc) || rpc.Code != mcpclient.CodeMethodNotFound {
+			if _, err := s.Call(t.Context(), "prompts/list", nil, nil); !errors.As(err, &rpc) || rpc.Code != client.CodeMethodNotFound {
 				t.Errorf("prompts/list: %v; want -32601", err)
 			}
 			if err := s.Ping(t.Context()); err != nil {
@@ -163,12 +163,12 @@ func TestSession(t *testing.T) {
 // TestNoResources: a Namespace without resources declares none and
 // answers resources/list with method-not-found.
 func TestNoResources(t *testing.T) {
-	s, _ := connect(t, toolsOnly{newFakeNS()}, mcpclient.EraHandshake)
+	s, _ := connect(t, toolsOnly{newFakeNS()}, client.EraHandshake)
 	if strings.Contains(string(s.InitializeResult()), "resources") {
 		t.Errorf("initialize = %s, want no resources capability", s.InitializeResult())
 	}
-	var rpc *mcpclient.RPCError
-	if _, err := s.Call(t.Context(), "resources/list", nil, nil); !errors.As(err, &rpc) || rpc.Code != mcpclient.CodeMethodNotFound {
+	var rpc *client.RPCError
+	if _, err := s.Call(t.Context(), "resources/list", nil, nil); !errors.As(err, &rpc) || rpc.Code != client.CodeMethodNotFound {
 		t.Errorf("resources/list: %v; want -32601", err)
 	}
 }
@@ -178,7 +178,7 @@ func TestNoResources(t *testing.T) {
 // running, waits for it, and closes the Namespace once.
 func TestCancel(t *testing.T) {
 	ns := newFakeNS()
-	s, tr := connect(t, ns, mcpclient.EraHandshake)
+	s, tr := connect(t, ns, client.EraHandshake)
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() { _, err := s.CallTool(ctx, "wait", nil, nil); errc <- err }()
@@ -199,7 +199,7 @@ func TestCancel(t *testing.T) {
 	go func() { _, err := s.CallTool(t.Context(), "wait", nil, nil); errc <- err }()
 	<-ns.waiting
 	s.Close()
-	if err := <-errc; !errors.Is(err, mcpclient.ErrClosed) {
+	if err := <-errc; !errors.Is(err, client.ErrClosed) {
 		t.Errorf("call at Close: %v", err)
 	}
 	select {

@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"mcpx.dev/mcpx/internal/suggest"
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/tracing"
 )
 
@@ -71,7 +71,7 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 	if r.OnAdmitted != nil {
 		r.OnAdmitted()
 	}
-	err = b.run(ctx, res, r.Server, "call "+tool, func(ctx context.Context, sess *mcpclient.Session) error {
+	err = b.run(ctx, res, r.Server, "call "+tool, func(ctx context.Context, sess *client.Session) error {
 		def, err := b.listedTool(ctx, sess, r, res, tool, info)
 		if err != nil {
 			return err
@@ -96,7 +96,7 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 // the checks every call passes: a tool the child does not list, or the
 // caller's rights hide, is not found; r.CheckTool is asked. info, if
 // non-nil, learns that the child listed it.
-func (b *Broker) listedTool(ctx context.Context, sess *mcpclient.Session, r Request, res resolved, tool string, info *callInfo) (json.RawMessage, error) {
+func (b *Broker) listedTool(ctx context.Context, sess *client.Session, r Request, res resolved, tool string, info *callInfo) (json.RawMessage, error) {
 	def, ok, err := sess.Tool(ctx, tool)
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func (b *Broker) listedTool(ctx context.Context, sess *mcpclient.Session, r Requ
 }
 
 // toolNames are the names in the child's (cached) tool list, for a hint.
-func toolNames(ctx context.Context, sess *mcpclient.Session) []string {
+func toolNames(ctx context.Context, sess *client.Session) []string {
 	raw, err := sess.Tools(ctx)
 	if err != nil {
 		return nil
@@ -152,7 +152,7 @@ func toolNames(ctx context.Context, sess *mcpclient.Session) []string {
 // ReadResource returns the child's resources/read result for uri.
 func (b *Broker) ReadResource(ctx context.Context, r Request, uri string) (json.RawMessage, error) {
 	var out json.RawMessage
-	err := b.do(ctx, r, "read resource", func(ctx context.Context, s *mcpclient.Session) (err error) {
+	err := b.do(ctx, r, "read resource", func(ctx context.Context, s *client.Session) (err error) {
 		out, err = s.ReadResource(ctx, uri)
 		return err
 	})
@@ -162,7 +162,7 @@ func (b *Broker) ReadResource(ctx context.Context, r Request, uri string) (json.
 // GetPrompt returns the child's prompts/get result.
 func (b *Broker) GetPrompt(ctx context.Context, r Request, name string, args map[string]string) (json.RawMessage, error) {
 	var out json.RawMessage
-	err := b.do(ctx, r, "get prompt", func(ctx context.Context, s *mcpclient.Session) (err error) {
+	err := b.do(ctx, r, "get prompt", func(ctx context.Context, s *client.Session) (err error) {
 		out, err = s.GetPrompt(ctx, name, args)
 		return err
 	})
@@ -187,7 +187,7 @@ func newCallID() string {
 // do resolves r to an instance, admits the call (rate limits,
 // maxConcurrent: ratelimit.go) and runs fn on its session under the
 // server's call timeout.
-func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.Context, *mcpclient.Session) error) error {
+func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.Context, *client.Session) error) error {
 	res, err := b.resolveIn(ctx, r, "")
 	if err != nil {
 		return err
@@ -202,11 +202,11 @@ func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.C
 
 // run runs fn on the session of res's instance under the server's call
 // timeout.
-func (b *Broker) run(ctx context.Context, res resolved, server, op string, fn func(context.Context, *mcpclient.Session) error) error {
+func (b *Broker) run(ctx context.Context, res resolved, server, op string, fn func(context.Context, *client.Session) error) error {
 	// callTimeout bounds the call, not the wait for a starting child: that
 	// has its own startTimeout, and the caller's deadline bounds both.
 	d := res.def.CallTimeout.D()
-	err := b.pool.Do(ctx, res.target, func(s *mcpclient.Session) (err error) {
+	err := b.pool.Do(ctx, res.target, func(s *client.Session) (err error) {
 		ctx := ctx
 		if tracing.Enabled() {
 			var sp trace.Span

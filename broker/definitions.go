@@ -7,10 +7,10 @@ import (
 	"slices"
 
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // applyServers hands the pool the current definitions, revisions included;
@@ -130,9 +130,9 @@ func sortedNames(m map[string]*config.Server) []string {
 func eraOf(protocol string) string {
 	switch protocol {
 	case "handshake":
-		return mcpclient.EraHandshake
+		return client.EraHandshake
 	case "stateless":
-		return mcpclient.EraStateless
+		return client.EraStateless
 	}
 	return ""
 }

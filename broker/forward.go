@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 )
 
 // What an MCP endpoint in front of the broker (package mcpserver) needs
@@ -36,7 +36,7 @@ func (b *Broker) Forward(ctx context.Context, r Request, method string, params j
 	}
 	ctx = withCaller(ctx, r)
 	var out json.RawMessage
-	err := b.do(ctx, r, method, func(ctx context.Context, s *mcpclient.Session) (err error) {
+	err := b.do(ctx, r, method, func(ctx context.Context, s *client.Session) (err error) {
 		out, err = s.Call(ctx, method, params, onProgress)
 		return err
 	})
@@ -46,7 +46,7 @@ func (b *Broker) Forward(ctx context.Context, r Request, method string, params j
 // ResourceTemplates returns the server's resource templates: a JSON array
 // of MCP ResourceTemplate objects.
 func (b *Broker) ResourceTemplates(ctx context.Context, r Request) (json.RawMessage, error) {
-	return b.list(ctx, r, "resources/templates/list", "list resource templates", (*mcpclient.Session).ResourceTemplates)
+	return b.list(ctx, r, "resources/templates/list", "list resource templates", (*client.Session).ResourceTemplates)
 }
 
 // Notice is a notification a child sent (but progress, which reaches its
@@ -129,7 +129,7 @@ func (b *Broker) InitializeResult(ctx context.Context, r Request) (json.RawMessa
 		return init, nil
 	}
 	var out json.RawMessage
-	err = b.run(ctx, res, r.Server, "initialize", func(ctx context.Context, s *mcpclient.Session) error {
+	err = b.run(ctx, res, r.Server, "initialize", func(ctx context.Context, s *client.Session) error {
 		out = s.InitializeResult()
 		return nil
 	})

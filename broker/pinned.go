@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/suggest"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // What the broker hands out of its tool pins (pins.go): the states of a
@@ -76,7 +76,7 @@ func (b *Broker) observeTools(res resolved, list json.RawMessage) json.RawMessag
 // checkPinned refuses a call of a tool withheld under res's pinTools.
 // The session's listing (which sess.Tool read) is observed first, so a
 // call that comes before any listing is judged as that listing is.
-func (b *Broker) checkPinned(ctx context.Context, sess *mcpclient.Session, res resolved, r Request, tool string, def json.RawMessage) error {
+func (b *Broker) checkPinned(ctx context.Context, sess *client.Session, res resolved, r Request, tool string, def json.RawMessage) error {
 	if !res.def.PinTools {
 		return nil
 	}

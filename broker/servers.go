@@ -7,8 +7,8 @@ import (
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // ServerInfo describes a configured server to callers.
@@ -165,7 +165,7 @@ func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 		return ToolList{Tools: visibleTools(b.observeTools(res, l.Tools), visible), Instructions: l.Instructions}, nil
 	}
 	var out ToolList
-	err = b.run(ctx, res, r.Server, "list tools", func(ctx context.Context, s *mcpclient.Session) (err error) {
+	err = b.run(ctx, res, r.Server, "list tools", func(ctx context.Context, s *client.Session) (err error) {
 		out.Tools, err = s.Tools(ctx)
 		out.Instructions = s.Instructions()
 		return err
@@ -178,18 +178,18 @@ func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 
 // Resources returns the server's resources: a JSON array of MCP Resource objects.
 func (b *Broker) Resources(ctx context.Context, r Request) (json.RawMessage, error) {
-	return b.list(ctx, r, "resources/list", "list resources", (*mcpclient.Session).Resources)
+	return b.list(ctx, r, "resources/list", "list resources", (*client.Session).Resources)
 }
 
 // Prompts returns the server's prompts: a JSON array of MCP Prompt objects.
 func (b *Broker) Prompts(ctx context.Context, r Request) (json.RawMessage, error) {
-	return b.list(ctx, r, "prompts/list", "list prompts", (*mcpclient.Session).Prompts)
+	return b.list(ctx, r, "prompts/list", "list prompts", (*client.Session).Prompts)
 }
 
 // list is r's list by method: from the schema cache when no instance of
 // its target runs (pool.CachedList), as ToolList answers tools, so a
 // listing after a restart starts no child; else from the child.
-func (b *Broker) list(ctx context.Context, r Request, method, op string, get func(*mcpclient.Session, context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+func (b *Broker) list(ctx context.Context, r Request, method, op string, get func(*client.Session, context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	res, err := b.resolve(r)
 	if err != nil {
 		return nil, err
@@ -198,7 +198,7 @@ func (b *Broker) list(ctx context.Context, r Request, method, op string, get fun
 		return l, nil
 	}
 	var out json.RawMessage
-	err = b.run(ctx, res, r.Server, op, func(ctx context.Context, s *mcpclient.Session) (err error) {
+	err = b.run(ctx, res, r.Server, op, func(ctx context.Context, s *client.Session) (err error) {
 		out, err = get(s, ctx)
 		return err
 	})

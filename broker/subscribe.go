@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/defaults"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // Resource subscriptions (MCP server/resources, "Subscriptions"): every
@@ -94,10 +94,10 @@ type subKey struct{ server, key, uri string }
 type subEntry struct {
 	k      subKey
 	target pool.Target
-	touch  time.Duration      // how often the instance is marked in use (touchEvery)
-	ready  chan struct{}      // closed once the child answered resources/subscribe
-	err    error              // set before ready is closed: the child refused
-	sess   *mcpclient.Session // set before ready is closed, on success
+	touch  time.Duration   // how often the instance is marked in use (touchEvery)
+	ready  chan struct{}   // closed once the child answered resources/subscribe
+	err    error           // set before ready is closed: the child refused
+	sess   *client.Session // set before ready is closed, on success
 	// unlisten ends a stateless-era child's subscriptions/listen (its way
 	// to subscribe); nil for a handshake-era child. Set with sess.
 	unlisten func()
@@ -193,8 +193,8 @@ func (b *Broker) SubscribeResource(ctx context.Context, r Request, uri string, w
 			}
 		}
 		params, _ := json.Marshal(map[string]string{"uri": uri})
-		err = b.run(withCaller(ctx, r), res, r.Server, "subscribe", func(ctx context.Context, s *mcpclient.Session) error {
-			if s.Era() == mcpclient.EraStateless {
+		err = b.run(withCaller(ctx, r), res, r.Server, "subscribe", func(ctx context.Context, s *client.Session) error {
+			if s.Era() == client.EraStateless {
 				// 2026-07-28 removed resources/subscribe: a held
 				// subscriptions/listen naming the resource instead.
 				stop, err := s.ListenResource(ctx, uri)
@@ -331,7 +331,7 @@ func (b *Broker) touchInstance(e *subEntry) {
 	}
 	ctx, cancel := context.WithTimeout(b.subs.ctx, 10*time.Second)
 	defer cancel()
-	b.pool.Do(ctx, e.target, func(*mcpclient.Session) error { return nil }) //nolint:errcheck // a failed touch is a gone instance, seen on its session
+	b.pool.Do(ctx, e.target, func(*client.Session) error { return nil }) //nolint:errcheck // a failed touch is a gone instance, seen on its session
 }
 
 // endSubscription ends e for every subscriber, telling them why.

@@ -17,7 +17,7 @@ import (
 	"mcpx.dev/mcpx/tracing"
 
 	"mcpx.dev/mcpx/auth/rights"
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 )
 
 // Tasks (MCP 2025-11-25, basic/utilities/tasks): a tool whose definition
@@ -95,8 +95,8 @@ type task struct {
 	done         chan struct{} // closed once the task is terminal here
 
 	childID  string
-	sess     *mcpclient.Session
-	meta     mcpclient.TaskMetadata
+	sess     *client.Session
+	meta     client.TaskMetadata
 	obj      json.RawMessage // the child's latest Task object, as sent
 	result   json.RawMessage // the tasks/result answer, once done
 	err      error           // or why there is none
@@ -187,7 +187,7 @@ func (t *task) snapshotLocked() Task {
 // already ended here (a late notification must not undo its end). It
 // reports whether the status changed.
 func (t *task) updateLocked(raw json.RawMessage) bool {
-	m, err := mcpclient.ParseTask(raw)
+	m, err := client.ParseTask(raw)
 	if err != nil || m.ID != t.childID || isClosed(t.done) {
 		return false
 	}
@@ -220,10 +220,10 @@ func (t *task) watchersLocked() []func(Task) {
 // notice takes a child's notifications/tasks/status to the task it is
 // about. It runs on the child's reader: it does not block.
 func (tr *taskRegistry) notice(n Notice) {
-	if n.Method != mcpclient.NoticeTaskStatus {
+	if n.Method != client.NoticeTaskStatus {
 		return
 	}
-	m, err := mcpclient.ParseTask(n.Params)
+	m, err := client.ParseTask(n.Params)
 	if err != nil {
 		return
 	}
@@ -292,7 +292,7 @@ func (b *Broker) startToolTask(ctx context.Context, r Request, tool string, args
 				ch <- c
 			}
 		}
-		err := b.pool.Do(cctx, res.target, func(sess *mcpclient.Session) error {
+		err := b.pool.Do(cctx, res.target, func(sess *client.Session) error {
 			out, err := b.createTask(cctx, sess, r, res, tool, args, ttl, info)
 			if err == nil {
 				err = tr.add(t, sess, out)
@@ -319,7 +319,7 @@ func (b *Broker) startToolTask(ctx context.Context, r Request, tool string, args
 
 // createTask sends tools/call as a task, once the tool passed every check
 // a call passes and says it may run as one.
-func (b *Broker) createTask(ctx context.Context, sess *mcpclient.Session, r Request, res resolved, tool string, args json.RawMessage, ttl time.Duration, info *callInfo) (json.RawMessage, error) {
+func (b *Broker) createTask(ctx context.Context, sess *client.Session, r Request, res resolved, tool string, args json.RawMessage, ttl time.Duration, info *callInfo) (json.RawMessage, error) {
 	def, err := b.listedTool(ctx, sess, r, res, tool, info)
 	if err != nil {
 		return nil, err
@@ -364,8 +364,8 @@ func (tr *taskRegistry) makeRoom(owner string) error {
 }
 
 // add registers t, created on sess with the CreateTaskResult out.
-func (tr *taskRegistry) add(t *task, sess *mcpclient.Session, out json.RawMessage) error {
-	m, err := mcpclient.ParseTask(out)
+func (tr *taskRegistry) add(t *task, sess *client.Session, out json.RawMessage) error {
+	m, err := client.ParseTask(out)
 	if err != nil {
 		return &Error{Kind: KindChildFailed, Op: "call as a task", Server: t.server, Err: err,
 			Msg: "the server answered a task-augmented call without a task (its CreateTaskResult has no task id or status)"}
@@ -390,18 +390,18 @@ func (b *Broker) awaitTask(t *task) {
 	}
 	tr.mu.Unlock()
 	ctx, cancel := context.WithTimeout(tr.ctx, life)
-	res, err := t.sess.Task(ctx, mcpclient.MethodTaskResult, t.childID)
+	res, err := t.sess.Task(ctx, client.MethodTaskResult, t.childID)
 	cancel()
 	if err != nil && tr.ctx.Err() == nil && ctx.Err() != nil {
 		// Its life is over and it is still working: stop it.
 		cctx, cancel := context.WithTimeout(tr.ctx, taskCallTimeout)
-		t.sess.Task(cctx, mcpclient.MethodTaskCancel, t.childID) //nolint:errcheck // the child may have ended it
+		t.sess.Task(cctx, client.MethodTaskCancel, t.childID) //nolint:errcheck // the child may have ended it
 		cancel()
 	}
 	var final json.RawMessage
 	if tr.ctx.Err() == nil {
 		gctx, cancel := context.WithTimeout(tr.ctx, taskCallTimeout)
-		final, _ = t.sess.Task(gctx, mcpclient.MethodTaskGet, t.childID)
+		final, _ = t.sess.Task(gctx, client.MethodTaskGet, t.childID)
 		cancel()
 	}
 	tr.finish(t, res, err, final)
@@ -414,11 +414,11 @@ func (tr *taskRegistry) finish(t *task, res json.RawMessage, err error, final js
 	if final != nil {
 		t.updateLocked(final)
 	}
-	if !mcpclient.Terminal(t.meta.Status) {
+	if !client.Terminal(t.meta.Status) {
 		// The child did not say how it ended: its session is gone, or
 		// its life ran out.
 		t.meta.Status, t.meta.StatusMessage = "failed", "the task ended without the server saying how"
-		if err != nil && errors.Is(err, mcpclient.ErrClosed) {
+		if err != nil && errors.Is(err, client.ErrClosed) {
 			t.meta.StatusMessage = "the server's instance stopped while the task was working"
 		}
 		t.obj = setTaskStatus(t.obj, t.meta.Status, t.meta.StatusMessage)
@@ -462,7 +462,7 @@ func (b *Broker) TaskStatus(ctx context.Context, c Caller, id string) (Task, err
 	if err != nil {
 		return Task{}, err
 	}
-	b.askChild(ctx, t, mcpclient.MethodTaskGet)
+	b.askChild(ctx, t, client.MethodTaskGet)
 	return b.tasks.snapshot(t), nil
 }
 
@@ -524,7 +524,7 @@ func (b *Broker) TaskResult(ctx context.Context, c Caller, id string) (json.RawM
 // taskError translates a child's error about t, its task id replaced by
 // mcpx's: the child's ids are never shown.
 func (b *Broker) taskError(err error, op string, t *task) error {
-	var rpc *mcpclient.RPCError
+	var rpc *client.RPCError
 	if errors.As(err, &rpc) && t.childID != "" {
 		c := *rpc
 		c.Message = strings.ReplaceAll(c.Message, t.childID, t.id)
@@ -567,7 +567,7 @@ func (b *Broker) CancelTask(ctx context.Context, c Caller, id string) (Task, err
 		return snap, &Error{Kind: KindBadRequest, Op: "cancel task", Server: t.server, Field: "task",
 			Msg: fmt.Sprintf("task %q has already ended (%s)", id, snap.Status)}
 	}
-	if err := b.askChild(ctx, t, mcpclient.MethodTaskCancel); err != nil {
+	if err := b.askChild(ctx, t, client.MethodTaskCancel); err != nil {
 		return Task{}, b.taskError(err, "cancel task", t)
 	}
 	return b.tasks.snapshot(t), nil
@@ -635,19 +635,19 @@ func containsFold(b []byte, s string) bool {
 // callAsTask runs a tool whose taskSupport is "required" as a task on sess
 // and waits for its result: for callers that call it the simple way. When
 // ctx ends first the task is cancelled.
-func callAsTask(ctx context.Context, sess *mcpclient.Session, tool string, args json.RawMessage) (json.RawMessage, error) {
+func callAsTask(ctx context.Context, sess *client.Session, tool string, args json.RawMessage) (json.RawMessage, error) {
 	out, err := sess.CallToolTask(ctx, tool, args, 0)
 	if err != nil {
 		return nil, err
 	}
-	m, err := mcpclient.ParseTask(out)
+	m, err := client.ParseTask(out)
 	if err != nil {
 		return nil, err
 	}
-	res, err := sess.Task(ctx, mcpclient.MethodTaskResult, m.ID)
+	res, err := sess.Task(ctx, client.MethodTaskResult, m.ID)
 	if err != nil && ctx.Err() != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskCallTimeout)
-		sess.Task(cctx, mcpclient.MethodTaskCancel, m.ID) //nolint:errcheck // best effort: the caller is gone
+		sess.Task(cctx, client.MethodTaskCancel, m.ID) //nolint:errcheck // best effort: the caller is gone
 		cancel()
 	}
 	return res, err

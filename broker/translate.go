@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // translate maps pool and protocol errors to *Error kinds.
@@ -24,7 +24,7 @@ func (b *Broker) translate(err error, op, server string) error {
 	if errors.As(err, &be) {
 		return err
 	}
-	var rpc *mcpclient.RPCError
+	var rpc *client.RPCError
 	if errors.As(err, &rpc) {
 		e := &Error{Op: op, Server: server, Msg: rpc.Message, RPCCode: rpc.Code, RPCData: rpc.Data, Err: err, Kind: KindChildFailed}
 		switch rpc.Code {
@@ -46,7 +46,7 @@ func (b *Broker) translate(err error, op, server string) error {
 		if errors.Is(err, context.Canceled) {
 			return &Error{Kind: KindCanceled, Op: op, Server: server, Msg: "the caller went away", Err: err}
 		}
-		if errors.Is(err, mcpclient.ErrClosed) {
+		if errors.Is(err, client.ErrClosed) {
 			return &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
 				Msg: "the server ended our session during the call (a url server that keeps forgetting sessions, or a child that closed its stdout)"}
 		}
@@ -109,17 +109,17 @@ func (b *Broker) translate(err error, op, server string) error {
 // childTransportError explains an oversized answer or a url server's HTTP
 // error status; nil for other errors.
 func childTransportError(err error, op, server string) *Error {
-	var tl *mcpclient.TooLargeError
+	var tl *client.TooLargeError
 	if errors.As(err, &tl) {
 		e := &Error{Kind: KindChildFailed, Op: op, Server: server, Err: err,
 			Msg:  fmt.Sprintf("the server's answer is larger than the limit of %d bytes (limits.maxMessageBytes); it was dropped", tl.Limit),
 			Hint: "raise limits.maxMessageBytes in the config if such answers are expected"}
-		if tl.Unended || errors.Is(err, mcpclient.ErrClosed) {
+		if tl.Unended || errors.Is(err, client.ErrClosed) {
 			e.Msg += ", and the session could not go on: the server is restarted on the next call"
 		}
 		return e
 	}
-	var hs *mcpclient.HTTPStatusError
+	var hs *client.HTTPStatusError
 	if !errors.As(err, &hs) {
 		return nil
 	}

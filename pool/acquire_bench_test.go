@@ -10,8 +10,8 @@ import (
 
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // The benchmarks here run against one warm instance of the demo server (this
@@ -45,14 +45,14 @@ func benchWarmPool(b *testing.B) (*pool.Pool, pool.Target) {
 	return p, t
 }
 
-func benchEcho(ctx context.Context) func(*mcpclient.Session) error {
-	return func(s *mcpclient.Session) error {
+func benchEcho(ctx context.Context) func(*client.Session) error {
+	return func(s *client.Session) error {
 		_, err := s.CallTool(ctx, "echo", benchEchoArgs, nil)
 		return err
 	}
 }
 
-func benchNothing(*mcpclient.Session) error { return nil }
+func benchNothing(*client.Session) error { return nil }
 
 func BenchmarkAcquire(b *testing.B) {
 	p, t := benchWarmPool(b)

@@ -6,7 +6,7 @@ import (
 	"reflect"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 )
 
 // An adapter (Server.Adapter) takes a child's place: its instance is made,
@@ -20,7 +20,7 @@ import (
 // in the scope a stdio child of the definition would get: its root, the
 // cwd SpawnCwd chose, the environment its env rules make, marked as the
 // generation g's.
-func (p *Pool) openAdapter(ctx context.Context, inst *instance, sp spawnSpec, g *generation) (mcpclient.Transport, error) {
+func (p *Pool) openAdapter(ctx context.Context, inst *instance, sp spawnSpec, g *generation) (client.Transport, error) {
 	if err := checkDir(sp); err != nil {
 		return nil, err
 	}

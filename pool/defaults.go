@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/defaults"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool/execid"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // Defaults for the zero values of Server and Options. Those the config file
@@ -25,9 +25,9 @@ const (
 	// answer a ping before it is declared wedged and killed.
 	DefaultProbeTimeout = 5 * time.Second
 	// Options.MaxMessageBytes: the largest message a child may send (64 MiB).
-	DefaultMaxMessageBytes = mcpclient.DefaultMaxMessageBytes
+	DefaultMaxMessageBytes = client.DefaultMaxMessageBytes
 	// Options.RootsWait: how long a new child is given to ask roots/list.
-	DefaultRootsWait = mcpclient.DefaultRootsWait
+	DefaultRootsWait = client.DefaultRootsWait
 	// Options.ExecWatch: how often running children's executables are
 	// stat'ed for a change.
 	DefaultExecWatch = defaults.ExecWatch

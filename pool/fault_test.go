@@ -14,8 +14,8 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // TestCrashAfterAGoodCallRestartsAtOnce: a child that served a call and then
@@ -153,7 +153,7 @@ func TestFaultPoolFullQueue(t *testing.T) {
 	holding, release := make(chan struct{}), make(chan struct{})
 	holder := make(chan error, 1)
 	go func() {
-		holder <- p.Do(ctx, pool.Target{Server: "demo", Key: "session:a"}, func(*mcpclient.Session) error {
+		holder <- p.Do(ctx, pool.Target{Server: "demo", Key: "session:a"}, func(*client.Session) error {
 			close(holding)
 			<-release
 			return nil

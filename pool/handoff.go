@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool/execid"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // The handoff: a daemon that replaces its own image (execve, same pid)
@@ -38,7 +38,7 @@ import (
 // changed, and the old ones are not written down (headers hold
 // credentials), so the remote ends it when it expires it. A remote that
 // ended the session meanwhile answers 404, and the next call goes through
-// a new session (mcpclient.ErrSessionExpired: Pool.Do sends it again).
+// a new session (client.ErrSessionExpired: Pool.Do sends it again).
 //
 // Children must not carry a parent-death signal across the exec: the
 // kernel sends it when the *thread* that forked them exits, and execve
@@ -90,10 +90,10 @@ type HandoffChild struct {
 	Mark      string `json:"mark"`
 	// Stdin, Stdout and Stderr are the numbers of this process's ends of
 	// the child's pipes, kept open across the exec.
-	Stdin   int                `json:"stdin"`
-	Stdout  int                `json:"stdout"`
-	Stderr  int                `json:"stderr"`
-	Session mcpclient.Snapshot `json:"session"`
+	Stdin   int             `json:"stdin"`
+	Stdout  int             `json:"stdout"`
+	Stderr  int             `json:"stderr"`
+	Session client.Snapshot `json:"session"`
 	// Tmpdir and Ports are the instance's ${mcpx.tmpdir} and its
 	// ${mcpx.alloc.NAME} ports by name: the successor keeps the one and
 	// claims the others.
@@ -101,7 +101,7 @@ type HandoffChild struct {
 	Ports  map[string]int `json:"ports,omitempty"`
 	// URL: a url server's instance. It has no child: Exec, Pid, Start,
 	// Mark and the descriptors are zero, and Session names the remote's
-	// session (mcpclient.Snapshot.SessionID).
+	// session (client.Snapshot.SessionID).
 	URL bool `json:"url,omitempty"`
 }
 
@@ -153,7 +153,7 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 	st.Events, st.NextEvent = p.events.kept()
 	st.TmpDirs = p.runDirs()
 	handed := map[string]bool{}
-	// Each session handed over is sealed first (mcpclient.Session.Seal): no
+	// Each session handed over is sealed first (client.Session.Seal): no
 	// message of its own is half written at the exec or written after its
 	// snapshot. The seals are let go only if exec returns.
 	sealCtx, cancel := context.WithTimeout(p.ctx, handoffSealTimeout)
@@ -455,7 +455,7 @@ func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c *child) 
 		return nil, "its definition changed"
 	}
 	opts, holder := p.sessionOptions(inst, g)
-	sess, err := mcpclient.Restore(mcpclient.NewStdio(c.stdout, c.stdin), opts, h.Session)
+	sess, err := client.Restore(client.NewStdio(c.stdout, c.stdin), opts, h.Session)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -477,7 +477,7 @@ func (p *Pool) adoptURLGen(inst *instance, sp spawnSpec, h HandoffChild) (*gener
 		return nil, "its definition changed"
 	}
 	opts, holder := p.sessionOptions(inst, g)
-	sess, err := mcpclient.Restore(mcpclient.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient), opts, h.Session)
+	sess, err := client.Restore(client.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient), opts, h.Session)
 	if err != nil {
 		return nil, err.Error()
 	}

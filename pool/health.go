@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 )
 
 // Keeping children alive and warm, with no caller involved (docs/children.md,
@@ -331,7 +331,7 @@ func (p *Pool) warm(t Target) {
 	if _, ok := p.ToolListing(ctx, t); ok {
 		return
 	}
-	err := p.Do(ctx, t, func(s *mcpclient.Session) error {
+	err := p.Do(ctx, t, func(s *client.Session) error {
 		_, err := s.Tools(ctx)
 		return err
 	})

@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"mcpx.dev/mcpx/tracing"
 
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool/execid"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // instance is one (server, key) slot. Its root and spawn spec are fixed at
@@ -97,7 +97,7 @@ type startAttempt struct {
 // generation is one running child and its session.
 type generation struct {
 	proc     *child // nil for url servers
-	sess     *mcpclient.Session
+	sess     *client.Session
 	stopOnce sync.Once
 	dead     chan struct{} // closed by the watcher once the child is gone
 	exitDesc string        // set before dead is closed
@@ -222,7 +222,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	defer cancel()
 
 	g := &generation{dead: make(chan struct{}), program: prog}
-	var tr mcpclient.Transport
+	var tr client.Transport
 	transport := transportOf(inst.def)
 	switch {
 	case inst.def.Adapter != nil:
@@ -235,7 +235,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		}
 	case inst.def.URL != "":
 		p.unbind(inst)
-		tr = mcpclient.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient)
+		tr = client.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient)
 	default:
 		if err := checkDir(sp); err != nil {
 			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
@@ -267,7 +267,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 			return
 		}
 		g.proc = proc
-		tr = mcpclient.NewStdio(proc.stdout, proc.stdin)
+		tr = client.NewStdio(proc.stdout, proc.stdin)
 	}
 	g.schemaKey = schemaKey(inst.def, inst.root, inst.spec, g.execValue())
 	ictx, isp := ctx, tracing.NoSpan
@@ -300,7 +300,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		stopCancel()
 		if g.proc != nil {
 			e.StderrTail = g.proc.stderrTail()
-			if errors.Is(err, mcpclient.ErrClosed) && !brokeProtocol(err) {
+			if errors.Is(err, client.ErrClosed) && !brokeProtocol(err) {
 				e.Err = ErrCrashed
 				e.Detail = "the child " + g.proc.exitDescription() + " during initialize"
 			}
@@ -353,10 +353,10 @@ func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t 
 }
 
 // connect runs initialize, returning early if the child dies first.
-func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instance, g *generation) (*mcpclient.Session, error) {
+func (p *Pool) connect(ctx context.Context, tr client.Transport, inst *instance, g *generation) (*client.Session, error) {
 	opts, holder := p.sessionOptions(inst, g)
 	if g.proc == nil {
-		sess, err := mcpclient.Connect(ctx, tr, opts)
+		sess, err := client.Connect(ctx, tr, opts)
 		holder.set(sess)
 		return sess, err
 	}
@@ -365,17 +365,17 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 	go func() {
 		select {
 		case <-g.proc.exited:
-			cancel(fmt.Errorf("%w: %s", mcpclient.ErrClosed, g.proc.exitDescription()))
+			cancel(fmt.Errorf("%w: %s", client.ErrClosed, g.proc.exitDescription()))
 			tr.Close()
 		case <-ctx.Done():
 		}
 	}()
-	sess, err := mcpclient.Connect(ctx, tr, opts)
+	sess, err := client.Connect(ctx, tr, opts)
 	holder.set(sess)
 	if err != nil && !brokeProtocol(err) {
 		// The child's exit is the better explanation, unless it broke the
 		// protocol first (its exit is then our doing).
-		if cause := context.Cause(ctx); errors.Is(cause, mcpclient.ErrClosed) {
+		if cause := context.Cause(ctx); errors.Is(cause, client.ErrClosed) {
 			return nil, cause
 		}
 	}
@@ -384,12 +384,12 @@ func (p *Pool) connect(ctx context.Context, tr mcpclient.Transport, inst *instan
 
 // sessionOptions are the options of g's session, and the holder its list
 // hooks read the session from (set it once the session is made).
-func (p *Pool) sessionOptions(inst *instance, g *generation) (mcpclient.Options, *sessionHolder) {
+func (p *Pool) sessionOptions(inst *instance, g *generation) (client.Options, *sessionHolder) {
 	root := inst.root
 	if inst.def.NoRoots || inst.def.Adapter != nil {
 		root = "" // an adapter has its root in its Scope
 	}
-	opts := mcpclient.Options{Root: root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
+	opts := client.Options{Root: root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
 		MaxMessageBytes: p.opts.MaxMessageBytes, RootsMemo: p.rootsMemoFor(inst.def), RootsWait: p.opts.RootsWait,
 		Sampling: inst.def.Sampling, CallerRoots: inst.def.CallerRoots, RootsSignalled: inst.def.ReadyStderr != "" && g.proc != nil}
 	// The era an earlier child of this effective definition spoke: a
@@ -401,7 +401,7 @@ func (p *Pool) sessionOptions(inst *instance, g *generation) (mcpclient.Options,
 		opts.Era = inst.def.Era
 	}
 	if inst.def.Adapter != nil {
-		opts.Era = mcpclient.EraHandshake // adapter.Transport's, with no probe
+		opts.Era = client.EraHandshake // adapter.Transport's, with no probe
 	}
 	holder := new(sessionHolder)
 	opts.OnList, opts.OnListChanged = p.listHooks(g.schemaKey, holder)
@@ -424,8 +424,8 @@ func (p *Pool) sessionOptions(inst *instance, g *generation) (mcpclient.Options,
 // line that is not JSON, a message over the size limit): its exit, if it
 // follows, is then our doing, not the explanation.
 func brokeProtocol(err error) bool {
-	var pe *mcpclient.ProtocolError
-	return errors.As(err, &pe) || errors.Is(err, mcpclient.ErrMessageTooLarge)
+	var pe *client.ProtocolError
+	return errors.As(err, &pe) || errors.Is(err, client.ErrMessageTooLarge)
 }
 
 func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *Error, log *slog.Logger) {
@@ -504,11 +504,11 @@ func (p *Pool) exitedLocked(inst *instance, g *generation) {
 	ev := event{kind: evExited, now: p.opts.Now(), gen: g}
 	// An expired session is re-initialized on the next call: no failure.
 	// Nor is a session given up over an answer larger than the limit
-	// (mcpclient.TooLargeError.Unended): that call failed, not the child's
+	// (client.TooLargeError.Unended): that call failed, not the child's
 	// start, and counting it would put a server whose answers are too
 	// large for the config into crash-loop backoff.
 	err := g.sess.Err()
-	crashed := inst.phase == phaseReady && !errors.Is(err, mcpclient.ErrSessionExpired) && !errors.Is(err, mcpclient.ErrMessageTooLarge)
+	crashed := inst.phase == phaseReady && !errors.Is(err, client.ErrSessionExpired) && !errors.Is(err, client.ErrMessageTooLarge)
 	if crashed {
 		ev.fail = &failure{g.deathDetail(), g.tail}
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // stallingHandler stands for a log on a slow disk: it holds every record
@@ -93,7 +93,7 @@ func TestLogOnASlowDiskStallsNoAcquire(t *testing.T) {
 		setup: func(t *testing.T, p *pool.Pool, _ *clock) {
 			// a's one instance stays busy until the test ends.
 			busy, done := make(chan struct{}), make(chan struct{})
-			go p.Do(context.Background(), targetA("k1"), func(*mcpclient.Session) error {
+			go p.Do(context.Background(), targetA("k1"), func(*client.Session) error {
 				close(busy)
 				<-done
 				return nil

@@ -11,19 +11,19 @@ import (
 	"sync"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 )
 
 // rootsMemo is what the pool has learned about one server definition's
 // children: whether they ask roots/list at start-up.
 type rootsMemo struct {
 	def  *Server
-	memo *mcpclient.RootsMemo
+	memo *client.RootsMemo
 }
 
 // rootsMemoFor returns the memo of def, a new one if the definition changed;
 // a new one starts from what an earlier run learned about the definition.
-func (p *Pool) rootsMemoFor(def *Server) *mcpclient.RootsMemo {
+func (p *Pool) rootsMemoFor(def *Server) *client.RootsMemo {
 	p.memoMu.Lock()
 	defer p.memoMu.Unlock()
 	if m, ok := p.memos[def.Name]; ok && (m.def == def || sameDef(m.def, def)) {
@@ -34,7 +34,7 @@ func (p *Pool) rootsMemoFor(def *Server) *mcpclient.RootsMemo {
 	}
 	fp := fingerprint(def)
 	asks, known := p.learnt.get(fp)
-	m := rootsMemo{def: def, memo: mcpclient.NewRootsMemo(asks, known, func(asks bool) { p.learnt.put(fp, asks) })}
+	m := rootsMemo{def: def, memo: client.NewRootsMemo(asks, known, func(asks bool) { p.learnt.put(fp, asks) })}
 	p.memos[def.Name] = m
 	return m.memo
 }

@@ -3,7 +3,7 @@
 //	p := pool.New(pool.Options{Logger: log})
 //	p.SetServers([]pool.Server{{Name: "demo", Command: "mcpx", Args: []string{"demo-server"}}})
 //	err := p.Do(ctx, pool.Target{Server: "demo", Key: "worktree:/src/app", Root: "/src/app"},
-//		func(s *mcpclient.Session) error { _, err := s.CallTool(ctx, "echo", args, nil); return err })
+//		func(s *client.Session) error { _, err := s.CallTool(ctx, "echo", args, nil); return err })
 //	defer p.Close(ctx)
 //
 // A child never hangs off a request context: it lives on the pool's context,
@@ -37,7 +37,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool/portalloc"
 )
 
@@ -75,13 +75,13 @@ type Server struct {
 	// ${mcpx.alloc.NAME} stands for (see Alloc).
 	Allocate map[string]Alloc
 	// Sampling declares the sampling capability to the children
-	// (mcpclient.Options.Sampling).
+	// (client.Options.Sampling).
 	Sampling bool
 	// CallerRoots answers a child's in-call roots/list through the call's
-	// input handler (mcpclient.Options.CallerRoots).
+	// input handler (client.Options.CallerRoots).
 	CallerRoots bool
-	// Era pins the protocol era of the children (mcpclient.EraHandshake
-	// or mcpclient.EraStateless); "" = the one an earlier child of the
+	// Era pins the protocol era of the children (client.EraHandshake
+	// or client.EraStateless); "" = the one an earlier child of the
 	// definition spoke, else the probe's.
 	Era string
 	// ReadyStderr, a regular expression the owner has checked, holds a
@@ -149,7 +149,7 @@ type Options struct {
 	MaxMessageBytes int
 	// RootsWait bounds how long a new child with a root is given to ask
 	// roots/list after initialize (learned per server definition: children
-	// that never ask are not waited for again); 0 = mcpclient.DefaultRootsWait,
+	// that never ask are not waited for again); 0 = client.DefaultRootsWait,
 	// negative = no wait.
 	RootsWait time.Duration
 	// MemoFile, if set, keeps what the pool learns about each server
@@ -195,7 +195,7 @@ type Options struct {
 	// directory under os.TempDir().
 	TmpDir string
 	// OnNotify, if set, is told every notification a child sends but
-	// progress (mcpclient.Options.OnNotify), with the instance's server and
+	// progress (client.Options.OnNotify), with the instance's server and
 	// scope key. It runs on the child's reader: it must not block or call
 	// the pool.
 	OnNotify func(server, key, method string, params json.RawMessage)
@@ -416,7 +416,7 @@ func (p *Pool) SetServers(defs []Server) {
 // that ends past a deadline, the caller's or one fn set itself (the
 // broker's callTimeout), gets its child pinged: a child that does not
 // answer is killed as wedged, and the next call starts a new one.
-func (p *Pool) Do(ctx context.Context, t Target, fn func(*mcpclient.Session) error) error {
+func (p *Pool) Do(ctx context.Context, t Target, fn func(*client.Session) error) error {
 	p.keep.used(t)
 	for attempt := 0; ; attempt++ {
 		inst, g, err := p.acquireTraced(ctx, t)
@@ -427,7 +427,7 @@ func (p *Pool) Do(ctx context.Context, t Target, fn func(*mcpclient.Session) err
 		// A streamable-HTTP child that expired our session and refused
 		// this very request never saw it: re-initialize, send it again,
 		// once. Calls it had already accepted are not repeated.
-		if attempt == 0 && errors.Is(err, mcpclient.ErrNotDelivered) {
+		if attempt == 0 && errors.Is(err, client.ErrNotDelivered) {
 			continue
 		}
 		return err
@@ -436,7 +436,7 @@ func (p *Pool) Do(ctx context.Context, t Target, fn func(*mcpclient.Session) err
 
 // run calls fn and releases the instance however fn ends, a panic
 // included, so a bad handler cannot pin an instance or its exclusive token.
-func (p *Pool) run(ctx context.Context, inst *instance, g *generation, t Target, fn func(*mcpclient.Session) error) error {
+func (p *Pool) run(ctx context.Context, inst *instance, g *generation, t Target, fn func(*client.Session) error) error {
 	released := false
 	defer func() {
 		if !released {
@@ -491,7 +491,7 @@ func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Tar
 }
 
 func isRPCError(err error) bool {
-	var re *mcpclient.RPCError
+	var re *client.RPCError
 	return errors.As(err, &re)
 }
 
@@ -499,7 +499,7 @@ func isRPCError(err error) bool {
 // ErrCrashed with its exit status and stderr tail.
 func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t Target, err error) error {
 	switch {
-	case errors.Is(err, mcpclient.ErrSessionExpired):
+	case errors.Is(err, client.ErrSessionExpired):
 		// The call failed on send; let the watcher retire this session
 		// before Do retries, so the retry gets a fresh one.
 		select {
@@ -522,7 +522,7 @@ func (p *Pool) callError(ctx context.Context, inst *instance, g *generation, t T
 		// That silence is as suspect as the caller's deadline: probe.
 		p.probe(inst, g)
 		return err
-	case errors.Is(err, mcpclient.ErrClosed):
+	case errors.Is(err, client.ErrClosed):
 		p.mu.Lock()
 		stopping := inst.phase.removed()
 		p.unlock()

@@ -21,8 +21,8 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 func TestMain(m *testing.M) {
@@ -59,7 +59,7 @@ func poolDaemon() {
 // waits to be killed: the rest of a stand-in daemon.
 func serveOneChild(p *pool.Pool) {
 	ctx := context.Background()
-	err := p.Do(ctx, pool.Target{Server: "demo", Key: "global"}, func(s *mcpclient.Session) error {
+	err := p.Do(ctx, pool.Target{Server: "demo", Key: "global"}, func(s *client.Session) error {
 		_, err := s.CallTool(ctx, "pid", nil, nil)
 		return err
 	})
@@ -121,7 +121,7 @@ func call(ctx context.Context, p *pool.Pool, tg pool.Target, tool string, args a
 	if args == nil {
 		raw = nil
 	}
-	err := p.Do(ctx, tg, func(s *mcpclient.Session) error {
+	err := p.Do(ctx, tg, func(s *client.Session) error {
 		res, err := s.CallTool(ctx, tool, raw, nil)
 		if err != nil {
 			return err
@@ -301,7 +301,7 @@ func TestDaemonCapAndExhaustion(t *testing.T) {
 	started := make(chan struct{}, 2)
 	for _, srv := range []string{"a", "b"} {
 		wg.Go(func() {
-			p.Do(ctx, pool.Target{Server: srv, Key: "global"}, func(s *mcpclient.Session) error {
+			p.Do(ctx, pool.Target{Server: srv, Key: "global"}, func(s *client.Session) error {
 				started <- struct{}{}
 				_, err := s.CallTool(ctx, "sleep", json.RawMessage(`{"ms":1500}`), nil)
 				return err
@@ -389,7 +389,7 @@ func TestExclusiveOneHolderAtATime(t *testing.T) {
 	release := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- p.Do(t.Context(), tg, func(*mcpclient.Session) error {
+		done <- p.Do(t.Context(), tg, func(*client.Session) error {
 			close(holding)
 			<-release
 			return nil
@@ -725,7 +725,7 @@ func TestPanickingCallerReleasesTheInstance(t *testing.T) {
 				t.Error("the panic did not propagate")
 			}
 		}()
-		p.Do(t.Context(), tg, func(*mcpclient.Session) error { panic("handler bug") })
+		p.Do(t.Context(), tg, func(*client.Session) error { panic("handler bug") })
 	}()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool/execid"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // The schema cache remembers what the children of one effective
@@ -55,7 +55,7 @@ const schemaVersion = 1
 // schemaEntry is what one effective definition's children said.
 type schemaEntry struct {
 	Server    string          `json:"server"`
-	Era       string          `json:"era"` // mcpclient.EraStateless or EraHandshake
+	Era       string          `json:"era"` // client.EraStateless or EraHandshake
 	Protocol  string          `json:"protocolVersion"`
 	Init      json.RawMessage `json:"init,omitempty"` // the initialize (or discover) result
 	Tools     json.RawMessage `json:"tools,omitempty"`
@@ -249,11 +249,11 @@ func listField(e *schemaEntry, method string) *json.RawMessage {
 // itself runs (they are made before it exists).
 type sessionHolder struct {
 	mu   sync.Mutex
-	sess *mcpclient.Session
+	sess *client.Session
 }
 
-func (h *sessionHolder) set(s *mcpclient.Session) { h.mu.Lock(); h.sess = s; h.mu.Unlock() }
-func (h *sessionHolder) get() *mcpclient.Session {
+func (h *sessionHolder) set(s *client.Session) { h.mu.Lock(); h.sess = s; h.mu.Unlock() }
+func (h *sessionHolder) get() *client.Session {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.sess

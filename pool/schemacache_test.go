@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/pool/mcpclient"
 )
 
 // methodsLogged returns the methods a demo child logged; none when it
@@ -33,7 +33,7 @@ func methodsLogged(t *testing.T, path string) []string {
 func rootsOf(t *testing.T, p *pool.Pool, tg pool.Target) string {
 	t.Helper()
 	var out string
-	err := p.Do(t.Context(), tg, func(s *mcpclient.Session) error {
+	err := p.Do(t.Context(), tg, func(s *client.Session) error {
 		res, err := s.CallTool(t.Context(), "roots", nil, nil)
 		if err != nil {
 			return err
@@ -77,15 +77,15 @@ func TestSchemaCacheAcrossRestart(t *testing.T) {
 	target := func(server, root string) pool.Target {
 		return pool.Target{Server: server, Key: "cwd:" + root, Root: root}
 	}
-	wantProtocol := map[string]string{"hs": "2025-11-25", "st": mcpclient.StatelessVersion}
+	wantProtocol := map[string]string{"hs": "2025-11-25", "st": client.StatelessVersion}
 
 	p1 := pool.New(pool.Options{ReapInterval: -1, SchemaCacheFile: cacheFile})
 	p1.SetServers(servers)
 	for _, name := range []string{"hs", "st"} {
-		if got := rootsOf(t, p1, target(name, root)); !strings.Contains(got, mcpclient.FileURI(root)) {
+		if got := rootsOf(t, p1, target(name, root)); !strings.Contains(got, client.FileURI(root)) {
 			t.Errorf("%s: roots = %s, want the instance root %s", name, got, root)
 		}
-		if err := p1.Do(t.Context(), target(name, root), func(s *mcpclient.Session) error { _, err := s.Tools(t.Context()); return err }); err != nil {
+		if err := p1.Do(t.Context(), target(name, root), func(s *client.Session) error { _, err := s.Tools(t.Context()); return err }); err != nil {
 			t.Fatal(err)
 		}
 		if got := protocolOf(p1, name); got != wantProtocol[name] {
@@ -126,7 +126,7 @@ func TestSchemaCacheAcrossRestart(t *testing.T) {
 	}
 	// A call starts the child: the handshake one without a probe.
 	for _, name := range []string{"hs", "st"} {
-		if got := rootsOf(t, p2, target(name, root)); !strings.Contains(got, mcpclient.FileURI(root)) {
+		if got := rootsOf(t, p2, target(name, root)); !strings.Contains(got, client.FileURI(root)) {
 			t.Errorf("%s after restart: roots = %s", name, got)
 		}
 		if got := protocolOf(p2, name); got != wantProtocol[name] {
@@ -179,7 +179,7 @@ func TestSchemaCacheCorrupt(t *testing.T) {
 			if _, ok := p.ToolListing(t.Context(), tg); ok {
 				t.Error("a listing from a corrupt file")
 			}
-			if err := p.Do(t.Context(), tg, func(s *mcpclient.Session) error { _, err := s.Tools(t.Context()); return err }); err != nil {
+			if err := p.Do(t.Context(), tg, func(s *client.Session) error { _, err := s.Tools(t.Context()); return err }); err != nil {
 				t.Fatal(err)
 			}
 			closePool(t, p)
@@ -203,7 +203,7 @@ func BenchmarkFirstCallAfterRestart(b *testing.B) {
 	def := pool.Server{Name: "hs", Command: os.Args[0], Env: map[string]string{demo.EnvServer: "1", demo.EnvEra: "handshake", "GORACE": "atexit_sleep_ms=0"}}
 	tg := pool.Target{Server: "hs", Key: "global"}
 	call := func(p *pool.Pool) {
-		err := p.Do(b.Context(), tg, func(s *mcpclient.Session) error {
+		err := p.Do(b.Context(), tg, func(s *client.Session) error {
 			_, err := s.CallTool(b.Context(), "echo", json.RawMessage(`{"message":"x"}`), nil)
 			return err
 		})

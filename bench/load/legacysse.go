@@ -12,11 +12,11 @@ import (
 	"sync"
 
 	"mcpx.dev/mcpx/internal/sse"
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 )
 
 // legacySSE is the HTTP+SSE transport of MCP 2024-11-05 as an
-// mcpclient.Transport, for the endpoints that speak only it (mcp-hub): GET
+// client.Transport, for the endpoints that speak only it (mcp-hub): GET
 // the endpoint opens an event stream whose first event, "endpoint", names
 // the URL to POST messages to; every message from the server, answers
 // included, is a "message" event on that stream.
@@ -31,7 +31,7 @@ type legacySSE struct {
 	closeOnce sync.Once
 }
 
-var _ mcpclient.Transport = (*legacySSE)(nil)
+var _ client.Transport = (*legacySSE)(nil)
 
 // maxSSEEvent bounds one event from the server.
 const maxSSEEvent = 8 << 20

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 )
 
 func TestQuantileAndMedian(t *testing.T) {
@@ -49,7 +49,7 @@ func TestRawChild(t *testing.T) {
 	go func() { done <- serveRawChild(inR, outW); outW.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := mcpclient.Connect(ctx, mcpclient.NewStdio(outR, inW), mcpclient.Options{})
+	s, err := client.Connect(ctx, client.NewStdio(outR, inW), client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 )
 
 // mcpTarget is an MCP endpoint the MCP paths (F, G, M, M1, X) load. Every
-// one is driven by the same client, pool/mcpclient (the broker's own, as the
+// one is driven by the same client, mcp/client (the broker's own, as the
 // other paths), over Streamable HTTP or, for mcp-hub, the legacy HTTP+SSE
 // transport (legacysse.go), so their ratios compare servers. (go-sdk's
 // client costs ~3× its CPU per call: on two cores it would take much of
@@ -33,28 +33,28 @@ type mcpTarget struct {
 
 // connect opens one session: server/discover, or initialize and
 // initialized, and over Streamable HTTP the GET stream, as real clients do.
-func (tgt *mcpTarget) connect(ctx context.Context, hc *http.Client) (*mcpclient.Session, error) {
+func (tgt *mcpTarget) connect(ctx context.Context, hc *http.Client) (*client.Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var t mcpclient.Transport
+	var t client.Transport
 	if tgt.sse {
 		var err error
 		if t, err = dialLegacySSE(ctx, tgt.url, tgt.header, hc); err != nil {
 			return nil, err
 		}
 	} else {
-		t = mcpclient.NewHTTP(tgt.url, tgt.header, hc)
+		t = client.NewHTTP(tgt.url, tgt.header, hc)
 	}
-	opts := mcpclient.Options{ClientName: "mcpx-bench-load", ClientVersion: "1"}
+	opts := client.Options{ClientName: "mcpx-bench-load", ClientVersion: "1"}
 	if tgt.version < "2026-07-28" {
-		opts.Era = mcpclient.EraHandshake
+		opts.Era = client.EraHandshake
 	}
-	return mcpclient.Connect(ctx, t, opts)
+	return client.Connect(ctx, t, opts)
 }
 
 // toolName finds the tool to call in the endpoint's tools/list: tgt.tool
 // itself, or the first aggregated name ending in "__"+tgt.tool.
-func (tgt *mcpTarget) toolName(ctx context.Context, s *mcpclient.Session) (string, error) {
+func (tgt *mcpTarget) toolName(ctx context.Context, s *client.Session) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	raw, err := s.Tools(ctx)
@@ -86,12 +86,12 @@ func (tgt *mcpTarget) toolName(ctx context.Context, s *mcpclient.Session) (strin
 type mcpSessions struct {
 	tgt  *mcpTarget
 	name string
-	free chan *mcpclient.Session
-	all  []*mcpclient.Session
+	free chan *client.Session
+	all  []*client.Session
 }
 
 // add connects one more session.
-func (ms *mcpSessions) add(ctx context.Context, hc *http.Client) (*mcpclient.Session, error) {
+func (ms *mcpSessions) add(ctx context.Context, hc *http.Client) (*client.Session, error) {
 	s, err := ms.tgt.connect(ctx, hc)
 	if err != nil {
 		return nil, fmt.Errorf("session %d to %s: %w", len(ms.all)+1, ms.tgt.url, err)
@@ -101,7 +101,7 @@ func (ms *mcpSessions) add(ctx context.Context, hc *http.Client) (*mcpclient.Ses
 }
 
 func openSessions(ctx context.Context, tgt *mcpTarget, n int) (*mcpSessions, error) {
-	ms := &mcpSessions{tgt: tgt, free: make(chan *mcpclient.Session, n)}
+	ms := &mcpSessions{tgt: tgt, free: make(chan *client.Session, n)}
 	hc := tgt.hc
 	if hc == nil {
 		hc = newClient(nil)
@@ -133,7 +133,7 @@ type toolResult struct {
 }
 
 func (ms *mcpSessions) call(ctx context.Context) error {
-	var s *mcpclient.Session
+	var s *client.Session
 	select {
 	case s = <-ms.free:
 	case <-ctx.Done():

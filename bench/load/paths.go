@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/pool/mcpclient"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -47,7 +47,7 @@ var pathDesc = map[string]string{
 	"Uwt":  "same, scope worktree, Mcpx-Cwd in a git repo (incl. resolution)",
 	"T":    "HTTP over loopback TCP → mcpx serve → demo child (scope global)",
 	"Ur":   "HTTP over the unix socket → mcpx serve → minimal echo child (global)",
-	"F":    "MCP client (pool/mcpclient) → a bare go-sdk Streamable HTTP server with one echo tool, in another process, loopback TCP (the one-hop floor of an MCP endpoint)",
+	"F":    "MCP client (mcp/client) → a bare go-sdk Streamable HTTP server with one echo tool, in another process, loopback TCP (the one-hop floor of an MCP endpoint)",
 	"G":    "the same client → mcp-hub 4.2.1 (npm) over its HTTP+SSE endpoint → `mcpx demo-server` over stdio (tool a__echo; upstreams a and b)",
 	"Gr":   "as G, the upstreams a and b the minimal echo child (tool a__echo): the gateway's own cost",
 	"M":    "the same client → mcpx serve's aggregate `/mcp` over loopback TCP with the token → demo child (tool demo__echo)",
@@ -129,7 +129,7 @@ func (ps *pathSet) setup(ctx context.Context, o *options, name string, d *daemon
 		ps.closers = append(ps.closers, stop)
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		s, err := mcpclient.Connect(cctx, mcpclient.NewHTTP(url, nil, newClient(nil)), mcpclient.Options{})
+		s, err := client.Connect(cctx, client.NewHTTP(url, nil, newClient(nil)), client.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -191,7 +191,7 @@ func warmPath(ctx context.Context, p *path) error {
 	return nil
 }
 
-func sessionCall(s *mcpclient.Session) func(context.Context) error {
+func sessionCall(s *client.Session) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
@@ -301,7 +301,7 @@ type stdioChild struct {
 }
 
 // startStdio starts cmd and initializes an MCP session over its stdio.
-func startStdio(ctx context.Context, cmd *exec.Cmd) (*mcpclient.Session, *stdioChild, error) {
+func startStdio(ctx context.Context, cmd *exec.Cmd) (*client.Session, *stdioChild, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, nil, err
@@ -320,7 +320,7 @@ func startStdio(ctx context.Context, cmd *exec.Cmd) (*mcpclient.Session, *stdioC
 	}()
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	s, err := mcpclient.Connect(cctx, mcpclient.NewStdio(stdout, stdin), mcpclient.Options{})
+	s, err := client.Connect(cctx, client.NewStdio(stdout, stdin), client.Options{})
 	if err != nil {
 		c.stop()
 		return nil, nil, err

@@ -13,7 +13,7 @@
 //	}
 //
 // Rules cover the package in the test's working directory and every package
-// under it, so pool's rules also bind pool/mcpclient. The dependency direction
+// under it, so pool's rules also bind mcp/client. The dependency direction
 // they enforce is drawn in docs/architecture.md.
 package deptest
 

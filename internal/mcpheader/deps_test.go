@@ -6,7 +6,7 @@ import (
 	"mcpx.dev/mcpx/internal/deptest"
 )
 
-// TestDeps: mcpheader is a leaf that pool/mcpclient and mcp/bridge import
+// TestDeps: mcpheader is a leaf that mcp/client and mcp/bridge import
 // (docs/architecture.md, "Dependency rules"): the standard library only.
 func TestDeps(t *testing.T) {
 	deptest.Rules{

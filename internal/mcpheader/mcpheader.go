@@ -2,7 +2,7 @@
 // request in MCP's stateless era (2026-07-28, SEP-2243): the server
 // routes and checks a request by them without reading its body, and
 // refuses one whose headers are missing or disagree with the body. Both
-// of mcpx's HTTP clients of MCP servers set them: pool/mcpclient (to a
+// of mcpx's HTTP clients of MCP servers set them: mcp/client (to a
 // url child) and mcp/bridge (`mcpx mcp`, to an endpoint).
 //
 //	mcpheader.Set(req.Header, "tools/call", params, toolOf)

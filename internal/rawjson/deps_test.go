@@ -6,7 +6,7 @@ import (
 	"mcpx.dev/mcpx/internal/deptest"
 )
 
-// TestDeps: rawjson is a leaf that pool/mcpclient and api/mcp import
+// TestDeps: rawjson is a leaf that mcp/client and api/mcp import
 // (docs/architecture.md, "Dependency direction").
 func TestDeps(t *testing.T) {
 	deptest.Rules{

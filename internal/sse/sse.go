@@ -12,7 +12,7 @@
 //	}
 //
 // It knows nothing about what the events mean: mcpx's own event names and
-// payloads are in mcpx.dev/mcpx/api/wire, MCP's in pool/mcpclient.
+// payloads are in mcpx.dev/mcpx/api/wire, MCP's in mcp/client.
 package sse
 
 import (

@@ -1,0 +1,23 @@
+package client
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"mcpx.dev/mcpx/internal/mcpheader"
+)
+
+// standardHeaders sets the stateless era's standard headers on h for msg
+// (package mcpheader); toolOf returns the tool's Tool object from the
+// cached tools/list, nil if it is not cached.
+func standardHeaders(h http.Header, msg []byte, toolOf func(name string) json.RawMessage) {
+	e, err := parseEnvelope(msg)
+	if err != nil || e.method == nil {
+		return
+	}
+	method, ok := unquote(e.method)
+	if !ok {
+		return
+	}
+	mcpheader.Set(h, method, e.params, toolOf)
+}

@@ -1,0 +1,234 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// maxPages bounds one listing: a child that keeps handing out new cursors
+// ends the listing with an error instead of looping forever.
+const maxPages = 10000
+
+// Tools returns every tool the child offers (all pages of tools/list) as one
+// JSON array of Tool objects, as the child sent them. The array is cached
+// until the child sends notifications/tools/list_changed. The caller must not
+// modify it.
+func (s *Session) Tools(ctx context.Context) (json.RawMessage, error) {
+	return s.list(ctx, &s.tools, "tools/list", `"tools"`)
+}
+
+// Resources returns every resource (all pages of resources/list) as one JSON
+// array, cached until notifications/resources/list_changed. The caller must
+// not modify it.
+func (s *Session) Resources(ctx context.Context) (json.RawMessage, error) {
+	return s.list(ctx, &s.resources, "resources/list", `"resources"`)
+}
+
+// ResourceTemplates returns every resource template (all pages of
+// resources/templates/list) as one JSON array, cached until
+// notifications/resources/list_changed. The caller must not modify it.
+func (s *Session) ResourceTemplates(ctx context.Context) (json.RawMessage, error) {
+	return s.list(ctx, &s.templates, "resources/templates/list", `"resourceTemplates"`)
+}
+
+// Prompts returns every prompt (all pages of prompts/list) as one JSON array,
+// cached until notifications/prompts/list_changed. The caller must not modify
+// it.
+func (s *Session) Prompts(ctx context.Context) (json.RawMessage, error) {
+	return s.list(ctx, &s.prompts, "prompts/list", `"prompts"`)
+}
+
+// Ping sends ping and waits for the child's answer: a health check
+// (spec: basic/utilities/ping). The 2026-07-28 revision has no ping: a
+// stateless child is sent server/discover instead, which it must serve.
+func (s *Session) Ping(ctx context.Context) error {
+	method := "ping"
+	if s.meta != nil {
+		method = "server/discover"
+	}
+	_, err := s.Call(ctx, method, nil, nil)
+	return err
+}
+
+// ReadResource calls resources/read for uri and returns the
+// ReadResourceResult as the child sent it.
+func (s *Session) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	params, _ := json.Marshal(struct {
+		URI string `json:"uri"`
+	}{uri})
+	return s.Call(ctx, "resources/read", params, nil)
+}
+
+// GetPrompt calls prompts/get for the prompt name with args (nil = none)
+// and returns the GetPromptResult as the child sent it.
+func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error) {
+	params, _ := json.Marshal(struct {
+		Name      string            `json:"name"`
+		Arguments map[string]string `json:"arguments,omitempty"`
+	}{name, args})
+	return s.Call(ctx, "prompts/get", params, nil)
+}
+
+// list fetches all pages of method and joins the key arrays.
+//
+// Spec (server/utilities/pagination): "The server's response includes: The
+// current page of results, An optional nextCursor field if more results
+// exist". "Clients MUST treat cursors as opaque tokens" and "Clients MUST NOT
+// assume a fixed page size".
+func (s *Session) list(ctx context.Context, cache *listCache, method, key string) (json.RawMessage, error) {
+	val, gen := cache.get()
+	if val != nil {
+		return val, nil
+	}
+	out := []byte{'['}
+	n := 0
+	var cursor []byte // raw JSON string
+	seen := make(map[string]bool)
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("listing %s: more than %d pages", method, maxPages)
+		}
+		params := []byte("{}")
+		if cursor != nil {
+			params = append(append([]byte(`{"cursor":`), cursor...), '}')
+		}
+		res, err := s.Call(ctx, method, params, nil)
+		if err != nil {
+			return nil, err
+		}
+		var items, next []byte
+		if err := members(res, func(k, v []byte) {
+			switch string(k) {
+			case key:
+				items = v
+			case `"nextCursor"`:
+				next = v
+			}
+		}); err != nil {
+			return nil, fmt.Errorf("listing %s: result is %w", method, err)
+		}
+		if items != nil {
+			if err := elements(items, func(v []byte) {
+				if n > 0 {
+					out = append(out, ',')
+				}
+				out = append(out, v...)
+				n++
+			}); err != nil {
+				return nil, fmt.Errorf("listing %s: %s is %w", method, key, err)
+			}
+		}
+		c, ok := unquote(next)
+		if !ok || c == "" {
+			break
+		}
+		if seen[c] {
+			return nil, fmt.Errorf("listing %s: child repeated cursor %s", method, next)
+		}
+		seen[c] = true
+		cursor = next
+	}
+	out = append(out, ']')
+	if cache.put(out, gen) && s.opts.OnList != nil {
+		s.opts.OnList(method, out)
+	}
+	return out, nil
+}
+
+// HasTool reports whether the child lists a tool by that name. It answers
+// from an index of the cached tools/list, so checking a name before each
+// call costs a map lookup, not a parse.
+func (s *Session) HasTool(ctx context.Context, name string) (bool, error) {
+	_, found, err := s.Tool(ctx, name)
+	return found, err
+}
+
+// Tool returns the Tool object the child lists by that name, as it sent
+// it, from the same index as HasTool. The caller must not modify it.
+func (s *Session) Tool(ctx context.Context, name string) (tool json.RawMessage, found bool, err error) {
+	for {
+		if tool, found, cached := s.tools.lookup(name); cached {
+			return tool, found, nil
+		}
+		// Not cached (or a list_changed raced us): list, then look again.
+		if _, err := s.Tools(ctx); err != nil {
+			return nil, false, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+// listCache holds one joined listing until the child says it changed.
+type listCache struct {
+	mu    sync.Mutex
+	gen   uint64                     // guarded by mu; bumped by each list_changed
+	val   json.RawMessage            // guarded by mu; nil = not cached
+	names map[string]json.RawMessage // guarded by mu; val's items by their "name" members, built on first lookup
+}
+
+// lookup returns val's item with that name and whether there is one, and
+// whether val is cached at all. The first by a name wins.
+func (c *listCache) lookup(name string) (item json.RawMessage, found, cached bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.val == nil {
+		return nil, false, false
+	}
+	if c.names == nil {
+		var items []json.RawMessage
+		json.Unmarshal(c.val, &items) // val was checked to be an array of objects when listed
+		c.names = make(map[string]json.RawMessage, len(items))
+		for _, it := range items {
+			var named struct {
+				Name string `json:"name"`
+			}
+			json.Unmarshal(it, &named) //nolint:errcheck // an object; a non-string name indexes as ""
+			if _, dup := c.names[named.Name]; !dup {
+				c.names[named.Name] = it
+			}
+		}
+	}
+	item, found = c.names[name]
+	return item, found, true
+}
+
+func (c *listCache) get() (json.RawMessage, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.val, c.gen
+}
+
+// put caches val unless a list_changed arrived since the listing began;
+// it reports whether it did.
+func (c *listCache) put(val json.RawMessage, gen uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == gen {
+		c.val = val
+		c.names = nil
+		return true
+	}
+	return false
+}
+
+func (c *listCache) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.val = nil
+	c.names = nil
+}
+
+// listChanged tells Options.OnListChanged about each invalidated list.
+func (s *Session) listChanged(methods ...string) {
+	if s.opts.OnListChanged == nil {
+		return
+	}
+	for _, m := range methods {
+		s.opts.OnListChanged(m)
+	}
+}

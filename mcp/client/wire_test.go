@@ -1,0 +1,101 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var wireSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\"}b"}]}}`,
+	`{"jsonrpc":"2.0","id":"x","method":"roots/list","params":{}}`,
+	`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":3,"progress":0.5}}`,
+	`{"id":null,"error":{"code":-32700,"message":"Parse error"}}`,
+	` { "id" : 2 , "result" : [ 1 , true , null , -1.5e3 ] } `,
+	`{"id":1,"id":2,"result":{}}`,
+	`{"_meta":{"a":1},"_meta":{"b":2}}`,
+	`{}`,
+	`[]`,
+	`"str"`,
+}
+
+// FuzzParseEnvelope checks the in-place scanner against encoding/json.
+func FuzzParseEnvelope(f *testing.F) {
+	for _, s := range wireSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		if !json.Valid(msg) {
+			return
+		}
+		e, err := parseEnvelope(msg)
+		var m map[string]json.RawMessage
+		if json.Unmarshal(msg, &m) != nil || m == nil {
+			if err == nil && !bytes.Equal(bytes.TrimSpace(msg), []byte("null")) {
+				t.Fatalf("parseEnvelope(%s) accepted a non-object", msg)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("parseEnvelope(%s): %v", msg, err)
+		}
+		if bytes.Contains(msg, []byte(`\`)) {
+			return // escaped keys are not JSON-RPC members to us
+		}
+		for key, got := range map[string][]byte{"id": e.id, "method": e.method, "params": e.params, "result": e.result, "error": e.err} {
+			if want := m[key]; !bytes.Equal(compact(t, want), compact(t, got)) {
+				t.Errorf("%s = %s, want %s (message %s)", key, got, want, msg)
+			}
+		}
+	})
+}
+
+// FuzzWithProgressToken checks that the token lands in _meta and nothing
+// else changes.
+func FuzzWithProgressToken(f *testing.F) {
+	for _, s := range wireSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		var before map[string]any
+		if !json.Valid(params) || json.Unmarshal(params, &before) != nil || before == nil {
+			return
+		}
+		out, err := withProgressToken(params, 42)
+		if err != nil {
+			t.Fatalf("withProgressToken(%s): %v", params, err)
+		}
+		var after map[string]any
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("withProgressToken(%s) = %s: invalid JSON: %v", params, out, err)
+		}
+		meta, _ := after["_meta"].(map[string]any)
+		if meta["progressToken"] != float64(42) {
+			t.Fatalf("withProgressToken(%s) = %s: no token", params, out)
+		}
+		delete(meta, "progressToken")
+		if old, ok := before["_meta"].(map[string]any); ok {
+			if d := cmp.Diff(old, meta); d != "" {
+				t.Errorf("_meta changed (-before +after):\n%s", d)
+			}
+		}
+		delete(before, "_meta")
+		delete(after, "_meta")
+		if d := cmp.Diff(before, after); d != "" {
+			t.Errorf("params changed (-before +after):\n%s", d)
+		}
+	})
+}
+
+func compact(t *testing.T, b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		t.Fatalf("invalid JSON %s: %v", b, err)
+	}
+	return buf.Bytes()
+}
