@@ -16,7 +16,7 @@ import (
 
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
-	"mcpx.dev/mcpx/registry"
+	"mcpx.dev/mcpx/deploy/registry"
 )
 
 // registryCmd is `mcpx registry search|show|add`: the MCP registry

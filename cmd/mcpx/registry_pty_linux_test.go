@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"mcpx.dev/mcpx/registry"
+	"mcpx.dev/mcpx/deploy/registry"
 )
 
 // TestTerminalPrompt: on a terminal, a required input is asked for on

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/registry/registrytest"
+	"mcpx.dev/mcpx/deploy/registry/registrytest"
 )
 
 const registryWeather = `{

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/deploy/registry"
+	"mcpx.dev/mcpx/deploy/registry/registrytest"
 	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/registry"
-	"mcpx.dev/mcpx/registry/registrytest"
 )
 
 // BenchmarkSpawn: a registry-installed npm server (node <bin>, what `mcpx

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/registry"
-	"mcpx.dev/mcpx/registry/registrytest"
+	"mcpx.dev/mcpx/deploy/registry"
+	"mcpx.dev/mcpx/deploy/registry/registrytest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
