@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/deploy/registry/registrytest"
+	"mcpx.dev/mcpx/internal/testing/registrytest"
 )
 
 const registryWeather = `{

@@ -20,7 +20,7 @@ func TestDeps(t *testing.T) {
 		},
 		NoHTTPServer: "an HTTP client of a registry, never a server",
 		Except: map[string]string{
-			"mcpx.dev/mcpx/deploy/registry/registrytest": "the test registry is an HTTP server, for tests only; its own deps_test.go holds its rules",
+			"mcpx.dev/mcpx/internal/testing/registrytest": "the test registry is an HTTP server, for tests only; its own deps_test.go holds its rules",
 		},
 	}.Check(t)
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/deploy/registry/registrytest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/registrytest"
 )
 
 const everythingPkg = "@modelcontextprotocol/server-everything"

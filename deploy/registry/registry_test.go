@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/deploy/registry"
-	"mcpx.dev/mcpx/deploy/registry/registrytest"
+	"mcpx.dev/mcpx/internal/testing/registrytest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

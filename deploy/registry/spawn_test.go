@@ -25,10 +25,10 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/deploy/registry"
-	"mcpx.dev/mcpx/deploy/registry/registrytest"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/registrytest"
 )
 
 var localCaller = broker.Caller{Name: "local:test", Via: "unix", Local: true, Rights: rights.Rights{{Admin: true}}}

@@ -12,6 +12,6 @@ func TestDeps(t *testing.T) {
 	deptest.Rules{
 		StdlibOnly:      "a fake at the edge of the machine: JSON over httptest",
 		NoHTTPServer:    "only the test registry itself serves",
-		HTTPServerFiles: map[string]string{"mcpx.dev/mcpx/deploy/registry/registrytest/registrytest.go": "the registry's API, served for tests"},
+		HTTPServerFiles: map[string]string{"mcpx.dev/mcpx/internal/testing/registrytest/registrytest.go": "the registry's API, served for tests"},
 	}.Check(t)
 }
