@@ -21,9 +21,9 @@ func TestDeps(t *testing.T) {
 			"net/http/httptest":       "test servers belong in _test files",
 		},
 		BadImports: map[string]string{
-			"mcpx.dev/mcpx/pool/...":   below,
-			"mcpx.dev/mcpx/nixresolve": below,
-			"mcpx.dev/mcpx/calllog":    below,
+			"mcpx.dev/mcpx/pool/...":        below,
+			"mcpx.dev/mcpx/nixresolve":      below,
+			"mcpx.dev/mcpx/observe/calllog": below,
 		},
 	}.Check(t)
 }

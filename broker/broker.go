@@ -36,10 +36,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"mcpx.dev/mcpx/calllog"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/config/chain"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/observe/calllog"
 	"mcpx.dev/mcpx/pool"
 )
 

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"mcpx.dev/mcpx/calllog"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/observe/calllog"
 )
 
 // CallEvent is one finished tool call as an observer sees it

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"mcpx.dev/mcpx/calllog"
+	"mcpx.dev/mcpx/observe/calllog"
 )
 
 // finished hands one finished tool call to the call log and the

@@ -10,8 +10,8 @@ import (
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/calllog"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/observe/calllog"
 )
 
 // recordsBroker is a demo broker (global scope) keeping its state in state.

@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"mcpx.dev/mcpx/calllog"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/observe/calllog"
 	"mcpx.dev/mcpx/pool"
 )
 

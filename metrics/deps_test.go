@@ -20,9 +20,9 @@ func TestDeps(t *testing.T) {
 			"github.com/prometheus/client_golang/prometheus/promhttp": "api serves /metrics with its own authentication and problems, not promhttp's handler",
 		},
 		BadImports: map[string]string{
-			"mcpx.dev/mcpx/pool/...":   "metrics reads what it counts through the broker (Stats, Counters, Instances, NixStats, RecordsStatus), as api does",
-			"mcpx.dev/mcpx/nixresolve": "same: through the broker",
-			"mcpx.dev/mcpx/calllog":    "same: through the broker",
+			"mcpx.dev/mcpx/pool/...":        "metrics reads what it counts through the broker (Stats, Counters, Instances, NixStats, RecordsStatus), as api does",
+			"mcpx.dev/mcpx/nixresolve":      "same: through the broker",
+			"mcpx.dev/mcpx/observe/calllog": "same: through the broker",
 		},
 		NoHTTPServer: "api serves the metrics; this package only formats them",
 	}.Check(t)

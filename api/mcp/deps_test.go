@@ -21,7 +21,7 @@ func TestDeps(t *testing.T) {
 		BadImports: map[string]string{
 			"mcpx.dev/mcpx/pool/...":                     below,
 			"mcpx.dev/mcpx/nixresolve":                   below,
-			"mcpx.dev/mcpx/calllog":                      below,
+			"mcpx.dev/mcpx/observe/calllog":              below,
 			"github.com/modelcontextprotocol/go-sdk/...": "results pass through as the child sent them; the SDK's server decodes them into its types (package doc)",
 		},
 	}.Check(t)

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/calllog"
+	"mcpx.dev/mcpx/observe/calllog"
 	"mcpx.dev/mcpx/wire"
 )
 

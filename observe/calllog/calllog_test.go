@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/calllog"
+	"mcpx.dev/mcpx/observe/calllog"
 )
 
 // clock is a settable Now.
