@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/daemonlog"
+	"mcpx.dev/mcpx/observe/daemonlog"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -17,9 +17,9 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/config/chain"
-	"mcpx.dev/mcpx/daemonlog"
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/observe/daemonlog"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/webhook"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/daemonlog"
+	"mcpx.dev/mcpx/observe/daemonlog"
 )
 
 // logCmd is `mcpx log [--since 1h] [--server s] [--level warn] [--follow]

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/daemonlog"
 	"mcpx.dev/mcpx/internal/defaults"
+	"mcpx.dev/mcpx/observe/daemonlog"
 )
 
 // TestDocumentIsWhatRuns: every value of the defaults document is what a

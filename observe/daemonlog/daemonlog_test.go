@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/daemonlog"
+	"mcpx.dev/mcpx/observe/daemonlog"
 )
 
 func open(t *testing.T, o daemonlog.Options) *daemonlog.File {
