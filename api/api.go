@@ -41,8 +41,8 @@ import (
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/observe/daemonlog"
+	"mcpx.dev/mcpx/observe/tracing"
 	"mcpx.dev/mcpx/openapi"
-	"mcpx.dev/mcpx/tracing"
 	"mcpx.dev/mcpx/wire"
 )
 

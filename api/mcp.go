@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/observe/tracing"
 
 	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/auth/rights"

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/mcp/client"
-	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/observe/tracing"
 )
 
 // CallTool calls tool with args (a JSON object; nil = {}) and returns the

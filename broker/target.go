@@ -13,8 +13,8 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/suggest"
+	"mcpx.dev/mcpx/observe/tracing"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/tracing"
 )
 
 // Request is one call-like request: who, where, and which server.

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/observe/tracing"
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/mcp/client"

@@ -33,7 +33,7 @@ import (
 	"sync"
 	"time"
 
-	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/observe/tracing"
 
 	"github.com/klauspost/compress/gzhttp"
 

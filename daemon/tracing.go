@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/observe/tracing"
 )
 
 // startTracing turns on OpenTelemetry traces when the config has an otel

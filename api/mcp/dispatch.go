@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/observe/tracing"
 
 	"mcpx.dev/mcpx/broker"
 )

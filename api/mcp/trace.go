@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"mcpx.dev/mcpx/internal/rawjson"
-	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/observe/tracing"
 )
 
 // traceRequest starts the span of one MCP request, a child of its

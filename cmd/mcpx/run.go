@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/config/chain"
+	"mcpx.dev/mcpx/observe/tracing"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
-	"mcpx.dev/mcpx/tracing"
 )
 
 // runCmd is `mcpx run <file|name> [args…] [-- args…]`: run a script on

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 
-	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/observe/tracing"
 )
 
 // traceFlag is a calling command's --trace.

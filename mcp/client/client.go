@@ -39,7 +39,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/observe/tracing"
 )
 
 // Options configure Connect. The zero value is a rootless session offering

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"mcpx.dev/mcpx/tracing"
+	"mcpx.dev/mcpx/observe/tracing"
 )
 
 // ErrSessionExpired is returned (wrapped) when a streamable HTTP server
