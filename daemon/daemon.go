@@ -20,8 +20,8 @@ import (
 	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/observe/daemonlog"
+	"mcpx.dev/mcpx/observe/webhook"
 	"mcpx.dev/mcpx/pool"
-	"mcpx.dev/mcpx/webhook"
 )
 
 // Options configure New.

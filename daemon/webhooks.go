@@ -9,7 +9,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/metrics"
-	"mcpx.dev/mcpx/webhook"
+	"mcpx.dev/mcpx/observe/webhook"
 	"mcpx.dev/mcpx/wire"
 )
 

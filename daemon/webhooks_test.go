@@ -21,7 +21,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/webhook"
+	"mcpx.dev/mcpx/observe/webhook"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/webhook"
+	"mcpx.dev/mcpx/observe/webhook"
 )
 
 var secret = []byte("s3cret")
