@@ -36,10 +36,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"mcpx.dev/mcpx/api/mcp"
+	"mcpx.dev/mcpx/api/metrics"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/observe/daemonlog"
 	"mcpx.dev/mcpx/observe/tracing"
 	"mcpx.dev/mcpx/openapi"

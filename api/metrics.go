@@ -5,9 +5,9 @@ import (
 	"errors"
 	"net/http"
 
+	"mcpx.dev/mcpx/api/metrics"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/metrics"
 )
 
 // The reasons authentication denials are counted under

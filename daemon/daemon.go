@@ -14,10 +14,10 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/mcp"
+	"mcpx.dev/mcpx/api/metrics"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/config/chain"
-	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/observe/daemonlog"
 	"mcpx.dev/mcpx/observe/webhook"

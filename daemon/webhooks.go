@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"mcpx.dev/mcpx/api/metrics"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/metrics"
 	"mcpx.dev/mcpx/observe/webhook"
 	"mcpx.dev/mcpx/wire"
 )
