@@ -17,8 +17,8 @@ import (
 
 	"github.com/klauspost/compress/gzhttp"
 
+	"mcpx.dev/mcpx/api/dashboard"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/dashboard"
 	"mcpx.dev/mcpx/wire"
 )
 

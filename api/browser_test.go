@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"mcpx.dev/mcpx/api/dashboard"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
-	"mcpx.dev/mcpx/dashboard"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/wire"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/dashboard"
+	"mcpx.dev/mcpx/api/dashboard"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
