@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/catalog"
+	"mcpx.dev/mcpx/clientgen/catalog"
 	"mcpx.dev/mcpx/wire"
 )
 

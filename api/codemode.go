@@ -15,9 +15,9 @@ import (
 
 	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/catalog"
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/clientgen"
+	"mcpx.dev/mcpx/clientgen/catalog"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
 )

@@ -14,7 +14,7 @@ import (
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/catalog"
+	"mcpx.dev/mcpx/clientgen/catalog"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/wire"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/catalog"
+	"mcpx.dev/mcpx/clientgen/catalog"
 )
 
 // catalogTools is three real servers and a wide synthetic one: 27 tools

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"mcpx.dev/mcpx/catalog"
+	"mcpx.dev/mcpx/clientgen/catalog"
 	"mcpx.dev/mcpx/internal/demo"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/catalog"
+	"mcpx.dev/mcpx/clientgen/catalog"
 )
 
 // searchTools is a small broker's worth of tools: the real filesystem
