@@ -8,7 +8,7 @@ import (
 
 	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/adapter/clitools"
-	"mcpx.dev/mcpx/adapter/openapitools"
+	"mcpx.dev/mcpx/adapter/openapi"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
 	"mcpx.dev/mcpx/pool"
@@ -21,7 +21,7 @@ import (
 func (b *Broker) adapterOf(name string, s *config.Server, source string) adapter.Opener {
 	switch {
 	case s.OpenAPI != nil:
-		op, err := openapitools.New(b.openAPIConfig(name, s.OpenAPI, source))
+		op, err := openapi.New(b.openAPIConfig(name, s.OpenAPI, source))
 		return orFailed("openapi", op, err)
 	case s.CLI != nil:
 		op, err := clitools.New(cliConfig(name, s.CLI))
@@ -46,12 +46,12 @@ func cliConfig(name string, c *config.CLI) clitools.Config {
 // openAPIConfig is an openapi block as openapitools takes it: a relative
 // spec is the config file's neighbour, URL documents are cached in the
 // state directory, ${env:NAME} reads the daemon's environment.
-func (b *Broker) openAPIConfig(name string, o *config.OpenAPI, source string) openapitools.Config {
+func (b *Broker) openAPIConfig(name string, o *config.OpenAPI, source string) openapi.Config {
 	spec := o.Spec
 	if !nixspec.Is(spec) && !strings.Contains(spec, "://") && !filepath.IsAbs(spec) && source != "" {
 		spec = filepath.Join(filepath.Dir(source), spec)
 	}
-	cfg := openapitools.Config{Server: name, Spec: spec, BaseURL: o.BaseURL, Headers: o.Headers, Operations: o.Operations}
+	cfg := openapi.Config{Server: name, Spec: spec, BaseURL: o.BaseURL, Headers: o.Headers, Operations: o.Operations}
 	if b.stateDir != "" {
 		cfg.CacheDir = filepath.Join(b.stateDir, "openapi")
 	}
@@ -62,7 +62,7 @@ func (b *Broker) openAPIConfig(name string, o *config.OpenAPI, source string) op
 		}
 	}
 	if c := o.OAuth2; c != nil {
-		cfg.OAuth2 = &openapitools.OAuth2{ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes, TokenURL: c.TokenURL}
+		cfg.OAuth2 = &openapi.OAuth2{ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes, TokenURL: c.TokenURL}
 	}
 	return cfg
 }

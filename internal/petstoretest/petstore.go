@@ -79,7 +79,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 // Spec is the path of the Swagger Petstore 3.0 document
-// (adapter/openapitools/testdata/petstore3.yaml).
+// (adapter/openapi/testdata/petstore3.yaml).
 func Spec() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "adapter", "openapitools", "testdata", "petstore3.yaml")

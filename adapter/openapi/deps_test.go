@@ -1,4 +1,4 @@
-package openapitools_test
+package openapi_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package openapitools_test
+package openapi_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"mcpx.dev/mcpx/adapter/openapitools"
+	"mcpx.dev/mcpx/adapter/openapi"
 )
 
 // testdata/petstore3.yaml is the Swagger Petstore's OpenAPI 3.0 document
@@ -117,8 +117,8 @@ func (ps *petstore) inventory(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, inv)
 }
 
-func petstoreConfig(base string) openapitools.Config {
-	return openapitools.Config{Server: "pets", Spec: "testdata/petstore3.yaml", BaseURL: base + "/api/v3"}
+func petstoreConfig(base string) openapi.Config {
+	return openapi.Config{Server: "pets", Spec: "testdata/petstore3.yaml", BaseURL: base + "/api/v3"}
 }
 
 // The petstore's 19 operations are tools named by their operationIds, with
@@ -305,7 +305,7 @@ func TestOperationsSelection(t *testing.T) {
 	}
 	for ops, want := range map[string]string{"getPetByID": `did you mean "getPetById"`, "tag:stor": `no tag "stor" (did you mean "store"?)`} {
 		cfg.Operations = []string{ops}
-		op, _ := openapitools.New(cfg)
+		op, _ := openapi.New(cfg)
 		_, err := op.Open(t.Context(), scope)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "server pets") {
 			t.Errorf("operations %q: %v, want %q", ops, err, want)

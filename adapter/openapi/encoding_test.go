@@ -1,4 +1,4 @@
-package openapitools_test
+package openapi_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/adapter/openapitools"
+	"mcpx.dev/mcpx/adapter/openapi"
 )
 
 func encodingService(t *testing.T) (*recorder, map[string]string) {
@@ -35,7 +35,7 @@ func encodingService(t *testing.T) (*recorder, map[string]string) {
 // decimal.
 func TestEncodingOnTheWire(t *testing.T) {
 	rec, env := encodingService(t)
-	ns := open(t, openapitools.Config{Server: "enc", Spec: "testdata/encoding.yaml", BaseURL: env["base"]})
+	ns := open(t, openapi.Config{Server: "enc", Spec: "testdata/encoding.yaml", BaseURL: env["base"]})
 	cases := []struct {
 		tool, args string
 		uri        string
@@ -97,7 +97,7 @@ func TestEncodingOnTheWire(t *testing.T) {
 // a suffix; parameter names that clash are kept apart; a recursive schema
 // is one $defs member referencing itself.
 func TestEncodingTools(t *testing.T) {
-	ts := tools(t, open(t, openapitools.Config{Server: "enc", Spec: "testdata/encoding.yaml", BaseURL: "http://127.0.0.1:1"}))
+	ts := tools(t, open(t, openapi.Config{Server: "enc", Spec: "testdata/encoding.yaml", BaseURL: "http://127.0.0.1:1"}))
 	got := slices.Sorted(mapsKeys(ts))
 	if want := []string{"clash", "getItem", "get_items", "get_items_2", "get_styles_label_matrix_exploded", "listRaw"}; !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
@@ -142,7 +142,7 @@ func TestToolName(t *testing.T) {
 		{"Über/größe", "GET", "/", "ber_gr_e"},
 		{long, "GET", "/", long[:55] + "_" + "0d3ab5bb"},
 	} {
-		got := openapitools.ToolName(c.id, c.method, c.path)
+		got := openapi.ToolName(c.id, c.method, c.path)
 		if c.id == long {
 			if len(got) != 64 || !strings.HasPrefix(got, long[:55]+"_") {
 				t.Errorf("ToolName(%q) = %q, want 55 x's and a hash", c.id, got)

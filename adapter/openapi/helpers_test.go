@@ -1,4 +1,4 @@
-package openapitools_test
+package openapi_test
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/adapter/openapitools"
+	"mcpx.dev/mcpx/adapter/openapi"
 )
 
 // recorded is one request as the service saw it on the wire.
@@ -58,9 +58,9 @@ func (rec *recorder) count() int {
 }
 
 // open opens cfg's namespace, failing t on an error.
-func open(t *testing.T, cfg openapitools.Config) adapter.Namespace {
+func open(t *testing.T, cfg openapi.Config) adapter.Namespace {
 	t.Helper()
-	op, err := openapitools.New(cfg)
+	op, err := openapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package openapitools_test
+package openapi_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/adapter/openapitools"
+	"mcpx.dev/mcpx/adapter/openapi"
 )
 
 // BenchmarkCall compares a tool call through the Namespace (arguments
@@ -22,7 +22,7 @@ func BenchmarkCall(b *testing.B) {
 	srv := httptest.NewServer(newPetstore())
 	defer srv.Close()
 	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	op, err := openapitools.New(openapitools.Config{Server: "pets", Spec: "testdata/petstore3.yaml", BaseURL: srv.URL + "/api/v3", HTTPClient: client})
+	op, err := openapi.New(openapi.Config{Server: "pets", Spec: "testdata/petstore3.yaml", BaseURL: srv.URL + "/api/v3", HTTPClient: client})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package openapitools_test
+package openapi_test
 
 import (
 	"encoding/json"
@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/adapter/openapitools"
-	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/adapter/openapi"
+	brokerdoc "mcpx.dev/mcpx/openapi"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -18,7 +18,7 @@ import (
 // spec's. A service answering like the daemon checks the calls on the
 // wire and the answers against the tools' output schemas.
 func TestMcpxImportsItself(t *testing.T) {
-	doc, err := openapi.Broker(openapi.Options{Version: "test"})
+	doc, err := brokerdoc.Broker(brokerdoc.Options{Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestMcpxImportsItself(t *testing.T) {
 			w.Write([]byte(`{"type": "https://mcpx.dev/problems/unknown-server", "title": "unknown server", "status": 404}`))
 		}
 	}))
-	ns := open(t, openapitools.Config{Server: "self", Spec: srv.URL + "/openapi.json", Operations: []string{"listServers", "callTool"}})
+	ns := open(t, openapi.Config{Server: "self", Spec: srv.URL + "/openapi.json", Operations: []string{"listServers", "callTool"}})
 	ts := tools(t, ns)
 	if got := slices.Sorted(mapsKeys(ts)); !slices.Equal(got, []string{"callTool", "listServers"}) {
 		t.Fatalf("tools %v", got)
@@ -91,7 +91,7 @@ func TestMcpxImportsItself(t *testing.T) {
 	}
 
 	// Every operation of the document compiles into schemas that compile.
-	all := tools(t, open(t, openapitools.Config{Server: "self", Spec: srv.URL + "/openapi.json"}))
+	all := tools(t, open(t, openapi.Config{Server: "self", Spec: srv.URL + "/openapi.json"}))
 	if len(all) < 40 {
 		t.Errorf("the whole document: %d tools", len(all))
 	}

@@ -1,4 +1,4 @@
-package openapitools_test
+package openapi_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/adapter/openapitools"
+	"mcpx.dev/mcpx/adapter/openapi"
 )
 
 const brokenRef = `openapi: 3.0.3
@@ -37,7 +37,7 @@ components:
 func TestBrokenRef(t *testing.T) {
 	spec := filepath.Join(t.TempDir(), "broken.yaml")
 	os.WriteFile(spec, []byte(brokenRef), 0o600)
-	op, err := openapitools.New(openapitools.Config{Server: "bad", Spec: spec, BaseURL: "http://127.0.0.1:1"})
+	op, err := openapi.New(openapi.Config{Server: "bad", Spec: spec, BaseURL: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +58,17 @@ func TestBrokenRef(t *testing.T) {
 		"no servers": `{"openapi": "3.0.0", "info": {"title": "x", "version": "1"}, "paths": {"/a": {"get": {"responses": {"200": {"description": "ok"}}}}}}`,
 	} {
 		os.WriteFile(spec, []byte(doc), 0o600)
-		op, _ := openapitools.New(openapitools.Config{Server: "bad", Spec: spec})
+		op, _ := openapi.New(openapi.Config{Server: "bad", Spec: spec})
 		if _, err := op.Open(t.Context(), scope); err == nil || !strings.Contains(err.Error(), "server bad: spec "+spec) {
 			t.Errorf("%s: Open error %v", name, err)
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
 	}
-	if _, err := openapitools.New(openapitools.Config{Server: "bad"}); err == nil || !strings.Contains(err.Error(), "openapi.spec") {
+	if _, err := openapi.New(openapi.Config{Server: "bad"}); err == nil || !strings.Contains(err.Error(), "openapi.spec") {
 		t.Errorf("no spec: %v", err)
 	}
-	if _, err := openapitools.New(openapitools.Config{Server: "bad", Spec: "x", Headers: map[string]string{"A": "${mcpx.root}"}}); err == nil || !strings.Contains(err.Error(), "openapi.headers.A") {
+	if _, err := openapi.New(openapi.Config{Server: "bad", Spec: "x", Headers: map[string]string{"A": "${mcpx.root}"}}); err == nil || !strings.Contains(err.Error(), "openapi.headers.A") {
 		t.Errorf("a ${mcpx.root} header: %v", err)
 	}
 }
@@ -101,8 +101,8 @@ func TestSpecURLCache(t *testing.T) {
 		w.Write(doc)
 	}))
 	cache := t.TempDir()
-	cfg := openapitools.Config{Server: "pets", Spec: srv.URL + "/openapi.yaml", CacheDir: cache}
-	op, err := openapitools.New(cfg)
+	cfg := openapi.Config{Server: "pets", Spec: srv.URL + "/openapi.yaml", CacheDir: cache}
+	op, err := openapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestSpecURLCache(t *testing.T) {
 	}
 
 	down.Store(true)
-	op2, _ := openapitools.New(cfg) // a new opener: only the disk copy
+	op2, _ := openapi.New(cfg) // a new opener: only the disk copy
 	ns, err := op2.Open(t.Context(), scope)
 	if err != nil {
 		t.Fatalf("Open with the URL down and a cached copy: %v", err)
@@ -129,12 +129,12 @@ func TestSpecURLCache(t *testing.T) {
 		t.Errorf("the cached copy has %d tools", len(tools(t, ns)))
 	}
 	srv.Close() // unreachable: the disk copy again
-	op4, _ := openapitools.New(cfg)
+	op4, _ := openapi.New(cfg)
 	if _, err := op4.Open(t.Context(), scope); err != nil {
 		t.Fatalf("Open with the URL unreachable and a cached copy: %v", err)
 	}
 	cfg.CacheDir = ""
-	op3, _ := openapitools.New(cfg)
+	op3, _ := openapi.New(cfg)
 	if _, err := op3.Open(t.Context(), scope); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("Open with the URL unreachable and no copy: %v", err)
 	}
@@ -149,7 +149,7 @@ func TestSpecFileChange(t *testing.T) {
 		os.Chtimes(spec, mod, mod)
 	}
 	write("first", time.Unix(1000, 0))
-	op, _ := openapitools.New(openapitools.Config{Server: "x", Spec: spec, BaseURL: "http://127.0.0.1:1"})
+	op, _ := openapi.New(openapi.Config{Server: "x", Spec: spec, BaseURL: "http://127.0.0.1:1"})
 	names := func() string {
 		ns, err := op.Open(t.Context(), scope)
 		if err != nil {
@@ -190,7 +190,7 @@ func TestHeadersFromEnv(t *testing.T) {
 		t.Errorf("the 404 result: %s", text(res))
 	}
 	delete(env, "PET_TOKEN")
-	op, _ := openapitools.New(cfg)
+	op, _ := openapi.New(cfg)
 	_, err := op.Open(t.Context(), scope)
 	if err == nil || !strings.Contains(err.Error(), "${env:PET_TOKEN} is not set") || !strings.Contains(err.Error(), "openapi.headers.Authorization") || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("Open with PET_TOKEN unset: %v", err)
@@ -256,7 +256,7 @@ const dialect30 = `{"openapi": "3.0.3", "info": {"title": "d", "version": "1"}, 
 func TestOpenAPI30Dialect(t *testing.T) {
 	spec := filepath.Join(t.TempDir(), "d.json")
 	os.WriteFile(spec, []byte(dialect30), 0o600)
-	ts := tools(t, open(t, openapitools.Config{Server: "d", Spec: spec, BaseURL: "http://127.0.0.1:1"}))
+	ts := tools(t, open(t, openapi.Config{Server: "d", Spec: spec, BaseURL: "http://127.0.0.1:1"}))
 	s := compileSchema(t, "getN", ts["getN"].InputSchema)
 	for args, ok := range map[string]bool{`{"n": 1}`: true, `{"n": null}`: true, `{"n": 0}`: false, `{"n": 1, "e": null}`: true, `{"n": 1, "e": "b"}`: false} {
 		if valid(t, s, args) != ok {
@@ -276,7 +276,7 @@ func TestExternalRefs(t *testing.T) {
 	spec := `{"openapi": "3.1.0", "info": {"title": "x", "version": "1"}, "paths": {"/p": {"get": {"operationId": "getP",
 		"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "REF"}}}}}}}}}`
 	os.WriteFile(filepath.Join(dir, "spec.json"), []byte(strings.Replace(spec, "REF", "pet.yaml#/Pet", 1)), 0o600)
-	ts := tools(t, open(t, openapitools.Config{Server: "x", Spec: filepath.Join(dir, "spec.json"), BaseURL: "http://127.0.0.1:1"}))
+	ts := tools(t, open(t, openapi.Config{Server: "x", Spec: filepath.Join(dir, "spec.json"), BaseURL: "http://127.0.0.1:1"}))
 	out := compileSchema(t, "getP", ts["getP"].OutputSchema)
 	if !valid(t, out, `{"name": "a"}`) || valid(t, out, `{}`) {
 		t.Errorf("the external schema is lost: %s", ts["getP"].OutputSchema)
@@ -285,7 +285,7 @@ func TestExternalRefs(t *testing.T) {
 	srv, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(strings.Replace(spec, "REF", "file://"+filepath.Join(dir, "pet.yaml")+"#/Pet", 1)))
 	}))
-	op, _ := openapitools.New(openapitools.Config{Server: "x", Spec: srv.URL + "/spec.json", BaseURL: "http://127.0.0.1:1"})
+	op, _ := openapi.New(openapi.Config{Server: "x", Spec: srv.URL + "/spec.json", BaseURL: "http://127.0.0.1:1"})
 	if _, err := op.Open(t.Context(), scope); err == nil || !strings.Contains(err.Error(), "may not reference the file") {
 		t.Errorf("a URL spec referencing a local file: %v", err)
 	}

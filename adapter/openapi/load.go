@@ -1,4 +1,4 @@
-package openapitools
+package openapi
 
 import (
 	"context"

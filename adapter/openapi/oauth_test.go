@@ -1,4 +1,4 @@
-package openapitools_test
+package openapi_test
 
 import (
 	"net/http"
@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"mcpx.dev/mcpx/adapter/openapitools"
+	"mcpx.dev/mcpx/adapter/openapi"
 )
 
 const oauthSpec = `{"openapi": "3.1.0", "info": {"title": "oauth", "version": "1"},
@@ -53,9 +53,9 @@ func TestOAuthClientCredentials(t *testing.T) {
 	spec := filepath.Join(t.TempDir(), "oauth.json")
 	os.WriteFile(spec, []byte(strings.Replace(oauthSpec, "TOKEN_URL", srv.URL+"/token", 1)), 0o600)
 	env := map[string]string{"CC_ID": "client-1", "CC_SECRET": "sec-ret"}
-	cfg := openapitools.Config{
+	cfg := openapi.Config{
 		Server: "cc", Spec: spec, BaseURL: srv.URL,
-		OAuth2: &openapitools.OAuth2{ClientID: "${env:CC_ID}", ClientSecret: "${env:CC_SECRET}"},
+		OAuth2: &openapi.OAuth2{ClientID: "${env:CC_ID}", ClientSecret: "${env:CC_SECRET}"},
 		Getenv: func(k string) string { return env[k] },
 	}
 	ns := open(t, cfg)
@@ -83,7 +83,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 	}
 
 	delete(env, "CC_SECRET")
-	op, _ := openapitools.New(cfg)
+	op, _ := openapi.New(cfg)
 	if _, err := op.Open(t.Context(), scope); err == nil || !strings.Contains(err.Error(), "openapi.oauth2.clientSecret: ${env:CC_SECRET} is not set") {
 		t.Errorf("Open without the secret: %v", err)
 	}

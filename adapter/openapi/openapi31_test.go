@@ -1,4 +1,4 @@
-package openapitools_test
+package openapi_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/adapter/openapitools"
+	"mcpx.dev/mcpx/adapter/openapi"
 )
 
 // An OpenAPI 3.1 document, read by kin-openapi: webhooks, $ref with
@@ -27,7 +27,7 @@ func TestOpenAPI31(t *testing.T) {
    "if": {"required": ["x"]}, "then": {"properties": {"x": {"minimum": 5}}}}}}}`
 	spec := filepath.Join(t.TempDir(), "p.json")
 	os.WriteFile(spec, []byte(doc), 0o600)
-	ts := tools(t, open(t, openapitools.Config{Server: "p", Spec: spec, BaseURL: "http://127.0.0.1:1"}))
+	ts := tools(t, open(t, openapi.Config{Server: "p", Spec: spec, BaseURL: "http://127.0.0.1:1"}))
 	in := compileSchema(t, "in", ts["a"].InputSchema)
 	for args, ok := range map[string]bool{`{"body": {"x": 6}}`: true, `{"body": null}`: true, `{"body": {"x": 3}}`: false,
 		`{"body": {"x": 0}}`: false, `{"body": {"y": 1}}`: false} {

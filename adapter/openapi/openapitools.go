@@ -1,4 +1,4 @@
-// Package openapitools serves an OpenAPI service's operations as tools: an
+// Package openapi serves an OpenAPI service's operations as tools: an
 // adapter.Opener over a 3.0 or 3.1 document (JSON or YAML), read with
 // github.com/getkin/kin-openapi.
 //
@@ -35,7 +35,7 @@
 // only when its size or modification time changed; a URL is revalidated
 // with If-None-Match on each later Open, and its last copy is used when the
 // URL cannot be reached (kept on disk with its ETag when CacheDir is set).
-package openapitools
+package openapi
 
 import (
 	"context"
