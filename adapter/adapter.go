@@ -1,6 +1,6 @@
 // Package adapter is what a namespace that is not an MCP child implements
 // to take a child's place in the pool: an OpenAPI service (package
-// adapter/openapi), a set of command lines (adapter/clitools).
+// adapter/openapi), a set of command lines (adapter/cli).
 //
 // A namespace lists tools with their JSON Schemas and calls one, with
 // progress and cancellation; it may list and read resources. The pool runs

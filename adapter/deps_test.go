@@ -14,8 +14,8 @@ func TestDeps(t *testing.T) {
 		StdlibOnly:   "the interface between the pool and the adapters: a leaf both import",
 		NoHTTPServer: "an in-process MCP server over a Namespace, no listener",
 		Except: map[string]string{
-			"mcpx.dev/mcpx/adapter/clitools/...": "an adapter, with rules of its own",
-			"mcpx.dev/mcpx/adapter/openapi/...":  "an adapter, with rules of its own",
+			"mcpx.dev/mcpx/adapter/cli/...":     "an adapter, with rules of its own",
+			"mcpx.dev/mcpx/adapter/openapi/...": "an adapter, with rules of its own",
 		},
 	}.Check(t)
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/adapter/clitools"
+	"mcpx.dev/mcpx/adapter/cli"
 	"mcpx.dev/mcpx/adapter/openapi"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
@@ -24,7 +24,7 @@ func (b *Broker) adapterOf(name string, s *config.Server, source string) adapter
 		op, err := openapi.New(b.openAPIConfig(name, s.OpenAPI, source))
 		return orFailed("openapi", op, err)
 	case s.CLI != nil:
-		op, err := clitools.New(cliConfig(name, s.CLI))
+		op, err := cli.New(cliConfig(name, s.CLI))
 		return orFailed("cli", op, err)
 	}
 	return nil
@@ -33,14 +33,14 @@ func (b *Broker) adapterOf(name string, s *config.Server, source string) adapter
 // cliConfig is a cli block as clitools takes it. Its processes run through
 // pool.RunTracked, so that the daemon's orphan reaper leaves their exit
 // status to the call.
-func cliConfig(name string, c *config.CLI) clitools.Config {
-	tools := make(map[string]clitools.Tool, len(c.Tools))
+func cliConfig(name string, c *config.CLI) cli.Config {
+	tools := make(map[string]cli.Tool, len(c.Tools))
 	for tool, t := range maps.All(c.Tools) {
 		if t != nil {
-			tools[tool] = clitools.Tool{Description: t.Description, Args: t.Args, Input: t.Input, Output: t.Output}
+			tools[tool] = cli.Tool{Description: t.Description, Args: t.Args, Input: t.Input, Output: t.Output}
 		}
 	}
-	return clitools.Config{Server: name, Tools: tools, Run: pool.RunTracked}
+	return cli.Config{Server: name, Tools: tools, Run: pool.RunTracked}
 }
 
 // openAPIConfig is an openapi block as openapitools takes it: a relative

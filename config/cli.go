@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"mcpx.dev/mcpx/adapter/clitools/argv"
+	"mcpx.dev/mcpx/adapter/cli/argv"
 )
 
 // decodeCLI decodes a server's "cli" block field by field, so that a
@@ -56,7 +56,7 @@ const cliExample = `such as {"tools": {"log": {"args": ["git", "log", "--oneline
 
 // checkCLI checks a cli server's tools: names the MCP endpoint lists as
 // they are, command lines of the argv grammar (package
-// adapter/clitools/argv), placeholders declared in the input schema when
+// adapter/cli/argv), placeholders declared in the input schema when
 // there is one, and a known output. The schema itself is compiled when the
 // server is opened; a schema that does not compile fails that server.
 func (p *problems) checkCLI(name string, c *CLI) {

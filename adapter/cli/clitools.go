@@ -1,4 +1,4 @@
-// Package clitools turns command lines into tools: a server's "cli" block,
+// Package cli turns command lines into tools: a server's "cli" block,
 // each tool an argv run with no shell (an adapter.Opener).
 //
 //	op, err := clitools.New(clitools.Config{Server: "git", Tools: map[string]clitools.Tool{
@@ -34,7 +34,7 @@
 // value as {"result": value}). A non-zero exit is an isError result with
 // the exit status and the end of stderr. Stdout is kept up to
 // Config.MaxOutput, stderr's last StderrTail bytes.
-package clitools
+package cli
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/adapter/clitools/argv"
+	"mcpx.dev/mcpx/adapter/cli/argv"
 )
 
 // Tool is one command line as a tool.

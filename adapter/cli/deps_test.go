@@ -1,4 +1,4 @@
-package clitools_test
+package cli_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package clitools
+package cli
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/adapter/clitools/argv"
+	"mcpx.dev/mcpx/adapter/cli/argv"
 	"mcpx.dev/mcpx/internal/proctree"
 )
 

@@ -1,4 +1,4 @@
-package clitools_test
+package cli_test
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/adapter/clitools"
+	"mcpx.dev/mcpx/adapter/cli"
 	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/testenv"
 )
 
 // open makes the namespace of tools in dir, with PATH and the test's
 // process marker in its environment.
-func open(t *testing.T, dir string, tools map[string]clitools.Tool) adapter.Namespace {
+func open(t *testing.T, dir string, tools map[string]cli.Tool) adapter.Namespace {
 	t.Helper()
-	op, err := clitools.New(clitools.Config{Server: "cli", Tools: tools, MaxOutput: 1 << 10})
+	op, err := cli.New(cli.Config{Server: "cli", Tools: tools, MaxOutput: 1 << 10})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -55,7 +55,7 @@ func TestArguments(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "ran")
-	ns := open(t, dir, map[string]clitools.Tool{
+	ns := open(t, dir, map[string]cli.Tool{
 		"args": {Args: []string{"/bin/sh", "-c", `touch ran; for a in "$@"; do printf '[%s]' "$a"; done`, "sh", "--n", "{n}", "{flag}", "{words}", "{text}"},
 			Input: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"},"flag":{"type":"boolean","default":false},"words":{"type":"array","items":{"type":"string"}},"text":{"type":"string","maxLength":20}},"required":["n","words","text"]}`)},
 		"plain": {Args: []string{"/bin/echo", "{who}"}},
@@ -100,27 +100,27 @@ func TestArguments(t *testing.T) {
 // naming the tool and field.
 func TestConfigRefused(t *testing.T) {
 	for _, c := range []struct {
-		tool clitools.Tool
+		tool cli.Tool
 		want string
 	}{
-		{clitools.Tool{Args: []string{"gh", "pr", "list", "--limit={limit}"}}, `cli.tools.t.args[3]: "--limit={limit}" holds a placeholder inside an argument`},
-		{clitools.Tool{Args: []string{"ls", "{dir}"}, Input: json.RawMessage(`{"type":"object","properties":{"path":{}}}`)}, "cli.tools.t.args[1]: placeholder {dir} is not a property of input"},
-		{clitools.Tool{Args: []string{"{prog}"}}, "cli.tools.t.args[0]: the program may not be a placeholder"},
-		{clitools.Tool{Args: nil}, "cli.tools.t.args: empty"},
-		{clitools.Tool{Args: []string{"ls"}, Output: "yaml"}, `cli.tools.t.output: unknown output "yaml"`},
-		{clitools.Tool{Args: []string{"ls"}, Input: json.RawMessage(`{"type":"string"}`)}, "cli.tools.t.input: the input schema must be an object schema"},
-		{clitools.Tool{Args: []string{"ls"}, Input: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"http://x/y"}}}`)}, "cli.tools.t.input:"},
+		{cli.Tool{Args: []string{"gh", "pr", "list", "--limit={limit}"}}, `cli.tools.t.args[3]: "--limit={limit}" holds a placeholder inside an argument`},
+		{cli.Tool{Args: []string{"ls", "{dir}"}, Input: json.RawMessage(`{"type":"object","properties":{"path":{}}}`)}, "cli.tools.t.args[1]: placeholder {dir} is not a property of input"},
+		{cli.Tool{Args: []string{"{prog}"}}, "cli.tools.t.args[0]: the program may not be a placeholder"},
+		{cli.Tool{Args: nil}, "cli.tools.t.args: empty"},
+		{cli.Tool{Args: []string{"ls"}, Output: "yaml"}, `cli.tools.t.output: unknown output "yaml"`},
+		{cli.Tool{Args: []string{"ls"}, Input: json.RawMessage(`{"type":"string"}`)}, "cli.tools.t.input: the input schema must be an object schema"},
+		{cli.Tool{Args: []string{"ls"}, Input: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"http://x/y"}}}`)}, "cli.tools.t.input:"},
 	} {
-		_, err := clitools.New(clitools.Config{Server: "s", Tools: map[string]clitools.Tool{"t": c.tool}})
+		_, err := cli.New(cli.Config{Server: "s", Tools: map[string]cli.Tool{"t": c.tool}})
 		if err == nil || !strings.Contains(err.Error(), `server "s": `+c.want) {
 			t.Errorf("%+v: %v; want %q", c.tool, err, c.want)
 		}
 	}
-	if _, err := clitools.New(clitools.Config{Server: "s", Tools: map[string]clitools.Tool{"a.b": {Args: []string{"ls"}}}}); err == nil || !strings.Contains(err.Error(), "not a tool name") {
+	if _, err := cli.New(cli.Config{Server: "s", Tools: map[string]cli.Tool{"a.b": {Args: []string{"ls"}}}}); err == nil || !strings.Contains(err.Error(), "not a tool name") {
 		t.Errorf("a dotted name: %v", err)
 	}
-	a, _ := clitools.New(clitools.Config{Tools: map[string]clitools.Tool{"t": {Args: []string{"ls"}}}})
-	b, _ := clitools.New(clitools.Config{Tools: map[string]clitools.Tool{"t": {Args: []string{"ls", "-l"}}}})
+	a, _ := cli.New(cli.Config{Tools: map[string]cli.Tool{"t": {Args: []string{"ls"}}}})
+	b, _ := cli.New(cli.Config{Tools: map[string]cli.Tool{"t": {Args: []string{"ls", "-l"}}}})
 	if a.Identity() == b.Identity() || a.Kind() != "cli" {
 		t.Errorf("identities %s and %s, kind %s", a.Identity(), b.Identity(), a.Kind())
 	}
@@ -132,7 +132,7 @@ func TestConfigRefused(t *testing.T) {
 func TestResults(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	dir := t.TempDir()
-	ns := open(t, dir, map[string]clitools.Tool{
+	ns := open(t, dir, map[string]cli.Tool{
 		"obj":  {Args: []string{"echo", `{"a": 1}`}, Output: "json"},
 		"arr":  {Args: []string{"echo", `[1, 2]`}, Output: "json"},
 		"bad":  {Args: []string{"echo", `not json`}, Output: "json"},
@@ -169,7 +169,7 @@ func TestResults(t *testing.T) {
 func TestCancelKillsTheTree(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	dir := t.TempDir()
-	ns := open(t, dir, map[string]clitools.Tool{
+	ns := open(t, dir, map[string]cli.Tool{
 		"sleep": {Args: []string{"/bin/sh", "-c", "setsid sleep 1000 & echo started > started; sleep 1000"}},
 	})
 	ctx, cancel := context.WithCancel(t.Context())

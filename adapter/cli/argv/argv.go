@@ -1,5 +1,5 @@
 // Package argv is the grammar of a cli tool's command line (package
-// adapter/clitools): which arguments are placeholders, where one may
+// adapter/cli): which arguments are placeholders, where one may
 // stand, and what a tool may be named. It is a leaf, so that the config's
 // validation (package broker/config) and the adapter read one rule.
 //
