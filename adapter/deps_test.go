@@ -3,7 +3,7 @@ package adapter_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: adapter is the interface the pool runs a namespace through and

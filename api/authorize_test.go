@@ -8,7 +8,7 @@ import (
 
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -23,8 +23,8 @@ import (
 	mcpxclient "mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/client/fleet"
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 

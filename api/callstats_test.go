@@ -12,7 +12,7 @@ import (
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 

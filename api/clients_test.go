@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 

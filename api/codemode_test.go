@@ -22,8 +22,8 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 

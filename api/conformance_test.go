@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/internal/conformance"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/conformance"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
 // conformanceDaemon serves go-sdk's conformance server as a stdio child
@@ -47,7 +47,7 @@ var mustPass = map[string][]string{
 }
 
 // TestConformanceThroughMCPX runs the official conformance suite's server
-// scenarios (internal/conformance) against /mcp/{server} fronting go-sdk's
+// scenarios (internal/testing/conformance) against /mcp/{server} fronting go-sdk's
 // conformance server as a stdio child: every scenario that passes against
 // that server directly must pass through mcpx.
 func TestConformanceThroughMCPX(t *testing.T) {

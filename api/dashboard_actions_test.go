@@ -14,8 +14,8 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
-	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 

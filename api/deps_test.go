@@ -3,7 +3,7 @@ package api_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: api is the HTTP layer over the broker (docs/architecture.md,

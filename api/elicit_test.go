@@ -13,7 +13,7 @@ import (
 
 	mcpxclient "mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // The npm reference server through the whole HTTP path: its progress reaches

@@ -11,7 +11,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth"

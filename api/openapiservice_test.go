@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/internal/petstoretest"
+	"mcpx.dev/mcpx/internal/testing/petstoretest"
 )
 
 // OpenAPI servers on every surface: the Swagger Petstore document served

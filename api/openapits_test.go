@@ -10,8 +10,8 @@ import (
 
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // openAPIServers is a daemon serving the demo server and the real servers

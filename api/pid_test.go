@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 

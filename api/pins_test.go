@@ -11,9 +11,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/promptscan"
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestPrometheusScrapesTheFleet runs a real Prometheus server (Debian's

@@ -3,7 +3,7 @@ package auth_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: auth is a leaf below api (docs/architecture.md, "Dependency

@@ -11,7 +11,7 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // BenchmarkBrokerCallTool measures broker.CallTool end to end without HTTP:

@@ -3,7 +3,7 @@ package broker_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: broker is the domain (docs/architecture.md, "Dependency

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // devFlake is a flake with no inputs whose default devShell exports

@@ -16,8 +16,8 @@ import (
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/config/chain"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // projectFixture is a user config and repositories with project configs

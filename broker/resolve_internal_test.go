@@ -11,7 +11,7 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
 // TestListingsResolveOnce: a listing resolves its request once — one call

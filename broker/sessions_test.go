@@ -14,7 +14,7 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // remote is a non-owner, non-admin caller: its session and lease ids are

@@ -3,7 +3,7 @@ package client_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the Go client is what the CLI, bench/ and other programs link to

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 

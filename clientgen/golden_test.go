@@ -17,7 +17,7 @@ import (
 
 	"mcpx.dev/mcpx/clientgen"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // The golden corpus: testdata/servers holds, per real server, its tools/list

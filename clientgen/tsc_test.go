@@ -15,7 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"mcpx.dev/mcpx/clientgen"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // tsc runs the pinned TypeScript compiler (testdata/npm) with --strict

@@ -3,7 +3,7 @@ package config_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: config is a leaf over leaves (docs/architecture.md,

@@ -13,7 +13,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestWatchDefaultConfigAppears (real-use 1, 2): a daemon serving the

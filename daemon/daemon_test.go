@@ -8,7 +8,7 @@ import (
 
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestStateDirMode (real-use 18): a state directory open to other users

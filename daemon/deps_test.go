@@ -3,7 +3,7 @@ package daemon_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the daemon's parts are what `mcpx serve` wires, below the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/daemon"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestWatchConfig: an editor's save (write a new file, rename it over) is

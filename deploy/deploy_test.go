@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"mcpx.dev/mcpx/deploy"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

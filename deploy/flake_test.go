@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/deploy"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // The repository's flake is checked offline, where nixpkgs cannot be

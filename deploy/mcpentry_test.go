@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/deploy"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // clientFiles is, per client, its MCP config file below home (no variables

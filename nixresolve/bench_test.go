@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // BenchmarkResolveCold: a spec never seen: lock, evaluate, build (a new

@@ -3,7 +3,7 @@ package nixresolve_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps holds nixresolve's dependency rules from its first line of code on

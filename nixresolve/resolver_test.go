@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/nixresolve"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/proctree"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/nixresolve"
 )
 

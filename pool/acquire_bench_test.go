@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
 )

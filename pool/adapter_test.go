@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/adapter"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/pool"
 )
 

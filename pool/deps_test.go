@@ -3,7 +3,7 @@ package pool_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: pool runs children for any caller; it knows servers and keys, not

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/pool"
 )
 

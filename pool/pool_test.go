@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
 )

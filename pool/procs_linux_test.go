@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
 // TestReapOrphansLeavesDirectChildren: a child started through the

@@ -3,7 +3,7 @@ package scripts_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: scripts finds, bundles and describes scripts; scripts/runner

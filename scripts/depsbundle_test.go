@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/npmtest"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/npmtest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/scripts"
 )
 

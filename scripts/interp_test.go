@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestInterpreter: a JS or TS file has none; the configured command for an

@@ -3,7 +3,7 @@ package tsnet_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps holds tsnet's dependency rules from its first line of code on

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 

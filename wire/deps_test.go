@@ -3,7 +3,7 @@ package wire_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the contract is data that the server, the Go client and the

@@ -11,8 +11,8 @@ import (
 
 	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/adapter/cli"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // open makes the namespace of tools in dir, with PATH and the test's

@@ -3,7 +3,7 @@ package cli_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: clitools is an adapter (docs/architecture.md): it runs command

@@ -3,7 +3,7 @@ package openapi_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps holds openapitools' dependency rules (docs/architecture.md,

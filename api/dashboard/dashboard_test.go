@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/api/dashboard"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestRedocMatchesPin: the vendored Redoc bundle is, byte for byte, the one

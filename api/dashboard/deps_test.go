@@ -3,7 +3,7 @@ package dashboard_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the pages are files and a few names; who may load them is

@@ -3,7 +3,7 @@ package mcp_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the MCP endpoint stands where api stands (docs/architecture.md):

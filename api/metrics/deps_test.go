@@ -3,7 +3,7 @@ package metrics_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: metrics reads the broker and formats what it reads; package

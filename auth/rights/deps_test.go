@@ -3,7 +3,7 @@ package rights_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: rights is a leaf read by auth, tsnet, wire and the broker;

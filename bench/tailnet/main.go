@@ -1,6 +1,6 @@
 // Command tailnet measures mcpx over its embedded tailnet node against the
 // unix socket, in one run, on a test tailnet on loopback (package
-// internal/testtailnet: no internet, no tailscaled):
+// internal/testing/testtailnet: no internet, no tailscaled):
 //
 //	go run ./bench/tailnet -mcpx /tmp/mcpx -rounds 5 -duration 2s -c 8
 //
@@ -36,7 +36,7 @@ import (
 
 	"tailscale.com/net/netns"
 
-	"mcpx.dev/mcpx/internal/testtailnet"
+	"mcpx.dev/mcpx/internal/testing/testtailnet"
 	"mcpx.dev/mcpx/tsnet"
 )
 

@@ -3,7 +3,7 @@ package fleet_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: fleet is a client of brokers, given its peers and dialer as

@@ -56,7 +56,7 @@ func demoTools(t *testing.T) []catalog.Tool {
 
 // capturedTools reads ../clientgen/testdata/servers/<server>.json.
 func capturedTools(t *testing.T, server string) []catalog.Tool {
-	data, err := os.ReadFile(filepath.Join("..", "clientgen", "testdata", "servers", server+".json"))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "servers", server+".json"))
 	if err != nil {
 		t.Fatalf("%v (capture it: go test ./clientgen -run TestCapture -capture)", err)
 	}

@@ -3,7 +3,7 @@ package catalog_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: search and the catalog read tool lists and nothing else

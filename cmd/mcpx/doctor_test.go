@@ -12,7 +12,7 @@ import (
 	"tailscale.com/tstest/integration/testcontrol"
 	"tailscale.com/types/logger"
 
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestDoctorTailnetNeedsLogin: `mcpx doctor --tailnet` against a control

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/daemon/doctor"
-	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/internal/testtailnet"
+	"mcpx.dev/mcpx/internal/testing/testenv"
+	"mcpx.dev/mcpx/internal/testing/testtailnet"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestLogFollowShowsCrash: `mcpx log --follow` prints a child's crash as

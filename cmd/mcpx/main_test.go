@@ -19,8 +19,8 @@ import (
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/petstoretest"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/petstoretest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/openapi"
 	"mcpx.dev/mcpx/wire"
 )
@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 //	daemons N                the state directory's log shows N daemons started, and
 //	                         the record's pid is alive (N > 0)
 //	waitfile path            wait until a file exists (a background command wrote it)
-//	petstore                 serve a petstore (internal/petstoretest) for the script: $PETSTORE
+//	petstore                 serve a petstore (internal/testing/petstoretest) for the script: $PETSTORE
 //	                         its base URL, petstore.yaml its document in $WORK
 func TestScripts(t *testing.T) {
 	proctest.CheckNoLeaks(t)

@@ -8,10 +8,10 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"mcpx.dev/mcpx/internal/jsrtest"
-	"mcpx.dev/mcpx/internal/npmtest"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/jsrtest"
+	"mcpx.dev/mcpx/internal/testing/npmtest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // depsPackages are what the tests' registry serves: tiny packages of no

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
 // TestServeDrainsInFlightCalls runs `mcpx serve` in-process, starts a call,

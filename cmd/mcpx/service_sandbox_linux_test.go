@@ -20,8 +20,8 @@ import (
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/deploy"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // The daemon under the unit's sandboxing options. There is no systemd user

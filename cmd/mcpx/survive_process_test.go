@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestSurviveProcess is pool.survive's acceptance test with real

@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/internal/testtailnet"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
+	"mcpx.dev/mcpx/internal/testing/testtailnet"
 	"mcpx.dev/mcpx/tsnet"
 )
 

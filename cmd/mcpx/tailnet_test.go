@@ -10,7 +10,7 @@ import (
 	"tailscale.com/envknob"
 	"tailscale.com/net/netns"
 
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestServeTailnetUnreachable: `serve --tailnet` with a control server that

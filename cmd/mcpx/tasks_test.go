@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestTasksCommands: `mcpx call --task` prints the handle of

@@ -13,8 +13,8 @@ import (
 
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -30,12 +30,12 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
-// installOtelcol installs the test collector (internal/otelcoltest, its own
+// installOtelcol installs the test collector (internal/testing/otelcoltest, its own
 // module); .ci/run deps runs it.
-const installOtelcol = "cd internal/otelcoltest && go install ./cmd/mcpx-otelcol (or: bash .ci/run deps)"
+const installOtelcol = "cd internal/testing/otelcoltest && go install ./cmd/mcpx-otelcol (or: bash .ci/run deps)"
 
 // TestTraceProcess is the traces' acceptance test: a real OpenTelemetry
 // Collector (mcpx-otelcol: the OTLP receiver and the OTLP/HTTP exporter,

@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
-	"mcpx.dev/mcpx/internal/testtailnet"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
+	"mcpx.dev/mcpx/internal/testing/testtailnet"
 	"mcpx.dev/mcpx/wire"
 )
 

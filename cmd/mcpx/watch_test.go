@@ -16,8 +16,8 @@ import (
 
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 

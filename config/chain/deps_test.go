@@ -3,7 +3,7 @@ package chain_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: chain is a leaf under broker (docs/architecture.md, "Dependency

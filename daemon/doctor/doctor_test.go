@@ -13,7 +13,7 @@ import (
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/daemon/doctor"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/deploy/registry"
-	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/internal/testing/registrytest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // BenchmarkSpawn: a registry-installed npm server (node <bin>, what `mcpx

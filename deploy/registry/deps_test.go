@@ -3,7 +3,7 @@ package registry_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the registry is a client-side tool of the CLI (`mcpx registry`):

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/testenv"
 	"mcpx.dev/mcpx/internal/testing/registrytest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 const everythingPkg = "@modelcontextprotocol/server-everything"

@@ -26,9 +26,9 @@ import (
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/deploy/registry"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/registrytest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 var localCaller = broker.Caller{Name: "local:test", Via: "unix", Local: true, Rights: rights.Rights{{Admin: true}}}

@@ -3,7 +3,7 @@ package defaults_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: defaults is a leaf under the pool, the call log, the resolver

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
 func TestMain(m *testing.M) {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 func TestHint(t *testing.T) {

@@ -3,7 +3,7 @@ package mcpheader_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: mcpheader is a leaf that mcp/client and mcp/bridge import

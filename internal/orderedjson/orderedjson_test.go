@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
 	"mcpx.dev/mcpx/internal/orderedjson"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 func TestDeps(t *testing.T) {

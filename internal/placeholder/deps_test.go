@@ -3,7 +3,7 @@ package placeholder_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: placeholder is a leaf that pool and its peers import

@@ -3,7 +3,7 @@ package proctree_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: proctree is a leaf the pool and nixresolve share

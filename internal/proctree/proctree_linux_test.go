@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/proctest"
 	"mcpx.dev/mcpx/internal/proctree"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestKillTree: a process and what it started in a session of its own are

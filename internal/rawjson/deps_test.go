@@ -3,7 +3,7 @@ package rawjson_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: rawjson is a leaf that mcp/client and api/mcp import

@@ -3,7 +3,7 @@ package sse_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: sse is a leaf that pool and its peers import

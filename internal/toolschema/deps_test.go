@@ -3,7 +3,7 @@ package toolschema_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: toolschema is a leaf that clientgen, catalog and openapi share,

@@ -3,7 +3,7 @@ package bridge_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the bridge is an MCP client of any Streamable HTTP endpoint,

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestTypeScriptClient: the official TypeScript SDK's client spawns the

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // The reference servers of the TypeScript SDK, installed by

@@ -3,7 +3,7 @@ package nixspec_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: nixspec is the grammar alone, a leaf that config reads

@@ -3,7 +3,7 @@ package daemonlog_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the log is written by every package through slog and read

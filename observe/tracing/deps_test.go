@@ -3,7 +3,7 @@ package tracing_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: tracing is a leaf under the packages it instruments (api,

@@ -3,7 +3,7 @@ package webhook_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the webhook sender is an HTTP client fed by the daemon's

@@ -3,7 +3,7 @@ package execid_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: execid is a leaf under pool (docs/architecture.md, "Dependency

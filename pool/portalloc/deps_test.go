@@ -3,7 +3,7 @@ package portalloc_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: portalloc is a leaf under pool (docs/architecture.md,

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
 )

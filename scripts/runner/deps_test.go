@@ -3,7 +3,7 @@ package runner_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the runner is `mcpx run`'s lifecycle against the broker, which

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/internal/npmtest"
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/npmtest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
 )

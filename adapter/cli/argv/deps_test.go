@@ -3,7 +3,7 @@ package argv_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: argv is a leaf the config (a leaf over leaves) and clitools

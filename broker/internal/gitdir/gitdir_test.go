@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // Short names for the file helpers every test here uses.

@@ -3,7 +3,7 @@ package registrytest_test
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the test registry is standard library only, so any test may

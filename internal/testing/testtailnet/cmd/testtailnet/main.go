@@ -19,7 +19,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"mcpx.dev/mcpx/internal/testtailnet"
+	"mcpx.dev/mcpx/internal/testing/testtailnet"
 	"mcpx.dev/mcpx/tsnet"
 )
 

@@ -82,5 +82,5 @@ func writeJSON(w http.ResponseWriter, v any) {
 // (adapter/openapi/testdata/petstore3.yaml).
 func Spec() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "adapter", "openapitools", "testdata", "petstore3.yaml")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "adapter", "openapi", "testdata", "petstore3.yaml")
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // domain is a rule set shaped like the real domain packages' rules.

@@ -3,7 +3,7 @@ package conformance
 import (
 	"testing"
 
-	"mcpx.dev/mcpx/internal/deptest"
+	"mcpx.dev/mcpx/internal/testing/deptest"
 )
 
 // TestDeps: the harness is a client of an MCP endpoint and nothing else, so

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/direct-*.txt from this run")

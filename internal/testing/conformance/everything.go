@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/internal/proctest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // EverythingPackage is go-sdk's conformance server: the suite's tools,

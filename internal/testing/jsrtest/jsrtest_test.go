@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/internal/jsrtest"
-	"mcpx.dev/mcpx/internal/testenv"
+	"mcpx.dev/mcpx/internal/testing/jsrtest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // TestDeno has real deno import a package of the registry, twice: the

@@ -1,4 +1,4 @@
-module mcpx.dev/mcpx/internal/otelcoltest
+module mcpx.dev/mcpx/internal/testing/otelcoltest
 
 go 1.26.0
 

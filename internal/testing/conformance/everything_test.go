@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"mcpx.dev/mcpx/internal/proctest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
 // TestEverythingOverStdio: the binary mcpx fronts serves the suite's tools
