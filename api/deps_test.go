@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: api is the HTTP layer over the broker (docs/architecture.md,
-// "Dependency direction"); the tailnet reaches it through a listener and an
+// "Dependency rules"); the tailnet reaches it through a listener and an
 // identity function that cmd wires in. It reaches the packages below the
 // broker only through the broker, which owns the types it hands out: they
 // are direct imports it must not have (the broker itself depends on them).

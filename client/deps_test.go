@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: the Go client is what the CLI, bench/ and other programs link to
-// talk to a broker (docs/architecture.md, "Dependency direction"); it speaks
+// talk to a broker (docs/architecture.md, "Dependency rules"); it speaks
 // the contract in wire and carries none of the daemon.
 func TestDeps(t *testing.T) {
 	deptest.Rules{

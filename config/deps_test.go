@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: config is a leaf over leaves (docs/architecture.md,
-// "Dependency direction"): reading a JSON file links none of the daemon.
+// "Dependency rules"): reading a JSON file links none of the daemon.
 // Whoever parses a config (the CLI's `mcpx config check`, the broker, a
 // test) gets its checks and nothing else; the defaults come from
 // internal/defaults and the nix grammar from nixresolve/nixspec.

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: the daemon's parts are what `mcpx serve` wires, below the
-// command line (docs/architecture.md, "Dependency direction").
+// command line (docs/architecture.md, "Dependency rules").
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps holds deploy's dependency rules from its first line of code on
-// (docs/architecture.md, "Dependency direction").
+// (docs/architecture.md, "Dependency rules").
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: pool runs children for any caller; it knows servers and keys, not
-// configs, scopes or callers (docs/architecture.md, "Dependency direction").
+// configs, scopes or callers (docs/architecture.md, "Dependency rules").
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{

@@ -8,7 +8,7 @@ import (
 
 // TestDeps: the contract is data that the server, the Go client and the
 // OpenAPI and TypeScript generators all read (docs/architecture.md,
-// "Dependency direction"); it pulls in nothing but the standard library
+// "Dependency rules"); it pulls in nothing but the standard library
 // and the rights leaf.
 func TestDeps(t *testing.T) {
 	deptest.Rules{

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: the pages are files and a few names; who may load them is
-// package api's to decide (docs/architecture.md, "Dependency direction").
+// package api's to decide (docs/architecture.md, "Dependency rules").
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		StdlibOnly:   "the pages are embedded files: no daemon code comes with them",

@@ -8,7 +8,7 @@ import (
 
 // TestDeps: metrics reads the broker and formats what it reads; package
 // api serves it, with the API's authentication (docs/architecture.md,
-// "Dependency direction").
+// "Dependency rules").
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: fleet is a client of brokers, given its peers and dialer as
-// plain values (docs/architecture.md, "Dependency direction").
+// plain values (docs/architecture.md, "Dependency rules").
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: search and the catalog read tool lists and nothing else
-// (docs/architecture.md, "Dependency direction"); the API and the MCP
+// (docs/architecture.md, "Dependency rules"); the API and the MCP
 // endpoint's code mode serve them.
 func TestDeps(t *testing.T) {
 	deptest.Rules{

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: defaults is a leaf under the pool, the call log, the resolver
-// and the config (docs/architecture.md, "Dependency direction"); it holds
+// and the config (docs/architecture.md, "Dependency rules"); it holds
 // constants, so it can bring nothing into any of them.
 func TestDeps(t *testing.T) {
 	deptest.Rules{

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: proctree is a leaf the pool and nixresolve share
-// (docs/architecture.md, "Dependency direction"): it reads /proc and
+// (docs/architecture.md, "Dependency rules"): it reads /proc and
 // signals processes, and knows nothing of children or builds.
 func TestDeps(t *testing.T) {
 	deptest.Rules{

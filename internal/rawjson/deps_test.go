@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: rawjson is a leaf that mcp/client and api/mcp import
-// (docs/architecture.md, "Dependency direction").
+// (docs/architecture.md, "Dependency rules").
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		StdlibOnly:   "a leaf package that the pool's MCP client and the MCP endpoint import: it must never bring other packages into them",

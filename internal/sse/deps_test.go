@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: sse is a leaf that pool and its peers import
-// (docs/architecture.md, "Dependency direction"); it needs nothing but the
+// (docs/architecture.md, "Dependency rules"); it needs nothing but the
 // standard library, and must never bring the daemon's packages into them.
 func TestDeps(t *testing.T) {
 	deptest.Rules{

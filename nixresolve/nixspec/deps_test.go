@@ -8,7 +8,7 @@ import (
 
 // TestDeps: nixspec is the grammar alone, a leaf that config reads
 // to check a server's nix: command and environment (docs/architecture.md,
-// "Dependency direction").
+// "Dependency rules").
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		StdlibOnly:   "a leaf the config imports to check specs: it must never bring the resolver (or anything else) with it",

@@ -8,7 +8,7 @@ import (
 
 // TestDeps: the call log is written beside every call and read by the
 // stats route; it needs nothing but files (docs/architecture.md,
-// "Dependency direction"). Its one import beside the standard library is
+// "Dependency rules"). Its one import beside the standard library is
 // internal/defaults, for its options' defaults.
 func TestDeps(t *testing.T) {
 	deptest.Rules{

@@ -7,7 +7,7 @@ import (
 )
 
 // TestDeps: portalloc is a leaf under pool (docs/architecture.md,
-// "Dependency direction"): it binds loopback sockets and nothing else.
+// "Dependency rules"): it binds loopback sockets and nothing else.
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		StdlibOnly:   "a leaf the pool imports to hand out ports",

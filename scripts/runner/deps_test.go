@@ -8,7 +8,7 @@ import (
 
 // TestDeps: the runner is `mcpx run`'s lifecycle against the broker, which
 // it reaches as any program does, through the Go client
-// (docs/architecture.md, "Dependency direction"). Package scripts, which
+// (docs/architecture.md, "Dependency rules"). Package scripts, which
 // it drives, knows no broker at all.
 func TestDeps(t *testing.T) {
 	deptest.Rules{
