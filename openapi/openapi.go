@@ -228,6 +228,40 @@ func operation(r *reflector, rt wire.Route) (map[string]any, error) {
 		"summary":     rt.Summary,
 		"tags":        []string{tagOf(rt)},
 	}
+	params := parameters(rt)
+	if rt.Request != nil {
+		s, err := r.schema(rt.Request)
+		if err != nil {
+			return nil, err
+		}
+		desc, ok := bodyDescriptions[rt.Body]
+		if !ok {
+			return nil, fmt.Errorf("no description for body kind %q", rt.Body)
+		}
+		op["requestBody"] = map[string]any{"required": false, "description": desc,
+			"content": map[string]any{wire.MediaJSON: map[string]any{"schema": s}}}
+	}
+	responses, err := successResponses(r, rt)
+	if err != nil {
+		return nil, err
+	}
+	if rt.ETag {
+		params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
+			"description": "An ETag from an earlier answer: the answer is 304 with no body while the document is unchanged.",
+			"schema":      map[string]any{"type": "string"}})
+	}
+	if params != nil {
+		op["parameters"] = params
+	}
+	if err := r.problemResponses(rt, responses); err != nil {
+		return nil, err
+	}
+	op["responses"] = responses
+	return op, nil
+}
+
+// parameters are rt's path, query and header parameters.
+func parameters(rt wire.Route) []any {
 	var params []any
 	for _, name := range pathParams(rt.Pattern) {
 		params = append(params, map[string]any{"name": name, "in": "path", "required": true,
@@ -249,90 +283,91 @@ func operation(r *reflector, rt wire.Route) (map[string]any, error) {
 			params = append(params, map[string]any{"$ref": "#/components/parameters/" + h.Name})
 		}
 	}
-	if params != nil {
-		op["parameters"] = params
-	}
-	if rt.Request != nil {
-		s, err := r.schema(rt.Request)
-		if err != nil {
-			return nil, err
-		}
-		desc, ok := bodyDescriptions[rt.Body]
-		if !ok {
-			return nil, fmt.Errorf("no description for body kind %q", rt.Body)
-		}
-		op["requestBody"] = map[string]any{"required": false, "description": desc,
-			"content": map[string]any{wire.MediaJSON: map[string]any{"schema": s}}}
-	}
+	return params
+}
 
+// successResponses are rt's 2xx (and 304) responses, by status.
+func successResponses(r *reflector, rt wire.Route) (map[string]any, error) {
 	responses := map[string]any{}
 	switch {
 	case rt.Status == http.StatusNoContent && rt.Response == nil:
 		responses["204"] = map[string]any{"description": "Done."}
+		return responses, nil
 	case rt.Status == http.StatusOK && rt.Response != nil:
-		desc := "The " + rt.Response.Name() + " document."
-		var s any
-		if rt.Raw {
-			desc = "The child's MCP " + rt.MCPResult + ", passed on unchanged."
-			s = ref(mcpComponent(rt.MCPResult))
-		} else {
-			var err error
-			if s, err = r.schema(rt.Response); err != nil {
-				return nil, err
-			}
-			switch rt.Name {
-			case wire.OpOpenAPI:
-				desc = "This document."
-				s = map[string]any{"type": "object", "description": "An OpenAPI 3.1 document."}
-			case wire.OpServerOpenAPI, wire.OpToolsOpenAPI:
-				desc = "An OpenAPI 3.1 document with one operation per tool (see the openapi package's documentation)."
-				s = map[string]any{"type": "object", "description": "An OpenAPI 3.1 document."}
-			}
-		}
-		media := wire.MediaJSON
-		if rt.Media != "" {
-			media = rt.Media
-			desc = "A " + rt.Media + " document."
-		}
-		content := map[string]any{media: map[string]any{"schema": s}}
-		if rt.Stream {
-			desc += " With Accept: " + wire.MediaEventStream + ", a stream of server-sent events instead: " + eventsSummary()
-			ev, err := eventStream(r)
-			if err != nil {
-				return nil, err
-			}
-			content[wire.MediaEventStream] = ev
-		}
-		ok := map[string]any{"description": desc, "content": content}
-		if rt.ETag {
-			ok["headers"] = map[string]any{"ETag": map[string]any{
-				"description": "The document's entity tag; send it back as If-None-Match to be answered 304 while the document is unchanged.",
-				"schema":      map[string]any{"type": "string"}}}
-			responses["304"] = map[string]any{"description": "Not modified: the If-None-Match header names the current document's ETag.",
-				"headers": map[string]any{"ETag": map[string]any{"description": "The document's entity tag.", "schema": map[string]any{"type": "string"}}}}
-			params = append(params, map[string]any{"name": "If-None-Match", "in": "header", "required": false,
-				"description": "An ETag from an earlier answer: the answer is 304 with no body while the document is unchanged.",
-				"schema":      map[string]any{"type": "string"}})
-			op["parameters"] = params
-		}
-		responses["200"] = ok
-		if rt.Accepted != nil {
-			s, err := r.schema(rt.Accepted)
-			if err != nil {
-				return nil, err
-			}
-			responses["202"] = map[string]any{"description": "Accepted: the work runs on; the " + rt.Accepted.Name() + " document names it (Location: its URL).",
-				"content": map[string]any{wire.MediaJSON: map[string]any{"schema": s}}}
-		}
 	default:
 		return nil, fmt.Errorf("status %d with response type %v", rt.Status, rt.Response)
 	}
+	ok, err := okResponse(r, rt)
+	if err != nil {
+		return nil, err
+	}
+	if rt.ETag {
+		ok["headers"] = map[string]any{"ETag": map[string]any{
+			"description": "The document's entity tag; send it back as If-None-Match to be answered 304 while the document is unchanged.",
+			"schema":      map[string]any{"type": "string"}}}
+		responses["304"] = map[string]any{"description": "Not modified: the If-None-Match header names the current document's ETag.",
+			"headers": map[string]any{"ETag": map[string]any{"description": "The document's entity tag.", "schema": map[string]any{"type": "string"}}}}
+	}
+	responses["200"] = ok
+	if rt.Accepted != nil {
+		s, err := r.schema(rt.Accepted)
+		if err != nil {
+			return nil, err
+		}
+		responses["202"] = map[string]any{"description": "Accepted: the work runs on; the " + rt.Accepted.Name() + " document names it (Location: its URL).",
+			"content": map[string]any{wire.MediaJSON: map[string]any{"schema": s}}}
+	}
+	return responses, nil
+}
+
+// okResponse is rt's 200 response: its document, raw MCP result or
+// stream.
+func okResponse(r *reflector, rt wire.Route) (map[string]any, error) {
+	desc := "The " + rt.Response.Name() + " document."
+	var s any
+	if rt.Raw {
+		desc = "The child's MCP " + rt.MCPResult + ", passed on unchanged."
+		s = ref(mcpComponent(rt.MCPResult))
+	} else {
+		var err error
+		if s, err = r.schema(rt.Response); err != nil {
+			return nil, err
+		}
+		switch rt.Name {
+		case wire.OpOpenAPI:
+			desc = "This document."
+			s = map[string]any{"type": "object", "description": "An OpenAPI 3.1 document."}
+		case wire.OpServerOpenAPI, wire.OpToolsOpenAPI:
+			desc = "An OpenAPI 3.1 document with one operation per tool (see the openapi package's documentation)."
+			s = map[string]any{"type": "object", "description": "An OpenAPI 3.1 document."}
+		}
+	}
+	media := wire.MediaJSON
+	if rt.Media != "" {
+		media = rt.Media
+		desc = "A " + rt.Media + " document."
+	}
+	content := map[string]any{media: map[string]any{"schema": s}}
+	if rt.Stream {
+		desc += " With Accept: " + wire.MediaEventStream + ", a stream of server-sent events instead: " + eventsSummary()
+		ev, err := eventStream(r)
+		if err != nil {
+			return nil, err
+		}
+		content[wire.MediaEventStream] = ev
+	}
+	return map[string]any{"description": desc, "content": content}, nil
+}
+
+// problemResponses adds rt's problem responses to responses, one shared
+// component per status and set of kinds.
+func (r *reflector) problemResponses(rt wire.Route, responses map[string]any) error {
 	kinds := append(slices.Clone(rt.Problems), wire.KindMethodNotAllowed, wire.KindUnauthorized)
 	byStatus := map[int][]wire.ProblemType{}
 	for _, k := range kinds {
 		pt, ok := wire.LookupProblemType(k)
 		if !ok {
-			return nil, fmt.Errorf("unknown problem kind %q", k)
+			return fmt.Errorf("unknown problem kind %q", k)
 		}
 		if !slices.Contains(byStatus[pt.Status], pt) {
 			byStatus[pt.Status] = append(byStatus[pt.Status], pt)
@@ -344,8 +379,7 @@ func operation(r *reflector, rt wire.Route) (map[string]any, error) {
 		r.responses[name] = problemResponse(pts)
 		responses[strconv.Itoa(status)] = map[string]any{"$ref": "#/components/responses/" + name}
 	}
-	op["responses"] = responses
-	return op, nil
+	return nil
 }
 
 // problemResponseName names the component of a problem response:

@@ -494,107 +494,8 @@ func (c *carrier) emitObject(m map[string]any) (map[string]any, error) {
 		}
 	}
 	for k, v := range m {
-		switch {
-		case k == "$ref", droppedKeywords[k]:
-		case k == "items" && c.draft != draft2020:
-			if arr, ok := v.([]any); ok {
-				s, err := c.emitArray(arr)
-				if err != nil {
-					return nil, err
-				}
-				out["prefixItems"] = s
-				if ai, ok := m["additionalItems"]; ok {
-					s, err := c.emit(ai)
-					if err != nil {
-						return nil, err
-					}
-					out["items"] = s
-				}
-				continue
-			}
-			s, err := c.emit(v)
-			if err != nil {
-				return nil, err
-			}
-			out["items"] = s
-		case k == "additionalItems" && c.draft == draft2020:
-			out[unknownPrefix+k] = copyValue(v) // not a 2020-12 keyword
-		case k == "additionalItems":
-			// With an items array, handled above; beside a single items
-			// schema (or none), additionalItems has no effect.
-		case k == "dependencies" && c.draft != draft2020:
-			deps, _ := v.(map[string]any)
-			for _, name := range slices.Sorted(maps.Keys(deps)) {
-				if arr, ok := deps[name].([]any); ok {
-					req, _ := out["dependentRequired"].(map[string]any)
-					if req == nil {
-						req = map[string]any{}
-						out["dependentRequired"] = req
-					}
-					req[name] = copyValue(arr)
-					continue
-				}
-				s, err := c.emit(deps[name])
-				if err != nil {
-					return nil, err
-				}
-				ds, _ := out["dependentSchemas"].(map[string]any)
-				if ds == nil {
-					ds = map[string]any{}
-					out["dependentSchemas"] = ds
-				}
-				ds[name] = s
-			}
-		case (k == "exclusiveMaximum" || k == "exclusiveMinimum") && c.draft == draft4:
-			bound := "maximum"
-			if k == "exclusiveMinimum" {
-				bound = "minimum"
-			}
-			if b, ok := v.(bool); ok {
-				if b {
-					if n, ok := m[bound]; ok {
-						out[k] = copyValue(n)
-					}
-				}
-				continue
-			}
-			out[k] = copyValue(v)
-		case (k == "maximum" || k == "minimum") && c.draft == draft4 && m["exclusive"+strings.ToUpper(k[:1])+k[1:]] == true:
-			// Carried as the exclusive bound above.
-		case schemaKeywords[k]:
-			if b, ok := v.(bool); ok && keepBoolean[k] {
-				out[k] = b
-				continue
-			}
-			s, err := c.emit(v)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = s
-		case schemaArrayKeywords[k]:
-			arr, _ := v.([]any)
-			s, err := c.emitArray(arr)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = s
-		case schemaMapKeywords[k]:
-			sm, _ := v.(map[string]any)
-			o := make(map[string]any, len(sm))
-			for name, sub := range sm {
-				s, err := c.emit(sub)
-				if err != nil {
-					return nil, err
-				}
-				o[name] = s
-			}
-			out[k] = o
-		case valueKeywords[k], strings.HasPrefix(k, "x-"):
-			out[k] = copyValue(v)
-		default:
-			if _, clash := m[unknownPrefix+k]; !clash {
-				out[unknownPrefix+k] = copyValue(v)
-			}
+		if err := c.emitKeyword(m, k, v, out); err != nil {
+			return nil, err
 		}
 	}
 	if refTo != nil {
@@ -605,6 +506,127 @@ func (c *carrier) emitObject(m map[string]any) (map[string]any, error) {
 		out["allOf"] = append([]any{refTo}, all...)
 	}
 	return out, nil
+}
+
+// emitKeyword sets out's translation of m's keyword k (value v).
+func (c *carrier) emitKeyword(m map[string]any, k string, v any, out map[string]any) error {
+	switch {
+	case k == "$ref", droppedKeywords[k]:
+	case k == "items" && c.draft != draft2020:
+		return c.emitItems(m, v, out)
+	case k == "additionalItems" && c.draft == draft2020:
+		out[unknownPrefix+k] = copyValue(v) // not a 2020-12 keyword
+	case k == "additionalItems":
+		// With an items array, handled above; beside a single items
+		// schema (or none), additionalItems has no effect.
+	case k == "dependencies" && c.draft != draft2020:
+		return c.emitDependencies(v, out)
+	case (k == "exclusiveMaximum" || k == "exclusiveMinimum") && c.draft == draft4:
+		bound := "maximum"
+		if k == "exclusiveMinimum" {
+			bound = "minimum"
+		}
+		if b, ok := v.(bool); ok {
+			if b {
+				if n, ok := m[bound]; ok {
+					out[k] = copyValue(n)
+				}
+			}
+			return nil
+		}
+		out[k] = copyValue(v)
+	case (k == "maximum" || k == "minimum") && c.draft == draft4 && m["exclusive"+strings.ToUpper(k[:1])+k[1:]] == true:
+		// Carried as the exclusive bound above.
+	case schemaKeywords[k]:
+		if b, ok := v.(bool); ok && keepBoolean[k] {
+			out[k] = b
+			return nil
+		}
+		s, err := c.emit(v)
+		if err != nil {
+			return err
+		}
+		out[k] = s
+	case schemaArrayKeywords[k]:
+		arr, _ := v.([]any)
+		s, err := c.emitArray(arr)
+		if err != nil {
+			return err
+		}
+		out[k] = s
+	case schemaMapKeywords[k]:
+		sm, _ := v.(map[string]any)
+		o := make(map[string]any, len(sm))
+		for name, sub := range sm {
+			s, err := c.emit(sub)
+			if err != nil {
+				return err
+			}
+			o[name] = s
+		}
+		out[k] = o
+	case valueKeywords[k], strings.HasPrefix(k, "x-"):
+		out[k] = copyValue(v)
+	default:
+		if _, clash := m[unknownPrefix+k]; !clash {
+			out[unknownPrefix+k] = copyValue(v)
+		}
+	}
+	return nil
+}
+
+// emitItems translates items before 2020-12: an array is prefixItems
+// (with additionalItems as items), a schema stays items.
+func (c *carrier) emitItems(m map[string]any, v any, out map[string]any) error {
+	if arr, ok := v.([]any); ok {
+		s, err := c.emitArray(arr)
+		if err != nil {
+			return err
+		}
+		out["prefixItems"] = s
+		if ai, ok := m["additionalItems"]; ok {
+			s, err := c.emit(ai)
+			if err != nil {
+				return err
+			}
+			out["items"] = s
+		}
+		return nil
+	}
+	s, err := c.emit(v)
+	if err != nil {
+		return err
+	}
+	out["items"] = s
+	return nil
+}
+
+// emitDependencies splits dependencies (before 2019-09) into
+// dependentRequired (arrays) and dependentSchemas (schemas).
+func (c *carrier) emitDependencies(v any, out map[string]any) error {
+	deps, _ := v.(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(deps)) {
+		if arr, ok := deps[name].([]any); ok {
+			req, _ := out["dependentRequired"].(map[string]any)
+			if req == nil {
+				req = map[string]any{}
+				out["dependentRequired"] = req
+			}
+			req[name] = copyValue(arr)
+			continue
+		}
+		s, err := c.emit(deps[name])
+		if err != nil {
+			return err
+		}
+		ds, _ := out["dependentSchemas"].(map[string]any)
+		if ds == nil {
+			ds = map[string]any{}
+			out["dependentSchemas"] = ds
+		}
+		ds[name] = s
+	}
+	return nil
 }
 
 func (c *carrier) emitArray(arr []any) ([]any, error) {
