@@ -3,7 +3,7 @@ package clientgen
 import (
 	"bytes"
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -43,10 +43,31 @@ type FailedServer struct {
 	Server, Reason string
 }
 
-//go:embed runtime.ts
-var runtimeTemplate string
+// runtimeParts is the runtime in parts (runtime/*.ts: types, logging,
+// calls, the run and resources), one module once joined in their names'
+// order; no part is ever emitted alone.
+//
+//go:embed runtime/*.ts
+var runtimeParts embed.FS
 
-// runtimeSource is runtime.ts with its @@NAME@@ marks filled from the API
+// runtimeTemplate is the parts joined.
+var runtimeTemplate = func() string {
+	entries, err := runtimeParts.ReadDir("runtime") // sorted by name
+	if err != nil {
+		panic("clientgen: " + err.Error())
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		data, err := runtimeParts.ReadFile("runtime/" + e.Name())
+		if err != nil {
+			panic("clientgen: " + err.Error())
+		}
+		b.Write(data)
+	}
+	return b.String()
+}()
+
+// runtimeSource is the runtime (runtime/*.ts) with its @@NAME@@ marks filled from the API
 // contract, so the client and the server cannot disagree on a header, an
 // event or a problem type.
 var runtimeSource = func() string {
@@ -107,7 +128,7 @@ var runtimeSource = func() string {
 	return regexp.MustCompile(`@@(\w+)@@`).ReplaceAllStringFunc(runtimeTemplate, func(m string) string {
 		v, ok := values[strings.Trim(m, "@")]
 		if !ok {
-			panic("clientgen: runtime.ts names an unknown value " + m)
+			panic("clientgen: the runtime names an unknown value " + m)
 		}
 		return v
 	})

@@ -116,7 +116,7 @@
 // The module uses only erasable TypeScript (checked with tsc
 // --erasableSyntaxOnly): Deno, Bun, and Node 22.18 or newer run it as it
 // is; Node 20 runs it after tsc transpiles it. The header names, media
-// types, event names and problem types in its runtime (runtime.ts) are
+// types, event names and problem types in its runtime (runtime/*.ts) are
 // filled from wire when it is generated. The runtime's private names
 // contain a "$", which no generated name has, and a server named after one
 // of its public names or the globals it uses gets a "_2" suffix.

@@ -15,13 +15,13 @@ func TestRuntimeNames(t *testing.T) {
 	for _, m := range decl.FindAllStringSubmatch(runtimeSource, -1) {
 		found++
 		if !strings.Contains(m[1], "$") && !slices.Contains(runtimeNames, m[1]) {
-			t.Errorf("runtime.ts declares %s, which runtimeNames lacks", m[1])
+			t.Errorf("the runtime declares %s, which runtimeNames lacks", m[1])
 		}
 	}
 	if found < 10 {
-		t.Fatalf("found only %d declarations in runtime.ts: the pattern is wrong", found)
+		t.Fatalf("found only %d declarations in the runtime: the pattern is wrong", found)
 	}
 	if strings.Contains(runtimeSource, "@@") {
-		t.Error("runtime.ts has an unfilled @@ mark")
+		t.Error("the runtime has an unfilled @@ mark")
 	}
 }
