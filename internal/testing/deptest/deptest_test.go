@@ -31,7 +31,7 @@ import "net/http"
 
 func Routes() http.Handler { return http.NewServeMux() }
 `,
-		"wire/wire.go": `package wire
+		"api/wire/wire.go": `package wire
 
 const Header = "Mcpx-Cwd"
 `,
@@ -106,7 +106,7 @@ import _ "net/http/httptest"
 		t.Fatal(err)
 	}
 	if len(clean) != 0 {
-		t.Errorf("wire: unexpected violations %q", clean)
+		t.Errorf("api/wire: unexpected violations %q", clean)
 	}
 }
 
