@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -59,7 +59,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 // o.StateDir in turn, and whoever gets it second finds the socket answering.
 // It returns the started daemon's pid, or 0 if one was already serving.
 func EnsureDaemon(ctx context.Context, o StartOptions) (int, error) {
-	if Answers(o.Socket) {
+	if paths.Answers(o.Socket) {
 		return 0, nil
 	}
 	timeout := o.Timeout
@@ -76,21 +76,10 @@ func EnsureDaemon(ctx context.Context, o StartOptions) (int, error) {
 		return 0, &StartError{Err: err}
 	}
 	defer unlock()
-	if Answers(o.Socket) { // another starter won the race
+	if paths.Answers(o.Socket) { // another starter won the race
 		return 0, nil
 	}
 	return start(ctx, o)
-}
-
-// Answers reports whether something accepts connections on the unix socket
-// sock (within a second).
-func Answers(sock string) bool {
-	c, err := net.DialTimeout("unix", sock, time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
 
 // lock takes an exclusive flock on path, polling until ctx is done. The
@@ -144,7 +133,7 @@ func start(ctx context.Context, o StartOptions) (int, error) {
 	fail := func(err error) (int, error) {
 		return 0, &StartError{Log: logPath, LogTail: tail(logPath, from), Err: err}
 	}
-	for !Answers(o.Socket) {
+	for !paths.Answers(o.Socket) {
 		select {
 		case err := <-exited:
 			return fail(fmt.Errorf("the daemon (pid %d) exited: %v; its log is %s", cmd.Process.Pid, err, logPath))

@@ -73,24 +73,6 @@ func TestTokenFromRecord(t *testing.T) {
 	}
 }
 
-func TestPaths(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	for _, tt := range []struct {
-		env         map[string]string
-		state, sock string
-	}{
-		{map[string]string{"HOME": "/h"}, "/h/.local/state/mcpx", "/h/.local/state/mcpx/mcpx.sock"},
-		{map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": "/run/u", "XDG_STATE_HOME": "/s"}, "/s/mcpx", "/run/u/mcpx/mcpx.sock"},
-		{map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": "rel"}, "/h/.local/state/mcpx", "/h/.local/state/mcpx/mcpx.sock"},
-	} {
-		state, err1 := client.StateDir(env(tt.env))
-		sock, err2 := client.DefaultSocket(env(tt.env))
-		if state != tt.state || sock != tt.sock || err1 != nil || err2 != nil {
-			t.Errorf("%v: state %q sock %q (%v, %v), want %q %q", tt.env, state, sock, err1, err2, tt.state, tt.sock)
-		}
-	}
-}
-
 // Ten racing starters start one daemon; the others find it serving. The
 // daemon here is a stand-in: a shell that makes the socket appear.
 func TestEnsureDaemonStartsOne(t *testing.T) {

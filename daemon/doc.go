@@ -32,7 +32,8 @@
 // daemon.json in the state directory (wire.DaemonRecord: pid, version,
 // socket, TCP address and URL, token, config, start time) and the token
 // alone in the token file, both 0600 and replaced atomically, are how
-// clients find the daemon and its token (client.ReadRecord). A record of
-// another daemon that still serves is never replaced; a dead daemon's is.
+// clients find the daemon and its token (paths.ReadRecord). A record of
+// another daemon that still serves is never replaced; a dead daemon's is
+// (paths.Alive: a zombie is dead).
 // The record is removed at a clean shutdown.
 package daemon

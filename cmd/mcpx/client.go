@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -21,7 +22,7 @@ type brokerOpts struct {
 	addr      string // --broker
 	tsnet     bool   // --tsnet: reach a tailnet name through an embedded node
 	tokenFile string // --token-file
-	config    string // --config: the daemon of this config file (daemons.go)
+	config    string // --config: the daemon of this config file (paths.Of)
 	// standalone (--standalone, standalone.go): serve the command from a
 	// pool in this process, not a daemon.
 	standalone bool
@@ -49,23 +50,23 @@ func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Clien
 	if addr == "" {
 		addr = c.getenv("MCPX_BROKER")
 	}
-	chosen, err := daemonOf(c.getenv, bo.config)
+	chosen, err := paths.Of(c.getenv, bo.config)
 	if err != nil && (addr == "" || bo.config != "") {
 		return nil, err
 	}
 	c.daemon = &chosen
 	if addr == "" {
-		addr = chosen.socket
+		addr = chosen.Socket
 	}
 	if bo.standalone {
 		if bo.addr != "" || bo.tsnet {
 			return nil, fmt.Errorf("--standalone runs the pool in this process: drop --broker / --tsnet")
 		}
-		if addr, err = startStandalone(ctx, c, chosen.config); err != nil {
+		if addr, err = startStandalone(ctx, c, chosen.Config); err != nil {
 			return nil, err
 		}
 	}
-	state := chosen.state // "": the client looks in the default place, or not at all
+	state := chosen.State // "": the client looks in the default place, or not at all
 	opts := client.Options{StateDir: state}
 	if opts.Token, err = brokerToken(c, bo.tokenFile); err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func autostart(ctx context.Context, c *cli, bc *client.Client, off bool) error {
 		return nil
 	}
 	d := chosenDaemonOf(c)
-	state := d.state
+	state := d.State
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding the mcpx binary to start the daemon: %w", err)
@@ -126,8 +127,8 @@ func autostart(ctx context.Context, c *cli, bc *client.Client, off bool) error {
 	pid, err := client.EnsureDaemon(ctx, client.StartOptions{Socket: bc.Addr(), StateDir: state,
 		Command: func() *exec.Cmd {
 			args := []string{"serve", "--socket", bc.Addr(), "--state-dir", state}
-			if d.config != "" {
-				args = append(args, "--config", d.config)
+			if d.Config != "" {
+				args = append(args, "--config", d.Config)
 			}
 			return exec.Command(exe, args...)
 		}})
@@ -253,17 +254,16 @@ func report(c *cli, err error) int {
 // (the default, or that of --config / $MCPX_CONFIG), the one autostart may
 // start a daemon on.
 func isDefaultSocket(c *cli, sock string) bool {
-	d := chosenDaemonOf(c)
-	return d.socket != "" && filepath.Clean(d.socket) == filepath.Clean(sock)
+	return chosenDaemonOf(c).SocketIs(sock)
 }
 
 // chosenDaemonOf is the daemon newBrokerClient chose, else that of
 // $MCPX_CONFIG (or the default); zero if the paths cannot be found.
-func chosenDaemonOf(c *cli) chosenDaemon {
+func chosenDaemonOf(c *cli) paths.Daemon {
 	if c.daemon != nil {
 		return *c.daemon
 	}
-	d, _ := daemonOf(c.getenv, "")
+	d, _ := paths.Of(c.getenv, "")
 	return d
 }
 

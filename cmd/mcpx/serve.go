@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/tsnet"
 	"mcpx.dev/mcpx/wire"
 )
@@ -223,33 +223,10 @@ func servingAttrs(sock string, src daemon.Source, cfg *config.Config, state stri
 // paths are the state directory and socket: those given, else those of the
 // config's fingerprint (--own-socket), else the default daemon's.
 func (f serveFlags) paths(getenv func(string) string) (string, string, error) {
-	if !f.ownSocket {
-		return daemonPaths(getenv, f.state, f.socket)
+	own := ""
+	if f.ownSocket {
+		own = f.config
 	}
-	state, err := stateDir(getenv)
-	if err != nil {
-		return "", "", err
-	}
-	canon, err := canonicalConfig(f.config)
-	if err != nil {
-		return "", "", err
-	}
-	d := fingerprintDaemon(getenv, state, canon)
-	return daemonPaths(getenv, cmp.Or(f.state, d.state), cmp.Or(f.socket, d.socket))
-}
-
-// daemonPaths applies the defaults for --state-dir and --socket.
-func daemonPaths(getenv func(string) string, state, sock string) (string, string, error) {
-	var err error
-	if state == "" {
-		if state, err = stateDir(getenv); err != nil {
-			return "", "", err
-		}
-	}
-	if sock == "" {
-		if sock, err = defaultSocket(getenv); err != nil {
-			return "", "", err
-		}
-	}
-	return state, sock, nil
+	d, err := paths.Serve(getenv, own, f.state, f.socket)
+	return d.State, d.Socket, err
 }
