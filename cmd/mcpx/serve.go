@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -97,17 +98,12 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		InputWait: cfg.Limits.InputWait.D(),
 		Daemon:    &api.Daemon{Info: info, Config: ctl.Config, Stop: ctl.Stop, StopNow: ctl.StopNow, Reload: ctl.ReloadAPI, Upgrade: up.Request}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
 		Tailnet: apiTailnet(node), Metrics: d.Metrics, CodeCache: filepath.Join(state, "code")})
-	if err := daemon.WriteRecord(info, token); err != nil {
+	rec, err := daemon.PublishRecord(log, info, token)
+	if err != nil {
 		return fail(err)
 	}
-	ctl.AfterReload(func(src daemon.Source) { // the record names the config in force
-		rec := info
-		rec.Config = src.Path
-		if err := daemon.WriteRecord(rec, token); err != nil {
-			log.Warn("republishing the daemon record after a reload", "err", err)
-		}
-	})
-	defer daemon.RemoveRecord(log, state)
+	ctl.AfterReload(rec.Rewrite) // the record names the config in force
+	defer rec.Remove()
 
 	var g oklog.Group
 	add := func(a daemon.Actor) { g.Add(a.Execute, a.Interrupt) }
@@ -120,16 +116,11 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		add(a) // each listener serves until interrupted, then drains
 	}
 	log.Info("mcpx serving", servingAttrs(sock, src, cfg, state, tln, node)...)
-	err = g.Run()
-	if errors.Is(err, daemon.ErrUpgradeRequested) {
-		if node != nil {
-			log.Info("upgrading: closing the tailnet node; the next image brings it up again")
-			node.Close() // tsnet cannot be handed over
-		}
-		err = up.Exec(d, &lns, daemon.Handoff{Version: version(), Binary: daemon.SelfBinary(), Started: info.Started, Token: token})
-		log.Error("upgrade failed: shutting down", "err", err)
+	var release io.Closer // what an upgrade cannot hand over
+	if node != nil {
+		release = node
 	}
-	return stopped(log, err)
+	return stopped(log, up.AfterRun(g.Run(), d, &lns, rec, release)) // an upgrade returns only if it failed
 }
 
 // stopped logs why the run group returned and is serve's exit code: 0 for
