@@ -3,6 +3,7 @@ package client_test
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -152,8 +153,20 @@ func waitGone(t *testing.T, pid int) {
 // maybeHelperDaemon is the stand-in daemon of TestEnsureDaemonStartsOne:
 // with HELPER_DAEMON_SOCK set, it listens there until the socket file is
 // removed (bounded), then exits.
+//
+// With HELPER_DAEMON_SERVE set, it stands in for `mcpx serve` (the
+// daemon of TestAutostartPolicy): its socket is --socket's, and it logs
+// its command line.
 func maybeHelperDaemon() {
 	sock := os.Getenv("HELPER_DAEMON_SOCK")
+	if os.Getenv("HELPER_DAEMON_SERVE") != "" && len(os.Args) > 1 && os.Args[1] == "serve" {
+		fs := flag.NewFlagSet("serve", flag.ExitOnError)
+		fs.StringVar(&sock, "socket", "", "")
+		state := fs.String("state-dir", "", "")
+		config := fs.String("config", "", "")
+		fs.Parse(os.Args[2:])
+		fmt.Fprintf(os.Stderr, "helper serve: socket=%s state-dir=%s config=%s\n", sock, *state, *config)
+	}
 	if sock == "" {
 		return
 	}

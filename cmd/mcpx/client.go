@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -103,40 +102,16 @@ func autostartFlag(fs *flag.FlagSet) *bool {
 	return fs.Bool("no-autostart", false, "fail rather than start a daemon when none answers on the socket (also $MCPX_NO_AUTOSTART=1)")
 }
 
-// autostart starts a daemon in the background when none answers on bc's
-// socket, unless off or $MCPX_NO_AUTOSTART says not to: nothing needs a
-// service for local use. A broker reached by URL is never started: it may
-// be another machine's, and its address is not ours to choose. Nor is one
-// on a socket other than the default (--broker, $MCPX_BROKER): a daemon
-// there was started with its own config and state directory, which a new
-// one would not have; the call then fails, naming the socket
-// (unreachableHint).
+// autostart starts the daemon the command chose when none answers on bc's
+// socket, unless off or the policy says not to (client.Client.Autostart).
 func autostart(ctx context.Context, c *cli, bc *client.Client, off bool) error {
-	if off || !bc.Unix() || !isDefaultSocket(c, bc.Addr()) {
-		return nil
-	}
-	if v := c.getenv("MCPX_NO_AUTOSTART"); v != "" && v != "0" && v != "false" {
-		return nil
-	}
 	d := chosenDaemonOf(c)
-	state := d.State
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("finding the mcpx binary to start the daemon: %w", err)
-	}
-	pid, err := client.EnsureDaemon(ctx, client.StartOptions{Socket: bc.Addr(), StateDir: state,
-		Command: func() *exec.Cmd {
-			args := []string{"serve", "--socket", bc.Addr(), "--state-dir", state}
-			if d.Config != "" {
-				args = append(args, "--config", d.Config)
-			}
-			return exec.Command(exe, args...)
-		}})
+	pid, err := bc.Autostart(ctx, client.AutostartOptions{Socket: d.Socket, StateDir: d.State, Config: d.Config, Off: off, Getenv: c.getenv})
 	if err != nil {
 		return err
 	}
 	if pid != 0 {
-		fmt.Fprintf(c.stderr, "mcpx: started the daemon (pid %d, log %s)\n", pid, filepath.Join(state, wire.LogFile))
+		fmt.Fprintf(c.stderr, "mcpx: started the daemon (pid %d, log %s)\n", pid, filepath.Join(d.State, wire.LogFile))
 	}
 	return nil
 }
@@ -250,13 +225,6 @@ func report(c *cli, err error) int {
 	}
 }
 
-// isDefaultSocket reports whether sock is the socket of the daemon chosen
-// (the default, or that of --config / $MCPX_CONFIG), the one autostart may
-// start a daemon on.
-func isDefaultSocket(c *cli, sock string) bool {
-	return chosenDaemonOf(c).SocketIs(sock)
-}
-
 // chosenDaemonOf is the daemon newBrokerClient chose, else that of
 // $MCPX_CONFIG (or the default); zero if the paths cannot be found.
 func chosenDaemonOf(c *cli) paths.Daemon {
@@ -268,7 +236,7 @@ func chosenDaemonOf(c *cli) paths.Daemon {
 }
 
 func unreachableHint(c *cli, e *client.UnreachableError) string {
-	if e.Unix && !isDefaultSocket(c, e.Addr) {
+	if e.Unix && !chosenDaemonOf(c).SocketIs(e.Addr) {
 		return fmt.Sprintf("nothing serves the socket %s, and mcpx starts a daemon by itself only on its default socket: "+
 			"start this one with `mcpx serve --socket %s` (with the --config and --state-dir it should serve), or drop --broker / $MCPX_BROKER", e.Addr, e.Addr)
 	}
