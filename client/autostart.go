@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +12,73 @@ import (
 	"syscall"
 	"time"
 
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/wire"
 )
+
+// AutostartOptions are what Client.Autostart needs: the daemon a command
+// chose, and the switches that turn starting one off.
+type AutostartOptions struct {
+	// Socket, StateDir and Config are the daemon the command chose (the
+	// default daemon, or that of its --config): one is started only on
+	// Socket, and serves StateDir and Config ("" = the default config).
+	Socket, StateDir, Config string
+	// Off is --no-autostart: start none.
+	Off bool
+	// Getenv reads $MCPX_NO_AUTOSTART (set, and not "0" or "false": start
+	// none); nil = os.Getenv.
+	Getenv func(string) string
+	// Binary is the mcpx that serves the daemon (`mcpx serve`); "" = this
+	// executable.
+	Binary string
+	// Timeout bounds the start (StartOptions.Timeout); 0 = 30s.
+	Timeout time.Duration
+}
+
+// Autostart starts a daemon in the background when none answers on c's
+// socket (EnsureDaemon, running `mcpx serve` with o's socket, state
+// directory and config), unless o or $MCPX_NO_AUTOSTART says not to:
+// nothing needs a service for local use. A daemon reached by URL is never
+// started: it may be another machine's, and its address is not ours to
+// choose. Nor is one on a socket other than o.Socket (--broker,
+// $MCPX_BROKER): a daemon there was started with its own config and state
+// directory, which a new one would not have; the command's first request
+// then fails, naming the socket. It returns the started daemon's pid, or
+// 0 if it started none.
+func (c *Client) Autostart(ctx context.Context, o AutostartOptions) (int, error) {
+	if !c.mayAutostart(o) {
+		return 0, nil
+	}
+	bin := o.Binary
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return 0, fmt.Errorf("finding the mcpx binary to start the daemon: %w", err)
+		}
+		bin = exe
+	}
+	return EnsureDaemon(ctx, StartOptions{Socket: c.addr, StateDir: o.StateDir, Timeout: o.Timeout,
+		Command: func() *exec.Cmd {
+			args := []string{"serve", "--socket", c.addr, "--state-dir", o.StateDir}
+			if o.Config != "" {
+				args = append(args, "--config", o.Config)
+			}
+			return exec.Command(bin, args...)
+		}})
+}
+
+// mayAutostart is Autostart's policy: whether c's daemon may be started.
+func (c *Client) mayAutostart(o AutostartOptions) bool {
+	if o.Off || !c.unix || !(paths.Daemon{Socket: o.Socket}).SocketIs(c.addr) {
+		return false
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	v := getenv("MCPX_NO_AUTOSTART")
+	return v == "" || v == "0" || v == "false"
+}
 
 // StartOptions configure EnsureDaemon.
 type StartOptions struct {
@@ -59,7 +123,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 // o.StateDir in turn, and whoever gets it second finds the socket answering.
 // It returns the started daemon's pid, or 0 if one was already serving.
 func EnsureDaemon(ctx context.Context, o StartOptions) (int, error) {
-	if Answers(o.Socket) {
+	if paths.Answers(o.Socket) {
 		return 0, nil
 	}
 	timeout := o.Timeout
@@ -76,21 +140,10 @@ func EnsureDaemon(ctx context.Context, o StartOptions) (int, error) {
 		return 0, &StartError{Err: err}
 	}
 	defer unlock()
-	if Answers(o.Socket) { // another starter won the race
+	if paths.Answers(o.Socket) { // another starter won the race
 		return 0, nil
 	}
 	return start(ctx, o)
-}
-
-// Answers reports whether something accepts connections on the unix socket
-// sock (within a second).
-func Answers(sock string) bool {
-	c, err := net.DialTimeout("unix", sock, time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }
 
 // lock takes an exclusive flock on path, polling until ctx is done. The
@@ -144,7 +197,7 @@ func start(ctx context.Context, o StartOptions) (int, error) {
 	fail := func(err error) (int, error) {
 		return 0, &StartError{Log: logPath, LogTail: tail(logPath, from), Err: err}
 	}
-	for !Answers(o.Socket) {
+	for !paths.Answers(o.Socket) {
 		select {
 		case err := <-exited:
 			return fail(fmt.Errorf("the daemon (pid %d) exited: %v; its log is %s", cmd.Process.Pid, err, logPath))

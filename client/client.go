@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/observe/tracing"
 
 	"github.com/klauspost/compress/gzhttp"
@@ -291,7 +292,7 @@ func (c *Client) bearer() string {
 	if c.fileToken == "" {
 		dir := c.stateDir
 		if dir == "" {
-			dir, _ = StateDir(os.Getenv)
+			dir, _ = paths.StateDir(os.Getenv)
 		}
 		if dir != "" {
 			c.fileToken = recordToken(dir, c.base)

@@ -1,99 +1,49 @@
 package client
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/wire"
 )
 
-// Where a local daemon keeps things, per the XDG base directory
-// specification (a variable that is unset or not absolute is ignored). The
-// daemon (`mcpx serve`) and every client use these defaults.
+// The local daemon's paths and record, for programs that link the client:
+// they forward to package internal/paths (the daemon's file layout, which
+// the daemon, the CLI and this client share; being internal, it cannot be
+// imported from outside this module).
 
-// StateDir is the daemon's state directory: $XDG_STATE_HOME/mcpx, else
-// ~/.local/state/mcpx. It holds the daemon record, the token and the log of
-// a daemon started on demand. getenv is os.Getenv, or a test's.
-func StateDir(getenv func(string) string) (string, error) {
-	d := xdgDir(getenv, "XDG_STATE_HOME", filepath.Join(".local", "state"))
-	if d == "" {
-		return "", errNoHome
-	}
-	return filepath.Join(d, "mcpx"), nil
-}
+// StateDir is the default daemon's state directory (paths.StateDir):
+// $XDG_STATE_HOME/mcpx, else ~/.local/state/mcpx. getenv is os.Getenv, or
+// a test's.
+func StateDir(getenv func(string) string) (string, error) { return paths.StateDir(getenv) }
 
-// DefaultSocket is the daemon's socket path: $XDG_RUNTIME_DIR/mcpx/mcpx.sock,
-// else mcpx.sock in StateDir (~/.local/state/mcpx/mcpx.sock).
-func DefaultSocket(getenv func(string) string) (string, error) {
-	if d := xdgDir(getenv, "XDG_RUNTIME_DIR", ""); d != "" {
-		return filepath.Join(d, "mcpx", "mcpx.sock"), nil
-	}
-	d, err := StateDir(getenv)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(d, "mcpx.sock"), nil
-}
+// DefaultSocket is the default daemon's socket (paths.DefaultSocket):
+// $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else mcpx.sock in StateDir.
+func DefaultSocket(getenv func(string) string) (string, error) { return paths.DefaultSocket(getenv) }
 
-// DefaultConfig is the daemon's default config file:
+// DefaultConfig is the daemon's default config file (paths.DefaultConfig):
 // $XDG_CONFIG_HOME/mcpx/config.json, else ~/.config/mcpx/config.json.
-func DefaultConfig(getenv func(string) string) (string, error) {
-	d := xdgDir(getenv, "XDG_CONFIG_HOME", ".config")
-	if d == "" {
-		return "", errNoHome
-	}
-	return filepath.Join(d, "mcpx", "config.json"), nil
-}
+func DefaultConfig(getenv func(string) string) (string, error) { return paths.DefaultConfig(getenv) }
 
-var errNoHome = errors.New("cannot find the home directory: set $HOME or the XDG_* variables")
-
-// xdgDir returns $name if it is absolute, else $HOME/homeRel (if homeRel is
-// not empty), else "".
-func xdgDir(getenv func(string) string, name, homeRel string) string {
-	if d := getenv(name); filepath.IsAbs(d) {
-		return d
-	}
-	if homeRel == "" {
-		return ""
-	}
-	home := getenv("HOME")
-	if !filepath.IsAbs(home) {
-		h, err := os.UserHomeDir()
-		if err != nil || !filepath.IsAbs(h) {
-			return ""
-		}
-		home = h
-	}
-	return filepath.Join(home, homeRel)
-}
-
-// ReadRecord reads the daemon record (wire.RecordFile) in stateDir. It does
-// not check that the daemon is alive: a daemon that died without cleaning
-// up leaves its record behind.
+// ReadRecord reads the daemon record (wire.RecordFile) in stateDir
+// (paths.ReadRecord). It does not check that the daemon is alive: a
+// daemon that died without cleaning up leaves its record behind.
 func ReadRecord(stateDir string) (*wire.DaemonRecord, error) {
-	b, err := os.ReadFile(filepath.Join(stateDir, wire.RecordFile))
-	if err != nil {
-		return nil, err
-	}
-	var rec wire.DaemonRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("reading the daemon record %s: %w", filepath.Join(stateDir, wire.RecordFile), err)
-	}
-	return &rec, nil
+	return paths.ReadRecord[wire.DaemonRecord](stateDir)
 }
+
+// Answers reports whether something accepts connections on the unix socket
+// sock, within a second (paths.Answers).
+func Answers(sock string) bool { return paths.Answers(sock) }
 
 // recordToken returns the token of the daemon record in stateDir if the
 // record's address is the one of base (an http URL), else "". A token is
 // never sent to another address: whoever listens there could replay it.
 func recordToken(stateDir, base string) string {
-	rec, err := ReadRecord(stateDir)
+	rec, err := paths.ReadRecord[wire.DaemonRecord](stateDir)
 	if err != nil || rec.Token == "" || rec.Address == "" {
 		return ""
 	}

@@ -3,6 +3,7 @@ package client_test
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -70,24 +71,6 @@ func TestTokenFromRecord(t *testing.T) {
 	writeRecord(t, dir, wire.DaemonRecord{DaemonInfo: wire.DaemonInfo{Address: u.Host}, Token: testToken})
 	if _, _, err := c.Whoami(t.Context(), client.Caller{}); err != nil {
 		t.Errorf("after the record was rewritten: %v", err)
-	}
-}
-
-func TestPaths(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	for _, tt := range []struct {
-		env         map[string]string
-		state, sock string
-	}{
-		{map[string]string{"HOME": "/h"}, "/h/.local/state/mcpx", "/h/.local/state/mcpx/mcpx.sock"},
-		{map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": "/run/u", "XDG_STATE_HOME": "/s"}, "/s/mcpx", "/run/u/mcpx/mcpx.sock"},
-		{map[string]string{"HOME": "/h", "XDG_RUNTIME_DIR": "rel"}, "/h/.local/state/mcpx", "/h/.local/state/mcpx/mcpx.sock"},
-	} {
-		state, err1 := client.StateDir(env(tt.env))
-		sock, err2 := client.DefaultSocket(env(tt.env))
-		if state != tt.state || sock != tt.sock || err1 != nil || err2 != nil {
-			t.Errorf("%v: state %q sock %q (%v, %v), want %q %q", tt.env, state, sock, err1, err2, tt.state, tt.sock)
-		}
 	}
 }
 
@@ -170,8 +153,20 @@ func waitGone(t *testing.T, pid int) {
 // maybeHelperDaemon is the stand-in daemon of TestEnsureDaemonStartsOne:
 // with HELPER_DAEMON_SOCK set, it listens there until the socket file is
 // removed (bounded), then exits.
+//
+// With HELPER_DAEMON_SERVE set, it stands in for `mcpx serve` (the
+// daemon of TestAutostartPolicy): its socket is --socket's, and it logs
+// its command line.
 func maybeHelperDaemon() {
 	sock := os.Getenv("HELPER_DAEMON_SOCK")
+	if os.Getenv("HELPER_DAEMON_SERVE") != "" && len(os.Args) > 1 && os.Args[1] == "serve" {
+		fs := flag.NewFlagSet("serve", flag.ExitOnError)
+		fs.StringVar(&sock, "socket", "", "")
+		state := fs.String("state-dir", "", "")
+		config := fs.String("config", "", "")
+		fs.Parse(os.Args[2:])
+		fmt.Fprintf(os.Stderr, "helper serve: socket=%s state-dir=%s config=%s\n", sock, *state, *config)
+	}
 	if sock == "" {
 		return
 	}

@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"mcpx.dev/mcpx/internal/paths"
 )
 
 // The laptop side: a client driving a broker on another machine (a
@@ -73,14 +75,15 @@ type Config struct {
 	Runtime string `json:"runtime,omitempty"`
 }
 
-// DefaultClientConfig is the client's config file:
-// $XDG_CONFIG_HOME/mcpx/client.json, else ~/.config/mcpx/client.json.
+// DefaultClientConfig is the client's config file, beside the daemon's
+// default config (paths.DefaultConfig): $XDG_CONFIG_HOME/mcpx/client.json,
+// else ~/.config/mcpx/client.json.
 func DefaultClientConfig(getenv func(string) string) (string, error) {
-	d := xdgDir(getenv, "XDG_CONFIG_HOME", ".config")
-	if d == "" {
-		return "", errNoHome
+	daemon, err := paths.DefaultConfig(getenv)
+	if err != nil {
+		return "", err
 	}
-	return filepath.Join(d, "mcpx", "client.json"), nil
+	return filepath.Join(filepath.Dir(daemon), "client.json"), nil
 }
 
 // LoadConfig reads the client config at path; a file that does not exist

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"os"
 
-	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/paths"
 )
 
 // Source says where a config came from, for logs and messages.
@@ -43,7 +43,7 @@ func LoadConfig(path string, getenv func(string) string) (*config.Config, Source
 		cfg, err := config.Load(path)
 		return cfg, Source{Path: path}, err
 	}
-	def, err := client.DefaultConfig(getenv)
+	def, err := paths.DefaultConfig(getenv)
 	if err != nil {
 		return nil, Source{}, err
 	}

@@ -41,8 +41,8 @@ func NewControl(log *slog.Logger, b *broker.Broker, src Source, load func() (*co
 }
 
 // AfterReload has f called, with the new config's source, after each
-// reload that put a config in force (serve republishes the daemon record,
-// whose config it names). Reloads wait for f.
+// reload that put a config in force (Record.Rewrite: the daemon record
+// names the config in force). Reloads wait for f.
 func (ctl *Control) AfterReload(f func(Source)) {
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,17 +9,17 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
+	"sync"
 	"time"
 
-	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/atomicfile"
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/wire"
 )
 
 // The daemon record: daemon.json (wire.RecordFile) and the token file in
 // the state directory, which tell clients where this daemon is and how to
-// reach it (client.ReadRecord).
+// reach it (paths.ReadRecord).
 
 // Info describes this process as the daemon of state on sock (and tln, the
 // loopback TCP listener, if not nil) for the record and GET /v1/whoami.
@@ -33,15 +32,68 @@ func Info(state, sock string, tln net.Listener, src Source, version string) wire
 	return info
 }
 
-// WriteRecord publishes the daemon record and the token file in the state
-// directory, each mode 0600 and replaced atomically. A record of another
-// daemon that is still serving is not replaced: two daemons must not share
-// a state directory. One of a daemon that died (its pid is gone, or its
-// socket no longer answers) is stale and replaced.
-func WriteRecord(info wire.DaemonInfo, token string) error {
-	if old, err := client.ReadRecord(info.State); err == nil && old.Pid != info.Pid && Alive(old.Pid) && client.Answers(old.Socket) {
-		return fmt.Errorf("another daemon (pid %d, socket %s) uses the state directory %s: stop it with `mcpx daemon stop`, or pass --state-dir", old.Pid, old.Socket, info.State)
+// Record is the daemon record this process published (PublishRecord):
+// Rewrite keeps it naming the config in force, Remove takes it down at a
+// clean shutdown.
+type Record struct {
+	log   *slog.Logger
+	token string
+
+	mu   sync.Mutex
+	info wire.DaemonInfo // guarded by mu
+}
+
+// PublishRecord publishes the daemon record and the token file in the
+// state directory (info.State), each mode 0600 and replaced atomically. A
+// record of another daemon that is still serving is not replaced: two
+// daemons must not share a state directory. One of a daemon that died
+// (its pid is gone, or its socket no longer answers) is stale and
+// replaced. log gets what Rewrite and Remove cannot do.
+func PublishRecord(log *slog.Logger, info wire.DaemonInfo, token string) (*Record, error) {
+	if old, err := paths.ReadRecord[wire.DaemonRecord](info.State); err == nil && old.Pid != info.Pid && paths.Alive(old.Pid) && paths.Answers(old.Socket) {
+		return nil, fmt.Errorf("another daemon (pid %d, socket %s) uses the state directory %s: stop it with `mcpx daemon stop`, or pass --state-dir", old.Pid, old.Socket, info.State)
 	}
+	if err := writeRecord(info, token); err != nil {
+		return nil, err
+	}
+	return &Record{log: log, token: token, info: info}, nil
+}
+
+// Rewrite republishes the record naming src's config: Control calls it
+// after each reload that put a config in force (Control.AfterReload), as
+// the config in force may be another file than at start (the default
+// config written after a start on the built-in one).
+func (r *Record) Rewrite(src Source) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	info := r.info
+	info.Config = src.Path
+	if err := writeRecord(info, r.token); err != nil {
+		r.log.Warn("republishing the daemon record after a reload", "err", err)
+		return
+	}
+	r.info = info
+}
+
+// Remove removes the record and the token, if they are still this
+// process's.
+func (r *Record) Remove() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	state := r.info.State
+	rec, err := paths.ReadRecord[wire.DaemonRecord](state)
+	if err != nil || rec.Pid != r.info.Pid {
+		return
+	}
+	for _, name := range []string{wire.RecordFile, wire.TokenFile} {
+		if err := os.Remove(filepath.Join(state, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.log.Warn("removing the daemon record", "err", err)
+		}
+	}
+}
+
+// writeRecord writes info's record and token file.
+func writeRecord(info wire.DaemonInfo, token string) error {
 	rec := wire.DaemonRecord{DaemonInfo: info, Token: token, TokenFile: filepath.Join(info.State, wire.TokenFile)}
 	if info.Address != "" {
 		rec.URL = "http://" + info.Address
@@ -54,42 +106,4 @@ func WriteRecord(info wire.DaemonInfo, token string) error {
 		return err
 	}
 	return atomicfile.Write(filepath.Join(info.State, wire.RecordFile), append(doc, '\n'), 0o600)
-}
-
-// RemoveRecord removes the record and the token at a clean shutdown, if
-// they are still this process's.
-func RemoveRecord(log *slog.Logger, state string) {
-	rec, err := client.ReadRecord(state)
-	if err != nil || rec.Pid != os.Getpid() {
-		return
-	}
-	for _, name := range []string{wire.RecordFile, wire.TokenFile} {
-		if err := os.Remove(filepath.Join(state, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			log.Warn("removing the daemon record", "err", err)
-		}
-	}
-}
-
-// Alive reports whether process pid exists (and is not a zombie).
-func Alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	return !zombie(pid)
-}
-
-// WaitGone waits until process pid is gone (Alive is false), polling,
-// until ctx ends; it reports whether the process went.
-func WaitGone(ctx context.Context, pid int) bool {
-	for Alive(pid) {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return true
 }

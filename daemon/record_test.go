@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -11,16 +12,18 @@ import (
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/atomicfile"
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/wire"
 )
 
 // TestRecordStaleAndLive: the record and the token file are written 0600;
 // a record of another daemon that still serves (its pid alive, its socket
-// answering) is not replaced, one of a dead daemon is; RemoveRecord
-// removes only this process's.
+// answering) is not replaced, one of a dead daemon is; Remove removes
+// only this process's.
 func TestRecordStaleAndLive(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
@@ -32,10 +35,13 @@ func TestRecordStaleAndLive(t *testing.T) {
 	}
 	defer ln.Close()
 	info := daemon.Info(state, filepath.Join(dir, "mcpx.sock"), nil, daemon.Source{Path: "c.json"}, "test")
-	if err := daemon.WriteRecord(info, "mine"); err != nil {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	mine, err := daemon.PublishRecord(log, info, "mine")
+	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := client.ReadRecord(state)
+	rec, err := paths.ReadRecord[wire.DaemonRecord](state)
 	if err != nil || rec.Pid != os.Getpid() || rec.Token != "mine" || rec.Config != "c.json" || rec.URL != "" {
 		t.Fatalf("record %+v, %v", rec, err)
 	}
@@ -55,13 +61,12 @@ func TestRecordStaleAndLive(t *testing.T) {
 		}
 	}
 	put(other)
-	if err := daemon.WriteRecord(info, "x"); err == nil || !strings.Contains(err.Error(), "another daemon") {
+	if _, err := daemon.PublishRecord(log, info, "x"); err == nil || !strings.Contains(err.Error(), "another daemon") {
 		t.Errorf("writing over a live daemon's record: %v", err)
 	}
-	var logs bytes.Buffer
-	daemon.RemoveRecord(slog.New(slog.NewTextHandler(&logs, nil)), state)
-	if rec, _ := client.ReadRecord(state); rec == nil || rec.Pid != other.Pid {
-		t.Errorf("RemoveRecord removed another daemon's record: %+v", rec)
+	mine.Remove()
+	if rec, _ := paths.ReadRecord[wire.DaemonRecord](state); rec == nil || rec.Pid != other.Pid {
+		t.Errorf("Remove removed another daemon's record: %+v", rec)
 	}
 
 	// A dead daemon's record: its pid is gone.
@@ -71,22 +76,68 @@ func TestRecordStaleAndLive(t *testing.T) {
 	}
 	other.Pid = dead.Process.Pid
 	put(other)
-	if err := daemon.WriteRecord(info, "new"); err != nil {
-		t.Errorf("replacing a dead daemon's record: %v", err)
+	renewed, err := daemon.PublishRecord(log, info, "new")
+	if err != nil {
+		t.Fatalf("replacing a dead daemon's record: %v", err)
 	}
-	if rec, _ := client.ReadRecord(state); rec == nil || rec.Token != "new" {
+	if rec, _ := paths.ReadRecord[wire.DaemonRecord](state); rec == nil || rec.Token != "new" {
 		t.Errorf("record %+v, want the new one", rec)
 	}
-	daemon.RemoveRecord(slog.New(slog.NewTextHandler(&logs, nil)), state)
+	renewed.Remove()
 	for _, name := range []string{wire.RecordFile, wire.TokenFile} {
 		if _, err := os.Stat(filepath.Join(state, name)); !os.IsNotExist(err) {
-			t.Errorf("%s after RemoveRecord: %v", name, err)
+			t.Errorf("%s after Remove: %v", name, err)
 		}
 	}
 	if logs.Len() > 0 {
-		t.Errorf("RemoveRecord logged:\n%s", logs.String())
+		t.Errorf("Remove logged:\n%s", logs.String())
 	}
-	if daemon.Alive(dead.Process.Pid) || !daemon.Alive(os.Getpid()) || daemon.Alive(0) {
-		t.Error("Alive is wrong about a dead pid, this one or pid 0")
+}
+
+// TestRecordRewrite: after a reload puts another config in force, the
+// record names it, with this daemon's token and pid as before; the
+// built-in config is named "".
+func TestRecordRewrite(t *testing.T) {
+	state := t.TempDir()
+	var logs bytes.Buffer
+	info := daemon.Info(state, filepath.Join(state, "mcpx.sock"), nil, daemon.Source{Builtin: true, Looked: "/c/config.json"}, "test")
+	rec, err := daemon.PublishRecord(slog.New(slog.NewTextHandler(&logs, nil)), info, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Remove()
+	for _, src := range []daemon.Source{{Path: "/c/config.json"}, {Path: "/c/other.json"}, {Builtin: true, Looked: "/c/config.json"}} {
+		rec.Rewrite(src)
+		got, err := paths.ReadRecord[wire.DaemonRecord](state)
+		if err != nil || got.Config != src.Path || got.Token != "tok" || got.Pid != os.Getpid() || got.Started != info.Started {
+			t.Errorf("after a reload to %v: record %+v, %v; want config %q, the same token, pid and start", src, got, err, src.Path)
+		}
+	}
+
+	// As serve wires it: a reload that puts a config in force rewrites the record.
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(`{"servers": {"a": {"command": "true"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load := func() (*config.Config, daemon.Source, error) { return daemon.LoadConfig(path, nil) }
+	cfg, src, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(broker.Options{Config: cfg, ReapInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	ctl := daemon.NewControl(slog.New(slog.DiscardHandler), b, src, load)
+	ctl.AfterReload(rec.Rewrite)
+	if _, err := ctl.Reload("api"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := paths.ReadRecord[wire.DaemonRecord](state); err != nil || got.Config != path {
+		t.Errorf("after a reload through the control: record %+v, %v; want config %s", got, err, path)
+	}
+	if logs.Len() > 0 {
+		t.Errorf("Rewrite logged:\n%s", logs.String())
 	}
 }

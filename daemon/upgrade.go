@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -23,12 +24,12 @@ import (
 
 // ErrUpgradeRequested ends the run group for an upgrade in place: the
 // listeners have stopped accepting and drained, their sockets kept open;
-// the caller then calls Upgrader.Exec.
+// the caller then calls Upgrader.AfterRun.
 var ErrUpgradeRequested = errors.New("upgrade requested")
 
 // Upgrader runs one daemon image's upgrade: POST /v1/daemon/upgrade
-// (Request) and SIGUSR2 ask for it; its actor ends the run group; Exec
-// re-executes the daemon.
+// (Request) and SIGUSR2 ask for it; its actor ends the run group;
+// AfterRun re-executes the daemon.
 type Upgrader struct {
 	log *slog.Logger
 	gen int // this image's generation
@@ -122,14 +123,36 @@ func (u *Upgrader) Actor(lns *Listeners) Actor {
 	}
 }
 
-// Exec hands the daemon over to the requested binary: it writes the
+// AfterRun is what follows the end of the daemon's run group, which
+// returned err. For an upgrade (ErrUpgradeRequested) it closes release,
+// if not nil (the tailnet node: tsnet cannot be handed over, and the next
+// image brings it up again), then hands the daemon over to the requested
+// binary (reexec), with rec's token and start time. It returns only if it
+// could not, with why (logged); the caller then shuts down as for a stop.
+// Any other err is returned as it is.
+func (u *Upgrader) AfterRun(err error, d *Daemon, lns *Listeners, rec *Record, release io.Closer) error {
+	if !errors.Is(err, ErrUpgradeRequested) {
+		return err
+	}
+	if release != nil {
+		u.log.Info("upgrading: closing the tailnet node; the next image brings it up again")
+		release.Close()
+	}
+	rec.mu.Lock()
+	h := Handoff{Version: rec.info.Version, Binary: SelfBinary(), Started: rec.info.Started, Token: rec.token}
+	rec.mu.Unlock()
+	err = u.reexec(d, lns, h)
+	u.log.Error("upgrade failed: shutting down", "err", err)
+	return err
+}
+
+// reexec hands the daemon over to the requested binary: it writes the
 // handoff state (h, with the listeners of lns and the children of d's
 // pool) and execs, with the pool frozen. It returns only if it could not:
 // a binary that fails to exec is recorded in the state, and the running
 // image is executed again instead (it serves on as the next generation,
-// saying why in daemon info); only if that fails too does Exec return,
-// and the caller then shuts down as for a stop.
-func (u *Upgrader) Exec(d *Daemon, lns *Listeners, h Handoff) error {
+// saying why in daemon info); only if that fails too does reexec return.
+func (u *Upgrader) reexec(d *Daemon, lns *Listeners, h Handoff) error {
 	u.mu.Lock()
 	bin := u.binary
 	h.Requested = u.requested

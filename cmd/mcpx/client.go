@@ -7,12 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -21,7 +21,7 @@ type brokerOpts struct {
 	addr      string // --broker
 	tsnet     bool   // --tsnet: reach a tailnet name through an embedded node
 	tokenFile string // --token-file
-	config    string // --config: the daemon of this config file (daemons.go)
+	config    string // --config: the daemon of this config file (paths.Of)
 	// standalone (--standalone, standalone.go): serve the command from a
 	// pool in this process, not a daemon.
 	standalone bool
@@ -49,23 +49,23 @@ func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Clien
 	if addr == "" {
 		addr = c.getenv("MCPX_BROKER")
 	}
-	chosen, err := daemonOf(c.getenv, bo.config)
+	chosen, err := paths.Of(c.getenv, bo.config)
 	if err != nil && (addr == "" || bo.config != "") {
 		return nil, err
 	}
 	c.daemon = &chosen
 	if addr == "" {
-		addr = chosen.socket
+		addr = chosen.Socket
 	}
 	if bo.standalone {
 		if bo.addr != "" || bo.tsnet {
 			return nil, fmt.Errorf("--standalone runs the pool in this process: drop --broker / --tsnet")
 		}
-		if addr, err = startStandalone(ctx, c, chosen.config); err != nil {
+		if addr, err = startStandalone(ctx, c, chosen.Config); err != nil {
 			return nil, err
 		}
 	}
-	state := chosen.state // "": the client looks in the default place, or not at all
+	state := chosen.State // "": the client looks in the default place, or not at all
 	opts := client.Options{StateDir: state}
 	if opts.Token, err = brokerToken(c, bo.tokenFile); err != nil {
 		return nil, err
@@ -102,40 +102,16 @@ func autostartFlag(fs *flag.FlagSet) *bool {
 	return fs.Bool("no-autostart", false, "fail rather than start a daemon when none answers on the socket (also $MCPX_NO_AUTOSTART=1)")
 }
 
-// autostart starts a daemon in the background when none answers on bc's
-// socket, unless off or $MCPX_NO_AUTOSTART says not to: nothing needs a
-// service for local use. A broker reached by URL is never started: it may
-// be another machine's, and its address is not ours to choose. Nor is one
-// on a socket other than the default (--broker, $MCPX_BROKER): a daemon
-// there was started with its own config and state directory, which a new
-// one would not have; the call then fails, naming the socket
-// (unreachableHint).
+// autostart starts the daemon the command chose when none answers on bc's
+// socket, unless off or the policy says not to (client.Client.Autostart).
 func autostart(ctx context.Context, c *cli, bc *client.Client, off bool) error {
-	if off || !bc.Unix() || !isDefaultSocket(c, bc.Addr()) {
-		return nil
-	}
-	if v := c.getenv("MCPX_NO_AUTOSTART"); v != "" && v != "0" && v != "false" {
-		return nil
-	}
 	d := chosenDaemonOf(c)
-	state := d.state
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("finding the mcpx binary to start the daemon: %w", err)
-	}
-	pid, err := client.EnsureDaemon(ctx, client.StartOptions{Socket: bc.Addr(), StateDir: state,
-		Command: func() *exec.Cmd {
-			args := []string{"serve", "--socket", bc.Addr(), "--state-dir", state}
-			if d.config != "" {
-				args = append(args, "--config", d.config)
-			}
-			return exec.Command(exe, args...)
-		}})
+	pid, err := bc.Autostart(ctx, client.AutostartOptions{Socket: d.Socket, StateDir: d.State, Config: d.Config, Off: off, Getenv: c.getenv})
 	if err != nil {
 		return err
 	}
 	if pid != 0 {
-		fmt.Fprintf(c.stderr, "mcpx: started the daemon (pid %d, log %s)\n", pid, filepath.Join(state, wire.LogFile))
+		fmt.Fprintf(c.stderr, "mcpx: started the daemon (pid %d, log %s)\n", pid, filepath.Join(d.State, wire.LogFile))
 	}
 	return nil
 }
@@ -249,26 +225,18 @@ func report(c *cli, err error) int {
 	}
 }
 
-// isDefaultSocket reports whether sock is the socket of the daemon chosen
-// (the default, or that of --config / $MCPX_CONFIG), the one autostart may
-// start a daemon on.
-func isDefaultSocket(c *cli, sock string) bool {
-	d := chosenDaemonOf(c)
-	return d.socket != "" && filepath.Clean(d.socket) == filepath.Clean(sock)
-}
-
 // chosenDaemonOf is the daemon newBrokerClient chose, else that of
 // $MCPX_CONFIG (or the default); zero if the paths cannot be found.
-func chosenDaemonOf(c *cli) chosenDaemon {
+func chosenDaemonOf(c *cli) paths.Daemon {
 	if c.daemon != nil {
 		return *c.daemon
 	}
-	d, _ := daemonOf(c.getenv, "")
+	d, _ := paths.Of(c.getenv, "")
 	return d
 }
 
 func unreachableHint(c *cli, e *client.UnreachableError) string {
-	if e.Unix && !isDefaultSocket(c, e.Addr) {
+	if e.Unix && !chosenDaemonOf(c).SocketIs(e.Addr) {
 		return fmt.Sprintf("nothing serves the socket %s, and mcpx starts a daemon by itself only on its default socket: "+
 			"start this one with `mcpx serve --socket %s` (with the --config and --state-dir it should serve), or drop --broker / $MCPX_BROKER", e.Addr, e.Addr)
 	}

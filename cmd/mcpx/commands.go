@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/internal/suggest"
 )
 
@@ -33,8 +34,8 @@ type cli struct {
 	// closers release what a command opened for its whole run (an
 	// embedded tailnet node), last first, when run returns.
 	closers []func()
-	// daemon is the daemon the command's broker client chose (daemons.go).
-	daemon *chosenDaemon
+	// daemon is the daemon the command's broker client chose (paths.Of).
+	daemon *paths.Daemon
 }
 
 // command is one subcommand.

@@ -12,6 +12,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/daemon"
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -123,7 +124,7 @@ func daemonStop(ctx context.Context, c *cli, bc *client.Client, force, asJSON bo
 	// --drain-timeout (the default assumed).
 	wctx, cancel := context.WithTimeout(ctx, 2*api.DefaultDrainTimeout+10*time.Second)
 	defer cancel()
-	if !daemon.WaitGone(wctx, pid) {
+	if !paths.WaitGone(wctx, pid) {
 		fmt.Fprintf(c.stderr, "mcpx: the daemon (pid %d) is still stopping; its log is %s\n", pid, daemon.LogPath(who.Daemon.State))
 		return exitFailed
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/daemon/doctor"
+	"mcpx.dev/mcpx/internal/paths"
 )
 
 // doctorCmd is `mcpx doctor [--json]`: it checks the config, the state
@@ -41,7 +42,8 @@ func doctorCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	d := &doctor.Doctor{Getenv: c.getenv, Version: version()}
 	cfg, src := d.Config(*configPath)
-	state, sock, err := daemonPaths(c.getenv, *stateFlag, *socketFlag)
+	where, err := paths.Serve(c.getenv, "", *stateFlag, *socketFlag)
+	state, sock := where.State, where.Socket
 	if err != nil {
 		d.Problem("state", "", err.Error(), "set $HOME (or $XDG_STATE_HOME and $XDG_RUNTIME_DIR)")
 	} else {

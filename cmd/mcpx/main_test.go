@@ -17,8 +17,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/internal/testing/petstoretest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/openapi"
@@ -85,9 +85,13 @@ func TestScripts(t *testing.T) {
 			e.Setenv(k, v) // children carry the marker, so leaks are found
 			// A daemon a script started on demand and failed to stop is
 			// stopped here, so that a failing script leaks nothing.
-			e.Defer(func() { stopRecordedDaemon(filepath.Join(e.WorkDir, "state", "mcpx")) })
-			e.Defer(func() { // and those of a --config (daemons.go)
-				dirs, _ := filepath.Glob(filepath.Join(e.WorkDir, "state", "mcpx", daemonsDir, "*"))
+			e.Defer(func() { // the default daemon's, and those of a --config
+				dirs, _ := paths.StateDirs(func(k string) string {
+					if k == "XDG_STATE_HOME" {
+						return filepath.Join(e.WorkDir, "state")
+					}
+					return ""
+				})
 				for _, d := range dirs {
 					stopRecordedDaemon(d)
 				}
@@ -240,7 +244,7 @@ func stopRecordedDaemon(state string) {
 		return
 	}
 	syscall.Kill(rec.Pid, syscall.SIGTERM)
-	for deadline := time.Now().Add(25 * time.Second); daemon.Alive(rec.Pid); {
+	for deadline := time.Now().Add(25 * time.Second); paths.Alive(rec.Pid); {
 		if time.Now().After(deadline) {
 			syscall.Kill(rec.Pid, syscall.SIGKILL)
 			return
@@ -271,7 +275,7 @@ func daemons(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		ts.Fatalf("daemon record: %v", err)
 	}
-	if !daemon.Alive(rec.Pid) {
+	if !paths.Alive(rec.Pid) {
 		ts.Fatalf("the recorded daemon (pid %d) is not running", rec.Pid)
 	}
 	ts.Logf("daemon pid %d", rec.Pid)

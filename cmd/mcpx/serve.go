@@ -1,10 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -18,6 +18,7 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
+	"mcpx.dev/mcpx/internal/paths"
 	"mcpx.dev/mcpx/tsnet"
 	"mcpx.dev/mcpx/wire"
 )
@@ -97,17 +98,12 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		InputWait: cfg.Limits.InputWait.D(),
 		Daemon:    &api.Daemon{Info: info, Config: ctl.Config, Stop: ctl.Stop, StopNow: ctl.StopNow, Reload: ctl.ReloadAPI, Upgrade: up.Request}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
 		Tailnet: apiTailnet(node), Metrics: d.Metrics, CodeCache: filepath.Join(state, "code")})
-	if err := daemon.WriteRecord(info, token); err != nil {
+	rec, err := daemon.PublishRecord(log, info, token)
+	if err != nil {
 		return fail(err)
 	}
-	ctl.AfterReload(func(src daemon.Source) { // the record names the config in force
-		rec := info
-		rec.Config = src.Path
-		if err := daemon.WriteRecord(rec, token); err != nil {
-			log.Warn("republishing the daemon record after a reload", "err", err)
-		}
-	})
-	defer daemon.RemoveRecord(log, state)
+	ctl.AfterReload(rec.Rewrite) // the record names the config in force
+	defer rec.Remove()
 
 	var g oklog.Group
 	add := func(a daemon.Actor) { g.Add(a.Execute, a.Interrupt) }
@@ -120,16 +116,11 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		add(a) // each listener serves until interrupted, then drains
 	}
 	log.Info("mcpx serving", servingAttrs(sock, src, cfg, state, tln, node)...)
-	err = g.Run()
-	if errors.Is(err, daemon.ErrUpgradeRequested) {
-		if node != nil {
-			log.Info("upgrading: closing the tailnet node; the next image brings it up again")
-			node.Close() // tsnet cannot be handed over
-		}
-		err = up.Exec(d, &lns, daemon.Handoff{Version: version(), Binary: daemon.SelfBinary(), Started: info.Started, Token: token})
-		log.Error("upgrade failed: shutting down", "err", err)
+	var release io.Closer // what an upgrade cannot hand over
+	if node != nil {
+		release = node
 	}
-	return stopped(log, err)
+	return stopped(log, up.AfterRun(g.Run(), d, &lns, rec, release)) // an upgrade returns only if it failed
 }
 
 // stopped logs why the run group returned and is serve's exit code: 0 for
@@ -223,33 +214,10 @@ func servingAttrs(sock string, src daemon.Source, cfg *config.Config, state stri
 // paths are the state directory and socket: those given, else those of the
 // config's fingerprint (--own-socket), else the default daemon's.
 func (f serveFlags) paths(getenv func(string) string) (string, string, error) {
-	if !f.ownSocket {
-		return daemonPaths(getenv, f.state, f.socket)
+	own := ""
+	if f.ownSocket {
+		own = f.config
 	}
-	state, err := stateDir(getenv)
-	if err != nil {
-		return "", "", err
-	}
-	canon, err := canonicalConfig(f.config)
-	if err != nil {
-		return "", "", err
-	}
-	d := fingerprintDaemon(getenv, state, canon)
-	return daemonPaths(getenv, cmp.Or(f.state, d.state), cmp.Or(f.socket, d.socket))
-}
-
-// daemonPaths applies the defaults for --state-dir and --socket.
-func daemonPaths(getenv func(string) string, state, sock string) (string, string, error) {
-	var err error
-	if state == "" {
-		if state, err = stateDir(getenv); err != nil {
-			return "", "", err
-		}
-	}
-	if sock == "" {
-		if sock, err = defaultSocket(getenv); err != nil {
-			return "", "", err
-		}
-	}
-	return state, sock, nil
+	d, err := paths.Serve(getenv, own, f.state, f.socket)
+	return d.State, d.Socket, err
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package daemon
+package paths
 
 // zombie reports whether pid has exited and waits for its parent to reap it;
 // without /proc it cannot tell, and says no.
