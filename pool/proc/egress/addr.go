@@ -41,11 +41,22 @@ type addrPolicy struct {
 // this host's addresses, read once per resolution.
 func (ap *addrPolicy) why(addr netip.Addr, port uint16, allow *Allowlist, own []netip.Addr) string {
 	addr = addr.Unmap()
-	switch {
-	case allow.listed(addr, port):
+	if allow.listed(addr, port) {
 		return ""
-	case addr.Zone() != "":
+	}
+	if addr.Zone() != "" {
 		return "an address with a zone"
+	}
+	class := ""
+	for _, r := range refusedRanges {
+		if r.prefix.Contains(addr) {
+			class = r.class
+			break
+		}
+	}
+	switch {
+	case slices.Contains(own, addr) && class != "":
+		return class + ", this host's own address"
 	case slices.Contains(own, addr):
 		return "this host's own address"
 	case containsAddr(ap.permit, addr):
@@ -53,12 +64,7 @@ func (ap *addrPolicy) why(addr netip.Addr, port uint16, allow *Allowlist, own []
 	case containsAddr(ap.refuse, addr):
 		return "an address the daemon refuses (Options.Refuse)"
 	}
-	for _, r := range refusedRanges {
-		if r.prefix.Contains(addr) {
-			return r.class
-		}
-	}
-	return ""
+	return class
 }
 
 func containsAddr(prefixes []netip.Prefix, addr netip.Addr) bool {

@@ -27,7 +27,10 @@ func (s *Served) connect(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, err.(*Refusal), http.StatusForbidden)
 		return
 	}
-	up, err := s.dial(r.Context(), t, host)
+	// Not r.Context(): net/http cancels it when the child half-closes,
+	// and a child may send its first bytes and its end before the tunnel
+	// is up.
+	up, err := s.dial(s.ctx, t, host)
 	var ref *Refusal
 	switch {
 	case errors.As(err, &ref):
