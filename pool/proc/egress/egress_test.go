@@ -340,8 +340,8 @@ func TestNotProxyRequests(t *testing.T) {
 	_, proxy := serve(t, p, gh("api.example.test"))
 	tests := []struct {
 		name, method, req string
-		code             int
-		body             string
+		code              int
+		body              string
 	}{
 		{"origin-form", "GET", "GET / HTTP/1.1\r\nHost: api.example.test\r\n\r\n", 400, "not a proxy request"},
 		{"https URI", "GET", "GET https://api.example.test/ HTTP/1.1\r\nHost: api.example.test\r\n\r\n", 400, "https:// goes through CONNECT"},
