@@ -66,17 +66,23 @@ func (s *Served) connect(w http.ResponseWriter, r *http.Request) {
 // have ended, either fails, or the tunnel is idle for IdleTimeout; then it
 // closes both. It returns when both directions have stopped.
 func (s *Served) tunnel(client, up net.Conn) {
-	t := &tunnel{idle: s.p.opts.IdleTimeout}
-	t.touch()
-	done := make(chan struct{})
 	s.wg.Add(1)
+	relay(client, up, s.p.opts.IdleTimeout, s.wg.Done)
+}
+
+// relay is tunnel, the direction from the child running in a goroutine of
+// its own that calls done as it ends.
+func relay(client, up net.Conn, idle time.Duration, done func()) {
+	t := &tunnel{idle: idle}
+	t.touch()
+	fromChild := make(chan struct{})
 	go func() {
-		defer s.wg.Done()
-		defer close(done)
+		defer done()
+		defer close(fromChild)
 		t.pipe(up, client)
 	}()
 	t.pipe(client, up)
-	<-done
+	<-fromChild
 	client.Close()
 	up.Close()
 }
