@@ -169,6 +169,38 @@ func TestForwardHeaders(t *testing.T) {
 	wantRefusal(t, l, "evil.example.test", "host not in the allowlist")
 }
 
+// TestPipelined: each request on a connection is checked on its own, so a
+// refused one cannot ride behind an allowed one, whatever its framing.
+func TestPipelined(t *testing.T) {
+	h := httpHost(t, "127.0.0.2:0")
+	p, l := newProxy(t, egress.Options{})
+	api := "api.example.test:" + port(t, h)
+	_, proxy := serve(t, p, gh(api))
+	c, err := net.Dial("tcp", proxy.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	evil := "GET http://evil.example.test:" + port(t, h) + "/ HTTP/1.1\r\nHost: evil.example.test\r\n\r\n"
+	io.WriteString(c, "POST http://"+api+"/ HTTP/1.1\r\nHost: "+api+"\r\nContent-Length: 4\r\n\r\nbody"+evil+
+		"POST http://"+api+"/ HTTP/1.1\r\nHost: "+api+"\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"+evil)
+	br := bufio.NewReader(c)
+	for i, want := range []int{200, 403, 200, 403} {
+		resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Errorf("response %d: %s %s, want %d", i, resp.Status, body, want)
+		}
+	}
+	if n := len(l.records("egress refused")); n != 2 {
+		t.Errorf("%d refusals logged, want 2", n)
+	}
+}
+
 func TestRefusedName(t *testing.T) {
 	h := tcpHost(t, "127.0.0.2:0")
 	_, hp, _ := net.SplitHostPort(h.Addr().String())
@@ -457,6 +489,7 @@ func TestProxyClose(t *testing.T) {
 	h := tcpHost(t, "127.0.0.2:0")
 	_, hp, _ := net.SplitHostPort(h.Addr().String())
 	https := httpsHost(t, pk, "127.0.0.2:0")
+	plain := httpHost(t, "127.0.0.2:0")
 	before := goroutines()
 
 	p := egress.New(egress.Options{Resolver: testResolver, Permit: []netip.Prefix{netip.PrefixFrom(hostAddr, 32)}})
@@ -467,18 +500,24 @@ func TestProxyClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Serve(ln, gh(target, "api.example.test:"+port(t, https))); err != nil {
+		if _, err := p.Serve(ln, gh(target, "api.example.test:"+port(t, https), "api.example.test:"+port(t, plain))); err != nil {
 			t.Fatal(err)
 		}
 		proxy := &url.URL{Scheme: "http", Host: ln.Addr().String()}
 		c, _ := connect(t, proxy, target)
 		defer c.Close()
 		tunnels = append(tunnels, c)
-		// A TLS tunnel left idle in the pool of a keep-alive client too.
+		// A TLS tunnel, and a plain-HTTP connection, left idle in the pool
+		// of a keep-alive client too, and a refusal.
 		tr := &http.Transport{Proxy: http.ProxyURL(proxy), TLSClientConfig: &tls.Config{RootCAs: pk.pool}}
 		defer tr.CloseIdleConnections()
-		if code, _, err := get(t, &http.Client{Transport: tr}, "https://api.example.test:"+port(t, https)+"/"); code != http.StatusOK {
-			t.Fatalf("GET: %d %v", code, err)
+		for _, u := range []string{"https://api.example.test:" + port(t, https) + "/", "http://api.example.test:" + port(t, plain) + "/"} {
+			if _, _, err := get(t, &http.Client{Transport: tr, Timeout: time.Minute}, u); err != nil {
+				t.Fatalf("GET %s: %v", u, err)
+			}
+		}
+		if code, _, _ := get(t, &http.Client{Transport: tr, Timeout: time.Minute}, "http://evil.example.test/"); code != http.StatusForbidden {
+			t.Fatalf("GET of a host not allowed: %d", code)
 		}
 	}
 
