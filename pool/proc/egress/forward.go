@@ -21,9 +21,8 @@ import (
 // pooled across requests, so nothing outlives its handler.
 func (s *Served) forward(w http.ResponseWriter, r *http.Request) {
 	host, port := r.URL.Hostname(), 80
-	if r.URL.Scheme != "http" {
-		s.refuse(w, &Refusal{Host: host, Why: "only http:// URIs are forwarded; https:// goes through CONNECT (set HTTPS_PROXY)"}, http.StatusBadRequest)
-		return
+	if r.URL.Scheme == "https" {
+		port = 443
 	}
 	if p := r.URL.Port(); p != "" {
 		var err error
@@ -31,6 +30,10 @@ func (s *Served) forward(w http.ResponseWriter, r *http.Request) {
 			s.refuse(w, &Refusal{Host: host, Why: "port " + strconv.Quote(p) + " is not a number"}, http.StatusBadRequest)
 			return
 		}
+	}
+	if r.URL.Scheme != "http" {
+		s.refuse(w, &Refusal{Host: host, Port: port, Why: "only http:// URIs are forwarded; https:// goes through CONNECT (set HTTPS_PROXY)"}, http.StatusBadRequest)
+		return
 	}
 	t, err := s.allow.match(host, port)
 	if err != nil {

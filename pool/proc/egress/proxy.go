@@ -163,7 +163,6 @@ func (p *Proxy) Serve(ln net.Listener, b Binding) (*Served, error) {
 		return nil, fmt.Errorf("egress for server %s, instance %s: %w", b.Server, b.Instance, net.ErrClosed)
 	}
 	p.served[s] = struct{}{}
-	p.counter(b.Server) // a server shows in Counts from its first binding on
 	s.start()
 	p.mu.Unlock()
 	return s, nil

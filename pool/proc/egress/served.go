@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,14 +62,14 @@ func newServed(p *Proxy, ln net.Listener, b Binding, allow *Allowlist) *Served {
 		BaseContext:                  func(net.Listener) context.Context { return ctx },
 		ConnState:                    s.connState,
 	}
-	s.srv.SetKeepAlivesEnabled(true)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true) // no HTTP/2: CONNECT over h2 is another protocol
 	s.srv.Protocols = protocols
 	return s
 }
 
-// start starts the accept loop. p.mu is held, so Close waits for it.
+// start starts the accept loop. p.mu is held, so Close waits for it. The
+// server shows in Counts from its first binding on.
 func (s *Served) start() {
 	s.counts = s.p.counter(s.b.Server)
 	s.wg.Add(1)
@@ -97,8 +98,12 @@ func (s *Served) connState(_ net.Conn, state http.ConnState) {
 // namespace, for a listener a helper passed).
 func (s *Served) Addr() net.Addr { return s.ln.Addr() }
 
-// Binding is what s serves.
-func (s *Served) Binding() Binding { return s.b }
+// Binding is what s serves; the caller owns the returned value.
+func (s *Served) Binding() Binding {
+	b := s.b
+	b.Allow = slices.Clone(b.Allow)
+	return b
+}
 
 // Close closes the binding's listener and every connection through it, and
 // returns when every goroutine serving them has returned. A second Close
@@ -184,9 +189,14 @@ func (s *Served) dial(ctx context.Context, t target, host string) (*trackedConn,
 		}
 	}
 	d := net.Dialer{KeepAlive: 30 * time.Second}
+	deadline, _ := ctx.Deadline()
 	var errs []error
-	for _, a := range addrs {
-		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, t.port).String())
+	for i, a := range addrs {
+		// Each address gets its share of the time left, as net.Dialer
+		// shares it: one that drops packets must not starve the next.
+		actx, cancel := context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/time.Duration(len(addrs)-i)))
+		c, err := d.DialContext(actx, "tcp", netip.AddrPortFrom(a, t.port).String())
+		cancel()
 		if err != nil {
 			errs = append(errs, err)
 			continue
