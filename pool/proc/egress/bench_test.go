@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -87,43 +86,16 @@ func BenchmarkTunnel(b *testing.B) {
 // sink starts a host on hostAddr that reads chunk bytes at a time and
 // acknowledges each with one byte.
 func sink(b *testing.B, chunk int) string {
-	ln, err := net.Listen("tcp", hostAddr.String()+":0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
+	ln := tcpServe(b, hostAddr.String()+":0", func(c net.Conn) {
+		buf := make([]byte, chunk)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := io.ReadFull(c, buf); err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				buf := make([]byte, chunk)
-				for {
-					if _, err := io.ReadFull(c, buf); err != nil {
-						return
-					}
-					if _, err := c.Write([]byte{1}); err != nil {
-						return
-					}
-				}
-			})
+			if _, err := c.Write([]byte{1}); err != nil {
+				return
+			}
 		}
-	})
-	b.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
 	})
 	return ln.Addr().String()
 }

@@ -22,22 +22,11 @@ func (s *Served) connect(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, &Refusal{Host: r.Host, Why: "CONNECT names host:port"}, http.StatusBadRequest)
 		return
 	}
-	t, err := s.allow.match(host, port)
-	if err != nil {
-		s.refuse(w, err.(*Refusal), http.StatusForbidden)
-		return
-	}
 	// Not r.Context(): net/http cancels it when the child half-closes,
 	// and a child may send its first bytes and its end before the tunnel
 	// is up.
-	up, err := s.dial(s.ctx, t, host)
-	var ref *Refusal
-	switch {
-	case errors.As(err, &ref):
-		s.refuse(w, ref, http.StatusForbidden)
-		return
-	case err != nil:
-		s.failed(w, host, port, err)
+	up := s.open(s.ctx, w, host, port)
+	if up == nil {
 		return
 	}
 	defer up.Close()

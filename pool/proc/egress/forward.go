@@ -2,7 +2,6 @@ package egress
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -35,19 +34,8 @@ func (s *Served) forward(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, &Refusal{Host: host, Port: port, Why: "only http:// URIs are forwarded; https:// goes through CONNECT (set HTTPS_PROXY)"}, http.StatusBadRequest)
 		return
 	}
-	t, err := s.allow.match(host, port)
-	if err != nil {
-		s.refuse(w, err.(*Refusal), http.StatusForbidden)
-		return
-	}
-	up, err := s.dial(r.Context(), t, host)
-	var ref *Refusal
-	switch {
-	case errors.As(err, &ref):
-		s.refuse(w, ref, http.StatusForbidden)
-		return
-	case err != nil:
-		s.failed(w, host, port, err)
+	up := s.open(r.Context(), w, host, port)
+	if up == nil {
 		return
 	}
 	defer up.Close()

@@ -191,21 +191,22 @@ func echo(w http.ResponseWriter, r *http.Request) {
 // what it saw.
 func httpsHost(t *testing.T, p pki, addr string) *httptest.Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := httptest.NewUnstartedServer(http.HandlerFunc(echo))
-	s.Listener.Close()
-	s.Listener = ln
+	s := unstarted(t, addr)
 	s.TLS = &tls.Config{Certificates: []tls.Certificate{p.cert}}
 	s.StartTLS()
-	t.Cleanup(s.Close)
 	return s
 }
 
 // httpHost starts a plain-HTTP test host on addr.
 func httpHost(t *testing.T, addr string) *httptest.Server {
+	t.Helper()
+	s := unstarted(t, addr)
+	s.Start()
+	return s
+}
+
+// unstarted is a test host on addr, closed at the test's end.
+func unstarted(t *testing.T, addr string) *httptest.Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -214,7 +215,6 @@ func httpHost(t *testing.T, addr string) *httptest.Server {
 	s := httptest.NewUnstartedServer(http.HandlerFunc(echo))
 	s.Listener.Close()
 	s.Listener = ln
-	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }
@@ -265,9 +265,20 @@ func get(t *testing.T, c *http.Client, u string) (int, seen, error) {
 }
 
 // tcpHost starts a TCP host on addr that, on each connection, reads until
-// the client half-closes and then writes back "echo:" and what it read. It
-// is closed, and its goroutines waited for, at the test's end.
-func tcpHost(t *testing.T, addr string) net.Listener {
+// the client half-closes and then writes back "echo:" and what it read.
+func tcpHost(t testing.TB, addr string) net.Listener {
+	t.Helper()
+	return tcpServe(t, addr, func(c net.Conn) {
+		b, _ := io.ReadAll(c)
+		c.Write(append([]byte("echo:"), b...))
+	})
+}
+
+// tcpServe serves each connection on addr with handle, in a goroutine of
+// its own, and closes the connection when handle returns. At the test's
+// end it closes the listener and every connection, and waits for the
+// goroutines.
+func tcpServe(t testing.TB, addr string, handle func(net.Conn)) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -293,8 +304,7 @@ func tcpHost(t *testing.T, addr string) net.Listener {
 			mu.Unlock()
 			wg.Go(func() {
 				defer c.Close()
-				b, _ := io.ReadAll(c)
-				c.Write(append([]byte("echo:"), b...))
+				handle(c)
 			})
 		}
 	})

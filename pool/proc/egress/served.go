@@ -172,6 +172,25 @@ func clip(s string) string {
 	return s
 }
 
+// open connects the child to host:port if the policy allows it, or
+// answers w with the refusal (403) or the failure (502) and returns nil.
+func (s *Served) open(ctx context.Context, w http.ResponseWriter, host string, port int) *trackedConn {
+	t, err := s.allow.match(host, port)
+	if err == nil {
+		var up *trackedConn
+		if up, err = s.dial(ctx, t, host); err == nil {
+			return up
+		}
+	}
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		s.refuse(w, ref, http.StatusForbidden)
+	} else {
+		s.failed(w, host, port, err)
+	}
+	return nil
+}
+
 // dial resolves t, drops the addresses a name may not reach, and connects
 // to the first that answers. A *Refusal means the policy refused every
 // address; any other error, that the name or the host failed.
