@@ -16,7 +16,8 @@ import (
 )
 
 // Served is one binding being served: its listener, the connections its
-// child opened through it, and their upstreams.
+// child opened through it, and their upstreams. Its methods are safe for
+// concurrent use.
 type Served struct {
 	// Constant after newServed.
 	p      *Proxy
@@ -53,7 +54,7 @@ func newServed(p *Proxy, ln net.Listener, b Binding, allow *Allowlist) *Served {
 		conns:  map[*trackedConn]struct{}{},
 	}
 	s.srv = &http.Server{
-		Handler:                      s,
+		Handler:                      http.HandlerFunc(s.serveHTTP),
 		ReadHeaderTimeout:            p.opts.HeaderTimeout,
 		IdleTimeout:                  p.opts.IdleTimeout,
 		MaxHeaderBytes:               p.opts.MaxHeaderBytes,
@@ -139,8 +140,8 @@ func (s *Served) shut() bool {
 	return true
 }
 
-// ServeHTTP serves one request of the child: CONNECT or an absolute URI.
-func (s *Served) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serveHTTP serves one request of the child: CONNECT or an absolute URI.
+func (s *Served) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.wg.Add(1) // the connection's goroutine, counted, runs this
 	defer s.wg.Done()
 	switch {
