@@ -1,13 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/config/chain"
@@ -45,9 +44,9 @@ type scriptSettings struct {
 // loadScriptSettings merges the "script" blocks of the config chain ch
 // (each config.json's, nearest first) under the CLI's flags: the lines
 // (config.MergeLines), the interpreters and the environment (nearest wins
-// per key; --env over all). A file that another user owns or may write is
-// not used (its lines and commands would run as this user), with a
-// warning; one that does not load is an error naming the file and field.
+// per key; --env over all). A file config.Trusted refuses is not used
+// (its lines and commands would run as this user), with a warning; one
+// that does not load is an error naming the file and field.
 func loadScriptSettings(c *cli, ch chain.Chain, prefix, suffix config.Lines, env map[string]string) (scriptSettings, error) {
 	pres, sufs := []config.Lines{prefix}, []config.Lines{suffix}
 	interps, envs := []map[string]string{nil}, []map[string]string{env}
@@ -57,10 +56,12 @@ func loadScriptSettings(c *cli, ch chain.Chain, prefix, suffix config.Lines, env
 		if d.Config == "" {
 			continue
 		}
-		if why := untrustedFile(d.Config); why != "" {
-			fmt.Fprintf(c.stderr, "mcpx: config chain: %s: its script block is not used: %s\n", d.Config, why)
+		var untrusted *config.UntrustedError
+		if err := config.Trusted(d.Config); errors.As(err, &untrusted) {
+			fmt.Fprintf(c.stderr, "mcpx: config chain: %s: its script block is not used: %v\n", d.Config, err)
 			continue
-		}
+		} // not stat'ed: LoadScript says why
+
 		sc, err := config.LoadScript(d.Config)
 		if err != nil {
 			return scriptSettings{}, err
@@ -101,21 +102,4 @@ func environ(env map[string]string) []string {
 		out = append(out, k+"="+env[k])
 	}
 	return out
-}
-
-// untrustedFile says why the lines of the file at path must not run as
-// this user: another user (not root) owns it, or others may write it; ""
-// when they may, or it cannot be stat'ed (LoadScript says why).
-func untrustedFile(path string) string {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return ""
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Getuid() {
-		return fmt.Sprintf("another user (uid %d) owns it", st.Uid)
-	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Sprintf("other users may write it (mode %s); make it writable by its owner only", strings.TrimPrefix(fmt.Sprintf("%#o", perm), "0"))
-	}
-	return ""
 }
