@@ -55,4 +55,9 @@
 // its connections close, and the broker cancels its in-flight calls; one
 // that has not ended after InterruptGrace is killed. The exit code is the
 // script's, 128+n for a signal.
+//
+// RunLeased runs any command under a lease (`mcpx lease run`) the same
+// way, but passes an interrupt on as SIGTERM and never kills the command:
+// its lease is held until it exits. Capped keeps a bounded part of a
+// command's output for an envelope.
 package runner
