@@ -36,7 +36,7 @@ const closeTimeout = 30 * time.Second
 // Options configure Start.
 type Options struct {
 	// Client reaches the broker. For a remote one (Client.Remote) the run
-	// starts a relay (client.Relay) for the script.
+	// starts a relay (Relay) for the script.
 	Client *client.Client
 	// Caller is who the run calls as, as the CLI resolved it: Cwd is the
 	// directory on the broker's machine. Its Session and ParentSession are
@@ -78,7 +78,7 @@ type Run struct {
 	dir    string
 	minted bool              // the session is the run's own: Close stops it
 	lease  *client.HeldLease // the run's own lease; nil under the caller's
-	relay  *client.Relay     // the way to a remote broker; nil for a local one
+	relay  *Relay            // the way to a remote broker; nil for a local one
 }
 
 // Start takes the run's session, its lease and, for a remote broker, the
@@ -96,8 +96,8 @@ func Start(ctx context.Context, o Options) (r *Run, err error) {
 		if !o.Client.Remote() {
 			mappings = nil
 		}
-		var relay *client.Relay
-		relay, err = o.Client.StartRelay(client.RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: mappings, Config: o.Config})
+		var relay *Relay
+		relay, err = StartRelay(o.Client, RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: mappings, Config: o.Config})
 		if err != nil {
 			return nil, err
 		}
