@@ -479,8 +479,8 @@ var daemonUID = os.Getuid
 
 // fileStamp is what identifies a version of a file for the cache, and why
 // a file is not to be trusted though it reads: project files name commands
-// the daemon runs as its own user, so one that another user owns or may
-// write is skipped.
+// the daemon runs as its own user, so one config.TrustedInfo refuses
+// (another user owns it, or others may write it) is skipped.
 func fileStamp(path string) (stamp, skip string, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -494,11 +494,8 @@ func fileStamp(path string) (stamp, skip string, err error) {
 	// The owner is part of the stamp: a chown changes neither size, mtime,
 	// inode nor mode, and decides whether the file is trusted.
 	stamp = fmt.Sprintf("%d/%d/%d/%o/%d/%d", fi.Size(), fi.ModTime().UnixNano(), ino, fi.Mode(), uid, gid)
-	switch {
-	case st != nil && uid != uint64(daemonUID()):
-		skip = "another user owns it; the daemon runs only its own user's project files"
-	case fi.Mode().Perm()&0o022 != 0:
-		skip = "other users may write it (mode " + fmt.Sprintf("%o", fi.Mode().Perm()) + "); make it writable by its owner only"
+	if err := config.TrustedInfo(fi, daemonUID()); err != nil {
+		skip = err.Error()
 	}
 	return stamp, skip, nil
 }

@@ -420,40 +420,47 @@ func BenchmarkTargetChain(b *testing.B) {
 
 // TestProjectFileOwnerChange (real-use 14): a trusted project file that
 // another user comes to own is skipped at once, and the reverse is used
-// at once, though neither its size, mtime, inode nor mode changed. A real
-// chown is tried too when the test runs as root.
+// at once, though neither its size, mtime, inode nor mode changed. Root's
+// file is trusted as the daemon user's own (config.Trusted), whoever the
+// daemon runs as. Run as root, the owners change by real chowns;
+// otherwise the daemon's uid changes instead (SetDaemonUID), as if the
+// file's owner had.
 func TestProjectFileOwnerChange(t *testing.T) {
 	f := newProjectFixture(t)
 	repo := filepath.Join(f.root, "home/src/repo")
 	projFile := filepath.Join(repo, ".config/mcpx/config.json")
 	writeJSON(t, projFile, map[string]any{"servers": map[string]any{"extra": demoDef(t, nil)}})
 	with, without := []string{"base", "extra", "fs", "gone"}, []string{"base", "fs", "gone"}
-	if got := names(t, f.b, owner, repo); !slices.Equal(got, with) {
-		t.Fatalf("servers in the repo = %v, want %v", got, with)
+	check := func(when string, want []string) {
+		t.Helper()
+		if got := names(t, f.b, owner, repo); !slices.Equal(got, want) {
+			t.Errorf("%s: servers in the repo = %v, want %v", when, got, want)
+		}
 	}
-	broker.SetDaemonUID(t, os.Getuid()+1)
-	if got := names(t, f.b, owner, repo); !slices.Equal(got, without) {
-		t.Errorf("after its owner changed: %v, want the project file skipped: %v", got, without)
-	}
-	broker.SetDaemonUID(t, os.Getuid())
-	if got := names(t, f.b, owner, repo); !slices.Equal(got, with) {
-		t.Errorf("owned by the daemon's user again: %v, want %v", got, with)
-	}
+	check("the daemon user's file", with)
 	if os.Getuid() != 0 {
+		broker.SetDaemonUID(t, os.Getuid()+1)
+		check("after its owner changed", without)
+		broker.SetDaemonUID(t, os.Getuid())
+		check("owned by the daemon's user again", with)
 		return
 	}
-	if err := os.Chown(projFile, 12345, 12345); err != nil {
-		t.Fatal(err)
+	const daemon, other = 12345, 23456
+	chown := func(uid int) {
+		t.Helper()
+		if err := os.Chown(projFile, uid, uid); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if got := names(t, f.b, owner, repo); !slices.Equal(got, without) {
-		t.Errorf("after chown: %v, want %v", got, without)
-	}
-	if err := os.Chown(projFile, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	if got := names(t, f.b, owner, repo); !slices.Equal(got, with) {
-		t.Errorf("after chown back: %v, want %v", got, with)
-	}
+	broker.SetDaemonUID(t, daemon)
+	chown(daemon)
+	check("owned by the daemon's user", with)
+	chown(other)
+	check("after chown to another user", without)
+	chown(0)
+	check("after chown to root, the daemon not root", with)
+	chown(daemon)
+	check("after chown back", with)
 }
 
 // TestSkippedProjectFileNamedInNotFound (real-use 15): calling a server

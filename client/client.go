@@ -13,9 +13,9 @@
 //
 // A Client is safe for concurrent use and keeps connections alive between
 // requests. Beside the routes it holds a lease for a program's lifetime
-// (HoldLease: renewed until released) and relays a script's requests to a
-// broker on another machine (StartRelay: `mcpx run`'s loopback listener,
-// the one HTTP server in this package).
+// (HoldLease: renewed until released) and forwards a request as it came
+// (Forward: what `mcpx run`'s relay, in package scripts/runner, sends a
+// script's requests on with). It serves no HTTP itself.
 package client
 
 import (

@@ -20,8 +20,5 @@ func TestDeps(t *testing.T) {
 			"github.com/go-chi/chi/v5": "routing is the server's job",
 		},
 		NoHTTPServer: "a client, never a server",
-		HTTPServerFiles: map[string]string{
-			"mcpx.dev/mcpx/client/relay.go": "mcpx run's relay serves one script on a loopback port, sending each request on through the client",
-		},
 	}.Check(t)
 }

@@ -54,5 +54,16 @@
 // logs, and asks whether it is enabled and running. Where no manager can be
 // reached (no systemctl on PATH, no user manager running) it prints the
 // commands for the user instead. Its command runner is a field, so its
-// tests run without systemd.
+// tests run without systemd. [Manager.InstallService],
+// [Manager.UninstallService] and [Manager.Status] are `mcpx service`'s
+// flows: the definition written (never over the user's edits), then the
+// manager's commands for what changed.
+//
+// # Which entry, which binary
+//
+// [ServerFor] decides the entry `mcpx install` writes: the stdio bridge
+// with the broker flags passed on, or with --http the running daemon's
+// loopback URL and token (read by the caller from the daemon record) or
+// the broker's URL. [Executable] is the binary a unit or hook runs,
+// refusing `go run`'s temporary build ([CheckBinary]).
 package deploy

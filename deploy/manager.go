@@ -112,8 +112,8 @@ func (m Manager) Missing() string {
 
 // RunAll runs cmds one after the other, saying so on stdout, their output
 // to stdout and stderr, until one fails; dry, or when the manager is
-// Missing, it prints them for the user to run instead. The error names the
-// command that failed.
+// Missing, it prints them for the user to run instead. The error is a
+// *CommandError naming the command that failed.
 func (m Manager) RunAll(ctx context.Context, cmds [][]string, dry bool, stdout, stderr io.Writer) error {
 	if len(cmds) == 0 {
 		return nil
@@ -134,7 +134,7 @@ func (m Manager) RunAll(ctx context.Context, cmds [][]string, dry bool, stdout, 
 	for _, cmd := range cmds {
 		fmt.Fprintf(stdout, "running %s\n", ShellJoin(cmd))
 		if err := m.run(ctx, cmd, stdout, stderr); err != nil {
-			return fmt.Errorf("%s: %w", ShellJoin(cmd), err)
+			return &CommandError{Argv: cmd, Err: err}
 		}
 	}
 	return nil

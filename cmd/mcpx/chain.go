@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"path/filepath"
 
@@ -27,8 +28,8 @@ func addChainFlags(fs *flag.FlagSet) chainFlagValues {
 // file); ceilings from $MCPX_CEILING_DIRS beside the config's ceilingDirs.
 func (v chainFlagValues) options(getenv func(string) string) (chain.Options, error) {
 	opts := chain.Options{
-		Override:    splitPaths(cmpOr(*v.override, getenv("MCPX_OVERRIDE_PATHS"))),
-		Fallback:    splitPaths(cmpOr(*v.fallback, getenv("MCPX_FALLBACK_PATHS"))),
+		Override:    splitPaths(cmp.Or(*v.override, getenv("MCPX_OVERRIDE_PATHS"))),
+		Fallback:    splitPaths(cmp.Or(*v.fallback, getenv("MCPX_FALLBACK_PATHS"))),
 		CeilingDirs: splitPaths(getenv("MCPX_CEILING_DIRS")),
 		SystemDir:   *v.system,
 	}

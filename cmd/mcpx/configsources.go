@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -65,7 +66,7 @@ func printSources(c *cli, src *wire.ConfigSources) {
 		case !d.Applied:
 			state = "not applied"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Kind, orDash(cmpOr(d.Config, d.Path)), state)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Kind, orDash(cmp.Or(d.Config, d.Path)), state)
 	}
 	tw.Flush()
 	fmt.Fprintln(c.stdout)
@@ -82,7 +83,7 @@ func printSources(c *cli, src *wire.ConfigSources) {
 		if s.Instance != s.Name {
 			note = append(note, "instances as "+s.Instance)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, orDash(cmpOr(s.File, "("+s.Kind+")")), orDash(strings.Join(note, "; ")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, orDash(cmp.Or(s.File, "("+s.Kind+")")), orDash(strings.Join(note, "; ")))
 	}
 	tw.Flush()
 	for _, w := range src.Warnings {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -54,7 +53,7 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 	}
 	bin := *binary
 	if bin == "" {
-		if bin, err = installedBinary(!*uninstall); err != nil {
+		if bin, err = deploy.Executable(!*uninstall); err != nil {
 			fmt.Fprintf(c.stderr, "mcpx install: %v\n", err)
 			return exitFailed
 		}
@@ -91,71 +90,20 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 	return printResults(c, results, append(notes, h.Notes(e)...), *dry, *uninstall)
 }
 
-// mcpServer is the MCP entry's form for install's flags: the stdio bridge
-// `mcpx mcp` with the broker flags passed on, or with --http the URL of
-// the broker's /mcp endpoint and the header it needs, with notes for the
-// user.
+// mcpServer is the MCP entry's form for install's flags
+// (deploy.ServerFor), with notes for the user.
 func mcpServer(c *cli, bo *brokerOpts, httpForm bool, state string) (deploy.Server, []string, error) {
-	if !httpForm {
-		args := []string{"mcp"}
-		if bo.addr != "" {
-			addr := bo.addr
-			if a, tailnet := client.BrokerAddr(addr); !tailnet && !strings.Contains(a, "://") {
-				// A socket: the client starts the bridge in a directory of its own.
-				abs, err := filepath.Abs(addr)
-				if err != nil {
-					return deploy.Server{}, nil, err
-				}
-				addr = abs
-			}
-			args = append(args, "--broker", addr)
-		}
-		if bo.tsnet {
-			args = append(args, "--tsnet")
-		}
-		if bo.tokenFile != "" {
-			abs, err := filepath.Abs(bo.tokenFile)
+	_, tailnet := client.BrokerAddr(bo.addr)
+	return deploy.ServerFor(deploy.ServerOptions{HTTP: httpForm, Broker: bo.addr, Tailnet: bo.addr != "" && tailnet, TSNet: bo.tsnet, TokenFile: bo.tokenFile,
+		Token: func() (string, error) { return brokerToken(c, bo.tokenFile) },
+		Daemon: func() (deploy.Daemon, error) {
+			rec, err := client.ReadRecord(state)
 			if err != nil {
-				return deploy.Server{}, nil, err
+				return deploy.Daemon{}, err
 			}
-			args = append(args, "--token-file", abs)
-		}
-		return deploy.Server{Args: args}, nil, nil
-	}
-	if bo.tsnet {
-		return deploy.Server{}, nil, errors.New("--http with --tsnet: an HTTP entry is dialled by the client itself, through this machine's tailscaled, not an embedded node; leave out --http for the stdio bridge, which brings up the node")
-	}
-	token, err := brokerToken(c, bo.tokenFile)
-	if err != nil {
-		return deploy.Server{}, nil, err
-	}
-	bearer := func(s deploy.Server, tok string) deploy.Server {
-		if tok != "" {
-			s.Headers = map[string]string{wire.HeaderAuthorization: "Bearer " + tok}
-		}
-		return s
-	}
-	if bo.addr == "" {
-		rec, err := client.ReadRecord(state)
-		switch {
-		case err != nil:
-			return deploy.Server{}, nil, fmt.Errorf("--http writes the running daemon's URL and token, and no daemon record is in %s (%v): start the daemon (`mcpx service install`, or any mcpx command starts one) and run this again", state, err)
-		case rec.URL == "":
-			return deploy.Server{}, nil, fmt.Errorf("the daemon (pid %d) serves no loopback TCP (it runs with --listen off): restart it with --listen 127.0.0.1:PORT, or leave out --http for the stdio bridge", rec.Pid)
-		case !client.Answers(rec.Socket):
-			return deploy.Server{}, nil, fmt.Errorf("the daemon of the record in %s (pid %d) does not answer on %s: start it and run this again", state, rec.Pid, rec.Socket)
-		}
-		note := fmt.Sprintf("the entry holds the URL and token of the daemon running now (pid %d): when it restarts its token changes (and its port, unless it runs with a fixed --listen 127.0.0.1:PORT); run this again then, or leave out --http for the stdio bridge, which finds the daemon itself", rec.Pid)
-		return bearer(deploy.Server{URL: rec.URL + "/mcp"}, rec.Token), []string{note}, nil
-	}
-	addr, tailnet := client.BrokerAddr(bo.addr)
-	switch {
-	case tailnet: // WhoIs tells the broker who calls: no token
-		return bearer(deploy.Server{URL: addr + "/mcp"}, token), nil, nil
-	case strings.HasPrefix(addr, "http://"), strings.HasPrefix(addr, "https://"):
-		return bearer(deploy.Server{URL: strings.TrimSuffix(addr, "/") + "/mcp"}, token), nil, nil
-	}
-	return deploy.Server{}, nil, fmt.Errorf("--http needs the broker's URL or tailnet name; the socket %s is reached through the stdio bridge: leave out --http", addr)
+			return deploy.Daemon{Pid: rec.Pid, URL: rec.URL, Token: rec.Token, Socket: rec.Socket, Answers: rec.URL != "" && client.Answers(rec.Socket)}, nil
+		},
+		StateDir: state})
 }
 
 // printHarnesses is `mcpx install --list`: each client, its files, and the

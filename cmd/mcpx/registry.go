@@ -96,22 +96,10 @@ func (o registryFlags) client(c *cli) (*registry.Client, string, error) {
 }
 
 func registrySearch(ctx context.Context, c *cli, client *registry.Client, terms []string, o registryFlags) int {
-	var found []registry.ServerResponse
-	cursor := ""
-	for range 20 { // pages
-		l, err := client.List(ctx, registry.ListOptions{Search: terms[0], Version: "latest", Cursor: cursor, Limit: 100})
-		if err != nil {
-			fmt.Fprintf(c.stderr, "mcpx: %v\n", err)
-			return exitFailed
-		}
-		for _, s := range l.Servers {
-			if matchesAll(&s.Server, terms[1:]) && len(found) < *o.limit {
-				found = append(found, s)
-			}
-		}
-		if cursor = l.Metadata.NextCursor; cursor == "" || len(found) >= *o.limit {
-			break
-		}
+	found, err := client.Search(ctx, terms, *o.limit)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcpx: %v\n", err)
+		return exitFailed
 	}
 	if *o.asJSON {
 		raws := make([]json.RawMessage, len(found))
@@ -131,17 +119,6 @@ func registrySearch(ctx context.Context, c *cli, client *registry.Client, terms 
 	}
 	tw.Flush()
 	return exitOK
-}
-
-// matchesAll: every term is in the server's name, title or description.
-func matchesAll(s *registry.ServerJSON, terms []string) bool {
-	text := strings.ToLower(s.Name + " " + s.Title + " " + s.Description)
-	for _, t := range terms {
-		if !strings.Contains(text, strings.ToLower(t)) {
-			return false
-		}
-	}
-	return true
 }
 
 func kinds(s *registry.ServerJSON) []string {

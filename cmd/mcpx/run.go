@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -117,56 +116,27 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	if err != nil {
 		return usageError(c, fs, "%v", err)
 	}
-	ch := chainOf(c, cwd)
-	script := scripts.ExecName
-	if src.snippet == "" {
-		if script, err = scripts.Resolve(scriptDirs(ch), cwd, src.arg); err != nil {
-			return usageError(c, fs, "%v", err)
-		}
-	}
-	set, err := loadScriptSettings(c, ch, sf.prefix.lines, sf.suffix.lines, sf.env.vars)
+	state, stateErr := stateDir(c.getenv)
+	plan, err := runner.NewPlan(runner.PlanOptions{Script: src.arg, Snippet: src.snippet, Cwd: cwd, Chain: chainOf(c, cwd),
+		Prefix: sf.prefix.lines, Suffix: sf.suffix.lines, Env: sf.env.vars, Export: *sf.export, Args: argsJSON, Minimal: *sf.minimal,
+		Runtime: *sf.runtime, ClientRuntime: ccfg.Runtime, Getenv: c.getenv, State: state, Log: c.stderr,
+		Warn: func(file string, err error) {
+			fmt.Fprintf(c.stderr, "mcpx: config chain: %s: its script block is not used: %v\n", file, err)
+		}})
 	if err != nil {
 		return usageError(c, fs, "%v", err)
 	}
-	var interp []string
-	if src.snippet == "" {
-		if interp, err = scripts.Interpreter(script, set.interpreter); err != nil {
-			return usageError(c, fs, "%v", err)
-		}
+	if stateErr != nil {
+		return report(c, stateErr)
 	}
-	jsOnly := *sf.export != "" || *sf.jsonArgs != "" || sf.prefix.lines != nil || sf.suffix.lines != nil
-	switch {
-	case interp != nil && jsOnly:
-		return usageError(c, fs, "%s runs on %s, not a JavaScript runtime: it takes no --export, --json-args, --prefix or --suffix (its arguments are the positional ones)",
-			src.arg, strings.Join(interp, " "))
-	case *sf.minimal && jsOnly:
-		return usageError(c, fs, "--minimal runs the module alone: it takes no --export, --json-args, --prefix or --suffix")
-	case interp != nil || *sf.minimal:
-		set.prefix, set.suffix = nil, nil
-	}
-	var rt scripts.Runtime
-	if interp == nil {
-		if rt, err = scripts.ChooseRuntime(*sf.runtime, c.getenv(scripts.EnvRuntime), ccfg.Runtime, exec.LookPath); err != nil {
-			return usageError(c, fs, "%v", err)
-		}
-	}
-	state, err := stateDir(c.getenv)
-	if err != nil {
-		return report(c, err)
-	}
-	var deps *scripts.Deps
-	if interp == nil {
-		deps = scriptDeps(c, set, state)
-	}
-
-	env := environ(set.env)
+	s := plan.Script
 	if *sf.trace {
 		// The generated client sends $TRACEPARENT with each call: the
 		// script's calls are children of the command's span.
 		var end func()
 		ctx, end = startTrace(ctx, c, fs.Name())
 		defer end()
-		env = append(env, "TRACEPARENT="+tracing.Traceparent(ctx))
+		s.Env = append(s.Env, "TRACEPARENT="+tracing.Traceparent(ctx))
 	}
 	bc, caller, err := callerClient(ctx, c, sf.broker, *sf.noAutostart, sf.co)
 	if err != nil {
@@ -180,7 +150,7 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 			return report(c, err)
 		}
 	}
-	devEnv, err := scriptEnvironment(ctx, set, dir, state, c.getenv)
+	devEnv, err := plan.Environment(ctx, dir)
 	if err != nil {
 		return report(c, err)
 	}
@@ -188,13 +158,14 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	// names another), and its own lease unless the caller runs it under
 	// one (--lease, or $MCPX_LEASE from `mcpx lease run`).
 	r, err := runner.Start(ctx, runner.Options{Client: bc, Caller: caller, Session: sf.co.session, ParentSession: c.getenv("MCPX_SESSION_ID"),
-		Dir: dir, Mappings: ccfg.PathMappings, Config: file, LeaseTTL: *sf.leaseTTL, Relay: interp != nil || !usesDefaultRecord(c, bc), OnRenewError: renewFailed(c)})
+		Dir: dir, Mappings: ccfg.PathMappings, Config: file, LeaseTTL: *sf.leaseTTL, Relay: plan.Relay(usesDefaultRecord(c, bc)), OnRenewError: renewFailed(c)})
 	if err != nil {
 		return report(c, err)
 	}
 	run.Session, run.ParentSession, run.Cwd = r.Caller().Session, r.Caller().ParentSession, dir
-	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, runner.Script{Started: run.Started, Runtime: rt, Interpreter: interp, Path: script, Snippet: src.snippet, Prefix: set.prefix, Suffix: set.suffix, Minimal: *sf.minimal,
-		Export: *sf.export, Args: argsJSON, Lib: scripts.LibDirs(chainDirs(c, dir)), Argv: argv, Env: append(devEnv, env...), Deps: deps, Envelope: *sf.asJSON, Stdin: c.stdin, Stdout: c.stdout, Stderr: stderr})
+	s.Started, s.Lib, s.Argv, s.Env, s.Envelope = run.Started, scripts.LibDirs(chainDirs(c, dir)), argv, append(devEnv, s.Env...), *sf.asJSON
+	s.Stdin, s.Stdout, s.Stderr = c.stdin, c.stdout, stderr
+	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, s)
 	// Release the lease and stop the run's session (with a context of
 	// their own: ctx may be the interrupt that ended the script).
 	if err := r.Close(ctx); err != nil {
@@ -208,11 +179,6 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 // runScript runs the script of r and returns its exit code; with --json
 // it prints the envelope instead of passing stdout and stderr through.
 func runScript(ctx context.Context, c *cli, cmd string, r *runner.Run, s runner.Script) int {
-	state, err := stateDir(c.getenv)
-	if err != nil {
-		return report(c, err)
-	}
-	s.Cache = filepath.Join(state, "run")
 	env, err := r.Script(ctx, s)
 	var re *runner.Error
 	switch {
@@ -256,18 +222,7 @@ func renewFailed(c *cli) func(id string, err error) {
 // same variables (MCPX_OVERRIDE_PATHS, MCPX_FALLBACK_PATHS,
 // MCPX_CEILING_DIRS; the user's and the system's config directories). An
 // override or fallback that is a file holds no scripts.
-func chainDirs(c *cli, cwd string) []string { return scriptDirs(chainOf(c, cwd)) }
-
-// scriptDirs are the directories of ch that hold scripts/ or lib/.
-func scriptDirs(ch chain.Chain) []string {
-	var dirs []string
-	for _, d := range ch {
-		if d.Scripts != "" || d.Lib != "" {
-			dirs = append(dirs, d.Path)
-		}
-	}
-	return dirs
-}
+func chainDirs(c *cli, cwd string) []string { return runner.ChainDirs(chainOf(c, cwd)) }
 
 // chainOf is the config chain of cwd, as chainDirs finds it.
 func chainOf(c *cli, cwd string) chain.Chain {

@@ -2,15 +2,9 @@ package main
 
 import (
 	"fmt"
-	"maps"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 
 	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/config/chain"
 )
 
 // linesFlag is a repeatable --prefix or --suffix: the CLI's layer of a
@@ -30,53 +24,6 @@ func (f *linesFlag) Set(v string) error {
 	return nil
 }
 
-// scriptSettings is the config chain's "script" blocks merged under the
-// CLI's flags: the prefix and suffix lines, the interpreters by extension
-// and the environment.
-type scriptSettings struct {
-	prefix, suffix   []string
-	interpreter, env map[string]string
-	deps             config.ScriptDeps
-	configDirs       []string // the directories of the files used, nearest first
-	environment      string   // the nearest script.environment
-	environmentDir   string   // the directory of the file that set it
-}
-
-// loadScriptSettings merges the "script" blocks of the config chain ch
-// (each config.json's, nearest first) under the CLI's flags: the lines
-// (config.MergeLines), the interpreters and the environment (nearest wins
-// per key; --env over all). A file that another user owns or may write is
-// not used (its lines and commands would run as this user), with a
-// warning; one that does not load is an error naming the file and field.
-func loadScriptSettings(c *cli, ch chain.Chain, prefix, suffix config.Lines, env map[string]string) (scriptSettings, error) {
-	pres, sufs := []config.Lines{prefix}, []config.Lines{suffix}
-	interps, envs := []map[string]string{nil}, []map[string]string{env}
-	var set scriptSettings
-	var deps []config.ScriptDeps
-	for _, d := range ch {
-		if d.Config == "" {
-			continue
-		}
-		if why := untrustedFile(d.Config); why != "" {
-			fmt.Fprintf(c.stderr, "mcpx: config chain: %s: its script block is not used: %s\n", d.Config, why)
-			continue
-		}
-		sc, err := config.LoadScript(d.Config)
-		if err != nil {
-			return scriptSettings{}, err
-		}
-		pres, sufs = append(pres, sc.Prefix), append(sufs, sc.Suffix)
-		interps, envs = append(interps, sc.Interpreter), append(envs, sc.Env)
-		deps, set.configDirs = append(deps, sc.Deps), append(set.configDirs, filepath.Dir(d.Config))
-		if set.environment == "" && sc.Environment != "" {
-			set.environment, set.environmentDir = sc.Environment, filepath.Dir(d.Config)
-		}
-	}
-	set.prefix, set.suffix = config.MergeLines(pres), config.MergeLines(sufs)
-	set.interpreter, set.env, set.deps = config.MergeMaps(interps), config.MergeMaps(envs), config.MergeDeps(deps)
-	return set, nil
-}
-
 // envFlag is a repeatable --env KEY=VALUE.
 type envFlag struct{ vars map[string]string }
 
@@ -92,30 +39,4 @@ func (f *envFlag) Set(v string) error {
 	}
 	f.vars[k] = val
 	return nil
-}
-
-// environ is env as KEY=value entries, sorted.
-func environ(env map[string]string) []string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		out = append(out, k+"="+env[k])
-	}
-	return out
-}
-
-// untrustedFile says why the lines of the file at path must not run as
-// this user: another user (not root) owns it, or others may write it; ""
-// when they may, or it cannot be stat'ed (LoadScript says why).
-func untrustedFile(path string) string {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return ""
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Getuid() {
-		return fmt.Sprintf("another user (uid %d) owns it", st.Uid)
-	}
-	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return fmt.Sprintf("other users may write it (mode %s); make it writable by its owner only", strings.TrimPrefix(fmt.Sprintf("%#o", perm), "0"))
-	}
-	return ""
 }

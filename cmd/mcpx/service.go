@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,7 +38,7 @@ func serviceCmd(ctx context.Context, c *cli, args []string) int {
 	if len(pos) != 1 || !slices.Contains([]string{"install", "uninstall", "status"}, pos[0]) {
 		return usageError(c, fs, "want install, uninstall or status")
 	}
-	p, err := deploy.ParsePlatform(cmpOr(c.getenv(platformEnv), runtime.GOOS))
+	p, err := deploy.ParsePlatform(cmp.Or(c.getenv(platformEnv), runtime.GOOS))
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcpx service: %v\n", err)
 		return exitFailed
@@ -49,21 +50,23 @@ func serviceCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	home := c.getenv("HOME")
 	path := deploy.ServiceFile(p, home, xdgAbs(c, "XDG_CONFIG_HOME"))
-	m := serviceCLI{c: c, Manager: deploy.Manager{Platform: p, Path: path, UID: os.Getuid(), RuntimeDir: xdgAbs(c, "XDG_RUNTIME_DIR")}}
+	m := deploy.Manager{Platform: p, Path: path, UID: os.Getuid(), RuntimeDir: xdgAbs(c, "XDG_RUNTIME_DIR")}
 	switch pos[0] {
 	case "status":
-		return m.status(ctx, sv, *asJSON)
+		st, err := m.Status(ctx, sv)
+		if err != nil {
+			return serviceResult(c, "status", err)
+		}
+		return printServiceStatus(c, st, *asJSON)
 	case "uninstall":
-		return m.uninstall(ctx, sv, *dry)
+		removed, err := m.UninstallService(ctx, sv, *dry, c.stdout, c.stderr)
+		if removed && err != nil { // the manager's reload, after the unit is gone
+			fmt.Fprintf(c.stderr, "mcpx service: %v\n", err)
+			return exitOK
+		}
+		return serviceResult(c, "uninstall", err)
 	}
-	return m.install(ctx, sv, *dry)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return serviceResult(c, "install", m.InstallService(ctx, sv, *dry, c.stdout, c.stderr))
 }
 
 func xdgAbs(c *cli, name string) string {
@@ -88,12 +91,12 @@ func tailnetServiceFlags(fs *flag.FlagSet) tailnetService {
 }
 
 // serviceOf is the service the flags describe, every path made absolute;
-// install says it is to be installed (see installedBinary).
+// install says it is to be installed (see deploy.Executable).
 func serviceOf(c *cli, install bool, binary, configPath, state, path, writable string, tn tailnetService) (deploy.Service, error) {
 	var s deploy.Service
 	var err error
 	if binary == "" {
-		if binary, err = installedBinary(install); err != nil {
+		if binary, err = deploy.Executable(install); err != nil {
 			return s, err
 		}
 	}
@@ -140,134 +143,36 @@ func serviceOf(c *cli, install bool, binary, configPath, state, path, writable s
 	return s, nil
 }
 
-// serviceCLI is `mcpx service`'s install, uninstall and status: the
-// service definition's part (package deploy) and its manager, printed.
-type serviceCLI struct {
-	c *cli
-	deploy.Manager
-}
-
-// runAll runs cmds, or prints them (see deploy.Manager.RunAll); it reports
-// whether they ran.
-func (m serviceCLI) runAll(ctx context.Context, cmds [][]string, dry bool) bool {
-	if err := m.RunAll(ctx, cmds, dry, m.c.stdout, m.c.stderr); err != nil {
-		fmt.Fprintf(m.c.stderr, "mcpx service: %v\n", err)
-		return false
-	}
-	return true
-}
-
-func (m serviceCLI) part(s deploy.Service) (deploy.Part, *deploy.Records, error) {
-	part, err := deploy.ServicePart(m.Platform, m.Path, s)
-	if err != nil {
-		return part, nil, err
-	}
-	rec, err := deploy.LoadRecords(s.StateDir)
-	return part, rec, err
-}
-
-func (m serviceCLI) install(ctx context.Context, s deploy.Service, dry bool) int {
-	part, rec, err := m.part(s)
-	if err != nil {
-		fmt.Fprintf(m.c.stderr, "mcpx service install: %v\n", err)
-		return exitFailed
-	}
-	results, err := rec.Install([]deploy.Part{part}, dry)
-	if err != nil {
-		fmt.Fprintf(m.c.stderr, "mcpx service install: %v\n", err)
-		return exitFailed
-	}
-	r := results[0]
-	if r.Action == deploy.Edited {
-		fmt.Fprintf(m.c.stderr, "mcpx service install: %s was edited since mcpx wrote it (or was not written by mcpx); left as it is.\n"+
-			"Difference (- what mcpx would write, + the file):\n%s"+
-			"Merge what you need and remove the file, then install again.\n", m.Path, r.Diff)
-		return exitToolError // refused, as a config with errors is
-	}
-	verb := map[deploy.Action]string{deploy.Create: "create", deploy.Update: "update", deploy.Unchanged: "leave unchanged"}[r.Action]
-	if dry {
-		fmt.Fprintf(m.c.stdout, "would %s %s:\n%s", verb, m.Path, indent(part.Want))
-	} else {
-		fmt.Fprintf(m.c.stdout, "%s %s\n", r.Action, m.Path)
-	}
-	if !m.runAll(ctx, m.Commands(r.Action), dry) {
-		return exitFailed
-	}
-	if !dry {
-		fmt.Fprintf(m.c.stdout, "logs: %s\n", m.Logs(s))
-	}
-	return exitOK
-}
-
-func (m serviceCLI) uninstall(ctx context.Context, s deploy.Service, dry bool) int {
-	part, rec, err := m.part(s)
-	if err != nil {
-		fmt.Fprintf(m.c.stderr, "mcpx service uninstall: %v\n", err)
-		return exitFailed
-	}
-	results, err := rec.Uninstall([]deploy.Part{part}, true) // decide first: stop before removing
-	if err != nil {
-		fmt.Fprintf(m.c.stderr, "mcpx service uninstall: %v\n", err)
-		return exitFailed
-	}
-	switch results[0].Action {
-	case deploy.Absent:
-		fmt.Fprintf(m.c.stdout, "no service installed at %s\n", m.Path)
+// serviceResult is the exit code of `mcpx service <verb>`, err printed:
+// a definition the user edited is refused as a config with errors is, a
+// failed command of the manager named as such.
+func serviceResult(c *cli, verb string, err error) int {
+	var edited *deploy.EditedError
+	var cmdErr *deploy.CommandError
+	switch {
+	case err == nil:
 		return exitOK
-	case deploy.Edited:
-		fmt.Fprintf(m.c.stderr, "mcpx service uninstall: %s was edited since mcpx wrote it; left as it is (remove it yourself after stopping the service).\n"+
-			"Difference (- what mcpx wrote, + the file):\n%s", m.Path, results[0].Diff)
+	case errors.As(err, &edited):
+		fmt.Fprintf(c.stderr, "mcpx service %s: %s\n", verb, strings.TrimSuffix(err.Error(), "\n"))
 		return exitToolError
-	}
-	if !m.runAll(ctx, m.Commands(deploy.Remove), dry) {
+	case errors.As(err, &cmdErr):
+		fmt.Fprintf(c.stderr, "mcpx service: %v\n", err)
 		return exitFailed
 	}
-	if dry {
-		fmt.Fprintf(m.c.stdout, "would remove %s\n", m.Path)
-		return exitOK
-	}
-	if _, err := rec.Uninstall([]deploy.Part{part}, false); err != nil {
-		fmt.Fprintf(m.c.stderr, "mcpx service uninstall: %v\n", err)
-		return exitFailed
-	}
-	fmt.Fprintf(m.c.stdout, "removed %s\n", m.Path)
-	m.runAll(ctx, m.Reload(), false)
-	return exitOK
+	fmt.Fprintf(c.stderr, "mcpx service %s: %v\n", verb, err)
+	return exitFailed
 }
 
-// status prints whether the service is installed (and as mcpx wrote it),
-// enabled and running, and where its logs are.
-func (m serviceCLI) status(ctx context.Context, s deploy.Service, asJSON bool) int {
-	part, rec, err := m.part(s)
-	if err != nil {
-		fmt.Fprintf(m.c.stderr, "mcpx service status: %v\n", err)
-		return exitFailed
-	}
-	results, err := rec.Install([]deploy.Part{part}, true)
-	if err != nil {
-		fmt.Fprintf(m.c.stderr, "mcpx service status: %v\n", err)
-		return exitFailed
-	}
-	file := map[deploy.Action]string{
-		deploy.Create:    "not installed",
-		deploy.Unchanged: "installed",
-		deploy.Update:    "installed by an older mcpx (`mcpx service install` updates it)",
-		deploy.Edited:    "installed, edited by you (or not written by mcpx)",
-	}[results[0].Action]
-	enabled, running := m.State(ctx)
+// printServiceStatus prints whether the service is installed (and as mcpx
+// wrote it), enabled and running, and where its logs are.
+func printServiceStatus(c *cli, st deploy.ServiceStatus, asJSON bool) int {
 	if asJSON {
-		b, _ := json.MarshalIndent(struct {
-			File      string `json:"file"`
-			FileState string `json:"fileState"`
-			Enabled   string `json:"enabled"`
-			Running   string `json:"running"`
-			Logs      string `json:"logs"`
-		}{m.Path, file, enabled, running, m.Logs(s)}, "", "  ")
-		fmt.Fprintf(m.c.stdout, "%s\n", b)
+		b, _ := json.MarshalIndent(st, "", "  ")
+		fmt.Fprintf(c.stdout, "%s\n", b)
 		return exitOK
 	}
-	fmt.Fprintf(m.c.stdout, "file     %s: %s\n", m.Path, file)
-	fmt.Fprintf(m.c.stdout, "enabled  %s\nrunning  %s\nlogs     %s\n", enabled, running, m.Logs(s))
+	fmt.Fprintf(c.stdout, "file     %s: %s\n", st.File, st.FileState)
+	fmt.Fprintf(c.stdout, "enabled  %s\nrunning  %s\nlogs     %s\n", st.Enabled, st.Running, st.Logs)
 	return exitOK
 }
 

@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"mcpx.dev/mcpx/scripts/runner"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -170,12 +166,18 @@ func leaseCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	env := leaseEnvelope{Lease: lease.ID, TTL: ttl.String(), Command: argv}
 	stdout, stderr := c.stdout, c.stderr
-	var out, errOut cappedBuffer
+	out, errOut := &runner.Capped{Max: maxLeaseOutput}, &runner.Capped{Max: maxLeaseOutput}
 	if *asJSON {
-		stdout, stderr = &out, &errOut
+		stdout, stderr = out, errOut
 	}
 	began := time.Now()
-	code := runLeased(ctx, lease.ID, argv, c.stdin, stdout, stderr)
+	code, err := runner.RunLeased(ctx, lease.ID, argv, c.stdin, stdout, stderr)
+	if err != nil { // the command did not start (127), or waiting for it failed
+		fmt.Fprintf(stderr, "mcpx lease: %v\n", err)
+		if re := (*runner.Error)(nil); errors.As(err, &re) && re.Op == runner.OpWait {
+			code = exitFailed
+		}
+	}
 	env.ExitCode, env.DurationMs = code, time.Since(began).Milliseconds()
 	// Release with a context of its own: ctx may be the interrupt that
 	// ended the command.
@@ -188,7 +190,7 @@ func leaseCmd(ctx context.Context, c *cli, args []string) int {
 		env.Released = true
 	}
 	if *asJSON {
-		env.Stdout, env.Stderr, env.Dropped = out.String(), errOut.String(), out.dropped+errOut.dropped
+		env.Stdout, env.Stderr, env.Dropped = string(out.Bytes()), string(errOut.Bytes()), out.Dropped()+errOut.Dropped()
 		enc := json.NewEncoder(c.stdout)
 		enc.SetEscapeHTML(false) // a command's `>` and `&` as written
 		enc.SetIndent("", "  ")  // as `mcpx run --json`
@@ -215,51 +217,3 @@ type leaseEnvelope struct {
 // maxLeaseOutput bounds what `lease run --json` keeps of stdout, and of
 // stderr.
 const maxLeaseOutput = 16 << 20
-
-// cappedBuffer keeps the first maxLeaseOutput bytes written to it.
-type cappedBuffer struct {
-	buf     bytes.Buffer
-	dropped int
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	if room := maxLeaseOutput - b.buf.Len(); len(p) > room {
-		b.dropped += len(p) - room
-		p = p[:room]
-	}
-	b.buf.Write(p)
-	return n, nil
-}
-
-func (b *cappedBuffer) String() string { return b.buf.String() }
-
-// runLeased runs argv with $MCPX_LEASE set and returns its exit code
-// (128+n for a signal, as shells do).
-func runLeased(ctx context.Context, lease string, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "MCPX_LEASE="+lease)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "mcpx lease: %v\n", err)
-		return 127
-	}
-	// An interrupt from the terminal reaches the command through its
-	// process group; one sent to this process alone (ctx ends) is passed
-	// on as SIGTERM. Either way the lease is held until the command exits.
-	stopFwd := context.AfterFunc(ctx, func() { cmd.Process.Signal(syscall.SIGTERM) })
-	defer stopFwd()
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
-	}
-	fmt.Fprintf(stderr, "mcpx lease: %v\n", err)
-	return exitFailed
-}

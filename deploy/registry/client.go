@@ -57,6 +57,48 @@ func (c *Client) List(ctx context.Context, o ListOptions) (*ServerList, error) {
 	return &l, c.get(ctx, "/servers", q, &l)
 }
 
+// searchPages bounds the pages of 100 that Search reads.
+const searchPages = 20
+
+// Search returns up to limit servers, at their latest versions, that
+// match every term: the registry's own search finds the first in the
+// server's name, and each of the others must be in its name, title or
+// description, in any case. It reads at most searchPages pages of 100.
+func (c *Client) Search(ctx context.Context, terms []string, limit int) ([]ServerResponse, error) {
+	if len(terms) == 0 {
+		return nil, errors.New("search: want at least one term")
+	}
+	var found []ServerResponse
+	cursor := ""
+	for range searchPages {
+		l, err := c.List(ctx, ListOptions{Search: terms[0], Version: "latest", Cursor: cursor, Limit: 100})
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range l.Servers {
+			if matchesAll(&s.Server, terms[1:]) && len(found) < limit {
+				found = append(found, s)
+			}
+		}
+		if cursor = l.Metadata.NextCursor; cursor == "" || len(found) >= limit {
+			break
+		}
+	}
+	return found, nil
+}
+
+// matchesAll: every term is in the server's name, title or description,
+// in any case.
+func matchesAll(s *ServerJSON, terms []string) bool {
+	text := strings.ToLower(s.Name + " " + s.Title + " " + s.Description)
+	for _, t := range terms {
+		if !strings.Contains(text, strings.ToLower(t)) {
+			return false
+		}
+	}
+	return true
+}
+
 // Versions returns every version of the server called name, newest first.
 func (c *Client) Versions(ctx context.Context, name string) (*ServerList, error) {
 	var l ServerList

@@ -19,8 +19,5 @@ func TestDeps(t *testing.T) {
 			"tailscale.com/...":        "the tree builds and tests without linking tsnet",
 		},
 		NoHTTPServer: "an HTTP client of a registry, never a server",
-		Except: map[string]string{
-			"mcpx.dev/mcpx/internal/testing/registrytest": "the test registry is an HTTP server, for tests only; its own deps_test.go holds its rules",
-		},
 	}.Check(t)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -230,5 +231,52 @@ func TestAsked(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	if !strings.Contains(string(data), `"WEATHER_API_KEY": "asked-key"`) {
 		t.Errorf("the answer is not in the entry:\n%s", data)
+	}
+}
+
+// TestSearch: every term must match, the first by the registry's search
+// of names, each other one in the server's name, title or description in
+// any case; the latest versions only, at most limit of them, found across
+// pages (the registry's answers come 100 at a time).
+func TestSearch(t *testing.T) {
+	servers := []registrytest.Server{weather, weatherOld, fetchOCI, nugetServer, nixServer}
+	for i := range 150 {
+		desc := "filler"
+		if i == 140 {
+			desc = "the Needle on the second page"
+		}
+		servers = append(servers, registrytest.Server{Latest: true, JSON: fmt.Sprintf(`{"name": "io.example/bulk-%03d", "version": "1.0.0", "title": "Bulk %d", "description": %q}`, i, i, desc)})
+	}
+	c := client(registrytest.New(t, servers...).URL)
+	names := func(terms []string, limit int) []string {
+		t.Helper()
+		found, err := c.Search(t.Context(), terms, limit)
+		if err != nil {
+			t.Fatalf("search %q: %v", terms, err)
+		}
+		out := []string{}
+		for _, s := range found {
+			out = append(out, s.Server.Name+"@"+s.Server.Version)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		terms []string
+		limit int
+		want  []string
+	}{
+		{[]string{"weather"}, 30, []string{"io.example/weather@1.2.0"}},
+		{[]string{"io.example/", "FORECASTS", "Weather"}, 30, []string{"io.example/weather@1.2.0"}}, // the description, the name, in any case
+		{[]string{"io.example/", "forecasts", "nowhere"}, 30, []string{}},
+		{[]string{"io.example/", "needle"}, 30, []string{"io.example/bulk-140@1.0.0"}},                                                           // on the second page
+		{[]string{"io.example/", "bulk 14"}, 3, []string{"io.example/bulk-014@1.0.0", "io.example/bulk-140@1.0.0", "io.example/bulk-141@1.0.0"}}, // the title
+		{[]string{"bulk-"}, 5, []string{"io.example/bulk-000@1.0.0", "io.example/bulk-001@1.0.0", "io.example/bulk-002@1.0.0", "io.example/bulk-003@1.0.0", "io.example/bulk-004@1.0.0"}},
+	} {
+		if got := names(tc.terms, tc.limit); !slices.Equal(got, tc.want) {
+			t.Errorf("search %q (limit %d) = %v, want %v", tc.terms, tc.limit, got, tc.want)
+		}
+	}
+	if _, err := c.Search(t.Context(), nil, 30); err == nil {
+		t.Error("a search with no term: no error")
 	}
 }

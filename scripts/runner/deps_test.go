@@ -19,6 +19,9 @@ func TestDeps(t *testing.T) {
 			"mcpx.dev/mcpx/cmd/...":    "cmd uses the runner, not the reverse",
 			"tailscale.com/...":        "a tailnet dialer comes in the client (client.Options.Dial); the runner builds without tsnet",
 		},
-		NoHTTPServer: "the relay a remote run needs is the client's (client.Relay)",
+		NoHTTPServer: "the runner reaches the broker as a client; its one server is the relay",
+		HTTPServerFiles: map[string]string{
+			"mcpx.dev/mcpx/scripts/runner/relay.go": "mcpx run's relay serves one script on a loopback port, sending each request on through the Go client",
+		},
 	}.Check(t)
 }

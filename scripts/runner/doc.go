@@ -12,6 +12,18 @@
 //	err = r.Close(ctx) // releases the lease, stops the run's session, closes the relay
 //	os.Exit(env.ExitCode)
 //
+// # The plan
+//
+// NewPlan decides what runs before the broker is reached: the script,
+// found by name on the config chain's scripts/ directories or as a file;
+// the chain's script settings (LoadSettings: each config.json's "script"
+// block, nearest first, under the command line's, a file config.Trusted
+// refuses left out); whether it runs on an interpreter (by extension or
+// shebang) or a JavaScript runtime, and which runtime; where its packages
+// come from; and whether the run needs its relay. Plan.Environment
+// captures the script's execution environment (script.environment) with
+// nix, cached under the state directory.
+//
 // # Sessions and leases
 //
 // Each run has a session of its own, "run-" and 128 random bits, unless
@@ -55,4 +67,9 @@
 // its connections close, and the broker cancels its in-flight calls; one
 // that has not ended after InterruptGrace is killed. The exit code is the
 // script's, 128+n for a signal.
+//
+// RunLeased runs any command under a lease (`mcpx lease run`) the same
+// way, but passes an interrupt on as SIGTERM and never kills the command:
+// its lease is held until it exits. Capped keeps a bounded part of a
+// command's output for an envelope.
 package runner

@@ -1,6 +1,10 @@
 package runner
 
-import "io"
+import (
+	"context"
+	"io"
+	"os/exec"
+)
 
 // The internals runner_test.go checks: it is an external test package,
 // since it starts a daemon whose api imports this package.
@@ -27,4 +31,10 @@ func KeptClients(cache string) []string {
 		paths = append(paths, k.path)
 	}
 	return paths
+}
+
+// WaitScript runs cmd to its end as Run.Script runs a script: an
+// interrupt (ctx ends) is SIGINT, then a kill InterruptGrace later.
+func WaitScript(ctx context.Context, cmd *exec.Cmd) (int, error) {
+	return wait(ctx, cmd, scriptInterrupt, nil)
 }

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"mcpx.dev/mcpx/client"
@@ -37,7 +36,7 @@ const closeTimeout = 30 * time.Second
 // Options configure Start.
 type Options struct {
 	// Client reaches the broker. For a remote one (Client.Remote) the run
-	// starts a relay (client.Relay) for the script.
+	// starts a relay (Relay) for the script.
 	Client *client.Client
 	// Caller is who the run calls as, as the CLI resolved it: Cwd is the
 	// directory on the broker's machine. Its Session and ParentSession are
@@ -79,7 +78,7 @@ type Run struct {
 	dir    string
 	minted bool              // the session is the run's own: Close stops it
 	lease  *client.HeldLease // the run's own lease; nil under the caller's
-	relay  *client.Relay     // the way to a remote broker; nil for a local one
+	relay  *Relay            // the way to a remote broker; nil for a local one
 }
 
 // Start takes the run's session, its lease and, for a remote broker, the
@@ -97,8 +96,8 @@ func Start(ctx context.Context, o Options) (r *Run, err error) {
 		if !o.Client.Remote() {
 			mappings = nil
 		}
-		var relay *client.Relay
-		relay, err = o.Client.StartRelay(client.RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: mappings, Config: o.Config})
+		var relay *Relay
+		relay, err = StartRelay(o.Client, RelayOptions{Local: r.dir, Remote: o.Caller.Cwd, Mappings: mappings, Config: o.Config})
 		if err != nil {
 			return nil, err
 		}
@@ -288,7 +287,7 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 	if r.caller.Scope != "" {
 		cmd.Env = append(cmd.Env, "MCPX_SCOPE="+r.caller.Scope) // --scope
 	}
-	stdout, stderr := &capped{max: s.MaxOutput}, &capped{max: s.MaxOutput}
+	stdout, stderr := &Capped{Max: s.MaxOutput}, &Capped{Max: s.MaxOutput}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, s.Stderr
 	if s.Envelope {
 		cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -305,7 +304,10 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 			}
 		}
 	}
-	env.ExitCode, err = wait(ctx, cmd, env.Runtime, started)
+	env.ExitCode, err = wait(ctx, cmd, scriptInterrupt, started)
+	if e := (*Error)(nil); errors.As(err, &e) && e.Op == OpStart {
+		err = &Error{Op: OpStart, Err: fmt.Errorf("starting %s: %w", env.Runtime, e.Err)}
+	}
 	if records != nil {
 		records.flush() //nolint:errcheck // the last line lost, as any write of stderr may be
 	}
@@ -380,60 +382,4 @@ func (r *Run) bundle(ctx context.Context, s Script, dir string) (*exec.Cmd, erro
 	cmd := exec.Command(s.Runtime.Path, s.Runtime.Args(runnerPath, s.Argv)...)
 	cmd.Env = append(os.Environ(), s.Runtime.Env()...)
 	return cmd, nil
-}
-
-// wait runs cmd to its end and returns its exit code (128+n for a signal).
-// An interrupt (ctx ends) is passed on as SIGINT; a script that has not
-// ended InterruptGrace later is killed.
-func wait(ctx context.Context, cmd *exec.Cmd, runtime string, started func(int)) (int, error) {
-	if err := cmd.Start(); err != nil {
-		return 127, &Error{Op: OpStart, Err: fmt.Errorf("starting %s: %w", runtime, err)}
-	}
-	if started != nil {
-		started(cmd.Process.Pid)
-	}
-	stopFwd := context.AfterFunc(ctx, func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		time.AfterFunc(InterruptGrace, func() { cmd.Process.Kill() })
-	})
-	defer stopFwd()
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, nil
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ee.ExitCode(), nil
-	}
-	return 0, &Error{Op: OpWait, Err: err}
-}
-
-// capped keeps the first max bytes written to it (max 0: all), and says
-// how many it dropped.
-type capped struct {
-	max     int
-	buf     bytes.Buffer
-	dropped int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	keep := len(p)
-	if c.max > 0 {
-		keep = min(keep, max(c.max-c.buf.Len(), 0))
-	}
-	c.buf.Write(p[:keep])
-	c.dropped += len(p) - keep
-	return len(p), nil
-}
-
-func (c *capped) Bytes() []byte { return c.buf.Bytes() }
-
-func (c *capped) String() string {
-	if c.dropped == 0 {
-		return c.buf.String()
-	}
-	return c.buf.String() + fmt.Sprintf("\n[mcpx: %d more bytes dropped: the output is bounded at %d]", c.dropped, c.max)
 }

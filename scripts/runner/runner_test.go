@@ -37,7 +37,7 @@ type broker struct {
 	token string // its bearer token
 }
 
-func startBroker(t *testing.T, scope string) *broker {
+func startBroker(t testing.TB, scope string) *broker {
 	t.Helper()
 	proctest.CheckNoLeaks(t)
 	exe, err := os.Executable()

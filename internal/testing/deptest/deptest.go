@@ -68,7 +68,7 @@ type Rules struct {
 	NoHTTPServer string
 	// HTTPServerFiles are the files NoHTTPServer allows to serve HTTP all
 	// the same, each named by its package's import path and its base name
-	// ("mcpx.dev/mcpx/client/relay.go"), with why. One that names no
+	// ("mcpx.dev/mcpx/scripts/runner/relay.go"), with why. One that names no
 	// file of the tree is a violation: a stale exception hides nothing.
 	HTTPServerFiles map[string]string
 	// Except are packages under the directory that these rules do not

@@ -1,4 +1,4 @@
-package client
+package runner
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -34,18 +35,18 @@ import (
 //   - the browser guard's headers (Origin) and hop-by-hop headers stop
 //     here; responses, streamed ones included, pass through as they come.
 //
-// This is the client's one HTTP server; it serves no one but the script
-// that holds its token.
+// This is the runner's one HTTP server; it serves no one but the script
+// that holds its token. (The Go client serves none: it is a client.)
 //
-//	r, err := bc.StartRelay(client.RelayOptions{Local: dir, Remote: caller.Cwd, Mappings: cfg.PathMappings, Config: file})
+//	r, err := runner.StartRelay(bc, runner.RelayOptions{Local: dir, Remote: caller.Cwd, Mappings: cfg.PathMappings, Config: file})
 //	defer r.Close()
 //	env := []string{"MCPX_URL=" + r.URL(), "MCPX_TOKEN=" + r.Token()}
 type Relay struct {
-	c      *Client
+	c      *client.Client
 	token  string
-	remote string  // the run's directory on the broker's machine
-	paths  PathMap // the run's directory to remote, and the client config's mappings
-	config string  // the client config file, for messages
+	remote string         // the run's directory on the broker's machine
+	paths  client.PathMap // the run's directory to remote, and the client config's mappings
+	config string         // the client config file, for messages
 
 	ln     net.Listener
 	srv    *http.Server
@@ -67,13 +68,13 @@ type RelayOptions struct {
 
 // StartRelay listens on a loopback port and serves the relay to c until
 // Close. The caller owns the relay and must Close it.
-func (c *Client) StartRelay(o RelayOptions) (*Relay, error) {
+func StartRelay(c *client.Client, o RelayOptions) (*Relay, error) {
 	all := maps.Clone(o.Mappings)
 	if all == nil {
 		all = map[string]string{}
 	}
 	all[o.Local] = o.Remote // the run's own mapping, as the CLI made it (or --cwd)
-	paths, err := NewPathMap(all)
+	paths, err := client.NewPathMap(all)
 	if err != nil {
 		return nil, fmt.Errorf("client config %s: %w", o.Config, err)
 	}
@@ -128,7 +129,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		mapped, ok := r.paths.Map(cwd)
 		if !ok {
 			real, _ := filepath.EvalSymlinks(cwd)
-			relayProblem(w, wire.KindBadRequest, 400, (&UnmappedError{Dir: cmp.Or(real, filepath.Clean(cwd)), Config: r.config}).Error(), wire.HeaderCwd)
+			relayProblem(w, wire.KindBadRequest, 400, (&client.UnmappedError{Dir: cmp.Or(real, filepath.Clean(cwd)), Config: r.config}).Error(), wire.HeaderCwd)
 			return
 		}
 		h.Set(wire.HeaderCwd, mapped)

@@ -1,4 +1,4 @@
-package client_test
+package runner_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/scripts/runner"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -32,9 +33,9 @@ func TestRelay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := startDaemon(t, map[string]string{"demo": `{"scope": "cwd"}`})
+	d := startBroker(t, "cwd")
 
-	relay, err := d.unix.StartRelay(client.RelayOptions{Local: local, Remote: remote, Mappings: map[string]string{mappedLocal: mappedRemote}, Config: "client.json"})
+	relay, err := runner.StartRelay(d.unix, runner.RelayOptions{Local: local, Remote: remote, Mappings: map[string]string{mappedLocal: mappedRemote}, Config: "client.json"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,9 +120,9 @@ func TestRelay(t *testing.T) {
 // against the same call straight from the Go client. The broker is local
 // here, so the ratio is the relay's own cost.
 func BenchmarkRelay(b *testing.B) {
-	d := startDaemon(b, map[string]string{"demo": `{"scope": "global"}`})
+	d := startBroker(b, "global")
 	dir := b.TempDir()
-	relay, err := d.unix.StartRelay(client.RelayOptions{Local: dir, Remote: dir, Config: "client.json"})
+	relay, err := runner.StartRelay(d.unix, runner.RelayOptions{Local: dir, Remote: dir, Config: "client.json"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,0 +1,63 @@
+package config
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// Trusted says whether the config file at path may be used for what it
+// would run as this process's user: its servers' commands (the broker's
+// project files) and its script lines, interpreters and environment
+// (`mcpx run`). It returns nil when it may, an *UntrustedError saying why
+// not, or the error of stat'ing it (the file is then not used either; a
+// load of it would fail the same way). It follows symlinks: what counts is
+// the file read.
+//
+//	if err := config.Trusted(path); err != nil {
+//		log.Printf("%s is not used: %v", path, err)
+//	}
+//
+// One rule, for the broker and the CLI alike, so one file on one chain is
+// never trusted for its script lines and skipped for its servers: a file
+// is trusted when this user or root owns it and neither its group nor
+// others may write it.
+//
+//   - Root: a file root owns that this user cannot write is as trustworthy
+//     as one of the user's own. Root can change any of the user's files
+//     anyway, so trusting it widens nothing; and system config
+//     directories (/etc/mcpx, a package's files, a checkout root made)
+//     are root's, whose files the user must be able to use.
+//   - Another user's file is never trusted, whoever they are: what it
+//     names would run with this user's rights, a way up for them.
+//   - A group- or world-writable file is never trusted, whoever owns it:
+//     anyone who may write it may choose what runs as this user. The
+//     group bits are checked too because a file's group seldom holds this
+//     user alone.
+func Trusted(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	return TrustedInfo(fi, os.Getuid())
+}
+
+// TrustedInfo is Trusted for a file already stat'ed (fi), as the user uid:
+// for a caller that needs the stat for more (the broker's cache stamps
+// files by it).
+func TrustedInfo(fi fs.FileInfo, uid int) error {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != uid {
+		return &UntrustedError{Why: fmt.Sprintf("another user (uid %d) owns it", st.Uid)}
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return &UntrustedError{Why: fmt.Sprintf("other users may write it (mode %o); make it writable by its owner only", perm)}
+	}
+	return nil
+}
+
+// UntrustedError is a config file Trusted refuses: Why says what makes
+// it untrusted and how to fix it.
+type UntrustedError struct{ Why string }
+
+func (e *UntrustedError) Error() string { return e.Why }

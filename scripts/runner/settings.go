@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"errors"
+	"maps"
+	"path/filepath"
+	"slices"
+
+	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/config/chain"
+)
+
+// Settings are the "script" blocks of a config chain merged under the
+// command line's layer: what every script run from there gets.
+type Settings struct {
+	// Prefix and Suffix are the lines run around the script
+	// (config.MergeLines).
+	Prefix, Suffix []string
+	// Interpreter are the commands by extension; Env the variables. The
+	// nearest layer wins per key, the command line's over all.
+	Interpreter, Env map[string]string
+	// Deps are the merged script.deps (config.MergeDeps).
+	Deps config.ScriptDeps
+	// ConfigDirs are the directories of the config files used, nearest
+	// first (their package.json files declare packages too).
+	ConfigDirs []string
+	// Environment is the nearest script.environment, and EnvironmentDir
+	// the directory of the file that set it (a relative shell: file is
+	// its).
+	Environment, EnvironmentDir string
+}
+
+// LoadSettings merges the "script" blocks of the config chain ch (each
+// config.json's, nearest first) under the command line's prefix and
+// suffix lines and env, the nearest layer of all. A file config.Trusted
+// refuses is not used (its lines and commands would run as this user):
+// warn, when not nil, is told of it. One that does not load is an error
+// naming the file and field.
+func LoadSettings(ch chain.Chain, prefix, suffix config.Lines, env map[string]string, warn func(file string, err error)) (Settings, error) {
+	pres, sufs := []config.Lines{prefix}, []config.Lines{suffix}
+	interps, envs := []map[string]string{nil}, []map[string]string{env}
+	var set Settings
+	var deps []config.ScriptDeps
+	for _, d := range ch {
+		if d.Config == "" {
+			continue
+		}
+		var untrusted *config.UntrustedError
+		if err := config.Trusted(d.Config); errors.As(err, &untrusted) {
+			if warn != nil {
+				warn(d.Config, err)
+			}
+			continue
+		} // not stat'ed: LoadScript says why
+		sc, err := config.LoadScript(d.Config)
+		if err != nil {
+			return Settings{}, err
+		}
+		pres, sufs = append(pres, sc.Prefix), append(sufs, sc.Suffix)
+		interps, envs = append(interps, sc.Interpreter), append(envs, sc.Env)
+		deps, set.ConfigDirs = append(deps, sc.Deps), append(set.ConfigDirs, filepath.Dir(d.Config))
+		if set.Environment == "" && sc.Environment != "" {
+			set.Environment, set.EnvironmentDir = sc.Environment, filepath.Dir(d.Config)
+		}
+	}
+	set.Prefix, set.Suffix = config.MergeLines(pres), config.MergeLines(sufs)
+	set.Interpreter, set.Env, set.Deps = config.MergeMaps(interps), config.MergeMaps(envs), config.MergeDeps(deps)
+	return set, nil
+}
+
+// environ is env as KEY=value entries, sorted.
+func environ(env map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+// ChainDirs are the directories of ch that hold scripts/ or lib/, nearest
+// first: where scripts.Find, scripts.Resolve and scripts.LibDirs look.
+func ChainDirs(ch chain.Chain) []string {
+	var dirs []string
+	for _, d := range ch {
+		if d.Scripts != "" || d.Lib != "" {
+			dirs = append(dirs, d.Path)
+		}
+	}
+	return dirs
+}
