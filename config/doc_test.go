@@ -304,6 +304,7 @@ func TestDocsConfigExamples(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d config examples checked", n)
 	if n < 5 {
 		t.Fatalf("found %d config examples in the docs: is the search broken?", n)
 	}
@@ -315,22 +316,25 @@ type jsonBlock struct {
 	notConfig bool
 }
 
-var fenceJSON = regexp.MustCompile("(?m)^```json\n")
+var fenceJSON = regexp.MustCompile("(?m)^( *)```json\n")
 
-// jsonBlocks are the ```json blocks of a markdown page.
+// jsonBlocks are the ```json blocks of a markdown page (a list item's,
+// indented, too).
 func jsonBlocks(page string) []jsonBlock {
 	var out []jsonBlock
-	for _, loc := range fenceJSON.FindAllStringIndex(page, -1) {
+	for _, loc := range fenceJSON.FindAllStringSubmatchIndex(page, -1) {
+		indent := page[loc[2]:loc[3]]
 		rest := page[loc[1]:]
 		end := strings.Index(rest, "```")
 		if end < 0 {
 			continue
 		}
+		text := strings.ReplaceAll("\n"+rest[:end], "\n"+indent, "\n")[1:]
 		before := strings.TrimRight(page[:loc[0]], "\n")
-		prev := before[strings.LastIndexByte(before, '\n')+1:]
+		prev := strings.TrimSpace(before[strings.LastIndexByte(before, '\n')+1:])
 		out = append(out, jsonBlock{
 			line:      strings.Count(page[:loc[0]], "\n") + 1,
-			text:      rest[:end],
+			text:      text,
 			notConfig: strings.HasPrefix(prev, "<!-- not a config"),
 		})
 	}
