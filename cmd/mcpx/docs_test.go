@@ -237,6 +237,8 @@ var docExpect = map[string]docWant{
 	`sock=$(mcpx daemon info --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["socket"])')`:          {},
 	`curl -s --unix-socket "$sock" -H "Mcpx-Cwd: $PWD" -d '{"message":"hi"}' http://mcpx/v1/servers/demo/tools/echo`: {stdout: `^\{.*"content":\[\{"type":"text","text":"hi"\}\]`},
 
+	`curl -s -H "Authorization: Bearer $(cat "$state/token")" -H 'Mcpx-Client: curl' "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$state/daemon.json")/v1/servers"`: {stdout: `"name":\s*"demo"`},
+
 	// docs/trust.md
 	`mcpx token ls`:           {stdout: `(?m)^ID `},
 	`mcpx token rotate`:       {stdout: `.`},
@@ -510,4 +512,35 @@ func clipDoc(s string) string {
 		return s[:1500] + "…"
 	}
 	return s
+}
+
+// TestReadmeReadNext: the README's "Read next" table names every page of
+// docs/, and only pages that exist.
+func TestReadmeReadNext(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "\n## Read next\n")
+	if !ok {
+		t.Fatal("README.md has no Read next section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\| \[docs/([^\]]+)\]\(docs/([^)]+)\) \|`).FindAllStringSubmatch(table, -1) {
+		if m[1] != m[2] {
+			t.Errorf("the row of %s links to %s", m[1], m[2])
+		}
+		listed[m[1]] = true
+	}
+	pages, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	for _, p := range pages {
+		if name := filepath.Base(p); !listed[name] {
+			t.Errorf("README.md's Read next table does not list docs/%s", name)
+		}
+		delete(listed, filepath.Base(p))
+	}
+	for name := range listed {
+		t.Errorf("README.md's Read next table lists docs/%s, which does not exist", name)
+	}
 }
