@@ -78,6 +78,13 @@ func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int
 			p.decodeWebhooks(&cfg.Webhooks, m.value)
 		case "otel":
 			p.decodeOTel(&cfg.OTel, m.value)
+		case "$schema":
+			// The JSON Schema an editor checks the file against
+			// (`mcpx config schema`, schema.go); mcpx reads nothing from it.
+			var s string
+			if json.Unmarshal(m.value, &s) != nil {
+				p.add("", "$schema", "$schema is not a string", `name the schema file, such as "./config.schema.json" (written by mcpx config init)`)
+			}
 		case "inputs":
 			var in []json.RawMessage
 			if json.Unmarshal(m.value, &in) != nil {

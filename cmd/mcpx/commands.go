@@ -79,7 +79,7 @@ func commands() []command {
 		{"fleet", "ls [--json] [--tag t | --probe] [--tsnet] [--broker B]", "list the brokers on the tailnet (tagged tag:mcpx, or found by probing) with their servers, instances and health", fleetCmd},
 		{"whoami", "[--json]", "show how the broker sees this caller: identity and rights", whoamiCmd},
 		{"token", "mint --sub NAME --servers a,b [--roots …] [--scopes …] [--tools …] [--rate 100/m [--burst N]] [--ttl 24h] [--admin] | ls [--json] | revoke <id> | rotate", "mint, list, revoke signed bearer tokens, or rotate their signing key", tokenCmd},
-		{"config", "check|show [--config F] | --sources", "validate or print the configuration, or list the config files in force here", configCmd},
+		{"config", "check|show|init [--config F] | schema | --sources | --defaults", "validate or print the configuration, print its JSON Schema, write the schema beside it (and a config naming it, if none), or list the config files in force here", configCmd},
 		{"clientgen", "ts [--servers a,b] [-o file]", "write the typed TypeScript client of the broker's tools (served at /v1/clients/typescript)", clientgenCmd},
 		{"types", "[--no-instructions] <server>[.<tool>]", "print the TypeScript declarations of a server's tools, or of one, with its instructions and prelude", typesCmd},
 		{"openapi", "", "print the broker's OpenAPI 3.1 document (the daemon serves it at /openapi.json)", openapiCmd},

@@ -11,7 +11,8 @@ import (
 	"mcpx.dev/mcpx/internal/defaults"
 )
 
-// configCmd is `mcpx config check|show [--config F]`. check exits 0 and says
+// configCmd is `mcpx config check|show|init [--config F]`, `mcpx config
+// schema` (configschema.go) or `mcpx config --sources|--defaults`. check exits 0 and says
 // "ok: N servers" and which servers are disabled, or prints every error and
 // exits 1 (exitToolError: the command ran and found the config invalid; 2
 // stays reserved for usage). Either way the config's warnings go to stderr.
@@ -37,8 +38,14 @@ func configCmd(ctx context.Context, c *cli, args []string) int {
 		}
 		return configSources(ctx, c, sources)
 	}
+	if len(pos) == 1 && pos[0] == "schema" {
+		return configSchema(c)
+	}
+	if len(pos) == 1 && pos[0] == "init" {
+		return configInit(c, *path)
+	}
 	if len(pos) != 1 || (pos[0] != "check" && pos[0] != "show") {
-		return usageError(c, fs, "want `check`, `show` or --sources")
+		return usageError(c, fs, "want `check`, `show`, `schema`, `init` or --sources")
 	}
 	cfg, src, err := daemon.LoadConfig(*path, c.getenv)
 	if pos[0] == "check" && *sources.asJSON {
