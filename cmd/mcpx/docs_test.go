@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"mcpx.dev/mcpx/internal/paths"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -463,7 +464,7 @@ func docSetup(setup func(*testscript.Env) error) func(*testscript.Env) error {
 			return err
 		}
 		e.Defer(func() {
-			dirs, _ := filepath.Glob(filepath.Join(e.WorkDir, "state", "mcpx", daemonsDir, "*"))
+			dirs, _ := filepath.Glob(filepath.Join(e.WorkDir, "state", "mcpx", paths.DaemonsDir, "*"))
 			for _, d := range dirs {
 				stopRecordedDaemon(d)
 			}
@@ -542,5 +543,37 @@ func TestReadmeReadNext(t *testing.T) {
 	}
 	for name := range listed {
 		t.Errorf("README.md's Read next table lists docs/%s, which does not exist", name)
+	}
+}
+
+// TestArchitectureReference: docs/architecture.md's behaviour reference
+// names every other page of docs/, and only pages that exist.
+func TestArchitectureReference(t *testing.T) {
+	arch, err := os.ReadFile(filepath.Join("..", "..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(arch), "\n## Behaviour reference\n")
+	if !ok {
+		t.Fatal("docs/architecture.md has no Behaviour reference section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\| \[([^\]]+)\]\(([^)]+)\) \|`).FindAllStringSubmatch(table, -1) {
+		if m[1] != m[2] {
+			t.Errorf("the row of %s links to %s", m[1], m[2])
+		}
+		listed[m[1]] = true
+	}
+	pages, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	for _, p := range pages {
+		name := filepath.Base(p)
+		if name != "architecture.md" && !listed[name] {
+			t.Errorf("docs/architecture.md's behaviour reference does not list %s", name)
+		}
+		delete(listed, name)
+	}
+	for name := range listed {
+		t.Errorf("docs/architecture.md's behaviour reference lists %s, which does not exist", name)
 	}
 }

@@ -109,9 +109,9 @@ func (d Daemon) SocketIs(sock string) bool {
 	return d.Socket != "" && filepath.Clean(d.Socket) == filepath.Clean(sock)
 }
 
-// daemonsDir is the directory under the default state directory that holds
+// DaemonsDir is the directory under the default state directory that holds
 // the state directories of the daemons chosen by a config.
-const daemonsDir = "daemons"
+const DaemonsDir = "daemons"
 
 // Default is the default daemon: StateDir and DefaultSocket.
 func Default(getenv func(string) string) (Daemon, error) {
@@ -199,7 +199,7 @@ func Serve(getenv func(string) string, own, state, sock string) (Daemon, error) 
 func fingerprinted(getenv func(string) string, state, canon string) Daemon {
 	sum := sha256.Sum256([]byte(canon))
 	fp := hex.EncodeToString(sum[:6])
-	d := Daemon{Config: canon, State: filepath.Join(state, daemonsDir, fp)}
+	d := Daemon{Config: canon, State: filepath.Join(state, DaemonsDir, fp)}
 	if rt := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) {
 		d.Socket = filepath.Join(rt, "mcpx", "mcpx-"+fp+".sock")
 	} else {
@@ -229,7 +229,7 @@ func StateDirs(getenv func(string) string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub, _ := filepath.Glob(filepath.Join(state, daemonsDir, "*"))
+	sub, _ := filepath.Glob(filepath.Join(state, DaemonsDir, "*"))
 	sort.Strings(sub)
 	return append([]string{state}, sub...), nil
 }
