@@ -24,7 +24,7 @@ func call(ctx context.Context, c *cli, args []string) int {
 	noAutostart := autostartFlag(fs)
 	asJSON := fs.Bool("json", false, "print the raw CallToolResult JSON")
 	progress := fs.Bool("progress", false, "print progress to stderr (default: when stderr is a terminal)")
-	asTask := fs.Bool("task", false, "run the call as a task: print its id at once (`mcpx tasks result <id>` waits for the result)")
+	asTask := fs.Bool("task", false, "run the call as a task: print its id at once (mcpx tasks result <id> waits for the result)")
 	logLevel := fs.String("log-level", "", "ask the server's instance for its log messages at this level and above ("+strings.Join(wire.MCPLogLevels(), ", ")+
 		") and print them to stderr during the call (without it: printed when stderr is a terminal); an instance has one level, so callers sharing it share the last one set")
 	co := callerFlags(fs, "the directory the call is made from")

@@ -25,7 +25,7 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 	list := fs.Bool("list", false, "list the clients and what install writes for each")
 	asJSON := fs.Bool("json", false, "with --list: print the list as JSON")
 	uninstall := fs.Bool("uninstall", false, "remove what install wrote (parts you edited are reported and left)")
-	httpForm := fs.Bool("http", false, "write a Streamable HTTP entry (the running daemon's loopback URL and token, or --broker's /mcp) rather than the stdio bridge `mcpx mcp`")
+	httpForm := fs.Bool("http", false, "write a Streamable HTTP entry (the running daemon's loopback URL and token, or --broker's /mcp) rather than the stdio bridge, mcpx mcp")
 	bo := brokerFlag(fs) // passed on to `mcpx mcp`, or with --http where the URL points
 	binary := fs.String("binary", "", "the mcpx binary the hooks and the stdio bridge run (default this one)")
 	stateFlag := fs.String("state-dir", "", "where the hashes of what was written are kept, and the daemon record --http reads (default $XDG_STATE_HOME/mcpx)")

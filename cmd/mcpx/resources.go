@@ -105,7 +105,7 @@ func notAmong(msg, name string, names []string, hint string) error {
 // resources is `mcpx resources [--templates] [--json] <server>`.
 func resources(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "resources")
-	templates := fs.Bool("templates", false, "list the resource templates (URIs with {variables}; read one filled in with `mcpx resource`)")
+	templates := fs.Bool("templates", false, "list the resource templates (URIs with {variables}; read one filled in with mcpx resource)")
 	sc, code, ok := startServerCommand(ctx, c, fs, args, 0, 0)
 	if !ok {
 		return code

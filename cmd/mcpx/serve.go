@@ -151,7 +151,7 @@ func parseServeFlags(c *cli, args []string) (serveFlags, int, bool) {
 	fs.StringVar(&f.config, "config", "", "config file (default $XDG_CONFIG_HOME/mcpx/config.json; if absent, serve the built-in demo server)")
 	fs.StringVar(&f.state, "state-dir", "", "state directory (default $XDG_STATE_HOME/mcpx)")
 	fs.StringVar(&f.socket, "socket", "", "unix socket path (default $XDG_RUNTIME_DIR/mcpx/mcpx.sock, else in the state directory)")
-	fs.BoolVar(&f.ownSocket, "own-socket", false, "serve on the socket and state directory named by the --config's fingerprint, beside the default daemon (the daemon `mcpx <command> --config FILE` reaches; the default when the config comes from $MCPX_CONFIG)")
+	fs.BoolVar(&f.ownSocket, "own-socket", false, "serve on the socket and state directory named by the --config's fingerprint, beside the default daemon (the daemon that mcpx <command> --config FILE reaches; the default when the config comes from $MCPX_CONFIG)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "also serve on this loopback TCP address (port 0: any free port; \"off\": no TCP); TCP callers need the token of the daemon record")
 	fs.IntVar(&f.maxConns, "listen-max-conns", api.DefaultMaxConns, "connections served at once on the --listen address; more wait until one closes (the unix socket is never capped)")
 	f.tailnet = addTailnetFlags(fs)

@@ -136,6 +136,10 @@ func leaseCmd(ctx context.Context, c *cli, args []string) int {
 	noAutostart := autostartFlag(fs)
 	ttl := fs.Duration("ttl", 30*time.Second, "the lease's ttl: how long it outlives this process if killed (renewed every ttl/3)")
 	asJSON := fs.Bool("json", false, "capture the command's stdout and stderr and print one JSON envelope: the lease, the command, its exit code, duration and output, whether the lease was released")
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fs.Usage() // `mcpx help lease`, `mcpx lease -h`
+		return exitOK
+	}
 	if len(args) == 0 || args[0] != "run" {
 		return usageError(c, fs, "want `run [--ttl 30s] [--json] -- <cmd> [args…]`")
 	}
