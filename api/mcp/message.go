@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"mcpx.dev/mcpx/internal/rawjson"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // JSON-RPC error codes.
@@ -76,13 +76,13 @@ func parseMessage(body []byte) (*message, error) {
 	}
 	var m message
 	var bad error
-	err := rawjson.Members(body, func(k, v []byte) {
+	err := jsonrpc.Members(body, func(k, v []byte) {
 		switch string(k) {
 		case `"id"`:
 			m.ID = v
 		case `"method"`:
 			var ok bool
-			if m.Method, ok = rawjson.Unquote(v); !ok {
+			if m.Method, ok = jsonrpc.Unquote(v); !ok {
 				bad = errors.New("the body is not a JSON-RPC message: its method is not a string")
 			}
 		case `"params"`:
@@ -110,7 +110,7 @@ func (m *message) isResponse() bool {
 
 // idString is the id as a map key: a string id unquoted, a number as written.
 func (m *message) idString() string {
-	if s, ok := rawjson.Unquote(m.ID); ok {
+	if s, ok := jsonrpc.Unquote(m.ID); ok {
 		return s
 	}
 	return string(m.ID)
@@ -126,7 +126,7 @@ func (m *message) metaRaw(k string) json.RawMessage {
 
 // meta is the string params._meta member k.
 func (m *message) meta(k string) string {
-	s, _ := rawjson.Unquote(m.metaRaw(k)) // not a string: ""
+	s, _ := jsonrpc.Unquote(m.metaRaw(k)) // not a string: ""
 	return s
 }
 

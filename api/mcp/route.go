@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/internal/mcpheader"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // Requests routed to the child that serves them: on /mcp/{server} always
@@ -235,7 +235,7 @@ func (ss *session) toolCall(ctx context.Context, st *stream, msg *message) (brok
 func (ss *session) checkParamHeaders(ctx context.Context, r broker.Request, tool string, params json.RawMessage) error {
 	mismatch := func(text string) error { return &rpcError{Code: codeHeaderMismatch, Message: text} }
 	for k, vs := range ss.header {
-		if !strings.HasPrefix(k, mcpheader.ParamPrefix) {
+		if !strings.HasPrefix(k, jsonrpc.HeaderParamPrefix) {
 			continue
 		}
 		for _, v := range vs {
@@ -258,13 +258,13 @@ func (ss *session) checkParamHeaders(ctx context.Context, r broker.Request, tool
 			break
 		}
 	}
-	if def == nil || !mcpheader.Annotated(def) {
+	if def == nil || !jsonrpc.HasParamHeaders(def) {
 		return nil
 	}
 	want := http.Header{}
-	mcpheader.Set(want, "tools/call", params, func(string) json.RawMessage { return def })
+	jsonrpc.SetHeaders(want, "tools/call", params, func(string) json.RawMessage { return def })
 	for k, vs := range want {
-		if !strings.HasPrefix(k, mcpheader.ParamPrefix) {
+		if !strings.HasPrefix(k, jsonrpc.HeaderParamPrefix) {
 			continue
 		}
 		if got := ss.header.Get(k); got != vs[0] && decodeHeader(got) != decodeHeader(vs[0]) {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/internal/mcpheader"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -232,7 +232,7 @@ const maxResends = 4
 // the session id, the protocol version (a stateless request's own, from
 // its _meta, else the negotiated one, else a stateless client's last) and,
 // from the stateless era on, the standard headers of e (nil: none):
-// Mcp-Method, Mcp-Name, Mcp-Param-* (package mcpheader).
+// Mcp-Method, Mcp-Name, Mcp-Param-* (package jsonrpc).
 func (b *bridge) header(sess, version string, e *envelope) http.Header {
 	h := b.opts.Header.Clone()
 	if h == nil {
@@ -260,13 +260,13 @@ func (b *bridge) header(sess, version string, e *envelope) http.Header {
 		b.mu.Unlock()
 	}
 	if e != nil && version >= statelessEra {
-		mcpheader.Set(h, e.Method, e.Params, b.toolOf)
+		jsonrpc.SetHeaders(h, e.Method, e.Params, b.toolOf)
 	}
 	return h
 }
 
 // toolOf is the Tool object of a tool whose arguments map to headers
-// (mcpheader.Annotated), from the client's last tools/list; nil if none.
+// (jsonrpc.HasParamHeaders), from the client's last tools/list; nil if none.
 func (b *bridge) toolOf(name string) json.RawMessage {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -288,7 +288,7 @@ func (b *bridge) keepTools(result json.RawMessage) {
 		var n struct {
 			Name string `json:"name"`
 		}
-		if json.Unmarshal(t, &n) == nil && mcpheader.Annotated(t) {
+		if json.Unmarshal(t, &n) == nil && jsonrpc.HasParamHeaders(t) {
 			b.tools[n.Name] = t
 		}
 	}

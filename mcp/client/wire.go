@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"sync"
 
-	"mcpx.dev/mcpx/internal/rawjson"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // This file holds the byte-level JSON-RPC helpers. Messages are scanned in
@@ -30,7 +30,7 @@ func (e *envelope) isResponse() bool {
 	return e.method == nil && e.id != nil && (e.result != nil || e.err != nil)
 }
 
-var errNotObject = rawjson.ErrNotObject
+var errNotObject = jsonrpc.ErrNotObject
 
 // parseEnvelope splits a JSON-RPC message into its members.
 func parseEnvelope(msg []byte) (envelope, error) {
@@ -52,16 +52,16 @@ func parseEnvelope(msg []byte) (envelope, error) {
 	return e, err
 }
 
-// The scanners are package rawjson's (the MCP endpoint reads its
+// The scanners are package jsonrpc's (the MCP endpoint reads its
 // clients' messages the same way).
 var (
-	members    = rawjson.Members
-	elements   = rawjson.Elements
-	member     = rawjson.Member
-	skipSpace  = rawjson.SkipSpace
-	skipValue  = rawjson.SkipValue
-	skipString = rawjson.SkipString
-	unquote    = rawjson.Unquote
+	members    = jsonrpc.Members
+	elements   = jsonrpc.Elements
+	member     = jsonrpc.Member
+	skipSpace  = jsonrpc.SkipSpace
+	skipValue  = jsonrpc.SkipValue
+	skipString = jsonrpc.SkipString
+	unquote    = jsonrpc.Unquote
 )
 
 // parseID reads a request id we issued (an integer). Peers that echo it as a
