@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // The methods of a child's requests for input (InputRequest.Method).
 const (
-	MethodElicit = client.MethodElicit // elicitation/create: a form to fill in
-	MethodSample = client.MethodSample // sampling/createMessage: a completion from the caller's model
+	MethodElicit = jsonrpc.MethodElicit // elicitation/create: a form to fill in
+	MethodSample = jsonrpc.MethodSample // sampling/createMessage: a completion from the caller's model
 )
 
 // InputRequest is a child's request for input (client.InputRequest),

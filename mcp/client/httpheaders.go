@@ -11,13 +11,7 @@ import (
 // (package jsonrpc); toolOf returns the tool's Tool object from the
 // cached tools/list, nil if it is not cached.
 func standardHeaders(h http.Header, msg []byte, toolOf func(name string) json.RawMessage) {
-	e, err := parseEnvelope(msg)
-	if err != nil || e.method == nil {
-		return
+	if e, err := jsonrpc.Parse(msg); err == nil {
+		jsonrpc.SetHeaders(h, e.Method, e.Params, toolOf)
 	}
-	method, ok := unquote(e.method)
-	if !ok {
-		return
-	}
-	jsonrpc.SetHeaders(h, method, e.params, toolOf)
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 func TestInitializeRootlessGolden(t *testing.T) {
@@ -102,6 +104,21 @@ func TestVersionNegotiation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestErasVersions: the eras Connect tries speak, in their order, the
+// versions package jsonrpc lists, and the handshake offers its latest.
+func TestErasVersions(t *testing.T) {
+	var got []string
+	for _, e := range eras {
+		got = append(got, e.versions()...)
+	}
+	if d := cmp.Diff(jsonrpc.SupportedVersions(), got); d != "" {
+		t.Errorf("the eras' versions (-jsonrpc +eras):\n%s", d)
+	}
+	if v := (handshake{}).versions()[0]; v != jsonrpc.LatestHandshake {
+		t.Errorf("the handshake offers %s, want %s", v, jsonrpc.LatestHandshake)
 	}
 }
 
@@ -223,11 +240,11 @@ func TestRPCError(t *testing.T) {
 	p.recv()
 	p.send(`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Unknown tool: nope","data":{"tool":"nope"}}}`)
 	r := <-ch
-	var rerr *RPCError
+	var rerr *jsonrpc.Error
 	if !errors.As(r.err, &rerr) {
-		t.Fatalf("error = %v, want *RPCError", r.err)
+		t.Fatalf("error = %v, want *jsonrpc.Error", r.err)
 	}
-	want := &RPCError{Code: -32602, Message: "Unknown tool: nope", Data: json.RawMessage(`{"tool":"nope"}`)}
+	want := &jsonrpc.Error{Code: -32602, Message: "Unknown tool: nope", Data: json.RawMessage(`{"tool":"nope"}`)}
 	if d := cmp.Diff(want, rerr); d != "" {
 		t.Errorf("RPCError mismatch (-want +got):\n%s", d)
 	}

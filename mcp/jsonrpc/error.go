@@ -44,6 +44,6 @@ const (
 	// (SEP-2575).
 	CodeUnsupportedVersion = -32022
 	// CodeUserRejected answers a sampling/createMessage the user rejected
-	// (spec client/sampling#error-handling: "code": -1).
+	// (spec client/sampling, the error handling example).
 	CodeUserRejected = -1
 )
