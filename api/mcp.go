@@ -10,6 +10,7 @@ import (
 	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // The MCP endpoint (package mcpserver) at /mcp, every server the caller may
@@ -60,7 +61,7 @@ func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// A server the caller cannot use is 404 before MCP begins; a request
 	// of a session was checked when it opened (the broker refuses a
 	// server that has gone since, as on every call).
-	if server != "" && r.Header.Get(mcp.HeaderSessionID) == "" {
+	if server != "" && r.Header.Get(jsonrpc.HeaderSessionID) == "" {
 		if _, err := s.b.ServerAt(broker.Request{Caller: c, Context: cc, Server: server}); err != nil {
 			s.writeProblem(w, r, err)
 			return

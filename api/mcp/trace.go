@@ -18,7 +18,7 @@ import (
 func (ss *session) traceRequest(ctx context.Context, msg *message) (context.Context, trace.Span) {
 	ctx = tracing.FromTraceparent(ctx, msg.meta("traceparent"))
 	name, tool := "mcp "+msg.Method, ""
-	if msg.Method == "tools/call" {
+	if msg.Method == jsonrpc.MethodToolsCall {
 		if p, err := msg.params(); err == nil {
 			tool, _ = jsonrpc.Unquote(p.get("name"))
 		}
