@@ -5,18 +5,13 @@ import (
 	"encoding/json"
 
 	"mcpx.dev/mcpx/mcp/client"
-	"mcpx.dev/mcpx/mcp/jsonrpc"
-)
-
-// The methods of a child's requests for input (InputRequest.Method).
-const (
-	MethodElicit = jsonrpc.MethodElicit // elicitation/create: a form to fill in
-	MethodSample = jsonrpc.MethodSample // sampling/createMessage: a completion from the caller's model
 )
 
 // InputRequest is a child's request for input (client.InputRequest),
-// attributed to one call in flight: its Method (MethodElicit or
-// MethodSample) and its Params as the child sent them; the handler owns
+// attributed to one call in flight: its Method (jsonrpc.MethodElicit, a
+// form to fill in, or jsonrpc.MethodSample, a completion from the
+// caller's model; or jsonrpc.MethodRootsList for a server with
+// callerRoots) and its Params as the child sent them; the handler owns
 // them.
 type InputRequest client.InputRequest
 

@@ -678,8 +678,8 @@ func withTaskID(raw json.RawMessage, id string) json.RawMessage {
 	}
 	if m, ok := o["_meta"]; ok {
 		var meta map[string]json.RawMessage
-		if json.Unmarshal(m, &meta) == nil && meta[relatedTaskKey] != nil {
-			meta[relatedTaskKey], _ = json.Marshal(map[string]string{"taskId": id})
+		if json.Unmarshal(m, &meta) == nil && meta[jsonrpc.MetaRelatedTask] != nil {
+			meta[jsonrpc.MetaRelatedTask], _ = json.Marshal(map[string]string{"taskId": id})
 			o["_meta"], _ = json.Marshal(meta)
 		}
 	}
@@ -689,9 +689,6 @@ func withTaskID(raw json.RawMessage, id string) json.RawMessage {
 	}
 	return out
 }
-
-// relatedTaskKey is the _meta key naming the task a message belongs to.
-const relatedTaskKey = "io.modelcontextprotocol/related-task"
 
 // setTaskStatus is the Task object raw with status and statusMessage set.
 func setTaskStatus(raw json.RawMessage, status, msg string) json.RawMessage {

@@ -29,9 +29,9 @@ func (b *Broker) translate(err error, op, server string) error {
 	if errors.As(err, &rpc) {
 		e := &Error{Op: op, Server: server, Msg: rpc.Message, RPCCode: rpc.Code, RPCData: rpc.Data, Err: err, Kind: KindChildFailed}
 		switch rpc.Code {
-		case -32602: // Invalid params: the child rejected the arguments.
+		case jsonrpc.CodeInvalidParams: // the child rejected the arguments
 			e.Kind = KindBadRequest
-		case -32601: // Method not found: the child does not offer this.
+		case jsonrpc.CodeMethodNotFound: // the child does not offer this
 			e.Kind = KindNotFound
 		}
 		return e
