@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
 )
 
 // Message is one JSON-RPC message, read in place: ID, Params, Result and
@@ -148,29 +147,4 @@ func appendID(b, id []byte) []byte {
 	}
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	return append(b, id...)
-}
-
-// Cancellation (basic/utilities/cancellation): "When a party wants to
-// cancel an in-progress request, it sends a notifications/cancelled
-// notification containing: The ID of the request to cancel, An optional
-// reason string". "Receivers of cancellation notifications SHOULD: Stop
-// processing the cancelled request, Free associated resources, Not send a
-// response for the cancelled request", and "MAY ignore cancellation
-// notifications if: The referenced request is unknown, Processing has
-// already completed".
-
-// CancelledID returns the requestId of notifications/cancelled's params
-// (valid JSON), raw; nil if there is none.
-func CancelledID(params []byte) json.RawMessage { return Member(params, `"requestId"`) }
-
-// AppendCancelled appends notifications/cancelled for the request of the
-// integer id, with reason ("" = none), to b.
-func AppendCancelled(b []byte, id int64, reason string) []byte {
-	b = append(b, `{"jsonrpc":"2.0","method":"`+MethodCancelled+`","params":{"requestId":`...)
-	b = strconv.AppendInt(b, id, 10)
-	if reason != "" {
-		b = append(b, `,"reason":`...)
-		b = AppendString(b, reason)
-	}
-	return append(b, "}}"...)
 }

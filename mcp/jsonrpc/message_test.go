@@ -179,36 +179,6 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// TestCancelled: the notification a sender writes reads back as the
-// request it cancels, and a receiver finds the id in any params.
-func TestCancelled(t *testing.T) {
-	msg := AppendCancelled(nil, 42, `timeout: the "caller's" deadline passed`)
-	if !json.Valid(msg) {
-		t.Fatalf("AppendCancelled = %s: not JSON", msg)
-	}
-	m, err := Parse(msg)
-	if err != nil || !m.IsNotification() || m.Method != MethodCancelled {
-		t.Fatalf("AppendCancelled = %s: parsed %+v, %v", msg, m, err)
-	}
-	if id := CancelledID(m.Params); string(id) != "42" {
-		t.Errorf("CancelledID(%s) = %s, want 42", m.Params, id)
-	}
-	if got := string(AppendCancelled(nil, 1, "")); got != `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}` {
-		t.Errorf("AppendCancelled without a reason = %s", got)
-	}
-	for params, want := range map[string]string{
-		`{"requestId":"abc","reason":"x"}`:       `"abc"`,
-		` { "reason" : "x" , "requestId" : 7 } `: `7`,
-		`{"reason":"no id"}`:                     ``,
-		`null`:                                   ``,
-		``:                                       ``,
-	} {
-		if got := CancelledID([]byte(params)); string(got) != want {
-			t.Errorf("CancelledID(%s) = %s, want %s", params, got, want)
-		}
-	}
-}
-
 func TestSetMember(t *testing.T) {
 	for _, tt := range []struct{ obj, key, val, want string }{
 		{`{}`, "a", `1`, `{"a":1}`},
