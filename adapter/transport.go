@@ -44,14 +44,14 @@ type Transport struct {
 	done   chan struct{} // closed by Close
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the request goroutines
+	wg     sync.WaitGroup   // the request goroutines
+	calls  jsonrpc.InFlight // the tools/call in flight
 
 	closeOnce sync.Once
 	closeErr  error // set in closeOnce
 
 	mu     sync.Mutex
-	closed bool                          // guarded by mu; no goroutine starts once set
-	calls  map[string]context.CancelFunc // guarded by mu; tools/call in flight by raw id
+	closed bool // guarded by mu; no goroutine starts once set
 }
 
 // NewTransport returns a Transport serving ns. The caller hands it to a
@@ -65,7 +65,7 @@ func NewTransport(ns Namespace, info Info) *Transport {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{ns: ns, info: info, out: make(chan []byte), done: make(chan struct{}),
-		ctx: ctx, cancel: cancel, calls: map[string]context.CancelFunc{}}
+		ctx: ctx, cancel: cancel}
 }
 
 // ErrClosed is returned by Send and Recv once the Transport is closed.
@@ -119,52 +119,32 @@ func (t *Transport) notify(m jsonrpc.Message) {
 	if m.Method != jsonrpc.MethodCancelled {
 		return // notifications/initialized, roots/list_changed: nothing to do
 	}
-	t.mu.Lock()
-	cancel := t.calls[idKey(jsonrpc.CancelledID(m.Params))]
-	t.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
+	t.calls.Cancelled(m.Params)
 }
 
 // start runs request m on a goroutine; a tools/call is registered first,
 // so that a notifications/cancelled sent right after it finds it.
 func (t *Transport) start(m jsonrpc.Message) {
 	ctx, cancel := context.WithCancel(t.ctx)
-	key := idKey(m.ID)
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		cancel()
 		return
 	}
-	if m.Method == jsonrpc.MethodToolsCall {
-		t.calls[key] = cancel
-	}
 	t.wg.Add(1)
 	t.mu.Unlock()
+	done := func() {}
+	if m.Method == jsonrpc.MethodToolsCall {
+		done = t.calls.Add(m.ID, cancel)
+	}
 	go func() {
 		defer t.wg.Done()
-		defer func() {
-			if m.Method == jsonrpc.MethodToolsCall {
-				t.mu.Lock()
-				delete(t.calls, key)
-				t.mu.Unlock()
-			}
-			cancel()
-		}()
+		defer cancel()
+		defer done()
 		result, rerr := t.handle(ctx, m)
 		t.answer(m.ID, result, rerr)
 	}()
-}
-
-// idKey is an id as a map key: its compact JSON.
-func idKey(id json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, id) != nil {
-		return string(id)
-	}
-	return b.String()
 }
 
 func (t *Transport) handle(ctx context.Context, m jsonrpc.Message) (any, *jsonrpc.Error) {
