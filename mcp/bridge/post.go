@@ -40,11 +40,9 @@ func (b *bridge) dispatch(line []byte) {
 		line = b.fromClient(line, &e)
 	}
 	ctx, cancel := context.WithCancel(b.ctx)
-	c := &call{method: e.Method, cancel: cancel}
+	done := func() {}
 	if e.IsRequest() {
-		b.mu.Lock()
-		b.inflight[string(e.ID)] = c
-		b.mu.Unlock()
+		done = b.inflight.Add(e.ID, cancel)
 	}
 	sent := make(chan struct{})
 	var once sync.Once
@@ -55,11 +53,7 @@ func (b *bridge) dispatch(line []byte) {
 		defer cancel()
 		defer onSent()
 		b.relay(ctx, line, &e, onSent)
-		b.mu.Lock()
-		if b.inflight[string(e.ID)] == c { // not a later request of the same id
-			delete(b.inflight, string(e.ID))
-		}
-		b.mu.Unlock()
+		done()
 	}()
 	<-sent
 }
@@ -332,12 +326,7 @@ func (b *bridge) answer(ctx context.Context, resp *http.Response, e *jsonrpc.Mes
 func (b *bridge) accepted(e *jsonrpc.Message) {
 	switch e.Method {
 	case jsonrpc.MethodCancelled:
-		b.mu.Lock()
-		c := b.inflight[string(jsonrpc.CancelledID(e.Params))]
-		b.mu.Unlock()
-		if c != nil {
-			c.cancel()
-		}
+		b.inflight.Cancelled(e.Params)
 	}
 }
 
