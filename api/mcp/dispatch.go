@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"mcpx.dev/mcpx/observe/tracing"
@@ -19,16 +18,11 @@ import (
 // notifications/cancelled can reach it; the context ends with the session.
 func (ss *session) startCall(msg *message) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ss.ctx)
-	id := msg.idString()
-	ss.mu.Lock()
-	ss.calls[id] = cancel
-	ss.mu.Unlock()
+	done := ss.calls.Add(msg.ID, cancel)
 	return ctx, func() {
 		cancel()
-		ss.mu.Lock()
-		delete(ss.calls, id)
-		ss.lastUse = time.Now()
-		ss.mu.Unlock()
+		ss.touch() // before done: expired reads the calls first
+		done()
 	}
 }
 
@@ -36,13 +30,7 @@ func (ss *session) startCall(msg *message) (context.Context, context.CancelFunc)
 func (ss *session) notification(msg *message) {
 	switch msg.Method {
 	case jsonrpc.MethodCancelled:
-		id := idString(jsonrpc.CancelledID(msg.Params))
-		ss.mu.Lock()
-		cancel := ss.calls[id]
-		ss.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
+		ss.calls.Cancelled(msg.Params)
 	case jsonrpc.MethodRootsListChanged:
 		ss.rootsChanged()
 	}

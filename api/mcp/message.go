@@ -55,13 +55,11 @@ func parseMessage(body []byte) (*message, error) {
 }
 
 // idString is the id as a map key: a string id unquoted, a number as written.
-func (m *message) idString() string { return idString(m.ID) }
-
-func idString(id json.RawMessage) string {
-	if s, ok := jsonrpc.Unquote(id); ok {
+func (m *message) idString() string {
+	if s, ok := jsonrpc.Unquote(m.ID); ok {
 		return s
 	}
-	return string(id)
+	return string(m.ID)
 }
 
 // metaRaw is the params._meta member k, raw.

@@ -38,6 +38,7 @@ type session struct {
 
 	ctx    context.Context // its calls run on it; cancelled when it ends
 	cancel context.CancelFunc
+	calls  jsonrpc.InFlight // the client's requests in flight
 
 	get *stream // the GET stream (server-initiated messages)
 
@@ -47,7 +48,6 @@ type session struct {
 	streamSeq int
 	pending   map[string]chan json.RawMessage // our requests to the client, by id
 	reqSeq    int64
-	calls     map[string]context.CancelFunc // the client's requests in flight, by raw id
 	roots     rootsState
 	warned    bool   // the no-cwd warning was sent
 	endWhy    string // set by the janitor under Server.mu
@@ -100,7 +100,6 @@ func (srv *Server) newSession(id string, c broker.Caller, server string, hdr bro
 		lastUse: time.Now(),
 		streams: map[string]*stream{},
 		pending: map[string]chan json.RawMessage{},
-		calls:   map[string]context.CancelFunc{},
 		targets: map[string]bool{},
 		subs:    map[string]*broker.Subscription{},
 	}
@@ -124,12 +123,12 @@ func (ss *session) touch() {
 // (no request, whatever its GET stream does), or its GET stream gone for
 // grace with nothing since. "" = not.
 func (ss *session) expired(now time.Time, idle, grace time.Duration) string {
-	ss.mu.Lock()
-	last, inFlight := ss.lastUse, len(ss.calls)
-	ss.mu.Unlock()
-	if inFlight > 0 {
+	if ss.calls.Len() > 0 { // first: a call's end touches the session before it leaves calls
 		return ""
 	}
+	ss.mu.Lock()
+	last := ss.lastUse
+	ss.mu.Unlock()
 	if now.Sub(last) > idle {
 		return "idle for " + idle.String()
 	}
