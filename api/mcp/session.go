@@ -327,7 +327,7 @@ func (ss *session) rootDirs(ctx context.Context, st *stream) []string {
 
 // listRoots asks the client for its roots and reads their directories.
 func (ss *session) listRoots(ctx context.Context, st *stream) ([]string, error) {
-	resp, err := ss.ask(ctx, st, "roots/list", json.RawMessage(`{}`), ss.srv.opts.RootsWait)
+	resp, err := ss.ask(ctx, st, jsonrpc.MethodRootsList, json.RawMessage(`{}`), ss.srv.opts.RootsWait)
 	if err != nil {
 		return nil, err
 	}

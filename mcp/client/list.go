@@ -18,28 +18,28 @@ const maxPages = 10000
 // until the child sends notifications/tools/list_changed. The caller must not
 // modify it.
 func (s *Session) Tools(ctx context.Context) (json.RawMessage, error) {
-	return s.list(ctx, &s.tools, "tools/list", `"tools"`)
+	return s.list(ctx, &s.tools, jsonrpc.MethodToolsList, `"tools"`)
 }
 
 // Resources returns every resource (all pages of resources/list) as one JSON
 // array, cached until notifications/resources/list_changed. The caller must
 // not modify it.
 func (s *Session) Resources(ctx context.Context) (json.RawMessage, error) {
-	return s.list(ctx, &s.resources, "resources/list", `"resources"`)
+	return s.list(ctx, &s.resources, jsonrpc.MethodResourcesList, `"resources"`)
 }
 
 // ResourceTemplates returns every resource template (all pages of
 // resources/templates/list) as one JSON array, cached until
 // notifications/resources/list_changed. The caller must not modify it.
 func (s *Session) ResourceTemplates(ctx context.Context) (json.RawMessage, error) {
-	return s.list(ctx, &s.templates, "resources/templates/list", `"resourceTemplates"`)
+	return s.list(ctx, &s.templates, jsonrpc.MethodResourceTemplatesList, `"resourceTemplates"`)
 }
 
 // Prompts returns every prompt (all pages of prompts/list) as one JSON array,
 // cached until notifications/prompts/list_changed. The caller must not modify
 // it.
 func (s *Session) Prompts(ctx context.Context) (json.RawMessage, error) {
-	return s.list(ctx, &s.prompts, "prompts/list", `"prompts"`)
+	return s.list(ctx, &s.prompts, jsonrpc.MethodPromptsList, `"prompts"`)
 }
 
 // Ping sends ping and waits for the child's answer: a health check
