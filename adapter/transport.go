@@ -55,7 +55,7 @@ type Transport struct {
 }
 
 // NewTransport returns a Transport serving ns. The caller hands it to a
-// session (mcpclient.Connect); closing it closes ns.
+// session (mcp/client.Connect); closing it closes ns.
 func NewTransport(ns Namespace, info Info) *Transport {
 	if info.Name == "" {
 		info.Name = "mcpx-adapter"

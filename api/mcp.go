@@ -13,7 +13,7 @@ import (
 	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
-// The MCP endpoint (package mcpserver) at /mcp, every server the caller may
+// The MCP endpoint (package api/mcp) at /mcp, every server the caller may
 // use, and /mcp/{server}, one. MCP clients send no Mcpx-Client header, so
 // the browser guard here is the MCP specification's: a foreign Origin is
 // refused (an Origin of this listener's own is not), the Host check of

@@ -10,7 +10,7 @@ import (
 	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
-// What an MCP endpoint in front of the broker (package mcpserver) needs
+// What an MCP endpoint in front of the broker (package api/mcp) needs
 // beyond the REST API's calls: the requests it passes on to a child as they
 // came, resource templates, and the notifications children send.
 

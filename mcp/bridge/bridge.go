@@ -3,7 +3,7 @@
 // HTTP endpoint: `mcpx mcp`, for clients that can only spawn a command.
 //
 //	c := client.New(socket, client.Options{})
-//	err := mcpbridge.Serve(ctx, os.Stdin, os.Stdout, mcpbridge.Options{
+//	err := bridge.Serve(ctx, os.Stdin, os.Stdout, bridge.Options{
 //		Client: c,
 //		Path:   "/mcp",
 //		Header: http.Header{"Mcpx-Cwd": {cwd}},

@@ -9,7 +9,7 @@
 // _meta protocol keys on every request, input_required rounds); Connect
 // probes a stdio child and falls back (era.go, stateless.go).
 //
-//	s, err := mcpclient.Connect(ctx, mcpclient.NewStdio(stdout, stdin), mcpclient.Options{Root: "/src/app"})
+//	s, err := client.Connect(ctx, client.NewStdio(stdout, stdin), client.Options{Root: "/src/app"})
 //	res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"message":"hi"}`), nil)
 //
 // # Requests for input
@@ -20,7 +20,7 @@
 // can be named (Session.inputTarget has the rule). Elicitation is always
 // declared in initialize, sampling with Options.Sampling.
 //
-//	ctx = mcpclient.WithInputHandler(ctx, func(ctx context.Context, req mcpclient.InputRequest) (json.RawMessage, error) {
+//	ctx = client.WithInputHandler(ctx, func(ctx context.Context, req client.InputRequest) (json.RawMessage, error) {
 //		return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
 //	})
 //	res, err := s.CallTool(ctx, "ask", nil, nil)
