@@ -10,12 +10,11 @@ import (
 // Error are sub-slices of the bytes Parse was given (which the caller
 // keeps alive and unmodified while it uses them), nil when absent.
 //
-// JSON-RPC 2.0 §4: "A Request object that is a Notification signifies the
-// Client's lack of interest in the corresponding Response object […] A
-// Notification is a Request object without an "id" member." So an id of
-// null is an id here (IsNull tells it apart): a response to a message
-// whose id could not be read has one (§5: "If there was an error in
-// detecting the id in the Request object […], it MUST be Null").
+// JSON-RPC 2.0 §4.1: "A Notification is a Request object without an "id"
+// member." So an id of null is an id here (IsNull tells it apart): a
+// response to a message whose id could not be read has one (§5: "If there
+// was an error in detecting the id in the Request object […], it MUST be
+// Null").
 type Message struct {
 	ID     json.RawMessage
 	Method string // "" when absent
