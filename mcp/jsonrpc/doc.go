@@ -2,8 +2,9 @@
 // mcpx's speakers: the client of child servers (mcp/client), the endpoint
 // (api/mcp), the bridge (mcp/bridge) and the in-process server (adapter).
 // It holds the JSON-RPC 2.0 envelope and the scanner that reads it in
-// place, the one error type and the error codes, and MCP's protocol
-// versions, _meta keys, method names and HTTP headers.
+// place, the one error type and the error codes, what a receiver of
+// notifications/cancelled keeps (InFlight), and MCP's protocol versions,
+// _meta keys, method names and HTTP headers.
 //
 // Messages are read without decoding them: Parse splits a message into its
 // members as sub-slices of the bytes it was given, so that a result
@@ -21,7 +22,7 @@
 //	case m.IsRequest() && m.Method == jsonrpc.MethodPing:
 //		return jsonrpc.AppendResult(nil, m.ID, []byte(`{}`))
 //	case m.Method == jsonrpc.MethodCancelled:
-//		cancel(string(jsonrpc.CancelledID(m.Params)))
+//		calls.Cancelled(m.Params) // calls: the jsonrpc.InFlight being served
 //	}
 //
 // Spec (basic): "All messages between MCP clients and servers MUST follow
