@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // The MCP methods a Transport answers from its Namespace, as the schema of
@@ -23,10 +25,10 @@ type wireTool struct {
 
 var emptyObjectSchema = json.RawMessage(`{"type":"object"}`)
 
-func (t *Transport) listTools(ctx context.Context) (any, *rpcError) {
+func (t *Transport) listTools(ctx context.Context) (any, *jsonrpc.Error) {
 	tools, err := t.ns.ListTools(ctx)
 	if err != nil {
-		return nil, &rpcError{-32603, "listing tools: " + err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "listing tools: " + err.Error()}
 	}
 	out := make([]wireTool, 0, len(tools))
 	for _, tool := range tools {
@@ -52,7 +54,7 @@ type wireResult struct {
 	IsError           bool            `json:"isError,omitempty"`
 }
 
-func (t *Transport) callTool(ctx context.Context, params json.RawMessage) (any, *rpcError) {
+func (t *Transport) callTool(ctx context.Context, params json.RawMessage) (any, *jsonrpc.Error) {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -61,23 +63,23 @@ func (t *Transport) callTool(ctx context.Context, params json.RawMessage) (any, 
 		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &rpcError{codeInvalidParams, "tools/call: params: " + err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params: " + err.Error()}
 	}
 	if p.Name == "" {
-		return nil, &rpcError{codeInvalidParams, "tools/call: params: name is missing"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: params: name is missing"}
 	}
 	args := bytes.TrimSpace(p.Arguments)
 	switch {
 	case len(args) == 0 || string(args) == "null":
 		args = json.RawMessage("{}")
 	case args[0] != '{':
-		return nil, &rpcError{codeInvalidParams, "tools/call " + p.Name + ": arguments must be a JSON object"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call " + p.Name + ": arguments must be a JSON object"}
 	}
 	prog := t.progress(p.Meta.ProgressToken)
 	defer prog.finish()
 	res, err := t.ns.CallTool(ctx, Call{Name: p.Name, Arguments: args, Progress: prog.report})
 	if err != nil {
-		return nil, &rpcError{codeInvalidParams, err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	if res == nil {
 		res = &Result{}
@@ -117,11 +119,7 @@ func (p *progress) report(progress, total float64, message string) {
 		Total    float64         `json:"total,omitempty"`
 		Message  string          `json:"message,omitempty"`
 	}{p.token, progress, total, message}
-	b, err := json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{"2.0", "notifications/progress", params})
+	b, err := jsonrpc.Notification(jsonrpc.MethodProgress, params)
 	if err != nil {
 		return
 	}
@@ -148,10 +146,10 @@ type wireResource struct {
 	MimeType    string `json:"mimeType,omitempty"`
 }
 
-func listResources(ctx context.Context, r Resources) (any, *rpcError) {
+func listResources(ctx context.Context, r Resources) (any, *jsonrpc.Error) {
 	list, err := r.ListResources(ctx)
 	if err != nil {
-		return nil, &rpcError{-32603, "listing resources: " + err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "listing resources: " + err.Error()}
 	}
 	out := make([]wireResource, 0, len(list))
 	for _, res := range list {
@@ -173,16 +171,16 @@ type wireContents struct {
 	Blob     []byte  `json:"blob,omitempty"` // base64, as encoding/json writes []byte
 }
 
-func readResource(ctx context.Context, r Resources, params json.RawMessage) (any, *rpcError) {
+func readResource(ctx context.Context, r Resources, params json.RawMessage) (any, *jsonrpc.Error) {
 	var p struct {
 		URI string `json:"uri"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
-		return nil, &rpcError{codeInvalidParams, "resources/read: params need a uri"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read: params need a uri"}
 	}
 	contents, err := r.ReadResource(ctx, p.URI)
 	if err != nil {
-		return nil, &rpcError{codeInvalidParams, err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	out := make([]wireContents, 0, len(contents))
 	for _, c := range contents {

@@ -5,8 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"sync"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // Info is what a Transport says of itself in initialize's answer.
@@ -43,18 +44,18 @@ type Transport struct {
 	done   chan struct{} // closed by Close
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the request goroutines
+	wg     sync.WaitGroup   // the request goroutines
+	calls  jsonrpc.InFlight // the tools/call in flight
 
 	closeOnce sync.Once
 	closeErr  error // set in closeOnce
 
 	mu     sync.Mutex
-	closed bool                          // guarded by mu; no goroutine starts once set
-	calls  map[string]context.CancelFunc // guarded by mu; tools/call in flight by raw id
+	closed bool // guarded by mu; no goroutine starts once set
 }
 
 // NewTransport returns a Transport serving ns. The caller hands it to a
-// session (mcpclient.Connect); closing it closes ns.
+// session (mcp/client.Connect); closing it closes ns.
 func NewTransport(ns Namespace, info Info) *Transport {
 	if info.Name == "" {
 		info.Name = "mcpx-adapter"
@@ -64,31 +65,11 @@ func NewTransport(ns Namespace, info Info) *Transport {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{ns: ns, info: info, out: make(chan []byte), done: make(chan struct{}),
-		ctx: ctx, cancel: cancel, calls: map[string]context.CancelFunc{}}
+		ctx: ctx, cancel: cancel}
 }
 
 // ErrClosed is returned by Send and Recv once the Transport is closed.
 var ErrClosed = errors.New("adapter transport closed")
-
-// protocolVersion is the version offered; handshakeVersions those a client
-// may ask for instead.
-const protocolVersion = "2025-11-25"
-
-var handshakeVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
-// JSON-RPC error codes.
-const (
-	codeParse          = -32700
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-)
-
-// message is any JSON-RPC message the session sends.
-type message struct {
-	ID     json.RawMessage `json:"id,omitempty"`
-	Method string          `json:"method,omitempty"`
-	Params json.RawMessage `json:"params,omitempty"`
-}
 
 // Send takes one message from the session. A request is answered on its
 // own goroutine; msg is not retained.
@@ -98,133 +79,105 @@ func (t *Transport) Send(ctx context.Context, msg []byte) error {
 		return ErrClosed
 	default:
 	}
-	msg = bytes.TrimSpace(msg)
+	// A copy: the requests started read their params from it after Send
+	// returns, and the caller may reuse msg.
+	msg = bytes.Clone(bytes.TrimSpace(msg))
+	if err := jsonrpc.Check(msg); err != nil {
+		t.answerLater(nil, nil, parseError(err))
+		return nil
+	}
 	if len(msg) > 0 && msg[0] == '[' {
-		var batch []json.RawMessage
-		if err := json.Unmarshal(msg, &batch); err != nil {
-			t.answerLater(nil, nil, &rpcError{codeParse, "parse error: " + err.Error()})
-			return nil
-		}
-		for _, m := range batch {
-			t.take(m)
-		}
+		jsonrpc.Elements(msg, t.take) //nolint:errcheck // an array: checked above
 		return nil
 	}
 	t.take(msg)
 	return nil
 }
 
+func parseError(err error) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "parse error: " + err.Error()}
+}
+
 // take handles one message: a request is started, a notification acted
 // on, a response (the session answering a request we never send) dropped.
 func (t *Transport) take(raw []byte) {
-	var m message
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.answerLater(nil, nil, &rpcError{codeParse, "parse error: " + err.Error()})
+	m, err := jsonrpc.Parse(raw)
+	if err != nil {
+		t.answerLater(nil, nil, parseError(err))
 		return
 	}
 	switch {
 	case m.Method == "":
-	case m.ID == nil || string(m.ID) == "null":
+	case m.ID == nil || jsonrpc.IsNull(m.ID):
 		t.notify(m)
 	default:
 		t.start(m)
 	}
 }
 
-func (t *Transport) notify(m message) {
-	if m.Method != "notifications/cancelled" {
+func (t *Transport) notify(m jsonrpc.Message) {
+	if m.Method != jsonrpc.MethodCancelled {
 		return // notifications/initialized, roots/list_changed: nothing to do
 	}
-	var p struct {
-		RequestID json.RawMessage `json:"requestId"`
-	}
-	if json.Unmarshal(m.Params, &p) != nil {
-		return
-	}
-	t.mu.Lock()
-	cancel := t.calls[idKey(p.RequestID)]
-	t.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
+	t.calls.Cancelled(m.Params)
 }
 
 // start runs request m on a goroutine; a tools/call is registered first,
 // so that a notifications/cancelled sent right after it finds it.
-func (t *Transport) start(m message) {
+func (t *Transport) start(m jsonrpc.Message) {
 	ctx, cancel := context.WithCancel(t.ctx)
-	key := idKey(m.ID)
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
 		cancel()
 		return
 	}
-	if m.Method == "tools/call" {
-		t.calls[key] = cancel
-	}
 	t.wg.Add(1)
 	t.mu.Unlock()
+	done := func() {}
+	if m.Method == jsonrpc.MethodToolsCall {
+		done = t.calls.Add(m.ID, cancel)
+	}
 	go func() {
 		defer t.wg.Done()
-		defer func() {
-			if m.Method == "tools/call" {
-				t.mu.Lock()
-				delete(t.calls, key)
-				t.mu.Unlock()
-			}
-			cancel()
-		}()
+		defer cancel()
+		defer done()
 		result, rerr := t.handle(ctx, m)
 		t.answer(m.ID, result, rerr)
 	}()
 }
 
-// idKey is an id as a map key: its compact JSON.
-func idKey(id json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, id) != nil {
-		return string(id)
-	}
-	return b.String()
-}
-
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (t *Transport) handle(ctx context.Context, m message) (any, *rpcError) {
+func (t *Transport) handle(ctx context.Context, m jsonrpc.Message) (any, *jsonrpc.Error) {
 	switch m.Method {
-	case "initialize":
+	case jsonrpc.MethodInitialize:
 		return t.initialize(m.Params)
-	case "ping":
+	case jsonrpc.MethodPing:
 		return struct{}{}, nil
-	case "tools/list":
+	case jsonrpc.MethodToolsList:
 		return t.listTools(ctx)
-	case "tools/call":
+	case jsonrpc.MethodToolsCall:
 		return t.callTool(ctx, m.Params)
 	}
 	if r, ok := t.ns.(Resources); ok {
 		switch m.Method {
-		case "resources/list":
+		case jsonrpc.MethodResourcesList:
 			return listResources(ctx, r)
-		case "resources/read":
+		case jsonrpc.MethodResourcesRead:
 			return readResource(ctx, r, m.Params)
 		}
 	}
-	return nil, &rpcError{codeMethodNotFound, "method not found: " + m.Method}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + m.Method}
 }
 
-func (t *Transport) initialize(params json.RawMessage) (any, *rpcError) {
+func (t *Transport) initialize(params json.RawMessage) (any, *jsonrpc.Error) {
 	var p struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &rpcError{codeInvalidParams, "initialize: params: " + err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: params: " + err.Error()}
 	}
-	version := protocolVersion
-	if slices.Contains(handshakeVersions, p.ProtocolVersion) {
+	version := jsonrpc.LatestHandshake
+	if jsonrpc.IsHandshakeVersion(p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
 	caps := map[string]any{"tools": map[string]any{}}
@@ -249,26 +202,20 @@ type implementation struct {
 
 // answer hands the session the response to id, unless the transport
 // closed first.
-func (t *Transport) answer(id json.RawMessage, result any, rerr *rpcError) {
-	if id == nil {
-		id = json.RawMessage("null")
+func (t *Transport) answer(id json.RawMessage, result any, rerr *jsonrpc.Error) {
+	if rerr == nil {
+		res, err := json.Marshal(result)
+		if err == nil {
+			t.emit(jsonrpc.AppendResult(nil, id, res))
+			return
+		}
+		rerr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the answer: " + err.Error()}
 	}
-	resp := struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result,omitempty"`
-		Error   *rpcError       `json:"error,omitempty"`
-	}{"2.0", id, result, rerr}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		resp.Result, resp.Error = nil, &rpcError{-32603, "encoding the answer: " + err.Error()}
-		b, _ = json.Marshal(resp)
-	}
-	t.emit(b)
+	t.emit(jsonrpc.AppendError(nil, id, rerr))
 }
 
 // answerLater answers on a goroutine: Send must not wait for Recv.
-func (t *Transport) answerLater(id json.RawMessage, result any, rerr *rpcError) {
+func (t *Transport) answerLater(id json.RawMessage, result any, rerr *jsonrpc.Error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {

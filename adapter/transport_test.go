@@ -12,6 +12,7 @@ import (
 
 	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // fakeNS is a Namespace with resources: echo, progress (three steps), wait
@@ -131,14 +132,14 @@ func TestSession(t *testing.T) {
 			if res, err := s.CallTool(t.Context(), "fail", nil, nil); err != nil || !strings.Contains(string(res), `"isError":true`) {
 				t.Errorf("fail = %s, %v; want an isError result", res, err)
 			}
-			var rpc *client.RPCError
-			if _, err := s.CallTool(t.Context(), "nope", nil, nil); !errors.As(err, &rpc) || rpc.Code != client.CodeInvalidParams || !strings.Contains(rpc.Message, `"nope"`) {
+			var rpc *jsonrpc.Error
+			if _, err := s.CallTool(t.Context(), "nope", nil, nil); !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpc.Message, `"nope"`) {
 				t.Errorf("unknown tool: %v; want -32602 naming it", err)
 			}
-			if _, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"echo","arguments":[1]}`), nil); !errors.As(err, &rpc) || rpc.Code != client.CodeInvalidParams {
+			if _, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"echo","arguments":[1]}`), nil); !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeInvalidParams {
 				t.Errorf("array arguments: %v; want -32602", err)
 			}
-			if _, err := s.Call(t.Context(), "prompts/list", nil, nil); !errors.As(err, &rpc) || rpc.Code != client.CodeMethodNotFound {
+			if _, err := s.Call(t.Context(), "prompts/list", nil, nil); !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeMethodNotFound {
 				t.Errorf("prompts/list: %v; want -32601", err)
 			}
 			if err := s.Ping(t.Context()); err != nil {
@@ -167,8 +168,8 @@ func TestNoResources(t *testing.T) {
 	if strings.Contains(string(s.InitializeResult()), "resources") {
 		t.Errorf("initialize = %s, want no resources capability", s.InitializeResult())
 	}
-	var rpc *client.RPCError
-	if _, err := s.Call(t.Context(), "resources/list", nil, nil); !errors.As(err, &rpc) || rpc.Code != client.CodeMethodNotFound {
+	var rpc *jsonrpc.Error
+	if _, err := s.Call(t.Context(), "resources/list", nil, nil); !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeMethodNotFound {
 		t.Errorf("resources/list: %v; want -32601", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -111,7 +112,7 @@ func (sc *streamedCall) ask(ctx context.Context, req broker.InputRequest) (json.
 	in := wire.InputRequest{Call: sc.id, Input: randomID(), Params: req.Params, Expires: time.Now().Add(sc.wait)}
 	p := &pendingInput{answer: make(chan inputAnswer, 1)}
 	switch req.Method {
-	case broker.MethodElicit:
+	case jsonrpc.MethodElicit:
 		in.Kind, p.kind = wire.InputElicitation, wire.InputElicitation
 		var params struct {
 			Mode            string          `json:"mode"`
@@ -143,7 +144,7 @@ func (sc *streamedCall) ask(ctx context.Context, req broker.InputRequest) (json.
 		default:
 			return nil, fmt.Errorf("elicitation mode %q is not one mcpx knows (form, url)", params.Mode)
 		}
-	case broker.MethodSample:
+	case jsonrpc.MethodSample:
 		in.Kind, p.kind = wire.InputSampling, wire.InputSampling
 	default:
 		return nil, fmt.Errorf("unknown request for input %q", req.Method)

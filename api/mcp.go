@@ -10,9 +10,10 @@ import (
 	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
-// The MCP endpoint (package mcpserver) at /mcp, every server the caller may
+// The MCP endpoint (package api/mcp) at /mcp, every server the caller may
 // use, and /mcp/{server}, one. MCP clients send no Mcpx-Client header, so
 // the browser guard here is the MCP specification's: a foreign Origin is
 // refused (an Origin of this listener's own is not), the Host check of
@@ -60,7 +61,7 @@ func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	// A server the caller cannot use is 404 before MCP begins; a request
 	// of a session was checked when it opened (the broker refuses a
 	// server that has gone since, as on every call).
-	if server != "" && r.Header.Get(mcp.HeaderSessionID) == "" {
+	if server != "" && r.Header.Get(jsonrpc.HeaderSessionID) == "" {
 		if _, err := s.b.ServerAt(broker.Request{Caller: c, Context: cc, Server: server}); err != nil {
 			s.writeProblem(w, r, err)
 			return

@@ -9,6 +9,7 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/suggest"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -51,7 +52,7 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.b.Forward(r.Context(), req, "completion/complete", params, nil)
+	res, err := s.b.Forward(r.Context(), req, jsonrpc.MethodComplete, params, nil)
 	if err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ func (s *server) setLogLevel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.b.Forward(r.Context(), req, "logging/setLevel", params, nil); err != nil {
+	if _, err := s.b.Forward(r.Context(), req, jsonrpc.MethodSetLevel, params, nil); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -150,7 +151,7 @@ func (sc *streamedCall) notices(server, key string, push func(json.RawMessage)) 
 			return
 		}
 		switch n.Method {
-		case "notifications/message":
+		case jsonrpc.MethodMessage:
 			var m wire.LogMessage
 			if json.Unmarshal(n.Params, &m) != nil {
 				return
@@ -158,7 +159,7 @@ func (sc *streamedCall) notices(server, key string, push func(json.RawMessage)) 
 			m.Server = server
 			b, _ := json.Marshal(m)
 			push(append([]byte(wire.StreamMessage+"\n"), b...))
-		case "notifications/elicitation/complete":
+		case jsonrpc.MethodElicitationComplete:
 			var c wire.ElicitationComplete
 			if json.Unmarshal(n.Params, &c) != nil || !sc.askedURL(c.ElicitationID) {
 				return // another caller's elicitation

@@ -38,6 +38,7 @@ import (
 
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/config/chain"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/observe/calllog"
 	"mcpx.dev/mcpx/pool"
@@ -207,7 +208,7 @@ func New(opts Options) (*Broker, error) {
 		Survive:         pc.Survive,
 		SurviveFile:     stateFile(opts.StateDir, SurviveFile),
 		OnNotify: func(server, key, method string, params json.RawMessage) {
-			if method == MethodResourceUpdated {
+			if method == jsonrpc.MethodResourceUpdated {
 				b.resourceUpdated(server, key, params) // its subscribers only
 				return
 			}

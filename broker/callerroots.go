@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"net/url"
 	"path/filepath"
-)
 
-// MethodRoots is a child's roots/list, asked of the caller for a server
-// with callerRoots (config.Server.CallerRoots).
-const MethodRoots = "roots/list"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
+)
 
 // withCallerRoots wraps h so that the roots a caller answers a child's
 // roots/list with are only those the caller's rights reach (callerRoots):
@@ -19,7 +17,7 @@ const MethodRoots = "roots/list"
 func withCallerRoots(h InputHandler, c Caller) InputHandler {
 	return func(ctx context.Context, req InputRequest) (json.RawMessage, error) {
 		res, err := h(ctx, req)
-		if err != nil || req.Method != MethodRoots || c.Owner {
+		if err != nil || req.Method != jsonrpc.MethodRootsList || c.Owner {
 			return res, err
 		}
 		return allowedRoots(res, c), nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/auth/rights"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // TestCallerRootsFiltered: the roots a caller answers a child's roots/list
@@ -37,7 +38,7 @@ func TestCallerRootsFiltered(t *testing.T) {
 		return json.RawMessage(answer), nil
 	}
 	guest := Caller{Name: "guest", Via: "tailnet", Rights: rights.Rights{{Servers: []string{"*"}, Roots: []string{allowed}}}}
-	res, err := withCallerRoots(client, guest)(t.Context(), InputRequest{Method: MethodRoots})
+	res, err := withCallerRoots(client, guest)(t.Context(), InputRequest{Method: jsonrpc.MethodRootsList})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +46,10 @@ func TestCallerRootsFiltered(t *testing.T) {
 		t.Errorf("a guest's roots: %s\nwant %s", res, want)
 	}
 	owner := Caller{Name: "me", Owner: true, Rights: rights.All()}
-	if res, _ := withCallerRoots(client, owner)(t.Context(), InputRequest{Method: MethodRoots}); string(res) != answer {
+	if res, _ := withCallerRoots(client, owner)(t.Context(), InputRequest{Method: jsonrpc.MethodRootsList}); string(res) != answer {
 		t.Errorf("the owner's roots were changed: %s", res)
 	}
-	if res, _ := withCallerRoots(client, guest)(t.Context(), InputRequest{Method: MethodElicit}); !strings.Contains(string(res), other) {
+	if res, _ := withCallerRoots(client, guest)(t.Context(), InputRequest{Method: jsonrpc.MethodElicit}); !strings.Contains(string(res), other) {
 		t.Errorf("an elicitation's answer was filtered: %s", res)
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"sync"
 
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
-// What an MCP endpoint in front of the broker (package mcpserver) needs
+// What an MCP endpoint in front of the broker (package api/mcp) needs
 // beyond the REST API's calls: the requests it passes on to a child as they
 // came, resource templates, and the notifications children send.
 
@@ -18,10 +19,10 @@ import (
 // own methods (the schema cache), subscriptions through SubscribeResource
 // (one child subscription shared by its callers).
 var Forwarded = []string{
-	"completion/complete",
-	"logging/setLevel",
-	"resources/read",
-	"prompts/get",
+	jsonrpc.MethodComplete,
+	jsonrpc.MethodSetLevel,
+	jsonrpc.MethodResourcesRead,
+	jsonrpc.MethodPromptsGet,
 }
 
 // Forward sends the MCP request method with params (a JSON object, as the
@@ -46,7 +47,7 @@ func (b *Broker) Forward(ctx context.Context, r Request, method string, params j
 // ResourceTemplates returns the server's resource templates: a JSON array
 // of MCP ResourceTemplate objects.
 func (b *Broker) ResourceTemplates(ctx context.Context, r Request) (json.RawMessage, error) {
-	return b.list(ctx, r, "resources/templates/list", "list resource templates", (*client.Session).ResourceTemplates)
+	return b.list(ctx, r, jsonrpc.MethodResourceTemplatesList, "list resource templates", (*client.Session).ResourceTemplates)
 }
 
 // Notice is a notification a child sent (but progress, which reaches its
@@ -129,7 +130,7 @@ func (b *Broker) InitializeResult(ctx context.Context, r Request) (json.RawMessa
 		return init, nil
 	}
 	var out json.RawMessage
-	err = b.run(ctx, res, r.Server, "initialize", func(ctx context.Context, s *client.Session) error {
+	err = b.run(ctx, res, r.Server, jsonrpc.MethodInitialize, func(ctx context.Context, s *client.Session) error {
 		out = s.InitializeResult()
 		return nil
 	})

@@ -7,15 +7,11 @@ import (
 	"mcpx.dev/mcpx/mcp/client"
 )
 
-// The methods of a child's requests for input (InputRequest.Method).
-const (
-	MethodElicit = client.MethodElicit // elicitation/create: a form to fill in
-	MethodSample = client.MethodSample // sampling/createMessage: a completion from the caller's model
-)
-
 // InputRequest is a child's request for input (client.InputRequest),
-// attributed to one call in flight: its Method (MethodElicit or
-// MethodSample) and its Params as the child sent them; the handler owns
+// attributed to one call in flight: its Method (jsonrpc.MethodElicit, a
+// form to fill in, or jsonrpc.MethodSample, a completion from the
+// caller's model; or jsonrpc.MethodRootsList for a server with
+// callerRoots) and its Params as the child sent them; the handler owns
 // them.
 type InputRequest client.InputRequest
 

@@ -9,6 +9,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/suggest"
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -204,7 +205,7 @@ func (b *Broker) ApproveTools(r Request, tool, hash string) (ServerPins, []strin
 func (b *Broker) toolsChanged(server string) {
 	for _, in := range b.pool.Instances() {
 		if in.Server == server {
-			b.notify(Notice{Server: in.Server, Key: in.Key, Method: "notifications/tools/list_changed"})
+			b.notify(Notice{Server: in.Server, Key: in.Key, Method: jsonrpc.MethodToolsListChanged})
 		}
 	}
 }

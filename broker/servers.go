@@ -8,6 +8,7 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -178,12 +179,12 @@ func (b *Broker) ToolList(ctx context.Context, r Request) (ToolList, error) {
 
 // Resources returns the server's resources: a JSON array of MCP Resource objects.
 func (b *Broker) Resources(ctx context.Context, r Request) (json.RawMessage, error) {
-	return b.list(ctx, r, "resources/list", "list resources", (*client.Session).Resources)
+	return b.list(ctx, r, jsonrpc.MethodResourcesList, "list resources", (*client.Session).Resources)
 }
 
 // Prompts returns the server's prompts: a JSON array of MCP Prompt objects.
 func (b *Broker) Prompts(ctx context.Context, r Request) (json.RawMessage, error) {
-	return b.list(ctx, r, "prompts/list", "list prompts", (*client.Session).Prompts)
+	return b.list(ctx, r, jsonrpc.MethodPromptsList, "list prompts", (*client.Session).Prompts)
 }
 
 // list is r's list by method: from the schema cache when no instance of

@@ -10,6 +10,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/defaults"
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -24,9 +25,6 @@ import (
 // a gone owner, stop, reload, the daemon's end) its subscriptions end and
 // each subscriber is told why (Watch.Ended). While subscribed, the
 // instance is kept from idling out.
-
-// MethodResourceUpdated is the child's notification a subscription carries.
-const MethodResourceUpdated = "notifications/resources/updated"
 
 // Watch is what a subscriber is told. Both functions run on the broker's
 // goroutines (a child's reader, a subscription's watcher): they must not
@@ -205,7 +203,7 @@ func (b *Broker) SubscribeResource(ctx context.Context, r Request, uri string, w
 				e.sess, e.unlisten = s, stop
 				return nil
 			}
-			if _, err := s.Call(ctx, "resources/subscribe", params, nil); err != nil {
+			if _, err := s.Call(ctx, jsonrpc.MethodResourcesSubscribe, params, nil); err != nil {
 				return err
 			}
 			e.sess = s
@@ -303,8 +301,8 @@ func (b *Broker) watchSubscription(e *subEntry) {
 			}
 			ctx, cancel := context.WithTimeout(ss.ctx, 10*time.Second)
 			params, _ := json.Marshal(map[string]string{"uri": e.k.uri})
-			if _, err := e.sess.Call(ctx, "resources/unsubscribe", params, nil); err != nil {
-				b.log.Debug("resources/unsubscribe", "server", e.k.server, "key", e.k.key, "err", err)
+			if _, err := e.sess.Call(ctx, jsonrpc.MethodResourcesUnsubscribe, params, nil); err != nil {
+				b.log.Debug(jsonrpc.MethodResourcesUnsubscribe, "server", e.k.server, "key", e.k.key, "err", err)
 			}
 			cancel()
 			return

@@ -18,6 +18,7 @@ import (
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // Tasks (MCP 2025-11-25, basic/utilities/tasks): a tool whose definition
@@ -220,7 +221,7 @@ func (t *task) watchersLocked() []func(Task) {
 // notice takes a child's notifications/tasks/status to the task it is
 // about. It runs on the child's reader: it does not block.
 func (tr *taskRegistry) notice(n Notice) {
-	if n.Method != client.NoticeTaskStatus {
+	if n.Method != jsonrpc.MethodTaskStatus {
 		return
 	}
 	m, err := client.ParseTask(n.Params)
@@ -390,18 +391,18 @@ func (b *Broker) awaitTask(t *task) {
 	}
 	tr.mu.Unlock()
 	ctx, cancel := context.WithTimeout(tr.ctx, life)
-	res, err := t.sess.Task(ctx, client.MethodTaskResult, t.childID)
+	res, err := t.sess.Task(ctx, jsonrpc.MethodTasksResult, t.childID)
 	cancel()
 	if err != nil && tr.ctx.Err() == nil && ctx.Err() != nil {
 		// Its life is over and it is still working: stop it.
 		cctx, cancel := context.WithTimeout(tr.ctx, taskCallTimeout)
-		t.sess.Task(cctx, client.MethodTaskCancel, t.childID) //nolint:errcheck // the child may have ended it
+		t.sess.Task(cctx, jsonrpc.MethodTasksCancel, t.childID) //nolint:errcheck // the child may have ended it
 		cancel()
 	}
 	var final json.RawMessage
 	if tr.ctx.Err() == nil {
 		gctx, cancel := context.WithTimeout(tr.ctx, taskCallTimeout)
-		final, _ = t.sess.Task(gctx, client.MethodTaskGet, t.childID)
+		final, _ = t.sess.Task(gctx, jsonrpc.MethodTasksGet, t.childID)
 		cancel()
 	}
 	tr.finish(t, res, err, final)
@@ -462,7 +463,7 @@ func (b *Broker) TaskStatus(ctx context.Context, c Caller, id string) (Task, err
 	if err != nil {
 		return Task{}, err
 	}
-	b.askChild(ctx, t, client.MethodTaskGet)
+	b.askChild(ctx, t, jsonrpc.MethodTasksGet)
 	return b.tasks.snapshot(t), nil
 }
 
@@ -524,7 +525,7 @@ func (b *Broker) TaskResult(ctx context.Context, c Caller, id string) (json.RawM
 // taskError translates a child's error about t, its task id replaced by
 // mcpx's: the child's ids are never shown.
 func (b *Broker) taskError(err error, op string, t *task) error {
-	var rpc *client.RPCError
+	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) && t.childID != "" {
 		c := *rpc
 		c.Message = strings.ReplaceAll(c.Message, t.childID, t.id)
@@ -567,7 +568,7 @@ func (b *Broker) CancelTask(ctx context.Context, c Caller, id string) (Task, err
 		return snap, &Error{Kind: KindBadRequest, Op: "cancel task", Server: t.server, Field: "task",
 			Msg: fmt.Sprintf("task %q has already ended (%s)", id, snap.Status)}
 	}
-	if err := b.askChild(ctx, t, client.MethodTaskCancel); err != nil {
+	if err := b.askChild(ctx, t, jsonrpc.MethodTasksCancel); err != nil {
 		return Task{}, b.taskError(err, "cancel task", t)
 	}
 	return b.tasks.snapshot(t), nil
@@ -644,10 +645,10 @@ func callAsTask(ctx context.Context, sess *client.Session, tool string, args jso
 	if err != nil {
 		return nil, err
 	}
-	res, err := sess.Task(ctx, client.MethodTaskResult, m.ID)
+	res, err := sess.Task(ctx, jsonrpc.MethodTasksResult, m.ID)
 	if err != nil && ctx.Err() != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskCallTimeout)
-		sess.Task(cctx, client.MethodTaskCancel, m.ID) //nolint:errcheck // best effort: the caller is gone
+		sess.Task(cctx, jsonrpc.MethodTasksCancel, m.ID) //nolint:errcheck // best effort: the caller is gone
 		cancel()
 	}
 	return res, err
@@ -677,8 +678,8 @@ func withTaskID(raw json.RawMessage, id string) json.RawMessage {
 	}
 	if m, ok := o["_meta"]; ok {
 		var meta map[string]json.RawMessage
-		if json.Unmarshal(m, &meta) == nil && meta[relatedTaskKey] != nil {
-			meta[relatedTaskKey], _ = json.Marshal(map[string]string{"taskId": id})
+		if json.Unmarshal(m, &meta) == nil && meta[jsonrpc.MetaRelatedTask] != nil {
+			meta[jsonrpc.MetaRelatedTask], _ = json.Marshal(map[string]string{"taskId": id})
 			o["_meta"], _ = json.Marshal(meta)
 		}
 	}
@@ -688,9 +689,6 @@ func withTaskID(raw json.RawMessage, id string) json.RawMessage {
 	}
 	return out
 }
-
-// relatedTaskKey is the _meta key naming the task a message belongs to.
-const relatedTaskKey = "io.modelcontextprotocol/related-task"
 
 // setTaskStatus is the Task object raw with status and statusMessage set.
 func setTaskStatus(raw json.RawMessage, status, msg string) json.RawMessage {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )
@@ -24,13 +25,13 @@ func (b *Broker) translate(err error, op, server string) error {
 	if errors.As(err, &be) {
 		return err
 	}
-	var rpc *client.RPCError
+	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
 		e := &Error{Op: op, Server: server, Msg: rpc.Message, RPCCode: rpc.Code, RPCData: rpc.Data, Err: err, Kind: KindChildFailed}
 		switch rpc.Code {
-		case -32602: // Invalid params: the child rejected the arguments.
+		case jsonrpc.CodeInvalidParams: // the child rejected the arguments
 			e.Kind = KindBadRequest
-		case -32601: // Method not found: the child does not offer this.
+		case jsonrpc.CodeMethodNotFound: // the child does not offer this
 			e.Kind = KindNotFound
 		}
 		return e

@@ -38,6 +38,7 @@ import (
 
 	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/pool/portalloc"
 )
 
@@ -491,7 +492,7 @@ func (p *Pool) release(ctx context.Context, inst *instance, g *generation, t Tar
 }
 
 func isRPCError(err error) bool {
-	var re *client.RPCError
+	var re *jsonrpc.Error
 	return errors.As(err, &re)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -77,7 +78,7 @@ func TestSchemaCacheAcrossRestart(t *testing.T) {
 	target := func(server, root string) pool.Target {
 		return pool.Target{Server: server, Key: "cwd:" + root, Root: root}
 	}
-	wantProtocol := map[string]string{"hs": "2025-11-25", "st": client.StatelessVersion}
+	wantProtocol := map[string]string{"hs": "2025-11-25", "st": jsonrpc.StatelessVersion}
 
 	p1 := pool.New(pool.Options{ReapInterval: -1, SchemaCacheFile: cacheFile})
 	p1.SetServers(servers)

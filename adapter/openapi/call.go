@@ -16,7 +16,7 @@ import (
 	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/internal/defaults"
 	"mcpx.dev/mcpx/internal/orderedjson"
-	"mcpx.dev/mcpx/internal/rawjson"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // maxAnswerBytes bounds a service's answer, as a child's message is bounded.
@@ -171,7 +171,7 @@ func encodeBody(op *operation, args *orderedjson.Object, raw json.RawMessage) ([
 	switch {
 	case isJSON(op.body.mediaType):
 		var b bytes.Buffer
-		if err := json.Compact(&b, rawjson.Member(raw, `"body"`)); err != nil {
+		if err := json.Compact(&b, jsonrpc.Member(raw, `"body"`)); err != nil {
 			return nil, err
 		}
 		return b.Bytes(), nil

@@ -165,7 +165,7 @@ func (c *compiler) selected(all []pathOp) ([]pathOp, error) {
 	}), nil
 }
 
-// maxName is the longest tool name (mcpserver.MaxNameLen).
+// maxName is the longest tool name (api/mcp's MaxNameLen).
 const maxName = 64
 
 var (

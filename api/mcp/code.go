@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // Code mode (docs/mcp.md, "Code mode"): /mcp may offer two tools instead
@@ -118,7 +119,7 @@ func (ss *session) codeCall(ctx context.Context, st *stream, msg *message) (res 
 	}
 	if a := p.get("arguments"); a != nil {
 		if err := json.Unmarshal(a, &args); err != nil {
-			return nil, true, &rpcError{Code: codeInvalidParams, Message: name + ": arguments: " + err.Error()}
+			return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: name + ": arguments: " + err.Error()}
 		}
 	}
 	r := ss.breqAt(ss.cwd(ctx, st), "", st)
@@ -127,7 +128,7 @@ func (ss *session) codeCall(ctx context.Context, st *stream, msg *message) (res 
 		return res, true, err
 	}
 	if strings.TrimSpace(args.Code) == "" {
-		return nil, true, &rpcError{Code: codeInvalidParams, Message: `run needs code, e.g. {"code": "return (await demo.add({a: 1, b: 2})).structuredContent"}`}
+		return nil, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `run needs code, e.g. {"code": "return (await demo.add({a: 1, b: 2})).structuredContent"}`}
 	}
 	res, err = ss.srv.code.Run(ctx, r, args.Code)
 	return res, true, err

@@ -6,64 +6,49 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"mcpx.dev/mcpx/observe/tracing"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // startCall registers one of the client's requests, so that
 // notifications/cancelled can reach it; the context ends with the session.
 func (ss *session) startCall(msg *message) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ss.ctx)
-	id := msg.idString()
-	ss.mu.Lock()
-	ss.calls[id] = cancel
-	ss.mu.Unlock()
+	done := ss.calls.Add(msg.ID, cancel)
 	return ctx, func() {
 		cancel()
-		ss.mu.Lock()
-		delete(ss.calls, id)
-		ss.lastUse = time.Now()
-		ss.mu.Unlock()
+		ss.touch() // before done: expired reads the calls first
+		done()
 	}
 }
 
 // notification handles one of the client's notifications.
 func (ss *session) notification(msg *message) {
 	switch msg.Method {
-	case "notifications/cancelled":
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		json.Unmarshal(msg.Params, &p) //nolint:errcheck // no id: nothing to cancel
-		id := (&message{ID: p.RequestID}).idString()
-		ss.mu.Lock()
-		cancel := ss.calls[id]
-		ss.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
-	case "notifications/roots/list_changed":
+	case jsonrpc.MethodCancelled:
+		ss.calls.Cancelled(msg.Params)
+	case jsonrpc.MethodRootsListChanged:
 		ss.rootsChanged()
 	}
 }
 
 // initialize answers the handshake: the version (the client's if mcpx
 // speaks it, else the latest), the capabilities, and the instructions.
-func (ss *session) initialize(ctx context.Context, params json.RawMessage) (json.RawMessage, *rpcError) {
+func (ss *session) initialize(ctx context.Context, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	var p struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &rpcError{Code: codeInvalidParams, Message: "initialize params: " + err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize params: " + err.Error()}
 	}
-	ss.version = LatestHandshake
-	if slices.Contains(handshakeVersions, p.ProtocolVersion) {
+	ss.version = jsonrpc.LatestHandshake
+	if jsonrpc.IsHandshakeVersion(p.ProtocolVersion) {
 		ss.version = p.ProtocolVersion
 	}
 	ss.caps = parseCaps(p.Capabilities)
@@ -182,9 +167,9 @@ func (ss *session) handle(ctx context.Context, st *stream, msg *message) []byte 
 		defer sp.End()
 	}
 	if ss.id == "" {
-		if v := msg.meta(metaProtocolVersion); v != "" && v != StatelessVersion {
-			data, _ := json.Marshal(map[string]any{"supported": []string{StatelessVersion}, "requested": v})
-			return rpcErrorMsg(msg.ID, codeUnsupportedVersion, "unsupported protocol version "+v, data)
+		if v := msg.meta(jsonrpc.MetaProtocolVersion); v != "" && v != jsonrpc.StatelessVersion {
+			data, _ := json.Marshal(map[string]any{"supported": []string{jsonrpc.StatelessVersion}, "requested": v})
+			return rpcErrorMsg(msg.ID, jsonrpc.CodeUnsupportedVersion, "unsupported protocol version "+v, data)
 		}
 	}
 	var res json.RawMessage
@@ -196,7 +181,7 @@ func (ss *session) handle(ctx context.Context, st *stream, msg *message) []byte 
 	}
 	if err != nil {
 		e := ss.rpcError(err)
-		return rpcErrorMsg(msg.ID, e.Code, e.Message, e.Data)
+		return jsonrpc.AppendError(nil, msg.ID, e)
 	}
 	if ss.id == "" {
 		res = statelessResult(msg.Method, res)
@@ -206,8 +191,8 @@ func (ss *session) handle(ctx context.Context, st *stream, msg *message) []byte 
 
 // cacheable are the results that carry the 2026-07-28 caching hints
 // (SEP-2549).
-var cacheable = map[string]bool{"server/discover": true, "tools/list": true, "prompts/list": true,
-	"resources/list": true, "resources/templates/list": true, "resources/read": true}
+var cacheable = map[string]bool{jsonrpc.MethodDiscover: true, jsonrpc.MethodToolsList: true, jsonrpc.MethodPromptsList: true,
+	jsonrpc.MethodResourcesList: true, jsonrpc.MethodResourceTemplatesList: true, jsonrpc.MethodResourcesRead: true}
 
 // statelessResult gives a result for a stateless client what the
 // 2026-07-28 schema requires and a child of the handshake era (or mcpx's
@@ -238,27 +223,27 @@ func statelessResult(method string, res json.RawMessage) json.RawMessage {
 
 func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json.RawMessage, error) {
 	switch msg.Method {
-	case "ping":
+	case jsonrpc.MethodPing:
 		return json.RawMessage(`{}`), nil
-	case "server/discover":
+	case jsonrpc.MethodDiscover:
 		caps, info, instr := ss.serverDescription(ctx)
 		caps = extCaps(caps) // server/discover is the stateless revision's
-		meta, _ := json.Marshal(map[string]json.RawMessage{metaServerInfo: info})
-		versions, _ := json.Marshal(supportedVersions())
+		meta, _ := json.Marshal(map[string]json.RawMessage{jsonrpc.MetaServerInfo: info})
+		versions, _ := json.Marshal(jsonrpc.SupportedVersions())
 		res := object{}.set("supportedVersions", versions).set("capabilities", caps)
 		if instr != "" {
 			res = res.setString("instructions", instr)
 		}
 		return res.set("_meta", meta).bytes(), nil
-	case "tools/list":
+	case jsonrpc.MethodToolsList:
 		return ss.listTools(ctx, st)
-	case "prompts/list":
+	case jsonrpc.MethodPromptsList:
 		return ss.list(ctx, st, "prompts", (*broker.Broker).Prompts, true)
-	case "resources/list":
+	case jsonrpc.MethodResourcesList:
 		return ss.list(ctx, st, "resources", (*broker.Broker).Resources, false)
-	case "resources/templates/list":
+	case jsonrpc.MethodResourceTemplatesList:
 		return ss.list(ctx, st, "resourceTemplates", (*broker.Broker).ResourceTemplates, false)
-	case "tools/call":
+	case jsonrpc.MethodToolsCall:
 		if res, ok, err := ss.codeCall(ctx, st, msg); ok {
 			return res, err
 		}
@@ -269,63 +254,63 @@ func (ss *session) dispatch(ctx context.Context, st *stream, msg *message) (json
 			return ss.callToolAsTask(ctx, st, msg)
 		}
 		return ss.callTool(ctx, st, msg)
-	case "tasks/get", "tasks/update", "tasks/cancel":
+	case jsonrpc.MethodTasksGet, jsonrpc.MethodTasksUpdate, jsonrpc.MethodTasksCancel:
 		if ss.id == "" {
 			return ss.taskExtMethod(ctx, msg)
 		}
-		if msg.Method == "tasks/update" {
+		if msg.Method == jsonrpc.MethodTasksUpdate {
 			break
 		}
 		return ss.task(ctx, msg)
-	case "tasks/result", "tasks/list":
+	case jsonrpc.MethodTasksResult, jsonrpc.MethodTasksList:
 		if ss.id == "" {
-			return nil, &rpcError{Code: codeMethodNotFound, Message: msg.Method + " is not in the " + extTasks + " extension: tasks/get inlines the result"}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: msg.Method + " is not in the " + jsonrpc.ExtensionTasks + " extension: tasks/get inlines the result"}
 		}
 		return ss.task(ctx, msg)
-	case "subscriptions/listen":
+	case jsonrpc.MethodListen:
 		return ss.listen(ctx, st, msg)
-	case "prompts/get":
+	case jsonrpc.MethodPromptsGet:
 		return ss.forwardNamed(ctx, st, msg, (*broker.Broker).Prompts)
-	case "resources/read":
+	case jsonrpc.MethodResourcesRead:
 		return ss.forwardResource(ctx, st, msg)
-	case "resources/subscribe":
+	case jsonrpc.MethodResourcesSubscribe:
 		return ss.subscribe(ctx, st, msg)
-	case "resources/unsubscribe":
+	case jsonrpc.MethodResourcesUnsubscribe:
 		return ss.unsubscribe(msg)
-	case "completion/complete":
+	case jsonrpc.MethodComplete:
 		return ss.complete(ctx, st, msg)
-	case "logging/setLevel":
+	case jsonrpc.MethodSetLevel:
 		var p struct {
 			Level string `json:"level"`
 		}
 		if json.Unmarshal(msg.Params, &p) != nil || !slices.Contains(logLevels, p.Level) {
-			return nil, &rpcError{Code: codeInvalidParams, Message: "level must be one of " + strings.Join(logLevels, ", ")}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "level must be one of " + strings.Join(logLevels, ", ")}
 		}
 		ss.mu.Lock()
 		ss.level = p.Level
 		ss.mu.Unlock()
 		if ss.server != "" {
 			if _, err := ss.forward(ctx, st, ss.server, msg.Method, msg.Params); err != nil {
-				ss.srv.log.Debug("logging/setLevel", "server", ss.server, "err", err)
+				ss.srv.log.Debug(jsonrpc.MethodSetLevel, "server", ss.server, "err", err)
 			}
 		}
 		return json.RawMessage(`{}`), nil
 	}
-	return nil, &rpcError{Code: codeMethodNotFound, Message: "method not found: " + msg.Method}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + msg.Method}
 }
 
 // rpcError turns an error into the JSON-RPC error the client sees: a
 // child's own error as it sent it, a refusal as invalid params, the rest
 // with the broker's caller-safe message (never its internal detail).
-func (ss *session) rpcError(err error) *rpcError {
-	var re *rpcError
+func (ss *session) rpcError(err error) *jsonrpc.Error {
+	var re *jsonrpc.Error
 	if errors.As(err, &re) {
 		return re
 	}
 	var be *broker.Error
 	if errors.As(err, &be) {
 		if be.RPCCode != 0 {
-			return &rpcError{Code: be.RPCCode, Message: be.Msg, Data: be.RPCData}
+			return &jsonrpc.Error{Code: be.RPCCode, Message: be.Msg, Data: be.RPCData}
 		}
 		msg := be.Msg
 		if be.Server != "" && ss.server == "" {
@@ -336,17 +321,17 @@ func (ss *session) rpcError(err error) *rpcError {
 		}
 		switch be.Kind {
 		case broker.KindNotFound, broker.KindBadRequest, broker.KindForbidden:
-			return &rpcError{Code: codeInvalidParams, Message: msg}
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
 		case broker.KindRateLimited:
 			return rateLimitedError(msg, be)
 		}
-		return &rpcError{Code: codeInternalError, Message: msg}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 	}
 	if errors.Is(err, context.Canceled) {
-		return &rpcError{Code: codeInternalError, Message: "cancelled"}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "cancelled"}
 	}
 	ss.srv.log.Warn("mcp request failed", "session", ss.id, "err", err)
-	return &rpcError{Code: codeInternalError, Message: "internal error"}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 }
 
 // listen serves subscriptions/listen (2026-07-28): the request stays open,
@@ -364,21 +349,21 @@ func (ss *session) listen(ctx context.Context, st *stream, msg *message) (json.R
 		} `json:"notifications"`
 	}
 	if json.Unmarshal(msg.Params, &p) != nil || p.Notifications == nil {
-		return nil, &rpcError{Code: codeInvalidParams, Message: "subscriptions/listen needs notifications"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "subscriptions/listen needs notifications"}
 	}
 	n := p.Notifications
 	want := map[string]bool{}
 	if n.Tools {
-		want["notifications/tools/list_changed"] = true
+		want[jsonrpc.MethodToolsListChanged] = true
 	}
 	if n.Prompts {
-		want["notifications/prompts/list_changed"] = true
+		want[jsonrpc.MethodPromptsListChanged] = true
 	}
 	if n.Resources {
-		want["notifications/resources/list_changed"] = true
+		want[jsonrpc.MethodResourcesListChanged] = true
 	}
 	subID := msg.ID
-	meta, _ := json.Marshal(map[string]json.RawMessage{metaSubscriptionID: subID})
+	meta, _ := json.Marshal(map[string]json.RawMessage{jsonrpc.MetaSubscriptionID: subID})
 	subs, honored := ss.listenResources(ctx, st, n.ResourceSubscriptions, meta)
 	defer closeAll(subs)
 	acked := map[string]any{"toolsListChanged": n.Tools, "promptsListChanged": n.Prompts, "resourcesListChanged": n.Resources}
@@ -386,7 +371,7 @@ func (ss *session) listen(ctx context.Context, st *stream, msg *message) (json.R
 		acked["resourceSubscriptions"] = honored
 	}
 	ack, _ := json.Marshal(acked)
-	ss.notify(st, "notifications/subscriptions/acknowledged", object{}.set("notifications", ack).set("_meta", meta))
+	ss.notify(st, jsonrpc.MethodListenAcknowledged, object{}.set("notifications", ack).set("_meta", meta))
 	if len(want) > 0 || len(subs) > 0 {
 		l := &listener{ss: ss, st: st, want: want, meta: meta}
 		stop := ss.srv.addListener(l)

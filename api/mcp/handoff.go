@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // The upgrade in place (package daemon) hands the endpoint's sessions to
@@ -174,7 +175,7 @@ func (ss *session) subscribeAgain(server, uri string) {
 		ss.routes.uris[uri] = server
 	}
 	ss.routes.mu.Unlock()
-	if _, err := ss.subscribe(ctx, nil, &message{Method: "resources/subscribe", Params: params}); err != nil {
+	if _, err := ss.subscribe(ctx, nil, &message{Message: jsonrpc.Message{Method: jsonrpc.MethodResourcesSubscribe, Params: params}}); err != nil {
 		ss.warn(nil, "mcpx: the subscription to "+uri+" ended: the daemon was upgraded and subscribing again failed; subscribe again")
 	}
 }

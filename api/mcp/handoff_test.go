@@ -12,6 +12,7 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // TestHandoffRestoresSessions: a session handed to the next image (as JSON,
@@ -32,7 +33,7 @@ func TestHandoffRestoresSessions(t *testing.T) {
 	r.Header.Set("Accept", "application/json, text/event-stream")
 	r.Header.Set("Content-Type", "application/json")
 	old.ServeHTTP(rec, r, Request{Caller: alice, Context: broker.CallContext{Cwd: "/src/app"}})
-	id := rec.Header().Get(HeaderSessionID)
+	id := rec.Header().Get(jsonrpc.HeaderSessionID)
 	if rec.Code != http.StatusOK || id == "" {
 		t.Fatalf("initialize: %d %s", rec.Code, rec.Body)
 	}

@@ -9,26 +9,21 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // The Streamable HTTP transport (spec 2025-11-25 basic/transports, and the
 // stateless 2026-07-28 revision): POST carries one JSON-RPC message, GET
 // opens the session's stream, DELETE ends the session.
 
-// Header names of the transport.
-const (
-	HeaderSessionID       = "Mcp-Session-Id"
-	HeaderProtocolVersion = "Mcp-Protocol-Version"
-	HeaderLastEventID     = "Last-Event-Id"
-	HeaderMethod          = "Mcp-Method"
-	HeaderName            = "Mcp-Name"
-)
+// HeaderLastEventID is SSE's, which resumes a stream; MCP's own headers
+// are package jsonrpc's.
+const HeaderLastEventID = "Last-Event-Id"
 
 // Request is what the API tells the endpoint of one HTTP request: who is
 // calling (authenticated), the caller context its headers declared, and
@@ -68,7 +63,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request, req Request) 
 func httpError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(rpcErrorMsg(nil, codeInvalidRequest, msg, nil)) //nolint:errcheck // the client is gone
+	w.Write(rpcErrorMsg(nil, jsonrpc.CodeInvalidRequest, msg, nil)) //nolint:errcheck // the client is gone
 }
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
@@ -97,7 +92,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		w.Write(rpcErrorMsg(nil, codeParseError, err.Error(), nil)) //nolint:errcheck // the client is gone
+		w.Write(rpcErrorMsg(nil, jsonrpc.CodeParseError, err.Error(), nil)) //nolint:errcheck // the client is gone
 		return
 	}
 
@@ -108,50 +103,50 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req Request) {
 		return
 	}
 	var ss *session
-	if id := r.Header.Get(HeaderSessionID); id != "" {
+	if id := r.Header.Get(jsonrpc.HeaderSessionID); id != "" {
 		if ss = s.lookup(id, req); ss == nil {
 			httpError(w, http.StatusNotFound, "no such session (it ended or never was): initialize again")
 			return
 		}
-		if msg.Method == "initialize" {
-			s.writeJSON(w, rpcErrorMsg(msg.ID, codeInvalidRequest, "the session is already initialized", nil))
+		if msg.Method == jsonrpc.MethodInitialize {
+			s.writeJSON(w, rpcErrorMsg(msg.ID, jsonrpc.CodeInvalidRequest, "the session is already initialized", nil))
 			return
 		}
 		ss.touch()
 	} else {
 		switch {
-		case msg.Method == "initialize":
+		case msg.Method == jsonrpc.MethodInitialize:
 			s.initialize(w, r, req, msg)
 			return
 		case statelessVersion(r, msg) != "":
 			ss = s.statelessSession(req, msg)
 			ss.header = r.Header
-		case msg.isRequest() && msg.Method == "ping":
+		case msg.IsRequest() && msg.Method == jsonrpc.MethodPing:
 			s.writeJSON(w, resultMsg(msg.ID, json.RawMessage(`{}`)))
 			return
-		case msg.isRequest() && msg.Method == "server/discover":
+		case msg.IsRequest() && msg.Method == jsonrpc.MethodDiscover:
 			// A client probing for the stateless era without saying its
 			// version: answer, so that it can choose.
 			ss = s.statelessSession(req, msg)
 		default:
-			httpError(w, http.StatusBadRequest, "no "+HeaderSessionID+" header: send initialize first, or a 2026-07-28 request with its _meta")
+			httpError(w, http.StatusBadRequest, "no "+jsonrpc.HeaderSessionID+" header: send initialize first, or a 2026-07-28 request with its _meta")
 			return
 		}
 	}
 
 	switch {
-	case msg.isResponse():
+	case msg.IsResponse():
 		if !ss.answered(msg.idString(), body) {
 			s.log.Debug("mcp response to no request of ours", "session", ss.id, "id", msg.idString())
 		}
 		w.WriteHeader(http.StatusAccepted)
-	case msg.isNotification():
+	case msg.IsNotification():
 		ss.notification(msg)
 		w.WriteHeader(http.StatusAccepted)
-	case msg.isRequest():
+	case msg.IsRequest():
 		s.request(w, r, ss, msg)
 	default:
-		s.writeJSON(w, rpcErrorMsg(msg.ID, codeInvalidRequest, "not a JSON-RPC request, notification or response", nil))
+		s.writeJSON(w, rpcErrorMsg(msg.ID, jsonrpc.CodeInvalidRequest, "not a JSON-RPC request, notification or response", nil))
 	}
 }
 
@@ -311,12 +306,12 @@ func (s *Server) getStream(w http.ResponseWriter, r *http.Request, req Request) 
 // answers r (status, why there must be one: 405 also says Allow: POST) or
 // 404 and returns nil.
 func (s *Server) sessionOf(w http.ResponseWriter, r *http.Request, req Request, status int, why string) *session {
-	id := r.Header.Get(HeaderSessionID)
+	id := r.Header.Get(jsonrpc.HeaderSessionID)
 	if id == "" {
 		if status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", "POST")
 		}
-		httpError(w, status, "no "+HeaderSessionID+" header: "+why)
+		httpError(w, status, "no "+jsonrpc.HeaderSessionID+" header: "+why)
 		return nil
 	}
 	ss := s.lookup(id, req)
@@ -327,7 +322,7 @@ func (s *Server) sessionOf(w http.ResponseWriter, r *http.Request, req Request, 
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, req Request) {
-	if r.Header.Get(HeaderSessionID) == "" && req.Context.Session != "" {
+	if r.Header.Get(jsonrpc.HeaderSessionID) == "" && req.Context.Session != "" {
 		// A stateless client's caller session (Mcpx-Session; mcpx mcp
 		// holds one for its client): its session-scoped children stop.
 		if err := s.b.EndSession(r.Context(), req.Caller, req.Context.Session); err != nil {
@@ -359,18 +354,18 @@ func acceptsEvents(r *http.Request) bool {
 // statelessVersion is the 2026-07-28 version a request declares (header or
 // _meta); "" if it declares none of that era.
 func statelessVersion(r *http.Request, msg *message) string {
-	if v := r.Header.Get(HeaderProtocolVersion); v == StatelessVersion {
+	if v := r.Header.Get(jsonrpc.HeaderProtocolVersion); v == jsonrpc.StatelessVersion {
 		return v
 	}
-	if msg.meta(metaProtocolVersion) == StatelessVersion {
-		return StatelessVersion
+	if msg.meta(jsonrpc.MetaProtocolVersion) == jsonrpc.StatelessVersion {
+		return jsonrpc.StatelessVersion
 	}
 	return ""
 }
 
 // initialize opens a session of the handshake era.
 func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req Request, msg *message) {
-	if !msg.isRequest() {
+	if !msg.IsRequest() {
 		httpError(w, http.StatusBadRequest, "initialize must be a request")
 		return
 	}
@@ -378,7 +373,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req Request,
 	ss.mode = req.Mode
 	res, rerr := ss.initialize(r.Context(), msg.Params)
 	if rerr != nil {
-		s.writeJSON(w, rpcErrorMsg(msg.ID, rerr.Code, rerr.Message, rerr.Data))
+		s.writeJSON(w, jsonrpc.AppendError(nil, msg.ID, rerr))
 		return
 	}
 	err := s.add(ss)
@@ -394,7 +389,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req Request,
 		httpError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	w.Header().Set(HeaderSessionID, ss.id)
+	w.Header().Set(jsonrpc.HeaderSessionID, ss.id)
 	s.writeJSON(w, resultMsg(msg.ID, res))
 }
 
@@ -402,9 +397,9 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req Request,
 func (s *Server) statelessSession(req Request, msg *message) *session {
 	ss := s.newSession("", req.Caller, req.Server, req.Context)
 	ss.mode = req.Mode
-	ss.version = StatelessVersion
-	ss.caps = parseCaps(json.RawMessage(msg.metaRaw(metaClientCapabilities)))
-	ss.clientName = clientName(msg.metaRaw(metaClientInfo))
+	ss.version = jsonrpc.StatelessVersion
+	ss.caps = parseCaps(json.RawMessage(msg.metaRaw(jsonrpc.MetaClientCapabilities)))
+	ss.clientName = clientName(msg.metaRaw(jsonrpc.MetaClientInfo))
 	return ss
 }
 
@@ -415,23 +410,15 @@ func mergeDone(ctx, other context.Context) (context.Context, context.CancelFunc)
 	return ctx, func() { stop(); cancel() }
 }
 
-// codeHeaderMismatch answers a request whose standard headers disagree
-// with its body (2026-07-28, SEP-2243).
-const codeHeaderMismatch = -32020
-
-// supportedVersions are every protocol version the endpoint speaks, newest
-// first: what server/discover lists and an unsupported version is told.
-func supportedVersions() []string { return append([]string{StatelessVersion}, handshakeVersions...) }
-
 // removedMethods are the methods the 2026-07-28 revision removed: a
 // stateless client that sends one is told 404 and -32601.
-var removedMethods = map[string]bool{"initialize": true, "ping": true, "logging/setLevel": true,
-	"resources/subscribe": true, "resources/unsubscribe": true, "tasks/result": true, "tasks/list": true}
+var removedMethods = map[string]bool{jsonrpc.MethodInitialize: true, jsonrpc.MethodPing: true, jsonrpc.MethodSetLevel: true,
+	jsonrpc.MethodResourcesSubscribe: true, jsonrpc.MethodResourcesUnsubscribe: true, jsonrpc.MethodTasksResult: true, jsonrpc.MethodTasksList: true}
 
 // named are the methods whose Mcp-Name header a stateless request must
 // carry, and the params member it mirrors.
-var named = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-	"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+var named = map[string]string{jsonrpc.MethodToolsCall: "name", jsonrpc.MethodPromptsGet: "name", jsonrpc.MethodResourcesRead: "uri",
+	jsonrpc.MethodTasksGet: "taskId", jsonrpc.MethodTasksUpdate: "taskId", jsonrpc.MethodTasksCancel: "taskId"}
 
 // checkHeaders refuses, with its HTTP status and error response, a request
 // whose MCP-Protocol-Version names a version mcpx does not speak, and a
@@ -441,19 +428,19 @@ var named = map[string]string{"tools/call": "name", "prompts/get": "name", "reso
 // handshake era is refused only for a header that disagrees with its body:
 // those clients send neither.
 func checkHeaders(r *http.Request, msg *message) (int, []byte) {
-	hv, mv := r.Header.Get(HeaderProtocolVersion), msg.meta(metaProtocolVersion)
+	hv, mv := r.Header.Get(jsonrpc.HeaderProtocolVersion), msg.meta(jsonrpc.MetaProtocolVersion)
 	bad := func(status, code int, text string, data json.RawMessage) (int, []byte) {
 		return status, rpcErrorMsg(msg.ID, code, text, data)
 	}
 	unsupported := func(v string) (int, []byte) {
-		data, _ := json.Marshal(map[string]any{"supported": supportedVersions(), "requested": v})
-		return bad(http.StatusBadRequest, codeUnsupportedVersion, "unsupported protocol version "+v, data)
+		data, _ := json.Marshal(map[string]any{"supported": jsonrpc.SupportedVersions(), "requested": v})
+		return bad(http.StatusBadRequest, jsonrpc.CodeUnsupportedVersion, "unsupported protocol version "+v, data)
 	}
-	if hv != "" && hv != StatelessVersion && !slices.Contains(handshakeVersions, hv) { // supportedVersions, without building it
+	if hv != "" && hv != jsonrpc.StatelessVersion && !jsonrpc.IsHandshakeVersion(hv) { // jsonrpc.SupportedVersions, without building it
 		return unsupported(hv)
 	}
-	method, name := r.Header.Get(HeaderMethod), r.Header.Get(HeaderName)
-	modern := msg.isRequest() && r.Header.Get(HeaderSessionID) == "" && (hv == StatelessVersion || mv != "")
+	method, name := r.Header.Get(jsonrpc.HeaderMethod), r.Header.Get(jsonrpc.HeaderName)
+	modern := msg.IsRequest() && r.Header.Get(jsonrpc.HeaderSessionID) == "" && (hv == jsonrpc.StatelessVersion || mv != "")
 	want := "" // read only when a check below needs it
 	if k := named[msg.Method]; k != "" && (modern || name != "") {
 		p, _ := msg.params()
@@ -462,28 +449,28 @@ func checkHeaders(r *http.Request, msg *message) (int, []byte) {
 	if modern {
 		switch {
 		case hv == "":
-			return bad(http.StatusBadRequest, codeHeaderMismatch, "a request carrying _meta "+metaProtocolVersion+" needs the "+HeaderProtocolVersion+" header", nil)
+			return bad(http.StatusBadRequest, jsonrpc.CodeHeaderMismatch, "a request carrying _meta "+jsonrpc.MetaProtocolVersion+" needs the "+jsonrpc.HeaderProtocolVersion+" header", nil)
 		case mv == "":
-			return bad(http.StatusBadRequest, codeInvalidParams, "missing or invalid _meta "+metaProtocolVersion, nil)
+			return bad(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "missing or invalid _meta "+jsonrpc.MetaProtocolVersion, nil)
 		case hv != mv:
-			return bad(http.StatusBadRequest, codeHeaderMismatch, HeaderProtocolVersion+" "+hv+" does not match _meta "+metaProtocolVersion+" "+mv, nil)
-		case mv != StatelessVersion:
+			return bad(http.StatusBadRequest, jsonrpc.CodeHeaderMismatch, jsonrpc.HeaderProtocolVersion+" "+hv+" does not match _meta "+jsonrpc.MetaProtocolVersion+" "+mv, nil)
+		case mv != jsonrpc.StatelessVersion:
 			return unsupported(mv)
-		case msg.metaRaw(metaClientCapabilities) == nil:
-			return bad(http.StatusBadRequest, codeInvalidParams, "missing _meta "+metaClientCapabilities, nil)
+		case msg.metaRaw(jsonrpc.MetaClientCapabilities) == nil:
+			return bad(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "missing _meta "+jsonrpc.MetaClientCapabilities, nil)
 		case method == "":
-			return bad(http.StatusBadRequest, codeHeaderMismatch, "a 2026-07-28 request needs the "+HeaderMethod+" header", nil)
+			return bad(http.StatusBadRequest, jsonrpc.CodeHeaderMismatch, "a 2026-07-28 request needs the "+jsonrpc.HeaderMethod+" header", nil)
 		case named[msg.Method] != "" && want != "" && name == "":
-			return bad(http.StatusBadRequest, codeHeaderMismatch, msg.Method+" needs the "+HeaderName+" header", nil)
+			return bad(http.StatusBadRequest, jsonrpc.CodeHeaderMismatch, msg.Method+" needs the "+jsonrpc.HeaderName+" header", nil)
 		case removedMethods[msg.Method]:
-			return bad(http.StatusNotFound, codeMethodNotFound, msg.Method+" was removed in "+StatelessVersion, nil)
+			return bad(http.StatusNotFound, jsonrpc.CodeMethodNotFound, msg.Method+" was removed in "+jsonrpc.StatelessVersion, nil)
 		}
 	}
 	if method != "" && msg.Method != "" && method != msg.Method {
-		return bad(http.StatusBadRequest, codeHeaderMismatch, HeaderMethod+" "+method+" does not match the body's method "+msg.Method, nil)
+		return bad(http.StatusBadRequest, jsonrpc.CodeHeaderMismatch, jsonrpc.HeaderMethod+" "+method+" does not match the body's method "+msg.Method, nil)
 	}
 	if name != "" && want != "" && decodeHeader(name) != want {
-		return bad(http.StatusBadRequest, codeHeaderMismatch, HeaderName+" does not match the body's "+named[msg.Method], nil)
+		return bad(http.StatusBadRequest, jsonrpc.CodeHeaderMismatch, jsonrpc.HeaderName+" does not match the body's "+named[msg.Method], nil)
 	}
 	return 0, nil
 }
@@ -514,9 +501,9 @@ func errorStatus(resp []byte) int {
 		return http.StatusOK
 	}
 	switch r.Error.Code {
-	case codeMethodNotFound:
+	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
-	case codeInvalidParams, codeUnsupportedVersion, codeMissingCapability, codeHeaderMismatch:
+	case jsonrpc.CodeInvalidParams, jsonrpc.CodeUnsupportedVersion, jsonrpc.CodeMissingCapability, jsonrpc.CodeHeaderMismatch:
 		return http.StatusBadRequest
 	}
 	return http.StatusOK

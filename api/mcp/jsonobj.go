@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"mcpx.dev/mcpx/internal/rawjson"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // member is one member of a JSON object, its value as it came.
@@ -30,8 +30,8 @@ func parseObject(raw []byte) (object, error) {
 	}
 	var o object
 	var bad error
-	err := rawjson.Members(raw, func(k, v []byte) {
-		key, ok := rawjson.Unquote(k)
+	err := jsonrpc.Members(raw, func(k, v []byte) {
+		key, ok := jsonrpc.Unquote(k)
 		if !ok {
 			bad = errors.New("a member's key is not a string")
 		}
@@ -51,7 +51,7 @@ func (o object) get(k string) json.RawMessage {
 
 // str is the string member k; "" if absent or not a string.
 func (o object) str(k string) string {
-	s, _ := rawjson.Unquote(o.get(k)) // absent or not a string: ""
+	s, _ := jsonrpc.Unquote(o.get(k)) // absent or not a string: ""
 	return s
 }
 
@@ -110,7 +110,7 @@ func elements(raw []byte) ([]json.RawMessage, error) {
 		return nil, nil
 	}
 	var out []json.RawMessage
-	err := rawjson.Elements(raw, func(v []byte) { out = append(out, v) })
+	err := jsonrpc.Elements(raw, func(v []byte) { out = append(out, v) })
 	return out, err
 }
 

@@ -16,7 +16,7 @@ func TestParseMessage(t *testing.T) {
 		{body: `{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`, method: "b", id: "1"},
 		{body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"`, err: "not a JSON-RPC message: unexpected end"},
 		{body: `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, err: "batches are not accepted"},
-		{body: `"ping"`, err: "not an object"},
+		{body: `"ping"`, err: "not a JSON object"},
 		{body: `{"jsonrpc":"2.0","id":1,"method":3}`, err: "method is not a string"},
 	} {
 		m, err := parseMessage([]byte(tt.body))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // codeRateLimited answers a request a rate limit or maxConcurrent refused
@@ -17,7 +18,7 @@ const codeRateLimited = -32029
 // problemTypeRateLimited is the REST problem type of the same refusal.
 const problemTypeRateLimited = "https://mcpx.dev/problems/rate-limited"
 
-func rateLimitedError(msg string, be *broker.Error) *rpcError {
+func rateLimitedError(msg string, be *broker.Error) *jsonrpc.Error {
 	type limit struct {
 		Kind  string `json:"kind"`
 		Value string `json:"value"`
@@ -31,5 +32,5 @@ func rateLimitedError(msg string, be *broker.Error) *rpcError {
 		data.Limit = &limit{string(be.Limit.Kind), be.Limit.Value}
 	}
 	b, _ := json.Marshal(data) // strings and a number: it always marshals
-	return &rpcError{Code: codeRateLimited, Message: msg, Data: b}
+	return &jsonrpc.Error{Code: codeRateLimited, Message: msg, Data: b}
 }

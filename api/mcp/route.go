@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/internal/mcpheader"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // Requests routed to the child that serves them: on /mcp/{server} always
@@ -166,7 +166,7 @@ func (ss *session) resolveName(ctx context.Context, cwd, name string, get lister
 	}
 	server = serverOf(name, names)
 	if server == "" {
-		return "", "", &rpcError{Code: codeInvalidParams, Message: "unknown name " + name + ": names on /mcp are <server>__<name>; list them again"}
+		return "", "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown name " + name + ": names on /mcp are <server>__<name>; list them again"}
 	}
 	rest := name[len(server)+len(Separator):]
 	if AggregateName(server, rest) == name {
@@ -186,7 +186,7 @@ func (ss *session) resolveName(ctx context.Context, cwd, name string, get lister
 			return server, n, nil
 		}
 	}
-	return "", "", &rpcError{Code: codeInvalidParams, Message: "unknown name " + name + " (server " + server + " lists no such)"}
+	return "", "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown name " + name + " (server " + server + " lists no such)"}
 }
 
 // callTool calls a tool, passing the child's progress on with the client's
@@ -204,11 +204,11 @@ func (ss *session) callTool(ctx context.Context, st *stream, msg *message) (json
 func (ss *session) toolCall(ctx context.Context, st *stream, msg *message) (broker.Request, string, object, error) {
 	p, err := msg.params()
 	if err != nil {
-		return broker.Request{}, "", nil, &rpcError{Code: codeInvalidParams, Message: "tools/call params: " + err.Error()}
+		return broker.Request{}, "", nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call params: " + err.Error()}
 	}
 	name := p.str("name")
 	if name == "" {
-		return broker.Request{}, "", nil, &rpcError{Code: codeInvalidParams, Message: "tools/call needs a name"}
+		return broker.Request{}, "", nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs a name"}
 	}
 	cwd := ss.cwd(ctx, st)
 	server, tool := ss.server, name
@@ -233,9 +233,9 @@ func (ss *session) toolCall(ctx context.Context, st *stream, msg *message) (brok
 // header, equal to what the arguments give, and every such header must be
 // plain printable ASCII (or the base64 wrapper).
 func (ss *session) checkParamHeaders(ctx context.Context, r broker.Request, tool string, params json.RawMessage) error {
-	mismatch := func(text string) error { return &rpcError{Code: codeHeaderMismatch, Message: text} }
+	mismatch := func(text string) error { return &jsonrpc.Error{Code: jsonrpc.CodeHeaderMismatch, Message: text} }
 	for k, vs := range ss.header {
-		if !strings.HasPrefix(k, mcpheader.ParamPrefix) {
+		if !strings.HasPrefix(k, jsonrpc.HeaderParamPrefix) {
 			continue
 		}
 		for _, v := range vs {
@@ -258,13 +258,13 @@ func (ss *session) checkParamHeaders(ctx context.Context, r broker.Request, tool
 			break
 		}
 	}
-	if def == nil || !mcpheader.Annotated(def) {
+	if def == nil || !jsonrpc.HasParamHeaders(def) {
 		return nil
 	}
 	want := http.Header{}
-	mcpheader.Set(want, "tools/call", params, func(string) json.RawMessage { return def })
+	jsonrpc.SetHeaders(want, jsonrpc.MethodToolsCall, params, func(string) json.RawMessage { return def })
 	for k, vs := range want {
-		if !strings.HasPrefix(k, mcpheader.ParamPrefix) {
+		if !strings.HasPrefix(k, jsonrpc.HeaderParamPrefix) {
 			continue
 		}
 		if got := ss.header.Get(k); got != vs[0] && decodeHeader(got) != decodeHeader(vs[0]) {
@@ -287,7 +287,7 @@ func (ss *session) progress(st *stream, params object) func(json.RawMessage) {
 		if err != nil {
 			return
 		}
-		ss.notify(st, "notifications/progress", o.set("progressToken", tok))
+		ss.notify(st, jsonrpc.MethodProgress, o.set("progressToken", tok))
 	}
 }
 
@@ -306,7 +306,7 @@ func (ss *session) forwardNamed(ctx context.Context, st *stream, msg *message, g
 	}
 	p, err := parseObject(msg.Params)
 	if err != nil {
-		return nil, &rpcError{Code: codeInvalidParams, Message: msg.Method + " params: " + err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg.Method + " params: " + err.Error()}
 	}
 	server, name, err := ss.resolveName(ctx, ss.cwd(ctx, st), p.str("name"), get)
 	if err != nil {
@@ -336,7 +336,7 @@ func (ss *session) forwardResource(ctx context.Context, st *stream, msg *message
 // session has not seen them.
 func (ss *session) uriServer(ctx context.Context, st *stream, uri string) (string, error) {
 	if uri == "" {
-		return "", &rpcError{Code: codeInvalidParams, Message: "the request needs a uri"}
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the request needs a uri"}
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		ss.routes.mu.Lock()
@@ -359,7 +359,7 @@ func (ss *session) uriServer(ctx context.Context, st *stream, uri string) (strin
 			ss.list(ctx, st, "resourceTemplates", (*broker.Broker).ResourceTemplates, false) //nolint:errcheck // likewise
 		}
 	}
-	return "", &rpcError{Code: -32002, Message: "resource not found: no server lists " + uri}
+	return "", &jsonrpc.Error{Code: jsonrpc.CodeResourceNotFound, Message: "resource not found: no server lists " + uri}
 }
 
 // complete routes completion/complete by its ref: a prompt's name or a
@@ -370,7 +370,7 @@ func (ss *session) complete(ctx context.Context, st *stream, msg *message) (json
 	}
 	p, err := parseObject(msg.Params)
 	if err != nil {
-		return nil, &rpcError{Code: codeInvalidParams, Message: "completion/complete params: " + err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete params: " + err.Error()}
 	}
 	ref, _ := parseObject(p.get("ref"))
 	switch ref.str("type") {
@@ -387,7 +387,7 @@ func (ss *session) complete(ctx context.Context, st *stream, msg *message) (json
 		}
 		return ss.forward(ctx, st, server, msg.Method, msg.Params)
 	}
-	return nil, &rpcError{Code: codeInvalidParams, Message: "completion/complete needs a ref of type ref/prompt or ref/resource"}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs a ref of type ref/prompt or ref/resource"}
 }
 
 // onInput answers a child's request for input by asking the client, on the
@@ -401,15 +401,15 @@ func (ss *session) onInput(st *stream) broker.InputHandler {
 			return ss.input(ctx, req)
 		}
 		switch req.Method {
-		case broker.MethodRoots:
+		case jsonrpc.MethodRootsList:
 			if !ss.caps.roots {
 				return nil, errors.New("the MCP client did not declare the roots capability")
 			}
-		case broker.MethodSample:
+		case jsonrpc.MethodSample:
 			if !ss.caps.sampling {
 				return nil, errors.New("the MCP client did not declare the sampling capability")
 			}
-		case broker.MethodElicit:
+		case jsonrpc.MethodElicit:
 			if id, url := urlElicitation(req.Params); url {
 				if !ss.caps.elicitURL {
 					return nil, errors.New("the MCP client did not declare elicitation mode url")
@@ -425,7 +425,7 @@ func (ss *session) onInput(st *stream) broker.InputHandler {
 		}
 		var r struct {
 			Result json.RawMessage `json:"result"`
-			Error  *rpcError       `json:"error"`
+			Error  *jsonrpc.Error  `json:"error"`
 		}
 		if err := json.Unmarshal(resp, &r); err != nil {
 			return nil, err

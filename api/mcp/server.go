@@ -36,16 +36,6 @@ import (
 	"mcpx.dev/mcpx/broker"
 )
 
-// Protocol versions the endpoint speaks. The handshake era's latest is
-// answered to a client that offers a version mcpx does not know.
-const (
-	LatestHandshake  = "2025-11-25"
-	StatelessVersion = "2026-07-28"
-)
-
-// handshakeVersions are the handshake-era versions a client may have.
-var handshakeVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
 // Defaults for zero Options.
 const (
 	DefaultIdleTimeout = 30 * time.Minute

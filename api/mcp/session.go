@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // A session is one MCP client's conversation with the endpoint: a
@@ -36,6 +38,7 @@ type session struct {
 
 	ctx    context.Context // its calls run on it; cancelled when it ends
 	cancel context.CancelFunc
+	calls  jsonrpc.InFlight // the client's requests in flight
 
 	get *stream // the GET stream (server-initiated messages)
 
@@ -45,7 +48,6 @@ type session struct {
 	streamSeq int
 	pending   map[string]chan json.RawMessage // our requests to the client, by id
 	reqSeq    int64
-	calls     map[string]context.CancelFunc // the client's requests in flight, by raw id
 	roots     rootsState
 	warned    bool   // the no-cwd warning was sent
 	endWhy    string // set by the janitor under Server.mu
@@ -98,7 +100,6 @@ func (srv *Server) newSession(id string, c broker.Caller, server string, hdr bro
 		lastUse: time.Now(),
 		streams: map[string]*stream{},
 		pending: map[string]chan json.RawMessage{},
-		calls:   map[string]context.CancelFunc{},
 		targets: map[string]bool{},
 		subs:    map[string]*broker.Subscription{},
 	}
@@ -122,12 +123,12 @@ func (ss *session) touch() {
 // (no request, whatever its GET stream does), or its GET stream gone for
 // grace with nothing since. "" = not.
 func (ss *session) expired(now time.Time, idle, grace time.Duration) string {
-	ss.mu.Lock()
-	last, inFlight := ss.lastUse, len(ss.calls)
-	ss.mu.Unlock()
-	if inFlight > 0 {
+	if ss.calls.Len() > 0 { // first: a call's end touches the session before it leaves calls
 		return ""
 	}
+	ss.mu.Lock()
+	last := ss.lastUse
+	ss.mu.Unlock()
 	if now.Sub(last) > idle {
 		return "idle for " + idle.String()
 	}
@@ -197,15 +198,13 @@ func (ss *session) ask(ctx context.Context, st *stream, method string, params js
 		delete(ss.pending, id)
 		ss.mu.Unlock()
 	}()
-	msg, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      string          `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params,omitempty"`
-	}{"2.0", id, method, params})
-	if err != nil {
-		return nil, err
+	var compact bytes.Buffer
+	if len(params) > 0 {
+		if err := json.Compact(&compact, params); err != nil {
+			return nil, err
+		}
 	}
+	msg := jsonrpc.AppendRequest(nil, jsonrpc.AppendString(nil, id), method, compact.Bytes())
 	if st == nil {
 		st = ss.get
 	}
@@ -240,11 +239,7 @@ func (ss *session) answered(id string, resp json.RawMessage) bool {
 
 // notify sends the client a notification on st (nil = the GET stream).
 func (ss *session) notify(st *stream, method string, params any) {
-	msg, err := json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		Method  string `json:"method"`
-		Params  any    `json:"params,omitempty"`
-	}{"2.0", method, params})
+	msg, err := jsonrpc.Notification(method, params)
 	if err != nil {
 		return
 	}
@@ -256,7 +251,7 @@ func (ss *session) notify(st *stream, method string, params any) {
 
 // warn sends the client a notifications/message warning from mcpx.
 func (ss *session) warn(st *stream, text string) {
-	ss.notify(st, "notifications/message", map[string]any{"level": "warning", "logger": "mcpx", "data": text})
+	ss.notify(st, jsonrpc.MethodMessage, map[string]any{"level": "warning", "logger": "mcpx", "data": text})
 }
 
 // cwd is the caller's cwd for a request: the first of the client's roots
@@ -322,7 +317,7 @@ func (ss *session) rootDirs(ctx context.Context, st *stream) []string {
 		ss.mu.Unlock()
 		close(ch)
 		if err != nil {
-			ss.srv.log.Debug("roots/list", "session", ss.id, "err", err)
+			ss.srv.log.Debug(jsonrpc.MethodRootsList, "session", ss.id, "err", err)
 			return nil
 		}
 		return dirs
@@ -332,7 +327,7 @@ func (ss *session) rootDirs(ctx context.Context, st *stream) []string {
 
 // listRoots asks the client for its roots and reads their directories.
 func (ss *session) listRoots(ctx context.Context, st *stream) ([]string, error) {
-	resp, err := ss.ask(ctx, st, "roots/list", json.RawMessage(`{}`), ss.srv.opts.RootsWait)
+	resp, err := ss.ask(ctx, st, jsonrpc.MethodRootsList, json.RawMessage(`{}`), ss.srv.opts.RootsWait)
 	if err != nil {
 		return nil, err
 	}
@@ -394,7 +389,7 @@ func (ss *session) used(server, key string) {
 // server), list changes as the aggregate's own.
 func (ss *session) notice(n broker.Notice) {
 	if n.Method == broker.NoticeReload {
-		for _, m := range []string{"notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed"} {
+		for _, m := range []string{jsonrpc.MethodToolsListChanged, jsonrpc.MethodPromptsListChanged, jsonrpc.MethodResourcesListChanged} {
 			ss.notify(nil, m, nil)
 		}
 		return
@@ -407,7 +402,7 @@ func (ss *session) notice(n broker.Notice) {
 		return
 	}
 	switch n.Method {
-	case "notifications/message":
+	case jsonrpc.MethodMessage:
 		o, err := parseObject(n.Params)
 		if err != nil || !atLeast(o.str("level"), level) {
 			return
@@ -420,12 +415,12 @@ func (ss *session) notice(n broker.Notice) {
 			o = o.setString("logger", logger)
 		}
 		ss.notify(nil, n.Method, o)
-	case "notifications/elicitation/complete":
+	case jsonrpc.MethodElicitationComplete:
 		if o, err := parseObject(n.Params); err == nil && ss.takeElicited(o.str("elicitationId")) {
 			ss.notify(nil, n.Method, n.Params)
 		}
-	case "notifications/tools/list_changed", "notifications/prompts/list_changed",
-		"notifications/resources/list_changed":
+	case jsonrpc.MethodToolsListChanged, jsonrpc.MethodPromptsListChanged,
+		jsonrpc.MethodResourcesListChanged:
 		// Resource updates reach only their subscribers (subscribe.go).
 		ss.notify(nil, n.Method, n.Params)
 	}

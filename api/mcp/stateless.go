@@ -10,6 +10,7 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // The stateless era asks the client for input with input_required results
@@ -27,7 +28,7 @@ const (
 )
 
 // rounds are the methods that may take input_required rounds.
-var rounds = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+var rounds = map[string]bool{jsonrpc.MethodToolsCall: true, jsonrpc.MethodPromptsGet: true, jsonrpc.MethodResourcesRead: true}
 
 // parked is a stateless call waiting for the client's answer to its
 // child's request for input.
@@ -107,13 +108,13 @@ func (s *Server) dropParked(now time.Time, wait time.Duration) {
 func (ss *session) statelessRound(ctx context.Context, st *stream, msg *message) (json.RawMessage, error) {
 	p, err := msg.params()
 	if err != nil {
-		return nil, &rpcError{Code: codeInvalidParams, Message: msg.Method + " params: " + err.Error()}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg.Method + " params: " + err.Error()}
 	}
 	responses, _ := parseObject(p.get("inputResponses"))
 	if tok := p.str("requestState"); tok != "" {
 		pk := ss.srv.unpark(tok, ss.caller)
 		if pk == nil {
-			return nil, &rpcError{Code: codeInvalidParams, Message: "requestState is unknown or expired: send the request again without it"}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is unknown or expired: send the request again without it"}
 		}
 		pk.answer(responses)
 		return ss.await(ctx, pk)
@@ -121,7 +122,7 @@ func (ss *session) statelessRound(ctx context.Context, st *stream, msg *message)
 	if rs := responses.get(inputRoots); rs != nil {
 		ss.setRoots(rs)
 	} else if ss.caps.roots && ss.hdr.Cwd == "" && ss.needsCwd() {
-		reqs, _ := json.Marshal(map[string]any{inputRoots: map[string]any{"method": "roots/list", "params": map[string]any{}}})
+		reqs, _ := json.Marshal(map[string]any{inputRoots: map[string]any{"method": jsonrpc.MethodRootsList, "params": map[string]any{}}})
 		return object{}.setString("resultType", "input_required").set("inputRequests", reqs).bytes(), nil
 	}
 	// The call runs on the server's context, bounded by InputWait per

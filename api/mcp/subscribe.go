@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // Resource subscriptions (MCP server/resources, "Subscriptions"): a
@@ -25,7 +26,7 @@ func (ss *session) subscribe(ctx context.Context, st *stream, msg *message) (jso
 	}
 	json.Unmarshal(msg.Params, &p) //nolint:errcheck // no uri: refused below
 	if p.URI == "" {
-		return nil, &rpcError{Code: codeInvalidParams, Message: "resources/subscribe needs a uri"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/subscribe needs a uri"}
 	}
 	server, err := ss.resourceServer(ctx, st, p.URI)
 	if err != nil {
@@ -41,7 +42,7 @@ func (ss *session) subscribe(ctx context.Context, st *stream, msg *message) (jso
 	r := ss.breqAt(ss.cwd(ctx, st), server, nil)
 	uri := p.URI
 	sub, err := ss.srv.b.SubscribeResource(ctx, r, uri, broker.Watch{
-		Updated: func(params json.RawMessage) { ss.notify(nil, broker.MethodResourceUpdated, params) },
+		Updated: func(params json.RawMessage) { ss.notify(nil, jsonrpc.MethodResourceUpdated, params) },
 		Ended: func(why string) {
 			ss.mu.Lock()
 			if s := ss.subs[k]; s != nil && s.Why() != "" {
@@ -63,7 +64,7 @@ func (ss *session) subscribe(ctx context.Context, st *stream, msg *message) (jso
 	ss.mu.Unlock()
 	if closed {
 		sub.Close()
-		return nil, &rpcError{Code: codeInternalError, Message: "the session ended"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the session ended"}
 	}
 	if old != nil {
 		old.Close()
@@ -80,7 +81,7 @@ func (ss *session) unsubscribe(msg *message) (json.RawMessage, error) {
 	}
 	json.Unmarshal(msg.Params, &p) //nolint:errcheck // no uri: refused below
 	if p.URI == "" {
-		return nil, &rpcError{Code: codeInvalidParams, Message: "resources/unsubscribe needs a uri"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/unsubscribe needs a uri"}
 	}
 	var left []*broker.Subscription
 	ss.mu.Lock()
@@ -133,7 +134,7 @@ func (ss *session) listenResources(ctx context.Context, st *stream, uris []strin
 		r := ss.breqAt(ss.cwd(ctx, st), server, nil)
 		sub, err := ss.srv.b.SubscribeResource(ctx, r, uri, broker.Watch{Updated: func(params json.RawMessage) {
 			if o, err := parseObject(params); err == nil {
-				ss.notify(st, broker.MethodResourceUpdated, o.set("_meta", meta))
+				ss.notify(st, jsonrpc.MethodResourceUpdated, o.set("_meta", meta))
 			}
 		}})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // Tasks (MCP 2025-11-25, basic/utilities/tasks) pass through the broker:
@@ -52,7 +53,7 @@ func (ss *session) callToolAsTask(ctx context.Context, st *stream, msg *message)
 // ends or the session does.
 func (ss *session) watchTask(id string) {
 	stop, err := ss.srv.b.WatchTask(ss.caller, id, func(t broker.Task) {
-		ss.notify(nil, "notifications/tasks/status", t.Object)
+		ss.notify(nil, jsonrpc.MethodTaskStatus, t.Object)
 	})
 	if err != nil {
 		return
@@ -63,7 +64,7 @@ func (ss *session) watchTask(id string) {
 // task answers tasks/get, tasks/result, tasks/list and tasks/cancel.
 func (ss *session) task(ctx context.Context, msg *message) (json.RawMessage, error) {
 	b := ss.srv.b
-	if msg.Method == "tasks/list" {
+	if msg.Method == jsonrpc.MethodTasksList {
 		// One page: a caller's tasks are bounded (the broker keeps a few
 		// hundred at most).
 		list := []json.RawMessage{}
@@ -76,13 +77,13 @@ func (ss *session) task(ctx context.Context, msg *message) (json.RawMessage, err
 	p, err := msg.params()
 	id := p.str("taskId")
 	if err != nil || id == "" {
-		return nil, &rpcError{Code: codeInvalidParams, Message: msg.Method + " needs a taskId"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg.Method + " needs a taskId"}
 	}
 	var t broker.Task
 	switch msg.Method {
-	case "tasks/result":
+	case jsonrpc.MethodTasksResult:
 		return b.TaskResult(ctx, ss.caller, id)
-	case "tasks/cancel":
+	case jsonrpc.MethodTasksCancel:
 		t, err = b.CancelTask(ctx, ss.caller, id)
 	default:
 		t, err = b.TaskStatus(ctx, ss.caller, id)

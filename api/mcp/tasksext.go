@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // The tasks extension of the stateless revision (io.modelcontextprotocol/
@@ -31,25 +32,18 @@ import (
 // no caller waiting to answer it), so a task is never input_required here
 // and tasks/update has nothing to deliver.
 
-// extTasks names the extension.
-const extTasks = "io.modelcontextprotocol/tasks"
-
-// metaRelatedTask is the 2025-11-25 _meta key a task's result carries,
-// which the extension leaves out of an inlined result.
-const metaRelatedTask = "io.modelcontextprotocol/related-task"
-
 // declaresTasks reports whether a stateless request declares the extension
 // in its per-request client capabilities.
 func declaresTasks(msg *message) bool {
-	caps, _ := parseObject(msg.metaRaw(metaClientCapabilities))
+	caps, _ := parseObject(msg.metaRaw(jsonrpc.MetaClientCapabilities))
 	ext, _ := parseObject(caps.get("extensions"))
-	return ext.get(extTasks) != nil
+	return ext.get(jsonrpc.ExtensionTasks) != nil
 }
 
 // needsTasks is the -32021 of a request that needs the extension.
-func needsTasks(what string) *rpcError {
-	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{extTasks: map[string]any{}}}})
-	return &rpcError{Code: codeMissingCapability, Message: what + ": declare the " + extTasks + " extension in _meta " + metaClientCapabilities, Data: data}
+func needsTasks(what string) *jsonrpc.Error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{jsonrpc.ExtensionTasks: map[string]any{}}}})
+	return &jsonrpc.Error{Code: jsonrpc.CodeMissingCapability, Message: what + ": declare the " + jsonrpc.ExtensionTasks + " extension in _meta " + jsonrpc.MetaClientCapabilities, Data: data}
 }
 
 // extCaps turns the capabilities of a 2025-11-25 server description into
@@ -60,7 +54,7 @@ func extCaps(caps json.RawMessage) json.RawMessage {
 		return caps
 	}
 	ext, _ := parseObject(o.get("extensions"))
-	return o.without("tasks").set("extensions", ext.set(extTasks, json.RawMessage(`{}`)).bytes()).bytes()
+	return o.without("tasks").set("extensions", ext.set(jsonrpc.ExtensionTasks, json.RawMessage(`{}`)).bytes()).bytes()
 }
 
 // callToolExt answers a stateless tools/call under the extension's rules.
@@ -142,7 +136,7 @@ func (ss *session) taskExtMethod(ctx context.Context, msg *message) (json.RawMes
 	p, err := msg.params()
 	id := p.str("taskId")
 	if err != nil || id == "" {
-		return nil, &rpcError{Code: codeInvalidParams, Message: msg.Method + " needs a taskId"}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg.Method + " needs a taskId"}
 	}
 	b := ss.srv.b
 	t, err := b.TaskStatus(ctx, ss.caller, id)
@@ -150,9 +144,9 @@ func (ss *session) taskExtMethod(ctx context.Context, msg *message) (json.RawMes
 		return nil, unknownTask(err, id)
 	}
 	switch msg.Method {
-	case "tasks/update":
+	case jsonrpc.MethodTasksUpdate:
 		return json.RawMessage(`{}`), nil
-	case "tasks/cancel":
+	case jsonrpc.MethodTasksCancel:
 		if !terminal(t.Status) {
 			if _, err := b.CancelTask(ctx, ss.caller, id); err != nil && !isEnded(err) {
 				return nil, unknownTask(err, id)
@@ -171,8 +165,8 @@ func (ss *session) taskExtMethod(ctx context.Context, msg *message) (json.RawMes
 			break
 		}
 		r, _ := parseObject(res)
-		if meta, _ := parseObject(r.get("_meta")); meta.get(metaRelatedTask) != nil {
-			rest := meta.without(metaRelatedTask)
+		if meta, _ := parseObject(r.get("_meta")); meta.get(jsonrpc.MetaRelatedTask) != nil {
+			rest := meta.without(jsonrpc.MetaRelatedTask)
 			if len(rest) == 0 {
 				r = r.without("_meta")
 			} else {
@@ -200,7 +194,7 @@ func isEnded(err error) bool {
 func unknownTask(err error, id string) error {
 	var be *broker.Error
 	if errors.As(err, &be) && be.Kind == broker.KindNotFound {
-		return &rpcError{Code: codeInvalidParams, Message: "no task " + strconv.Quote(id)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "no task " + strconv.Quote(id)}
 	}
 	return err
 }

@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"mcpx.dev/mcpx/internal/rawjson"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/observe/tracing"
 )
 
@@ -18,9 +18,9 @@ import (
 func (ss *session) traceRequest(ctx context.Context, msg *message) (context.Context, trace.Span) {
 	ctx = tracing.FromTraceparent(ctx, msg.meta("traceparent"))
 	name, tool := "mcp "+msg.Method, ""
-	if msg.Method == "tools/call" {
+	if msg.Method == jsonrpc.MethodToolsCall {
 		if p, err := msg.params(); err == nil {
-			tool, _ = rawjson.Unquote(p.get("name"))
+			tool, _ = jsonrpc.Unquote(p.get("name"))
 		}
 		if tool != "" {
 			name += " " + tool

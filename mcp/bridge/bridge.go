@@ -3,7 +3,7 @@
 // HTTP endpoint: `mcpx mcp`, for clients that can only spawn a command.
 //
 //	c := client.New(socket, client.Options{})
-//	err := mcpbridge.Serve(ctx, os.Stdin, os.Stdout, mcpbridge.Options{
+//	err := bridge.Serve(ctx, os.Stdin, os.Stdout, bridge.Options{
 //		Client: c,
 //		Path:   "/mcp",
 //		Header: http.Header{"Mcpx-Cwd": {cwd}},
@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -125,11 +126,12 @@ type bridge struct {
 	ctx    context.Context // the relay's lifetime: cancelled by shutdown
 	cancel context.CancelFunc
 
-	requests  sync.WaitGroup // POSTs of the client's messages in flight
-	streams   sync.WaitGroup // the GET stream
-	recover   sync.Mutex     // one session recovery at a time
-	restarts  sync.Mutex     // one Options.Restart at a time; guards restarted
-	restarted time.Time      // when the last restart ended
+	requests  sync.WaitGroup   // POSTs of the client's messages in flight
+	inflight  jsonrpc.InFlight // the client's requests, for notifications/cancelled
+	streams   sync.WaitGroup   // the GET stream
+	recover   sync.Mutex       // one session recovery at a time
+	restarts  sync.Mutex       // one Options.Restart at a time; guards restarted
+	restarted time.Time        // when the last restart ended
 
 	mu          sync.Mutex
 	session     string                     // guarded by mu; the Mcp-Session-Id, "" = none
@@ -137,7 +139,6 @@ type bridge struct {
 	metaVersion string                     // guarded by mu; of the last request naming one in _meta
 	initReq     []byte                     // guarded by mu; the client's initialize, for a replay
 	initNote    []byte                     // guarded by mu; its notifications/initialized
-	inflight    map[string]*call           // guarded by mu; the client's requests by id
 	asked       map[string]string          // guarded by mu; the server's requests by id: their method
 	tools       map[string]json.RawMessage // guarded by mu; annotated tools from tools/list, for Mcp-Param-*
 	listen      context.CancelFunc         // guarded by mu; stops the GET stream, nil = none
@@ -150,12 +151,6 @@ type bridge struct {
 	// (DELETE with it) at the end. "" when Options.Header names one.
 	own     string
 	ownUsed bool // guarded by mu; a request carried own
-}
-
-// call is one of the client's requests in flight.
-type call struct {
-	method string
-	cancel context.CancelFunc
 }
 
 func newBridge(opts Options, out io.Writer) *bridge {
@@ -181,7 +176,7 @@ func newBridge(opts Options, out io.Writer) *bridge {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &bridge{
 		opts: opts, log: log, out: &lineWriter{w: out, broken: make(chan struct{})}, ctx: ctx, cancel: cancel,
-		inflight: map[string]*call{}, asked: map[string]string{}, tools: map[string]json.RawMessage{},
+		asked: map[string]string{}, tools: map[string]json.RawMessage{},
 		warned: map[string]bool{},
 	}
 	if opts.Header.Get(wire.HeaderSession) == "" {
@@ -275,10 +270,8 @@ func (b *bridge) shutdown(ctx context.Context) {
 	t.Stop()
 	b.mu.Lock()
 	b.closed = true
-	for _, c := range b.inflight {
-		c.cancel()
-	}
 	b.mu.Unlock()
+	b.inflight.CancelAll()
 	<-done
 	b.endSession()
 	b.cancel()

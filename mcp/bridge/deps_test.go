@@ -24,10 +24,10 @@ func TestDeps(t *testing.T) {
 			"github.com/modelcontextprotocol/go-sdk/...": "the bridge relays JSON-RPC bytes; the SDK is for its tests, as the client and server it sits between",
 		},
 		Imports: map[string]string{
-			"mcpx.dev/mcpx/client":             "the endpoint is reached as every program reaches the daemon: socket, URL with token, tailnet dialer",
-			"mcpx.dev/mcpx/wire":               "header names and problem documents: the contract",
-			"mcpx.dev/mcpx/internal/sse":       "the SSE codec the client and the pool share",
-			"mcpx.dev/mcpx/internal/mcpheader": "the stateless era's standard headers, as the pool sends them to url children",
+			"mcpx.dev/mcpx/client":       "the endpoint is reached as every program reaches the daemon: socket, URL with token, tailnet dialer",
+			"mcpx.dev/mcpx/wire":         "header names and problem documents: the contract",
+			"mcpx.dev/mcpx/internal/sse": "the SSE codec the client and the pool share",
+			"mcpx.dev/mcpx/mcp/jsonrpc":  "MCP's vocabulary: the envelope, the error codes, the method names and the stateless era's standard headers, as mcp/client sends them to url children",
 		},
 		NoHTTPServer: "the bridge is an HTTP client; stdio is its only server side",
 	}.Check(t)

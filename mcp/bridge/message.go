@@ -5,64 +5,34 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
-// The few parts of a JSON-RPC message the relay reads. Everything else
-// passes through as the peer wrote it.
+// The few parts of a JSON-RPC message the relay reads (package jsonrpc's
+// envelope, read in place). Everything else passes through as the peer
+// wrote it.
 
-// envelope is a message's top-level members, raw.
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-}
-
-// parse reads msg's envelope; batch is set for a JSON array (whose
-// envelope is left zero: a batch is relayed whole).
-func parse(msg []byte) (e envelope, batch bool, err error) {
-	if len(msg) > 0 && msg[0] == '[' {
-		var v []json.RawMessage
-		return e, true, json.Unmarshal(msg, &v)
+// parse reads msg's envelope, a null id taken for none; batch is set for
+// a JSON array (whose envelope is left zero: a batch is relayed whole).
+func parse(msg []byte) (e jsonrpc.Message, batch bool, err error) {
+	if err := jsonrpc.Check(msg); err != nil {
+		return e, false, err
 	}
-	err = json.Unmarshal(msg, &e)
+	if len(msg) > 0 && msg[0] == '[' {
+		return e, true, nil
+	}
+	if e, err = jsonrpc.Parse(msg); err == nil && jsonrpc.IsNull(e.ID) {
+		e.ID = nil
+	}
 	return e, false, err
 }
 
-func (e *envelope) hasID() bool { return len(e.ID) > 0 && string(e.ID) != "null" }
-
-// request: a call, which is answered.
-func (e *envelope) request() bool { return e.Method != "" && e.hasID() }
-
-// response: an answer to a request.
-func (e *envelope) response() bool { return e.Method == "" && e.hasID() }
-
-// key is the message's id as a map key: its JSON text.
-func (e *envelope) key() string { return string(e.ID) }
-
-// Protocol versions whose HTTP rules differ.
-const (
-	// statelessEra is the first version without sessions (SEP-2575):
-	// every request names its version in _meta and carries the standard
-	// headers (SEP-2243).
-	statelessEra = "2026-07-28"
-	// metaVersion is the _meta key of a stateless request's version.
-	metaVersion = "io.modelcontextprotocol/protocolVersion"
-)
-
-// metaProtocolVersion is params._meta's protocol version, "" if none.
-func (e *envelope) metaProtocolVersion() string {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(e.Params, &p) != nil {
-		return ""
-	}
-	var v string
-	if json.Unmarshal(p.Meta[metaVersion], &v) != nil {
-		return ""
-	}
+// metaProtocolVersion is params._meta's protocol version, "" if none: a
+// stateless request's (SEP-2575), which carries the standard headers
+// (SEP-2243).
+func metaProtocolVersion(e *jsonrpc.Message) string {
+	v, _ := jsonrpc.Unquote(jsonrpc.Member(jsonrpc.Member(e.Params, `"_meta"`), `"`+jsonrpc.MetaProtocolVersion+`"`))
 	return v
 }
 
@@ -81,40 +51,14 @@ func compact(msg []byte) []byte {
 	return buf.Bytes()
 }
 
-// JSON-RPC error codes the bridge answers with.
-const (
-	codeParseError = -32700
-	// codeServerError is the implementation-defined server error: the
-	// endpoint could not be reached, or refused the request over HTTP.
-	codeServerError = -32000
-)
-
-// errorResponse is a JSON-RPC error answer to id (raw JSON; nil = null).
+// errorResponse is a JSON-RPC error answer to id (raw JSON; nil = null),
+// data encoded by encoding/json (nil = none).
 func errorResponse(id json.RawMessage, code int, message string, data any) []byte {
-	if len(id) == 0 {
-		id = json.RawMessage("null")
+	e := &jsonrpc.Error{Code: code, Message: message}
+	if data != nil {
+		e.Data, _ = json.Marshal(data)
 	}
-	type rpcError struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Data    any    `json:"data,omitempty"`
-	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{code, message, data}})
-	return b
-}
-
-// notification is a JSON-RPC notification of method with params.
-func notification(method string, params any) []byte {
-	b, _ := json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{"2.0", method, params})
-	return b
+	return jsonrpc.AppendError(nil, id, e)
 }
 
 // rpcErrorBody reports whether body is a JSON-RPC response carrying an
@@ -122,8 +66,8 @@ func notification(method string, params any) []byte {
 // (an unsupported protocol version, a header mismatch), which the client
 // must see as it is.
 func rpcErrorBody(body []byte) bool {
-	var e envelope
-	return json.Unmarshal(body, &e) == nil && e.Method == "" && len(e.Error) > 0
+	e, batch, err := parse(body)
+	return err == nil && !batch && e.Method == "" && len(e.Error) > 0
 }
 
 // mapRoots rewrites the file:// URIs of a roots/list result (raw) with
@@ -167,18 +111,13 @@ func mapRoots(result json.RawMessage, mapPath func(string) (string, bool)) (out 
 }
 
 // replaceMember returns the JSON object msg with its member key set to
-// val (raw).
+// val (raw), its other members as they were.
 func replaceMember(msg []byte, key string, val json.RawMessage) []byte {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(msg, &m) != nil {
-		return msg
-	}
-	m[key] = val
-	b, err := json.Marshal(m)
+	out, err := jsonrpc.SetMember(msg, key, val)
 	if err != nil {
 		return msg
 	}
-	return b
+	return out
 }
 
 // mapInputResponses rewrites the roots in a stateless request's

@@ -14,17 +14,15 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/internal/mcpheader"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/wire"
 )
 
 // The client's messages, POSTed one each (spec
 // basic/transports#sending-messages-to-the-server).
 
-// Streamable HTTP's headers.
+// Streamable HTTP's headers beside MCP's own (package jsonrpc's).
 const (
-	headerSession     = "Mcp-Session-Id"
-	headerVersion     = "Mcp-Protocol-Version"
 	headerLastEventID = "Last-Event-ID"
 	acceptPost        = "application/json, text/event-stream"
 )
@@ -35,18 +33,16 @@ const (
 func (b *bridge) dispatch(line []byte) {
 	e, batch, err := parse(line)
 	if err != nil {
-		b.out.write(errorResponse(nil, codeParseError, "parse error: the line is not JSON", nil))
+		b.out.write(errorResponse(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON", nil))
 		return
 	}
 	if !batch {
 		line = b.fromClient(line, &e)
 	}
 	ctx, cancel := context.WithCancel(b.ctx)
-	c := &call{method: e.Method, cancel: cancel}
-	if e.request() {
-		b.mu.Lock()
-		b.inflight[e.key()] = c
-		b.mu.Unlock()
+	done := func() {}
+	if e.IsRequest() {
+		done = b.inflight.Add(e.ID, cancel)
 	}
 	sent := make(chan struct{})
 	var once sync.Once
@@ -57,11 +53,7 @@ func (b *bridge) dispatch(line []byte) {
 		defer cancel()
 		defer onSent()
 		b.relay(ctx, line, &e, onSent)
-		b.mu.Lock()
-		if b.inflight[e.key()] == c { // not a later request of the same id
-			delete(b.inflight, e.key())
-		}
-		b.mu.Unlock()
+		done()
 	}()
 	<-sent
 }
@@ -70,29 +62,29 @@ func (b *bridge) dispatch(line []byte) {
 // returns the message to send: the initialize and initialized to replay
 // for a lost session; the client's roots, mapped to the server's side of
 // the files (Options.MapPath).
-func (b *bridge) fromClient(msg []byte, e *envelope) []byte {
+func (b *bridge) fromClient(msg []byte, e *jsonrpc.Message) []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case e.Method == "initialize" && e.request():
+	case e.Method == jsonrpc.MethodInitialize && e.IsRequest():
 		b.initReq = msg
-	case e.Method == "notifications/initialized":
+	case e.Method == jsonrpc.MethodInitialized:
 		b.initNote = msg
-	case e.request():
-		if v := e.metaProtocolVersion(); v != "" {
+	case e.IsRequest():
+		if v := metaProtocolVersion(e); v != "" {
 			b.metaVersion = v
 		}
 	}
 	switch {
-	case e.response():
-		method := b.asked[e.key()]
-		delete(b.asked, e.key())
-		if method == "roots/list" && b.opts.MapPath != nil && len(e.Result) > 0 {
+	case e.IsResponse():
+		method := b.asked[string(e.ID)]
+		delete(b.asked, string(e.ID))
+		if method == jsonrpc.MethodRootsList && b.opts.MapPath != nil && len(e.Result) > 0 {
 			res, dropped := mapRoots(e.Result, b.opts.MapPath)
 			b.warnUnmappedLocked(dropped)
 			return replaceMember(msg, "result", res)
 		}
-	case e.request() && b.opts.MapPath != nil:
+	case e.IsRequest() && b.opts.MapPath != nil:
 		if params, dropped, ok := mapInputResponses(e.Params, b.opts.MapPath); ok {
 			b.warnUnmappedLocked(dropped)
 			e.Params = params
@@ -124,8 +116,8 @@ func (b *bridge) warnUnmappedLocked(dirs []string) {
 // relay POSTs one message and relays the answer. A 404 for a session
 // means the server lost it: the session is recovered and a request sent
 // once more.
-func (b *bridge) relay(ctx context.Context, msg []byte, e *envelope, onSent func()) {
-	if e.Method == "notifications/initialized" {
+func (b *bridge) relay(ctx context.Context, msg []byte, e *jsonrpc.Message, onSent func()) {
+	if e.Method == jsonrpc.MethodInitialized {
 		b.awaitListening(ctx)
 	}
 	sent := time.Now()
@@ -137,14 +129,14 @@ func (b *bridge) relay(ctx context.Context, msg []byte, e *envelope, onSent func
 		b.failed(ctx, e, err)
 		return
 	}
-	if resp.StatusCode == http.StatusNotFound && sess != "" && e.Method != "initialize" {
+	if resp.StatusCode == http.StatusNotFound && sess != "" && e.Method != jsonrpc.MethodInitialize {
 		body := readBody(resp, b.opts.MaxMessage)
 		resp.Body.Close()
 		if rpcErrorBody(body) {
 			b.refused(e, resp, body)
 			return
 		}
-		if !e.request() {
+		if !e.IsRequest() {
 			// What was meant for the lost session (an answer to its
 			// request, a notification) means nothing to a new one; the
 			// next request opens it.
@@ -191,7 +183,7 @@ func (b *bridge) restart(ctx context.Context, err error, sent time.Time) bool {
 // post sends msg with the session's headers; sess is the session it was
 // sent in ("" = none). onSent (nil = none) is called once the request is
 // written, or could not be.
-func (b *bridge) post(ctx context.Context, msg []byte, e *envelope, onSent func()) (resp *http.Response, sess string, err error) {
+func (b *bridge) post(ctx context.Context, msg []byte, e *jsonrpc.Message, onSent func()) (resp *http.Response, sess string, err error) {
 	if onSent == nil {
 		onSent = func() {}
 	}
@@ -199,7 +191,7 @@ func (b *bridge) post(ctx context.Context, msg []byte, e *envelope, onSent func(
 	b.mu.Lock()
 	sess, version := b.session, b.version
 	b.mu.Unlock()
-	if e.Method == "initialize" {
+	if e.Method == jsonrpc.MethodInitialize {
 		sess, version = "", "" // a new session
 	}
 	h := b.header(sess, version, e)
@@ -232,41 +224,41 @@ const maxResends = 4
 // the session id, the protocol version (a stateless request's own, from
 // its _meta, else the negotiated one, else a stateless client's last) and,
 // from the stateless era on, the standard headers of e (nil: none):
-// Mcp-Method, Mcp-Name, Mcp-Param-* (package mcpheader).
-func (b *bridge) header(sess, version string, e *envelope) http.Header {
+// Mcp-Method, Mcp-Name, Mcp-Param-* (package jsonrpc).
+func (b *bridge) header(sess, version string, e *jsonrpc.Message) http.Header {
 	h := b.opts.Header.Clone()
 	if h == nil {
 		h = http.Header{}
 	}
 	h.Set(wire.HeaderClient, ClientName)
 	if e != nil {
-		if v := e.metaProtocolVersion(); v != "" {
+		if v := metaProtocolVersion(e); v != "" {
 			version = v
 		}
 	}
-	if version == "" && (e == nil || e.Method != "initialize") {
+	if version == "" && (e == nil || e.Method != jsonrpc.MethodInitialize) {
 		version = b.eraVersion()
 	}
 	if version != "" {
-		h.Set(headerVersion, version)
+		h.Set(jsonrpc.HeaderProtocolVersion, version)
 	}
 	if sess != "" {
-		h.Set(headerSession, sess)
-	} else if b.own != "" && e != nil && e.Method != "initialize" {
+		h.Set(jsonrpc.HeaderSessionID, sess)
+	} else if b.own != "" && e != nil && e.Method != jsonrpc.MethodInitialize {
 		// A stateless client: the bridge's own session stands for it.
 		h.Set(wire.HeaderSession, b.own)
 		b.mu.Lock()
 		b.ownUsed = true
 		b.mu.Unlock()
 	}
-	if e != nil && version >= statelessEra {
-		mcpheader.Set(h, e.Method, e.Params, b.toolOf)
+	if e != nil && version >= jsonrpc.StatelessVersion {
+		jsonrpc.SetHeaders(h, e.Method, e.Params, b.toolOf)
 	}
 	return h
 }
 
 // toolOf is the Tool object of a tool whose arguments map to headers
-// (mcpheader.Annotated), from the client's last tools/list; nil if none.
+// (jsonrpc.HasParamHeaders), from the client's last tools/list; nil if none.
 func (b *bridge) toolOf(name string) json.RawMessage {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -288,7 +280,7 @@ func (b *bridge) keepTools(result json.RawMessage) {
 		var n struct {
 			Name string `json:"name"`
 		}
-		if json.Unmarshal(t, &n) == nil && mcpheader.Annotated(t) {
+		if json.Unmarshal(t, &n) == nil && jsonrpc.HasParamHeaders(t) {
 			b.tools[n.Name] = t
 		}
 	}
@@ -296,13 +288,13 @@ func (b *bridge) keepTools(result json.RawMessage) {
 
 // answer relays the server's answer to e: nothing (202), a JSON body, or
 // an SSE stream; an error status becomes the request's error.
-func (b *bridge) answer(ctx context.Context, resp *http.Response, e *envelope) {
+func (b *bridge) answer(ctx context.Context, resp *http.Response, e *jsonrpc.Message) {
 	if resp.StatusCode >= 400 {
 		b.refused(e, resp, readBody(resp, b.opts.MaxMessage))
 		return
 	}
-	if e.Method == "initialize" {
-		if sess := resp.Header.Get(headerSession); sess != "" {
+	if e.Method == jsonrpc.MethodInitialize {
+		if sess := resp.Header.Get(jsonrpc.HeaderSessionID); sess != "" {
 			b.mu.Lock()
 			b.session = sess
 			b.mu.Unlock()
@@ -322,8 +314,8 @@ func (b *bridge) answer(ctx context.Context, resp *http.Response, e *envelope) {
 	case wire.MediaEventStream:
 		b.relayStream(ctx, resp, e)
 	default:
-		if e.request() {
-			b.out.write(errorResponse(e.ID, codeServerError,
+		if e.IsRequest() {
+			b.out.write(errorResponse(e.ID, jsonrpc.CodeServerError,
 				fmt.Sprintf("the MCP endpoint answered with %q, neither JSON nor an event stream", media), nil))
 		}
 	}
@@ -331,21 +323,10 @@ func (b *bridge) answer(ctx context.Context, resp *http.Response, e *envelope) {
 
 // accepted follows up a message the server took (202): a cancelled
 // request's own POST is abandoned (the server need not answer it).
-func (b *bridge) accepted(e *envelope) {
+func (b *bridge) accepted(e *jsonrpc.Message) {
 	switch e.Method {
-	case "notifications/cancelled":
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		if json.Unmarshal(e.Params, &p) != nil {
-			return
-		}
-		b.mu.Lock()
-		c := b.inflight[string(p.RequestID)]
-		b.mu.Unlock()
-		if c != nil {
-			c.cancel()
-		}
+	case jsonrpc.MethodCancelled:
+		b.inflight.Cancelled(e.Params)
 	}
 }
 
@@ -353,7 +334,7 @@ func (b *bridge) accepted(e *envelope) {
 // reports whether it answers forCall (nil: none). The server's requests
 // are remembered until the client answers them (their roots are mapped);
 // the initialize result gives the session's protocol version.
-func (b *bridge) fromServer(msg []byte, forCall *envelope) (answered bool) {
+func (b *bridge) fromServer(msg []byte, forCall *jsonrpc.Message) (answered bool) {
 	m := compact(msg)
 	if m == nil {
 		b.log.Warn("mcp: dropping a message from the server that is not JSON", "bytes", len(msg))
@@ -362,17 +343,17 @@ func (b *bridge) fromServer(msg []byte, forCall *envelope) (answered bool) {
 	e, batch, err := parse(m)
 	if err == nil && !batch {
 		switch {
-		case e.request():
+		case e.IsRequest():
 			b.mu.Lock()
-			b.asked[e.key()] = e.Method
+			b.asked[string(e.ID)] = e.Method
 			b.mu.Unlock()
-		case e.response() && forCall != nil && forCall.request() && e.key() == forCall.key():
+		case e.IsResponse() && forCall != nil && forCall.IsRequest() && string(e.ID) == string(forCall.ID):
 			answered = true
 			switch forCall.Method {
-			case "initialize":
+			case jsonrpc.MethodInitialize:
 				b.negotiated(e.Result)
 				b.startListening()
-			case "tools/list":
+			case jsonrpc.MethodToolsList:
 				b.keepTools(e.Result)
 			}
 		}
@@ -395,7 +376,7 @@ func (b *bridge) negotiated(result json.RawMessage) {
 
 // failed answers a request the server could not be asked; a notification
 // or response that failed is logged.
-func (b *bridge) failed(ctx context.Context, e *envelope, err error) {
+func (b *bridge) failed(ctx context.Context, e *jsonrpc.Message, err error) {
 	if ctx.Err() != nil {
 		return // the client cancelled it, or the relay is ending
 	}
@@ -404,8 +385,8 @@ func (b *bridge) failed(ctx context.Context, e *envelope, err error) {
 	if !errors.As(err, &unreachable) {
 		msg = "sending the request to the MCP endpoint: " + msg
 	}
-	if e.request() {
-		b.out.write(errorResponse(e.ID, codeServerError, msg, nil))
+	if e.IsRequest() {
+		b.out.write(errorResponse(e.ID, jsonrpc.CodeServerError, msg, nil))
 		return
 	}
 	b.log.Warn("mcp: relaying a message failed", "method", e.Method, "err", msg)
@@ -414,9 +395,9 @@ func (b *bridge) failed(ctx context.Context, e *envelope, err error) {
 // refused answers a request the server refused over HTTP: with the
 // server's own JSON-RPC error if it sent one, else with its problem's
 // title and detail (mcpx's problem documents), else its status.
-func (b *bridge) refused(e *envelope, resp *http.Response, body []byte) {
+func (b *bridge) refused(e *jsonrpc.Message, resp *http.Response, body []byte) {
 	if rpcErrorBody(body) {
-		if e.request() {
+		if e.IsRequest() {
 			b.out.write(compact(body))
 		} else {
 			b.log.Warn("mcp: the server refused a message", "method", e.Method, "status", resp.StatusCode, "answer", firstLine(string(body)))
@@ -424,8 +405,8 @@ func (b *bridge) refused(e *envelope, resp *http.Response, body []byte) {
 		return
 	}
 	msg, data := problemMessage(resp.StatusCode, body)
-	if e.request() {
-		b.out.write(errorResponse(e.ID, codeServerError, msg, data))
+	if e.IsRequest() {
+		b.out.write(errorResponse(e.ID, jsonrpc.CodeServerError, msg, data))
 		return
 	}
 	b.log.Warn("mcp: the server refused a message", "method", e.Method, "status", resp.StatusCode, "err", msg)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -32,7 +33,7 @@ type streamState struct {
 // #resumability-and-redelivery), at most Options.Retries times without
 // progress; a request whose answer cannot come is answered with an error,
 // so that the client does not wait for ever.
-func (b *bridge) relayStream(ctx context.Context, resp *http.Response, e *envelope) {
+func (b *bridge) relayStream(ctx context.Context, resp *http.Response, e *jsonrpc.Message) {
 	var st streamState
 	body := resp.Body
 	failures := 0
@@ -40,18 +41,18 @@ func (b *bridge) relayStream(ctx context.Context, resp *http.Response, e *envelo
 		before := st.lastID
 		answered := b.readEvents(ctx, body, &st, func(msg []byte) bool { return b.fromServer(msg, e) })
 		body.Close()
-		if answered || ctx.Err() != nil || !e.request() {
+		if answered || ctx.Err() != nil || !e.IsRequest() {
 			return
 		}
 		if st.lastID == "" {
-			b.out.write(errorResponse(e.ID, codeServerError, "the MCP endpoint ended the answer's stream without answering", nil))
+			b.out.write(errorResponse(e.ID, jsonrpc.CodeServerError, "the MCP endpoint ended the answer's stream without answering", nil))
 			return
 		}
 		if st.lastID != before {
 			failures = 0
 		}
 		if failures++; failures > b.opts.Retries {
-			b.out.write(errorResponse(e.ID, codeServerError, "the MCP endpoint's answer stream broke and could not be resumed", nil))
+			b.out.write(errorResponse(e.ID, jsonrpc.CodeServerError, "the MCP endpoint's answer stream broke and could not be resumed", nil))
 			return
 		}
 		if !b.sleep(ctx, b.backoff(failures, st.retry)) {
@@ -67,7 +68,7 @@ func (b *bridge) relayStream(ctx context.Context, resp *http.Response, e *envelo
 		}
 		if r.StatusCode != http.StatusOK || !eventStream(r) {
 			r.Body.Close()
-			b.out.write(errorResponse(e.ID, codeServerError, "the MCP endpoint refused to resume the answer's stream ("+r.Status+")", nil))
+			b.out.write(errorResponse(e.ID, jsonrpc.CodeServerError, "the MCP endpoint refused to resume the answer's stream ("+r.Status+")", nil))
 			return
 		}
 		body = r.Body
@@ -164,7 +165,7 @@ func (b *bridge) startListening() <-chan struct{} {
 		return b.listenReady
 	}
 	ready := make(chan struct{})
-	if b.closed || b.session == "" || b.version >= statelessEra {
+	if b.closed || b.session == "" || b.version >= jsonrpc.StatelessVersion {
 		close(ready)
 		return ready
 	}
@@ -296,7 +297,7 @@ func (b *bridge) recoverSession(ctx context.Context, lost string) error {
 		return errors.New("the MCP endpoint lost the session and did not answer a new initialize")
 	}
 	b.mu.Lock()
-	b.session = resp.Header.Get(headerSession)
+	b.session = resp.Header.Get(jsonrpc.HeaderSessionID)
 	b.stopListeningLocked()
 	b.mu.Unlock()
 	b.negotiated(result)
@@ -311,21 +312,22 @@ func (b *bridge) recoverSession(ctx context.Context, lost string) error {
 		r.Body.Close()
 	}
 	b.log.Warn("mcp: the MCP endpoint lost the session (a daemon restart?); opened a new one")
-	b.out.write(notification("notifications/message", map[string]any{
+	warning, _ := jsonrpc.Notification(jsonrpc.MethodMessage, map[string]any{ // a map always encodes
 		"level":  "warning",
 		"logger": "mcpx",
 		"data": "mcpx mcp: the broker lost this MCP session (it restarted or was upgraded) and a new one was opened; " +
 			"what the old session held on the server (subscriptions, the log level, pending requests) is gone",
-	}))
+	})
+	b.out.write(warning)
 	return nil
 }
 
 // initializeResult reads the answer to a replayed initialize e, JSON or
 // SSE, without relaying it: the client has its answer already.
-func (b *bridge) initializeResult(ctx context.Context, resp *http.Response, e *envelope) (result []byte, ok bool) {
+func (b *bridge) initializeResult(ctx context.Context, resp *http.Response, e *jsonrpc.Message) (result []byte, ok bool) {
 	pick := func(msg []byte) bool {
 		r, batch, err := parse(msg)
-		if err != nil || batch || !r.response() || r.key() != e.key() || len(r.Result) == 0 {
+		if err != nil || batch || !r.IsResponse() || string(r.ID) != string(e.ID) || len(r.Result) == 0 {
 			return false
 		}
 		result, ok = r.Result, true

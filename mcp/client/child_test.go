@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 func TestMain(m *testing.M) {
@@ -43,13 +44,13 @@ func serveRaw(in io.Reader, out io.Writer) int {
 		if err != nil {
 			return 0
 		}
-		e, err := parseEnvelope(line)
-		if err != nil || e.id == nil {
+		e, err := jsonrpc.Parse(line)
+		if err != nil || e.ID == nil {
 			continue
 		}
 		bw.WriteString(`{"jsonrpc":"2.0","id":`)
-		bw.Write(e.id)
-		switch method, _ := unquote(e.method); method {
+		bw.Write(e.ID)
+		switch e.Method {
 		case "initialize":
 			bw.WriteString(`,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"0"}}}` + "\n")
 		case "tools/call":
@@ -111,8 +112,8 @@ func toolText(t testing.TB, res json.RawMessage) string {
 func TestChildEcho(t *testing.T) {
 	_, s := connectChild(t, Options{})
 	// The demo server speaks both eras: the probe finds the newer.
-	if v, e := s.ProtocolVersion(), s.Era(); v != StatelessVersion || e != EraStateless {
-		t.Errorf("ProtocolVersion, Era = %q, %q; want %q, %q", v, e, StatelessVersion, EraStateless)
+	if v, e := s.ProtocolVersion(), s.Era(); v != jsonrpc.StatelessVersion || e != EraStateless {
+		t.Errorf("ProtocolVersion, Era = %q, %q; want %q, %q", v, e, jsonrpc.StatelessVersion, EraStateless)
 	}
 	res, err := s.CallTool(t.Context(), "echo", json.RawMessage(`{"message":"hello"}`), nil)
 	if err != nil {
@@ -195,9 +196,9 @@ func TestChildListsAndPrompts(t *testing.T) {
 		t.Errorf("ResourceTemplates: %v", err)
 	}
 	_, err = s.CallTool(t.Context(), "no-such-tool", nil, nil)
-	var rerr *RPCError
+	var rerr *jsonrpc.Error
 	if !errors.As(err, &rerr) {
-		t.Errorf("unknown tool error = %v, want *RPCError", err)
+		t.Errorf("unknown tool error = %v, want *jsonrpc.Error", err)
 	}
 }
 

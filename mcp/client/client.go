@@ -9,7 +9,7 @@
 // _meta protocol keys on every request, input_required rounds); Connect
 // probes a stdio child and falls back (era.go, stateless.go).
 //
-//	s, err := mcpclient.Connect(ctx, mcpclient.NewStdio(stdout, stdin), mcpclient.Options{Root: "/src/app"})
+//	s, err := client.Connect(ctx, client.NewStdio(stdout, stdin), client.Options{Root: "/src/app"})
 //	res, err := s.CallTool(ctx, "echo", json.RawMessage(`{"message":"hi"}`), nil)
 //
 // # Requests for input
@@ -20,7 +20,7 @@
 // can be named (Session.inputTarget has the rule). Elicitation is always
 // declared in initialize, sampling with Options.Sampling.
 //
-//	ctx = mcpclient.WithInputHandler(ctx, func(ctx context.Context, req mcpclient.InputRequest) (json.RawMessage, error) {
+//	ctx = client.WithInputHandler(ctx, func(ctx context.Context, req client.InputRequest) (json.RawMessage, error) {
 //		return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
 //	})
 //	res, err := s.CallTool(ctx, "ask", nil, nil)
@@ -39,6 +39,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/observe/tracing"
 )
 
@@ -107,24 +108,6 @@ type Options struct {
 	// DefaultProbeWait, negative = only ctx bounds it.
 	ProbeWait time.Duration
 }
-
-// RPCError is a JSON-RPC error the child answered with.
-type RPCError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *RPCError) Error() string { return e.Message }
-
-// JSON-RPC error codes the broker meets (spec: basic#responses, schema).
-const (
-	CodeParseError     = -32700
-	CodeInvalidRequest = -32600
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternalError  = -32603
-)
 
 // ErrClosed is returned (wrapped) by calls on a session whose transport is gone.
 var ErrClosed = errors.New("mcp session closed")
@@ -315,7 +298,7 @@ func (s *Session) shutdown(cause error) {
 
 // Call sends the request method with params (nil = none) and returns the
 // result bytes exactly as the child sent them; the caller owns them. A
-// JSON-RPC error answer is returned as *RPCError.
+// JSON-RPC error answer is returned as *jsonrpc.Error.
 //
 // If onProgress is non-nil, a progress token unique to this call is merged
 // into params._meta.progressToken and every notifications/progress params
@@ -348,7 +331,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 	}
 	writeTraceMeta(ctx, b)
 	b.WriteByte('}')
-	return s.requestRounds(ctx, "tools/call", b.Bytes(), onProgress)
+	return s.requestRounds(ctx, jsonrpc.MethodToolsCall, b.Bytes(), onProgress)
 }
 
 // writeTraceMeta writes, when tracing is on and ctx has a span, the
@@ -361,7 +344,7 @@ func writeTraceMeta(ctx context.Context, b *bytes.Buffer) {
 	}
 	if tp := tracing.Traceparent(ctx); tp != "" {
 		b.WriteString(`,"_meta":{"traceparent":`)
-		b.Write(appendString(b.AvailableBuffer(), tp))
+		b.Write(jsonrpc.AppendString(b.AvailableBuffer(), tp))
 		b.WriteByte('}')
 	}
 }
@@ -370,7 +353,7 @@ func writeTraceMeta(ctx context.Context, b *bytes.Buffer) {
 // none) to b, all but the closing brace.
 func writeToolCall(b *bytes.Buffer, name string, args json.RawMessage) error {
 	b.WriteString(`{"name":`)
-	b.Write(appendString(b.AvailableBuffer(), name))
+	b.Write(jsonrpc.AppendString(b.AvailableBuffer(), name))
 	if a := bytes.TrimSpace(args); len(a) > 0 && !bytes.Equal(a, []byte("null")) {
 		b.WriteString(`,"arguments":`)
 		return appendParams(b, args)
@@ -415,15 +398,8 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 	}
 
 	b := getBuf()
-	b.WriteString(`{"jsonrpc":"2.0","id":`)
-	b.Write(strconv.AppendInt(b.AvailableBuffer(), id, 10))
-	b.WriteString(`,"method":`)
-	b.Write(appendString(b.AvailableBuffer(), method))
-	if len(params) > 0 {
-		b.WriteString(`,"params":`)
-		b.Write(params)
-	}
-	b.WriteByte('}')
+	var idb [20]byte
+	b.Write(jsonrpc.AppendRequest(b.AvailableBuffer(), strconv.AppendInt(idb[:0], id, 10), method, params))
 	sctx := ctx
 	if s.x.SendWaitsForAnswer {
 		var stop context.CancelCauseFunc
@@ -558,13 +534,7 @@ func (s *Session) cancelRequest(ctx context.Context, id int64) {
 	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
 		reason += ": " + cause.Error()
 	}
-	b := make([]byte, 0, 128+len(reason))
-	b = append(b, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
-	b = strconv.AppendInt(b, id, 10)
-	b = append(b, `,"reason":`...)
-	b = appendString(b, reason)
-	b = append(b, "}}"...)
-	s.sendAsync("notifications/cancelled", b)
+	s.sendAsync(jsonrpc.MethodCancelled, jsonrpc.AppendCancelled(make([]byte, 0, 128+len(reason)), id, reason))
 }
 
 // recancelDelays are when, after a cancellation that may have overtaken its
@@ -635,13 +605,7 @@ func (s *Session) sendAsyncThen(what string, msg []byte, sent func()) {
 func (s *Session) notify(ctx context.Context, method string, params []byte) error {
 	b := getBuf()
 	defer putBuf(b)
-	b.WriteString(`{"jsonrpc":"2.0","method":`)
-	b.Write(appendString(b.AvailableBuffer(), method))
-	if len(params) > 0 {
-		b.WriteString(`,"params":`)
-		b.Write(params)
-	}
-	b.WriteByte('}')
+	b.Write(jsonrpc.AppendNotification(b.AvailableBuffer(), method, params))
 	return s.t.Send(ctx, b.Bytes())
 }
 

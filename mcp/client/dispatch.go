@@ -7,16 +7,18 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // dispatch routes one message from the child. An error ends the session.
 // related is the raw id of the request the message relates to, when the
 // transport knows it (nil otherwise).
 func (s *Session) dispatch(msg, related []byte) error {
-	if i := skipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
+	if i := jsonrpc.SkipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
 		// JSON-RPC batches were allowed by 2024-11-05 and 2025-03-26.
 		var err error
-		elements(msg, func(m []byte) {
+		jsonrpc.Elements(msg, func(m []byte) {
 			if err == nil {
 				err = s.dispatchOne(m, msg, related)
 			}
@@ -27,15 +29,15 @@ func (s *Session) dispatch(msg, related []byte) error {
 }
 
 func (s *Session) dispatchOne(msg, line, related []byte) error {
-	e, err := parseEnvelope(msg)
+	e, err := jsonrpc.Parse(msg)
 	switch {
 	case err != nil:
 		return s.violation(line, err.Error())
-	case e.isResponse():
+	case e.IsResponse():
 		s.deliver(&e)
-	case e.isRequest():
+	case e.IsRequest():
 		s.answer(&e, related)
-	case e.isNotification():
+	case e.IsNotification():
 		s.notification(&e)
 	default:
 		return s.violation(line, "not a JSON-RPC message")
@@ -49,11 +51,11 @@ func (s *Session) dispatchOne(msg, line, related []byte) error {
 // Spec (basic/utilities/cancellation): "The sender of the cancellation
 // notification SHOULD ignore any response to the request that arrives
 // afterward."
-func (s *Session) deliver(e *envelope) {
-	id, ok := parseID(e.id)
+func (s *Session) deliver(e *jsonrpc.Message) {
+	id, ok := parseID(e.ID)
 	if !ok {
 		// e.g. an error answering a request the child could not parse.
-		s.log.Warn("mcp child answered a request id mcpx never sent", "id", string(e.id), "error", string(e.err))
+		s.log.Warn("mcp child answered a request id mcpx never sent", "id", string(e.ID), "error", string(e.Error))
 		return
 	}
 	s.mu.Lock()
@@ -64,15 +66,15 @@ func (s *Session) deliver(e *envelope) {
 		s.log.Debug("dropping late mcp response", "id", id)
 		return
 	}
-	if e.err != nil {
-		rerr := new(RPCError)
-		if err := json.Unmarshal(e.err, rerr); err != nil {
-			rerr = &RPCError{Code: CodeInternalError, Message: "malformed error from child: " + string(truncate(e.err, 200))}
+	if e.Error != nil {
+		rerr := new(jsonrpc.Error)
+		if err := json.Unmarshal(e.Error, rerr); err != nil {
+			rerr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "malformed error from child: " + string(truncate(e.Error, 200))}
 		}
 		c.deliver(response{err: rerr})
 		return
 	}
-	c.deliver(response{result: e.result})
+	c.deliver(response{result: e.Result})
 }
 
 // answer replies to a request from the child. Replies are sent off the
@@ -82,36 +84,36 @@ func (s *Session) deliver(e *envelope) {
 // Spec (client/roots, basic/utilities/ping, client/sampling,
 // client/elicitation): the server may ask the client for roots/list, ping,
 // sampling/createMessage and elicitation/create.
-func (s *Session) answer(e *envelope, related []byte) {
-	method, _ := unquote(e.method)
-	if method == MethodElicit || method == MethodSample {
-		s.input(e.id, method, e.params, related)
+func (s *Session) answer(e *jsonrpc.Message, related []byte) {
+	method := e.Method
+	if method == jsonrpc.MethodElicit || method == jsonrpc.MethodSample {
+		s.input(e.ID, method, e.Params, related)
 		return
 	}
 	var result []byte
-	var rerr *RPCError
+	var rerr *jsonrpc.Error
 	switch method {
-	case "ping":
+	case jsonrpc.MethodPing:
 		// Spec (basic/utilities/ping): "The receiver MUST respond promptly
 		// with an empty response".
 		result = []byte("{}")
-	case "roots/list":
+	case jsonrpc.MethodRootsList:
 		// Closed here, on the reader goroutine, before any later message
 		// is read: whoever sees a later response knows whether the child
 		// had asked by then (awaitStartupRoots relies on it).
 		s.askedOnce.Do(func() { close(s.rootsAsked) })
 		var err error
 		if result, err = rootsResult(s.opts); err != nil {
-			rerr = &RPCError{Code: CodeInternalError, Message: err.Error()}
+			rerr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 		}
 	default:
-		rerr = &RPCError{Code: CodeMethodNotFound, Message: fmt.Sprintf("method not found: mcpx does not serve %q to child servers", method)}
+		rerr = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: mcpx does not serve %q to child servers", method)}
 	}
 	if rerr != nil {
 		s.log.Debug("refusing mcp request from child", "method", method, "code", rerr.Code)
 	}
 	var sent func()
-	if method == "roots/list" {
+	if method == jsonrpc.MethodRootsList {
 		sent = func() { s.rootsOnce.Do(func() { close(s.rootsAnswered) }) }
 		if m := s.opts.RootsMemo; m != nil && s.opts.Root != "" {
 			// A child of a definition remembered as never asking asked
@@ -122,34 +124,27 @@ func (s *Session) answer(e *envelope, related []byte) {
 			}
 		}
 	}
-	s.sendAsyncThen("answer to "+method, replyMessage(e.id, result, rerr), sent)
+	s.sendAsyncThen("answer to "+method, replyMessage(e.ID, result, rerr), sent)
 }
 
-func replyMessage(id, result []byte, rerr *RPCError) []byte {
-	b := make([]byte, 0, 64+len(result))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
+// replyMessage is the response to id: rerr if not nil, else result.
+func replyMessage(id, result []byte, rerr *jsonrpc.Error) []byte {
 	if rerr != nil {
-		eb, _ := json.Marshal(rerr)
-		b = append(b, `,"error":`...)
-		b = append(b, eb...)
-	} else {
-		b = append(b, `,"result":`...)
-		b = append(b, result...)
+		return jsonrpc.AppendError(nil, id, rerr)
 	}
-	return append(b, '}')
+	return jsonrpc.AppendResult(make([]byte, 0, 64+len(result)), id, result)
 }
 
 // notification handles a notification from the child.
-func (s *Session) notification(e *envelope) {
-	method, _ := unquote(e.method)
-	if method == "notifications/progress" {
-		s.progress(e.params)
+func (s *Session) notification(e *jsonrpc.Message) {
+	method := e.Method
+	if method == jsonrpc.MethodProgress {
+		s.progress(e.Params)
 		return
 	}
 	if f := s.opts.OnNotify; f != nil {
 		// A copy: the envelope's bytes may be a reused read buffer.
-		params := json.RawMessage(bytes.Clone(e.params))
+		params := json.RawMessage(bytes.Clone(e.Params))
 		defer f(method, params)
 	}
 	switch method {
@@ -157,20 +152,20 @@ func (s *Session) notification(e *envelope) {
 	// available tools changes, servers that declared the listChanged
 	// capability SHOULD send a notification". Same for resources and
 	// prompts.
-	case "notifications/tools/list_changed":
+	case jsonrpc.MethodToolsListChanged:
 		s.tools.invalidate()
-		s.listChanged("tools/list")
-	case "notifications/resources/list_changed":
+		s.listChanged(jsonrpc.MethodToolsList)
+	case jsonrpc.MethodResourcesListChanged:
 		s.resources.invalidate()
 		s.templates.invalidate()
-		s.listChanged("resources/list", "resources/templates/list")
-	case "notifications/prompts/list_changed":
+		s.listChanged(jsonrpc.MethodResourcesList, jsonrpc.MethodResourceTemplatesList)
+	case jsonrpc.MethodPromptsListChanged:
 		s.prompts.invalidate()
-		s.listChanged("prompts/list")
-	case "notifications/message":
-		s.logMessage(e.params)
-	case "notifications/subscriptions/acknowledged":
-		s.listenAcked(e.params)
+		s.listChanged(jsonrpc.MethodPromptsList)
+	case jsonrpc.MethodMessage:
+		s.logMessage(e.Params)
+	case jsonrpc.MethodListenAcknowledged:
+		s.listenAcked(e.Params)
 	default:
 		s.log.Debug("ignoring mcp notification", "method", method)
 	}
@@ -182,7 +177,7 @@ func (s *Session) notification(e *envelope) {
 // notifications containing: The original progress token, The current
 // progress value so far, An optional total value, An optional message".
 func (s *Session) progress(params []byte) {
-	tok := member(params, `"progressToken"`)
+	tok := jsonrpc.Member(params, `"progressToken"`)
 	id, ok := parseID(tok)
 	if !ok {
 		s.log.Debug("ignoring progress for an unknown token", "token", string(tok))
@@ -222,7 +217,7 @@ func (s *Session) logMessage(params []byte) {
 		level = slog.LevelError
 	}
 	data := string(m.Data)
-	if s, ok := unquote(m.Data); ok {
+	if s, ok := jsonrpc.Unquote(m.Data); ok {
 		data = s
 	}
 	attrs := []any{"level_mcp", m.Level, "data", data}

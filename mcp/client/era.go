@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // An era is one way of opening a session with a child: the stateless
@@ -52,7 +54,7 @@ func fallsBack(ctx context.Context, e era, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	var rpc *RPCError
+	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
 		return true
 	}
@@ -73,23 +75,12 @@ func fallsBack(ctx context.Context, e era, err error) bool {
 	return e.name() == EraStateless && errors.As(err, &ee)
 }
 
-// SupportedVersions returns the protocol versions mcpx speaks, newest first.
-func SupportedVersions() []string {
-	var vs []string
-	for _, e := range eras {
-		vs = append(vs, e.versions()...)
-	}
-	return vs
-}
-
 // handshake is the initialize-handshake era (spec: basic/lifecycle).
 type handshake struct{}
 
 func (handshake) name() string { return EraHandshake }
 
-func (handshake) versions() []string {
-	return []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-}
+func (handshake) versions() []string { return jsonrpc.HandshakeVersions() }
 
 // open implements the initialization phase.
 //
@@ -115,7 +106,7 @@ func (h handshake) open(ctx context.Context, s *Session) (string, json.RawMessag
 	// Spec: "The initialize request MUST NOT be part of a JSON-RPC batch"
 	// and "initialize […] MUST NOT be cancelled by clients": request with
 	// cancel=false sends no notifications/cancelled when ctx ends.
-	res, err := s.request(ctx, "initialize", params, nil, false)
+	res, err := s.request(ctx, jsonrpc.MethodInitialize, params, nil, false)
 	if err != nil {
 		return "", nil, err
 	}
@@ -127,7 +118,7 @@ func (h handshake) open(ctx context.Context, s *Session) (string, json.RawMessag
 	}
 	if !slices.Contains(versions, head.ProtocolVersion) {
 		return "", nil, &eraError{fmt.Sprintf("child answered protocol version %q; mcpx speaks %s",
-			head.ProtocolVersion, strings.Join(SupportedVersions(), ", "))}
+			head.ProtocolVersion, strings.Join(jsonrpc.SupportedVersions(), ", "))}
 	}
 	// Spec (basic/transports#protocol-version-header): the client MUST send
 	// MCP-Protocol-Version on all subsequent HTTP requests, the initialized
@@ -138,7 +129,7 @@ func (h handshake) open(ctx context.Context, s *Session) (string, json.RawMessag
 	if s.x.OpenStream != nil {
 		s.x.OpenStream(ctx)
 	}
-	if err := s.notify(ctx, "notifications/initialized", nil); err != nil {
+	if err := s.notify(ctx, jsonrpc.MethodInitialized, nil); err != nil {
 		return "", nil, fmt.Errorf("sending notifications/initialized: %w", err)
 	}
 	return head.ProtocolVersion, res, nil

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 type nopWriteCloser struct{ io.Writer }
@@ -61,14 +63,14 @@ type scripted struct {
 }
 
 func (s *scripted) Send(_ context.Context, msg []byte) error {
-	e, err := parseEnvelope(msg)
+	e, err := jsonrpc.Parse(msg)
 	if err != nil {
 		return err
 	}
-	switch string(e.method) {
-	case `"initialize"`:
-		s.recv <- []byte(`{"jsonrpc":"2.0","id":` + string(e.id) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fuzz","version":"1"}}}`)
-	case `"tools/call"`:
+	switch e.Method {
+	case "initialize":
+		s.recv <- []byte(`{"jsonrpc":"2.0","id":` + string(e.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"fuzz","version":"1"}}}`)
+	case "tools/call":
 		s.once.Do(func() { close(s.called) })
 	}
 	return nil

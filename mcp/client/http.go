@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/observe/tracing"
 )
 
@@ -190,10 +191,10 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 	sid, version := t.sessionID, t.version
 	t.mu.Unlock()
 	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set(jsonrpc.HeaderSessionID, sid)
 	}
 	if version != "" {
-		req.Header.Set("MCP-Protocol-Version", version)
+		req.Header.Set(jsonrpc.HeaderProtocolVersion, version)
 	}
 	return req, sid, nil
 }
@@ -236,7 +237,7 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 	if tracing.Enabled() {
 		tracing.Inject(ctx, req.Header) // the caller's span: a child that traces joins its trace
 	}
-	if req.Header.Get("MCP-Protocol-Version") == StatelessVersion {
+	if req.Header.Get(jsonrpc.HeaderProtocolVersion) == jsonrpc.StatelessVersion {
 		standardHeaders(req.Header, msg, t.toolOf)
 	}
 	resp, err := t.client.Do(req)
@@ -257,8 +258,8 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 		return err
 	}
 	t.captureSession(resp)
-	e, _ := parseEnvelope(msg)
-	if !e.isRequest() || resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
+	e, _ := jsonrpc.Parse(msg)
+	if !e.IsRequest() || resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
 		// A notification or response is answered 202 with no body. Some
 		// servers answer 200 with a JSON body anyway: like the official
 		// SDK clients, ignore it (read a little, so the connection can be
@@ -271,7 +272,7 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 	case "application/json":
 		body, err := readLimited(resp.Body, resp.ContentLength, t.max)
 		if errors.Is(err, ErrMessageTooLarge) {
-			return t.pushBig(ctx, &TooLargeError{Limit: t.max, ID: bytes.Clone(e.id)})
+			return t.pushBig(ctx, &TooLargeError{Limit: t.max, ID: bytes.Clone(e.ID)})
 		}
 		if err != nil {
 			return fmt.Errorf("reading POST answer: %w", err)
@@ -281,7 +282,7 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 		}
 		return t.push(ctx, body)
 	case "text/event-stream":
-		return t.answerStream(ctx, rctx, resp, bytes.Clone(e.id), rcancel, &handedOff)
+		return t.answerStream(ctx, rctx, resp, bytes.Clone(e.ID), rcancel, &handedOff)
 	default:
 		return fmt.Errorf("POST %s answered with Content-Type %q; want application/json or text/event-stream", t.url, resp.Header.Get("Content-Type"))
 	}
@@ -428,7 +429,7 @@ func (t *httpTransport) forgetSession() {
 // HTTP response containing the InitializeResult." "Clients MUST include it
 // in the Mcp-Session-Id header on all of their subsequent HTTP requests."
 func (t *httpTransport) captureSession(resp *http.Response) {
-	sid := resp.Header.Get("Mcp-Session-Id")
+	sid := resp.Header.Get(jsonrpc.HeaderSessionID)
 	if sid == "" {
 		return
 	}
@@ -543,10 +544,10 @@ func (t *httpTransport) Close() error {
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
-	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set(jsonrpc.HeaderSessionID, sid)
 	t.mu.Lock()
 	if t.version != "" {
-		req.Header.Set("MCP-Protocol-Version", t.version)
+		req.Header.Set(jsonrpc.HeaderProtocolVersion, t.version)
 	}
 	t.mu.Unlock()
 	resp, err := t.client.Do(req)

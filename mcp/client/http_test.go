@@ -19,6 +19,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // seenRequest is what the test server recorded of one HTTP request.
@@ -75,7 +76,7 @@ func TestHTTPEcho(t *testing.T) {
 	}{
 		"sse":       {&mcp.StreamableHTTPOptions{}, "2025-11-25"},
 		"json":      {&mcp.StreamableHTTPOptions{JSONResponse: true}, "2025-11-25"},
-		"stateless": {&mcp.StreamableHTTPOptions{Stateless: true}, StatelessVersion},
+		"stateless": {&mcp.StreamableHTTPOptions{Stateless: true}, jsonrpc.StatelessVersion},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := startHTTP(t, tc.opts)
@@ -610,8 +611,8 @@ func TestHTTPStateless(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
-	if v, e := s.ProtocolVersion(), s.Era(); v != StatelessVersion || e != EraStateless {
-		t.Errorf("version %q, era %q; want %s, %s", v, e, StatelessVersion, EraStateless)
+	if v, e := s.ProtocolVersion(), s.Era(); v != jsonrpc.StatelessVersion || e != EraStateless {
+		t.Errorf("version %q, era %q; want %s, %s", v, e, jsonrpc.StatelessVersion, EraStateless)
 	}
 	res, err := s.CallTool(t.Context(), "roots", nil, nil)
 	if err != nil || !strings.Contains(toolText(t, res), `"uri":"file:///srv/app"`) {
@@ -657,12 +658,12 @@ func TestHTTPStateless(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	if len(reqs) == 0 || reqs[0].Method != "server/discover" || reqs[0].Version != StatelessVersion {
+	if len(reqs) == 0 || reqs[0].Method != "server/discover" || reqs[0].Version != jsonrpc.StatelessVersion {
 		t.Fatalf("first request %+v, want the server/discover probe with the version header", reqs)
 	}
 	var params []seen
 	for _, r := range reqs {
-		if r.HTTPMethod != http.MethodPost || r.Session != "" || r.Version != StatelessVersion || r.Method == "" {
+		if r.HTTPMethod != http.MethodPost || r.Session != "" || r.Version != jsonrpc.StatelessVersion || r.Method == "" {
 			t.Errorf("request %+v: want a POST with the version header and Mcp-Method, no session", r)
 		}
 		if r.Method == "tools/call" && r.Name == "" {
@@ -673,8 +674,8 @@ func TestHTTPStateless(t *testing.T) {
 		}
 	}
 	want := []seen{
-		{"POST", "tools/call", "where", StatelessVersion, "", "eu-west", "3"},
-		{"POST", "tools/call", "where", StatelessVersion, "", "=?base64?IHrDvHJpY2g=?=", ""},
+		{"POST", "tools/call", "where", jsonrpc.StatelessVersion, "", "eu-west", "3"},
+		{"POST", "tools/call", "where", jsonrpc.StatelessVersion, "", "=?base64?IHrDvHJpY2g=?=", ""},
 	}
 	if d := cmp.Diff(want, params); d != "" {
 		t.Errorf("the where calls' headers (-want +got):\n%s", d)

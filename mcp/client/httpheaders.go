@@ -4,20 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"mcpx.dev/mcpx/internal/mcpheader"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // standardHeaders sets the stateless era's standard headers on h for msg
-// (package mcpheader); toolOf returns the tool's Tool object from the
+// (package jsonrpc); toolOf returns the tool's Tool object from the
 // cached tools/list, nil if it is not cached.
 func standardHeaders(h http.Header, msg []byte, toolOf func(name string) json.RawMessage) {
-	e, err := parseEnvelope(msg)
-	if err != nil || e.method == nil {
-		return
+	if e, err := jsonrpc.Parse(msg); err == nil {
+		jsonrpc.SetHeaders(h, e.Method, e.Params, toolOf)
 	}
-	method, ok := unquote(e.method)
-	if !ok {
-		return
-	}
-	mcpheader.Set(h, method, e.params, toolOf)
 }

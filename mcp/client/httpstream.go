@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // The SSE streams of streamable HTTP: a POST's answer stream and its
@@ -115,12 +116,12 @@ func (t *httpTransport) readStream(ctx context.Context, body io.Reader, reqID []
 func answers(msg, id []byte) bool {
 	found := false
 	check := func(m []byte) {
-		if e, err := parseEnvelope(m); err == nil && e.isResponse() && bytes.Equal(e.id, id) {
+		if e, err := jsonrpc.Parse(m); err == nil && e.IsResponse() && bytes.Equal(e.ID, id) {
 			found = true
 		}
 	}
-	if i := skipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
-		elements(msg, check)
+	if i := jsonrpc.SkipSpace(msg, 0); i < len(msg) && msg[i] == '[' {
+		jsonrpc.Elements(msg, check)
 	} else {
 		check(msg)
 	}
@@ -164,7 +165,7 @@ func (t *httpTransport) startGet() {
 	t.mu.Lock()
 	// The stateless era has no GET stream (a server's own messages come
 	// within the requests, or on subscriptions/listen).
-	start := t.version != "" && t.version != StatelessVersion && !t.getStarted
+	start := t.version != "" && t.version != jsonrpc.StatelessVersion && !t.getStarted
 	t.getStarted = t.getStarted || start
 	t.mu.Unlock()
 	if !start {

@@ -4,24 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
-// The server-to-client requests that ask the caller of a call for input.
+// The server-to-client requests that ask the caller of a call for input
+// (jsonrpc.MethodElicit, jsonrpc.MethodSample).
 //
 // Spec (client/elicitation): "Servers can request information from users
 // through the client by sending an elicitation/create request"; (client/
 // sampling): "servers send a sampling/createMessage request". Both are
 // nested: (basic/transports) messages a server sends before its response
 // "SHOULD relate to the originating client request".
-const (
-	MethodElicit = "elicitation/create"
-	MethodSample = "sampling/createMessage"
-)
 
 // InputRequest is a child's elicitation/create or sampling/createMessage,
 // attributed to one call in flight.
 type InputRequest struct {
-	Method string          // MethodElicit or MethodSample
+	Method string          // jsonrpc.MethodElicit or jsonrpc.MethodSample
 	Params json.RawMessage // as the child sent them; the handler owns them
 	// ID is a stateless child's key for the request in its inputRequests
 	// (so a client asked in turn can be asked under the same key); "" for
@@ -62,7 +61,7 @@ func inputHandlerOf(ctx context.Context) InputHandler {
 // for the attribution of a request for input.
 func nests(method string) bool {
 	switch method {
-	case "tools/call", "resources/read", "prompts/get":
+	case jsonrpc.MethodToolsCall, jsonrpc.MethodResourcesRead, jsonrpc.MethodPromptsGet:
 		return true
 	}
 	return false
@@ -75,19 +74,15 @@ func nests(method string) bool {
 // "Decline: User explicitly declined the request"), which every server
 // must handle; for sampling the error the spec shows for a user who
 // rejected it (code -1).
-func InputRefusal(method, why string) (json.RawMessage, *RPCError) {
+func InputRefusal(method, why string) (json.RawMessage, *jsonrpc.Error) {
 	switch method {
-	case MethodElicit:
+	case jsonrpc.MethodElicit:
 		return json.RawMessage(`{"action":"decline"}`), nil
-	case MethodSample:
-		return nil, &RPCError{Code: CodeUserRejected, Message: "sampling request declined: " + why}
+	case jsonrpc.MethodSample:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeUserRejected, Message: "sampling request declined: " + why}
 	}
-	return nil, &RPCError{Code: CodeMethodNotFound, Message: "method not found: " + method}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method}
 }
-
-// CodeUserRejected is the error code of a sampling request the user
-// rejected (spec client/sampling, error handling example).
-const CodeUserRejected = -1
 
 // inputTarget finds the call a request for input belongs to.
 //
@@ -163,7 +158,7 @@ func (s *Session) input(id []byte, method string, params, related []byte) {
 		defer cancel()
 		defer context.AfterFunc(s.ctx, cancel)()
 		res, err := c.onInput(ctx, req)
-		var rerr *RPCError
+		var rerr *jsonrpc.Error
 		if err == nil && !json.Valid(res) {
 			err = errBadInputResult
 		}

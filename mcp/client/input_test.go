@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // startCall runs CallTool on s with h as its input handler; the result
@@ -34,7 +36,7 @@ func TestInputReachesTheCallsHandler(t *testing.T) {
 	p.send(`{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object"}}}`)
 	p.expect(`{"jsonrpc":"2.0","id":"e1","result":{"action":"accept","content":{"name":"Ada"}}}`)
 	req := <-got
-	if req.Method != MethodElicit || !strings.Contains(string(req.Params), `"message":"name?"`) {
+	if req.Method != jsonrpc.MethodElicit || !strings.Contains(string(req.Params), `"message":"name?"`) {
 		t.Errorf("handler got %s %s", req.Method, req.Params)
 	}
 	p.send(`{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`)
@@ -51,18 +53,18 @@ func TestInputRefused(t *testing.T) {
 		want    string
 		twoCall bool
 	}{
-		{"no handler: elicitation declined", nil, MethodElicit, `{"jsonrpc":"2.0","id":9,"result":{"action":"decline"}}`, false},
-		{"no handler: sampling an error", nil, MethodSample,
+		{"no handler: elicitation declined", nil, jsonrpc.MethodElicit, `{"jsonrpc":"2.0","id":9,"result":{"action":"decline"}}`, false},
+		{"no handler: sampling an error", nil, jsonrpc.MethodSample,
 			`{"jsonrpc":"2.0","id":9,"error":{"code":-1,"message":"sampling request declined: mcpx cannot ask the caller: it is not streaming the call, so it cannot be asked for input"}}`, false},
 		{"handler fails", func(context.Context, InputRequest) (json.RawMessage, error) {
 			return nil, errors.New("no answer in time")
 		},
-			MethodSample, `{"jsonrpc":"2.0","id":9,"error":{"code":-1,"message":"sampling request declined: no answer in time"}}`, false},
+			jsonrpc.MethodSample, `{"jsonrpc":"2.0","id":9,"error":{"code":-1,"message":"sampling request declined: no answer in time"}}`, false},
 		{"handler returns no JSON", func(context.Context, InputRequest) (json.RawMessage, error) { return json.RawMessage("{"), nil },
-			MethodElicit, `{"jsonrpc":"2.0","id":9,"result":{"action":"decline"}}`, false},
+			jsonrpc.MethodElicit, `{"jsonrpc":"2.0","id":9,"result":{"action":"decline"}}`, false},
 		{"two calls in flight: ambiguous", func(context.Context, InputRequest) (json.RawMessage, error) {
 			return json.RawMessage(`{"action":"accept","content":{}}`), nil
-		}, MethodSample, `{"jsonrpc":"2.0","id":9,"error":{"code":-1,"message":"sampling request declined: mcpx cannot tell which caller to ask: several calls are in flight and the request names none"}}`, true},
+		}, jsonrpc.MethodSample, `{"jsonrpc":"2.0","id":9,"error":{"code":-1,"message":"sampling request declined: mcpx cannot tell which caller to ask: several calls are in flight and the request names none"}}`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // maxPages bounds one listing: a child that keeps handing out new cursors
@@ -16,37 +18,37 @@ const maxPages = 10000
 // until the child sends notifications/tools/list_changed. The caller must not
 // modify it.
 func (s *Session) Tools(ctx context.Context) (json.RawMessage, error) {
-	return s.list(ctx, &s.tools, "tools/list", `"tools"`)
+	return s.list(ctx, &s.tools, jsonrpc.MethodToolsList, `"tools"`)
 }
 
 // Resources returns every resource (all pages of resources/list) as one JSON
 // array, cached until notifications/resources/list_changed. The caller must
 // not modify it.
 func (s *Session) Resources(ctx context.Context) (json.RawMessage, error) {
-	return s.list(ctx, &s.resources, "resources/list", `"resources"`)
+	return s.list(ctx, &s.resources, jsonrpc.MethodResourcesList, `"resources"`)
 }
 
 // ResourceTemplates returns every resource template (all pages of
 // resources/templates/list) as one JSON array, cached until
 // notifications/resources/list_changed. The caller must not modify it.
 func (s *Session) ResourceTemplates(ctx context.Context) (json.RawMessage, error) {
-	return s.list(ctx, &s.templates, "resources/templates/list", `"resourceTemplates"`)
+	return s.list(ctx, &s.templates, jsonrpc.MethodResourceTemplatesList, `"resourceTemplates"`)
 }
 
 // Prompts returns every prompt (all pages of prompts/list) as one JSON array,
 // cached until notifications/prompts/list_changed. The caller must not modify
 // it.
 func (s *Session) Prompts(ctx context.Context) (json.RawMessage, error) {
-	return s.list(ctx, &s.prompts, "prompts/list", `"prompts"`)
+	return s.list(ctx, &s.prompts, jsonrpc.MethodPromptsList, `"prompts"`)
 }
 
 // Ping sends ping and waits for the child's answer: a health check
 // (spec: basic/utilities/ping). The 2026-07-28 revision has no ping: a
 // stateless child is sent server/discover instead, which it must serve.
 func (s *Session) Ping(ctx context.Context) error {
-	method := "ping"
+	method := jsonrpc.MethodPing
 	if s.meta != nil {
-		method = "server/discover"
+		method = jsonrpc.MethodDiscover
 	}
 	_, err := s.Call(ctx, method, nil, nil)
 	return err
@@ -58,7 +60,7 @@ func (s *Session) ReadResource(ctx context.Context, uri string) (json.RawMessage
 	params, _ := json.Marshal(struct {
 		URI string `json:"uri"`
 	}{uri})
-	return s.Call(ctx, "resources/read", params, nil)
+	return s.Call(ctx, jsonrpc.MethodResourcesRead, params, nil)
 }
 
 // GetPrompt calls prompts/get for the prompt name with args (nil = none)
@@ -68,7 +70,7 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 		Name      string            `json:"name"`
 		Arguments map[string]string `json:"arguments,omitempty"`
 	}{name, args})
-	return s.Call(ctx, "prompts/get", params, nil)
+	return s.Call(ctx, jsonrpc.MethodPromptsGet, params, nil)
 }
 
 // list fetches all pages of method and joins the key arrays.
@@ -99,7 +101,7 @@ func (s *Session) list(ctx context.Context, cache *listCache, method, key string
 			return nil, err
 		}
 		var items, next []byte
-		if err := members(res, func(k, v []byte) {
+		if err := jsonrpc.Members(res, func(k, v []byte) {
 			switch string(k) {
 			case key:
 				items = v
@@ -110,7 +112,7 @@ func (s *Session) list(ctx context.Context, cache *listCache, method, key string
 			return nil, fmt.Errorf("listing %s: result is %w", method, err)
 		}
 		if items != nil {
-			if err := elements(items, func(v []byte) {
+			if err := jsonrpc.Elements(items, func(v []byte) {
 				if n > 0 {
 					out = append(out, ',')
 				}
@@ -120,7 +122,7 @@ func (s *Session) list(ctx context.Context, cache *listCache, method, key string
 				return nil, fmt.Errorf("listing %s: %s is %w", method, key, err)
 			}
 		}
-		c, ok := unquote(next)
+		c, ok := jsonrpc.Unquote(next)
 		if !ok || c == "" {
 			break
 		}

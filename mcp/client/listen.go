@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // ListenResource subscribes to uri's updates the stateless era's way
@@ -44,7 +46,7 @@ func (s *Session) ListenResource(ctx context.Context, uri string) (stop func(), 
 	s.replies.Add(1)
 	go func() {
 		defer s.replies.Done()
-		_, err := s.request(lctx, "subscriptions/listen", params, nil, true)
+		_, err := s.request(lctx, jsonrpc.MethodListen, params, nil, true)
 		ended <- err
 	}()
 	select {

@@ -3,28 +3,30 @@ package client
 import (
 	"slices"
 	"testing"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // TestWithRequestMetaFast: the one-allocation path gives what setting each
 // member in turn gives, for params with and without a _meta of their own.
 func TestWithRequestMetaFast(t *testing.T) {
 	meta := [][2][]byte{
-		{[]byte(MetaProtocolVersion), []byte(`"2026-07-28"`)},
-		{[]byte(MetaClientInfo), []byte(`{"name":"mcpx","version":"1"}`)},
-		{[]byte(MetaClientCapabilities), []byte(`{"elicitation":{}}`)},
+		{[]byte(jsonrpc.MetaProtocolVersion), []byte(`"2026-07-28"`)},
+		{[]byte(jsonrpc.MetaClientInfo), []byte(`{"name":"mcpx","version":"1"}`)},
+		{[]byte(jsonrpc.MetaClientCapabilities), []byte(`{"elicitation":{}}`)},
 	}
 	slow := func(params []byte) []byte {
 		m := []byte("{}")
-		if v := member(params, `"_meta"`); v != nil && v[0] == '{' {
+		if v := jsonrpc.Member(params, `"_meta"`); v != nil && v[0] == '{' {
 			m = v
 		}
 		var err error
 		for _, kv := range slices.Backward(meta) {
-			if m, err = setMember(m, string(kv[0]), kv[1]); err != nil {
+			if m, err = jsonrpc.SetMember(m, string(kv[0]), kv[1]); err != nil {
 				t.Fatal(err)
 			}
 		}
-		out, err := setMember(params, "_meta", m)
+		out, err := jsonrpc.SetMember(params, "_meta", m)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,39 +15,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
-
-func TestInitializeRootlessGolden(t *testing.T) {
-	p := newPeer(t)
-	ch := make(chan error, 1)
-	go func() {
-		s, err := Connect(t.Context(), p.tr, Options{Era: EraHandshake})
-		if err == nil {
-			defer s.Close()
-			if v := s.ProtocolVersion(); v != "2025-11-25" {
-				err = fmt.Errorf("ProtocolVersion = %q", v)
-			}
-		}
-		ch <- err
-	}()
-	p.expect(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"mcpx","version":"dev"}}}`)
-	p.send(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"peer","version":"1"}}}`)
-	p.expect(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	if err := <-ch; err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestInitializeWithRoot(t *testing.T) {
-	p := newPeer(t)
-	go Connect(t.Context(), p.tr, Options{Era: EraHandshake, Root: "/src/my app#1", ClientName: "mcpx-test", ClientVersion: "1.2"})
-	p.expect(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
-		`"capabilities":{"roots":{"listChanged":false},"workspace":{"workspaceFolders":true},"elicitation":{"form":{},"url":{}}},` +
-		`"clientInfo":{"name":"mcpx-test","version":"1.2"},` +
-		`"rootUri":"file:///src/my%20app%231",` +
-		`"workspaceFolders":[{"uri":"file:///src/my%20app%231","name":"my app#1"}]}}`)
-	p.tr.Close()
-}
 
 func TestInitializeResult(t *testing.T) {
 	p := newPeer(t)
@@ -102,6 +72,21 @@ func TestVersionNegotiation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestErasVersions: the eras Connect tries speak, in their order, the
+// versions package jsonrpc lists, and the handshake offers its latest.
+func TestErasVersions(t *testing.T) {
+	var got []string
+	for _, e := range eras {
+		got = append(got, e.versions()...)
+	}
+	if d := cmp.Diff(jsonrpc.SupportedVersions(), got); d != "" {
+		t.Errorf("the eras' versions (-jsonrpc +eras):\n%s", d)
+	}
+	if v := (handshake{}).versions()[0]; v != jsonrpc.LatestHandshake {
+		t.Errorf("the handshake offers %s, want %s", v, jsonrpc.LatestHandshake)
 	}
 }
 
@@ -160,32 +145,6 @@ func TestConnectCancelledSendsNoCancel(t *testing.T) {
 	}
 }
 
-func TestServerRequests(t *testing.T) {
-	tests := []struct {
-		name, root, req, want string
-	}{
-		{"ping", "", `{"jsonrpc":"2.0","id":7,"method":"ping"}`, `{"jsonrpc":"2.0","id":7,"result":{}}`},
-		{"roots rootless", "", `{"jsonrpc":"2.0","id":"r1","method":"roots/list"}`, `{"jsonrpc":"2.0","id":"r1","result":{"roots":[]}}`},
-		{"roots", "/home/me/src/app", `{"jsonrpc":"2.0","id":2,"method":"roots/list","params":{}}`,
-			`{"jsonrpc":"2.0","id":2,"result":{"roots":[{"uri":"file:///home/me/src/app","name":"app"}]}}`},
-		// Outside any call a request for input is attributable to no caller.
-		{"sampling", "", `{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":10}}`,
-			`{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"sampling request declined: mcpx found no call in flight whose caller it could ask"}}`},
-		{"elicitation", "", `{"jsonrpc":"2.0","id":4,"method":"elicitation/create","params":{}}`,
-			`{"jsonrpc":"2.0","id":4,"result":{"action":"decline"}}`},
-		{"unknown", "", `{"jsonrpc":"2.0","id":5,"method":"frobnicate"}`,
-			`{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"method not found: mcpx does not serve \"frobnicate\" to child servers"}}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := newPeer(t)
-			p.connect(Options{Root: tt.root}, "2025-11-25")
-			p.send(tt.req)
-			p.expect(tt.want)
-		})
-	}
-}
-
 func TestCallResultBytesUnchanged(t *testing.T) {
 	p := newPeer(t)
 	s := p.connect(Options{}, "2025-11-25")
@@ -223,11 +182,11 @@ func TestRPCError(t *testing.T) {
 	p.recv()
 	p.send(`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Unknown tool: nope","data":{"tool":"nope"}}}`)
 	r := <-ch
-	var rerr *RPCError
+	var rerr *jsonrpc.Error
 	if !errors.As(r.err, &rerr) {
-		t.Fatalf("error = %v, want *RPCError", r.err)
+		t.Fatalf("error = %v, want *jsonrpc.Error", r.err)
 	}
-	want := &RPCError{Code: -32602, Message: "Unknown tool: nope", Data: json.RawMessage(`{"tool":"nope"}`)}
+	want := &jsonrpc.Error{Code: -32602, Message: "Unknown tool: nope", Data: json.RawMessage(`{"tool":"nope"}`)}
 	if d := cmp.Diff(want, rerr); d != "" {
 		t.Errorf("RPCError mismatch (-want +got):\n%s", d)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/defaults"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // RootsMemo remembers whether the children of one server definition ask
@@ -139,7 +140,7 @@ func (s *Session) awaitStartupRoots(ctx context.Context) {
 	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	start := time.Now()
-	if _, err := s.Call(pctx, "ping", nil, nil); err != nil {
+	if _, err := s.Call(pctx, jsonrpc.MethodPing, nil, nil); err != nil {
 		s.log.Debug("ping after start-up roots/list", "err", err)
 	}
 	settle := time.NewTimer(min(rootsSettle+4*time.Since(start), maxRootsSettle))
@@ -156,7 +157,7 @@ func (s *Session) awaitStartupRoots(ctx context.Context) {
 func (s *Session) askedBeforePing(ctx context.Context, wait time.Duration) bool {
 	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	_, err := s.Call(pctx, "ping", nil, nil)
+	_, err := s.Call(pctx, jsonrpc.MethodPing, nil, nil)
 	select {
 	case <-s.rootsAsked:
 		return true

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // The stateless era: protocol version 2026-07-28 (SEP-2575). There is no
@@ -30,22 +32,6 @@ const (
 	EraHandshake = "handshake"
 )
 
-// StatelessVersion is the protocol version of the stateless era.
-const StatelessVersion = "2026-07-28"
-
-// The _meta keys of a stateless request (SEP-2575).
-const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
-)
-
-// CodeUnsupportedProtocolVersion is the error a stateless server answers a
-// request of a version it does not speak with; its data is {supported,
-// requested}.
-const CodeUnsupportedProtocolVersion = -32022
-
 // DefaultProbeWait bounds the server/discover probe when Options.ProbeWait
 // is 0. A child of the handshake era that ignores the unknown request (it
 // waits for initialize) is then initialized after this wait instead of
@@ -61,7 +47,7 @@ const maxRounds = 10
 type stateless struct{}
 
 func (stateless) name() string       { return EraStateless }
-func (stateless) versions() []string { return []string{StatelessVersion} }
+func (stateless) versions() []string { return []string{jsonrpc.StatelessVersion} }
 
 // eraError says a child is not of an era: Connect tries the next one.
 type eraError struct{ msg string }
@@ -94,7 +80,7 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 	// checks it against _meta); a probe that fails leaves the transport
 	// as it was, with no version and no session.
 	if s.x.SetProtocolVersion != nil {
-		s.x.SetProtocolVersion(StatelessVersion)
+		s.x.SetProtocolVersion(jsonrpc.StatelessVersion)
 	}
 	ok := false
 	defer func() {
@@ -107,7 +93,7 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 	}()
 	// cancel=false: a child of the handshake era may take a
 	// notifications/cancelled before initialize for a protocol error.
-	res, err := s.request(pctx, "server/discover", nil, nil, false)
+	res, err := s.request(pctx, jsonrpc.MethodDiscover, nil, nil, false)
 	if err != nil {
 		s.meta = nil
 		if ctx.Err() == nil && pctx.Err() != nil {
@@ -125,16 +111,16 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 		s.meta = nil
 		return "", nil, &eraError{fmt.Sprintf("server/discover result is not a DiscoverResult: %v", err)}
 	}
-	if !slices.Contains(d.SupportedVersions, StatelessVersion) {
+	if !slices.Contains(d.SupportedVersions, jsonrpc.StatelessVersion) {
 		s.meta = nil
-		return "", nil, &eraError{fmt.Sprintf("child supports %s, not %s", strings.Join(d.SupportedVersions, ", "), StatelessVersion)}
+		return "", nil, &eraError{fmt.Sprintf("child supports %s, not %s", strings.Join(d.SupportedVersions, ", "), jsonrpc.StatelessVersion)}
 	}
 	init := struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 		ServerInfo      json.RawMessage `json:"serverInfo,omitempty"`
 		Instructions    json.RawMessage `json:"instructions,omitempty"`
-	}{StatelessVersion, d.Capabilities, d.Meta[MetaServerInfo], d.Instructions}
+	}{jsonrpc.StatelessVersion, d.Capabilities, d.Meta[jsonrpc.MetaServerInfo], d.Instructions}
 	if len(bytes.TrimSpace(init.Capabilities)) == 0 || bytes.Equal(bytes.TrimSpace(init.Capabilities), []byte("null")) {
 		init.Capabilities = json.RawMessage("{}")
 	}
@@ -144,7 +130,7 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 		return "", nil, &eraError{fmt.Sprintf("server/discover result: %v", err)}
 	}
 	ok = true
-	return StatelessVersion, out, nil
+	return jsonrpc.StatelessVersion, out, nil
 }
 
 // metaFor is the session's request _meta for a request made with ctx:
@@ -170,7 +156,7 @@ func (s *Session) metaFor(ctx context.Context) [][2][]byte {
 	caps = append(caps, '}')
 	out := make([][2][]byte, len(s.meta))
 	for i, kv := range s.meta {
-		if string(kv[0]) == MetaClientCapabilities {
+		if string(kv[0]) == jsonrpc.MetaClientCapabilities {
 			kv[1] = caps
 		}
 		out[i] = kv
@@ -213,9 +199,9 @@ func requestMeta(opts Options) ([][2][]byte, error) {
 	}
 	caps = append(caps, '}')
 	return [][2][]byte{
-		{[]byte(MetaProtocolVersion), []byte(`"` + StatelessVersion + `"`)},
-		{[]byte(MetaClientInfo), ib},
-		{[]byte(MetaClientCapabilities), caps},
+		{[]byte(jsonrpc.MetaProtocolVersion), []byte(`"` + jsonrpc.StatelessVersion + `"`)},
+		{[]byte(jsonrpc.MetaClientInfo), ib},
+		{[]byte(jsonrpc.MetaClientCapabilities), caps},
 	}, nil
 }
 
@@ -226,21 +212,21 @@ func withRequestMeta(params []byte, meta [][2][]byte) ([]byte, error) {
 		params = []byte("{}")
 	}
 	m := []byte("{}")
-	if v := member(params, `"_meta"`); v != nil && bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")) {
+	if v := jsonrpc.Member(params, `"_meta"`); v != nil && bytes.HasPrefix(bytes.TrimSpace(v), []byte("{")) {
 		m = v
 	}
 	if fresh, ok := prependMembers(m, meta); ok {
-		return setMember(params, "_meta", fresh)
+		return jsonrpc.SetMember(params, "_meta", fresh)
 	}
 	var err error
 	// setMember puts a new member first: in reverse, the keys read in
 	// meta's order, before the caller's own.
 	for _, kv := range slices.Backward(meta) {
-		if m, err = setMember(m, string(kv[0]), kv[1]); err != nil {
+		if m, err = jsonrpc.SetMember(m, string(kv[0]), kv[1]); err != nil {
 			return nil, err
 		}
 	}
-	return setMember(params, "_meta", m)
+	return jsonrpc.SetMember(params, "_meta", m)
 }
 
 // prependMembers returns obj with meta's members put first, in meta's
@@ -249,12 +235,12 @@ func withRequestMeta(params []byte, meta [][2][]byte) ([]byte, error) {
 // progress token). ok is false when obj has one of them (or is not an
 // object): setMember then replaces it in place.
 func prependMembers(obj []byte, meta [][2][]byte) (out []byte, ok bool) {
-	start := skipSpace(obj, 0)
+	start := jsonrpc.SkipSpace(obj, 0)
 	if start >= len(obj) || obj[start] != '{' {
 		return nil, false
 	}
 	clash := false
-	if err := members(obj, func(k, _ []byte) {
+	if err := jsonrpc.Members(obj, func(k, _ []byte) {
 		for _, kv := range meta {
 			if len(k) == len(kv[0])+2 && string(k[1:len(k)-1]) == string(kv[0]) {
 				clash = true
@@ -276,7 +262,7 @@ func prependMembers(obj []byte, meta [][2][]byte) (out []byte, ok bool) {
 		out = append(append(append(append(out, '"'), kv[0]...), `":`...), kv[1]...)
 	}
 	rest := obj[start+1:]
-	if i := skipSpace(rest, 0); len(meta) > 0 && i < len(rest) && rest[i] != '}' {
+	if i := jsonrpc.SkipSpace(rest, 0); len(meta) > 0 && i < len(rest) && rest[i] != '}' {
 		out = append(out, ',')
 	}
 	return append(out, rest...), true
@@ -302,13 +288,13 @@ func (s *Session) requestRounds(ctx context.Context, method string, params []byt
 		return res, err
 	}
 	for round := 1; ; round++ {
-		if string(bytes.TrimSpace(member(res, `"resultType"`))) != `"input_required"` {
+		if string(bytes.TrimSpace(jsonrpc.Member(res, `"resultType"`))) != `"input_required"` {
 			return res, nil
 		}
 		if round > maxRounds {
 			return nil, fmt.Errorf("calling %s: the child asked for input %d times; mcpx gives up after %d rounds", method, round, maxRounds)
 		}
-		responses, n, err := s.inputResponses(ctx, member(res, `"inputRequests"`))
+		responses, n, err := s.inputResponses(ctx, jsonrpc.Member(res, `"inputRequests"`))
 		if err != nil {
 			return nil, fmt.Errorf("calling %s: %w", method, err)
 		}
@@ -326,11 +312,11 @@ func (s *Session) requestRounds(ctx context.Context, method string, params []byt
 		if t := bytes.TrimSpace(params); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 			params = []byte("{}")
 		}
-		if params, err = setMember(params, "inputResponses", responses); err != nil {
+		if params, err = jsonrpc.SetMember(params, "inputResponses", responses); err != nil {
 			return nil, fmt.Errorf("calling %s: params: %w", method, err)
 		}
-		if st := member(res, `"requestState"`); st != nil {
-			if params, err = setMember(params, "requestState", st); err != nil {
+		if st := jsonrpc.Member(res, `"requestState"`); st != nil {
+			if params, err = jsonrpc.SetMember(params, "requestState", st); err != nil {
 				return nil, fmt.Errorf("calling %s: params: %w", method, err)
 			}
 		}
@@ -356,10 +342,10 @@ func (s *Session) inputResponses(ctx context.Context, reqs []byte) ([]byte, int,
 		err             error
 	}
 	var ins []*input
-	err := members(reqs, func(id, req []byte) {
-		method, _ := unquote(member(req, `"method"`))
-		key, _ := unquote(id)
-		ins = append(ins, &input{id: string(id), key: key, method: method, params: member(req, `"params"`)})
+	err := jsonrpc.Members(reqs, func(id, req []byte) {
+		method, _ := jsonrpc.Unquote(jsonrpc.Member(req, `"method"`))
+		key, _ := jsonrpc.Unquote(id)
+		ins = append(ins, &input{id: string(id), key: key, method: method, params: jsonrpc.Member(req, `"params"`)})
 	})
 	if err != nil {
 		return nil, 0, err
@@ -393,7 +379,7 @@ func (s *Session) inputResponses(ctx context.Context, reqs []byte) ([]byte, int,
 // asksCaller reports whether a stateless child's input request of method
 // goes to the call's input handler, when it has one.
 func (s *Session) asksCaller(method string) bool {
-	return method == MethodElicit || method == MethodSample || (method == "roots/list" && s.opts.CallerRoots)
+	return method == jsonrpc.MethodElicit || method == jsonrpc.MethodSample || (method == jsonrpc.MethodRootsList && s.opts.CallerRoots)
 }
 
 // errInputUnsupported is what a stateless child asking for input mcpx
@@ -409,7 +395,7 @@ var errInputUnsupported = errors.New("mcpx cannot answer it for a 2026-07-28 chi
 // no error answer for one request.
 func (s *Session) inputResponse(ctx context.Context, id, method string, params []byte, round int) ([]byte, error) {
 	switch method {
-	case "roots/list":
+	case jsonrpc.MethodRootsList:
 		if h := inputHandlerOf(ctx); h != nil && s.opts.CallerRoots {
 			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params), ID: id, Round: round})
 			if err == nil && json.Valid(res) {
@@ -418,7 +404,7 @@ func (s *Session) inputResponse(ctx context.Context, id, method string, params [
 			s.log.Debug("the caller's roots were not had; answering with the instance root", "err", err)
 		}
 		return rootsResult(s.opts)
-	case MethodElicit, MethodSample:
+	case jsonrpc.MethodElicit, jsonrpc.MethodSample:
 		why := "mcpx cannot ask the caller: it is not streaming the call, so it cannot be asked for input"
 		if h := inputHandlerOf(ctx); h != nil {
 			res, err := h(ctx, InputRequest{Method: method, Params: bytes.Clone(params), ID: id, Round: round})
@@ -480,7 +466,7 @@ func (s *Session) subscribe() {
 		ctx := context.WithValue(s.ctx, uncountedKey{}, true)
 		// cancel=false: it ends with the session, whose transport is
 		// closing; nothing is left to tell the child.
-		_, err := s.request(ctx, "subscriptions/listen", params, nil, false)
+		_, err := s.request(ctx, jsonrpc.MethodListen, params, nil, false)
 		if err != nil && s.ctx.Err() == nil {
 			s.log.Debug("mcp child's subscriptions/listen ended", "err", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // requestLog returns the methods a demo child logged (demo.EnvRequestLog).
@@ -53,8 +54,8 @@ func TestEras(t *testing.T) {
 			if s.Era() != tt.wantEra {
 				t.Errorf("Era = %q, want %q", s.Era(), tt.wantEra)
 			}
-			if tt.wantEra == EraStateless && s.ProtocolVersion() != StatelessVersion {
-				t.Errorf("ProtocolVersion = %q, want %q", s.ProtocolVersion(), StatelessVersion)
+			if tt.wantEra == EraStateless && s.ProtocolVersion() != jsonrpc.StatelessVersion {
+				t.Errorf("ProtocolVersion = %q, want %q", s.ProtocolVersion(), jsonrpc.StatelessVersion)
 			}
 			// Callers see the same initialize result either way.
 			var init struct {

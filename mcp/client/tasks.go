@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // Task-augmented requests (spec 2025-11-25, basic/utilities/tasks): a
@@ -18,16 +20,6 @@ import (
 // The client declares nothing for this: capabilities.tasks of a client is
 // about tasks the client itself hosts (sampling, elicitation run as tasks),
 // and mcpx hosts none. The child declares tasks.requests.tools.call.
-
-// Task methods.
-const (
-	MethodTaskGet    = "tasks/get"
-	MethodTaskResult = "tasks/result"
-	MethodTaskList   = "tasks/list"
-	MethodTaskCancel = "tasks/cancel"
-	// NoticeTaskStatus is the child's notification of a task's new status.
-	NoticeTaskStatus = "notifications/tasks/status"
-)
 
 // CallToolTask calls tools/call for the tool name as a task, asking the
 // child to keep the task ttl past its creation (0 = the child's default),
@@ -44,15 +36,15 @@ func (s *Session) CallToolTask(ctx context.Context, name string, args json.RawMe
 		b.Write(strconv.AppendInt(b.AvailableBuffer(), ttl.Milliseconds(), 10))
 	}
 	b.WriteString(`}}`)
-	return s.requestRounds(ctx, "tools/call", b.Bytes(), nil)
+	return s.requestRounds(ctx, jsonrpc.MethodToolsCall, b.Bytes(), nil)
 }
 
-// Task sends method (MethodTaskGet, MethodTaskResult or MethodTaskCancel)
-// for the child's task id and returns the result as the child sent it:
+// Task sends method (tasks/get, tasks/result or tasks/cancel: the
+// jsonrpc.MethodTasks constants) for the child's task id and returns the result as the child sent it:
 // a Task object, or for tasks/result the request's own result (a
 // CallToolResult), which the child sends only once the task is terminal.
 func (s *Session) Task(ctx context.Context, method, id string) (json.RawMessage, error) {
-	params := appendString([]byte(`{"taskId":`), id)
+	params := jsonrpc.AppendString([]byte(`{"taskId":`), id)
 	return s.Call(ctx, method, append(params, '}'), nil)
 }
 

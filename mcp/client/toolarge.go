@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"mcpx.dev/mcpx/internal/defaults"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // DefaultMaxMessageBytes is the largest message a child may send when
@@ -60,7 +61,7 @@ func tooLarge(limit int, head, tail []byte) *TooLargeError {
 	e := &TooLargeError{Limit: limit}
 	members := partialMembers(head)
 	e.ID = members[`"id"`]
-	if m, ok := unquote(members[`"method"`]); ok {
+	if m, ok := jsonrpc.Unquote(members[`"method"`]); ok {
 		e.Method = m
 	}
 	if e.ID == nil && tail != nil {
@@ -73,28 +74,28 @@ func tooLarge(limit int, head, tail []byte) *TooLargeError {
 // bytes are head, as far as they are complete.
 func partialMembers(head []byte) map[string][]byte {
 	m := map[string][]byte{}
-	i := skipSpace(head, 0)
+	i := jsonrpc.SkipSpace(head, 0)
 	if i >= len(head) || head[i] != '{' {
 		return m
 	}
-	i = skipSpace(head, i+1)
+	i = jsonrpc.SkipSpace(head, i+1)
 	for i < len(head) && head[i] == '"' {
-		kend := skipString(head, i)
-		j := skipSpace(head, kend)
+		kend := jsonrpc.SkipString(head, i)
+		j := jsonrpc.SkipSpace(head, kend)
 		if j >= len(head) || head[j] != ':' {
 			break
 		}
-		j = skipSpace(head, j+1)
-		vend := skipValue(head, j)
+		j = jsonrpc.SkipSpace(head, j+1)
+		vend := jsonrpc.SkipValue(head, j)
 		if vend >= len(head) { // the value may go on past the head
 			break
 		}
 		m[string(head[i:kend])] = head[j:vend]
-		i = skipSpace(head, vend)
+		i = jsonrpc.SkipSpace(head, vend)
 		if i >= len(head) || head[i] != ',' {
 			break
 		}
-		i = skipSpace(head, i+1)
+		i = jsonrpc.SkipSpace(head, i+1)
 	}
 	return m
 }
@@ -162,7 +163,7 @@ func (s *Session) tooLargeMessage(e *TooLargeError) bool {
 	switch {
 	case e.Method != "" && e.ID != nil:
 		s.log.Warn("dropping an oversized request from the mcp child", "method", e.Method, "limit", e.Limit)
-		s.sendAsync("answer to "+e.Method, replyMessage(e.ID, nil, &RPCError{Code: CodeInvalidRequest,
+		s.sendAsync("answer to "+e.Method, replyMessage(e.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("request larger than the client's limit of %d bytes", e.Limit)}))
 		return true
 	case e.Method != "":

@@ -129,7 +129,7 @@ type Extras struct {
 	// SetProtocolVersion is told the protocol version the session speaks,
 	// for a transport that carries it outside the messages (streamable
 	// HTTP's MCP-Protocol-Version header). Connect calls it with
-	// StatelessVersion before the stateless era's server/discover probe and
+	// 2026-07-28 before the stateless era's server/discover probe and
 	// with "" when the probe fails, and, in the handshake era, with the
 	// negotiated version after initialize and before
 	// notifications/initialized. nil: the version is only in the messages.

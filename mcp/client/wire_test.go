@@ -21,37 +21,6 @@ var wireSeeds = []string{
 	`"str"`,
 }
 
-// FuzzParseEnvelope checks the in-place scanner against encoding/json.
-func FuzzParseEnvelope(f *testing.F) {
-	for _, s := range wireSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, msg []byte) {
-		if !json.Valid(msg) {
-			return
-		}
-		e, err := parseEnvelope(msg)
-		var m map[string]json.RawMessage
-		if json.Unmarshal(msg, &m) != nil || m == nil {
-			if err == nil && !bytes.Equal(bytes.TrimSpace(msg), []byte("null")) {
-				t.Fatalf("parseEnvelope(%s) accepted a non-object", msg)
-			}
-			return
-		}
-		if err != nil {
-			t.Fatalf("parseEnvelope(%s): %v", msg, err)
-		}
-		if bytes.Contains(msg, []byte(`\`)) {
-			return // escaped keys are not JSON-RPC members to us
-		}
-		for key, got := range map[string][]byte{"id": e.id, "method": e.method, "params": e.params, "result": e.result, "error": e.err} {
-			if want := m[key]; !bytes.Equal(compact(t, want), compact(t, got)) {
-				t.Errorf("%s = %s, want %s (message %s)", key, got, want, msg)
-			}
-		}
-	})
-}
-
 // FuzzWithProgressToken checks that the token lands in _meta and nothing
 // else changes.
 func FuzzWithProgressToken(f *testing.F) {

@@ -18,7 +18,7 @@ import (
 
 // ToolName is what a tool's name must match: the rule every major MCP
 // client holds tool names to (the MCP endpoint lists them as
-// <server>__<name>, package mcpserver), with no "." (the CLI's
+// <server>__<name>, package api/mcp), with no "." (the CLI's
 // server.tool).
 var ToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 

@@ -13,8 +13,8 @@
 //	}
 //
 // Rules cover the package in the test's working directory and every package
-// under it, so pool's rules also bind mcp/client. The dependency direction
-// they enforce is drawn in docs/architecture.md.
+// under it, so broker's rules also bind broker/internal/gitdir. The
+// dependency direction they enforce is drawn in docs/architecture.md.
 package deptest
 
 import (

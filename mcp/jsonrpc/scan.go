@@ -1,10 +1,11 @@
-// Package rawjson reads JSON without decoding it: the members of an object
+package jsonrpc
+
+// The scanner: JSON read without decoding it, the members of an object
 // and the elements of an array as the raw bytes they are, so that a
 // message can be routed and rewritten member by member and passed on as it
-// came. The input must be valid JSON (check it first, with json.Valid or a
-// json.Unmarshal of the whole message): on invalid input the readers stop
-// early or give odd slices, never panic.
-package rawjson
+// came. The input must be valid JSON (Check it first, or take it from a
+// transport that does): on invalid input the readers stop early or give
+// odd slices, never panic.
 
 import (
 	"bytes"
@@ -155,4 +156,52 @@ func Unquote(raw []byte) (s string, ok bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// AppendString appends s as a JSON string.
+func AppendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// SetMember returns obj with key (given unquoted and plain) set to the raw
+// value val: an existing member's value is replaced in place (the last one,
+// which is the one parsers keep), otherwise the member is inserted first.
+// Other members keep their bytes and order. obj is not modified.
+func SetMember(obj []byte, key string, val []byte) ([]byte, error) {
+	start := SkipSpace(obj, 0)
+	if start >= len(obj) || obj[start] != '{' {
+		return nil, ErrNotObject
+	}
+	qkey := `"` + key + `"`
+	vs, ve := -1, -1
+	Members(obj, func(k, v []byte) { //nolint:errcheck // an object: checked above
+		if string(k) == qkey {
+			// v is a sub-slice of obj: recover its offsets.
+			vs = cap(obj) - cap(v)
+			ve = vs + len(v)
+		}
+	})
+	out := make([]byte, 0, len(obj)+len(key)+len(val)+4)
+	if vs >= 0 {
+		out = append(out, obj[:vs]...)
+		out = append(out, val...)
+		return append(out, obj[ve:]...), nil
+	}
+	out = append(out, obj[:start+1]...)
+	out = append(out, qkey...)
+	out = append(out, ':')
+	out = append(out, val...)
+	rest := obj[start+1:]
+	if i := SkipSpace(rest, 0); i < len(rest) && rest[i] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...), nil
 }

@@ -1,12 +1,15 @@
-// Package mcpheader sets the standard headers of a Streamable HTTP
-// request in MCP's stateless era (2026-07-28, SEP-2243): the server
-// routes and checks a request by them without reading its body, and
-// refuses one whose headers are missing or disagree with the body. Both
-// of mcpx's HTTP clients of MCP servers set them: mcp/client (to a
-// url child) and mcp/bridge (`mcpx mcp`, to an endpoint).
-//
-//	mcpheader.Set(req.Header, "tools/call", params, toolOf)
-package mcpheader
+package jsonrpc
+
+// The standard headers of Streamable HTTP. A session of the handshake era
+// carries Mcp-Session-Id and MCP-Protocol-Version (basic/transports:
+// "the client MUST include the MCP-Protocol-Version: <protocol-version>
+// HTTP header on all subsequent requests to the MCP server"). A request
+// of the stateless era (SEP-2243) also names its method and target in
+// headers, so that a server routes and checks it without reading its
+// body, and refuses one whose headers are missing or disagree with the
+// body (CodeHeaderMismatch). Both of mcpx's HTTP clients of MCP servers
+// set them with SetHeaders: mcp/client (to a url child) and mcp/bridge
+// (`mcpx mcp`, to an endpoint).
 
 import (
 	"encoding/base64"
@@ -17,45 +20,47 @@ import (
 	"strings"
 )
 
-// The headers.
+// The header names, as http.Header keys them.
 const (
-	Method      = "Mcp-Method"
-	Name        = "Mcp-Name"
-	ParamPrefix = "Mcp-Param-"
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	HeaderMethod          = "Mcp-Method"
+	HeaderName            = "Mcp-Name"
+	HeaderParamPrefix     = "Mcp-Param-"
 )
 
-// Set sets them on h for a message of method with params (raw JSON):
-// Mcp-Method on every request and notification; Mcp-Name for tools/call
-// and prompts/get (the name) and resources/read (the uri); and for
-// tools/call an Mcp-Param-<Header> per argument whose input-schema
-// property carries "x-mcp-header": <Header> (toolOf returns the tool's
-// Tool object, from a tools/list, or nil if it is not known; nil toolOf =
-// none is). A value that is not plain printable ASCII is sent
+// SetHeaders sets the stateless era's standard headers on h for a message
+// of method with params (raw JSON): Mcp-Method on every request and
+// notification; Mcp-Name for tools/call and prompts/get (the name) and
+// resources/read (the uri); and for tools/call an Mcp-Param-<Header> per
+// argument whose input-schema property carries "x-mcp-header": <Header>
+// (toolOf returns the tool's Tool object, from a tools/list, or nil if it
+// is not known; nil toolOf = none is). A value that is not plain printable ASCII is sent
 // base64-encoded in the =?base64?…?= wrapper.
-func Set(h http.Header, method string, params json.RawMessage, toolOf func(name string) json.RawMessage) {
+func SetHeaders(h http.Header, method string, params json.RawMessage, toolOf func(name string) json.RawMessage) {
 	if method == "" {
 		return
 	}
-	h.Set(Method, method)
+	h.Set(HeaderMethod, method)
 	var p struct {
 		Name      string                     `json:"name"`
 		URI       string                     `json:"uri"`
 		Arguments map[string]json.RawMessage `json:"arguments"`
 	}
 	switch method {
-	case "tools/call", "prompts/get", "resources/read":
+	case MethodToolsCall, MethodPromptsGet, MethodResourcesRead:
 		if json.Unmarshal(params, &p) != nil {
 			return
 		}
 	default:
 		return
 	}
-	if method == "resources/read" {
-		h.Set(Name, p.URI)
+	if method == MethodResourcesRead {
+		h.Set(HeaderName, p.URI)
 		return
 	}
-	h.Set(Name, p.Name)
-	if method != "tools/call" || toolOf == nil || len(p.Arguments) == 0 {
+	h.Set(HeaderName, p.Name)
+	if method != MethodToolsCall || toolOf == nil || len(p.Arguments) == 0 {
 		return
 	}
 	tool := toolOf(p.Name)
@@ -71,16 +76,16 @@ func Set(h http.Header, method string, params json.RawMessage, toolOf func(name 
 	paramHeaders(h, t.InputSchema.Properties, p.Arguments)
 }
 
-// Annotated reports whether a Tool object (raw) maps an argument to a
-// header, so that a client keeps only the tools Set needs to know.
-func Annotated(tool json.RawMessage) bool {
+// HasParamHeaders reports whether a Tool object (raw) maps an argument to
+// a header, so that a client keeps only the tools SetHeaders needs to know.
+func HasParamHeaders(tool json.RawMessage) bool {
 	var t struct {
 		InputSchema schema `json:"inputSchema"`
 	}
 	return json.Unmarshal(tool, &t) == nil && t.InputSchema.annotated()
 }
 
-// schema is what Set reads of an input schema.
+// schema is what SetHeaders reads of an input schema.
 type schema struct {
 	Header     string            `json:"x-mcp-header"`
 	Properties map[string]schema `json:"properties"`
@@ -108,7 +113,7 @@ func paramHeaders(h http.Header, props map[string]schema, args map[string]json.R
 		}
 		if prop.Header != "" {
 			if v, ok := headerValue(raw); ok {
-				h.Set(ParamPrefix+prop.Header, v)
+				h.Set(HeaderParamPrefix+prop.Header, v)
 			}
 		}
 		if len(prop.Properties) > 0 {

@@ -1,4 +1,4 @@
-package rawjson
+package jsonrpc
 
 import (
 	"strings"

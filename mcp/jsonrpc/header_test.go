@@ -1,4 +1,4 @@
-package mcpheader_test
+package jsonrpc_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"mcpx.dev/mcpx/internal/mcpheader"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 var tool = json.RawMessage(`{"name":"deploy","inputSchema":{"type":"object","properties":{
@@ -16,7 +16,7 @@ var tool = json.RawMessage(`{"name":"deploy","inputSchema":{"type":"object","pro
 	"opts":{"type":"object","properties":{"zone":{"type":"integer","x-mcp-header":"Zone"}}},
 	"plain":{"type":"string"}}}}`)
 
-func TestSet(t *testing.T) {
+func TestSetHeaders(t *testing.T) {
 	toolOf := func(name string) json.RawMessage {
 		if name == "deploy" {
 			return tool
@@ -40,18 +40,18 @@ func TestSet(t *testing.T) {
 		{"", `{}`, http.Header{}},
 	} {
 		h := http.Header{}
-		mcpheader.Set(h, tc.method, json.RawMessage(tc.params), toolOf)
+		jsonrpc.SetHeaders(h, tc.method, json.RawMessage(tc.params), toolOf)
 		if d := cmp.Diff(tc.want, h); d != "" {
 			t.Errorf("%s %s: (-want +got)\n%s", tc.method, tc.params, d)
 		}
 	}
 }
 
-func TestAnnotated(t *testing.T) {
-	if !mcpheader.Annotated(tool) {
+func TestHasParamHeaders(t *testing.T) {
+	if !jsonrpc.HasParamHeaders(tool) {
 		t.Error("a tool with x-mcp-header (nested too) is not annotated")
 	}
-	if mcpheader.Annotated(json.RawMessage(`{"name":"x","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}}}`)) {
+	if jsonrpc.HasParamHeaders(json.RawMessage(`{"name":"x","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}}}`)) {
 		t.Error("a tool without x-mcp-header is annotated")
 	}
 }
