@@ -1,0 +1,284 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Prepare rewrites cmd, not yet started, so that cmd.Start starts it
+// confined by p: cmd.Start then runs the helper (this very binary, entered
+// through MaybeExec) in the namespaces p needs, and the helper, once
+// Started has sent it p, confines itself and execs cmd's program with
+// exactly p.Env. cmd.Env must be nil or equal to p.Env; cmd's Dir, stdio,
+// ExtraFiles and SysProcAttr (process group, parent-death signal) carry
+// over to the child.
+//
+// In Enforce mode it returns a *NotEnforcedError when this kernel cannot
+// enforce what p needs. The caller must Close the Cell, whether or not
+// cmd starts.
+func Prepare(cmd *exec.Cmd, p Policy) (*Cell, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case cmd.Err != nil:
+		return nil, cmd.Err
+	case cmd.Process != nil:
+		return nil, errors.New("sandbox: Prepare after cmd.Start")
+	case cmd.Env != nil && !slices.Equal(cmd.Env, p.Env):
+		return nil, errors.New("sandbox: cmd.Env differs from the policy's env, which is the child's whole environment: set Policy.Env")
+	}
+	k := Probe()
+	enf, err := Plan(&p, k)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: finding the helper (this executable): %w", err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	mine := os.NewFile(uintptr(fds[0]), "sandbox")
+	fc, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	c := &Cell{
+		cmd: cmd, policy: p, kernel: k, enforcement: enf,
+		req:  request{Path: cmd.Path, Args: slices.Clone(cmd.Args), Policy: p},
+		conn: fc.(*net.UnixConn),
+		end:  os.NewFile(uintptr(fds[1]), "sandbox-helper"),
+	}
+	if len(c.req.Args) == 0 {
+		c.req.Args = []string{cmd.Path}
+	}
+	fd := 3 + len(cmd.ExtraFiles)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, c.end)
+	cmd.Path, cmd.Args = exe, []string{helperArg0}
+	cmd.Env = append(slices.Clone(p.Env), envHelper+"="+strconv.Itoa(fd))
+	attr := &syscall.SysProcAttr{}
+	if cmd.SysProcAttr != nil {
+		a := *cmd.SysProcAttr
+		attr = &a
+	}
+	if f, _ := enf.Feature(FeatureUserNamespace); f.Enforced {
+		n, _ := enf.Feature(FeatureNetwork)
+		setNamespaces(attr, p.privateNetwork() && n.Enforced)
+	}
+	cmd.SysProcAttr = attr
+	return c, nil
+}
+
+// Started finishes the start of the Cell's cmd, which the caller has
+// started: it moves the helper into the child's cgroups, sends it the
+// policy, and waits until the helper has confined itself and exec'd the
+// program (or failed to: then it kills the helper, and the caller waits
+// for cmd as after any failed start). It returns what confines the child.
+func (c *Cell) Started(ctx context.Context) (Enforcement, error) {
+	c.end.Close() // the helper holds its own copy
+	if c.cmd.Process == nil {
+		return Enforcement{}, errors.New("sandbox: Started before cmd.Start")
+	}
+	enf, err := c.start(ctx, c.cmd.Process.Pid)
+	if err != nil {
+		c.cmd.Process.Kill()
+		return Enforcement{}, err
+	}
+	c.mu.Lock()
+	c.enforcement = enf
+	c.mu.Unlock()
+	return enf, nil
+}
+
+func (c *Cell) start(ctx context.Context, pid int) (Enforcement, error) {
+	k := c.kernel
+	if k.Memory.Dir != "" || k.Pids.Dir != "" {
+		cgs, err := newCgroups(k, pid, c.policy.Limits)
+		if err == nil {
+			err = joinCgroups(cgs, pid)
+		}
+		c.mu.Lock()
+		c.cgroups = cgs
+		c.mu.Unlock()
+		if err != nil {
+			// Fall back to the rlimits, as where no cgroup is writable.
+			k.Memory, k.Pids, k.CgroupWhy = CgroupDir{}, CgroupDir{}, err.Error()
+		}
+	}
+	enf, err := Plan(&c.policy, k)
+	if err != nil {
+		return enf, err
+	}
+	c.req.Plan, c.req.Setup = enf, setupFor(&c.policy, k)
+	b, err := json.Marshal(c.req)
+	if err != nil {
+		return enf, err
+	}
+	if len(b) > maxMessage {
+		return enf, fmt.Errorf("sandbox: the policy is %d bytes, more than the %d the helper reads", len(b), maxMessage)
+	}
+	if stop := c.deadline(ctx); stop != nil {
+		defer stop()
+	}
+	if _, err := c.conn.Write(b); err != nil {
+		return enf, fmt.Errorf("sandbox: sending the policy to the helper: %w", err)
+	}
+	return c.replies()
+}
+
+// deadline makes the socket's reads and writes fail when ctx is done.
+func (c *Cell) deadline(ctx context.Context) (stop func() bool) {
+	if d, ok := ctx.Deadline(); ok {
+		c.conn.SetDeadline(d)
+	}
+	return context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Now()) })
+}
+
+// replies reads the helper's messages until its end closes on exec.
+func (c *Cell) replies() (Enforcement, error) {
+	buf, oob := make([]byte, maxMessage), make([]byte, unix.CmsgSpace(4))
+	var report *Enforcement
+	for {
+		n, oobn, _, _, err := c.conn.ReadMsgUnix(buf, oob)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return Enforcement{}, fmt.Errorf("sandbox: waiting for the helper: %w", err)
+		}
+		if err != nil || n == 0 && oobn == 0 { // its end closed
+			if report == nil {
+				return Enforcement{}, errors.New("sandbox: the helper exited before it confined the child")
+			}
+			return *report, nil // closed on exec: the program runs
+		}
+		var r reply
+		if err := json.NewDecoder(bytes.NewReader(buf[:n])).Decode(&r); err != nil {
+			closeRights(oob[:oobn])
+			return Enforcement{}, fmt.Errorf("sandbox: reading the helper's reply: %w", err)
+		}
+		switch {
+		case r.Err != "":
+			closeRights(oob[:oobn])
+			return Enforcement{}, errors.New(r.Err)
+		case r.Listener:
+			if err := c.takeListener(oob[:oobn]); err != nil {
+				return Enforcement{}, err
+			}
+		case r.Report != nil:
+			report = r.Report
+		}
+	}
+}
+
+// takeListener makes the Cell's listener of the file descriptor in oob.
+func (c *Cell) takeListener(oob []byte) error {
+	fds := rights(oob)
+	if len(fds) != 1 {
+		closeFDs(fds)
+		return fmt.Errorf("sandbox: the helper sent %d listeners, not 1", len(fds))
+	}
+	f := os.NewFile(uintptr(fds[0]), "proxy-listener")
+	defer f.Close()
+	l, err := net.FileListener(f)
+	if err != nil {
+		return fmt.Errorf("sandbox: the helper's listener: %w", err)
+	}
+	c.mu.Lock()
+	c.listener = l
+	c.mu.Unlock()
+	return nil
+}
+
+func rights(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if r, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, r...)
+		}
+	}
+	return fds
+}
+
+func closeRights(oob []byte) { closeFDs(rights(oob)) }
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// Close releases what the Cell holds: its end of the helper's socket, the
+// proxy listener (and with it the child's network namespace, once the
+// child is gone), and its cgroups, killing whatever is still in them. Call
+// it after cmd.Wait: everything the child started dies with it. It reads
+// the cgroups' limit counters first, for Limit.
+func (c *Cell) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.conn.Close()
+	c.end.Close()
+	if c.listener != nil {
+		c.listener.Close()
+	}
+	c.counters = readCounters(c.cgroups)
+	left, err := removeCgroups(c.cgroups)
+	c.counters.Left = left
+	return err
+}
+
+// setupFor decides what the helper does for p on kernel k, as plan does.
+func setupFor(p *Policy, k Kernel) setup {
+	var s setup
+	if p.privateNetwork() && k.Namespaces {
+		s.LoopbackUp = true
+		if p.network() == NetworkProxy {
+			s.ProxyPort = p.proxyPort()
+		}
+	}
+	s.Landlock = k.Landlock
+	if p.network() == NetworkLoopback && k.Landlock >= 4 {
+		s.LandlockTCP, s.NoMPTCP = true, true
+	}
+	l := p.Limits
+	add := func(feature string, res int, cur, max uint64) {
+		s.Rlimits = append(s.Rlimits, rlimit{Feature: feature, Resource: res, Cur: cur, Max: max})
+	}
+	add(FeatureCoreDumps, unix.RLIMIT_CORE, 0, 0)
+	if l.OpenFiles > 0 {
+		add(FeatureOpenFiles, unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles))
+	}
+	if n := l.cpuSeconds(); n > 0 {
+		add(FeatureCPU, unix.RLIMIT_CPU, n, n+1)
+	}
+	if l.Processes > 0 && k.Pids.Dir == "" && !k.Root {
+		add(FeatureProcesses, unix.RLIMIT_NPROC, uint64(l.Processes), uint64(l.Processes))
+	}
+	if l.Memory > 0 && k.Memory.Dir == "" {
+		add(FeatureMemory, unix.RLIMIT_DATA, uint64(l.Memory), uint64(l.Memory))
+	}
+	return s
+}
