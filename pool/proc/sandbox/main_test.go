@@ -113,6 +113,8 @@ func do(o op) (string, error) {
 		return string(b), err
 	case "escape":
 		return escape()
+	case "fds":
+		return openFiles()
 	case "sleep":
 		time.Sleep(time.Hour)
 		return "", nil
@@ -220,6 +222,20 @@ func files(n int) (string, error) {
 		fs = append(fs, f)
 	}
 	return strconv.Itoa(len(fs)), nil
+}
+
+// openFiles lists this process's open files, one "fd -> target" a line.
+func openFiles() (string, error) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return "", err
+	}
+	var lines []string
+	for _, e := range ents {
+		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		lines = append(lines, e.Name()+" -> "+target)
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 func ptraceSeize(pid int) error {
