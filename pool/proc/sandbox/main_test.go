@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -136,8 +137,14 @@ func connect(network, addr string) error {
 		return err
 	}
 	defer c.Close()
-	_, err = c.Write([]byte("hello\n"))
-	return err
+	// Connected is what counts: a peer that has looked and closed fails
+	// the write.
+	c.Write([]byte("hello\n"))
+	// Hold the connection until the other end closes it, so that it can
+	// look at its peer.
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	io.Copy(io.Discard, c)
+	return nil
 }
 
 func connectMPTCP(addr string) error {
@@ -306,10 +313,15 @@ type confined struct {
 	stdout, stderr strings.Builder
 }
 
+// childEnv is p.Env as startConfined completes it.
+func childEnv(t *testing.T, p sandbox.Policy, ops ...op) []string {
+	b, _ := json.Marshal(ops)
+	return append(slices.Clone(p.Env), envOps+"="+string(b), proctest.Env(t), "PATH=/usr/bin:/bin")
+}
+
 func startConfined(t *testing.T, p sandbox.Policy, ops ...op) (*confined, error) {
 	t.Helper()
-	b, _ := json.Marshal(ops)
-	p.Env = append(p.Env, envOps+"="+string(b), proctest.Env(t), "PATH=/usr/bin:/bin")
+	p.Env = childEnv(t, p, ops...)
 	c := &confined{cmd: exec.Command(testBinary(t))}
 	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
