@@ -250,10 +250,6 @@ func (c *Cell) Close() error {
 	return err
 }
 
-// mptcpFilter is false only in a test that shows what Landlock alone
-// leaves open.
-var mptcpFilter = true
-
 // setupFor decides what the helper does for p on kernel k, as plan does.
 func setupFor(p *Policy, k Kernel) setup {
 	var s setup

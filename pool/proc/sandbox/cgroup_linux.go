@@ -198,7 +198,15 @@ func newCgroups(k Kernel, pid int, l Limits) ([]cgroup, error) {
 			}
 		}
 		c := cgroup{Dir: filepath.Join(d.Dir, cgroupName(pid)), Version: d.Version, Memory: memory, Pids: pids}
-		if err := os.Mkdir(c.Dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		err := os.Mkdir(c.Dir, 0o755)
+		if errors.Is(err, os.ErrExist) {
+			// A dead daemon's, of an earlier process with this pid: its
+			// counters would be taken for this child's.
+			if _, err = c.remove(); err == nil {
+				err = os.Mkdir(c.Dir, 0o755)
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("making cgroup: %w", err)
 		}
 		out = append(out, c)
