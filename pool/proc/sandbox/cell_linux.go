@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -152,9 +153,15 @@ func (c *Cell) deadline(ctx context.Context) (stop func() bool) {
 	return context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Now()) })
 }
 
+// replyBufs hold the buffers replies reads into: zeroing a fresh one per
+// start showed in the spawn benchmark.
+var replyBufs = sync.Pool{New: func() any { b := make([]byte, maxReply); return &b }}
+
 // replies reads the helper's messages until its end closes on exec.
 func (c *Cell) replies() (Enforcement, error) {
-	buf, oob := make([]byte, maxMessage), make([]byte, unix.CmsgSpace(4))
+	bp := replyBufs.Get().(*[]byte)
+	defer replyBufs.Put(bp)
+	buf, oob := *bp, make([]byte, unix.CmsgSpace(4))
 	var report *Enforcement
 	for {
 		n, oobn, _, _, err := c.conn.ReadMsgUnix(buf, oob)

@@ -125,7 +125,12 @@ func (h *helper) sendListener(port uint16) error {
 }
 
 func readRequest(fd int) (request, error) {
-	buf := make([]byte, maxMessage)
+	// Peek first: MSG_TRUNC makes it return the message's whole length.
+	n, _, _, _, err := unix.Recvmsg(fd, nil, nil, unix.MSG_PEEK|unix.MSG_TRUNC)
+	if err != nil {
+		return request{}, fmt.Errorf("sandbox: reading the policy: %w", err)
+	}
+	buf := make([]byte, min(max(n, 1), maxMessage))
 	n, _, flags, _, err := unix.Recvmsg(fd, buf, nil, 0)
 	switch {
 	case err != nil:

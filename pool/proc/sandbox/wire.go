@@ -11,9 +11,12 @@ const envHelper = "MCPX_SANDBOX_HELPER"
 // for the moment it lives.
 const helperArg0 = "mcpx-sandbox-helper"
 
-// maxMessage bounds one message either way. The kernel bounds a
-// SOCK_SEQPACKET message by the socket's send buffer, some 200 KiB.
+// maxMessage bounds the request. The kernel bounds a SOCK_SEQPACKET
+// message by the socket's send buffer, some 200 KiB.
 const maxMessage = 1 << 20
+
+// maxReply bounds a reply: an Enforcement, an error.
+const maxReply = 64 << 10
 
 // request is what the daemon sends the helper, once, after the helper has
 // been moved into its cgroups.
