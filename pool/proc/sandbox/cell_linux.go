@@ -270,6 +270,8 @@ func setupFor(p *Policy, k Kernel) setup {
 	if p.network() == NetworkLoopback && k.Landlock >= 4 {
 		s.LandlockTCP, s.NoMPTCP = true, mptcpFilter
 	}
+	s.NoUnix = !p.UnixSockets && k.Landlock < 9
+	s.Seccomp = true
 	l := p.Limits
 	add := func(feature string, res int, cur, max uint64) {
 		s.Rlimits = append(s.Rlimits, rlimit{Feature: feature, Resource: res, Cur: cur, Max: max})

@@ -108,49 +108,110 @@ var auditArch = map[string]uint32{
 	"riscv64": unix.AUDIT_ARCH_RISCV64,
 }
 
-// refuseMPTCP installs a seccomp filter that refuses Multipath TCP
-// sockets, which Landlock's TCP port rules do not cover (a confined child
-// could otherwise connect to any port by asking for IPPROTO_MPTCP), and
-// io_uring, whose socket operations a socket() filter cannot see. Go's
-// net package falls back to plain TCP on EPROTONOSUPPORT. System calls of
-// another ABI than the native one (i386 and x32 on amd64) are refused
-// whole: their socketcall hides its arguments from the filter.
-func refuseMPTCP() error {
+// installSeccomp installs the helper's seccomp filter, which the program
+// inherits. It refuses what Landlock cannot see:
+//
+//   - noUnix: socket(2) for AF_UNIX (EACCES), so that below Landlock ABI 9
+//     the child cannot connect to any pathname unix socket it can name;
+//     socketpair(2) stays allowed;
+//   - noMPTCP: Multipath TCP sockets (EPROTONOSUPPORT, on which Go's net
+//     package falls back to TCP), which Landlock's TCP port rules do not
+//     cover: a confined child could connect to any port by asking for
+//     IPPROTO_MPTCP;
+//   - always io_uring (ENOSYS), whose socket operations a socket(2) filter
+//     cannot see, and system calls of another ABI than the native one
+//     (i386 and x32 on amd64: their socketcall hides its arguments).
+func installSeccomp(noUnix, noMPTCP bool) error {
 	arch, ok := auditArch[runtime.GOARCH]
 	if !ok {
-		return fmt.Errorf("no seccomp filter against Multipath TCP for %s", runtime.GOARCH)
+		return fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
 	}
 	const (
 		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 		jge = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
 		ret = unix.BPF_RET | unix.BPF_K
-		// Offsets in struct seccomp_data: nr, arch, args[2] (its low half).
-		nr, archOff, arg2 = 0, 4, 16 + 2*8
+		// Offsets in struct seccomp_data: nr, arch, args[0], args[2] (low halves).
+		nr, archOff, arg0, arg2 = 0, 4, 16, 16 + 2*8
 	)
-	x32 := unix.SockFilter{Code: jeq, K: 0} // a jump to the next instruction either way
-	if runtime.GOARCH == "amd64" {
-		x32 = unix.SockFilter{Code: jge, Jt: 6, K: 0x40000000} // __X32_SYSCALL_BIT
+	unixTarget, mptcpTarget := "next", "allow"
+	if noUnix {
+		unixTarget = "eacces"
 	}
-	prog := []unix.SockFilter{
-		{Code: ld, K: archOff},
-		{Code: jeq, Jf: 8, K: arch},
-		{Code: ld, K: nr},
+	if noMPTCP {
+		mptcpTarget = "eprotonosupport"
+	}
+	x32 := insn{code: jeq, k: 0} // a jump to the next instruction either way
+	if runtime.GOARCH == "amd64" {
+		x32 = insn{code: jge, k: 0x40000000, jt: "enosys"} // __X32_SYSCALL_BIT
+	}
+	prog, err := assemble([]insn{
+		{code: ld, k: archOff},
+		{code: jeq, k: arch, jf: "enosys"},
+		{code: ld, k: nr},
 		x32,
-		{Code: jeq, Jt: 5, K: unix.SYS_IO_URING_SETUP},
-		{Code: jeq, Jf: 2, K: unix.SYS_SOCKET},
-		{Code: ld, K: arg2},
-		{Code: jeq, Jt: 1, K: unix.IPPROTO_MPTCP},
-		{Code: ret, K: unix.SECCOMP_RET_ALLOW},
-		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPROTONOSUPPORT)},
-		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{code: jeq, k: unix.SYS_IO_URING_SETUP, jt: "enosys"},
+		{code: jeq, k: unix.SYS_SOCKET, jf: "allow"},
+		{code: ld, k: arg0},
+		{code: jeq, k: unix.AF_UNIX, jt: unixTarget},
+		{code: ld, k: arg2},
+		{code: jeq, k: unix.IPPROTO_MPTCP, jt: mptcpTarget, jf: "allow"},
+		{label: "allow", code: ret, k: unix.SECCOMP_RET_ALLOW},
+		{label: "eprotonosupport", code: ret, k: unix.SECCOMP_RET_ERRNO | uint32(unix.EPROTONOSUPPORT)},
+		{label: "eacces", code: ret, k: unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)},
+		{label: "enosys", code: ret, k: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+	})
+	if err != nil {
+		return err
 	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("installing the seccomp filter against Multipath TCP: %w", err)
+		return fmt.Errorf("installing the seccomp filter: %w", err)
 	}
 	runtime.KeepAlive(prog)
 	return nil
+}
+
+// insn is a classic BPF instruction whose jumps name labels ("" or
+// "next": the next instruction).
+type insn struct {
+	label  string
+	code   uint16
+	k      uint32
+	jt, jf string
+}
+
+// assemble resolves the labels of prog, which only jump forward.
+func assemble(prog []insn) ([]unix.SockFilter, error) {
+	at := map[string]int{}
+	for i, in := range prog {
+		if in.label != "" {
+			at[in.label] = i
+		}
+	}
+	off := func(i int, label string) (uint8, error) {
+		if label == "" || label == "next" {
+			return 0, nil
+		}
+		j, ok := at[label]
+		if !ok || j <= i || j-i-1 > 255 {
+			return 0, fmt.Errorf("seccomp filter: instruction %d cannot jump to %q", i, label)
+		}
+		return uint8(j - i - 1), nil
+	}
+	out := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		jt, err := off(i, in.jt)
+		if err != nil {
+			return nil, err
+		}
+		jf, err := off(i, in.jf)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = unix.SockFilter{Code: in.code, Jt: jt, Jf: jf, K: in.k}
+	}
+	return out, nil
 }
 
 // restrictLandlock confines this thread, and the program it execs, to p's

@@ -11,8 +11,8 @@ const (
 	FeatureFilesystem    = "filesystem"     // Policy.Read and Policy.Write: Landlock
 	FeatureNetwork       = "network"        // Policy.Network: a network namespace, or Landlock TCP ports
 	FeatureIPC           = "ipc"            // signals, abstract unix sockets, ptrace: Landlock scopes
-	FeatureUnixSockets   = "unix-sockets"   // connect to pathname unix sockets: Landlock ABI 9
-	FeatureUserNamespace = "user-namespace" // a user namespace of its own: how the daemon tells a confined peer
+	FeatureUnixSockets   = "unix-sockets"   // connect to pathname unix sockets: Landlock ABI 9, or seccomp
+	FeatureUserNamespace = "user-namespace" // user and IPC namespaces of its own: how the daemon tells a confined peer
 	FeatureCapabilities  = "capabilities"   // none held, even as root
 	FeatureNoNewPrivs    = "no-new-privs"   // no setuid or file capabilities
 	FeatureMemory        = "memory"         // Limits.Memory
@@ -133,7 +133,7 @@ func plan(p *Policy, k Kernel) Enforcement {
 		return e
 	}
 	e.Features = append(e.Features,
-		planFilesystem(k), planNetwork(p, k), planIPC(k), planUnixSockets(k), planUserNamespace(k),
+		planFilesystem(k), planNetwork(p, k), planIPC(k), planUnixSockets(p, k), planUserNamespace(k),
 		Feature{Name: FeatureCapabilities, Needed: true, Enforced: true, By: "bounding set emptied, no root privileges on exec"},
 		Feature{Name: FeatureNoNewPrivs, Needed: true, Enforced: true, By: "PR_SET_NO_NEW_PRIVS"},
 		planMemory(p.Limits, k), planProcesses(p.Limits, k))
@@ -212,15 +212,19 @@ func planIPC(k Kernel) Feature {
 	return f
 }
 
-func planUnixSockets(k Kernel) Feature {
-	f := Feature{Name: FeatureUnixSockets}
-	if k.Landlock >= 9 {
+func planUnixSockets(p *Policy, k Kernel) Feature {
+	f := Feature{Name: FeatureUnixSockets, Needed: !p.UnixSockets}
+	switch {
+	case k.Landlock >= 9:
 		f.Enforced, f.By = true, fmt.Sprintf("Landlock ABI %d (resolve_unix)", k.Landlock)
-		return f
-	}
-	f.Why = fmt.Sprintf("connecting to a pathname unix socket needs Landlock ABI 9; this kernel has %d", k.Landlock)
-	if k.Namespaces {
-		f.Why += ": a peer in another user namespace than the daemon's is a confined child"
+	case !p.UnixSockets:
+		f.Enforced, f.By = true, "a seccomp filter: no unix socket of its own (socketpair allowed)"
+		f.Why = fmt.Sprintf("Landlock ABI %d cannot confine connections to pathname unix sockets (ABI 9 can)", k.Landlock)
+	default:
+		f.Why = fmt.Sprintf("the policy allows unix sockets, and Landlock ABI %d cannot confine their connections (ABI 9 can): the child can connect to any pathname socket it can name", k.Landlock)
+		if k.Namespaces {
+			f.Why += "; the daemon tells it by its user namespace"
+		}
 	}
 	return f
 }
@@ -231,7 +235,7 @@ func planUserNamespace(k Kernel) Feature {
 		f.Why = k.NamespacesWhy
 		return f
 	}
-	f.Enforced, f.By = true, fmt.Sprintf("a user namespace of its own, uid %d and gid %d mapped to themselves", os.Geteuid(), os.Getegid())
+	f.Enforced, f.By = true, fmt.Sprintf("user and IPC namespaces of its own, uid %d and gid %d mapped to themselves", os.Geteuid(), os.Getegid())
 	return f
 }
 

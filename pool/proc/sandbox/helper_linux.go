@@ -86,8 +86,14 @@ func (h *helper) confine() error {
 		h.check(FeatureNoNewPrivs, err)
 		return fmt.Errorf("sandbox: prctl(PR_SET_NO_NEW_PRIVS): %w", err) // Landlock needs it
 	}
-	if s.NoMPTCP {
-		h.check(FeatureNetwork, refuseMPTCP())
+	if s.Seccomp {
+		err := installSeccomp(s.NoUnix, s.NoMPTCP)
+		if s.NoUnix {
+			h.check(FeatureUnixSockets, err)
+		}
+		if s.NoMPTCP {
+			h.check(FeatureNetwork, err)
+		}
 	}
 	if s.Landlock > 0 {
 		err := restrictLandlock(&h.req.Policy, s)
@@ -96,7 +102,9 @@ func (h *helper) confine() error {
 		if s.LandlockTCP {
 			h.check(FeatureNetwork, err)
 		}
-		h.check(FeatureUnixSockets, err)
+		if s.Landlock >= 9 {
+			h.check(FeatureUnixSockets, err)
+		}
 	}
 	return nil
 }

@@ -93,7 +93,8 @@ func TestSignalsAndPtrace(t *testing.T) {
 }
 
 // TestAbstractSocket: a confined child cannot connect to an abstract unix
-// socket of the daemon's: Landlock's scope refuses it on the host's
+// socket of the daemon's: by default it may make no unix socket (below
+// Landlock ABI 9); allowed them, Landlock's scope refuses it on the host's
 // network, and a network namespace has abstract sockets of its own.
 func TestAbstractSocket(t *testing.T) {
 	proctest.CheckNoLeaks(t)
@@ -109,28 +110,44 @@ func TestAbstractSocket(t *testing.T) {
 	t.Run("off", func(t *testing.T) {
 		wantOK(t, runPlain(t, dial), dial.Do+dial.Arg)
 	})
+	t.Run("on", func(t *testing.T) {
+		requireKernel(t, 6, false)
+		err := runConfined(t, f.policy, dial).get(t, dial.Do+dial.Arg).Err
+		if !strings.Contains(err, syscall.EACCES.Error()) && !strings.Contains(err, syscall.EPERM.Error()) {
+			t.Errorf("%s: %q; want refused", dial.Arg, err)
+		}
+	})
+	allowed := f.policy
+	allowed.UnixSockets = true
 	t.Run("on-host-network", func(t *testing.T) {
 		requireKernel(t, 6, false)
-		p := f.policy
+		p := allowed
 		p.Network = sandbox.NetworkAll
 		wantErr(t, runConfined(t, p, dial), dial.Do+dial.Arg, syscall.EPERM)
 	})
 	t.Run("on-private-network", func(t *testing.T) {
 		requireKernel(t, 1, true)
-		wantErr(t, runConfined(t, f.policy, dial), dial.Do+dial.Arg, syscall.ECONNREFUSED)
+		wantErr(t, runConfined(t, allowed, dial), dial.Do+dial.Arg, syscall.ECONNREFUSED)
 	})
 }
 
+// peer is the process at the other end of a unix socket.
+type peer struct {
+	pid    int
+	userNS string
+}
+
 // acceptAll accepts on l until it closes, passing each connection's peer
-// pid to peers (if not nil) before closing it.
-func acceptAll(l net.Listener, peers chan<- int) {
+// to peers (if not nil) before closing it.
+func acceptAll(l net.Listener, peers chan<- peer) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			return
 		}
 		if peers != nil {
-			peers <- peerPid(c)
+			pid := peerPid(c)
+			peers <- peer{pid, userNamespace(pid)}
 		}
 		c.Close()
 	}
@@ -155,12 +172,13 @@ func userNamespace(pid int) string {
 	return ns
 }
 
-// TestUnixSocketHole: below Landlock ABI 9 a confined child connects to a
-// pathname unix socket of the daemon's, even in a directory it may not
-// read (the daemon's own socket is such a one). What the daemon can see is
-// that the peer lives in another user namespace than its own, and refuse
-// it. From ABI 9 on, Landlock refuses the connection.
-func TestUnixSocketHole(t *testing.T) {
+// TestUnixSockets: a confined child cannot connect to a pathname unix
+// socket of the daemon's (an ssh agent's, a container engine's would do as
+// well), even in a directory it may not read: below Landlock ABI 9 a
+// seccomp filter refuses it unix sockets of its own, from ABI 9 Landlock
+// refuses the connection. With Policy.UnixSockets below ABI 9 it connects
+// (the hole), and the daemon can tell it by its user namespace.
+func TestUnixSockets(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	f := newFixture(t)
 	sock := filepath.Join(f.dir, "state", "mcpx.sock")
@@ -170,20 +188,26 @@ func TestUnixSocketHole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	peers := make(chan int, 1)
+	peers := make(chan peer, 1)
 	go acceptAll(l, peers)
 	self := userNamespace(os.Getpid())
 	dial := op{"connect", "unix " + sock}
 	t.Run("off", func(t *testing.T) {
 		r := runPlain(t, dial)
 		wantOK(t, r, dial.Do+dial.Arg)
-		if ns := <-peers; ns == 0 {
-			t.Error("no peer pid")
+		if got := <-peers; got.userNS != self {
+			t.Errorf("unconfined peer %d in user namespace %q, not the daemon's %q", got.pid, got.userNS, self)
 		}
 	})
 	t.Run("on", func(t *testing.T) {
+		requireKernel(t, 1, false)
+		wantErr(t, runConfined(t, f.policy, dial), dial.Do+dial.Arg, syscall.EACCES)
+	})
+	t.Run("on-unix-sockets-allowed", func(t *testing.T) {
 		requireKernel(t, 1, true)
-		c, err := startConfined(t, f.policy, dial)
+		p := f.policy
+		p.UnixSockets = true
+		c, err := startConfined(t, p, dial)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,16 +215,36 @@ func TestUnixSocketHole(t *testing.T) {
 			wantErr(t, c.wait(t), dial.Do+dial.Arg, syscall.EACCES)
 			return
 		}
-		pid := <-peers
-		peerNS := userNamespace(pid)
+		got := <-peers
 		r := c.wait(t)
-		wantOK(t, r, dial.Do+dial.Arg) // the hole
-		if pid != c.cmd.Process.Pid {
-			t.Errorf("peer pid %d, want the child's %d", pid, c.cmd.Process.Pid)
+		wantOK(t, r, dial.Do+dial.Arg) // the hole below ABI 9
+		if got.pid != c.cmd.Process.Pid {
+			t.Errorf("peer pid %d, want the child's %d", got.pid, c.cmd.Process.Pid)
 		}
-		if peerNS == "" || peerNS == self {
-			t.Errorf("the peer's user namespace is %q, the daemon's %q: a confined peer must be told apart", peerNS, self)
+		if got.userNS == "" || got.userNS == self {
+			t.Errorf("the peer's user namespace is %q, the daemon's %q: a confined peer must be told apart", got.userNS, self)
 		}
+	})
+}
+
+// TestSysVIPC: a confined child has an IPC namespace of its own: it does
+// not see the daemon's user's System V shared memory.
+func TestSysVIPC(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	f := newFixture(t)
+	key := 0x6d637078 ^ os.Getpid() // "mcpx"
+	id, err := unix.SysvShmGet(key, 4096, unix.IPC_CREAT|unix.IPC_EXCL|0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	shm := op{"shm", strconv.Itoa(key)}
+	t.Run("off", func(t *testing.T) {
+		wantOK(t, runPlain(t, shm), shm.Do+shm.Arg)
+	})
+	t.Run("on", func(t *testing.T) {
+		requireKernel(t, 1, true)
+		wantErr(t, runConfined(t, f.policy, shm), shm.Do+shm.Arg, syscall.ENOENT)
 	})
 }
 

@@ -37,6 +37,13 @@ type Policy struct {
 	// per port). Empty means none. Ignored under the other networks.
 	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
 	BindTCP    []uint16 `json:"bindTCP,omitempty"`
+	// UnixSockets lets the child make unix sockets (socket(2) with
+	// AF_UNIX) where Landlock cannot confine their connections, below ABI
+	// 9: it could then connect to any pathname socket it can name, an ssh
+	// agent's, a container engine's, the daemon's own. False, the zero
+	// value, refuses such sockets there with a seccomp filter (socketpair(2)
+	// stays allowed); from ABI 9 on Landlock confines them either way.
+	UnixSockets bool `json:"unixSockets,omitempty"`
 	// Env is the child's whole environment, KEY=value each; nothing of
 	// the daemon's own environment reaches the child but what is here.
 	Env []string `json:"env"`

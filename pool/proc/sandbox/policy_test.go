@@ -76,6 +76,7 @@ func TestFingerprint(t *testing.T) {
 		func(p *sandbox.Policy) { p.Limits.Memory = 1 << 30 },
 		func(p *sandbox.Policy) { p.Limits.CPU = time.Minute },
 		func(p *sandbox.Policy) { p.Mode = sandbox.BestEffort },
+		func(p *sandbox.Policy) { p.UnixSockets = true },
 	}
 	seen := map[string]int{base: -1}
 	for i, edit := range different {
@@ -101,7 +102,7 @@ func TestPolicyJSON(t *testing.T) {
 	p := basePolicy()
 	p.Network, p.ConnectTCP, p.BindTCP = sandbox.NetworkLoopback, []uint16{5432}, []uint16{8080}
 	p.Limits = sandbox.Limits{Memory: 1 << 30, Processes: 256, OpenFiles: 1024, CPU: 10 * time.Minute}
-	p.Mode = sandbox.BestEffort
+	p.Mode, p.UnixSockets = sandbox.BestEffort, true
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func landlockABI() (int, string) {
 	return v, ""
 }
 
-// probeNamespaces starts a process in a new user and network namespace that
+// probeNamespaces starts a process in new user, IPC and network namespaces that
 // fails to exec a missing file: ENOENT from the exec means the clone and the
 // id maps worked, anything else names why they did not.
 func probeNamespaces() (bool, string) {
@@ -64,11 +64,12 @@ func probeNamespaces() (bool, string) {
 	return false, why
 }
 
-// setNamespaces makes a process started with a a user namespace of its own
-// (and a network namespace, if net) in which it keeps the daemon's own uid
-// and gid, mapped to themselves and nothing else.
+// setNamespaces makes a process start in a user namespace of its own, in
+// which it keeps the daemon's own uid and gid, mapped to themselves and
+// nothing else, with an IPC namespace of its own (no System V IPC or POSIX
+// message queue of the daemon's user) and, if net, a network namespace.
 func setNamespaces(a *syscall.SysProcAttr, net bool) {
-	a.Cloneflags |= syscall.CLONE_NEWUSER
+	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWIPC
 	if net {
 		a.Cloneflags |= syscall.CLONE_NEWNET
 	}

@@ -45,8 +45,10 @@ type setup struct {
 	// the TCP port rules (NetworkLoopback).
 	Landlock    int  `json:"landlock,omitempty"`
 	LandlockTCP bool `json:"landlockTCP,omitempty"`
-	// NoMPTCP installs a seccomp filter refusing Multipath TCP sockets,
-	// which Landlock's TCP rules do not cover.
+	// Seccomp installs the seccomp filter (installSeccomp), refusing
+	// unix sockets if NoUnix and Multipath TCP if NoMPTCP.
+	Seccomp bool `json:"seccomp,omitempty"`
+	NoUnix  bool `json:"noUnix,omitempty"`
 	NoMPTCP bool `json:"noMPTCP,omitempty"`
 }
 
