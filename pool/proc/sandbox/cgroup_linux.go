@@ -388,6 +388,11 @@ func removeCgroups(cs []cgroup) (int, error) {
 // remove kills every process in c (cgroup.kill where v2 has it, else one by
 // one, looking again until none is left) and removes the directory.
 func (c cgroup) remove() (left int, err error) {
+	pids, err := readPids(filepath.Join(c.Dir, "cgroup.procs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	left = len(pids)
 	if c.Version == 2 {
 		writeFile(filepath.Join(c.Dir, "cgroup.kill"), "1")
 	}
@@ -396,7 +401,6 @@ func (c cgroup) remove() (left int, err error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return left, nil
 		}
-		left = max(left, len(pids))
 		for _, pid := range pids {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}

@@ -22,7 +22,8 @@ const (
 	FeatureCoreDumps     = "core-dumps"     // none written
 )
 
-// Feature is one part of a confinement and whether it holds.
+// Feature is one part of a confinement and whether it holds. It names the
+// mechanism; the amounts (ports, bytes, counts) are the Policy's.
 type Feature struct {
 	Name string `json:"name"`
 	// Needed reports whether the policy asks for it: Enforce mode refuses
@@ -137,8 +138,8 @@ func plan(p *Policy, k Kernel) Enforcement {
 		Feature{Name: FeatureCapabilities, Needed: true, Enforced: true, By: "bounding set emptied, no root privileges on exec"},
 		Feature{Name: FeatureNoNewPrivs, Needed: true, Enforced: true, By: "PR_SET_NO_NEW_PRIVS"},
 		planMemory(p.Limits, k), planProcesses(p.Limits, k))
-	e.Features = append(e.Features, planRlimit(FeatureOpenFiles, p.Limits.OpenFiles > 0, fmt.Sprintf("RLIMIT_NOFILE %d", p.Limits.OpenFiles)))
-	e.Features = append(e.Features, planRlimit(FeatureCPU, p.Limits.CPU > 0, fmt.Sprintf("RLIMIT_CPU %ds per process", p.Limits.cpuSeconds())))
+	e.Features = append(e.Features, planRlimit(FeatureOpenFiles, p.Limits.OpenFiles > 0, "RLIMIT_NOFILE per process"))
+	e.Features = append(e.Features, planRlimit(FeatureCPU, p.Limits.CPU > 0, "RLIMIT_CPU per process"))
 	e.Features = append(e.Features, Feature{Name: FeatureCoreDumps, Enforced: true, By: "RLIMIT_CORE 0"})
 	return e
 }
@@ -187,7 +188,7 @@ func planNetwork(p *Policy, k Kernel) Feature {
 			return f
 		}
 		f.Enforced = true
-		f.By = fmt.Sprintf("Landlock ABI %d TCP ports: connect %v, bind %v", k.Landlock, p.ConnectTCP, p.BindTCP)
+		f.By = fmt.Sprintf("Landlock ABI %d TCP rules: connect and bind only to the policy's ports", k.Landlock)
 		f.Why = "the host's network: any address on those ports; Multipath TCP refused by a seccomp filter"
 		if k.Landlock < 10 {
 			f.Why += "; UDP is not restricted below Landlock ABI 10"
@@ -247,10 +248,10 @@ func planMemory(l Limits, k Kernel) Feature {
 	}
 	f.Needed, f.Enforced = true, true
 	if k.Memory.Dir != "" {
-		f.By = fmt.Sprintf("memory cgroup v%d, %s", k.Memory.Version, FormatBytes(l.Memory))
+		f.By = fmt.Sprintf("memory cgroup v%d", k.Memory.Version)
 		return f
 	}
-	f.By = fmt.Sprintf("RLIMIT_DATA %s per process", FormatBytes(l.Memory))
+	f.By = "RLIMIT_DATA per process"
 	f.Why = "no writable memory cgroup (" + k.CgroupWhy + "): each process's data mappings are limited instead of the memory all use"
 	return f
 }
@@ -264,13 +265,13 @@ func planProcesses(l Limits, k Kernel) Feature {
 	f.Needed = true
 	switch {
 	case k.Pids.Dir != "":
-		f.Enforced, f.By = true, fmt.Sprintf("pids cgroup v%d, %d", k.Pids.Version, l.Processes)
+		f.Enforced, f.By = true, fmt.Sprintf("pids cgroup v%d", k.Pids.Version)
 	case k.Root:
 		f.Why = "RLIMIT_NPROC does not bind uid 0 and no pids cgroup is writable (" + k.CgroupWhy + ")"
 	case k.Namespaces:
-		f.Enforced, f.By = true, fmt.Sprintf("RLIMIT_NPROC %d, counted in its own user namespace", l.Processes)
+		f.Enforced, f.By = true, "RLIMIT_NPROC, counted in its own user namespace"
 	default:
-		f.Enforced, f.By = true, fmt.Sprintf("RLIMIT_NPROC %d", l.Processes)
+		f.Enforced, f.By = true, "RLIMIT_NPROC"
 		f.Why = fmt.Sprintf("without a user namespace it counts every process of uid %d, not only the child's", os.Geteuid())
 	}
 	return f

@@ -181,7 +181,7 @@ func TestPlanMemoryFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, _ := enf.Feature(sandbox.FeatureMemory)
-	if !f.Enforced || f.By != "RLIMIT_DATA 1GiB per process" || !strings.Contains(f.Why, "memory: not delegated") {
+	if !f.Enforced || f.By != "RLIMIT_DATA per process" || !strings.Contains(f.Why, "memory: not delegated") {
 		t.Errorf("%v", f)
 	}
 }
@@ -191,5 +191,35 @@ func TestFormatBytes(t *testing.T) {
 		if got := sandbox.FormatBytes(n); got != want {
 			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestReport: what `mcpx doctor` shows of a kernel: every feature, none
+// "needed" (no policy asks), and the reason for what is missing.
+func TestReport(t *testing.T) {
+	got := map[string]sandbox.Feature{}
+	for _, f := range bareKernel.Report() {
+		got[f.Name] = f
+		if f.Needed {
+			t.Errorf("%s: needed in a report", f.Name)
+		}
+	}
+	for _, name := range []string{"filesystem", "network", "network (host, by port)", "ipc", "unix-sockets", "user-namespace", "memory", "processes"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("no %s in the report", name)
+		}
+	}
+	if f := got["filesystem"]; f.Enforced || f.Why != "no Landlock here" {
+		t.Errorf("bare kernel: %v", f)
+	}
+	if f := got["memory"]; !f.Enforced || !strings.HasPrefix(f.By, "RLIMIT_DATA") {
+		t.Errorf("bare kernel: %v", f)
+	}
+	if r := (sandbox.Kernel{OS: "darwin"}).Report(); len(r) != 1 || !strings.Contains(r[0].Why, "Linux-only") {
+		t.Errorf("darwin: %v", r)
+	}
+	t.Logf("this kernel: %v", sandbox.Probe())
+	for _, f := range sandbox.Probe().Report() {
+		t.Logf("  %v", f)
 	}
 }
