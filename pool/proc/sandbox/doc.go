@@ -31,9 +31,9 @@
 // (the Policy, argv, and what to do) on an inherited unix socket — never
 // in argv, which /proc shows, nor in the environment, which the child
 // would inherit. The helper brings lo up, makes the proxy's listener on
-// its own 127.0.0.1 and sends it back (SCM_RIGHTS), sets the rlimits,
-// drops every capability, sets no_new_privs, installs the seccomp filter,
-// restricts itself with Landlock, reports, and execs the program with
+// its own 127.0.0.1 and sends it back (SCM_RIGHTS), sets no_new_privs,
+// installs the seccomp filter, restricts itself with Landlock, sets the
+// rlimits, drops every capability, reports, and execs the program with
 // exactly Policy.Env. The socket closes on exec: that is how Started knows
 // the program runs. The child keeps the helper's pid; nothing of the
 // helper stays. Everything it sets is inherited by what the child starts
@@ -109,6 +109,10 @@
 //   - The child keeps the daemon's uid; in its user namespace only that uid
 //     is mapped, so files of other owners are reached only through their
 //     "other" permission bits, even when the daemon is root.
+//   - The child may make user namespaces nested in its own (it cannot map
+//     ids in them: /proc is read-only to it). The capabilities it holds
+//     there reach only what they own, and Landlock and the seccomp filter
+//     still bind it, but the kernel code they open is attack surface.
 //   - What the policy allows, the child may misuse.
 //
 // # Cost

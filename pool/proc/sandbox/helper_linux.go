@@ -64,8 +64,8 @@ type helper struct {
 	enf Enforcement
 }
 
-// confine does the request's setup in order: the network, the rlimits,
-// capabilities, no_new_privs, seccomp, Landlock. A step that fails marks
+// confine does the request's setup in order: the network, no_new_privs,
+// seccomp, Landlock, the rlimits, capabilities. A step that fails marks
 // its feature not enforced (runHelper then refuses, in Enforce mode, if
 // the policy needed it); an error is for what must not be skipped.
 func (h *helper) confine() error {
@@ -78,10 +78,6 @@ func (h *helper) confine() error {
 			return err
 		}
 	}
-	for _, r := range s.Rlimits {
-		h.check(r.Feature, unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max}))
-	}
-	h.check(FeatureCapabilities, dropCapabilities())
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		h.check(FeatureNoNewPrivs, err)
 		return fmt.Errorf("sandbox: prctl(PR_SET_NO_NEW_PRIVS): %w", err) // Landlock needs it
@@ -106,6 +102,12 @@ func (h *helper) confine() error {
 			h.check(FeatureUnixSockets, err)
 		}
 	}
+	// Last: a low open-files limit must not fail the steps above, and
+	// a limit above the daemon's may need the capabilities dropped next.
+	for _, r := range s.Rlimits {
+		h.check(r.Feature, unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max}))
+	}
+	h.check(FeatureCapabilities, dropCapabilities())
 	return nil
 }
 
