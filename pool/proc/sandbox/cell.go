@@ -93,7 +93,8 @@ func (c *Cell) Enforcement() Enforcement {
 
 // Listener returns, under NetworkProxy, the listener on the child's own
 // 127.0.0.1:ProxyPort, for the egress proxy to accept on; nil before
-// Started and under other networks. The Cell owns it: Close closes it,
+// Started, under other networks, and where the kernel could not give the
+// child a network namespace (BestEffort). The Cell owns it: Close closes it,
 // and the proxy's Accept then returns an error.
 func (c *Cell) Listener() net.Listener {
 	c.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,9 +22,9 @@ import (
 
 // Prepare rewrites cmd, not yet started, so that cmd.Start starts it
 // confined by p: cmd.Start then runs the helper (this very binary, entered
-// through MaybeExec) in the namespaces p needs, and the helper, once
-// Started has sent it p, confines itself and execs cmd's program with
-// exactly p.Env. cmd.Env must be nil or equal to p.Env; cmd's Dir, stdio,
+// through MaybeExec, with only the MCPX_ variables of p.Env) in the
+// namespaces p needs, and the helper, once Started has sent it p, confines
+// itself and execs cmd's program with exactly p.Env. cmd.Env must be nil or equal to p.Env; cmd's Dir, stdio,
 // ExtraFiles and SysProcAttr (process group, parent-death signal) carry
 // over to the child.
 //
@@ -74,7 +75,7 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Cell, error) {
 	fd := 3 + len(cmd.ExtraFiles)
 	cmd.ExtraFiles = append(cmd.ExtraFiles, c.end)
 	cmd.Path, cmd.Args = exe, []string{helperArg0}
-	cmd.Env = append(slices.Clone(p.Env), envHelper+"="+strconv.Itoa(fd))
+	cmd.Env = append(helperEnv(p.Env), envHelper+"="+strconv.Itoa(fd))
 	attr := &syscall.SysProcAttr{}
 	if cmd.SysProcAttr != nil {
 		a := *cmd.SysProcAttr
@@ -86,6 +87,20 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Cell, error) {
 	}
 	cmd.SysProcAttr = attr
 	return c, nil
+}
+
+// helperEnv is what of the child's environment the helper gets: the
+// daemon's MCPX_ markers (the pool's, which its watchdog kills by; tests'),
+// nothing meant for the program (LD_PRELOAD, GODEBUG) that would act on
+// the helper before it has confined itself.
+func helperEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "MCPX_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // Started finishes the start of the Cell's cmd, which the caller has
