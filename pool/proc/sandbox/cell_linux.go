@@ -24,24 +24,16 @@ import (
 // confined by p: cmd.Start then runs the helper (this very binary, entered
 // through MaybeExec, with only the MCPX_ variables of p.Env) in the
 // namespaces p needs, and the helper, once Started has sent it p, confines
-// itself and execs cmd's program with exactly p.Env. cmd.Env must be nil or equal to p.Env; cmd's Dir, stdio,
-// ExtraFiles and SysProcAttr (process group, parent-death signal) carry
-// over to the child.
+// itself and execs cmd's program with exactly p.Env. cmd.Env must be nil
+// or equal to p.Env; cmd's Dir, stdio, ExtraFiles and SysProcAttr (process
+// group, parent-death signal) carry over to the child.
 //
 // In Enforce mode it returns a *NotEnforcedError when this kernel cannot
 // enforce what p needs. The caller must Close the Cell, whether or not
 // cmd starts.
 func Prepare(cmd *exec.Cmd, p Policy) (*Cell, error) {
-	if err := p.Validate(); err != nil {
+	if err := checkCmd(cmd, &p); err != nil {
 		return nil, err
-	}
-	switch {
-	case cmd.Err != nil:
-		return nil, cmd.Err
-	case cmd.Process != nil:
-		return nil, errors.New("sandbox: Prepare after cmd.Start")
-	case cmd.Env != nil && !slices.Equal(cmd.Env, p.Env):
-		return nil, errors.New("sandbox: cmd.Env differs from the policy's env, which is the child's whole environment: set Policy.Env")
 	}
 	k := Probe()
 	enf, err := Plan(&p, k)
@@ -52,41 +44,71 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Cell, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: finding the helper (this executable): %w", err)
 	}
+	conn, end, err := helperSocket()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cell{
+		cmd: cmd, policy: p, kernel: k, enforcement: enf, conn: conn, end: end,
+		req: request{Path: cmd.Path, Args: slices.Clone(cmd.Args), Policy: p},
+	}
+	if len(c.req.Args) == 0 {
+		c.req.Args = []string{cmd.Path}
+	}
+	c.rewrite(exe)
+	return c, nil
+}
+
+func checkCmd(cmd *exec.Cmd, p *Policy) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case cmd.Err != nil:
+		return cmd.Err
+	case cmd.Process != nil:
+		return errors.New("sandbox: Prepare after cmd.Start")
+	case cmd.Env != nil && !slices.Equal(cmd.Env, p.Env):
+		return errors.New("sandbox: cmd.Env differs from the policy's env, which is the child's whole environment: set Policy.Env")
+	}
+	return nil
+}
+
+// helperSocket makes the socket the daemon and the helper talk on: the
+// daemon's end, and the helper's, which it inherits.
+func helperSocket() (*net.UnixConn, *os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
 	mine := os.NewFile(uintptr(fds[0]), "sandbox")
 	fc, err := net.FileConn(mine)
 	mine.Close()
 	if err != nil {
 		unix.Close(fds[1])
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
-	c := &Cell{
-		cmd: cmd, policy: p, kernel: k, enforcement: enf,
-		req:  request{Path: cmd.Path, Args: slices.Clone(cmd.Args), Policy: p},
-		conn: fc.(*net.UnixConn),
-		end:  os.NewFile(uintptr(fds[1]), "sandbox-helper"),
-	}
-	if len(c.req.Args) == 0 {
-		c.req.Args = []string{cmd.Path}
-	}
+	return fc.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "sandbox-helper"), nil
+}
+
+// rewrite makes c's cmd start the helper exe, in the namespaces c's
+// enforcement plans, with the helper's end of the socket.
+func (c *Cell) rewrite(exe string) {
+	cmd := c.cmd
 	fd := 3 + len(cmd.ExtraFiles)
 	cmd.ExtraFiles = append(cmd.ExtraFiles, c.end)
 	cmd.Path, cmd.Args = exe, []string{helperArg0}
-	cmd.Env = append(helperEnv(p.Env), envHelper+"="+strconv.Itoa(fd))
+	cmd.Env = append(helperEnv(c.policy.Env), envHelper+"="+strconv.Itoa(fd))
 	attr := &syscall.SysProcAttr{}
 	if cmd.SysProcAttr != nil {
 		a := *cmd.SysProcAttr
 		attr = &a
 	}
-	if f, _ := enf.Feature(FeatureUserNamespace); f.Enforced {
-		n, _ := enf.Feature(FeatureNetwork)
-		setNamespaces(attr, p.privateNetwork() && n.Enforced)
+	if f, _ := c.enforcement.Feature(FeatureUserNamespace); f.Enforced {
+		n, _ := c.enforcement.Feature(FeatureNetwork)
+		setNamespaces(attr, c.policy.privateNetwork() && n.Enforced)
 	}
 	cmd.SysProcAttr = attr
-	return c, nil
 }
 
 // helperEnv is what of the child's environment the helper gets: the
@@ -125,20 +147,7 @@ func (c *Cell) Started(ctx context.Context) (Enforcement, error) {
 }
 
 func (c *Cell) start(ctx context.Context, pid int) (Enforcement, error) {
-	k := c.kernel
-	if k.Memory.Dir != "" || k.Pids.Dir != "" {
-		cgs, err := newCgroups(k, pid, c.policy.Limits)
-		if err == nil {
-			err = joinCgroups(cgs, pid)
-		}
-		c.mu.Lock()
-		c.cgroups = cgs
-		c.mu.Unlock()
-		if err != nil {
-			// Fall back to the rlimits, as where no cgroup is writable.
-			k.Memory, k.Pids, k.CgroupWhy = CgroupDir{}, CgroupDir{}, err.Error()
-		}
-	}
+	k := c.cgroup(pid)
 	enf, err := Plan(&c.policy, k)
 	if err != nil {
 		return enf, err
@@ -151,16 +160,37 @@ func (c *Cell) start(ctx context.Context, pid int) (Enforcement, error) {
 	if len(b) > maxMessage {
 		return enf, fmt.Errorf("sandbox: the policy is %d bytes, more than the %d the helper reads", len(b), maxMessage)
 	}
-	if stop := c.deadline(ctx); stop != nil {
-		defer stop()
-	}
+	defer c.deadline(ctx)()
 	if _, err := c.conn.Write(b); err != nil {
 		return enf, fmt.Errorf("sandbox: sending the policy to the helper: %w", err)
 	}
 	return c.replies()
 }
 
-// deadline makes the socket's reads and writes fail when ctx is done.
+// cgroup makes the child pid's cgroups where the kernel has them writable
+// and moves pid into them. It returns the kernel as it turned out: with no
+// cgroups if they could not be made, so that the plan falls back to the
+// rlimits (and Enforce refuses what they cannot hold).
+func (c *Cell) cgroup(pid int) Kernel {
+	k := c.kernel
+	if k.Memory.Dir == "" && k.Pids.Dir == "" {
+		return k
+	}
+	cgs, err := newCgroups(k, pid, c.policy.Limits)
+	if err == nil {
+		err = joinCgroups(cgs, pid)
+	}
+	c.mu.Lock()
+	c.cgroups = cgs
+	c.mu.Unlock()
+	if err != nil {
+		k.Memory, k.Pids, k.CgroupWhy = CgroupDir{}, CgroupDir{}, err.Error()
+	}
+	return k
+}
+
+// deadline makes the socket's reads and writes fail when ctx is done,
+// until the returned func runs.
 func (c *Cell) deadline(ctx context.Context) (stop func() bool) {
 	if d, ok := ctx.Deadline(); ok {
 		c.conn.SetDeadline(d)
