@@ -118,10 +118,11 @@
 // # Cost
 //
 // BenchmarkSpawn compares /bin/true started plainly and confined. On a
-// loaded two-core VM (2026-12-06) a confined start cost some 8× a plain
-// one in CPU (33 ms against 4 ms) and in wall time: the helper is a Go
-// program, and starting one is most of it. In the mcpx binary the helper
-// also runs every package's init (some 55 ms of CPU there against 20 ms for
-// this package's test binary): a cost per confined spawn that lazier inits
-// would cut.
+// loaded two-core VM (2026-12-06) a confined start cost some ten times a
+// plain one, in CPU (33–48 ms against 3–4 ms) and in wall time: the helper
+// is a Go program, and starting one is most of it (15–20 ms of CPU for
+// this package's test binary, 7 ms for an empty Go program). In the mcpx
+// binary the helper also runs every package's init: 55–88 ms of CPU there,
+// most of it in a few packages' inits (GODEBUG=inittrace=1 shows them), a
+// cost per confined spawn that lazier inits would cut.
 package sandbox
