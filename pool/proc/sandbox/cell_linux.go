@@ -1,0 +1,338 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Prepare rewrites cmd, not yet started, so that cmd.Start starts it
+// confined by p: cmd.Start then runs the helper (this very binary, entered
+// through MaybeExec, with only the MCPX_ variables of p.Env) in the
+// namespaces p needs, and the helper, once Started has sent it p, confines
+// itself and execs cmd's program with exactly p.Env. cmd.Env must be nil
+// or equal to p.Env; cmd's Dir, stdio, ExtraFiles and SysProcAttr (process
+// group, parent-death signal) carry over to the child.
+//
+// In Enforce mode it returns a *NotEnforcedError when this kernel cannot
+// enforce what p needs. The caller must Close the Cell, whether or not
+// cmd starts.
+func Prepare(cmd *exec.Cmd, p Policy) (*Cell, error) {
+	if err := checkCmd(cmd, &p); err != nil {
+		return nil, err
+	}
+	k := Probe()
+	enf, err := Plan(&p, k)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: finding the helper (this executable): %w", err)
+	}
+	conn, end, err := helperSocket()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cell{
+		cmd: cmd, policy: p, kernel: k, enforcement: enf, conn: conn, end: end,
+		req: request{Path: cmd.Path, Args: slices.Clone(cmd.Args), Policy: p},
+	}
+	if len(c.req.Args) == 0 {
+		c.req.Args = []string{cmd.Path}
+	}
+	c.rewrite(exe)
+	return c, nil
+}
+
+func checkCmd(cmd *exec.Cmd, p *Policy) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case cmd.Err != nil:
+		return cmd.Err
+	case cmd.Process != nil:
+		return errors.New("sandbox: Prepare after cmd.Start")
+	case cmd.Env != nil && !slices.Equal(cmd.Env, p.Env):
+		return errors.New("sandbox: cmd.Env differs from the policy's env, which is the child's whole environment: set Policy.Env")
+	}
+	return nil
+}
+
+// helperSocket makes the socket the daemon and the helper talk on: the
+// daemon's end, and the helper's, which it inherits.
+func helperSocket() (*net.UnixConn, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	mine := os.NewFile(uintptr(fds[0]), "sandbox")
+	fc, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return fc.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "sandbox-helper"), nil
+}
+
+// rewrite makes c's cmd start the helper exe, in the namespaces c's
+// enforcement plans, with the helper's end of the socket.
+func (c *Cell) rewrite(exe string) {
+	cmd := c.cmd
+	fd := 3 + len(cmd.ExtraFiles)
+	cmd.ExtraFiles = append(cmd.ExtraFiles, c.end)
+	cmd.Path, cmd.Args = exe, []string{helperArg0}
+	cmd.Env = append(helperEnv(c.policy.Env), envHelper+"="+strconv.Itoa(fd))
+	attr := &syscall.SysProcAttr{}
+	if cmd.SysProcAttr != nil {
+		a := *cmd.SysProcAttr
+		attr = &a
+	}
+	if f, _ := c.enforcement.Feature(FeatureUserNamespace); f.Enforced {
+		n, _ := c.enforcement.Feature(FeatureNetwork)
+		setNamespaces(attr, c.policy.privateNetwork() && n.Enforced)
+	}
+	cmd.SysProcAttr = attr
+}
+
+// helperEnv is what of the child's environment the helper gets: the
+// daemon's MCPX_ markers (the pool's, which its watchdog kills by; tests'),
+// nothing meant for the program (LD_PRELOAD, GODEBUG) that would act on
+// the helper before it has confined itself.
+func helperEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "MCPX_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Started finishes the start of the Cell's cmd, which the caller has
+// started: it moves the helper into the child's cgroups, sends it the
+// policy, and waits until the helper has confined itself and exec'd the
+// program (or failed to: then it kills the helper, and the caller waits
+// for cmd as after any failed start). It returns what confines the child.
+func (c *Cell) Started(ctx context.Context) (Enforcement, error) {
+	c.end.Close() // the helper holds its own copy
+	if c.cmd.Process == nil {
+		return Enforcement{}, errors.New("sandbox: Started before cmd.Start")
+	}
+	enf, err := c.start(ctx, c.cmd.Process.Pid)
+	if err != nil {
+		c.cmd.Process.Kill()
+		return Enforcement{}, err
+	}
+	c.mu.Lock()
+	c.enforcement = enf
+	c.mu.Unlock()
+	return enf, nil
+}
+
+func (c *Cell) start(ctx context.Context, pid int) (Enforcement, error) {
+	k := c.cgroup(pid)
+	enf, err := Plan(&c.policy, k)
+	if err != nil {
+		return enf, err
+	}
+	c.req.Plan, c.req.Setup = enf, setupFor(&c.policy, k)
+	b, err := json.Marshal(c.req)
+	if err != nil {
+		return enf, err
+	}
+	if len(b) > maxMessage {
+		return enf, fmt.Errorf("sandbox: the policy is %d bytes, more than the %d the helper reads", len(b), maxMessage)
+	}
+	defer c.deadline(ctx)()
+	if _, err := c.conn.Write(b); err != nil {
+		return enf, fmt.Errorf("sandbox: sending the policy to the helper: %w", err)
+	}
+	return c.replies()
+}
+
+// cgroup makes the child pid's cgroups where the kernel has them writable
+// and moves pid into them. It returns the kernel as it turned out: with no
+// cgroups if they could not be made, so that the plan falls back to the
+// rlimits (and Enforce refuses what they cannot hold).
+func (c *Cell) cgroup(pid int) Kernel {
+	k := c.kernel
+	if k.Memory.Dir == "" && k.Pids.Dir == "" {
+		return k
+	}
+	cgs, err := newCgroups(k, pid, c.policy.Limits)
+	if err == nil {
+		err = joinCgroups(cgs, pid)
+	}
+	c.mu.Lock()
+	c.cgroups = cgs
+	c.mu.Unlock()
+	if err != nil {
+		k.Memory, k.Pids, k.CgroupWhy = CgroupDir{}, CgroupDir{}, err.Error()
+	}
+	return k
+}
+
+// deadline makes the socket's reads and writes fail when ctx is done,
+// until the returned func runs.
+func (c *Cell) deadline(ctx context.Context) (stop func() bool) {
+	if d, ok := ctx.Deadline(); ok {
+		c.conn.SetDeadline(d)
+	}
+	return context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Now()) })
+}
+
+// replyBufs hold the buffers replies reads into: zeroing a fresh one per
+// start showed in the spawn benchmark.
+var replyBufs = sync.Pool{New: func() any { b := make([]byte, maxReply); return &b }}
+
+// replies reads the helper's messages until its end closes on exec.
+func (c *Cell) replies() (Enforcement, error) {
+	bp := replyBufs.Get().(*[]byte)
+	defer replyBufs.Put(bp)
+	buf, oob := *bp, make([]byte, unix.CmsgSpace(4))
+	var report *Enforcement
+	for {
+		n, oobn, _, _, err := c.conn.ReadMsgUnix(buf, oob)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return Enforcement{}, fmt.Errorf("sandbox: waiting for the helper: %w", err)
+		}
+		if err != nil || n == 0 && oobn == 0 { // its end closed
+			if report == nil {
+				return Enforcement{}, errors.New("sandbox: the helper exited before it confined the child")
+			}
+			return *report, nil // closed on exec: the program runs
+		}
+		var r reply
+		if err := json.NewDecoder(bytes.NewReader(buf[:n])).Decode(&r); err != nil {
+			closeRights(oob[:oobn])
+			return Enforcement{}, fmt.Errorf("sandbox: reading the helper's reply: %w", err)
+		}
+		switch {
+		case r.Err != "":
+			closeRights(oob[:oobn])
+			return Enforcement{}, errors.New(r.Err)
+		case r.Listener:
+			if err := c.takeListener(oob[:oobn]); err != nil {
+				return Enforcement{}, err
+			}
+		case r.Report != nil:
+			report = r.Report
+		}
+	}
+}
+
+// takeListener makes the Cell's listener of the file descriptor in oob.
+func (c *Cell) takeListener(oob []byte) error {
+	fds := rights(oob)
+	if len(fds) != 1 {
+		closeFDs(fds)
+		return fmt.Errorf("sandbox: the helper sent %d listeners, not 1", len(fds))
+	}
+	f := os.NewFile(uintptr(fds[0]), "proxy-listener")
+	defer f.Close()
+	l, err := net.FileListener(f)
+	if err != nil {
+		return fmt.Errorf("sandbox: the helper's listener: %w", err)
+	}
+	c.mu.Lock()
+	c.listener = l
+	c.mu.Unlock()
+	return nil
+}
+
+func rights(oob []byte) []int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if r, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, r...)
+		}
+	}
+	return fds
+}
+
+func closeRights(oob []byte) { closeFDs(rights(oob)) }
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// Close releases what the Cell holds: its end of the helper's socket, the
+// proxy listener (and with it the child's network namespace, once the
+// child is gone), and its cgroups, killing whatever is still in them. Call
+// it after cmd.Wait: everything the child started dies with it. It reads
+// the cgroups' limit counters first, for Limit.
+func (c *Cell) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.conn.Close()
+	c.end.Close()
+	if c.listener != nil {
+		c.listener.Close()
+	}
+	c.counters = readCounters(c.cgroups)
+	left, err := removeCgroups(c.cgroups)
+	c.counters.Left = left
+	return err
+}
+
+// setupFor decides what the helper does for p on kernel k, as plan does.
+func setupFor(p *Policy, k Kernel) setup {
+	var s setup
+	if p.privateNetwork() && k.Namespaces {
+		s.LoopbackUp = true
+		if p.network() == NetworkProxy {
+			s.ProxyPort = p.proxyPort()
+		}
+	}
+	s.Landlock = k.Landlock
+	if p.network() == NetworkLoopback && k.Landlock >= 4 {
+		s.LandlockTCP, s.NoMPTCP = true, mptcpFilter
+	}
+	s.NoUnix = !p.UnixSockets && k.Landlock < 9
+	s.Seccomp = true
+	l := p.Limits
+	add := func(feature string, res int, cur, max uint64) {
+		s.Rlimits = append(s.Rlimits, rlimit{Feature: feature, Resource: res, Cur: cur, Max: max})
+	}
+	add(FeatureCoreDumps, unix.RLIMIT_CORE, 0, 0)
+	if l.OpenFiles > 0 {
+		add(FeatureOpenFiles, unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles))
+	}
+	if n := l.cpuSeconds(); n > 0 {
+		add(FeatureCPU, unix.RLIMIT_CPU, n, n+1)
+	}
+	if l.Processes > 0 && k.Pids.Dir == "" && !k.Root {
+		add(FeatureProcesses, unix.RLIMIT_NPROC, uint64(l.Processes), uint64(l.Processes))
+	}
+	if l.Memory > 0 && k.Memory.Dir == "" {
+		add(FeatureMemory, unix.RLIMIT_DATA, uint64(l.Memory), uint64(l.Memory))
+	}
+	return s
+}
