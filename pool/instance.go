@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -18,6 +17,7 @@ import (
 
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool/execid"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // instance is one (server, key) slot. Its root and spawn spec are fixed at
@@ -96,7 +96,7 @@ type startAttempt struct {
 
 // generation is one running child and its session.
 type generation struct {
-	proc     *child // nil for url servers
+	proc     *proc.Process // nil for url servers
 	sess     *client.Session
 	stopOnce sync.Once
 	dead     chan struct{} // closed by the watcher once the child is gone
@@ -131,7 +131,7 @@ func (g *generation) pid() int {
 	if g == nil || g.proc == nil {
 		return 0
 	}
-	return g.proc.pid()
+	return g.proc.Pid()
 }
 
 // stop ends the session and the child, once, however many callers ask.
@@ -141,12 +141,12 @@ func (g *generation) stop(ctx context.Context) {
 			g.sess.Close()
 		}
 		if g.proc != nil {
-			g.proc.stop(ctx)
+			g.proc.Stop(ctx)
 		}
 		if g.mark != "" {
 			// The session's end cancelled and waited for the adapter's
 			// calls; what they started and left is killed by its mark.
-			killRest(g.mark, nil)
+			proc.KillMarked(g.mark)
 		}
 	})
 }
@@ -194,80 +194,22 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	}
 	sp, err := p.prepare(inst)
 	if err != nil {
-		e := p.perr("start", t, ErrStart, err.Error())
-		e.Cause = err
-		p.finishStart(inst, a, nil, e, log)
+		p.finishStart(inst, a, nil, p.startErr(t, err), log)
 		return
 	}
+	g := &generation{dead: make(chan struct{})}
 	// The program first: a nix: spec may build for minutes the first time,
 	// which is not the child's start (Options.Resolve).
-	var prog *Program
-	if inst.def.URL == "" && inst.def.Adapter == nil && p.opts.Resolve != nil {
-		r, err := p.opts.Resolve(p.ctx, sp.command, inst.def.Environment)
-		if err != nil {
-			e := p.perr("start", t, ErrStart, err.Error())
-			e.Cause = err
-			if p.ctx.Err() != nil {
-				e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
-			}
-			p.finishStart(inst, a, nil, e, log)
-			return
-		}
-		sp.command, sp.devEnv = r.Path, r.Env
-		if r.Spec != "" || r.Environment != "" {
-			prog = &r
-		}
+	if g.program, err = p.resolve(inst, &sp); err != nil {
+		p.finishStart(inst, a, nil, p.closing(p.startErr(t, err)), log)
+		return
 	}
 	ctx, cancel := context.WithTimeout(pctx, inst.startTimeout(p.opts.StartTimeout))
 	defer cancel()
-
-	g := &generation{dead: make(chan struct{}), program: prog}
-	var tr client.Transport
-	transport := transportOf(inst.def)
-	switch {
-	case inst.def.Adapter != nil:
-		p.unbind(inst)
-		if tr, err = p.openAdapter(ctx, inst, sp, g); err != nil {
-			e := p.perr("start", t, ErrStart, err.Error())
-			e.Cause = err
-			p.finishStart(inst, a, nil, e, log)
-			return
-		}
-	case inst.def.URL != "":
-		p.unbind(inst)
-		tr = client.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient)
-	default:
-		if err := checkDir(sp); err != nil {
-			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
-			return
-		}
-		if inst.def.ReadyStderr != "" {
-			re, err := regexp.Compile(inst.def.ReadyStderr)
-			if err != nil {
-				p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, fmt.Sprintf("ready.stderr is not a regular expression: %v", err)), log)
-				return
-			}
-			sp.ready = re
-		}
-		g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax, Args: sp.args}
-		id := execid.Of(sp.command, g.execOpts)
-		g.exec, g.execStat = &id, id.Stat
-		if !id.Missing() {
-			sp.path = id.Path // exec what was identified, found on the child's PATH
-		}
-		// The ports are ours up to here; the child binds them next. What
-		// is left of the check-then-use gap is the exec and the child's
-		// start-up (package portalloc).
-		p.unbind(inst)
-		proc, err := startChild(sp, p.opts.Env, p.spawner, log, &p.counters.server(inst.def.Name).suppressed)
-		if err != nil {
-			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; %s", sp.command, err, missingHint(sp.command, err)))
-			e.Cause = err
-			p.finishStart(inst, a, nil, e, log)
-			return
-		}
-		g.proc = proc
-		tr = client.NewStdio(proc.stdout, proc.stdin)
+	tr, e := p.open(ctx, inst, sp, g, log)
+	if e != nil {
+		p.finishStart(inst, a, nil, e, log)
+		return
 	}
 	g.schemaKey = schemaKey(inst.def, inst.root, inst.spec, g.execValue())
 	ictx, isp := ctx, tracing.NoSpan
@@ -278,35 +220,7 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	tracing.Fail(isp, err)
 	isp.End()
 	if err != nil {
-		e := p.perr("start", t, ErrStart, err.Error())
-		e.Cause = err
-		if p.ctx.Err() != nil {
-			e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
-		} else if ctx.Err() != nil {
-			e.Err = ErrStartTimeout
-			e.Detail = fmt.Sprintf("no initialize answer within %s; is %q an MCP server speaking JSON-RPC on stdout?", inst.startTimeout(p.opts.StartTimeout), inst.def.Name)
-			// The callers waited the whole start timeout already: answer
-			// them now, and stop the silent child (stdin, SIGTERM, SIGKILL,
-			// seconds each) in the background rather than on their time.
-			if g.proc != nil {
-				e.StderrTail = g.proc.stderr.Tail(20)
-			}
-			p.finishStart(inst, a, nil, e, log)
-			p.stopGenAsync(g, tr.Close)
-			return
-		}
-		stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Second)
-		g.stop(stopCtx)
-		stopCancel()
-		if g.proc != nil {
-			e.StderrTail = g.proc.stderrTail()
-			if errors.Is(err, client.ErrClosed) && !brokeProtocol(err) {
-				e.Err = ErrCrashed
-				e.Detail = "the child " + g.proc.exitDescription() + " during initialize"
-			}
-		}
-		tr.Close()
-		p.finishStart(inst, a, nil, e, log)
+		p.initFailed(ctx, inst, a, g, tr, err, log)
 		return
 	}
 	if e := p.awaitReady(ctx, inst, g, t); e != nil {
@@ -320,10 +234,135 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		e.Server, e.Era, e.Protocol, e.Init = inst.def.Name, sess.Era(), sess.ProtocolVersion(), sess.InitializeResult()
 	})
 	log.InfoContext(ctx, "spawned", "root", inst.root, "cwd", sp.cwd, "cwdSource", sp.cwdSource,
-		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded, "exec", g.execValue())
+		"pid", g.pid(), "transport", transportOf(inst.def), "protocol", sess.ProtocolVersion(), "degraded", inst.degraded, "exec", g.execValue())
 	p.keepSurvivor(inst, g, log)
 	p.finishStart(inst, a, g, nil, log)
 	p.saveSurvivorsOf(inst.def, g)
+}
+
+// startErr is a start's failure with err as its detail and cause.
+func (p *Pool) startErr(t Target, err error) *Error {
+	e := p.perr("start", t, ErrStart, err.Error())
+	e.Cause = err
+	return e
+}
+
+// closing makes e say so if the pool is closing: the failure is then the
+// pool's doing.
+func (p *Pool) closing(e *Error) *Error {
+	if p.ctx.Err() != nil {
+		e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
+	}
+	return e
+}
+
+// resolve maps a stdio child's command to the program to run
+// (Options.Resolve), in sp, and returns what it said of the program (nil
+// for a plain command, or when there is nothing to resolve).
+func (p *Pool) resolve(inst *instance, sp *spawnSpec) (*Program, error) {
+	if inst.def.URL != "" || inst.def.Adapter != nil || p.opts.Resolve == nil {
+		return nil, nil
+	}
+	r, err := p.opts.Resolve(p.ctx, sp.command, inst.def.Environment)
+	if err != nil {
+		return nil, err
+	}
+	sp.command, sp.devEnv = r.Path, r.Env
+	if r.Spec == "" && r.Environment == "" {
+		return nil, nil
+	}
+	return &r, nil
+}
+
+// open makes the transport of g, inst's new generation, within ctx (the
+// start timeout): it opens an adapter's namespace, a url server's HTTP
+// transport, or spawns a stdio child.
+func (p *Pool) open(ctx context.Context, inst *instance, sp spawnSpec, g *generation, log *slog.Logger) (client.Transport, *Error) {
+	t := Target{Server: inst.def.Name, Key: inst.key.key}
+	switch {
+	case inst.def.Adapter != nil:
+		p.unbind(inst)
+		tr, err := p.openAdapter(ctx, inst, sp, g)
+		if err != nil {
+			return nil, p.startErr(t, err)
+		}
+		return tr, nil
+	case inst.def.URL != "":
+		p.unbind(inst)
+		return client.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient), nil
+	}
+	if e := p.spawn(inst, sp, g, log); e != nil {
+		return nil, e
+	}
+	return client.NewStdio(g.proc.Stdout(), g.proc.Stdin()), nil
+}
+
+// spawn starts g's stdio child for inst, as sp says, after taking the
+// identity of its executable (package execid).
+func (p *Pool) spawn(inst *instance, sp spawnSpec, g *generation, log *slog.Logger) *Error {
+	t := Target{Server: inst.def.Name, Key: inst.key.key}
+	if err := checkDir(sp); err != nil {
+		return p.perr("start", t, ErrStart, err.Error())
+	}
+	var ready *regexp.Regexp
+	if inst.def.ReadyStderr != "" {
+		re, err := regexp.Compile(inst.def.ReadyStderr)
+		if err != nil {
+			return p.perr("start", t, ErrStart, fmt.Sprintf("ready.stderr is not a regular expression: %v", err))
+		}
+		ready = re
+	}
+	g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax, Args: sp.args}
+	id := execid.Of(sp.command, g.execOpts)
+	g.exec, g.execStat = &id, id.Stat
+	if !id.Missing() {
+		sp.path = id.Path // exec what was identified, found on the child's PATH
+	}
+	cmd := sp.procCommand(p.opts.Env)
+	cmd.Log, cmd.Suppressed, cmd.Ready = log, &p.counters.server(inst.def.Name).suppressed, ready
+	// The ports are ours up to here; the child binds them next. What is
+	// left of the check-then-use gap is the exec and the child's start-up
+	// (package portalloc).
+	p.unbind(inst)
+	c, err := p.spawner.Start(cmd)
+	if err != nil {
+		e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; %s", sp.command, err, proc.Hint(sp.command, err)))
+		e.Cause = err
+		return e
+	}
+	g.proc = c
+	return nil
+}
+
+// initFailed finishes a's start of inst, whose initialize over tr failed
+// with err within ctx (the start timeout), and stops g, its child.
+func (p *Pool) initFailed(ctx context.Context, inst *instance, a *startAttempt, g *generation, tr client.Transport, err error, log *slog.Logger) {
+	e := p.closing(p.startErr(Target{Server: inst.def.Name, Key: inst.key.key}, err))
+	if e.Err != ErrClosed && ctx.Err() != nil {
+		e.Err = ErrStartTimeout
+		e.Detail = fmt.Sprintf("no initialize answer within %s; is %q an MCP server speaking JSON-RPC on stdout?", inst.startTimeout(p.opts.StartTimeout), inst.def.Name)
+		// The callers waited the whole start timeout already: answer them
+		// now, and stop the silent child (stdin, SIGTERM, SIGKILL, seconds
+		// each) in the background rather than on their time.
+		if g.proc != nil {
+			e.StderrTail = g.proc.Tail(20)
+		}
+		p.finishStart(inst, a, nil, e, log)
+		p.stopGenAsync(g, tr.Close)
+		return
+	}
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Second)
+	g.stop(stopCtx)
+	stopCancel()
+	if g.proc != nil {
+		e.StderrTail = g.proc.FinalTail()
+		if errors.Is(err, client.ErrClosed) && !brokeProtocol(err) {
+			e.Err = ErrCrashed
+			e.Detail = "the child " + g.proc.ExitDescription() + " during initialize"
+		}
+	}
+	tr.Close()
+	p.finishStart(inst, a, nil, e, log)
 }
 
 // awaitReady waits, within the start's ctx, for g's stderr to show the
@@ -331,15 +370,15 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 // none. A child that initialized is not yet ready for a first call when
 // it applies its MCP roots asynchronously: only it can say when it has.
 func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t Target) *Error {
-	if g.proc == nil || g.proc.ready == nil {
+	if g.proc == nil || g.proc.Ready() == nil {
 		return nil
 	}
 	select {
-	case <-g.proc.ready:
+	case <-g.proc.Ready():
 		return nil
-	case <-g.proc.exited:
-		e := p.perr("start", t, ErrCrashed, "the child "+g.proc.exitDescription()+" before its stderr showed it ready (ready.stderr)")
-		e.StderrTail = g.proc.stderrTail()
+	case <-g.proc.Exited():
+		e := p.perr("start", t, ErrCrashed, "the child "+g.proc.ExitDescription()+" before its stderr showed it ready (ready.stderr)")
+		e.StderrTail = g.proc.FinalTail()
 		return e
 	case <-ctx.Done():
 		e := p.perr("start", t, ErrStartTimeout, fmt.Sprintf("no line of the child's stderr matched ready.stderr %q within %s; check the pattern against what %q prints (`mcpx status` shows its stderr)",
@@ -347,7 +386,7 @@ func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t 
 		if p.ctx.Err() != nil {
 			e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
 		}
-		e.StderrTail = g.proc.stderr.Tail(20)
+		e.StderrTail = g.proc.Tail(20)
 		return e
 	}
 }
@@ -364,8 +403,8 @@ func (p *Pool) connect(ctx context.Context, tr client.Transport, inst *instance,
 	defer cancel(nil)
 	go func() {
 		select {
-		case <-g.proc.exited:
-			cancel(fmt.Errorf("%w: %s", client.ErrClosed, g.proc.exitDescription()))
+		case <-g.proc.Exited():
+			cancel(fmt.Errorf("%w: %s", client.ErrClosed, g.proc.ExitDescription()))
 			tr.Close()
 		case <-ctx.Done():
 		}
@@ -475,7 +514,7 @@ func (p *Pool) stopGenAsync(g *generation, after func() error) {
 func (p *Pool) watch(inst *instance, g *generation) {
 	var exited <-chan struct{}
 	if g.proc != nil {
-		exited = g.proc.exited
+		exited = g.proc.Exited()
 	}
 	select {
 	case <-exited:
@@ -485,8 +524,8 @@ func (p *Pool) watch(inst *instance, g *generation) {
 	g.stop(ctx)
 	cancel()
 	if g.proc != nil {
-		g.exitDesc = g.proc.exitDescription()
-		g.tail = g.proc.stderrTail()
+		g.exitDesc = g.proc.ExitDescription()
+		g.tail = g.proc.FinalTail()
 	} else if err := g.sess.Err(); err != nil {
 		g.exitDesc = "session ended: " + err.Error()
 	}
@@ -651,7 +690,7 @@ func (p *Pool) probeOnce(inst *instance, g *generation, timeout time.Duration, d
 	}
 	var tail string
 	if g.proc != nil {
-		tail = g.proc.stderr.Tail(20)
+		tail = g.proc.Tail(20)
 	}
 	if !p.updateLocked(inst, &event{kind: evWedged, now: p.opts.Now(), gen: g, fail: &failure{detail, tail}}) {
 		p.unlock()
@@ -665,7 +704,7 @@ func (p *Pool) probeOnce(inst *instance, g *generation, timeout time.Duration, d
 	if g.proc != nil {
 		// SIGKILL ends even a stopped process; the stop that follows
 		// (and the watcher's) then finds it gone and clears its group.
-		g.proc.cmd.Process.Signal(syscall.SIGKILL)
+		g.proc.Kill()
 	}
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	g.stop(stopCtx)

@@ -39,6 +39,7 @@ import (
 	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool/portalloc"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // Server is the definition of one child server, as the pool needs it.
@@ -65,7 +66,7 @@ type Server struct {
 	StartTimeout time.Duration // spawn + initialize; 0 = Options.StartTimeout
 
 	// InheritEnv names the daemon's variables a stdio child gets beyond the
-	// allowlist (HOME, PATH, the locale, ...: see allowedEnv); with
+	// allowlist (HOME, PATH, the locale, ...: see proc.Environ); with
 	// InheritAllEnv it gets the daemon's whole environment. Env is set
 	// over either.
 	InheritEnv    []string
@@ -165,7 +166,7 @@ type Options struct {
 	// Survive: stdio children outlive a killed daemon, their pipes held
 	// by the watchdog, and the next daemon's pool adopts them
 	// (AdoptSurvivors; survive.go). SurviveFile is where what it needs is
-	// kept. Needs a watchdog (Linux, MaybeWatch).
+	// kept. Needs a watchdog (Linux, proc.MaybeWatch).
 	Survive     bool
 	SurviveFile string
 	// Resolve, if set, maps a stdio child's command (after substitution)
@@ -210,6 +211,11 @@ type Options struct {
 	// DefaultEventBuffer events, made by New (see Events).
 	Events *EventLog
 }
+
+// MarkEnv is the variable that marks every process a pool's child starts
+// (proc.MarkEnv): what the stop of a child, and a daemon's watchdog, kill
+// by.
+const MarkEnv = proc.MarkEnv
 
 // Target says which instance a call wants.
 type Target struct {
@@ -274,7 +280,7 @@ type Pool struct {
 	ctx     context.Context // children's lifetime; cancelled by Close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // every goroutine the pool starts
-	spawner *spawner       // every child is started from its thread
+	spawner *proc.Spawner  // every child is started from its thread
 	events  *EventLog      // lifecycle events; constant after New
 	execMu  sync.Mutex     // serializes exec checks (CheckExec); guards generation.execStat, execMissing
 	surv    survive        // the survive file's writer (survive.go)
@@ -356,7 +362,7 @@ func New(opts Options) *Pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{
 		opts: opts, log: log, ctx: ctx, cancel: cancel,
-		spawner:   newSpawner(),
+		spawner:   proc.NewSpawner(),
 		events:    opts.Events,
 		servers:   map[string]*Server{},
 		instances: map[instKey]*instance{},
@@ -608,7 +614,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	wg.Wait()
 	p.cancel()
 	p.wg.Wait()
-	p.spawner.close()
+	p.spawner.Close()
 	p.removeTmpBase()
 	return nil
 }

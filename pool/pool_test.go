@@ -23,17 +23,16 @@ import (
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 func TestMain(m *testing.M) {
-	pool.MaybeWatch()
+	proc.MaybeWatch()
 	maybeResChild()
 	demo.MaybeServe()
 	switch os.Getenv(envPoolDaemon) {
 	case "1":
 		poolDaemon()
-	case "supervised":
-		supervisedDaemon()
 	case "survive":
 		survivingDaemon()
 	case "upgrade":

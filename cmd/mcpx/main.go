@@ -9,11 +9,11 @@ import (
 	"os/signal"
 	"syscall"
 
-	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 func main() {
-	pool.MaybeWatch() // the daemon's watchdog (pool.Supervise): watch, then exit
+	proc.MaybeWatch() // the daemon's watchdog (proc.Supervise): watch, then exit
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
