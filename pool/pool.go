@@ -596,7 +596,10 @@ func (p *Pool) Stop(ctx context.Context, id string) error {
 
 // Close stops the pool: no new calls, in-flight calls drain until ctx ends,
 // then every child is stopped. It returns when every goroutine and child
-// the pool started is gone.
+// the pool started is gone, with nil. Close may be called again (the
+// broker's forced stop closes the pool before the broker's Close does): a
+// later Close finds nothing to stop and returns nil too; calls are refused
+// with ErrClosed from the first.
 func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true

@@ -692,15 +692,19 @@ func TestStopDuringAStartLeavesNoChild(t *testing.T) {
 	if len(st) != 1 || st[0].State != pool.StateStarting {
 		t.Fatalf("instances %+v, want one starting", st)
 	}
+	after := lastEvent(p)
 	sctx, scancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer scancel()
 	if err := p.Stop(sctx, st[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	// Let the start finish after the stopper gave up (the child sleeps
-	// 0.5 s before serving), then Close must still return: a child nobody
-	// stops would keep its watcher, and Close, waiting forever.
-	time.Sleep(time.Second)
+	// The start finishes after the stopper gave up (the child sleeps 0.5 s
+	// before serving): its child must still be stopped, by the pool, before
+	// Close; a child nobody stops would keep its watcher, and Close,
+	// waiting forever.
+	waitEvents(t, p.Events(), after, "the late child's exit", func(ev pool.Event) bool {
+		return ev.Kind == pool.EventExit && ev.Instance == st[0].ID && ev.Pid != 0
+	})
 	closed := make(chan struct{})
 	go func() {
 		p.Close(context.Background())
@@ -736,11 +740,26 @@ func TestPanickingCallerReleasesTheInstance(t *testing.T) {
 	}
 }
 
+// TestCloseTwice: Close may be called again (the broker's forced stop
+// closes the pool before the broker's Close does): the first stops the
+// child and returns nil, the second does nothing more and returns nil,
+// and a call after them is refused with ErrClosed.
 func TestCloseTwice(t *testing.T) {
 	p := newPool(t, pool.Options{}, demoServer(t, "demo"))
-	mustCall(t, p, pool.Target{Server: "demo", Key: "global"}, "pid", nil)
-	p.Close(t.Context())
-	p.Close(t.Context()) // and newPool's cleanup closes it a third time
+	tg := pool.Target{Server: "demo", Key: "global"}
+	pid, _ := strconv.Atoi(mustCall(t, p, tg, "pid", nil))
+	if err := p.Close(t.Context()); err != nil {
+		t.Errorf("the first Close: %v, want nil", err)
+	}
+	if alive(pid) {
+		t.Errorf("child %d alive after Close returned", pid)
+	}
+	if err := p.Close(t.Context()); err != nil { // and newPool's cleanup closes it a third time
+		t.Errorf("the second Close: %v, want nil", err)
+	}
+	if _, err := call(t.Context(), p, tg, "pid", nil); !errors.Is(err, pool.ErrClosed) {
+		t.Errorf("a call after Close: %v, want ErrClosed", err)
+	}
 }
 
 // TestRootsMemoOutlivesThePool: what a pool learns about a definition's
