@@ -11,7 +11,7 @@ import (
 	"mcpx.dev/mcpx/adapter/openapi"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
-	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // adapterOf is the pool's Opener for an adapter server (openapi, cli); nil
@@ -31,7 +31,7 @@ func (b *Broker) adapterOf(name string, s *config.Server, source string) adapter
 }
 
 // cliConfig is a cli block as clitools takes it. Its processes run through
-// pool.RunTracked, so that the daemon's orphan reaper leaves their exit
+// proc.RunTracked, so that the daemon's orphan reaper leaves their exit
 // status to the call.
 func cliConfig(name string, c *config.CLI) cli.Config {
 	tools := make(map[string]cli.Tool, len(c.Tools))
@@ -40,7 +40,7 @@ func cliConfig(name string, c *config.CLI) cli.Config {
 			tools[tool] = cli.Tool{Description: t.Description, Args: t.Args, Input: t.Input, Output: t.Output}
 		}
 	}
-	return cli.Config{Server: name, Tools: tools, Run: pool.RunTracked}
+	return cli.Config{Server: name, Tools: tools, Run: proc.RunTracked}
 }
 
 // openAPIConfig is an openapi block as openapitools takes it: a relative

@@ -21,7 +21,7 @@ import (
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/observe/daemonlog"
 	"mcpx.dev/mcpx/observe/webhook"
-	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // Options configure New.
@@ -69,7 +69,7 @@ type Daemon struct {
 
 // New creates the state directory (an existing one open to other users is
 // made 0700, with a warning), opens the log, supervises grandchildren
-// (see pool.Supervise; a failure is a warning), builds the nix resolver and
+// (see proc.Supervise; a failure is a warning), builds the nix resolver and
 // the broker. On error nothing is left open.
 func New(o Options) (_ *Daemon, err error) {
 	d := &Daemon{drain: o.Drain, state: o.StateDir}
@@ -104,9 +104,9 @@ func New(o Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	// Before the first child: kill what a killed daemon of this state
-	// directory left, and keep orphaned grandchildren (see pool.Supervise).
+	// directory left, and keep orphaned grandchildren (see proc.Supervise).
 	claimHandoff(o.Handoff) // first: the children handed over are ours
-	if sup, err := pool.Supervise(o.StateDir, d.Log); err != nil {
+	if sup, err := proc.Supervise(o.StateDir, d.Log); err != nil {
 		d.Log.Warn("not supervising grandchildren", "err", err)
 	} else {
 		d.closers = append(d.closers, func() { sup.Close() })
@@ -225,7 +225,7 @@ func NixResolver(cfg *config.Config, src Source, state string, log *slog.Logger)
 		Timeout:  cfg.Nix.Timeout.D(),
 		Config:   cfg.Nix.Config,
 		Dir:      dir,
-		Run:      pool.RunTracked, // the daemon reaps orphans: nix's exit status is the resolver's
+		Run:      proc.RunTracked, // the daemon reaps orphans: nix's exit status is the resolver's
 		Logger:   log,
 	})
 }

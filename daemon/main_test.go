@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 func TestMain(m *testing.M) {
-	pool.MaybeWatch()
+	proc.MaybeWatch()
 	demo.MaybeServe()
 	os.Exit(m.Run())
 }

@@ -20,7 +20,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
-	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // envSurviveDaemon makes this test binary a stand-in `mcpx serve` on the
@@ -33,7 +33,7 @@ func init() {
 	// (the pool gives children an allowlisted environment; the watchdog
 	// is not started before Supervise, which the stand-in runs).
 	if dir := os.Getenv(envSurviveDaemon); dir != "" && os.Getenv("MCPX_WATCHDOG") == "" && os.Getenv(demo.EnvServer) == "" {
-		pool.MaybeWatch() // returns: sets up the watchdog for Supervise
+		proc.MaybeWatch() // returns: sets up the watchdog for Supervise
 		survivingDaemon(dir)
 	}
 }

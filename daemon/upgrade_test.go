@@ -24,7 +24,7 @@ import (
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/proctest"
-	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // envUpgradeDaemon makes this test binary a stand-in `mcpx serve` in the
@@ -44,7 +44,7 @@ func init() {
 	if os.Getenv(daemon.EnvHandoff) != "" {
 		upgradedDaemon(dir)
 	}
-	pool.MaybeWatch() // returns: sets up the watchdog for Supervise, which an upgrade needs
+	proc.MaybeWatch() // returns: sets up the watchdog for Supervise, which an upgrade needs
 	upgradingDaemon(dir)
 }
 

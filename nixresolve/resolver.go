@@ -49,7 +49,7 @@ type Options struct {
 	// relative to; "" = the process's working directory at New.
 	Dir string
 	// Run starts a nix process and waits for it, as (*exec.Cmd).Run, which
-	// it is when nil. The daemon passes pool.RunTracked, so that its orphan
+	// it is when nil. The daemon passes proc.RunTracked, so that its orphan
 	// reaper leaves nix's exit status to the resolver.
 	Run    func(*exec.Cmd) error
 	Logger *slog.Logger // nil = discard

@@ -7,6 +7,7 @@ import (
 
 	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // An adapter (Server.Adapter) takes a child's place: its instance is made,
@@ -24,10 +25,10 @@ func (p *Pool) openAdapter(ctx context.Context, inst *instance, sp spawnSpec, g 
 	if err := checkDir(sp); err != nil {
 		return nil, err
 	}
-	g.mark = newMark()
+	g.mark = proc.NewMark()
 	scope := adapter.Scope{
 		Server: inst.def.Name, Instance: inst.id, Root: inst.root, Cwd: sp.cwd,
-		Env: childEnv(p.opts.Env, sp.inheritAll, sp.inherit, nil, sp.env, MarkEnv+"="+g.mark),
+		Env: sp.environ(p.opts.Env, proc.MarkEnv+"="+g.mark),
 	}
 	ns, err := inst.def.Adapter.Open(ctx, scope)
 	if err != nil {

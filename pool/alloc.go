@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
 	"mcpx.dev/mcpx/internal/placeholder"
 	"mcpx.dev/mcpx/pool/portalloc"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // Alloc is one of a server's per-instance allocations: a TCP port from
@@ -219,7 +219,7 @@ func sweepRuns(parent string, spare map[string]bool) {
 		if !ok || !ok2 || err != nil || !e.IsDir() || pid <= 0 || pid == os.Getpid() || spare[dir] {
 			continue
 		}
-		if syscall.Kill(pid, 0) == syscall.ESRCH {
+		if proc.Gone(pid) {
 			os.RemoveAll(dir)
 		}
 	}

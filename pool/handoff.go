@@ -4,19 +4,16 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"log/slog"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool/execid"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // The handoff: a daemon that replaces its own image (execve, same pid)
@@ -42,11 +39,11 @@ import (
 //
 // Children must not carry a parent-death signal across the exec: the
 // kernel sends it when the *thread* that forked them exits, and execve
-// ends every thread but its caller. With a watchdog (MaybeWatch,
-// Supervise), children are started without one: the watchdog kills them,
-// by their mark, when the daemon dies, and it sees the same daemon (pid
-// and start time) alive across an exec. Without a watchdog there is no
-// handoff (ErrNoHandoff).
+// ends every thread but its caller. With a watchdog (proc.MaybeWatch,
+// proc.Supervise), children are started without one: the watchdog kills
+// them, by their mark, when the daemon dies, and it sees the same daemon
+// (pid and start time) alive across an exec. Without a watchdog there is
+// no handoff (ErrNoHandoff).
 
 // HandoffState is what a pool hands to its successor. It is persisted
 // (the daemon's handoff state file).
@@ -116,14 +113,10 @@ func (h HandoffChild) Files() []int {
 // ErrNoHandoff: this pool's children cannot outlive an exec of the daemon.
 var ErrNoHandoff = errors.New("no watchdog: children are tied to the spawning thread (parent-death signal), and an exec would kill them")
 
-// watchdogUp is set while a watchdog runs (startWatchdog): children are
-// then started without a parent-death signal.
-var watchdogUp atomic.Bool
-
 // CanHandoff reports why the pool's children could not survive an exec
-// (nil if they can).
+// (nil if they can: proc.Watched).
 func CanHandoff() error {
-	if !watchdogUp.Load() {
+	if !proc.Watched() {
 		return ErrNoHandoff
 	}
 	return nil
@@ -146,7 +139,7 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 	if p.closed {
 		return p.perr("handoff", Target{}, ErrClosed, "")
 	}
-	st := HandoffState{MarkSeq: marks.seq.Load(), Seq: map[string]int{}}
+	st := HandoffState{MarkSeq: proc.MarkSeq(), Seq: map[string]int{}}
 	for k, v := range p.seq {
 		st.Seq[k] = v
 	}
@@ -183,10 +176,10 @@ func (p *Pool) Handoff(exec func(HandoffState) error) error {
 	// What is not handed over must not outlive the exec unowned: a child
 	// starting, stopping or busy past the drain would be left with closed
 	// pipes and no one to stop it.
-	if n := killUnhanded(handed); n > 0 {
+	if n := proc.KillMarkedExcept(handed); n > 0 {
 		p.log.Info("upgrade: killed the children not handed over", "count", n)
 	}
-	sayBye() // the watchdog sees its end close at the exec, the daemon alive
+	proc.Bye() // the watchdog sees its end close at the exec, the daemon alive
 	return exec(st)
 }
 
@@ -214,18 +207,9 @@ func handoffOf(inst *instance) (HandoffChild, bool) {
 		return recordOf(inst, g), true
 	}
 	h := recordOf(inst, g)
-	c := g.proc
 	var ok bool
-	if h.Stdin, ok = fdOf(c.stdin); !ok {
-		return HandoffChild{}, false
-	}
-	if h.Stdout, ok = fdOf(c.stdoutFile()); !ok {
-		return HandoffChild{}, false
-	}
-	if h.Stderr, ok = fdOf(c.stderrR); !ok {
-		return HandoffChild{}, false
-	}
-	return h, true
+	h.Stdin, h.Stdout, h.Stderr, ok = g.proc.Files()
+	return h, ok
 }
 
 // recordOf is inst's HandoffChild for g, its ready stdio child (but for
@@ -235,7 +219,7 @@ func recordOf(inst *instance, g *generation) HandoffChild {
 		Index: inst.index, Created: inst.created, Started: inst.started,
 		SchemaKey: g.schemaKey, Exec: g.execValue(), Session: g.sess.Snapshot()}
 	if c := g.proc; c != nil {
-		h.Pid, h.Start, h.Mark = c.pid(), c.start, c.mark
+		h.Pid, h.Start, h.Mark = c.Pid(), c.StartTime(), c.Mark()
 	} else {
 		h.URL = true
 	}
@@ -251,44 +235,14 @@ func recordOf(inst *instance, g *generation) HandoffChild {
 	return h
 }
 
-// fdOf is f's descriptor, read without putting it in blocking mode (as
-// os.File.Fd would), if f is an *os.File.
-func fdOf(f any) (int, bool) {
-	sc, ok := f.(syscall.Conn)
-	if !ok {
-		return 0, false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	fd := -1
-	if rc.Control(func(u uintptr) { fd = int(u) }) != nil || fd < 0 {
-		return 0, false
-	}
-	return fd, true
-}
-
 // ClaimHandoff registers the handed-over children as this process's own
-// before the orphan reaper first looks (call it before Supervise): one
-// that exits before Adopt must be left for its waiter. It also goes on
-// from the predecessor's mark numbers, and makes the children's pipes
-// close-on-exec again before anything is started (the watchdog Supervise
-// starts would hold them open, and a child stopped later would not see
-// its stdin end).
+// before the orphan reaper first looks (call it before proc.Supervise;
+// see proc.Claim), and goes on from the predecessor's mark numbers.
 func ClaimHandoff(st HandoffState) {
-	if n := st.MarkSeq; n > marks.seq.Load() {
-		marks.seq.Store(n)
-	}
-	direct.mu.Lock()
-	defer direct.mu.Unlock()
+	proc.ContinueMarks(st.MarkSeq)
 	for _, h := range st.Children {
-		if h.URL {
-			continue
-		}
-		direct.pids[h.Pid] = true
-		for _, fd := range h.Files() {
-			syscall.CloseOnExec(fd)
+		if !h.URL {
+			proc.Claim(h.Pid, h.Files()...)
 		}
 	}
 }
@@ -333,15 +287,15 @@ func (p *Pool) Adopt(st HandoffState) Adopted {
 		// answer it by (go-sdk answers "request ID already in use" to
 		// null), leaving the call waiting for ever.
 		h.Session.NextID += upgradeIDJump
-		var c *child
+		var c inherited
 		if !h.URL {
-			c = adoptChild(h, log, &p.counters.server(h.Server).suppressed, true)
+			c = p.inherit(h, log, true)
 		}
 		res, lost := p.reclaim(h)
 		if why := p.adopt(h, c, res, lost, log); why != "" {
 			log.Info("not adopting a handed-over child: stopping it", "why", why)
 			out.Replaced = append(out.Replaced, h.ID)
-			p.stopLater(c, h, res)
+			p.stopLater(c.proc, h, res)
 			continue
 		}
 		out.Adopted = append(out.Adopted, h.ID)
@@ -349,15 +303,31 @@ func (p *Pool) Adopt(st HandoffState) Adopted {
 	return out
 }
 
+// inherited is a child adopt takes: its process, and the stdout its
+// session reads (a survivor's resynchronises: survive.go), which the
+// session's Close closes.
+type inherited struct {
+	proc   *proc.Process
+	stdout io.ReadCloser
+}
+
+// inherit is the child h describes, inherited across the exec (ours) or
+// kept by a killed daemon's keeper.
+func (p *Pool) inherit(h HandoffChild, log *slog.Logger, ours bool) inherited {
+	c := proc.Adopt(proc.Inherited{Pid: h.Pid, Start: h.Start, Mark: h.Mark, Stdin: h.Stdin, Stdout: h.Stdout, Stderr: h.Stderr, Ours: ours},
+		log, &p.counters.server(h.Server).suppressed)
+	return inherited{c, c.Stdout()}
+}
+
 // stopLater stops c, h's child, not adopted, in the background (bounded),
 // then releases res, what was reclaimed for it (reclaim): its directory
 // goes only once it is gone. c is nil for a url instance.
-func (p *Pool) stopLater(c *child, h HandoffChild, res *resources) {
+func (p *Pool) stopLater(c *proc.Process, h HandoffChild, res *resources) {
 	p.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
 		defer cancel()
 		if c != nil {
-			c.stop(ctx)
+			c.Stop(ctx)
 		}
 		p.freeResources(h.Server, h.ID, res)
 	})
@@ -366,7 +336,7 @@ func (p *Pool) stopLater(c *child, h HandoffChild, res *resources) {
 // adopt puts h's child c back in the pool, with res, the resources
 // reclaimed for it (lost says what of them could not be), or says why not.
 // On a refusal the caller still owns res.
-func (p *Pool) adopt(h HandoffChild, c *child, res *resources, lost string, log *slog.Logger) string {
+func (p *Pool) adopt(h HandoffChild, c inherited, res *resources, lost string, log *slog.Logger) string {
 	p.mu.Lock()
 	def := p.servers[h.Server]
 	why := ""
@@ -433,7 +403,7 @@ func (p *Pool) adopt(h HandoffChild, c *child, res *resources, lost string, log 
 
 // adoptGen builds the generation of h's child c, if its definition
 // identity is unchanged; else it says why not.
-func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c *child) (*generation, string) {
+func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c inherited) (*generation, string) {
 	if h.URL {
 		return p.adoptURLGen(inst, sp, h)
 	}
@@ -446,7 +416,7 @@ func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c *child) 
 		}
 		sp.command, sp.devEnv = r.Path, r.Env
 	}
-	g := &generation{dead: make(chan struct{}), proc: c}
+	g := &generation{dead: make(chan struct{}), proc: c.proc}
 	g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax, Args: sp.args}
 	id := execid.Of(sp.command, g.execOpts)
 	g.exec, g.execStat = &id, id.Stat
@@ -455,7 +425,7 @@ func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c *child) 
 		return nil, "its definition changed"
 	}
 	opts, holder := p.sessionOptions(inst, g)
-	sess, err := client.Restore(client.NewStdio(c.stdout, c.stdin), opts, h.Session)
+	sess, err := client.Restore(client.NewStdio(c.stdout, c.proc.Stdin()), opts, h.Session)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -484,53 +454,6 @@ func (p *Pool) adoptURLGen(inst *instance, sp spawnSpec, h HandoffChild) (*gener
 	holder.set(sess)
 	g.sess = sess
 	return g, ""
-}
-
-// adoptChild is the child h describes, inherited across the exec: its
-// pipes from their descriptors, its stderr read again, its exit waited
-// for by pid (it is still this process's child: ours), or else watched
-// for in /proc (a survivor of a killed daemon, re-parented elsewhere).
-func adoptChild(h HandoffChild, log *slog.Logger, suppressed *atomic.Int64, ours bool) *child {
-	for _, fd := range h.Files() {
-		// Close-on-exec again: a child that is not handed over at the
-		// next exec must not have its pipes leak into the next image.
-		syscall.CloseOnExec(fd)
-	}
-	stderrR := os.NewFile(uintptr(h.Stderr), "stderr")
-	c := &child{
-		cmd:        &exec.Cmd{},
-		mark:       h.Mark,
-		start:      h.Start,
-		stdin:      os.NewFile(uintptr(h.Stdin), "stdin"),
-		stdout:     os.NewFile(uintptr(h.Stdout), "stdout"),
-		stderrR:    stderrR,
-		stderr:     newRing(stderrRingBytes),
-		exited:     make(chan struct{}),
-		stderrDone: make(chan struct{}),
-	}
-	proc, _ := os.FindProcess(h.Pid) // never fails on unix
-	c.cmd.Process = proc
-	go c.readStderr(stderrR, log, suppressed)
-	go func() {
-		defer close(c.exited)
-		defer forget(h.Pid)
-		if procStart(h.Pid) != h.Start {
-			c.waitErr = fmt.Errorf("the handed-over child (pid %d) was gone", h.Pid)
-			return
-		}
-		if !ours {
-			c.waitErr = waitNotOurs(h.Pid, h.Start)
-			return
-		}
-		ps, err := proc.Wait()
-		switch {
-		case err != nil:
-			c.waitErr = err
-		case !ps.Success():
-			c.waitErr = &exec.ExitError{ProcessState: ps}
-		}
-	}()
-	return c
 }
 
 // kept returns the kept events, oldest first, and the next id.

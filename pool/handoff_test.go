@@ -23,6 +23,7 @@ import (
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // The per-instance server the carry-over tests (upgrade and survive) run.
@@ -245,7 +246,7 @@ func upgradingDaemon() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if _, err := pool.Supervise(filepath.Join(dir, "state"), nil); err != nil {
+	if _, err := proc.Supervise(filepath.Join(dir, "state"), nil); err != nil {
 		fail(err)
 	}
 	p := pool.New(upgradeOptions(dir))
@@ -325,7 +326,7 @@ func upgraded(t *testing.T, changed bool) (*pool.Pool, pool.Adopted, pool.Instan
 	}
 	pool.ClaimHandoff(st)
 	dir := os.Getenv(envUpgradeDir)
-	sup, err := pool.Supervise(filepath.Join(dir, "state"), nil)
+	sup, err := proc.Supervise(filepath.Join(dir, "state"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

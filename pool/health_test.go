@@ -1,12 +1,17 @@
 package pool_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/pool"
@@ -75,19 +80,36 @@ func TestHealthReplacesAStoppedIdleChild(t *testing.T) {
 }
 
 // TestHealthLeavesAnsweringChildrenAlone: a child that answers its pings
-// is kept, however many intervals pass.
+// is kept, however many it answers.
 func TestHealthLeavesAnsweringChildrenAlone(t *testing.T) {
-	def := demoServer(t, "demo")
+	// The handshake era's pings are ping requests; a stateless child is
+	// sent server/discover, as it is at its start.
+	reqs := filepath.Join(t.TempDir(), "requests")
+	def := demoServer(t, "demo", demo.EnvEra+"=handshake", demo.EnvRequestLog+"="+reqs)
 	def.HealthInterval, def.HealthTimeout = 100*time.Millisecond, 80*time.Millisecond
 	p := newPool(t, pool.Options{}, def)
 	tg := pool.Target{Server: "demo", Key: "global"}
 	pid := mustCall(t, p, tg, "pid", nil)
 	after := lastEvent(p)
-	time.Sleep(time.Second) // ten intervals of pings
+	const pings = 10
+	testenv.WaitFor(t, fmt.Sprintf("the child to be sent %d health pings", pings), func() bool { return requests(reqs, "ping") >= pings })
 	evs, _, _ := p.Events().Since(after)
 	if len(evs) != 0 || mustCall(t, p, tg, "pid", nil) != pid {
-		t.Errorf("events %+v, want none and the same child %s", evs, pid)
+		t.Errorf("after %d pings: events %+v, want none and the same child %s", requests(reqs, "ping"), evs, pid)
 	}
+}
+
+// requests counts the requests of method in a demo server's request log
+// (demo.EnvRequestLog).
+func requests(log, method string) int {
+	b, _ := os.ReadFile(log)
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		if strings.TrimSpace(line) == method {
+			n++
+		}
+	}
+	return n
 }
 
 // TestMinKeepsAnInstanceThroughACrash: with min 1 a global server's
@@ -168,21 +190,29 @@ func TestLifeFieldsReplaceNoInstance(t *testing.T) {
 }
 
 // TestMinForgetsAKeyStoppedByRequest: an instance stopped by request is
-// not started again for its key, though min keeps the last keys used.
+// not started again for its key, though min keeps the last keys used (it
+// starts that key's instance again while it is not stopped). In a bubble
+// (synctest_test.go), where the keeper's ticks pass in no time.
 func TestMinForgetsAKeyStoppedByRequest(t *testing.T) {
-	def := demoServer(t, "demo")
-	def.Min = 1
-	p := newPool(t, pool.Options{}, def)
-	tg := pool.Target{Server: "demo", Key: "session:a"}
-	mustCall(t, p, tg, "pid", nil)
-	id := p.Instances()[0].ID
-	after := lastEvent(p)
-	if err := p.Stop(t.Context(), id); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond) // more than one tick of the keeper
-	evs, _, _ := p.Events().Since(after)
-	if count(evs, pool.EventSpawn) != 0 || len(p.Instances()) != 0 {
-		t.Errorf("after the stop: events %+v, instances %+v; want none started", evs, p.Instances())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := newOfflinePool(t, pool.Options{ReapInterval: -1})
+		p.SetServers([]pool.Server{{Name: "remote", URL: "http://remote.invalid/mcp", Min: 1}})
+		failStart(t, p) // the last key used, its instance not running
+		after := lastEvent(p)
+		time.Sleep(2 * time.Second) // two ticks of the keeper
+		synctest.Wait()
+		if evs, _, _ := p.Events().Since(after); count(evs, pool.EventSpawn) == 0 {
+			t.Fatalf("in two ticks min started nothing for the last key used: events %+v", evs)
+		}
+		if err := p.Stop(t.Context(), p.Instances()[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		after = lastEvent(p)
+		time.Sleep(10 * time.Second) // ten ticks of the keeper
+		synctest.Wait()
+		evs, _, _ := p.Events().Since(after)
+		if count(evs, pool.EventSpawn) != 0 || len(p.Instances()) != 0 {
+			t.Errorf("after the stop: events %+v, instances %+v; want none started", evs, p.Instances())
+		}
+	})
 }

@@ -2,22 +2,18 @@ package pool
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"mcpx.dev/mcpx/observe/tracing"
 
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool/execid"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // instance is one (server, key) slot. Its root and spawn spec are fixed at
@@ -96,7 +92,7 @@ type startAttempt struct {
 
 // generation is one running child and its session.
 type generation struct {
-	proc     *child // nil for url servers
+	proc     *proc.Process // nil for url servers
 	sess     *client.Session
 	stopOnce sync.Once
 	dead     chan struct{} // closed by the watcher once the child is gone
@@ -131,7 +127,7 @@ func (g *generation) pid() int {
 	if g == nil || g.proc == nil {
 		return 0
 	}
-	return g.proc.pid()
+	return g.proc.Pid()
 }
 
 // stop ends the session and the child, once, however many callers ask.
@@ -141,12 +137,12 @@ func (g *generation) stop(ctx context.Context) {
 			g.sess.Close()
 		}
 		if g.proc != nil {
-			g.proc.stop(ctx)
+			g.proc.Stop(ctx)
 		}
 		if g.mark != "" {
 			// The session's end cancelled and waited for the adapter's
 			// calls; what they started and left is killed by its mark.
-			killRest(g.mark, nil)
+			proc.KillMarked(g.mark)
 		}
 	})
 }
@@ -161,321 +157,12 @@ func (g *generation) deathDetail() string {
 	return "the child " + g.exitDesc
 }
 
-func (p *Pool) startLocked(inst *instance, now time.Time) bool {
-	a := &startAttempt{done: make(chan struct{}), parent: inst.traceParent}
-	inst.traceParent = trace.SpanContext{}
-	ranBefore := !inst.started.IsZero()
-	if !p.updateLocked(inst, &event{kind: evStart, now: now, attempt: a}) {
-		return false
-	}
-	if ranBefore {
-		p.stats.Restarts++
-	}
-	p.wg.Go(func() { p.start(inst, a) })
-	return true
-}
-
-// start spawns the child and runs initialize, bounded by the start timeout
-// and the pool's lifetime — never by the caller that triggered it.
-func (p *Pool) start(inst *instance, a *startAttempt) {
-	t := Target{Server: inst.def.Name, Key: inst.key.key}
-	log := p.log.With("server", inst.def.Name, "key", inst.key.key, "instance", inst.id)
-	pctx := p.ctx
-	if tracing.Enabled() && a.parent.IsValid() {
-		var sp trace.Span
-		pctx, sp = tracing.Start(trace.ContextWithSpanContext(p.ctx, a.parent), "mcpx.spawn")
-		sp.SetAttributes(attribute.String("mcpx.server", inst.def.Name), attribute.String("mcpx.instance", inst.id))
-		defer func() {
-			if a.err != nil {
-				tracing.Fail(sp, a.err)
-			}
-			sp.End()
-		}()
-	}
-	sp, err := p.prepare(inst)
-	if err != nil {
-		e := p.perr("start", t, ErrStart, err.Error())
-		e.Cause = err
-		p.finishStart(inst, a, nil, e, log)
-		return
-	}
-	// The program first: a nix: spec may build for minutes the first time,
-	// which is not the child's start (Options.Resolve).
-	var prog *Program
-	if inst.def.URL == "" && inst.def.Adapter == nil && p.opts.Resolve != nil {
-		r, err := p.opts.Resolve(p.ctx, sp.command, inst.def.Environment)
-		if err != nil {
-			e := p.perr("start", t, ErrStart, err.Error())
-			e.Cause = err
-			if p.ctx.Err() != nil {
-				e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
-			}
-			p.finishStart(inst, a, nil, e, log)
-			return
-		}
-		sp.command, sp.devEnv = r.Path, r.Env
-		if r.Spec != "" || r.Environment != "" {
-			prog = &r
-		}
-	}
-	ctx, cancel := context.WithTimeout(pctx, inst.startTimeout(p.opts.StartTimeout))
-	defer cancel()
-
-	g := &generation{dead: make(chan struct{}), program: prog}
-	var tr client.Transport
-	transport := transportOf(inst.def)
-	switch {
-	case inst.def.Adapter != nil:
-		p.unbind(inst)
-		if tr, err = p.openAdapter(ctx, inst, sp, g); err != nil {
-			e := p.perr("start", t, ErrStart, err.Error())
-			e.Cause = err
-			p.finishStart(inst, a, nil, e, log)
-			return
-		}
-	case inst.def.URL != "":
-		p.unbind(inst)
-		tr = client.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient)
-	default:
-		if err := checkDir(sp); err != nil {
-			p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, err.Error()), log)
-			return
-		}
-		if inst.def.ReadyStderr != "" {
-			re, err := regexp.Compile(inst.def.ReadyStderr)
-			if err != nil {
-				p.finishStart(inst, a, nil, p.perr("start", t, ErrStart, fmt.Sprintf("ready.stderr is not a regular expression: %v", err)), log)
-				return
-			}
-			sp.ready = re
-		}
-		g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax, Args: sp.args}
-		id := execid.Of(sp.command, g.execOpts)
-		g.exec, g.execStat = &id, id.Stat
-		if !id.Missing() {
-			sp.path = id.Path // exec what was identified, found on the child's PATH
-		}
-		// The ports are ours up to here; the child binds them next. What
-		// is left of the check-then-use gap is the exec and the child's
-		// start-up (package portalloc).
-		p.unbind(inst)
-		proc, err := startChild(sp, p.opts.Env, p.spawner, log, &p.counters.server(inst.def.Name).suppressed)
-		if err != nil {
-			e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; %s", sp.command, err, missingHint(sp.command, err)))
-			e.Cause = err
-			p.finishStart(inst, a, nil, e, log)
-			return
-		}
-		g.proc = proc
-		tr = client.NewStdio(proc.stdout, proc.stdin)
-	}
-	g.schemaKey = schemaKey(inst.def, inst.root, inst.spec, g.execValue())
-	ictx, isp := ctx, tracing.NoSpan
-	if tracing.Enabled() {
-		ictx, isp = tracing.StartChild(ctx, "mcpx.initialize", tracing.Client)
-	}
-	sess, err := p.connect(ictx, tr, inst, g)
-	tracing.Fail(isp, err)
-	isp.End()
-	if err != nil {
-		e := p.perr("start", t, ErrStart, err.Error())
-		e.Cause = err
-		if p.ctx.Err() != nil {
-			e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
-		} else if ctx.Err() != nil {
-			e.Err = ErrStartTimeout
-			e.Detail = fmt.Sprintf("no initialize answer within %s; is %q an MCP server speaking JSON-RPC on stdout?", inst.startTimeout(p.opts.StartTimeout), inst.def.Name)
-			// The callers waited the whole start timeout already: answer
-			// them now, and stop the silent child (stdin, SIGTERM, SIGKILL,
-			// seconds each) in the background rather than on their time.
-			if g.proc != nil {
-				e.StderrTail = g.proc.stderr.Tail(20)
-			}
-			p.finishStart(inst, a, nil, e, log)
-			p.stopGenAsync(g, tr.Close)
-			return
-		}
-		stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Second)
-		g.stop(stopCtx)
-		stopCancel()
-		if g.proc != nil {
-			e.StderrTail = g.proc.stderrTail()
-			if errors.Is(err, client.ErrClosed) && !brokeProtocol(err) {
-				e.Err = ErrCrashed
-				e.Detail = "the child " + g.proc.exitDescription() + " during initialize"
-			}
-		}
-		tr.Close()
-		p.finishStart(inst, a, nil, e, log)
-		return
-	}
-	if e := p.awaitReady(ctx, inst, g, t); e != nil {
-		sess.Close()
-		p.finishStart(inst, a, nil, e, log)
-		p.stopGenAsync(g, nil)
-		return
-	}
-	g.sess = sess
-	p.schema.update(g.schemaKey, func(e *schemaEntry) {
-		e.Server, e.Era, e.Protocol, e.Init = inst.def.Name, sess.Era(), sess.ProtocolVersion(), sess.InitializeResult()
-	})
-	log.InfoContext(ctx, "spawned", "root", inst.root, "cwd", sp.cwd, "cwdSource", sp.cwdSource,
-		"pid", g.pid(), "transport", transport, "protocol", sess.ProtocolVersion(), "degraded", inst.degraded, "exec", g.execValue())
-	p.keepSurvivor(inst, g, log)
-	p.finishStart(inst, a, g, nil, log)
-	p.saveSurvivorsOf(inst.def, g)
-}
-
-// awaitReady waits, within the start's ctx, for g's stderr to show the
-// server's readiness signal (Server.ReadyStderr); nil at once when it has
-// none. A child that initialized is not yet ready for a first call when
-// it applies its MCP roots asynchronously: only it can say when it has.
-func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t Target) *Error {
-	if g.proc == nil || g.proc.ready == nil {
-		return nil
-	}
-	select {
-	case <-g.proc.ready:
-		return nil
-	case <-g.proc.exited:
-		e := p.perr("start", t, ErrCrashed, "the child "+g.proc.exitDescription()+" before its stderr showed it ready (ready.stderr)")
-		e.StderrTail = g.proc.stderrTail()
-		return e
-	case <-ctx.Done():
-		e := p.perr("start", t, ErrStartTimeout, fmt.Sprintf("no line of the child's stderr matched ready.stderr %q within %s; check the pattern against what %q prints (`mcpx status` shows its stderr)",
-			inst.def.ReadyStderr, inst.startTimeout(p.opts.StartTimeout), inst.def.Name))
-		if p.ctx.Err() != nil {
-			e.Err, e.Detail = ErrClosed, "the daemon is shutting down"
-		}
-		e.StderrTail = g.proc.stderr.Tail(20)
-		return e
-	}
-}
-
-// connect runs initialize, returning early if the child dies first.
-func (p *Pool) connect(ctx context.Context, tr client.Transport, inst *instance, g *generation) (*client.Session, error) {
-	opts, holder := p.sessionOptions(inst, g)
-	if g.proc == nil {
-		sess, err := client.Connect(ctx, tr, opts)
-		holder.set(sess)
-		return sess, err
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-g.proc.exited:
-			cancel(fmt.Errorf("%w: %s", client.ErrClosed, g.proc.exitDescription()))
-			tr.Close()
-		case <-ctx.Done():
-		}
-	}()
-	sess, err := client.Connect(ctx, tr, opts)
-	holder.set(sess)
-	if err != nil && !brokeProtocol(err) {
-		// The child's exit is the better explanation, unless it broke the
-		// protocol first (its exit is then our doing).
-		if cause := context.Cause(ctx); errors.Is(cause, client.ErrClosed) {
-			return nil, cause
-		}
-	}
-	return sess, err
-}
-
-// sessionOptions are the options of g's session, and the holder its list
-// hooks read the session from (set it once the session is made).
-func (p *Pool) sessionOptions(inst *instance, g *generation) (client.Options, *sessionHolder) {
-	root := inst.root
-	if inst.def.NoRoots || inst.def.Adapter != nil {
-		root = "" // an adapter has its root in its Scope
-	}
-	opts := client.Options{Root: root, ClientName: p.opts.ClientName, ClientVersion: p.opts.ClientVersion, Logger: p.log.With("server", inst.def.Name, "key", inst.key.key),
-		MaxMessageBytes: p.opts.MaxMessageBytes, RootsMemo: p.rootsMemoFor(inst.def), RootsWait: p.opts.RootsWait,
-		Sampling: inst.def.Sampling, CallerRoots: inst.def.CallerRoots, RootsSignalled: inst.def.ReadyStderr != "" && g.proc != nil}
-	// The era an earlier child of this effective definition spoke: a
-	// handshake-era child is initialized without the probe.
-	if e := p.schema.get(g.schemaKey); e != nil {
-		opts.Era = e.Era
-	}
-	if inst.def.Era != "" {
-		opts.Era = inst.def.Era
-	}
-	if inst.def.Adapter != nil {
-		opts.Era = client.EraHandshake // adapter.Transport's, with no probe
-	}
-	holder := new(sessionHolder)
-	opts.OnList, opts.OnListChanged = p.listHooks(g.schemaKey, holder)
-	if f, server, onList := p.opts.OnTools, inst.def.Name, opts.OnList; f != nil {
-		opts.OnList = func(method string, list json.RawMessage) {
-			onList(method, list)
-			if method == "tools/list" {
-				f(server, list)
-			}
-		}
-	}
-	if f := p.opts.OnNotify; f != nil {
-		server, key := inst.def.Name, inst.key.key
-		opts.OnNotify = func(method string, params json.RawMessage) { f(server, key, method, params) }
-	}
-	return opts, holder
-}
-
-// brokeProtocol reports whether err says the child broke the protocol (a
-// line that is not JSON, a message over the size limit): its exit, if it
-// follows, is then our doing, not the explanation.
-func brokeProtocol(err error) bool {
-	var pe *client.ProtocolError
-	return errors.As(err, &pe) || errors.Is(err, client.ErrMessageTooLarge)
-}
-
-func (p *Pool) finishStart(inst *instance, a *startAttempt, g *generation, err *Error, log *slog.Logger) {
-	p.mu.Lock()
-	defer p.unlock()
-	defer close(a.done)
-	now := p.opts.Now()
-	if err != nil {
-		a.err = err
-		p.updateLocked(inst, &event{kind: evStartFailed, now: now, attempt: a, fail: &failure{err.Detail, err.StderrTail}})
-		p.stats.StartFailures++
-		p.logLocked(log, slog.LevelWarn, "start failed", "err", err, "stderr", err.StderrTail)
-		if res := p.releaseLocked(inst); res != nil {
-			// Its stopper gave up waiting for this start.
-			p.wg.Go(func() { p.releaseResources(inst, res) })
-		}
-		return
-	}
-	if !p.updateLocked(inst, &event{kind: evStarted, now: now, attempt: a, gen: g}) {
-		a.err = p.perr("start", Target{Server: inst.def.Name, Key: inst.key.key}, ErrStart, "internal error: the instance refused its new child")
-		p.stopGenAsync(g, nil)
-		return
-	}
-	p.stats.Spawns++
-	p.wg.Go(func() { p.watch(inst, g) })
-	if inst.phase.removed() {
-		// Removed while starting, and its stopper may have given up
-		// waiting: nobody else will stop this child.
-		p.stopGenAsync(g, nil)
-	}
-}
-
-// stopGenAsync stops g in the background, bounded, then runs after (if set).
-func (p *Pool) stopGenAsync(g *generation, after func() error) {
-	p.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		g.stop(ctx)
-		if after != nil {
-			after()
-		}
-	})
-}
-
 // watch waits for the child to end, then records why. One watcher per
 // generation; it is the only place a crash is noticed.
 func (p *Pool) watch(inst *instance, g *generation) {
 	var exited <-chan struct{}
 	if g.proc != nil {
-		exited = g.proc.exited
+		exited = g.proc.Exited()
 	}
 	select {
 	case <-exited:
@@ -485,8 +172,8 @@ func (p *Pool) watch(inst *instance, g *generation) {
 	g.stop(ctx)
 	cancel()
 	if g.proc != nil {
-		g.exitDesc = g.proc.exitDescription()
-		g.tail = g.proc.stderrTail()
+		g.exitDesc = g.proc.ExitDescription()
+		g.tail = g.proc.FinalTail()
 	} else if err := g.sess.Err(); err != nil {
 		g.exitDesc = "session ended: " + err.Error()
 	}
@@ -651,7 +338,7 @@ func (p *Pool) probeOnce(inst *instance, g *generation, timeout time.Duration, d
 	}
 	var tail string
 	if g.proc != nil {
-		tail = g.proc.stderr.Tail(20)
+		tail = g.proc.Tail(20)
 	}
 	if !p.updateLocked(inst, &event{kind: evWedged, now: p.opts.Now(), gen: g, fail: &failure{detail, tail}}) {
 		p.unlock()
@@ -665,7 +352,7 @@ func (p *Pool) probeOnce(inst *instance, g *generation, timeout time.Duration, d
 	if g.proc != nil {
 		// SIGKILL ends even a stopped process; the stop that follows
 		// (and the watcher's) then finds it gone and clears its group.
-		g.proc.cmd.Process.Signal(syscall.SIGKILL)
+		g.proc.Kill()
 	}
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	g.stop(stopCtx)

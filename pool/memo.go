@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"sync"
 
@@ -71,25 +72,34 @@ type memoDoc struct {
 
 func loadMemoFile(path string, log *slog.Logger) *memoFile {
 	m := &memoFile{path: path, log: log, asks: map[string]bool{}}
+	var doc memoDoc
+	if loadVersioned(path, memoVersion, &doc, &doc.Version, log, "the pool's memo file") {
+		maps.Copy(m.asks, doc.RootsList)
+	}
+	return m
+}
+
+// loadVersioned reads the JSON file at path into doc, whose version field
+// is version, and reports whether it holds what this version means: a
+// file that is not there (or no path) is nothing, silently; one that
+// cannot be read, is not JSON or is of another version than want is
+// ignored with a warning naming what, as it will be rewritten.
+func loadVersioned(path string, want int, doc any, version *int, log *slog.Logger, what string) bool {
 	if path == "" {
-		return m
+		return false
 	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return m
+		return false
 	}
-	var doc memoDoc
 	if err == nil {
-		err = json.Unmarshal(b, &doc)
+		err = json.Unmarshal(b, doc)
 	}
-	if err != nil || doc.Version != memoVersion {
-		log.Warn("ignoring the pool's memo file; it will be rewritten", "path", path, "err", err, "version", doc.Version)
-		return m
+	if err != nil || *version != want {
+		log.Warn("ignoring "+what+"; it will be rewritten", "path", path, "err", err, "version", *version)
+		return false
 	}
-	for k, v := range doc.RootsList {
-		m.asks[k] = v
-	}
-	return m
+	return true
 }
 
 func (m *memoFile) get(fp string) (asks, known bool) {

@@ -40,6 +40,7 @@ import (
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/pool/portalloc"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // Server is the definition of one child server, as the pool needs it.
@@ -66,7 +67,7 @@ type Server struct {
 	StartTimeout time.Duration // spawn + initialize; 0 = Options.StartTimeout
 
 	// InheritEnv names the daemon's variables a stdio child gets beyond the
-	// allowlist (HOME, PATH, the locale, ...: see allowedEnv); with
+	// allowlist (HOME, PATH, the locale, ...: see proc.Environ); with
 	// InheritAllEnv it gets the daemon's whole environment. Env is set
 	// over either.
 	InheritEnv    []string
@@ -166,7 +167,7 @@ type Options struct {
 	// Survive: stdio children outlive a killed daemon, their pipes held
 	// by the watchdog, and the next daemon's pool adopts them
 	// (AdoptSurvivors; survive.go). SurviveFile is where what it needs is
-	// kept. Needs a watchdog (Linux, MaybeWatch).
+	// kept. Needs a watchdog (Linux, proc.MaybeWatch).
 	Survive     bool
 	SurviveFile string
 	// Resolve, if set, maps a stdio child's command (after substitution)
@@ -211,6 +212,11 @@ type Options struct {
 	// DefaultEventBuffer events, made by New (see Events).
 	Events *EventLog
 }
+
+// MarkEnv is the variable that marks every process a pool's child starts
+// (proc.MarkEnv): what the stop of a child, and a daemon's watchdog, kill
+// by.
+const MarkEnv = proc.MarkEnv
 
 // Target says which instance a call wants.
 type Target struct {
@@ -275,7 +281,7 @@ type Pool struct {
 	ctx     context.Context // children's lifetime; cancelled by Close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // every goroutine the pool starts
-	spawner *spawner       // every child is started from its thread
+	spawner *proc.Spawner  // every child is started from its thread
 	events  *EventLog      // lifecycle events; constant after New
 	execMu  sync.Mutex     // serializes exec checks (CheckExec); guards generation.execStat, execMissing
 	surv    survive        // the survive file's writer (survive.go)
@@ -357,7 +363,7 @@ func New(opts Options) *Pool {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{
 		opts: opts, log: log, ctx: ctx, cancel: cancel,
-		spawner:   newSpawner(),
+		spawner:   proc.NewSpawner(),
 		events:    opts.Events,
 		servers:   map[string]*Server{},
 		instances: map[instKey]*instance{},
@@ -591,7 +597,10 @@ func (p *Pool) Stop(ctx context.Context, id string) error {
 
 // Close stops the pool: no new calls, in-flight calls drain until ctx ends,
 // then every child is stopped. It returns when every goroutine and child
-// the pool started is gone.
+// the pool started is gone, with nil. Close may be called again (the
+// broker's forced stop closes the pool before the broker's Close does): a
+// later Close finds nothing to stop and returns nil too; calls are refused
+// with ErrClosed from the first.
 func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
@@ -609,7 +618,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	wg.Wait()
 	p.cancel()
 	p.wg.Wait()
-	p.spawner.close()
+	p.spawner.Close()
 	p.removeTmpBase()
 	return nil
 }

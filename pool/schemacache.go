@@ -5,10 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io/fs"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -91,19 +88,8 @@ type schemaCache struct {
 func loadSchemaCache(path string, log *slog.Logger, now func() time.Time) *schemaCache {
 	c := &schemaCache{path: path, log: log, maxEntries: DefaultSchemaCacheEntries, maxBytes: DefaultSchemaCacheBytes,
 		now: now, entries: map[string]*schemaEntry{}, kick: make(chan struct{}, 1)}
-	if path == "" {
-		return c
-	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return c
-	}
 	var doc schemaDoc
-	if err == nil {
-		err = json.Unmarshal(b, &doc)
-	}
-	if err != nil || doc.Version != schemaVersion {
-		log.Warn("ignoring the schema cache file; it will be rewritten", "path", path, "err", err, "version", doc.Version)
+	if !loadVersioned(path, schemaVersion, &doc, &doc.Version, log, "the schema cache file") {
 		return c
 	}
 	for k, e := range doc.Entries {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // supervise makes the test process the subreaper and orphan reaper the
@@ -20,7 +21,7 @@ import (
 // check has run).
 func supervise(t *testing.T) {
 	t.Helper()
-	sup, err := pool.Supervise(t.TempDir(), nil)
+	sup, err := proc.Supervise(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/internal/placeholder"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // SpawnCwd decides a child's working directory: the server's configured cwd
@@ -172,14 +173,30 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// childPath is the PATH a child of sp gets: the last PATH its environment
-// ends up with (exec keeps the last of a duplicated name).
-func childPath(base []string, sp spawnSpec) string {
-	path := ""
-	for _, kv := range childEnv(base, sp.inheritAll, sp.inherit, sp.devEnv, sp.env) {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
+// environ is the environment a child of sp gets: what proc.Environ
+// allows of base (the daemon's), sp's execution environment and its own
+// variables, then extra.
+func (sp spawnSpec) environ(base []string, extra ...string) []string {
+	return proc.Environ(base, proc.Env{Inherit: sp.inherit, InheritAll: sp.inheritAll, Dev: sp.devEnv, Set: sp.env}, extra...)
+}
+
+// childPath is the PATH a child of sp gets.
+func childPath(base []string, sp spawnSpec) string { return proc.PathOf(sp.environ(base)) }
+
+// procCommand is what starts sp's child, its environment made from base.
+func (sp spawnSpec) procCommand(base []string) proc.Command {
+	env := sp.environ(base)
+	name := sp.command
+	if len(sp.devEnv) > 0 && !strings.Contains(name, "/") {
+		// A command the execution environment provides is looked up in
+		// the child's PATH, not the daemon's.
+		if found := proc.LookPath(name, env); found != "" {
+			name = found
 		}
 	}
-	return path
+	path := name
+	if sp.path != "" {
+		path = sp.path // found on the child's own PATH (execid), not the daemon's
+	}
+	return proc.Command{Path: path, Args: append([]string{name}, sp.args...), Dir: sp.cwd, Env: env}
 }

@@ -69,7 +69,7 @@ type InstanceStatus struct {
 // from, which status shows per instance. The pool reads only Path and Env.
 type Program struct {
 	Path string   // what to exec
-	Env  []string // KEY=VALUE under the server's own env (childEnv)
+	Env  []string // KEY=VALUE under the server's own env (proc.Env.Dev)
 
 	Spec        string // the program spec as configured (nix:<ref>#<attr>)
 	Rev         string // its locked git revision, if any

@@ -6,23 +6,22 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // Surviving a killed daemon (Options.Survive). Each ready stdio child's
-// pipes are held by the watchdog as well (keeper_linux.go), and what the
+// pipes are held by the watchdog as well (proc.Process.Keep), and what the
 // next daemon needs to go on talking to it — the instance's key, root,
 // definition identity, pid, start time, mark, executable, its session
 // (era, protocol version, initialize answer), its ports and private
 // directory — is kept in the survive file, rewritten atomically as
 // children become ready and exit. The next daemon of the same state
-// directory takes the pipes from the keeper (Supervise) and
+// directory takes the pipes from the keeper (proc.Supervise) and
 // AdoptSurvivors puts back the children whose definition is unchanged,
 // as an upgrade's Adopt does, with three differences: they
 // are not its children (their exit is watched in /proc); their stdout is
@@ -65,12 +64,9 @@ func (p *Pool) keepSurvivor(inst *instance, g *generation, log *slog.Logger) {
 	if !p.opts.Survive || g.proc == nil {
 		return
 	}
-	if err := keepChild(g.proc); err != nil {
+	if err := g.proc.Keep(); err != nil {
 		log.Warn("survive: this child dies with the daemon", "err", err)
-		return
 	}
-	g.proc.exe = exeOf(g.proc.pid())
-	g.proc.kept.Store(true)
 }
 
 // saveSurvivors rewrites the survive file with the pool's kept, ready
@@ -90,7 +86,7 @@ func (p *Pool) saveSurvivors() {
 		}
 		r := survivorRecord{HandoffChild: recordOf(inst, g)}
 		if g.proc != nil {
-			r.Exe = g.proc.exe
+			r.Exe = g.proc.Exe()
 		}
 		f.Children = append(f.Children, r)
 	}
@@ -103,7 +99,7 @@ func (p *Pool) saveSurvivors() {
 }
 
 // AdoptSurvivors puts back the children a killed predecessor kept
-// (Options.Survive), whose pipes Supervise took from its keeper: call it
+// (Options.Survive), whose pipes proc.Supervise took from its keeper: call it
 // once, after SetServers, before the first call. An instance whose
 // server is still defined with the same identity is ready again with its
 // pid and session; the others are stopped, as is every kept child when
@@ -121,20 +117,20 @@ func (p *Pool) AdoptSurvivors() Adopted {
 		h := r.HandoffChild
 		h.Session.NextID += surviveIDJump
 		log := p.log.With("server", h.Server, "key", h.Key, "instance", h.ID, "pid", h.Pid)
-		var c *child
+		var c inherited
 		why := ""
 		if !h.URL {
-			s, ok := takeSurvivor(r.Mark)
+			s, ok := proc.TakeSurvivor(r.Mark)
 			if !ok {
 				continue // gone, or not kept by this keeper
 			}
-			h.Stdin, h.Stdout, h.Stderr = s.stdin, s.stdout, s.stderr
-			c = adoptChild(h, log, &p.counters.server(h.Server).suppressed, false)
+			h.Stdin, h.Stdout, h.Stderr = s.Stdin, s.Stdout, s.Stderr
+			c = p.inherit(h, log, false)
 			c.stdout = newResync(c.stdout)
 			switch {
 			case s.Pid != h.Pid || s.Start != h.Start:
 				why = "the keeper's child is not the one recorded"
-			case r.Exe == "" || exeOf(h.Pid) != r.Exe:
+			case r.Exe == "" || proc.Exe(h.Pid) != r.Exe:
 				why = "its executable is not the one recorded"
 			}
 		}
@@ -148,13 +144,13 @@ func (p *Pool) AdoptSurvivors() Adopted {
 		if why != "" {
 			log.Info("not adopting a kept child: stopping it", "why", why)
 			out.Replaced = append(out.Replaced, h.ID)
-			p.stopLater(c, h, res)
+			p.stopLater(c.proc, h, res)
 			continue
 		}
 		log.Info("adopted a child a killed daemon kept", "url", h.URL)
 		out.Adopted = append(out.Adopted, h.ID)
 	}
-	if n := killSurvivors(p.log); n > 0 {
+	if n := proc.KillSurvivors(p.log); n > 0 {
 		p.log.Info("survive: killed the kept children with no record", "count", n)
 	}
 	p.wg.Go(p.saveSurvivors)
@@ -199,16 +195,8 @@ func (s *resync) Read(b []byte) (int, error) {
 	return s.r.Read(b)
 }
 
+// Close closes the pipe, which unblocks a Read (the session's Close).
 func (s *resync) Close() error { return s.c.Close() }
-
-// exeOf is the executable pid runs, "" if it cannot be read.
-func exeOf(pid int) string {
-	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
-	if err != nil {
-		return ""
-	}
-	return exe
-}
 
 // saveSurvivorsOf rewrites the survive file if g, a generation of def,
 // is recorded in it.
@@ -223,16 +211,7 @@ func (p *Pool) saveSurvivorsOf(def *Server, g *generation) {
 // which lives at the remote (an adapter's lives in this process).
 func outlivesDaemon(def *Server, g *generation) bool {
 	if g.proc != nil {
-		return g.proc.kept.Load()
+		return g.proc.Kept()
 	}
 	return def.URL != "" && def.Adapter == nil
-}
-
-// stdoutFile is c's stdout pipe, under the resynchronising reader of a
-// child adopted from a killed daemon (idle, it has nothing buffered).
-func (c *child) stdoutFile() any {
-	if r, ok := c.stdout.(*resync); ok {
-		return r.c
-	}
-	return c.stdout
 }

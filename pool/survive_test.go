@@ -15,6 +15,7 @@ import (
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 )
 
 // envSurviveDir is the state directory's parent of survivingDaemon;
@@ -57,7 +58,7 @@ func tmpParent(dir string) string {
 // flight; it prints the child's pid and waits to be killed.
 func survivingDaemon() {
 	dir := os.Getenv(envSurviveDir)
-	if _, err := pool.Supervise(filepath.Join(dir, "state"), nil); err != nil {
+	if _, err := proc.Supervise(filepath.Join(dir, "state"), nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -121,7 +122,7 @@ func killedWithAChild(t *testing.T, survive bool, env ...string) (string, int) {
 // Supervise on the same state directory, a pool of def, AdoptSurvivors.
 func nextDaemon(t *testing.T, dir string, survive bool, def pool.Server) (*pool.Pool, pool.Adopted) {
 	t.Helper()
-	sup, err := pool.Supervise(filepath.Join(dir, "state"), nil)
+	sup, err := proc.Supervise(filepath.Join(dir, "state"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ type Config struct {
 	// Over it, a text result is cut (and says so), a json one fails.
 	MaxOutput int
 	// Run starts cmd and waits for it, as (*exec.Cmd).Run, which it is
-	// when nil. The daemon passes pool.RunTracked, so that its orphan
+	// when nil. The daemon passes proc.RunTracked, so that its orphan
 	// reaper leaves the exit status to the call.
 	Run func(*exec.Cmd) error
 }

@@ -12,7 +12,7 @@ import (
 func TestDeps(t *testing.T) {
 	deptest.Rules{
 		BadDeps: map[string]string{
-			"mcpx.dev/mcpx/pool/...":   "the pool runs the adapter through adapter.Opener; the daemon hands in pool.RunTracked as Config.Run",
+			"mcpx.dev/mcpx/pool/...":   "the pool runs the adapter through adapter.Opener; the daemon hands in proc.RunTracked as Config.Run",
 			"mcpx.dev/mcpx/broker/...": "the broker builds the Config from its own; an adapter knows no config file",
 			"mcpx.dev/mcpx/api/...":    "an adapter is served by the surfaces above the pool with no code of its own",
 		},

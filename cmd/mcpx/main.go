@@ -9,14 +9,14 @@ import (
 	"os/signal"
 	"syscall"
 
-	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc"
 	"mcpx.dev/mcpx/pool/proc/sandbox"
 )
 
 func main() {
 	// A confined child's helper (pool/proc/sandbox) confines itself and execs the child.
 	sandbox.MaybeExec()
-	pool.MaybeWatch() // the daemon's watchdog (pool.Supervise): watch, then exit
+	proc.MaybeWatch() // the daemon's watchdog (proc.Supervise): watch, then exit
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -1,4 +1,4 @@
-package pool
+package proc
 
 import (
 	"os/exec"
@@ -7,7 +7,7 @@ import (
 
 // setDeathSignal ties cmd to the spawner's thread, unless a watchdog
 // runs: it kills the children of a dead daemon, and, unlike the signal,
-// lets them outlive an exec of the daemon (see Pool.Handoff).
+// lets them outlive an exec of the daemon (see Watched).
 func setDeathSignal(cmd *exec.Cmd) {
 	if !watchdogUp.Load() {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL

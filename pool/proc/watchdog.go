@@ -1,4 +1,4 @@
-package pool
+package proc
 
 import (
 	"fmt"
@@ -111,6 +111,18 @@ func watch(state, dir string) int {
 	return 0
 }
 
+// watchdogUp is set while a watchdog runs (startWatchdog): children are
+// then started without a parent-death signal.
+var watchdogUp atomic.Bool
+
+// Watched reports whether a watchdog runs: only then can children outlive
+// an exec of the daemon (they are started without a parent-death signal,
+// which the kernel sends when the thread that forked them exits, and
+// execve ends every thread but its caller; the watchdog kills them by
+// their mark when the daemon dies, and sees the same daemon alive across
+// an exec).
+func Watched() bool { return watchdogUp.Load() }
+
 // startWatchdog starts this binary as the watchdog of state, if it can be
 // (on Linux, MaybeWatch was called, its executable is known). It returns the
 // function that tells the watchdog the daemon is done (it then finds
@@ -119,15 +131,17 @@ func startWatchdog(state, dir string, log *slog.Logger) (stop func()) {
 	if !watchHook.Load() || runtime.GOOS != "linux" { // elsewhere it could find no mark
 		return func() {}
 	}
-	exe, err := os.Executable()
-	if err != nil {
+	none := func(err error) func() {
 		log.Warn("no watchdog: grandchildren outlive a killed daemon until the next one starts", "err", err)
 		return func() {}
 	}
+	exe, err := os.Executable()
+	if err != nil {
+		return none(err)
+	}
 	r, err := keeperPair()
 	if err != nil {
-		log.Warn("no watchdog: grandchildren outlive a killed daemon until the next one starts", "err", err)
-		return func() {}
+		return none(err)
 	}
 	cmd := exec.Command(exe)
 	// The name it was started by: a binary that dispatches on it (a test
@@ -150,13 +164,12 @@ func startWatchdog(state, dir string, log *slog.Logger) (stop func()) {
 	r.Close()
 	if err != nil {
 		closeKeeper()
-		log.Warn("no watchdog: grandchildren outlive a killed daemon until the next one starts", "err", err)
-		return func() {}
+		return none(err)
 	}
 	watchdogUp.Store(true)
 	return func() {
 		watchdogUp.Store(false)
-		sayBye()
+		Bye()
 		closeKeeper()
 		cmd.Wait()
 		forget(cmd.Process.Pid)

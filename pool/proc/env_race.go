@@ -1,6 +1,6 @@
 //go:build race
 
-package pool
+package proc
 
 // testEnv: a race-instrumented daemon (only ever a test binary or a
 // developer's build) passes GORACE on, so that the race-built test binaries

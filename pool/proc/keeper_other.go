@@ -1,6 +1,6 @@
 //go:build !linux
 
-package pool
+package proc
 
 import (
 	"errors"
@@ -18,25 +18,19 @@ type held struct{ Mark string }
 
 func (held) close() {}
 
-type survivor struct {
-	Pid                   int
-	Start                 uint64
-	stdin, stdout, stderr int
-}
-
 func keeperPair() (*os.File, error)                    { return nil, errNoKeeper }
 func closeKeeper()                                     {}
-func keepChild(*child) error                           { return errNoKeeper }
-func dropChild(*child)                                 {}
+func (*Process) Keep() error                           { return errNoKeeper }
+func dropChild(*Process)                               {}
 func keep(int) (map[string]held, bool)                 { return nil, false }
-func sayBye()                                          {}
+func Bye()                                             {}
 func keeperListener(string) *os.File                   { return nil }
 func inheritedKeeper(string) *net.UnixListener         { return nil }
 func removeKeeperSock(string)                          {}
 func handOver(*net.UnixListener, map[string]held) bool { return false }
 func reclaim(string, *slog.Logger) map[string]bool     { return nil }
-func takeSurvivor(string) (survivor, bool)             { return survivor{}, false }
-func killSurvivors(*slog.Logger) int                   { return 0 }
+func TakeSurvivor(string) (Inherited, bool)            { return Inherited{}, false }
+func KillSurvivors(*slog.Logger) int                   { return 0 }
 
 func daemonAlive(string) bool       { return false }
 func waitNotOurs(int, uint64) error { return errNoKeeper }

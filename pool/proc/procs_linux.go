@@ -1,4 +1,4 @@
-package pool
+package proc
 
 import (
 	"bytes"
@@ -76,16 +76,8 @@ func killRest(mark string, tree []procInfo) int {
 		return n
 	}
 	for range 10 {
-		found := 0
-		for _, p := range allProcs() {
-			if p.Pid == self || p.State == 'Z' || markOf(p.Pid) != mark {
-				continue
-			}
-			found++
-			if proctree.KillIf(p.Pid, func() bool { return markOf(p.Pid) == mark }) {
-				n++
-			}
-		}
+		found, killed := killMarked(func(m string) bool { return m == mark }, nil)
+		n += killed
 		if found == 0 {
 			break
 		}
@@ -98,41 +90,45 @@ func killRest(mark string, tree []procInfo) int {
 // gone: not running, or its pid now names another process; but those of
 // the marks in spare (children kept for the next daemon).
 func killLeftovers(state string, log *slog.Logger, spare map[string]bool) int {
-	n := 0
+	_, n := killMarked(func(m string) bool {
+		st, daemon, ok := parseMark(m)
+		return ok && st == state && !spare[m] && !daemonAlive(daemon)
+	}, log)
+	return n
+}
+
+// KillMarkedExcept kills every process this daemon marked (its children
+// and theirs) but those carrying a mark in keep, and returns how many: at
+// an exec, what is not handed over must not outlive it unowned.
+func KillMarkedExcept(keep map[string]bool) int {
+	marks.mu.Lock()
+	prefix := marks.state + "/" + marks.self + "/"
+	marks.mu.Unlock()
+	_, n := killMarked(func(m string) bool { return strings.HasPrefix(m, prefix) && !keep[m] }, nil)
+	return n
+}
+
+// killMarked kills every live process but this one whose mark kill
+// chooses, its mark read again just before; it returns how many it chose
+// and how many it killed, each logged to log if set.
+func killMarked(kill func(mark string) bool, log *slog.Logger) (found, killed int) {
 	for _, p := range allProcs() {
 		if p.Pid == os.Getpid() || p.State == 'Z' {
 			continue
 		}
 		m := markOf(p.Pid)
-		st, daemon, ok := parseMark(m)
-		if !ok || st != state || spare[m] || daemonAlive(daemon) {
+		if m == "" || !kill(m) {
 			continue
 		}
+		found++
 		if proctree.KillIf(p.Pid, func() bool { return markOf(p.Pid) == m }) {
-			log.Info("killed a leftover process", "pid", p.Pid, "mark", m)
-			n++
+			if log != nil {
+				log.Info("killed a leftover process", "pid", p.Pid, "mark", m)
+			}
+			killed++
 		}
 	}
-	return n
-}
-
-// killUnhanded kills every process this daemon marked (its children and
-// theirs) but those of the handed-over children, and returns how many.
-func killUnhanded(handed map[string]bool) int {
-	marks.mu.Lock()
-	prefix := marks.state + "/" + marks.self + "/"
-	marks.mu.Unlock()
-	n := 0
-	for _, pr := range allProcs() {
-		m := markOf(pr.Pid)
-		if pr.Pid == os.Getpid() || pr.State == 'Z' || !strings.HasPrefix(m, prefix) || handed[m] {
-			continue
-		}
-		if proctree.KillIf(pr.Pid, func() bool { return markOf(pr.Pid) == m }) {
-			n++
-		}
-	}
-	return n
+	return found, killed
 }
 
 // daemonAlive reports whether "<pid>-<start>" names a running process.
@@ -191,7 +187,7 @@ func startSubreaper(log *slog.Logger) (stop func()) {
 // exec.Cmd owns. A child is one of ours to leave alone if a spawner
 // started it (direct, held across its Start so none slips between the
 // fork and the registration) or if it is in our own process group, where
-// an exec.Command elsewhere in the process puts its children; pool
+// an exec.Command elsewhere in the process puts its children; spawned
 // children lead their own groups, and their orphans stay in those or in
 // sessions of their own. Each wait names its pid: a wait for any child
 // would steal exec.Cmd's statuses.

@@ -1,6 +1,6 @@
 //go:build !race
 
-package pool
+package proc
 
 // testEnv is empty outside race-instrumented builds; see env_race.go.
 var testEnv []string

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package pool
+package proc
 
 import "log/slog"
 
@@ -14,5 +14,5 @@ func procStart(int) uint64                                    { return 0 }
 func treeOf(int, uint64) []procInfo                           { return nil }
 func killRest(string, []procInfo) int                         { return 0 }
 func killLeftovers(string, *slog.Logger, map[string]bool) int { return 0 }
-func killUnhanded(map[string]bool) int                        { return 0 }
+func KillMarkedExcept(map[string]bool) int                    { return 0 }
 func startSubreaper(*slog.Logger) (stop func())               { return func() {} }

@@ -1,4 +1,4 @@
-package pool
+package proc
 
 import (
 	"encoding/json"
@@ -16,13 +16,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The keeper: with Options.Survive, the watchdog (watchdog.go) is also
-// what keeps a pool's stdio children alive across a daemon that was
-// killed. A stdio child lives on its pipes: the daemon's ends close when
-// it dies, the child reads EOF and exits. So the daemon sends the
-// watchdog, over the socket the watchdog watches it by, a duplicate of
-// its ends of each ready child's stdin, stdout and stderr (SCM_RIGHTS),
-// and tells it when the child is stopped. When the daemon dies the
+// The keeper: the watchdog (watchdog.go) is also what keeps the children
+// given to it (Process.Keep) alive across a daemon that was killed. A
+// stdio child lives on its pipes: the daemon's ends close when it dies,
+// the child reads EOF and exits. So the daemon sends the watchdog, over
+// the socket the watchdog watches it by, a duplicate of its ends of each
+// kept child's stdin, stdout and stderr (SCM_RIGHTS), and tells it when
+// the child is stopped. When the daemon dies the
 // watchdog kills what it does not hold, as before, keeps what it holds,
 // and waits (keepWindow) on a 0600 unix socket in the state directory
 // for the next daemon of that directory, the same user (SO_PEERCRED),
@@ -86,28 +86,33 @@ func sendKeeper(m keepMsg, fds ...int) error {
 	return unix.Sendmsg(keeperEnd.fd, b, oob, nil, 0)
 }
 
-// keepChild gives the watchdog duplicates of c's pipes, so that c
-// outlives a killed daemon.
-func keepChild(c *child) error {
-	in, ok1 := fdOf(c.stdin)
-	out, ok2 := fdOf(c.stdoutFile())
-	errFd, ok3 := fdOf(c.stderrR)
-	if !ok1 || !ok2 || !ok3 {
+// Keep gives the watchdog duplicates of p's pipes, so that p outlives a
+// killed daemon: the next daemon of the state directory takes them
+// (TakeSurvivor). It needs a watchdog (Supervise, MaybeWatch). Stop tells
+// the watchdog to let go of them.
+func (p *Process) Keep() error {
+	in, out, errFd, ok := p.Files()
+	if !ok {
 		return errors.New("its pipes are not files")
 	}
-	err := sendKeeper(keepMsg{Op: "keep", Mark: c.mark, Pid: c.pid(), Start: c.start}, in, out, errFd)
-	runtime.KeepAlive(c)
-	return err
+	err := sendKeeper(keepMsg{Op: "keep", Mark: p.mark, Pid: p.Pid(), Start: p.start}, in, out, errFd)
+	runtime.KeepAlive(p)
+	if err != nil {
+		return err
+	}
+	p.exe = Exe(p.Pid())
+	p.kept.Store(true)
+	return nil
 }
 
-// sayBye tells the watchdog the daemon closes its end on purpose: it
-// stops, or execs its successor.
-func sayBye() { sendKeeper(keepMsg{Op: "bye"}) }
+// Bye tells the watchdog the daemon closes its end on purpose: it stops,
+// or execs its successor (whose children it then spares).
+func Bye() { sendKeeper(keepMsg{Op: "bye"}) }
 
-// dropChild tells the watchdog to let go of c's pipes (c is being
+// dropChild tells the watchdog to let go of p's pipes (p is being
 // stopped: its stdin must close).
-func dropChild(c *child) {
-	sendKeeper(keepMsg{Op: "drop", Mark: c.mark})
+func dropChild(p *Process) {
+	sendKeeper(keepMsg{Op: "drop", Mark: p.mark})
 }
 
 // held is one child a keeper holds: its pipes.
@@ -116,11 +121,7 @@ type held struct {
 	fds []int
 }
 
-func (h held) close() {
-	for _, fd := range h.fds {
-		unix.Close(fd)
-	}
-}
+func (h held) close() { closeFds(h.fds) }
 
 // recvKeep reads one message and its descriptors from fd; io.EOF-like
 // (n == 0) ends as errClosedPeer.
@@ -150,9 +151,7 @@ func recvKeep(fd int) (keepMsg, []int, error) {
 	}
 	var m keepMsg
 	if err := json.Unmarshal(buf[:n], &m); err != nil {
-		for _, f := range fds {
-			unix.Close(f)
-		}
+		closeFds(fds)
 		return keepMsg{}, nil, fmt.Errorf("a keeper message that is not JSON: %w", err)
 	}
 	return m, fds, nil
@@ -188,9 +187,7 @@ func keep(fd int) (map[string]held, bool) {
 			}
 			fallthrough
 		default:
-			for _, f := range fds {
-				unix.Close(f)
-			}
+			closeFds(fds)
 		}
 	}
 }
@@ -301,19 +298,14 @@ func peerUID(c *net.UnixConn) (int, bool) {
 	return int(cred.Uid), true
 }
 
-// Survivor is a child a killed daemon's keeper handed over: its pipes,
-// checked to be the process it recorded (pid, start time, mark).
-type survivor struct {
-	keepMsg
-	stdin, stdout, stderr int
-}
-
-// survivors are the children reclaimed by Supervise, by mark, until a
-// pool adopts them (AdoptSurvivors) or Close kills them.
+// survivors are the children a killed daemon's keeper handed over to
+// Supervise, by mark, checked to be the processes it recorded (pid, start
+// time, mark), until they are taken (TakeSurvivor) or killed
+// (KillSurvivors, Supervisor.Close).
 var survivors = struct {
 	mu sync.Mutex
-	m  map[string]survivor
-}{m: map[string]survivor{}}
+	m  map[string]Inherited
+}{m: map[string]Inherited{}}
 
 // reclaim takes the children a killed predecessor's keeper holds, if one
 // waits on dir's socket; it returns their marks.
@@ -361,7 +353,7 @@ func reclaim(dir string, log *slog.Logger) map[string]bool {
 			continue
 		}
 		survivors.mu.Lock()
-		survivors.m[m.Mark] = survivor{m, fds[0], fds[1], fds[2]}
+		survivors.m[m.Mark] = Inherited{Pid: m.Pid, Start: m.Start, Mark: m.Mark, Stdin: fds[0], Stdout: fds[1], Stderr: fds[2]}
 		survivors.mu.Unlock()
 		spared[m.Mark] = true
 	}
@@ -377,8 +369,9 @@ func closeFds(fds []int) {
 	}
 }
 
-// takeSurvivor removes and returns the reclaimed child of mark.
-func takeSurvivor(mark string) (survivor, bool) {
+// TakeSurvivor removes and returns the child of mark a killed daemon's
+// keeper handed over to Supervise, to Adopt (it is not ours).
+func TakeSurvivor(mark string) (Inherited, bool) {
 	survivors.mu.Lock()
 	defer survivors.mu.Unlock()
 	s, ok := survivors.m[mark]
@@ -386,15 +379,16 @@ func takeSurvivor(mark string) (survivor, bool) {
 	return s, ok
 }
 
-// killSurvivors kills the reclaimed children no pool adopted.
-func killSurvivors(log *slog.Logger) int {
+// KillSurvivors kills the children Supervise took from a keeper that were
+// not taken (TakeSurvivor), and returns how many processes it killed.
+func KillSurvivors(log *slog.Logger) int {
 	survivors.mu.Lock()
 	rest := survivors.m
-	survivors.m = map[string]survivor{}
+	survivors.m = map[string]Inherited{}
 	survivors.mu.Unlock()
 	n := 0
 	for mark, s := range rest {
-		closeFds([]int{s.stdin, s.stdout, s.stderr})
+		closeFds([]int{s.Stdin, s.Stdout, s.Stderr})
 		if k := killRest(mark, nil); k > 0 {
 			log.Info("killed a kept child no pool adopted", "pid", s.Pid, "mark", mark)
 			n += k

@@ -1,4 +1,4 @@
-package pool
+package proc
 
 import (
 	"crypto/sha256"
@@ -12,10 +12,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
-// MarkEnv is the variable that marks every process started for an
-// instance: MCPX_INSTANCE=<state>/<daemon>/<child>, where <state> names
+// MarkEnv is the variable that marks every process started for a child:
+// MCPX_INSTANCE=<state>/<daemon>/<child>, where <state> names
 // the daemon's state directory (a hash of its path), <daemon> is the
 // daemon's pid and start time, and <child> numbers the children it
 // started. Descendants inherit it, so when a child is stopped every
@@ -39,12 +40,25 @@ func init() {
 	marks.self = fmt.Sprintf("%d-%d", os.Getpid(), selfStart())
 }
 
-// newMark returns the mark of a new child.
-func newMark() string {
+// NewMark returns the mark of a new child: Spawner.Start's, or that of
+// the processes something in this process starts on a child's behalf
+// (with KillMarked to end them).
+func NewMark() string {
 	marks.mu.Lock()
 	state := marks.state
 	marks.mu.Unlock()
 	return fmt.Sprintf("%s/%s/%d", state, marks.self, marks.seq.Add(1))
+}
+
+// MarkSeq is the last child number used in marks: a successor across an
+// exec goes on from it (ContinueMarks), so no two children share a mark.
+func MarkSeq() int64 { return marks.seq.Load() }
+
+// ContinueMarks goes on numbering marks after n, a predecessor's MarkSeq.
+func ContinueMarks(n int64) {
+	if n > marks.seq.Load() {
+		marks.seq.Store(n)
+	}
 }
 
 // stateID names a state directory in marks: a short hash of its canonical
@@ -78,7 +92,7 @@ var supervising atomic.Bool
 
 // Supervise makes this process the keeper of its children's descendants,
 // for a daemon whose state directory is stateDir. Call it once at start,
-// before the first pool starts a child:
+// before the first child is started:
 //
 //   - children's marks name stateDir (see MarkEnv);
 //   - processes marked by an earlier daemon of the same state directory
@@ -94,7 +108,7 @@ var supervising atomic.Bool
 //     are set but nothing is killed by them, and only the process group
 //     of a child is stopped with it.
 //
-// The reaper reaps only zombies that no exec.Cmd waits for: the pool
+// The reaper reaps only zombies that no exec.Cmd waits for: a Spawner
 // registers each child it starts (under the lock the reaper holds while
 // it looks), and the reaper leaves alone any child in this process's own
 // process group, where a plain exec.Command elsewhere in the process puts
@@ -114,19 +128,20 @@ func Supervise(stateDir string, log *slog.Logger) (*Supervisor, error) {
 	marks.state = id
 	marks.mu.Unlock()
 	s := &Supervisor{log: log}
-	// The children a killed daemon's keeper kept are spared, for the
-	// pool's AdoptSurvivors.
+	// The children a killed daemon's keeper kept are spared, for
+	// TakeSurvivor.
 	if n := killLeftovers(id, log, reclaim(stateDir, log)); n > 0 {
 		log.Warn("killed processes left by an earlier daemon of this state directory", "count", n, "state", stateDir)
 	}
 	stopReaper := startSubreaper(log)
 	stopWatchdog := startWatchdog(id, stateDir, log)
-	s.stop = func() { killSurvivors(log); stopWatchdog(); stopReaper() }
+	s.stop = func() { KillSurvivors(log); stopWatchdog(); stopReaper() }
 	return s, nil
 }
 
-// Close stops reaping orphans and gives up the subreaper role. The pools
-// should be closed first.
+// Close stops reaping orphans and gives up the subreaper role, and kills
+// the survivors no one took (TakeSurvivor). The children's owners (the
+// pools) should be closed first.
 func (s *Supervisor) Close() {
 	s.once.Do(func() {
 		s.stop()
@@ -147,7 +162,7 @@ var direct = struct {
 
 // RunTracked runs cmd to its end as Cmd.Run does, with its pid registered
 // so that the orphan reaper leaves its exit status to cmd.Wait. Every
-// process the daemon starts outside the pool while a Supervisor is active
+// process the daemon starts outside a Spawner while a Supervisor is active
 // in its own process group (nix, which is killed by group) must be run
 // through it: a zombie child that is neither registered nor in the
 // daemon's group is taken for an orphan and reaped, and Wait then fails
@@ -160,9 +175,32 @@ func RunTracked(cmd *exec.Cmd) error {
 	return cmd.Wait()
 }
 
+// Claim registers pid, a child handed over across an exec, as this
+// process's own before the orphan reaper first looks (call it before
+// Supervise): one that exits before Adopt must be left for its waiter.
+// It makes fds, its pipes, close-on-exec again before anything is started
+// (the watchdog Supervise starts would hold them open, and a child stopped
+// later would not see its stdin end).
+func Claim(pid int, fds ...int) {
+	direct.mu.Lock()
+	defer direct.mu.Unlock()
+	direct.pids[pid] = true
+	for _, fd := range fds {
+		syscall.CloseOnExec(fd)
+	}
+}
+
 // forget drops pid from direct once its exec.Cmd has waited for it.
 func forget(pid int) {
 	direct.mu.Lock()
 	delete(direct.pids, pid)
 	direct.mu.Unlock()
 }
+
+// KillMarked kills every process carrying mark (a child's, or one from
+// NewMark), looking again until a look finds none; it returns how many it
+// killed. Elsewhere than Linux it kills nothing.
+func KillMarked(mark string) int { return killRest(mark, nil) }
+
+// Gone reports whether no process has pid (a zombie still has one).
+func Gone(pid int) bool { return syscall.Kill(pid, 0) == syscall.ESRCH }
