@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -209,4 +212,64 @@ func roomOf(path string) string {
 	}
 	r, _, _ := strings.Cut(rel, "/")
 	return r
+}
+
+// The limits every product file and function keeps (issue 31): a file a
+// reader can hold, a function a reader can see whole.
+const (
+	maxFileLines = 700
+	maxFuncLines = 120
+)
+
+// TestHouseLimits: no product file (Go, or the TypeScript and JavaScript
+// the binary embeds) over maxFileLines, no Go function over
+// maxFuncLines. Tests, test support, testdata and vendored files are not
+// product files.
+func TestHouseLimits(t *testing.T) {
+	root := moduleRoot(t)
+	vendored := map[string]bool{"api/dashboard/assets/ui/redoc.standalone.js": true}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			if d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && rel != "." || rel == testSupport {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		ext := filepath.Ext(p)
+		if strings.HasSuffix(p, "_test.go") || vendored[filepath.ToSlash(rel)] || (ext != ".go" && ext != ".ts" && ext != ".js") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(data), "\n"); n > maxFileLines {
+			t.Errorf("%s: %d lines; no product file over %d: split it by concept", rel, n, maxFileLines)
+		}
+		if ext != ".go" {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, data, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFuncLines {
+				t.Errorf("%s: func %s is %d lines; no function over %d", rel, fd.Name.Name, n, maxFuncLines)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
