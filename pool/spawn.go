@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,7 +105,6 @@ type spawnSpec struct {
 	cwdSource  CwdSource
 	url        string
 	headers    map[string]string
-	ready      *regexp.Regexp // Server.ReadyStderr, compiled; nil = none
 }
 
 // resolveSpawn substitutes placeholders in every field of def that may hold

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -56,15 +55,4 @@ func FuzzWithProgressToken(f *testing.F) {
 			t.Errorf("params changed (-before +after):\n%s", d)
 		}
 	})
-}
-
-func compact(t *testing.T, b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		t.Fatalf("invalid JSON %s: %v", b, err)
-	}
-	return buf.Bytes()
 }
