@@ -6,7 +6,7 @@
 buildGoModule {
   pname = "mcpx";
   inherit version src;
-  vendorHash = "sha256-pGr3u2qhWscoPFxln2UfbZZHLKYW958f6/ZZA+j6ebw=";
+  vendorHash = "sha256-h8OwWxN7G5O7mU0FwhAXvRYuNO+0G6xSp2sWtHRc4oM=";
   subPackages = [ "cmd/mcpx" ];
   env.CGO_ENABLED = "0";
   ldflags = [ "-s" "-w" ];

@@ -21,6 +21,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/pool"
 )
 
@@ -259,6 +260,11 @@ func killedWithAURLSession(t *testing.T, r *recordingRemote) string {
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
+	if err == nil {
+		// Mid-call means the remote has the sleep call (the third): the
+		// pool counts a call in flight before its POST is on the wire.
+		testenv.WaitFor(t, "the remote to receive the sleep call", func() bool { return len(r.calls()) >= 3 })
+	}
 	d.Process.Kill()
 	d.Wait()
 	if err != nil || strings.TrimSpace(line) != "0" {

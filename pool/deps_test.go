@@ -33,7 +33,7 @@ func TestDeps(t *testing.T) {
 		},
 		NoHTTPServer: "the pool is an HTTP client of url children, never a server",
 		Except: map[string]string{
-			"mcpx.dev/mcpx/pool/proc":      "the OS machinery, below the pool, with rules of its own",
+			"mcpx.dev/mcpx/pool/proc/...":  "the OS machinery and containment, below the pool, with rules of their own",
 			"mcpx.dev/mcpx/pool/execid":    "a leaf with rules of its own (it stats files)",
 			"mcpx.dev/mcpx/pool/portalloc": "a leaf with rules of its own (it binds sockets)",
 		},

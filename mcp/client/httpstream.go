@@ -163,19 +163,15 @@ func (t *httpTransport) resume(ctx context.Context, lastID string, retry time.Du
 // return HTTP 405 Method Not Allowed".
 func (t *httpTransport) startGet() {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	// The stateless era has no GET stream (a server's own messages come
-	// within the requests, or on subscriptions/listen).
-	start := t.version != "" && t.version != jsonrpc.StatelessVersion && !t.getStarted
+	// within the requests, or on subscriptions/listen). A closed transport
+	// starts none: Close may already be waiting for its goroutines.
+	start := t.err == nil && t.version != "" && t.version != jsonrpc.StatelessVersion && !t.getStarted
 	t.getStarted = t.getStarted || start
-	t.mu.Unlock()
-	if !start {
-		return
+	if start {
+		t.wg.Go(t.listen) // under mu, as goStream: never after Close's Wait
 	}
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		t.listen()
-	}()
 }
 
 // getOpenWait bounds how long openStream waits for the GET stream's

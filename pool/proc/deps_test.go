@@ -25,5 +25,9 @@ func TestDeps(t *testing.T) {
 			"mcpx.dev/mcpx/adapter/...": "adapters are the pool's; proc runs processes only",
 		},
 		NoHTTPServer: "it runs processes; it serves nothing",
+		Except: map[string]string{
+			"mcpx.dev/mcpx/pool/proc/sandbox": "a child's kernel-enforced boundary, with rules of its own",
+			"mcpx.dev/mcpx/pool/proc/egress":  "the confined children's proxy out, an HTTP server for them alone, with rules of its own",
+		},
 	}.Check(t)
 }

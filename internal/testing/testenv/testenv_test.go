@@ -38,7 +38,7 @@ func TestRepoRoot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("RepoRoot = %s: %v", root, err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "internal", "testenv")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "internal", "testing", "testenv")); err != nil {
 		t.Fatalf("RepoRoot = %s is not this module's root: %v", root, err)
 	}
 }
