@@ -15,48 +15,23 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 
-// everythingConfig is server-everything as the server "everything" with
-// the members server adds (scope global unless given), and pool settings.
-func everythingConfig(t *testing.T, server map[string]any, pool map[string]any) *config.Config {
-	t.Helper()
-	sv := map[string]any{
-		"command": testenv.Node(t),
-		"args":    []string{testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")},
-		"env":     map[string]string{proctest.MarkerEnv: proctest.Marker(t)},
-		"scope":   "global",
-	}
-	for k, v := range server {
-		sv[k] = v
-	}
-	doc := map[string]any{"servers": map[string]any{"everything": sv}}
-	if pool != nil {
-		doc["pool"] = pool
-	}
-	raw, _ := json.Marshal(doc)
-	cfg, err := config.Parse(raw, "everything.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
 const researchPath = "/v1/servers/everything/tools/simulate-research-query"
 
 // startTask posts a task-augmented call and returns its Task.
-func startTask(t *testing.T, c *client, body string) wire.Task {
+func startTask(t *testing.T, c *apitest.Client, body string) wire.Task {
 	t.Helper()
-	r := c.do(t, "POST", researchPath+"?task=true", body)
+	r := c.Do(t, "POST", researchPath+"?task=true", body)
 	if r.StatusCode != 202 {
-		t.Fatalf("POST ?task=true: %d %s, want 202 and a task", r.StatusCode, r.body)
+		t.Fatalf("POST ?task=true: %d %s, want 202 and a task", r.StatusCode, r.Bytes)
 	}
 	var task wire.Task
-	r.decode(t, &task)
+	r.Decode(t, &task)
 	if task.ID == "" || task.Status != wire.TaskWorking || task.Tool != "simulate-research-query" || task.Server != "everything" {
 		t.Fatalf("task %+v, want a working task of everything's simulate-research-query", task)
 	}
@@ -67,16 +42,16 @@ func startTask(t *testing.T, c *client, body string) wire.Task {
 }
 
 // waitTask polls the task until done says so, bounded.
-func waitTask(t *testing.T, c *client, id, what string, done func(wire.Task) bool) wire.Task {
+func waitTask(t *testing.T, c *apitest.Client, id, what string, done func(wire.Task) bool) wire.Task {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var task wire.Task
-		r := c.do(t, "GET", "/v1/tasks/"+id, "")
+		r := c.Do(t, "GET", "/v1/tasks/"+id, "")
 		if r.StatusCode != 200 {
-			t.Fatalf("GET /v1/tasks/%s: %d %s", id, r.StatusCode, r.body)
+			t.Fatalf("GET /v1/tasks/%s: %d %s", id, r.StatusCode, r.Bytes)
 		}
-		r.decode(t, &task)
+		r.Decode(t, &task)
 		if done(task) {
 			return task
 		}
@@ -94,41 +69,41 @@ func waitTask(t *testing.T, c *client, id, what string, done func(wire.Task) boo
 // while a task works, and reaped once the last one ended.
 func TestEverythingTaskOverREST(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	cfg := everythingConfig(t, map[string]any{"idleTimeout": "200ms"}, map[string]any{"reapInterval": "50ms"})
-	d := startDaemon(t, daemonOptions{cfg: cfg})
+	cfg := apitest.EverythingConfig(t, map[string]any{"idleTimeout": "200ms"}, map[string]any{"reapInterval": "50ms"})
+	d := apitest.Start(t, apitest.Options{Config: cfg})
 
-	task := startTask(t, d.unix, `{"topic":"tidal pools"}`)
+	task := startTask(t, d.Unix, `{"topic":"tidal pools"}`)
 	var list wire.TaskList
-	d.unix.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+	d.Unix.Do(t, "GET", "/v1/tasks", "").Decode(t, &list)
 	if len(list.Tasks) != 1 || list.Tasks[0].ID != task.ID {
 		t.Fatalf("GET /v1/tasks = %+v, want the one task", list)
 	}
-	got := waitTask(t, d.unix, task.ID, "a stage of the research", func(tk wire.Task) bool {
+	got := waitTask(t, d.Unix, task.ID, "a stage of the research", func(tk wire.Task) bool {
 		return strings.HasSuffix(tk.StatusMessage, "...") || tk.Status == wire.TaskCompleted
 	})
 	if got.ID != task.ID || got.TTL == "" {
 		t.Errorf("GET /v1/tasks/%s = %+v, want the task with its ttl", task.ID, got)
 	}
-	r := d.unix.do(t, "GET", "/v1/tasks/"+task.ID+"/result", "")
-	if r.StatusCode != 200 || !strings.Contains(r.result(t).text(), "Research Report: tidal pools") {
-		t.Fatalf("GET result: %d %s, want the research report", r.StatusCode, r.body)
+	r := d.Unix.Do(t, "GET", "/v1/tasks/"+task.ID+"/result", "")
+	if r.StatusCode != 200 || !strings.Contains(r.Result(t).Text(), "Research Report: tidal pools") {
+		t.Fatalf("GET result: %d %s, want the research report", r.StatusCode, r.Bytes)
 	}
 	var meta struct {
 		Meta map[string]struct {
 			TaskID string `json:"taskId"`
 		} `json:"_meta"`
 	}
-	json.Unmarshal(r.body, &meta)
+	json.Unmarshal(r.Bytes, &meta)
 	if rt := meta.Meta["io.modelcontextprotocol/related-task"]; rt.TaskID != task.ID {
-		t.Errorf("result _meta %s names task %q, want mcpx's id %s (never the child's)", r.body, rt.TaskID, task.ID)
+		t.Errorf("result _meta %s names task %q, want mcpx's id %s (never the child's)", r.Bytes, rt.TaskID, task.ID)
 	}
-	if got := waitTask(t, d.unix, task.ID, "completed", func(tk wire.Task) bool { return tk.Status != wire.TaskWorking }); got.Status != wire.TaskCompleted {
+	if got := waitTask(t, d.Unix, task.ID, "completed", func(tk wire.Task) bool { return tk.Status != wire.TaskWorking }); got.Status != wire.TaskCompleted {
 		t.Errorf("after the result: %+v, want completed", got)
 	}
 
-	r = d.unix.do(t, "POST", researchPath, `{"topic":"kelp"}`, cwdHeader(t.TempDir())...)
-	if r.StatusCode != 200 || !strings.Contains(r.result(t).text(), "Research Report: kelp") {
-		t.Fatalf("plain POST of the task-only tool: %d %s, want the report", r.StatusCode, r.body)
+	r = d.Unix.Do(t, "POST", researchPath, `{"topic":"kelp"}`, cwdHeader(t.TempDir())...)
+	if r.StatusCode != 200 || !strings.Contains(r.Result(t).Text(), "Research Report: kelp") {
+		t.Fatalf("plain POST of the task-only tool: %d %s, want the report", r.StatusCode, r.Bytes)
 	}
 
 	// A tool that cannot run as a task, a bad ?task=, no such tool.
@@ -141,9 +116,9 @@ func TestEverythingTaskOverREST(t *testing.T) {
 		{researchPath + "?task=maybe", 400, `?task= must be true or false, not "maybe"`},
 		{"/v1/servers/everything/tools/nope?task=true", 404, `no tool "nope"`},
 	} {
-		r := d.unix.do(t, "POST", c.path, `{"message":"x","topic":"x"}`)
-		if r.StatusCode != c.status || !strings.Contains(r.problem(t).Detail, c.detail) {
-			t.Errorf("POST %s: %d %s, want %d saying %s", c.path, r.StatusCode, r.body, c.status, c.detail)
+		r := d.Unix.Do(t, "POST", c.path, `{"message":"x","topic":"x"}`)
+		if r.StatusCode != c.status || !strings.Contains(r.Problem(t).Detail, c.detail) {
+			t.Errorf("POST %s: %d %s, want %d saying %s", c.path, r.StatusCode, r.Bytes, c.status, c.detail)
 		}
 	}
 
@@ -151,7 +126,7 @@ func TestEverythingTaskOverREST(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var doc struct{ Instances []broker.Instance }
-		d.unix.do(t, "GET", "/v1/instances", "").decode(t, &doc)
+		d.Unix.Do(t, "GET", "/v1/instances", "").Decode(t, &doc)
 		if len(doc.Instances) == 0 {
 			break
 		}
@@ -172,66 +147,66 @@ func TestTaskIsolationAndCancelOverREST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil), tokens: is, taskRetention: 300 * time.Millisecond})
+	d := apitest.Start(t, apitest.Options{Config: apitest.EverythingConfig(t, nil, nil), Tokens: is, Broker: func(o *broker.Options) { o.TaskRetention = 300 * time.Millisecond }})
 	rule := rights.Rule{Servers: []string{"everything"}, Scopes: []string{"global"}}
-	alice := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token)
-	bob := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token)
+	alice := bearerClient(d, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token)
+	bob := bearerClient(d, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token)
 
 	task := startTask(t, alice, `{"topic":"secrets of alice"}`)
-	missing := bob.do(t, "GET", "/v1/tasks/task-00000000000000000000000000000000", "")
+	missing := bob.Do(t, "GET", "/v1/tasks/task-00000000000000000000000000000000", "")
 	for _, req := range []struct{ method, path string }{
 		{"GET", "/v1/tasks/" + task.ID},
 		{"GET", "/v1/tasks/" + task.ID + "/result"},
 		{"DELETE", "/v1/tasks/" + task.ID},
 	} {
-		r := bob.do(t, req.method, req.path, "")
-		if r.StatusCode != 404 || strings.Contains(string(r.body), "alice") {
-			t.Errorf("bob: %s %s = %d %s, want 404 naming nothing of alice", req.method, req.path, r.StatusCode, r.body)
+		r := bob.Do(t, req.method, req.path, "")
+		if r.StatusCode != 404 || strings.Contains(string(r.Bytes), "alice") {
+			t.Errorf("bob: %s %s = %d %s, want 404 naming nothing of alice", req.method, req.path, r.StatusCode, r.Bytes)
 		}
-		if p, q := r.problem(t), missing.problem(t); p.Type != q.Type || strings.ReplaceAll(p.Detail, task.ID, "X") != strings.ReplaceAll(q.Detail, "task-00000000000000000000000000000000", "X") {
+		if p, q := r.Problem(t), missing.Problem(t); p.Type != q.Type || strings.ReplaceAll(p.Detail, task.ID, "X") != strings.ReplaceAll(q.Detail, "task-00000000000000000000000000000000", "X") {
 			t.Errorf("bob: %s %s: %+v, want the problem of a task that does not exist: %+v", req.method, req.path, p, q)
 		}
 	}
 	var list wire.TaskList
-	bob.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+	bob.Do(t, "GET", "/v1/tasks", "").Decode(t, &list)
 	if len(list.Tasks) != 0 {
 		t.Errorf("bob lists %+v, want none of alice's", list.Tasks)
 	}
-	d.unix.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+	d.Unix.Do(t, "GET", "/v1/tasks", "").Decode(t, &list)
 	if len(list.Tasks) != 0 {
 		t.Errorf("the owner lists %+v, want none of alice's", list.Tasks)
 	}
 
 	// A new connection (a new client) of alice finds her task; she cancels it.
-	alice2 := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token)
-	r := alice2.do(t, "DELETE", "/v1/tasks/"+task.ID, "")
+	alice2 := bearerClient(d, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token)
+	r := alice2.Do(t, "DELETE", "/v1/tasks/"+task.ID, "")
 	var cancelled wire.Task
-	r.decode(t, &cancelled)
+	r.Decode(t, &cancelled)
 	if r.StatusCode != 200 || cancelled.Status != wire.TaskCancelled {
-		t.Fatalf("alice: DELETE = %d %s, want the task cancelled", r.StatusCode, r.body)
+		t.Fatalf("alice: DELETE = %d %s, want the task cancelled", r.StatusCode, r.Bytes)
 	}
-	if r := alice.do(t, "DELETE", "/v1/tasks/"+task.ID, ""); r.StatusCode != 400 {
-		t.Errorf("cancelling again: %d %s, want 400 (already ended)", r.StatusCode, r.body)
+	if r := alice.Do(t, "DELETE", "/v1/tasks/"+task.ID, ""); r.StatusCode != 400 {
+		t.Errorf("cancelling again: %d %s, want 400 (already ended)", r.StatusCode, r.Bytes)
 	}
 	// The child's work stopped: its next stage found the task cancelled.
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(d.logs.String(), `from terminal status \"cancelled\"`) {
+	for !strings.Contains(d.Logs.String(), `from terminal status \"cancelled\"`) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the child's research went on after the cancel; log:\n%s", d.logs.String())
+			t.Fatalf("the child's research went on after the cancel; log:\n%s", d.Logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if got := waitTask(t, alice, task.ID, "still cancelled", func(wire.Task) bool { return true }); got.Status != wire.TaskCancelled {
 		t.Errorf("after the cancel: %+v", got)
 	}
-	if r := alice.do(t, "GET", "/v1/tasks/"+task.ID+"/result", ""); r.StatusCode != 400 || !strings.Contains(r.problem(t).Detail, task.ID+`" was cancelled`) {
-		t.Errorf("the result of a cancelled task: %d %s, want 400 saying it was cancelled", r.StatusCode, r.body)
+	if r := alice.Do(t, "GET", "/v1/tasks/"+task.ID+"/result", ""); r.StatusCode != 400 || !strings.Contains(r.Problem(t).Detail, task.ID+`" was cancelled`) {
+		t.Errorf("the result of a cancelled task: %d %s, want 400 saying it was cancelled", r.StatusCode, r.Bytes)
 	}
 
 	// Dropped after its retention: to alice too it no longer exists.
 	deadline = time.Now().Add(10 * time.Second)
 	for {
-		alice.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+		alice.Do(t, "GET", "/v1/tasks", "").Decode(t, &list)
 		if len(list.Tasks) == 0 {
 			break
 		}
@@ -240,8 +215,8 @@ func TestTaskIsolationAndCancelOverREST(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if r := alice.do(t, "GET", "/v1/tasks/"+task.ID, ""); r.StatusCode != 404 {
-		t.Errorf("GET of a dropped task: %d %s, want 404", r.StatusCode, r.body)
+	if r := alice.Do(t, "GET", "/v1/tasks/"+task.ID, ""); r.StatusCode != 404 {
+		t.Errorf("GET of a dropped task: %d %s, want 404", r.StatusCode, r.Bytes)
 	}
 }
 
@@ -256,12 +231,12 @@ func TestMCPTasksTypeScriptSDKClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := testenv.Node(t)
-	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil), tokens: is})
+	d := apitest.Start(t, apitest.Options{Config: apitest.EverythingConfig(t, nil, nil), Tokens: is})
 	rule := rights.Rule{Servers: []string{"everything"}, Scopes: []string{"global"}}
-	a := mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token
-	b := mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token
+	a := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token
+	b := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token
 	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-tasks.mjs")
-	raw := runNode(t, nil, node, script, "http://"+d.tcpAddr+"/mcp", a, b)
+	raw := runNode(t, nil, node, script, "http://"+d.TCPAddr+"/mcp", a, b)
 	var out struct {
 		Capabilities                json.RawMessage
 		TaskSupport                 string
@@ -301,7 +276,7 @@ func TestMCPTasksTypeScriptSDKClient(t *testing.T) {
 	if out.A2Status != "working" || out.A2Cancel != "cancelled" || out.A2After != "cancelled" {
 		t.Errorf("alice on a new session: status %q, cancel %q, after %q; want working, cancelled, cancelled", out.A2Status, out.A2Cancel, out.A2After)
 	}
-	waitFor(t, func() bool { return d.mcp.Sessions() == 0 && inFlight(d) == 0 })
+	waitFor(t, func() bool { return d.MCP.Sessions() == 0 && d.InFlight() == 0 })
 }
 
 // The generated TypeScript client (compiled by tsc, run on node): a tool
@@ -311,17 +286,17 @@ func TestTypeScriptClientTasks(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	node := testenv.Node(t)
 	tsc := testenv.NPMPackageBin(t, "typescript")
-	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil)})
-	res := d.tcp.do(t, "GET", "/v1/clients/typescript", "")
+	d := apitest.Start(t, apitest.Options{Config: apitest.EverythingConfig(t, nil, nil)})
+	res := d.TCP.Do(t, "GET", "/v1/clients/typescript", "")
 	if res.StatusCode != 200 {
-		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.body)
+		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.Bytes)
 	}
 	dir := t.TempDir()
 	script, err := os.ReadFile(filepath.Join("testdata", "client", "tasks.ts"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WriteFile(t, filepath.Join(dir, "client.ts"), string(res.body))
+	testenv.WriteFile(t, filepath.Join(dir, "client.ts"), string(res.Bytes))
 	testenv.WriteFile(t, filepath.Join(dir, "tasks.ts"), string(script))
 	js := filepath.Join(dir, "js")
 	cmd := exec.Command(node, tsc, "--strict", "--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler",
@@ -331,7 +306,7 @@ func TestTypeScriptClientTasks(t *testing.T) {
 		t.Fatalf("tsc: %v\n%s", err, b)
 	}
 	testenv.WriteFile(t, filepath.Join(js, "package.json"), `{"type":"module"}`)
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCPX_URL=http://" + d.tcpAddr, "MCPX_TOKEN=" + testToken}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCPX_URL=http://" + d.TCPAddr, "MCPX_TOKEN=" + apitest.Token}
 	raw := runNode(t, env, node, filepath.Join(js, "tasks.js"))
 	var out struct {
 		ID, Created, Result, Cancelled, Missing string

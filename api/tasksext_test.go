@@ -10,6 +10,7 @@ import (
 
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
@@ -93,11 +94,11 @@ func TestMCPTasksExtensionStateless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil), tokens: is})
+	d := apitest.Start(t, apitest.Options{Config: apitest.EverythingConfig(t, nil, nil), Tokens: is})
 	rule := rights.Rule{Servers: []string{"everything"}, Scopes: []string{"global"}}
-	url := "http://" + d.tcpAddr + "/mcp/everything"
-	alice := statelessCaller{t, url, mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token}
-	bob := statelessCaller{t, url, mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token}
+	url := "http://" + d.TCPAddr + "/mcp/everything"
+	alice := statelessCaller{t, url, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token}
+	bob := statelessCaller{t, url, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token}
 
 	disc := alice.call("server/discover", "", nil, true)
 	var caps map[string]json.RawMessage
