@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -92,17 +92,15 @@ func TestCallStatsUnwritable(t *testing.T) {
 		}
 	}
 	var list wire.InstanceList
-	for range 100 { // the writer counts the loss after the call returns
+	// The writer counts the loss after the call returns.
+	testenv.WaitFor(t, "two failed records", func() bool {
 		r := d.Unix.Do(t, "GET", "/v1/instances", "")
 		list = wire.InstanceList{}
 		if err := json.Unmarshal(r.Bytes, &list); err != nil {
 			t.Fatal(err)
 		}
-		if list.Records != nil && list.Records.Failed == 2 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return list.Records != nil && list.Records.Failed == 2
+	})
 	if rs := list.Records; rs == nil || !rs.Enabled || rs.Failed != 2 || rs.Written != 0 || !strings.Contains(rs.LastError, "records") {
 		t.Errorf("instances' records = %+v, want 2 failed with the error", list.Records)
 	}

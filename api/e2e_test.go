@@ -26,6 +26,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -196,30 +197,17 @@ func TestStreamErrors(t *testing.T) {
 // instance.
 func waitInstance(t *testing.T, d *apitest.Daemon, what string, pred func(broker.Instance) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.WaitFor(t, what, func() bool {
 		var doc struct{ Instances []broker.Instance }
 		d.Unix.Do(t, "GET", "/v1/instances", "").Decode(t, &doc)
-		if len(doc.Instances) == 1 && pred(doc.Instances[0]) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: instances %+v", what, doc.Instances)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(doc.Instances) == 1 && pred(doc.Instances[0])
+	})
 }
 
 // waitLog waits until the daemon's log (child stderr included) contains s.
 func waitLog(t *testing.T, d *apitest.Daemon, s string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(d.Logs.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %q in the log:\n%s", s, d.Logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, fmt.Sprintf("%q in the log", s), func() bool { return strings.Contains(d.Logs.String(), s) })
 }
 
 func TestDisconnectCancelsTheChildCall(t *testing.T) {

@@ -1,16 +1,17 @@
 package api_test
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -49,18 +50,7 @@ func TestRestartServer(t *testing.T) {
 // waitInFlight waits until n calls are in flight on d's instances.
 func waitInFlight(t *testing.T, d *apitest.Daemon, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		total := 0
-		for _, in := range d.Broker.Instances() {
-			total += in.InFlight
-		}
-		if total == n {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("never %d calls in flight", n)
+	testenv.WaitFor(t, fmt.Sprintf("%d calls in flight", n), func() bool { return d.InFlight() == n })
 }
 
 // TestRefresh: POST /v1/refresh drops the schema cache and lists the

@@ -15,6 +15,7 @@ import (
 	"mcpx.dev/mcpx/internal/sse"
 	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -53,26 +54,24 @@ func mcpToolNames(t *testing.T, cs *mcp.ClientSession) []string {
 // as the owner sees it.
 func toolEvent(t *testing.T, d *apitest.Daemon, kind string) wire.LifecycleEvent {
 	t.Helper()
-	for range 200 {
+	var doc wire.LifecycleEvent
+	testenv.WaitFor(t, "a "+kind+" event", func() bool {
 		r := d.Unix.Do(t, "GET", "/v1/events?follow=false", "")
 		dec := sse.NewDecoder(bufio.NewReader(strings.NewReader(string(r.Bytes))), 1<<20)
 		for {
 			ev, err := dec.Next()
 			if err != nil {
-				break
+				return false
 			}
 			if ev.Event == kind {
-				var doc wire.LifecycleEvent
 				if err := json.Unmarshal(ev.Data, &doc); err != nil {
 					t.Fatal(err)
 				}
-				return doc
+				return true
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no %s event", kind)
-	return wire.LifecycleEvent{}
+	})
+	return doc
 }
 
 // TestPinToolsOverRESTAndMCP: under pinTools, a tool whose description
