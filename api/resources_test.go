@@ -138,7 +138,7 @@ func TestTypeScriptClientResources(t *testing.T) {
 			if got.MimeType != "application/gzip" || got.Updated != "demo://resource/static/document/architecture.md" {
 				t.Errorf("mimeType %q, update of %q", got.MimeType, got.Updated)
 			}
-			waitFor(t, func() bool { return d.Broker.ChildSubscriptions() == 0 })
+			testenv.WaitFor(t, "no child subscription", func() bool { return d.Broker.ChildSubscriptions() == 0 })
 		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,22 +43,17 @@ func startTask(t *testing.T, c *apitest.Client, body string) wire.Task {
 // waitTask polls the task until done says so, bounded.
 func waitTask(t *testing.T, c *apitest.Client, id, what string, done func(wire.Task) bool) wire.Task {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var task wire.Task
+	var task wire.Task
+	testenv.WaitFor(t, "task "+id+": "+what, func() bool {
 		r := c.Do(t, "GET", "/v1/tasks/"+id, "")
 		if r.StatusCode != 200 {
 			t.Fatalf("GET /v1/tasks/%s: %d %s", id, r.StatusCode, r.Bytes)
 		}
+		task = wire.Task{}
 		r.Decode(t, &task)
-		if done(task) {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: task %+v", what, task)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return done(task)
+	})
+	return task
 }
 
 // server-everything's task-only tool through REST: ?task=true answers the
@@ -123,18 +117,11 @@ func TestEverythingTaskOverREST(t *testing.T) {
 	}
 
 	// Reaped after its last task: the idle timeout then applies.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.WaitFor(t, "every instance reaped once its tasks ended", func() bool {
 		var doc struct{ Instances []broker.Instance }
 		d.Unix.Do(t, "GET", "/v1/instances", "").Decode(t, &doc)
-		if len(doc.Instances) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("instances %+v: want everything reaped once its tasks ended", doc.Instances)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(doc.Instances) == 0
+	})
 }
 
 // A caller can never get, list, read or cancel another's task, even
@@ -189,13 +176,9 @@ func TestTaskIsolationAndCancelOverREST(t *testing.T) {
 		t.Errorf("cancelling again: %d %s, want 400 (already ended)", r.StatusCode, r.Bytes)
 	}
 	// The child's work stopped: its next stage found the task cancelled.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(d.Logs.String(), `from terminal status \"cancelled\"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the child's research went on after the cancel; log:\n%s", d.Logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "the child's research to stop at the cancel", func() bool {
+		return strings.Contains(d.Logs.String(), `from terminal status \"cancelled\"`)
+	})
 	if got := waitTask(t, alice, task.ID, "still cancelled", func(wire.Task) bool { return true }); got.Status != wire.TaskCancelled {
 		t.Errorf("after the cancel: %+v", got)
 	}
@@ -204,79 +187,14 @@ func TestTaskIsolationAndCancelOverREST(t *testing.T) {
 	}
 
 	// Dropped after its retention: to alice too it no longer exists.
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	testenv.WaitFor(t, "alice's finished task dropped after its retention", func() bool {
+		list.Tasks = nil
 		alice.Do(t, "GET", "/v1/tasks", "").Decode(t, &list)
-		if len(list.Tasks) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alice's finished task %+v outlived its retention", list.Tasks)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(list.Tasks) == 0
+	})
 	if r := alice.Do(t, "GET", "/v1/tasks/"+task.ID, ""); r.StatusCode != 404 {
 		t.Errorf("GET of a dropped task: %d %s, want 404", r.StatusCode, r.Bytes)
 	}
-}
-
-// The MCP endpoint with a real client (the TypeScript SDK's own task
-// flow): server-everything's task-only tool completes as a task on /mcp;
-// caller B cannot get, read, cancel or list caller A's task knowing its
-// id; A's task outlives A's session and A cancels it from a new one.
-func TestMCPTasksTypeScriptSDKClient(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := testenv.Node(t)
-	d := apitest.Start(t, apitest.Options{Config: apitest.EverythingConfig(t, nil, nil), Tokens: is})
-	rule := rights.Rule{Servers: []string{"everything"}, Scopes: []string{"global"}}
-	a := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token
-	b := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token
-	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-tasks.mjs")
-	raw := runNode(t, nil, node, script, "http://"+d.TCPAddr+"/mcp", a, b)
-	var out struct {
-		Capabilities                json.RawMessage
-		TaskSupport                 string
-		Stream                      []string
-		TaskID, Result, Error       string
-		SecondID                    string
-		BGet, BResult, BCancel      string
-		BList, AList, Notified      []string
-		A2Status, A2Cancel, A2After string
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%v: %s", err, raw)
-	}
-	if !strings.Contains(string(out.Capabilities), `"call"`) || out.TaskSupport != "required" {
-		t.Errorf("tasks capability %s, taskSupport %q: want tools/call tasks advertised and the tool's execution passed on", out.Capabilities, out.TaskSupport)
-	}
-	if len(out.Stream) < 2 || out.Stream[0] != "taskCreated" || out.Stream[len(out.Stream)-1] != "result" ||
-		!strings.Contains(out.Result, "Research Report: coral") || !strings.HasPrefix(out.TaskID, "task-") {
-		t.Errorf("callToolStream: %v, task %q, result %q, error %q; want taskCreated … result with the report", out.Stream, out.TaskID, out.Result, out.Error)
-	}
-	// The session that created the task is told of its stages, under
-	// mcpx's id.
-	if !slices.Contains(out.Notified, out.TaskID+" working") || !slices.Contains(out.Notified, out.TaskID+" completed") {
-		t.Errorf("notifications/tasks/status %v, want %s working … completed", out.Notified, out.TaskID)
-	}
-	for what, got := range map[string]string{"tasks/get": out.BGet, "tasks/result": out.BResult, "tasks/cancel": out.BCancel} {
-		if !strings.Contains(got, "no task") || strings.Contains(got, "alice") {
-			t.Errorf("bob's %s of alice's task: %q, want no task (as for an id that never existed)", what, got)
-		}
-	}
-	if len(out.BList) != 0 {
-		t.Errorf("bob's tasks/list: %v, want none of alice's", out.BList)
-	}
-	if !slices.Contains(out.AList, out.SecondID) {
-		t.Errorf("alice's tasks/list %v lacks her task %s", out.AList, out.SecondID)
-	}
-	if out.A2Status != "working" || out.A2Cancel != "cancelled" || out.A2After != "cancelled" {
-		t.Errorf("alice on a new session: status %q, cancel %q, after %q; want working, cancelled, cancelled", out.A2Status, out.A2Cancel, out.A2After)
-	}
-	waitFor(t, func() bool { return d.MCP.Sessions() == 0 && d.InFlight() == 0 })
 }
 
 // The generated TypeScript client (compiled by tsc, run on node): a tool
