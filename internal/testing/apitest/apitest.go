@@ -12,10 +12,18 @@
 //	func TestEcho(t *testing.T) {
 //		d := apitest.StartDemo(t, map[string]string{"demo": `{"scope": "global"}`})
 //		r := d.Unix.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`)
-//		if got := r.Result(t).Text(); got != "hi" { ... }
+//		if got := r.Result(t).Text(); got != "hi" {
+//			t.Errorf("REST: echo = %q", got)
+//		}
 //		_, cs := d.ConnectMCP(t, "/mcp/demo", "", nil)
-//		if got := apitest.CallText(t, cs, &mcp.CallToolParams{Name: "echo", ...}); ...
+//		echo := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}
+//		if got := apitest.CallText(t, cs, echo); got != "hi" {
+//			t.Errorf("MCP: echo = %q", got)
+//		}
 //	}
+//
+// Options holds the few settings many tests share; what one test needs
+// alone it sets through a hook on the options of the part concerned.
 //
 // Start checks that the test leaves no process behind
 // (internal/testing/proctest), and its cleanups stop the listeners, then
