@@ -8,6 +8,7 @@ import (
 
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
@@ -25,13 +26,13 @@ func TestUnusableServerIsNotFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "secret": `{"scope": "global"}`}), tokens: is})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "secret": `{"scope": "global"}`}), Tokens: is})
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	outside, _ := filepath.EvalSymlinks(t.TempDir())
-	m := mint(t, d.unix, wire.TokenRequest{Subject: "ci", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}}})
+	m := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "ci", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}}})
 	ci := bearerClient(d, m.Token)
 
-	before := scrapeMetrics(t, d.tcp)
+	before := scrapeMetrics(t, d.TCP)
 	routes := []struct{ method, path, body string }{
 		{"GET", "/v1/servers/%s", ""},
 		{"GET", "/v1/servers/%s/tools", ""},
@@ -46,8 +47,8 @@ func TestUnusableServerIsNotFound(t *testing.T) {
 	}
 	for _, rt := range routes {
 		answer := func(server string) (int, string) {
-			r := ci.do(t, rt.method, strings.Replace(rt.path, "%s", server, 1), rt.body, cwdHeader(root)...)
-			return r.StatusCode, string(r.body)
+			r := ci.Do(t, rt.method, strings.Replace(rt.path, "%s", server, 1), rt.body, cwdHeader(root)...)
+			return r.StatusCode, string(r.Bytes)
 		}
 		secretCode, secret := answer("secret")
 		noneCode, none := answer("nosuch")
@@ -60,23 +61,23 @@ func TestUnusableServerIsNotFound(t *testing.T) {
 		}
 	}
 	// The same through the streamed call: refused before the stream starts.
-	r := ci.do(t, "POST", "/v1/servers/secret/tools/echo", `{}`, append(cwdHeader(root), "Accept", wire.MediaEventStream)...)
+	r := ci.Do(t, "POST", "/v1/servers/secret/tools/echo", `{}`, append(cwdHeader(root), "Accept", wire.MediaEventStream)...)
 	if r.StatusCode != 404 {
-		t.Errorf("streamed call of a server the caller may not use: %d %s, want 404", r.StatusCode, r.body)
+		t.Errorf("streamed call of a server the caller may not use: %d %s, want 404", r.StatusCode, r.Bytes)
 	}
 
 	// To the owner's metrics each is a refusal by the caller's rights (and
 	// a name that does not exist is not).
-	after := scrapeMetrics(t, d.tcp)
+	after := scrapeMetrics(t, d.TCP)
 	if got := after.value("mcpx_auth_denials_total", "reason", "rights") - before.value("mcpx_auth_denials_total", "reason", "rights"); got != float64(len(routes)+1) {
 		t.Errorf("rights denials moved by %v, want %d (one per request naming the server the caller may not use)", got, len(routes)+1)
 	}
 
-	r = ci.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`, cwdHeader(outside)...)
-	if p := r.problem(t); p.Status != 403 || !strings.Contains(p.Detail, "outside the roots") || !strings.Contains(p.Detail, "may use demo under "+root) {
+	r = ci.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`, cwdHeader(outside)...)
+	if p := r.Problem(t); p.Status != 403 || !strings.Contains(p.Detail, "outside the roots") || !strings.Contains(p.Detail, "may use demo under "+root) {
 		t.Errorf("demo from a cwd outside its roots: %+v, want a 403 naming the roots demo may be used under", p)
 	}
-	if got := ci.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`, cwdHeader(root)...).result(t).text(); got != "hi" {
+	if got := ci.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`, cwdHeader(root)...).Result(t).Text(); got != "hi" {
 		t.Errorf("demo in its root: %q", got)
 	}
 }

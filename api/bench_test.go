@@ -12,7 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
@@ -70,11 +72,15 @@ func BenchmarkToolsOpenAPI500(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, mode := range []string{"cold", "cached"} {
-		d := startDaemon(b, daemonOptions{cfg: cfg, coldToolDocs: mode == "cold"})
+		handler := api.New
+		if mode == "cold" {
+			handler = api.NewColdToolDocs // every tool document built anew
+		}
+		d := apitest.Start(b, apitest.Options{Config: cfg, Handler: handler})
 		get := func(b *testing.B, enc string) int {
-			req, _ := http.NewRequestWithContext(b.Context(), "GET", d.unix.base+"/v1/openapi.json", nil)
+			req, _ := http.NewRequestWithContext(b.Context(), "GET", d.Unix.Base+"/v1/openapi.json", nil)
 			req.Header.Set("Accept-Encoding", enc)
-			resp, err := d.unix.hc.Do(req)
+			resp, err := d.Unix.HTTP.Do(req)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -23,6 +23,7 @@ import (
 	mcpxclient "mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/client/fleet"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
@@ -65,7 +66,7 @@ func TestDashboardInChromium(t *testing.T) {
 	pw := filepath.Dir(testenv.NPMPackageBin(t, "playwright-core"))
 	everything := testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")
 	proctest.CheckNoLeaks(t)
-	cfg := demoConfig(t, map[string]string{"demo": "", "notes": `{"scope": "session"}`,
+	cfg := apitest.DemoConfig(t, map[string]string{"demo": "", "notes": `{"scope": "session"}`,
 		"flaky":  `{"scope": "global"}`, // the crashed instance stays listed, with its last error
 		"pinned": `{"scope": "global", "pinTools": true, "env": {"MCPX_DEMO_DESCRIBE": "Returns the message."}}`})
 	evDoc, _ := json.Marshal(map[string]any{"servers": map[string]any{"everything": map[string]any{
@@ -81,14 +82,16 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reloads atomic.Int32
-	d := startDaemon(t, daemonOptions{stateDir: t.TempDir(), // the call log: rates and latency
-		cfg: cfg, tokens: is, tailnet: fakeTailnet(t), node: &wire.NodeInfo{Name: "alpha", DNSName: "alpha.tail.ts.net"},
-		daemon: &api.Daemon{Reload: func(context.Context) (wire.Reloaded, error) {
-			reloads.Add(1)
-			return wire.Reloaded{Config: "/etc/mcpx.json", Servers: len(cfg.Servers)}, nil
-		}}})
-	viewer := mint(t, d.unix, wire.TokenRequest{Subject: "viewer", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
-	doomed := mint(t, d.unix, wire.TokenRequest{Subject: "doomed", TTL: "1h"})
+	d := apitest.Start(t, apitest.Options{StateDir: t.TempDir(), // the call log: rates and latency
+		Config: cfg, Tokens: is, API: func(o *api.Options) {
+			o.Tailnet, o.Node = fakeTailnet(t), &wire.NodeInfo{Name: "alpha", DNSName: "alpha.tail.ts.net"}
+			o.Daemon = &api.Daemon{Reload: func(context.Context) (wire.Reloaded, error) {
+				reloads.Add(1)
+				return wire.Reloaded{Config: "/etc/mcpx.json", Servers: len(cfg.Servers)}, nil
+			}}
+		}})
+	viewer := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "viewer", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
+	doomed := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "doomed", TTL: "1h"})
 	worktree, err := filepath.EvalSymlinks(t.TempDir()) // a repository's worktree
 	if err != nil {
 		t.Fatal(err)
@@ -98,11 +101,11 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// The operations /docs must show: every one of the broker's own
 	// document, as served.
-	r := d.unix.do(t, "GET", "/openapi.json", "")
+	r := d.Unix.Do(t, "GET", "/openapi.json", "")
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}
-	r.decode(t, &doc)
+	r.Decode(t, &doc)
 	var operations []string
 	for p, item := range doc.Paths {
 		for method := range item {
@@ -117,8 +120,8 @@ func TestDashboardInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "browser", "dashboard.cjs"))
-	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+pw, "CHROMIUM="+browserPath, "MCPX_URL="+d.tcp.base,
-		"MCPX_TOKEN="+testToken, "SHOTS="+shots, "MCPX_OPERATIONS="+string(want),
+	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+pw, "CHROMIUM="+browserPath, "MCPX_URL="+d.TCP.Base,
+		"MCPX_TOKEN="+apitest.Token, "SHOTS="+shots, "MCPX_OPERATIONS="+string(want),
 		"MCPX_VIEWER_TOKEN="+viewer.Token, "MCPX_DOOMED_TOKEN="+doomed.Token, "MCPX_WORKTREE="+worktree)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -138,17 +141,17 @@ func TestDashboardInChromium(t *testing.T) {
 	for sc.Scan() {
 		switch line := sc.Text(); line {
 		case "READY-FOR-CALL":
-			callElsewhere(t, d.sock)
-			if r := d.unix.do(t, "POST", "/v1/servers/pinned/tools/redescribe", `{"description":"Returns the message, changed."}`); r.StatusCode != 200 {
-				t.Errorf("redescribe: %d %s", r.StatusCode, r.body)
+			callElsewhere(t, d.Sock)
+			if r := d.Unix.Do(t, "POST", "/v1/servers/pinned/tools/redescribe", `{"description":"Returns the message, changed."}`); r.StatusCode != 200 {
+				t.Errorf("redescribe: %d %s", r.StatusCode, r.Bytes)
 			}
 			fmt.Fprintln(stdin, "CALLED")
 		case "READY-FOR-STREAM", "READY-FOR-PAUSED":
 			n := map[string]int{"READY-FOR-STREAM": 3, "READY-FOR-PAUSED": 2}[line]
 			for i := range n {
 				tool := map[bool]string{true: "fail", false: "echo"}[i == 0]
-				if r := d.unix.do(t, "POST", "/v1/servers/demo/tools/"+tool, `{"message":"streamed"}`); r.StatusCode != 200 {
-					t.Errorf("%s: %d %s", tool, r.StatusCode, r.body)
+				if r := d.Unix.Do(t, "POST", "/v1/servers/demo/tools/"+tool, `{"message":"streamed"}`); r.StatusCode != 200 {
+					t.Errorf("%s: %d %s", tool, r.StatusCode, r.Bytes)
 				}
 			}
 			fmt.Fprintln(stdin, strings.Replace(line, "READY-FOR-", "CALLED-", 1))

@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -20,27 +21,27 @@ import (
 // all recorded, and /v1/stats gives their figures to an admin.
 func TestCallStatsRoute(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope":"global"}`}), stateDir: t.TempDir()})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope":"global"}`}), StateDir: t.TempDir()})
 	callPath := func(tool string) string { rt, _ := wire.Lookup(wire.OpCallTool); return rt.Path("demo", tool) }
-	if res := d.unix.do(t, "POST", callPath("echo"), `{"message":"a"}`).result(t); res.text() != "a" {
+	if res := d.Unix.Do(t, "POST", callPath("echo"), `{"message":"a"}`).Result(t); res.Text() != "a" {
 		t.Fatalf("echo over the socket = %+v", res)
 	}
-	if res := d.tcp.do(t, "POST", callPath("fail"), `{"message":"b"}`).result(t); !res.IsError {
+	if res := d.TCP.Do(t, "POST", callPath("fail"), `{"message":"b"}`).Result(t); !res.IsError {
 		t.Fatalf("fail over TCP = %+v", res)
 	}
-	resp := streamRequest(t, t.Context(), d.tcp, callPath("progress"), `{"steps":2,"delayMs":1}`, "/")
+	resp := streamRequest(t, t.Context(), d.TCP, callPath("progress"), `{"steps":2,"delayMs":1}`, "/")
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if r := d.unix.do(t, "POST", callPath("strict"), `{"n":0}`); r.StatusCode != http.StatusBadRequest {
-		t.Fatalf("strict = %d %s", r.StatusCode, r.body)
+	if r := d.Unix.Do(t, "POST", callPath("strict"), `{"n":0}`); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("strict = %d %s", r.StatusCode, r.Bytes)
 	}
 
-	r := d.unix.do(t, "GET", "/v1/stats?by=tool&since=1h", "")
+	r := d.Unix.Do(t, "GET", "/v1/stats?by=tool&since=1h", "")
 	if r.StatusCode != 200 {
-		t.Fatalf("stats: %d %s", r.StatusCode, r.body)
+		t.Fatalf("stats: %d %s", r.StatusCode, r.Bytes)
 	}
 	var doc wire.CallStats
-	r.decode(t, &doc)
+	r.Decode(t, &doc)
 	got := map[string][3]int{}
 	for _, row := range doc.Rows {
 		got[row.Key] = [3]int{row.Count, row.IsError, row.Errors}
@@ -58,8 +59,8 @@ func TestCallStatsRoute(t *testing.T) {
 	}
 
 	for _, c := range []struct{ query, field string }{{"?by=host", "by"}, {"?since=yesterday", "since"}, {"?since=-1h", "since"}} {
-		r := d.unix.do(t, "GET", "/v1/stats"+c.query, "")
-		if p := r.problem(t); r.StatusCode != 400 || !strings.Contains(p.Detail, c.field) {
+		r := d.Unix.Do(t, "GET", "/v1/stats"+c.query, "")
+		if p := r.Problem(t); r.StatusCode != 400 || !strings.Contains(p.Detail, c.field) {
 			t.Errorf("%s: %d %+v, want 400 naming %s", c.query, r.StatusCode, p, c.field)
 		}
 	}
@@ -84,24 +85,22 @@ func TestCallStatsUnwritable(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(state, broker.RecordsDir), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope":"global"}`}), stateDir: state})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope":"global"}`}), StateDir: state})
 	for range 2 {
-		if res := d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"ok"}`).result(t); res.text() != "ok" {
+		if res := d.Unix.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"ok"}`).Result(t); res.Text() != "ok" {
 			t.Fatalf("echo = %+v", res)
 		}
 	}
 	var list wire.InstanceList
-	for range 100 { // the writer counts the loss after the call returns
-		r := d.unix.do(t, "GET", "/v1/instances", "")
+	// The writer counts the loss after the call returns.
+	testenv.WaitFor(t, "two failed records", func() bool {
+		r := d.Unix.Do(t, "GET", "/v1/instances", "")
 		list = wire.InstanceList{}
-		if err := json.Unmarshal(r.body, &list); err != nil {
+		if err := json.Unmarshal(r.Bytes, &list); err != nil {
 			t.Fatal(err)
 		}
-		if list.Records != nil && list.Records.Failed == 2 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return list.Records != nil && list.Records.Failed == 2
+	})
 	if rs := list.Records; rs == nil || !rs.Enabled || rs.Failed != 2 || rs.Written != 0 || !strings.Contains(rs.LastError, "records") {
 		t.Errorf("instances' records = %+v, want 2 failed with the error", list.Records)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
@@ -18,14 +19,14 @@ import (
 // clientDaemon is a daemon with a global demo server and a worktree-scoped
 // one (wt), and a state directory holding its daemon record, as a generated
 // client finds a local daemon.
-func clientDaemon(t *testing.T) (d *daemon, stateDir string) {
-	d = startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{
+func clientDaemon(t *testing.T) (d *apitest.Daemon, stateDir string) {
+	d = apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{
 		"demo": "",
 		"wt":   `{"scope": "worktree"}`,
 	})})
 	home := t.TempDir()
 	stateDir = filepath.Join(home, "state")
-	rec, _ := json.Marshal(wire.DaemonRecord{URL: "http://" + d.tcpAddr, Token: testToken})
+	rec, _ := json.Marshal(wire.DaemonRecord{URL: "http://" + d.TCPAddr, Token: apitest.Token})
 	if err := os.MkdirAll(filepath.Join(stateDir, "mcpx"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -38,20 +39,20 @@ func clientDaemon(t *testing.T) (d *daemon, stateDir string) {
 func TestTypeScriptClientRoute(t *testing.T) {
 	d, _ := clientDaemon(t)
 	cwd := t.TempDir()
-	res := d.tcp.do(t, "GET", "/v1/clients/typescript?servers=demo", "", wire.HeaderCwd, cwd)
+	res := d.TCP.Do(t, "GET", "/v1/clients/typescript?servers=demo", "", wire.HeaderCwd, cwd)
 	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), wire.MediaTypeScript) {
-		t.Fatalf("status %d, Content-Type %q: %s", res.StatusCode, res.Header.Get("Content-Type"), res.body)
+		t.Fatalf("status %d, Content-Type %q: %s", res.StatusCode, res.Header.Get("Content-Type"), res.Bytes)
 	}
 	// The same tools give the same module: its ETag answers 304, no body;
 	// another module (all servers) has another tag.
 	etag := res.Header.Get("ETag")
-	if again := d.tcp.do(t, "GET", "/v1/clients/typescript?servers=demo", "", wire.HeaderCwd, cwd, "If-None-Match", etag); again.StatusCode != 304 || len(again.body) != 0 || etag == "" {
-		t.Errorf("If-None-Match %s: %d with %d bytes, want 304 and none", etag, again.StatusCode, len(again.body))
+	if again := d.TCP.Do(t, "GET", "/v1/clients/typescript?servers=demo", "", wire.HeaderCwd, cwd, "If-None-Match", etag); again.StatusCode != 304 || len(again.Bytes) != 0 || etag == "" {
+		t.Errorf("If-None-Match %s: %d with %d bytes, want 304 and none", etag, again.StatusCode, len(again.Bytes))
 	}
-	if other := d.tcp.do(t, "GET", "/v1/clients/typescript", "", wire.HeaderCwd, cwd, "If-None-Match", etag); other.StatusCode != 200 || other.Header.Get("ETag") == etag {
+	if other := d.TCP.Do(t, "GET", "/v1/clients/typescript", "", wire.HeaderCwd, cwd, "If-None-Match", etag); other.StatusCode != 200 || other.Header.Get("ETag") == etag {
 		t.Errorf("another module under the same tag: %d, ETag %s", other.StatusCode, other.Header.Get("ETag"))
 	}
-	src := string(res.body)
+	src := string(res.Bytes)
 	for _, want := range []string{"// Broker: mcpx test\n", "//   demo (16 tools, sha256:", "export const demo = {", "echo: (args: demo.EchoInput"} {
 		if !strings.Contains(src, want) {
 			t.Errorf("the module lacks %q", want)
@@ -60,11 +61,11 @@ func TestTypeScriptClientRoute(t *testing.T) {
 	if strings.Contains(src, "export const wt") {
 		t.Error("?servers=demo generated wt too")
 	}
-	all := d.unix.do(t, "GET", "/v1/clients/typescript", "", wire.HeaderCwd, t.TempDir())
-	if !strings.Contains(string(all.body), "export const wt = {") || !strings.Contains(string(all.body), "export const demo = {") {
-		t.Errorf("without ?servers the module lacks a server:\n%.2000s", all.body)
+	all := d.Unix.Do(t, "GET", "/v1/clients/typescript", "", wire.HeaderCwd, t.TempDir())
+	if !strings.Contains(string(all.Bytes), "export const wt = {") || !strings.Contains(string(all.Bytes), "export const demo = {") {
+		t.Errorf("without ?servers the module lacks a server:\n%.2000s", all.Bytes)
 	}
-	if p := d.tcp.do(t, "GET", "/v1/clients/typescript?servers=demo,nope", "").problem(t); p.Kind() != wire.KindNotFound {
+	if p := d.TCP.Do(t, "GET", "/v1/clients/typescript?servers=demo,nope", "").Problem(t); p.Kind() != wire.KindNotFound {
 		t.Errorf("an unknown server: %+v, want not-found", p)
 	}
 }
@@ -120,14 +121,14 @@ func TestTypeScriptClientRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The client, generated for the script's cwd as `mcpx clientgen ts` would.
-	res := d.tcp.do(t, "GET", "/v1/clients/typescript", "", wire.HeaderCwd, sub)
+	res := d.TCP.Do(t, "GET", "/v1/clients/typescript", "", wire.HeaderCwd, sub)
 	if res.StatusCode != 200 {
-		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.body)
+		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.Bytes)
 	}
 	for _, rt := range runtimes {
 		t.Run(rt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "client.ts"), res.body, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "client.ts"), res.Bytes, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			script, err := os.ReadFile(filepath.Join("testdata", "client", "script.ts"))
@@ -143,7 +144,7 @@ func TestTypeScriptClientRuns(t *testing.T) {
 	}
 }
 
-func runScript(t *testing.T, d *daemon, argv []string, cwd, stateDir, worktree string) {
+func runScript(t *testing.T, d *apitest.Daemon, argv []string, cwd, stateDir, worktree string) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cwd
 	home := t.TempDir()
@@ -269,11 +270,11 @@ func runScript(t *testing.T, d *daemon, argv []string, cwd, stateDir, worktree s
 	if l := next("ready-to-abort"); l != "ready-to-abort" {
 		t.Fatalf("the script printed %q, want ready-to-abort", l)
 	}
-	testenv.WaitFor(t, "the child sleeping", func() bool { return strings.Contains(d.logs.String(), "sleeping 60000ms") })
+	testenv.WaitFor(t, "the child sleeping", func() bool { return strings.Contains(d.Logs.String(), "sleeping 60000ms") })
 	io.WriteString(stdin, "abort\n")
 	var aborted struct{ Aborted outcome }
 	if l := next("the abort's outcome"); json.Unmarshal([]byte(l), &aborted) != nil || aborted.Aborted.Kind != wire.KindCanceled {
 		t.Errorf("the aborted call: %q, want an McpxError of kind canceled", l)
 	}
-	testenv.WaitFor(t, `"cancelled sleep" from the child`, func() bool { return strings.Contains(d.logs.String(), "cancelled sleep") })
+	testenv.WaitFor(t, `"cancelled sleep" from the child`, func() bool { return strings.Contains(d.Logs.String(), "cancelled sleep") })
 }

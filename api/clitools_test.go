@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 )
@@ -38,16 +39,16 @@ func TestCLIServerOnEverySurface(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: cfg})
+	d := apitest.Start(t, apitest.Options{Config: cfg})
 
 	want := map[string]string{wts[0]: "initial", wts[1]: "second\ninitial"}
 	for _, wt := range wts {
-		res := d.unix.do(t, "POST", "/v1/servers/git/tools/log", `{"count":3}`, cwdHeader(wt)...).result(t)
-		if res.IsError || strings.TrimSpace(res.text()) != want[wt] {
-			t.Errorf("REST log from %s = %q, want %q", wt, res.text(), want[wt])
+		res := d.Unix.Do(t, "POST", "/v1/servers/git/tools/log", `{"count":3}`, cwdHeader(wt)...).Result(t)
+		if res.IsError || strings.TrimSpace(res.Text()) != want[wt] {
+			t.Errorf("REST log from %s = %q, want %q", wt, res.Text(), want[wt])
 		}
 	}
-	if res := d.unix.do(t, "POST", "/v1/servers/git/tools/log", `{"count":"3"}`, cwdHeader(wts[0])...).result(t); !res.IsError || !strings.Contains(res.text(), "argument count") {
+	if res := d.Unix.Do(t, "POST", "/v1/servers/git/tools/log", `{"count":"3"}`, cwdHeader(wts[0])...).Result(t); !res.IsError || !strings.Contains(res.Text(), "argument count") {
 		t.Errorf("REST log with a string count = %+v", res)
 	}
 
@@ -57,20 +58,20 @@ func TestCLIServerOnEverySurface(t *testing.T) {
 			InputSchema json.RawMessage
 		}
 	}
-	d.unix.do(t, "GET", "/v1/servers/git/tools", "", cwdHeader(wts[0])...).decode(t, &one)
+	d.Unix.Do(t, "GET", "/v1/servers/git/tools", "", cwdHeader(wts[0])...).Decode(t, &one)
 	if len(one.Tools) != 2 || one.Tools[0].Name != "log" || !strings.Contains(string(one.Tools[0].InputSchema), `"count":{"minimum":1,"type":"integer"}`) {
 		t.Errorf("REST tools = %+v", one.Tools)
 	}
 
-	r := d.unix.do(t, "GET", "/v1/servers/git/openapi.json", "", cwdHeader(wts[0])...)
+	r := d.Unix.Do(t, "GET", "/v1/servers/git/openapi.json", "", cwdHeader(wts[0])...)
 	var compact bytes.Buffer
-	json.Compact(&compact, r.body)
+	json.Compact(&compact, r.Bytes)
 	if body := compact.String(); r.StatusCode != 200 || !strings.Contains(body, `"/v1/servers/git/tools/log":`) || !strings.Contains(body, "commit subjects, newest first") || !strings.Contains(body, `"count":{"minimum":1,"type":"integer"}`) {
-		t.Errorf("the server's OpenAPI document (%d) lacks the tool or its schema: %.600s", r.StatusCode, r.body)
+		t.Errorf("the server's OpenAPI document (%d) lacks the tool or its schema: %.600s", r.StatusCode, r.Bytes)
 	}
 
 	for i, wt := range wts {
-		_, cs := mcpClient(t, d, "/mcp", "2025-11-25", nil, wt)
+		_, cs := d.ConnectMCP(t, "/mcp", "2025-11-25", nil, wt)
 		tools, err := cs.ListTools(t.Context(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +88,7 @@ func TestCLIServerOnEverySurface(t *testing.T) {
 		if schema, _ := json.Marshal(log.InputSchema); !strings.Contains(string(schema), `"minimum":1`) {
 			t.Errorf("/mcp git__log input schema = %s", schema)
 		}
-		if got := textOf(t, cs, &mcp.CallToolParams{Name: "git__log", Arguments: map[string]any{"count": 3}}); strings.TrimSpace(got) != want[wt] {
+		if got := apitest.CallText(t, cs, &mcp.CallToolParams{Name: "git__log", Arguments: map[string]any{"count": 3}}); strings.TrimSpace(got) != want[wt] {
 			t.Errorf("/mcp client %d in %s: git__log = %q, want %q", i, wt, got, want[wt])
 		}
 	}

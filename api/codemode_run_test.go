@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
@@ -62,10 +63,10 @@ func runAt(t *testing.T, cs *mcp.ClientSession, code string) runAnswer {
 }
 
 // setCodeMode serves cfg with its mcp block changed by set.
-func setCodeMode(d *daemon, cfg *config.Config, set func(*config.MCP)) {
+func setCodeMode(d *apitest.Daemon, cfg *config.Config, set func(*config.MCP)) {
 	c := *cfg
 	set(&c.MCP)
-	d.b.SetConfig(&c)
+	d.Broker.SetConfig(&c)
 }
 
 // procStart is the start time of the process pid (field 22 of
@@ -94,9 +95,9 @@ func pidIn(file string) int {
 // mcp.runTimeout, its result says so, and its process is gone; a run
 // whose time is up before its snippet runs says so too.
 func TestMCPCodeModeRunTimeout(t *testing.T) {
-	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
+	cfg := apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
 	d, root := startCodeDaemonWith(t, cfg)
-	cs := codeClient(t, d, testToken, "code", root)
+	cs := codeClient(t, d, apitest.Token, "code", root)
 	setCodeMode(d, cfg, func(m *config.MCP) { m.RunTimeout = config.Duration(time.Nanosecond) })
 	if a := runAt(t, cs, "return 1"); !a.isError || !strings.Contains(a.text, "[mcpx: the run was stopped after 1ns (mcp.runTimeout)]") {
 		t.Errorf("a run out of time before it started answered %q (error %v)", a.text, a.isError)
@@ -131,10 +132,10 @@ func TestMCPCodeModeRunTimeout(t *testing.T) {
 // on stdout and on stderr gets each bounded, saying how much was dropped.
 func TestMCPCodeModeRunOutput(t *testing.T) {
 	const maxOutput = 1000
-	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
+	cfg := apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
 	cfg.MCP.MaxOutput = maxOutput
 	d, root := startCodeDaemonWith(t, cfg)
-	cs := codeClient(t, d, testToken, "code", root)
+	cs := codeClient(t, d, apitest.Token, "code", root)
 	a := runAt(t, cs, `for (let i = 0; i < 1000; i++) { console.log("o".repeat(1000)); console.error("e".repeat(1000)); }`)
 	const marker = "more bytes dropped: the output is bounded at 1000]"
 	for what, got := range map[string]string{"text": a.text, "stdout": a.structured.Stdout, "logs": a.structured.Logs} {
@@ -154,12 +155,12 @@ func TestMCPCodeModeRunOutput(t *testing.T) {
 // notifications/cancelled) ends the script's process, and the session
 // goes on serving, in either era.
 func TestMCPCodeModeRunCancelled(t *testing.T) {
-	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
+	cfg := apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
 	cfg.MCP.RunTimeout = config.Duration(time.Hour) // only the cancellation ends the run
 	d, root := startCodeDaemonWith(t, cfg)
 	for era, version := range map[string]string{"handshake": "2025-11-25", "stateless": ""} {
 		t.Run(era, func(t *testing.T) {
-			cs := codeClientOver(t, d, bearer{testToken}, "code", root, version)
+			cs := codeClientOver(t, d, apitest.Bearer{Token: apitest.Token}, "code", root, version)
 			pidFile := filepath.Join(t.TempDir(), "pid")
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
@@ -191,9 +192,9 @@ func TestMCPCodeModeRunCancelled(t *testing.T) {
 // (deno is every other test's), with the demo server's answer and its
 // records enriched.
 func TestMCPCodeModeRuntimes(t *testing.T) {
-	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
+	cfg := apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
 	d, root := startCodeDaemonWith(t, cfg)
-	cs := codeClient(t, d, testToken, "code", root)
+	cs := codeClient(t, d, apitest.Token, "code", root)
 	for name, bin := range map[string]string{"bun": testenv.NPMPackageBinNamed(t, "bun", "bun"), "node": testenv.Node(t)} {
 		setCodeMode(d, cfg, func(m *config.MCP) { m.Runtime = bin })
 		a := runAt(t, cs, `const on = typeof Deno !== "undefined" ? "deno" : typeof Bun !== "undefined" ? "bun" : "node";
@@ -232,7 +233,7 @@ func (s sessions) RoundTrip(r *http.Request) (*http.Response, error) {
 // script started; a field the record has is its own.
 func TestMCPCodeModeRunLogs(t *testing.T) {
 	d, root := startCodeDaemon(t)
-	cs := codeClientOver(t, d, sessions{testToken, "task-3", "agent-7"}, "code", root, "")
+	cs := codeClientOver(t, d, sessions{apitest.Token, "task-3", "agent-7"}, "code", root, "")
 	a := runAt(t, cs, `log.info("n is {n}", {n: 2}); log.warn("mine", {tool: "own"}); return Deno.pid`)
 	if a.isError {
 		t.Fatalf("run: %s", a.text)
@@ -272,7 +273,7 @@ func TestMCPCodeModeRunLogs(t *testing.T) {
 
 	// A client of the handshake era that names no session has its MCP
 	// session's.
-	hs := codeClientOver(t, d, bearer{testToken}, "code", root, "2025-11-25")
+	hs := codeClientOver(t, d, apitest.Bearer{Token: apitest.Token}, "code", root, "2025-11-25")
 	if a := runAt(t, hs, `log.info("hi")`); !strings.Contains(a.structured.Logs, `"session":"mcp-`+hs.ID()+`"`) || hs.ID() == "" {
 		t.Errorf("a run in MCP session %q logged %q", hs.ID(), a.structured.Logs)
 	}
@@ -283,7 +284,7 @@ func TestMCPCodeModeRunLogs(t *testing.T) {
 // one whatever the budget.
 func TestMCPCodeModeSearchBudget(t *testing.T) {
 	d, root := startCodeDaemon(t)
-	cs := codeClient(t, d, testToken, "code", root)
+	cs := codeClient(t, d, apitest.Token, "code", root)
 	search := func(args map[string]any) (string, int) {
 		t.Helper()
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search", Arguments: args})

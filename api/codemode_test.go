@@ -22,6 +22,7 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
@@ -38,18 +39,18 @@ func denoBin(t *testing.T) string {
 
 // startCodeDaemon serves the demo (cwd scope) and "secret" with code mode's
 // runtime deno, and a token issuer.
-func startCodeDaemon(t *testing.T) (*daemon, string) {
+func startCodeDaemon(t *testing.T) (*apitest.Daemon, string) {
 	t.Helper()
 	return startCodeDaemonWith(t, codeConfig(t))
 }
 
 // codeConfig serves the demo (cwd scope) and "secret".
 func codeConfig(t *testing.T) *config.Config {
-	return demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "secret": `{"scope": "global"}`})
+	return apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "secret": `{"scope": "global"}`})
 }
 
 // startCodeDaemonWith is startCodeDaemon serving cfg's servers.
-func startCodeDaemonWith(t *testing.T, cfg *config.Config) (*daemon, string) {
+func startCodeDaemonWith(t *testing.T, cfg *config.Config) (*apitest.Daemon, string) {
 	t.Helper()
 	proctest.CheckNoLeaks(t)
 	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
@@ -57,7 +58,7 @@ func startCodeDaemonWith(t *testing.T, cfg *config.Config) (*daemon, string) {
 		t.Fatal(err)
 	}
 	cfg.MCP.Runtime = denoBin(t)
-	d := startDaemon(t, daemonOptions{cfg: cfg, tokens: is, stateDir: t.TempDir()})
+	d := apitest.Start(t, apitest.Options{Config: cfg, Tokens: is, StateDir: t.TempDir()})
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestMCPCodeModeTypeScriptSDKClient(t *testing.T) {
 	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-code-mode.mjs")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, testenv.Node(t), script, "http://"+d.tcpAddr+"/mcp?mode=code", testToken, root).Output()
+	out, err := exec.CommandContext(ctx, testenv.Node(t), script, "http://"+d.TCPAddr+"/mcp?mode=code", apitest.Token, root).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			t.Fatalf("the TypeScript client: %v\n%s", err, ee.Stderr)
@@ -109,18 +110,18 @@ func TestMCPCodeModeTypeScriptSDKClient(t *testing.T) {
 
 // codeClient connects a go-sdk client as token to /mcp?mode=mode, with
 // its one root, in go-sdk's latest revision.
-func codeClient(t *testing.T, d *daemon, token, mode, root string) *mcp.ClientSession {
+func codeClient(t *testing.T, d *apitest.Daemon, token, mode, root string) *mcp.ClientSession {
 	t.Helper()
-	return codeClientOver(t, d, bearer{token}, mode, root, "")
+	return codeClientOver(t, d, apitest.Bearer{Token: token}, mode, root, "")
 }
 
 // codeClientOver is codeClient with the HTTP transport rt (which says who
 // calls), in the revision version ("" = go-sdk's latest).
-func codeClientOver(t *testing.T, d *daemon, rt http.RoundTripper, mode, root, version string) *mcp.ClientSession {
+func codeClientOver(t *testing.T, d *apitest.Daemon, rt http.RoundTripper, mode, root, version string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-code", Version: "1"}, nil)
 	c.AddRoots(&mcp.Root{URI: "file://" + root, Name: "root"})
-	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp?mode=" + mode, HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1}
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.TCPAddr + "/mcp?mode=" + mode, HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1}
 	cs, err := c.Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestMCPCodeModeConfinesAGrant(t *testing.T) {
 	}))
 	defer other.Close()
 
-	m := mint(t, d.unix, wire.TokenRequest{Subject: "ci", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, Code: true, MCPMode: "both"}})
+	m := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "ci", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, Code: true, MCPMode: "both"}})
 	cs := codeClient(t, d, m.Token, "", root)
 	if names := toolNames(t, cs); !slices.Contains(names, "run") || !slices.Contains(names, "demo__add") || slices.Contains(names, "secret__echo") {
 		t.Fatalf("the grant's mode both lists %v", names)
@@ -224,7 +225,7 @@ func TestMCPCodeModeConfinesAGrant(t *testing.T) {
 	}
 
 	// No code right: mode code falls back to the tools, and run is no tool.
-	plain := mint(t, d.unix, wire.TokenRequest{Subject: "plain", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, MCPMode: "code"}})
+	plain := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "plain", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, MCPMode: "code"}})
 	ps := codeClient(t, d, plain.Token, "code", root)
 	if names := toolNames(t, ps); slices.Contains(names, "run") || !slices.Contains(names, "demo__add") {
 		t.Errorf("without the code right, mode code lists %v", names)
@@ -238,15 +239,15 @@ func TestMCPCodeModeConfinesAGrant(t *testing.T) {
 // search and run beside them with mode=both, and a bad mode is a 400.
 func TestMCPCodeModeSurfaces(t *testing.T) {
 	d, root := startCodeDaemon(t)
-	if names := toolNames(t, codeClient(t, d, testToken, "", root)); slices.Contains(names, "search") || !slices.Contains(names, "demo__add") {
+	if names := toolNames(t, codeClient(t, d, apitest.Token, "", root)); slices.Contains(names, "search") || !slices.Contains(names, "demo__add") {
 		t.Errorf("default mode lists %v", names)
 	}
-	if names := toolNames(t, codeClient(t, d, testToken, "both", root)); !slices.Contains(names, "search") || !slices.Contains(names, "run") || !slices.Contains(names, "secret__echo") {
+	if names := toolNames(t, codeClient(t, d, apitest.Token, "both", root)); !slices.Contains(names, "search") || !slices.Contains(names, "run") || !slices.Contains(names, "secret__echo") {
 		t.Errorf("mode both lists %v", names)
 	}
-	r := d.tcp.do(t, "POST", "/mcp?mode=codes", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
-	if r.StatusCode != 400 || !strings.Contains(string(r.body), "mode") {
-		t.Errorf("mode=codes: %d %s", r.StatusCode, r.body)
+	r := d.TCP.Do(t, "POST", "/mcp?mode=codes", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+	if r.StatusCode != 400 || !strings.Contains(string(r.Bytes), "mode") {
+		t.Errorf("mode=codes: %d %s", r.StatusCode, r.Bytes)
 	}
 }
 
@@ -269,7 +270,7 @@ func TestMCPCodeModeFromConfig(t *testing.T) {
 			cfg := codeConfig(t)
 			cfg.MCP = block.MCP
 			d, root := startCodeDaemonWith(t, cfg)
-			names := toolNames(t, codeClient(t, d, testToken, "", root))
+			names := toolNames(t, codeClient(t, d, apitest.Token, "", root))
 			slices.Sort(names)
 			if tc.mode == "both" {
 				names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(tc.want, n) })
@@ -331,14 +332,14 @@ func TestCodeModeTokenCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
+	cfg := apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`})
 	cfg.Servers["everything"] = every.Servers["everything"]
 	d, root := startCodeDaemonWith(t, cfg)
 	conversation := func(mode string, task func(*mcp.ClientSession)) int64 {
-		ct := &countingTransport{token: testToken}
+		ct := &countingTransport{token: apitest.Token}
 		c := mcp.NewClient(&mcp.Implementation{Name: "count", Version: "1"}, nil)
 		c.AddRoots(&mcp.Root{URI: "file://" + root})
-		cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp?mode=" + mode, HTTPClient: &http.Client{Transport: ct}, MaxRetries: -1}, nil)
+		cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + d.TCPAddr + "/mcp?mode=" + mode, HTTPClient: &http.Client{Transport: ct}, MaxRetries: -1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
@@ -21,7 +22,7 @@ func TestConfigSourcesRight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`}), tokens: is})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`}), Tokens: is})
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	proj := filepath.Join(root, ".mcpx", "config.json")
 	if err := os.MkdirAll(filepath.Dir(proj), 0o755); err != nil {
@@ -30,26 +31,26 @@ func TestConfigSourcesRight(t *testing.T) {
 	if err := os.WriteFile(proj, []byte(`{"servers": {"local": {"command": "true"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	guest := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "guest", Rule: rights.Rule{Servers: []string{"*"}, Roots: []string{root}, Admin: true}}).Token)
-	trusted := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "trusted", Rule: rights.Rule{Servers: []string{"*"}, Roots: []string{root}, ProjectConfig: true}}).Token)
+	guest := bearerClient(d, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "guest", Rule: rights.Rule{Servers: []string{"*"}, Roots: []string{root}, Admin: true}}).Token)
+	trusted := bearerClient(d, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "trusted", Rule: rights.Rule{Servers: []string{"*"}, Roots: []string{root}, ProjectConfig: true}}).Token)
 
 	var w wire.Whoami
-	trusted.do(t, "GET", "/v1/whoami", "").decode(t, &w)
+	trusted.Do(t, "GET", "/v1/whoami", "").Decode(t, &w)
 	if !w.Caller.Rights.ProjectConfig(root) {
 		t.Errorf("whoami with a projectConfig token: %+v", w.Caller)
 	}
 	for _, tc := range []struct {
 		who     string
-		c       *client
+		c       *apitest.Client
 		applied bool
 		servers string
 	}{
 		{"guest", guest, false, "demo"},
 		{"trusted", trusted, true, "demo,local"},
-		{"owner", d.unix, true, "demo,local"},
+		{"owner", d.Unix, true, "demo,local"},
 	} {
 		var src wire.ConfigSources
-		tc.c.do(t, "GET", "/v1/config/sources", "", cwdHeader(root)...).decode(t, &src)
+		tc.c.Do(t, "GET", "/v1/config/sources", "", cwdHeader(root)...).Decode(t, &src)
 		var names []string
 		for _, s := range src.Servers {
 			names = append(names, s.Name)
@@ -63,14 +64,14 @@ func TestConfigSourcesRight(t *testing.T) {
 		}
 	}
 	// An admin without the right cannot grant it.
-	if r := guest.do(t, "POST", "/v1/tokens", `{"sub":"more","servers":["demo"],"projectConfig":true}`); r.StatusCode != 403 || !strings.Contains(string(r.body), "projectConfig") {
-		t.Errorf("minting projectConfig without it: %d %s", r.StatusCode, r.body)
+	if r := guest.Do(t, "POST", "/v1/tokens", `{"sub":"more","servers":["demo"],"projectConfig":true}`); r.StatusCode != 403 || !strings.Contains(string(r.Bytes), "projectConfig") {
+		t.Errorf("minting projectConfig without it: %d %s", r.StatusCode, r.Bytes)
 	}
 	// A project file that does not load fails that chain with a 400 naming it.
 	if err := os.WriteFile(proj, []byte(`{"servers": {"local": {"comand": "true"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if p := trusted.do(t, "GET", "/v1/tools", "", cwdHeader(root)...).problem(t); p.Status != 400 || !strings.Contains(p.Detail, proj) {
+	if p := trusted.Do(t, "GET", "/v1/tools", "", cwdHeader(root)...).Problem(t); p.Status != 400 || !strings.Contains(p.Detail, proj) {
 		t.Errorf("tools with a broken project file: %+v, want a 400 naming %s", p, proj)
 	}
 }

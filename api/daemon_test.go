@@ -14,6 +14,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -21,13 +22,13 @@ import (
 // a 401 problem that says what to send and names no path or token; the
 // unix socket needs none.
 func TestTCPNeedsToken(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
-	noToken := &client{base: d.tcp.base, hc: &http.Client{}}
+	d := apitest.Start(t, apitest.Options{})
+	noToken := &apitest.Client{Base: d.TCP.Base, HTTP: &http.Client{}}
 	for _, tt := range []struct{ name, auth string }{
 		{"none", ""},
-		{"wrong", "Bearer " + testToken + "x"},
-		{"prefix", "Bearer " + testToken[:5]},
-		{"basic", "Basic " + testToken},
+		{"wrong", "Bearer " + apitest.Token + "x"},
+		{"prefix", "Bearer " + apitest.Token[:5]},
+		{"basic", "Basic " + apitest.Token},
 		{"empty bearer", "Bearer "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,15 +37,15 @@ func TestTCPNeedsToken(t *testing.T) {
 				hdr = append(hdr, "Authorization", tt.auth)
 			}
 			for _, path := range []string{"/v1/whoami", "/v1/instances"} {
-				r := noToken.do(t, "GET", path, "", hdr...)
-				p := r.problem(t)
+				r := noToken.Do(t, "GET", path, "", hdr...)
+				p := r.Problem(t)
 				if p.Status != 401 || p.Kind() != wire.KindUnauthorized || p.Title != "Unauthorized" {
 					t.Errorf("%s: problem %+v", path, p)
 				}
 				if !strings.Contains(p.Detail, "Authorization: Bearer") && !strings.Contains(p.Detail, "daemon record") {
 					t.Errorf("%s: detail %q has no hint", path, p.Detail)
 				}
-				if strings.Contains(p.Detail, "/") && !strings.Contains(p.Detail, "Authorization") || strings.Contains(p.Detail, testToken[:5]) {
+				if strings.Contains(p.Detail, "/") && !strings.Contains(p.Detail, "Authorization") || strings.Contains(p.Detail, apitest.Token[:5]) {
 					t.Errorf("%s: detail %q leaks", path, p.Detail)
 				}
 				if got := r.Header.Get("WWW-Authenticate"); got != `Bearer realm="mcpx"` {
@@ -53,11 +54,11 @@ func TestTCPNeedsToken(t *testing.T) {
 			}
 		})
 	}
-	if r := d.tcp.do(t, "GET", "/v1/whoami", ""); r.StatusCode != 200 {
-		t.Errorf("with the token: %d %s", r.StatusCode, r.body)
+	if r := d.TCP.Do(t, "GET", "/v1/whoami", ""); r.StatusCode != 200 {
+		t.Errorf("with the token: %d %s", r.StatusCode, r.Bytes)
 	}
-	if r := d.unix.do(t, "GET", "/v1/whoami", ""); r.StatusCode != 200 {
-		t.Errorf("unix socket without a token: %d %s", r.StatusCode, r.body)
+	if r := d.Unix.Do(t, "GET", "/v1/whoami", ""); r.StatusCode != 200 {
+		t.Errorf("unix socket without a token: %d %s", r.StatusCode, r.Bytes)
 	}
 }
 
@@ -90,7 +91,7 @@ func TestDaemonControl(t *testing.T) {
 	info := wire.DaemonInfo{Pid: 42, Version: "v1", Socket: "/run/x.sock", Address: "127.0.0.1:1",
 		Config: "/etc/c.json", State: "/var/s", Started: started}
 	fail := false
-	d := startDaemon(t, daemonOptions{daemon: &api.Daemon{
+	daemon := &api.Daemon{
 		Info: info,
 		Stop: func() { stops.Add(1) },
 		Reload: func(context.Context) (wire.Reloaded, error) {
@@ -101,38 +102,39 @@ func TestDaemonControl(t *testing.T) {
 			}
 			return wire.Reloaded{Config: "/etc/c.json", Servers: 3}, nil
 		},
-	}})
-	for _, c := range []*client{d.unix, d.tcp} {
+	}
+	d := apitest.Start(t, apitest.Options{API: func(o *api.Options) { o.Daemon = daemon }})
+	for _, c := range []*apitest.Client{d.Unix, d.TCP} {
 		var w wire.Whoami
-		c.do(t, "GET", "/v1/whoami", "").decode(t, &w)
+		c.Do(t, "GET", "/v1/whoami", "").Decode(t, &w)
 		if w.Daemon == nil || !cmp.Equal(*w.Daemon, info) {
 			t.Errorf("whoami daemon %+v, want %+v", w.Daemon, info)
 		}
 	}
 
 	var res wire.Reloaded
-	d.unix.do(t, "POST", "/v1/daemon/reload", "").decode(t, &res)
+	d.Unix.Do(t, "POST", "/v1/daemon/reload", "").Decode(t, &res)
 	if res != (wire.Reloaded{Config: "/etc/c.json", Servers: 3}) {
 		t.Errorf("reload answered %+v", res)
 	}
 	fail = true
-	p := d.unix.do(t, "POST", "/v1/daemon/reload", "").problem(t)
+	p := d.Unix.Do(t, "POST", "/v1/daemon/reload", "").Problem(t)
 	if p.Kind() != wire.KindConfig || !strings.Contains(p.Detail, `unknown field "comand"`) {
 		t.Errorf("refused reload to the owner: %+v", p)
 	}
 	if p.Status != 422 { // real-use 16: the user's config, not a daemon fault
 		t.Errorf("refused reload: status %d, want 422", p.Status)
 	}
-	p = d.tcp.do(t, "POST", "/v1/daemon/reload", "").problem(t)
+	p = d.TCP.Do(t, "POST", "/v1/daemon/reload", "").Problem(t)
 	if p.Kind() != wire.KindConfig || !strings.Contains(p.Detail, `unknown field "comand"`) {
 		t.Errorf("refused reload over TCP, to the owner (the token is the owner's): %+v", p)
 	}
-	if r := d.unix.do(t, "GET", "/v1/daemon/reload", ""); r.StatusCode != 405 {
+	if r := d.Unix.Do(t, "GET", "/v1/daemon/reload", ""); r.StatusCode != 405 {
 		t.Errorf("GET reload: %d", r.StatusCode)
 	}
 
-	if r := d.unix.do(t, "POST", "/v1/daemon/stop", ""); r.StatusCode != 204 {
-		t.Errorf("stop: %d %s", r.StatusCode, r.body)
+	if r := d.Unix.Do(t, "POST", "/v1/daemon/stop", ""); r.StatusCode != 204 {
+		t.Errorf("stop: %d %s", r.StatusCode, r.Bytes)
 	}
 	if stops.Load() != 1 || reloads.Load() != 3 {
 		t.Errorf("%d stops, %d reloads; want 1 and 3", stops.Load(), reloads.Load())
@@ -141,14 +143,14 @@ func TestDaemonControl(t *testing.T) {
 
 // Without a Daemon, the control routes say so and whoami has no daemon.
 func TestNoDaemonControl(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
+	d := apitest.Start(t, apitest.Options{})
 	var w wire.Whoami
-	d.unix.do(t, "GET", "/v1/whoami", "").decode(t, &w)
+	d.Unix.Do(t, "GET", "/v1/whoami", "").Decode(t, &w)
 	if w.Daemon != nil {
 		t.Errorf("whoami daemon %+v", w.Daemon)
 	}
 	for _, path := range []string{"/v1/daemon/stop", "/v1/daemon/reload"} {
-		if p := d.unix.do(t, "POST", path, "").problem(t); p.Status != 503 {
+		if p := d.Unix.Do(t, "POST", path, "").Problem(t); p.Status != 503 {
 			t.Errorf("%s: %+v", path, p)
 		}
 	}

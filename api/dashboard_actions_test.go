@@ -15,6 +15,7 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
@@ -32,25 +33,27 @@ func TestDashboardActionsNeedCSRFAndRights(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reloads atomic.Int32
-	d := startDaemon(t, daemonOptions{tokens: is, cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global", "pinTools": true}`}),
-		daemon: &api.Daemon{Reload: func(context.Context) (wire.Reloaded, error) {
-			reloads.Add(1)
-			return wire.Reloaded{Config: "/etc/mcpx.json", Servers: 1}, nil
-		}}})
-	if r := d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`); r.StatusCode != 200 {
-		t.Fatalf("echo: %d %s", r.StatusCode, r.body)
+	d := apitest.Start(t, apitest.Options{Tokens: is, Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global", "pinTools": true}`}),
+		API: func(o *api.Options) {
+			o.Daemon = &api.Daemon{Reload: func(context.Context) (wire.Reloaded, error) {
+				reloads.Add(1)
+				return wire.Reloaded{Config: "/etc/mcpx.json", Servers: 1}, nil
+			}}
+		}})
+	if r := d.Unix.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`); r.StatusCode != 200 {
+		t.Fatalf("echo: %d %s", r.StatusCode, r.Bytes)
 	}
 	var list wire.InstanceList
-	d.unix.do(t, "GET", "/v1/instances", "").decode(t, &list)
+	d.Unix.Do(t, "GET", "/v1/instances", "").Decode(t, &list)
 	if len(list.Instances) != 1 {
 		t.Fatalf("instances = %+v", list.Instances)
 	}
 	inst := list.Instances[0].ID
-	doomed := mint(t, d.unix, wire.TokenRequest{Subject: "doomed", TTL: "1h"})
-	viewer := mint(t, d.unix, wire.TokenRequest{Subject: "viewer", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
+	doomed := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "doomed", TTL: "1h"})
+	viewer := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "viewer", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
 
 	b := browser(d)
-	cookie, csrf := signIn(t, b, testToken)
+	cookie, csrf := signIn(t, b, apitest.Token)
 	vcookie, vcsrf := signIn(t, b, viewer.Token)
 	actions := []struct{ name, method, path, body string }{
 		{"approve", "POST", "/v1/servers/demo/pins/approve", `{}`},
@@ -61,20 +64,20 @@ func TestDashboardActionsNeedCSRFAndRights(t *testing.T) {
 	}
 	json := []string{"Content-Type", "application/json", wire.HeaderClient, "mcpx-dashboard"}
 	for _, a := range actions {
-		if r := b.do(t, a.method, a.path, a.body, append(json, "Cookie", cookie)...); r.StatusCode != 403 || r.problem(t).Field != wire.HeaderCSRF {
-			t.Errorf("%s without the CSRF secret: %d %s, want 403 naming %s", a.name, r.StatusCode, r.body, wire.HeaderCSRF)
+		if r := b.Do(t, a.method, a.path, a.body, append(json, "Cookie", cookie)...); r.StatusCode != 403 || r.Problem(t).Field != wire.HeaderCSRF {
+			t.Errorf("%s without the CSRF secret: %d %s, want 403 naming %s", a.name, r.StatusCode, r.Bytes, wire.HeaderCSRF)
 		}
 		// What a page elsewhere can send: a form post, with the cookie
 		// (were it not SameSite=Strict), and no header of its own.
-		if r := b.do(t, "POST", a.path, "x=1", "Content-Type", "application/x-www-form-urlencoded", "Cookie", cookie,
+		if r := b.Do(t, "POST", a.path, "x=1", "Content-Type", "application/x-www-form-urlencoded", "Cookie", cookie,
 			"Origin", "http://evil.example"); r.StatusCode != 403 {
-			t.Errorf("%s as a cross-site form post: %d %s, want 403", a.name, r.StatusCode, r.body)
+			t.Errorf("%s as a cross-site form post: %d %s, want 403", a.name, r.StatusCode, r.Bytes)
 		}
-		if r := b.do(t, a.method, a.path, a.body, append(json, "Cookie", vcookie, wire.HeaderCSRF, vcsrf)...); r.StatusCode != 403 {
-			t.Errorf("%s by a session without admin: %d %s, want 403", a.name, r.StatusCode, r.body)
+		if r := b.Do(t, a.method, a.path, a.body, append(json, "Cookie", vcookie, wire.HeaderCSRF, vcsrf)...); r.StatusCode != 403 {
+			t.Errorf("%s by a session without admin: %d %s, want 403", a.name, r.StatusCode, r.Bytes)
 		}
 	}
-	d.unix.do(t, "GET", "/v1/instances", "").decode(t, &list)
+	d.Unix.Do(t, "GET", "/v1/instances", "").Decode(t, &list)
 	if len(list.Instances) != 1 || list.Instances[0].ID != inst || list.Instances[0].State != "ready" || reloads.Load() != 0 {
 		t.Fatalf("after refused actions: instances %+v, %d reloads; want the one instance ready, no reload", list.Instances, reloads.Load())
 	}
@@ -83,11 +86,11 @@ func TestDashboardActionsNeedCSRFAndRights(t *testing.T) {
 	}
 
 	for _, a := range actions {
-		if r := b.do(t, a.method, a.path, a.body, append(json, "Cookie", cookie, wire.HeaderCSRF, csrf)...); r.StatusCode/100 != 2 {
-			t.Errorf("%s by the owner's session: %d %s", a.name, r.StatusCode, r.body)
+		if r := b.Do(t, a.method, a.path, a.body, append(json, "Cookie", cookie, wire.HeaderCSRF, csrf)...); r.StatusCode/100 != 2 {
+			t.Errorf("%s by the owner's session: %d %s", a.name, r.StatusCode, r.Bytes)
 		}
 	}
-	d.unix.do(t, "GET", "/v1/instances", "").decode(t, &list)
+	d.Unix.Do(t, "GET", "/v1/instances", "").Decode(t, &list)
 	for _, i := range list.Instances {
 		if i.ID == inst && i.State != "stopped" {
 			t.Errorf("the stopped instance is %s", i.State)
@@ -110,26 +113,26 @@ func TestCallFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{tokens: is, cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})})
-	viewer := mint(t, d.unix, wire.TokenRequest{Subject: "viewer", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
-	if r := d.tcp.do(t, "GET", "/v1/calls", "", "Authorization", "Bearer "+viewer.Token); r.StatusCode != 403 {
-		t.Errorf("the feed for a caller without admin: %d %s, want 403", r.StatusCode, r.body)
+	d := apitest.Start(t, apitest.Options{Tokens: is, Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global"}`})})
+	viewer := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "viewer", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
+	if r := d.TCP.Do(t, "GET", "/v1/calls", "", "Authorization", "Bearer "+viewer.Token); r.StatusCode != 403 {
+		t.Errorf("the feed for a caller without admin: %d %s, want 403", r.StatusCode, r.Bytes)
 	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", d.tcp.base+"/v1/calls", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", d.TCP.Base+"/v1/calls", nil)
 	req.Header.Set("Accept", wire.MediaEventStream) // else the answer is compressed, held back until enough is written
-	resp, err := d.tcp.hc.Do(req)
+	resp, err := d.TCP.HTTP.Do(req)
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != wire.MediaEventStream {
 		t.Fatalf("GET /v1/calls: %v %v", resp, err)
 	}
 	defer resp.Body.Close()
 	// The stream is open once its headers are in; the observer is added
 	// before them, so these calls are seen.
-	d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`)
-	d.unix.do(t, "POST", "/v1/servers/demo/tools/fail", `{"message":"no"}`)
-	d.unix.do(t, "POST", "/v1/servers/nope/tools/x", `{}`)
+	d.Unix.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`)
+	d.Unix.Do(t, "POST", "/v1/servers/demo/tools/fail", `{"message":"no"}`)
+	d.Unix.Do(t, "POST", "/v1/servers/nope/tools/x", `{}`)
 	dec := sse.NewDecoder(bufio.NewReader(resp.Body), 1<<20)
 	var got []wire.CallFinished
 	for len(got) < 3 {
@@ -163,18 +166,18 @@ func TestCallFeed(t *testing.T) {
 // making too many buckets is a 400 naming step.
 func TestCallStatsSeries(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	d := startDaemon(t, daemonOptions{stateDir: t.TempDir(), cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})})
+	d := apitest.Start(t, apitest.Options{StateDir: t.TempDir(), Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global"}`})})
 	for range 3 {
-		d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`)
+		d.Unix.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`)
 	}
 	var st wire.CallStats
-	r := d.unix.do(t, "GET", "/v1/stats?by=tool&since=1h&step=1m", "")
+	r := d.Unix.Do(t, "GET", "/v1/stats?by=tool&since=1h&step=1m", "")
 	if r.StatusCode != 200 {
-		t.Fatalf("stats: %d %s", r.StatusCode, r.body)
+		t.Fatalf("stats: %d %s", r.StatusCode, r.Bytes)
 	}
-	r.decode(t, &st)
+	r.Decode(t, &st)
 	if st.StepMs != 60000 || len(st.Rows) != 1 || st.Rows[0].Key != "demo.echo" {
-		t.Fatalf("stats = %s", r.body)
+		t.Fatalf("stats = %s", r.Bytes)
 	}
 	sum := 0
 	for i, b := range st.Rows[0].Series {
@@ -187,11 +190,11 @@ func TestCallStatsSeries(t *testing.T) {
 		t.Errorf("series %+v (total %d), want an hour of minutes ending with the calls", st.Rows[0].Series, len(st.Total.Series))
 	}
 	for _, q := range []string{"step=1m", "since=1h&step=10ms", "since=1h&step=1x", "since=1000h&step=1s"} {
-		r := d.unix.do(t, "GET", "/v1/stats?"+q, "")
-		if r.StatusCode != 400 || r.problem(t).Field != wire.QueryStep {
-			t.Errorf("stats?%s: %d %s, want 400 naming step", q, r.StatusCode, r.body)
-		} else if q == "step=1m" && !strings.Contains(r.problem(t).Detail, "needs since") {
-			t.Errorf("stats?%s: %s, want the problem to say a step needs since", q, r.body)
+		r := d.Unix.Do(t, "GET", "/v1/stats?"+q, "")
+		if r.StatusCode != 400 || r.Problem(t).Field != wire.QueryStep {
+			t.Errorf("stats?%s: %d %s, want 400 naming step", q, r.StatusCode, r.Bytes)
+		} else if q == "step=1m" && !strings.Contains(r.Problem(t).Detail, "needs since") {
+			t.Errorf("stats?%s: %s, want the problem to say a step needs since", q, r.Bytes)
 		}
 	}
 }

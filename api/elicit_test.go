@@ -3,76 +3,19 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	mcpxclient "mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/wire"
 )
-
-const envURLServer = "MCPX_TEST_URL_SERVER"
-
-// maybeURLServer serves, when envURLServer is set, an MCP server whose
-// tool open-url asks for a URL-mode elicitation (spec 2025-11-25) and, on
-// accept, sends notifications/elicitation/complete before answering.
-func maybeURLServer() {
-	if os.Getenv(envURLServer) == "" {
-		return
-	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "urls", Version: "0"}, nil)
-	type in struct {
-		URL string `json:"url"`
-		ID  string `json:"id"`
-	}
-	mcp.AddTool(s, &mcp.Tool{Name: "open-url", Description: "Asks the user to open url."},
-		func(ctx context.Context, req *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
-			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: a.URL, ElicitationID: a.ID})
-			if err != nil {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil, nil
-			}
-			if res.Action == "accept" {
-				if err := req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: a.ID}); err != nil {
-					return nil, nil, err
-				}
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action}}}, nil, nil
-		})
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
-func startURLServer(t *testing.T) *daemon {
-	t.Helper()
-	proctest.CheckNoLeaks(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"urls": map[string]any{
-		"command": exe, "scope": "global", "protocol": "handshake",
-		"env": map[string]string{envURLServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
-	}}})
-	cfg, err := config.Parse(doc, "urls.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startDaemon(t, daemonOptions{cfg: cfg})
-}
 
 // A REST caller answers a URL-mode elicitation and gets the child's
 // notifications/elicitation/complete as an event of its call.
 func TestURLElicitationCompleteREST(t *testing.T) {
-	d := startURLServer(t)
-	c := mcpxclient.New(d.sock, mcpxclient.Options{})
+	d := apitest.Start(t, apitest.Options{Config: apitest.URLServerConfig(t)})
+	c := mcpxclient.New(d.Sock, mcpxclient.Options{})
 	var got []wire.ElicitationComplete
 	res, err := c.Call(t.Context(), mcpxclient.Caller{Cwd: t.TempDir()}, "urls", "open-url", json.RawMessage(`{"url":"https://example.com/a","id":"r-1"}`),
 		mcpxclient.CallOptions{
@@ -86,70 +29,5 @@ func TestURLElicitationCompleteREST(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != (wire.ElicitationComplete{Server: "urls", ElicitationID: "r-1"}) {
 		t.Errorf("elicitation-complete events %+v, want one for r-1 of urls", got)
-	}
-}
-
-// Through /mcp/urls: a client that declares URL mode is asked and gets its
-// completion; another session of the same instance never gets it; a client
-// without URL mode is declined for it by mcpx.
-func TestURLElicitationCompleteMCP(t *testing.T) {
-	d := startURLServer(t)
-	type client struct {
-		mu       sync.Mutex
-		asked    []string // URLs
-		complete []string // elicitationIds
-	}
-	connect := func(url bool) (*client, *mcp.ClientSession) {
-		cl := &client{}
-		caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
-		if url {
-			caps.Elicitation.URL = &mcp.URLElicitationCapabilities{}
-		}
-		_, cs := mcpClient(t, d, "/mcp/urls", "2025-11-25", &mcp.ClientOptions{
-			Capabilities: caps,
-			ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				cl.mu.Lock()
-				cl.asked = append(cl.asked, r.Params.URL)
-				cl.mu.Unlock()
-				return &mcp.ElicitResult{Action: "accept"}, nil
-			},
-			ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
-				cl.mu.Lock()
-				cl.complete = append(cl.complete, r.Params.ElicitationID)
-				cl.mu.Unlock()
-			},
-		}, t.TempDir())
-		return cl, cs
-	}
-	a, as := connect(true)
-	b, bs := connect(true)
-	formOnly, fs := connect(false)
-	// Each session uses the instance, so its notices reach them all.
-	if got := textOf(t, fs, &mcp.CallToolParams{Name: "open-url", Arguments: map[string]any{"url": "https://example.com/f", "id": "f-1"}}); got != "decline" {
-		t.Errorf("a form-only client: %q, want decline", got)
-	}
-	if got := textOf(t, as, &mcp.CallToolParams{Name: "open-url", Arguments: map[string]any{"url": "https://example.com/a", "id": "a-1"}}); got != "accept" {
-		t.Errorf("client a: %q, want accept", got)
-	}
-	waitFor(t, func() bool { a.mu.Lock(); defer a.mu.Unlock(); return len(a.complete) == 1 })
-	// b's own completion comes after a's would have, on the same stream.
-	if got := textOf(t, bs, &mcp.CallToolParams{Name: "open-url", Arguments: map[string]any{"url": "https://example.com/b", "id": "b-1"}}); got != "accept" {
-		t.Errorf("client b: %q, want accept", got)
-	}
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.complete) > 0 })
-	for _, c := range []struct {
-		name                    string
-		cl                      *client
-		wantAsked, wantComplete []string
-	}{
-		{"a", a, []string{"https://example.com/a"}, []string{"a-1"}},
-		{"b", b, []string{"https://example.com/b"}, []string{"b-1"}},
-		{"form-only", formOnly, nil, nil},
-	} {
-		c.cl.mu.Lock()
-		if !slices.Equal(c.cl.asked, c.wantAsked) || !slices.Equal(c.cl.complete, c.wantComplete) {
-			t.Errorf("client %s: asked %v, completions %v; want %v, %v", c.name, c.cl.asked, c.cl.complete, c.wantAsked, c.wantComplete)
-		}
-		c.cl.mu.Unlock()
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 )
@@ -29,29 +30,29 @@ func TestEverythingProgressOverSSEAndDisconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: cfg})
+	d := apitest.Start(t, apitest.Options{Config: cfg})
 	const path = "/v1/servers/everything/tools/trigger-long-running-operation"
 
-	resp := streamRequest(t, t.Context(), d.unix, path, `{"duration":0.4,"steps":4}`, t.TempDir())
+	resp := streamRequest(t, t.Context(), d.Unix, path, `{"duration":0.4,"steps":4}`, t.TempDir())
 	var names []string
-	var result toolResult
-	readEvents(t, resp.Body, func(ev event) {
-		names = append(names, ev.name)
-		if ev.name == "result" {
-			json.Unmarshal([]byte(ev.data), &result)
+	var result apitest.ToolResult
+	apitest.ReadEvents(t, resp.Body, func(ev apitest.Event) {
+		names = append(names, ev.Name)
+		if ev.Name == "result" {
+			json.Unmarshal([]byte(ev.Data), &result)
 		}
 	})
 	resp.Body.Close()
 	if len(names) < 4 || names[len(names)-1] != "result" || names[0] != "call" || names[1] != "progress" {
 		t.Fatalf("events %v, want the call's id, progress events, then the result", names)
 	}
-	if !strings.Contains(result.text(), "Long running operation completed") {
+	if !strings.Contains(result.Text(), "Long running operation completed") {
 		t.Errorf("result %+v", result)
 	}
 
 	// Hang up after the first progress event of a 50 s operation.
 	ctx, cancel := context.WithCancel(t.Context())
-	resp = streamRequest(t, ctx, d.unix, path, `{"duration":50,"steps":50}`, t.TempDir())
+	resp = streamRequest(t, ctx, d.Unix, path, `{"duration":50,"steps":50}`, t.TempDir())
 	br := bufio.NewReader(resp.Body)
 	var lines []string
 	for len(lines) < 8 && !slices.Contains(lines, "event: progress\n") {
@@ -67,7 +68,7 @@ func TestEverythingProgressOverSSEAndDisconnect(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	waitInstance(t, d, "the abandoned call to end", func(in broker.Instance) bool { return in.InFlight == 0 })
-	if r := d.unix.do(t, "POST", "/v1/servers/everything/tools/echo", `{"message":"after"}`, cwdHeader(t.TempDir())...).result(t); r.text() != "Echo: after" {
+	if r := d.Unix.Do(t, "POST", "/v1/servers/everything/tools/echo", `{"message":"after"}`, cwdHeader(t.TempDir())...).Result(t); r.Text() != "Echo: after" {
 		t.Errorf("echo after the hang-up = %+v", r)
 	}
 }

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
@@ -27,35 +29,35 @@ func nested(n int) string {
 // A request nested deep enough to make a go-sdk child exit is refused at the
 // API; a bystander's call on the same shared child goes on undisturbed.
 func TestFaultNestedDepth(t *testing.T) {
-	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
-	bystander := make(chan *response, 1)
+	d := apitest.StartDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	bystander := make(chan *apitest.Response, 1)
 	go func() {
-		bystander <- d.unix.do(t, "POST", "/v1/servers/demo/tools/sleep", `{"ms":1500}`)
+		bystander <- d.Unix.Do(t, "POST", "/v1/servers/demo/tools/sleep", `{"ms":1500}`)
 	}()
 	waitLog(t, d, "sleeping 1500ms") // the bystander's call is in flight on the child
 
-	for _, c := range []*client{d.unix, d.tcp} {
-		p := c.do(t, "POST", "/v1/servers/demo/tools/echo", nested(5000)).problem(t)
+	for _, c := range []*apitest.Client{d.Unix, d.TCP} {
+		p := c.Do(t, "POST", "/v1/servers/demo/tools/echo", nested(5000)).Problem(t)
 		if p.Status != 400 || p.Field != "body" || !strings.Contains(p.Detail, "64 levels") || !strings.Contains(p.Detail, "limits.maxDepth") {
 			t.Errorf("deep arguments: %+v; want a 400 naming the limit and limits.maxDepth", p)
 		}
 	}
-	p := d.unix.do(t, "POST", "/v1/servers/demo/prompts/greet", `{"name":`+strings.Repeat("[", 100)+strings.Repeat("]", 100)+`}`).problem(t)
+	p := d.Unix.Do(t, "POST", "/v1/servers/demo/prompts/greet", `{"name":`+strings.Repeat("[", 100)+strings.Repeat("]", 100)+`}`).Problem(t)
 	if p.Status != 400 || !strings.Contains(p.Detail, "prompt arguments nest deeper") {
 		t.Errorf("deep prompt arguments: %+v", p)
 	}
 	// At the limit the arguments reach the child (whose schema refuses the
 	// extra field: a tool error, not a problem).
-	if r := d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", nested(config.DefaultMaxDepth)); r.StatusCode != 200 {
-		t.Errorf("arguments at the limit: %d %s", r.StatusCode, r.body)
+	if r := d.Unix.Do(t, "POST", "/v1/servers/demo/tools/echo", nested(config.DefaultMaxDepth)); r.StatusCode != 200 {
+		t.Errorf("arguments at the limit: %d %s", r.StatusCode, r.Bytes)
 	}
 
-	if res := (<-bystander).result(t); res.text() != "slept 1500ms" {
+	if res := (<-bystander).Result(t); res.Text() != "slept 1500ms" {
 		t.Errorf("bystander: %+v", res)
 	}
 	waitInstance(t, d, "the calls to end", func(in broker.Instance) bool { return in.InFlight == 0 })
 	var doc struct{ Instances []broker.Instance }
-	d.unix.do(t, "GET", "/v1/instances", "").decode(t, &doc)
+	d.Unix.Do(t, "GET", "/v1/instances", "").Decode(t, &doc)
 	if in := doc.Instances[0]; in.Restarts != 0 || in.State != "ready" {
 		t.Errorf("the shared child was disturbed: %+v", in)
 	}
@@ -66,20 +68,20 @@ func TestFaultNestedDepth(t *testing.T) {
 // children are gone once the broker closes.
 func TestFaultShutdownBeyondDrain(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), drain: 300 * time.Millisecond})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), Serve: func(o *api.ServeOptions) { o.DrainTimeout = 300 * time.Millisecond }})
 	type answer struct {
 		status               int
 		retryAfter, ct, body string
 		err                  error
 	}
-	call := func(c *client, stream bool) <-chan answer {
+	call := func(c *apitest.Client, stream bool) <-chan answer {
 		ch := make(chan answer, 1)
 		go func() {
-			req, _ := http.NewRequest("POST", c.base+"/v1/servers/demo/tools/sleep", strings.NewReader(`{"ms":600000}`))
+			req, _ := http.NewRequest("POST", c.Base+"/v1/servers/demo/tools/sleep", strings.NewReader(`{"ms":600000}`))
 			if stream {
 				req.Header.Set("Accept", "text/event-stream")
 			}
-			resp, err := c.hc.Do(req)
+			resp, err := c.HTTP.Do(req)
 			if err != nil {
 				ch <- answer{err: err}
 				return
@@ -90,11 +92,11 @@ func TestFaultShutdownBeyondDrain(t *testing.T) {
 		}()
 		return ch
 	}
-	plain, stream := call(d.unix, false), call(d.tcp, true)
+	plain, stream := call(d.Unix, false), call(d.TCP, true)
 	testenv.WaitFor(t, "both calls to reach the child", func() bool {
-		return strings.Count(d.logs.String(), "sleeping 600000ms") == 2
+		return strings.Count(d.Logs.String(), "sleeping 600000ms") == 2
 	})
-	d.shutdown()
+	d.Shutdown()
 
 	a := <-plain
 	if a.err != nil || a.status != 503 || a.retryAfter == "" || a.ct != wire.MediaProblem || !strings.Contains(a.body, "drain limit") {
@@ -113,10 +115,10 @@ func TestFaultShutdownBeyondDrain(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := d.b.Close(ctx); err != nil {
+	if err := d.Broker.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if in := d.b.Instances(); len(in) != 0 {
+	if in := d.Broker.Instances(); len(in) != 0 {
 		t.Errorf("instances after close: %+v", in)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/client/fleet"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -156,11 +157,11 @@ func TestMetricsToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), tokens: is})
-	prom := mint(t, d.unix, wire.TokenRequest{Subject: "prometheus", Rule: rights.Rule{Metrics: true}})
-	plain := mint(t, d.unix, wire.TokenRequest{Subject: "dev", Rule: rights.Rule{Servers: []string{"demo"}}})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), Tokens: is})
+	prom := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "prometheus", Rule: rights.Rule{Metrics: true}})
+	plain := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "dev", Rule: rights.Rule{Servers: []string{"demo"}}})
 	scrape := func(tok, path string) (int, []byte) {
-		return get(t, d.tcp.base+path, "Authorization", "Bearer "+tok, wire.HeaderClient, "") // as Prometheus sends: no Mcpx-Client
+		return get(t, d.TCP.Base+path, "Authorization", "Bearer "+tok, wire.HeaderClient, "") // as Prometheus sends: no Mcpx-Client
 	}
 	if code, body := scrape(prom.Token, "/metrics"); code != 200 || !strings.Contains(string(body), "mcpx_build_info") {
 		t.Errorf("/metrics with a metrics token: %d %.200s", code, body)
@@ -172,12 +173,12 @@ func TestMetricsToken(t *testing.T) {
 		t.Errorf("/metrics with a plain token: %d %s, want 403 naming --metrics", code, body)
 	}
 	pc := bearerClient(d, prom.Token)
-	if r := pc.do(t, "GET", "/v1/servers", ""); r.StatusCode != 200 || strings.Contains(string(r.body), `"demo"`) {
-		t.Errorf("/v1/servers with a metrics token: %d %s, want no server", r.StatusCode, r.body)
+	if r := pc.Do(t, "GET", "/v1/servers", ""); r.StatusCode != 200 || strings.Contains(string(r.Bytes), `"demo"`) {
+		t.Errorf("/v1/servers with a metrics token: %d %s, want no server", r.StatusCode, r.Bytes)
 	}
 	for _, path := range []string{"/v1/tokens", "/v1/fleet", "/v1/log"} {
-		if r := pc.do(t, "GET", path, ""); r.StatusCode != http.StatusForbidden {
-			t.Errorf("GET %s with a metrics token: %d %s, want 403", path, r.StatusCode, r.body)
+		if r := pc.Do(t, "GET", path, ""); r.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s with a metrics token: %d %s, want 403", path, r.StatusCode, r.Bytes)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
@@ -74,13 +75,13 @@ func TestGrafanaDashboard(t *testing.T) {
 	// A daemon that has served calls (ok, isError, failed) and refused a
 	// request, so that the families counted as they happen exist.
 	proctest.CheckNoLeaks(t)
-	dm := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope":"global"}`})})
+	dm := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope":"global"}`})})
 	rt, _ := wire.Lookup(wire.OpCallTool)
-	dm.unix.do(t, "POST", rt.Path("demo", "echo"), `{"message":"a"}`)
-	dm.unix.do(t, "POST", rt.Path("demo", "fail"), `{"message":"b"}`)
-	dm.unix.do(t, "POST", rt.Path("demo", "no-such-tool"), `{}`)
-	get(t, dm.tcp.base+"/v1/servers", "Authorization", "Bearer nope", wire.HeaderClient, "t")
-	exported := exportedNames(scrapeMetrics(t, dm.tcp))
+	dm.Unix.Do(t, "POST", rt.Path("demo", "echo"), `{"message":"a"}`)
+	dm.Unix.Do(t, "POST", rt.Path("demo", "fail"), `{"message":"b"}`)
+	dm.Unix.Do(t, "POST", rt.Path("demo", "no-such-tool"), `{}`)
+	get(t, dm.TCP.Base+"/v1/servers", "Authorization", "Bearer nope", wire.HeaderClient, "t")
+	exported := exportedNames(scrapeMetrics(t, dm.TCP))
 
 	metricName := regexp.MustCompile(`\bmcpx_[a-zA-Z0-9_:]*`)
 	for _, expr := range exprs {

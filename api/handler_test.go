@@ -18,6 +18,7 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -83,22 +84,22 @@ func TestProblemMapping(t *testing.T) {
 }
 
 func TestHealthz(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
-	for _, c := range []*client{d.unix, d.tcp} {
-		r := c.do(t, "GET", "/healthz", "")
-		if r.StatusCode != 200 || !strings.Contains(string(r.body), `"status":"ok"`) {
-			t.Errorf("healthz: %d %s", r.StatusCode, r.body)
+	d := apitest.Start(t, apitest.Options{})
+	for _, c := range []*apitest.Client{d.Unix, d.TCP} {
+		r := c.Do(t, "GET", "/healthz", "")
+		if r.StatusCode != 200 || !strings.Contains(string(r.Bytes), `"status":"ok"`) {
+			t.Errorf("healthz: %d %s", r.StatusCode, r.Bytes)
 		}
 	}
 }
 
 func TestWhoami(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
+	d := apitest.Start(t, apitest.Options{})
 	hdr := []string{wire.HeaderCwd, "/src/app", wire.HeaderSession, "s1", wire.HeaderParentSession, "p1",
 		wire.HeaderLease, "l1", wire.HeaderPid, strconv.Itoa(os.Getppid())}
 
 	var unix wire.Whoami
-	d.unix.do(t, "GET", "/v1/whoami", "", hdr...).decode(t, &unix)
+	d.Unix.Do(t, "GET", "/v1/whoami", "", hdr...).Decode(t, &unix)
 	uid := os.Getuid()
 	want := wire.Whoami{
 		Caller:  wire.Caller{Name: fmt.Sprintf("local:%d", uid), Via: "unix", Uid: uid, Local: true, Owner: true, Admin: true, Rights: rights.All()},
@@ -110,7 +111,7 @@ func TestWhoami(t *testing.T) {
 	}
 
 	var tcp wire.Whoami
-	d.tcp.do(t, "GET", "/v1/whoami", "", hdr...).decode(t, &tcp)
+	d.TCP.Do(t, "GET", "/v1/whoami", "", hdr...).Decode(t, &tcp)
 	want.Caller = wire.Caller{Name: "loopback", Via: "tcp-loopback", Owner: true, Admin: true, Rights: rights.All()}
 	want.Context.Pid = 0 // a pid from a TCP caller names nothing we can trust
 	if diff := cmp.Diff(want, tcp); diff != "" {
@@ -119,8 +120,8 @@ func TestWhoami(t *testing.T) {
 }
 
 func TestBadPidHeader(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
-	p := d.unix.do(t, "GET", "/v1/whoami", "", wire.HeaderPid, "abc").problem(t)
+	d := apitest.Start(t, apitest.Options{})
+	p := d.Unix.Do(t, "GET", "/v1/whoami", "", wire.HeaderPid, "abc").Problem(t)
 	if p.Status != 400 || p.Field != wire.HeaderPid {
 		t.Errorf("problem %+v", p)
 	}
@@ -128,15 +129,15 @@ func TestBadPidHeader(t *testing.T) {
 
 func TestPeerUidMustBeOwner(t *testing.T) {
 	other := os.Getuid() + 1
-	d := startDaemon(t, daemonOptions{owner: &other})
-	r := d.unix.do(t, "GET", "/v1/servers", "")
-	p := r.problem(t)
+	d := apitest.Start(t, apitest.Options{Handler: func(o api.Options) http.Handler { return api.NewForOwner(o, other) }})
+	r := d.Unix.Do(t, "GET", "/v1/servers", "")
+	p := r.Problem(t)
 	if p.Status != 403 || p.Type != wire.ProblemTypeBase+"forbidden" || !strings.Contains(p.Detail, fmt.Sprint(os.Getuid())) {
 		t.Errorf("problem %+v", p)
 	}
 	// Loopback TCP does not depend on the uid.
-	if r := d.tcp.do(t, "GET", "/v1/servers", ""); r.StatusCode != 200 {
-		t.Errorf("tcp: %d %s", r.StatusCode, r.body)
+	if r := d.TCP.Do(t, "GET", "/v1/servers", ""); r.StatusCode != 200 {
+		t.Errorf("tcp: %d %s", r.StatusCode, r.Bytes)
 	}
 }
 
@@ -178,7 +179,7 @@ func TestRefusesNonLocalAndBrowsers(t *testing.T) {
 }
 
 func TestBodyErrors(t *testing.T) {
-	d := startDaemon(t, daemonOptions{maxBody: 64})
+	d := apitest.Start(t, apitest.Options{API: func(o *api.Options) { o.MaxBodyBytes = 64 }})
 	tests := []struct {
 		name, path, body string
 		status           int
@@ -196,8 +197,8 @@ func TestBodyErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, c := range []*client{d.unix, d.tcp} {
-				p := c.do(t, "POST", tt.path, tt.body, "Content-Type", "application/json").problem(t)
+			for _, c := range []*apitest.Client{d.Unix, d.TCP} {
+				p := c.Do(t, "POST", tt.path, tt.body, "Content-Type", "application/json").Problem(t)
 				if p.Status != tt.status || !strings.Contains(p.Detail, tt.detail) {
 					t.Errorf("got %d %q, want %d containing %q", p.Status, p.Detail, tt.status, tt.detail)
 				}
@@ -210,33 +211,33 @@ func TestBodyErrors(t *testing.T) {
 }
 
 func TestUnknownRoute(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
-	if p := d.unix.do(t, "GET", "/v1/nope", "").problem(t); p.Status != 404 {
+	d := apitest.Start(t, apitest.Options{})
+	if p := d.Unix.Do(t, "GET", "/v1/nope", "").Problem(t); p.Status != 404 {
 		t.Errorf("unknown path: %+v", p)
 	}
-	if p := d.unix.do(t, "PUT", "/v1/servers", "").problem(t); p.Status != 405 {
+	if p := d.Unix.Do(t, "PUT", "/v1/servers", "").Problem(t); p.Status != 405 {
 		t.Errorf("wrong method: %+v", p)
 	}
 }
 
 func TestReadResourceNeedsURI(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
-	p := d.unix.do(t, "GET", "/v1/servers/demo/resources/read", "").problem(t)
+	d := apitest.Start(t, apitest.Options{})
+	p := d.Unix.Do(t, "GET", "/v1/servers/demo/resources/read", "").Problem(t)
 	if p.Status != 400 || p.Field != "uri" {
 		t.Errorf("problem %+v", p)
 	}
 }
 
 func TestPanicIsAProblemAndServingGoesOn(t *testing.T) {
-	d := startDaemon(t, daemonOptions{panicky: true})
-	p := d.unix.do(t, "GET", "/panic", "").problem(t)
+	d := apitest.Start(t, apitest.Options{Handler: api.NewPanicking})
+	p := d.Unix.Do(t, "GET", "/panic", "").Problem(t)
 	if p.Status != 500 || p.Detail != "internal error" {
 		t.Errorf("problem %+v", p)
 	}
-	if !strings.Contains(d.logs.String(), "panic serving request") {
-		t.Errorf("panic not logged:\n%s", d.logs)
+	if !strings.Contains(d.Logs.String(), "panic serving request") {
+		t.Errorf("panic not logged:\n%s", d.Logs)
 	}
-	if r := d.unix.do(t, "GET", "/healthz", ""); r.StatusCode != 200 {
+	if r := d.Unix.Do(t, "GET", "/healthz", ""); r.StatusCode != 200 {
 		t.Errorf("after panic: %d", r.StatusCode)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -41,7 +42,7 @@ func serveIdentifiedTokens(t *testing.T, id api.Identify, is *auth.Issuer) strin
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		h := api.New(api.Options{Broker: b, Version: "test", Token: testToken, Tokens: is})
+		h := api.New(api.Options{Broker: b, Version: "test", Token: apitest.Token, Tokens: is})
 		if err := api.Serve(ctx, ln, h, api.ServeOptions{Identify: id, DrainTimeout: time.Second}); err != nil {
 			t.Errorf("serve: %v", err)
 		}
@@ -107,7 +108,7 @@ func TestIdentifyReplacesListenerRules(t *testing.T) {
 		}
 	}
 	// The owner's token is for loopback TCP only: here it admits nobody.
-	if code, body := get(t, url+"/v1/servers?who=peer", "Authorization", "Bearer "+testToken); code != http.StatusUnauthorized {
+	if code, body := get(t, url+"/v1/servers?who=peer", "Authorization", "Bearer "+apitest.Token); code != http.StatusUnauthorized {
 		t.Errorf("with the owner's token: %d %s, want 401", code, body)
 	}
 	if code, body := get(t, url+"/v1/origin?who=peer", "Origin", "http://evil.example"); code != http.StatusForbidden {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/wire"
 )
@@ -16,9 +17,9 @@ import (
 // a gap event counting the lost ones, then every kept event; a bad
 // Last-Event-ID is a 400.
 func TestEventsGapAndResume(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
+	d := apitest.Start(t, apitest.Options{})
 	for range pool.DefaultEventBuffer + 10 {
-		d.b.ReloadRefused("test", errors.New("a config that does not load"))
+		d.Broker.ReloadRefused("test", errors.New("a config that does not load"))
 	}
 	read := func(lastID string) []sse.Event {
 		t.Helper()
@@ -26,11 +27,11 @@ func TestEventsGapAndResume(t *testing.T) {
 		if lastID != "" {
 			h = []string{"Last-Event-ID", lastID}
 		}
-		r := d.unix.do(t, "GET", "/v1/events?follow=false", "", h...)
+		r := d.Unix.Do(t, "GET", "/v1/events?follow=false", "", h...)
 		if r.StatusCode != 200 {
-			t.Fatalf("GET /v1/events: %d %s", r.StatusCode, r.body)
+			t.Fatalf("GET /v1/events: %d %s", r.StatusCode, r.Bytes)
 		}
-		dec := sse.NewDecoder(bufio.NewReader(strings.NewReader(string(r.body))), 1<<20)
+		dec := sse.NewDecoder(bufio.NewReader(strings.NewReader(string(r.Bytes))), 1<<20)
 		var evs []sse.Event
 		for {
 			ev, err := dec.Next()
@@ -50,7 +51,7 @@ func TestEventsGapAndResume(t *testing.T) {
 	if evs := read("1030"); len(evs) != 4 || evs[0].ID != "1031" || evs[3].ID != "1034" {
 		t.Errorf("resume from 1030: %+v; want ids 1031-1034", evs)
 	}
-	if r := d.unix.do(t, "GET", "/v1/events?follow=false", "", "Last-Event-ID", "soon"); r.StatusCode != 400 {
+	if r := d.Unix.Do(t, "GET", "/v1/events?follow=false", "", "Last-Event-ID", "soon"); r.StatusCode != 400 {
 		t.Errorf("a bad Last-Event-ID: %d", r.StatusCode)
 	}
 }

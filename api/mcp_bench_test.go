@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"net/http"
 	"runtime"
 	"strings"
@@ -18,12 +19,12 @@ import (
 //
 //	go test -run '^$' -bench MCPvsREST -count 5 ./api
 func BenchmarkMCPvsREST(b *testing.B) {
-	d := startDaemon(b, daemonOptions{cfg: demoConfig(b, map[string]string{"demo": `{"scope": "global"}`})})
+	d := apitest.Start(b, apitest.Options{Config: apitest.DemoConfig(b, map[string]string{"demo": `{"scope": "global"}`})})
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	base := "http://" + d.tcpAddr
+	base := "http://" + d.TCPAddr
 	do := func(path, body string, h map[string]string) ([]byte, http.Header) {
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Authorization", "Bearer "+apitest.Token)
 		req.Header.Set("Content-Type", "application/json")
 		for k, v := range h {
 			req.Header.Set(k, v)
@@ -77,11 +78,11 @@ func BenchmarkMCPvsREST(b *testing.B) {
 //	go test -run '^$' -bench MCPIdleSession -benchtime 1x ./api
 func BenchmarkMCPIdleSession(b *testing.B) {
 	const n = 200
-	d := startDaemon(b, daemonOptions{cfg: demoConfig(b, map[string]string{"demo": `{"scope": "global"}`})})
+	d := apitest.Start(b, apitest.Options{Config: apitest.DemoConfig(b, map[string]string{"demo": `{"scope": "global"}`})})
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: 0}}
 	post := func(body, sid string) string {
-		req, _ := http.NewRequest("POST", "http://"+d.tcpAddr+"/mcp", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+testToken)
+		req, _ := http.NewRequest("POST", "http://"+d.TCPAddr+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+apitest.Token)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if sid != "" {
@@ -107,8 +108,8 @@ func BenchmarkMCPIdleSession(b *testing.B) {
 		for range n {
 			sid := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"idle","version":"1"}}}`, "")
 			post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid)
-			req, _ := http.NewRequest("GET", "http://"+d.tcpAddr+"/mcp", nil)
-			req.Header.Set("Authorization", "Bearer "+testToken)
+			req, _ := http.NewRequest("GET", "http://"+d.TCPAddr+"/mcp", nil)
+			req.Header.Set("Authorization", "Bearer "+apitest.Token)
 			req.Header.Set("Accept", "text/event-stream")
 			req.Header.Set("Mcp-Session-Id", sid)
 			resp, err := http.DefaultClient.Do(req)
@@ -117,8 +118,8 @@ func BenchmarkMCPIdleSession(b *testing.B) {
 			}
 			bodies = append(bodies, resp.Body)
 		}
-		if d.mcp.Sessions() != n {
-			b.Fatalf("%d sessions, want %d", d.mcp.Sessions(), n)
+		if d.MCP.Sessions() != n {
+			b.Fatalf("%d sessions, want %d", d.MCP.Sessions(), n)
 		}
 		after := measure()
 		b.ReportMetric(float64(after-before)/n, "heap-bytes/session")

@@ -18,6 +18,7 @@ import (
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
@@ -25,19 +26,19 @@ import (
 // scrape is one parsed /metrics answer.
 type scrape map[string]*dto.MetricFamily
 
-func scrapeMetrics(t *testing.T, c *client) scrape {
+func scrapeMetrics(t *testing.T, c *apitest.Client) scrape {
 	t.Helper()
-	r := c.do(t, "GET", "/metrics", "")
+	r := c.Do(t, "GET", "/metrics", "")
 	if r.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %d %s", r.StatusCode, r.body)
+		t.Fatalf("/metrics: %d %s", r.StatusCode, r.Bytes)
 	}
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
 		t.Errorf("/metrics Content-Type = %q", ct)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(r.body))
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(r.Bytes))
 	if err != nil {
-		t.Fatalf("parsing /metrics: %v\n%s", err, r.body)
+		t.Fatalf("parsing /metrics: %v\n%s", err, r.Bytes)
 	}
 	return fams
 }
@@ -96,39 +97,39 @@ func (s scrape) series() []string {
 // and its counters move by exactly what known calls and refusals did.
 func TestMetricsCountCalls(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope":"global"}`}), stateDir: t.TempDir()})
-	call := func(server, tool, args string) *response {
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope":"global"}`}), StateDir: t.TempDir()})
+	call := func(server, tool, args string) *apitest.Response {
 		rt, _ := wire.Lookup(wire.OpCallTool)
-		return d.unix.do(t, "POST", rt.Path(server, tool), args)
+		return d.Unix.Do(t, "POST", rt.Path(server, tool), args)
 	}
 	if r := call("demo", "echo", `{"message":"warm"}`); r.StatusCode != 200 {
-		t.Fatalf("warm-up echo: %d %s", r.StatusCode, r.body)
+		t.Fatalf("warm-up echo: %d %s", r.StatusCode, r.Bytes)
 	}
-	before := scrapeMetrics(t, d.tcp)
+	before := scrapeMetrics(t, d.TCP)
 
 	for range 3 {
 		if r := call("demo", "echo", `{"message":"a"}`); r.StatusCode != 200 {
-			t.Fatalf("echo: %d %s", r.StatusCode, r.body)
+			t.Fatalf("echo: %d %s", r.StatusCode, r.Bytes)
 		}
 	}
-	if res := call("demo", "fail", `{"message":"b"}`).result(t); !res.IsError {
+	if res := call("demo", "fail", `{"message":"b"}`).Result(t); !res.IsError {
 		t.Fatalf("fail = %+v", res)
 	}
 	if r := call("demo", "no-such-tool", `{}`); r.StatusCode != http.StatusNotFound {
-		t.Fatalf("unknown tool: %d %s", r.StatusCode, r.body)
+		t.Fatalf("unknown tool: %d %s", r.StatusCode, r.Bytes)
 	}
 	if r := call("no-such-server", "echo", `{}`); r.StatusCode != http.StatusNotFound {
-		t.Fatalf("unknown server: %d %s", r.StatusCode, r.body)
+		t.Fatalf("unknown server: %d %s", r.StatusCode, r.Bytes)
 	}
 	// Refusals: the wrong token, and a web page's Origin on TCP.
-	if code, _ := get(t, d.tcp.base+"/v1/servers", "Authorization", "Bearer nope", wire.HeaderClient, "t"); code != http.StatusUnauthorized {
+	if code, _ := get(t, d.TCP.Base+"/v1/servers", "Authorization", "Bearer nope", wire.HeaderClient, "t"); code != http.StatusUnauthorized {
 		t.Fatalf("wrong token: %d", code)
 	}
-	if code, _ := get(t, d.tcp.base+"/v1/servers", "Authorization", "Bearer "+testToken, "Origin", "http://example.com"); code != http.StatusForbidden {
+	if code, _ := get(t, d.TCP.Base+"/v1/servers", "Authorization", "Bearer "+apitest.Token, "Origin", "http://example.com"); code != http.StatusForbidden {
 		t.Fatalf("with Origin: %d", code)
 	}
 
-	after := scrapeMetrics(t, d.tcp)
+	after := scrapeMetrics(t, d.TCP)
 	delta := func(name string, labels ...string) float64 {
 		return after.value(name, labels...) - before.value(name, labels...)
 	}
@@ -172,9 +173,9 @@ func TestMetricsCountCalls(t *testing.T) {
 	}
 	// A crash is counted as it is in /v1/events.
 	if r := call("demo", "crash", `{}`); r.StatusCode != http.StatusBadGateway {
-		t.Fatalf("crash: %d %s", r.StatusCode, r.body)
+		t.Fatalf("crash: %d %s", r.StatusCode, r.Bytes)
 	}
-	crashed := scrapeMetrics(t, d.tcp)
+	crashed := scrapeMetrics(t, d.TCP)
 	if got := crashed.value("mcpx_lifecycle_events_total", "server", "demo", "event", "crash"); got != 1 {
 		t.Errorf("crash events = %v, want 1", got)
 	}
@@ -187,7 +188,7 @@ func TestMetricsCountCalls(t *testing.T) {
 // a thousand made-up tool names, add no series: no label carries them.
 func TestMetricsCardinality(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope":"global"}`})})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope":"global"}`})})
 	rt, _ := wire.Lookup(wire.OpCallTool)
 	const n = 1000
 	dirs := t.TempDir()
@@ -196,18 +197,18 @@ func TestMetricsCardinality(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	call := func(tool string, i int) *response {
-		return d.unix.do(t, "POST", rt.Path("demo", tool), `{"message":"x"}`,
+	call := func(tool string, i int) *apitest.Response {
+		return d.Unix.Do(t, "POST", rt.Path("demo", tool), `{"message":"x"}`,
 			wire.HeaderSession, fmt.Sprintf("session-%d", i), wire.HeaderCwd, filepath.Join(dirs, strconv.Itoa(i)))
 	}
 	// Warm up every series the loop below touches: one of each call.
 	if r := call("echo", -1); r.StatusCode != 200 {
-		t.Fatalf("echo: %d %s", r.StatusCode, r.body)
+		t.Fatalf("echo: %d %s", r.StatusCode, r.Bytes)
 	}
 	if r := call("made-up--1", -1); r.StatusCode != http.StatusNotFound {
-		t.Fatalf("made-up tool: %d %s", r.StatusCode, r.body)
+		t.Fatalf("made-up tool: %d %s", r.StatusCode, r.Bytes)
 	}
-	before := scrapeMetrics(t, d.tcp)
+	before := scrapeMetrics(t, d.TCP)
 
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -215,10 +216,10 @@ func TestMetricsCardinality(t *testing.T) {
 		wg.Go(func() {
 			for i := range next {
 				if r := call("echo", i); r.StatusCode != 200 {
-					t.Errorf("echo %d: %d %s", i, r.StatusCode, r.body)
+					t.Errorf("echo %d: %d %s", i, r.StatusCode, r.Bytes)
 				}
 				if r := call(fmt.Sprintf("made-up-%d", i), i); r.StatusCode != http.StatusNotFound {
-					t.Errorf("made-up tool %d: %d %s", i, r.StatusCode, r.body)
+					t.Errorf("made-up tool %d: %d %s", i, r.StatusCode, r.Bytes)
 				}
 			}
 		})
@@ -229,7 +230,7 @@ func TestMetricsCardinality(t *testing.T) {
 	close(next)
 	wg.Wait()
 
-	after := scrapeMetrics(t, d.tcp)
+	after := scrapeMetrics(t, d.TCP)
 	if got := after.value("mcpx_tool_calls_total", "tool", "echo") - before.value("mcpx_tool_calls_total", "tool", "echo"); got != n {
 		t.Errorf("echo calls moved by %v, want %d", got, n)
 	}

@@ -13,6 +13,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/nixresolve"
@@ -68,16 +69,16 @@ func TestNixRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: cfg, nix: r})
+	d := apitest.Start(t, apitest.Options{Config: cfg, Broker: func(o *broker.Options) { o.Nix = r }})
 	marker := func() string {
 		t.Helper()
-		resp := d.unix.do(t, "POST", "/v1/servers/demo/tools/env", `{"name":"MCPX_NIX_WRAPPED"}`)
+		resp := d.Unix.Do(t, "POST", "/v1/servers/demo/tools/env", `{"name":"MCPX_NIX_WRAPPED"}`)
 		var res struct {
 			Content []struct{ Text string } `json:"content"`
 		}
-		resp.decode(t, &res)
+		resp.Decode(t, &res)
 		if resp.StatusCode != 200 || len(res.Content) != 1 {
-			t.Fatalf("env call: %d %s", resp.StatusCode, resp.body)
+			t.Fatalf("env call: %d %s", resp.StatusCode, resp.Bytes)
 		}
 		return res.Content[0].Text
 	}
@@ -90,7 +91,7 @@ func TestNixRoutes(t *testing.T) {
 	}
 
 	var ls wire.NixList
-	d.unix.do(t, "GET", "/v1/nix", "").decode(t, &ls)
+	d.Unix.Do(t, "GET", "/v1/nix", "").Decode(t, &ls)
 	if len(ls.Servers) != 1 || ls.Servers[0].Spec != spec || ls.Servers[0].Pinned || ls.Servers[0].Program == nil ||
 		!strings.HasPrefix(ls.Servers[0].Program.StorePath, "/nix/store/") || ls.Servers[0].Program.NarHash == "" {
 		t.Fatalf("GET /v1/nix servers: %+v", ls.Servers)
@@ -101,29 +102,29 @@ func TestNixRoutes(t *testing.T) {
 	before := ls.Servers[0].Program.StorePath
 
 	writeNixDemo(t, nx, flake, "v2")
-	resp := d.unix.do(t, "POST", "/v1/nix/refresh/demo", "")
+	resp := d.Unix.Do(t, "POST", "/v1/nix/refresh/demo", "")
 	var ref wire.NixRefreshed
-	resp.decode(t, &ref)
+	resp.Decode(t, &ref)
 	if resp.StatusCode != 200 || !ref.Changed || ref.Previous == nil || ref.Previous.StorePath != before ||
 		ref.Current.StorePath == before || strings.Join(ref.Replaced, ",") != "demo" {
-		t.Fatalf("refresh: %d %s", resp.StatusCode, resp.body)
+		t.Fatalf("refresh: %d %s", resp.StatusCode, resp.Bytes)
 	}
 	if got := marker(); got != "v2" {
 		t.Errorf("after the refresh MCPX_NIX_WRAPPED = %q, want v2", got)
 	}
-	if p := d.unix.do(t, "POST", "/v1/nix/refresh/nope", "").problem(t); p.Status != 404 {
+	if p := d.Unix.Do(t, "POST", "/v1/nix/refresh/nope", "").Problem(t); p.Status != 404 {
 		t.Errorf("refresh of an unknown server: %+v", p)
 	}
 
 	var gc wire.NixGC
-	d.unix.do(t, "POST", "/v1/nix/gc", "").decode(t, &gc)
+	d.Unix.Do(t, "POST", "/v1/nix/gc", "").Decode(t, &gc)
 	if len(gc.Dropped) != 1 || gc.Dropped[0].StorePath != orphan.StorePath {
 		t.Errorf("gc dropped %+v, want %s", gc.Dropped, orphan.StorePath)
 	}
 	if _, err := os.Lstat(orphan.Root); !os.IsNotExist(err) {
 		t.Errorf("the dropped root %s survived (%v)", orphan.Root, err)
 	}
-	d.unix.do(t, "GET", "/v1/nix", "").decode(t, &ls)
+	d.Unix.Do(t, "GET", "/v1/nix", "").Decode(t, &ls)
 	if len(ls.Unreferenced) != 0 || ls.Servers[0].Program == nil || ls.Servers[0].Program.StorePath != ref.Current.StorePath {
 		t.Errorf("GET /v1/nix after gc: %+v", ls)
 	}

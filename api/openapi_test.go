@@ -10,21 +10,22 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/openapi"
 )
 
 // /openapi.json serves the generated document, compressed like every JSON
 // answer, and only to authenticated callers.
 func TestServeOpenAPI(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
+	d := apitest.Start(t, apitest.Options{})
 	want, err := openapi.Broker(openapi.Options{Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // built once, the same bytes every time
-		req, _ := http.NewRequestWithContext(t.Context(), "GET", d.unix.base+"/openapi.json", nil)
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", d.Unix.Base+"/openapi.json", nil)
 		req.Header.Set("Accept-Encoding", "gzip")
-		resp, err := d.unix.hc.Do(req)
+		resp, err := d.Unix.HTTP.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,8 +46,8 @@ func TestServeOpenAPI(t *testing.T) {
 			t.Fatalf("served %d bytes, not the generated document (%d bytes)", len(got), len(want))
 		}
 	}
-	r := d.tcp.do(t, "GET", "/openapi.json", "", "Authorization", "Bearer wrong")
-	if p := r.problem(t); p.Status != 401 {
+	r := d.TCP.Do(t, "GET", "/openapi.json", "", "Authorization", "Bearer wrong")
+	if p := r.Problem(t); p.Status != 401 {
 		t.Errorf("TCP with a wrong token: %+v", p)
 	}
 }
@@ -55,7 +56,7 @@ func TestServeOpenAPI(t *testing.T) {
 // schemas the document gives their operations: the reflected wire documents
 // and the MCP types transcribed from the specification.
 func TestAnswersMatchOpenAPISchemas(t *testing.T) {
-	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	d := apitest.StartDemo(t, map[string]string{"demo": `{"scope": "global"}`})
 	spec := brokerSpec(t)
 	cwd := cwdHeader(t.TempDir())
 	for _, c := range []struct {
@@ -73,17 +74,17 @@ func TestAnswersMatchOpenAPISchemas(t *testing.T) {
 		{"GET", "/v1/instances", "", "InstanceList"},
 		{"GET", "/v1/servers/nope", "", "Problem"},
 	} {
-		r := d.unix.do(t, c.method, c.path, c.body, cwd...)
+		r := d.Unix.Do(t, c.method, c.path, c.body, cwd...)
 		var v any
-		if err := json.Unmarshal(r.body, &v); err != nil {
-			t.Fatalf("%s %s: %v: %s", c.method, c.path, err, r.body)
+		if err := json.Unmarshal(r.Bytes, &v); err != nil {
+			t.Fatalf("%s %s: %v: %s", c.method, c.path, err, r.Bytes)
 		}
 		s := spec.Components.Schemas[c.schema]
 		if s == nil {
 			t.Fatalf("no schema %s", c.schema)
 		}
 		if err := s.Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
-			t.Errorf("%s %s: the answer does not match %s: %v\n%s", c.method, c.path, c.schema, err, r.body)
+			t.Errorf("%s %s: the answer does not match %s: %v\n%s", c.method, c.path, c.schema, err, r.Bytes)
 		}
 		// The check can fail: the same answer without a required member.
 		if m, ok := v.(map[string]any); ok && len(s.Value.Required) > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 )
@@ -17,7 +18,7 @@ import (
 // openAPIServers is a daemon serving the demo server and the real servers
 // of the acceptance test: server-everything, server-filesystem (over files)
 // and gopls (over a small module, offline).
-func openAPIServers(t *testing.T) (d *daemon, files string) {
+func openAPIServers(t *testing.T) (d *apitest.Daemon, files string) {
 	t.Helper()
 	proctest.CheckNoLeaks(t)
 	node := testenv.Node(t)
@@ -47,7 +48,7 @@ func openAPIServers(t *testing.T) (d *daemon, files string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startDaemon(t, daemonOptions{cfg: cfg}), files
+	return apitest.Start(t, apitest.Options{Config: cfg}), files
 }
 
 // TestOpenAPITypeScript is issue 8's acceptance of the documents by
@@ -66,11 +67,11 @@ func TestOpenAPITypeScript(t *testing.T) {
 	dir := t.TempDir()
 	docs := map[string][]byte{}
 	fetch := func(name, path string) {
-		r := d.unix.do(t, "GET", path, "", cwdHeader(files)...)
+		r := d.Unix.Do(t, "GET", path, "", cwdHeader(files)...)
 		if r.StatusCode != 200 {
-			t.Fatalf("%s: %d %s", path, r.StatusCode, r.body)
+			t.Fatalf("%s: %d %s", path, r.StatusCode, r.Bytes)
 		}
-		docs[name] = r.body
+		docs[name] = r.Bytes
 	}
 	fetch("broker", "/openapi.json")
 	for _, s := range []string{"demo", "everything", "filesystem", "gopls"} {

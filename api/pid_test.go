@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
@@ -59,7 +60,7 @@ func maybePidClient() {
 // test -> sh -> client.
 func TestPidMustBeThePeerOrAnAncestor(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	d := startDaemon(t, daemonOptions{})
+	d := apitest.Start(t, apitest.Options{})
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestPidMustBeThePeerOrAnAncestor(t *testing.T) {
 	// "; exit" keeps sh alive as the client's parent (a shell may exec a
 	// lone last command).
 	cmd := exec.Command("sh", "-c", `"$0"; exit $?`, exe)
-	cmd.Env = append(os.Environ(), proctest.Env(t), pidClientEnv+"="+d.sock, pidListEnv+"="+strings.Join(pids, ","))
+	cmd.Env = append(os.Environ(), proctest.Env(t), pidClientEnv+"="+d.Sock, pidListEnv+"="+strings.Join(pids, ","))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("client: %v\n%s", err, out)
@@ -86,13 +87,13 @@ func TestPidMustBeThePeerOrAnAncestor(t *testing.T) {
 	}
 
 	// The problem names the header.
-	p := d.unix.do(t, "GET", "/v1/whoami", "", wire.HeaderPid, strconv.Itoa(stranger.Process.Pid)).problem(t)
+	p := d.Unix.Do(t, "GET", "/v1/whoami", "", wire.HeaderPid, strconv.Itoa(stranger.Process.Pid)).Problem(t)
 	if p.Status != 400 || p.Field != wire.HeaderPid || !strings.Contains(p.Detail, "Mcpx-Pid") || !strings.Contains(p.Detail, "ancestors") {
 		t.Errorf("stranger's pid: %+v", p)
 	}
 	// TCP callers' Mcpx-Pid is ignored, as before: no 400, no pid.
 	var w wire.Whoami
-	d.tcp.do(t, "GET", "/v1/whoami", "", wire.HeaderPid, strconv.Itoa(stranger.Process.Pid)).decode(t, &w)
+	d.TCP.Do(t, "GET", "/v1/whoami", "", wire.HeaderPid, strconv.Itoa(stranger.Process.Pid)).Decode(t, &w)
 	if w.Context.Pid != 0 {
 		t.Errorf("tcp caller's pid was kept: %+v", w.Context)
 	}

@@ -5,7 +5,6 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	mcpxclient "mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/openapi"
 	"mcpx.dev/mcpx/wire"
 )
@@ -28,7 +27,7 @@ func TestEverythingTemplatesAndCompletionREST(t *testing.T) {
 	cwd := cwdHeader(t.TempDir())
 
 	var list wire.ResourceTemplateList
-	d.unix.do(t, "GET", "/v1/servers/everything/resources/templates", "", cwd...).decode(t, &list)
+	d.Unix.Do(t, "GET", "/v1/servers/everything/resources/templates", "", cwd...).Decode(t, &list)
 	var templates []struct {
 		URITemplate string `json:"uriTemplate"`
 	}
@@ -41,21 +40,21 @@ func TestEverythingTemplatesAndCompletionREST(t *testing.T) {
 		t.Fatalf("templates %s of %q, want demo://resource/dynamic/text/{resourceId}", list.ResourceTemplates, list.Server)
 	}
 
-	r := d.unix.do(t, "GET", "/v1/servers/everything/resources/read?uri=demo://resource/dynamic/text/7", "", cwd...)
-	if r.StatusCode != 200 || !strings.Contains(string(r.body), `"uri":"demo://resource/dynamic/text/7"`) || !strings.Contains(string(r.body), `"text"`) {
-		t.Errorf("reading a templated uri: %d %s", r.StatusCode, r.body)
+	r := d.Unix.Do(t, "GET", "/v1/servers/everything/resources/read?uri=demo://resource/dynamic/text/7", "", cwd...)
+	if r.StatusCode != 200 || !strings.Contains(string(r.Bytes), `"uri":"demo://resource/dynamic/text/7"`) || !strings.Contains(string(r.Bytes), `"text"`) {
+		t.Errorf("reading a templated uri: %d %s", r.StatusCode, r.Bytes)
 	}
 
 	complete := func(body string) []string {
 		t.Helper()
-		r := d.unix.do(t, "POST", "/v1/servers/everything/complete", body, cwd...)
+		r := d.Unix.Do(t, "POST", "/v1/servers/everything/complete", body, cwd...)
 		if r.StatusCode != 200 {
-			t.Fatalf("complete %s: %d %s", body, r.StatusCode, r.body)
+			t.Fatalf("complete %s: %d %s", body, r.StatusCode, r.Bytes)
 		}
 		var res struct {
 			Completion struct{ Values []string } `json:"completion"`
 		}
-		r.decode(t, &res)
+		r.Decode(t, &res)
 		return res.Completion.Values
 	}
 	if got := complete(`{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"department","value":"S"}}`); !slices.Equal(got, []string{"Sales", "Support"}) {
@@ -75,7 +74,7 @@ func TestEverythingTemplatesAndCompletionREST(t *testing.T) {
 		{"POST", "/v1/servers/everything/complete", `{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"department","value":""}}`, "MCPCompleteResult"},
 	} {
 		var v any
-		json.Unmarshal(d.unix.do(t, c.method, c.path, c.body, cwd...).body, &v)
+		json.Unmarshal(d.Unix.Do(t, c.method, c.path, c.body, cwd...).Bytes, &v)
 		if err := spec.Components.Schemas[c.schema].Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
 			t.Errorf("%s: the answer does not match %s: %v", c.path, c.schema, err)
 		}
@@ -87,7 +86,7 @@ func TestEverythingTemplatesAndCompletionREST(t *testing.T) {
 		{`{"ref":{"type":"ref/prompt","name":"completable-promt"},"argument":{"name":"a","value":""}}`, "ref.name", `did you mean "completable-prompt"?`},
 		{`{"ref":{"type":"ref/resource","uri":"demo://x"},"argument":{"value":""}}`, "argument.name", "has no name"},
 	} {
-		p := d.unix.do(t, "POST", "/v1/servers/everything/complete", tt.body, cwd...).problem(t)
+		p := d.Unix.Do(t, "POST", "/v1/servers/everything/complete", tt.body, cwd...).Problem(t)
 		if p.Field != tt.field || p.Server != "everything" || !strings.Contains(p.Detail, tt.detail) {
 			t.Errorf("complete %s: problem %+v, want field %s and %q", tt.body, p, tt.field, tt.detail)
 		}
@@ -100,21 +99,21 @@ func TestEverythingTemplatesAndCompletionREST(t *testing.T) {
 func TestEverythingLogLevelAndMessagesREST(t *testing.T) {
 	d := everythingDaemon(t, 0)
 	cwd := t.TempDir()
-	if p := d.unix.do(t, "POST", "/v1/servers/everything/logging", `{"level":"loud"}`, cwdHeader(cwd)...).problem(t); p.Field != "level" || !strings.Contains(p.Detail, "debug, info") {
+	if p := d.Unix.Do(t, "POST", "/v1/servers/everything/logging", `{"level":"loud"}`, cwdHeader(cwd)...).Problem(t); p.Field != "level" || !strings.Contains(p.Detail, "debug, info") {
 		t.Errorf("bad level: %+v", p)
 	}
-	if r := d.unix.do(t, "POST", "/v1/servers/everything/logging", `{"level":"debug"}`, cwdHeader(cwd)...); r.StatusCode != 204 {
-		t.Fatalf("setLevel: %d %s", r.StatusCode, r.body)
+	if r := d.Unix.Do(t, "POST", "/v1/servers/everything/logging", `{"level":"debug"}`, cwdHeader(cwd)...); r.StatusCode != 204 {
+		t.Fatalf("setLevel: %d %s", r.StatusCode, r.Bytes)
 	}
 	// toggle-simulated-logging sends one message at once, then one each 5 s.
-	resp := streamRequest(t, t.Context(), d.unix, "/v1/servers/everything/tools/toggle-simulated-logging", `{}`, cwd)
+	resp := streamRequest(t, t.Context(), d.Unix, "/v1/servers/everything/tools/toggle-simulated-logging", `{}`, cwd)
 	var msgs []wire.LogMessage
 	var names []string
-	readEvents(t, resp.Body, func(ev event) {
-		names = append(names, ev.name)
-		if ev.name == wire.StreamMessage {
+	apitest.ReadEvents(t, resp.Body, func(ev apitest.Event) {
+		names = append(names, ev.Name)
+		if ev.Name == wire.StreamMessage {
 			var m wire.LogMessage
-			json.Unmarshal([]byte(ev.data), &m)
+			json.Unmarshal([]byte(ev.Data), &m)
 			msgs = append(msgs, m)
 		}
 	})
@@ -129,7 +128,7 @@ func TestEverythingLogLevelAndMessagesREST(t *testing.T) {
 // mode, url and elicitationId; accept answers the child without content.
 func TestEverythingURLElicitationREST(t *testing.T) {
 	d := everythingDaemon(t, 0)
-	c := mcpxclient.New(d.sock, mcpxclient.Options{})
+	c := mcpxclient.New(d.Sock, mcpxclient.Options{})
 	var mu sync.Mutex
 	var seen []wire.InputRequest
 	res, err := c.Call(t.Context(), mcpxclient.Caller{Cwd: t.TempDir()}, "everything", "trigger-url-elicitation",
@@ -151,86 +150,6 @@ func TestEverythingURLElicitationREST(t *testing.T) {
 	if !strings.Contains(string(res), "User completed the URL elicitation flow") {
 		t.Errorf("result %s, want the accept", res)
 	}
-}
-
-// Through the MCP endpoint, with the go-sdk client: completion of
-// server-everything's prompt argument, its templates, a URL-mode
-// elicitation passed to a client that declares url mode, and its log
-// messages reaching the client.
-func TestEverythingCompletionURLElicitationMCP(t *testing.T) {
-	d := everythingDaemon(t, 0)
-	var mu sync.Mutex
-	var asked []*mcp.ElicitParams
-	var logs []*mcp.LoggingMessageParams
-	opts := &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
-		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			mu.Lock()
-			asked = append(asked, r.Params)
-			mu.Unlock()
-			return &mcp.ElicitResult{Action: "accept"}, nil
-		},
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			mu.Lock()
-			logs = append(logs, r.Params)
-			mu.Unlock()
-		},
-	}
-	for _, path := range []string{"/mcp/everything", "/mcp"} {
-		_, cs := mcpClient(t, d, path, "2025-11-25", opts, t.TempDir())
-		res, err := cs.Complete(t.Context(), &mcp.CompleteParams{
-			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: prefixed(path, "completable-prompt")},
-			Argument: mcp.CompleteParamsArgument{Name: "department", Value: "E"},
-		})
-		if err != nil || !slices.Equal(res.Completion.Values, []string{"Engineering"}) {
-			t.Errorf("%s: completion %+v, %v; want [Engineering]", path, res, err)
-		}
-		tpl, err := cs.ListResourceTemplates(t.Context(), nil)
-		if err != nil || len(tpl.ResourceTemplates) == 0 {
-			t.Errorf("%s: templates %+v, %v", path, tpl, err)
-		}
-		if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
-			t.Errorf("%s: setLevel: %v", path, err)
-		}
-		got := textOf(t, cs, &mcp.CallToolParams{Name: prefixed(path, "trigger-url-elicitation"),
-			Arguments: map[string]any{"url": "https://example.com/" + path, "elicitationId": "el" + path}})
-		if !strings.Contains(got, "User completed the URL elicitation flow") {
-			t.Errorf("%s: url elicitation result %q", path, got)
-		}
-		// The toggle is the child's (one stdio session): on, or off then on.
-		if out := textOf(t, cs, &mcp.CallToolParams{Name: prefixed(path, "toggle-simulated-logging")}); strings.HasPrefix(out, "Stopped") {
-			textOf(t, cs, &mcp.CallToolParams{Name: prefixed(path, "toggle-simulated-logging")})
-		}
-		fromChild := func() bool {
-			for _, l := range logs {
-				if simulatedLog.MatchString(fmt.Sprint(l.Data)) {
-					return true
-				}
-			}
-			return false
-		}
-		waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return fromChild() })
-		mu.Lock()
-		if len(asked) != 1 || asked[0].Mode != "url" || asked[0].URL != "https://example.com/"+path {
-			t.Errorf("%s: elicitations %+v, want one in url mode", path, asked)
-		}
-		for _, l := range logs {
-			if simulatedLog.MatchString(fmt.Sprint(l.Data)) && path == "/mcp" && l.Logger != "everything" {
-				t.Errorf("on /mcp the child's message has logger %q, want everything (its server)", l.Logger)
-			}
-		}
-		asked, logs = nil, nil
-		mu.Unlock()
-		cs.Close()
-	}
-}
-
-// prefixed is name as path lists it: <server>__<name> on /mcp.
-func prefixed(path, name string) string {
-	if path == "/mcp" {
-		return "everything__" + name
-	}
-	return name
 }
 
 // simulatedLog matches server-everything's simulated log messages

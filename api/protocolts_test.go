@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
@@ -22,18 +23,18 @@ func TestTypeScriptClientProtocol(t *testing.T) {
 	tsc := testenv.NPMPackageBin(t, "typescript")
 	d := everythingDaemon(t, 0)
 	stateDir := filepath.Join(t.TempDir(), "state")
-	rec, _ := json.Marshal(wire.DaemonRecord{URL: "http://" + d.tcpAddr, Token: testToken})
+	rec, _ := json.Marshal(wire.DaemonRecord{URL: "http://" + d.TCPAddr, Token: apitest.Token})
 	if err := os.MkdirAll(filepath.Join(stateDir, "mcpx"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	testenv.WriteFile(t, filepath.Join(stateDir, "mcpx", wire.RecordFile), string(rec))
 	cwd := t.TempDir()
-	res := d.tcp.do(t, "GET", "/v1/clients/typescript", "", wire.HeaderCwd, cwd)
+	res := d.TCP.Do(t, "GET", "/v1/clients/typescript", "", wire.HeaderCwd, cwd)
 	if res.StatusCode != 200 {
-		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.body)
+		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.Bytes)
 	}
 	dir := t.TempDir()
-	testenv.WriteFile(t, filepath.Join(dir, "client.ts"), string(res.body))
+	testenv.WriteFile(t, filepath.Join(dir, "client.ts"), string(res.Bytes))
 	script, err := os.ReadFile(filepath.Join("testdata", "client", "protocol.ts"))
 	if err != nil {
 		t.Fatal(err)

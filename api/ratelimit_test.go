@@ -1,8 +1,6 @@
 package api_test
 
 import (
-	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,24 +8,22 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 
 // tokenDaemon is a daemon that mints tokens, serving the demo (global).
-func tokenDaemon(t *testing.T) *daemon {
+func tokenDaemon(t *testing.T) *apitest.Daemon {
 	t.Helper()
 	proctest.CheckNoLeaks(t)
 	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), tokens: is})
+	return apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), Tokens: is})
 }
 
 // TestRateLimitedCallerGets429: a load of REST calls from a token whose
@@ -37,8 +33,8 @@ func tokenDaemon(t *testing.T) *daemon {
 // /metrics; a bad rate is refused at minting, naming the accepted form.
 func TestRateLimitedCallerGets429(t *testing.T) {
 	d := tokenDaemon(t)
-	alice := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rights.Rule{Servers: []string{"demo"}, Rate: rights.Rate{Count: 5, Per: 3600e9}}}).Token)
-	bob := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rights.Rule{Servers: []string{"demo"}}}).Token)
+	alice := bearerClient(d, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rights.Rule{Servers: []string{"demo"}, Rate: rights.Rate{Count: 5, Per: 3600e9}}}).Token)
+	bob := bearerClient(d, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "bob", Rule: rights.Rule{Servers: []string{"demo"}}}).Token)
 	rt, _ := wire.Lookup(wire.OpCallTool)
 	path := rt.Path("demo", "echo")
 
@@ -47,11 +43,11 @@ func TestRateLimitedCallerGets429(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 5 {
-				switch r := alice.do(t, "POST", path, `{"message":"a"}`); r.StatusCode {
+				switch r := alice.Do(t, "POST", path, `{"message":"a"}`); r.StatusCode {
 				case http.StatusOK:
 					served.Add(1)
 				case http.StatusTooManyRequests:
-					p := r.problem(t)
+					p := r.Problem(t)
 					secs, _ := strconv.Atoi(r.Header.Get("Retry-After"))
 					if p.Kind() != wire.KindRateLimited || p.Limit == nil || *p.Limit != (wire.ProblemLimit{Kind: "caller-rate", Value: "5/h"}) ||
 						secs < 60 || p.RetryAfter != secs || !strings.Contains(p.Detail, "retry in") {
@@ -59,12 +55,12 @@ func TestRateLimitedCallerGets429(t *testing.T) {
 					}
 					refused.Add(1)
 				default:
-					t.Errorf("alice: %d %s", r.StatusCode, r.body)
+					t.Errorf("alice: %d %s", r.StatusCode, r.Bytes)
 				}
-				if r := bob.do(t, "POST", path, `{"message":"b"}`); r.StatusCode == http.StatusOK {
+				if r := bob.Do(t, "POST", path, `{"message":"b"}`); r.StatusCode == http.StatusOK {
 					bobServed.Add(1)
 				} else {
-					t.Errorf("bob: %d %s", r.StatusCode, r.body)
+					t.Errorf("bob: %d %s", r.StatusCode, r.Bytes)
 				}
 			}
 		})
@@ -74,66 +70,21 @@ func TestRateLimitedCallerGets429(t *testing.T) {
 		t.Errorf("alice: %d served, %d refused (want 5, 15); bob: %d served (want 20)", served.Load(), refused.Load(), bobServed.Load())
 	}
 	// A streamed call is refused before its stream opens: the same 429.
-	if r := alice.do(t, "POST", path, `{"message":"a"}`, "Accept", "text/event-stream"); r.StatusCode != http.StatusTooManyRequests ||
-		r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.body), wire.KindRateLimited) {
-		t.Errorf("a streamed call over the rate: %d %s %s, want 429 with Retry-After", r.StatusCode, r.Header.Get("Content-Type"), r.body)
+	if r := alice.Do(t, "POST", path, `{"message":"a"}`, "Accept", "text/event-stream"); r.StatusCode != http.StatusTooManyRequests ||
+		r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Bytes), wire.KindRateLimited) {
+		t.Errorf("a streamed call over the rate: %d %s %s, want 429 with Retry-After", r.StatusCode, r.Header.Get("Content-Type"), r.Bytes)
 	}
-	if r := bob.do(t, "POST", path, `{"message":"b"}`, "Accept", "text/event-stream"); r.StatusCode != http.StatusOK ||
-		!strings.Contains(string(r.body), "event: result") {
-		t.Errorf("bob's streamed call: %d %s, want the stream with its result", r.StatusCode, r.body)
+	if r := bob.Do(t, "POST", path, `{"message":"b"}`, "Accept", "text/event-stream"); r.StatusCode != http.StatusOK ||
+		!strings.Contains(string(r.Bytes), "event: result") {
+		t.Errorf("bob's streamed call: %d %s, want the stream with its result", r.StatusCode, r.Bytes)
 	}
-	m := scrapeMetrics(t, d.tcp)
+	m := scrapeMetrics(t, d.TCP)
 	if got := m.value("mcpx_rate_limited_total", "limit", "caller-rate", "server", "demo"); got != 16 {
 		t.Errorf("mcpx_rate_limited_total{caller-rate,demo} = %v, want 16", got)
 	}
 
-	r := d.unix.do(t, "POST", "/v1/tokens", `{"sub":"x","servers":["demo"],"rate":"5/x"}`)
-	if p := r.problem(t); p.Status != 400 || !strings.Contains(p.Detail, `invalid rate "5/x"`) || !strings.Contains(p.Detail, `"100/m"`) {
+	r := d.Unix.Do(t, "POST", "/v1/tokens", `{"sub":"x","servers":["demo"],"rate":"5/x"}`)
+	if p := r.Problem(t); p.Status != 400 || !strings.Contains(p.Detail, `invalid rate "5/x"`) || !strings.Contains(p.Detail, `"100/m"`) {
 		t.Errorf("mint with a bad rate: %+v, want 400 naming the rate and its form", p)
-	}
-}
-
-// TestMCPEndpointRefusesOverTheRate: through the MCP endpoint, with the
-// official go-sdk client, a caller over its rate gets a JSON-RPC error
-// whose message names the limit and whose data says which, its value and
-// when to retry; the owner's session, at the same time, is served.
-func TestMCPEndpointRefusesOverTheRate(t *testing.T) {
-	d := tokenDaemon(t)
-	tok := mint(t, d.unix, wire.TokenRequest{Subject: "carol", Rule: rights.Rule{Servers: []string{"demo"}, Rate: rights.Rate{Count: 2, Per: 3600e9}}}).Token
-	c := mcp.NewClient(&mcp.Implementation{Name: "rate-test", Version: "1"}, nil)
-	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + "/mcp/demo", HTTPClient: &http.Client{Transport: bearer{tok}}, MaxRetries: -1}
-	cs, err := c.Connect(t.Context(), tr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	_, owner := mcpClient(t, d, "/mcp/demo", "", nil)
-	echo := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}
-	for i := range 2 {
-		if _, err := cs.CallTool(t.Context(), echo); err != nil {
-			t.Fatalf("call %d under the rate: %v", i, err)
-		}
-	}
-	_, err = cs.CallTool(t.Context(), echo)
-	var we *jsonrpc.Error
-	if !errors.As(err, &we) {
-		t.Fatalf("third call under 2/h: %v, want a JSON-RPC error", err)
-	}
-	var data struct {
-		Type       string
-		Limit      struct{ Kind, Value string }
-		RetryAfter int
-	}
-	if err := json.Unmarshal(we.Data, &data); err != nil {
-		t.Fatalf("error data %s: %v", we.Data, err)
-	}
-	if we.Code != -32029 || !strings.Contains(we.Message, "rate limit of 2/h") || data.Type != wire.ProblemTypeBase+wire.KindRateLimited ||
-		data.Limit.Kind != "caller-rate" || data.Limit.Value != "2/h" || data.RetryAfter < 60 {
-		t.Errorf("refusal: code %d, message %q, data %s", we.Code, we.Message, we.Data)
-	}
-	for range 5 {
-		if got := textOf(t, owner, echo); got != "hi" {
-			t.Errorf("owner's echo = %q", got)
-		}
 	}
 }

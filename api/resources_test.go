@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 )
@@ -53,24 +54,24 @@ func checkBlob(t *testing.T, via, blob string) {
 // 256 bytes, made by its gzip-file-as-resource tool) reads byte-exact
 // through REST and the MCP endpoint, the same blob both ways.
 func TestBlobResourceIntact(t *testing.T) {
-	d := everythingWith(t, nil)
+	d := apitest.Start(t, apitest.Options{Config: apitest.AddEverything(t, nil, nil)})
 	data := "data:application/octet-stream;base64," + base64.StdEncoding.EncodeToString(blobBytes())
 	args, _ := json.Marshal(map[string]string{"name": "bytes.gz", "data": data})
-	if r := d.unix.do(t, "POST", "/v1/servers/everything/tools/gzip-file-as-resource", string(args)); r.StatusCode != 200 {
-		t.Fatalf("gzip-file-as-resource: %d %s", r.StatusCode, r.body)
+	if r := d.Unix.Do(t, "POST", "/v1/servers/everything/tools/gzip-file-as-resource", string(args)); r.StatusCode != 200 {
+		t.Fatalf("gzip-file-as-resource: %d %s", r.StatusCode, r.Bytes)
 	}
 	const uri = "demo://resource/session/bytes.gz"
 	var rest struct {
 		Contents []struct{ URI, MimeType, Blob string }
 	}
-	d.unix.do(t, "GET", "/v1/servers/everything/resources/read?uri="+uri, "").decode(t, &rest)
+	d.Unix.Do(t, "GET", "/v1/servers/everything/resources/read?uri="+uri, "").Decode(t, &rest)
 	if len(rest.Contents) != 1 || rest.Contents[0].MimeType != "application/gzip" {
 		t.Fatalf("REST read: %+v", rest)
 	}
 	checkBlob(t, "REST", rest.Contents[0].Blob)
 
 	for _, path := range []string{"/mcp/everything", "/mcp"} {
-		_, cs := mcpClient(t, d, path, "2025-11-25", nil)
+		_, cs := d.ConnectMCP(t, path, "2025-11-25", nil)
 		if path == "/mcp" {
 			if _, err := cs.ListResources(t.Context(), nil); err != nil { // the aggregate routes by what it listed
 				t.Fatal(err)
@@ -103,13 +104,13 @@ func TestTypeScriptClientResources(t *testing.T) {
 	for _, rt := range scriptRuntimes(t)[:2] { // node and deno
 		t.Run(rt.name, func(t *testing.T) {
 			// A child of its own: toggle-subscriber-updates toggles.
-			d := everythingWith(t, nil)
-			res := d.tcp.do(t, "GET", "/v1/clients/typescript", "")
+			d := apitest.Start(t, apitest.Options{Config: apitest.AddEverything(t, nil, nil)})
+			res := d.TCP.Do(t, "GET", "/v1/clients/typescript", "")
 			if res.StatusCode != 200 {
-				t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.body)
+				t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.Bytes)
 			}
 			dir := t.TempDir()
-			for name, b := range map[string][]byte{"client.ts": res.body, "script.ts": script} {
+			for name, b := range map[string][]byte{"client.ts": res.Bytes, "script.ts": script} {
 				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -121,7 +122,7 @@ func TestTypeScriptClientResources(t *testing.T) {
 			cmd.WaitDelay = 5 * time.Second
 			home := t.TempDir()
 			cmd.Dir = dir
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "MCPX_URL=http://" + d.tcpAddr, "MCPX_TOKEN=" + testToken,
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "MCPX_URL=http://" + d.TCPAddr, "MCPX_TOKEN=" + apitest.Token,
 				"DENO_DIR=" + filepath.Join(home, "deno"), "DENO_NO_UPDATE_CHECK=1", "NO_COLOR=1"}
 			var stderr testenv.SyncBuffer
 			cmd.Stderr = &stderr
@@ -137,7 +138,7 @@ func TestTypeScriptClientResources(t *testing.T) {
 			if got.MimeType != "application/gzip" || got.Updated != "demo://resource/static/document/architecture.md" {
 				t.Errorf("mimeType %q, update of %q", got.MimeType, got.Updated)
 			}
-			waitFor(t, func() bool { return d.b.ChildSubscriptions() == 0 })
+			testenv.WaitFor(t, "no child subscription", func() bool { return d.Broker.ChildSubscriptions() == 0 })
 		})
 	}
 }

@@ -8,20 +8,22 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/sse"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
 
 // openStream opens an SSE request with a bearer token on d's TCP listener
 // and returns its decoder; the stream is closed at the end of the test.
-func openStream(t *testing.T, d *daemon, tok, method, path, body string) *sse.Decoder {
+func openStream(t *testing.T, d *apitest.Daemon, tok, method, path, body string) *sse.Decoder {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a hang fails, it does not time the test
 	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, method, d.tcp.base+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, d.TCP.Base+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +59,11 @@ func TestRevokedTokenEndsItsEventStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{tokens: is, reidentify: time.Hour, keepAlive: 10 * time.Millisecond})
-	m := mint(t, d.unix, wire.TokenRequest{Subject: "watcher", Rule: rights.Rule{Servers: []string{"*"}}, TTL: "1h"})
+	d := apitest.Start(t, apitest.Options{Tokens: is, API: func(o *api.Options) { o.Reidentify, o.KeepAlive = time.Hour, 10*time.Millisecond }})
+	m := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "watcher", Rule: rights.Rule{Servers: []string{"*"}}, TTL: "1h"})
 	dec := openStream(t, d, m.Token, "GET", "/v1/events", "")
-	if r := d.unix.do(t, "DELETE", "/v1/tokens/"+m.Info.ID, ""); r.StatusCode != 200 {
-		t.Fatalf("revoke: %d %s", r.StatusCode, r.body)
+	if r := d.Unix.Do(t, "DELETE", "/v1/tokens/"+m.Info.ID, ""); r.StatusCode != 200 {
+		t.Fatalf("revoke: %d %s", r.StatusCode, r.Bytes)
 	}
 	ev := next(t, dec)
 	if ev.Event != wire.StreamEnd || !strings.Contains(string(ev.Data), "revoked") {
@@ -82,9 +84,9 @@ func TestExpiredTokenEndsItsStreamedCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), tokens: is,
-		reidentify: 10 * time.Millisecond})
-	m := mint(t, d.unix, wire.TokenRequest{Subject: "caller", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), Tokens: is,
+		API: func(o *api.Options) { o.Reidentify = 10 * time.Millisecond }})
+	m := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "caller", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"})
 	dec := openStream(t, d, m.Token, "POST", "/v1/servers/demo/tools/sleep", `{"ms": 600000}`)
 	if ev := next(t, dec); ev.Event != wire.StreamCall {
 		t.Fatalf("first event %s %s, want call", ev.Event, ev.Data)

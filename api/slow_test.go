@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
@@ -55,7 +57,7 @@ func rawRequest(t *testing.T, network, addr, head string) net.Conn {
 	t.Helper()
 	if network == "tcp" {
 		line, rest, _ := strings.Cut(head, "\r\n")
-		head = line + "\r\nAuthorization: Bearer " + testToken + "\r\n" + wire.HeaderClient + ": api-test\r\n" + rest
+		head = line + "\r\nAuthorization: Bearer " + apitest.Token + "\r\n" + wire.HeaderClient + ": api-test\r\n" + rest
 	}
 	c, err := net.Dial(network, addr)
 	if err != nil {
@@ -89,15 +91,15 @@ func TestFaultSlowBody(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	// The timeout leaves the steady body below a tenfold margin: a loaded
 	// machine stretches its 50 ms pauses, never to half a second.
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": ""}), bodyTimeout: 500 * time.Millisecond})
-	for _, c := range []net.Conn{rawRequest(t, "tcp", d.tcpAddr, stalledCall), rawRequest(t, "unix", d.sock, stalledCall)} {
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": ""}), API: func(o *api.Options) { o.BodyTimeout = 500 * time.Millisecond }})
+	for _, c := range []net.Conn{rawRequest(t, "tcp", d.TCPAddr, stalledCall), rawRequest(t, "unix", d.Sock, stalledCall)} {
 		resp, body := readResponse(t, c)
 		if resp.StatusCode != 408 || !strings.Contains(body, wire.KindBodyTimeout) || !strings.Contains(body, "stopped arriving") || !resp.Close {
 			t.Errorf("%s: %d close=%v %s; want a 408 problem and the connection closed", c.LocalAddr().Network(), resp.StatusCode, resp.Close, body)
 		}
 	}
 	// A slow body that keeps arriving is fine.
-	c := rawRequest(t, "tcp", d.tcpAddr, "POST /v1/servers/demo/tools/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+	c := rawRequest(t, "tcp", d.TCPAddr, "POST /v1/servers/demo/tools/echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n")
 	for _, part := range []string{`{"mes`, `sage":`, `"slow"}`} {
 		time.Sleep(50 * time.Millisecond)
 		fmt.Fprintf(c, "%x\r\n%s\r\n", len(part), part)
@@ -115,19 +117,19 @@ func TestFaultStalledConnections(t *testing.T) {
 	const maxConns, stalled = 20, 300
 	proctest.CheckNoLeaks(t)
 	var counter *countingListener
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": ""}), maxConns: maxConns,
-		wrapTCP: func(ln net.Listener) net.Listener { counter = &countingListener{Listener: ln}; return counter }})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": ""}), Serve: func(o *api.ServeOptions) { o.MaxConns = maxConns },
+		WrapTCP: func(ln net.Listener) net.Listener { counter = &countingListener{Listener: ln}; return counter }})
 	conns := make([]net.Conn, 0, stalled)
 	for range stalled {
-		conns = append(conns, rawRequest(t, "tcp", d.tcpAddr, stalledCall))
+		conns = append(conns, rawRequest(t, "tcp", d.TCPAddr, stalledCall))
 	}
 	testenv.WaitFor(t, "the daemon to take up the stalled connections", func() bool { return counter.open.Load() >= maxConns })
 	dir := t.TempDir()
 	for range 3 {
-		if r := d.unix.do(t, "GET", "/healthz", ""); r.StatusCode != 200 {
-			t.Fatalf("unix healthz: %d %s", r.StatusCode, r.body)
+		if r := d.Unix.Do(t, "GET", "/healthz", ""); r.StatusCode != 200 {
+			t.Fatalf("unix healthz: %d %s", r.StatusCode, r.Bytes)
 		}
-		if res := d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"still here"}`, cwdHeader(dir)...).result(t); res.text() != "still here" {
+		if res := d.Unix.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"still here"}`, cwdHeader(dir)...).Result(t); res.Text() != "still here" {
 			t.Fatalf("unix call: %+v", res)
 		}
 	}
@@ -139,7 +141,7 @@ func TestFaultStalledConnections(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
-	if r := d.tcp.do(t, "GET", "/healthz", ""); r.StatusCode != 200 {
+	if r := d.TCP.Do(t, "GET", "/healthz", ""); r.StatusCode != 200 {
 		t.Errorf("tcp after the stalled clients left: %d", r.StatusCode)
 	}
 }
@@ -149,15 +151,15 @@ func TestFaultStalledConnections(t *testing.T) {
 func TestFaultNonReadingClient(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	var counter *countingListener
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": ""}), writeTimeout: 300 * time.Millisecond,
-		wrapTCP: func(ln net.Listener) net.Listener { counter = &countingListener{Listener: ln}; return counter }})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": ""}), Serve: func(o *api.ServeOptions) { o.WriteTimeout = 300 * time.Millisecond },
+		WrapTCP: func(ln net.Listener) net.Listener { counter = &countingListener{Listener: ln}; return counter }})
 	const body = `{"bytes":8388608}` // 8 MiB: more than the socket buffers hold
-	rawRequest(t, "tcp", d.tcpAddr, fmt.Sprintf("POST /v1/servers/demo/tools/big HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+	rawRequest(t, "tcp", d.TCPAddr, fmt.Sprintf("POST /v1/servers/demo/tools/big HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
 	testenv.WaitFor(t, "the daemon to drop the client that reads nothing", func() bool {
 		return counter.closed.Load() == 1
 	})
 	// The daemon serves on.
-	if r := d.tcp.do(t, "GET", "/healthz", ""); r.StatusCode != 200 {
+	if r := d.TCP.Do(t, "GET", "/healthz", ""); r.StatusCode != 200 {
 		t.Errorf("tcp healthz: %d", r.StatusCode)
 	}
 }
@@ -167,17 +169,17 @@ func TestFaultNonReadingClient(t *testing.T) {
 // arrives when the client reads.
 func TestFaultProgressFlood(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), writeTimeout: time.Minute})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global"}`}), Serve: func(o *api.ServeOptions) { o.WriteTimeout = time.Minute }})
 	const steps = 50000
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	body := fmt.Sprintf(`{"steps":%d}`, steps)
-	c := rawRequest(t, "unix", d.sock, fmt.Sprintf("POST /v1/servers/demo/tools/progress HTTP/1.1\r\nHost: mcpx\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+	c := rawRequest(t, "unix", d.Sock, fmt.Sprintf("POST /v1/servers/demo/tools/progress HTTP/1.1\r\nHost: mcpx\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
 	// The call is over once the child has sent its result; the handler
 	// still holds what the client has not read.
 	testenv.WaitFor(t, "the child to finish the flood", func() bool {
-		in := d.b.Instances()
+		in := d.Broker.Instances()
 		return len(in) == 1 && in[0].Calls == 1 && in[0].InFlight == 0
 	})
 	var during runtime.MemStats
@@ -192,12 +194,12 @@ func TestFaultProgressFlood(t *testing.T) {
 	}
 	var progress int
 	var result string
-	readEvents(t, strings.NewReader(events), func(ev event) {
-		switch ev.name {
+	apitest.ReadEvents(t, strings.NewReader(events), func(ev apitest.Event) {
+		switch ev.Name {
 		case "progress":
 			progress++
 		case "result":
-			result = ev.data
+			result = ev.Data
 		}
 	})
 	t.Logf("the client read %d of %d progress notes", progress, steps)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
@@ -25,34 +26,34 @@ func TestToolHashChecked(t *testing.T) {
 	json.Unmarshal(firstTool(t, d, "demo", "echo"), &echo)
 	right := wire.ToolHash(echo.InputSchema, echo.OutputSchema)
 
-	ok := d.tcp.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`, wire.HeaderToolHash, right)
+	ok := d.TCP.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`, wire.HeaderToolHash, right)
 	if ok.StatusCode != 200 {
-		t.Errorf("the current hash: %d %s", ok.StatusCode, ok.body)
+		t.Errorf("the current hash: %d %s", ok.StatusCode, ok.Bytes)
 	}
-	if res := d.tcp.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`); res.StatusCode != 200 {
-		t.Errorf("no hash: %d %s", res.StatusCode, res.body)
+	if res := d.TCP.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`); res.StatusCode != 200 {
+		t.Errorf("no hash: %d %s", res.StatusCode, res.Bytes)
 	}
-	stale := d.tcp.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`, wire.HeaderToolHash, "sha256:0000000000000000")
-	p := stale.problem(t)
+	stale := d.TCP.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`, wire.HeaderToolHash, "sha256:0000000000000000")
+	p := stale.Problem(t)
 	if p.Status != 409 || p.Kind() != wire.KindStaleClient || p.Server != "demo" || p.Field != wire.HeaderToolHash ||
 		!strings.Contains(p.Detail, `tool "echo" changed`) || !strings.Contains(p.Detail, "mcpx clientgen ts") {
 		t.Errorf("a stale hash: %+v", p)
 	}
 	// Streamed calls are checked the same way, before the stream starts.
-	streamed := d.tcp.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`,
+	streamed := d.TCP.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`,
 		wire.HeaderToolHash, "sha256:0000000000000000", "Accept", wire.MediaEventStream)
-	if !strings.Contains(string(streamed.body), wire.KindStaleClient) {
-		t.Errorf("a streamed call with a stale hash: %d %s", streamed.StatusCode, streamed.body)
+	if !strings.Contains(string(streamed.Bytes), wire.KindStaleClient) {
+		t.Errorf("a streamed call with a stale hash: %d %s", streamed.StatusCode, streamed.Bytes)
 	}
 }
 
 // firstTool returns the Tool object of server's tool as /v1/servers/{server}/tools lists it.
-func firstTool(t *testing.T, d *daemon, server, tool string) json.RawMessage {
+func firstTool(t *testing.T, d *apitest.Daemon, server, tool string) json.RawMessage {
 	t.Helper()
-	res := d.tcp.do(t, "GET", "/v1/servers/"+server+"/tools", "")
+	res := d.TCP.Do(t, "GET", "/v1/servers/"+server+"/tools", "")
 	var st wire.ServerTools
-	if err := json.Unmarshal(res.body, &st); err != nil {
-		t.Fatalf("%s: %v", res.body, err)
+	if err := json.Unmarshal(res.Bytes, &st); err != nil {
+		t.Fatalf("%s: %v", res.Bytes, err)
 	}
 	var tools []json.RawMessage
 	json.Unmarshal(st.Tools, &tools)
@@ -62,7 +63,7 @@ func firstTool(t *testing.T, d *daemon, server, tool string) json.RawMessage {
 			return raw
 		}
 	}
-	t.Fatalf("%s lists no %s: %s", server, tool, res.body)
+	t.Fatalf("%s lists no %s: %s", server, tool, res.Bytes)
 	return nil
 }
 
@@ -75,12 +76,12 @@ func TestTypeScriptClientStale(t *testing.T) {
 	node := testenv.Node(t)
 	tsc := testenv.NPMPackageBin(t, "typescript")
 	d, stateDir := clientDaemon(t)
-	res := d.tcp.do(t, "GET", "/v1/clients/typescript?servers=demo", "", wire.HeaderCwd, t.TempDir())
+	res := d.TCP.Do(t, "GET", "/v1/clients/typescript?servers=demo", "", wire.HeaderCwd, t.TempDir())
 	if res.StatusCode != 200 {
-		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.body)
+		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.Bytes)
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "client.ts"), res.body, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "client.ts"), res.Bytes, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	copyTestdata(t, filepath.Join("testdata", "client", "stale.ts"), filepath.Join(dir, "stale.ts"))
@@ -96,13 +97,13 @@ func TestTypeScriptClientStale(t *testing.T) {
 	}
 
 	// The server changes: same name, a later version of its tools.
-	d.b.SetConfig(demoConfig(t, map[string]string{
+	d.Broker.SetConfig(apitest.DemoConfig(t, map[string]string{
 		"demo": `{"env": {"` + demo.EnvDrift + `": "1"}}`,
 		"wt":   `{"scope": "worktree"}`,
 	}))
 	testenv.WaitFor(t, "the reloaded demo server without add", func() bool {
-		r := d.tcp.do(t, "GET", "/v1/servers/demo/tools", "")
-		return r.StatusCode == 200 && !strings.Contains(string(r.body), `"name":"add"`)
+		r := d.TCP.Do(t, "GET", "/v1/servers/demo/tools", "")
+		return r.StatusCode == 200 && !strings.Contains(string(r.Bytes), `"name":"add"`)
 	})
 
 	run := exec.Command(node, filepath.Join(out, "stale.js"))

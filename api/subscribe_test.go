@@ -14,386 +14,34 @@ import (
 
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 
-// Two resources of server-everything. It accepts a subscription to any
-// URI; toggle-subscriber-updates starts its updates, every 5 s, of every
-// URI its connection (mcpx's, one per instance) subscribed to.
-const (
-	uriU = "demo://resource/static/document/architecture.md"
-	uriV = "demo://resource/static/document/features.md"
-)
-
-// restSub is a REST subscription: its events as they come.
-type restSub struct {
-	events chan event
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// subscribeREST opens GET …/resources/subscribe?uri= for session and waits
-// for its subscribed event.
-func subscribeREST(t *testing.T, d *daemon, server, uri, session string) *restSub {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	req, _ := http.NewRequestWithContext(ctx, "GET", d.unix.base+"/v1/servers/"+server+"/resources/subscribe?uri="+uri, nil)
-	req.Header.Set(wire.HeaderSession, session)
-	req.Header.Set(wire.HeaderCwd, t.TempDir())
-	resp, err := d.unix.hc.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 {
-		cancel()
-		t.Fatalf("subscribe %s: status %d", uri, resp.StatusCode)
-	}
-	s := &restSub{events: make(chan event, 100), cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		defer resp.Body.Close()
-		readEvents(t, resp.Body, func(ev event) {
-			select {
-			case s.events <- ev:
-			default:
-			}
-		})
-	}()
-	t.Cleanup(s.close)
-	if ev := s.next(t); ev.name != wire.StreamSubscribed || !strings.Contains(ev.data, uri) {
-		t.Fatalf("first event %+v, want subscribed to %s", ev, uri)
-	}
-	return s
-}
-
-// next is the subscription's next event (at most 30 s away).
-func (s *restSub) next(t *testing.T) event {
-	t.Helper()
-	select {
-	case ev := <-s.events:
-		return ev
-	case <-time.After(30 * time.Second):
-		t.Fatal("no event within 30s")
-		return event{}
-	}
-}
-
-func (s *restSub) close() {
-	s.cancel()
-	<-s.done
-}
-
-// updates collects a go-sdk client's resource updates and the child's log
-// lines that reach it.
-type updates struct {
-	mu   sync.Mutex
-	uris []string
-	logs []string
-	ch   chan string
-}
-
-func newUpdates() *updates { return &updates{ch: make(chan string, 100)} }
-
-// everythingWith is a daemon serving server-everything (extra added to
-// its config, as withEverything does), checked for leaked processes.
-func everythingWith(t *testing.T, extra map[string]any) *daemon {
-	t.Helper()
-	proctest.CheckNoLeaks(t)
-	cfg := &config.Config{Servers: map[string]*config.Server{}}
-	withEverything(t, cfg, extra)
-	return startDaemon(t, daemonOptions{cfg: cfg})
-}
-
-func (u *updates) options() *mcp.ClientOptions {
-	return &mcp.ClientOptions{
-		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			u.mu.Lock()
-			u.uris = append(u.uris, r.Params.URI)
-			u.mu.Unlock()
-			select {
-			case u.ch <- r.Params.URI:
-			default:
-			}
-		},
-		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-			s, _ := r.Params.Data.(string)
-			u.mu.Lock()
-			u.logs = append(u.logs, s)
-			u.mu.Unlock()
-		},
-	}
-}
-
-// count is how many updates of uri, and child log lines containing text, came.
-func (u *updates) count(uri, text string) (n, logs int) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for _, x := range u.uris {
-		if x == uri {
-			n++
-		}
-	}
-	for _, l := range u.logs {
-		if text != "" && strings.Contains(l, text) {
-			logs++
-		}
-	}
-	return n, logs
-}
-
-// next waits for the client's next update (at most 30 s).
-func (u *updates) next(t *testing.T) string {
-	t.Helper()
-	select {
-	case uri := <-u.ch:
-		return uri
-	case <-time.After(30 * time.Second):
-		t.Fatal("no resource update within 30s")
-		return ""
-	}
-}
-
-// withSession sends Mcpx-Session with every request of a go-sdk client.
-type withSession struct{ token, session string }
-
-func (w withSession) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+w.token)
-	r.Header.Set(wire.HeaderSession, w.session)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// mcpSessionClient is mcpClient on path with an Mcpx-Session header.
-func mcpSessionClient(t *testing.T, d *daemon, path, session string, opts *mcp.ClientOptions) *mcp.ClientSession {
-	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-test", Version: "1"}, opts)
-	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + d.tcpAddr + path,
-		HTTPClient: &http.Client{Transport: withSession{testToken, session}}, MaxRetries: -1}
-	cs, err := c.Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("connect %s: %v", path, err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
-
-// TestSubscriptionsAreSharedAndIsolated: server-everything, one instance
-// per caller session. On session s1, two REST callers and an MCP session
-// subscribed to U share one child subscription (the child is asked once);
-// each gets U's updates and no other URI's. An MCP session of s1 that did
-// not subscribe, and a REST caller subscribed to U on s2's instance, get
-// none. An MCP session that unsubscribes U stops getting U (while the
-// REST callers still do), and the child's subscriptions are dropped as
-// the callers leave: REST streams closed, the MCP session ended.
-func TestSubscriptionsAreSharedAndIsolated(t *testing.T) {
-	d := everythingWith(t, map[string]any{"scope": "session"})
-
-	// M2 uses s1's instance first, so that the child's log lines (it logs
-	// each subscribe and unsubscribe it is sent) reach it.
-	m1u, m2u := newUpdates(), newUpdates()
-	m2 := mcpSessionClient(t, d, "/mcp/everything", "s1", m2u.options())
-	if got := textOf(t, m2, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); got != "Echo: hi" {
-		t.Fatalf("echo = %q", got)
-	}
-	a := subscribeREST(t, d, "everything", uriU, "s1")
-	b := subscribeREST(t, d, "everything", uriU, "s1")
-	m1 := mcpSessionClient(t, d, "/mcp/everything", "s1", m1u.options())
-	for _, uri := range []string{uriU, uriV} {
-		if err := m1.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uri}); err != nil {
-			t.Fatalf("subscribe %s over MCP: %v", uri, err)
-		}
-	}
-	c := subscribeREST(t, d, "everything", uriU, "s2")
-	if n := d.b.ChildSubscriptions(); n != 3 {
-		t.Fatalf("child subscriptions = %d, want 3 (U and V on s1, U on s2)", n)
-	}
-
-	// The child's updates of s1's instance start.
-	r := d.unix.do(t, "POST", "/v1/servers/everything/tools/toggle-subscriber-updates", `{}`, wire.HeaderSession, "s1", wire.HeaderCwd, t.TempDir())
-	if !strings.Contains(r.result(t).text(), "Started") {
-		t.Fatalf("toggle = %+v", r.result(t))
-	}
-	for _, s := range []*restSub{a, b} {
-		for range 2 {
-			if ev := s.next(t); ev.name != wire.StreamUpdated || !strings.Contains(ev.data, uriU) {
-				t.Fatalf("event %+v, want updated of %s only", ev, uriU)
-			}
-		}
-	}
-	seen := map[string]int{}
-	for seen[uriU] < 2 || seen[uriV] < 2 {
-		seen[m1u.next(t)]++
-	}
-
-	// M1 leaves U: the child still sends U (A and B hold it) but not to M1.
-	if err := m1.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: uriU}); err != nil {
-		t.Fatal(err)
-	}
-	for m1u.next(t) != uriV { // an update of U may have been on its way
-	}
-	before, _ := m1u.count(uriU, "")
-	for m1u.next(t) != uriV {
-	}
-	if after, _ := m1u.count(uriU, ""); after != before {
-		t.Errorf("M1 got %d updates of U after it unsubscribed", after-before)
-	}
-	if ev := a.next(t); ev.name != wire.StreamUpdated {
-		t.Errorf("A after M1 left: %+v, want updates still", ev)
-	}
-
-	// Isolation: neither s2's subscriber nor s1's session that did not
-	// subscribe got anything.
-	select {
-	case ev := <-c.events:
-		t.Errorf("the subscriber on s2's instance got %+v", ev)
-	default:
-	}
-	if n, _ := m2u.count(uriU, ""); n > 0 {
-		t.Errorf("the session that did not subscribe got %d updates", n)
-	}
-	if n, _ := m2u.count(uriV, ""); n > 0 {
-		t.Errorf("the session that did not subscribe got %d updates", n)
-	}
-	// s1's child was asked to subscribe to U once, for three subscribers.
-	if _, n := m2u.count("", "Received Subscribe Resource request for URI: "+uriU); n != 1 {
-		t.Errorf("s1's child got %d subscribe requests for U, want 1", n)
-	}
-
-	// Leaving: the last subscriber of U on s1 unsubscribes the child.
-	a.close()
-	if n := d.b.ChildSubscriptions(); n != 3 {
-		t.Errorf("after A left: %d child subscriptions, want 3", n)
-	}
-	b.close()
-	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 2 })
-	waitFor(t, func() bool {
-		_, n := m2u.count("", "Received Unsubscribe Resource request: "+uriU)
-		return n == 1
-	})
-	m1.Close() // the session ends (DELETE): its subscription to V goes
-	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 1 })
-	c.close()
-	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 0 })
-}
+// A resource of server-everything, which accepts a subscription to any
+// URI. The subscriptions of MCP sessions are tested in api/mcp.
+const uriU = "demo://resource/static/document/architecture.md"
 
 // TestSubscribeErrors: a subscription names its uri; a server the caller
 // may not see is 404 as for every route.
 func TestSubscribeErrors(t *testing.T) {
-	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
-	if p := d.unix.do(t, "GET", "/v1/servers/demo/resources/subscribe", "").problem(t); p.Status != 400 || p.Field != "uri" {
+	d := apitest.StartDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	if p := d.Unix.Do(t, "GET", "/v1/servers/demo/resources/subscribe", "").Problem(t); p.Status != 400 || p.Field != "uri" {
 		t.Errorf("no uri: %+v", p)
 	}
-	if p := d.unix.do(t, "GET", "/v1/servers/nope/resources/subscribe?uri=x", "").problem(t); p.Status != 404 {
+	if p := d.Unix.Do(t, "GET", "/v1/servers/nope/resources/subscribe?uri=x", "").Problem(t); p.Status != 404 {
 		t.Errorf("unknown server: %+v", p)
 	}
 	// The demo server (a 2026-07-28 child here) offers no subscriptions:
 	// its subscriptions/listen agrees to none, which is said plainly.
-	p := d.unix.do(t, "GET", "/v1/servers/demo/resources/subscribe?uri=demo://readme", "").problem(t)
+	p := d.Unix.Do(t, "GET", "/v1/servers/demo/resources/subscribe?uri=demo://readme", "").Problem(t)
 	if p.Status != 400 || p.Field != "uri" || !strings.Contains(p.Detail, "does not offer updates of demo://readme") {
 		t.Errorf("a server without subscriptions: %+v", p)
 	}
-	if n := d.b.ChildSubscriptions(); n != 0 {
+	if n := d.Broker.ChildSubscriptions(); n != 0 {
 		t.Errorf("child subscriptions = %d after a refusal", n)
-	}
-}
-
-// TestSubscriptionEndsWithItsInstance: when the instance stops, its
-// subscriptions end: a REST subscriber gets an end event saying so and
-// the stream closes; an MCP session is told with a warning, and may
-// subscribe again (to the instance that serves it now).
-func TestSubscriptionEndsWithItsInstance(t *testing.T) {
-	d := everythingWith(t, nil)
-	u := newUpdates()
-	warned := make(chan string, 10)
-	opts := u.options()
-	opts.LoggingMessageHandler = func(_ context.Context, r *mcp.LoggingMessageRequest) {
-		if s, _ := r.Params.Data.(string); r.Params.Logger == "mcpx" && strings.Contains(s, "subscription") {
-			warned <- s
-		}
-	}
-	m := mcpSessionClient(t, d, "/mcp/everything", "s", opts)
-	if err := m.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uriU}); err != nil {
-		t.Fatal(err)
-	}
-	s := subscribeREST(t, d, "everything", uriU, "s")
-	instances := d.b.Instances()
-	if len(instances) != 1 || d.b.ChildSubscriptions() != 1 {
-		t.Fatalf("instances %+v, child subscriptions %d; want one of each", instances, d.b.ChildSubscriptions())
-	}
-	if r := d.unix.do(t, "DELETE", "/v1/instances/"+instances[0].ID, ""); r.StatusCode != 204 {
-		t.Fatalf("stop: %d %s", r.StatusCode, r.body)
-	}
-	if ev := s.next(t); ev.name != wire.StreamEnd || !strings.Contains(ev.data, "instance stopped") {
-		t.Errorf("after the stop: %+v, want an end event saying the instance stopped", ev)
-	}
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		t.Error("the stream did not close after its end event")
-	}
-	select {
-	case w := <-warned:
-		if !strings.Contains(w, uriU) || !strings.Contains(w, "subscribe again") {
-			t.Errorf("warning %q", w)
-		}
-	case <-time.After(10 * time.Second):
-		t.Error("the MCP session was not told its subscription ended")
-	}
-	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 0 })
-	if err := m.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uriU}); err != nil {
-		t.Fatal(err)
-	}
-	if n := d.b.ChildSubscriptions(); n != 1 {
-		t.Errorf("after subscribing again: %d child subscriptions, want 1", n)
-	}
-}
-
-// TestStatelessClientSubscribes: a 2026-07-28 client subscribes with
-// subscriptions/listen (resourceSubscriptions, SEP-2575): the child's
-// updates of the URI come on the listen's stream; ending it unsubscribes.
-func TestStatelessClientSubscribes(t *testing.T) {
-	d := everythingWith(t, nil)
-	u := newUpdates()
-	_, cs := mcpClient(t, d, "/mcp/everything", "2026-07-28", u.options())
-	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uriU}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 1 })
-	if got := textOf(t, cs, &mcp.CallToolParams{Name: "toggle-subscriber-updates", Arguments: map[string]any{}}); !strings.Contains(got, "Started") {
-		t.Fatalf("toggle = %q", got)
-	}
-	if uri := u.next(t); uri != uriU {
-		t.Errorf("update of %q, want %s", uri, uriU)
-	}
-	if err := cs.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: uriU}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { return d.b.ChildSubscriptions() == 0 })
-}
-
-// TestAggregateSubscribes: on /mcp a subscription goes to the server that
-// lists the URI; a URI no server lists is refused as not found.
-func TestAggregateSubscribes(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	cfg := demoConfig(t, map[string]string{"demo": `{"scope": "global"}`})
-	withEverything(t, cfg, nil)
-	d := startDaemon(t, daemonOptions{cfg: cfg})
-	u := newUpdates()
-	_, cs := mcpClient(t, d, "/mcp", "2025-11-25", u.options())
-	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "demo://nowhere"}); err == nil || !strings.Contains(err.Error(), "no server lists") {
-		t.Errorf("subscribing to a URI nobody lists: %v", err)
-	}
-	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: uriU}); err != nil {
-		t.Fatal(err)
-	}
-	if n := d.b.ChildSubscriptions(); n != 1 {
-		t.Fatalf("child subscriptions = %d, want 1", n)
-	}
-	textOf(t, cs, &mcp.CallToolParams{Name: "everything__toggle-subscriber-updates", Arguments: map[string]any{}})
-	if uri := u.next(t); uri != uriU {
-		t.Errorf("update of %q, want %s", uri, uriU)
 	}
 }
 
@@ -403,14 +51,14 @@ func TestAggregateSubscribes(t *testing.T) {
 func TestSubscriptionKeepsItsInstance(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	cfg := &config.Config{Servers: map[string]*config.Server{}}
-	withEverything(t, cfg, map[string]any{"scope": "session", "idleTimeout": "3s"})
+	apitest.AddEverything(t, cfg, map[string]any{"scope": "session", "idleTimeout": "3s"})
 	cfg.Pool.ReapInterval = config.Duration(time.Second)
-	d := startDaemon(t, daemonOptions{cfg: cfg})
-	s := subscribeREST(t, d, "everything", uriU, "kept")
-	d.unix.do(t, "POST", "/v1/servers/everything/tools/echo", `{"message":"x"}`, wire.HeaderSession, "idle", wire.HeaderCwd, t.TempDir()).result(t)
+	d := apitest.Start(t, apitest.Options{Config: cfg})
+	s := d.SubscribeREST(t, "everything", uriU, "kept")
+	d.Unix.Do(t, "POST", "/v1/servers/everything/tools/echo", `{"message":"x"}`, wire.HeaderSession, "idle", wire.HeaderCwd, t.TempDir()).Result(t)
 	sessions := func() map[string]bool {
 		out := map[string]bool{}
-		for _, in := range d.b.Instances() {
+		for _, in := range d.Broker.Instances() {
 			out[in.Key] = true
 		}
 		return out
@@ -418,23 +66,20 @@ func TestSubscriptionKeepsItsInstance(t *testing.T) {
 	if n := len(sessions()); n != 2 {
 		t.Fatalf("%d instances, want 2", n)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(sessions()) == 2 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "an instance reaped", func() bool { return len(sessions()) != 2 })
 	if n := len(sessions()); n != 1 {
-		t.Fatalf("%d instances after 30 s, want the idle one reaped", n)
+		t.Fatalf("%d instances after the reaping, want the idle one reaped alone", n)
 	}
 	for k := range sessions() {
 		if !strings.Contains(k, "kept") {
 			t.Errorf("the instance left is %s, want the subscribed one", k)
 		}
 	}
-	if n := d.b.ChildSubscriptions(); n != 1 {
+	if n := d.Broker.ChildSubscriptions(); n != 1 {
 		t.Errorf("child subscriptions = %d, want 1", n)
 	}
 	select {
-	case ev := <-s.events:
+	case ev := <-s.Events:
 		t.Errorf("the subscriber got %+v", ev)
 	default:
 	}
@@ -445,18 +90,18 @@ func TestSubscriptionKeepsItsInstance(t *testing.T) {
 // behind, and the child is sent as many unsubscribes as subscribes (it
 // says so in its log, which a session using the instance receives).
 func TestConcurrentSubscribersLeaveNoSubscription(t *testing.T) {
-	d := everythingWith(t, nil)
-	u := newUpdates()
-	watcher := mcpSessionClient(t, d, "/mcp/everything", "w", u.options())
-	textOf(t, watcher, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "x"}})
+	d := apitest.Start(t, apitest.Options{Config: apitest.AddEverything(t, nil, nil)})
+	u := apitest.NewUpdates()
+	_, watcher := d.ConnectMCPAs(t, apitest.Bearer{Token: apitest.Token, Session: "w"}, "/mcp/everything", "2025-11-25", u.Options())
+	apitest.CallText(t, watcher, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "x"}})
 	for round := range 3 {
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 				defer cancel()
-				req, _ := http.NewRequestWithContext(ctx, "GET", d.unix.base+"/v1/servers/everything/resources/subscribe?uri="+uriU, nil)
-				resp, err := d.unix.hc.Do(req)
+				req, _ := http.NewRequestWithContext(ctx, "GET", d.Unix.Base+"/v1/servers/everything/resources/subscribe?uri="+uriU, nil)
+				resp, err := d.Unix.HTTP.Do(req)
 				if err != nil {
 					t.Error(err)
 					return
@@ -467,10 +112,10 @@ func TestConcurrentSubscribersLeaveNoSubscription(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		waitFor(t, func() bool { return d.b.ChildSubscriptions() == 0 })
-		waitFor(t, func() bool {
-			_, subs := u.count("", "Received Subscribe Resource request for URI: "+uriU)
-			_, unsubs := u.count("", "Received Unsubscribe Resource request: "+uriU)
+		testenv.WaitFor(t, "no child subscription", func() bool { return d.Broker.ChildSubscriptions() == 0 })
+		testenv.WaitFor(t, "as many unsubscribes as subscribes", func() bool {
+			_, subs := u.Count("", "Received Subscribe Resource request for URI: "+uriU)
+			_, unsubs := u.Count("", "Received Unsubscribe Resource request: "+uriU)
 			return subs == unsubs && subs > round
 		})
 	}
@@ -483,36 +128,30 @@ func TestConcurrentSubscribersLeaveNoSubscription(t *testing.T) {
 // its updates reach them; when the last leaves, the listen ends.
 func TestStatelessChildSubscribes(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	d := startDemo(t, map[string]string{"demo": `{"scope": "global", "env": {"` + demo.EnvApps + `": "1", "` + demo.EnvEra + `": "stateless"}}`})
-	a := subscribeREST(t, d, "demo", "demo://readme", "a")
-	b := subscribeREST(t, d, "demo", "demo://readme", "b")
-	if n := d.b.ChildSubscriptions(); n != 1 {
+	d := apitest.StartDemo(t, map[string]string{"demo": `{"scope": "global", "env": {"` + demo.EnvApps + `": "1", "` + demo.EnvEra + `": "stateless"}}`})
+	a := d.SubscribeREST(t, "demo", "demo://readme", "a")
+	b := d.SubscribeREST(t, "demo", "demo://readme", "b")
+	if n := d.Broker.ChildSubscriptions(); n != 1 {
 		t.Fatalf("child subscriptions = %d, want 1 shared", n)
 	}
-	r := d.unix.do(t, "POST", "/v1/servers/demo/tools/touch", `{"uri":"demo://readme"}`)
+	r := d.Unix.Do(t, "POST", "/v1/servers/demo/tools/touch", `{"uri":"demo://readme"}`)
 	if r.StatusCode != 200 {
-		t.Fatalf("touch: %d %s", r.StatusCode, r.body)
+		t.Fatalf("touch: %d %s", r.StatusCode, r.Bytes)
 	}
-	for _, s := range []*restSub{a, b} {
-		if ev := s.next(t); ev.name != wire.StreamUpdated || !strings.Contains(ev.data, "demo://readme") {
+	for _, s := range []*apitest.RESTSub{a, b} {
+		if ev := s.Next(t); ev.Name != wire.StreamUpdated || !strings.Contains(ev.Data, "demo://readme") {
 			t.Errorf("event %+v, want updated of demo://readme", ev)
 		}
 	}
-	a.close()
-	b.close()
-	deadline := time.Now().Add(10 * time.Second)
-	for d.b.ChildSubscriptions() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("child subscriptions = %d after both left, want 0", d.b.ChildSubscriptions())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	a.Close()
+	b.Close()
+	testenv.WaitFor(t, "no child subscription after both left", func() bool { return d.Broker.ChildSubscriptions() == 0 })
 	// The child's listen ended: another touch reaches no one, and a new
 	// subscription is a new listen that works.
-	c := subscribeREST(t, d, "demo", "demo://readme", "c")
-	defer c.close()
-	d.unix.do(t, "POST", "/v1/servers/demo/tools/touch", `{"uri":"demo://readme"}`)
-	if ev := c.next(t); ev.name != wire.StreamUpdated {
+	c := d.SubscribeREST(t, "demo", "demo://readme", "c")
+	defer c.Close()
+	d.Unix.Do(t, "POST", "/v1/servers/demo/tools/touch", `{"uri":"demo://readme"}`)
+	if ev := c.Next(t); ev.Name != wire.StreamUpdated {
 		t.Errorf("event %+v after subscribing again, want updated", ev)
 	}
 }

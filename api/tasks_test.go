@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,48 +14,23 @@ import (
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
-	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 
-// everythingConfig is server-everything as the server "everything" with
-// the members server adds (scope global unless given), and pool settings.
-func everythingConfig(t *testing.T, server map[string]any, pool map[string]any) *config.Config {
-	t.Helper()
-	sv := map[string]any{
-		"command": testenv.Node(t),
-		"args":    []string{testenv.NPMPackageBin(t, "@modelcontextprotocol/server-everything")},
-		"env":     map[string]string{proctest.MarkerEnv: proctest.Marker(t)},
-		"scope":   "global",
-	}
-	for k, v := range server {
-		sv[k] = v
-	}
-	doc := map[string]any{"servers": map[string]any{"everything": sv}}
-	if pool != nil {
-		doc["pool"] = pool
-	}
-	raw, _ := json.Marshal(doc)
-	cfg, err := config.Parse(raw, "everything.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
 const researchPath = "/v1/servers/everything/tools/simulate-research-query"
 
 // startTask posts a task-augmented call and returns its Task.
-func startTask(t *testing.T, c *client, body string) wire.Task {
+func startTask(t *testing.T, c *apitest.Client, body string) wire.Task {
 	t.Helper()
-	r := c.do(t, "POST", researchPath+"?task=true", body)
+	r := c.Do(t, "POST", researchPath+"?task=true", body)
 	if r.StatusCode != 202 {
-		t.Fatalf("POST ?task=true: %d %s, want 202 and a task", r.StatusCode, r.body)
+		t.Fatalf("POST ?task=true: %d %s, want 202 and a task", r.StatusCode, r.Bytes)
 	}
 	var task wire.Task
-	r.decode(t, &task)
+	r.Decode(t, &task)
 	if task.ID == "" || task.Status != wire.TaskWorking || task.Tool != "simulate-research-query" || task.Server != "everything" {
 		t.Fatalf("task %+v, want a working task of everything's simulate-research-query", task)
 	}
@@ -67,24 +41,19 @@ func startTask(t *testing.T, c *client, body string) wire.Task {
 }
 
 // waitTask polls the task until done says so, bounded.
-func waitTask(t *testing.T, c *client, id, what string, done func(wire.Task) bool) wire.Task {
+func waitTask(t *testing.T, c *apitest.Client, id, what string, done func(wire.Task) bool) wire.Task {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var task wire.Task
-		r := c.do(t, "GET", "/v1/tasks/"+id, "")
+	var task wire.Task
+	testenv.WaitFor(t, "task "+id+": "+what, func() bool {
+		r := c.Do(t, "GET", "/v1/tasks/"+id, "")
 		if r.StatusCode != 200 {
-			t.Fatalf("GET /v1/tasks/%s: %d %s", id, r.StatusCode, r.body)
+			t.Fatalf("GET /v1/tasks/%s: %d %s", id, r.StatusCode, r.Bytes)
 		}
-		r.decode(t, &task)
-		if done(task) {
-			return task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: task %+v", what, task)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		task = wire.Task{}
+		r.Decode(t, &task)
+		return done(task)
+	})
+	return task
 }
 
 // server-everything's task-only tool through REST: ?task=true answers the
@@ -94,41 +63,41 @@ func waitTask(t *testing.T, c *client, id, what string, done func(wire.Task) boo
 // while a task works, and reaped once the last one ended.
 func TestEverythingTaskOverREST(t *testing.T) {
 	proctest.CheckNoLeaks(t)
-	cfg := everythingConfig(t, map[string]any{"idleTimeout": "200ms"}, map[string]any{"reapInterval": "50ms"})
-	d := startDaemon(t, daemonOptions{cfg: cfg})
+	cfg := apitest.EverythingConfig(t, map[string]any{"idleTimeout": "200ms"}, map[string]any{"reapInterval": "50ms"})
+	d := apitest.Start(t, apitest.Options{Config: cfg})
 
-	task := startTask(t, d.unix, `{"topic":"tidal pools"}`)
+	task := startTask(t, d.Unix, `{"topic":"tidal pools"}`)
 	var list wire.TaskList
-	d.unix.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+	d.Unix.Do(t, "GET", "/v1/tasks", "").Decode(t, &list)
 	if len(list.Tasks) != 1 || list.Tasks[0].ID != task.ID {
 		t.Fatalf("GET /v1/tasks = %+v, want the one task", list)
 	}
-	got := waitTask(t, d.unix, task.ID, "a stage of the research", func(tk wire.Task) bool {
+	got := waitTask(t, d.Unix, task.ID, "a stage of the research", func(tk wire.Task) bool {
 		return strings.HasSuffix(tk.StatusMessage, "...") || tk.Status == wire.TaskCompleted
 	})
 	if got.ID != task.ID || got.TTL == "" {
 		t.Errorf("GET /v1/tasks/%s = %+v, want the task with its ttl", task.ID, got)
 	}
-	r := d.unix.do(t, "GET", "/v1/tasks/"+task.ID+"/result", "")
-	if r.StatusCode != 200 || !strings.Contains(r.result(t).text(), "Research Report: tidal pools") {
-		t.Fatalf("GET result: %d %s, want the research report", r.StatusCode, r.body)
+	r := d.Unix.Do(t, "GET", "/v1/tasks/"+task.ID+"/result", "")
+	if r.StatusCode != 200 || !strings.Contains(r.Result(t).Text(), "Research Report: tidal pools") {
+		t.Fatalf("GET result: %d %s, want the research report", r.StatusCode, r.Bytes)
 	}
 	var meta struct {
 		Meta map[string]struct {
 			TaskID string `json:"taskId"`
 		} `json:"_meta"`
 	}
-	json.Unmarshal(r.body, &meta)
+	json.Unmarshal(r.Bytes, &meta)
 	if rt := meta.Meta["io.modelcontextprotocol/related-task"]; rt.TaskID != task.ID {
-		t.Errorf("result _meta %s names task %q, want mcpx's id %s (never the child's)", r.body, rt.TaskID, task.ID)
+		t.Errorf("result _meta %s names task %q, want mcpx's id %s (never the child's)", r.Bytes, rt.TaskID, task.ID)
 	}
-	if got := waitTask(t, d.unix, task.ID, "completed", func(tk wire.Task) bool { return tk.Status != wire.TaskWorking }); got.Status != wire.TaskCompleted {
+	if got := waitTask(t, d.Unix, task.ID, "completed", func(tk wire.Task) bool { return tk.Status != wire.TaskWorking }); got.Status != wire.TaskCompleted {
 		t.Errorf("after the result: %+v, want completed", got)
 	}
 
-	r = d.unix.do(t, "POST", researchPath, `{"topic":"kelp"}`, cwdHeader(t.TempDir())...)
-	if r.StatusCode != 200 || !strings.Contains(r.result(t).text(), "Research Report: kelp") {
-		t.Fatalf("plain POST of the task-only tool: %d %s, want the report", r.StatusCode, r.body)
+	r = d.Unix.Do(t, "POST", researchPath, `{"topic":"kelp"}`, cwdHeader(t.TempDir())...)
+	if r.StatusCode != 200 || !strings.Contains(r.Result(t).Text(), "Research Report: kelp") {
+		t.Fatalf("plain POST of the task-only tool: %d %s, want the report", r.StatusCode, r.Bytes)
 	}
 
 	// A tool that cannot run as a task, a bad ?task=, no such tool.
@@ -141,25 +110,18 @@ func TestEverythingTaskOverREST(t *testing.T) {
 		{researchPath + "?task=maybe", 400, `?task= must be true or false, not "maybe"`},
 		{"/v1/servers/everything/tools/nope?task=true", 404, `no tool "nope"`},
 	} {
-		r := d.unix.do(t, "POST", c.path, `{"message":"x","topic":"x"}`)
-		if r.StatusCode != c.status || !strings.Contains(r.problem(t).Detail, c.detail) {
-			t.Errorf("POST %s: %d %s, want %d saying %s", c.path, r.StatusCode, r.body, c.status, c.detail)
+		r := d.Unix.Do(t, "POST", c.path, `{"message":"x","topic":"x"}`)
+		if r.StatusCode != c.status || !strings.Contains(r.Problem(t).Detail, c.detail) {
+			t.Errorf("POST %s: %d %s, want %d saying %s", c.path, r.StatusCode, r.Bytes, c.status, c.detail)
 		}
 	}
 
 	// Reaped after its last task: the idle timeout then applies.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.WaitFor(t, "every instance reaped once its tasks ended", func() bool {
 		var doc struct{ Instances []broker.Instance }
-		d.unix.do(t, "GET", "/v1/instances", "").decode(t, &doc)
-		if len(doc.Instances) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("instances %+v: want everything reaped once its tasks ended", doc.Instances)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		d.Unix.Do(t, "GET", "/v1/instances", "").Decode(t, &doc)
+		return len(doc.Instances) == 0
+	})
 }
 
 // A caller can never get, list, read or cancel another's task, even
@@ -172,136 +134,67 @@ func TestTaskIsolationAndCancelOverREST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil), tokens: is, taskRetention: 300 * time.Millisecond})
+	d := apitest.Start(t, apitest.Options{Config: apitest.EverythingConfig(t, nil, nil), Tokens: is, Broker: func(o *broker.Options) { o.TaskRetention = 300 * time.Millisecond }})
 	rule := rights.Rule{Servers: []string{"everything"}, Scopes: []string{"global"}}
-	alice := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token)
-	bob := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token)
+	alice := bearerClient(d, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token)
+	bob := bearerClient(d, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token)
 
 	task := startTask(t, alice, `{"topic":"secrets of alice"}`)
-	missing := bob.do(t, "GET", "/v1/tasks/task-00000000000000000000000000000000", "")
+	missing := bob.Do(t, "GET", "/v1/tasks/task-00000000000000000000000000000000", "")
 	for _, req := range []struct{ method, path string }{
 		{"GET", "/v1/tasks/" + task.ID},
 		{"GET", "/v1/tasks/" + task.ID + "/result"},
 		{"DELETE", "/v1/tasks/" + task.ID},
 	} {
-		r := bob.do(t, req.method, req.path, "")
-		if r.StatusCode != 404 || strings.Contains(string(r.body), "alice") {
-			t.Errorf("bob: %s %s = %d %s, want 404 naming nothing of alice", req.method, req.path, r.StatusCode, r.body)
+		r := bob.Do(t, req.method, req.path, "")
+		if r.StatusCode != 404 || strings.Contains(string(r.Bytes), "alice") {
+			t.Errorf("bob: %s %s = %d %s, want 404 naming nothing of alice", req.method, req.path, r.StatusCode, r.Bytes)
 		}
-		if p, q := r.problem(t), missing.problem(t); p.Type != q.Type || strings.ReplaceAll(p.Detail, task.ID, "X") != strings.ReplaceAll(q.Detail, "task-00000000000000000000000000000000", "X") {
+		if p, q := r.Problem(t), missing.Problem(t); p.Type != q.Type || strings.ReplaceAll(p.Detail, task.ID, "X") != strings.ReplaceAll(q.Detail, "task-00000000000000000000000000000000", "X") {
 			t.Errorf("bob: %s %s: %+v, want the problem of a task that does not exist: %+v", req.method, req.path, p, q)
 		}
 	}
 	var list wire.TaskList
-	bob.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+	bob.Do(t, "GET", "/v1/tasks", "").Decode(t, &list)
 	if len(list.Tasks) != 0 {
 		t.Errorf("bob lists %+v, want none of alice's", list.Tasks)
 	}
-	d.unix.do(t, "GET", "/v1/tasks", "").decode(t, &list)
+	d.Unix.Do(t, "GET", "/v1/tasks", "").Decode(t, &list)
 	if len(list.Tasks) != 0 {
 		t.Errorf("the owner lists %+v, want none of alice's", list.Tasks)
 	}
 
 	// A new connection (a new client) of alice finds her task; she cancels it.
-	alice2 := bearerClient(d, mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token)
-	r := alice2.do(t, "DELETE", "/v1/tasks/"+task.ID, "")
+	alice2 := bearerClient(d, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token)
+	r := alice2.Do(t, "DELETE", "/v1/tasks/"+task.ID, "")
 	var cancelled wire.Task
-	r.decode(t, &cancelled)
+	r.Decode(t, &cancelled)
 	if r.StatusCode != 200 || cancelled.Status != wire.TaskCancelled {
-		t.Fatalf("alice: DELETE = %d %s, want the task cancelled", r.StatusCode, r.body)
+		t.Fatalf("alice: DELETE = %d %s, want the task cancelled", r.StatusCode, r.Bytes)
 	}
-	if r := alice.do(t, "DELETE", "/v1/tasks/"+task.ID, ""); r.StatusCode != 400 {
-		t.Errorf("cancelling again: %d %s, want 400 (already ended)", r.StatusCode, r.body)
+	if r := alice.Do(t, "DELETE", "/v1/tasks/"+task.ID, ""); r.StatusCode != 400 {
+		t.Errorf("cancelling again: %d %s, want 400 (already ended)", r.StatusCode, r.Bytes)
 	}
 	// The child's work stopped: its next stage found the task cancelled.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(d.logs.String(), `from terminal status \"cancelled\"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the child's research went on after the cancel; log:\n%s", d.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "the child's research to stop at the cancel", func() bool {
+		return strings.Contains(d.Logs.String(), `from terminal status \"cancelled\"`)
+	})
 	if got := waitTask(t, alice, task.ID, "still cancelled", func(wire.Task) bool { return true }); got.Status != wire.TaskCancelled {
 		t.Errorf("after the cancel: %+v", got)
 	}
-	if r := alice.do(t, "GET", "/v1/tasks/"+task.ID+"/result", ""); r.StatusCode != 400 || !strings.Contains(r.problem(t).Detail, task.ID+`" was cancelled`) {
-		t.Errorf("the result of a cancelled task: %d %s, want 400 saying it was cancelled", r.StatusCode, r.body)
+	if r := alice.Do(t, "GET", "/v1/tasks/"+task.ID+"/result", ""); r.StatusCode != 400 || !strings.Contains(r.Problem(t).Detail, task.ID+`" was cancelled`) {
+		t.Errorf("the result of a cancelled task: %d %s, want 400 saying it was cancelled", r.StatusCode, r.Bytes)
 	}
 
 	// Dropped after its retention: to alice too it no longer exists.
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		alice.do(t, "GET", "/v1/tasks", "").decode(t, &list)
-		if len(list.Tasks) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alice's finished task %+v outlived its retention", list.Tasks)
-		}
-		time.Sleep(50 * time.Millisecond)
+	testenv.WaitFor(t, "alice's finished task dropped after its retention", func() bool {
+		list.Tasks = nil
+		alice.Do(t, "GET", "/v1/tasks", "").Decode(t, &list)
+		return len(list.Tasks) == 0
+	})
+	if r := alice.Do(t, "GET", "/v1/tasks/"+task.ID, ""); r.StatusCode != 404 {
+		t.Errorf("GET of a dropped task: %d %s, want 404", r.StatusCode, r.Bytes)
 	}
-	if r := alice.do(t, "GET", "/v1/tasks/"+task.ID, ""); r.StatusCode != 404 {
-		t.Errorf("GET of a dropped task: %d %s, want 404", r.StatusCode, r.body)
-	}
-}
-
-// The MCP endpoint with a real client (the TypeScript SDK's own task
-// flow): server-everything's task-only tool completes as a task on /mcp;
-// caller B cannot get, read, cancel or list caller A's task knowing its
-// id; A's task outlives A's session and A cancels it from a new one.
-func TestMCPTasksTypeScriptSDKClient(t *testing.T) {
-	proctest.CheckNoLeaks(t)
-	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := testenv.Node(t)
-	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil), tokens: is})
-	rule := rights.Rule{Servers: []string{"everything"}, Scopes: []string{"global"}}
-	a := mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token
-	b := mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token
-	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-tasks.mjs")
-	raw := runNode(t, nil, node, script, "http://"+d.tcpAddr+"/mcp", a, b)
-	var out struct {
-		Capabilities                json.RawMessage
-		TaskSupport                 string
-		Stream                      []string
-		TaskID, Result, Error       string
-		SecondID                    string
-		BGet, BResult, BCancel      string
-		BList, AList, Notified      []string
-		A2Status, A2Cancel, A2After string
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%v: %s", err, raw)
-	}
-	if !strings.Contains(string(out.Capabilities), `"call"`) || out.TaskSupport != "required" {
-		t.Errorf("tasks capability %s, taskSupport %q: want tools/call tasks advertised and the tool's execution passed on", out.Capabilities, out.TaskSupport)
-	}
-	if len(out.Stream) < 2 || out.Stream[0] != "taskCreated" || out.Stream[len(out.Stream)-1] != "result" ||
-		!strings.Contains(out.Result, "Research Report: coral") || !strings.HasPrefix(out.TaskID, "task-") {
-		t.Errorf("callToolStream: %v, task %q, result %q, error %q; want taskCreated … result with the report", out.Stream, out.TaskID, out.Result, out.Error)
-	}
-	// The session that created the task is told of its stages, under
-	// mcpx's id.
-	if !slices.Contains(out.Notified, out.TaskID+" working") || !slices.Contains(out.Notified, out.TaskID+" completed") {
-		t.Errorf("notifications/tasks/status %v, want %s working … completed", out.Notified, out.TaskID)
-	}
-	for what, got := range map[string]string{"tasks/get": out.BGet, "tasks/result": out.BResult, "tasks/cancel": out.BCancel} {
-		if !strings.Contains(got, "no task") || strings.Contains(got, "alice") {
-			t.Errorf("bob's %s of alice's task: %q, want no task (as for an id that never existed)", what, got)
-		}
-	}
-	if len(out.BList) != 0 {
-		t.Errorf("bob's tasks/list: %v, want none of alice's", out.BList)
-	}
-	if !slices.Contains(out.AList, out.SecondID) {
-		t.Errorf("alice's tasks/list %v lacks her task %s", out.AList, out.SecondID)
-	}
-	if out.A2Status != "working" || out.A2Cancel != "cancelled" || out.A2After != "cancelled" {
-		t.Errorf("alice on a new session: status %q, cancel %q, after %q; want working, cancelled, cancelled", out.A2Status, out.A2Cancel, out.A2After)
-	}
-	waitFor(t, func() bool { return d.mcp.Sessions() == 0 && inFlight(d) == 0 })
 }
 
 // The generated TypeScript client (compiled by tsc, run on node): a tool
@@ -311,17 +204,17 @@ func TestTypeScriptClientTasks(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	node := testenv.Node(t)
 	tsc := testenv.NPMPackageBin(t, "typescript")
-	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil)})
-	res := d.tcp.do(t, "GET", "/v1/clients/typescript", "")
+	d := apitest.Start(t, apitest.Options{Config: apitest.EverythingConfig(t, nil, nil)})
+	res := d.TCP.Do(t, "GET", "/v1/clients/typescript", "")
 	if res.StatusCode != 200 {
-		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.body)
+		t.Fatalf("GET /v1/clients/typescript: %d %s", res.StatusCode, res.Bytes)
 	}
 	dir := t.TempDir()
 	script, err := os.ReadFile(filepath.Join("testdata", "client", "tasks.ts"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WriteFile(t, filepath.Join(dir, "client.ts"), string(res.body))
+	testenv.WriteFile(t, filepath.Join(dir, "client.ts"), string(res.Bytes))
 	testenv.WriteFile(t, filepath.Join(dir, "tasks.ts"), string(script))
 	js := filepath.Join(dir, "js")
 	cmd := exec.Command(node, tsc, "--strict", "--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler",
@@ -331,7 +224,7 @@ func TestTypeScriptClientTasks(t *testing.T) {
 		t.Fatalf("tsc: %v\n%s", err, b)
 	}
 	testenv.WriteFile(t, filepath.Join(js, "package.json"), `{"type":"module"}`)
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCPX_URL=http://" + d.tcpAddr, "MCPX_TOKEN=" + testToken}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCPX_URL=http://" + d.TCPAddr, "MCPX_TOKEN=" + apitest.Token}
 	raw := runNode(t, env, node, filepath.Join(js, "tasks.js"))
 	var out struct {
 		ID, Created, Result, Cancelled, Missing string

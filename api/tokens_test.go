@@ -19,6 +19,7 @@ import (
 
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/wire"
 )
@@ -33,8 +34,8 @@ func (c *testClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); ret
 func (c *testClock) set(d time.Duration) { c.mu.Lock(); c.d = d; c.mu.Unlock() }
 
 // bearerClient is a TCP client that sends tok (if any) and Mcpx-Client.
-func bearerClient(d *daemon, tok string) *client {
-	return &client{base: d.tcp.base, hc: &http.Client{Transport: headerTransport{tok}}}
+func bearerClient(d *apitest.Daemon, tok string) *apitest.Client {
+	return &apitest.Client{Base: d.TCP.Base, HTTP: &http.Client{Transport: headerTransport{tok}}}
 }
 
 type headerTransport struct{ token string }
@@ -46,18 +47,6 @@ func (ht headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	r.Header.Set(wire.HeaderClient, "api-test")
 	return http.DefaultTransport.RoundTrip(r)
-}
-
-func mint(t *testing.T, c *client, req wire.TokenRequest) wire.MintedToken {
-	t.Helper()
-	b, _ := json.Marshal(req)
-	r := c.do(t, "POST", "/v1/tokens", string(b))
-	if r.StatusCode != 200 {
-		t.Fatalf("mint %+v: %d %s", req, r.StatusCode, r.body)
-	}
-	var m wire.MintedToken
-	r.decode(t, &m)
-	return m
 }
 
 // TestSignedTokensOverTCP: a signed token is accepted on loopback TCP with
@@ -72,30 +61,30 @@ func TestSignedTokensOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: demoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "billing": `{"scope": "global"}`}), tokens: is})
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "cwd"}`, "billing": `{"scope": "global"}`}), Tokens: is})
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	inside := filepath.Join(root, "proj")
 	os.Mkdir(inside, 0o755)
 	outside, _ := filepath.EvalSymlinks(t.TempDir())
 
-	m := mint(t, d.unix, wire.TokenRequest{Subject: "ci", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, Scopes: []string{"cwd"}}, TTL: "1h"})
+	m := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "ci", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, Scopes: []string{"cwd"}}, TTL: "1h"})
 	if m.Info.Subject != "ci" || m.Info.Revoked || m.Info.ExpiresAt.Sub(m.Info.IssuedAt) != time.Hour {
 		t.Errorf("minted %+v", m.Info)
 	}
 	ci := bearerClient(d, m.Token)
 
 	var w wire.Whoami
-	ci.do(t, "GET", "/v1/whoami", "").decode(t, &w)
+	ci.Do(t, "GET", "/v1/whoami", "").Decode(t, &w)
 	if w.Caller.Name != "ci" || w.Caller.Via != wire.ViaJWT || w.Caller.Owner || w.Caller.Admin || w.Caller.Local ||
 		!reflect.DeepEqual(w.Caller.Rights, rights.Rights{{Servers: []string{"demo"}, Roots: []string{root}, Scopes: []string{"cwd"}}}) || w.Daemon != nil {
 		t.Errorf("whoami with the token: %+v", w.Caller)
 	}
 	var sl wire.ServerList
-	ci.do(t, "GET", "/v1/servers", "").decode(t, &sl)
+	ci.Do(t, "GET", "/v1/servers", "").Decode(t, &sl)
 	if len(sl.Servers) != 1 || sl.Servers[0].Name != "demo" {
 		t.Errorf("servers with the token: %+v, want demo alone", sl.Servers)
 	}
-	if got := ci.do(t, "POST", "/v1/servers/demo/tools/cwd", `{}`, cwdHeader(inside)...).result(t).text(); got != inside {
+	if got := ci.Do(t, "POST", "/v1/servers/demo/tools/cwd", `{}`, cwdHeader(inside)...).Result(t).Text(); got != inside {
 		t.Errorf("cwd inside the token's root: %q", got)
 	}
 	for _, tc := range []struct {
@@ -113,13 +102,13 @@ func TestSignedTokensOverTCP(t *testing.T) {
 		if tc.cwd != "" {
 			h = cwdHeader(tc.cwd)
 		}
-		if r := ci.do(t, tc.method, tc.path, `{"sub":"x","servers":["*"]}`, h...); r.StatusCode != tc.status {
-			t.Errorf("%s: %d %s, want %d", tc.what, r.StatusCode, r.body, tc.status)
+		if r := ci.Do(t, tc.method, tc.path, `{"sub":"x","servers":["*"]}`, h...); r.StatusCode != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.what, r.StatusCode, r.Bytes, tc.status)
 		}
 	}
 	// The owner's token keeps working on TCP, with full rights.
 	var ow wire.Whoami
-	d.tcp.do(t, "GET", "/v1/whoami", "").decode(t, &ow)
+	d.TCP.Do(t, "GET", "/v1/whoami", "").Decode(t, &ow)
 	if !ow.Caller.Owner || !ow.Caller.Admin || ow.Caller.Via != wire.ViaTCPLoopback {
 		t.Errorf("whoami with the owner's token: %+v", ow.Caller)
 	}
@@ -133,19 +122,19 @@ func TestSignedTokensOverTCP(t *testing.T) {
 		`{"servers":["demo"]}`:                              "needs a subject",
 		`{"sub":"x","server":["demo"]}`:                     "not a token request",
 	} {
-		r := d.unix.do(t, "POST", "/v1/tokens", body)
-		if p := r.problem(t); p.Status != 400 || !strings.Contains(p.Detail, want) {
+		r := d.Unix.Do(t, "POST", "/v1/tokens", body)
+		if p := r.Problem(t); p.Status != 400 || !strings.Contains(p.Detail, want) {
 			t.Errorf("mint %s: %+v, want 400 saying %q", body, p, want)
 		}
 	}
 
 	// An admin token mints no more than its own rights.
-	adm := bearerClient(d, mint(t, d.tcp, wire.TokenRequest{Subject: "ops", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, Admin: true}}).Token)
-	if r := adm.do(t, "POST", "/v1/tokens", `{"sub":"more","servers":["*"]}`); r.StatusCode != 403 || !strings.Contains(string(r.body), "only rights its minter has") {
-		t.Errorf("admin token minting more than its rights: %d %s", r.StatusCode, r.body)
+	adm := bearerClient(d, apitest.Mint(t, d.TCP, wire.TokenRequest{Subject: "ops", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{root}, Admin: true}}).Token)
+	if r := adm.Do(t, "POST", "/v1/tokens", `{"sub":"more","servers":["*"]}`); r.StatusCode != 403 || !strings.Contains(string(r.Bytes), "only rights its minter has") {
+		t.Errorf("admin token minting more than its rights: %d %s", r.StatusCode, r.Bytes)
 	}
-	if r := adm.do(t, "POST", "/v1/tokens", fmt.Sprintf(`{"sub":"less","servers":["demo"],"roots":[%q]}`, inside)); r.StatusCode != 200 {
-		t.Errorf("admin token minting within its rights: %d %s", r.StatusCode, r.body)
+	if r := adm.Do(t, "POST", "/v1/tokens", fmt.Sprintf(`{"sub":"less","servers":["demo"],"roots":[%q]}`, inside)); r.StatusCode != 200 {
+		t.Errorf("admin token minting within its rights: %d %s", r.StatusCode, r.Bytes)
 	}
 
 	// Bad tokens, forged with the real key where that matters.
@@ -172,13 +161,13 @@ func TestSignedTokensOverTCP(t *testing.T) {
 		return s
 	}
 	clk.set(-48 * time.Hour)
-	expired := mint(t, d.unix, wire.TokenRequest{Subject: "old", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"}).Token
+	expired := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "old", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "1h"}).Token
 	clk.set(30 * time.Minute) // not an hour: m (1h) would have expired, and left the ledger
-	early := mint(t, d.unix, wire.TokenRequest{Subject: "early", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "2h"}).Token
+	early := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "early", Rule: rights.Rule{Servers: []string{"demo"}}, TTL: "2h"}).Token
 	clk.set(0)
-	revoked := mint(t, d.unix, wire.TokenRequest{Subject: "gone", Rule: rights.Rule{Servers: []string{"demo"}}})
-	if r := d.unix.do(t, "DELETE", "/v1/tokens/"+revoked.Info.ID, ""); r.StatusCode != 200 {
-		t.Fatalf("revoke: %d %s", r.StatusCode, r.body)
+	revoked := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "gone", Rule: rights.Rule{Servers: []string{"demo"}}})
+	if r := d.Unix.Do(t, "DELETE", "/v1/tokens/"+revoked.Info.ID, ""); r.StatusCode != 200 {
+		t.Fatalf("revoke: %d %s", r.StatusCode, r.Bytes)
 	}
 	parts := strings.Split(m.Token, ".")
 	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
@@ -195,14 +184,14 @@ func TestSignedTokensOverTCP(t *testing.T) {
 		{"revoked jti", revoked.Token, "revoked"},
 	} {
 		for _, path := range []string{"/v1/whoami", "/v1/servers"} {
-			r := bearerClient(d, tc.tok).do(t, "GET", path, "")
-			p := r.problem(t)
+			r := bearerClient(d, tc.tok).Do(t, "GET", path, "")
+			p := r.Problem(t)
 			if p.Status != 401 || p.Kind() != wire.KindUnauthorized || !strings.Contains(p.Detail, tc.detail) {
 				t.Errorf("%s, %s: %d %+v, want 401 saying %q", tc.name, path, r.StatusCode, p, tc.detail)
 			}
 			for kid := range keys {
-				if strings.Contains(string(r.body), kid) || strings.Contains(strings.ToLower(p.Detail), "key") {
-					t.Errorf("%s: the answer %s talks about keys", tc.name, r.body)
+				if strings.Contains(string(r.Bytes), kid) || strings.Contains(strings.ToLower(p.Detail), "key") {
+					t.Errorf("%s: the answer %s talks about keys", tc.name, r.Bytes)
 				}
 			}
 			if r.Header.Get("WWW-Authenticate") == "" {
@@ -213,18 +202,18 @@ func TestSignedTokensOverTCP(t *testing.T) {
 
 	// Rotate: the old token keeps working; new tokens use the new key.
 	var k wire.TokenKey
-	d.unix.do(t, "POST", "/v1/tokens/rotate", "").decode(t, &k)
+	d.Unix.Do(t, "POST", "/v1/tokens/rotate", "").Decode(t, &k)
 	if !k.Current || k.ID == m.Info.KeyID {
 		t.Fatalf("rotate: %+v", k)
 	}
-	if r := ci.do(t, "GET", "/v1/whoami", ""); r.StatusCode != 200 {
-		t.Errorf("a token of the old key after rotate: %d %s", r.StatusCode, r.body)
+	if r := ci.Do(t, "GET", "/v1/whoami", ""); r.StatusCode != 200 {
+		t.Errorf("a token of the old key after rotate: %d %s", r.StatusCode, r.Bytes)
 	}
-	if m2 := mint(t, d.unix, wire.TokenRequest{Subject: "new", Rule: rights.Rule{Servers: []string{"demo"}}}); m2.Info.KeyID != k.ID {
+	if m2 := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "new", Rule: rights.Rule{Servers: []string{"demo"}}}); m2.Info.KeyID != k.ID {
 		t.Errorf("minted after rotate with %s, want %s", m2.Info.KeyID, k.ID)
 	}
 	var ls wire.TokenList
-	d.unix.do(t, "GET", "/v1/tokens", "").decode(t, &ls)
+	d.Unix.Do(t, "GET", "/v1/tokens", "").Decode(t, &ls)
 	if ls.Identity != id || len(ls.Keys) != 2 || !slices.ContainsFunc(ls.Tokens, func(t wire.Token) bool { return t.ID == revoked.Info.ID && t.Revoked }) {
 		t.Errorf("token list %+v, want both keys and the revoked token", ls)
 	}
@@ -267,8 +256,8 @@ func TestNoRouteButHealthzAnswersWithoutIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{tokens: is})
-	plain := &client{base: d.tcp.base, hc: &http.Client{}}
+	d := apitest.Start(t, apitest.Options{Tokens: is})
+	plain := &apitest.Client{Base: d.TCP.Base, HTTP: &http.Client{}}
 	for _, rt := range wire.Routes() {
 		var params []string
 		for range strings.Count(rt.Pattern, "{") {
@@ -287,8 +276,8 @@ func TestNoRouteButHealthzAnswersWithoutIdentity(t *testing.T) {
 			status  int
 		}{
 			{"no token", []string{wire.HeaderClient, "t"}, 401},
-			{"Origin", []string{wire.HeaderClient, "t", "Origin", "http://localhost:1234", "Authorization", "Bearer " + testToken}, 403},
-			{"no Mcpx-Client", []string{"Authorization", "Bearer " + testToken}, 403},
+			{"Origin", []string{wire.HeaderClient, "t", "Origin", "http://localhost:1234", "Authorization", "Bearer " + apitest.Token}, 403},
+			{"no Mcpx-Client", []string{"Authorization", "Bearer " + apitest.Token}, 403},
 			{"preflight-style", []string{"Access-Control-Request-Method", rt.Method}, 403},
 		} {
 			want := tc.status
@@ -300,12 +289,12 @@ func TestNoRouteButHealthzAnswersWithoutIdentity(t *testing.T) {
 			case scrape && tc.name == "preflight-style":
 				want = 401
 			}
-			r := plain.do(t, rt.Method, path, "", tc.headers...)
+			r := plain.Do(t, rt.Method, path, "", tc.headers...)
 			if r.StatusCode != want {
-				t.Errorf("%s %s, %s: %d %s, want %d", rt.Method, path, tc.name, r.StatusCode, r.body, want)
+				t.Errorf("%s %s, %s: %d %s, want %d", rt.Method, path, tc.name, r.StatusCode, r.Bytes, want)
 			}
 			if want != 200 {
-				if p := r.problem(t); !strings.HasPrefix(p.Type, wire.ProblemTypeBase) {
+				if p := r.Problem(t); !strings.HasPrefix(p.Type, wire.ProblemTypeBase) {
 					t.Errorf("%s %s, %s: problem type %q", rt.Method, path, tc.name, p.Type)
 				}
 			}
@@ -317,7 +306,7 @@ func TestNoRouteButHealthzAnswersWithoutIdentity(t *testing.T) {
 		}
 	}
 	// And an OPTIONS preflight gets no CORS answer either.
-	r := plain.do(t, "OPTIONS", "/v1/servers", "", "Origin", "http://evil.example", "Access-Control-Request-Method", "GET",
+	r := plain.Do(t, "OPTIONS", "/v1/servers", "", "Origin", "http://evil.example", "Access-Control-Request-Method", "GET",
 		"Access-Control-Request-Headers", wire.HeaderClient)
 	if r.StatusCode != 403 || r.Header.Get("Access-Control-Allow-Origin") != "" || r.Header.Get("Access-Control-Allow-Headers") != "" {
 		t.Errorf("preflight: %d %v", r.StatusCode, r.Header)

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/openapi"
@@ -48,14 +51,14 @@ func toolOps(t *testing.T, doc *openapi3.T) map[string]*openapi3.Operation {
 	return out
 }
 
-func listedTools(t *testing.T, d *daemon, server string, cwd []string) []string {
+func listedTools(t *testing.T, d *apitest.Daemon, server string, cwd []string) []string {
 	t.Helper()
 	var st struct {
 		Tools []struct {
 			Name string `json:"name"`
 		} `json:"tools"`
 	}
-	d.unix.do(t, "GET", "/v1/servers/"+server+"/tools", "", cwd...).decode(t, &st)
+	d.Unix.Do(t, "GET", "/v1/servers/"+server+"/tools", "", cwd...).Decode(t, &st)
 	var names []string
 	for _, tl := range st.Tools {
 		names = append(names, server+"/"+tl.Name)
@@ -68,14 +71,20 @@ func listedTools(t *testing.T, d *daemon, server string, cwd []string) []string 
 // is built once while the list is unchanged, and carries an ETag that a
 // conditional request gets 304 for.
 func TestServerOpenAPIOfDemo(t *testing.T) {
-	d := startDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	var docs *openapi.Cache // the handler's tool documents, whose builds are counted
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global"}`}),
+		Handler: func(o api.Options) http.Handler {
+			h, cache := api.NewWithToolDocs(o)
+			docs = cache
+			return h
+		}})
 	cwd := cwdHeader(t.TempDir())
-	r := d.unix.do(t, "GET", "/v1/servers/demo/openapi.json", "", cwd...)
+	r := d.Unix.Do(t, "GET", "/v1/servers/demo/openapi.json", "", cwd...)
 	if r.StatusCode != 200 || r.Header.Get("Content-Type") != wire.MediaJSON {
-		t.Fatalf("status %d, Content-Type %q: %s", r.StatusCode, r.Header.Get("Content-Type"), r.body)
+		t.Fatalf("status %d, Content-Type %q: %s", r.StatusCode, r.Header.Get("Content-Type"), r.Bytes)
 	}
 	etag := r.Header.Get("ETag")
-	doc := loadDoc(t, r.body)
+	doc := loadDoc(t, r.Bytes)
 	ops := toolOps(t, doc)
 	if got, want := slices.Sorted(func(yield func(string) bool) {
 		for k := range ops {
@@ -94,16 +103,16 @@ func TestServerOpenAPIOfDemo(t *testing.T) {
 
 	// A real result of add conforms to its operation's typed answer, whose
 	// structuredContent is the tool's outputSchema: a changed sum does not.
-	res := d.unix.do(t, "POST", "/v1/servers/demo/tools/add", `{"a": 2, "b": 3}`, cwd...)
+	res := d.Unix.Do(t, "POST", "/v1/servers/demo/tools/add", `{"a": 2, "b": 3}`, cwd...)
 	var v map[string]any
-	res.decode(t, &v)
+	res.Decode(t, &v)
 	schema := ops["demo/add"].Responses.Value("200").Value.Content.Get(wire.MediaJSON).Schema.Value
 	if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
-		t.Errorf("add's result does not match its operation: %v\n%s", err, res.body)
+		t.Errorf("add's result does not match its operation: %v\n%s", err, res.Bytes)
 	}
 	sc, ok := v["structuredContent"].(map[string]any)
 	if !ok {
-		t.Fatalf("add's result has no structuredContent: %s", res.body)
+		t.Fatalf("add's result has no structuredContent: %s", res.Bytes)
 	}
 	sc["sum"] = "five"
 	if schema.VisitJSON(v, openapi3.EnableJSONSchema2020()) == nil {
@@ -111,30 +120,30 @@ func TestServerOpenAPIOfDemo(t *testing.T) {
 	}
 
 	// Unchanged list: the same document from memory, and 304 for its ETag.
-	builds := d.toolDocs.Builds()
-	again := d.unix.do(t, "GET", "/v1/servers/demo/openapi.json", "", cwd...)
-	if string(again.body) != string(r.body) || again.Header.Get("ETag") != etag || etag == "" {
-		t.Errorf("second answer: ETag %q (first %q), same body %v", again.Header.Get("ETag"), etag, string(again.body) == string(r.body))
+	builds := docs.Builds()
+	again := d.Unix.Do(t, "GET", "/v1/servers/demo/openapi.json", "", cwd...)
+	if string(again.Bytes) != string(r.Bytes) || again.Header.Get("ETag") != etag || etag == "" {
+		t.Errorf("second answer: ETag %q (first %q), same body %v", again.Header.Get("ETag"), etag, string(again.Bytes) == string(r.Bytes))
 	}
-	nm := d.unix.do(t, "GET", "/v1/servers/demo/openapi.json", "", append(cwd, "If-None-Match", etag)...)
-	if nm.StatusCode != 304 || len(nm.body) != 0 || nm.Header.Get("ETag") != etag {
-		t.Errorf("If-None-Match %s: status %d, %d bytes, ETag %q", etag, nm.StatusCode, len(nm.body), nm.Header.Get("ETag"))
+	nm := d.Unix.Do(t, "GET", "/v1/servers/demo/openapi.json", "", append(cwd, "If-None-Match", etag)...)
+	if nm.StatusCode != 304 || len(nm.Bytes) != 0 || nm.Header.Get("ETag") != etag {
+		t.Errorf("If-None-Match %s: status %d, %d bytes, ETag %q", etag, nm.StatusCode, len(nm.Bytes), nm.Header.Get("ETag"))
 	}
-	if d.toolDocs.Builds() != builds {
-		t.Errorf("%d builds after two more requests for an unchanged list, was %d", d.toolDocs.Builds(), builds)
+	if docs.Builds() != builds {
+		t.Errorf("%d builds after two more requests for an unchanged list, was %d", docs.Builds(), builds)
 	}
-	stale := d.unix.do(t, "GET", "/v1/servers/demo/openapi.json", "", append(cwd, "If-None-Match", `"stale"`)...)
-	if stale.StatusCode != 200 || string(stale.body) != string(r.body) {
+	stale := d.Unix.Do(t, "GET", "/v1/servers/demo/openapi.json", "", append(cwd, "If-None-Match", `"stale"`)...)
+	if stale.StatusCode != 200 || string(stale.Bytes) != string(r.Bytes) {
 		t.Errorf("a stale If-None-Match: status %d", stale.StatusCode)
 	}
 
-	if p := d.unix.do(t, "GET", "/v1/servers/nope/openapi.json", "", cwd...).problem(t); p.Status != 404 {
+	if p := d.Unix.Do(t, "GET", "/v1/servers/nope/openapi.json", "", cwd...).Problem(t); p.Status != 404 {
 		t.Errorf("unknown server: %+v", p)
 	}
 	// The broker's own document describes both routes.
-	broker := d.unix.do(t, "GET", "/openapi.json", "")
+	broker := d.Unix.Do(t, "GET", "/openapi.json", "")
 	for _, path := range []string{"/v1/servers/{server}/openapi.json", "/v1/openapi.json"} {
-		if loadDoc(t, broker.body).Paths.Find(path) == nil {
+		if loadDoc(t, broker.Bytes).Paths.Find(path) == nil {
 			t.Errorf("the broker document has no %s", path)
 		}
 	}
@@ -162,15 +171,15 @@ func TestToolDocumentsOfRealServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: cfg})
+	d := apitest.Start(t, apitest.Options{Config: cfg})
 	cwd := cwdHeader(files)
 	var all []string
 	for _, server := range []string{"demo", "everything", "filesystem"} {
-		r := d.unix.do(t, "GET", "/v1/servers/"+server+"/openapi.json", "", cwd...)
+		r := d.Unix.Do(t, "GET", "/v1/servers/"+server+"/openapi.json", "", cwd...)
 		if r.StatusCode != 200 {
-			t.Fatalf("%s: status %d: %s", server, r.StatusCode, r.body)
+			t.Fatalf("%s: status %d: %s", server, r.StatusCode, r.Bytes)
 		}
-		ops := toolOps(t, loadDoc(t, r.body))
+		ops := toolOps(t, loadDoc(t, r.Bytes))
 		tools := listedTools(t, d, server, cwd)
 		if len(ops) != len(tools) || len(tools) == 0 {
 			t.Errorf("%s: %d operations for %d tools", server, len(ops), len(tools))
@@ -182,11 +191,11 @@ func TestToolDocumentsOfRealServers(t *testing.T) {
 		}
 		all = append(all, tools...)
 	}
-	r := d.unix.do(t, "GET", "/v1/openapi.json", "", cwd...)
+	r := d.Unix.Do(t, "GET", "/v1/openapi.json", "", cwd...)
 	if r.StatusCode != 200 || r.Header.Get("ETag") == "" {
-		t.Fatalf("combined: status %d, ETag %q: %s", r.StatusCode, r.Header.Get("ETag"), r.body)
+		t.Fatalf("combined: status %d, ETag %q: %s", r.StatusCode, r.Header.Get("ETag"), r.Bytes)
 	}
-	ops := toolOps(t, loadDoc(t, r.body))
+	ops := toolOps(t, loadDoc(t, r.Bytes))
 	for _, name := range all {
 		if ops[name] == nil {
 			t.Errorf("the combined document has no operation for %s", name)
@@ -198,7 +207,7 @@ func TestToolDocumentsOfRealServers(t *testing.T) {
 
 	cli := testenv.NPMPackageBinNamed(t, "@redocly/cli", "redocly")
 	path := filepath.Join(t.TempDir(), "combined.json")
-	if err := os.WriteFile(path, r.body, 0o644); err != nil {
+	if err := os.WriteFile(path, r.Bytes, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(t.Context(), node, cli, "lint", "--format=stylish", path)

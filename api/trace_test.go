@@ -8,6 +8,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/observe/tracing"
 )
 
@@ -32,14 +33,14 @@ func TestTraceparentFromCallers(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
 	defer tracing.Use(tp)()
-	d := startDemo(t, map[string]string{"demo": ""})
+	d := apitest.StartDemo(t, map[string]string{"demo": ""})
 	dir := t.TempDir()
 
 	const restTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
-	resp := d.unix.do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`,
+	resp := d.Unix.Do(t, "POST", "/v1/servers/demo/tools/echo", `{"message":"hi"}`,
 		"Traceparent", "00-"+restTrace+"-00f067aa0ba902b7-01", "Mcpx-Cwd", dir)
 	if resp.StatusCode != 200 {
-		t.Fatalf("call: %d %s", resp.StatusCode, resp.body)
+		t.Fatalf("call: %d %s", resp.StatusCode, resp.Bytes)
 	}
 	spans := spansByName(rec, restTrace)
 	api := spans["POST /v1/servers/{server}/tools/{tool}"]
@@ -64,7 +65,7 @@ func TestTraceparentFromCallers(t *testing.T) {
 	}
 
 	const mcpTrace = "0af7651916cd43dd8448eb211c80319c"
-	_, cs := mcpClient(t, d, "/mcp/demo", "2025-11-25", nil)
+	_, cs := d.ConnectMCP(t, "/mcp/demo", "2025-11-25", nil)
 	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"},
 		Meta: mcp.Meta{"traceparent": "00-" + mcpTrace + "-b7ad6b7169203331-01"}}); err != nil {
 		t.Fatal(err)

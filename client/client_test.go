@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,15 +18,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
-	"mcpx.dev/mcpx/api"
-	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/testing/proctest"
-	"mcpx.dev/mcpx/internal/testing/testenv"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -38,79 +31,23 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// daemon is the API over a real broker, on a unix socket and loopback TCP.
+// daemon is a daemon of package apitest (the API and the MCP endpoint over
+// a real broker, on a unix socket and loopback TCP) with this package's
+// client over each listener.
 type daemon struct {
+	*apitest.Daemon
 	unix, tcp *client.Client
-	sock      string
-	url       string
-	logs      *testenv.SyncBuffer
+	url       string // the loopback listener's, which takes apitest.Token
 }
 
 // startDaemon serves demo servers by name; each value is a JSON object of
 // more config fields for that server, or "".
 func startDaemon(t testing.TB, servers map[string]string) *daemon {
 	t.Helper()
-	proctest.CheckNoLeaks(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := map[string]any{}
-	for name, extra := range servers {
-		fields := map[string]any{}
-		if extra != "" {
-			if err := json.Unmarshal([]byte(extra), &fields); err != nil {
-				t.Fatal(err)
-			}
-		}
-		env := map[string]any{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)}
-		if more, ok := fields["env"].(map[string]any); ok {
-			maps.Copy(env, more)
-		}
-		fields["command"], fields["env"] = exe, env
-		doc[name] = fields
-	}
-	js, _ := json.Marshal(map[string]any{"servers": doc})
-	cfg, err := config.Parse(js, "test.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &testenv.SyncBuffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b, err := broker.New(broker.Options{Config: cfg, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := b.Close(ctx); err != nil {
-			t.Errorf("closing broker: %v", err)
-		}
-	})
-	h := api.New(api.Options{Broker: b, Logger: logger, Version: "test", Token: testToken})
-	d := &daemon{sock: filepath.Join(t.TempDir(), "mcpx.sock"), logs: logs}
-	uln, err := api.ListenUnix(d.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tln, err := api.ListenLoopback("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for _, ln := range []net.Listener{uln, tln} {
-		wg.Go(func() {
-			if err := api.Serve(ctx, ln, h, api.ServeOptions{Logger: logger, DrainTimeout: 5 * time.Second}); err != nil {
-				t.Errorf("serve %s: %v", ln.Addr(), err)
-			}
-		})
-	}
-	t.Cleanup(func() { cancel(); wg.Wait() }) // runs before the broker closes
-	d.url = "http://" + tln.Addr().String()
-	d.unix = client.New(d.sock, client.Options{})
-	d.tcp = client.New(d.url+"/", client.Options{Token: testToken})
+	d := &daemon{Daemon: apitest.StartDemo(t, servers)}
+	d.url = "http://" + d.TCPAddr
+	d.unix = client.New(d.Sock, client.Options{})
+	d.tcp = client.New(d.url+"/", client.Options{Token: apitest.Token})
 	return d
 }
 
@@ -431,8 +368,8 @@ func TestDialOption(t *testing.T) {
 		mu.Unlock()
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}
-	for _, addr := range []string{d.sock, d.url} {
-		c := client.New(addr, client.Options{Dial: dial, Token: testToken})
+	for _, addr := range []string{d.Sock, d.url} {
+		c := client.New(addr, client.Options{Dial: dial, Token: apitest.Token})
 		for range 3 {
 			if _, _, err := c.Healthz(t.Context()); err != nil {
 				t.Fatal(err)
@@ -442,7 +379,7 @@ func TestDialOption(t *testing.T) {
 	if dials.Load() != 2 {
 		t.Errorf("%d dials, want one per client (connections are kept alive)", dials.Load())
 	}
-	if want := "unix " + d.sock; got[0] != want || !strings.HasPrefix(got[1], "tcp 127.0.0.1:") {
+	if want := "unix " + d.Sock; got[0] != want || !strings.HasPrefix(got[1], "tcp 127.0.0.1:") {
 		t.Errorf("dialled %q, want %q then tcp", got, want)
 	}
 }

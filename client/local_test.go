@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
-
-const testToken = "client-test-token"
 
 func writeRecord(t *testing.T, dir string, rec wire.DaemonRecord) {
 	t.Helper()
@@ -48,7 +48,7 @@ func TestTokenFromRecord(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeRecord(t, dir, wire.DaemonRecord{DaemonInfo: wire.DaemonInfo{Address: tt.address}, Token: testToken})
+			writeRecord(t, dir, wire.DaemonRecord{DaemonInfo: wire.DaemonInfo{Address: tt.address}, Token: apitest.Token})
 			_, _, err := client.New(d.url, client.Options{StateDir: dir}).Whoami(t.Context(), client.Caller{})
 			if tt.ok && err != nil {
 				t.Errorf("whoami: %v", err)
@@ -68,7 +68,7 @@ func TestTokenFromRecord(t *testing.T) {
 	if _, _, err := c.Whoami(t.Context(), client.Caller{}); asProblem(t, err).Status != 401 {
 		t.Errorf("stale record: %v, want 401", err)
 	}
-	writeRecord(t, dir, wire.DaemonRecord{DaemonInfo: wire.DaemonInfo{Address: u.Host}, Token: testToken})
+	writeRecord(t, dir, wire.DaemonRecord{DaemonInfo: wire.DaemonInfo{Address: u.Host}, Token: apitest.Token})
 	if _, _, err := c.Whoami(t.Context(), client.Caller{}); err != nil {
 		t.Errorf("after the record was rewritten: %v", err)
 	}
@@ -137,17 +137,10 @@ func TestEnsureDaemonReportsFailure(t *testing.T) {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.WaitFor(t, fmt.Sprintf("pid %d to exit", pid), func() bool {
 		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-		if err != nil || strings.Contains(string(b), ") Z ") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d still running", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err != nil || strings.Contains(string(b), ") Z ")
+	})
 }
 
 // maybeHelperDaemon is the stand-in daemon of TestEnsureDaemonStartsOne:

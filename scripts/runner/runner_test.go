@@ -8,16 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/client"
-	"mcpx.dev/mcpx/config"
-	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/demo"
-	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
@@ -29,8 +25,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// broker is a daemon of this process (package daemon) serving the demo
-// server at scope on a unix socket and loopback TCP, until the test ends.
+// broker is a daemon of package apitest (the API over a real broker)
+// serving the demo server at scope on a unix socket and loopback TCP,
+// until the test ends.
 type broker struct {
 	unix  *client.Client
 	url   string // loopback TCP
@@ -39,45 +36,9 @@ type broker struct {
 
 func startBroker(t testing.TB, scope string) *broker {
 	t.Helper()
-	proctest.CheckNoLeaks(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{"demo": map[string]any{
-		"command": exe, "scope": scope, "env": map[string]string{demo.EnvServer: "1", proctest.MarkerEnv: proctest.Marker(t)},
-	}}})
-	cfg, err := config.Parse(doc, "test.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	d, err := daemon.New(daemon.Options{Config: cfg, StateDir: filepath.Join(dir, "state"), Version: "test", Drain: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lns daemon.Listeners
-	sock := filepath.Join(dir, "mcpx.sock")
-	tln, err := lns.Local(sock, "127.0.0.1:0", api.ServeOptions{Logger: d.Log}, 0)
-	if err != nil {
-		lns.Close()
-		d.Close()
-		t.Fatal(err)
-	}
-	b := &broker{unix: client.New(sock, client.Options{}), url: "http://" + tln.Addr().String(), token: api.NewToken()}
-	var wg sync.WaitGroup
-	actors := lns.Actors(api.New(api.Options{Broker: d.Broker, Logger: d.Log, Version: "test", Token: b.token}))
-	for _, a := range actors {
-		wg.Go(func() { a.Execute() })
-	}
-	t.Cleanup(func() {
-		for _, a := range actors {
-			a.Interrupt(nil)
-		}
-		wg.Wait()
-		d.Close()
-	})
-	return b
+	d := apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "` + scope + `"}`}),
+		StateDir: filepath.Join(t.TempDir(), "state")})
+	return &broker{unix: client.New(d.Sock, client.Options{}), url: "http://" + d.TCPAddr, token: apitest.Token}
 }
 
 // TestScript: a run mints its session (the caller's its parent) and holds

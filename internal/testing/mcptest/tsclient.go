@@ -1,6 +1,6 @@
 // Package mcptest runs the official TypeScript SDK client
 // (testdata/npm/clients/mcp-ts-client.mjs) against mcpx's MCP endpoint and
-// judges what it saw, for the tests of api (Streamable HTTP) and cmd/mcpx
+// judges what it saw, for the tests of api/mcp (Streamable HTTP) and cmd/mcpx
 // (the `mcpx mcp` bridge over stdio). Tests only.
 package mcptest
 

@@ -1,4 +1,4 @@
-package api_test
+package mcp_test
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 )
 
 // startApps is a daemon with the demo server and its MCP App (EnvApps).
-func startApps(t *testing.T) *daemon {
+func startApps(t *testing.T) *apitest.Daemon {
 	t.Helper()
-	return startDemo(t, map[string]string{"demo": `{"scope": "global", "env": {"` + demo.EnvApps + `": "1"}}`})
+	return apitest.StartDemo(t, map[string]string{"demo": `{"scope": "global", "env": {"` + demo.EnvApps + `": "1"}}`})
 }
 
 // asJSON is v through JSON, for comparing what a client decoded with
@@ -61,18 +62,18 @@ func TestMCPAppsPassThrough(t *testing.T) {
 
 	// REST: the server's tools, every server's tools, its resources, a read.
 	var st struct{ Tools []item }
-	d.unix.do(t, "GET", "/v1/servers/demo/tools", "").decode(t, &st)
+	d.Unix.Do(t, "GET", "/v1/servers/demo/tools", "").Decode(t, &st)
 	check("REST tools", "show-card _meta", find(st.Tools, "show-card").Meta, wantToolMeta)
 	var all struct{ Tools []item }
-	d.unix.do(t, "GET", "/v1/tools", "").decode(t, &all)
+	d.Unix.Do(t, "GET", "/v1/tools", "").Decode(t, &all)
 	check("REST /v1/tools", "show-card _meta", find(all.Tools, "show-card").Meta, wantToolMeta)
 	var rl struct{ Resources []item }
-	d.unix.do(t, "GET", "/v1/servers/demo/resources", "").decode(t, &rl)
+	d.Unix.Do(t, "GET", "/v1/servers/demo/resources", "").Decode(t, &rl)
 	ui := find(rl.Resources, demo.CardURI)
 	check("REST resources", "the ui resource's mimeType", ui.MimeType, demo.CardMIME)
 	check("REST resources", "the ui resource's _meta", ui.Meta, wantUIMeta)
 	var rr struct{ Contents []item }
-	d.unix.do(t, "GET", "/v1/servers/demo/resources/read?uri="+demo.CardURI, "").decode(t, &rr)
+	d.Unix.Do(t, "GET", "/v1/servers/demo/resources/read?uri="+demo.CardURI, "").Decode(t, &rr)
 	if len(rr.Contents) != 1 || rr.Contents[0].Text != demo.CardHTML {
 		t.Fatalf("REST read: %+v", rr.Contents)
 	}
@@ -81,7 +82,7 @@ func TestMCPAppsPassThrough(t *testing.T) {
 
 	// MCP: one server's path, names unchanged, and the aggregate.
 	for path, name := range map[string]string{"/mcp/demo": "show-card", "/mcp": "demo__show-card"} {
-		_, cs := mcpClient(t, d, path, "2025-11-25", nil)
+		_, cs := d.ConnectMCP(t, path, "2025-11-25", nil)
 		tools, err := cs.ListTools(t.Context(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -134,8 +135,8 @@ func TestMCPPromptsAndResourcesListChanged(t *testing.T) {
 			PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { changed <- "prompts" },
 			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed <- "resources" },
 		}
-		_, cs := mcpClient(t, d, path, "2025-11-25", opts)
-		n := textOf(t, cs, &mcp.CallToolParams{Name: prefix + "grow"})
+		_, cs := d.ConnectMCP(t, path, "2025-11-25", opts)
+		n := apitest.CallText(t, cs, &mcp.CallToolParams{Name: prefix + "grow"})
 		seen := map[string]bool{}
 		timeout := time.After(30 * time.Second)
 		for !seen["prompts"] || !seen["resources"] {

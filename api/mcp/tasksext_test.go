@@ -1,4 +1,4 @@
-package api_test
+package mcp_test
 
 import (
 	"encoding/json"
@@ -6,11 +6,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -93,11 +94,11 @@ func TestMCPTasksExtensionStateless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemon(t, daemonOptions{cfg: everythingConfig(t, nil, nil), tokens: is})
+	d := apitest.Start(t, apitest.Options{Config: apitest.EverythingConfig(t, nil, nil), Tokens: is})
 	rule := rights.Rule{Servers: []string{"everything"}, Scopes: []string{"global"}}
-	url := "http://" + d.tcpAddr + "/mcp/everything"
-	alice := statelessCaller{t, url, mint(t, d.unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token}
-	bob := statelessCaller{t, url, mint(t, d.unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token}
+	url := "http://" + d.TCPAddr + "/mcp/everything"
+	alice := statelessCaller{t, url, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rule}).Token}
+	bob := statelessCaller{t, url, apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "bob", Rule: rule}).Token}
 
 	disc := alice.call("server/discover", "", nil, true)
 	var caps map[string]json.RawMessage
@@ -132,21 +133,19 @@ func TestMCPTasksExtensionStateless(t *testing.T) {
 		}
 	}
 	var done rpcReply
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	testenv.WaitFor(t, "the task to end", func() bool {
 		done = alice.call("tasks/get", id, map[string]any{"taskId": id}, true)
 		if done.Error != nil {
 			t.Fatalf("tasks/get: %+v", done.Error)
 		}
 		if s := str(done.Result["status"]); s != "working" {
-			break
+			return true
 		}
 		if done.Result["result"] != nil {
 			t.Fatalf("a working task inlines a result: %v", js(done.Result))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task did not end within 60s")
-		}
-	}
+		return false
+	})
 	if str(done.Result["status"]) != "completed" || str(done.Result["resultType"]) != "complete" ||
 		!strings.Contains(string(done.Result["result"]), "tides") || strings.Contains(string(done.Result["result"]), "related-task") {
 		t.Errorf("the completed task %v, want its result inlined without the related-task _meta", js(done.Result))

@@ -1,4 +1,4 @@
-package api_test
+package mcp_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/conformance"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 )
@@ -15,7 +16,7 @@ import (
 // "everything-stateless" the stateless one (the "protocol" setting), so
 // that each leg of the suite reaches a child of its own era, as it does
 // directly.
-func conformanceDaemon(t *testing.T) *daemon {
+func conformanceDaemon(t *testing.T) *apitest.Daemon {
 	t.Helper()
 	bin := conformance.EverythingBinary(t)
 	servers := map[string]any{}
@@ -30,7 +31,7 @@ func conformanceDaemon(t *testing.T) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startDaemon(t, daemonOptions{cfg: cfg})
+	return apitest.Start(t, apitest.Options{Config: cfg})
 }
 
 // mustPass are scenarios each leg must run, and pass (through the check
@@ -60,7 +61,7 @@ func TestConformanceThroughMCPX(t *testing.T) {
 				server = "everything-stateless"
 			}
 			direct := conformance.Run(t, conformance.StartEverything(t, leg.Stateless), conformance.Options{Requirements: leg.Requirements})
-			through := conformance.Run(t, conformance.Proxy(t, "http://"+d.tcpAddr+"/mcp/"+server, testToken), conformance.Options{Requirements: leg.Requirements})
+			through := conformance.Run(t, conformance.Proxy(t, "http://"+d.TCPAddr+"/mcp/"+server, apitest.Token), conformance.Options{Requirements: leg.Requirements})
 			t.Logf("through mcpx:\n%s", conformance.Table(through))
 			for _, name := range mustPass[leg.Requirements] {
 				if r, ok := through[name]; !ok || r.Passed == 0 {
@@ -76,7 +77,7 @@ func TestConformanceThroughMCPX(t *testing.T) {
 				// run once more alone, and the first failure stays in the
 				// log. A scenario mcpx breaks fails the second time too.
 				if why := through[name].String(); strings.Contains(why, "timed out") || strings.Contains(why, "Error: terminated") {
-					again := conformance.Run(t, conformance.Proxy(t, "http://"+d.tcpAddr+"/mcp/"+server, testToken),
+					again := conformance.Run(t, conformance.Proxy(t, "http://"+d.TCPAddr+"/mcp/"+server, apitest.Token),
 						conformance.Options{Scenarios: []string{name}, SpecVersion: leg.Requirements})
 					if r, ok := again[name]; ok && r.OK() {
 						t.Logf("%s timed out under load, then passed alone: %s", name, through[name])
@@ -99,7 +100,7 @@ func TestConformanceDNSRebindingOnTheAggregate(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	d := conformanceDaemon(t)
 	for _, v := range []string{"2025-11-25", "2026-07-28"} {
-		res := conformance.Run(t, conformance.Proxy(t, "http://"+d.tcpAddr+"/mcp", testToken),
+		res := conformance.Run(t, conformance.Proxy(t, "http://"+d.TCPAddr+"/mcp", apitest.Token),
 			conformance.Options{Scenarios: []string{"dns-rebinding-protection"}, SpecVersion: v})
 		if r, ok := res["dns-rebinding-protection"]; !ok || !r.OK() || r.Passed == 0 {
 			t.Errorf("dns-rebinding-protection at %s: %+v (ran: %v)", v, r, ok)
