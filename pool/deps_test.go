@@ -33,9 +33,11 @@ func TestDeps(t *testing.T) {
 		},
 		NoHTTPServer: "the pool is an HTTP client of url children, never a server",
 		Except: map[string]string{
-			"mcpx.dev/mcpx/pool/proc":      "the OS machinery, below the pool, with rules of its own",
-			"mcpx.dev/mcpx/pool/execid":    "a leaf with rules of its own (it stats files)",
-			"mcpx.dev/mcpx/pool/portalloc": "a leaf with rules of its own (it binds sockets)",
+			"mcpx.dev/mcpx/pool/proc":         "the OS machinery, below the pool, with rules of its own",
+			"mcpx.dev/mcpx/pool/proc/sandbox": "the kernel's confinement of one child, below proc, with rules of its own",
+			"mcpx.dev/mcpx/pool/proc/egress":  "the egress proxy, which serves confined children's HTTP CONNECT: rules of its own",
+			"mcpx.dev/mcpx/pool/execid":       "a leaf with rules of its own (it stats files)",
+			"mcpx.dev/mcpx/pool/portalloc":    "a leaf with rules of its own (it binds sockets)",
 		},
 	}.Check(t)
 }
