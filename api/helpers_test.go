@@ -25,14 +25,16 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 	"mcpx.dev/mcpx/wire"
 )
 
 func TestMain(m *testing.M) {
-	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
-	maybePidClient()  // in a child: ask whoami with Mcpx-Pid values and exit
-	maybeManyTools()  // in a child: serve an MCP server of many tools and exit
-	maybeURLServer()  // in a child: serve the URL-mode elicitation server and exit
+	sandbox.MaybeExec() // in a confined child's helper: confine, exec, never return
+	demo.MaybeServe()   // in a child: serve the demo server on stdio and exit
+	maybePidClient()    // in a child: ask whoami with Mcpx-Pid values and exit
+	maybeManyTools()    // in a child: serve an MCP server of many tools and exit
+	maybeURLServer()    // in a child: serve the URL-mode elicitation server and exit
 	os.Exit(m.Run())
 }
 
