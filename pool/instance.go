@@ -54,7 +54,7 @@ type instance struct {
 	backoffUntil time.Time
 	lastErr      string
 	lastTail     string
-	lastLimit    string // which sandbox limit ended the last child, "" none (not a lifecycle field)
+	lastLimit    string        // which sandbox limit ended the last child, "" none (not a lifecycle field)
 	drained      chan struct{} // made on remove with calls in flight; closed when the last one ends
 	removedWhy   string        // why it was removed, for the exit event
 
@@ -99,13 +99,13 @@ type generation struct {
 	proc     *proc.Process // nil for url servers
 	sess     *client.Session
 	stopOnce sync.Once
-	dead     chan struct{} // closed by the watcher once the child is gone
-	exitDesc string        // set before dead is closed
-	tail     string        // set before dead is closed
-	wedged   string        // why it was killed as wedged; set under Pool.mu before the kill, read after dead is closed
-	probing  atomic.Bool   // a wedge probe is under way
-	program  *Program      // what Options.Resolve said of its program; nil = a plain command
-	mark     string        // an adapter's: the MarkEnv value of the processes its calls start; constant after start
+	dead     chan struct{}  // closed by the watcher once the child is gone
+	exitDesc string         // set before dead is closed
+	tail     string         // set before dead is closed
+	wedged   string         // why it was killed as wedged; set under Pool.mu before the kill, read after dead is closed
+	probing  atomic.Bool    // a wedge probe is under way
+	program  *Program       // what Options.Resolve said of its program; nil = a plain command
+	mark     string         // an adapter's: the MarkEnv value of the processes its calls start; constant after start
 	egress   *egress.Served // a confined child's egress, served until it stops; set before the generation is started
 
 	// exec is the identity of a stdio child's executable, computed just
