@@ -31,9 +31,9 @@
 // (a test flag) adds an MCP App, the tool show-card and its ui:// resource
 // CardURI, the tool grow, which changes the prompt and resource lists, and
 // subscribable resources with the tool touch {uri}, which says one changed.
-// EnvFiles=1 (a test flag too) adds read {path} and write {path, text},
-// which answer the system's error as an isError result: what a confined
-// child's tests need to see the kernel refuse.
+// EnvProbe=1 (a test flag too) adds read {path}, write {path, text} and
+// fetch {url}, which answer the system's error as an isError result: what
+// a confined child's tests need to see the kernel refuse.
 //
 // # Failure flags
 //
@@ -43,7 +43,7 @@
 // initialize; EnvEra=stateless|handshake serves one era only (the other's
 // opening request is refused with -32601); EnvRequestLog=<file> appends
 // each method received to the file; EnvApps=1 adds the MCP App and subscriptions;
-// EnvFiles=1 the file tools. The daemon's default demo server
+// EnvProbe=1 the probing tools. The daemon's default demo server
 // ignores them.
 //
 // # Re-exec'ing the test binary as a real child

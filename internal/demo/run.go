@@ -59,7 +59,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer) error {
 type flags struct {
 	drift      bool
 	apps       bool   // EnvApps
-	files      bool   // EnvFiles
+	probe      bool   // EnvProbe
 	era        string // EnvEra
 	requestLog string // EnvRequestLog
 	describe   string // EnvDescribe
@@ -71,8 +71,8 @@ func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer, f f
 	if f.apps {
 		addApps(srv)
 	}
-	if f.files {
-		addFiles(srv)
+	if f.probe {
+		addProbe(srv)
 	}
 	if f.describe != "" {
 		addRedescribe(srv, f.describe)
@@ -105,7 +105,7 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, failur
 	}
 	var f flags
 	if failures {
-		f = flags{drift: os.Getenv(EnvDrift) == "1", apps: os.Getenv(EnvApps) == "1", files: os.Getenv(EnvFiles) == "1", era: os.Getenv(EnvEra), requestLog: os.Getenv(EnvRequestLog),
+		f = flags{drift: os.Getenv(EnvDrift) == "1", apps: os.Getenv(EnvApps) == "1", probe: os.Getenv(EnvProbe) == "1", era: os.Getenv(EnvEra), requestLog: os.Getenv(EnvRequestLog),
 			describe: os.Getenv(EnvDescribe)}
 	}
 	if err := run(ctx, stdin, stdout, stderr, f); err != nil {
