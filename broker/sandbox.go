@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -181,4 +184,44 @@ func confineSetting(s *config.Server, d config.Defaults) string {
 	}
 	b, _ := json.Marshal([]*config.Sandbox{s.Sandbox, d.Sandbox})
 	return string(b)
+}
+
+// SandboxView is what would confine the child that serves a request: its
+// server, for its caller at its cwd (`mcpx sandbox show`).
+type SandboxView struct {
+	Server string
+	Key    string // the scope key the caller's calls land on
+	Root   string // the instance root; "" for a rootless scope
+	// Spec is what the broker decided (EffectiveSandbox); nil when the
+	// child is not confined, and then nothing below is set.
+	Spec *confine.Spec
+	// Policy is the whole policy a spawn would make of it now: the
+	// private directory named ${mcpx.tmpdir}, allocated ports unknown.
+	Policy sandbox.Policy
+	// Enforcement is what this kernel would enforce of it, feature by
+	// feature (sandbox.Plan); Refused says why Enforce mode would refuse
+	// to start the child here ("" if it would not).
+	Enforcement sandbox.Enforcement
+	Refused     string
+}
+
+// Sandbox says what would confine the child that serves r, without
+// starting it (resolving a nix: command may build it, within ctx).
+func (b *Broker) Sandbox(ctx context.Context, r Request) (SandboxView, error) {
+	res, err := b.resolve(r)
+	if err != nil {
+		return SandboxView{}, err
+	}
+	v := SandboxView{Server: r.Server, Key: res.target.Key, Root: res.target.Root, Spec: res.target.Sandbox}
+	if v.Spec == nil {
+		return v, nil
+	}
+	if v.Policy, err = b.pool.SandboxPolicy(ctx, res.target); err != nil {
+		return SandboxView{}, b.translate(err, "show sandbox", r.Server)
+	}
+	var ne *sandbox.NotEnforcedError
+	if v.Enforcement, err = sandbox.Plan(&v.Policy, sandbox.Probe()); errors.As(err, &ne) {
+		v.Refused = fmt.Sprintf("server %q: sandbox: %v", r.Server, ne)
+	}
+	return v, nil
 }

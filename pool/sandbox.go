@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 
+	"mcpx.dev/mcpx/internal/placeholder"
 	"mcpx.dev/mcpx/pool/confine"
+	"mcpx.dev/mcpx/pool/execid"
 	"mcpx.dev/mcpx/pool/proc"
 	"mcpx.dev/mcpx/pool/proc/egress"
 	"mcpx.dev/mcpx/pool/proc/sandbox"
@@ -69,22 +71,6 @@ func (g *generation) cell() *sandbox.Cell {
 // policy inst's Spec makes for it. prog is what Options.Resolve said of
 // the program (nil: a plain command).
 func (p *Pool) confineCommand(ctx context.Context, inst *instance, sp spawnSpec, prog *Program, cmd *proc.Command) error {
-	spec := inst.sandbox
-	exe := cmd.Path
-	if !filepath.IsAbs(exe) {
-		if exe = proc.LookPath(exe, cmd.Env); exe == "" {
-			return fmt.Errorf("cannot run %q: not found on the child's PATH; %s", sp.command, proc.Hint(sp.command, proc.ErrNotFound))
-		}
-		cmd.Path = exe
-	}
-	reads := confine.ProgramReads(exe, cmd.Args, cmd.Dir)
-	if prog != nil && prog.StorePath != "" && p.opts.Closure != nil {
-		closure, err := p.opts.Closure(ctx, prog.StorePath)
-		if err != nil {
-			return fmt.Errorf("server %q: sandbox: reading the store closure of %s: %w", inst.def.Name, prog.StorePath, err)
-		}
-		reads = append(reads, closure...)
-	}
 	p.mu.Lock()
 	var tmp string
 	var ports []uint16
@@ -95,9 +81,75 @@ func (p *Pool) confineCommand(ctx context.Context, inst *instance, sp spawnSpec,
 		}
 	}
 	p.unlock()
-	pol := spec.Policy(confine.Facts{TmpDir: tmp, Program: reads, Env: sp.env, Base: p.opts.Env, Ports: ports})
+	pol, err := p.policyFor(ctx, inst, sp, prog, cmd, tmp, ports)
+	if err != nil {
+		return err
+	}
 	cmd.Env, cmd.Sandbox = pol.Env, &pol
 	return nil
+}
+
+// policyFor is the policy inst's Spec makes for cmd, its child's command
+// as sp says, with tmp its private directory and ports its allocations.
+// A command that is not an absolute path is looked up on its PATH (and
+// cmd.Path set to what is found).
+func (p *Pool) policyFor(ctx context.Context, inst *instance, sp spawnSpec, prog *Program, cmd *proc.Command, tmp string, ports []uint16) (sandbox.Policy, error) {
+	exe := cmd.Path
+	if !filepath.IsAbs(exe) {
+		if exe = proc.LookPath(exe, cmd.Env); exe == "" {
+			return sandbox.Policy{}, fmt.Errorf("cannot run %q: not found on the child's PATH; %s", sp.command, proc.Hint(sp.command, proc.ErrNotFound))
+		}
+		cmd.Path = exe
+	}
+	reads := confine.ProgramReads(exe, cmd.Args, cmd.Dir)
+	if prog != nil && prog.StorePath != "" && p.opts.Closure != nil {
+		closure, err := p.opts.Closure(ctx, prog.StorePath)
+		if err != nil {
+			return sandbox.Policy{}, fmt.Errorf("server %q: sandbox: reading the store closure of %s: %w", inst.def.Name, prog.StorePath, err)
+		}
+		reads = append(reads, closure...)
+	}
+	return inst.sandbox.Policy(confine.Facts{TmpDir: tmp, Program: reads, Env: sp.env, Base: p.opts.Env, Ports: ports}), nil
+}
+
+// SandboxPolicy is the policy a child of t's instance would start with
+// now, confined by t.Sandbox, with its private directory named
+// ${mcpx.tmpdir} and its allocations unknown (for `mcpx sandbox show`).
+// It starts nothing; resolving a nix: command may build it, within ctx.
+func (p *Pool) SandboxPolicy(ctx context.Context, t Target) (sandbox.Policy, error) {
+	p.mu.Lock()
+	def := p.servers[t.Server]
+	p.unlock()
+	switch {
+	case def == nil:
+		return sandbox.Policy{}, p.perr("sandbox", t, ErrUnknownServer, "")
+	case t.Sandbox == nil || def.Command == "" || def.Adapter != nil:
+		return sandbox.Policy{}, p.perr("sandbox", t, ErrSpawnConfig, "the server's children are not confined for this caller")
+	}
+	inst := &instance{id: def.Name + "-0", key: t.key(), def: def, root: t.Root, cwd: t.Cwd, sandbox: t.Sandbox}
+	v := inst.vars()
+	v.tmpdir, v.alloc = placeholder.TmpDir, map[string]string{}
+	for name := range def.Allocate {
+		v.alloc[name] = "0"
+	}
+	sp, err := resolveSpawn(def, v)
+	if err != nil {
+		return sandbox.Policy{}, p.perr("sandbox", t, ErrSpawnConfig, err.Error())
+	}
+	prog, err := p.resolve(inst, &sp)
+	if err != nil {
+		return sandbox.Policy{}, p.startErr(t, err)
+	}
+	id := execid.Of(sp.command, execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax, Args: sp.args})
+	if !id.Missing() {
+		sp.path = id.Path
+	}
+	cmd := sp.procCommand(p.opts.Env)
+	pol, err := p.policyFor(ctx, inst, sp, prog, &cmd, placeholder.TmpDir, nil)
+	if err != nil {
+		return sandbox.Policy{}, p.perr("sandbox", t, ErrSpawnConfig, err.Error())
+	}
+	return pol, nil
 }
 
 // sandboxErr is a confined spawn's failure as the pool says it: a kernel
