@@ -70,6 +70,16 @@ func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, stri
 	}
 }
 
+// closureOf is the pool's Closure hook: a confined nix program reads its
+// store closure. nil without a resolver (a nix: command does not start
+// then anyway).
+func closureOf(nix *nixresolve.Resolver) func(context.Context, string) ([]string, error) {
+	if nix == nil {
+		return nil
+	}
+	return nix.Closure
+}
+
 // poolServer is the pool's definition of server name, s as the config
 // file at source (whose directory a relative openapi spec is in) gives it,
 // under the daemon's config's defaults.
