@@ -47,6 +47,7 @@ func instanceDoc(in broker.Instance) wire.Instance {
 		LastError: in.LastError, StderrTail: in.StderrTail, Degraded: in.Degraded,
 		Program: programDoc(in), Exec: in.Exec,
 		Index: in.Index, Alloc: in.Alloc, TmpDir: in.TmpDir,
+		Sandbox: instanceSandboxDoc(in),
 	}
 }
 

@@ -45,6 +45,7 @@ func TestDocuments(t *testing.T) {
 	sum := filled[broker.CallStats]()
 	ev := filled[broker.Event]()
 	ev.Kind, ev.Key = pool.EventCrash, "session:other"
+	sb := filled[broker.SandboxView]()
 	hit := filled[catalog.Hit]()
 	cat := filled[catalog.Catalog]()
 
@@ -79,6 +80,8 @@ func TestDocuments(t *testing.T) {
 		"event-plain":    event(plain),
 		"search-hit":     hitDoc(hit),
 		"catalog":        catalogDoc(cat, nil),
+		"sandbox-owner":  sandboxFor(owner, sb),
+		"sandbox-plain":  sandboxFor(plain, sb),
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := json.MarshalIndent(doc, "", "  ")
@@ -140,7 +143,7 @@ func fillField(v reflect.Value, name string) {
 		} else {
 			v.SetInt(int64(n))
 		}
-	case reflect.Uint, reflect.Uint64, reflect.Uint32:
+	case reflect.Uint, reflect.Uint64, reflect.Uint32, reflect.Uint16:
 		v.SetUint(uint64(n))
 	case reflect.Float64, reflect.Float32:
 		v.SetFloat(float64(n) + 0.25)

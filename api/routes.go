@@ -21,6 +21,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpListServers:           (*server).listServers,
 	wire.OpGetServer:             (*server).getServer,
 	wire.OpListServerTools:       (*server).listServerTools,
+	wire.OpGetSandbox:            (*server).getSandbox,
 	wire.OpCallTool:              (*server).callTool,
 	wire.OpListResources:         (*server).listResources,
 	wire.OpReadResource:          (*server).readResource,

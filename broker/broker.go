@@ -42,6 +42,7 @@ import (
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/observe/calllog"
 	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/proc/egress"
 )
 
 // Options configures a Broker.
@@ -75,6 +76,10 @@ type Options struct {
 	// kept for its caller; the child's ttl, if shorter, wins. 0 =
 	// DefaultTaskRetention.
 	TaskRetention time.Duration
+	// Egress configures the egress proxy of confined children whose
+	// sandbox lists hosts (pool.Options.Egress); the zero value is the
+	// daemon's. Tests give a resolver that maps names to test hosts.
+	Egress egress.Options
 }
 
 // MemoFile is the name of the pool's memo file in the state directory.
@@ -203,6 +208,8 @@ func New(opts Options) (*Broker, error) {
 		TmpDir:          tmpDir(opts.StateDir),
 		SchemaCacheFile: stateFile(opts.StateDir, SchemaCacheFile),
 		Resolve:         resolveCommand(opts.Nix),
+		Closure:         closureOf(opts.Nix),
+		Egress:          opts.Egress,
 		ExecHashMax:     opts.Config.Limits.ExecHashMax,
 		ExecWatch:       cmp.Or(opts.ExecWatch, opts.Config.Pool.ExecWatch.D()),
 		Survive:         pc.Survive,

@@ -22,9 +22,11 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.MaybeExec() // in a confined child's helper: confine, exec, never return
 	demo.MaybeServe()
 	maybeFlood()
 	maybeSlowRoots()

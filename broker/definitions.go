@@ -21,7 +21,7 @@ func (b *Broker) applyServers() {
 	cfg := b.cfg
 	defs := make([]pool.Server, 0, len(cfg.Servers))
 	for _, name := range sortedNames(cfg.Servers) {
-		d := b.poolServer(name, cfg.Servers[name], cfg.Source)
+		d := b.poolServer(name, cfg.Servers[name], cfg.Source, cfg.Defaults)
 		d.Revision = b.revs[name]
 		defs = append(defs, d)
 	}
@@ -70,9 +70,20 @@ func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, stri
 	}
 }
 
+// closureOf is the pool's Closure hook: a confined nix program reads its
+// store closure. nil without a resolver (a nix: command does not start
+// then anyway).
+func closureOf(nix *nixresolve.Resolver) func(context.Context, string) ([]string, error) {
+	if nix == nil {
+		return nil
+	}
+	return nix.Closure
+}
+
 // poolServer is the pool's definition of server name, s as the config
-// file at source (whose directory a relative openapi spec is in) gives it.
-func (b *Broker) poolServer(name string, s *config.Server, source string) pool.Server {
+// file at source (whose directory a relative openapi spec is in) gives it,
+// under the daemon's config's defaults.
+func (b *Broker) poolServer(name string, s *config.Server, source string, defaults config.Defaults) pool.Server {
 	d := pool.Server{
 		Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
 		URL: s.URL, Headers: s.Headers,
@@ -89,8 +100,9 @@ func (b *Broker) poolServer(name string, s *config.Server, source string) pool.S
 		ReadyStderr:  readyStderr(s.Ready),
 		NoRoots:      !s.OffersRoots(),
 		Adapter:      b.adapterOf(name, s, source),
+		Confine:      confineSetting(s, defaults),
 	}
-	keepAlive(&d, s)
+	keepAlive(&d, s, defaults)
 	return d
 }
 

@@ -11,13 +11,14 @@ import (
 // keepAlive sets what keeps d's children alive and warm (docs/children.md,
 // "Health, min and warm"): the health check, min and warm, and the key
 // known before any call — a global server's, the one key it has.
-func keepAlive(d *pool.Server, s *config.Server) {
+func keepAlive(d *pool.Server, s *config.Server, defaults config.Defaults) {
 	if s.Health.On() {
 		d.HealthInterval, d.HealthTimeout = s.Health.Interval.D(), s.Health.Timeout.D()
 	}
 	d.Min, d.Warm = s.Min, s.Warm
 	if s.Scope == config.ScopeGlobal && (s.Min > 0 || s.Warm) {
-		d.Keys = []pool.Target{{Server: d.Name, Key: globalKey}}
+		// The owner's instance: what a call of the owner's would use.
+		d.Keys = []pool.Target{{Server: d.Name, Key: globalKey, Sandbox: EffectiveSandbox(s, defaults, Caller{Owner: true}, "")}}
 	}
 }
 

@@ -532,10 +532,11 @@ func (b *Broker) ensureDef(poolName, file string, def *config.Server) {
 	if ok {
 		return
 	}
+	defaults := b.currentConfig().Defaults
 	b.setMu.Lock()
 	defer b.setMu.Unlock()
 	p.mu.Lock()
-	d := b.poolServer(poolName, def, file)
+	d := b.poolServer(poolName, def, file, defaults)
 	p.defs[poolName] = projectDef{def: d, file: file}
 	p.mu.Unlock()
 	b.applyServers()

@@ -40,11 +40,14 @@ func demoDef(t testing.TB, env map[string]string) map[string]any {
 }
 
 // markerDef is demoDef run through sh, which first creates the file
-// marker: a caller whose call runs this command leaves it behind.
+// marker: a caller whose call runs this command leaves it behind. Its
+// sandbox lets it write marker's directory, which a caller who is not
+// the owner gets only when its rights reach it (docs/sandbox.md).
 func markerDef(t testing.TB, marker string) map[string]any {
 	d := demoDef(t, map[string]string{"FLAVOR": "marked"})
 	d["command"] = "sh"
 	d["args"] = []string{"-c", `touch "$0" && exec "$1"`, marker, os.Args[0]}
+	d["sandbox"] = map[string]any{"write": []string{filepath.Dir(marker)}}
 	return d
 }
 

@@ -34,7 +34,10 @@ const (
 
 // localCaller is a same-machine caller with full rights, as the unix socket
 // authenticates one.
-var localCaller = broker.Caller{Name: "local:test", Via: "unix", Local: true, Rights: rights.Rights{{Admin: true}}}
+// localCaller is the daemon's owner (the CLI's caller), whose children are
+// confined only when the config says so: these tests are of the servers
+// themselves. Confined real servers are the sandbox's tests'.
+var localCaller = broker.Caller{Name: "local:test", Via: "unix", Local: true, Owner: true, Rights: rights.Rights{{Admin: true}}}
 
 // newRealBroker starts a broker over servers (config JSON objects by name)
 // and stops it, checking that no child outlives the test, at cleanup. Each

@@ -45,6 +45,19 @@ func instances(ps []pool.InstanceStatus) []Instance {
 	return out
 }
 
+// EgressCounts are each server's egress proxy decisions since the daemon
+// started (its confined children's connections: allowed, refused, failed).
+func (b *Broker) EgressCounts() map[string]EgressCounts {
+	out := map[string]EgressCounts{}
+	for server, c := range b.pool.EgressCounts() {
+		out[server] = EgressCounts(c)
+	}
+	return out
+}
+
+// EgressCounts are one server's egress proxy decisions (egress.Counts).
+type EgressCounts struct{ Allowed, Refused, Failed uint64 }
+
 // Stats returns the pool-wide counters (spawns, evictions, 503s, ...).
 func (b *Broker) Stats() Stats { return Stats(b.pool.Stats()) }
 

@@ -217,6 +217,7 @@ func (b *Broker) resolveIn(ctx context.Context, r Request, tool string) (_ resol
 	return resolved{def: def, use: use, hidden: hidden, target: pool.Target{
 		Server: poolName, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),
+		Sandbox:   EffectiveSandbox(def, b.currentConfig().Defaults, c, rs.Root),
 	}}, nil
 }
 

@@ -22,11 +22,13 @@ import (
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/apitest"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 	"mcpx.dev/mcpx/wire"
 )
 
 func TestMain(m *testing.M) {
-	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
+	sandbox.MaybeExec() // in a confined child's helper: confine, exec, never return
+	demo.MaybeServe()   // in a child: serve the demo server on stdio and exit
 	maybeHelperDaemon()
 	os.Exit(m.Run())
 }

@@ -44,6 +44,12 @@ func (c *Client) ServerTools(ctx context.Context, cl Caller, server string) (*wi
 	return get[wire.ServerTools](ctx, c, wire.OpListServerTools, &cl, "", server)
 }
 
+// Sandbox says what would confine the child that serves cl at its cwd
+// for server (docs/sandbox.md).
+func (c *Client) Sandbox(ctx context.Context, cl Caller, server string) (*wire.Sandbox, []byte, error) {
+	return get[wire.Sandbox](ctx, c, wire.OpGetSandbox, &cl, "", server)
+}
+
 // Tools lists every server's tools, each tagged with its server; a server
 // whose tools could not be listed is a problem in ToolList.Errors, not an
 // error.

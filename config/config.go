@@ -108,6 +108,9 @@ type Config struct {
 	Webhooks []Webhook `json:"webhooks,omitempty"`
 	// OTel turns on OpenTelemetry traces (otel.go).
 	OTel OTel `json:"otel,omitzero"`
+	// Defaults are what every server takes unless it sets its own
+	// (sandbox.go): "defaults": {"sandbox": true} confines them all.
+	Defaults Defaults `json:"defaults,omitzero"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
 	// Disabled names the servers marked "disabled": true, in document
@@ -231,6 +234,11 @@ type Server struct {
 	// beyond answering initialize; nil = as soon as it has answered (and
 	// its start-up roots/list, if it asks one, has been answered).
 	Ready *Ready `json:"ready,omitempty"`
+	// Sandbox confines the server's children with what the kernel
+	// enforces (sandbox.go); nil = Config.Defaults.Sandbox's setting.
+	// Whatever it says, a caller who is not the owner gets a confined
+	// child (docs/sandbox.md).
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 }
 
 // Ready is a server's readiness signal.
@@ -492,6 +500,7 @@ func Parse(data []byte, source string) (*Config, error) {
 	}
 	p.checkAllocOverlap(cfg.Servers)
 	p.checkPrefixes(cfg.Servers)
+	p.checkSandboxes(cfg)
 	if inputs > 0 && !usesInputs {
 		p.warn("", "inputs", "VS Code inputs ignored: no server uses them, and mcpx never prompts",
 			"remove them, or keep them for VS Code")
@@ -558,6 +567,7 @@ func (c *Config) Normalize() error {
 	}
 	p.checkAllocOverlap(c.Servers)
 	p.checkPrefixes(c.Servers)
+	p.checkSandboxes(c)
 	c.Warnings = p.warns
 	return p.err(c.Source)
 }

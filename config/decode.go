@@ -28,7 +28,7 @@ type decoded struct {
 // field that names it ("type", or Cline's "transportType").
 type transport struct{ field, value string }
 
-var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "log", "ceilingDirs", "script", "mcp", "registry", "webhooks", "otel"}
+var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "log", "ceilingDirs", "script", "mcp", "registry", "webhooks", "otel", "defaults"}
 
 // clientTop are the top-level keys of the client formats mcpx reads (see
 // the package doc) besides their servers: VS Code's "inputs", checked where
@@ -78,6 +78,8 @@ func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int
 			p.decodeWebhooks(&cfg.Webhooks, m.value)
 		case "otel":
 			p.decodeOTel(&cfg.OTel, m.value)
+		case "defaults":
+			p.decodeDefaults(&cfg.Defaults, m.value)
 		case "$schema":
 			// The JSON Schema an editor checks the file against
 			// (`mcpx config schema`, schema.go); mcpx reads nothing from it.
@@ -236,8 +238,9 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 	var typ string
 	var ready json.RawMessage
 	fields := serverFields(s, &typ, &ready)
-	var openapi json.RawMessage
+	var openapi, sandbox json.RawMessage
 	fields["openapi"] = fieldSpec{&openapi, `an object such as {"spec": "https://petstore3.swagger.io/api/v3/openapi.json"}`}
+	fields["sandbox"] = fieldSpec{&sandbox, sandboxWant[5:]}
 	var own []member
 	seen := map[string]bool{}
 	for _, m := range members {
@@ -260,6 +263,9 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 	}
 	if openapi != nil && !d.bad["openapi"] {
 		s.OpenAPI = d.probs.decodeOpenAPI(name, openapi)
+	}
+	if sandbox != nil {
+		s.Sandbox = d.probs.decodeSandbox(name, "sandbox", sandbox)
 	}
 	if i := slices.IndexFunc(own, func(m member) bool { return m.key == "cli" }); i >= 0 && !isNull(own[i].value) {
 		s.CLI = d.probs.decodeCLI(name, own[i].value)

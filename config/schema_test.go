@@ -74,6 +74,11 @@ var objectProbes = []struct{ path, doc string }{
 	{"registry", `{"registry": {"zzqqxx": 1}}`},
 	{"webhooks[]", `{"webhooks": [{"url": "https://hooks.example/x", "secret": "s", "zzqqxx": 1}]}`},
 	{"otel", `{"otel": {"zzqqxx": 1}}`},
+	{"servers.*.sandbox", `{"servers": {"s": {"command": "c", "sandbox": {"zzqqxx": 1}}}}`},
+	{"servers.*.sandbox.limits", `{"servers": {"s": {"command": "c", "sandbox": {"limits": {"zzqqxx": 1}}}}}`},
+	{"defaults", `{"defaults": {"zzqqxx": 1}}`},
+	{"defaults.sandbox", `{"defaults": {"sandbox": {"zzqqxx": 1}}}`},
+	{"defaults.sandbox.limits", `{"defaults": {"sandbox": {"limits": {"zzqqxx": 1}}}}`},
 }
 
 // knownList finds, in the decoder's problem about far, the list of keys
@@ -314,6 +319,7 @@ func TestSchemaEnumsAreTheDecoders(t *testing.T) {
 		{"script", "properties/deps/properties/from/items", DepSources},
 		{"serverFields", "properties/type", slices.Sorted(maps.Keys(transportTypes))},
 		{"serverFields", "properties/sharing", []string{string(SharingShared), string(SharingExclusive)}},
+		{"sandbox", "properties/mode", SandboxModes},
 	} {
 		got := enum(c.def, c.pointer)
 		if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(c.want))) {
@@ -357,6 +363,10 @@ var unknownKeyCases = []struct {
 	{"registry", `{"servers": {"s": {"command": "c"}}, "registry": {%s "url": "https://registry.example"}}`, false},
 	{"webhook", `{"servers": {"s": {"command": "c"}}, "webhooks": [{%s "url": "https://hooks.example/x", "secret": "s"}]}`, false},
 	{"otel", `{"servers": {"s": {"command": "c"}}, "otel": {%s "sample": 1}}`, false},
+	{"sandbox", `{"servers": {"s": {"command": "c", "sandbox": {%s "network": "none"}}}}`, false},
+	{"sandbox.limits", `{"servers": {"s": {"command": "c", "sandbox": {"limits": {%s "memory": "2GiB"}}}}}`, false},
+	{"defaults", `{"servers": {"s": {"command": "c"}}, "defaults": {%s "sandbox": true}}`, false},
+	{"defaults.sandbox", `{"servers": {"s": {"command": "c"}}, "defaults": {"sandbox": {%s "mode": "enforce"}}}`, false},
 }
 
 // TestSchemaRefusesWhatTheDecoderRefuses feeds the same configs, each

@@ -52,7 +52,7 @@ func (p *Pool) acquire(ctx context.Context, t Target) (*instance, *generation, e
 			p.unlock()
 			return nil, nil, p.perr("acquire", t, ErrClosed, "the daemon is shutting down")
 		}
-		inst := p.instances[instKey{t.Server, t.Key}]
+		inst := p.instances[t.key()]
 		if inst == nil {
 			var err error
 			if inst, err = p.newInstanceLocked(ctx, t); err != nil {
@@ -250,19 +250,20 @@ func (p *Pool) roomLocked(def *Server, forKey string) bool {
 func (p *Pool) createLocked(def *Server, t Target) (*instance, error) {
 	inst := &instance{
 		id:        fmtID(def.Name, p.seq[def.Name]+1),
-		key:       instKey{t.Server, t.Key},
+		key:       t.key(),
 		def:       def,
 		root:      t.Root,
 		cwd:       t.Cwd,
 		degraded:  t.Degraded,
 		ephemeral: t.Ephemeral,
+		sandbox:   t.Sandbox,
 		index:     p.lowestIndexLocked(def.Name),
 		phase:     phaseIdle,
 		lastUsed:  p.opts.Now(),
 		created:   p.opts.Now(),
 	}
 	v := inst.vars()
-	if perInstance(def) {
+	if inst.perInstance() {
 		// Checked now with stand-ins; made for real at the first start.
 		v.tmpdir, v.alloc = "/", map[string]string{}
 		for name := range def.Allocate {
@@ -313,9 +314,9 @@ func (p *Pool) serveQueueLocked() {
 			w.err = p.perr("acquire", w.t, ErrClosed, "the daemon is shutting down")
 		case def == nil:
 			w.err = p.perr("acquire", w.t, ErrUnknownServer, "")
-		case p.instances[instKey{w.t.Server, w.t.Key}] != nil:
+		case p.instances[w.t.key()] != nil:
 			// Someone made it meanwhile: share it.
-			w.inst = p.instances[instKey{w.t.Server, w.t.Key}]
+			w.inst = p.instances[w.t.key()]
 		case !p.roomLocked(def, w.t.Key):
 			return false
 		default:

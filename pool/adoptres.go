@@ -69,16 +69,18 @@ func (p *Pool) runDirOf(dir, id string) string {
 // fitResources says why what h records does not fit def ("" = it does):
 // the same allocation names, each port in its range, and a private
 // directory when def uses ${mcpx.tmpdir}; none of them when def is not
-// per-instance.
+// per-instance. A confined child always has its private directory.
 func fitResources(def *Server, h HandoffChild) string {
 	recorded := h.Tmpdir != "" || len(h.Ports) > 0
-	if !perInstance(def) || !recorded {
-		if perInstance(def) != recorded {
+	confined := h.Sandbox != nil
+	per := perInstance(def) || confined
+	if !per || !recorded {
+		if per != recorded {
 			return "its definition changed"
 		}
 		return ""
 	}
-	if !slices.Equal(slices.Sorted(maps.Keys(def.Allocate)), slices.Sorted(maps.Keys(h.Ports))) || usesTmpDir(def) != (h.Tmpdir != "") {
+	if !slices.Equal(slices.Sorted(maps.Keys(def.Allocate)), slices.Sorted(maps.Keys(h.Ports))) || (usesTmpDir(def) || confined) != (h.Tmpdir != "") {
 		return "its definition changed"
 	}
 	for _, name := range slices.Sorted(maps.Keys(h.Ports)) {

@@ -151,7 +151,7 @@ func (p *Pool) acquireResources(inst *instance) (*resources, error) {
 		}
 		r.ports[name] = h
 	}
-	if usesTmpDir(def) {
+	if usesTmpDir(def) || inst.sandbox != nil {
 		base, err := p.tmpBase()
 		if err == nil {
 			r.tmpdir, err = os.MkdirTemp(base, inst.id+"-")

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/pool/confine"
 	"mcpx.dev/mcpx/pool/execid"
 	"mcpx.dev/mcpx/pool/proc"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 )
 
 // The handoff: a daemon that replaces its own image (execve, same pid)
@@ -100,6 +102,24 @@ type HandoffChild struct {
 	// Mark and the descriptors are zero, and Session names the remote's
 	// session (client.Snapshot.SessionID).
 	URL bool `json:"url,omitempty"`
+	// Confine is the definition's Server.Confine: an instance handed
+	// over under another sandbox setting is not adopted.
+	Confine string `json:"confine,omitempty"`
+	// Sandbox is a confined child's Spec (part of its key) and its
+	// confinement's state (sandbox.Cell.State); Proxy the number of this
+	// process's descriptor of its egress proxy listener (0: none), kept
+	// open across the exec (a crash's keeper holds it instead).
+	Sandbox *HandedSandbox `json:"sandbox,omitempty"`
+	Proxy   int            `json:"proxy,omitempty"`
+}
+
+// HandedSandbox is what a confined child's successor needs of its
+// confinement: the child stays confined by itself (Landlock, namespaces
+// and rlimits cannot be undone); the State names its cgroups and what
+// was enforced.
+type HandedSandbox struct {
+	Spec  confine.Spec   `json:"spec"`
+	State *sandbox.State `json:"state,omitempty"`
 }
 
 // Files returns the descriptors h names (none for a url instance).
@@ -107,7 +127,21 @@ func (h HandoffChild) Files() []int {
 	if h.URL {
 		return nil
 	}
-	return []int{h.Stdin, h.Stdout, h.Stderr}
+	fds := []int{h.Stdin, h.Stdout, h.Stderr}
+	if h.Proxy != 0 {
+		fds = append(fds, h.Proxy)
+	}
+	return fds
+}
+
+// target is the Target h's instance had: its key with its sandbox's.
+func (h HandoffChild) target() Target {
+	t := Target{Server: h.Server, Key: h.Key, Root: h.Root, Cwd: h.Cwd, Degraded: h.Degraded}
+	if h.Sandbox != nil {
+		spec := h.Sandbox.Spec
+		t.Sandbox = &spec
+	}
+	return t
 }
 
 // ErrNoHandoff: this pool's children cannot outlive an exec of the daemon.
@@ -209,6 +243,7 @@ func handoffOf(inst *instance) (HandoffChild, bool) {
 	h := recordOf(inst, g)
 	var ok bool
 	h.Stdin, h.Stdout, h.Stderr, ok = g.proc.Files()
+	h.Proxy, _ = g.proc.ProxyFD()
 	return h, ok
 }
 
@@ -222,6 +257,14 @@ func recordOf(inst *instance, g *generation) HandoffChild {
 		h.Pid, h.Start, h.Mark = c.Pid(), c.StartTime(), c.Mark()
 	} else {
 		h.URL = true
+	}
+	h.Confine = inst.def.Confine
+	if inst.sandbox != nil {
+		h.Sandbox = &HandedSandbox{Spec: *inst.sandbox}
+		if c := g.cell(); c != nil {
+			st := c.State()
+			h.Sandbox.State = &st
+		}
 	}
 	if r := inst.res; r != nil {
 		h.Tmpdir = r.tmpdir
@@ -314,8 +357,9 @@ type inherited struct {
 // inherit is the child h describes, inherited across the exec (ours) or
 // kept by a killed daemon's keeper.
 func (p *Pool) inherit(h HandoffChild, log *slog.Logger, ours bool) inherited {
-	c := proc.Adopt(proc.Inherited{Pid: h.Pid, Start: h.Start, Mark: h.Mark, Stdin: h.Stdin, Stdout: h.Stdout, Stderr: h.Stderr, Ours: ours},
-		log, &p.counters.server(h.Server).suppressed)
+	in := proc.Inherited{Pid: h.Pid, Start: h.Start, Mark: h.Mark, Stdin: h.Stdin, Stdout: h.Stdout, Stderr: h.Stderr, Ours: ours}
+	in.Cell = resumeCell(h, log)
+	c := proc.Adopt(in, log, &p.counters.server(h.Server).suppressed)
 	return inherited{c, c.Stdout()}
 }
 
@@ -343,9 +387,9 @@ func (p *Pool) adopt(h HandoffChild, c inherited, res *resources, lost string, l
 	switch {
 	case def == nil:
 		why = "its server is no longer defined"
-	case (def.URL != "") != h.URL || def.Adapter != nil:
+	case (def.URL != "") != h.URL || def.Adapter != nil || def.Confine != h.Confine:
 		why = "its definition changed"
-	case p.instances[instKey{h.Server, h.Key}] != nil:
+	case p.instances[h.target().key()] != nil:
 		why = "its key has an instance already"
 	default:
 		why = cmp.Or(fitResources(def, h), lost)
@@ -360,7 +404,7 @@ func (p *Pool) adopt(h HandoffChild, c inherited, res *resources, lost string, l
 	if n, err := strconv.Atoi(strings.TrimPrefix(h.ID, h.Server+"-")); err == nil && fmtID(h.Server, n) == h.ID {
 		p.seq[h.Server] = n - 1
 	}
-	inst, err := p.createLocked(def, Target{Server: h.Server, Key: h.Key, Root: h.Root, Cwd: h.Cwd, Degraded: h.Degraded})
+	inst, err := p.createLocked(def, h.target())
 	p.seq[h.Server] = max(seq, p.seq[h.Server])
 	if err != nil {
 		p.unlock()
@@ -396,6 +440,7 @@ func (p *Pool) adopt(h HandoffChild, c inherited, res *resources, lost string, l
 	} else {
 		log.Info("adopted a handed-over child", "root", inst.root, "protocol", h.Session.Version, "exec", g.execValue())
 	}
+	p.serveEgress(inst, g, log)
 	p.keepSurvivor(inst, g, log)
 	p.finishStart(inst, a, g, nil, log)
 	return ""

@@ -215,7 +215,7 @@ const (
 )
 
 func upgradeOptions(dir string) pool.Options {
-	return pool.Options{TmpDir: filepath.Join(dir, "tmp"), ReapInterval: -1, ExecWatch: -1}
+	return pool.Options{TmpDir: filepath.Join(dir, "tmp"), ReapInterval: -1, ExecWatch: -1, Egress: standInEgress()}
 }
 
 // upgradeDef is resServer as the upgrade tests run it, in the range of
@@ -223,6 +223,9 @@ func upgradeOptions(dir string) pool.Options {
 func upgradeDef(changed bool) pool.Server {
 	if url := os.Getenv(envRemoteURL); url != "" {
 		return remoteDef(url, changed)
+	}
+	if os.Getenv(envConfined) != "" {
+		return confinedDef(os.Getenv(proctest.MarkerEnv))
 	}
 	lo, hi := upgradeRange(changed)
 	return resServer(os.Getenv(proctest.MarkerEnv), lo, hi, filepath.Join(os.Getenv(envUpgradeDir), "exit.log"))
@@ -252,12 +255,12 @@ func upgradingDaemon() {
 	p := pool.New(upgradeOptions(dir))
 	p.SetServers([]pool.Server{upgradeDef(false)})
 	for range 2 {
-		if _, err := call(context.Background(), p, pool.Target{Server: "demo", Key: "global"}, "counter", nil); err != nil {
+		if _, err := call(context.Background(), p, standInTarget(), "counter", nil); err != nil {
 			fail(err)
 		}
 	}
 	if os.Getenv(envUpgradeBusy) == "1" {
-		go call(context.Background(), p, pool.Target{Server: "demo", Key: "global"}, "sleep", map[string]int{"ms": 60000})
+		go call(context.Background(), p, standInTarget(), "sleep", map[string]int{"ms": 60000})
 		for p.Instances()[0].InFlight == 0 {
 			time.Sleep(5 * time.Millisecond)
 		}

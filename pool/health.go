@@ -284,7 +284,7 @@ func (p *Pool) keepLocked(now time.Time) {
 			if p.opts.KeyAlive != nil && !p.opts.KeyAlive(t.Key) {
 				continue
 			}
-			inst := p.instances[instKey{t.Server, t.Key}]
+			inst := p.instances[t.key()]
 			if inst == nil {
 				if len(p.queue) > 0 || p.countLocked(def.Name) >= cmp.Or(def.Max, DefaultMax) || len(p.instances) >= p.opts.MaxInstances {
 					continue
@@ -315,7 +315,7 @@ func (p *Pool) warmLocked(defs []Server) {
 			continue
 		}
 		for _, t := range p.knownLocked(def, max(def.Min, 1)) {
-			if p.instances[instKey{t.Server, t.Key}] == nil && p.keep.startWarm(instKey{t.Server, t.Key}, true) {
+			if p.instances[t.key()] == nil && p.keep.startWarm(t.key(), true) {
 				p.wg.Go(func() { p.warm(t) })
 			}
 		}
@@ -325,7 +325,7 @@ func (p *Pool) warmLocked(defs []Server) {
 // warm starts a child for t and lists its tools into the schema cache,
 // unless the cache has them already; the instance then idles out.
 func (p *Pool) warm(t Target) {
-	defer p.keep.startWarm(instKey{t.Server, t.Key}, false)
+	defer p.keep.startWarm(t.key(), false)
 	ctx, cancel := context.WithTimeout(p.ctx, 2*p.opts.StartTimeout)
 	defer cancel()
 	if _, ok := p.ToolListing(ctx, t); ok {

@@ -12,8 +12,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"mcpx.dev/mcpx/mcp/client"
+	"mcpx.dev/mcpx/pool/confine"
 	"mcpx.dev/mcpx/pool/execid"
 	"mcpx.dev/mcpx/pool/proc"
+	"mcpx.dev/mcpx/pool/proc/egress"
 )
 
 // instance is one (server, key) slot. Its root and spawn spec are fixed at
@@ -31,6 +33,7 @@ type instance struct {
 	created   time.Time     // when the instance was made (its first call)
 	cwd       string        // the cwd of the caller that made it, for ${mcpx.cwd}
 	index     int           // ${mcpx.index}: lowest free among its server's live instances when made
+	sandbox   *confine.Spec // what confines its children (Target.Sandbox); nil = unconfined
 
 	// spec is constant after newInstanceLocked, or after the first start
 	// for a per-instance definition (see specReady); read it under Pool.mu
@@ -51,6 +54,7 @@ type instance struct {
 	backoffUntil time.Time
 	lastErr      string
 	lastTail     string
+	lastLimit    string        // which sandbox limit ended the last child, "" none (not a lifecycle field)
 	drained      chan struct{} // made on remove with calls in flight; closed when the last one ends
 	removedWhy   string        // why it was removed, for the exit event
 
@@ -95,13 +99,14 @@ type generation struct {
 	proc     *proc.Process // nil for url servers
 	sess     *client.Session
 	stopOnce sync.Once
-	dead     chan struct{} // closed by the watcher once the child is gone
-	exitDesc string        // set before dead is closed
-	tail     string        // set before dead is closed
-	wedged   string        // why it was killed as wedged; set under Pool.mu before the kill, read after dead is closed
-	probing  atomic.Bool   // a wedge probe is under way
-	program  *Program      // what Options.Resolve said of its program; nil = a plain command
-	mark     string        // an adapter's: the MarkEnv value of the processes its calls start; constant after start
+	dead     chan struct{}  // closed by the watcher once the child is gone
+	exitDesc string         // set before dead is closed
+	tail     string         // set before dead is closed
+	wedged   string         // why it was killed as wedged; set under Pool.mu before the kill, read after dead is closed
+	probing  atomic.Bool    // a wedge probe is under way
+	program  *Program       // what Options.Resolve said of its program; nil = a plain command
+	mark     string         // an adapter's: the MarkEnv value of the processes its calls start; constant after start
+	egress   *egress.Served // a confined child's egress, served until it stops; set before the generation is started
 
 	// exec is the identity of a stdio child's executable, computed just
 	// before it was started (nil for url children); constant after. What
@@ -143,6 +148,9 @@ func (g *generation) stop(ctx context.Context) {
 			// The session's end cancelled and waited for the adapter's
 			// calls; what they started and left is killed by its mark.
 			proc.KillMarked(g.mark)
+		}
+		if g.egress != nil {
+			g.egress.Close()
 		}
 	})
 }
@@ -189,6 +197,9 @@ func (p *Pool) watch(inst *instance, g *generation) {
 // exitedLocked records that g, inst's child, is gone.
 func (p *Pool) exitedLocked(inst *instance, g *generation) {
 	ev := event{kind: evExited, now: p.opts.Now(), gen: g}
+	if g.proc != nil && g.proc.Sandbox() != nil {
+		inst.lastLimit = g.proc.Limit()
+	}
 	// An expired session is re-initialized on the next call: no failure.
 	// Nor is a session given up over an answer larger than the limit
 	// (client.TooLargeError.Unended): that call failed, not the child's
@@ -260,6 +271,12 @@ func (p *Pool) unbind(inst *instance) {
 	}
 }
 
+// perInstance reports whether inst's spawn spec is made at its first
+// start, with its resources: its definition names ${mcpx.tmpdir} or an
+// allocation, or it is confined (its private directory is its child's
+// HOME).
+func (i *instance) perInstance() bool { return perInstance(i.def) || i.sandbox != nil }
+
 // vars are inst's placeholder values known when it is made.
 func (i *instance) vars() vars {
 	return vars{root: i.root, cwd: i.cwd, instance: i.id, index: i.index, key: i.key.key}
@@ -297,6 +314,7 @@ func (i *instance) statusLocked(now time.Time) InstanceStatus {
 	if i.gen != nil {
 		s.Program = i.gen.program
 	}
+	s.Sandbox = i.sandboxStatusLocked()
 	s.Exec = i.gen.execValue()
 	if i.phase == phaseBackoff {
 		if now.Before(i.backoffUntil) {

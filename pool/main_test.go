@@ -20,6 +20,7 @@ import (
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/proc"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 )
 
 // The pool's tests run real children: this test binary, re-executed as
@@ -27,6 +28,7 @@ import (
 // the helpers they share.
 
 func TestMain(m *testing.M) {
+	sandbox.MaybeExec() // in a confined child's helper: confine, exec, never return
 	proc.MaybeWatch()
 	maybeResChild()
 	demo.MaybeServe()

@@ -39,8 +39,10 @@ import (
 	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/mcp/jsonrpc"
+	"mcpx.dev/mcpx/pool/confine"
 	"mcpx.dev/mcpx/pool/portalloc"
 	"mcpx.dev/mcpx/pool/proc"
+	"mcpx.dev/mcpx/pool/proc/egress"
 )
 
 // Server is the definition of one child server, as the pool needs it.
@@ -117,6 +119,12 @@ type Server struct {
 	// which may turn it into variables for the child (an execution
 	// environment), and a change replaces the instances.
 	Environment string `json:"-"`
+	// Confine is opaque to the pool: the server's sandbox setting as its
+	// owner reads it (whose Specs the callers' Targets carry). Like any
+	// change of the definition, a change replaces the instances, and an
+	// instance handed over under another one is not adopted. It is no
+	// part of the memo fingerprint.
+	Confine string `json:"-"`
 }
 
 // Options configure a Pool. The zero value is usable.
@@ -211,6 +219,15 @@ type Options struct {
 	// Events receives the pool's lifecycle events; nil = a log of
 	// DefaultEventBuffer events, made by New (see Events).
 	Events *EventLog
+	// Egress configures the egress proxy that serves confined children
+	// whose sandbox lists hosts (sandbox.go); its Logger defaults to the
+	// pool's. The zero value is the daemon's: the system's resolver, no
+	// private address reached.
+	Egress egress.Options
+	// Closure, if set, names the store paths a nix program needs to read
+	// (its store closure) when it runs confined; nil = its store path
+	// alone.
+	Closure func(ctx context.Context, storePath string) ([]string, error)
 }
 
 // MarkEnv is the variable that marks every process a pool's child starts
@@ -226,6 +243,10 @@ type Target struct {
 	Cwd       string // the caller's canonical cwd, for ${mcpx.cwd}
 	Degraded  string // why the key is not the requested scope, for status
 	Ephemeral bool   // stop the instance right after this call (call: keys)
+	// Sandbox, if set, confines the instance's stdio child (sandbox.go):
+	// its Fingerprint is part of the instance's identity, so a caller
+	// confined otherwise never shares a child. nil = unconfined.
+	Sandbox *confine.Spec
 }
 
 // Pool errors; a *Error wraps one of these.
@@ -272,7 +293,9 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Err}
 }
 
-type instKey struct{ server, key string }
+// instKey names an instance: its server, its scope key and its sandbox
+// Spec's fingerprint ("" unconfined: the key as it always was).
+type instKey struct{ server, key, sandbox string }
 
 // Pool is safe for concurrent use.
 type Pool struct {
@@ -282,6 +305,7 @@ type Pool struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // every goroutine the pool starts
 	spawner *proc.Spawner  // every child is started from its thread
+	egress  *egress.Proxy  // serves confined children's egress; constant after New
 	events  *EventLog      // lifecycle events; constant after New
 	execMu  sync.Mutex     // serializes exec checks (CheckExec); guards generation.execStat, execMissing
 	surv    survive        // the survive file's writer (survive.go)
@@ -361,9 +385,13 @@ func New(opts Options) *Pool {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	if opts.Egress.Logger == nil {
+		opts.Egress.Logger = log.With("component", "egress")
+	}
 	p := &Pool{
 		opts: opts, log: log, ctx: ctx, cancel: cancel,
 		spawner:   proc.NewSpawner(),
+		egress:    egress.New(opts.Egress),
 		events:    opts.Events,
 		servers:   map[string]*Server{},
 		instances: map[instKey]*instance{},
@@ -618,6 +646,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	wg.Wait()
 	p.cancel()
 	p.wg.Wait()
+	p.egress.Close()
 	p.spawner.Close()
 	p.removeTmpBase()
 	return nil

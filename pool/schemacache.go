@@ -349,7 +349,7 @@ func (p *Pool) cachedEntry(ctx context.Context, t Target) *schemaEntry {
 func (p *Pool) entryOf(ctx context.Context, t Target, live bool) *schemaEntry {
 	p.mu.Lock()
 	def := p.servers[t.Server]
-	inst := p.instances[instKey{t.Server, t.Key}]
+	inst := p.instances[t.key()]
 	running := inst != nil && (inst.phase == phaseStarting || inst.phase == phaseReady)
 	closed := p.closed
 	p.unlock()

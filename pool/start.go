@@ -153,15 +153,16 @@ func (p *Pool) open(ctx context.Context, inst *instance, sp spawnSpec, g *genera
 		p.unbind(inst)
 		return client.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient), nil
 	}
-	if e := p.spawn(inst, sp, g, log); e != nil {
+	if e := p.spawn(ctx, inst, sp, g, log); e != nil {
 		return nil, e
 	}
 	return client.NewStdio(g.proc.Stdout(), g.proc.Stdin()), nil
 }
 
 // spawn starts g's stdio child for inst, as sp says, after taking the
-// identity of its executable (package execid).
-func (p *Pool) spawn(inst *instance, sp spawnSpec, g *generation, log *slog.Logger) *Error {
+// identity of its executable (package execid); a confined instance's
+// child starts confined (sandbox.go), within ctx.
+func (p *Pool) spawn(ctx context.Context, inst *instance, sp spawnSpec, g *generation, log *slog.Logger) *Error {
 	t := Target{Server: inst.def.Name, Key: inst.key.key}
 	if err := checkDir(sp); err != nil {
 		return p.perr("start", t, ErrStart, err.Error())
@@ -182,17 +183,30 @@ func (p *Pool) spawn(inst *instance, sp spawnSpec, g *generation, log *slog.Logg
 	}
 	cmd := sp.procCommand(p.opts.Env)
 	cmd.Log, cmd.Suppressed, cmd.Ready = log, &p.counters.server(inst.def.Name).suppressed, ready
+	if inst.sandbox != nil {
+		if err := p.confineCommand(ctx, inst, sp, g.program, &cmd); err != nil {
+			e := p.perr("start", t, ErrStart, err.Error())
+			e.Cause = err
+			return e
+		}
+	}
 	// The ports are ours up to here; the child binds them next. What is
 	// left of the check-then-use gap is the exec and the child's start-up
 	// (package portalloc).
 	p.unbind(inst)
-	c, err := p.spawner.Start(cmd)
+	c, err := p.spawner.Start(ctx, cmd)
+	if err != nil && cmd.Sandbox != nil {
+		e := p.perr("start", t, ErrStart, sandboxErr(inst.def.Name, err))
+		e.Cause = err
+		return e
+	}
 	if err != nil {
 		e := p.perr("start", t, ErrStart, fmt.Sprintf("cannot run %q: %v; %s", sp.command, err, proc.Hint(sp.command, err)))
 		e.Cause = err
 		return e
 	}
 	g.proc = c
+	p.serveEgress(inst, g, log)
 	return nil
 }
 

@@ -62,6 +62,9 @@ type InstanceStatus struct {
 	// Program is where the running child's program came from, when
 	// Options.Resolve said (a nix: spec's lock and store path).
 	Program *Program
+	// Sandbox is what confines the instance's children; nil when they
+	// are not confined.
+	Sandbox *SandboxStatus
 }
 
 // Program is what Options.Resolve made of a stdio child's command: what

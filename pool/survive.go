@@ -124,7 +124,7 @@ func (p *Pool) AdoptSurvivors() Adopted {
 			if !ok {
 				continue // gone, or not kept by this keeper
 			}
-			h.Stdin, h.Stdout, h.Stderr = s.Stdin, s.Stdout, s.Stderr
+			h.Stdin, h.Stdout, h.Stderr, h.Proxy = s.Stdin, s.Stdout, s.Stderr, s.Proxy
 			c = p.inherit(h, log, false)
 			c.stdout = newResync(c.stdout)
 			switch {

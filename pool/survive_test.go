@@ -42,7 +42,8 @@ func surviveOptions(dir string, survive bool) pool.Options {
 	if os.Getenv(envSurviveTmp) == "system" {
 		tmp = ""
 	}
-	return pool.Options{Survive: survive, SurviveFile: filepath.Join(dir, "state", "survive.json"), TmpDir: tmp, ReapInterval: -1, ExecWatch: -1}
+	return pool.Options{Survive: survive, SurviveFile: filepath.Join(dir, "state", "survive.json"), TmpDir: tmp, ReapInterval: -1, ExecWatch: -1,
+		Egress: standInEgress()}
 }
 
 // tmpParent is where surviveOptions(dir, ...) has the run directories made.
@@ -71,9 +72,12 @@ func survivingDaemon() {
 	if url := os.Getenv(envRemoteURL); url != "" {
 		def = remoteDef(url, false)
 	}
+	if os.Getenv(envConfined) != "" {
+		def = confinedDef(os.Getenv(proctest.MarkerEnv))
+	}
 	p.SetServers([]pool.Server{def})
 	ctx := context.Background()
-	tg := pool.Target{Server: "demo", Key: "global"}
+	tg := standInTarget()
 	for range 2 {
 		if _, err := call(ctx, p, tg, "counter", nil); err != nil {
 			fmt.Fprintln(os.Stderr, err)

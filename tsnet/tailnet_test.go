@@ -42,12 +42,14 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 	"mcpx.dev/mcpx/tsnet"
 	"mcpx.dev/mcpx/wire"
 )
 
 func TestMain(m *testing.M) {
-	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
+	sandbox.MaybeExec() // in a confined child's helper: confine, exec, never return
+	demo.MaybeServe()   // in a child: serve the demo server on stdio and exit
 	os.Exit(m.Run())
 }
 

@@ -250,6 +250,9 @@ type Instance struct {
 	// plain command: a nix: spec (what it locked to, the store path it
 	// runs) and an execution environment other than the host.
 	Program *InstanceProgram `json:"program,omitempty"`
+	// Sandbox says what confines the instance's children; absent when
+	// they are not confined (docs/sandbox.md).
+	Sandbox *InstanceSandbox `json:"sandbox,omitempty"`
 }
 
 // InstanceProgram is what an instance's nix: command and execution

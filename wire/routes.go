@@ -99,6 +99,7 @@ const (
 	OpStopDaemon      = "stopDaemon"
 	OpReloadDaemon    = "reloadDaemon"
 	OpRestartServer   = "restartServer"
+	OpGetSandbox      = "getSandbox"
 	OpRefresh         = "refresh"
 	OpUpgradeDaemon   = "upgradeDaemon"
 	OpOpenAPI         = "getOpenAPI"
@@ -188,6 +189,9 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/v1/servers/{server}/openapi.json", Name: OpServerOpenAPI, Caller: true, ETag: true,
 		Summary:  "One server's OpenAPI 3.1 document: an operation per tool, typed by its schemas, as the child in the caller's scope lists them",
 		Response: typeRaw, Status: 200, Problems: problemsChild},
+	{Method: "GET", Pattern: "/v1/servers/{server}/sandbox", Name: OpGetSandbox, Caller: true,
+		Summary:  "What would confine the child that serves the caller at its cwd: paths, network, environment names, limits, and what this kernel enforces of it (docs/sandbox.md)",
+		Response: reflect.TypeFor[Sandbox](), Status: 200, Problems: problemsChild},
 	{Method: "GET", Pattern: "/v1/servers/{server}/resources", Name: OpListResources, Caller: true,
 		Summary:  "List one server's resources",
 		Response: reflect.TypeFor[ResourceList](), Status: 200, Problems: problemsChild},

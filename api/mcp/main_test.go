@@ -6,6 +6,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/apitest"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 )
 
 // The endpoint's tests beside its code: package mcp's own (server_test.go,
@@ -17,6 +18,7 @@ import (
 // implements, are tested in api.
 
 func TestMain(m *testing.M) {
+	sandbox.MaybeExec()  // in a confined child's helper: confine, exec, never return
 	demo.MaybeServe()    // in a child: serve the demo server on stdio and exit
 	apitest.MaybeServe() // in a child: serve the fixture's URL-mode elicitation server and exit
 	os.Exit(m.Run())

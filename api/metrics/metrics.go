@@ -173,6 +173,8 @@ var (
 		"1 if the call log (records) is on.", nil, nil)
 	descRecords = prometheus.NewDesc("mcpx_records_total",
 		"Call records by fate: written to disk, dropped (the writer was behind), failed (the directory or disk failed).", []string{"fate"}, nil)
+	descEgress = prometheus.NewDesc("mcpx_egress_total",
+		"Confined children's connections through the egress proxy by server and decision: allowed, refused (each logged with server, instance and host) and failed (allowed, but the name did not resolve or the host did not answer).", []string{"server", "decision"}, nil)
 	descNix = prometheus.NewDesc("mcpx_nix_resolutions_total",
 		"nix runs by what they did (resolve: a nix: program spec locked and built; capture: an execution environment captured) and outcome; cache hits run no nix and are not counted.", []string{"op", "outcome"}, nil)
 )
@@ -198,7 +200,7 @@ var poolCounters = []struct {
 var states = broker.InstanceStates()
 
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInstances, descEvents, descSuppressed, descQueue, descRecordsOn, descRecords, descNix, descRefused} {
+	for _, d := range []*prometheus.Desc{descInstances, descEvents, descSuppressed, descQueue, descRecordsOn, descRecords, descNix, descRefused, descEgress} {
 		ch <- d
 	}
 	for _, pc := range poolCounters {
@@ -244,6 +246,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	c.collectRefusals(counter)
+	for server, e := range c.b.EgressCounts() {
+		counter(descEgress, int64(e.Allowed), server, "allowed")
+		counter(descEgress, int64(e.Refused), server, "refused")
+		counter(descEgress, int64(e.Failed), server, "failed")
+	}
 
 	on, rc := c.b.RecordsStatus()
 	gauge(descRecordsOn, bool01(on))

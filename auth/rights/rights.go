@@ -145,6 +145,27 @@ func (r Rights) CheckMCPModes() error {
 	return nil
 }
 
+// RootsOf returns the roots under which the rules that name server let
+// the caller work: anywhere (true) when one of them has no roots (nil),
+// else the union of their roots (none when no rule names server). A
+// confined child's writable paths are kept within them (docs/sandbox.md).
+func (r Rights) RootsOf(server string) (roots []string, anywhere bool) {
+	for _, e := range r {
+		if !e.allowsServer(server) {
+			continue
+		}
+		if e.Roots == nil {
+			return nil, true
+		}
+		for _, root := range e.Roots {
+			if root = filepath.Clean(root); !slices.Contains(roots, root) {
+				roots = append(roots, root)
+			}
+		}
+	}
+	return roots, false
+}
+
 // ProjectConfig reports whether the project files in the canonical
 // directory dir may define the caller's servers: a rule that says
 // projectConfig reaches dir. dir "" asks whether any rule says so.

@@ -78,6 +78,7 @@ func commands() []command {
 		{"nix", "ls|refresh <server>|gc [--json]", "list nix: servers with their locked rev and store path, re-resolve one (its instances are replaced), or drop unused cache entries", nixCmd},
 		{"fleet", "ls [--json] [--tag t | --probe] [--tsnet] [--broker B]", "list the brokers on the tailnet (tagged tag:mcpx, or found by probing) with their servers, instances and health", fleetCmd},
 		{"whoami", "[--json]", "show how the broker sees this caller: identity and rights", whoamiCmd},
+		{"sandbox", "show <server> [--cwd D] [--json]", "show what would confine the child that serves this caller there: paths read and written, network, environment names, limits, and what this kernel enforces", sandboxCmd},
 		{"token", "mint --sub NAME --servers a,b [--roots …] [--scopes …] [--tools …] [--rate 100/m [--burst N]] [--ttl 24h] [--admin] | ls [--json] | revoke <id> | rotate", "mint, list, revoke signed bearer tokens, or rotate their signing key", tokenCmd},
 		{"config", "check|show|init [--config F] | schema | --sources | --defaults", "validate or print the configuration, print its JSON Schema, write the schema beside it (and a config naming it, if none), or list the config files in force here", configCmd},
 		{"clientgen", "ts [--servers a,b] [-o file]", "write the typed TypeScript client of the broker's tools (served at /v1/clients/typescript)", clientgenCmd},

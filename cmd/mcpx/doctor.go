@@ -56,6 +56,7 @@ func doctorCmd(ctx context.Context, c *cli, args []string) int {
 	case *tailnet.on:
 		checkTailnet(ctx, c, d, tailnet, state)
 	}
+	d.Sandbox(nil)
 	if cfg != nil {
 		d.Nix(cfg)
 		d.Servers(ctx, cfg, src, state, bc, *timeout)

@@ -22,11 +22,13 @@ import (
 	"mcpx.dev/mcpx/internal/testing/petstoretest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/openapi"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 	"mcpx.dev/mcpx/wire"
 )
 
 func TestMain(m *testing.M) {
-	demo.MaybeServe() // a demo child of an in-process daemon: serve and exit
+	sandbox.MaybeExec() // in a confined child's helper: confine, exec, never return
+	demo.MaybeServe()   // a demo child of an in-process daemon: serve and exit
 	maybeOtherUIDClient()
 	maybeTestTailnet() // a test control server of TestServeTailnetProcess: serve and exit
 	if filepath.Base(os.Args[0]) != "mcpx" {

@@ -90,6 +90,9 @@ func printInstances(c *cli, list []wire.Instance, now time.Time) {
 		if in.Degraded != "" {
 			state += " (degraded)"
 		}
+		if in.Sandbox != nil {
+			state += " (confined)"
+		}
 		age := "-"
 		if !in.Started.IsZero() {
 			age = human(now.Sub(in.Started))
@@ -107,6 +110,9 @@ func printInstances(c *cli, list []wire.Instance, now time.Time) {
 		}
 		if in.LastError != "" {
 			fmt.Fprintf(c.stdout, "%s: last error: %s\n", in.ID, in.LastError)
+		}
+		if sb := in.Sandbox; sb != nil {
+			fmt.Fprintf(c.stdout, "%s: %s\n", in.ID, sandboxLine(sb))
 		}
 		if p := in.Program; p != nil && p.Spec != "" {
 			lock, pin := "narHash "+orDash(p.NarHash), "floating"
@@ -210,4 +216,24 @@ func stop(ctx context.Context, c *cli, args []string) int {
 	}
 	fmt.Fprintf(c.stdout, "stopped %s\n", pos[0])
 	return exitOK
+}
+
+// sandboxLine is status's line about a confined instance: why, its
+// network, what this kernel does not enforce of what it needs, and the
+// limit that ended its last child.
+func sandboxLine(sb *wire.InstanceSandbox) string {
+	s := fmt.Sprintf("confined (%s), mode %s, network %s, fingerprint %s", whyText(sb.Why), sb.Mode, sb.Network, sb.Fingerprint)
+	var missing []string
+	for _, f := range sb.Enforcement {
+		if f.Needed && !f.Enforced {
+			missing = append(missing, f.Name)
+		}
+	}
+	if len(missing) > 0 {
+		s += "; NOT enforced: " + strings.Join(missing, ", ")
+	}
+	if sb.Limit != "" {
+		s += "; last child ended by " + sb.Limit
+	}
+	return s
 }

@@ -1,12 +1,14 @@
 // Package doctor is `mcpx doctor` minus its command line: the checks of a
 // machine's mcpx setup — the config, the state directory, the daemon's
-// socket, the daemon's tailnet node, nix, and that every server starts and
-// lists its tools — each a Finding, a problem with its fix.
+// socket, the daemon's tailnet node, nix, what the kernel can enforce for
+// a confined child, and that every server starts and lists its tools —
+// each a Finding, a problem with its fix.
 //
 //	d := &doctor.Doctor{Getenv: os.Getenv, Version: v}
 //	cfg, src := d.Config(path)
 //	d.State(state)
 //	bc := d.Socket(ctx, sock) // the daemon, when one answers
+//	d.Sandbox(nil)
 //	if cfg != nil {
 //		d.Nix(cfg)
 //		d.Servers(ctx, cfg, src, state, bc, 30*time.Second)
@@ -42,12 +44,13 @@ import (
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/deploy"
 	"mcpx.dev/mcpx/nixresolve/nixspec"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 	"mcpx.dev/mcpx/wire"
 )
 
 // Finding is one check the doctor made.
 type Finding struct {
-	Check   string `json:"check"`             // config, state, socket, tailnet, nix, server
+	Check   string `json:"check"`             // config, state, socket, tailnet, nix, sandbox, server
 	Subject string `json:"subject,omitempty"` // a path or a server name
 	OK      bool   `json:"ok"`
 	Detail  string `json:"detail"`        // what was found
@@ -277,6 +280,31 @@ func (d *Doctor) Nix(cfg *config.Config) {
 		return
 	}
 	d.OK("nix", strings.Join(users, ", "), "nix is "+path)
+}
+
+// coreSandbox are the features of a confinement without which a confined
+// child is not confined in earnest (docs/sandbox.md): one this kernel does
+// not enforce is a problem, since every caller who is not the owner gets a
+// confined child, which Enforce mode does not start without them.
+var coreSandbox = []string{sandbox.FeatureFilesystem, sandbox.FeatureNetwork, sandbox.FeatureIPC, sandbox.FeatureUnixSockets,
+	sandbox.FeatureUserNamespace, sandbox.FeatureCapabilities, sandbox.FeatureNoNewPrivs, sandbox.FeatureMemory, sandbox.FeatureProcesses}
+
+// Sandbox reports what this kernel can enforce for a confined child,
+// feature by feature (sandbox.Probe): k, or the probe's when k is nil.
+func (d *Doctor) Sandbox(k *sandbox.Kernel) {
+	if k == nil {
+		p := sandbox.Probe()
+		k = &p
+	}
+	for _, f := range k.Report() {
+		detail := strings.TrimPrefix(f.String(), f.Name+": ")
+		if f.Enforced || !slices.Contains(coreSandbox, f.Name) && f.Name != "containment" {
+			d.OK("sandbox", f.Name, detail)
+			continue
+		}
+		d.Problem("sandbox", f.Name, detail,
+			`a caller who is not the owner, and a server with "sandbox", gets no child on this kernel until it can (or "sandbox": "best-effort" for the owner's); docs/sandbox.md says what each feature needs`)
+	}
 }
 
 // Servers starts every server of cfg and lists its tools, each bounded by

@@ -14,11 +14,13 @@ import (
 	"mcpx.dev/mcpx/daemon/doctor"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 	"mcpx.dev/mcpx/wire"
 )
 
 func TestMain(m *testing.M) {
-	demo.MaybeServe() // a server of a throwaway broker: serve and exit
+	sandbox.MaybeExec() // a confined child's helper: confine, exec, never return
+	demo.MaybeServe()   // a server of a throwaway broker: serve and exit
 	os.Exit(m.Run())
 }
 
@@ -138,5 +140,35 @@ func TestTailnetFinding(t *testing.T) {
 		if ok != tc.ok || subject != tc.subject || (tc.detail == "") != (detail == "") || !strings.Contains(detail, tc.detail) || !strings.Contains(fix, tc.fix) {
 			t.Errorf("%+v (want %v): %v %q %q %q, want %v %q ~%q ~%q", tc.st, tc.want, ok, subject, detail, fix, tc.ok, tc.subject, tc.detail, tc.fix)
 		}
+	}
+}
+
+// TestSandboxFindings: what the kernel enforces is a finding per feature;
+// one a confined child needs that it lacks is a problem with its fix.
+func TestSandboxFindings(t *testing.T) {
+	full := sandbox.Kernel{OS: "linux", Landlock: 7, Namespaces: true, Memory: sandbox.CgroupDir{Dir: "/sys/fs/cgroup/memory/x", Version: 1},
+		Pids: sandbox.CgroupDir{Dir: "/sys/fs/cgroup/pids/x", Version: 1}}
+	var d doctor.Doctor
+	d.Sandbox(&full)
+	if d.Failed() || len(d.Findings) < 10 {
+		t.Errorf("a kernel that enforces everything: %+v", d.Findings)
+	}
+	bare := sandbox.Kernel{OS: "linux", LandlockWhy: "the kernel was built without Landlock (CONFIG_SECURITY_LANDLOCK)", NamespacesWhy: "user.max_user_namespaces is 0", Root: true}
+	d = doctor.Doctor{}
+	d.Sandbox(&bare)
+	problems := map[string]doctor.Finding{}
+	for _, f := range d.Findings {
+		if !f.OK {
+			problems[f.Subject] = f
+		}
+	}
+	for _, name := range []string{sandbox.FeatureFilesystem, sandbox.FeatureNetwork, sandbox.FeatureUserNamespace, sandbox.FeatureProcesses} {
+		f, ok := problems[name]
+		if !ok || !strings.Contains(f.Fix, "docs/sandbox.md") {
+			t.Errorf("%s on a kernel without it: %+v, want a problem with its fix", name, f)
+		}
+	}
+	if f := problems[sandbox.FeatureFilesystem]; !strings.Contains(f.Detail, "CONFIG_SECURITY_LANDLOCK") {
+		t.Errorf("the filesystem problem does not say why: %q", f.Detail)
 	}
 }

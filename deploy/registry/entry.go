@@ -124,8 +124,21 @@ func build(s *ServerJSON, c choice, program string, vs *values) (*orderedjson.Ob
 	if len(env.Keys) > 0 {
 		e.set("env", env.Object)
 	}
+	if confinable[p.RegistryType] {
+		e.set("sandbox", true)
+	}
 	return e.Object, nil
 }
+
+// confinable are the kinds whose entries Add confines ("sandbox": true;
+// docs/sandbox.md): an npm package installed in the state directory runs
+// from there with node, a nix package from its store closure, and neither
+// needs the network or the home directory. The launchers of the others
+// fetch at run time into the user's caches (uvx, dnx) or talk to a
+// container engine's socket (docker), which a default sandbox refuses: the
+// owner confines those by hand, with the hosts they need. A caller who is
+// not the owner gets a confined child of every kind all the same.
+var confinable = map[string]bool{KindNPM: true, KindNix: true}
 
 func remoteEntry(e object, r *Transport, vs *values) (*orderedjson.Object, error) {
 	u := vs.substitute(r.URL, r.Variables, "url")

@@ -74,6 +74,17 @@ const (
 	RecordsMaxFiles = 8                  // at most 8 files: about 128 MiB
 )
 
+// A confined child's limits (package pool/confine) when neither its
+// server's "sandbox" nor the defaults' set them: room for gopls on a large
+// module (GiBs) and for node's heap, threads counted as processes (the
+// pids cgroup counts them), and no CPU-time limit, since RLIMIT_CPU adds
+// up over a long-lived server's whole life.
+const (
+	SandboxMemory    = 4 << 30 // bytes, all its processes together
+	SandboxProcesses = 1024    // processes and threads at once
+	SandboxOpenFiles = 8192    // per process
+)
+
 // NixTimeout bounds one nix resolution (lock, evaluate, build; package
 // nixresolve, the config's nix.timeout). A cold build of a real tool can
 // take minutes.

@@ -31,6 +31,9 @@
 // (a test flag) adds an MCP App, the tool show-card and its ui:// resource
 // CardURI, the tool grow, which changes the prompt and resource lists, and
 // subscribable resources with the tool touch {uri}, which says one changed.
+// EnvProbe=1 (a test flag too) adds read {path}, write {path, text} and
+// fetch {url}, which answer the system's error as an isError result: what
+// a confined child's tests need to see the kernel refuse.
 //
 // # Failure flags
 //
@@ -39,7 +42,8 @@
 // N; EnvGarbage=1 writes a non-JSON line to stdout; EnvHang=1 never answers
 // initialize; EnvEra=stateless|handshake serves one era only (the other's
 // opening request is refused with -32601); EnvRequestLog=<file> appends
-// each method received to the file; EnvApps=1 adds the MCP App and subscriptions. The daemon's default demo server
+// each method received to the file; EnvApps=1 adds the MCP App and subscriptions;
+// EnvProbe=1 the probing tools. The daemon's default demo server
 // ignores them.
 //
 // # Re-exec'ing the test binary as a real child

@@ -59,6 +59,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer) error {
 type flags struct {
 	drift      bool
 	apps       bool   // EnvApps
+	probe      bool   // EnvProbe
 	era        string // EnvEra
 	requestLog string // EnvRequestLog
 	describe   string // EnvDescribe
@@ -69,6 +70,9 @@ func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer, f f
 	srv := newServer(stderr, rec, f.drift, f.apps)
 	if f.apps {
 		addApps(srv)
+	}
+	if f.probe {
+		addProbe(srv)
 	}
 	if f.describe != "" {
 		addRedescribe(srv, f.describe)
@@ -101,7 +105,7 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, failur
 	}
 	var f flags
 	if failures {
-		f = flags{drift: os.Getenv(EnvDrift) == "1", apps: os.Getenv(EnvApps) == "1", era: os.Getenv(EnvEra), requestLog: os.Getenv(EnvRequestLog),
+		f = flags{drift: os.Getenv(EnvDrift) == "1", apps: os.Getenv(EnvApps) == "1", probe: os.Getenv(EnvProbe) == "1", era: os.Getenv(EnvEra), requestLog: os.Getenv(EnvRequestLog),
 			describe: os.Getenv(EnvDescribe)}
 	}
 	if err := run(ctx, stdin, stdout, stderr, f); err != nil {

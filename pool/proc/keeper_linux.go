@@ -35,12 +35,22 @@ var keepWindow = 5 * time.Minute
 const keeperSock = "keeper.sock"
 
 // keepMsg is one message between daemon and keeper; Op "keep" carries
-// the child's three descriptors (stdin, stdout, stderr).
+// the child's three descriptors (stdin, stdout, stderr), and a fourth, its
+// egress proxy's listener, if Proxy.
 type keepMsg struct {
 	Op    string `json:"op"` // keep, drop (daemon → keeper); child, end (keeper → next daemon)
 	Mark  string `json:"mark"`
 	Pid   int    `json:"pid,omitempty"`
 	Start uint64 `json:"start,omitempty"`
+	Proxy bool   `json:"proxy,omitempty"`
+}
+
+// wantFds is how many descriptors m carries.
+func (m keepMsg) wantFds() int {
+	if m.Proxy {
+		return 4
+	}
+	return 3
 }
 
 // keeper is this daemon's end of the socket to its watchdog; -1 without one.
@@ -86,8 +96,9 @@ func sendKeeper(m keepMsg, fds ...int) error {
 	return unix.Sendmsg(keeperEnd.fd, b, oob, nil, 0)
 }
 
-// Keep gives the watchdog duplicates of p's pipes, so that p outlives a
-// killed daemon: the next daemon of the state directory takes them
+// Keep gives the watchdog duplicates of p's pipes, and of a confined
+// child's egress proxy listener, so that p outlives a killed daemon with
+// its way out: the next daemon of the state directory takes them
 // (TakeSurvivor). It needs a watchdog (Supervise, MaybeWatch). Stop tells
 // the watchdog to let go of them.
 func (p *Process) Keep() error {
@@ -95,7 +106,11 @@ func (p *Process) Keep() error {
 	if !ok {
 		return errors.New("its pipes are not files")
 	}
-	err := sendKeeper(keepMsg{Op: "keep", Mark: p.mark, Pid: p.Pid(), Start: p.start}, in, out, errFd)
+	m, fds := keepMsg{Op: "keep", Mark: p.mark, Pid: p.Pid(), Start: p.start}, []int{in, out, errFd}
+	if fd, ok := p.ProxyFD(); ok {
+		m.Proxy, fds = true, append(fds, fd)
+	}
+	err := sendKeeper(m, fds...)
 	runtime.KeepAlive(p)
 	if err != nil {
 		return err
@@ -127,7 +142,7 @@ func (h held) close() { closeFds(h.fds) }
 // (n == 0) ends as errClosedPeer.
 func recvKeep(fd int) (keepMsg, []int, error) {
 	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(3*4))
+	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err == unix.EINTR {
 		return recvKeep(fd)
@@ -175,7 +190,7 @@ func keep(fd int) (map[string]held, bool) {
 		}
 		bye = bye || m.Op == "bye"
 		switch {
-		case m.Op == "keep" && len(fds) == 3:
+		case m.Op == "keep" && len(fds) == m.wantFds():
 			if old, ok := hs[m.Mark]; ok {
 				old.close()
 			}
@@ -261,7 +276,7 @@ func handOver(l *net.UnixListener, hs map[string]held) bool {
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		ok := true
 		for _, h := range hs {
-			b, _ := json.Marshal(keepMsg{Op: "child", Mark: h.Mark, Pid: h.Pid, Start: h.Start})
+			b, _ := json.Marshal(keepMsg{Op: "child", Mark: h.Mark, Pid: h.Pid, Start: h.Start, Proxy: h.Proxy})
 			if _, _, err := c.WriteMsgUnix(b, unix.UnixRights(h.fds...), nil); err != nil {
 				ok = false
 				break
@@ -342,7 +357,7 @@ func reclaim(dir string, log *slog.Logger) map[string]bool {
 		}); err != nil || rerr != nil || m.Op == "end" {
 			break
 		}
-		if m.Op != "child" || len(fds) != 3 {
+		if m.Op != "child" || len(fds) != m.wantFds() {
 			closeFds(fds)
 			continue
 		}
@@ -353,7 +368,11 @@ func reclaim(dir string, log *slog.Logger) map[string]bool {
 			continue
 		}
 		survivors.mu.Lock()
-		survivors.m[m.Mark] = Inherited{Pid: m.Pid, Start: m.Start, Mark: m.Mark, Stdin: fds[0], Stdout: fds[1], Stderr: fds[2]}
+		in := Inherited{Pid: m.Pid, Start: m.Start, Mark: m.Mark, Stdin: fds[0], Stdout: fds[1], Stderr: fds[2]}
+		if m.Proxy {
+			in.Proxy = fds[3]
+		}
+		survivors.m[m.Mark] = in
 		survivors.mu.Unlock()
 		spared[m.Mark] = true
 	}
@@ -388,7 +407,7 @@ func KillSurvivors(log *slog.Logger) int {
 	survivors.mu.Unlock()
 	n := 0
 	for mark, s := range rest {
-		closeFds([]int{s.Stdin, s.Stdout, s.Stderr})
+		closeFds(s.Files())
 		if k := killRest(mark, nil); k > 0 {
 			log.Info("killed a kept child no pool adopted", "pid", s.Pid, "mark", mark)
 			n += k

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 )
 
 // Process is one running child, leader of its own process group: its
@@ -44,6 +46,11 @@ type Process struct {
 	// executable then, set before kept.
 	kept atomic.Bool
 	exe  string
+	// cell confines the child (Command.Sandbox, Inherited.Cell); nil for
+	// an unconfined one. Constant after start. limit is which of its
+	// limits ended the child ("" none), set before exited is closed.
+	cell  *sandbox.Cell
+	limit string
 }
 
 // stderrRingBytes bounds the kept stderr tail per child.
@@ -124,9 +131,35 @@ func (p *Process) FinalTail() string {
 	return p.stderr.Tail(20)
 }
 
+// closeCell releases the child's confinement once it has exited (ps its
+// state, nil if not ours to read) and notes which limit ended it.
+func (p *Process) closeCell(ps *os.ProcessState) {
+	if p.cell == nil {
+		return
+	}
+	p.cell.Close()
+	p.limit = p.cell.Limit(ps)
+}
+
+// Sandbox is the child's confinement; nil when it is not confined. The
+// Process owns it: it is closed when the child has exited.
+func (p *Process) Sandbox() *sandbox.Cell { return p.cell }
+
+// Limit says which of its sandbox's limits ended the child ("limit:
+// memory 4GiB"), "" if none did. Read it once Exited is closed.
+func (p *Process) Limit() string { return p.limit }
+
 // ExitDescription says how the child ended, for errors and status: "exited with
-// status 1", "killed by signal killed". Read it once Exited is closed.
+// status 1", "killed by signal killed", "killed by signal killed (limit:
+// memory 1GiB)". Read it once Exited is closed.
 func (p *Process) ExitDescription() string {
+	if p.limit != "" {
+		return p.exitDescription() + " (" + p.limit + ")"
+	}
+	return p.exitDescription()
+}
+
+func (p *Process) exitDescription() string {
 	var ee *exec.ExitError
 	switch {
 	case p.waitErr == nil:
@@ -248,17 +281,34 @@ type Inherited struct {
 	// Stdin, Stdout and Stderr are the descriptors of our ends of its
 	// pipes; Adopt owns them.
 	Stdin, Stdout, Stderr int
+	// Proxy, if not 0, is the descriptor of its egress proxy's listener
+	// (on the child's own loopback), kept open across the exec or by the
+	// keeper; Adopt does not own it: sandbox.Resume's Cell does.
+	Proxy int
+	// Cell is its confinement, resumed (sandbox.Resume) from what the
+	// earlier daemon handed over; nil for an unconfined child. The
+	// Process owns it.
+	Cell *sandbox.Cell
 	// Ours: it is still this process's child (handed over across an
 	// exec), its exit waited for by pid; else (a survivor re-parented
 	// elsewhere) it is watched for in /proc, its status unknown.
 	Ours bool
 }
 
+// Files are h's descriptors: its pipes, and its proxy listener if any.
+func (h Inherited) Files() []int {
+	fds := []int{h.Stdin, h.Stdout, h.Stderr}
+	if h.Proxy != 0 {
+		fds = append(fds, h.Proxy)
+	}
+	return fds
+}
+
 // Adopt is the Process of h: its pipes from their descriptors, its stderr
 // read again into log (as Command.Log, but log names the pid itself;
 // suppressed as Command.Suppressed), its exit waited or watched for.
 func Adopt(h Inherited, log *slog.Logger, suppressed *atomic.Int64) *Process {
-	for _, fd := range []int{h.Stdin, h.Stdout, h.Stderr} {
+	for _, fd := range h.Files() {
 		// Close-on-exec again: a child that is not handed over at the
 		// next exec must not have its pipes leak into the next image.
 		syscall.CloseOnExec(fd)
@@ -266,8 +316,11 @@ func Adopt(h Inherited, log *slog.Logger, suppressed *atomic.Int64) *Process {
 	proc, _ := os.FindProcess(h.Pid) // never fails on unix
 	p := newProcess(&exec.Cmd{Process: proc}, h.Mark, h.Start, os.NewFile(uintptr(h.Stdin), "stdin"),
 		os.NewFile(uintptr(h.Stdout), "stdout"), os.NewFile(uintptr(h.Stderr), "stderr"), log, suppressed, nil)
+	p.cell = h.Cell
 	go func() {
+		var state *os.ProcessState
 		defer close(p.exited)
+		defer func() { p.closeCell(state) }()
 		defer forget(h.Pid)
 		if procStart(h.Pid) != h.Start {
 			p.waitErr = fmt.Errorf("the handed-over child (pid %d) was gone", h.Pid)
@@ -278,6 +331,7 @@ func Adopt(h Inherited, log *slog.Logger, suppressed *atomic.Int64) *Process {
 			return
 		}
 		ps, err := proc.Wait()
+		state = ps
 		switch {
 		case err != nil:
 			p.waitErr = err
@@ -286,6 +340,29 @@ func Adopt(h Inherited, log *slog.Logger, suppressed *atomic.Int64) *Process {
 		}
 	}()
 	return p
+}
+
+// ProxyFD is the descriptor of the child's egress proxy listener, for a
+// confined child with one (sandbox.NetworkProxy), to hand over.
+func (p *Process) ProxyFD() (int, bool) {
+	if p.cell == nil {
+		return 0, false
+	}
+	l, ok := p.cell.Listener().(interface {
+		SyscallConn() (syscall.RawConn, error)
+	})
+	if !ok || l == nil {
+		return 0, false
+	}
+	rc, err := l.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	fd := -1
+	if rc.Control(func(u uintptr) { fd = int(u) }) != nil || fd <= 0 {
+		return 0, false
+	}
+	return fd, true
 }
 
 // Kept reports whether the watchdog holds p's pipes (Keep).

@@ -8,7 +8,7 @@
 //	defer sup.Close()
 //	s := proc.NewSpawner()
 //	defer s.Close()
-//	p, err := s.Start(proc.Command{Path: "server", Args: []string{"server", "--stdio"},
+//	p, err := s.Start(ctx, proc.Command{Path: "server", Args: []string{"server", "--stdio"},
 //		Env: proc.Environ(os.Environ(), proc.Env{}), Log: log})
 //	// speak to p.Stdin() and p.Stdout(); select on p.Exited()
 //	p.Stop(ctx)
@@ -31,6 +31,7 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -43,6 +44,7 @@ import (
 	"syscall"
 
 	"mcpx.dev/mcpx/internal/launcher"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
 )
 
 // Command is what a child needs to start.
@@ -62,6 +64,10 @@ type Command struct {
 	Suppressed *atomic.Int64
 	// Ready, if set, closes Process.Ready when a stderr line matches it.
 	Ready *regexp.Regexp
+	// Sandbox, if set, confines the child (package sandbox) to this
+	// policy, whose Env is replaced by the child's (Env and its mark):
+	// Start returns once the child is confined and runs, or is gone.
+	Sandbox *sandbox.Policy
 }
 
 // command is the exec.Cmd of c, marked with mark, in a process group of
@@ -110,46 +116,93 @@ func NewSpawner() *Spawner {
 
 // Start starts c as a process in its own process group, with a new mark.
 // Stdout and stderr are our own os.Pipes, not exec.Cmd's, so reading them
-// never races with the wait.
-func (s *Spawner) Start(c Command) (*Process, error) {
+// never races with the wait. ctx bounds a confined child's start (its
+// helper's work, Command.Sandbox); a child that fails to start is gone
+// when Start returns.
+func (s *Spawner) Start(ctx context.Context, c Command) (*Process, error) {
 	mark := NewMark()
 	cmd := c.command(mark)
-	// TODO(#32, 2026-12-06): a server's containment (Landlock, namespaces,
-	// rlimits, the egress proxy) is to be applied to cmd here, from a
-	// field of Command, before its pipes are made and it starts.
-	stdinR, stdinW, err := os.Pipe()
+	var cell *sandbox.Cell
+	if c.Sandbox != nil {
+		pol := *c.Sandbox
+		pol.Env = cmd.Env
+		var err error
+		if cell, err = sandbox.Prepare(cmd, pol); err != nil {
+			return nil, err
+		}
+	}
+	pipes, err := newPipes()
 	if err != nil {
+		closeCell(cell)
 		return nil, err
 	}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW)
-		return nil, err
-	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW, stdoutR, stdoutW)
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes.stdinR, pipes.stdoutW, pipes.stderrW
 	if err := s.start(cmd); err != nil {
-		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
+		pipes.closeAll()
+		closeCell(cell)
 		return nil, err
 	}
-	// The child holds its own copies now.
-	closeAll(stdinR, stdoutW, stderrW)
+	pipes.closeChilds() // the child holds its own copies now
 	pid := cmd.Process.Pid
+	if cell != nil {
+		if _, err := cell.Started(ctx); err != nil {
+			// Started killed the helper: reap it before saying so.
+			cmd.Wait()
+			forget(pid)
+			cell.Close()
+			closeAll(pipes.stdinW, pipes.stdoutR, pipes.stderrR)
+			return nil, err
+		}
+	}
 	log := c.Log
 	if log != nil {
 		log = log.With("pid", pid)
 	}
-	p := newProcess(cmd, mark, procStart(pid), stdinW, stdoutR, stderrR, log, c.Suppressed, c.Ready)
+	p := newProcess(cmd, mark, procStart(pid), pipes.stdinW, pipes.stdoutR, pipes.stderrR, log, c.Suppressed, c.Ready)
+	p.cell = cell
 	go func() {
 		p.waitErr = cmd.Wait()
 		forget(pid)
+		p.closeCell(cmd.ProcessState)
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// pipes are a child's stdin, stdout and stderr: its ends (R, W, W) and
+// ours.
+type pipes struct {
+	stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW *os.File
+}
+
+func newPipes() (*pipes, error) {
+	var p pipes
+	var err error
+	if p.stdinR, p.stdinW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if p.stdoutR, p.stdoutW, err = os.Pipe(); err != nil {
+		closeAll(p.stdinR, p.stdinW)
+		return nil, err
+	}
+	if p.stderrR, p.stderrW, err = os.Pipe(); err != nil {
+		closeAll(p.stdinR, p.stdinW, p.stdoutR, p.stdoutW)
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (p *pipes) closeChilds() { closeAll(p.stdinR, p.stdoutW, p.stderrW) }
+
+func (p *pipes) closeAll() {
+	p.closeChilds()
+	closeAll(p.stdinW, p.stdoutR, p.stderrR)
+}
+
+func closeCell(c *sandbox.Cell) {
+	if c != nil {
+		c.Close()
+	}
 }
 
 func closeAll(fs ...*os.File) {
@@ -184,6 +237,10 @@ func startDirect(cmd *exec.Cmd) error {
 	direct.pids[cmd.Process.Pid] = true
 	return nil
 }
+
+// ErrNotFound is the error of a command found on no directory of PATH
+// (exec.ErrNotFound), for Hint.
+var ErrNotFound = exec.ErrNotFound
 
 // Hint is the fix for a command that would not start (err is Start's):
 // how to get it, when it is a launcher that is not installed (uvx,

@@ -2,6 +2,7 @@ package proc_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,7 +35,7 @@ func supervisedDaemon() {
 		os.Exit(1)
 	}
 	script := `for i in 1 2; do setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! >"$1/sleep$i.pid"; done; echo started; exec sleep 1000`
-	c, err := proc.NewSpawner().Start(proc.Command{Path: "/bin/sh", Args: []string{"sh", "-c", script, "sh", dir},
+	c, err := proc.NewSpawner().Start(context.Background(), proc.Command{Path: "/bin/sh", Args: []string{"sh", "-c", script, "sh", dir},
 		Env: proc.Environ(os.Environ(), proc.Env{})})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -41,7 +41,7 @@ type addrPolicy struct {
 // this host's addresses, read once per resolution.
 func (ap *addrPolicy) why(addr netip.Addr, port uint16, allow *Allowlist, own []netip.Addr) string {
 	addr = addr.Unmap()
-	if allow.listed(addr, port) {
+	if allow.Listed(addr, port) {
 		return ""
 	}
 	if addr.Zone() != "" {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"mcpx.dev/mcpx/internal/hostlist"
 )
 
 // Served is one binding being served: its listener, the connections its
@@ -176,7 +178,7 @@ func clip(s string) string {
 // open connects the child to host:port if the policy allows it, or
 // answers w with the refusal (403) or the failure (502) and returns nil.
 func (s *Served) open(ctx context.Context, w http.ResponseWriter, host string, port int) *trackedConn {
-	t, err := s.allow.match(host, port)
+	t, err := s.allow.Match(host, port)
 	if err == nil {
 		var up *trackedConn
 		if up, err = s.dial(ctx, t, host); err == nil {
@@ -195,14 +197,14 @@ func (s *Served) open(ctx context.Context, w http.ResponseWriter, host string, p
 // dial resolves t, drops the addresses a name may not reach, and connects
 // to the first that answers. A *Refusal means the policy refused every
 // address; any other error, that the name or the host failed.
-func (s *Served) dial(ctx context.Context, t target, host string) (*trackedConn, error) {
+func (s *Served) dial(ctx context.Context, t hostlist.Target, host string) (*trackedConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.p.opts.DialTimeout)
 	defer cancel()
-	addrs := []netip.Addr{t.addr}
-	if !t.literal {
-		found, err := s.p.resolver.LookupNetIP(ctx, "ip", t.name)
+	addrs := []netip.Addr{t.Addr}
+	if !t.Literal {
+		found, err := s.p.resolver.LookupNetIP(ctx, "ip", t.Name)
 		if err != nil {
-			return nil, fmt.Errorf("resolving %s: %w", t.name, err)
+			return nil, fmt.Errorf("resolving %s: %w", t.Name, err)
 		}
 		if addrs, err = s.reachable(found, t, host); err != nil {
 			return nil, err
@@ -215,7 +217,7 @@ func (s *Served) dial(ctx context.Context, t target, host string) (*trackedConn,
 		// Each address gets its share of the time left, as net.Dialer
 		// shares it: one that drops packets must not starve the next.
 		actx, cancel := context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/time.Duration(len(addrs)-i)))
-		c, err := d.DialContext(actx, "tcp", netip.AddrPortFrom(a, t.port).String())
+		c, err := d.DialContext(actx, "tcp", netip.AddrPortFrom(a, t.Port).String())
 		cancel()
 		if err != nil {
 			errs = append(errs, err)
@@ -223,25 +225,25 @@ func (s *Served) dial(ctx context.Context, t target, host string) (*trackedConn,
 		}
 		tc, ok := s.track(c, false)
 		if !ok {
-			return nil, fmt.Errorf("connecting to %s: %w", t.name, errClosed)
+			return nil, fmt.Errorf("connecting to %s: %w", t.Name, errClosed)
 		}
 		s.counts.allowed.Add(1)
-		s.log.Debug("egress connected", "host", clip(host), "port", t.port, "addr", a)
+		s.log.Debug("egress connected", "host", clip(host), "port", t.Port, "addr", a)
 		return tc, nil
 	}
 	return nil, fmt.Errorf("connecting to %s: %w", host, errors.Join(errs...))
 }
 
 // reachable keeps the addresses the policy lets a name reach, or refuses.
-func (s *Served) reachable(found []netip.Addr, t target, host string) ([]netip.Addr, error) {
+func (s *Served) reachable(found []netip.Addr, t hostlist.Target, host string) ([]netip.Addr, error) {
 	own, err := s.p.addrs.own()
 	if err != nil {
-		return nil, &Refusal{Host: host, Port: int(t.port), Why: "this host's own addresses could not be read (" + err.Error() + "), so no name is reached"}
+		return nil, &Refusal{Host: host, Port: int(t.Port), Why: "this host's own addresses could not be read (" + err.Error() + "), so no name is reached"}
 	}
 	var ok []netip.Addr
 	var why []string
 	for _, a := range found {
-		if w := s.p.addrs.why(a, t.port, s.allow, own); w != "" {
+		if w := s.p.addrs.why(a, t.Port, s.allow, own); w != "" {
 			why = append(why, fmt.Sprintf("%s (%s)", a, w))
 		} else {
 			ok = append(ok, a.Unmap())
@@ -249,12 +251,12 @@ func (s *Served) reachable(found []netip.Addr, t target, host string) ([]netip.A
 	}
 	if len(ok) == 0 {
 		if len(why) == 0 {
-			return nil, fmt.Errorf("resolving %s: no addresses", t.name)
+			return nil, fmt.Errorf("resolving %s: no addresses", t.Name)
 		}
 		if len(why) > 4 {
 			why = append(why[:4], "…")
 		}
-		return nil, &Refusal{Host: host, Port: int(t.port),
+		return nil, &Refusal{Host: host, Port: int(t.Port),
 			Why: "resolves only to addresses names may not reach: " + strings.Join(why, ", ") + "; list the address itself to allow it"}
 	}
 	return ok, nil

@@ -291,7 +291,9 @@ func (c *Cell) Close() error {
 		return nil
 	}
 	c.closed = true
-	c.conn.Close()
+	if c.conn != nil { // a Resumed Cell has no helper socket
+		c.conn.Close()
+	}
 	c.end.Close()
 	if c.listener != nil {
 		c.listener.Close()

@@ -35,7 +35,7 @@ function instanceTable(list) {
     el('tbody', {}, list.map((i) => el('tr', {'data-instance': i.id},
       el('td', {class: 'mono'}, i.id), el('td', {class: 'key mono'}, i.key || '—'),
       el('td', {class: 'key mono opt'}, i.root || '—'),
-      el('td', {class: `state-${i.state}`}, i.state), el('td', {}, age(i.created)),
+      el('td', {class: `state-${i.state}`}, i.state, sandboxBadge(i)), el('td', {}, age(i.created)),
       el('td', {class: 'opt'}, i.calls), el('td', {class: 'opt'}, i.pid || '—'),
       admin ? el('td', {}, i.state === 'stopped' || i.state === 'stopping' ? '' :
         actionButton('Stop', {'data-action': 'stop'}, `Stop instance ${i.id} of ${i.server}?`,
@@ -44,6 +44,17 @@ function instanceTable(list) {
             refresh().catch(showError);
             return `stopped ${i.server} instance ${i.id}`;
           })) : null)))));
+}
+
+// sandboxBadge marks a confined instance (docs/sandbox.md): why it is
+// confined, and what the kernel does not enforce of it, on hover.
+function sandboxBadge(i) {
+  const sb = i.sandbox;
+  if (!sb) return null;
+  const missing = (sb.enforcement || []).filter((f) => f.needed && !f.enforced).map((f) => f.name);
+  const title = `confined (${sb.why}), network ${sb.network}` + (missing.length ? `; NOT enforced: ${missing.join(', ')}` : '') +
+    (sb.limit ? `; last child ended by ${sb.limit}` : '');
+  return el('span', {class: missing.length ? 'badge sandbox partial' : 'badge sandbox', title}, 'confined');
 }
 
 function statsLine(row) {

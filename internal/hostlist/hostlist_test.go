@@ -1,15 +1,15 @@
-package egress_test
+package hostlist_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"mcpx.dev/mcpx/pool/proc/egress"
+	"mcpx.dev/mcpx/internal/hostlist"
 )
 
 func TestAllows(t *testing.T) {
-	allow, err := egress.ParseAllow([]string{
+	allow, err := hostlist.Parse([]string{
 		"api.github.com",
 		"*.npmjs.org",
 		"Registry.Local.:4873",
@@ -71,7 +71,7 @@ func TestAllows(t *testing.T) {
 		case tt.want != "" && err == nil:
 			t.Errorf("Allows(%q, %d) allowed, want a refusal saying %q", tt.host, tt.port, tt.want)
 		case tt.want != "":
-			var ref *egress.Refusal
+			var ref *hostlist.Refusal
 			if !errors.As(err, &ref) || !strings.Contains(ref.Why, tt.want) {
 				t.Errorf("Allows(%q, %d) = %v, want a *Refusal saying %q", tt.host, tt.port, err, tt.want)
 			}
@@ -105,12 +105,12 @@ func TestParseAllowErrors(t *testing.T) {
 		{"10.1", "not a host name"},
 	}
 	for _, tt := range tests {
-		_, err := egress.ParseAllow([]string{"ok.example", tt.entry})
+		_, err := hostlist.Parse([]string{"ok.example", tt.entry})
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "allow[1]") {
 			t.Errorf("ParseAllow(%q) = %v, want an error naming allow[1] and saying %q", tt.entry, err, tt.want)
 		}
 	}
-	_, err := egress.ParseAllow([]string{"*", "ok.example", "x/y"})
+	_, err := hostlist.Parse([]string{"*", "ok.example", "x/y"})
 	if err == nil || !strings.Contains(err.Error(), "allow[0]") || !strings.Contains(err.Error(), "allow[2]") {
 		t.Errorf("ParseAllow with two bad entries = %v, want both named", err)
 	}
@@ -124,7 +124,7 @@ func FuzzAllows(f *testing.F) {
 	f.Add("[::1]:80", "::1", 80)
 	f.Add("127.0.0.1", "127.1", 443)
 	f.Fuzz(func(t *testing.T, entry, host string, port int) {
-		allow, err := egress.ParseAllow([]string{entry})
+		allow, err := hostlist.Parse([]string{entry})
 		if err != nil {
 			return
 		}
