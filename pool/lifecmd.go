@@ -60,7 +60,8 @@ func (p *Pool) replaceLocked(inst *instance, ev *event) {
 	if def == nil {
 		def = inst.def
 	}
-	next, err := p.createLocked(def, Target{Server: inst.key.server, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded})
+	next, err := p.createLocked(def, Target{Server: inst.key.server, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded,
+		Sandbox: inst.sandbox})
 	if err != nil {
 		p.logLocked(p.log, slog.LevelWarn, "cannot make the replacement instance; the next call makes one", "server", inst.def.Name, "key", inst.key.key, "err", err)
 		return

@@ -124,6 +124,21 @@ func TestSandboxIsIdentity(t *testing.T) {
 	if n := len(p.Instances()); n != 2 {
 		t.Errorf("%d instances, want 2", n)
 	}
+	// A restart replaces each instance with one of the same identity: the
+	// confined one confined.
+	p.Restart(func(string) bool { return true }, "test")
+	if d := mustCall(t, p, grant, "pid", nil); d == b || d == a {
+		t.Errorf("the confined instance was not replaced (pid %s)", d)
+	}
+	confined := 0
+	for _, in := range p.Instances() {
+		if in.Sandbox != nil {
+			confined++
+		}
+	}
+	if n := len(p.Instances()); n != 2 || confined != 1 {
+		t.Errorf("after a restart: %d instances, %d confined; want 2, 1: %+v", n, confined, p.Instances())
+	}
 }
 
 // TestSandboxMemoryLimit: a confined child that allocates past its memory
