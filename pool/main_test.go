@@ -152,7 +152,10 @@ func firstText(res json.RawMessage) (string, error) {
 
 func mustCall(t *testing.T, p *pool.Pool, tg pool.Target, tool string, args any) string {
 	t.Helper()
-	s, err := call(t.Context(), p, tg, tool, args)
+	// Bounded, so that a regression fails rather than hangs the package.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, err := call(ctx, p, tg, tool, args)
 	if err != nil {
 		t.Fatalf("%s on %s: %v", tool, tg.Key, err)
 	}
