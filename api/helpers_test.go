@@ -31,6 +31,7 @@ import (
 func TestMain(m *testing.M) {
 	demo.MaybeServe() // in a child: serve the demo server on stdio and exit
 	maybePidClient()  // in a child: ask whoami with Mcpx-Pid values and exit
+	maybeNSClient()   // in a child: ask whoami, servers and /mcp and exit
 	maybeManyTools()  // in a child: serve an MCP server of many tools and exit
 	maybeURLServer()  // in a child: serve the URL-mode elicitation server and exit
 	os.Exit(m.Run())
