@@ -13,6 +13,7 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -27,8 +28,10 @@ func callerFrom(ctx context.Context) (broker.Caller, bool) {
 // authenticate admits a request or answers 401/403:
 //
 //   - unix-socket callers (peer credentials from ConnContext) whose uid is the
-//     daemon's get full rights and Local (their Mcpx-Pid is trusted). No
-//     browser can open a unix socket, so the browser guard does not apply.
+//     daemon's, in the daemon's user namespace, get full rights and Local
+//     (their Mcpx-Pid is trusted); one in another user namespace (a
+//     confined child) gets none. No browser can open a unix socket, so the
+//     browser guard does not apply.
 //
 //   - every network listener (loopback TCP, and a listener served with
 //     ServeOptions.Identify: the tailnet node) first refuses what a web page
@@ -53,11 +56,27 @@ func (s *server) authenticate(h http.Handler) http.Handler {
 		if err != nil {
 			s.metrics.AuthDenied(denialReason(err))
 			challenge(w, err)
+			if isMCP(r.URL.Path) {
+				s.writeRPCDenial(w, r, err)
+				return
+			}
 			s.writeProblem(w, r, err)
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
+}
+
+// writeRPCDenial answers a refused request to the MCP endpoint: the
+// problem's status, and for body a JSON-RPC error (id null, as for a
+// request that could not be read) whose message is the problem's detail
+// (with its hint): what an MCP client reads and shows.
+func (s *server) writeRPCDenial(w http.ResponseWriter, r *http.Request, err error) {
+	p := s.problem(r, err)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	w.Write(jsonrpc.AppendError(nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: p.Detail})) //nolint:errcheck // the client is gone if this fails
 }
 
 type identifyKey struct{}
@@ -179,6 +198,25 @@ func (s *server) unixCaller(p peer) (broker.Caller, error) {
 	}
 	if p.uid != s.owner {
 		return broker.Caller{}, deny(denyUID, forbidden(fmt.Sprintf("uid %d may not use this daemon; it serves uid %d only", p.uid, s.owner)))
+	}
+	// The same uid is not the owner when the process lives in another
+	// user namespace than the daemon's: that is a confined child (package
+	// pool/proc/sandbox puts each in one), whose uid the kernel maps back
+	// to ours. Answered as the owner, it could ask the broker for what its
+	// sandbox refuses it (another worktree's files, a network, every
+	// server). The sandbox also refuses it AF_UNIX sockets by default;
+	// this is the second lock, for "unixSockets": true and for kernels
+	// where that filter is not enforced. A user's own process in a user
+	// namespace (a rootless container, a flatpak) is refused the same way:
+	// it can reach the daemon over loopback TCP with the daemon's token.
+	switch {
+	case p.nsErr != nil:
+		return broker.Caller{}, deny(denyPeer, &broker.Error{Kind: broker.KindForbidden, Op: "authenticate",
+			Msg: "cannot read the user namespace of the connecting process", Err: p.nsErr})
+	case p.nested:
+		return broker.Caller{}, deny(denyUserNS, &broker.Error{Kind: broker.KindForbidden, Op: "authenticate",
+			Msg:  fmt.Sprintf("a confined child may not drive the broker: the connecting process (pid %d) lives in another user namespace than the daemon's", p.pid),
+			Hint: "run mcpx in the daemon's own user namespace, or reach it over loopback TCP with the daemon's token"})
 	}
 	return broker.Caller{Name: "local:" + strconv.Itoa(p.uid), Via: wire.ViaUnix, Uid: p.uid, Local: true, Owner: true, Rights: rights.All()}, nil
 }

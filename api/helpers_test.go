@@ -17,6 +17,7 @@ func TestMain(m *testing.M) {
 	demo.MaybeServe()    // in a child: serve the demo server on stdio and exit
 	apitest.MaybeServe() // in a child: serve the fixture's URL-mode elicitation server and exit
 	maybePidClient()     // in a child: ask whoami with Mcpx-Pid values and exit
+	maybeNSClient()      // in a child: ask whoami, servers and /mcp and exit
 	maybeManyTools()     // in a child: serve an MCP server of many tools and exit
 	os.Exit(m.Run())
 }

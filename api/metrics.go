@@ -20,6 +20,7 @@ const (
 	denyNoClientHeader    = "no-client-header" // browser guard: no Mcpx-Client
 	denyPeer              = "peer-credentials" // unix socket: unreadable peer credentials
 	denyUID               = "uid"              // unix socket: another user
+	denyUserNS            = "user-namespace"   // unix socket: a process in another user namespace (a confined child)
 	denyMalformed         = "malformed-authorization"
 	denyNoTCP             = "tcp-off"             // the daemon admits no TCP callers
 	denyNoToken           = "no-token"            // loopback TCP without a bearer token

@@ -10,6 +10,10 @@ type peer struct {
 	uid int
 	pid int   // the connecting process; Mcpx-Pid must name it or an ancestor
 	err error // the credentials could not be read: refuse the caller
+	// nested: the connecting process lives in another user namespace than
+	// the daemon's (a confined child); nsErr: that could not be read.
+	nested bool
+	nsErr  error
 }
 
 type peerKey struct{}
@@ -32,6 +36,9 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	}
 	var p peer
 	p.uid, p.pid, p.err = peerCred(uc)
+	if p.err == nil {
+		p.nested, p.nsErr = otherUserNS(p.pid)
+	}
 	return context.WithValue(ctx, peerKey{}, p)
 }
 

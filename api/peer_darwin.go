@@ -30,6 +30,9 @@ func peerCred(c *net.UnixConn) (uid, pid int, err error) {
 	return int(cred.Uid), pid, nil
 }
 
+// otherUserNS is false: macOS has no user namespaces.
+func otherUserNS(pid int) (bool, error) { return false, nil }
+
 // parentOf returns the parent pid of pid (sysctl kern.proc.pid).
 func parentOf(pid int) (int, error) {
 	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)

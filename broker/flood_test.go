@@ -16,6 +16,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
 // envFlood makes this test binary, re-exec'd, a minimal MCP server that
@@ -23,6 +24,14 @@ import (
 // made, "init" when asked to initialize. The line is floodBytes with no
 // newline; the child then goes on answering, its answers appended to the
 // unterminated line, as a child that lost its framing would.
+//
+// The attack run's children write and then go silent instead, their line
+// never ended: "garbage" answers the flood call with bytes that are no
+// JSON (a python child writing `a`s, then sleeping), "garbage-init" does
+// so instead of answering initialize, and "idlast" begins an answer with
+// its id left for the end (the TypeScript SDK's order) and never gets
+// there. They write slowly, a chunk at a time, and then sleep until
+// killed.
 const envFlood = "MCPX_TEST_FLOOD"
 
 // envFloodPid names a file the flood child writes its pid to.
@@ -66,6 +75,18 @@ func maybeFlood() {
 		}
 		out.Flush()
 	}
+	// trickle writes prefix, then floodBytes of `a` a chunk at a time,
+	// and sleeps: the line never ends.
+	trickle := func(prefix string) {
+		out.WriteString(prefix)
+		chunk := strings.Repeat("a", 64<<10)
+		for range floodBytes / len(chunk) {
+			out.WriteString(chunk)
+			out.Flush()
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Hour)
+	}
 	for in.Scan() {
 		var m fakeMsg
 		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
@@ -76,6 +97,12 @@ func maybeFlood() {
 			for { // endless: only a signal stops it
 				flood(m.ID)
 			}
+		case m.Method == "initialize" && mode == "garbage-init":
+			trickle("")
+		case m.Method == "tools/call" && m.Params.Name == "flood" && mode == "garbage":
+			trickle("")
+		case m.Method == "tools/call" && m.Params.Name == "flood" && mode == "idlast":
+			trickle(`{"result":{"content":[{"type":"text","text":"`)
 		case m.Method == "initialize":
 			answer(m.ID, fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"flood","version":"0"}}`, m.Params.ProtocolVersion))
 		case m.Method == "tools/list":
@@ -164,6 +191,80 @@ func TestOversizedInitializeStopsTheChild(t *testing.T) {
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(must(os.ReadFile(pidFile)))))
 	if !gone(pid) {
 		t.Errorf("the child (pid %d) of the start that failed is still there", pid)
+	}
+}
+
+// The attack run's endless lines, each from a child that writes slowly
+// past limits.maxMessageBytes and then goes silent, its line never ended
+// (envFlood): the call fails with a 502 naming the limit as the line
+// crosses it — not a 504 at callTimeout, which is the only other way the
+// call could end — and so does a bystander's call on the same child; the
+// daemon reads no more than a ratio of the limit, whatever the child
+// writes; the next call is served by a fresh child.
+func TestUnendedLineFailsAtTheLimit(t *testing.T) {
+	const limit = 1 << 20
+	for _, mode := range []string{"garbage", "idlast"} {
+		t.Run(mode, func(t *testing.T) {
+			b := startFloodBroker(t, mode, limit)
+			r := req("flood", "")
+			pid := callText(t, b, r, "pid", `{}`)
+
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			bystander := make(chan error, 1)
+			go func() {
+				// Answered before the flood, or failed by it.
+				_, err := b.CallTool(t.Context(), r, "pid", json.RawMessage(`{}`), nil)
+				bystander <- err
+			}()
+			_, err := b.CallTool(t.Context(), r, "flood", json.RawMessage(`{}`), nil)
+			var be *broker.Error
+			if !errors.As(err, &be) || be.Kind != broker.KindChildFailed {
+				t.Fatalf("an unended line over the limit: %v, want child-failed (502), not a timeout", err)
+			}
+			if !strings.Contains(err.Error(), "limits.maxMessageBytes") || !strings.Contains(err.Error(), strconv.Itoa(limit)) {
+				t.Errorf("error %q does not name limits.maxMessageBytes and its value", err)
+			}
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			allocated := after.TotalAlloc - before.TotalAlloc
+			t.Logf("a line of up to %d MiB over a %d MiB limit: %.1f MiB allocated", floodBytes>>20, limit>>20, float64(allocated)/(1<<20))
+			if allocated > 6*limit {
+				t.Errorf("allocated %d bytes for a line over a %d-byte limit", allocated, limit)
+			}
+			if err := <-bystander; err != nil {
+				if !errors.As(err, &be) || be.Kind != broker.KindChildFailed || !strings.Contains(err.Error(), "limits.maxMessageBytes") {
+					t.Errorf("bystander: %v, want nothing or child-failed naming the limit", err)
+				}
+			}
+			if got := callText(t, b, r, "pid", `{}`); got == pid {
+				t.Errorf("the call after the unended line ran on the same child (pid %s); want a fresh one", pid)
+			}
+		})
+	}
+}
+
+// A child that writes an unended line past the limit instead of answering
+// initialize fails its start naming the limit — not a timeout at
+// startTimeout — and is gone before the caller has the error.
+func TestUnendedLineInsteadOfInitialize(t *testing.T) {
+	const limit = 1 << 20
+	b := startDemoBroker(t, demoSetup{
+		scopes: map[string]config.ScopeKind{"flood": config.ScopeGlobal},
+		server: func(s *config.Server) {
+			delete(s.Env, demo.EnvServer)
+			s.Env[envFlood] = "garbage-init"
+			s.StartTimeout = config.Duration(20 * time.Second) // what a timeout would look like
+		},
+		config: func(c *config.Config) { c.Limits.MaxMessageBytes = limit },
+	})
+	_, err := b.CallTool(t.Context(), req("flood", ""), "pid", json.RawMessage(`{}`), nil)
+	var be *broker.Error
+	if !errors.As(err, &be) || be.Kind != broker.KindChildFailed || !strings.Contains(err.Error(), "limits.maxMessageBytes") {
+		t.Fatalf("call to a child answering initialize with an unended line: %v, want a start failure (502) naming limits.maxMessageBytes", err)
+	}
+	if left := proctest.Marked(t); len(left) != 0 {
+		t.Errorf("the child of the failed start is still there when its caller has the error: %v", left)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
 // envSlowRoots makes this test binary, re-exec'd, an MCP server that asks
@@ -111,12 +112,16 @@ func TestReadyStderrHoldsTheFirstCallUntilRootsApplied(t *testing.T) {
 }
 
 // A readiness signal that never comes fails the start at startTimeout,
-// naming ready.stderr, and the child is stopped.
+// naming ready.stderr, and the child is gone before the caller has the
+// error.
 func TestReadyStderrNeverSeen(t *testing.T) {
 	b := startSlowRootsBroker(t, `^never printed`, 2*slowRootsDelay)
 	_, err := b.CallTool(t.Context(), req("slow", t.TempDir()), "root", json.RawMessage(`{}`), nil)
 	be, ok := err.(*broker.Error)
 	if !ok || be.Kind != broker.KindTimeout || !strings.Contains(err.Error()+be.Private, "ready.stderr") {
 		t.Fatalf("call with a readiness signal never seen: %v, want a start timeout naming ready.stderr", err)
+	}
+	if left := proctest.Marked(t); len(left) != 0 {
+		t.Errorf("the child of the failed start is still there when its caller has the error: %v", left)
 	}
 }

@@ -87,8 +87,8 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	}
 	if e := p.awaitReady(ctx, inst, g, t); e != nil {
 		sess.Close()
+		g.kill()
 		p.finishStart(inst, a, nil, e, log)
-		p.stopGenAsync(g, nil)
 		return
 	}
 	g.sess = sess
@@ -211,25 +211,34 @@ func (p *Pool) spawn(ctx context.Context, inst *instance, sp spawnSpec, g *gener
 }
 
 // initFailed finishes a's start of inst, whose initialize over tr failed
-// with err within ctx (the start timeout), and stops g, its child.
+// with err within ctx (the start timeout), and stops g, its child, before
+// its callers have the error: a failed start leaves no child behind.
 func (p *Pool) initFailed(ctx context.Context, inst *instance, a *startAttempt, g *generation, tr client.Transport, err error, log *slog.Logger) {
 	e := p.closing(p.startErr(Target{Server: inst.def.Name, Key: inst.key.key}, err))
 	if e.Err != ErrClosed && ctx.Err() != nil {
 		e.Err = ErrStartTimeout
 		e.Detail = fmt.Sprintf("no initialize answer within %s; is %q an MCP server speaking JSON-RPC on stdout?", inst.startTimeout(p.opts.StartTimeout), inst.def.Name)
-		// The callers waited the whole start timeout already: answer them
-		// now, and stop the silent child (stdin, SIGTERM, SIGKILL, seconds
-		// each) in the background rather than on their time.
+		// The callers waited the whole start timeout already: the
+		// silent child is killed, not stopped through the stdin and
+		// SIGTERM graces (seconds each) on their time.
+		g.kill()
 		if g.proc != nil {
-			e.StderrTail = g.proc.Tail(20)
+			e.StderrTail = g.proc.FinalTail()
 		}
+		tr.Close()
 		p.finishStart(inst, a, nil, e, log)
-		p.stopGenAsync(g, tr.Close)
 		return
 	}
-	stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Second)
-	g.stop(stopCtx)
-	stopCancel()
+	if brokeProtocol(err) {
+		// Nothing it says can be read any more (a line that is not
+		// JSON, one over the size limit that may never end): no
+		// session to end gracefully.
+		g.kill()
+	} else {
+		stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Second)
+		g.stop(stopCtx)
+		stopCancel()
+	}
 	if g.proc != nil {
 		e.StderrTail = g.proc.FinalTail()
 		if errors.Is(err, client.ErrClosed) && !brokeProtocol(err) {
@@ -239,6 +248,21 @@ func (p *Pool) initFailed(ctx context.Context, inst *instance, a *startAttempt, 
 	}
 	tr.Close()
 	p.finishStart(inst, a, nil, e, log)
+}
+
+// kill ends g's child at once (SIGKILL, no stdin or SIGTERM grace) and
+// waits for it, then stops what it left as g.stop does: for a start that
+// failed, whose callers must not have their error while the child still
+// runs (nor wait the graces of one that ignores its stdin's end).
+func (g *generation) kill() {
+	if g.proc != nil {
+		// Before g.stop closes its stdin: killed first, the child never
+		// sees the end of its input.
+		g.proc.Kill()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no grace
+	g.stop(ctx)
 }
 
 // awaitReady waits, within the start's ctx, for g's stderr to show the

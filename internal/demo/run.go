@@ -130,16 +130,21 @@ func failAtStart(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer)
 		fmt.Fprintln(stdout, GarbageLine)
 	}
 	if os.Getenv(EnvHang) == "1" {
-		hang(ctx, stdin)
+		hang(ctx, stdin, stderr)
 		return 1, true
 	}
 	return 0, false
 }
 
+// HangStdinEnded is what EnvHang=1 writes to stderr when its stdin ends:
+// tests tell a child stopped through its stdin from one killed outright.
+const HangStdinEnded = "demo: stdin ended; hanging on until killed"
+
 // hang consumes in without answering and, even after EOF, keeps the process
 // alive until ctx is done, so that callers must signal it to stop it.
-func hang(ctx context.Context, in io.Reader) {
+func hang(ctx context.Context, in io.Reader, stderr io.Writer) {
 	io.Copy(io.Discard, in)
+	fmt.Fprintln(stderr, HangStdinEnded)
 	<-ctx.Done()
 }
 

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -78,6 +79,10 @@ func TestOversizedLineMemory(t *testing.T) {
 	for _, order := range []string{"id first", "id last"} {
 		t.Run(order, func(t *testing.T) {
 			p := newPeer(t)
+			// The rest of the line must come within the grace; through
+			// an io.Pipe under the race detector on a loaded machine it
+			// may take longer (TestOversizedLineUnended cuts it short).
+			p.tr.(*stdio).skipGrace = 10 * time.Minute
 			s := p.connect(Options{MaxMessageBytes: limit}, "2025-06-18")
 			before := heapAfterGC()
 			var ms runtime.MemStats
@@ -138,6 +143,84 @@ func TestOversizedLineMemory(t *testing.T) {
 		})
 	}
 }
+
+// A line that crosses the limit and does not end — a child writing bytes
+// slowly with no newline, then going silent — fails every call on the
+// session at once, naming the limit, and ends it: the calls return while
+// the child is blocked just past the limit, and the transport has read no
+// more than the limit and one write of the child's. When the line cannot
+// be a message (no JSON object) that is at the crossing; when its id could
+// still be at its end (the TypeScript SDK's order), after the skip's grace.
+func TestOversizedLineUnended(t *testing.T) {
+	const limit = 1 << 20
+	const chunk = 4 << 10
+	for _, tc := range []struct{ name, prefix string }{
+		{"not a message", ""},
+		{"id may be last", `{"result":{"content":[{"type":"text","text":"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cr, pw := io.Pipe() // peer → client
+			pr, cw := io.Pipe() // client → peer
+			read := &countingReader{r: cr}
+			p := &peer{t: t, in: bufio.NewReaderSize(pr, 1<<20), out: pw, tr: NewStdio(read, cw)}
+			t.Cleanup(func() { pw.Close(); pr.Close() })
+			p.tr.(*stdio).skipGrace = 50 * time.Millisecond
+			s := p.connect(Options{MaxMessageBytes: limit}, "2025-06-18")
+			call := goCall(t.Context(), s, "tools/call", `{"name":"flood"}`, nil)
+			p.recv()
+			bystander := goCall(t.Context(), s, "tools/call", `{"name":"sleep"}`, nil)
+			p.recv()
+
+			// The child writes 4 KiB at a time until it is past the
+			// limit, then blocks, its line never ended, until the test
+			// is over.
+			release := make(chan struct{})
+			defer close(release)
+			before := read.n.Load() // initialize's answer
+			go func() {
+				written, _ := io.WriteString(p.out, tc.prefix)
+				for written <= limit {
+					n, err := p.out.Write([]byte(strings.Repeat("a", chunk)))
+					written += n
+					if err != nil {
+						return
+					}
+				}
+				<-release
+			}()
+			r := <-call
+			var tl *TooLargeError
+			if !errors.As(r.err, &tl) || tl.Limit != limit || !tl.Unended || !strings.Contains(r.err.Error(), fmt.Sprint(limit)) {
+				t.Fatalf("call answered by an unended line: %v, want an Unended *TooLargeError naming the limit %d", r.err, limit)
+			}
+			if n := read.n.Load() - before; n <= limit || n > limit+chunk+int64(len(tc.prefix)) {
+				t.Errorf("the transport had read %d bytes when the call failed; want just past the limit of %d", n, limit)
+			}
+			if b := <-bystander; !errors.Is(b.err, ErrMessageTooLarge) || !errors.Is(b.err, ErrClosed) {
+				t.Errorf("bystander: %v, want the session closed by the oversized line", b.err)
+			}
+			select {
+			case <-s.Done():
+			default:
+				t.Fatal("the session goes on after a line over the limit that had not ended")
+			}
+		})
+	}
+}
+
+// countingReader counts the bytes read through it; Close closes r.
+type countingReader struct {
+	r *io.PipeReader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.r.Close() }
 
 // An oversized message with no id to tell whose it is ends the session:
 // some call would otherwise wait forever.

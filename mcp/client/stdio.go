@@ -11,6 +11,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
 // NewStdio returns the stdio transport over a child's stdout (r) and stdin
@@ -25,7 +27,8 @@ import (
 // spec's shutdown), and closes r too if it is an io.Closer, which unblocks
 // Recv even when the child keeps its stdout open.
 func NewStdio(r io.Reader, w io.WriteCloser) Transport {
-	t := &stdio{r: bufio.NewReaderSize(r, 64<<10), rc: r, w: w, wsem: make(chan struct{}, 1), max: DefaultMaxMessageBytes}
+	t := &stdio{r: bufio.NewReaderSize(r, 64<<10), rc: r, w: w, wsem: make(chan struct{}, 1), max: DefaultMaxMessageBytes,
+		skipGrace: skipGrace}
 	t.wd, _ = w.(writeDeadliner)
 	return t
 }
@@ -37,9 +40,11 @@ type writeDeadliner interface {
 }
 
 type stdio struct {
-	r   *bufio.Reader // used only by Recv, as are max and skipping
+	r   *bufio.Reader // used only by Recv, as are max and skipGrace
 	rc  io.Reader
 	max int // the longest line kept; set before the first Recv
+	// skipGrace bounds the skip of an oversized line's rest (skipRest).
+	skipGrace time.Duration
 
 	wsem chan struct{} // the one writer lock; a channel so waiting honours ctx
 	w    io.WriteCloser
@@ -154,25 +159,32 @@ func (t *stdio) Recv() ([]byte, error) {
 
 // readLine returns the next line without its newline, in a new slice. At
 // EOF the last unterminated line is returned with a nil error. A line over
-// t.max is never held whole: readLine keeps its first bytes and, when they
-// do not hold the id, skips to the newline keeping its last bytes too, and
-// returns a *TooLargeError. When the id was in the first bytes the error
-// comes at once, as the line crosses the limit, and nothing more is read:
-// unless its newline was already read, the error is Unended and the
-// session ends.
+// t.max is never held whole (memory is bounded by the limit, not by the
+// child): readLine keeps its first bytes and, when they do not hold the
+// id, skips to the newline keeping its last bytes too, for at most
+// skipGrace, and returns a *TooLargeError. When the id was in the first
+// bytes, or the line cannot be a message, the error comes at once, as the
+// line crosses the limit, and nothing more is read: unless its newline was
+// already read, the error is Unended and the session ends.
 func (t *stdio) readLine() ([]byte, error) {
-	frag, err := t.r.ReadSlice('\n')
-	if err == nil && len(frag)-1 <= t.max {
+	frag, ended, err := t.readFrag()
+	if ended && len(frag)-1 <= t.max {
 		return bytes.Clone(frag[:len(frag)-1]), nil
 	}
 	var line []byte
 	for {
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(line) > 0 {
+				return line, nil
+			}
+			return nil, err
+		}
 		n := len(frag)
-		if err == nil {
+		if ended {
 			n-- // the newline
 		}
 		if len(line)+n > t.max {
-			return nil, t.oversized(line, frag, err == nil)
+			return nil, t.oversized(line, frag, ended)
 		}
 		if cap(line)-len(line) < len(frag) {
 			// Grow as append would, but never past the limit.
@@ -181,17 +193,37 @@ func (t *stdio) readLine() ([]byte, error) {
 			line = grown
 		}
 		line = append(line, frag...)
-		switch {
-		case err == nil:
+		if ended {
 			return line[:len(line)-1], nil
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			return line, nil
-		case !errors.Is(err, bufio.ErrBufferFull):
-			return nil, err
 		}
-		frag, err = t.r.ReadSlice('\n')
+		frag, ended, err = t.readFrag()
 	}
 }
+
+// readFrag returns what the reader holds of the current line, up to and
+// including its newline (ended), reading once from the child if it holds
+// nothing. Unlike bufio's ReadSlice it does not wait for the buffer to
+// fill: a line is measured against the limit as its bytes arrive, so a
+// child that writes just past the limit and then goes silent is caught at
+// once. frag is valid until the next read.
+func (t *stdio) readFrag() (frag []byte, ended bool, err error) {
+	if t.r.Buffered() == 0 {
+		if _, err := t.r.Peek(1); err != nil {
+			return nil, false, err
+		}
+	}
+	frag, _ = t.r.Peek(t.r.Buffered())
+	if i := bytes.IndexByte(frag, '\n'); i >= 0 {
+		frag = frag[:i+1]
+		ended = true
+	}
+	t.r.Discard(len(frag)) //nolint:errcheck // buffered: cannot fail
+	return frag, ended, nil
+}
+
+// skipGrace is how long the rest of an oversized line whose id was not in
+// its first bytes may take to end (see oversized).
+const skipGrace = 500 * time.Millisecond
 
 // oversized handles a line found to be over the limit after line+frag;
 // ended says frag holds the line's newline.
@@ -211,12 +243,62 @@ func (t *stdio) oversized(line, frag []byte, ended bool) error {
 		return e
 	}
 	if !ended {
+		// The id may be the line's last member (the TypeScript SDK
+		// writes it last): skip to the newline to read it there, but
+		// only a line that can be a message, and only for skipGrace.
+		// Every call on the session waits behind the line meanwhile, and
+		// a child that writes a line with no end (a flood of bytes, then
+		// silence) would hold them all until their own timeouts: when
+		// the line is not a JSON object or batch, or has not ended
+		// within the grace, the stream is given up at once and every
+		// call on it fails naming the limit.
+		if !opensMessage(head) {
+			return &TooLargeError{Limit: t.max, Unended: true}
+		}
 		var err error
-		if tail, err = t.skipLine(tail); err != nil && !errors.Is(err, io.EOF) {
+		var cut bool
+		if tail, cut, err = t.skipRest(tail); cut {
+			return &TooLargeError{Limit: t.max, Unended: true}
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}
 	}
 	return tooLarge(t.max, head, tail)
+}
+
+// opensMessage reports whether head can begin a JSON-RPC message: a JSON
+// object, or a batch.
+func opensMessage(head []byte) bool {
+	i := jsonrpc.SkipSpace(head, 0)
+	return i < len(head) && (head[i] == '{' || head[i] == '[')
+}
+
+// skipRest is skipLine, cut short after t.skipGrace by closing the child's
+// stdout (cut is then true, and the stream is unusable). A reader that is
+// not an io.Closer cannot be cut short: its skip ends with its newline.
+func (t *stdio) skipRest(tail []byte) (_ []byte, cut bool, err error) {
+	c, ok := t.rc.(io.Closer)
+	if !ok || t.skipGrace <= 0 {
+		tail, err = t.skipLine(tail)
+		return tail, false, err
+	}
+	var mu sync.Mutex
+	done := false
+	timer := time.AfterFunc(t.skipGrace, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			cut = true
+			c.Close() // unblocks the read below
+		}
+	})
+	tail, err = t.skipLine(tail)
+	timer.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	done = true
+	return tail, cut, err
 }
 
 // skipLine discards input up to and including the next newline, keeping

@@ -24,7 +24,9 @@ var ErrMessageTooLarge = errors.New("message from the child is over the size lim
 // the event on an SSE stream) and recovers the JSON-RPC id, so that exactly
 // the call it answers fails and the session goes on. A message whose id
 // cannot be recovered ends the session, and so does one whose end was not
-// seen (Unended).
+// seen (Unended): on stdio, a line with its id in its first bytes, a line
+// that is no JSON object or batch, and a line whose rest does not come
+// within a short grace are given up as they cross the limit.
 type TooLargeError struct {
 	Limit  int
 	ID     []byte // the raw JSON-RPC id, nil if none was found
@@ -37,9 +39,12 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	what := "an answer"
-	if e.Method != "" {
+	what := "a message"
+	switch {
+	case e.Method != "":
 		what = fmt.Sprintf("a %s message", e.Method)
+	case e.ID != nil:
+		what = "an answer"
 	}
 	return fmt.Sprintf("the child sent %s larger than the limit of %d bytes; it was dropped", what, e.Limit)
 }
