@@ -76,7 +76,7 @@ func BenchmarkBrokerTarget(b *testing.B) {
 	}
 }
 
-var benchCaller = broker.Caller{Name: "local:bench", Via: "unix", Local: true, Rights: rights.Rights{{Admin: true}}}
+var benchCaller = broker.Caller{Name: "local:bench", Via: "unix", Local: true, Owner: true, Rights: rights.Rights{{Admin: true}}}
 
 var benchArgs = json.RawMessage(`{"message":"hi"}`)
 
