@@ -170,6 +170,7 @@ var docExpect = map[string]docWant{
 	`mcpx reload`:                                {stdout: `reloaded`},
 	`mcpx events`:                                {stdout: `(?m) spawn .*demo`},
 	`mcpx whoami`:                                {stdout: `owner`},
+	`mcpx sandbox show demo`:                     {stdout: `(?m)^server: +demo$(?s:.*)^sandbox: +\S`},
 	`mcpx stats --by tool`:                       {stdout: `(?m)^ +TOOL +CALLS +FAILED .* P50 +P95 +P99$(?s:.*)^ +demo\.echo +1 `},
 	`mcpx log --follow`:                          {follow: true, stdout: `mcpx serving`},
 	`mcpx doctor`:                                {stdout: `.`},
