@@ -6,7 +6,7 @@
 buildGoModule {
   pname = "mcpx";
   inherit version src;
-  vendorHash = "sha256-h8OwWxN7G5O7mU0FwhAXvRYuNO+0G6xSp2sWtHRc4oM=";
+  vendorHash = "sha256-81eKSj08RS5subm/lc5D5AZ3nzd51cIfcpI/2NJKVGs=";
   subPackages = [ "cmd/mcpx" ];
   env.CGO_ENABLED = "0";
   ldflags = [ "-s" "-w" ];

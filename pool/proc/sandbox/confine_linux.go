@@ -3,12 +3,9 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"unsafe"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -212,72 +209,4 @@ func assemble(prog []insn) ([]unix.SockFilter, error) {
 		out[i] = unix.SockFilter{Code: in.code, Jt: jt, Jf: jf, K: in.k}
 	}
 	return out, nil
-}
-
-// restrictLandlock confines this thread, and the program it execs, to p's
-// paths (and under NetworkLoopback its TCP ports), and scopes its signals
-// and abstract unix sockets to its own domain. It uses what the kernel
-// offers up to the newest ABI go-landlock knows (Plan has decided whether
-// that is enough). It restricts this thread only: the helper execs from
-// it, and an exec leaves no other thread.
-func restrictLandlock(p *Policy, s setup) error {
-	cfg := landlock.Config{HandledAccessFS: landlock.V11.HandledAccessFS, Scoped: landlock.V11.Scoped}
-	if s.LandlockTCP {
-		cfg.HandledAccessNet = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
-	}
-	var rules []landlock.Rule
-	for _, path := range p.Read {
-		if r, ok := pathRule(path, false, s.Landlock); ok {
-			rules = append(rules, r)
-		}
-	}
-	for _, path := range p.Write {
-		if r, ok := pathRule(path, true, s.Landlock); ok {
-			rules = append(rules, r)
-		}
-	}
-	if s.LandlockTCP {
-		for _, port := range p.ConnectTCP {
-			rules = append(rules, landlock.ConnectTCP(port))
-		}
-		for _, port := range p.BindTCP {
-			rules = append(rules, landlock.BindTCP(port))
-		}
-	}
-	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
-	if err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	if fd < 0 {
-		return errors.New("landlock: the kernel restricts nothing")
-	}
-	defer unix.Close(fd)
-	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
-		return fmt.Errorf("landlock_restrict_self: %w", err)
-	}
-	return nil
-}
-
-// pathRule is the Landlock rule for one of the policy's paths: directory
-// rights for a directory, file rights for anything else. A missing path
-// allows nothing, so it needs no rule.
-func pathRule(path string, write bool, abi int) (landlock.Rule, bool) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, false
-	}
-	switch {
-	case fi.IsDir() && write:
-		r := landlock.RWDirs(path)
-		if abi >= 2 {
-			r = r.WithRefer()
-		}
-		return r, true
-	case fi.IsDir():
-		return landlock.RODirs(path), true
-	case write:
-		return landlock.RWFiles(path), true
-	default:
-		return landlock.ROFiles(path), true
-	}
 }

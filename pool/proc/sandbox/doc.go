@@ -125,4 +125,22 @@
 // binary the helper also runs every package's init: 55–88 ms of CPU there,
 // most of it in a few packages' inits (GODEBUG=inittrace=1 shows them), a
 // cost per confined spawn that lazier inits would cut.
+//
+// Landlock is called through x/sys/unix, not go-landlock: go-landlock's
+// all-thread restriction links libcap's psx, a cgo wrapper around every
+// thread the whole binary creates (daemon and helper alike), which also
+// forces external linking, for a feature this package never uses (the
+// helper restricts the one thread that execs). Its idle memory cost is
+// not what it first seemed (bench/README.md, "Idle memory: Landlock
+// without psx"): freshly linked, the daemon measured 47–49 MB with psx
+// and 46 MB without, but with the binary's pages evicted from the page
+// cache before each start both measure 42 MB: the difference was how
+// the linker had left the file in the page cache. BenchmarkSpawn's
+// confined start is the same too (33–41 cpu-ms before, 34–40 after,
+// 2026-12-07). What leaving go-landlock gives up is its maintained table
+// of rights per ABI: landlockAdded keeps it, TestLandlockRights checks it
+// against the kernel's numbering of the rights (each ABI's filesystem
+// rights are the next bits), and TestLandlockRightsKernel against the
+// running kernel (its ABI's rights accepted, the next ABI's refused). A
+// new ABI adds a row there.
 package sandbox

@@ -12,7 +12,7 @@ type Kernel struct {
 	// OS is runtime.GOOS; containment is Linux-only.
 	OS string `json:"os"`
 	// Landlock is the Landlock ABI version the kernel offers (after the
-	// library's errata checks), 0 when it offers none; LandlockWhy says why.
+	// errata check, landlockABI), 0 when it offers none; LandlockWhy says why.
 	Landlock    int    `json:"landlock"`
 	LandlockWhy string `json:"landlockWhy,omitempty"`
 	// Namespaces reports whether the daemon may start a child in a user

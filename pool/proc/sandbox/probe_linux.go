@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"syscall"
 
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 func probe() Kernel {
@@ -19,10 +19,11 @@ func probe() Kernel {
 	return k
 }
 
-// landlockABI asks the kernel for its Landlock ABI, as go-landlock does:
-// an ABI from 6 on whose signal-scoping erratum is not fixed counts as 5.
+// landlockABI asks the kernel for its Landlock ABI, as go-landlock does
+// (Documentation/userspace-api/landlock.rst, "Landlock errata"): an ABI
+// from 6 on whose signal-scoping erratum is not fixed counts as 5.
 func landlockABI() (int, string) {
-	v, err := ll.LandlockGetABIVersion()
+	v, err := landlockVersion(unix.LANDLOCK_CREATE_RULESET_VERSION)
 	switch {
 	case errors.Is(err, syscall.ENOSYS):
 		return 0, "the kernel was built without Landlock (CONFIG_SECURITY_LANDLOCK)"
@@ -32,7 +33,7 @@ func landlockABI() (int, string) {
 		return 0, fmt.Sprintf("landlock_create_ruleset: %v", err)
 	}
 	if v >= 6 {
-		if errata, err := ll.LandlockGetErrata(); err != nil || errata&0x2 == 0 {
+		if errata, err := landlockVersion(unix.LANDLOCK_CREATE_RULESET_ERRATA); err != nil || errata&0x2 == 0 {
 			return 5, fmt.Sprintf("Landlock ABI %d without the signal-scoping fix (erratum 2) counts as 5", v)
 		}
 	}
