@@ -74,13 +74,14 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 		return
 	}
 	g.schemaKey = schemaKey(inst.def, inst.root, inst.spec, g.execValue())
-	ictx, isp := ctx, tracing.NoSpan
-	if tracing.Enabled() {
-		ictx, isp = tracing.StartChild(ctx, "mcpx.initialize", tracing.Client)
+	sess, err := p.initialize(ctx, tr, inst, g, "")
+	if errors.Is(err, client.ErrProbeUnanswered) && ctx.Err() == nil {
+		if g, tr, e = p.reopen(ctx, inst, sp, g, tr, log); e != nil {
+			p.finishStart(inst, a, nil, e, log)
+			return
+		}
+		sess, err = p.initialize(ctx, tr, inst, g, client.EraHandshake)
 	}
-	sess, err := p.connect(ictx, tr, inst, g)
-	tracing.Fail(isp, err)
-	isp.End()
 	if err != nil {
 		p.initFailed(ctx, inst, a, g, tr, err, log)
 		return
@@ -100,6 +101,45 @@ func (p *Pool) start(inst *instance, a *startAttempt) {
 	p.keepSurvivor(inst, g, log)
 	p.finishStart(inst, a, g, nil, log)
 	p.saveSurvivorsOf(inst.def, g)
+}
+
+// initialize opens g's session over tr within ctx, traced; era, if set,
+// is the era to try first, instead of the one remembered for the
+// definition.
+func (p *Pool) initialize(ctx context.Context, tr client.Transport, inst *instance, g *generation, era string) (*client.Session, error) {
+	ictx, isp := ctx, tracing.NoSpan
+	if tracing.Enabled() {
+		ictx, isp = tracing.StartChild(ctx, "mcpx.initialize", tracing.Client)
+	}
+	sess, err := p.connect(ictx, tr, inst, g, era)
+	tracing.Fail(isp, err)
+	isp.End()
+	return sess, err
+}
+
+// reopen replaces g, whose child left the server/discover probe
+// unanswered (client.ErrProbeUnanswered), with a fresh generation opened
+// within the same start (ctx): the caller initializes it with the
+// handshake first. The spec has a server silent to the probe legacy
+// (2026-07-28, basic/transports/stdio, Backward Compatibility: "does not
+// respond within a reasonable timeout"), but the probed child is not sent
+// initialize: a dual-era server that is merely slow would answer the probe
+// late and refuse it, or serve two eras in one process (client.Connect).
+// So it is killed, its callers still waiting, and a fresh child that has
+// seen no probe is initialized; the era it speaks is remembered for the
+// definition as any child's is, so later starts skip the probe.
+func (p *Pool) reopen(ctx context.Context, inst *instance, sp spawnSpec, g *generation, tr client.Transport, log *slog.Logger) (*generation, client.Transport, *Error) {
+	log.InfoContext(ctx, "no answer to the server/discover probe; replacing the child with a fresh one opened with initialize",
+		"pid", g.pid(), "wait", client.DefaultProbeWait)
+	g.kill()
+	tr.Close()
+	fresh := &generation{dead: make(chan struct{}), program: g.program}
+	tr, e := p.open(ctx, inst, sp, fresh, log)
+	if e != nil {
+		return nil, nil, e
+	}
+	fresh.schemaKey = schemaKey(inst.def, inst.root, inst.spec, fresh.execValue())
+	return fresh, tr, nil
 }
 
 // startErr is a start's failure with err as its detail and cause.
@@ -291,9 +331,13 @@ func (p *Pool) awaitReady(ctx context.Context, inst *instance, g *generation, t 
 	}
 }
 
-// connect runs initialize, returning early if the child dies first.
-func (p *Pool) connect(ctx context.Context, tr client.Transport, inst *instance, g *generation) (*client.Session, error) {
+// connect runs initialize, returning early if the child dies first; era,
+// if set, overrides the remembered one (sessionOptions).
+func (p *Pool) connect(ctx context.Context, tr client.Transport, inst *instance, g *generation, era string) (*client.Session, error) {
 	opts, holder := p.sessionOptions(inst, g)
+	if era != "" {
+		opts.Era = era
+	}
 	if g.proc == nil {
 		sess, err := client.Connect(ctx, tr, opts)
 		holder.set(sess)

@@ -42,7 +42,9 @@
 // N; EnvGarbage=1 writes a non-JSON line to stdout; EnvHang=1 never answers
 // initialize; EnvEra=stateless|handshake serves one era only (the other's
 // opening request is refused with -32601); EnvRequestLog=<file> appends
-// each method received to the file; EnvApps=1 adds the MCP App and subscriptions;
+// each method received to the file (EnvRequestLogPid=1: after the
+// server's pid); EnvDiscoverDelay=<duration> answers server/discover only
+// after the delay; EnvApps=1 adds the MCP App and subscriptions;
 // EnvProbe=1 the probing tools. The daemon's default demo server
 // ignores them.
 //

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,6 +38,15 @@ const (
 	// EnvRequestLog=<file> appends the method of every request and
 	// notification the server receives to the file, one per line: tests count probes with it.
 	EnvRequestLog = "MCPX_DEMO_REQUEST_LOG"
+	// EnvRequestLogPid=1 starts each line of EnvRequestLog with the
+	// server's pid and a space: tests of a start that runs two children
+	// tell what each saw.
+	EnvRequestLogPid = "MCPX_DEMO_REQUEST_LOG_PID"
+	// EnvDiscoverDelay=<duration> answers server/discover only after the
+	// delay (time.ParseDuration), as a dual-era server slow to start on a
+	// loaded machine would; initialize is answered at once. Tests of the
+	// era probe use it.
+	EnvDiscoverDelay = "MCPX_DEMO_DISCOVER_DELAY"
 	// EnvDescribe=<text> makes <text> echo's description and adds the
 	// redescribe tool, which replaces it while the server runs (the
 	// server then sends notifications/tools/list_changed). Tests of tool
@@ -62,7 +72,10 @@ type flags struct {
 	probe      bool   // EnvProbe
 	era        string // EnvEra
 	requestLog string // EnvRequestLog
+	logPid     bool   // EnvRequestLogPid
 	describe   string // EnvDescribe
+	// discoverDelay is EnvDiscoverDelay's.
+	discoverDelay time.Duration
 }
 
 func run(ctx context.Context, in io.Reader, out io.Writer, stderr io.Writer, f flags) error {
@@ -106,7 +119,15 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, failur
 	var f flags
 	if failures {
 		f = flags{drift: os.Getenv(EnvDrift) == "1", apps: os.Getenv(EnvApps) == "1", probe: os.Getenv(EnvProbe) == "1", era: os.Getenv(EnvEra), requestLog: os.Getenv(EnvRequestLog),
-			describe: os.Getenv(EnvDescribe)}
+			logPid: os.Getenv(EnvRequestLogPid) == "1", describe: os.Getenv(EnvDescribe)}
+		if v := os.Getenv(EnvDiscoverDelay); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				fmt.Fprintf(stderr, "demo server: %s=%q: %v\n", EnvDiscoverDelay, v, err)
+				return 2
+			}
+			f.discoverDelay = d
+		}
 	}
 	if err := run(ctx, stdin, stdout, stderr, f); err != nil {
 		fmt.Fprintf(stderr, "demo server: %v\n", err)
@@ -177,19 +198,30 @@ func (f flags) apply(srv *mcp.Server) error {
 			return err
 		}
 	}
-	if refuse == "" && log == nil {
+	if refuse == "" && log == nil && f.discoverDelay == 0 {
 		return nil
+	}
+	prefix := ""
+	if f.logPid {
+		prefix = strconv.Itoa(os.Getpid()) + " "
 	}
 	var mu sync.Mutex
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if log != nil {
 				mu.Lock()
-				fmt.Fprintln(log, method)
+				fmt.Fprintln(log, prefix+method)
 				mu.Unlock()
 			}
 			if method == refuse {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", method)}
+			}
+			if method == "server/discover" && f.discoverDelay > 0 {
+				select {
+				case <-time.After(f.discoverDelay):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
 			}
 			return next(ctx, method, req)
 		}

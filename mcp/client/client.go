@@ -104,8 +104,10 @@ type Options struct {
 	// first. Either way Connect falls back to the other era when the child
 	// answers that it is not of this one.
 	Era string
-	// ProbeWait bounds the server/discover probe of a stdio child; 0 =
-	// DefaultProbeWait, negative = only ctx bounds it.
+	// ProbeWait bounds the server/discover probe; 0 = DefaultProbeWait,
+	// negative = only ctx bounds it. A stdio child's probe unanswered
+	// within it fails Connect with ErrProbeUnanswered, and the child is not
+	// initialized; an HTTP server is initialized.
 	ProbeWait time.Duration
 }
 

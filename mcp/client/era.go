@@ -44,12 +44,13 @@ func eraOrder(hint string) []era {
 
 // fallsBack reports whether era e's failure to open means the child may be
 // of another era. The probe falls back on any answer that is not a
-// stateless one (a JSON-RPC error, a result without 2026-07-28) and on
-// silence within its own bound (DefaultProbeWait); initialize, tried first
-// for a definition remembered as of the handshake era, falls back only on
-// a JSON-RPC error (a child now of the stateless era alone refuses it): a
-// child that answered with a version mcpx does not speak is refused. A
-// dead child, a broken protocol or the end of ctx fail the start.
+// stateless one (a JSON-RPC error, a result without 2026-07-28), and on an
+// HTTP server's silence, never on a stdio child's (ErrProbeUnanswered: the
+// caller opens a fresh child, see stateless.open); initialize, tried first for a definition remembered as
+// of the handshake era, falls back only on a JSON-RPC error (a child now
+// of the stateless era alone refuses it): a child that answered with a
+// version mcpx does not speak is refused. A dead child, a broken protocol
+// or the end of ctx fail the start.
 func fallsBack(ctx context.Context, e era, err error) bool {
 	if ctx.Err() != nil {
 		return false

@@ -33,11 +33,17 @@ const (
 )
 
 // DefaultProbeWait bounds the server/discover probe when Options.ProbeWait
-// is 0. A child of the handshake era that ignores the unknown request (it
-// waits for initialize) is then initialized after this wait instead of
-// failing its start; the answer is remembered per definition (Options.Era),
-// so only a definition's first child pays it.
+// is 0. A stdio child silent that long fails Connect with ErrProbeUnanswered
+// (see stateless.open): the caller opens a fresh child with Era
+// EraHandshake, and remembers the era for the definition, so only a
+// definition's first child pays the wait.
 const DefaultProbeWait = 5 * time.Second
+
+// ErrProbeUnanswered is matched (errors.Is) by the error of a Connect
+// whose server/discover probe of a stdio child (Extras.OneProcess) got no
+// answer within Options.ProbeWait. The child was not initialized (see stateless.open) and the transport is
+// closed: open a fresh child with Era EraHandshake.
+var ErrProbeUnanswered = errors.New("no answer to the server/discover probe")
 
 // maxRounds bounds the input_required rounds of one request: a child that
 // keeps asking ends the call with an error instead of looping forever.
@@ -60,6 +66,24 @@ func (e *eraError) Error() string { return e.msg }
 // InitializeResult is then built from the discover result, in the shape of
 // an initialize result (protocolVersion, capabilities, serverInfo,
 // instructions), so that nothing above this package tells the eras apart.
+//
+// A stdio child silent to the probe for Options.ProbeWait is not
+// initialized (a streamable HTTP server is: its probe was an exchange of
+// its own, see Extras.OneProcess).
+//
+// Spec (2026-07-28, basic/transports/stdio, Backward Compatibility): "The
+// server returns any other error, or does not respond within a reasonable
+// timeout: the server is legacy. Fall back to the initialize handshake."
+// But the probe is still pending in that child: a dual-era server that is
+// merely slow (a cold start on a loaded machine) reads it later, and
+// initialize on the same process then meets a server already serving
+// 2026-07-28 (the go-sdk refuses it: `duplicate "initialize" received`)
+// or opens a handshake session beside a stateless one, two eras in one
+// process. So the fallback is left to the caller, on a fresh child that
+// has seen no probe (Connect fails with ErrProbeUnanswered). A legacy
+// child that refuses the probe with an error, the common case
+// ("implementation-defined errors (commonly -32601 or -32602)"), has
+// answered it, and is initialized at once on the same process.
 func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessage, error) {
 	meta, err := requestMeta(s.opts)
 	if err != nil {
@@ -96,7 +120,14 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 	res, err := s.request(pctx, jsonrpc.MethodDiscover, nil, nil, false)
 	if err != nil {
 		s.meta = nil
-		if ctx.Err() == nil && pctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil || pctx.Err() == nil:
+		case s.x.OneProcess:
+			// Not an eraError: this child is not offered initialize.
+			return "", nil, fmt.Errorf("%w within %s", ErrProbeUnanswered, wait)
+		default:
+			// Over HTTP the probe was its own exchange: initialize
+			// is another, with a session the probe never had.
 			return "", nil, &eraError{fmt.Sprintf("no answer to server/discover within %s", wait)}
 		}
 		return "", nil, err

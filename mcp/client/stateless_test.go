@@ -2,6 +2,8 @@ package client
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -151,18 +153,17 @@ func TestStatelessMetaGolden(t *testing.T) {
 	}
 }
 
-// TestProbeFallsBack: a child that refuses server/discover, or ignores it
-// past the probe's bound, is initialized; the error of one that fails
-// both is the handshake's.
+// TestProbeFallsBack: a child that refuses server/discover, or answers it
+// without 2026-07-28, is initialized on the same process. (One silent to
+// it is not: TestProbeUnanswered.)
 func TestProbeFallsBack(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
-		answer string // to the probe; "" = none
+		answer string // to the probe
 	}{
 		{"refused", `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`},
 		{"unsupported version", `{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"unsupported","data":{"supported":["2025-11-25"],"requested":"2026-07-28"}}}`},
 		{"older versions only", `{"jsonrpc":"2.0","id":1,"result":{"supportedVersions":["2025-11-25"],"capabilities":{}}}`},
-		{"silent", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPeer(t)
@@ -177,9 +178,7 @@ func TestProbeFallsBack(t *testing.T) {
 			if m := p.recvMsg(); m["method"] != "server/discover" {
 				t.Fatalf("first message %v, want server/discover", m)
 			}
-			if tt.answer != "" {
-				p.send(tt.answer)
-			}
+			p.send(tt.answer)
 			if m := p.recvMsg(); m["method"] != "initialize" {
 				t.Fatalf("second message %v, want initialize", m)
 			}
@@ -201,6 +200,37 @@ func TestProbeFallsBack(t *testing.T) {
 				t.Error(r.err)
 			}
 		})
+	}
+}
+
+// TestProbeUnanswered: a child that has not answered server/discover when
+// the probe's wait ends is not sent initialize: it may be a dual-era server
+// that is merely slow, which would answer the probe late and then refuse
+// initialize, or serve two eras in one process. Connect fails with
+// ErrProbeUnanswered, and the next thing the child sees is the end of its
+// stdin.
+func TestProbeUnanswered(t *testing.T) {
+	p := newPeer(t)
+	errc := make(chan error, 1)
+	go func() {
+		s, err := Connect(t.Context(), p.tr, Options{ProbeWait: 50 * time.Millisecond})
+		if s != nil {
+			s.Close()
+		}
+		errc <- err
+	}()
+	if m := p.recvMsg(); m["method"] != "server/discover" {
+		t.Fatalf("first message %v, want server/discover", m)
+	}
+	if line, err := p.in.ReadString('\n'); err != io.EOF || line != "" {
+		t.Fatalf("after the unanswered probe the child read %q, %v; want the end of its stdin alone", line, err)
+	}
+	err := <-errc
+	if !errors.Is(err, ErrProbeUnanswered) {
+		t.Fatalf("Connect = %v, want ErrProbeUnanswered", err)
+	}
+	if !strings.Contains(err.Error(), "server/discover") {
+		t.Errorf("Connect = %v, want it to name server/discover", err)
 	}
 }
 

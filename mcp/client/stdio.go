@@ -65,9 +65,10 @@ type brokenError string
 func (e brokenError) Error() string      { return string(e) }
 func (brokenError) Is(target error) bool { return target == ErrBroken }
 
-// Extras: stdio skips oversized lines and hints at stdout's rule.
+// Extras: stdio skips oversized lines, hints at stdout's rule, and talks
+// to one process.
 func (t *stdio) Extras() Extras {
-	return Extras{SetMaxMessage: t.setMaxMessage, ViolationHint: t.violationHint(), HoldWrites: t.holdWrites}
+	return Extras{SetMaxMessage: t.setMaxMessage, ViolationHint: t.violationHint(), HoldWrites: t.holdWrites, OneProcess: true}
 }
 
 // holdWrites takes the writer lock until release: Extras.HoldWrites.

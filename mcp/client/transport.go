@@ -113,6 +113,15 @@ type Extras struct {
 	// is sent whole on its own (streamable HTTP), nothing to hold.
 	HoldWrites func(ctx context.Context) (release func(), ok bool)
 
+	// OneProcess says every message goes to one peer process over one
+	// stream (stdio): a request it has not answered is still pending in
+	// it, to be read and answered later. Connect then does not follow a
+	// server/discover probe left unanswered with initialize on the same
+	// peer, but fails with ErrProbeUnanswered (stateless.open). false:
+	// each request is its own exchange (streamable HTTP), and a silent
+	// probe falls back to initialize.
+	OneProcess bool
+
 	// ViolationHint ends the *ProtocolError of a message that breaks the
 	// protocol, telling the peer's author what to fix (stdio: "logs belong
 	// on stderr"). "": no hint.
