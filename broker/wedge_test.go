@@ -24,7 +24,10 @@ import (
 func TestWedgedChildReplacedAfterCallTimeout(t *testing.T) {
 	b := startDemoBroker(t, demoSetup{
 		scopes: map[string]config.ScopeKind{"demo": config.ScopeGlobal},
-		server: func(s *config.Server) { s.CallTimeout = config.Duration(500 * time.Millisecond) },
+		// Long enough that a call to the running child ends within it on a
+		// loaded machine (500 ms did not: a shared CI machine is no quiet
+		// one); the stopped child's calls time out at it either way.
+		server: func(s *config.Server) { s.CallTimeout = config.Duration(3 * time.Second) },
 	})
 	r := req("demo", "")
 	pid, _ := strconv.Atoi(callText(t, b, r, "pid", `{}`))
