@@ -35,9 +35,16 @@ import (
 // benchSpec is what a grant holder's child gets in the global scope.
 var benchSpec = &confine.Spec{Why: confine.WhyCaller, Network: sandbox.NetworkNone, Limits: confine.DefaultLimits}
 
+// benchContained returns the variants by name: "unconfined", "confined"
+// (benchSpec), and, to tell what a confined spawn pays for, benchSpec
+// without limits (no cgroups) and with the host's network (no network
+// namespace).
 func benchContained(b *testing.B) map[string]*confine.Spec {
 	needSandbox(b, benchSpec)
-	return map[string]*confine.Spec{"unconfined": nil, "confined": benchSpec}
+	noLimits, hostNet := *benchSpec, *benchSpec
+	noLimits.Limits = sandbox.Limits{}
+	hostNet.Network = sandbox.NetworkAll
+	return map[string]*confine.Spec{"unconfined": nil, "confined": benchSpec, "confined-no-limits": &noLimits, "confined-host-network": &hostNet}
 }
 
 // BenchmarkContainmentSpawn is spawn-to-first-call: a new pool, the demo
@@ -46,7 +53,7 @@ func benchContained(b *testing.B) map[string]*confine.Spec {
 // CPU, which the kernel counts only once it is reaped.
 func BenchmarkContainmentSpawn(b *testing.B) {
 	variants := benchContained(b)
-	for _, name := range []string{"unconfined", "confined"} {
+	for _, name := range []string{"unconfined", "confined", "confined-no-limits", "confined-host-network"} {
 		b.Run(name, func(b *testing.B) {
 			proctest.CheckNoLeaks(b)
 			def := pool.Server{Name: "demo", Command: os.Args[0], Env: map[string]string{
