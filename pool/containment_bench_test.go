@@ -113,6 +113,39 @@ func BenchmarkContainmentWarmCall(b *testing.B) {
 			b.ReportMetric(float64(procCPU(b, pid)-child)/float64(b.N), "child-cpu-ns/op")
 		})
 	}
+	// interleaved: each op is one call to each instance, in turn first, so
+	// that the machine's load and the order hit both alike; per variant
+	// its wall time per call and its child's CPU per call.
+	b.Run("interleaved", func(b *testing.B) {
+		var tgs [2]pool.Target
+		var pids [2]int
+		for i, name := range []string{"unconfined", "confined"} {
+			tgs[i] = pool.Target{Server: "demo", Key: "global", Sandbox: variants[name]}
+			for _, in := range p.Instances() {
+				if (in.Sandbox != nil) == (variants[name] != nil) {
+					pids[i] = in.Pid
+				}
+			}
+		}
+		var wall [2]time.Duration
+		child := [2]time.Duration{procCPU(b, pids[0]), procCPU(b, pids[1])}
+		n := 0
+		for b.Loop() {
+			for k := range 2 {
+				i := (n + k) % 2
+				start := time.Now()
+				if err := p.Do(ctx, tgs[i], call); err != nil {
+					b.Fatal(err)
+				}
+				wall[i] += time.Since(start)
+			}
+			n++
+		}
+		for i, name := range []string{"unconfined", "confined"} {
+			b.ReportMetric(float64(wall[i])/float64(b.N), name+"-ns/call")
+			b.ReportMetric(float64(procCPU(b, pids[i])-child[i])/float64(b.N), name+"-child-cpu-ns/call")
+		}
+	})
 }
 
 // benchChildrenCPU is the CPU time of this process's reaped children.
