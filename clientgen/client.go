@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"mcpx.dev/mcpx/internal/orderedjson"
 	"mcpx.dev/mcpx/internal/toolschema"
@@ -51,7 +52,7 @@ type FailedServer struct {
 var runtimeParts embed.FS
 
 // runtimeTemplate is the parts joined.
-var runtimeTemplate = func() string {
+func runtimeTemplate() string {
 	entries, err := runtimeParts.ReadDir("runtime") // sorted by name
 	if err != nil {
 		panic("clientgen: " + err.Error())
@@ -65,12 +66,13 @@ var runtimeTemplate = func() string {
 		b.Write(data)
 	}
 	return b.String()
-}()
+}
 
 // runtimeSource is the runtime (runtime/*.ts) with its @@NAME@@ marks filled from the API
 // contract, so the client and the server cannot disagree on a header, an
-// event or a problem type.
-var runtimeSource = func() string {
+// event or a problem type. Made on first use: a process that generates no
+// client (the sandbox's helper, every CLI command) does not pay for it.
+var runtimeSource = sync.OnceValue(func() string {
 	callTool, _ := wire.Lookup(wire.OpCallTool)
 	answerInput, _ := wire.Lookup(wire.OpAnswerInput)
 	readResource, _ := wire.Lookup(wire.OpReadResource)
@@ -125,14 +127,14 @@ var runtimeSource = func() string {
 		"EventEnd":                     quote(wire.StreamEnd),
 		"KindUnavailable":              quote(wire.KindUnavailable),
 	}
-	return regexp.MustCompile(`@@(\w+)@@`).ReplaceAllStringFunc(runtimeTemplate, func(m string) string {
+	return regexp.MustCompile(`@@(\w+)@@`).ReplaceAllStringFunc(runtimeTemplate(), func(m string) string {
 		v, ok := values[strings.Trim(m, "@")]
 		if !ok {
 			panic("clientgen: the runtime names an unknown value " + m)
 		}
 		return v
 	})
-}()
+})
 
 // pattern is the path pattern of the route op.
 func pattern(op string) string {
@@ -230,7 +232,7 @@ func Client(opts ClientOptions) (File, []Problem) {
 
 	b.Write(bytes.TrimPrefix(types.Source, []byte(header)))
 	b.WriteString("\n")
-	b.WriteString(runtimeSource)
+	b.WriteString(runtimeSource())
 	for _, g := range groups {
 		var doc Server
 		if i := slices.IndexFunc(docs, func(d Server) bool { return d.Name == g[0].Server }); i >= 0 {

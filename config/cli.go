@@ -66,7 +66,7 @@ func (p *problems) checkCLI(name string, c *CLI) {
 	}
 	for _, tool := range slices.Sorted(maps.Keys(c.Tools)) {
 		t, field := c.Tools[tool], "cli.tools."+tool
-		if !argv.ToolName.MatchString(tool) {
+		if !argv.ToolName().MatchString(tool) {
 			p.add(name, field, fmt.Sprintf("%q is not a tool name", tool), "use 1 to 64 letters, digits, _ and - (the name MCP clients accept, with no \".\": the CLI's server.tool)")
 		} else if full := name + "__" + tool; len(full) > 64 {
 			p.add(name, field, fmt.Sprintf("the MCP endpoint's name %s is over 64 characters, and would be rewritten", full), "shorten the tool's name or the server's")

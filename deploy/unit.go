@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/template"
 )
 
@@ -150,7 +151,9 @@ func LogFile(s Service) string { return filepath.Join(s.StateDir, "service.log")
 //go:embed templates
 var templates embed.FS
 
-var tmpl = template.Must(template.ParseFS(templates, "templates/*"))
+// tmpl is parsed on first use, so a process that renders no service
+// definition (the sandbox's helper, most commands) does not pay for it.
+var tmpl = sync.OnceValue(func() *template.Template { return template.Must(template.ParseFS(templates, "templates/*")) })
 
 // Render returns the service definition of s for platform p, to be written
 // at path.
@@ -162,9 +165,9 @@ func Render(p Platform, path string, s Service) (File, error) {
 	var err error
 	switch p {
 	case Linux:
-		err = tmpl.ExecuteTemplate(&buf, "mcpx.service", systemdData(s))
+		err = tmpl().ExecuteTemplate(&buf, "mcpx.service", systemdData(s))
 	case Darwin:
-		err = tmpl.ExecuteTemplate(&buf, "mcpx.plist", launchdData(s))
+		err = tmpl().ExecuteTemplate(&buf, "mcpx.plist", launchdData(s))
 	default:
 		_, err = ParsePlatform(string(p))
 	}

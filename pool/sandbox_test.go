@@ -23,7 +23,7 @@ import (
 
 // needSandbox skips (or, with the test dependencies required, fails) where
 // this kernel cannot confine a child as Enforce mode needs.
-func needSandbox(t *testing.T, spec *confine.Spec) {
+func needSandbox(t testing.TB, spec *confine.Spec) {
 	t.Helper()
 	p := spec.Policy(confine.Facts{TmpDir: t.TempDir()})
 	if _, err := sandbox.Plan(&p, sandbox.Probe()); err != nil {

@@ -130,7 +130,7 @@ func New(cfg Config) (adapter.Opener, error) {
 }
 
 func newTool(name string, spec Tool) (*tool, error) {
-	if !argv.ToolName.MatchString(name) {
+	if !argv.ToolName().MatchString(name) {
 		return nil, fmt.Errorf("name: %q is not a tool name; use 1 to 64 letters, digits, _ and -", name)
 	}
 	switch spec.Output {

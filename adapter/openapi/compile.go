@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -169,7 +170,9 @@ func (c *compiler) selected(all []pathOp) ([]pathOp, error) {
 const maxName = 64
 
 var (
-	fitsName  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	// fitsName is compiled on first use (its {1,64} makes a program of
+	// some thousand instructions), so the sandbox's helper does not pay.
+	fitsName  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 	nameChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 	hasAlnum  = regexp.MustCompile(`[A-Za-z0-9]`)
 )
@@ -182,7 +185,7 @@ var (
 // over 64 characters is cut to 55 and given "_" and 8 hex digits of the
 // SHA-256 of the operationId (or "METHOD path").
 func ToolName(operationID, method, path string) string {
-	if fitsName.MatchString(operationID) {
+	if fitsName().MatchString(operationID) {
 		return operationID
 	}
 	orig, base := operationID, operationID
@@ -204,7 +207,7 @@ func toolNames(ops []pathOp) []string {
 	names := make([]string, len(ops))
 	taken := map[string]bool{}
 	for i, po := range ops {
-		if fitsName.MatchString(po.op.OperationID) && !taken[po.op.OperationID] {
+		if fitsName().MatchString(po.op.OperationID) && !taken[po.op.OperationID] {
 			names[i] = po.op.OperationID
 			taken[names[i]] = true
 		}

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -53,17 +54,23 @@ const (
 	ToolChaining = "tool-chaining"
 )
 
-var patterns = []struct {
+// patterns are compiled on first use: a process that scans nothing (the
+// sandbox's helper, most CLI commands) does not pay for them.
+var patterns = sync.OnceValue(func() []pattern {
+	return []pattern{
+		{HiddenTag, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin|assistant|context|prompt)\b[^>]{0,40}>`)},
+		{HTMLComment, regexp.MustCompile(`<!--`)},
+		{EncodedBlob, regexp.MustCompile(`[A-Za-z0-9+/_-]{64,}={0,2}`)},
+		{Override, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|preceding|other|system)\s+(instructions?|prompts?|rules|messages?|directions?)|\byou\s+are\s+now\b|\bnew\s+instructions\s*:|\bsystem\s+prompt\b`)},
+		{Conceal, regexp.MustCompile(`(?i)\b(do\s+not|don't|never)\s+(tell|inform|mention|reveal|show|notify|alert)\b[^.]{0,80}\buser\b|\bwithout\s+(telling|informing|notifying|alerting|asking)\s+(the\s+)?user\b|\b(secretly|covertly|silently)\b`)},
+		{SensitiveFile, regexp.MustCompile(`(?i)(~|\$HOME|/home/[^/\s]+|/root)?/?\.ssh\b|\bid_(rsa|ed25519|ecdsa|dsa)\b|\.aws/credentials|\.netrc\b|\.gnupg\b|/etc/(shadow|passwd)\b|\bmcp\.json\b`)},
+		{ToolChaining, regexp.MustCompile(`(?i)\bbefore\s+(using|calling|invoking|running)\s+(this|the|any)\b[^\n]{0,80}\b(read|call|invoke|fetch)\b[^\n]{0,120}\b(pass|send|include|put)\b`)},
+	}
+})
+
+type pattern struct {
 	rule string
 	re   *regexp.Regexp
-}{
-	{HiddenTag, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin|assistant|context|prompt)\b[^>]{0,40}>`)},
-	{HTMLComment, regexp.MustCompile(`<!--`)},
-	{EncodedBlob, regexp.MustCompile(`[A-Za-z0-9+/_-]{64,}={0,2}`)},
-	{Override, regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|preceding|other|system)\s+(instructions?|prompts?|rules|messages?|directions?)|\byou\s+are\s+now\b|\bnew\s+instructions\s*:|\bsystem\s+prompt\b`)},
-	{Conceal, regexp.MustCompile(`(?i)\b(do\s+not|don't|never)\s+(tell|inform|mention|reveal|show|notify|alert)\b[^.]{0,80}\buser\b|\bwithout\s+(telling|informing|notifying|alerting|asking)\s+(the\s+)?user\b|\b(secretly|covertly|silently)\b`)},
-	{SensitiveFile, regexp.MustCompile(`(?i)(~|\$HOME|/home/[^/\s]+|/root)?/?\.ssh\b|\bid_(rsa|ed25519|ecdsa|dsa)\b|\.aws/credentials|\.netrc\b|\.gnupg\b|/etc/(shadow|passwd)\b|\bmcp\.json\b`)},
-	{ToolChaining, regexp.MustCompile(`(?i)\bbefore\s+(using|calling|invoking|running)\s+(this|the|any)\b[^\n]{0,80}\b(read|call|invoke|fetch)\b[^\n]{0,120}\b(pass|send|include|put)\b`)},
 }
 
 // Scan returns the rules text breaks, sorted, each once; nil for none.
@@ -72,7 +79,7 @@ func Scan(text string) []string {
 	if hasInvisible(text) {
 		out = append(out, Invisible)
 	}
-	for _, p := range patterns {
+	for _, p := range patterns() {
 		if p.re.MatchString(text) {
 			out = append(out, p.rule)
 		}

@@ -14,13 +14,16 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ToolName is what a tool's name must match: the rule every major MCP
 // client holds tool names to (the MCP endpoint lists them as
 // <server>__<name>, package api/mcp), with no "." (the CLI's
-// server.tool).
-var ToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// server.tool). Compiled on first use (its {1,64} makes a program of some
+// thousand instructions), so a process that checks no name (the sandbox's
+// helper) does not pay for it.
+var ToolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // whole is a whole-argument placeholder; inside finds one in an argument.
 var (

@@ -98,7 +98,11 @@ func (c *Cell) rewrite(exe string) {
 	fd := 3 + len(cmd.ExtraFiles)
 	cmd.ExtraFiles = append(cmd.ExtraFiles, c.end)
 	cmd.Path, cmd.Args = exe, []string{helperArg0}
-	cmd.Env = append(helperEnv(c.policy.Env), envHelper+"="+strconv.Itoa(fd))
+	// GOGC=off: the helper lives for its inits and a few syscalls, and
+	// the inits of a binary as large as mcpx's allocate enough to start
+	// a collection (some 6 ms of CPU per spawn); the program never sees
+	// it (TestEnvironment).
+	cmd.Env = append(helperEnv(c.policy.Env), "GOGC=off", envHelper+"="+strconv.Itoa(fd))
 	attr := &syscall.SysProcAttr{}
 	if cmd.SysProcAttr != nil {
 		a := *cmd.SysProcAttr

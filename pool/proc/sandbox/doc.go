@@ -122,9 +122,12 @@
 // plain one, in CPU (33–48 ms against 3–4 ms) and in wall time: the helper
 // is a Go program, and starting one is most of it (15–20 ms of CPU for
 // this package's test binary, 7 ms for an empty Go program). In the mcpx
-// binary the helper also runs every package's init: 55–88 ms of CPU there,
-// most of it in a few packages' inits (GODEBUG=inittrace=1 shows them), a
-// cost per confined spawn that lazier inits would cut.
+// binary the helper also runs every package's init: 65–72 ms of CPU up to
+// MaybeExec (2026-12-07, loaded), after mcpx's own heavy inits were made
+// lazy and the helper given GOGC=off (81–88 ms before); some 15 ms of it
+// is a dependency's init (jsonschema/v6 compiling its metaschemas), which
+// only not linking it into the helper would save. bench/README.md,
+// "Containment's cost (issue 32)", has the figures.
 //
 // Landlock is called through x/sys/unix, not go-landlock: go-landlock's
 // all-thread restriction links libcap's psx, a cgo wrapper around every

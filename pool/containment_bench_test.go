@@ -1,0 +1,173 @@
+package pool_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/pool"
+	"mcpx.dev/mcpx/pool/confine"
+	"mcpx.dev/mcpx/pool/proc/sandbox"
+)
+
+// Containment's cost (issue 32, bench/README.md): the demo child (this
+// test binary re-exec'd) unconfined and confined as a grant holder's
+// child is by default (no network, the default limits; the helper is
+// this test binary too, whose inits are fewer than mcpx's). Run the
+// variants alternated, each round one invocation, and compare within
+// rounds:
+//
+//	go test -c -o /tmp/pool.test ./pool
+//	for i in 1 2 3 4 5; do /tmp/pool.test -test.run '^$' -test.bench 'Containment' -test.benchtime 20x; done
+//
+// Besides ns/op they report this process's CPU per op (pool-cpu-ns/op)
+// and the child's (child-cpu-ns/op): for a spawn the helper's and the
+// child's whole life, reaped at Close; for a warm call the child's CPU
+// over the calls, from /proc.
+
+// benchSpec is what a grant holder's child gets in the global scope.
+var benchSpec = &confine.Spec{Why: confine.WhyCaller, Network: sandbox.NetworkNone, Limits: confine.DefaultLimits}
+
+// benchContained returns the variants by name: "unconfined", "confined"
+// (benchSpec), and, to tell what a confined spawn pays for, benchSpec
+// without limits (no cgroups) and with the host's network (no network
+// namespace).
+func benchContained(b *testing.B) map[string]*confine.Spec {
+	needSandbox(b, benchSpec)
+	noLimits, hostNet := *benchSpec, *benchSpec
+	noLimits.Limits = sandbox.Limits{}
+	hostNet.Network = sandbox.NetworkAll
+	return map[string]*confine.Spec{"unconfined": nil, "confined": benchSpec, "confined-no-limits": &noLimits, "confined-host-network": &hostNet}
+}
+
+// BenchmarkContainmentSpawn is spawn-to-first-call: a new pool, the demo
+// child started, initialized and asked one echo; the pool's Close (which
+// kills and reaps the child) is outside the timer but inside the child's
+// CPU, which the kernel counts only once it is reaped.
+func BenchmarkContainmentSpawn(b *testing.B) {
+	variants := benchContained(b)
+	for _, name := range []string{"unconfined", "confined", "confined-no-limits", "confined-host-network"} {
+		b.Run(name, func(b *testing.B) {
+			proctest.CheckNoLeaks(b)
+			def := pool.Server{Name: "demo", Command: os.Args[0], Env: map[string]string{
+				demo.EnvServer: "1", "GORACE": "atexit_sleep_ms=0", proctest.MarkerEnv: proctest.Marker(b)}}
+			tg := pool.Target{Server: "demo", Key: "global", Sandbox: variants[name]}
+			var self time.Duration
+			children := benchChildrenCPU()
+			for b.Loop() {
+				start := benchSelfCPU()
+				p := pool.New(pool.Options{ReapInterval: -1, ExecWatch: -1})
+				p.SetServers([]pool.Server{def})
+				if err := p.Do(b.Context(), tg, benchEcho(b.Context())); err != nil {
+					b.Fatal(err)
+				}
+				if variants[name] != nil && p.Instances()[0].Sandbox == nil {
+					b.Fatal("the child is not confined")
+				}
+				self += benchSelfCPU() - start
+				b.StopTimer()
+				p.Close(context.Background())
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(self)/float64(b.N), "pool-cpu-ns/op")
+			b.ReportMetric(float64(benchChildrenCPU()-children)/float64(b.N), "child-cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkContainmentWarmCall is one echo call on a warm instance, the
+// same pool holding an unconfined and a confined one.
+func BenchmarkContainmentWarmCall(b *testing.B) {
+	variants := benchContained(b)
+	p, _ := benchWarmPool(b)
+	ctx := context.Background()
+	call := benchEcho(ctx)
+	for _, name := range []string{"unconfined", "confined"} {
+		tg := pool.Target{Server: "demo", Key: "global", Sandbox: variants[name]}
+		if err := p.Do(ctx, tg, call); err != nil { // warm it
+			b.Fatal(err)
+		}
+		pid := 0
+		for _, in := range p.Instances() {
+			if (in.Sandbox != nil) == (variants[name] != nil) {
+				pid = in.Pid
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := startBenchCPU()
+			child := procCPU(b, pid)
+			for b.Loop() {
+				if err := p.Do(ctx, tg, call); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.report(b)
+			b.ReportMetric(float64(procCPU(b, pid)-child)/float64(b.N), "child-cpu-ns/op")
+		})
+	}
+	// interleaved: each op is one call to each instance, in turn first, so
+	// that the machine's load and the order hit both alike; per variant
+	// its wall time per call and its child's CPU per call.
+	b.Run("interleaved", func(b *testing.B) {
+		var tgs [2]pool.Target
+		var pids [2]int
+		for i, name := range []string{"unconfined", "confined"} {
+			tgs[i] = pool.Target{Server: "demo", Key: "global", Sandbox: variants[name]}
+			for _, in := range p.Instances() {
+				if (in.Sandbox != nil) == (variants[name] != nil) {
+					pids[i] = in.Pid
+				}
+			}
+		}
+		var wall [2]time.Duration
+		child := [2]time.Duration{procCPU(b, pids[0]), procCPU(b, pids[1])}
+		n := 0
+		for b.Loop() {
+			for k := range 2 {
+				i := (n + k) % 2
+				start := time.Now()
+				if err := p.Do(ctx, tgs[i], call); err != nil {
+					b.Fatal(err)
+				}
+				wall[i] += time.Since(start)
+			}
+			n++
+		}
+		for i, name := range []string{"unconfined", "confined"} {
+			b.ReportMetric(float64(wall[i])/float64(b.N), name+"-ns/call")
+			b.ReportMetric(float64(procCPU(b, pids[i])-child[i])/float64(b.N), name+"-child-cpu-ns/call")
+		}
+	})
+}
+
+// benchChildrenCPU is the CPU time of this process's reaped children.
+func benchChildrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU is pid's CPU time (all its threads) from /proc, in clock ticks
+// of 10 ms: enough over the thousands of calls a benchmark makes.
+func procCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command, which is in parentheses: state is the
+	// first; utime and stime are the 12th and 13th.
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
