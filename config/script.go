@@ -21,8 +21,12 @@ import (
 //
 //	"script": {"prefix": [null, "console.time('run')"], "suffix": ["console.timeEnd('run')", null]}
 type Script struct {
-	// Prefix lines run before the script's module is imported; Suffix
+	// Prefix lines run before the script's own top-level code; Suffix
 	// lines in a finally after it has run.
+	//
+	// They are one module with the script: prefix lines at its top, then
+	// the script's source, then the suffix lines in a function the
+	// launcher calls (see package scripts).
 	Prefix Lines `json:"prefix,omitzero"`
 	Suffix Lines `json:"suffix,omitzero"`
 	// Interpreter runs a file of an extension (".py") that is not
@@ -41,7 +45,17 @@ type Script struct {
 	// directory) or "auto" (the run directory's flake.nix, else its
 	// shell.nix, else the host). The nearest layer that sets it wins.
 	Environment string `json:"environment,omitempty"`
+	// Runtime is the JavaScript runtime scripts run on: "deno", "bun",
+	// "node", a path to one's binary, or a nix: spec that builds one
+	// ("nix:nixpkgs#deno"; a relative path ref is the config file's
+	// directory's). --runtime and $MCPX_RUNTIME win over it; the nearest
+	// layer that sets it wins.
+	Runtime string `json:"runtime,omitempty"`
 }
+
+// scriptRuntimes are the names script.runtime may be, besides a path or a
+// nix: spec. (Package scripts has the same list: config cannot import it.)
+var scriptRuntimes = []string{"deno", "bun", "node"}
 
 // ScriptDeps is script.deps: where the packages a script imports come
 // from. Each field is the nearest layer's that sets it; Packages merge per
@@ -97,7 +111,7 @@ func MergeLines(layers []Lines) []string {
 	return out
 }
 
-var scriptFields = []string{"prefix", "suffix", "interpreter", "env", "deps", "environment"}
+var scriptFields = []string{"prefix", "suffix", "interpreter", "env", "deps", "environment", "runtime"}
 
 func (p *problems) decodeScript(sc *Script, raw json.RawMessage) {
 	if isNull(raw) {
@@ -122,8 +136,10 @@ func (p *problems) decodeScript(sc *Script, raw json.RawMessage) {
 			sc.Deps = p.decodeScriptDeps(m.value)
 		case "environment":
 			sc.Environment = p.decodeScriptEnvironment(m.value)
+		case "runtime":
+			sc.Runtime = p.decodeScriptRuntime(m.value)
 		default:
-			hint := "the fields are prefix, suffix, interpreter, env, deps and environment"
+			hint := "the fields are prefix, suffix, interpreter, env, deps, environment and runtime"
 			if s := suggest.Closest(m.key, scriptFields); s != "" {
 				hint = fmt.Sprintf("did you mean %q?", s)
 			}
@@ -275,6 +291,31 @@ func (p *problems) decodeScriptEnvironment(raw json.RawMessage) string {
 	}
 	if _, err := nixspec.ParseEnvironment(s); err != nil {
 		p.add("", "script.environment", "script.environment: "+err.Error(), `or "auto": the run directory's flake.nix, else its shell.nix, else the host`)
+		return ""
+	}
+	return s
+}
+
+// decodeScriptRuntime reads script.runtime.
+func (p *problems) decodeScriptRuntime(raw json.RawMessage) string {
+	const hint = `name deno, bun or node, a path to one's binary, or a nix: spec that builds one, such as "nix:nixpkgs#deno"`
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		p.add("", "script.runtime", fmt.Sprintf("script.runtime must be a string, not %s", raw), hint)
+		return ""
+	}
+	switch {
+	case nixspec.Is(s):
+		if _, err := nixspec.Parse(s); err != nil {
+			p.add("", "script.runtime", "script.runtime: "+err.Error(), hint)
+			return ""
+		}
+	case !slices.Contains(scriptRuntimes, s) && !strings.Contains(s, "/"):
+		msg := fmt.Sprintf("script.runtime: %q is not a runtime", s)
+		if c := suggest.Closest(s, scriptRuntimes); c != "" {
+			msg += fmt.Sprintf("; did you mean %q?", c)
+		}
+		p.add("", "script.runtime", msg, hint)
 		return ""
 	}
 	return s

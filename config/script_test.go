@@ -104,9 +104,9 @@ func TestLoadScriptInterpreterEnv(t *testing.T) {
 	}
 }
 
-// TestLoadScriptDepsEnvironment: script.deps and script.environment are
-// read and checked, each error naming the file and the field and saying
-// the fix; MergeDeps takes the nearest from and registry, and merges
+// TestLoadScriptDepsEnvironment: script.deps, script.environment and
+// script.runtime are read and checked, each error naming the file and the
+// field and saying the fix; MergeDeps takes the nearest from and registry, and merges
 // packages per name.
 func TestLoadScriptDepsEnvironment(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "config.json")
@@ -120,6 +120,12 @@ func TestLoadScriptDepsEnvironment(t *testing.T) {
 	if err != nil || !slices.Equal(sc.Deps.From, []string{"specifiers", "host"}) || sc.Deps.Packages["@s/p"] != "^1" ||
 		sc.Deps.Registry != "http://127.0.0.1:4873/" || sc.Environment != "shell:shell.nix" {
 		t.Fatalf("LoadScript = %+v, %v", sc, err)
+	}
+	for _, rt := range []string{"deno", "bun", "node", "/opt/bun/bin/bun", "nix:nixpkgs#deno", "nix:.#node"} {
+		write(`{"script": {"runtime": "` + rt + `"}}`)
+		if sc, err := LoadScript(p); err != nil || sc.Runtime != rt {
+			t.Errorf("runtime %q: %+v, %v", rt, sc, err)
+		}
 	}
 	for _, env := range []string{"host", "auto", "flake:.#dev", "flake:path:/src/app"} {
 		write(`{"script": {"environment": "` + env + `"}}`)
@@ -139,6 +145,9 @@ func TestLoadScriptDepsEnvironment(t *testing.T) {
 		`{"script": {"environment": "nix"}}`:                       `script.environment: unknown environment "nix"`,
 		`{"script": {"environment": 1}}`:                           `script.environment must be a string, not 1`,
 		`{"script": {"enviroment": "auto"}}`:                       `unknown field "script.enviroment"; did you mean "environment"?`,
+		`{"script": {"runtime": "dneo"}}`:                          `script.runtime: "dneo" is not a runtime; did you mean "deno"?`,
+		`{"script": {"runtime": "nix:"}}`:                          `script.runtime: `,
+		`{"script": {"runtime": 7}}`:                               `script.runtime must be a string, not 7`,
 	} {
 		write(body)
 		_, err := LoadScript(p)

@@ -24,9 +24,12 @@ type BundleOptions struct {
 	// known by in messages and the source map.
 	Entry string
 	// Source, when not "", is the module's TypeScript source itself,
-	// whose relative imports resolve in SourceDir.
+	// whose relative imports resolve in SourceDir; its first Preamble
+	// lines are mcpx's own (ExecModule's), so that Source's line
+	// Preamble+N is the script's line N in errors and stacks.
 	Source    string
 	SourceDir string
+	Preamble  int
 	// Client is the generated client module (a .ts file) that
 	// ClientImports resolve to. The launcher imports its log (every console
 	// member but log writes through it).
@@ -46,9 +49,9 @@ type BundleOptions struct {
 	// Name is the script's name, as the prefix lines see it (script.name);
 	// "" = Entry's base name without its extension.
 	Name string
-	// Prefix and Suffix are the lines the launcher runs before the script
-	// and in a finally after it (the merged script.prefix and
-	// script.suffix).
+	// Prefix and Suffix are the lines run before the script, in its
+	// module, and in the launcher's finally after it, in a function of the
+	// module (the merged script.prefix and script.suffix; see entry).
 	Prefix, Suffix []string
 	// Minimal: no launcher; Bundle returns the bundle itself, which the
 	// runtime runs alone (no call hook, function call, prefix or suffix).
@@ -63,15 +66,45 @@ type BundleOptions struct {
 // returns the runner's path. An error names the file and line esbuild
 // could not bundle.
 func Bundle(opts BundleOptions) (string, error) {
-	bo := esmBuild(opts, filepath.Join(opts.Dir, "script.mjs"))
+	out := filepath.Join(opts.Dir, "script.mjs")
+	bo := esmBuild(opts, out)
 	// An inline source map, with the sources' paths relative to the
 	// bundle, so that a stack names the script's own file and line (node
 	// with --enable-source-maps, deno unasked, the launcher for bun).
 	bo.Sourcemap, bo.SourcesContent = api.SourceMapInline, api.SourcesContentExclude
+	// The entry's name in the source map: its path relative to the bundle
+	// (stdin's is its Sourcefile in SourceDir).
+	body, entrySource := opts.Source, ""
 	if opts.Source != "" {
-		bo.Stdin = &api.StdinOptions{Contents: opts.Source, ResolveDir: opts.SourceDir, Sourcefile: opts.Entry, Loader: api.LoaderTS}
+		abs, err := filepath.Abs(filepath.Join(opts.SourceDir, opts.Entry))
+		if err != nil {
+			return "", err
+		}
+		rel, err := filepath.Rel(opts.Dir, abs)
+		if err != nil {
+			return "", err
+		}
+		entrySource = filepath.ToSlash(rel)
+	} else {
+		abs, err := filepath.Abs(opts.Entry)
+		if err != nil {
+			return "", err
+		}
+		if body, err = readEntry(abs); err != nil {
+			return "", fmt.Errorf("bundling %s: %w", opts.Entry, err)
+		}
+		if entrySource, err = filepath.Rel(opts.Dir, abs); err != nil {
+			return "", err
+		}
+		entrySource = filepath.ToSlash(entrySource)
+		opts.Entry = abs
+	}
+	e := newEntry(opts, body, opts.Preamble)
+	if opts.Source != "" {
+		bo.Stdin = &api.StdinOptions{Contents: e.text, ResolveDir: opts.SourceDir, Sourcefile: opts.Entry, Loader: api.LoaderTS}
 	} else {
 		bo.EntryPoints = []string{opts.Entry}
+		bo.Plugins = append(bo.Plugins, entryPlugin(opts.Entry, e))
 	}
 	var res api.BuildResult
 	if opts.Deps != nil {
@@ -83,20 +116,48 @@ func Bundle(opts BundleOptions) (string, error) {
 		res = api.Build(bo)
 	}
 	if len(res.Errors) > 0 {
-		var msgs []string
-		for _, m := range res.Errors {
-			if l := m.Location; l != nil {
-				msgs = append(msgs, fmt.Sprintf("%s:%d:%d: %s", l.File, l.Line, l.Column, m.Text))
-			} else {
-				msgs = append(msgs, m.Text)
-			}
-		}
-		return "", fmt.Errorf("bundling %s: %s", opts.Entry, strings.Join(msgs, "; "))
+		return "", buildError(opts, e, res.Errors)
+	}
+	if err := remapEntry(out, entrySource, e); err != nil {
+		return "", fmt.Errorf("bundling %s: mapping its lines: %w", opts.Entry, err)
 	}
 	if opts.Minimal {
-		return filepath.Join(opts.Dir, "script.mjs"), nil
+		return out, nil
 	}
 	return launcher(opts)
+}
+
+// buildError says what esbuild could not bundle: a prefix or suffix line,
+// quoted, or a file and line (the script's own for the entry).
+func buildError(opts BundleOptions, e entry, errs []api.Message) error {
+	var msgs, lines []string
+	for _, m := range errs {
+		l := m.Location
+		if l == nil {
+			msgs = append(msgs, m.Text)
+			continue
+		}
+		file, line := l.File, l.Line
+		if abs, err := filepath.Abs(file); file == opts.Entry || err == nil && abs == opts.Entry {
+			o := e.origin(line)
+			for n := line - 1; o.line == 0 && n > 0; n-- { // mcpx's own line: the script's line before it
+				if p := e.origin(n); p.source == "" {
+					o = p
+				}
+			}
+			if o.source != "" || o.line == 0 {
+				lines = append(lines, fmt.Sprintf("%s in %q", m.Text, strings.TrimSpace(l.LineText)))
+				continue
+			}
+			line = o.line
+		}
+		msgs = append(msgs, fmt.Sprintf("%s:%d:%d: %s", file, line, l.Column, m.Text))
+	}
+	if len(lines) > 0 {
+		return fmt.Errorf("the prefix and suffix lines (script.prefix and script.suffix of the config chain, --prefix, --suffix) do not compile: %s",
+			strings.Join(lines, "; "))
+	}
+	return fmt.Errorf("bundling %s: %s", opts.Entry, strings.Join(msgs, "; "))
 }
 
 // esmBuild are the options of a build of one ES module to out, with the

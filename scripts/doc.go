@@ -24,8 +24,11 @@
 //
 // # Runtimes
 //
-// deno, bun or node: --runtime, else $MCPX_RUNTIME, else the first of deno,
-// bun, node found on PATH. Deno and Bun come first because they run
+// deno, bun or node: --runtime, else $MCPX_RUNTIME (or its alias
+// $MCPX_SCRIPT_RUNTIME, the original's name; $MCPX_RUNTIME wins when both
+// are set), else the chain's script.runtime, else the client config's
+// runtime, else the first of deno, bun, node found on PATH. Any of them
+// may be a nix: spec, built by package nixresolve (PickRuntime). Deno and Bun come first because they run
 // TypeScript as they are and start fast; Node strips types only from 22.6
 // (by default from 22.18), so it is the fallback.
 //
@@ -53,23 +56,26 @@
 //
 // # The launcher
 //
-// The runner is a launcher, itself bundled (so its lines may import "mcpx"
-// and "@lib/..."): it installs the call hook, makes every console
-// member but log write log records through the client's log (console.log
-// still writes stdout; the client writes its lines to the function under
-// Symbol.for("mcpx.write")), defines script ({path, name, args, export}), runs
-// the prefix lines, imports the bundle dynamically — so the prefix lines
-// really run first — calls the function, and runs the suffix lines in a
-// finally that sees result ({ok, value, error, ms}), a throwing script's
-// too. The lines are the "script" blocks of the chain's config files
-// merged (package broker/config: Lines, MergeLines; null splices in what a
-// layer inherits) under --prefix and --suffix. Minimal (--minimal) runs
-// the bundle alone: no launcher.
+// The runner is a launcher, itself bundled (it imports the client's log):
+// it installs the call hook, makes every console member but log write log
+// records through the client's log (console.log still writes stdout; the
+// client writes its lines to the function under Symbol.for("mcpx.write")),
+// defines script ({path, name, args, export}) as a global, imports the
+// bundle dynamically, calls the function, and calls the module's suffix
+// function in a finally with script and result ({ok, value, error, ms}),
+// a throwing script's too. The prefix and suffix lines are one module with
+// the script (entry.go): the prefix lines at its top, so that their
+// imports and declarations are the script's, the suffix lines the body of
+// a function of it, and the bundle's source map rewritten (sourcemap.go)
+// so that a stack still names the script's own lines. The lines are the
+// "script" blocks of the chain's config files merged (package config:
+// Lines, MergeLines; null splices in what a layer inherits) under --prefix
+// and --suffix. Minimal (--minimal) runs the bundle alone: no launcher.
 //
 // # Snippets
 //
 // `mcpx exec` runs a snippet in the module ExecModule makes around it:
-// every export of the generated client imported by name and the snippet
+// every export of the generated client in scope by name and the snippet
 // the body of the default export, an async function of args (one
 // expression is returned as it is). It is bundled from memory, resolved
 // as a file in the run's directory, and named exec.ts.

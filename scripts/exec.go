@@ -13,33 +13,40 @@ import (
 // stack traces, messages and the envelope.
 const ExecName = "exec.ts"
 
+// ExecPreamble is how many lines of ExecModule's module come before the
+// snippet's first (BundleOptions.Preamble).
+const ExecPreamble = 1
+
 // ExecModule returns the module `mcpx exec` runs around snippet: every
 // export of the generated client (each server's object, log, callTool, ...)
-// imported by name, and the snippet as the body of the default export, an
+// in scope by name, and the snippet as the body of the default export, an
 // async function of args, so that `return` gives the value printed. A
 // snippet that is one expression is returned as it is (`demo.add({a:1,b:2})`
 // prints the result). client is the generated client module's file.
-// minimal (run with no harness, which calls no function): the snippet is
-// the module's top-level code.
+// The client's names are the function's own (destructured from the module's
+// namespace in it), so that the prefix lines, at the module's top level,
+// may import or declare the same names without a clash; the snippet is a
+// block inside, so that its own declarations shadow them. minimal (run with
+// no harness, which calls no function): the snippet is the module's
+// top-level code. The first line (ExecPreamble) holds the whole preamble.
 func ExecModule(snippet, client string, minimal bool) (string, error) {
 	names, err := moduleExports(client)
 	if err != nil {
 		return "", err
 	}
-	// The first line holds the whole preamble, so that a stack's line N of
-	// exec.ts is the snippet's line N-1.
-	imports := "import { " + strings.Join(names, ", ") + " } from \"mcpx\";"
 	if minimal {
-		return imports + "\n" + snippet + "\n", nil
+		return "import { " + strings.Join(names, ", ") + " } from \"mcpx\";\n" + snippet + "\n", nil
 	}
-	head := imports + " export default async function (args: any): Promise<unknown> {\n"
+	head := "import * as $mcpxClient from \"mcpx\"; export default async function (args: any): Promise<unknown> { const { " +
+		strings.Join(names, ", ") + " } = $mcpxClient; {"
 	if expr := strings.TrimRight(strings.TrimSpace(snippet), ";"); expr != "" {
-		mod := head + "return (\n" + expr + "\n);\n}\n"
+		lead := strings.Repeat("\n", strings.Count(snippet[:len(snippet)-len(strings.TrimLeft(snippet, " \t\r\n"))], "\n"))
+		mod := head + " return (\n" + lead + expr + "\n);\n}}\n"
 		if parses(mod) {
 			return mod, nil
 		}
 	}
-	return head + snippet + "\n}\n", nil
+	return head + "\n" + snippet + "\n}}\n", nil
 }
 
 // parses reports whether src is a module esbuild can parse.

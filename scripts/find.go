@@ -25,16 +25,22 @@ type Script struct {
 	Shadows []string `json:"shadows,omitempty"`
 }
 
-// Find lists the named scripts of the chain dirs (nearest first), by name,
+// Find lists the named scripts of the chain dirs (nearest first), by name
+// (a dir that is a file, an override or fallback entry, is a script named
+// by its base name),
 // each with the farther scripts of its name it shadows. Unreadable
 // directories are skipped: a chain is mostly directories that do not exist.
 func Find(dirs []string) []Script {
 	byName := map[string]*Script{}
 	var names []string
 	for _, dir := range dirs {
-		for _, f := range scriptFiles(dir) {
+		files, in := scriptFiles(dir), filepath.Join(dir, "scripts")
+		if fi, err := os.Stat(dir); err == nil && fi.Mode().IsRegular() {
+			files, in = []string{filepath.Base(dir)}, filepath.Dir(dir) // a script file of its own
+		}
+		for _, f := range files {
 			name := strings.TrimSuffix(f, filepath.Ext(f))
-			path := filepath.Join(dir, "scripts", f)
+			path := filepath.Join(in, f)
 			if s, ok := byName[name]; ok {
 				if s.Path != path {
 					s.Shadows = append(s.Shadows, path)

@@ -13,12 +13,12 @@ import (
 // launcher writes the launcher of a bundled script to opts.Dir, with its
 // spec, and returns its path. The launcher is the script's harness: it
 // installs the call hook, makes every console member but log write log
-// records, defines script, runs the prefix lines, imports
-// the bundle dynamically (running its top-level code), calls the function
-// export the spec names and prints its return value as JSON, then runs the
-// suffix lines in a finally that sees result. It is bundled too (the
-// prefix lines may import "mcpx" or "@lib/..."), with the script's bundle
-// left an import.
+// records, defines script (a global, for the prefix lines), imports the
+// bundle dynamically (running its top-level code: the prefix lines, then
+// the script's), calls the function export the spec names and prints its
+// return value as JSON, then calls the entry's suffix function in a
+// finally, with script and result. It is bundled too (it imports the
+// client's log), with the script's bundle left an import.
 func launcher(opts BundleOptions) (string, error) {
 	name := opts.Name
 	if name == "" {
@@ -37,30 +37,17 @@ func launcher(opts BundleOptions) (string, error) {
 	if err := os.WriteFile(filepath.Join(opts.Dir, "spec.json"), b, 0o600); err != nil {
 		return "", err
 	}
-	src := strings.NewReplacer("//@@prefix@@", strings.Join(opts.Prefix, "\n"), "//@@suffix@@", strings.Join(opts.Suffix, "\n")).Replace(launcherSource)
 	out := filepath.Join(opts.Dir, "runner.mjs")
 	bo := esmBuild(opts, out)
-	bo.Stdin = &api.StdinOptions{Contents: src, ResolveDir: opts.SourceDir, Sourcefile: "launcher.ts", Loader: api.LoaderTS}
+	bo.Stdin = &api.StdinOptions{Contents: launcherSource, ResolveDir: opts.SourceDir, Sourcefile: "launcher.ts", Loader: api.LoaderTS}
 	bo.External = []string{"./script.mjs"}
-	res := api.Build(bo)
-	if len(res.Errors) > 0 {
-		var msgs []string
-		for _, m := range res.Errors {
-			if l := m.Location; l != nil {
-				msgs = append(msgs, fmt.Sprintf("%s in %q", m.Text, strings.TrimSpace(l.LineText)))
-			} else {
-				msgs = append(msgs, m.Text)
-			}
-		}
-		return "", fmt.Errorf("the prefix and suffix lines (script.prefix and script.suffix of the config chain, --prefix, --suffix) do not compile: %s",
-			strings.Join(msgs, "; "))
+	if res := api.Build(bo); len(res.Errors) > 0 {
+		return "", fmt.Errorf("bundling the launcher: %s", res.Errors[0].Text)
 	}
 	return out, nil
 }
 
-// launcherSource is the launcher's TypeScript, the prefix and suffix lines
-// spliced in at its markers. Its own names start with "$", so that the
-// lines see only script and result besides what they declare. Plain node:
+// launcherSource is the launcher's TypeScript. Plain node:
 // imports, which Deno and Bun provide too. An error it prints has its
 // stack's bundle frames mapped back to the script's files through the
 // bundle's inline source map, for a runtime that does not apply it (bun;
@@ -194,7 +181,8 @@ function $stackOf(e) {
       let best;
       for (const s of lines[Number(l) - 1] ?? []) if (s[0] <= Number(c) - 1) best = s;
       if (!best) return whole;
-      const file = decodeURIComponent(new URL((map.sourceRoot ?? "") + map.sources[best[1]], $bundle).pathname);
+      const url = new URL((map.sourceRoot ?? "") + map.sources[best[1]], $bundle);
+      const file = url.protocol === "file:" ? decodeURIComponent(url.pathname) : url.href; // mcpx:script.prefix
       return file + ":" + (best[2] + 1) + ":" + (best[3] + 1);
     });
   } catch {
@@ -224,10 +212,9 @@ const script = {
 };
 /** How it went, for the suffix lines. */
 const result: { ok: boolean; value: unknown; error: unknown; ms: number } = { ok: false, value: undefined, error: undefined, ms: 0 };
-
-// ---- script.prefix ----
-//@@prefix@@
-// ----
+// The prefix lines, at the top of the script's module, see script as a
+// global (a name the module declares itself hides it).
+Object.defineProperty(globalThis, "script", { value: script, writable: true, configurable: true });
 
 const $t0 = performance.now();
 let $exit = false; // the run of a function (or a failure) ends the runtime
@@ -251,9 +238,10 @@ try {
   $process.exitCode = 1;
 } finally {
   result.ms = performance.now() - $t0;
-  // ---- script.suffix ----
-  //@@suffix@@
-  // ----
+  // The suffix lines: a function of the script's module (entry.go), there
+  // when the module's first line ran.
+  const $suffix = globalThis[Symbol.for("mcpx.suffix")];
+  if (typeof $suffix === "function") await $suffix(script, result);
 }
 // The function's promise settling ends the run: an idle keep-alive
 // connection (Node's fetch keeps one for a while) must not hold it.

@@ -225,7 +225,8 @@ func TestResolve(t *testing.T) {
 // TestBundleStackNamesTheScript: an error thrown in a script, in its
 // default export or at its top level, points at the script's own .ts file
 // and line, not the bundle's, on each runtime as Runtime.Args runs it
-// (real-use 36).
+// (real-use 36) — with prefix and suffix lines in its module too (issue
+// 35), and a thrown prefix line names its own line of script.prefix.
 func TestBundleStackNamesTheScript(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, map[string]string{
@@ -247,10 +248,22 @@ export default (): number => t.n;`,
 		"deno": {node, testenv.NPMPackageBin(t, "deno")},
 		"bun":  {testenv.NPMPackageBinNamed(t, "bun", "bun")},
 	}
-	for script, line := range map[string]string{"script.ts": "4", "top.ts": "3"} {
-		dir := t.TempDir()
-		runner, err := scripts.Bundle(scripts.BundleOptions{Entry: filepath.Join(root, script), Client: filepath.Join(root, "client.ts"),
-			Dir: dir, Args: json.RawMessage(`{"n":1}`)})
+	prefix := []string{`import { demo as d2 } from "mcpx";`, "const two = 2;\nconst three = 3;", "void [d2, two, three];"}
+	for script, line := range map[string]string{"script.ts": "4", "top.ts": "3", "script.ts+prefix": "4", "top.ts+prefix": "3", "top.ts+badprefix": "3"} {
+		script, lines, _ := strings.Cut(script, "+")
+		opts := scripts.BundleOptions{Entry: filepath.Join(root, script), Client: filepath.Join(root, "client.ts"),
+			Dir: t.TempDir(), Args: json.RawMessage(`{"n":1}`)}
+		want := filepath.Join(root, script) + ":" + line + ":"
+		switch lines {
+		case "prefix":
+			opts.Prefix, opts.Suffix = prefix, []string{"void result;", `import { log as l2 } from "mcpx";`, "void l2;"}
+			script += " with prefix"
+		case "badprefix":
+			opts.Prefix = append(slices.Clone(prefix), `throw new Error("boom prefix");`)
+			want = "mcpx:script.prefix:5:"
+			script += " with a throwing prefix"
+		}
+		runner, err := scripts.Bundle(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,11 +278,50 @@ export default (): number => t.n;`,
 				if err == nil {
 					t.Fatalf("the script that throws succeeded:\n%s", out)
 				}
-				want := filepath.Join(root, script) + ":" + line + ":"
 				if !strings.Contains(string(out), "boom ") || !strings.Contains(string(out), want) {
 					t.Errorf("the stack does not name %s:\n%s", want, out)
 				}
 			})
+		}
+	}
+}
+
+// TestBundleLinesShareTheModule: prefix and suffix lines are one module
+// with the script (issue 35): a prefix line's const and import are a
+// snippet's to use, the suffix sees them and the result, a snippet's own
+// declarations shadow the client's names, and a stack names the snippet's
+// own line, on node.
+func TestBundleLinesShareTheModule(t *testing.T) {
+	node := testenv.Node(t)
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"client.ts": "export const demo = { n: (): number => 1 };\nexport const log = { info: console.error, debug: console.error };",
+		"lib/h.ts":  `export const h = (s: string): string => "h:" + s;`,
+	})
+	for _, tc := range []struct{ snippet, out, stderr string }{
+		{"return X + 1", "6\n", "S 5 6\n"},
+		{"h(String(X + demo.n()))", "\"h:6\"\n", "S 5 h:6\n"},
+		{"const demo = 2;\nreturn demo + X", "7\n", "S 5 7\n"},
+		{"const x = X;\nthrow new Error(`nope ${x}`);", "", "exec.ts:2:"},
+	} {
+		dir := t.TempDir()
+		mod, err := scripts.ExecModule(tc.snippet, filepath.Join(root, "client.ts"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runner, err := scripts.Bundle(scripts.BundleOptions{Entry: scripts.ExecName, Source: mod, SourceDir: root, Preamble: scripts.ExecPreamble,
+			Client: filepath.Join(root, "client.ts"), Lib: []string{filepath.Join(root, "lib")}, Dir: dir,
+			Prefix: []string{`import { h } from "@lib/h.ts";`, "const X = 5;"},
+			Suffix: []string{`process.stderr.write("S " + X + " " + result.value + "\n");`}})
+		if err != nil {
+			t.Fatalf("%q: %v", tc.snippet, err)
+		}
+		cmd := exec.Command(node, "--enable-source-maps", runner)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		if stdout.String() != tc.out || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("%q printed %q, stderr %q; want %q and %q in stderr", tc.snippet, stdout.String(), stderr.String(), tc.out, tc.stderr)
 		}
 	}
 }

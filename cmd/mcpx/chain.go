@@ -16,10 +16,19 @@ type chainFlagValues struct {
 }
 
 func addChainFlags(fs *flag.FlagSet) chainFlagValues {
+	v := addChainPathFlags(fs)
+	v.system = fs.String("system-config-dir", chain.DefaultSystemDir, "the system's config directory on the config chain (\"off\": none)")
+	return v
+}
+
+// addChainPathFlags are --override-paths and --fallback-paths alone (run,
+// exec, scripts: the CLI's own chain, with the system's default directory).
+func addChainPathFlags(fs *flag.FlagSet) chainFlagValues {
+	system := chain.DefaultSystemDir
 	return chainFlagValues{
-		override: fs.String("override-paths", "", "config files or directories tried before every other on a caller's config chain, separated by "+string(filepath.ListSeparator)+" (default $MCPX_OVERRIDE_PATHS)"),
-		fallback: fs.String("fallback-paths", "", "config files or directories tried after every other on a caller's config chain (default $MCPX_FALLBACK_PATHS)"),
-		system:   fs.String("system-config-dir", chain.DefaultSystemDir, "the system's config directory on the config chain (\"off\": none)"),
+		override: fs.String("override-paths", "", "config files, script files or directories tried before every other on a caller's config chain, separated by "+string(filepath.ListSeparator)+" (default $MCPX_OVERRIDE_PATHS)"),
+		fallback: fs.String("fallback-paths", "", "config files, script files or directories tried after every other on a caller's config chain (default $MCPX_FALLBACK_PATHS)"),
+		system:   &system,
 	}
 }
 

@@ -56,13 +56,14 @@ type scriptFlags struct {
 	minimal     *bool
 	format      *string // --format of the script's log records
 	trace       *bool   // --trace: the script's calls in one trace (TRACEPARENT)
+	chain       chainFlagValues
 }
 
 func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
 	sf := &scriptFlags{
 		broker:      brokerFlag(fs),
 		noAutostart: autostartFlag(fs),
-		runtime:     fs.String("runtime", "", "deno, bun or node, or a path to one's binary (default $MCPX_RUNTIME, else the first of deno, bun, node on PATH)"),
+		runtime:     fs.String("runtime", "", "deno, bun or node, a path to one's binary, or a nix: spec (default $MCPX_RUNTIME or $MCPX_SCRIPT_RUNTIME, else script.runtime, else the first of deno, bun, node on PATH)"),
 		export:      fs.String("export", "", "call this exported function instead of the default export"),
 		jsonArgs:    fs.String("json-args", "", "a JSON value the function is called with (default: the positional arguments as an array of strings)"),
 		asJSON:      fs.Bool("json", false, "print one JSON envelope: stdout, stderr, exit code, duration and the tool calls the script made"),
@@ -72,6 +73,7 @@ func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
 		minimal:     fs.Bool("minimal", false, "run the script's module alone, with no harness: no function called, no prefix or suffix lines, no tool calls in --json"),
 	}
 	sf.trace = traceFlag(fs)
+	sf.chain = addChainPathFlags(fs)
 	standaloneFlag(fs, sf.broker)
 	fs.Var(&sf.prefix, "prefix", "a line to run before the script (repeatable; - = the config chain's script.prefix lines there; without -, they are replaced)")
 	fs.Var(&sf.env, "env", "KEY=VALUE in the script's environment (repeatable; over the config chain's script.env)")
@@ -117,9 +119,10 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 		return usageError(c, fs, "%v", err)
 	}
 	state, stateErr := stateDir(c.getenv)
-	plan, err := runner.NewPlan(runner.PlanOptions{Script: src.arg, Snippet: src.snippet, Cwd: cwd, Chain: chainOf(c, cwd),
+	plan, err := runner.NewPlan(runner.PlanOptions{Script: src.arg, Snippet: src.snippet, Cwd: cwd, Chain: chainOf(c, sf.chain, cwd),
 		Prefix: sf.prefix.lines, Suffix: sf.suffix.lines, Env: sf.env.vars, Export: *sf.export, Args: argsJSON, Minimal: *sf.minimal,
-		Runtime: *sf.runtime, ClientRuntime: ccfg.Runtime, Getenv: c.getenv, State: state, Log: c.stderr,
+		Runtime: *sf.runtime, ClientRuntime: ccfg.Runtime, Getenv: c.getenv, State: state, Log: c.stderr, Context: ctx,
+		Note: func(msg string) { fmt.Fprintf(c.stderr, "mcpx: %s\n", msg) },
 		Warn: func(file string, err error) {
 			fmt.Fprintf(c.stderr, "mcpx: config chain: %s: its script block is not used: %v\n", file, err)
 		}})
@@ -163,7 +166,7 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 		return report(c, err)
 	}
 	run.Session, run.ParentSession, run.Cwd = r.Caller().Session, r.Caller().ParentSession, dir
-	s.Started, s.Lib, s.Argv, s.Env, s.Envelope = run.Started, scripts.LibDirs(chainDirs(c, dir)), argv, append(devEnv, s.Env...), *sf.asJSON
+	s.Started, s.Lib, s.Argv, s.Env, s.Envelope = run.Started, scripts.LibDirs(chainDirs(c, sf.chain, dir)), argv, append(devEnv, s.Env...), *sf.asJSON
 	s.Stdin, s.Stdout, s.Stderr = c.stdin, c.stdout, stderr
 	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, s)
 	// Release the lease and stop the run's session (with a context of
@@ -218,19 +221,21 @@ func renewFailed(c *cli) func(id string, err error) {
 }
 
 // chainDirs is the config chain of cwd (canonicalised) for scripts: the
-// directories package chain finds, with the daemon's rules read from the
-// same variables (MCPX_OVERRIDE_PATHS, MCPX_FALLBACK_PATHS,
-// MCPX_CEILING_DIRS; the user's and the system's config directories). An
-// override or fallback that is a file holds no scripts.
-func chainDirs(c *cli, cwd string) []string { return runner.ChainDirs(chainOf(c, cwd)) }
+// directories package chain finds, with the daemon's rules: v's
+// --override-paths and --fallback-paths, else the same variables
+// (MCPX_OVERRIDE_PATHS, MCPX_FALLBACK_PATHS), MCPX_CEILING_DIRS, the
+// user's and the system's config directories. An override or fallback
+// that is a script file is a named script of its own.
+func chainDirs(c *cli, v chainFlagValues, cwd string) []string {
+	return runner.ChainDirs(chainOf(c, v, cwd))
+}
 
 // chainOf is the config chain of cwd, as chainDirs finds it.
-func chainOf(c *cli, cwd string) chain.Chain {
+func chainOf(c *cli, v chainFlagValues, cwd string) chain.Chain {
 	if real, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = real
 	}
-	system := chain.DefaultSystemDir
-	opts, err := chainFlagValues{override: new(string), fallback: new(string), system: &system}.options(c.getenv)
+	opts, err := v.options(c.getenv)
 	if err != nil {
 		opts.UserDir = "" // no user config directory: the chain has none
 	}
@@ -247,6 +252,7 @@ func scriptsCmd(_ context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "scripts")
 	asJSON := fs.Bool("json", false, "print the list as JSON")
 	cwdFlag := fs.String("cwd", "", "list the scripts seen from this directory (default $PWD)")
+	chainFlags := addChainPathFlags(fs)
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -258,7 +264,7 @@ func scriptsCmd(_ context.Context, c *cli, args []string) int {
 	if err != nil {
 		return usageError(c, fs, "%v", err)
 	}
-	list := scripts.Find(chainDirs(c, cwd))
+	list := scripts.Find(chainDirs(c, chainFlags, cwd))
 	if *asJSON {
 		b, _ := json.MarshalIndent(struct {
 			Scripts []scripts.Script `json:"scripts"`

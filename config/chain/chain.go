@@ -22,8 +22,9 @@
 //   - the system's (Options.SystemDir, /etc/mcpx);
 //   - each --fallback-paths entry (Options.Fallback), in order.
 //
-// An override or fallback entry is a directory (treated like the others) or
-// a config file. A directory met twice (a project directory that is the
+// An override or fallback entry is a directory (treated like the others), a
+// script file (one of ScriptExtensions: a named script of its own, its base
+// name without the extension) or a config file. A directory met twice (a project directory that is the
 // user's, an override naming the system's) is kept where it first appears.
 //
 // Find is pure: it reads the file system and returns. Cache keeps its
@@ -41,6 +42,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // DefaultSystemDir is the system's config directory.
@@ -52,6 +54,11 @@ const (
 	ScriptsDir = "scripts"
 	LibDir     = "lib"
 )
+
+// ScriptExtensions are the extensions of a script file that an override or
+// fallback entry may be (package scripts runs them; this package may not
+// import it).
+var ScriptExtensions = []string{".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".jsx"}
 
 // Kind says where a chain directory came from, and so who wrote it.
 type Kind string
@@ -70,6 +77,9 @@ type Dir struct {
 	Path string // the directory; for an override or fallback file, the file
 	// Config is its config.json (for a file entry, the file); "" = none.
 	Config string
+	// Script, for an override or fallback entry that is a script file, is
+	// the file (and Config is ""); "" = none.
+	Script string
 	// Scripts and Lib are its scripts/ and lib/ directories; "" = none.
 	Scripts string
 	Lib     string
@@ -232,7 +242,11 @@ func (f *finder) extra(kind Kind, p, flag string) {
 	case fi.Mode().IsRegular():
 		if c := canonical(p); !f.seen[c] {
 			f.seen[c] = true
-			f.chain = append(f.chain, Dir{Kind: kind, Path: p, Config: p, Canonical: c})
+			d := Dir{Kind: kind, Path: p, Config: p, Canonical: c}
+			if slices.Contains(ScriptExtensions, filepath.Ext(p)) {
+				d.Config, d.Script = "", p
+			}
+			f.chain = append(f.chain, d)
 		}
 	default:
 		f.warn(p, "%s entry is neither a file nor a directory; ignored", flag)

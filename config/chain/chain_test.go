@@ -48,7 +48,7 @@ func short(root string, c chain.Chain) []chain.Dir {
 		return strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
 	}
 	for _, d := range c {
-		out = append(out, chain.Dir{Kind: d.Kind, Path: cut(d.Path), Config: cut(d.Config), Scripts: cut(d.Scripts), Lib: cut(d.Lib)})
+		out = append(out, chain.Dir{Kind: d.Kind, Path: cut(d.Path), Config: cut(d.Config), Script: cut(d.Script), Scripts: cut(d.Scripts), Lib: cut(d.Lib)})
 	}
 	return out
 }
@@ -65,12 +65,13 @@ func TestFindOrder(t *testing.T) {
 		"over/config.json",
 		"over-dir/scripts/",
 		"fall.json",
+		"solo.ts",
 	)
 	opts := chain.Options{
 		UserDir:   filepath.Join(root, "home/.config/mcpx"),
 		SystemDir: filepath.Join(root, "etc/mcpx"),
 		Override:  []string{filepath.Join(root, "over/config.json"), filepath.Join(root, "over-dir")},
-		Fallback:  []string{filepath.Join(root, "fall.json")},
+		Fallback:  []string{filepath.Join(root, "fall.json"), filepath.Join(root, "solo.ts")},
 	}
 	c, warns := chain.Find(filepath.Join(root, "home/src/repo/sub/deeper"), opts)
 	if len(warns) != 0 {
@@ -84,6 +85,7 @@ func TestFindOrder(t *testing.T) {
 		{Kind: chain.KindUser, Path: "home/.config/mcpx", Config: "home/.config/mcpx/config.json", Scripts: "home/.config/mcpx/scripts"},
 		{Kind: chain.KindSystem, Path: "etc/mcpx", Config: "etc/mcpx/config.json"},
 		{Kind: chain.KindFallback, Path: "fall.json", Config: "fall.json"},
+		{Kind: chain.KindFallback, Path: "solo.ts", Script: "solo.ts"}, // a script file is a script, not a config file
 	}
 	if d := cmp.Diff(want, short(root, c)); d != "" {
 		t.Errorf("chain (-want +got):\n%s", d)

@@ -38,13 +38,21 @@ type PlanOptions struct {
 	Export  string
 	Args    json.RawMessage
 	Minimal bool
-	// Runtime is the runtime asked for (--runtime); "" = $MCPX_RUNTIME,
-	// else ClientRuntime (the client config's), else the first on PATH
-	// (scripts.ChooseRuntime).
+	// Runtime is the runtime asked for (--runtime); "" = $MCPX_RUNTIME
+	// (or its alias $MCPX_SCRIPT_RUNTIME), else the chain's
+	// script.runtime, else ClientRuntime (the client config's), else the
+	// first on PATH (scripts.PickRuntime). A nix: spec is built by nix
+	// (package nixresolve, cached under State), bounded by Context.
 	Runtime, ClientRuntime string
+	// Context bounds a nix: runtime's build; nil = Background.
+	Context context.Context
 	// Getenv reads the caller's environment ($MCPX_RUNTIME, and the PATH
 	// an execution environment's goes before); nil = os.Getenv.
 	Getenv func(string) string
+	// Note is told what the caller may want to know of the plan (that
+	// $MCPX_RUNTIME won over a different $MCPX_SCRIPT_RUNTIME); nil =
+	// nobody.
+	Note func(msg string)
 	// LookPath finds a runtime on PATH; nil = exec.LookPath.
 	LookPath func(string) (string, error)
 	// State is mcpx's state directory. Under it are the run cache (run/:
@@ -122,7 +130,7 @@ func NewPlan(o PlanOptions) (*Plan, error) {
 		s.Prefix, s.Suffix = p.Settings.Prefix, p.Settings.Suffix
 	}
 	if s.Interpreter == nil {
-		if s.Runtime, err = scripts.ChooseRuntime(o.Runtime, p.getenv(scripts.EnvRuntime), o.ClientRuntime, lookPath); err != nil {
+		if s.Runtime, err = p.runtime(o, lookPath); err != nil {
 			return nil, err
 		}
 		s.Deps = &scripts.Deps{From: p.Settings.Deps.From, Packages: p.Settings.Deps.Packages, Registry: p.Settings.Deps.Registry,
@@ -134,6 +142,40 @@ func NewPlan(o PlanOptions) (*Plan, error) {
 	s.Env = environ(p.Settings.Env)
 	p.Script = s
 	return p, nil
+}
+
+// runtime picks the JavaScript runtime (PlanOptions.Runtime says how).
+func (p *Plan) runtime(o PlanOptions, lookPath func(string) (string, error)) (scripts.Runtime, error) {
+	env, envFrom, other := scripts.RuntimeFromEnv(p.getenv)
+	if other != "" && o.Note != nil && o.Runtime == "" {
+		o.Note(fmt.Sprintf("$%s %q wins over $%s %q", scripts.EnvRuntime, env, scripts.EnvScriptRuntime, other))
+	}
+	dirs := map[string]string{"script.runtime": o.Cwd}
+	from := "script.runtime"
+	if p.Settings.RuntimeFile != "" {
+		from = "script.runtime (" + p.Settings.RuntimeFile + ")"
+		dirs[from] = filepath.Dir(p.Settings.RuntimeFile)
+	}
+	choices := []scripts.RuntimeChoice{{Value: o.Runtime, From: "--runtime"}, {Value: env, From: envFrom},
+		{Value: p.Settings.Runtime, From: from}, {Value: o.ClientRuntime, From: `the client config's "runtime"`}}
+	nix := func(c scripts.RuntimeChoice) (string, error) {
+		dir := o.Cwd
+		if d, ok := dirs[c.From]; ok {
+			dir = d
+		}
+		r, err := nixresolve.New(nixresolve.Options{CacheDir: filepath.Join(p.state, scriptEnvDir), Dir: dir})
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		ctx := o.Context
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		prog, err := r.Resolve(ctx, c.Value)
+		return prog.Path, err
+	}
+	return scripts.PickRuntime(choices, lookPath, nix)
 }
 
 // Relay reports whether the run needs its relay (Options.Relay) for a

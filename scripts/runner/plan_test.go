@@ -251,3 +251,83 @@ func TestPlanEnvironment(t *testing.T) {
 		t.Errorf(`"host": %q, %v; want nothing added`, vars, err)
 	}
 }
+
+// runtimeFlake is a flake (no inputs) whose package "bun" is a program
+// named bun: a nix: runtime is the program nix builds.
+const runtimeFlake = `{
+  outputs = { self }: {
+    packages.x86_64-linux.bun = derivation {
+      name = "bun"; system = "x86_64-linux"; builder = "/bin/sh";
+      args = [ "-c" "/bin/mkdir -p $out/bin && echo '#!/bin/sh' > $out/bin/bun && /bin/chmod +x $out/bin/bun" ];
+    };
+  };
+}
+`
+
+// TestPlanRuntime: the chain's script.runtime (nearest wins) is chosen
+// after --runtime and $MCPX_RUNTIME, before the client config's;
+// $MCPX_SCRIPT_RUNTIME, the original's name, is $MCPX_RUNTIME's alias
+// (issue 35), which wins when both are set, and the plan says so; a nix:
+// spec is built by real nix (a relative path ref is the config file's
+// directory's) and runs the program it builds.
+func TestPlanRuntime(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	tr := newPlanTree(t, map[string]string{
+		"sub/.mcpx/config.json": `{"script": {"runtime": "node"}}`,
+		".mcpx/config.json":     `{"script": {"runtime": "deno"}}`,
+		"sub/rt/flake.nix":      runtimeFlake,
+	})
+	state := t.TempDir()
+	env := map[string]string{}
+	var notes []string
+	opts := func(o runner.PlanOptions) runner.PlanOptions {
+		o.Snippet, o.Cwd, o.Chain, o.State, o.LookPath = "return 1", tr.near, tr.chainOf(t, tr.near), state, fakeRuntimes
+		o.Getenv = func(k string) string { return env[k] }
+		o.Note = func(msg string) { notes = append(notes, msg) }
+		return o
+	}
+	for _, tc := range []struct {
+		flag, env, alias, want string
+	}{
+		{want: "node"}, // the nearest script.runtime over the client config's bun
+		{alias: "deno", want: "deno"},
+		{env: "bun", want: "bun"},
+		{env: "bun", alias: "deno", want: "bun"},
+		{flag: "deno", env: "bun", want: "deno"},
+	} {
+		env["MCPX_RUNTIME"], env["MCPX_SCRIPT_RUNTIME"], notes = tc.env, tc.alias, nil
+		p, err := runner.NewPlan(opts(runner.PlanOptions{Runtime: tc.flag, ClientRuntime: "bun"}))
+		if err != nil || p.Script.Runtime != (scripts.Runtime{Name: tc.want, Path: "/opt/" + tc.want + "/bin/" + tc.want}) {
+			t.Errorf("%+v: %+v, %v; want %s", tc, p, err, tc.want)
+		}
+		if wantNote := tc.env != "" && tc.alias != "" && tc.flag == ""; wantNote != (len(notes) == 1) ||
+			wantNote && notes[0] != `$MCPX_RUNTIME "bun" wins over $MCPX_SCRIPT_RUNTIME "deno"` {
+			t.Errorf("%+v: notes %q", tc, notes)
+		}
+	}
+	env["MCPX_RUNTIME"], env["MCPX_SCRIPT_RUNTIME"] = "", "python"
+	if _, err := runner.NewPlan(opts(runner.PlanOptions{})); err == nil || !strings.Contains(err.Error(), `$MCPX_SCRIPT_RUNTIME "python" is not a runtime`) {
+		t.Errorf("$MCPX_SCRIPT_RUNTIME=python: %v, want it named", err)
+	}
+	env["MCPX_SCRIPT_RUNTIME"] = ""
+
+	nx := testenv.Nix(t)
+	for _, kv := range nx.CmdEnv() {
+		if k, v, _ := strings.Cut(kv, "="); k == "NIX_CONFIG" || k == "XDG_CACHE_HOME" {
+			t.Setenv(k, v)
+		}
+	}
+	testenv.WriteFiles(t, tr.near, map[string]string{".mcpx/config.json": `{"script": {"runtime": "nix:path:../rt#bun"}}`})
+	p, err := runner.NewPlan(opts(runner.PlanOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt := p.Script.Runtime; rt.Name != "bun" || !strings.HasPrefix(rt.Path, "/nix/store/") || !strings.HasSuffix(rt.Path, "/bin/bun") {
+		t.Errorf("script.runtime nix:path:../rt#bun: %+v, want bun built by nix", rt)
+	}
+	testenv.WriteFiles(t, tr.near, map[string]string{".mcpx/config.json": `{"script": {"runtime": "nix:path:../rt#nosuch"}}`})
+	if _, err := runner.NewPlan(opts(runner.PlanOptions{})); err == nil || !strings.Contains(err.Error(), "script.runtime ("+tr.nearConfig+")") ||
+		!strings.Contains(err.Error(), "nosuch") {
+		t.Errorf("a nix: runtime nix cannot build: %v, want an error naming the setting and the spec", err)
+	}
+}

@@ -359,12 +359,14 @@ func (r *Run) bundle(ctx context.Context, s Script, dir string) (*exec.Cmd, erro
 	}
 	if runnerPath == "" {
 		var source string
+		preamble := 0
 		if s.Snippet != "" {
+			preamble = scripts.ExecPreamble
 			if source, err = scripts.ExecModule(s.Snippet, mod, s.Minimal); err != nil {
 				return nil, err
 			}
 		}
-		runnerPath, err = scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Source: source, SourceDir: r.dir, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args,
+		runnerPath, err = scripts.Bundle(scripts.BundleOptions{Entry: s.Path, Source: source, SourceDir: r.dir, Preamble: preamble, Client: mod, Lib: s.Lib, Dir: dir, Export: s.Export, Args: s.Args,
 			Prefix: s.Prefix, Suffix: s.Suffix, Minimal: s.Minimal, Deps: s.Deps})
 		if err != nil {
 			return nil, &Error{Op: OpBundle, Err: err}

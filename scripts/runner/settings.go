@@ -28,6 +28,9 @@ type Settings struct {
 	// the directory of the file that set it (a relative shell: file is
 	// its).
 	Environment, EnvironmentDir string
+	// Runtime is the nearest script.runtime, RuntimeFile the config file
+	// that set it (a relative nix: path ref is its directory's).
+	Runtime, RuntimeFile string
 }
 
 // LoadSettings merges the "script" blocks of the config chain ch (each
@@ -62,6 +65,9 @@ func LoadSettings(ch chain.Chain, prefix, suffix config.Lines, env map[string]st
 		if set.Environment == "" && sc.Environment != "" {
 			set.Environment, set.EnvironmentDir = sc.Environment, filepath.Dir(d.Config)
 		}
+		if set.Runtime == "" && sc.Runtime != "" {
+			set.Runtime, set.RuntimeFile = sc.Runtime, d.Config
+		}
 	}
 	set.Prefix, set.Suffix = config.MergeLines(pres), config.MergeLines(sufs)
 	set.Interpreter, set.Env, set.Deps = config.MergeMaps(interps), config.MergeMaps(envs), config.MergeDeps(deps)
@@ -77,12 +83,13 @@ func environ(env map[string]string) []string {
 	return out
 }
 
-// ChainDirs are the directories of ch that hold scripts/ or lib/, nearest
-// first: where scripts.Find, scripts.Resolve and scripts.LibDirs look.
+// ChainDirs are the directories of ch that hold scripts/ or lib/, and the
+// script files an override or fallback entry names, nearest first: where
+// scripts.Find, scripts.Resolve and scripts.LibDirs look.
 func ChainDirs(ch chain.Chain) []string {
 	var dirs []string
 	for _, d := range ch {
-		if d.Scripts != "" || d.Lib != "" {
+		if d.Scripts != "" || d.Lib != "" || d.Script != "" {
 			dirs = append(dirs, d.Path)
 		}
 	}
