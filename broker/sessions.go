@@ -319,11 +319,15 @@ func (b *Broker) SetSession(c Caller, ref string, set SessionSettings) (Session,
 // or shaped like a key (which would hide a session's key wherever a key or
 // a name is taken).
 func checkSessionName(n string) error {
-	bad := len(n) > 128 || strings.ContainsFunc(n, func(r rune) bool { return !unicode.IsPrint(r) })
-	if _, key := sessionScope(n); key || bad {
+	hint := "pick a short label such as \"build-cache\""
+	if len(n) > 128 || strings.ContainsFunc(n, func(r rune) bool { return !unicode.IsPrint(r) }) {
 		return &Error{Kind: KindBadRequest, Op: "set session", Field: "name",
-			Msg:  fmt.Sprintf("session name %q: a name is at most 128 printable characters, not starting as a key does (%s)", n, strings.Join(sessionPrefixes, " ")),
-			Hint: "pick a short label such as \"build-cache\""}
+			Msg: "a session name is at most 128 printable characters", Hint: hint}
+	}
+	if _, key := sessionScope(n); key {
+		return &Error{Kind: KindBadRequest, Op: "set session", Field: "name",
+			Msg:  fmt.Sprintf("session name %q starts as a key does (%s): it would hide that key", n, strings.Join(sessionPrefixes, " ")),
+			Hint: hint}
 	}
 	return nil
 }

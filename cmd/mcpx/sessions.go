@@ -119,8 +119,13 @@ func callLine(call wire.CallFinished) string {
 	if call.Tool != "" {
 		name += "." + call.Tool
 	}
-	s := fmt.Sprintf("%s %s %s %s", call.Time.Local().Format("15:04:05.000"), orDash(name),
-		time.Duration(call.DurationMs*float64(time.Millisecond)).Round(time.Microsecond*100), call.Outcome)
+	d := time.Duration(call.DurationMs * float64(time.Millisecond))
+	if d >= time.Millisecond {
+		d = d.Round(100 * time.Microsecond)
+	} else {
+		d = d.Round(time.Microsecond)
+	}
+	s := fmt.Sprintf("%s %s %s %s", call.Time.Local().Format("15:04:05.000"), orDash(name), d, call.Outcome)
 	if call.Error != "" {
 		s += " (" + call.Error + ")"
 	}
