@@ -29,11 +29,12 @@ type callFeed struct {
 }
 
 type feedReader struct {
+	key     string // only the calls that landed on this key; "" = all
 	ch      chan wire.CallFinished
 	dropped int64 // guarded by callFeed.mu
 }
 
-func (f *callFeed) add(b *broker.Broker) (*feedReader, bool) {
+func (f *callFeed) add(b *broker.Broker, key string) (*feedReader, bool) {
 	f.observe.Do(func() { b.ObserveCalls(f.publish) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -43,7 +44,7 @@ func (f *callFeed) add(b *broker.Broker) (*feedReader, bool) {
 	if f.readers == nil {
 		f.readers = map[*feedReader]struct{}{}
 	}
-	rd := &feedReader{ch: make(chan wire.CallFinished, callFeedBuffer)}
+	rd := &feedReader{key: key, ch: make(chan wire.CallFinished, callFeedBuffer)}
 	f.readers[rd] = struct{}{}
 	return rd, true
 }
@@ -57,11 +58,14 @@ func (f *callFeed) remove(rd *feedReader) {
 // publish hands ev to every reader without waiting: it runs on the call's
 // path.
 func (f *callFeed) publish(ev broker.CallEvent) {
-	doc := wire.CallFinished{Time: ev.Time, Server: ev.Server, Tool: ev.Tool, Caller: ev.Caller, Via: ev.Via,
+	doc := wire.CallFinished{Time: ev.Time, Server: ev.Server, Tool: ev.Tool, Key: ev.Key, Caller: ev.Caller, Via: ev.Via,
 		DurationMs: ms(ev.Duration), Outcome: string(ev.Outcome), Error: string(ev.Kind)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for rd := range f.readers {
+		if rd.key != "" && rd.key != ev.Key {
+			continue
+		}
 		d := doc
 		d.Dropped = rd.dropped
 		select {
@@ -75,13 +79,20 @@ func (f *callFeed) publish(ev broker.CallEvent) {
 
 // streamCalls is GET /v1/calls: each tool call as it finishes, as an SSE
 // event named call. Admins only, as /v1/stats: the calls name every
-// caller. A stream whose caller's rights end ends with an EventEnd.
+// caller; but with ?session= (a key or a name) the calls of that session,
+// which its creator may follow too (`mcpx sessions watch`). A stream whose
+// caller's rights end ends with an EventEnd.
 func (s *server) streamCalls(w http.ResponseWriter, r *http.Request) error {
 	c, _ := callerFrom(r.Context())
-	if !c.Rights.Admin() {
-		return &broker.Error{Kind: broker.KindForbidden, Op: "call feed", Msg: "only an admin may follow the calls: they name every caller"}
+	key, err := s.sessionQuery(c, r, "call feed")
+	if err != nil {
+		return err
 	}
-	rd, ok := s.callFeed.add(s.b)
+	if key == "" && !c.Rights.Admin() {
+		return &broker.Error{Kind: broker.KindForbidden, Op: "call feed", Msg: "only an admin may follow every call: they name every caller",
+			Hint: "follow one of your sessions' calls with ?session=<key or name> (`mcpx sessions watch`)"}
+	}
+	rd, ok := s.callFeed.add(s.b, key)
 	if !ok {
 		return &broker.Error{Kind: broker.KindUnavailable, Op: "call feed",
 			Msg: fmt.Sprintf("the call feed has its %d readers already", maxCallFeeds), Hint: "close another dashboard's Calls view, or another reader of /v1/calls"}
@@ -118,4 +129,14 @@ func pump[T any](s *server, ctx context.Context, ev *eventWriter, ch <-chan T, s
 			return
 		}
 	}
+}
+
+// sessionQuery resolves a request's ?session= (a session's key or name) to
+// the key of a session c may see; "" when the query names none.
+func (s *server) sessionQuery(c broker.Caller, r *http.Request, op string) (string, error) {
+	ref := r.URL.Query().Get(wire.QuerySession)
+	if ref == "" {
+		return "", nil
+	}
+	return s.b.SessionKey(c, ref, op)
 }

@@ -13,7 +13,8 @@ import (
 
 // streamEvents is GET /v1/events: the lifecycle events the daemon keeps,
 // oldest first, each as an SSE event with its id, then (unless
-// ?follow=false) every new one as it happens. A Last-Event-ID resumes
+// ?follow=false) every new one as it happens; ?session= (a key or a name)
+// keeps that session's instances' events. A Last-Event-ID resumes
 // after that id; if events after it are no longer kept, a gap event says
 // how many were lost. Callers see the events of the servers they may use;
 // a stream whose caller's rights end ends with an EventEnd saying why.
@@ -36,6 +37,10 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return &broker.Error{Kind: broker.KindBadRequest, Op: "events", Msg: "follow must be true or false"}
 	}
+	key, err := s.sessionQuery(c, r, "events")
+	if err != nil {
+		return err
+	}
 	ctx, stop := s.watchRights(r)
 	defer stop()
 	ev := newEventWriter(w)
@@ -52,6 +57,9 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		for _, e := range evs {
 			after = e.ID
+			if key != "" && e.Key != key {
+				continue
+			}
 			if doc, ok := eventFor(c, e); ok {
 				data, _ := json.Marshal(doc)
 				ev.sendID(e.ID, doc.Kind, data)

@@ -33,6 +33,9 @@ func (s *server) streamLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if q.Key, err = s.sessionQuery(c, r, "log"); err != nil {
+		return err
+	}
 	// Follow before reading back, so that nothing written meanwhile is
 	// lost; a record written in between may come twice.
 	var fw *daemonlog.Follower
@@ -80,7 +83,8 @@ func parseSince(s string, now time.Time) (time.Time, bool) {
 	return t, err == nil
 }
 
-// logQuery reads ?since=, ?server=, ?level= and ?follow=.
+// logQuery reads ?since=, ?server=, ?level= and ?follow= (the caller
+// resolves ?session=).
 func logQuery(r *http.Request, now time.Time) (q daemonlog.Query, follow bool, err error) {
 	v := r.URL.Query()
 	bad := func(field, msg, hint string) (daemonlog.Query, bool, error) {

@@ -18,7 +18,10 @@ type CallEvent struct {
 	Server string
 	// Tool is the tool called; "" unless the server's child listed it (a
 	// call that failed before the child was asked has "").
-	Tool     string
+	Tool string
+	// Key is the scope key the call landed on; "" when Server is.
+	// Unbounded (one per session): no metric label.
+	Key      string
 	Caller   string    // the caller's name, as the call log records it
 	Via      string    // how it reached the daemon (Caller.Via)
 	Time     time.Time // when the call began

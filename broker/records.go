@@ -25,7 +25,7 @@ func (b *Broker) finished(r Request, tool string, info callInfo, start time.Time
 	if obs := b.observers.Load(); obs != nil {
 		ev := CallEvent{Outcome: Outcome(outcome), Kind: kind, Duration: d, Caller: r.Caller.Name, Via: r.Caller.Via, Time: start}
 		if info.key != "" {
-			ev.Server = r.Server
+			ev.Server, ev.Key = r.Server, info.key
 		}
 		if info.listed {
 			ev.Tool = tool

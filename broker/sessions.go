@@ -229,27 +229,37 @@ func (b *Broker) sessionInstances(key string) []Instance {
 	return out
 }
 
-// Session describes one session; KindNotFound if there is none by that key
-// that c may see (another caller's sessions do not exist to it).
-func (b *Broker) Session(c Caller, key string) (Session, error) {
+// Session describes one session, by its key or its name (SessionKey);
+// KindNotFound if there is none that c may see (another caller's sessions
+// do not exist to it).
+func (b *Broker) Session(c Caller, ref string) (Session, error) {
+	return b.sessionByRef(c, ref, "show session")
+}
+
+func (b *Broker) sessionByRef(c Caller, ref, op string) (Session, error) {
+	key, err := b.SessionKey(c, ref, op)
+	if err != nil {
+		return Session{}, err
+	}
 	s, ok := b.session(c, key, b.sessionInstances(key))
 	if !ok {
-		return Session{}, sessionNotFound("show session", key)
+		return Session{}, sessionNotFound(op, ref)
 	}
 	return s, nil
 }
 
-func sessionNotFound(op, key string) *Error {
+func sessionNotFound(op, ref string) *Error {
 	return &Error{Kind: KindNotFound, Op: op, Field: "key",
-		Msg:  fmt.Sprintf("no session %q", key),
-		Hint: "`mcpx sessions ls` lists yours (session:, psession:, lease: and pid: keys with running instances)"}
+		Msg:  fmt.Sprintf("no session %q", ref),
+		Hint: "`mcpx sessions ls` lists yours by key and name (session:, psession:, lease: and pid: keys with running instances)"}
 }
 
-// StopSession drains and stops every instance of c's session key.
-func (b *Broker) StopSession(ctx context.Context, c Caller, key string) error {
-	s, ok := b.session(c, key, b.sessionInstances(key))
-	if !ok {
-		return sessionNotFound("stop session", key)
+// StopSession drains and stops every instance of c's session, named by its
+// key or its name.
+func (b *Broker) StopSession(ctx context.Context, c Caller, ref string) error {
+	s, err := b.sessionByRef(c, ref, "stop session")
+	if err != nil {
+		return err
 	}
 	return b.stopInstances(ctx, s.Instances, "stop session")
 }
@@ -264,10 +274,11 @@ func (b *Broker) stopInstances(ctx context.Context, ins []Instance, op string) e
 	return b.translate(errors.Join(errs...), op, "")
 }
 
-// SetSession names a session or sets its idle timeout. A named session
-// outlives its creator's process or lease: its instances stop when idle
-// for its timeout (its own, else each server's).
-func (b *Broker) SetSession(c Caller, key string, set SessionSettings) (Session, error) {
+// SetSession names a session (by its key or its present name) or sets its
+// idle timeout. A named session outlives its creator's process or lease:
+// its instances stop when idle for its timeout (its own, else each
+// server's). A name is unique among the running sessions c may see.
+func (b *Broker) SetSession(c Caller, ref string, set SessionSettings) (Session, error) {
 	if set.Name != nil {
 		if err := checkSessionName(*set.Name); err != nil {
 			return Session{}, err
@@ -278,8 +289,15 @@ func (b *Broker) SetSession(c Caller, key string, set SessionSettings) (Session,
 			Msg:  fmt.Sprintf("idleTimeout %s is outside [0, %s]", *d, MaxSessionIdleTimeout),
 			Hint: "use a duration such as \"1h\"; 0 returns to each server's own idle timeout"}
 	}
-	if _, ok := b.session(c, key, b.sessionInstances(key)); !ok {
-		return Session{}, sessionNotFound("set session", key)
+	cur, err := b.sessionByRef(c, ref, "set session")
+	if err != nil {
+		return Session{}, err
+	}
+	key := cur.Key
+	if set.Name != nil {
+		if err := b.claimName(c, key, *set.Name); err != nil {
+			return Session{}, err
+		}
 	}
 	b.sessions.mu.Lock()
 	m := b.sessions.m[key]
@@ -294,16 +312,24 @@ func (b *Broker) SetSession(c Caller, key string, set SessionSettings) (Session,
 		m.idle = *set.IdleTimeout
 	}
 	b.sessions.mu.Unlock()
-	return b.Session(c, key)
+	return b.sessionByRef(c, key, "set session")
 }
 
+// checkSessionName refuses a name that is no label: too long, unprintable,
+// or shaped like a key (which would hide a session's key wherever a key or
+// a name is taken).
 func checkSessionName(n string) error {
-	bad := len(n) > 128 || strings.ContainsFunc(n, func(r rune) bool { return !unicode.IsPrint(r) })
-	if !bad {
-		return nil
+	hint := "pick a short label such as \"build-cache\""
+	if len(n) > 128 || strings.ContainsFunc(n, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return &Error{Kind: KindBadRequest, Op: "set session", Field: "name",
+			Msg: "a session name is at most 128 printable characters", Hint: hint}
 	}
-	return &Error{Kind: KindBadRequest, Op: "set session", Field: "name",
-		Msg: "a session name is at most 128 printable characters", Hint: "pick a short label such as \"build-cache\""}
+	if _, key := sessionScope(n); key {
+		return &Error{Kind: KindBadRequest, Op: "set session", Field: "name",
+			Msg:  fmt.Sprintf("session name %q starts as a key does (%s): it would hide that key", n, strings.Join(sessionPrefixes, " ")),
+			Hint: hint}
+	}
+	return nil
 }
 
 // AcquireLease gives c a lease for ttl (0 = DefaultLeaseTTL; at most

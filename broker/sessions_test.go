@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -317,5 +318,70 @@ func TestCallerKeysNeverCollide(t *testing.T) {
 			t.Errorf("%+v and %+v share the key %q", asks[j], a, tg.Key)
 		}
 		seen[tg.Key] = i
+	}
+}
+
+func TestSessionsByName(t *testing.T) {
+	b := newDemoBroker(t, map[string]config.ScopeKind{"s": config.ScopeSession})
+	alice, bob := remote("alice"), remote("bob")
+	for _, c := range []broker.Caller{alice, bob} {
+		for _, id := range []string{"S", "T"} {
+			r := req("s", "")
+			r.Caller, r.Context.Session = c, id
+			callText(t, b, r, "pid", `{}`)
+		}
+	}
+	aS, aT, bS := "session:@tailnet:alice/S", "session:@tailnet:alice/T", "session:@tailnet:bob/S"
+	name := "browser"
+	for _, set := range []struct {
+		c   broker.Caller
+		key string
+	}{{alice, aS}, {bob, bS}} {
+		if s, err := b.SetSession(set.c, set.key, broker.SessionSettings{Name: &name}); err != nil || s.Key != set.key {
+			t.Fatalf("naming %s: %+v (%v)", set.key, s, err)
+		}
+	}
+	// Each caller's name is its own session.
+	for _, own := range []struct {
+		c    broker.Caller
+		want string
+	}{{alice, aS}, {bob, bS}} {
+		if s, err := b.Session(own.c, name); err != nil || s.Key != own.want {
+			t.Errorf("%s: session %q is %+v (%v), want %s", own.c.Name, name, s, err, own.want)
+		}
+	}
+	// A caller's running session keeps its name.
+	_, err := b.SetSession(alice, aT, broker.SessionSettings{Name: &name})
+	if be := wantKind(t, err, broker.KindBadRequest, "name"); !strings.Contains(be.Msg, aS) {
+		t.Errorf("a taken name: %v, want it to name %s", err, aS)
+	}
+	// To the admin, who sees both, the name is ambiguous, naming both keys.
+	_, err = b.Session(local, name)
+	if be := wantKind(t, err, broker.KindBadRequest, "key"); !strings.Contains(be.Msg, aS) || !strings.Contains(be.Msg, bS) {
+		t.Errorf("an ambiguous name: %v, want it to name %s and %s", err, aS, bS)
+	}
+	wantKind(t, b.StopSession(t.Context(), local, name), broker.KindBadRequest, "key")
+	// An unknown name is not found, as another caller's key is.
+	_, err = b.Session(alice, "nosuch")
+	wantKind(t, err, broker.KindNotFound, "key")
+	// A name shaped like a key would hide one: refused.
+	for _, bad := range []string{"pid:1", "session:x", "lease:y", "psession:z"} {
+		_, err := b.SetSession(alice, aT, broker.SessionSettings{Name: &bad})
+		wantKind(t, err, broker.KindBadRequest, "name")
+	}
+	// By its name: the idle timeout set, then stopped.
+	idle := time.Hour
+	if s, err := b.SetSession(bob, name, broker.SessionSettings{IdleTimeout: &idle}); err != nil || s.Key != bS || s.IdleTimeout != idle {
+		t.Fatalf("set by name: %+v (%v)", s, err)
+	}
+	if err := b.StopSession(t.Context(), bob, name); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(keys(b), bS) {
+		t.Errorf("stopped by name, bob's session runs on: %v", keys(b))
+	}
+	// Now the name is alice's alone, for the admin too.
+	if key, err := b.SessionKey(local, name, "test"); err != nil || key != aS {
+		t.Errorf("after bob's stopped: %q (%v), want %s", key, err, aS)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"mcpx.dev/mcpx/internal/sse"
@@ -75,15 +76,36 @@ func readCallEvents(r io.Reader, onProgress func(json.RawMessage), onInput func(
 // how many. An error from fn ends the stream and is returned; the stream
 // ending is nil.
 func (c *Client) Events(ctx context.Context, lastID uint64, follow bool, fn func(wire.LifecycleEvent, json.RawMessage) error) error {
+	return c.StreamEvents(ctx, EventsQuery{LastID: lastID, Follow: follow}, fn)
+}
+
+// EventsQuery selects lifecycle events (GET /v1/events).
+type EventsQuery struct {
+	LastID uint64 // resume after this event's id; 0 = every kept event
+	Follow bool   // after the kept events, each new one until ctx ends
+	// Session keeps only the events of this session's instances; the
+	// session by its key or its name.
+	Session string
+}
+
+// StreamEvents is Events with a query: the lifecycle events q selects.
+func (c *Client) StreamEvents(ctx context.Context, q EventsQuery, fn func(wire.LifecycleEvent, json.RawMessage) error) error {
 	h := http.Header{"Accept": {wire.MediaEventStream}}
-	if lastID > 0 {
-		h.Set("Last-Event-ID", strconv.FormatUint(lastID, 10))
+	if q.LastID > 0 {
+		h.Set("Last-Event-ID", strconv.FormatUint(q.LastID, 10))
 	}
-	q := ""
-	if !follow {
-		q = "?follow=false"
+	v := url.Values{}
+	if !q.Follow {
+		v.Set("follow", "false")
 	}
-	resp, err := c.send(ctx, wire.OpEvents, nil, nil, h, q)
+	if q.Session != "" {
+		v.Set(wire.QuerySession, q.Session)
+	}
+	query := ""
+	if len(v) > 0 {
+		query = "?" + v.Encode()
+	}
+	resp, err := c.send(ctx, wire.OpEvents, nil, nil, h, query)
 	if err != nil {
 		return err
 	}

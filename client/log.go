@@ -19,8 +19,11 @@ import (
 type LogQuery struct {
 	Since  string // a duration back from now ("1h") or an RFC 3339 time; "" = every kept record
 	Server string // only records naming this server
-	Level  string // debug, info, warn or error; "" = info
-	Follow bool   // after the kept records, stream new ones until ctx ends
+	// Session keeps only the records naming this session's key; the
+	// session by its key or its name.
+	Session string
+	Level   string // debug, info, warn or error; "" = info
+	Follow  bool   // after the kept records, stream new ones until ctx ends
 }
 
 // Log reads the daemon's log (admin): fn gets each record's JSON, oldest
@@ -29,7 +32,7 @@ type LogQuery struct {
 // {"msg":"log records dropped","dropped":n} in their place.
 func (c *Client) Log(ctx context.Context, q LogQuery, fn func(json.RawMessage) error) error {
 	v := url.Values{}
-	for k, s := range map[string]string{wire.QuerySince: q.Since, wire.QueryServer: q.Server, wire.QueryLevel: q.Level} {
+	for k, s := range map[string]string{wire.QuerySince: q.Since, wire.QueryServer: q.Server, wire.QuerySession: q.Session, wire.QueryLevel: q.Level} {
 		if s != "" {
 			v.Set(k, s)
 		}

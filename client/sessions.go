@@ -43,12 +43,14 @@ func (c *Client) Sessions(ctx context.Context) (*wire.SessionList, []byte, error
 	return get[wire.SessionList](ctx, c, wire.OpListSessions, nil, "")
 }
 
-// Session describes the session keyed key.
+// Session describes a session, by its key or its name (a name several
+// sessions share is an error: use the key).
 func (c *Client) Session(ctx context.Context, key string) (*wire.Session, []byte, error) {
 	return get[wire.Session](ctx, c, wire.OpGetSession, nil, "", key)
 }
 
-// StopSession drains and stops the instances of the session keyed key.
+// StopSession drains and stops the instances of a session, by its key or
+// its name.
 func (c *Client) StopSession(ctx context.Context, key string) error {
 	resp, err := c.send(ctx, wire.OpStopSession, nil, nil, nil, "", key)
 	if err != nil {
@@ -57,7 +59,8 @@ func (c *Client) StopSession(ctx context.Context, key string) error {
 	return resp.Body.Close()
 }
 
-// SetSession names the session keyed key or sets its idle timeout.
+// SetSession names a session (by its key or its present name) or sets its
+// idle timeout.
 func (c *Client) SetSession(ctx context.Context, key string, patch wire.SessionPatch) (*wire.Session, error) {
 	return sendJSON[wire.Session](ctx, c, wire.OpSetSession, patch, key)
 }

@@ -19,6 +19,11 @@ type Lease struct {
 	Expires time.Time `json:"expires"` // when it ends unless renewed
 }
 
+// QuerySession selects one session's records on GET /v1/log, its events on
+// GET /v1/events and its calls on GET /v1/calls: the session's key
+// (session:, psession:, lease: or pid:) or its name.
+const QuerySession = "session"
+
 // SessionCreator is who made a session: the caller of its first call.
 type SessionCreator struct {
 	Name  string `json:"name"`

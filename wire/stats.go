@@ -82,6 +82,7 @@ type CallFinished struct {
 	Time       time.Time `json:"time"`           // when the call began
 	Server     string    `json:"server"`         // "" when the call named no server the caller may use
 	Tool       string    `json:"tool,omitempty"` // absent unless the server's child listed it
+	Key        string    `json:"key,omitempty"`  // the scope key the call landed on; absent when it named no server
 	Caller     string    `json:"caller"`
 	Via        string    `json:"via"`
 	DurationMs float64   `json:"durationMs"`

@@ -140,6 +140,7 @@ var docPages = map[string]docPage{
 	"docs/install.md": {files: map[string]string{
 		"home/work/mcpx.json": `{"servers": {"demo": {"command": "mcpx", "args": ["demo-server"]}}}`,
 	}},
+	"docs/scopes.md": {config: `{"servers": {"browser": {"command": "mcpx", "args": ["demo-server"], "scope": "session"}}}`},
 	"docs/trust.md":  {files: map[string]string{"home/src/.keep": ""}},
 	"docs/config.md": {files: map[string]string{"proj/.config/mcpx/.keep": ""}},
 }
@@ -257,7 +258,14 @@ var docExpect = map[string]docWant{
 
 	// docs/scopes.md
 	`mcpx sessions ls`: {stdout: `^no sessions`},
-	`mcpx lease run --ttl 30s -- sh -c 'echo "$MCPX_LEASE"'`: {stdout: `^\S+\n$`},
+	`mcpx call --session s1 browser.echo '{"message":"hi"}'`:   {stdout: `^hi\n$`},
+	`mcpx sessions set session:s1 --name mybrowser --idle 30m`: {stdout: `(?m)^name: +mybrowser `},
+	`mcpx sessions show mybrowser`:                             {stdout: `(?m)^key: +session:s1 \(session\)$`},
+	`mcpx log --session mybrowser`:                             {stdout: `(?m) spawned .*\bkey=session:s1\b`},
+	`mcpx events --session mybrowser`:                          {stdout: `(?m) spawn browser session:s1 `},
+	`mcpx sessions watch mybrowser`:                            {follow: true},
+	`mcpx sessions stop mybrowser`:                             {stdout: `^stopped mybrowser\n$`},
+	`mcpx lease run --ttl 30s -- sh -c 'echo "$MCPX_LEASE"'`:   {stdout: `^\S+\n$`},
 }
 
 // docSkip are lines of a run block the test does not run, and why.

@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/wire"
 )
 
-// events is `mcpx events [--follow] [--json]`: the daemon's lifecycle
+// events is `mcpx events [--follow] [--session s] [--json]`: the daemon's lifecycle
 // events (spawn, ready, restart, evict, reap, crash, exit, reload,
 // reload-refused, backoff, wedged, tool-changed, tool-flagged), the kept
 // ones, then with --follow each as it happens.
@@ -20,6 +21,7 @@ func events(ctx context.Context, c *cli, args []string) int {
 	brokerAddr := brokerFlag(fs)
 	noAutostart := autostartFlag(fs)
 	follow := fs.Bool("follow", false, "keep printing events as they happen, until interrupted")
+	session := fs.String("session", "", "only the events of this session's instances: the session by its key or its name")
 	asJSON := fs.Bool("json", false, "print each event as one JSON object per line (--format json)")
 	format := fs.String("format", formatText, "text, json, compact (kind, server, instance and reason) or bare (kind and reason)")
 	pos, code, ok := parseFlags(fs, args)
@@ -42,7 +44,7 @@ func events(ctx context.Context, c *cli, args []string) int {
 	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
 		return report(c, err)
 	}
-	err = bc.Events(ctx, 0, *follow, func(ev wire.LifecycleEvent, raw json.RawMessage) error {
+	err = bc.StreamEvents(ctx, client.EventsQuery{Follow: *follow, Session: *session}, func(ev wire.LifecycleEvent, raw json.RawMessage) error {
 		switch *format {
 		case formatJSON:
 			if ev.Kind == wire.EventGap {

@@ -11,8 +11,8 @@ import (
 	"mcpx.dev/mcpx/observe/daemonlog"
 )
 
-// logCmd is `mcpx log [--since 1h] [--server s] [--level warn] [--follow]
-// [--json]`: the daemon's log records (admin), the kept ones, then with
+// logCmd is `mcpx log [--since 1h] [--server s] [--session s] [--level warn]
+// [--follow] [--json]`: the daemon's log records (admin), the kept ones, then with
 // --follow each as it is written.
 func logCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "log")
@@ -20,6 +20,7 @@ func logCmd(ctx context.Context, c *cli, args []string) int {
 	noAutostart := autostartFlag(fs)
 	since := fs.String("since", "", "only records since then: a duration back from now (1h) or an RFC 3339 time")
 	server := fs.String("server", "", "only records naming this server")
+	session := fs.String("session", "", "only records naming this session's key: the session by its key or its name")
 	level := fs.String("level", "info", "only records at or above this level: debug, info, warn, error")
 	follow := fs.Bool("follow", false, "keep printing records as they are written, until interrupted")
 	asJSON := fs.Bool("json", false, "print each record as the daemon wrote it: one JSON object per line (--format json)")
@@ -47,7 +48,7 @@ func logCmd(ctx context.Context, c *cli, args []string) int {
 	if err := autostart(ctx, c, bc, *noAutostart); err != nil {
 		return report(c, err)
 	}
-	q := client.LogQuery{Since: *since, Server: *server, Level: *level, Follow: *follow}
+	q := client.LogQuery{Since: *since, Server: *server, Session: *session, Level: *level, Follow: *follow}
 	err = bc.Log(ctx, q, func(raw json.RawMessage) error {
 		_, err := fmt.Fprintln(c.stdout, formatRecord(*format, raw))
 		return err

@@ -10,17 +10,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/scripts/runner"
 	"mcpx.dev/mcpx/wire"
 )
 
-// sessionsCmd is `mcpx sessions ls [--json] | show <key> | stop <key> |
-// set <key> [--idle 1h] [--name n]`: the instances keyed by a session,
-// parent session, lease or pid, grouped by key.
+// sessionsCmd is `mcpx sessions ls [--json] | show <session> |
+// stop <session> | set <session> [--idle 1h] [--name n] | watch <session>`:
+// the instances keyed by a session, parent session, lease or pid, grouped
+// by key. A session is named by its key or by the name set gives it.
 func sessionsCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "sessions")
 	brokerAddr := brokerFlag(fs)
-	asJSON := fs.Bool("json", false, "print the broker's JSON answer")
+	asJSON := fs.Bool("json", false, "print the broker's JSON answer (watch: one JSON object per call)")
 	idle := fs.String("idle", "", "set: the session's own idle timeout, e.g. 1h (0 = each server's)")
 	name := fs.String("name", "", `set: name the session, so it outlives its creator ("" with --name= clears it)`)
 	pos, code, ok := parseFlags(fs, args)
@@ -29,9 +31,9 @@ func sessionsCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	switch {
 	case len(pos) == 1 && pos[0] == "ls":
-	case len(pos) == 2 && (pos[0] == "show" || pos[0] == "stop" || pos[0] == "set"):
+	case len(pos) == 2 && (pos[0] == "show" || pos[0] == "stop" || pos[0] == "set" || pos[0] == "watch"):
 	default:
-		return usageError(c, fs, "want `ls`, `show <key>`, `stop <key>` or `set <key> [--idle d] [--name n]`")
+		return usageError(c, fs, "want `ls`, `show <key|name>`, `stop <key|name>`, `set <key|name> [--idle d] [--name n]` or `watch <key|name>`")
 	}
 	var patch wire.SessionPatch
 	fs.Visit(func(f *flag.Flag) {
@@ -77,6 +79,8 @@ func sessionsCmd(ctx context.Context, c *cli, args []string) int {
 			printSession(c, doc, time.Now())
 			return exitOK
 		}
+	case "watch":
+		return watchSession(ctx, c, bc, pos[1], *asJSON)
 	}
 	if err != nil {
 		return report(c, err)
@@ -85,6 +89,51 @@ func sessionsCmd(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stdout, "%s\n", strings.TrimRight(string(raw), "\n"))
 	}
 	return exitOK
+}
+
+// watchSession is `mcpx sessions watch <session>`: the session's tool
+// calls as they finish, until interrupted — time, server.tool, duration,
+// outcome (and the error's kind), the caller.
+func watchSession(ctx context.Context, c *cli, bc *client.Client, ref string, asJSON bool) int {
+	err := bc.Calls(ctx, ref, func(call wire.CallFinished) error {
+		if asJSON {
+			b, _ := json.Marshal(call)
+			_, err := fmt.Fprintf(c.stdout, "%s\n", b)
+			return err
+		}
+		_, err := fmt.Fprintln(c.stdout, callLine(call))
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		return report(c, err)
+	}
+	return exitOK
+}
+
+// callLine renders one finished call for people:
+//
+//	15:04:05.000 demo.echo 3ms ok local:4242
+//	15:04:06.100 demo.fail 12ms error (child-failed) local:4242
+func callLine(call wire.CallFinished) string {
+	name := call.Server
+	if call.Tool != "" {
+		name += "." + call.Tool
+	}
+	d := time.Duration(call.DurationMs * float64(time.Millisecond))
+	if d >= time.Millisecond {
+		d = d.Round(100 * time.Microsecond)
+	} else {
+		d = d.Round(time.Microsecond)
+	}
+	s := fmt.Sprintf("%s %s %s %s", call.Time.Local().Format("15:04:05.000"), orDash(name), d, call.Outcome)
+	if call.Error != "" {
+		s += " (" + call.Error + ")"
+	}
+	s += " " + call.Caller
+	if call.Dropped > 0 {
+		s += fmt.Sprintf(" [%d calls before this one dropped: the reader fell behind]", call.Dropped)
+	}
+	return s
 }
 
 func printSessions(c *cli, list []wire.Session, now time.Time) {

@@ -165,6 +165,7 @@ func (l *File) Close() error {
 type Query struct {
 	Since  time.Time  // records at or after; zero = all
 	Server string     // only records naming this server; "" = all
+	Key    string     // only records naming this scope key ("key"); "" = all
 	Level  slog.Level // records at or above (slog.LevelDebug is the lowest)
 }
 
@@ -173,6 +174,7 @@ type entry struct {
 	Time   time.Time `json:"time"`
 	Level  string    `json:"level"`
 	Server string    `json:"server"`
+	Key    string    `json:"key"`
 }
 
 // Match reports whether the JSON record line is selected by q. A line
@@ -186,7 +188,7 @@ func (q Query) Match(line []byte) bool {
 	if lv.UnmarshalText([]byte(e.Level)) != nil {
 		return false
 	}
-	return lv >= q.Level && (q.Server == "" || e.Server == q.Server) && !e.Time.Before(q.Since)
+	return lv >= q.Level && (q.Server == "" || e.Server == q.Server) && (q.Key == "" || e.Key == q.Key) && !e.Time.Before(q.Since)
 }
 
 // maxLine bounds one record read back; a longer line is skipped.
