@@ -329,7 +329,7 @@ func toolOf(tools []Tool, name string) Tool {
 // $ref, allOf, or every anyOf or oneOf branch (internal/toolschema). An
 // unreadable schema requires them: its type is unknown anyway.
 func requiresArguments(schema json.RawMessage) bool {
-	v, err := orderedjson.Decode(schema)
+	v, err := orderedjson.Decode(toolschema.Normalize(schema))
 	if err != nil {
 		return len(bytes.TrimSpace(schema)) > 0
 	}

@@ -72,7 +72,7 @@ func producerHints(tools []Tool, server string) map[string]map[string]string {
 // requiredProps are the top-level properties an input schema requires
 // (through a root $ref, allOf, anyOf and oneOf, as the client reads them).
 func requiredProps(schema json.RawMessage) []string {
-	root, err := orderedjson.Decode(schema)
+	root, err := orderedjson.Decode(toolschema.Normalize(schema))
 	if err != nil || root == nil {
 		return nil
 	}
