@@ -14,6 +14,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/orderedjson"
 	"mcpx.dev/mcpx/internal/toolschema"
+	"mcpx.dev/mcpx/internal/tsident"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -271,7 +272,7 @@ func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, 
 	for i, tt := range types {
 		toolNames[i] = tt.Tool
 	}
-	fns := assign(newNamer(), toolNames, func(s string) string { return valueName(s, "tool") }, valueRank)
+	fns := assign(newNamer(), toolNames, func(s string) string { return tsident.Value(s, "tool") }, valueRank)
 	for i, tt := range types {
 		t := toolOf(tools, tt.Tool)
 		fn := fns[i].Name
