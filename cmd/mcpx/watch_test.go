@@ -193,7 +193,7 @@ func TestExecChangeRestartsTheInstance(t *testing.T) {
 					})
 				case "exec watch":
 					testenv.WaitFor(t, "the exec watch to see the move", func() bool {
-						return strings.Count(d.logs.String(), "moved but is the same program")+strings.Count(d.logs.String(), "executable changed; replacing") >= moved
+						return strings.Count(d.logs.String(), "moved but is the same program")+strings.Count(d.logs.String(), "; replacing instance") >= moved
 					})
 				}
 			}
