@@ -15,6 +15,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/orderedjson"
 	"mcpx.dev/mcpx/internal/toolschema"
+	"mcpx.dev/mcpx/internal/tsident"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -273,7 +274,7 @@ func writeServer(b *bytes.Buffer, types []ToolTypes, tools []Tool, list string, 
 	for i, tt := range types {
 		toolNames[i] = tt.Tool
 	}
-	fns := assign(newNamer(), toolNames, func(s string) string { return valueName(s, "tool") }, valueRank)
+	fns := assign(newNamer(), toolNames, func(s string) string { return tsident.Value(s, "tool") }, valueRank)
 	for i, tt := range types {
 		t := toolOf(tools, tt.Tool)
 		fn := fns[i].Name
@@ -331,7 +332,7 @@ func toolOf(tools []Tool, name string) Tool {
 // $ref, allOf, or every anyOf or oneOf branch (internal/toolschema). An
 // unreadable schema requires them: its type is unknown anyway.
 func requiresArguments(schema json.RawMessage) bool {
-	v, err := orderedjson.Decode(schema)
+	v, err := orderedjson.Decode(toolschema.Normalize(schema))
 	if err != nil {
 		return len(bytes.TrimSpace(schema)) > 0
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/internal/toolschema"
+	"mcpx.dev/mcpx/internal/tsident"
 )
 
 // Tool is one MCP tool as a server lists it (tools/list). InputSchema and
@@ -139,7 +140,7 @@ func compile(tools []Tool, docs []Server, reservedTop []string, opts compileOpti
 	}
 	nsName := map[string]string{}
 	named := slices.DeleteFunc(slices.Clone(servers), func(s string) bool { return s == "" })
-	for i, a := range assign(top, named, func(s string) string { return valueName(s, "server") }, valueRank) {
+	for i, a := range assign(top, named, func(s string) string { return tsident.Value(s, "server") }, valueRank) {
 		nsName[named[i]] = a.Name
 	}
 

@@ -9,6 +9,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/orderedjson"
 	"mcpx.dev/mcpx/internal/toolschema"
+	"mcpx.dev/mcpx/internal/tsident"
 )
 
 // Producer hints: a tool that needs an id (pageId, issue_id) can say which
@@ -72,7 +73,7 @@ func producerHints(tools []Tool, server string) map[string]map[string]string {
 // requiredProps are the top-level properties an input schema requires
 // (through a root $ref, allOf, anyOf and oneOf, as the client reads them).
 func requiredProps(schema json.RawMessage) []string {
-	root, err := orderedjson.Decode(schema)
+	root, err := orderedjson.Decode(toolschema.Normalize(schema))
 	if err != nil || root == nil {
 		return nil
 	}
@@ -111,7 +112,7 @@ func mentions(name, noun string) bool {
 // camelCase humps: "get_pullRequest" is get, pull, request.
 func nameWords(name string) []string {
 	var out []string
-	for _, w := range words(name) {
+	for _, w := range tsident.Words(name) {
 		start := 0
 		for i := 1; i < len(w); i++ {
 			if w[i] >= 'A' && w[i] <= 'Z' && w[i-1] >= 'a' && w[i-1] <= 'z' {

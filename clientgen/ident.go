@@ -4,80 +4,16 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"mcpx.dev/mcpx/internal/tsident"
 )
 
-// Identifiers are made from MCP names (tool and server names are free-form
-// strings) in three steps: split into words, join, then make the result
-// legal (a start that is not an identifier start gets a "_" prefix, a
-// reserved word a "_" suffix). A word is a run of the characters an
-// ECMAScript identifier may hold (Unicode ID_Continue, so 日本 and café stay
-// as they are); any other non-ASCII character becomes its own word
-// "U<hex>", and ASCII punctuation separates words. How names that clean to
-// the same identifier are told apart is assign's.
-
-// words splits s into runs of identifier characters; every non-ASCII rune
-// that cannot be in an identifier is a word of its own.
-func words(s string) []string {
-	var ws []string
-	var cur strings.Builder
-	flush := func() {
-		if cur.Len() > 0 {
-			ws = append(ws, cur.String())
-			cur.Reset()
-		}
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-			cur.WriteRune(r)
-		case r > 0x7f && isIDContinue(r):
-			cur.WriteRune(r)
-		case r > 0x7f && r != 0xfffd:
-			flush()
-			ws = append(ws, fmt.Sprintf("U%X", r))
-		default:
-			flush()
-		}
-	}
-	flush()
-	return ws
-}
-
-// isIDStart reports whether r may start an ECMAScript identifier (Unicode
-// ID_Start; "$" and "_" are the callers').
-func isIDStart(r rune) bool {
-	return unicode.In(r, unicode.L, unicode.Nl, unicode.Other_ID_Start) &&
-		!unicode.In(r, unicode.Pattern_Syntax, unicode.Pattern_White_Space)
-}
-
-// isIDContinue reports whether r may continue an identifier (ID_Continue).
-func isIDContinue(r rune) bool {
-	return isIDStart(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Nd, unicode.Pc, unicode.Other_ID_Continue) &&
-		!unicode.In(r, unicode.Pattern_Syntax, unicode.Pattern_White_Space)
-}
-
-// legalStart prefixes s with "_" unless it starts an identifier.
-func legalStart(s string) string {
-	r, _ := utf8.DecodeRuneInString(s)
-	if r == '_' || r == '$' || isIDStart(r) {
-		return s
-	}
-	return "_" + s
-}
-
-func upperFirst(w string) string {
-	r, n := utf8.DecodeRuneInString(w)
-	if u := unicode.ToUpper(r); u != r && isIDStart(u) {
-		return string(u) + w[n:]
-	}
-	return w
-}
+// Identifiers are made from MCP names as package internal/tsident makes
+// them (tsident.Value for namespaces and values; typeName below for types).
+// How names that clean to the same identifier are told apart is assign's.
 
 // typeName returns the PascalCase form of name for type names, or fallback
 // when name has no letters or digits: "take-screenshot" -> "TakeScreenshot".
@@ -85,57 +21,15 @@ func upperFirst(w string) string {
 // never is, nor shadows, a reserved word or a global type.
 func typeName(name, fallback string) string {
 	var b strings.Builder
-	for _, w := range words(name) {
-		b.WriteString(upperFirst(w))
+	for _, w := range tsident.Words(name) {
+		b.WriteString(tsident.UpperFirst(w))
 	}
 	s := b.String()
 	if s == "" {
 		s = fallback
 	}
-	return legalStart(s)
+	return tsident.LegalStart(s)
 }
-
-// valueName returns the camelCase form of name for namespaces and values:
-// "server-everything" -> "serverEverything", "delete" -> "delete_",
-// "3d" -> "_3d"; fallback when name has no letters or digits.
-func valueName(name, fallback string) string {
-	var b strings.Builder
-	for i, w := range words(name) {
-		if i > 0 {
-			w = upperFirst(w)
-		}
-		b.WriteString(w)
-	}
-	s := b.String()
-	if s == "" {
-		s = fallback
-	}
-	s = legalStart(s)
-	if reserved[s] {
-		s += "_"
-	}
-	return s
-}
-
-// reserved holds the words a TypeScript namespace or value may not be named,
-// or had better not be: ECMAScript reserved words, strict-mode and module
-// reserved words, and TypeScript's type and contextual keywords.
-var reserved = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`
-		break case catch class const continue debugger default delete do else
-		enum export extends false finally for function if import in instanceof
-		new null return super switch this throw true try typeof var void while
-		with implements interface let package private protected public static
-		yield await arguments eval
-		any unknown never string number boolean bigint symbol object undefined
-		as async declare module namespace type global require get set of from
-		is keyof readonly infer asserts abstract constructor satisfies override
-		out accessor unique intrinsic using`) {
-		m[w] = true
-	}
-	return m
-}()
 
 // namer hands out identifiers unique within one scope.
 type namer struct {
@@ -244,7 +138,7 @@ func wins(o string, group []string, rank func(string) int) bool {
 
 // valueRank ranks a name for a value: 1 when it is its own value name.
 func valueRank(name string) int {
-	if valueName(name, "") == name {
+	if tsident.Value(name, "") == name {
 		return 1
 	}
 	return 0
@@ -263,4 +157,4 @@ func typeRank(name string) int {
 // tool named name (fallback when name has no letters or digits), unless
 // another name cleans to the same one: "server-everything" is
 // serverEverything, "get-sum" getSum.
-func ValueName(name, fallback string) string { return valueName(name, fallback) }
+func ValueName(name, fallback string) string { return tsident.Value(name, fallback) }

@@ -96,7 +96,7 @@ func (c *compiler) compile(name string, raw json.RawMessage, doc string) (decls 
 		}
 		return []string{c.decl(name, doc, expr{s: "unknown /* no " + c.schema + " */", prec: precPrimary, unknown: true})}
 	}
-	v, err := orderedjson.Decode(raw)
+	v, err := orderedjson.Decode(toolschema.Normalize(raw)) // one dialect: 2020-12
 	if err != nil {
 		return []string{c.decl(name, doc, c.unknown("", err.Error()))}
 	}

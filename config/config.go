@@ -499,7 +499,7 @@ func Parse(data []byte, source string) (*Config, error) {
 		rank[d.name] = i + 1
 	}
 	p.checkAllocOverlap(cfg.Servers)
-	p.checkPrefixes(cfg.Servers)
+	p.checkServerNames(cfg.Servers)
 	p.checkSandboxes(cfg)
 	if inputs > 0 && !usesInputs {
 		p.warn("", "inputs", "VS Code inputs ignored: no server uses them, and mcpx never prompts",
@@ -566,7 +566,7 @@ func (c *Config) Normalize() error {
 		}
 	}
 	p.checkAllocOverlap(c.Servers)
-	p.checkPrefixes(c.Servers)
+	p.checkServerNames(c.Servers)
 	p.checkSandboxes(c)
 	c.Warnings = p.warns
 	return p.err(c.Source)

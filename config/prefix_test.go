@@ -5,12 +5,17 @@ import (
 	"testing"
 )
 
-func TestServerPrefixesMustNotOverlap(t *testing.T) {
+// TestServerNamesMustNotClash: two servers whose tools' /mcp prefixes
+// overlap, or whose names clean to one TypeScript namespace, are refused,
+// naming both.
+func TestServerNamesMustNotClash(t *testing.T) {
 	for _, tc := range []struct {
 		names []string
 		bad   string // a substring of the error; "" = loads
 	}{
-		{[]string{"a", "ab", "a-b", "a_b"}, ""},
+		{[]string{"a", "ab", "a-b", "ac"}, ""},
+		{[]string{"a-b", "a_b"}, `servers "a-b" and "a_b" would share the TypeScript client's namespace aB`},
+		{[]string{"x", "get-item", "get_item"}, `servers "get-item" and "get_item"`},
 		{[]string{"a", "a__b"}, `servers "a" and "a__b"`},
 		{[]string{"a", "a_"}, `servers "a" and "a_"`},
 		{[]string{strings.Repeat("s", 41)}, "41 characters long"},

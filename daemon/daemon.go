@@ -62,9 +62,11 @@ type Daemon struct {
 	// when it has none.
 	Webhooks *webhook.Sender
 
-	drain   time.Duration
-	state   string   // the state directory
-	closers []func() // what New opened, in order
+	drain      time.Duration
+	state      string       // the state directory
+	webhookRun string       // the prefix of the webhooks' delivery ids (WebhookHandoff.Run)
+	webhooks   *webhookFeed // nil without webhooks
+	closers    []func()     // what New opened, in order
 }
 
 // New creates the state directory (an existing one open to other users is
@@ -129,20 +131,18 @@ func New(o Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.Metrics = metrics.New(d.Broker, o.Version)
-	if len(hooks) > 0 {
-		wo := o.Webhook
-		wo.Logger = d.Log
-		var stop func()
-		d.Webhooks, stop = startWebhooks(d.Broker, hooks, wo, min(WebhookFlush, d.drain))
-		d.Metrics.ReadWebhooks(webhookMetrics(d.Webhooks))
-		d.closers = append(d.closers, stop) // after the broker: its children's last events are sent
-	}
+	d.closers = append(d.closers, d.stopWebhooks) // after the broker: its children's last events are sent
 	d.closers = append(d.closers, d.closeBroker)
+	var wh *WebhookHandoff
 	if o.Handoff != nil {
 		d.adoptChildren(o.Handoff, o.Version)
+		wh = o.Handoff.Webhooks
 	} else {
 		d.adoptSurvivors()
 	}
+	// After the adoption, which puts the predecessor's events back: the
+	// webhooks get those after the last it fed them.
+	d.startWebhookFeed(hooks, o.Webhook, wh)
 	d.MCP = mcp.New(mcp.Options{Broker: d.Broker, Logger: d.Log, Version: o.Version,
 		InputWait: o.Config.Limits.InputWait.D()})
 	if o.Handoff != nil {

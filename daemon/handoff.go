@@ -46,6 +46,10 @@ type Handoff struct {
 	Broker       broker.HandoffState `json:"broker"`
 	// MCP are the MCP endpoint's sessions (mcp.Server.Handoff).
 	MCP []mcp.SessionState `json:"mcp,omitempty"`
+	// Webhooks is where the webhooks' deliveries stand; nil from an image
+	// that did not hand it over (the next image's webhooks then begin a
+	// run of their own).
+	Webhooks *WebhookHandoff `json:"webhooks,omitempty"`
 }
 
 // HandedListener is one listening socket kept open across the exec.

@@ -164,6 +164,8 @@ func (u *Upgrader) reexec(d *Daemon, lns *Listeners, h Handoff) error {
 		return err
 	}
 	h.Listeners, h.Conns = ls, conns
+	wh := d.webhookHandoff() // no call is in flight; the events after it are handed over with the pool
+	h.Webhooks = &wh
 	if d.MCP != nil {
 		h.MCP = d.MCP.Handoff() // drained: no request is in flight
 	}

@@ -161,7 +161,7 @@ type carrier struct {
 // carrySchema carries the schema raw, naming its components prefix.<name>;
 // sc checks it.
 func carrySchema(sc *schemaChecker, raw json.RawMessage, prefix string) (carried, error) {
-	root, err := decode(raw)
+	root, err := decode(toolschema.Normalize(raw)) // an older draft as 2020-12, as the client and the catalog read it
 	if err != nil {
 		return carried{}, fmt.Errorf("not JSON: %w", err)
 	}

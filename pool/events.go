@@ -15,7 +15,7 @@ type EventKind string
 const (
 	EventSpawn   EventKind = "spawn"   // a start attempt began (the restart count in Reason)
 	EventReady   EventKind = "ready"   // the child answered initialize (Pid)
-	EventRestart EventKind = "restart" // the instance is replaced (Reason: "executable changed", "definition changed"; Path)
+	EventRestart EventKind = "restart" // the instance is replaced (Reason: "executable changed: bytes changed" — or location, program file, package files —, "definition changed"; Path)
 	EventEvict   EventKind = "evict"   // stopped to make room for another key (Reason)
 	EventReap    EventKind = "reap"    // stopped for idleness or a gone owner (Reason)
 	EventCrash   EventKind = "crash"   // the running child exited unexpectedly (Reason)

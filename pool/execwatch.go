@@ -31,9 +31,10 @@ func (p *Pool) execLoop(every time.Duration) {
 // CheckExec stats every running stdio child's executable and replaces the
 // instances whose identity changed: in-flight calls finish on the old
 // child, new calls go to the replacement, and one EventRestart says
-// "executable changed" with the path of what changed (the executable, the
-// program file among its arguments, or that program's package.json; see
-// package execid). It returns how many it replaced. An executable or
+// "executable changed: " and why (execid.ID.Why: bytes changed, location
+// changed, program file changed, package files changed) with the path of
+// what changed (the executable, the program file among its arguments, or
+// that program's package.json; see package execid). It returns how many it replaced. An executable or
 // program file that is gone leaves its child running, with one warning.
 // Instances of call: keys, and of keys whose owner is gone (the reaper's),
 // are left alone. The exec watch calls it on its tick; the broker after a
@@ -103,9 +104,9 @@ func (p *Pool) replace(inst *instance, g *generation, id execid.ID) bool {
 		(p.opts.KeyAlive != nil && !p.opts.KeyAlive(inst.key.key)) {
 		return false
 	}
-	const why = "executable changed"
+	why := "executable changed: " + id.Why(*g.exec)
 	path := id.Changed(*g.exec)
-	p.logLocked(p.log, slog.LevelInfo, "executable changed; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
+	p.logLocked(p.log, slog.LevelInfo, why+"; replacing instance", "server", inst.def.Name, "key", inst.key.key, "instance", inst.id,
 		"pid", g.pid(), "path", path, "was", g.exec.Value, "now", id.Value)
 	p.replaceLocked(inst, &event{notice: EventRestart, reason: why, path: path})
 	p.kickLocked()

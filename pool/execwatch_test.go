@@ -137,8 +137,8 @@ func TestExecWatchReplacesAChangedExecutable(t *testing.T) {
 		t.Errorf("%d restart events; want exactly 1: %+v", n, evs)
 	}
 	for _, ev := range evs {
-		if ev.Kind == pool.EventRestart && (ev.Reason != "executable changed" || ev.Path != link || ev.Pid != atoi(t, pid1)) {
-			t.Errorf("restart event %+v; want reason \"executable changed\", path %s, pid %s", ev, link, pid1)
+		if ev.Kind == pool.EventRestart && (ev.Reason != "executable changed: location changed" || ev.Path != link || ev.Pid != atoi(t, pid1)) {
+			t.Errorf("restart event %+v; want reason \"executable changed: location changed\", path %s, pid %s", ev, link, pid1)
 		}
 		if ev.Server == "other" {
 			t.Errorf("the neighbouring server had an event: %+v", ev)
@@ -244,6 +244,40 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// TestExecWatchSaysBytesChanged: an executable rewritten where it is
+// restarts its child with the reason "bytes changed" (the location's is
+// TestExecWatchReplacesAChangedExecutable's, the program file's
+// TestExecWatchFollowsAnInterpretersProgram's).
+func TestExecWatchSaysBytesChanged(t *testing.T) {
+	dir := realDir(t)
+	exe := filepath.Join(dir, "srv")
+	testenv.WriteFile(t, exe, execScript())
+	if err := os.Chmod(exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := demoServer(t, "demo")
+	s.Command = exe
+	p := newPool(t, pool.Options{ExecWatch: -1}, s)
+	tg := pool.Target{Server: "demo", Key: "global"}
+	pid1 := mustCall(t, p, tg, "pid", nil)
+	mark := p.Events().Add(pool.Event{Kind: "test-mark"}).ID
+	testenv.WriteFile(t, exe, execScript()+"# a new version\n")
+	if n := p.CheckExec(); n != 1 {
+		t.Fatalf("a rewritten executable replaced %d instances; want 1", n)
+	}
+	evs := waitEvents(t, p.Events(), mark, "exit of the old child", func(ev pool.Event) bool {
+		return ev.Kind == pool.EventExit && ev.Pid == atoi(t, pid1)
+	})
+	if n := count(evs, pool.EventRestart); n != 1 {
+		t.Errorf("%d restart events; want 1: %+v", n, evs)
+	}
+	for _, ev := range evs {
+		if ev.Kind == pool.EventRestart && (ev.Reason != "executable changed: bytes changed" || ev.Path != exe) {
+			t.Errorf("restart event %+v; want reason \"executable changed: bytes changed\", path %s", ev, exe)
+		}
+	}
+}
+
 // TestExecWatchFollowsAnInterpretersProgram (real-use 12): a server run as
 // `sh script` is replaced when the script changes, not only when sh does;
 // the restart names the script.
@@ -268,8 +302,8 @@ func TestExecWatchFollowsAnInterpretersProgram(t *testing.T) {
 		return ev.Kind == pool.EventExit && ev.Pid == atoi(t, pid1)
 	})
 	for _, ev := range evs {
-		if ev.Kind == pool.EventRestart && (ev.Reason != "executable changed" || ev.Path != script) {
-			t.Errorf("restart event %+v; want reason \"executable changed\", path %s", ev, script)
+		if ev.Kind == pool.EventRestart && (ev.Reason != "executable changed: program file changed" || ev.Path != script) {
+			t.Errorf("restart event %+v; want reason \"executable changed: program file changed\", path %s", ev, script)
 		}
 	}
 	if n := count(evs, pool.EventRestart); n != 1 {

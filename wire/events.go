@@ -70,7 +70,7 @@ func CallStreamEvents() []StreamEvent {
 const (
 	EventSpawn   = "spawn"   // a start attempt began
 	EventReady   = "ready"   // the child answered initialize
-	EventRestart = "restart" // the instance is replaced; reason "executable changed" (path set) or "definition changed"
+	EventRestart = "restart" // the instance is replaced; reason "executable changed: " and why (bytes changed, location changed, program file changed, package files changed; path set) or "definition changed"
 	EventEvict   = "evict"   // stopped to make room for another key
 	EventReap    = "reap"    // stopped for idleness or a gone owner
 	EventCrash   = "crash"   // the running child exited unexpectedly

@@ -2,8 +2,10 @@ package catalog
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mcpx.dev/mcpx/internal/orderedjson"
@@ -148,7 +150,7 @@ func signature(t Tool) string {
 		b.WriteString(t.Server + ".")
 	}
 	b.WriteString(t.Name + "(")
-	root, err := orderedjson.Decode(t.InputSchema)
+	root, err := orderedjson.Decode(toolschema.Normalize(t.InputSchema)) // one dialect: 2020-12
 	if err == nil && root != nil {
 		args := toolschema.Arguments(root)
 		if len(args.Props) > 0 {
@@ -206,16 +208,51 @@ func shallowType(root, v any, depth int) string {
 		case "integer":
 			types[i] = "number"
 		case "array":
-			item := "any"
-			if it := o.Obj("items"); it != nil {
-				if st := typeNames(it); len(st) == 1 && st[0] != "array" && st[0] != "object" {
-					item = strings.Replace(st[0], "integer", "number", 1)
-				}
+			if prefix, ok := o.Arr("prefixItems"); ok {
+				types[i] = shallowTuple(o, prefix)
+				continue
 			}
-			types[i] = item + "[]"
+			types[i] = shallowItem(o.Obj("items")) + "[]"
 		}
 	}
 	return strings.Join(types, "|")
+}
+
+// shallowItem is an array's items type when it is a single scalar type;
+// "any" otherwise.
+func shallowItem(it *orderedjson.Object) string {
+	if it != nil {
+		if st := typeNames(it); len(st) == 1 && st[0] != "array" && st[0] != "object" {
+			return strings.Replace(st[0], "integer", "number", 1)
+		}
+	}
+	return "any"
+}
+
+// shallowTuple is a tuple's type as the TypeScript client writes it, its
+// elements typed as shallowItem does: [string, number?, ...any[]], its
+// elements optional from minItems on, the rest (items) after them.
+func shallowTuple(o *orderedjson.Object, prefix []any) string {
+	minItems := 0
+	if n, ok := o.Vals["minItems"].(json.Number); ok {
+		if m, err := strconv.Atoi(string(n)); err == nil {
+			minItems = m
+		}
+	}
+	var es []string
+	for i, e := range prefix {
+		it, _ := e.(*orderedjson.Object)
+		el := shallowItem(it)
+		if i >= minItems {
+			el += "?"
+		}
+		es = append(es, el)
+	}
+	if rest, ok := o.Vals["items"]; !ok || rest != false {
+		it, _ := rest.(*orderedjson.Object)
+		es = append(es, "..."+shallowItem(it)+"[]")
+	}
+	return "[" + strings.Join(es, ", ") + "]"
 }
 
 // shallowAlternatives is the union of an untyped schema's anyOf or oneOf

@@ -70,7 +70,7 @@ func events(ctx context.Context, c *cli, args []string) int {
 
 // eventLine renders one event for people:
 //
-//	12 15:04:05.000 restart demo global demo-1 pid 4242: executable changed (/usr/local/bin/srv)
+//	12 15:04:05.000 restart demo global demo-1 pid 4242: executable changed: bytes changed (/usr/local/bin/srv)
 func eventLine(ev wire.LifecycleEvent) string {
 	s := fmt.Sprintf("%d %s %s", ev.ID, ev.Time.Local().Format("15:04:05.000"), ev.Kind)
 	if ev.Kind == wire.EventGap {

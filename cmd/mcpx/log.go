@@ -75,6 +75,7 @@ func logLine(raw json.RawMessage) string {
 		}
 	}
 	fmt.Fprintf(&b, "%v %v", rec["level"], rec["msg"])
+	dropConsumed(rec)
 	delete(rec, "time")
 	delete(rec, "level")
 	delete(rec, "msg")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,7 @@ func formatRecord(format string, raw []byte) string {
 	case formatBare:
 		return msg
 	case formatCompact:
+		dropConsumed(rec)
 		delete(rec, "time")
 		delete(rec, "level")
 		delete(rec, "msg")
@@ -62,6 +64,33 @@ func formatRecord(format string, raw []byte) string {
 		return initial + " " + msg + attrText(rec)
 	}
 	return logLine(raw)
+}
+
+// templateName is a {name} of a log record's template (the script
+// client's log, clientgen/runtime/2-log.ts, fills them in).
+var templateName = regexp.MustCompile(`\{([A-Za-z_$][\w$.-]*)\}`)
+
+// recordFields are a record's own members: an attribute named like one
+// is written as "attr.<name>" (2-log.ts).
+var recordFields = []string{"time", "level", "msg", "template", "source"}
+
+// dropConsumed removes from a record read for people its template and the
+// attributes the template put into its message: the message says them
+// already ("status: ok", not "status: ok status=ok template=…"). The
+// json format keeps every member.
+func dropConsumed(rec map[string]any) {
+	tmpl, ok := rec["template"].(string)
+	if !ok {
+		return
+	}
+	delete(rec, "template")
+	for _, m := range templateName.FindAllStringSubmatch(tmpl, -1) {
+		name := m[1]
+		if slices.Contains(recordFields, name) {
+			name = "attr." + name
+		}
+		delete(rec, name)
+	}
 }
 
 // attrText is " k=v" for each of rec's members, sorted, quoted as slog's

@@ -28,6 +28,18 @@ func TestRecordFormats(t *testing.T) {
 			t.Errorf("%s of a plain line: %q", f, got)
 		}
 	}
+	// A template's attributes are in the message: text and compact print
+	// only the rest (and never the template); json keeps everything.
+	rec = []byte(`{"time":"2026-12-01T10:00:00.000Z","level":"info","msg":"status: ok at 1","template":"status: {status} at {level}","status":"ok","attr.level":1,"run":2}`)
+	if got := formatRecord(formatCompact, rec); got != "I status: ok at 1 run=2" {
+		t.Errorf("compact with a template: %q", got)
+	}
+	if got := formatRecord(formatText, rec); !strings.HasSuffix(got, " info status: ok at 1 run=2") {
+		t.Errorf("text with a template: %q", got)
+	}
+	if got := formatRecord(formatJSON, rec); got != string(rec) {
+		t.Errorf("json with a template: %q", got)
+	}
 	var b strings.Builder
 	w := &recordWriter{w: &b, format: formatBare}
 	w.Write([]byte(`{"level":"info","msg":"a"}` + "\n" + `{"level":"in`))

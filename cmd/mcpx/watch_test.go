@@ -193,7 +193,7 @@ func TestExecChangeRestartsTheInstance(t *testing.T) {
 					})
 				case "exec watch":
 					testenv.WaitFor(t, "the exec watch to see the move", func() bool {
-						return strings.Count(d.logs.String(), "moved but is the same program")+strings.Count(d.logs.String(), "executable changed; replacing") >= moved
+						return strings.Count(d.logs.String(), "moved but is the same program")+strings.Count(d.logs.String(), "; replacing instance") >= moved
 					})
 				}
 			}
@@ -217,8 +217,8 @@ func TestExecChangeRestartsTheInstance(t *testing.T) {
 			d.relink("b/srv")
 			notice(2)
 			restart := d.waitEvent(start, "the restart", func(ev wire.LifecycleEvent) bool { return ev.Kind == wire.EventRestart })
-			if restart.Server != "w" || restart.Reason != "executable changed" || restart.Path != d.link || strconv.Itoa(restart.Pid) != pid1 {
-				t.Errorf("restart event %+v; want server w, reason \"executable changed\", path %s, pid %s", restart, d.link, pid1)
+			if restart.Server != "w" || restart.Reason != "executable changed: location changed" || restart.Path != d.link || strconv.Itoa(restart.Pid) != pid1 {
+				t.Errorf("restart event %+v; want server w, reason \"executable changed: location changed\", path %s, pid %s", restart, d.link, pid1)
 			}
 			ready := d.waitEvent(restart.ID, "the replacement's ready", func(ev wire.LifecycleEvent) bool { return ev.Kind == wire.EventReady && ev.Server == "w" })
 			if code := <-slow; code != exitOK || slowOut.String() != "slept 1500ms\n" {

@@ -12,7 +12,7 @@
 //
 //	Content-Type:     application/json
 //	X-Mcpx-Event:     <kind>
-//	X-Mcpx-Delivery:  <event id>   (the same on every attempt: deduplicate by it)
+//	X-Mcpx-Delivery:  <run>-<event id>   (the same on every attempt: deduplicate by it)
 //	X-Mcpx-Timestamp: <unix seconds of this attempt>
 //	X-Mcpx-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "." + body)>
 //
@@ -86,6 +86,10 @@ type Options struct {
 	Client   *http.Client  // nil = a client of its own; redirects are never followed
 	Logger   *slog.Logger  // nil = discard
 	Now      func() time.Time
+	// Run prefixes every delivery id ("<run>-<event id>"): event ids
+	// begin again at a daemon's start, its run's id does not come again,
+	// so no delivery id is used twice. "" = the event id alone.
+	Run string
 }
 
 // Event is one lifecycle event to send: Body is its JSON document.
@@ -275,6 +279,15 @@ func (s *Sender) deliver(h *hook, ev Event) {
 	}
 }
 
+// deliveryID is ev's X-Mcpx-Delivery: the run's and the event's ids.
+func (s *Sender) deliveryID(ev Event) string {
+	id := strconv.FormatUint(ev.ID, 10)
+	if s.opts.Run == "" {
+		return id
+	}
+	return s.opts.Run + "-" + id
+}
+
 func retryable(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
 }
@@ -291,7 +304,7 @@ func (s *Sender) post(h *hook, ev Event) (int, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "mcpx-webhook")
 	req.Header.Set(HeaderEvent, ev.Kind)
-	req.Header.Set(HeaderDelivery, strconv.FormatUint(ev.ID, 10))
+	req.Header.Set(HeaderDelivery, s.deliveryID(ev))
 	req.Header.Set(HeaderTimestamp, ts)
 	req.Header.Set(HeaderSignature, Sign(h.Secret, ts, ev.Body))
 	resp, err := s.client.Do(req)

@@ -186,6 +186,30 @@ func (id ID) Changed(prev ID) string {
 	return id.deps[0]
 }
 
+// Why a changed identity changed (ID.Why).
+const (
+	WhyBytes    = "bytes changed"         // the executable is where it was, with other content
+	WhyLocation = "location changed"      // the command resolves to another file now
+	WhyProgram  = "program file changed"  // the interpreter's program file (moved or rewritten)
+	WhyPackage  = "package files changed" // a node program's package.json or lockfiles
+)
+
+// Why says why id differs from prev, in the words of the restart it
+// causes: the executable's bytes or location, the program file, or the
+// program's package files; the one Changed names the path of.
+func (id ID) Why(prev ID) string {
+	switch {
+	case id.Entry == "" || id.execPart() != prev.execPart():
+		if id.Real != prev.Real {
+			return WhyLocation
+		}
+		return WhyBytes
+	case id.Entry != prev.Entry || id.entry != prev.entry || len(id.deps) == 0:
+		return WhyProgram
+	}
+	return WhyPackage
+}
+
 // execPart is the executable's own identity.
 func (id ID) execPart() string {
 	if id.Entry == "" {
