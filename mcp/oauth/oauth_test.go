@@ -92,7 +92,7 @@ func (p *provider) serveAS(w http.ResponseWriter, r *http.Request) {
 			"token_endpoint": p.as.URL + "/token", "registration_endpoint": p.as.URL + "/register",
 			"revocation_endpoint": p.as.URL + "/revoke", "response_types_supported": []string{"code"},
 			"code_challenge_methods_supported": []string{"S256"}, "scopes_supported": []string{"mcp:read", "offline_access"},
-			"token_endpoint_auth_methods_supported": []string{"client_secret_post"},
+			"token_endpoint_auth_methods_supported":          []string{"client_secret_post"},
 			"authorization_response_iss_parameter_supported": true})
 	case "/register":
 		var m struct {
