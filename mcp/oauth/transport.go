@@ -66,7 +66,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case http.StatusUnauthorized:
 		ch := ParseChallenge(resp.Header.Values("WWW-Authenticate"))
 		drain(resp)
-		reason := "it asks for a sign-in"
+		reason := "it answers 401 and no sign-in is stored"
 		if tok != "" {
 			reason = "it refused the access token and no refresh cured that"
 		}
