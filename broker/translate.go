@@ -12,6 +12,7 @@ import (
 
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/mcp/jsonrpc"
+	"mcpx.dev/mcpx/mcp/oauth"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )
@@ -24,6 +25,10 @@ func (b *Broker) translate(err error, op, server string) error {
 	var be *Error
 	if errors.As(err, &be) {
 		return err
+	}
+	var req *oauth.RequiredError
+	if errors.As(err, &req) {
+		return authRequired(op, server, req)
 	}
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
