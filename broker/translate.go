@@ -42,6 +42,11 @@ func (b *Broker) translate(err error, op, server string) error {
 		return e
 	}
 	if e := childTransportError(err, op, server); e != nil {
+		var hs *client.HTTPStatusError
+		if errors.As(err, &hs) && hs.StatusCode == 403 && b.oauth.Known(server) {
+			// A server mcpx signs in to: no header to fix (oauth.go).
+			e.Hint = fmt.Sprintf("the account signed in with `mcpx auth login %s` may not do this, even with the scopes the server asked for", server)
+		}
 		return e
 	}
 	var pe *pool.Error
