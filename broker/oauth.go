@@ -39,6 +39,8 @@ func oauthServers(cfg *config.Config, getenv func(string) string) map[string]oau
 			srv.ClientID, _ = expandEnvRefs(o.ClientID, getenv)
 			srv.ClientSecret, _ = expandEnvRefs(o.ClientSecret, getenv)
 			srv.ClientMetadataURL = o.ClientMetadataURL
+			srv.PrivateKey, _ = expandEnvRefs(o.PrivateKey, getenv)
+			srv.Grant, srv.SigningAlgorithm = o.Grant, o.SigningAlgorithm
 		}
 		out[name] = srv
 	}

@@ -226,7 +226,12 @@ func exampleDoc(key string, v any) map[string]any {
 			server = map[string]any{"url": "https://mcp.example.com/mcp"}
 		case "oauth":
 			server = map[string]any{"url": "https://mcp.example.com/mcp"}
-			if len(segs) > 3 {
+			switch {
+			case len(segs) > 3 && (segs[3] == "privateKey" || segs[3] == "signingAlgorithm"):
+				server["oauth"] = map[string]any{"clientId": "i", "grant": "client_credentials", "privateKey": "${env:K}"}
+			case len(segs) > 3 && segs[3] == "grant":
+				server["oauth"] = map[string]any{"clientId": "i", "clientSecret": "${env:S}"}
+			case len(segs) > 3:
 				server["oauth"] = map[string]any{"clientId": "i"}
 			}
 		case "openapi":

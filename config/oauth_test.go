@@ -31,6 +31,11 @@ func TestOAuth(t *testing.T) {
 		{`{"url": "https://m.example/mcp", "oauth": {"clientMetadataUrl": "https://example.com"}}`, "oauth.clientMetadataUrl"},
 		{`{"url": "https://m.example/mcp", "oauth": {"clientId": "${mcpx.root}"}}`, "oauth.clientId"},
 		{`{"url": "https://m.example/mcp", "oauth": "yes"}`, "oauth"},
+		{`{"url": "https://m.example/mcp", "oauth": {"grant": "password"}}`, "oauth.grant"},
+		{`{"url": "https://m.example/mcp", "oauth": {"grant": "client_credentials", "privateKey": "${env:K}"}}`, "oauth.clientId"},
+		{`{"url": "https://m.example/mcp", "oauth": {"grant": "client_credentials", "clientId": "i"}}`, "oauth.clientSecret"},
+		{`{"url": "https://m.example/mcp", "oauth": {"clientId": "i", "privateKey": "${env:K}"}}`, "oauth.privateKey"},
+		{`{"url": "https://m.example/mcp", "oauth": {"grant": "client_credentials", "clientId": "i", "privateKey": "${env:K}", "signingAlgorithm": "HS256"}}`, "oauth.signingAlgorithm"},
 	} {
 		_, err := config.Parse([]byte(`{"servers": {"s": `+tc.doc+`}}`), "test")
 		var p *config.Problem

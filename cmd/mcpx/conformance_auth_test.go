@@ -48,9 +48,9 @@ var authScenarios = []string{
 	"auth/authorization-server-migration", "auth/iss-supported", "auth/iss-not-advertised",
 	"auth/iss-supported-missing", "auth/iss-wrong-issuer", "auth/iss-unexpected", "auth/iss-normalized",
 	"auth/metadata-issuer-mismatch",
-	// Extensions: client credentials is in scope and not built yet; the
-	// others (enterprise-managed authorization, DPoP, workload identity)
-	// are not in issue 33's scope.
+	// Extensions: client credentials (SEP-1046); the others
+	// (enterprise-managed authorization, DPoP, workload identity) are not
+	// in issue 33's scope.
 	"auth/client-credentials-jwt", "auth/client-credentials-basic",
 }
 
@@ -101,6 +101,8 @@ func conformanceClient(out, serverURL string) int {
 	var cc struct {
 		ClientID     string `json:"client_id"`
 		ClientSecret string `json:"client_secret"`
+		PrivateKey   string `json:"private_key_pem"`
+		Alg          string `json:"signing_algorithm"`
 	}
 	json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &cc) //nolint:errcheck // most scenarios have none
 	if cc.ClientID != "" {
@@ -108,6 +110,17 @@ func conformanceClient(out, serverURL string) int {
 		if cc.ClientSecret != "" {
 			os.Setenv("CONFORMANCE_CLIENT_SECRET", cc.ClientSecret)
 			oauth["clientSecret"] = "${env:CONFORMANCE_CLIENT_SECRET}"
+		}
+	}
+	if strings.HasPrefix(scenario, "auth/client-credentials") {
+		// A machine-to-machine server: the owner configures its grant.
+		oauth = map[string]any{"grant": "client_credentials", "clientId": cc.ClientID}
+		if cc.ClientSecret != "" {
+			oauth["clientSecret"] = "${env:CONFORMANCE_CLIENT_SECRET}"
+		}
+		if cc.PrivateKey != "" {
+			os.Setenv("CONFORMANCE_CLIENT_KEY", cc.PrivateKey)
+			oauth["privateKey"], oauth["signingAlgorithm"] = "${env:CONFORMANCE_CLIENT_KEY}", cc.Alg
 		}
 	}
 	cfg, _ := json.Marshal(map[string]any{"log": map[string]any{"level": "debug"},

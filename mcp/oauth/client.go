@@ -35,6 +35,14 @@ type Server struct {
 	// ClientMetadataURL is mcpx's Client ID Metadata Document, used as the
 	// client id where the authorization server supports them; "" = none.
 	ClientMetadataURL string
+	// Grant is GrantClientCredentials for a machine-to-machine server: no
+	// sign-in, tokens from ClientID and ClientSecret or PrivateKey; "" =
+	// the authorization code grant, a person signing in.
+	Grant string
+	// PrivateKey (PEM) signs a JWT client assertion (private_key_jwt)
+	// with SigningAlgorithm ("" = ES256 or RS256, by the key) instead of
+	// sending ClientSecret.
+	PrivateKey, SigningAlgorithm string
 }
 
 // Client is mcpx's OAuth 2.1 client of url servers: it signs in (Begin,

@@ -59,6 +59,9 @@ func (c *Client) Begin(ctx context.Context, server, redirectURI string) (*Login,
 	if !ok {
 		return nil, fmt.Errorf("server %q is not a url server", server)
 	}
+	if srv.Grant == GrantClientCredentials {
+		return nil, fmt.Errorf("server %q gets its tokens with its client credentials (oauth.grant): nobody signs in to it", server)
+	}
 	if ch.ResourceMetadata == "" && len(ch.Scopes) == 0 {
 		ch = c.probe(ctx, srv.URL)
 	}

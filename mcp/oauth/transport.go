@@ -39,6 +39,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Header.Get("Authorization") != "" || !t.c.Known(t.server) {
 		return t.base.RoundTrip(req)
 	}
+	if t.c.machine(t.server) {
+		return t.machineRoundTrip(req)
+	}
 	if e := t.c.Required(t.server); e != nil {
 		closeBody(req)
 		return nil, e
