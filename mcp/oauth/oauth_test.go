@@ -238,3 +238,38 @@ func TestParseChallenge(t *testing.T) {
 		t.Errorf("%+v", ch)
 	}
 }
+
+// TestRefreshRevoked: a refresh the authorization server refuses (the
+// grant was revoked there) turns into one "sign in again", and the next
+// request fails at once with the same, not a loop of 401s.
+func TestRefreshRevoked(t *testing.T) {
+	p := oauthtest.New(t, nil)
+	p.ExpiresIn = 60
+	clk := &clock{t: time.Now()}
+	c := oauth.New(oauth.Options{Now: clk.now})
+	c.SetServers(map[string]oauth.Server{"hosted": {URL: p.MCPURL()}})
+	login, err := c.Begin(t.Context(), "hosted", "http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := browse(t, login.URL)
+	if _, err := c.Complete(t.Context(), "hosted", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
+		t.Fatal(err)
+	}
+	p.RevokeAll()
+	clk.add(2 * time.Minute)
+	var req *oauth.RequiredError
+	if _, err := post(c, "hosted", p.MCPURL()); !errors.As(err, &req) || !strings.Contains(req.Reason, "refresh") {
+		t.Fatalf("a request after the grant was revoked: %v, want sign in again after a failed refresh", err)
+	}
+	hits := p.MCPRequests()
+	if _, err := post(c, "hosted", p.MCPURL()); !errors.As(err, &req) {
+		t.Fatalf("the next request: %v, want the same RequiredError at once", err)
+	}
+	if st, _ := c.Status("hosted"); !st.NeedsSignIn {
+		t.Errorf("status: %+v, want NeedsSignIn", st)
+	}
+	if p.MCPRequests() != hits {
+		t.Error("the next request reached the server: a sign-in needed fails at once")
+	}
+}

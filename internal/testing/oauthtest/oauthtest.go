@@ -38,6 +38,7 @@ type Provider struct {
 	issued     []string             // guarded by mu
 	registered int                  // guarded by mu
 	revoked    []string             // guarded by mu; the token_type_hint of each revocation
+	mcpHits    int                  // guarded by mu; requests to the MCP endpoint
 
 	// Set before use, or under Lock.
 	ExpiresIn int    // the access tokens' lifetime in seconds; 0 = 3600
@@ -87,6 +88,13 @@ func (p *Provider) Revoked() []string {
 	return slices.Clone(p.revoked)
 }
 
+// MCPRequests is how many requests reached the MCP endpoint, signed or not.
+func (p *Provider) MCPRequests() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mcpHits
+}
+
 // LiveRefreshTokens is how many refresh tokens are good.
 func (p *Provider) LiveRefreshTokens() int {
 	p.mu.Lock()
@@ -125,6 +133,7 @@ func (p *Provider) serveRS(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	p.mcpHits++
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	valid := ok && p.access[tok]
 	prm := p.PRMPath
