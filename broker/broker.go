@@ -193,7 +193,8 @@ func New(opts Options) (*Broker, error) {
 		tasks:    newTaskRegistry(opts.TaskRetention),
 		subs:     newSubscriptions(),
 		pins:     loadPins(stateFile(opts.StateDir, PinsFile), log, opts.Now),
-		oauth:    oauth.New(oauth.Options{Dir: oauthDir(opts.StateDir), Logger: log, Now: opts.Now})}
+	}
+	b.oauth = oauth.New(oauth.Options{Dir: oauthDir(opts.StateDir), Logger: log, Now: opts.Now, OnEvent: b.oauthEvent})
 	b.WatchNotices(b.tasks.notice)
 	b.pool = pool.New(pool.Options{
 		MaxInstances:   pc.MaxInstances,

@@ -10,6 +10,7 @@ import (
 
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/mcp/oauth"
+	"mcpx.dev/mcpx/pool"
 )
 
 // KindAuthorizationRequired: a url server needs a sign-in before any call
@@ -188,6 +189,17 @@ func (b *Broker) AuthLogout(ctx context.Context, c Caller, server string) (revok
 		b.log.Warn("sign-out: revocation failed; the sign-in is deleted", "server", server, "err", err)
 	}
 	return revoked, nil
+}
+
+// oauthEvent is the OAuth client's event as the broker's: auth-required,
+// auth-signed-in, auth-refreshed, auth-failed (never a secret).
+func (b *Broker) oauthEvent(server, kind, reason string) {
+	k := map[string]pool.EventKind{oauth.EventRequired: pool.EventAuthRequired, oauth.EventSignedIn: pool.EventAuthSignedIn,
+		oauth.EventRefreshed: pool.EventAuthRefreshed, oauth.EventFailed: pool.EventAuthFailed}[kind]
+	if k == "" || b.pool == nil {
+		return
+	}
+	b.emitEvent(pool.Event{Kind: k, Server: server, Reason: reason})
 }
 
 // oauthDir is OAuthDir in stateDir; "" = sign-ins in memory only.

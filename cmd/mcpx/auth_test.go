@@ -83,6 +83,10 @@ func TestAuthLoginCallStatusLogout(t *testing.T) {
 		t.Fatalf("a call after sign-in: exit %d, %q %s", code, stdout, stderr)
 	}
 
+	if code, stdout, _ := mcpx("events"); code != exitOK || !strings.Contains(stdout, "auth-required") || !strings.Contains(stdout, "auth-signed-in") {
+		t.Errorf("mcpx events: exit %d, want auth-required and auth-signed-in:\n%s", code, stdout)
+	}
+
 	stop() // a restarted daemon reads the sign-in back
 	stop = serve()
 	if code, stdout, stderr := mcpx("call", "hosted.echo", `{"message":"again"}`); code != exitOK || stdout != "again\n" {

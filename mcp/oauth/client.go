@@ -23,6 +23,24 @@ type Options struct {
 	Now        func() time.Time // nil = time.Now
 	// ClientName is the client_name of a dynamic registration; "" = "mcpx".
 	ClientName string
+	// OnEvent, if set, is told what happens to a server's sign-in: kind
+	// is one of the Event* constants, reason says what (never a secret).
+	// It is called with no lock held and must not block.
+	OnEvent func(server, kind, reason string)
+}
+
+// Event kinds of Options.OnEvent.
+const (
+	EventRequired  = "required"  // the server needs sign-in
+	EventSignedIn  = "signed-in" // signed in (or a client-credentials token)
+	EventRefreshed = "refreshed" // the access token was refreshed
+	EventFailed    = "failed"    // a sign-in or a refresh failed
+)
+
+func (c *Client) event(server, kind, reason string) {
+	if c.opts.OnEvent != nil {
+		c.opts.OnEvent(server, kind, reason)
+	}
 }
 
 // Server is how one url server is signed in to, from the config.
@@ -177,16 +195,19 @@ func (e *RequiredError) Error() string {
 // the error every request gets until one.
 func (c *Client) require(server, reason string, ch Challenge, scopes []string) *RequiredError {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	s := c.stateLocked(server)
 	if ch.ResourceMetadata != "" || len(ch.Scopes) > 0 || ch.Error != "" {
 		s.challenge = ch
 	}
-	if s.needs == nil {
-		c.log.Info("oauth: server needs sign-in", "server", server, "reason", reason)
-	}
+	first := s.needs == nil
 	s.needs = &RequiredError{Server: server, Scopes: scopes, Reason: reason}
-	return s.needs
+	e := s.needs
+	c.mu.Unlock()
+	if first {
+		c.log.Info("oauth: server needs sign-in", "server", server, "reason", reason)
+		c.event(server, EventRequired, reason)
+	}
+	return e
 }
 
 // stepUp decides what a 403 insufficient_scope asking for ch.Scopes

@@ -256,14 +256,18 @@ func (c *Client) Complete(ctx context.Context, server, state, code, iss string) 
 	}
 	if err := checkIss(iss, p.meta.Server); err != nil {
 		c.log.Warn("oauth: sign-in refused", "server", server, "err", err)
+		c.event(server, EventFailed, err.Error())
 		return Status{}, err
 	}
 	hctx := context.WithValue(ctx, oauth2.HTTPClient, c.hc)
 	tok, err := p.cfg.Exchange(hctx, code, oauth2.VerifierOption(p.verifier), oauth2.SetAuthURLParam("resource", p.meta.Resource))
 	if err != nil {
-		return Status{}, fmt.Errorf("exchanging the code at %s: %w", p.meta.Server.TokenEndpoint, tokenErr(err))
+		err = fmt.Errorf("exchanging the code at %s: %w", p.meta.Server.TokenEndpoint, tokenErr(err))
+		c.event(server, EventFailed, err.Error())
+		return Status{}, err
 	}
 	c.signedIn(server, p, tok)
+	c.event(server, EventSignedIn, fmt.Sprintf("signed in at %s (%s client)", p.meta.Server.Issuer, p.client.Kind))
 	st, _ := c.Status(server)
 	return st, nil
 }

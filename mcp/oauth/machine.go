@@ -81,6 +81,7 @@ func (c *Client) machineToken(ctx context.Context, server string, ch Challenge) 
 	c.mu.Unlock()
 	c.log.Info("oauth: token from client credentials", "server", server, "issuer", asm.Issuer,
 		"scopes", strings.Join(granted, " "), "expiry", rec.Expiry, "assertion", srv.PrivateKey != "")
+	c.event(server, EventSignedIn, "a token from the client credentials at "+asm.Issuer)
 	return rec.AccessToken, nil
 }
 
@@ -136,6 +137,7 @@ func (t *transport) machineRoundTrip(req *http.Request) (*http.Response, error) 
 	fresh, err := t.c.machineToken(req.Context(), t.server, ch)
 	if err != nil {
 		t.c.log.Warn("oauth: no token from the client credentials", "server", t.server, "err", err)
+		t.c.event(t.server, EventFailed, err.Error())
 		return nil, err
 	}
 	return t.send(req, fresh, true)

@@ -147,8 +147,10 @@ func (c *Client) accessToken(ctx context.Context, server, refused string) (strin
 	fresh, err := c.refresh(ctx, server, &r)
 	if err != nil {
 		c.log.Warn("oauth: refresh failed; sign in again", "server", server, "err", err)
+		c.event(server, EventFailed, "refreshing the access token: "+err.Error())
 		return "", c.require(server, "refreshing the access token failed", Challenge{}, nil)
 	}
+	c.event(server, EventRefreshed, "")
 	return fresh, nil
 }
 
