@@ -30,6 +30,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"mcpx.dev/mcpx/mcp/oauth"
+	"net/http"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -154,6 +156,9 @@ type Broker struct {
 	limits  limiters      // rate limits and maxConcurrent (ratelimit.go)
 	// subs are the resource subscriptions shared by callers (subscribe.go).
 	subs *subscriptions
+	// oauth signs in to url servers and authorizes their requests
+	// (oauth.go, package mcp/oauth).
+	oauth *oauth.Client
 
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
@@ -187,7 +192,9 @@ func New(opts Options) (*Broker, error) {
 		sessions: sessionRegistry{m: map[string]*sessionMeta{}},
 		tasks:    newTaskRegistry(opts.TaskRetention),
 		subs:     newSubscriptions(),
-		pins:     loadPins(stateFile(opts.StateDir, PinsFile), log, opts.Now)}
+		pins:     loadPins(stateFile(opts.StateDir, PinsFile), log, opts.Now),
+	}
+	b.oauth = oauth.New(oauth.Options{Dir: oauthDir(opts.StateDir), Logger: log, Now: opts.Now, OnEvent: b.oauthEvent})
 	b.WatchNotices(b.tasks.notice)
 	b.pool = pool.New(pool.Options{
 		MaxInstances:   pc.MaxInstances,
@@ -222,6 +229,9 @@ func New(opts Options) (*Broker, error) {
 			b.notify(Notice{Server: server, Key: key, Method: method, Params: params})
 		},
 		OnTools: func(server string, tools json.RawMessage) { b.pins.observe(server, tools, nil, b.emitEvent) },
+		URLTransport: func(server string, base http.RoundTripper) http.RoundTripper {
+			return b.oauth.Transport(server, base)
+		},
 	})
 	b.openRecords(opts)
 	b.SetConfig(opts.Config)

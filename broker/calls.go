@@ -206,6 +206,9 @@ func (b *Broker) run(ctx context.Context, res resolved, server, op string, fn fu
 	// callTimeout bounds the call, not the wait for a starting child: that
 	// has its own startTimeout, and the caller's deadline bounds both.
 	d := res.def.CallTimeout.D()
+	if e := b.oauth.Required(server); e != nil {
+		return authRequired(op, server, e) // at once, no child started to fail
+	}
 	err := b.pool.Do(ctx, res.target, func(s *client.Session) (err error) {
 		ctx := ctx
 		if tracing.Enabled() {

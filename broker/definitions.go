@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 
 	"mcpx.dev/mcpx/config"
@@ -25,6 +26,7 @@ func (b *Broker) applyServers() {
 		d.Revision = b.revs[name]
 		defs = append(defs, d)
 	}
+	b.oauth.SetServers(oauthServers(cfg, os.Getenv))
 	b.mu.RUnlock()
 	defs = append(defs, b.projects.projectDefs()...)
 	b.pool.SetServers(defs)

@@ -73,7 +73,9 @@ func TestFaultOversizedLineThroughBroker(t *testing.T) {
 
 // A url server that fails with an HTTP status after initialize: the error
 // names the status; the daemon's own user also gets the URL and the body;
-// 401 says the server needs credentials.
+// 401 says the server needs credentials. The server is configured with an
+// Authorization header of its own, so mcpx does not sign in to it (a 401
+// from a server it may sign in to: TestURLServer401NeedsSignIn).
 func TestURLServerHTTPErrorAfterInitialize(t *testing.T) {
 	var status atomic.Int32
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demo.NewServer() }, nil)
@@ -89,7 +91,7 @@ func TestURLServerHTTPErrorAfterInitialize(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	b := urlBroker(t, srv.URL, nil)
+	b := urlBroker(t, srv.URL, map[string]string{"Authorization": "Bearer static"})
 	defer b.Close(t.Context())
 	r := req("remote", "")
 	if got := callText(t, b, r, "echo", `{"message":"ok"}`); got != "ok" {
@@ -126,5 +128,49 @@ func TestURLServerHTTPErrorAfterInitialize(t *testing.T) {
 	status.Store(0)
 	if got := callText(t, b, r, "echo", `{"message":"back"}`); got != "back" {
 		t.Errorf("echo after the errors = %q", got)
+	}
+}
+
+// TestURLServer401NeedsSignIn: a url server with no Authorization header
+// of its own that answers 401 after initialize needs sign-in
+// (docs/oauth.md): the call fails with authorization-required naming the
+// command, and so does the next one, at once, without reaching the server.
+func TestURLServer401NeedsSignIn(t *testing.T) {
+	var refuse atomic.Bool
+	var posts atomic.Int32
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demo.NewServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		if refuse.Load() && r.Method == http.MethodPost {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+"http://"+r.Host+`/.well-known/oauth-protected-resource"`)
+			http.Error(w, "sign in", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	b := urlBroker(t, srv.URL, nil)
+	defer b.Close(t.Context())
+	r := req("remote", "")
+	if got := callText(t, b, r, "echo", `{"message":"ok"}`); got != "ok" {
+		t.Fatalf("echo = %q", got)
+	}
+	refuse.Store(true)
+	for i := range 2 {
+		before := posts.Load()
+		_, err := b.CallTool(t.Context(), r, "echo", json.RawMessage(`{"message":"x"}`), nil)
+		var be *broker.Error
+		if !errors.As(err, &be) || be.Kind != broker.KindAuthorizationRequired || !strings.Contains(be.Hint, "mcpx auth login remote") {
+			t.Fatalf("call %d after a 401: %v, want authorization-required naming `mcpx auth login remote`", i+1, err)
+		}
+		if i == 1 && posts.Load() != before {
+			t.Errorf("the second call reached the server: it should fail at once")
+		}
+	}
+	st := b.AuthStatuses(local)
+	if len(st) != 1 || !st[0].NeedsSignIn || st[0].SignedIn {
+		t.Errorf("AuthStatuses = %+v, want remote needing sign-in", st)
 	}
 }

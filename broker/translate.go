@@ -12,6 +12,7 @@ import (
 
 	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/mcp/jsonrpc"
+	"mcpx.dev/mcpx/mcp/oauth"
 	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/pool"
 )
@@ -25,6 +26,10 @@ func (b *Broker) translate(err error, op, server string) error {
 	if errors.As(err, &be) {
 		return err
 	}
+	var req *oauth.RequiredError
+	if errors.As(err, &req) {
+		return authRequired(op, server, req)
+	}
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
 		e := &Error{Op: op, Server: server, Msg: rpc.Message, RPCCode: rpc.Code, RPCData: rpc.Data, Err: err, Kind: KindChildFailed}
@@ -37,6 +42,11 @@ func (b *Broker) translate(err error, op, server string) error {
 		return e
 	}
 	if e := childTransportError(err, op, server); e != nil {
+		var hs *client.HTTPStatusError
+		if errors.As(err, &hs) && hs.StatusCode == 403 && b.oauth.Known(server) {
+			// A server mcpx signs in to: no header to fix (oauth.go).
+			e.Hint = fmt.Sprintf("the account signed in with `mcpx auth login %s` may not do this, even with the scopes the server asked for", server)
+		}
 		return e
 	}
 	var pe *pool.Error

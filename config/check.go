@@ -195,6 +195,7 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 	}
 	p.checkAllocate(name, s)
 	p.checkReady(name, s)
+	p.checkOAuth(name, s)
 	p.duration(name, "idleTimeout", &s.IdleTimeout, cmp.Or(pc.IdleTimeout.For(s.Scope), defaults.IdleTimeout))
 	p.checkLife(name, s, pc)
 	p.duration(name, "callTimeout", &s.CallTimeout, DefaultCallTimeout)

@@ -148,6 +148,9 @@ type Server struct {
 	// streamable-HTTP child
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth is how mcpx identifies itself signing in to the url server
+	// (docs/oauth.md); nil = dynamic registration where offered.
+	OAuth *OAuth `json:"oauth,omitempty"`
 
 	// adapters: a namespace that is not an MCP child (package adapter)
 	OpenAPI *OpenAPI `json:"openapi,omitempty"` // an OpenAPI service's operations as tools

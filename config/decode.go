@@ -238,8 +238,9 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 	var typ string
 	var ready json.RawMessage
 	fields := serverFields(s, &typ, &ready)
-	var openapi, sandbox json.RawMessage
+	var openapi, sandbox, oauth json.RawMessage
 	fields["openapi"] = fieldSpec{&openapi, `an object such as {"spec": "https://petstore3.swagger.io/api/v3/openapi.json"}`}
+	fields["oauth"] = fieldSpec{&oauth, oauthWant}
 	fields["sandbox"] = fieldSpec{&sandbox, sandboxWant[5:]}
 	var own []member
 	seen := map[string]bool{}
@@ -266,6 +267,9 @@ func (p *problems) decodeServer(name string, raw json.RawMessage) (*Server, deco
 	}
 	if sandbox != nil {
 		s.Sandbox = d.probs.decodeSandbox(name, "sandbox", sandbox)
+	}
+	if oauth != nil && !d.bad["oauth"] {
+		s.OAuth = d.probs.decodeOAuth(name, oauth)
 	}
 	if i := slices.IndexFunc(own, func(m member) bool { return m.key == "cli" }); i >= 0 && !isNull(own[i].value) {
 		s.CLI = d.probs.decodeCLI(name, own[i].value)

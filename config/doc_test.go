@@ -224,6 +224,16 @@ func exampleDoc(key string, v any) map[string]any {
 			delete(server, "command")
 		case "url", "headers":
 			server = map[string]any{"url": "https://mcp.example.com/mcp"}
+		case "oauth":
+			server = map[string]any{"url": "https://mcp.example.com/mcp"}
+			switch {
+			case len(segs) > 3 && (segs[3] == "privateKey" || segs[3] == "signingAlgorithm"):
+				server["oauth"] = map[string]any{"clientId": "i", "grant": "client_credentials", "privateKey": "${env:K}"}
+			case len(segs) > 3 && segs[3] == "grant":
+				server["oauth"] = map[string]any{"clientId": "i", "clientSecret": "${env:S}"}
+			case len(segs) > 3:
+				server["oauth"] = map[string]any{"clientId": "i"}
+			}
 		case "openapi":
 			server = map[string]any{"openapi": map[string]any{"spec": "pets.json", "baseUrl": "https://pets.example/v1"}}
 			if len(segs) > 4 && segs[3] == "oauth2" {

@@ -32,7 +32,8 @@ type Webhook struct {
 // events of /v1/events, and tool-changed (a pinned tool's definition
 // changed).
 var WebhookEvents = []string{"spawn", "ready", "restart", "evict", "reap", "crash", "exit", "reload",
-	"reload-refused", "upgrade", "backoff", "wedged", "tool-changed", "tool-flagged"}
+	"reload-refused", "upgrade", "backoff", "wedged", "tool-changed", "tool-flagged",
+	"auth-required", "auth-signed-in", "auth-refreshed", "auth-failed"}
 
 // envRef is a whole ${env:NAME} value.
 var envRef = regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$`)

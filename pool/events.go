@@ -32,6 +32,13 @@ const (
 	// instructions to the model (Flags).
 	EventToolChanged EventKind = "tool-changed"
 	EventToolFlagged EventKind = "tool-flagged"
+	// EventAuthRequired, EventAuthSignedIn, EventAuthRefreshed and
+	// EventAuthFailed are the broker's: a url server's sign-in
+	// (docs/oauth.md). Reason says what happened; never a token.
+	EventAuthRequired  EventKind = "auth-required"
+	EventAuthSignedIn  EventKind = "auth-signed-in"
+	EventAuthRefreshed EventKind = "auth-refreshed"
+	EventAuthFailed    EventKind = "auth-failed"
 )
 
 // EventUpgrade: the daemon re-executed itself and adopted the children it

@@ -492,7 +492,7 @@ func (p *Pool) adoptURLGen(inst *instance, sp spawnSpec, h HandoffChild) (*gener
 		return nil, "its definition changed"
 	}
 	opts, holder := p.sessionOptions(inst, g)
-	sess, err := client.Restore(client.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient), opts, h.Session)
+	sess, err := client.Restore(client.NewHTTP(sp.url, sp.headers, p.urlClient(inst.def.Name)), opts, h.Session)
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -154,6 +154,11 @@ type Options struct {
 	// ClientName and ClientVersion go into initialize's clientInfo.
 	ClientName, ClientVersion string
 	HTTPClient                *http.Client // for url servers; nil = a default client
+	// URLTransport, if set, wraps HTTPClient's transport (base; nil =
+	// http.DefaultTransport) for each url server, by name: the broker's
+	// OAuth client authorizes the server's requests there (package
+	// mcp/oauth). nil, or a nil answer, = HTTPClient as it is.
+	URLTransport func(server string, base http.RoundTripper) http.RoundTripper
 	// MaxMessageBytes bounds one message from a child; 0 =
 	// DefaultMaxMessageBytes. A larger answer fails its call.
 	MaxMessageBytes int

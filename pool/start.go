@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"regexp"
 	"time"
 
@@ -191,12 +192,27 @@ func (p *Pool) open(ctx context.Context, inst *instance, sp spawnSpec, g *genera
 		return tr, nil
 	case inst.def.URL != "":
 		p.unbind(inst)
-		return client.NewHTTP(sp.url, sp.headers, p.opts.HTTPClient), nil
+		return client.NewHTTP(sp.url, sp.headers, p.urlClient(inst.def.Name)), nil
 	}
 	if e := p.spawn(ctx, inst, sp, g, log); e != nil {
 		return nil, e
 	}
 	return client.NewStdio(g.proc.Stdout(), g.proc.Stdin()), nil
+}
+
+// urlClient is the HTTP client of the url server named server: the pool's,
+// its transport wrapped by Options.URLTransport.
+func (p *Pool) urlClient(server string) *http.Client {
+	if p.opts.URLTransport == nil {
+		return p.opts.HTTPClient
+	}
+	rt := p.opts.URLTransport(server, p.opts.HTTPClient.Transport)
+	if rt == nil {
+		return p.opts.HTTPClient
+	}
+	c := *p.opts.HTTPClient
+	c.Transport = rt
+	return &c
 }
 
 // spawn starts g's stdio child for inst, as sp says, after taking the

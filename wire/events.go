@@ -90,6 +90,16 @@ const (
 	// reads as instructions to the model (flags).
 	EventToolChanged = "tool-changed"
 	EventToolFlagged = "tool-flagged"
+
+	// EventAuthRequired: a url server needs sign-in (reason: why);
+	// EventAuthSignedIn: someone signed in (or client credentials got a
+	// token); EventAuthRefreshed: a token was refreshed; EventAuthFailed:
+	// a sign-in or a refresh failed (reason). None carries a token
+	// (docs/oauth.md).
+	EventAuthRequired  = "auth-required"
+	EventAuthSignedIn  = "auth-signed-in"
+	EventAuthRefreshed = "auth-refreshed"
+	EventAuthFailed    = "auth-failed"
 )
 
 // EventUpgrade: the daemon re-executed itself (mcpx daemon upgrade);
@@ -100,7 +110,8 @@ const EventUpgrade = "upgrade"
 // LifecycleEvents lists the lifecycle event kinds, EventGap last.
 func LifecycleEvents() []string {
 	return []string{EventSpawn, EventReady, EventRestart, EventEvict, EventReap, EventCrash, EventExit,
-		EventReload, EventReloadRefused, EventUpgrade, EventBackoff, EventWedged, EventToolChanged, EventToolFlagged, EventGap}
+		EventReload, EventReloadRefused, EventUpgrade, EventBackoff, EventWedged, EventToolChanged, EventToolFlagged,
+		EventAuthRequired, EventAuthSignedIn, EventAuthRefreshed, EventAuthFailed, EventGap}
 }
 
 // LifecycleEvent is one event of GET /v1/events. Callers other than the

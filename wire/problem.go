@@ -6,24 +6,25 @@ import "strings"
 const ProblemTypeBase = "https://mcpx.dev/problems/"
 
 // Problem kinds: the suffix of Problem.Type. The broker's error kinds
-// (broker.Kind) are the first twelve; the others are failures only HTTP has.
+// (broker.Kind) are the first thirteen; the others are failures only HTTP has.
 const (
-	KindBadRequest       = "bad-request"        // caller input is wrong (cwd, body, arguments)
-	KindNotFound         = "not-found"          // unknown server, tool, instance, resource, prompt, route
-	KindForbidden        = "forbidden"          // the caller may not do this
-	KindChildFailed      = "child-failed"       // the child crashed, would not start or spoke garbage
-	KindTimeout          = "timeout"            // the call or the child's start ran out of time
-	KindExhausted        = "exhausted"          // pool caps reached; see Problem.RetryAfter
-	KindUnavailable      = "unavailable"        // shutting down, or a server in crash-loop backoff
-	KindCanceled         = "canceled"           // the caller went away before the answer (nobody reads it)
-	KindConfig           = "config"             // the configuration is invalid
-	KindInternal         = "internal"           // a bug; the detail is logged, not sent
-	KindStaleClient      = "stale-client"       // a generated client's tool schemas differ from the child's: regenerate it (HeaderToolHash)
-	KindRateLimited      = "rate-limited"       // a rate limit or maxConcurrent refused the call; see Problem.Limit and RetryAfter
-	KindTooLarge         = "too-large"          // the request body is over the limit
-	KindMethodNotAllowed = "method-not-allowed" // the route exists, not with this method
-	KindUnauthorized     = "unauthorized"       // a TCP request without the daemon's bearer token
-	KindBodyTimeout      = "body-timeout"       // the request body stopped arriving
+	KindBadRequest       = "bad-request"            // caller input is wrong (cwd, body, arguments)
+	KindNotFound         = "not-found"              // unknown server, tool, instance, resource, prompt, route
+	KindForbidden        = "forbidden"              // the caller may not do this
+	KindChildFailed      = "child-failed"           // the child crashed, would not start or spoke garbage
+	KindTimeout          = "timeout"                // the call or the child's start ran out of time
+	KindExhausted        = "exhausted"              // pool caps reached; see Problem.RetryAfter
+	KindUnavailable      = "unavailable"            // shutting down, or a server in crash-loop backoff
+	KindCanceled         = "canceled"               // the caller went away before the answer (nobody reads it)
+	KindConfig           = "config"                 // the configuration is invalid
+	KindInternal         = "internal"               // a bug; the detail is logged, not sent
+	KindStaleClient      = "stale-client"           // a generated client's tool schemas differ from the child's: regenerate it (HeaderToolHash)
+	KindRateLimited      = "rate-limited"           // a rate limit or maxConcurrent refused the call; see Problem.Limit and RetryAfter
+	KindAuthRequired     = "authorization-required" // a url server needs sign-in: `mcpx auth login <server>` (docs/oauth.md)
+	KindTooLarge         = "too-large"              // the request body is over the limit
+	KindMethodNotAllowed = "method-not-allowed"     // the route exists, not with this method
+	KindUnauthorized     = "unauthorized"           // a TCP request without the daemon's bearer token
+	KindBodyTimeout      = "body-timeout"           // the request body stopped arriving
 )
 
 // StatusClientClosedRequest is nginx's 499, the status of KindCanceled: the
@@ -51,6 +52,7 @@ var problemTypes = []ProblemType{
 	{KindInternal, 500, "Internal error"},
 	{KindStaleClient, 409, "Stale client"},
 	{KindRateLimited, 429, "Too many requests"},
+	{KindAuthRequired, 403, "Sign-in required"},
 	{KindTooLarge, 413, "Request body too large"},
 	{KindMethodNotAllowed, 405, "Method not allowed"},
 	{KindUnauthorized, 401, "Unauthorized"},

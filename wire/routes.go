@@ -130,6 +130,10 @@ const (
 	OpListPins        = "listToolPins"
 	OpApproveTools    = "approveTools"
 	OpCallFeed        = "streamCalls"
+	OpAuthLogin       = "authLogin"
+	OpAuthCallback    = "authCallback"
+	OpAuthStatus      = "authStatus"
+	OpAuthLogout      = "authLogout"
 )
 
 // The problems routes share, by what the route does.
@@ -140,7 +144,7 @@ var (
 	problemsCaller = []string{KindBadRequest, KindForbidden, KindInternal}
 	// Routes that talk to a child in the caller's scope.
 	problemsChild = []string{KindBadRequest, KindNotFound, KindForbidden, KindChildFailed, KindTimeout,
-		KindExhausted, KindUnavailable, KindCanceled, KindConfig, KindInternal, KindRateLimited}
+		KindExhausted, KindUnavailable, KindCanceled, KindConfig, KindInternal, KindRateLimited, KindAuthRequired}
 	// The same, with a request body.
 	problemsChildBody = append(slices.Clip(problemsChild), KindTooLarge, KindBodyTimeout)
 )
@@ -172,6 +176,10 @@ var routes = []Route{
 		Summary: "Answer a child's request for input (elicitation, sampling) during a streamed call: only the call's caller may; a content that does not match the requested schema is a 400 naming the field, and may be sent again",
 		Request: reflect.TypeFor[InputAnswer](), Status: 204,
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
+
+	{Method: "GET", Pattern: "/v1/auth", Name: OpAuthStatus,
+		Summary:  "The sign-ins of the url servers the caller may use: signed in, needing sign-in, issuer, scopes, expiry, refresh (docs/oauth.md); never a token",
+		Response: reflect.TypeFor[AuthStatusList](), Status: 200, Problems: problemsAny},
 
 	{Method: "GET", Pattern: "/v1/servers", Name: OpListServers,
 		Summary:  "List the configured servers",
@@ -352,6 +360,17 @@ var routes = []Route{
 	{Method: "POST", Pattern: "/v1/daemon/stop", Name: OpStopDaemon, OptionalQuery: []string{QueryForce},
 		Summary: "Stop the daemon: it answers, then stops accepting, drains calls and stops every child; with ?force=true it stops every child at once, cutting the calls in flight (admin)",
 		Status:  204, Problems: []string{KindBadRequest, KindForbidden, KindUnavailable, KindInternal}},
+	{Method: "DELETE", Pattern: "/v1/servers/{server}/auth", Name: OpAuthLogout,
+		Summary:  "Sign out of a url server: revoke its tokens where the authorization server offers revocation, and delete them (the owner or an admin)",
+		Response: reflect.TypeFor[AuthLogout](), Status: 200, Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindInternal}},
+	{Method: "POST", Pattern: "/v1/servers/{server}/auth/login", Name: OpAuthLogin, Body: BodyDocument,
+		Summary: "Begin signing in to a url server for a browser sent back to a loopback redirect URI: discovery, client registration, and the authorization URL to open (the owner or an admin; docs/oauth.md)",
+		Request: reflect.TypeFor[AuthLoginRequest](), Response: reflect.TypeFor[AuthLogin](), Status: 200,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
+	{Method: "POST", Pattern: "/v1/servers/{server}/auth/callback", Name: OpAuthCallback, Body: BodyDocument,
+		Summary: "Complete a sign-in with the authorization response the browser brought back: state, code and iss are checked, the code exchanged and the tokens stored (the owner or an admin)",
+		Request: reflect.TypeFor[AuthCallback](), Response: reflect.TypeFor[AuthStatus](), Status: 200,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
 	{Method: "POST", Pattern: "/v1/servers/{server}/restart", Name: OpRestartServer,
 		Summary:  "Drain and replace every instance of a server: calls in flight finish on the old children, new calls go to new ones (admin)",
 		Response: reflect.TypeFor[Restarted](), Status: 200, Problems: []string{KindNotFound, KindForbidden, KindUnavailable, KindInternal}},

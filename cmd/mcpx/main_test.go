@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 	sandbox.MaybeExec() // in a confined child's helper: confine, exec, never return
 	demo.MaybeServe()   // a demo child of an in-process daemon: serve and exit
 	maybeOtherUIDClient()
-	maybeTestTailnet() // a test control server of TestServeTailnetProcess: serve and exit
+	maybeTestBrowser()       // $BROWSER of the conformance client below: follow the redirects and exit
+	maybeConformanceClient() // the conformance suite's client command (conformance_auth_test.go): run and exit
+	maybeTestTailnet()       // a test control server of TestServeTailnetProcess: serve and exit
 	if filepath.Base(os.Args[0]) != "mcpx" {
 		// In-process commands must never start a daemon: this test binary
 		// is not mcpx. Scripts get their own environment without this.

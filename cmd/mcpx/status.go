@@ -68,7 +68,20 @@ func status(ctx context.Context, c *cli, args []string) int {
 	if pins, _, err := bc.ToolPins(ctx); err == nil {
 		printPinsNote(c, pins)
 	}
+	if auth, _, err := bc.AuthStatus(ctx); err == nil {
+		printSignInNote(c, auth)
+	}
 	return exitOK
+}
+
+// printSignInNote names the url servers whose calls fail until someone
+// signs in (docs/oauth.md).
+func printSignInNote(c *cli, l *wire.AuthStatusList) {
+	for _, s := range l.Servers {
+		if s.NeedsSignIn {
+			fmt.Fprintf(c.stdout, "sign-in needed: %s (%s): run `mcpx auth login %s`\n", s.Server, s.Reason, s.Server)
+		}
+	}
 }
 
 func printInstances(c *cli, list []wire.Instance, now time.Time) {

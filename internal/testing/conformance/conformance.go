@@ -173,11 +173,17 @@ func Run(t testing.TB, url string, o Options) map[string]Result {
 // not start fails t.
 func suite(t testing.TB, node string, args []string, dir string, timeout time.Duration) string {
 	t.Helper()
+	return suiteEnv(t, node, args, dir, timeout, nil)
+}
+
+// suiteEnv is suite with env added to the suite's environment.
+func suiteEnv(t testing.TB, node string, args []string, dir string, timeout time.Duration, env []string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = dir // it writes nothing else, but keep it out of the tree
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0", proctest.Env(t))
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0", proctest.Env(t)), env...)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
