@@ -109,7 +109,10 @@ func (p *Pool) policyFor(ctx context.Context, inst *instance, sp spawnSpec, prog
 		}
 		reads = append(reads, closure...)
 	}
-	return inst.sandbox.Policy(confine.Facts{TmpDir: tmp, Program: reads, Env: sp.env, Base: p.opts.Env, Ports: ports}), nil
+	goReads, goVars := confine.GoToolchain(exe, sp.env, p.opts.Env)
+	reads = append(reads, goReads...)
+	env := append(goVars, sp.env...) // the server's own variables win
+	return inst.sandbox.Policy(confine.Facts{TmpDir: tmp, Program: reads, Env: env, Base: p.opts.Env, Ports: ports}), nil
 }
 
 // SandboxPolicy is the policy a child of t's instance would start with
