@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +20,8 @@ import (
 
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
+	"mcpx.dev/mcpx/internal/testing/npmtest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/pool/confine"
 	"mcpx.dev/mcpx/pool/proc/sandbox"
@@ -278,4 +281,102 @@ func Group() *run.Group { return new(run.Group) }
 			t.Errorf("instance %s: nothing cached under its private directory %s", in.ID, in.TmpDir)
 		}
 	}
+}
+
+// probeFlake has two packages with no inputs: probe, the npmtest probe
+// server run by node from its store path with a file of its own beside
+// it, and other, a store path probe's closure does not hold.
+const probeFlake = `{
+  outputs = { self }: {
+    packages.SYSTEM.probe = derivation {
+      name = "mcp-probe-1.0"; system = "SYSTEM"; builder = "/bin/sh";
+      server = builtins.readFile ./server.js;
+      args = [ "-c" ''/bin/mkdir -p $out/bin $out/share && printf '%s' "$server" > $out/share/server.js && printf 'in the closure' > $out/share/data.txt && printf '#!/bin/sh\nexec NODE %s/share/server.js\n' "$out" > $out/bin/probe && /bin/chmod +x $out/bin/probe'' ];
+    } // { meta.mainProgram = "probe"; };
+    packages.SYSTEM.other = derivation {
+      name = "mcp-other-1.0"; system = "SYSTEM"; builder = "/bin/sh";
+      args = [ "-c" ''/bin/mkdir -p $out && printf 'not in the closure' > $out/secret.txt'' ];
+    };
+  };
+}
+`
+
+// TestSandboxNixClosure: a nix: server confined reads its own store
+// closure and nothing else of the store: not another package's path, not
+// the store's listing. The same server unconfined reads the other path,
+// so the test can fail.
+func TestSandboxNixClosure(t *testing.T) {
+	needConfinement(t)
+	nx := testenv.Nix(t)
+	node := testenv.Node(t)
+	proctest.CheckNoLeaks(t)
+	dir := t.TempDir()
+	testenv.WriteFiles(t, dir, map[string]string{
+		"flake.nix": strings.NewReplacer("SYSTEM", nx.System, "NODE", node).Replace(probeFlake),
+		"server.js": npmtest.ProbeServer,
+	})
+	ref := "path:" + dir
+	other := nixBuild(t, nx, ref+"#other")
+	b := nixBrokerConfig(t, newNixResolver(t, nx, t.TempDir(), nx.Bin), nixConfig(t,
+		map[string]string{"probe": "nix:" + ref + "#probe", "open": "nix:" + ref + "#probe"},
+		map[string]map[string]any{"probe": {"sandbox": true}, "open": {"sandbox": false}}, nil))
+
+	self := callText(t, b, req("probe", ""), "self", `{}`)
+	own := filepath.Dir(filepath.Dir(self)) // <store path>/share/server.js
+	if !strings.HasPrefix(own, "/nix/store/") {
+		t.Fatalf("the server runs from %s, not a store path", self)
+	}
+	if got := callText(t, b, req("probe", ""), "read", `{"path": "`+own+`/share/data.txt"}`); got != "in the closure" {
+		t.Errorf("reading its own closure: %q", got)
+	}
+	for what, args := range map[string]string{
+		"another store path": `{"path": "` + other + `/secret.txt"}`,
+		"the store":          `{"path": "/nix/store"}`,
+	} {
+		tool := "read"
+		if what == "the store" {
+			tool = "list"
+		}
+		got, isErr := callResultText(t, b, req("probe", ""), tool, args)
+		if !isErr || !strings.Contains(got, "EACCES") {
+			t.Errorf("confined, %s %s: %q (error %v), want EACCES", tool, what, got, isErr)
+		}
+	}
+	checkConfined(t, b, "probe")
+	if got := callText(t, b, req("open", ""), "read", `{"path": "`+other+`/secret.txt"}`); got != "not in the closure" {
+		t.Errorf("the same server unconfined reading another store path: %q; want it read, or this test cannot fail", got)
+	}
+}
+
+// nixBuild builds ref and returns its output's store path.
+func nixBuild(t *testing.T, nx testenv.NixSetup, ref string) string {
+	t.Helper()
+	cmd := exec.Command(nx.Bin, "build", "--no-link", "--json", ref)
+	cmd.Env = nx.CmdEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nix build %s: %v", ref, err)
+	}
+	var res []struct{ Outputs map[string]string }
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != 1 || res[0].Outputs["out"] == "" {
+		t.Fatalf("nix build %s: %s", ref, out)
+	}
+	return res[0].Outputs["out"]
+}
+
+// callResultText is callText that returns a tool's error (isError) too.
+func callResultText(t *testing.T, b *broker.Broker, r broker.Request, tool, args string) (string, bool) {
+	t.Helper()
+	res, err := b.CallTool(t.Context(), r, tool, json.RawMessage(args), nil)
+	if err != nil {
+		t.Fatalf("%s.%s: %v", r.Server, tool, err)
+	}
+	var out struct {
+		Content []struct{ Text string }
+		IsError bool
+	}
+	if err := json.Unmarshal(res, &out); err != nil || len(out.Content) == 0 {
+		t.Fatalf("result %s: %v", res, err)
+	}
+	return out.Content[0].Text, out.IsError
 }
