@@ -10,8 +10,10 @@ import (
 
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/apitest"
+	"mcpx.dev/mcpx/internal/testing/petstoretest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/pool/confine"
 	"mcpx.dev/mcpx/pool/proc/sandbox"
@@ -113,5 +115,102 @@ func needConfinement(t *testing.T, spec *confine.Spec) {
 			t.Fatalf("this kernel cannot confine a child: %v", err)
 		}
 		t.Skipf("this kernel cannot confine a child: %v", err)
+	}
+}
+
+// TestAdaptersForAGrant: a grant's calls of a CLI adapter run each
+// command confined to the grant's root (the config says nothing of a
+// sandbox): cat reads A and is refused B by the kernel, where the owner's
+// instance, unconfined, reads B; a command that writes writes A only. An
+// OpenAPI adapter, which starts no process, serves the grant as it serves
+// anyone: its requests go from the daemon to its document's server. A
+// command a limit ends says which.
+func TestAdaptersForAGrant(t *testing.T) {
+	needConfinement(t, &confine.Spec{Why: confine.WhyCaller, Limits: confine.DefaultLimits})
+	wts := testenv.Worktrees(t, filepath.Join(t.TempDir(), "repo", "main"), map[string]string{"README": "r\n"}, "a", "b")
+	a, b := wts[1], wts[2]
+	testenv.WriteFiles(t, a, map[string]string{"mine.txt": "a's"})
+	testenv.WriteFiles(t, b, map[string]string{"theirs.txt": "b's"})
+	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := petsConfig(t, petstoretest.Start(t))
+	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{
+		"files": map[string]any{"scope": "worktree", "cli": map[string]any{"tools": map[string]any{
+			"cat":   map[string]any{"description": "Prints a file.", "args": []string{"cat", "{path}"}},
+			"touch": map[string]any{"description": "Makes a file.", "args": []string{"touch", "{path}"}},
+		}}},
+		// tail holds the last 256 MiB it reads in memory.
+		"hog": map[string]any{"scope": "worktree", "sandbox": map[string]any{"limits": map[string]any{"memory": "64MiB"}}, "cli": map[string]any{"tools": map[string]any{
+			"hog": map[string]any{"description": "Uses memory.", "args": []string{"sh", "-c", "head -c 268435456 /dev/zero | tail -c 268435456 >/dev/null"}},
+		}}},
+	}})
+	more, err := config.Parse(doc, "files.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Servers["files"], cfg.Servers["hog"] = more.Servers["files"], more.Servers["hog"]
+	d := apitest.Start(t, apitest.Options{Config: cfg, Tokens: is, StateDir: t.TempDir()})
+	grant := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rights.Rule{Servers: []string{"files", "pets"}, Roots: []string{a}}, TTL: "1h"})
+	call := func(c *apitest.Client, token, server, tool string, args map[string]any) apitest.ToolResult {
+		t.Helper()
+		body, _ := json.Marshal(args)
+		headers := []string{wire.HeaderCwd, a}
+		if token != "" {
+			headers = append(headers, "Authorization", "Bearer "+token)
+		}
+		r := c.Do(t, "POST", "/v1/servers/"+server+"/tools/"+tool, string(body), headers...)
+		if r.StatusCode != 200 {
+			t.Fatalf("%s.%s: %d %s", server, tool, r.StatusCode, r.Bytes)
+		}
+		return r.Result(t)
+	}
+	alice := func(server, tool string, args map[string]any) apitest.ToolResult {
+		return call(d.TCP, grant.Token, server, tool, args)
+	}
+
+	if res := alice("files", "cat", map[string]any{"path": filepath.Join(a, "mine.txt")}); res.IsError || res.Text() != "a's" {
+		t.Errorf("the grant's cat of A: %+v", res)
+	}
+	if res := alice("files", "cat", map[string]any{"path": filepath.Join(b, "theirs.txt")}); !res.IsError || !strings.Contains(res.Text(), "Permission denied") {
+		t.Errorf("the grant's cat of B: %+v, want the kernel's permission denied", res)
+	}
+	if res := alice("files", "touch", map[string]any{"path": filepath.Join(a, "new.txt")}); res.IsError {
+		t.Errorf("the grant's touch in A: %+v", res)
+	}
+	if res := alice("files", "touch", map[string]any{"path": filepath.Join(b, "planted.txt")}); !res.IsError {
+		t.Errorf("the grant's touch in B: %+v, want it refused", res)
+	}
+	if _, err := os.Stat(filepath.Join(b, "planted.txt")); err == nil {
+		t.Errorf("the grant's command wrote in B")
+	}
+	if res := call(d.Unix, "", "files", "cat", map[string]any{"path": filepath.Join(b, "theirs.txt")}); res.IsError || res.Text() != "b's" {
+		t.Errorf("the owner's cat of B: %+v; want it read, or this test cannot fail", res)
+	}
+	var list wire.InstanceList
+	d.Unix.Do(t, "GET", "/v1/instances", "").Decode(t, &list)
+	confined := 0
+	for _, in := range list.Instances {
+		if in.Server == "files" && in.Sandbox != nil && in.Sandbox.Why == confine.WhyCaller {
+			confined++
+		}
+	}
+	if confined != 1 {
+		t.Errorf("instances %+v, want the grant's files instance confined, the owner's not", list.Instances)
+	}
+	r := d.TCP.Do(t, "GET", "/v1/servers/files/sandbox", "", wire.HeaderCwd, a, "Authorization", "Bearer "+grant.Token)
+	var view wire.Sandbox
+	if r.Decode(t, &view); r.StatusCode != 200 || !view.Confined || view.Why != confine.WhyCaller {
+		t.Errorf("sandbox show for the grant's files: %d %s", r.StatusCode, r.Bytes)
+	}
+
+	// A command a limit ends says which.
+	if res := call(d.Unix, "", "hog", "hog", map[string]any{}); !res.IsError || !strings.Contains(res.Text(), "limit: memory 64MiB") {
+		t.Errorf("a command past its memory limit: %+v, want an error naming the limit", res)
+	}
+
+	if res := alice("pets", "getPetById", map[string]any{"petId": 1}); res.IsError || !strings.Contains(res.Text(), `"name":"doggie"`) {
+		t.Errorf("the grant's call of an OpenAPI adapter: %+v", res)
 	}
 }
