@@ -37,6 +37,7 @@ func TestGrantConfinedThroughTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "worktree", "env": {"` + demo.EnvProbe + `": "1"}}`})
+	w := watchConfined(t)
 	d := apitest.Start(t, apitest.Options{Config: cfg, Tokens: is, StateDir: t.TempDir()})
 	grant := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{a}}, TTL: "1h"})
 
@@ -92,6 +93,7 @@ func TestGrantConfinedThroughTheDaemon(t *testing.T) {
 		}
 		switch strconv.Itoa(in.Pid) {
 		case alicePid:
+			w.Note(in.Pid)
 			if in.Sandbox == nil || in.Sandbox.Why != confine.WhyCaller {
 				t.Errorf("the grant's instance %+v, want it confined because of its caller", in)
 			}
@@ -103,6 +105,14 @@ func TestGrantConfinedThroughTheDaemon(t *testing.T) {
 			t.Errorf("instance %s has pid %d, neither the grant's nor the owner's", in.ID, in.Pid)
 		}
 	}
+}
+
+// watchConfined watches the confined children of a daemon started after
+// it (testenv.WatchConfined): none leaves a cgroup or a network namespace
+// behind.
+func watchConfined(t *testing.T) *testenv.Confined {
+	k := sandbox.Probe()
+	return testenv.WatchConfined(t, k.Memory.Dir, k.Pids.Dir)
 }
 
 // needConfinement skips t where this kernel cannot confine a child of
@@ -140,6 +150,7 @@ func TestAdaptersForAGrant(t *testing.T) {
 		"files": map[string]any{"scope": "worktree", "cli": map[string]any{"tools": map[string]any{
 			"cat":   map[string]any{"description": "Prints a file.", "args": []string{"cat", "{path}"}},
 			"touch": map[string]any{"description": "Makes a file.", "args": []string{"touch", "{path}"}},
+			"pid":   map[string]any{"description": "Its own pid.", "args": []string{"sh", "-c", "echo $$"}},
 		}}},
 		// tail holds the last 256 MiB it reads in memory.
 		"hog": map[string]any{"scope": "worktree", "sandbox": map[string]any{"limits": map[string]any{"memory": "64MiB"}}, "cli": map[string]any{"tools": map[string]any{
@@ -151,6 +162,7 @@ func TestAdaptersForAGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Servers["files"], cfg.Servers["hog"] = more.Servers["files"], more.Servers["hog"]
+	w := watchConfined(t)
 	d := apitest.Start(t, apitest.Options{Config: cfg, Tokens: is, StateDir: t.TempDir()})
 	grant := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rights.Rule{Servers: []string{"files", "pets"}, Roots: []string{a}}, TTL: "1h"})
 	call := func(c *apitest.Client, token, server, tool string, args map[string]any) apitest.ToolResult {
@@ -184,6 +196,13 @@ func TestAdaptersForAGrant(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(b, "planted.txt")); err == nil {
 		t.Errorf("the grant's command wrote in B")
+	}
+	// Each command's cgroups are gone once it has returned (the watch
+	// checks them at the end).
+	if res := alice("files", "pid", map[string]any{}); res.IsError {
+		t.Errorf("the grant's pid: %+v", res)
+	} else if pid, err := strconv.Atoi(strings.TrimSpace(res.Text())); err == nil {
+		w.Note(pid)
 	}
 	if res := call(d.Unix, "", "files", "cat", map[string]any{"path": filepath.Join(b, "theirs.txt")}); res.IsError || res.Text() != "b's" {
 		t.Errorf("the owner's cat of B: %+v; want it read, or this test cannot fail", res)

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,10 +54,46 @@ func confined(def map[string]any, setting ...any) map[string]any {
 	return out
 }
 
+// watches are the confined brokers' watches (confinedBroker), for
+// checkConfined to note their children in.
+var watches sync.Map // *broker.Broker -> *testenv.Confined
+
+// confinedBroker is newRealBroker watching its confined children: none
+// leaves a cgroup or a network namespace behind (testenv.WatchConfined).
+func confinedBroker(t *testing.T, servers map[string]map[string]any) *broker.Broker {
+	t.Helper()
+	k := sandbox.Probe()
+	w := testenv.WatchConfined(t, k.Memory.Dir, k.Pids.Dir)
+	b := newRealBroker(t, servers)
+	watches.Store(b, w)
+	t.Cleanup(func() { // before the broker closes
+		noteConfined(b)
+		watches.Delete(b)
+		if w.Noted() == 0 {
+			t.Errorf("no confined child was seen: nothing was checked")
+		}
+	})
+	return b
+}
+
+// noteConfined notes b's running confined children in its watch.
+func noteConfined(b *broker.Broker) {
+	w, ok := watches.Load(b)
+	if !ok {
+		return
+	}
+	for _, in := range b.Instances() {
+		if in.Sandbox != nil && in.Pid != 0 {
+			w.(*testenv.Confined).Note(in.Pid)
+		}
+	}
+}
+
 // checkConfined fails t unless every instance of server is confined, with
 // the filesystem enforced by the kernel.
 func checkConfined(t *testing.T, b *broker.Broker, server string) {
 	t.Helper()
+	noteConfined(b)
 	n := 0
 	for _, in := range b.Instances() {
 		if in.Server != server {
@@ -107,7 +144,7 @@ func TestSandboxFilesystemWidened(t *testing.T) {
 		"scope":   "worktree",
 		"roots":   false,
 	}
-	b := newRealBroker(t, map[string]map[string]any{"fs": confined(fs), "open": fs})
+	b := confinedBroker(t, map[string]map[string]any{"fs": confined(fs), "open": fs})
 
 	r := request("fs", a)
 	if got := call(t, ctx, b, r, "list_allowed_directories", map[string]any{}).text(); !strings.Contains(got, bwt) || !strings.Contains(got, a) {
@@ -152,7 +189,7 @@ func TestSandboxEverythingAndMemory(t *testing.T) {
 		"scope":   "worktree",
 		"env":     map[string]string{"MEMORY_FILE_PATH": "${mcpx.root}/.mcp-memory.jsonl"},
 	}
-	b := newRealBroker(t, map[string]map[string]any{
+	b := confinedBroker(t, map[string]map[string]any{
 		"everything": confined(everythingServer(t, config.ScopeWorktree)),
 		"memory":     confined(memory),
 	})
@@ -234,7 +271,7 @@ func Group() *run.Group { return new(run.Group) }
 	testenv.WriteFiles(t, wt1, map[string]string{"greet/bye.go": "package greet\n\n// Bye says goodbye to name.\nfunc Bye(name string) string { return \"bye, \" + name }\n"})
 	testenv.RunGit(t, wt1, "add", "-A")
 	testenv.RunGit(t, wt1, "commit", "-q", "-m", "greet: add Bye")
-	b := newRealBroker(t, map[string]map[string]any{"gopls": {
+	b := confinedBroker(t, map[string]map[string]any{"gopls": {
 		"command": gopls, "args": []string{"mcp"}, "scope": "worktree", "sandbox": true,
 		// Offline: no proxy, no toolchain downloads, no go.work from outside.
 		"env":         map[string]string{"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOWORK": "off", "GOTELEMETRY": "off", "GOFLAGS": "-mod=mod"},
@@ -310,6 +347,8 @@ func TestSandboxNixClosure(t *testing.T) {
 	nx := testenv.Nix(t)
 	node := testenv.Node(t)
 	proctest.CheckNoLeaks(t)
+	k := sandbox.Probe()
+	w := testenv.WatchConfined(t, k.Memory.Dir, k.Pids.Dir)
 	dir := t.TempDir()
 	testenv.WriteFiles(t, dir, map[string]string{
 		"flake.nix": strings.NewReplacer("SYSTEM", nx.System, "NODE", node).Replace(probeFlake),
@@ -343,6 +382,11 @@ func TestSandboxNixClosure(t *testing.T) {
 		}
 	}
 	checkConfined(t, b, "probe")
+	for _, in := range b.Instances() {
+		if in.Sandbox != nil {
+			w.Note(in.Pid)
+		}
+	}
 	if got := callText(t, b, req("open", ""), "read", `{"path": "`+other+`/secret.txt"}`); got != "not in the closure" {
 		t.Errorf("the same server unconfined reading another store path: %q; want it read, or this test cannot fail", got)
 	}

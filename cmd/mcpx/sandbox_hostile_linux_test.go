@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/proctest"
@@ -34,18 +32,19 @@ import (
 // (open: the attempt must succeed, or the test could not fail) and on
 // (jail: it must fail, and write nothing). After them all, the daemon and
 // the witness still serve, and no confined child left a cgroup or a
-// network namespace behind.
+// network namespace behind (testenv.WatchConfined).
 
 // hostile is the daemon and what its children are pointed at.
 type hostile struct {
 	d                   *upgradeDaemon
-	dir, a, b           string // the test's directory; worktrees A (the callers') and B
-	home, state, secret string // the daemon's HOME and state directory; a variable of its environment
-	token               string // the daemon's token, as its token file holds it
-	loopback, proxyPort string // a loopback service not given to jail; one on the proxy's port, elsewhere
-	unlisted, listed    string // http hosts: one not on jail's list (a name), one on it (an address)
-	witness             int    // the witness child's pid
-	confined            map[int]string
+	dir, a, b           string            // the test's directory; worktrees A (the callers') and B
+	home, state, secret string            // the daemon's HOME and state directory; a variable of its environment
+	token               string            // the daemon's token, as its token file holds it
+	loopback, proxyPort string            // a loopback service not given to jail; one on the proxy's port, elsewhere
+	unlisted, listed    string            // http hosts: one not on jail's list (a name), one on it (an address)
+	witness             int               // the witness child's pid
+	confined            map[int]string    // jail's children and their network namespaces
+	watch               *testenv.Confined // their cgroups, at the end
 }
 
 const (
@@ -63,7 +62,9 @@ func startHostile(t *testing.T) *hostile {
 		}
 		t.Skipf("this kernel cannot confine a child: %v", err)
 	}
-	h := &hostile{dir: dir, home: filepath.Join(dir, "home"), state: filepath.Join(dir, "state"), secret: "s3cr3t-" + randHex(t), confined: map[int]string{}}
+	k := sandbox.Probe()
+	h := &hostile{dir: dir, home: filepath.Join(dir, "home"), state: filepath.Join(dir, "state"), secret: "s3cr3t-" + randHex(t), confined: map[int]string{},
+		watch: testenv.WatchConfined(t, k.Memory.Dir, k.Pids.Dir)}
 	wts := testenv.Worktrees(t, filepath.Join(dir, "repo", "main"), map[string]string{"README": "the repo\n"}, "a", "b")
 	h.a, h.b = wts[1], wts[2]
 	testenv.WriteFiles(t, h.b, map[string]string{"secret.txt": "worktree b's own"})
@@ -124,6 +125,7 @@ func (h *hostile) noteConfined(t *testing.T) {
 			ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", in.Pid))
 			if err == nil {
 				h.confined[in.Pid] = ns
+				h.watch.Note(in.Pid)
 			}
 		}
 	}
@@ -282,8 +284,7 @@ func TestSandboxHostile(t *testing.T) {
 	if out, err := h.d.cli("daemon", "stop", "--broker", h.d.sock); err != nil {
 		t.Errorf("daemon stop: %v: %s", err, out)
 	}
-	h.d.waitExit()
-	checkCgroupsGone(t, h.confined)
+	h.d.waitExit() // the watch checks the cgroups at the end
 }
 
 func written(h *hostile, a attempt, variant string) []string {
@@ -298,7 +299,7 @@ func written(h *hostile, a attempt, variant string) []string {
 // closed), and so is gone; the running one's is (its listener).
 func checkNamespacesGone(t *testing.T, h *hostile) {
 	t.Helper()
-	held := socketNamespaces(t, h.d.cmd.Process.Pid)
+	held := testenv.SocketNamespaces(t, h.d.cmd.Process.Pid)
 	for pid, ns := range h.confined {
 		switch alive := running(pid); {
 		case !alive && held[ns]:
@@ -307,59 +308,6 @@ func checkNamespacesGone(t *testing.T, h *hostile) {
 			// The running child's egress listener is the daemon's: were
 			// it not seen, this check could not fail.
 			t.Errorf("the daemon holds no socket in %s, the network namespace of the running child %d: %v", ns, pid, held)
-		}
-	}
-}
-
-// socketNamespaces are the network namespaces of pid's sockets ("net:[N]"),
-// read with pidfd_getfd and SIOCGSKNS.
-func socketNamespaces(t *testing.T, pid int) map[string]bool {
-	t.Helper()
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Fatalf("pidfd_open %d: %v", pid, err)
-	}
-	defer unix.Close(pidfd)
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]bool{}
-	for _, e := range ents {
-		target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
-		n, _ := strconv.Atoi(e.Name())
-		if !strings.HasPrefix(target, "socket:") {
-			continue
-		}
-		fd, err := unix.PidfdGetfd(pidfd, n, 0)
-		if err != nil {
-			continue // closed since
-		}
-		if ns, err := unix.IoctlRetInt(fd, unix.SIOCGSKNS); err == nil {
-			var st unix.Stat_t
-			if unix.Fstat(ns, &st) == nil {
-				out[fmt.Sprintf("net:[%d]", st.Ino)] = true
-			}
-			unix.Close(ns)
-		}
-		unix.Close(fd)
-	}
-	return out
-}
-
-// checkCgroupsGone: no memory or pids cgroup of the confined children
-// (the sandbox makes one per child, named after its pid) is left.
-func checkCgroupsGone(t *testing.T, pids map[int]string) {
-	t.Helper()
-	k := sandbox.Probe()
-	for pid := range pids {
-		for _, d := range []string{k.Memory.Dir, k.Pids.Dir} {
-			if d == "" {
-				continue
-			}
-			if cg := filepath.Join(d, fmt.Sprintf("mcpx-%d", pid)); exists(cg) {
-				t.Errorf("the cgroup %s of the ended child %d is left", cg, pid)
-			}
 		}
 	}
 }

@@ -50,6 +50,8 @@ func TestNPMEntryRunsConfined(t *testing.T) {
 	if ents, _ := os.ReadDir(cache); len(ents) == 0 {
 		t.Fatalf("npm install left nothing in the npm cache %s: the test would not say it is guarded", cache)
 	}
+	k := sandbox.Probe()
+	w := testenv.WatchConfined(t, k.Memory.Dir, k.Pids.Dir) // its check after the broker's Close
 	b := brokerOf(t, path)
 	cwd := t.TempDir()
 	call := func(tool, args string) (string, bool) {
@@ -96,6 +98,7 @@ func TestNPMEntryRunsConfined(t *testing.T) {
 	}
 	in := b.Instances()
 	if len(in) != 1 || in[0].Sandbox == nil || in[0].Sandbox.Why != confine.WhyConfig {
-		t.Errorf("instances %+v, want one, confined by its config", in)
+		t.Fatalf("instances %+v, want one, confined by its config", in)
 	}
+	w.Note(in[0].Pid)
 }
