@@ -27,37 +27,18 @@ import (
 // repository. The owner's call from A, over the unix socket, gets another
 // instance, unconfined, which reads B: the test can fail.
 func TestGrantConfinedThroughTheDaemon(t *testing.T) {
-	needConfinement(t, &confine.Spec{Why: confine.WhyCaller, Limits: confine.DefaultLimits})
-	wts := testenv.Worktrees(t, filepath.Join(t.TempDir(), "repo", "main"), map[string]string{"README": "r\n"}, "a", "b")
-	a, b := wts[1], wts[2]
-	testenv.WriteFiles(t, a, map[string]string{"mine.txt": "a's"})
-	testenv.WriteFiles(t, b, map[string]string{"theirs.txt": "b's"})
-	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, is := grantSetup(t)
 	cfg := apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "worktree", "env": {"` + demo.EnvProbe + `": "1"}}`})
 	w := watchConfined(t)
 	d := apitest.Start(t, apitest.Options{Config: cfg, Tokens: is, StateDir: t.TempDir()})
 	grant := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rights.Rule{Servers: []string{"demo"}, Roots: []string{a}}, TTL: "1h"})
 
-	call := func(c *apitest.Client, token, tool string, args map[string]string) apitest.ToolResult {
-		t.Helper()
-		body, _ := json.Marshal(args)
-		headers := []string{wire.HeaderCwd, a}
-		if token != "" {
-			headers = append(headers, "Authorization", "Bearer "+token)
-		}
-		r := c.Do(t, "POST", "/v1/servers/demo/tools/"+tool, string(body), headers...)
-		if r.StatusCode != 200 {
-			t.Fatalf("%s: %d %s", tool, r.StatusCode, r.Bytes)
-		}
-		return r.Result(t)
-	}
 	alice := func(tool string, args map[string]string) apitest.ToolResult {
-		return call(d.TCP, grant.Token, tool, args)
+		return callAs(t, d.TCP, grant.Token, a, "demo", tool, args)
 	}
-	owner := func(tool string, args map[string]string) apitest.ToolResult { return call(d.Unix, "", tool, args) }
+	owner := func(tool string, args map[string]string) apitest.ToolResult {
+		return callAs(t, d.Unix, "", a, "demo", tool, args)
+	}
 
 	if res := alice("read", map[string]string{"path": filepath.Join(a, "mine.txt")}); res.IsError || res.Text() != "a's" {
 		t.Errorf("the grant reading A: %+v", res)
@@ -107,6 +88,38 @@ func TestGrantConfinedThroughTheDaemon(t *testing.T) {
 	}
 }
 
+// grantSetup skips t where this kernel cannot confine a grant's child,
+// and makes a repository with worktrees a (holding mine.txt) and b
+// (theirs.txt), and a token issuer.
+func grantSetup(t *testing.T) (a, b string, is *auth.Issuer) {
+	t.Helper()
+	needConfinement(t, &confine.Spec{Why: confine.WhyCaller, Limits: confine.DefaultLimits})
+	wts := testenv.Worktrees(t, filepath.Join(t.TempDir(), "repo", "main"), map[string]string{"README": "r\n"}, "a", "b")
+	a, b = wts[1], wts[2]
+	testenv.WriteFiles(t, a, map[string]string{"mine.txt": "a's"})
+	testenv.WriteFiles(t, b, map[string]string{"theirs.txt": "b's"})
+	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b, is
+}
+
+// callAs calls server's tool over c from cwd, with token when not "".
+func callAs(t *testing.T, c *apitest.Client, token, cwd, server, tool string, args any) apitest.ToolResult {
+	t.Helper()
+	body, _ := json.Marshal(args)
+	headers := []string{wire.HeaderCwd, cwd}
+	if token != "" {
+		headers = append(headers, "Authorization", "Bearer "+token)
+	}
+	r := c.Do(t, "POST", "/v1/servers/"+server+"/tools/"+tool, string(body), headers...)
+	if r.StatusCode != 200 {
+		t.Fatalf("%s.%s: %d %s", server, tool, r.StatusCode, r.Bytes)
+	}
+	return r.Result(t)
+}
+
 // watchConfined watches the confined children of a daemon started after
 // it (testenv.WatchConfined): none leaves a cgroup or a network namespace
 // behind.
@@ -136,15 +149,7 @@ func needConfinement(t *testing.T, spec *confine.Spec) {
 // anyone: its requests go from the daemon to its document's server. A
 // command a limit ends says which.
 func TestAdaptersForAGrant(t *testing.T) {
-	needConfinement(t, &confine.Spec{Why: confine.WhyCaller, Limits: confine.DefaultLimits})
-	wts := testenv.Worktrees(t, filepath.Join(t.TempDir(), "repo", "main"), map[string]string{"README": "r\n"}, "a", "b")
-	a, b := wts[1], wts[2]
-	testenv.WriteFiles(t, a, map[string]string{"mine.txt": "a's"})
-	testenv.WriteFiles(t, b, map[string]string{"theirs.txt": "b's"})
-	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, is := grantSetup(t)
 	cfg := petsConfig(t, petstoretest.Start(t))
 	doc, _ := json.Marshal(map[string]any{"servers": map[string]any{
 		"files": map[string]any{"scope": "worktree", "cli": map[string]any{"tools": map[string]any{
@@ -165,21 +170,8 @@ func TestAdaptersForAGrant(t *testing.T) {
 	w := watchConfined(t)
 	d := apitest.Start(t, apitest.Options{Config: cfg, Tokens: is, StateDir: t.TempDir()})
 	grant := apitest.Mint(t, d.Unix, wire.TokenRequest{Subject: "alice", Rule: rights.Rule{Servers: []string{"files", "pets"}, Roots: []string{a}}, TTL: "1h"})
-	call := func(c *apitest.Client, token, server, tool string, args map[string]any) apitest.ToolResult {
-		t.Helper()
-		body, _ := json.Marshal(args)
-		headers := []string{wire.HeaderCwd, a}
-		if token != "" {
-			headers = append(headers, "Authorization", "Bearer "+token)
-		}
-		r := c.Do(t, "POST", "/v1/servers/"+server+"/tools/"+tool, string(body), headers...)
-		if r.StatusCode != 200 {
-			t.Fatalf("%s.%s: %d %s", server, tool, r.StatusCode, r.Bytes)
-		}
-		return r.Result(t)
-	}
 	alice := func(server, tool string, args map[string]any) apitest.ToolResult {
-		return call(d.TCP, grant.Token, server, tool, args)
+		return callAs(t, d.TCP, grant.Token, a, server, tool, args)
 	}
 
 	if res := alice("files", "cat", map[string]any{"path": filepath.Join(a, "mine.txt")}); res.IsError || res.Text() != "a's" {
@@ -204,7 +196,7 @@ func TestAdaptersForAGrant(t *testing.T) {
 	} else if pid, err := strconv.Atoi(strings.TrimSpace(res.Text())); err == nil {
 		w.Note(pid)
 	}
-	if res := call(d.Unix, "", "files", "cat", map[string]any{"path": filepath.Join(b, "theirs.txt")}); res.IsError || res.Text() != "b's" {
+	if res := callAs(t, d.Unix, "", a, "files", "cat", map[string]any{"path": filepath.Join(b, "theirs.txt")}); res.IsError || res.Text() != "b's" {
 		t.Errorf("the owner's cat of B: %+v; want it read, or this test cannot fail", res)
 	}
 	var list wire.InstanceList
@@ -225,7 +217,7 @@ func TestAdaptersForAGrant(t *testing.T) {
 	}
 
 	// A command a limit ends says which.
-	if res := call(d.Unix, "", "hog", "hog", map[string]any{}); !res.IsError || !strings.Contains(res.Text(), "limit: memory 64MiB") {
+	if res := callAs(t, d.Unix, "", a, "hog", "hog", map[string]any{}); !res.IsError || !strings.Contains(res.Text(), "limit: memory 64MiB") {
 		t.Errorf("a command past its memory limit: %+v, want an error naming the limit", res)
 	}
 
