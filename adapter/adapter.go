@@ -17,6 +17,7 @@ package adapter
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 )
 
 // Opener makes the namespace of one instance. The pool calls Open when it
@@ -40,6 +41,12 @@ type Scope struct {
 	Root     string   // the instance root; "" for scopes without one
 	Cwd      string   // the directory a command runs in (the root, else the configured cwd, else "")
 	Env      []string // the environment a command gets (the server's env rules applied)
+	// Run, when not nil, is how a command the namespace starts must run,
+	// in place of (*exec.Cmd).Run: confined, for an instance whose
+	// caller's policy says so (docs/sandbox.md). It returns what Run
+	// would, and the limit that ended the command ("limit: memory 1GiB"),
+	// "" if none did. Env is then already the policy's whole environment.
+	Run func(ctx context.Context, cmd *exec.Cmd) (limit string, err error)
 }
 
 // Namespace is one instance's tools.

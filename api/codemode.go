@@ -185,8 +185,13 @@ func (cm *codeMode) Run(ctx context.Context, r broker.Request, code string) (jso
 		}
 		return toolResult(msg, nil, true), nil
 	}
-	if confined && rt.Name != "deno" {
-		return toolResult("run confines the code of a caller other than the broker's owner with deno's permissions, and this broker runs "+rt.Name+`: its owner can set "mcp": {"runtime": "deno"}`, nil, true), nil
+	kernel := confined && rt.Name != "deno" // bun and node: only the kernel confines them
+	if kernel {
+		if err := broker.ScriptConfinement(); err != nil {
+			cm.s.log.Warn("code mode: a run cannot be confined on "+rt.Name, "caller", r.Caller.Name, "err", err)
+			return toolResult("run confines the code of a caller other than the broker's owner, by deno's permissions or by the kernel, and this broker runs "+rt.Name+
+				` on a kernel that cannot confine it: its owner can set "mcp": {"runtime": "deno"}`, nil, true), nil
+		}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, cfg.RunTimeout, errRunTimeout)
 	defer cancel()
@@ -218,7 +223,17 @@ func (cm *codeMode) Run(ctx context.Context, r broker.Request, code string) (jso
 		cwd = dir
 	}
 	var sandbox *runner.Sandbox
-	if confined {
+	switch {
+	case kernel:
+		sandbox = &runner.Sandbox{Read: []string{dir}, Env: []string{"PATH=/usr/bin:/bin", "NO_COLOR=1"},
+			Confine: func(cmd *exec.Cmd, read, write []string, port uint16) (runner.Confinement, error) {
+				c, err := broker.ConfineScript(cmd, read, write, port)
+				if err != nil {
+					return nil, err
+				}
+				return c, nil
+			}}
+	case confined:
 		if strings.Contains(dir, ",") {
 			return toolResult("run cannot confine a script to a directory whose name holds a comma", nil, true), nil
 		}

@@ -164,7 +164,8 @@ func runCode(t *testing.T, cs *mcp.ClientSession, code string) (string, bool) {
 // through callTool, and its root's files to read (not to write, not another
 // directory's, not the daemon's environment); no process, host, native
 // code, system information, remote module or npm package. On bun or node
-// its run is refused. A caller without the code right gets no run.
+// the kernel confines its run the same way. A caller without the code
+// right gets no run.
 func TestMCPCodeModeConfinesAGrant(t *testing.T) {
 	cfg := codeConfig(t)
 	d, root := startCodeDaemonWith(t, cfg)
@@ -214,13 +215,35 @@ func TestMCPCodeModeConfinesAGrant(t *testing.T) {
 		t.Errorf("a confined run wrote in its root")
 	}
 
-	// Only deno confines: on bun or node such a caller's run is refused,
-	// naming deno.
+	// On bun and node the kernel confines the run as deno's permissions
+	// do: its own servers and its root to read, not another directory,
+	// not the daemon's environment, no other host, no write in its root.
+	fsMod := `const fs = await import("node:fs"); `
 	for name, bin := range map[string]string{"bun": testenv.NPMPackageBinNamed(t, "bun", "bun"), "node": testenv.Node(t)} {
 		setCodeMode(d, cfg, func(m *config.MCP) { m.Runtime = bin })
-		text, isErr := runCode(t, cs, "return 1")
-		if !isErr || !strings.Contains(text, "runs "+name) || !strings.Contains(text, `"mcp": {"runtime": "deno"}`) {
-			t.Errorf("a confined run on %s: %q (error %v), want a refusal naming deno", name, text, isErr)
+		if text, isErr := runCode(t, cs, "return (await demo.echo({message: 'hi'})).content[0].text"); isErr || !strings.Contains(text, "hi") {
+			t.Errorf("%s: run of its own server: %q (error %v)", name, text, isErr)
+		}
+		if text, isErr := runCode(t, cs, fsMod+`return fs.readFileSync(`+jsString(filepath.Join(root, "mine.txt"))+`, "utf8")`); isErr || !strings.Contains(text, "in the root") {
+			t.Errorf("%s: run reading its root: %q (error %v)", name, text, isErr)
+		}
+		for what, code := range map[string]string{
+			"another server's tool":    `return await callTool("secret", "echo", {message: "x"})`,
+			"a file outside its roots": fsMod + `return fs.readFileSync(` + jsString(filepath.Join(outside, "theirs.txt")) + `, "utf8")`,
+			"the daemon's environment": `return process.env.MCPX_CODE_MODE_SECRET ?? (() => { throw new Error("unset") })()`,
+			"another host":             `return await (await fetch(` + jsString(other.URL) + `)).text()`,
+			"a file in its root":       fsMod + `fs.writeFileSync(` + jsString(filepath.Join(root, "written.txt")) + `, "x")`,
+		} {
+			text, isErr := runCode(t, cs, code)
+			if !isErr || strings.Contains(text, "outside") || strings.Contains(text, "the daemon's") || strings.Contains(text, "reached") {
+				t.Errorf("%s: run reaching %s: %q (error %v), want a failure", name, what, text, isErr)
+			}
+			if strings.Contains(what, "file") && !strings.Contains(text, "EACCES") && !strings.Contains(text, "PermissionDenied") {
+				t.Errorf("%s: run reaching %s: %q, want the kernel's refusal", name, what, text)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(root, "written.txt")); err == nil {
+			t.Errorf("%s: a confined run wrote in its root", name)
 		}
 	}
 

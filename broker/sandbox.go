@@ -28,8 +28,10 @@ import (
 //     some), in Enforce mode, and its child may write only within the
 //     roots the caller's rights allow for the server: a configured write
 //     path outside them is dropped, never widened to;
-//   - only command servers have a child to confine (a url server's runs
-//     elsewhere; adapters are not confined yet).
+//   - only command servers and CLI adapters start processes to confine
+//     (a url server's child runs elsewhere; an OpenAPI adapter's requests
+//     go from the daemon itself, to its document's server); a CLI
+//     adapter's every command is confined as a child would be.
 //
 // The child may write its root and ${mcpx.tmpdir}; it may read what it
 // needs to run (package confine) and the root. Read and write lists of
@@ -37,7 +39,7 @@ import (
 // the defaults', which win over the built-in ones (no network,
 // confine.DefaultLimits). It reads nothing but its arguments.
 func EffectiveSandbox(s *config.Server, d config.Defaults, c Caller, root string) *confine.Spec {
-	if s == nil || s.Command == "" || s.OpenAPI != nil || s.CLI != nil {
+	if s == nil || s.OpenAPI != nil || s.Command == "" && s.CLI == nil {
 		return nil
 	}
 	why, set := confine.WhyConfig, s.Sandbox

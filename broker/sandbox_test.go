@@ -102,6 +102,17 @@ func TestEffectiveSandbox(t *testing.T) {
 				t.Errorf("write %v", s.Write)
 			}
 		}},
+		{"a CLI adapter's commands, for a grant holder", `{"servers": {"fs": {"cli": {"tools": {"cat": {"args": ["cat", "{path}"]}}}}}}`, grant, root, func(t *testing.T, s *confine.Spec) {
+			want(t, s, confine.WhyCaller, sandbox.Enforce, sandbox.NetworkNone)
+		}},
+		{"a CLI adapter's commands, for the owner who asks", `{"servers": {"fs": {"cli": {"tools": {"cat": {"args": ["cat", "{path}"]}}}, "sandbox": true}}}`, owner, root, func(t *testing.T, s *confine.Spec) {
+			want(t, s, confine.WhyConfig, sandbox.Enforce, sandbox.NetworkNone)
+		}},
+		{"an OpenAPI adapter starts no process", `{"servers": {"fs": {"openapi": {"spec": "/x.yaml"}}}}`, grant, root, func(t *testing.T, s *confine.Spec) {
+			if s != nil {
+				t.Errorf("confined: %+v", s)
+			}
+		}},
 		{"a url server has no child", `{"servers": {"fs": {"url": "https://mcp.example/mcp"}}}`, grant, root, func(t *testing.T, s *confine.Spec) {
 			if s != nil {
 				t.Errorf("confined: %+v", s)

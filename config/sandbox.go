@@ -432,8 +432,8 @@ func sandboxPathProblem(path string) string {
 // checkSandboxes checks what the servers' "sandbox" and the defaults' mean
 // together: a server confined by its own setting or the defaults'
 // inherits none of the daemon's environment (inheritEnv) and runs no
-// nix environment; a url server has no child to confine; CLI and OpenAPI
-// adapters are not confined yet.
+// nix environment; a url server has no child to confine, nor an OpenAPI
+// adapter a process (a CLI adapter's commands are confined).
 func (p *problems) checkSandboxes(cfg *Config) {
 	p.checkSandbox("", "defaults.sandbox", cfg.Defaults.Sandbox)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
@@ -455,9 +455,9 @@ func (p *problems) checkSandboxes(cfg *Config) {
 			if own {
 				p.add(name, "sandbox", "a url server has no child of mcpx's to confine", `remove "sandbox"; confine the server where it runs`)
 			}
-		case s.OpenAPI != nil || s.CLI != nil:
+		case s.OpenAPI != nil:
 			if own {
-				p.add(name, "sandbox", "CLI and OpenAPI adapters are not confined yet (issue 32)", `remove "sandbox"`)
+				p.add(name, "sandbox", "an OpenAPI adapter starts no process to confine: its requests go from the daemon to its document's server", `remove "sandbox"`)
 			}
 		case !s.InheritEnv.IsZero():
 			p.add(name, "inheritEnv", "a confined child inherits nothing of the daemon's environment, and "+where+" confines this server",

@@ -66,6 +66,7 @@ func TestSandboxErrors(t *testing.T) {
 		{`{"servers": {"a": {"command": "x", "sandbox": {"limits": {"processes": -1}}}}}`, "sandbox.limits.processes", []string{"use 0 for no limit"}},
 		{`{"servers": {"a": {"command": "x", "sandbox": {"network": "none", "ports": [80]}}}}`, "sandbox.ports", []string{`"loopback"`}},
 		{`{"servers": {"u": {"url": "https://mcp.example/mcp", "sandbox": true}}}`, "sandbox", []string{"url server"}},
+		{`{"servers": {"o": {"openapi": {"spec": "/x.yaml"}, "sandbox": true}}}`, "sandbox", []string{"OpenAPI adapter starts no process"}},
 		{`{"servers": {"a": {"command": "x", "sandbox": true, "inheritEnv": ["AWS_PROFILE"]}}}`, "inheritEnv", []string{`set the variables it needs in "env"`}},
 		{`{"defaults": {"sandbox": true}, "servers": {"a": {"command": "x", "inheritEnv": true}}}`, "inheritEnv", []string{`"defaults"`, `"sandbox": false`}},
 		{`{"defaults": {"sandbox": true}, "servers": {"a": {"command": "x", "environment": "flake:.#dev"}}}`, "environment", []string{"nix environment"}},
@@ -92,6 +93,10 @@ func TestSandboxErrors(t *testing.T) {
 				t.Errorf("%s: %q does not say %q", c.doc, p.Error(), w)
 			}
 		}
+	}
+	// A CLI adapter's commands are confined as children are.
+	if _, err := config.Parse([]byte(`{"servers": {"c": {"cli": {"tools": {"cat": {"args": ["cat", "{path}"]}}}, "sandbox": {"limits": {"memory": "256MiB"}}}}}`), "t.json"); err != nil {
+		t.Errorf("a CLI adapter's sandbox is refused: %v", err)
 	}
 	// A server that opts out keeps its inheritEnv under confining defaults.
 	if _, err := config.Parse([]byte(`{"defaults": {"sandbox": true}, "servers": {"a": {"command": "x", "sandbox": false, "inheritEnv": ["A"]}}}`), "t.json"); err != nil {

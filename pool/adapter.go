@@ -15,7 +15,9 @@ import (
 // over adapter.Transport, an in-process MCP server over the namespace the
 // Opener makes for the instance. What differs is only how it starts
 // (openAdapter) and that it has no process of its own: the processes its
-// calls start carry the generation's mark, so they are killed with it.
+// calls start carry the generation's mark, so they are killed with it,
+// and for a confined instance each is confined as its child would be
+// (confineAdapter).
 
 // openAdapter opens inst's namespace, bounded by ctx (the start timeout),
 // in the scope a stdio child of the definition would get: its root, the
@@ -29,6 +31,9 @@ func (p *Pool) openAdapter(ctx context.Context, inst *instance, sp spawnSpec, g 
 	scope := adapter.Scope{
 		Server: inst.def.Name, Instance: inst.id, Root: inst.root, Cwd: sp.cwd,
 		Env: sp.environ(p.opts.Env, proc.MarkEnv+"="+g.mark),
+	}
+	if inst.sandbox != nil {
+		p.confineAdapter(inst, sp, g.mark, &scope)
 	}
 	ns, err := inst.def.Adapter.Open(ctx, scope)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/internal/placeholder"
 	"mcpx.dev/mcpx/pool/confine"
 	"mcpx.dev/mcpx/pool/execid"
@@ -109,7 +110,10 @@ func (p *Pool) policyFor(ctx context.Context, inst *instance, sp spawnSpec, prog
 		}
 		reads = append(reads, closure...)
 	}
-	return inst.sandbox.Policy(confine.Facts{TmpDir: tmp, Program: reads, Env: sp.env, Base: p.opts.Env, Ports: ports}), nil
+	goReads, goVars := confine.GoToolchain(exe, sp.env, p.opts.Env)
+	reads = append(reads, goReads...)
+	env := append(goVars, sp.env...) // the server's own variables win
+	return inst.sandbox.Policy(confine.Facts{TmpDir: tmp, Program: reads, Env: env, Base: p.opts.Env, Ports: ports}), nil
 }
 
 // SandboxPolicy is the policy a child of t's instance would start with
@@ -123,7 +127,7 @@ func (p *Pool) SandboxPolicy(ctx context.Context, t Target) (sandbox.Policy, err
 	switch {
 	case def == nil:
 		return sandbox.Policy{}, p.perr("sandbox", t, ErrUnknownServer, "")
-	case t.Sandbox == nil || def.Command == "" || def.Adapter != nil:
+	case t.Sandbox == nil || def.Command == "" && def.Adapter == nil:
 		return sandbox.Policy{}, p.perr("sandbox", t, ErrSpawnConfig, "the server's children are not confined for this caller")
 	}
 	inst := &instance{id: def.Name + "-0", key: t.key(), def: def, root: t.Root, cwd: t.Cwd, sandbox: t.Sandbox}
@@ -135,6 +139,10 @@ func (p *Pool) SandboxPolicy(ctx context.Context, t Target) (sandbox.Policy, err
 	sp, err := resolveSpawn(def, v)
 	if err != nil {
 		return sandbox.Policy{}, p.perr("sandbox", t, ErrSpawnConfig, err.Error())
+	}
+	if def.Adapter != nil {
+		// Each command of its calls: each adds its executable's reads.
+		return inst.sandbox.Policy(confine.Facts{TmpDir: placeholder.TmpDir, Env: sp.env, Base: p.opts.Env}), nil
 	}
 	prog, err := p.resolve(inst, &sp)
 	if err != nil {
@@ -204,3 +212,27 @@ func resumeCell(h HandoffChild, log *slog.Logger) *sandbox.Cell {
 // EgressCounts are each server's egress proxy decisions since the pool
 // was made: connections allowed, refused (each logged) and failed.
 func (p *Pool) EgressCounts() map[string]egress.Counts { return p.egress.Counts() }
+
+// confineAdapter makes scope, that of inst's adapter, run each command
+// its calls start confined by inst's Spec, as a child of the instance
+// would be: the Spec finished with the command's program, the instance's
+// private directory and its own variables, and mark.
+func (p *Pool) confineAdapter(inst *instance, sp spawnSpec, mark string, scope *adapter.Scope) {
+	p.mu.Lock()
+	tmp := ""
+	if r := inst.res; r != nil {
+		tmp = r.tmpdir
+	}
+	p.unlock()
+	markVar := proc.MarkEnv + "=" + mark
+	scope.Env = append(inst.sandbox.Policy(confine.Facts{TmpDir: tmp, Env: sp.env, Base: p.opts.Env}).Env, markVar)
+	scope.Run = proc.RunnerConfined(func(ctx context.Context, path string) (sandbox.Policy, error) {
+		// Its executable and its directory, never what its arguments
+		// name: they are the caller's, and an interpreter's first file
+		// argument would make that file's directory readable.
+		c := proc.Command{Path: path, Args: []string{path}, Dir: sp.cwd, Env: scope.Env}
+		pol, err := p.policyFor(ctx, inst, sp, nil, &c, tmp, nil)
+		pol.Env = append(pol.Env, markVar)
+		return pol, err
+	})
+}

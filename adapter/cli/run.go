@@ -197,10 +197,17 @@ func (n *namespace) run(ctx context.Context, t *tool, argv []string) *adapter.Re
 	if runf == nil {
 		runf = (*exec.Cmd).Run
 	}
-	err = runf(cmd)
+	var limit string
+	if n.scope.Run != nil {
+		limit, err = n.scope.Run(ctx, cmd) // confined
+	} else {
+		err = runf(cmd)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return adapter.TextResult(fmt.Sprintf("%s: the call ended (%v) and its processes were killed", t.name, context.Cause(ctx)), true)
+	case err != nil && limit != "":
+		return failed(t.name+" ("+limit+")", err, stdout, stderr)
 	case err != nil:
 		return failed(t.name, err, stdout, stderr)
 	}

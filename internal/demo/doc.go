@@ -31,9 +31,11 @@
 // (a test flag) adds an MCP App, the tool show-card and its ui:// resource
 // CardURI, the tool grow, which changes the prompt and resource lists, and
 // subscribable resources with the tool touch {uri}, which says one changed.
-// EnvProbe=1 (a test flag too) adds read {path}, write {path, text} and
-// fetch {url}, which answer the system's error as an isError result: what
-// a confined child's tests need to see the kernel refuse.
+// EnvProbe=1 (a test flag too) adds read {path}, write {path, text},
+// fetch {url, viaProxy} and the hostile tools list {path}, connect {addr},
+// spawn {count}, alloc {mib}, signal {pid, signal} and ptrace {pid}, which
+// answer the system's error as an isError result: what a confined child's
+// tests need to see the kernel refuse (probe.go, hostile.go).
 //
 // # Failure flags
 //

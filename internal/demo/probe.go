@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -18,25 +19,33 @@ import (
 //	                     ("open /x: permission denied") as an isError result
 //	write {path, text}   writes text to the file (made 0600 if new); "ok",
 //	                     or the system's error as an isError result
-//	fetch {url}          GETs url with Go's default client (which honours
-//	                     HTTP_PROXY, HTTPS_PROXY and NO_PROXY); text = the
+//	fetch {url, viaProxy} GETs url with Go's default client (which honours
+//	                     HTTP_PROXY, HTTPS_PROXY and NO_PROXY); with
+//	                     viaProxy, through $HTTP_PROXY whatever the host
+//	                     (a loopback one too), if it is set; text = the
 //	                     status line and the body, or the error, isError
+//
+// and the hostile tools of hostile.go.
 const EnvProbe = "MCPX_DEMO_PROBE"
 
 const readSchema = `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`
 
 const writeSchema = `{"type":"object","properties":{"path":{"type":"string"},"text":{"type":"string"}},"required":["path","text"],"additionalProperties":false}`
 
-const fetchSchema = `{"type":"object","properties":{"url":{"type":"string"}},"required":["url"],"additionalProperties":false}`
+const fetchSchema = `{"type":"object","properties":{"url":{"type":"string"},"viaProxy":{"type":"boolean"}},"required":["url"],"additionalProperties":false}`
 
 type fileIn struct {
 	Path string `json:"path"`
 	Text string `json:"text,omitempty"`
 	URL  string `json:"url,omitempty"`
+	// ViaProxy sends the request through $HTTP_PROXY, when set, even
+	// for a host NO_PROXY names.
+	ViaProxy bool `json:"viaProxy,omitempty"`
 }
 
 // addProbe installs what EnvProbe adds.
 func addProbe(s *mcp.Server) {
+	addHostile(s)
 	mcp.AddTool(s, tool("read", "Returns a file's contents, or the system's error.", readSchema),
 		func(_ context.Context, _ *mcp.CallToolRequest, in fileIn) (*mcp.CallToolResult, any, error) {
 			b, err := os.ReadFile(in.Path)
@@ -60,7 +69,7 @@ func addProbe(s *mcp.Server) {
 			if err != nil {
 				return errorText(err.Error()), nil, nil
 			}
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := fetchClient(in.ViaProxy).Do(req)
 			if err != nil {
 				return errorText(err.Error()), nil, nil
 			}
@@ -70,6 +79,16 @@ func addProbe(s *mcp.Server) {
 			r.IsError = resp.StatusCode >= 400
 			return r, nil, nil
 		})
+}
+
+// fetchClient is Go's default client, or with viaProxy and $HTTP_PROXY
+// set one that sends every request there.
+func fetchClient(viaProxy bool) *http.Client {
+	p, err := url.Parse(os.Getenv("HTTP_PROXY"))
+	if !viaProxy || err != nil || p.Host == "" {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(p)}}
 }
 
 // errorText is a tool result with isError: true saying msg.

@@ -14,6 +14,7 @@
 //
 //   - read: the system's libraries and programs and /etc basics
 //     (sandbox.SystemRead), the program and its package (ProgramReads),
+//     for a Go program the toolchain and the module cache (GoToolchain),
 //     Spec.Read; never a home directory, the daemon's state directory or
 //     another worktree unless one of those names it;
 //   - write: Spec.Write (the instance root, for scopes that have one),

@@ -151,6 +151,57 @@ func TestProgramReads(t *testing.T) {
 	}
 }
 
+// TestGoToolchain: gopls and go read the toolchain's root and the module
+// cache the go command would use, and are pointed at that cache and the
+// go env file; other programs get nothing of it.
+func TestGoToolchain(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "sdk", "go1.26")
+	goBin := filepath.Join(root, "bin", "go")
+	if err := os.MkdirAll(filepath.Dir(goBin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(goBin, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pathDir := filepath.Join(dir, "bin")
+	os.MkdirAll(pathDir, 0o755)
+	if err := os.Symlink(goBin, filepath.Join(pathDir, "go")); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	envFile := filepath.Join(home, ".config", "go", "env")
+	os.MkdirAll(filepath.Dir(envFile), 0o755)
+	base := []string{"PATH=/nowhere:" + pathDir, "HOME=" + home}
+	for _, c := range []struct {
+		name      string
+		exe       string
+		env, base []string
+		file      string // the go env file's contents; "" = none
+		reads     []string
+		vars      []string
+	}{
+		{"defaults from HOME", "/opt/gopls", nil, base, "",
+			[]string{root, filepath.Join(home, "go", "pkg", "mod")}, []string{"GOMODCACHE=" + filepath.Join(home, "go", "pkg", "mod")}},
+		{"GOPATH", "/usr/bin/go", nil, append(base, "GOPATH=/gp:/other"), "",
+			[]string{root, "/gp/pkg/mod"}, []string{"GOMODCACHE=/gp/pkg/mod"}},
+		{"the go env file", "/opt/gopls", nil, base, "GOMODCACHE=/from/file\nGOPRIVATE=x\n",
+			[]string{root, "/from/file", envFile}, []string{"GOMODCACHE=/from/file", "GOENV=" + envFile}},
+		{"the server's own over the daemon's and the file", "/opt/gopls", []string{"GOMODCACHE=/mine", "GOROOT=/goroot"}, append(base, "GOMODCACHE=/daemons"), "GOMODCACHE=/from/file\n",
+			[]string{"/goroot", "/mine", envFile}, []string{"GOMODCACHE=/mine", "GOENV=" + envFile}},
+		{"another program", "/usr/bin/node", nil, base, "", nil, nil},
+	} {
+		os.Remove(envFile)
+		if c.file != "" {
+			os.WriteFile(envFile, []byte(c.file), 0o600)
+		}
+		reads, vars := confine.GoToolchain(c.exe, c.env, c.base)
+		if !slices.Equal(reads, c.reads) || !slices.Equal(vars, c.vars) {
+			t.Errorf("%s: reads %v vars %v, want %v %v", c.name, reads, vars, c.reads, c.vars)
+		}
+	}
+}
+
 // BenchmarkFingerprint is what a confined caller's every call pays for its
 // instance's key (pool's Target.key): a grant holder's default Spec with
 // its root.

@@ -254,3 +254,46 @@ func Hint(command string, err error) string {
 	}
 	return "check the server's command and that it is installed on the daemon's machine"
 }
+
+// RunConfined runs cmd to its end as RunTracked does, confined by p
+// (package sandbox): cmd.Env becomes p.Env, its whole environment; ctx
+// bounds the helper's start. It returns Cmd.Run's error, and the limit
+// that ended the process ("limit: memory 1GiB"), "" if none did. Nothing
+// of it (its cgroups, its namespaces) is left when it returns. An
+// adapter's commands run so (adapter.Scope.Run).
+func RunConfined(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy) (limit string, err error) {
+	cmd.Env = p.Env
+	cell, err := sandbox.Prepare(cmd, p)
+	if err != nil {
+		return "", err
+	}
+	if err := startDirect(cmd); err != nil {
+		cell.Close()
+		return "", err
+	}
+	defer forget(cmd.Process.Pid)
+	if _, err := cell.Started(ctx); err != nil {
+		cmd.Wait() // Started killed the helper
+		cell.Close()
+		return "", err
+	}
+	err = cmd.Wait()
+	cell.Close()
+	return cell.Limit(cmd.ProcessState), err
+}
+
+// RunnerConfined is an adapter's way to run its commands confined
+// (adapter.Scope.Run): each runs by RunConfined, with the policy policyOf
+// makes for its executable (cmd.Path, made absolute).
+func RunnerConfined(policyOf func(ctx context.Context, path string) (sandbox.Policy, error)) func(context.Context, *exec.Cmd) (string, error) {
+	return func(ctx context.Context, cmd *exec.Cmd) (string, error) {
+		if !filepath.IsAbs(cmd.Path) && cmd.Dir != "" {
+			cmd.Path = filepath.Join(cmd.Dir, cmd.Path) // ./tool, as exec finds it
+		}
+		p, err := policyOf(ctx, cmd.Path)
+		if err != nil {
+			return "", err
+		}
+		return RunConfined(ctx, cmd, p)
+	}
+}

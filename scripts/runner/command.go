@@ -29,12 +29,20 @@ var scriptInterrupt = interrupt{syscall.SIGINT, InterruptGrace}
 var leasedInterrupt = interrupt{syscall.SIGTERM, 0}
 
 // wait starts cmd, runs it to its end and returns its exit code (128+n for
-// a signal). When ctx ends in is how it is stopped. started, when not nil,
-// is told its pid once it runs. An error is an *Error: OpStart (the exit
+// a signal). When ctx ends in is how it is stopped. after, when not nil,
+// finishes the start (a confined runtime's); started, when not nil, is
+// told its pid once it runs. An error is an *Error: OpStart (the exit
 // code is 127, as shells say a command did not run) or OpWait.
-func wait(ctx context.Context, cmd *exec.Cmd, in interrupt, started func(int)) (int, error) {
+func wait(ctx context.Context, cmd *exec.Cmd, in interrupt, started func(int), after func() error) (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 127, &Error{Op: OpStart, Err: err}
+	}
+	if after != nil {
+		if err := after(); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait() //nolint:errcheck // killed
+			return 127, &Error{Op: OpStart, Err: err}
+		}
 	}
 	if started != nil {
 		started(cmd.Process.Pid)
@@ -70,7 +78,7 @@ func RunLeased(ctx context.Context, lease string, argv []string, stdin io.Reader
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "MCPX_LEASE="+lease)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	return wait(ctx, cmd, leasedInterrupt, nil)
+	return wait(ctx, cmd, leasedInterrupt, nil, nil)
 }
 
 // Capped keeps the first Max bytes written to it (Max 0: all) and counts

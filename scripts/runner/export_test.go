@@ -36,5 +36,5 @@ func KeptClients(cache string) []string {
 // WaitScript runs cmd to its end as Run.Script runs a script: an
 // interrupt (ctx ends) is SIGINT, then a kill InterruptGrace later.
 func WaitScript(ctx context.Context, cmd *exec.Cmd) (int, error) {
-	return wait(ctx, cmd, scriptInterrupt, nil)
+	return wait(ctx, cmd, scriptInterrupt, nil, nil)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,8 +51,9 @@ type Relay struct {
 
 	ln     net.Listener
 	srv    *http.Server
-	served chan struct{} // closed when the serving goroutine has returned
-	closed atomic.Bool   // set by the first Close
+	served chan struct{}  // closed when the serving goroutine has returned
+	more   sync.WaitGroup // the goroutines serving listeners given to Serve
+	closed atomic.Bool    // set by the first Close
 }
 
 // RelayOptions configure StartRelay.
@@ -91,6 +93,17 @@ func StartRelay(c *client.Client, o RelayOptions) (*Relay, error) {
 	return r, nil
 }
 
+// Serve serves the relay on ln too (a confined script's own loopback,
+// runner.Confinement) until Close, which closes it; after Close it
+// closes ln at once.
+func (r *Relay) Serve(ln net.Listener) {
+	r.more.Add(1)
+	go func() {
+		defer r.more.Done()
+		r.srv.Serve(ln) //nolint:errcheck // ErrServerClosed at Close, or ln closed by its owner
+	}()
+}
+
 // URL is the relay's base URL, for $MCPX_URL.
 func (r *Relay) URL() string { return "http://" + r.ln.Addr().String() }
 
@@ -106,6 +119,7 @@ func (r *Relay) Close() error {
 	}
 	err := r.srv.Close()
 	<-r.served
+	r.more.Wait()
 	return err
 }
 

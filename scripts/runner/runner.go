@@ -210,8 +210,9 @@ type Script struct {
 	// pid once it runs.
 	Records *Fields
 	// Sandbox, when not nil, confines the script (code mode's run for a
-	// caller other than the owner). Only deno confines a script, so any
-	// other runtime is refused, as are interpreters.
+	// caller other than the owner): by deno's permissions, or on any
+	// runtime by the kernel (Sandbox.Confine). A runtime neither confines
+	// is refused, as are interpreters.
 	Sandbox *Sandbox
 	Stdin   io.Reader
 	Stdout  io.Writer
@@ -219,14 +220,21 @@ type Script struct {
 }
 
 // Sandbox confines a script to what its caller may reach: its
-// environment is Env and the run's MCPX_* variables only, and deno's
-// permissions let it read Read and the run's own directory, write only in
-// that directory (the report of its calls), reach only the run's relay on
-// loopback (Options.Relay is required), and run no process, load no
-// native code and open no other socket.
+// environment is Env and the run's MCPX_* variables only, and it may read
+// Read and the run's own directory, write only in that directory (the
+// report of its calls), and reach only the run's relay (Options.Relay is
+// required). On deno, deno's permissions hold it to that, and it runs no
+// process, loads no native code and opens no other socket. With Confine,
+// on any runtime, the kernel does (sandbox.go).
 type Sandbox struct {
 	Read []string
 	Env  []string
+	// Confine, when not nil, confines the runtime by the kernel instead:
+	// it makes cmd (its Env the whole environment) start confined to
+	// reading read, writing write and reaching only a listener on its own
+	// 127.0.0.1:relayPort, which the relay serves once the Confinement has
+	// started. The daemon's is broker.ConfineScript.
+	Confine func(cmd *exec.Cmd, read, write []string, relayPort uint16) (Confinement, error)
 }
 
 // Error is a script that did not run to an exit code of its own: Op is
@@ -264,8 +272,9 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 	defer os.RemoveAll(dir)
 	reportFile := filepath.Join(dir, "calls.jsonl")
 	var cmd *exec.Cmd
-	if s.Sandbox != nil && (s.Interpreter != nil || s.Runtime.Name != "deno" || r.relay == nil) {
-		return env, &Error{Op: OpStart, Err: errors.New("a confined script runs on deno only, through the run's relay: only deno's permissions confine a script")}
+	kernel := s.Sandbox != nil && s.Sandbox.Confine != nil
+	if s.Sandbox != nil && (s.Interpreter != nil || !kernel && s.Runtime.Name != "deno" || r.relay == nil) {
+		return env, &Error{Op: OpStart, Err: errors.New("a confined script runs on deno only (or by the kernel), through the run's relay: only deno's permissions or the kernel confine a script")}
 	}
 	if s.Interpreter != nil {
 		env.Runtime = interpreterName(s.Interpreter)
@@ -281,7 +290,10 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 		"MCPX_LEASE="+r.caller.Lease,
 		scripts.EnvReport+"="+reportFile,
 	)
-	if r.relay != nil {
+	switch {
+	case kernel:
+		cmd.Env = append(cmd.Env, "MCPX_URL="+confinedRelayURL, "MCPX_TOKEN="+r.relay.Token(), "HOME="+dir, "TMPDIR="+dir)
+	case r.relay != nil:
 		cmd.Env = append(cmd.Env, "MCPX_URL="+r.relay.URL(), "MCPX_TOKEN="+r.relay.Token())
 	}
 	if r.caller.Scope != "" {
@@ -304,7 +316,16 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 			}
 		}
 	}
-	env.ExitCode, err = wait(ctx, cmd, scriptInterrupt, started)
+	var after func() error
+	if kernel {
+		c, err := r.confine(cmd, s.Sandbox, dir)
+		if err != nil {
+			return env, &Error{Op: OpStart, Err: fmt.Errorf("confining %s: %w", env.Runtime, err)}
+		}
+		defer c.Close()
+		after = func() error { return r.serveConfined(ctx, c) }
+	}
+	env.ExitCode, err = wait(ctx, cmd, scriptInterrupt, started, after)
 	if e := (*Error)(nil); errors.As(err, &e) && e.Op == OpStart {
 		err = &Error{Op: OpStart, Err: fmt.Errorf("starting %s: %w", env.Runtime, e.Err)}
 	}
@@ -374,6 +395,11 @@ func (r *Run) bundle(ctx context.Context, s Script, dir string) (*exec.Cmd, erro
 		if keep {
 			keepBundle(s.Cache, key, dir)
 		}
+	}
+	if s.Sandbox != nil && s.Sandbox.Confine != nil {
+		cmd := exec.Command(s.Runtime.Path, s.Runtime.Args(runnerPath, s.Argv)...)
+		cmd.Env = append(slices.Clone(s.Sandbox.Env), s.Runtime.Env()...)
+		return cmd, nil
 	}
 	if s.Sandbox != nil {
 		host := strings.TrimPrefix(r.relay.URL(), "http://")

@@ -1,0 +1,116 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Confined watches the confined children of a test for what could outlive
+// them: the cgroups the sandbox makes for each (<dir>/mcpx-<pid>, in the
+// memory and pids cgroup directories it probed), and the network
+// namespace a socket of the daemon's can hold (the egress listener on the
+// child's own loopback). Make it before the daemon, so that its check runs
+// after the daemon's cleanups; Note each confined child while it runs.
+//
+//	w := testenv.WatchConfined(t, k.Memory.Dir, k.Pids.Dir)
+//	b := newBroker(t) // its Close a cleanup
+//	w.Note(pid)
+type Confined struct {
+	mu    sync.Mutex
+	dirs  []string
+	netns map[int]string // pid -> "net:[N]"
+}
+
+// WatchConfined starts watching; cgroupDirs are where the sandbox makes
+// its children's cgroups ("" ignored).
+func WatchConfined(t testing.TB, cgroupDirs ...string) *Confined {
+	c := &Confined{netns: map[int]string{}}
+	for _, d := range cgroupDirs {
+		if d != "" {
+			c.dirs = append(c.dirs, d)
+		}
+	}
+	t.Cleanup(func() { c.check(t) })
+	return c
+}
+
+// Note records pid, a running confined child, and its network namespace.
+func (c *Confined) Note(pid int) {
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, seen := c.netns[pid]; !seen || err == nil {
+		c.netns[pid] = ns
+	}
+}
+
+// Noted is how many children were noted.
+func (c *Confined) Noted() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.netns)
+}
+
+func (c *Confined) check(t testing.TB) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held := SocketNamespaces(t, os.Getpid())
+	for pid, ns := range c.netns {
+		for _, d := range c.dirs {
+			if cg := filepath.Join(d, "mcpx-"+strconv.Itoa(pid)); exists(cg) {
+				t.Errorf("the cgroup %s of the confined child %d outlives it", cg, pid)
+			}
+		}
+		if ns != "" && held[ns] {
+			t.Errorf("a socket of this process holds %s, the network namespace of the confined child %d", ns, pid)
+		}
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// SocketNamespaces are the network namespaces ("net:[N]") of pid's
+// sockets, read with pidfd_getfd and SIOCGSKNS (pid may be this process).
+func SocketNamespaces(t testing.TB, pid int) map[string]bool {
+	t.Helper()
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatalf("pidfd_open %d: %v", pid, err)
+	}
+	defer unix.Close(pidfd)
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range ents {
+		target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || !strings.HasPrefix(target, "socket:") {
+			continue
+		}
+		fd, err := unix.PidfdGetfd(pidfd, n, 0)
+		if err != nil {
+			continue // closed since
+		}
+		if ns, err := unix.IoctlRetInt(fd, unix.SIOCGSKNS); err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(ns, &st) == nil {
+				out[fmt.Sprintf("net:[%d]", st.Ino)] = true
+			}
+			unix.Close(ns)
+		}
+		unix.Close(fd)
+	}
+	return out
+}
