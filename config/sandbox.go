@@ -267,8 +267,6 @@ type Defaults struct {
 // IsZero reports whether d sets nothing.
 func (d Defaults) IsZero() bool { return d.Sandbox == nil }
 
-var defaultsFields = []string{"sandbox"}
-
 // sandboxFields are where the keys of a sandbox object decode to.
 func sandboxFields(s *Sandbox, limits *json.RawMessage) map[string]fieldSpec {
 	return map[string]fieldSpec{
