@@ -1,12 +1,9 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 
@@ -28,27 +25,14 @@ func (c *Client) Calls(ctx context.Context, session string, fn func(wire.CallFin
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	d := sse.NewDecoder(bufio.NewReader(resp.Body), 1<<20)
-	for {
-		ev, err := d.Next()
-		switch {
-		case errors.Is(err, io.EOF), err != nil && ctx.Err() != nil:
+	return readStream(ctx, resp, 1<<20, "the call feed", func(ev sse.Event) error {
+		if ev.Event != wire.EventCall {
 			return nil
-		case err != nil:
-			return fmt.Errorf("reading the call feed: %w", err)
 		}
-		switch ev.Event {
-		case wire.StreamEnd:
-			return streamEnded(ev.Data)
-		case wire.EventCall:
-			var doc wire.CallFinished
-			if err := json.Unmarshal(ev.Data, &doc); err != nil {
-				return fmt.Errorf("undecodable call event: %s", ev.Data)
-			}
-			if err := fn(doc); err != nil {
-				return err
-			}
+		var doc wire.CallFinished
+		if err := json.Unmarshal(ev.Data, &doc); err != nil {
+			return fmt.Errorf("undecodable call event: %s", ev.Data)
 		}
-	}
+		return fn(doc)
+	})
 }

@@ -109,20 +109,8 @@ func (c *Client) StreamEvents(ctx context.Context, q EventsQuery, fn func(wire.L
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	d := sse.NewDecoder(bufio.NewReader(resp.Body), 1<<20)
-	for {
-		ev, err := d.Next()
-		switch {
-		case errors.Is(err, io.EOF), err != nil && ctx.Err() != nil:
-			return nil
-		case err != nil:
-			return fmt.Errorf("reading the event stream: %w", err)
-		}
+	return readStream(ctx, resp, 1<<20, "the event stream", func(ev sse.Event) error {
 		var doc wire.LifecycleEvent
-		if ev.Event == wire.StreamEnd {
-			return streamEnded(ev.Data)
-		}
 		if ev.Event == wire.EventGap {
 			var g wire.EventGapData
 			if err := json.Unmarshal(ev.Data, &g); err != nil {
@@ -133,10 +121,8 @@ func (c *Client) StreamEvents(ctx context.Context, q EventsQuery, fn func(wire.L
 		} else if err := json.Unmarshal(ev.Data, &doc); err != nil {
 			return fmt.Errorf("undecodable %s event: %s", ev.Event, ev.Data)
 		}
-		if err := fn(doc, ev.Data); err != nil {
-			return err
-		}
-	}
+		return fn(doc, ev.Data)
+	})
 }
 
 // streamEnded is the error of a stream the broker ended with an EventEnd
@@ -145,4 +131,27 @@ func streamEnded(data []byte) error {
 	var d wire.StreamEndData
 	json.Unmarshal(data, &d)
 	return fmt.Errorf("the broker ended the stream: %s", d.Reason)
+}
+
+// readStream reads resp's event stream (events of at most max bytes) to
+// its end, handing each event to fn; what names the stream in errors. The
+// end of ctx or of the stream is a nil error; the broker's end of it
+// (its caller's rights ended) is streamEnded's.
+func readStream(ctx context.Context, resp *http.Response, max int, what string, fn func(sse.Event) error) error {
+	defer resp.Body.Close()
+	d := sse.NewDecoder(bufio.NewReader(resp.Body), max)
+	for {
+		ev, err := d.Next()
+		switch {
+		case errors.Is(err, io.EOF), err != nil && ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading %s: %w", what, err)
+		case ev.Event == wire.StreamEnd:
+			return streamEnded(ev.Data)
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
 }

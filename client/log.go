@@ -1,12 +1,8 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 
@@ -48,27 +44,13 @@ func (c *Client) Log(ctx context.Context, q LogQuery, fn func(json.RawMessage) e
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	d := sse.NewDecoder(bufio.NewReader(resp.Body), 4<<20)
-	for {
-		ev, err := d.Next()
-		switch {
-		case errors.Is(err, io.EOF), err != nil && ctx.Err() != nil:
-			return nil
-		case err != nil:
-			return fmt.Errorf("reading the log stream: %w", err)
-		}
+	return readStream(ctx, resp, 4<<20, "the log stream", func(ev sse.Event) error {
 		data := ev.Data
-		if ev.Event == wire.StreamEnd {
-			return streamEnded(ev.Data)
-		}
 		if ev.Event == wire.StreamLogDropped {
 			var dd wire.LogDroppedData
 			json.Unmarshal(ev.Data, &dd)
 			data, _ = json.Marshal(map[string]any{"level": "WARN", "msg": "log records dropped", "dropped": dd.Dropped})
 		}
-		if err := fn(data); err != nil {
-			return err
-		}
-	}
+		return fn(data)
+	})
 }
