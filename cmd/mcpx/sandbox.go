@@ -82,7 +82,7 @@ func printSandbox(c *cli, s *wire.Sandbox) {
 	if len(s.Enforcement) > 0 {
 		fmt.Fprintln(w, "enforced on this kernel:")
 		for _, f := range s.Enforcement {
-			fmt.Fprintf(w, "  %s\n", featureText(f))
+			fmt.Fprintf(w, "  %s\n", sandbox.Feature(f)) // the wire form is sandbox's, printed as doctor prints it
 		}
 	}
 	if s.Refused != "" {
@@ -105,22 +105,4 @@ func limitText(set bool, v string) string {
 		return "none"
 	}
 	return v
-}
-
-// featureText is one feature of an enforcement, as doctor and sandbox
-// show print it.
-func featureText(f wire.SandboxFeature) string {
-	s := f.Name + ": "
-	switch {
-	case f.Enforced:
-		s += "enforced by " + f.By
-	case f.Needed:
-		s += "NOT enforced"
-	default:
-		s += "not enforced"
-	}
-	if f.Why != "" {
-		s += " (" + f.Why + ")"
-	}
-	return s
 }
