@@ -115,17 +115,7 @@ func readClientResults(dir string) (map[string]Result, error) {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		r := res[m[1]]
-		for _, c := range checks {
-			switch c.Status {
-			case "SUCCESS":
-				r.Passed++
-			case "FAILURE":
-				r.Failed++
-				r.Failures = append(r.Failures, c.ID+": "+c.ErrorMessage)
-			case "WARNING":
-				r.Warnings++
-			}
-		}
+		r.count(checks)
 		res[m[1]] = r
 		return nil
 	})

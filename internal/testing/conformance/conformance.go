@@ -223,6 +223,21 @@ func writeShim(t testing.TB, dir string) string {
 var resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
 
 // check is the part of one entry of checks.json that Run reads.
+// count adds a scenario's checks to r.
+func (r *Result) count(checks []check) {
+	for _, c := range checks {
+		switch c.Status {
+		case "SUCCESS":
+			r.Passed++
+		case "FAILURE":
+			r.Failed++
+			r.Failures = append(r.Failures, c.ID+": "+c.ErrorMessage)
+		case "WARNING":
+			r.Warnings++
+		}
+	}
+}
+
 type check struct {
 	ID           string `json:"id"`
 	Status       string `json:"status"` // SUCCESS, FAILURE, WARNING, INFO, SKIPPED
@@ -254,17 +269,7 @@ func readResults(dir string) (map[string]Result, error) {
 			return nil, fmt.Errorf("%s/checks.json: %w", e.Name(), err)
 		}
 		r := res[m[1]]
-		for _, c := range checks {
-			switch c.Status {
-			case "SUCCESS":
-				r.Passed++
-			case "FAILURE":
-				r.Failed++
-				r.Failures = append(r.Failures, c.ID+": "+c.ErrorMessage)
-			case "WARNING":
-				r.Warnings++
-			}
-		}
+		r.count(checks)
 		res[m[1]] = r
 	}
 	return res, nil
