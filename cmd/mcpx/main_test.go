@@ -38,9 +38,10 @@ func TestMain(m *testing.M) {
 		// is not mcpx. Scripts get their own environment without this.
 		os.Setenv("MCPX_NO_AUTOSTART", "1")
 	}
-	// The test binary doubles as the mcpx command in scripts (and so as the
-	// daemon and its demo-server children).
-	testscript.Main(m, map[string]func(){"mcpx": main})
+	// The test binary is the mcpx command of scripts only with
+	// MCPX_TEST_RACE_SCRIPTS=1 (plain_test.go), and of the tests that start
+	// it as "mcpx" themselves.
+	testscript.Main(plainCleanup{m}, map[string]func(){"mcpx": main})
 }
 
 // TestScripts runs testdata/script/*.txtar. Each script gets its own
@@ -71,6 +72,9 @@ func TestScripts(t *testing.T) {
 			e.Defer(func() { os.RemoveAll(run) })
 			port, err := freePort()
 			if err != nil {
+				return err
+			}
+			if err := usePlainMCPX(e); err != nil {
 				return err
 			}
 			e.Setenv("XDG_RUNTIME_DIR", run)

@@ -54,6 +54,9 @@ func runParams(dir string, rt scriptRuntime, marker string) testscript.Params {
 				return err
 			}
 			e.Defer(func() { os.RemoveAll(run) })
+			if err := usePlainMCPX(e); err != nil {
+				return err
+			}
 			e.Setenv("XDG_RUNTIME_DIR", run)
 			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, "config"))
 			e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, "state"))
