@@ -273,3 +273,41 @@ func TestRefreshRevoked(t *testing.T) {
 		t.Error("the next request reached the server: a sign-in needed fails at once")
 	}
 }
+
+// TestShortTokenRefresh: an access token of a few seconds is used for
+// most of its life, not refreshed before every request (the 30 s margin
+// shrinks to a quarter of its lifetime), and refreshed once near its end.
+func TestShortTokenRefresh(t *testing.T) {
+	p := oauthtest.New(t, nil)
+	p.ExpiresIn = 8
+	clk := &clock{t: time.Now()}
+	c := oauth.New(oauth.Options{Now: clk.now})
+	c.SetServers(map[string]oauth.Server{"hosted": {URL: p.MCPURL()}})
+	login, err := c.Begin(t.Context(), "hosted", "http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := browse(t, login.URL)
+	if _, err := c.Complete(t.Context(), "hosted", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
+		t.Fatal(err)
+	}
+	issued := len(p.Issued())
+	clk.add(time.Second)
+	for range 3 {
+		if code, err := post(c, "hosted", p.MCPURL()); err != nil || code != 200 {
+			t.Fatalf("a request with a fresh token: %d, %v", code, err)
+		}
+	}
+	if n := len(p.Issued()) - issued; n != 0 {
+		t.Errorf("requests in the token's first second got %d new tokens; want none", n)
+	}
+	clk.add(6500 * time.Millisecond) // within the last quarter
+	for range 2 {
+		if code, err := post(c, "hosted", p.MCPURL()); err != nil || code != 200 {
+			t.Fatalf("a request near expiry: %d, %v", code, err)
+		}
+	}
+	if n := len(p.Issued()) - issued; n != 2 {
+		t.Errorf("requests near expiry got %d new tokens; want one refresh (an access and a refresh token)", n)
+	}
+}
