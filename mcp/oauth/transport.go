@@ -37,6 +37,10 @@ type transport struct {
 // seconds is used for four, not refreshed before every request.
 const expirySkew = 30 * time.Second
 
+// refreshTimeout bounds a refresh, whatever becomes of the request that
+// asked for it.
+const refreshTimeout = 30 * time.Second
+
 // skew is how long before r's access token expires it is refreshed.
 func (r *record) skew() time.Duration {
 	if life := r.Expiry.Sub(r.Issued); !r.Issued.IsZero() && life > 0 && life/4 < expirySkew {
@@ -154,7 +158,12 @@ func (c *Client) accessToken(ctx context.Context, server, refused string) (strin
 		}
 		return r.AccessToken, nil // about to expire: use it while it lasts
 	}
-	fresh, err := c.refresh(ctx, server, &r)
+	// The refresh outlives the request that needed it: with rotation, a
+	// refresh the authorization server answered and nobody read would
+	// leave a used refresh token, whose reuse revokes the sign-in.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+	defer cancel()
+	fresh, err := c.refresh(rctx, server, &r)
 	if err != nil {
 		c.log.Warn("oauth: refresh failed; sign in again", "server", server, "err", err)
 		c.event(server, EventFailed, "refreshing the access token: "+err.Error())
