@@ -2,7 +2,9 @@ package oauth_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -309,5 +311,37 @@ func TestShortTokenRefresh(t *testing.T) {
 	}
 	if n := len(p.Issued()) - issued; n != 2 {
 		t.Errorf("requests near expiry got %d new tokens; want one refresh (an access and a refresh token)", n)
+	}
+}
+
+// TestClientMetadata: the document names its own URL as client_id, a
+// public native client with the CLI's loopback redirect; a URL the draft
+// forbids is refused with what it lacks.
+func TestClientMetadata(t *testing.T) {
+	m, err := oauth.NewClientMetadata("https://example.com/mcpx/client.json", "", 8123)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(m.JSON(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["client_id"] != "https://example.com/mcpx/client.json" || doc["client_name"] != "mcpx" || doc["token_endpoint_auth_method"] != "none" ||
+		fmt.Sprint(doc["redirect_uris"]) != "[http://127.0.0.1/callback http://127.0.0.1:8123/callback]" {
+		t.Errorf("the document: %s", m.JSON())
+	}
+	for u, want := range map[string]string{
+		"http://example.com/c.json":           "https",
+		"https://example.com/":                "path",
+		"https://example.com/c.json#x":        "fragment",
+		"https://u:p@example.com/c.json":      "user",
+		"https://example.com/a/../c.json":     "..",
+		"https://example.com/a/./c.json":      ".",
+		"https://example.com/client.json?x=1": "",
+	} {
+		_, err := oauth.NewClientMetadata(u, "", 0)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v, want an error saying %q", u, err, want)
+		}
 	}
 }
