@@ -6,6 +6,7 @@ import (
 	"html"
 	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/client"
+	"mcpx.dev/mcpx/mcp/oauth"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -26,7 +28,8 @@ func authCmd(ctx context.Context, c *cli, args []string) int {
 	brokerAddr := brokerFlag(fs)
 	asJSON := fs.Bool("json", false, "status: print the daemon's answer as JSON")
 	noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL instead of opening a browser")
-	port := fs.Int("port", 0, "login: the loopback port the browser is sent back to (default: any free one)")
+	port := fs.Int("port", 0, "login: the loopback port the browser is sent back to (default: any free one); client-metadata: also list this port's redirect URI")
+	serveAddr := fs.String("serve", "", "client-metadata: serve the document at its URL's path on this address (behind the proxy that publishes it) until interrupted")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -34,8 +37,10 @@ func authCmd(ctx context.Context, c *cli, args []string) int {
 	switch {
 	case len(pos) == 2 && (pos[0] == "login" || pos[0] == "logout"):
 	case len(pos) == 1 && pos[0] == "status":
+	case len(pos) == 2 && pos[0] == "client-metadata":
+		return clientMetadata(ctx, c, pos[1], *port, *serveAddr)
 	default:
-		return usageError(c, fs, "want `login <server>`, `status` or `logout <server>`")
+		return usageError(c, fs, "want `login <server>`, `status`, `logout <server>` or `client-metadata <url>`")
 	}
 	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {
@@ -65,6 +70,40 @@ func authCmd(ctx context.Context, c *cli, args []string) int {
 		}
 	}
 	if err != nil {
+		return report(c, err)
+	}
+	return exitOK
+}
+
+// clientMetadata prints mcpx's Client ID Metadata Document for the URL
+// the owner publishes it at, or serves it there (docs/oauth.md).
+func clientMetadata(ctx context.Context, c *cli, u string, port int, serveAddr string) int {
+	m, err := oauth.NewClientMetadata(u, "", port)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "mcpx auth client-metadata: %v\n", err)
+		return exitUsage
+	}
+	doc := m.JSON()
+	if serveAddr == "" {
+		c.stdout.Write(doc)
+		return exitOK
+	}
+	ln, err := net.Listen("tcp", serveAddr)
+	if err != nil {
+		return report(c, fmt.Errorf("--serve: %w", err))
+	}
+	parsed, _ := url.Parse(u) // checked by NewClientMetadata
+	path := parsed.Path
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		w.Write(doc)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(c.stderr, "serving the client metadata document of %s at http://%s%s\n", u, ln.Addr(), path)
+	go func() { <-ctx.Done(); srv.Close() }()
+	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
 		return report(c, err)
 	}
 	return exitOK

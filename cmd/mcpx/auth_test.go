@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,5 +119,58 @@ func TestAuthLoginCallStatusLogout(t *testing.T) {
 	}
 	if !strings.Contains(log, "signed in") {
 		t.Errorf("the daemon's log does not say the owner signed in:\n%s", log)
+	}
+}
+
+// TestAuthClientMetadata: `mcpx auth client-metadata <url>` prints mcpx's
+// Client ID Metadata Document for the URL the owner publishes it at, and
+// with --serve serves it at that URL's path; a URL the draft forbids is a
+// usage error saying why.
+func TestAuthClientMetadata(t *testing.T) {
+	t.Parallel()
+	const u = "https://example.com/mcpx/client.json"
+	var stdout, stderr testenv.SyncBuffer
+	if code := run(t.Context(), []string{"auth", "client-metadata", "--port", "8123", u}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var doc struct {
+		ClientID     string   `json:"client_id"`
+		RedirectURIs []string `json:"redirect_uris"`
+		AuthMethod   string   `json:"token_endpoint_auth_method"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &doc); err != nil || doc.ClientID != u || doc.AuthMethod != "none" ||
+		!slices.Contains(doc.RedirectURIs, "http://127.0.0.1:8123/callback") {
+		t.Errorf("the document (%v):\n%s", err, stdout.String())
+	}
+	printed := stdout.String()
+
+	if code := run(t.Context(), []string{"auth", "client-metadata", "http://example.com/c.json"}, strings.NewReader(""), &stdout, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), "must be an https URL") {
+		t.Errorf("an http URL: exit %d, %s; want a usage error asking for https", code, stderr.String())
+	}
+
+	ctx, stop := context.WithCancel(t.Context())
+	var served, serveErr testenv.SyncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"auth", "client-metadata", "--port", "8123", "--serve", "127.0.0.1:0", u}, strings.NewReader(""), &served, &serveErr)
+	}()
+	var at string
+	testenv.WaitFor(t, "the document to be served", func() bool {
+		_, at, _ = strings.Cut(strings.TrimSpace(serveErr.String()), " at ")
+		return at != ""
+	})
+	resp, err := http.Get(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasSuffix(at, "/mcpx/client.json") || resp.StatusCode != 200 || string(body) != printed {
+		t.Errorf("GET %s: %d %s; want the printed document", at, resp.StatusCode, body)
+	}
+	stop()
+	if code := <-done; code != exitOK {
+		t.Errorf("--serve exited %d after an interrupt: %s", code, serveErr.String())
 	}
 }

@@ -77,7 +77,7 @@ func commands() []command {
 		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},
 		{"nix", "ls|refresh <server>|gc [--json]", "list nix: servers with their locked rev and store path, re-resolve one (its instances are replaced), or drop unused cache entries", nixCmd},
 		{"fleet", "ls [--json] [--tag t | --probe] [--tsnet] [--broker B]", "list the brokers on the tailnet (tagged tag:mcpx, or found by probing) with their servers, instances and health", fleetCmd},
-		{"auth", "login <server> [--no-browser] [--port N] | status [--json] | logout <server>", "sign in to a url server behind OAuth (the browser and its redirect on this machine), show the sign-ins, or sign out (docs/oauth.md)", authCmd},
+		{"auth", "login <server> [--no-browser] [--port N] | status [--json] | logout <server> | client-metadata <https-url> [--port N] [--serve ADDR]", "sign in to a url server behind OAuth (the browser and its redirect on this machine), show the sign-ins, sign out, or print (or serve) mcpx's client metadata document for the URL you publish it at (docs/oauth.md)", authCmd},
 		{"whoami", "[--json]", "show how the broker sees this caller: identity and rights", whoamiCmd},
 		{"sandbox", "show <server> [--cwd D] [--json]", "show what would confine the child that serves this caller there: paths read and written, network, environment names, limits, and what this kernel enforces", sandboxCmd},
 		{"token", "mint --sub NAME --servers a,b [--roots …] [--scopes …] [--tools …] [--rate 100/m [--burst N]] [--ttl 24h] [--admin] | ls [--json] | revoke <id> | rotate", "mint, list, revoke signed bearer tokens, or rotate their signing key", tokenCmd},

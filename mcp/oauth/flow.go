@@ -284,7 +284,7 @@ func (c *Client) signedIn(server string, p *pending, tok *oauth2.Token) {
 	s := c.stateLocked(server)
 	rec := &record{URL: p.url, Issuer: p.meta.Server.Issuer, Resource: p.meta.Resource, Token: p.meta.Server.TokenEndpoint,
 		Revoke: p.meta.Server.RevocationEndpoint, Client: p.client, Scopes: granted, SignedIn: c.now(),
-		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry}
+		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Issued: c.now()}
 	if s.rec != nil {
 		rec.Registrations = s.rec.Registrations
 	}

@@ -68,7 +68,7 @@ func (c *Client) machineToken(ctx context.Context, server string, ch Challenge) 
 		granted = strings.Fields(tr.Scope)
 	}
 	rec := &record{URL: srv.URL, Issuer: asm.Issuer, Resource: meta.Resource, Token: asm.TokenEndpoint, Revoke: asm.RevocationEndpoint,
-		Client: reg, Scopes: granted, SignedIn: c.now(), AccessToken: tr.AccessToken, TokenType: tr.TokenType}
+		Client: reg, Scopes: granted, SignedIn: c.now(), Issued: c.now(), AccessToken: tr.AccessToken, TokenType: tr.TokenType}
 	if n, err := tr.ExpiresIn.Int64(); err == nil && n > 0 {
 		rec.Expiry = c.now().Add(time.Duration(n) * time.Second)
 	}
@@ -149,7 +149,7 @@ func (c *Client) storedToken(server string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.stateLocked(server).rec
-	if r == nil || (!r.Expiry.IsZero() && c.now().Add(expirySkew).After(r.Expiry)) {
+	if r == nil || (!r.Expiry.IsZero() && c.now().Add(r.skew()).After(r.Expiry)) {
 		return ""
 	}
 	return r.AccessToken

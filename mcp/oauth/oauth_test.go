@@ -2,7 +2,9 @@ package oauth_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -271,5 +273,75 @@ func TestRefreshRevoked(t *testing.T) {
 	}
 	if p.MCPRequests() != hits {
 		t.Error("the next request reached the server: a sign-in needed fails at once")
+	}
+}
+
+// TestShortTokenRefresh: an access token of a few seconds is used for
+// most of its life, not refreshed before every request (the 30 s margin
+// shrinks to a quarter of its lifetime), and refreshed once near its end.
+func TestShortTokenRefresh(t *testing.T) {
+	p := oauthtest.New(t, nil)
+	p.ExpiresIn = 8
+	clk := &clock{t: time.Now()}
+	c := oauth.New(oauth.Options{Now: clk.now})
+	c.SetServers(map[string]oauth.Server{"hosted": {URL: p.MCPURL()}})
+	login, err := c.Begin(t.Context(), "hosted", "http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := browse(t, login.URL)
+	if _, err := c.Complete(t.Context(), "hosted", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
+		t.Fatal(err)
+	}
+	issued := len(p.Issued())
+	clk.add(time.Second)
+	for range 3 {
+		if code, err := post(c, "hosted", p.MCPURL()); err != nil || code != 200 {
+			t.Fatalf("a request with a fresh token: %d, %v", code, err)
+		}
+	}
+	if n := len(p.Issued()) - issued; n != 0 {
+		t.Errorf("requests in the token's first second got %d new tokens; want none", n)
+	}
+	clk.add(6500 * time.Millisecond) // within the last quarter
+	for range 2 {
+		if code, err := post(c, "hosted", p.MCPURL()); err != nil || code != 200 {
+			t.Fatalf("a request near expiry: %d, %v", code, err)
+		}
+	}
+	if n := len(p.Issued()) - issued; n != 2 {
+		t.Errorf("requests near expiry got %d new tokens; want one refresh (an access and a refresh token)", n)
+	}
+}
+
+// TestClientMetadata: the document names its own URL as client_id, a
+// public native client with the CLI's loopback redirect; a URL the draft
+// forbids is refused with what it lacks.
+func TestClientMetadata(t *testing.T) {
+	m, err := oauth.NewClientMetadata("https://example.com/mcpx/client.json", "", 8123)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(m.JSON(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["client_id"] != "https://example.com/mcpx/client.json" || doc["client_name"] != "mcpx" || doc["token_endpoint_auth_method"] != "none" ||
+		fmt.Sprint(doc["redirect_uris"]) != "[http://127.0.0.1/callback http://127.0.0.1:8123/callback]" {
+		t.Errorf("the document: %s", m.JSON())
+	}
+	for u, want := range map[string]string{
+		"http://example.com/c.json":           "https",
+		"https://example.com/":                "path",
+		"https://example.com/c.json#x":        "fragment",
+		"https://u:p@example.com/c.json":      "user",
+		"https://example.com/a/../c.json":     "..",
+		"https://example.com/a/./c.json":      ".",
+		"https://example.com/client.json?x=1": "",
+	} {
+		_, err := oauth.NewClientMetadata(u, "", 0)
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v, want an error saying %q", u, err, want)
+		}
 	}
 }

@@ -30,6 +30,7 @@ type record struct {
 	TokenType    string    `json:"tokenType,omitempty"`
 	RefreshToken string    `json:"refreshToken,omitempty"`
 	Expiry       time.Time `json:"expiry,omitzero"` // zero = the server did not say
+	Issued       time.Time `json:"issued,omitzero"` // when the access token came: Expiry-Issued is its lifetime
 
 	// Registrations are the clients dynamically registered, one per issuer
 	// and redirect URI, kept across sign-ins (and a sign-out: they are not

@@ -32,8 +32,22 @@ type transport struct {
 	base   http.RoundTripper
 }
 
-// expirySkew refreshes an access token this long before it expires.
+// expirySkew refreshes an access token this long before it expires, or
+// a quarter of its lifetime before when that is shorter: a token of five
+// seconds is used for four, not refreshed before every request.
 const expirySkew = 30 * time.Second
+
+// refreshTimeout bounds a refresh, whatever becomes of the request that
+// asked for it.
+const refreshTimeout = 30 * time.Second
+
+// skew is how long before r's access token expires it is refreshed.
+func (r *record) skew() time.Duration {
+	if life := r.Expiry.Sub(r.Issued); !r.Issued.IsZero() && life > 0 && life/4 < expirySkew {
+		return life / 4
+	}
+	return expirySkew
+}
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Header.Get("Authorization") != "" || !t.c.Known(t.server) {
@@ -134,7 +148,7 @@ func (c *Client) accessToken(ctx context.Context, server, refused string) (strin
 	if rec == nil || r.AccessToken == "" {
 		return "", nil
 	}
-	stale := r.AccessToken == refused || (!r.Expiry.IsZero() && c.now().Add(expirySkew).After(r.Expiry))
+	stale := r.AccessToken == refused || (!r.Expiry.IsZero() && c.now().Add(r.skew()).After(r.Expiry))
 	if !stale {
 		return r.AccessToken, nil
 	}
@@ -144,7 +158,12 @@ func (c *Client) accessToken(ctx context.Context, server, refused string) (strin
 		}
 		return r.AccessToken, nil // about to expire: use it while it lasts
 	}
-	fresh, err := c.refresh(ctx, server, &r)
+	// The refresh outlives the request that needed it: with rotation, a
+	// refresh the authorization server answered and nobody read would
+	// leave a used refresh token, whose reuse revokes the sign-in.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+	defer cancel()
+	fresh, err := c.refresh(rctx, server, &r)
 	if err != nil {
 		c.log.Warn("oauth: refresh failed; sign in again", "server", server, "err", err)
 		c.event(server, EventFailed, "refreshing the access token: "+err.Error())
@@ -194,7 +213,7 @@ func (c *Client) refresh(ctx context.Context, server string, r *record) (string,
 	if tr.RefreshToken != "" {
 		rec.RefreshToken = tr.RefreshToken
 	}
-	rec.Expiry = time.Time{}
+	rec.Expiry, rec.Issued = time.Time{}, c.now()
 	if n, err := tr.ExpiresIn.Int64(); err == nil && n > 0 {
 		rec.Expiry = c.now().Add(time.Duration(n) * time.Second)
 	}
