@@ -157,6 +157,26 @@ func (ts *Tokens) Revoke(name string) (Info, error) {
 	return Info{Name: gone.Name, Created: gone.Created}, err
 }
 
+// Rename gives the token called from the name to, replacing a token of
+// that name (whose secret then stops working): a token made under a
+// temporary name takes its place only once it is in use.
+func (ts *Tokens) Rename(from, to string) error {
+	if err := CheckName(to); err != nil {
+		return err
+	}
+	return ts.edit(func(f *file) error {
+		i := slices.IndexFunc(f.Tokens, func(x entry) bool { return x.Name == from })
+		if i < 0 {
+			return fmt.Errorf("no owner token called %q: `mcpx token ls` lists them", from)
+		}
+		e := f.Tokens[i]
+		e.Name = to
+		f.Tokens = slices.DeleteFunc(f.Tokens, func(x entry) bool { return x.Name == from || x.Name == to })
+		f.Tokens = append(f.Tokens, e)
+		return nil
+	})
+}
+
 // Has reports whether a token called name exists.
 func (ts *Tokens) Has(name string) (bool, error) {
 	l, err := ts.List()

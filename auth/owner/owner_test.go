@@ -67,6 +67,23 @@ func TestOwnerTokens(t *testing.T) {
 		t.Errorf("the new secret: %v", err)
 	}
 
+	// Renamed over another: the renamed one works under the new name, the
+	// one it replaced does not.
+	pending, _, _ := cli.Add("claude.pending")
+	if err := cli.Rename("claude.pending", "claude"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := daemon.Check(pending); err != nil || got.Name != "claude" {
+		t.Errorf("the renamed token: %+v %v", got, err)
+	}
+	if _, err := daemon.Check(again); !errors.Is(err, owner.ErrUnknown) {
+		t.Errorf("the token renamed over: %v", err)
+	}
+	if l, _ := cli.List(); len(l) != 1 {
+		t.Errorf("after rename, list %+v", l)
+	}
+	again = pending
+
 	// Revoked: refused at the next check.
 	other, _, _ := cli.Add("scripts")
 	if _, err := cli.Revoke("claude"); err != nil {
