@@ -80,7 +80,7 @@ func commands() []command {
 		{"auth", "login <server> [--no-browser] [--port N] | status [--json] | logout <server>", "sign in to a url server behind OAuth (the browser and its redirect on this machine), show the sign-ins, or sign out (docs/oauth.md)", authCmd},
 		{"whoami", "[--json]", "show how the broker sees this caller: identity and rights", whoamiCmd},
 		{"sandbox", "show <server> [--cwd D] [--json]", "show what would confine the child that serves this caller there: paths read and written, network, environment names, limits, and what this kernel enforces", sandboxCmd},
-		{"token", "mint --sub NAME --servers a,b [--roots …] [--scopes …] [--tools …] [--rate 100/m [--burst N]] [--ttl 24h] [--admin] | ls [--json] | revoke <id> | rotate", "mint, list, revoke signed bearer tokens, or rotate their signing key", tokenCmd},
+		{"token", "mint --sub NAME --servers a,b [--roots …] [--scopes …] [--tools …] [--rate 100/m [--burst N]] [--ttl 24h] [--admin] | add NAME | ls [--json] | revoke <id|name> | rotate", "mint, list, revoke signed bearer tokens, or rotate their signing key; add or revoke the owner's named tokens for loopback TCP", tokenCmd},
 		{"config", "check|show|init [--config F] | schema | --sources | --defaults", "validate or print the configuration, print its JSON Schema, write the schema beside it (and a config naming it, if none), or list the config files in force here", configCmd},
 		{"clientgen", "ts [--servers a,b] [-o file]", "write the typed TypeScript client of the broker's tools (served at /v1/clients/typescript)", clientgenCmd},
 		{"types", "[--no-instructions] <server>[.<tool>]", "print the TypeScript declarations of a server's tools, or of one, with its instructions and prelude", typesCmd},
