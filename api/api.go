@@ -38,6 +38,7 @@ import (
 	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/api/metrics"
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/auth/owner"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/observe/daemonlog"
@@ -87,6 +88,10 @@ type Options struct {
 	// (loopback TCP, the tailnet) and backs the /v1/tokens routes; nil =
 	// signed tokens are refused (401) and those routes answer 503.
 	Tokens *auth.Issuer
+	// OwnerTokens are the owner's named tokens (package auth/owner), each
+	// admitting its bearer on loopback TCP as the daemon's token does, but
+	// surviving restarts; nil = none is accepted.
+	OwnerTokens *owner.Tokens
 	// InputWait bounds how long a child's request for input waits for a
 	// streaming caller's answer (the config's limits.inputWait); then the
 	// child gets a decline. 0 = config.DefaultInputWait.
@@ -127,6 +132,7 @@ type server struct {
 	daemon      *Daemon        // Options.Daemon; may be nil
 	node        *wire.NodeInfo // Options.Node; may be nil
 	tokens      *auth.Issuer   // Options.Tokens; may be nil
+	ownerTokens *owner.Tokens  // Options.OwnerTokens; may be nil
 	inputWait   time.Duration  // Options.InputWait
 	calls       *callRegistry  // the streamed calls that may be asked for input
 	metrics     *metrics.Metrics
@@ -182,6 +188,7 @@ func newServer(opts Options) *server {
 		daemon:      opts.Daemon,
 		node:        opts.Node,
 		tokens:      opts.Tokens,
+		ownerTokens: opts.OwnerTokens,
 		inputWait:   cmp.Or(opts.InputWait, config.DefaultInputWait),
 		calls:       newCallRegistry(),
 		metrics:     opts.Metrics,
@@ -212,17 +219,18 @@ func newServer(opts Options) *server {
 }
 
 // handler builds the router from table. Middleware order, outermost first:
-// recover panics, the dashboard's pages (which sign browsers in), then for
-// the API: authenticate, compress (not event streams), route.
+// recover panics, the 404s of OAuth's paths (faces.go), the dashboard's
+// pages (which sign browsers in), then for the API: authenticate, compress
+// (not event streams), route.
 func (s *server) handler(table []route) http.Handler {
 	rest := compress(s.router(table))
-	return s.recoverer(s.servePages(s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.recoverer(notOAuth(s.servePages(s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isMCP(r.URL.Path) {
 			s.serveMCP(w, r)
 			return
 		}
 		rest.ServeHTTP(w, r)
-	}))))
+	})))))
 }
 
 // router mounts table's routes, and nothing else.

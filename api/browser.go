@@ -210,7 +210,7 @@ func (s *server) servePages(api http.Handler) http.Handler {
 		page, _ := dashboard.Page(r.URL.Path)
 		asset, isAsset := dashboard.Asset(r.URL.Path)
 		if err := s.page(w, r, page, asset, isAsset); err != nil {
-			challenge(w, err)
+			s.challenge(w, r, err)
 			s.writeProblem(w, r, err)
 		}
 	}))

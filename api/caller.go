@@ -41,7 +41,8 @@ func callerFrom(ctx context.Context) (broker.Caller, bool) {
 //   - a signed token (package auth) admits its bearer with exactly the
 //     token's rights, on either kind of listener (jwtCaller);
 //
-//   - on loopback TCP, the daemon's own bearer token (see checkToken):
+//   - on loopback TCP, one of the owner's named tokens (ownerCaller), or
+//     the daemon's own bearer token (see checkToken):
 //     anyone on this machine can reach a loopback port, but only the
 //     daemon's user can read the token file. With it they get full rights
 //     but not Local (a TCP peer's pid cannot be checked);
@@ -55,7 +56,7 @@ func (s *server) authenticate(h http.Handler) http.Handler {
 		c, err := s.identify(r)
 		if err != nil {
 			s.metrics.AuthDenied(denialReason(err))
-			challenge(w, err)
+			s.challenge(w, r, err)
 			if isMCP(r.URL.Path) {
 				s.writeRPCDenial(w, r, err)
 				return
@@ -115,8 +116,8 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 }
 
 // credentialCaller names the caller of a network request from its
-// Authorization value authz: a signed token, the daemon's own token on
-// loopback TCP, or, with none on an Identify listener, whoever the listener
+// Authorization value authz: a signed token, on loopback TCP one of the
+// owner's named tokens (package auth/owner) or the daemon's own token, or, with none on an Identify listener, whoever the listener
 // names.
 func (s *server) credentialCaller(r *http.Request, lo listenerOpts, remote bool, authz string) (broker.Caller, error) {
 	tok, ok := bearer(authz)
@@ -126,6 +127,11 @@ func (s *server) credentialCaller(r *http.Request, lo listenerOpts, remote bool,
 			"send `Authorization: Bearer <token>` with a token from `mcpx token mint` (or, on loopback TCP, the daemon's own token)"))
 	case ok && looksSigned(tok):
 		return s.jwtCaller(tok)
+	case ok && isOwnerToken(tok) && !remote:
+		return s.ownerCaller(tok)
+	case ok && isOwnerToken(tok):
+		return broker.Caller{}, deny(denyOwnerTokenRemote, unauthorized("an owner token is for loopback TCP only",
+			"over the tailnet your tailnet identity is enough: send no Authorization header, or a token from `mcpx token mint`"))
 	case !remote:
 		if err := s.checkToken(authz); err != nil {
 			return broker.Caller{}, err

@@ -48,7 +48,7 @@ func TestTCPNeedsToken(t *testing.T) {
 				if strings.Contains(p.Detail, "/") && !strings.Contains(p.Detail, "Authorization") || strings.Contains(p.Detail, apitest.Token[:5]) {
 					t.Errorf("%s: detail %q leaks", path, p.Detail)
 				}
-				if got := r.Header.Get("WWW-Authenticate"); got != `Bearer realm="mcpx"` {
+				if got := r.Header.Get("WWW-Authenticate"); got != `Mcpx realm="mcpx"` { // not Bearer: faces.go
 					t.Errorf("%s: WWW-Authenticate %q", path, got)
 				}
 			}

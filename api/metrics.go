@@ -26,6 +26,8 @@ const (
 	denyNoToken           = "no-token"            // loopback TCP without a bearer token
 	denyWrongToken        = "wrong-token"         // loopback TCP with a token that is not the daemon's
 	denyDaemonTokenRemote = "daemon-token-remote" // the daemon's token on the tailnet
+	denyOwnerToken        = "owner-token"         // loopback TCP with an owner token that is revoked or unknown
+	denyOwnerTokenRemote  = "owner-token-remote"  // an owner token on the tailnet
 	denyNoSignedTokens    = "signed-tokens-off"
 	denyTokenInvalid      = "token-invalid"
 	denyTokenExpired      = "token-expired"

@@ -36,15 +36,22 @@ func (s *server) checkToken(authz string) error {
 			"send `Authorization: Bearer <token>`; the daemon's user finds the token in the daemon record (`mcpx daemon info`), or connect over the unix socket"))
 	case subtle.ConstantTimeCompare([]byte(got), s.token) != 1:
 		return deny(denyWrongToken, unauthorized("the bearer token is not this daemon's",
-			"a restarted daemon has a new token: read it again from the daemon record (`mcpx daemon info`)"))
+			"a restarted daemon has a new token: read it again from the daemon record (`mcpx daemon info`); for a client's config, `mcpx install <client> --http` writes an owner token that survives restarts"))
 	}
 	return nil
 }
 
-// challenge adds the WWW-Authenticate header RFC 9110 asks of a 401.
-func challenge(w http.ResponseWriter, err error) {
-	if e := (*broker.Error)(nil); errors.As(err, &e) && e.Kind == kindUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpx"`)
+// challenge adds to a 401 on loopback TCP the WWW-Authenticate header RFC
+// 9110 asks of it, in the scheme "Mcpx": not Bearer, which sends MCP
+// clients into OAuth discovery (RFC 9728, the MCP authorization spec), and
+// no resource_metadata (faces.go). The tailnet's 401s carry none: no
+// client there needs credentials but its tailnet identity.
+func (s *server) challenge(w http.ResponseWriter, r *http.Request, err error) {
+	if e := (*broker.Error)(nil); !errors.As(err, &e) || e.Kind != kindUnauthorized {
+		return
+	}
+	if _, remote, _ := networkListener(r); !remote {
+		w.Header().Set("WWW-Authenticate", `Mcpx realm="mcpx"`)
 	}
 }
 

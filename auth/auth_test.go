@@ -471,7 +471,7 @@ func TestTokensDieWithTheirMintersRights(t *testing.T) {
 // named like one of the broker's built-in callers.
 func TestMintRefusesReservedSubjects(t *testing.T) {
 	is := open(t, t.TempDir(), &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)})
-	for _, sub := range []string{"loopback", "local:1000", "anonymous", "tailnet:unknown"} {
+	for _, sub := range []string{"loopback", "loopback:claude", "local:1000", "anonymous", "tailnet:unknown"} {
 		_, _, err := is.Mint(auth.Grant{Subject: sub, Rights: rights.Rights{{Servers: []string{"*"}}}})
 		if !errors.Is(err, auth.ErrGrant) || !strings.Contains(err.Error(), "reserved") {
 			t.Errorf("subject %q: err = %v, want a reserved-subject grant error", sub, err)

@@ -44,7 +44,8 @@ type seen struct {
 
 // reservedSubject says why a subject cannot be a token's: it names one of
 // the broker's built-in callers (api: "loopback" for loopback TCP with the
-// daemon's token, "local:<uid>" for the unix socket, "anonymous" for
+// daemon's token, "loopback:<name>" for an owner token (package
+// auth/owner), "local:<uid>" for the unix socket, "anonymous" for
 // /healthz, "tailnet:unknown"), which a token's bearer must never look like
 // in logs, listings and session keys.
 func reservedSubject(sub string) (string, bool) {
@@ -53,6 +54,8 @@ func reservedSubject(sub string) (string, bool) {
 		return sub + " is the name of one of the broker's built-in callers", true
 	case strings.HasPrefix(sub, "local:"):
 		return "local:… names the broker's unix-socket callers", true
+	case strings.HasPrefix(sub, "loopback:"):
+		return "loopback:… names the bearers of the owner's tokens on loopback TCP", true
 	}
 	return "", false
 }

@@ -34,16 +34,19 @@ type ServerOptions struct {
 	// Daemon returns the running local daemon, for an HTTP entry with no
 	// Broker; it is called for that entry only. Its error is that there
 	// is no daemon record in StateDir, which messages name.
-	Daemon   func() (Daemon, error)
-	StateDir string
+	Daemon func() (Daemon, error)
+	// OwnerToken returns the owner token an HTTP entry of the local daemon
+	// carries (package auth/owner: named, revocable, it survives the
+	// daemon's restarts and upgrades); it is called for that entry only.
+	OwnerToken func() (string, error)
+	StateDir   string
 }
 
 // Daemon is the local daemon as its record says, for an HTTP entry.
 type Daemon struct {
 	Pid int
 	// URL is its loopback base URL; "" = it serves none (--listen off).
-	URL   string
-	Token string // its bearer token
+	URL string
 	// Socket is its unix socket, and Answers whether it answers there now.
 	Socket  string
 	Answers bool
@@ -56,10 +59,10 @@ type Daemon struct {
 //     on (a socket and the token file made absolute: the client starts
 //     the bridge in a directory of its own);
 //   - with HTTP, the broker's /mcp endpoint and an Authorization header:
-//     the running local daemon's loopback URL and token (which change
-//     when it restarts: a note says so), or Broker's URL or tailnet name
-//     with Token. A socket, or a name reached through --tsnet, has no URL
-//     a client could dial: an error says to leave out --http.
+//     the running local daemon's loopback URL and an owner token of the
+//     client's (OwnerToken), or Broker's URL or tailnet name with Token.
+//     A socket, or a name reached through --tsnet, has no URL a client
+//     could dial: an error says to leave out --http.
 func ServerFor(o ServerOptions) (Server, []string, error) {
 	if !o.HTTP {
 		return bridge(o)
@@ -120,8 +123,12 @@ func localHTTP(o ServerOptions) (Server, []string, error) {
 	case !d.Answers:
 		return Server{}, nil, fmt.Errorf("the daemon of the record in %s (pid %d) does not answer on %s: start it and run this again", o.StateDir, d.Pid, d.Socket)
 	}
-	note := fmt.Sprintf("the entry holds the URL and token of the daemon running now (pid %d): when it restarts its token changes (and its port, unless it runs with a fixed --listen 127.0.0.1:PORT); run this again then, or leave out --http for the stdio bridge, which finds the daemon itself", d.Pid)
-	return bearer(Server{URL: d.URL + "/mcp"}, d.Token), []string{note}, nil
+	token, err := o.OwnerToken()
+	if err != nil {
+		return Server{}, nil, err
+	}
+	note := fmt.Sprintf("the entry holds an owner token of its own, which survives the daemon's restarts and upgrades (`mcpx token ls` shows it, `mcpx token revoke` ends it), and the daemon's URL %s: its port stays the same across restarts only with a fixed --listen 127.0.0.1:PORT; or leave out --http for the stdio bridge, which finds the daemon itself", d.URL)
+	return bearer(Server{URL: d.URL + "/mcp"}, token), []string{note}, nil
 }
 
 // bearer is s with the Authorization header of token, if any.

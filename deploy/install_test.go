@@ -27,11 +27,12 @@ func TestServerFor(t *testing.T) {
 	}
 	noToken := unused("the token")
 	noDaemon := unused("the daemon record")
+	noOwnerToken := unused("an owner token")
 	token := func(tok string) func() (string, error) { return func() (string, error) { return tok, nil } }
 	daemon := func(d deploy.Daemon, err error) func() (deploy.Daemon, error) {
 		return func() (deploy.Daemon, error) { return d, err }
 	}
-	running := deploy.Daemon{Pid: 42, URL: "http://127.0.0.1:4000", Token: "dtok", Socket: "/run/mcpx.sock", Answers: true}
+	running := deploy.Daemon{Pid: 42, URL: "http://127.0.0.1:4000", Socket: "/run/mcpx.sock", Answers: true}
 	for _, tc := range []struct {
 		name  string
 		o     deploy.ServerOptions
@@ -45,9 +46,12 @@ func TestServerFor(t *testing.T) {
 		{name: "bridge to a tailnet name", o: deploy.ServerOptions{Broker: "mcpx", Tailnet: true, TSNet: true},
 			want: deploy.Server{Args: []string{"mcp", "--broker", "mcpx", "--tsnet"}}},
 		{name: "bridge to a URL", o: deploy.ServerOptions{Broker: "https://b.example/"}, want: deploy.Server{Args: []string{"mcp", "--broker", "https://b.example/"}}},
-		{name: "the running daemon", o: deploy.ServerOptions{HTTP: true, Token: token(""), Daemon: daemon(running, nil)},
-			want:  deploy.Server{URL: "http://127.0.0.1:4000/mcp", Headers: map[string]string{"Authorization": "Bearer dtok"}},
-			notes: "the URL and token of the daemon running now (pid 42): when it restarts its token changes"},
+		{name: "the running daemon", o: deploy.ServerOptions{HTTP: true, Token: token(""), Daemon: daemon(running, nil), OwnerToken: token("mcpx_otok")},
+			want:  deploy.Server{URL: "http://127.0.0.1:4000/mcp", Headers: map[string]string{"Authorization": "Bearer mcpx_otok"}},
+			notes: "an owner token of its own, which survives the daemon's restarts and upgrades"},
+		{name: "an owner token that cannot be made", o: deploy.ServerOptions{HTTP: true, Token: token(""), Daemon: daemon(running, nil),
+			OwnerToken: func() (string, error) { return "", errors.New("creating the token directory: denied") }},
+			err: "creating the token directory: denied"},
 		{name: "no daemon record", o: deploy.ServerOptions{HTTP: true, StateDir: "/st", Token: token(""), Daemon: daemon(deploy.Daemon{}, os.ErrNotExist)},
 			err: "no daemon record is in /st (file does not exist): start the daemon"},
 		{name: "a daemon with no TCP", o: deploy.ServerOptions{HTTP: true, Token: token(""), Daemon: daemon(deploy.Daemon{Pid: 42}, nil)},
@@ -69,6 +73,9 @@ func TestServerFor(t *testing.T) {
 		}
 		if o.Daemon == nil {
 			o.Daemon = func() (deploy.Daemon, error) { noDaemon(); return deploy.Daemon{}, nil }
+		}
+		if o.OwnerToken == nil {
+			o.OwnerToken = func() (string, error) { noOwnerToken(); return "", nil }
 		}
 		got, notes, err := deploy.ServerFor(o)
 		switch {

@@ -36,7 +36,8 @@ func mcpSession(t *testing.T, n *tsnet.Node, root string) (*mcp.ClientSession, e
 
 // TestMCPOverTheTailnet: a laptop node's MCP client reaches /mcp by name
 // with no token, its root under its granted root becomes the child's
-// directory; a node without a grant is refused.
+// directory; so does Claude Code; a node without a grant is refused, and
+// Claude Code says why.
 func TestMCPOverTheTailnet(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	tn := newTailnet(t)
@@ -61,6 +62,15 @@ func TestMCPOverTheTailnet(t *testing.T) {
 	if err != nil || res.IsError || len(res.Content) == 0 || res.Content[0].(*mcp.TextContent).Text != work {
 		t.Fatalf("demo__cwd over the tailnet: %+v, %v; want %s", res, err, work)
 	}
+
+	// Claude Code itself, with the URL alone: connected, and it never goes
+	// looking for OAuth (issue 34).
+	claude := newClaudeCode(t, laptopNode, claudeDir(t, root))
+	line, paths := claude.list(t)
+	if !strings.HasSuffix(line, "✔ Connected") {
+		t.Errorf("claude mcp list over the tailnet: %q (asked %q), want connected", line, paths)
+	}
+	wantNoOAuth(t, paths)
 
 	// A tool pattern in the grant: the other tools are not listed, and a
 	// call to one is refused as a tool that does not exist.
@@ -98,5 +108,21 @@ func TestMCPOverTheTailnet(t *testing.T) {
 	})
 	if _, err := mcpSession(t, laptopNode, work); err == nil || !strings.Contains(err.Error(), "403") && !strings.Contains(strings.ToLower(err.Error()), "forbidden") {
 		t.Errorf("a node without a grant connected: %v", err)
+	}
+	// Claude Code is refused (it shows the 403 as "Needs authentication")
+	// and is not sent into OAuth.
+	line, paths = claude.list(t)
+	if strings.HasSuffix(line, "✔ Connected") {
+		t.Errorf("claude mcp list without a grant: %q", line)
+	}
+	wantNoOAuth(t, paths)
+	tn.control.SetGlobalAppCaps(grant(`{"servers": ["demo"], "roots": ["` + root + `"]}`))
+	testenv.WaitFor(t, "the grant to return", func() bool {
+		code, _ := laptop.do(t, "GET", "/v1/whoami", "")
+		return code == 200
+	})
+	// With the grant back it connects: it kept no "needs auth" state.
+	if line, paths = claude.list(t); !strings.HasSuffix(line, "✔ Connected") {
+		t.Errorf("claude mcp list with the grant back: %q (asked %q), want connected", line, paths)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"mcpx.dev/mcpx/auth/owner"
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/deploy"
 	"mcpx.dev/mcpx/wire"
@@ -67,8 +69,9 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 	}
 	e := deploy.Env{Home: home, Getenv: c.getenv, Binary: bin}
 	var notes []string
+	tok := &pendingToken{state: state, name: h.Name, dry: *dry}
 	if !*uninstall { // uninstall finds our entry by its recorded hash, whatever its form
-		if e.MCP, notes, err = mcpServer(c, bo, *httpForm, state); err != nil {
+		if e.MCP, notes, err = mcpServer(c, bo, *httpForm, state, tok); err != nil {
 			fmt.Fprintf(c.stderr, "mcpx install %s: %v\n", h.Name, err)
 			return exitFailed
 		}
@@ -83,16 +86,26 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 		apply = rec.Uninstall
 	}
 	results, err := apply(h.Parts(e), *dry)
+	if terr := tok.settle(err == nil && !slices.ContainsFunc(results, func(r deploy.Result) bool { return r.Action == deploy.Edited })); terr != nil && err == nil {
+		err = terr
+	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "mcpx install %s: %v\n", h.Name, err)
 		return exitFailed
+	}
+	if *uninstall && !*dry {
+		for _, n := range revokeInstalled(state, h.Name) {
+			fmt.Fprintln(c.stdout, n)
+		}
 	}
 	return printResults(c, results, append(notes, h.Notes(e)...), *dry, *uninstall)
 }
 
 // mcpServer is the MCP entry's form for install's flags
 // (deploy.ServerFor), with notes for the user.
-func mcpServer(c *cli, bo *brokerOpts, httpForm bool, state string) (deploy.Server, []string, error) {
+// An HTTP entry of the local daemon gets an owner token of its own
+// (pendingToken).
+func mcpServer(c *cli, bo *brokerOpts, httpForm bool, state string, tok *pendingToken) (deploy.Server, []string, error) {
 	_, tailnet := client.BrokerAddr(bo.addr)
 	return deploy.ServerFor(deploy.ServerOptions{HTTP: httpForm, Broker: bo.addr, Tailnet: bo.addr != "" && tailnet, TSNet: bo.tsnet, TokenFile: bo.tokenFile,
 		Token: func() (string, error) { return brokerToken(c, bo.tokenFile) },
@@ -101,9 +114,61 @@ func mcpServer(c *cli, bo *brokerOpts, httpForm bool, state string) (deploy.Serv
 			if err != nil {
 				return deploy.Daemon{}, err
 			}
-			return deploy.Daemon{Pid: rec.Pid, URL: rec.URL, Token: rec.Token, Socket: rec.Socket, Answers: rec.URL != "" && client.Answers(rec.Socket)}, nil
+			return deploy.Daemon{Pid: rec.Pid, URL: rec.URL, Socket: rec.Socket, Answers: rec.URL != "" && client.Answers(rec.Socket)}, nil
 		},
-		StateDir: state})
+		OwnerToken: tok.make,
+		StateDir:   state})
+}
+
+// pendingToken is the owner token an --http entry of the local daemon
+// carries (package auth/owner), named after the client. Its secret goes
+// into the client's config and nowhere else (never an argv). It is made
+// under a name of its own and takes the client's name, replacing the
+// token an earlier install made, only once the entry is written (settle):
+// an entry left as it is (edited) keeps working. A dry run makes none.
+type pendingToken struct {
+	state, name string
+	dry         bool
+	made        string // the temporary name; "" = none made
+}
+
+func (p *pendingToken) make() (string, error) {
+	if p.dry {
+		return "<a new owner token named " + p.name + ">", nil
+	}
+	p.made = p.name + ".pending"
+	secret, _, err := owner.Open(filepath.Join(p.state, "auth")).Add(p.made)
+	if err != nil {
+		p.made = ""
+	}
+	return secret, err
+}
+
+// settle gives the made token the client's name if the entry was written
+// (ok), and revokes it otherwise.
+func (p *pendingToken) settle(ok bool) error {
+	if p.made == "" {
+		return nil
+	}
+	ts := owner.Open(filepath.Join(p.state, "auth"))
+	if !ok {
+		_, err := ts.Revoke(p.made)
+		return err
+	}
+	return ts.Rename(p.made, p.name)
+}
+
+// revokeInstalled revokes the owner token an --http install made for the
+// client name, if there is one, and says so.
+func revokeInstalled(state, name string) []string {
+	ts := owner.Open(filepath.Join(state, "auth"))
+	if has, err := ts.Has(name); err != nil || !has {
+		return nil
+	}
+	if _, err := ts.Revoke(name); err != nil {
+		return []string{fmt.Sprintf("the owner token %s stays: %v", name, err)}
+	}
+	return []string{fmt.Sprintf("revoked the owner token %s (`mcpx install %s --http` made it)", name, name)}
 }
 
 // printHarnesses is `mcpx install --list`: each client, its files, and the

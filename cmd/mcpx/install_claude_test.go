@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,8 +158,11 @@ func TestInstallClaudeHTTPEntry(t *testing.T) {
 
 // TestInstallClaudeDaemon is the whole path: a real daemon, `mcpx install
 // claude` writing the stdio bridge `mcpx mcp`, then --http writing the
-// daemon's own loopback /mcp URL and token from its record; Claude Code
-// connects to both.
+// daemon's own loopback /mcp URL and an owner token of Claude Code's;
+// Claude Code connects to both, and to the --http entry still after the
+// daemon restarts (on the same port). Revoked, the token is refused with
+// a message naming the fix, and Claude Code, given a new one by a second
+// install, connects again: no OAuth state is left behind (issue 34).
 func TestInstallClaudeDaemon(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	home, state := claudeHome(t)
@@ -174,25 +179,32 @@ func TestInstallClaudeDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stopDaemon := context.WithCancel(t.Context())
-	var logs testenv.SyncBuffer
-	served := make(chan int, 1)
 	// The demo child is the test binary run as mcpx (the symlink), so that
 	// TestMain serves it: the built-in config's <self> is the test binary,
 	// which would run the tests instead.
 	cfgFile := filepath.Join(filepath.Dir(home), "config.json")
 	testenv.WriteFile(t, cfgFile, `{"servers": {"demo": {"command": "`+bin+`", "args": ["demo-server"], "env": {"`+proctest.MarkerEnv+`": "`+proctest.Marker(t)+`"}}}}`)
-	go func() {
-		served <- run(ctx, []string{"serve", "--socket", sock, "--state-dir", state, "--listen", "127.0.0.1:0", "--config", cfgFile},
-			strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
-	}()
-	defer func() {
-		stopDaemon()
-		if code := <-served; code != exitOK {
-			t.Errorf("serve exited %d:\n%s", code, logs.String())
-		}
-	}()
-	testenv.WaitFor(t, "the socket to answer", func() bool { return client.Answers(sock) })
+	var logs testenv.SyncBuffer
+	serve := func(listen string) (stop func()) {
+		ctx, cancel := context.WithCancel(t.Context())
+		served := make(chan int, 1)
+		go func() {
+			served <- run(ctx, []string{"serve", "--socket", sock, "--state-dir", state, "--listen", listen, "--config", cfgFile},
+				strings.NewReader(""), &testenv.SyncBuffer{}, &logs)
+		}()
+		testenv.WaitFor(t, "the daemon to answer and publish its record", func() bool {
+			_, err := client.ReadRecord(state)
+			return err == nil && client.Answers(sock)
+		})
+		return sync.OnceFunc(func() {
+			cancel()
+			if code := <-served; code != exitOK {
+				t.Errorf("serve exited %d:\n%s", code, logs.String())
+			}
+		})
+	}
+	stopDaemon := serve("127.0.0.1:0")
+	defer func() { stopDaemon() }()
 
 	// `mcpx mcp`, started by Claude Code, reaches the daemon on its default
 	// socket (the XDG variables claudeHome set are in Claude Code's
@@ -204,14 +216,54 @@ func TestInstallClaudeDaemon(t *testing.T) {
 	}
 	wantConnected(t, line)
 
-	installClaude(t, "--http", "--binary", bin, "--state-dir", state)
+	out := installClaude(t, "--http", "--binary", bin, "--state-dir", state)
 	rec, err := client.ReadRecord(state)
 	if err != nil {
 		t.Fatal(err)
+	}
+	cfg := filepath.Join(home, ".claude.json")
+	b, err := os.ReadFile(cfg)
+	if st, _ := os.Stat(cfg); err != nil || st.Mode().Perm() != 0o600 || strings.Contains(string(b), rec.Token) || !strings.Contains(string(b), "Bearer mcpx_") {
+		t.Fatalf("~/.claude.json (%v): want mode 0600 and an owner token, not the daemon's:\n%s", err, b)
+	}
+	if !strings.Contains(out, "file mode 0600") || !strings.Contains(out, "survives the daemon's restarts") {
+		t.Errorf("install --http says:\n%s", out)
 	}
 	line = claudeMCPList(t, home)
 	if !strings.HasPrefix(line, "mcpx: "+rec.URL+"/mcp (HTTP)") {
 		t.Errorf("claude mcp list: %q, want the daemon's %s/mcp", line, rec.URL)
 	}
 	wantConnected(t, line)
+
+	// A restart: a new daemon token, the same port, the same entry.
+	stopDaemon()
+	stopDaemon = serve(strings.TrimPrefix(rec.URL, "http://"))
+	if again, err := client.ReadRecord(state); err != nil || again.Token == rec.Token || again.URL != rec.URL {
+		t.Fatalf("the restarted daemon's record: %+v %v; want a new token on %s", again, err, rec.URL)
+	}
+	wantConnected(t, claudeMCPList(t, home))
+	tokens := mcpxOut(t, "token", "ls", "--state-dir", state)
+	if !strings.Contains(tokens, "owner tokens") || !regexp.MustCompile(`(?m)^claude\s+\S+\s+20`).MatchString(tokens) {
+		t.Errorf("mcpx token ls: want the owner token claude, used:\n%s", tokens)
+	}
+
+	// Revoked: refused at once, saying how to fix it; installed again, it
+	// connects (Claude Code kept no OAuth state).
+	mcpxOut(t, "token", "revoke", "claude", "--state-dir", state)
+	if line := claudeMCPList(t, home); !strings.Contains(line, "401") || !strings.Contains(line, "--http") {
+		t.Errorf("claude mcp list with a revoked token: %q, want a 401 saying how to fix it", line)
+	}
+	installClaude(t, "--http", "--binary", bin, "--state-dir", state)
+	wantConnected(t, claudeMCPList(t, home))
+}
+
+// mcpxOut runs `mcpx args...` in this process, which must succeed, and
+// returns its output.
+func mcpxOut(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run(t.Context(), args, strings.NewReader(""), &out, &errOut); code != exitOK {
+		t.Fatalf("mcpx %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
+	}
+	return out.String() + errOut.String()
 }

@@ -16,6 +16,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/auth"
+	"mcpx.dev/mcpx/auth/owner"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/paths"
@@ -97,7 +98,8 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	h := api.New(api.Options{Broker: d.Broker, MCP: d.MCP, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
 		InputWait: cfg.Limits.InputWait.D(),
 		Daemon:    &api.Daemon{Info: info, Config: ctl.Config, Stop: ctl.Stop, StopNow: ctl.StopNow, Reload: ctl.ReloadAPI, Upgrade: up.Request}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
-		Tailnet: apiTailnet(node), Metrics: d.Metrics, CodeCache: filepath.Join(state, "code")})
+		OwnerTokens: owner.Open(filepath.Join(state, "auth")),
+		Tailnet:     apiTailnet(node), Metrics: d.Metrics, CodeCache: filepath.Join(state, "code")})
 	rec, err := daemon.PublishRecord(log, info, token)
 	if err != nil {
 		return fail(err)

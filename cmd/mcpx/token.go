@@ -13,10 +13,14 @@ import (
 
 // tokenCmd is `mcpx token mint|ls|revoke <id>|rotate`: the broker's signed
 // bearer tokens (package auth), through the /v1/tokens routes. Minting
-// needs the unix socket as the daemon's user, or an admin caller.
+// needs the unix socket as the daemon's user, or an admin caller. And
+// `mcpx token add <name>|revoke <name>`: the owner's named tokens for
+// loopback TCP (package auth/owner), kept in this machine's state
+// directory; `ls` lists both.
 func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "token")
 	brokerAddr := brokerFlag(fs)
+	stateFlag := fs.String("state-dir", "", "add, revoke, ls: the daemon's state directory, which keeps the owner tokens (default $XDG_STATE_HOME/mcpx)")
 	asJSON := fs.Bool("json", false, "print the broker's JSON answer")
 	sub := fs.String("sub", "", "mint: who the token is for; it becomes the caller's name (required)")
 	servers := fs.String("servers", "", "mint: comma-separated servers the token may use, or '*' (required)")
@@ -37,9 +41,31 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	}
 	switch {
 	case len(pos) == 1 && (pos[0] == "mint" || pos[0] == "ls" || pos[0] == "rotate"):
-	case len(pos) == 2 && pos[0] == "revoke":
+	case len(pos) == 2 && (pos[0] == "revoke" || pos[0] == "add"):
 	default:
-		return usageError(c, fs, "want `mint --sub NAME --servers …`, `ls`, `revoke <id>` or `rotate`")
+		return usageError(c, fs, "want `mint --sub NAME --servers …`, `add NAME`, `ls`, `revoke <id or name>` or `rotate`")
+	}
+	owners, err := ownerTokens(c, *stateFlag)
+	if err != nil {
+		return report(c, err)
+	}
+	// Owner tokens are this machine's: with --broker elsewhere, only an
+	// explicit --state-dir names them.
+	local := brokerAddr.addr == "" || *stateFlag != ""
+	switch has, err := owners.Has(pos[len(pos)-1]); {
+	case pos[0] == "add":
+		return addOwnerToken(c, owners, pos[1], *asJSON)
+	case pos[0] == "revoke" && local && err == nil && has:
+		info, err := owners.Revoke(pos[1])
+		if err != nil {
+			return report(c, err)
+		}
+		fmt.Fprintf(c.stdout, "revoked owner token %s (made %s): the daemon refuses it from its next request\n", info.Name, info.Created.Local().Format(time.RFC3339))
+		return exitOK
+	case pos[0] == "ls" && local && !*asJSON:
+		if err := printOwnerTokens(c, owners); err != nil {
+			return report(c, err)
+		}
 	}
 	if pos[0] == "mint" && (*sub == "" || (*servers == "" && !*metricsRight)) {
 		return usageError(c, fs, "mint needs --sub NAME and --servers a,b (or --servers '*'; a --metrics token may have none)")
