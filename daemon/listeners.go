@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"mcpx.dev/mcpx/api"
+	"mcpx.dev/mcpx/internal/atomicfile"
 )
 
 // Listeners are the daemon's listeners, each with how it is served. They
@@ -22,6 +27,10 @@ import (
 //	…                 // later steps, which may fail
 //	for _, a := range lns.Actors(h) { g.Add(a.Execute, a.Interrupt) }
 type Listeners struct {
+	// State is the daemon's state directory, where a loopback listener of
+	// port 0 remembers the port it got (Local); "" = nowhere.
+	State string
+
 	list   []listener
 	handed bool        // Actors has handed the listeners over
 	keep   atomic.Bool // an upgrade: the actors stop accepting but leave the sockets open (handlisteners.go)
@@ -48,6 +57,11 @@ func (s *Listeners) Add(ln net.Listener, opts api.ServeOptions) {
 // not "", the loopback TCP listener at addr, served with opts and at most
 // maxConns connections at once. It returns the TCP listener (nil without
 // addr).
+//
+// A port-0 addr first tries the port the last daemon of s.State got, so
+// that a client entry written with that address (`mcpx install <client>
+// --http`, with its owner token) outlives a restart; another free port
+// when that one is taken.
 func (s *Listeners) Local(sock, addr string, opts api.ServeOptions, maxConns int) (net.Listener, error) {
 	uln, err := api.ListenUnix(sock)
 	if err != nil {
@@ -57,7 +71,7 @@ func (s *Listeners) Local(sock, addr string, opts api.ServeOptions, maxConns int
 	if addr == "" {
 		return nil, nil
 	}
-	tln, err := api.ListenLoopback(addr)
+	tln, err := listenSticky(s.State, addr)
 	if err != nil {
 		return nil, fmt.Errorf("--listen: %w", err)
 	}
@@ -102,4 +116,33 @@ func (s *Listeners) Actors(h http.Handler) []Actor {
 		})
 	}
 	return out
+}
+
+// stickyFile is where, in the state directory, a port-0 loopback listener
+// remembers its port.
+const stickyFile = "loopback-port"
+
+// listenSticky listens on addr; for port 0, on the port remembered in
+// state first (see Local), then remembers the one it got.
+func listenSticky(state, addr string) (net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port != "0" || state == "" {
+		return api.ListenLoopback(addr)
+	}
+	file := filepath.Join(state, stickyFile)
+	if b, err := os.ReadFile(file); err == nil {
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 && p < 65536 {
+			if ln, err := api.ListenLoopback(net.JoinHostPort(host, strconv.Itoa(p))); err == nil {
+				return ln, nil
+			}
+		}
+	}
+	ln, err := api.ListenLoopback(addr)
+	if err != nil {
+		return nil, err
+	}
+	if _, p, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		atomicfile.Write(file, []byte(p+"\n"), 0o600) //nolint:errcheck // a port not remembered: the next daemon gets another
+	}
+	return ln, nil
 }

@@ -64,7 +64,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	var lns daemon.Listeners
+	lns := daemon.Listeners{State: state}
 	defer lns.Close() // what a failed start opened; once served, nothing
 	so := api.ServeOptions{Logger: log, DrainTimeout: f.drain}
 	var tln net.Listener
