@@ -127,7 +127,7 @@ func localHTTP(o ServerOptions) (Server, []string, error) {
 	if err != nil {
 		return Server{}, nil, err
 	}
-	note := fmt.Sprintf("the entry holds an owner token of its own, which survives the daemon's restarts and upgrades (`mcpx token ls` shows it, `mcpx token revoke` ends it), and the daemon's URL %s: its port stays the same across restarts only with a fixed --listen 127.0.0.1:PORT; or leave out --http for the stdio bridge, which finds the daemon itself", d.URL)
+	note := fmt.Sprintf("the entry holds an owner token of its own, which survives the daemon's restarts and upgrades (`mcpx token ls` shows it, `mcpx token revoke` ends it), and the daemon's URL %s: its port stays the same across restarts unless another program takes it (then install again, or give the daemon a fixed --listen 127.0.0.1:PORT); or leave out --http for the stdio bridge, which finds the daemon itself", d.URL)
 	return bearer(Server{URL: d.URL + "/mcp"}, token), []string{note}, nil
 }
 
