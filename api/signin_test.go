@@ -9,10 +9,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/rights"
@@ -20,6 +23,7 @@ import (
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/oauthtest"
+	"mcpx.dev/mcpx/observe/tracing"
 	"mcpx.dev/mcpx/wire"
 )
 
@@ -246,4 +250,109 @@ func TestSignInByURLElicitation(t *testing.T) {
 	if p.Registered() != registered {
 		t.Error("a sign-in was begun for a client that cannot be asked")
 	}
+}
+
+// TestNoSecretAnywhere runs a full sign-in (registration, code, PKCE),
+// calls that refresh the token on every one (it expires within the
+// refresh margin), a stdio child beside it, and a sign-out with
+// revocation, with tracing on and records kept; then no token, code,
+// verifier or client secret the provider handed out or was sent is in the
+// daemon's log, its events, its call records, its spans, its metrics, any
+// problem body it answered, or the argv of any process it started.
+func TestNoSecretAnywhere(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	defer tracing.Use(tp)()
+	p := oauthtest.New(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demo.NewServer() }, nil))
+	p.ExpiresIn = 20 // inside the 30 s refresh margin: every call refreshes first
+	cfg := apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global"}`})
+	hosted, err := config.Parse([]byte(`{"servers": {"hosted": {"url": "`+p.MCPURL()+`"}}}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Servers["hosted"] = hosted.Servers["hosted"]
+	state := t.TempDir()
+	d := apitest.Start(t, apitest.Options{Config: cfg, StateDir: state})
+	rt, _ := wire.Lookup(wire.OpCallTool)
+	var seen strings.Builder // everything the daemon said or kept
+	call := func(server, msg string, want int) {
+		r := d.Unix.Do(t, "POST", rt.Path(server, "echo"), `{"message":"`+msg+`"}`)
+		seen.Write(r.Bytes)
+		if r.StatusCode != want {
+			t.Fatalf("call %s: %d %s, want %d", server, r.StatusCode, r.Bytes, want)
+		}
+	}
+	call("hosted", "before", http.StatusForbidden)
+	if r := oauthSignIn(t, d.Unix, "hosted", "owner"); r.StatusCode != 200 {
+		t.Fatalf("sign in: %d %s", r.StatusCode, r.Bytes)
+	}
+	call("hosted", "one", 200)
+	call("hosted", "two", 200)
+	call("demo", "child", 200)
+	for _, pid := range childPids(t) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		seen.Write(b)
+	}
+	lort, _ := wire.Lookup(wire.OpAuthLogout)
+	if r := d.Unix.Do(t, "DELETE", lort.Path("hosted"), ""); r.StatusCode != 200 || !strings.Contains(string(r.Bytes), `"revoked":true`) {
+		t.Fatalf("sign out: %d %s", r.StatusCode, r.Bytes)
+	}
+	call("hosted", "after", http.StatusForbidden)
+	for _, op := range []string{wire.OpEvents, wire.OpMetrics, wire.OpAuthStatus} {
+		r, _ := wire.Lookup(op)
+		seen.Write(d.Unix.Do(t, "GET", r.Path()+"?follow=false", "").Bytes)
+	}
+	if !strings.Contains(seen.String(), "auth-refreshed") {
+		t.Error("no auth-refreshed event: the run did not refresh")
+	}
+	filepath.WalkDir(filepath.Join(state, "records"), func(path string, de os.DirEntry, err error) error {
+		if err == nil && !de.IsDir() {
+			b, _ := os.ReadFile(path)
+			seen.Write(b)
+		}
+		return nil
+	})
+	for _, s := range rec.Ended() {
+		fmt.Fprintln(&seen, s.Name(), s.Status(), s.Attributes(), s.Events())
+	}
+	seen.WriteString(d.Logs.String())
+	secrets := p.Issued()
+	if len(secrets) < 8 { // a secret, a code, a verifier, three access and three refresh tokens at least
+		t.Fatalf("the provider handed out %d secrets; the run is not what this test means", len(secrets))
+	}
+	for _, s := range secrets {
+		if strings.Contains(seen.String(), s) {
+			t.Errorf("a secret (%.10s…) is in what the daemon said or kept", s)
+		}
+	}
+}
+
+// childPids are the processes whose parent is this test process.
+func childPids(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so read after its ")".
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			out = append(out, pid)
+		}
+	}
+	if len(out) == 0 {
+		t.Error("no child process found: the argv check checked nothing")
+	}
+	return out
 }

@@ -91,7 +91,8 @@ func (p *Provider) MCPURL() string { return p.RS.URL + "/mcp" }
 func (p *Provider) Lock()   { p.mu.Lock() }
 func (p *Provider) Unlock() { p.mu.Unlock() }
 
-// Issued returns every token, code and client secret handed out so far.
+// Issued returns every token, code and client secret handed out so far,
+// and every PKCE verifier a client sent.
 func (p *Provider) Issued() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -245,6 +246,9 @@ func (p *Provider) serveToken(w http.ResponseWriter, r *http.Request) {
 		g, ok := p.codes[f.Get("code")]
 		user = g.user
 		delete(p.codes, f.Get("code"))
+		if v := f.Get("code_verifier"); v != "" {
+			p.issued = append(p.issued, v) // a secret the client made: Issued lists it too
+		}
 		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
 		if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge || f.Get("redirect_uri") != g.redirect {
 			http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
