@@ -356,3 +356,49 @@ func childPids(t *testing.T) []int {
 	}
 	return out
 }
+
+// TestDashboardSignInButton is what the dashboard's "Sign in" button does
+// (api/dashboard/assets/ui/app.js, signInButton): the page's session, with
+// its CSRF secret, begins a sign-in whose redirect URI is the page's own
+// origin's /v1/auth/redirect; the browser opens the link in a tab, with
+// neither cookie nor Mcpx-Client, signs in at the provider, and is sent
+// back to the daemon, which completes the sign-in and says so.
+func TestDashboardSignInButton(t *testing.T) {
+	p := oauthtest.New(t, nil)
+	cfg, err := config.Parse([]byte(`{"servers": {"hosted": {"url": "`+p.MCPURL()+`"}}}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := apitest.Start(t, apitest.Options{Config: cfg})
+	b := browser(d)
+	cookie, csrf := signIn(t, b, apitest.Token)
+	page := []string{"Content-Type", "application/json", wire.HeaderClient, "mcpx-dashboard", "Cookie", cookie, wire.HeaderCSRF, csrf}
+	var st wire.AuthStatusList
+	b.Do(t, "GET", "/v1/auth", "", page...).Decode(t, &st)
+	if len(st.Servers) != 1 || st.Servers[0].SignedIn {
+		t.Fatalf("the page's /v1/auth: %+v, want hosted, not signed in (the button shows)", st.Servers)
+	}
+	lrt, _ := wire.Lookup(wire.OpAuthLogin)
+	r := b.Do(t, "POST", lrt.Path("hosted"), `{"redirectUri": "http://`+d.TCPAddr+`/v1/auth/redirect"}`, page...)
+	if r.StatusCode != 200 {
+		t.Fatalf("the button's request: %d %s", r.StatusCode, r.Bytes)
+	}
+	var l wire.AuthLogin
+	r.Decode(t, &l)
+	resp, err := http.Get(l.AuthorizationURL) // the new tab: the provider, then back to the daemon
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "Signed in to hosted") || resp.Request.URL.Host != d.TCPAddr {
+		t.Errorf("the tab ended at %s: %d %s, want the daemon's page", resp.Request.URL, resp.StatusCode, body)
+	}
+	b.Do(t, "GET", "/v1/auth", "", page...).Decode(t, &st)
+	if len(st.Servers) != 1 || !st.Servers[0].SignedIn {
+		t.Errorf("after the tab: %+v, want signed in (the button goes)", st.Servers)
+	}
+	if again, err := http.Get(resp.Request.URL.String()); err != nil || again.StatusCode != http.StatusBadRequest {
+		t.Errorf("the redirect again (its state spent): %v %v, want 400", again, err)
+	}
+}
