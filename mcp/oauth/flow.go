@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -117,12 +116,15 @@ func (c *Client) scopes(ch Challenge, meta *Metadata, rec *record, reg clientReg
 	return scopes
 }
 
+// probeBody is the request that asks a server for its challenge: an
+// initialize, which a server that needs sign-in answers 401.
+const probeBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpx","version":"sign-in"}}}`
+
 // probe asks the server, with no token, for its challenge: an initialize
 // request, which a server that needs sign-in answers 401. The zero
 // Challenge when it says nothing.
 func (c *Client) probe(ctx context.Context, serverURL string) Challenge {
-	body := []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpx","version":"sign-in"}}}`)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, strings.NewReader(probeBody))
 	if err != nil {
 		return Challenge{}
 	}
