@@ -96,6 +96,12 @@ func (s *server) identify(r *http.Request) (broker.Caller, error) {
 	if err != nil {
 		return broker.Caller{}, err
 	}
+	if !remote && r.Method == http.MethodGet && r.URL.Path == authRedirectPath && r.Header.Get("Origin") == "" {
+		// A browser's navigation back from signing in (signin.go): its
+		// state is the capability; it acts as nobody. A page's request
+		// (Origin) meets the browser guard.
+		return broker.Caller{Name: "browser", Via: wire.ViaTCPLoopback, Rights: rights.None()}, nil
+	}
 	if isMCP(r.URL.Path) {
 		// MCP clients: no cookie, no Mcpx-Client (api/mcp.go).
 		if err := mcpGuard(r); err != nil {
@@ -154,6 +160,13 @@ func (s *server) credentialCaller(r *http.Request, lo listenerOpts, remote bool,
 // carries no token, and the answer names nothing but the version.
 var healthzPath = func() string {
 	rt, _ := wire.Lookup(wire.OpHealthz)
+	return rt.Pattern
+}()
+
+// authRedirectPath is where a browser comes back from signing in, on
+// loopback TCP only: no identity, no Mcpx-Client (signin.go).
+var authRedirectPath = func() string {
+	rt, _ := wire.Lookup(wire.OpAuthRedirect)
 	return rt.Pattern
 }()
 

@@ -17,6 +17,7 @@ type handlerFunc func(s *server, w http.ResponseWriter, r *http.Request) error
 // New, for a route without a handler).
 var handlers = map[string]handlerFunc{
 	wire.OpHealthz:               (*server).healthz,
+	wire.OpAuthRedirect:          (*server).authRedirect,
 	wire.OpWhoami:                (*server).whoami,
 	wire.OpListServers:           (*server).listServers,
 	wire.OpGetServer:             (*server).getServer,

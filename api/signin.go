@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
 	"mcpx.dev/mcpx/broker"
@@ -60,7 +61,23 @@ func (s *server) authLogout(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// authRedirect completes a sign-in a caller was asked to make by URL-mode
+// elicitation: the browser comes back here from the authorization server
+// (broker.SetSignInRedirect) and is told, in a line, how it went.
+func (s *server) authRedirect(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	st, err := s.b.AuthRedirect(r.Context(), q.Get(wire.QueryState), q.Get(wire.QueryCode), q.Get(wire.QueryIss), q.Get(wire.QueryError))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", wire.MediaText+"; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "Signed in to %s. You can close this tab: the call goes on.\n", st.Server)
+	return nil
+}
+
 func authStatusDoc(st broker.AuthStatus) wire.AuthStatus {
-	return wire.AuthStatus{Server: st.Server, SignedIn: st.SignedIn, NeedsSignIn: st.NeedsSignIn, Reason: st.Reason,
+	return wire.AuthStatus{Server: st.Server, Caller: st.Caller, SignedIn: st.SignedIn, NeedsSignIn: st.NeedsSignIn, Reason: st.Reason,
 		Issuer: st.Issuer, Client: st.Client, Scopes: st.Scopes, Expiry: st.Expiry, Refresh: st.Refresh, SignedInAt: st.SignedInAt}
 }

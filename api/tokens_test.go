@@ -247,9 +247,11 @@ func readKeys(t *testing.T, dir string) map[string]ed25519.PrivateKey {
 }
 
 // TestNoRouteButHealthzAnswersWithoutIdentity walks every route of the
-// table over loopback TCP: without a token only /healthz answers; with an
-// Origin header, or without Mcpx-Client (but a Prometheus server's GETs
-// of /metrics and /v1/fleet/sd), the browser guard refuses first;
+// table over loopback TCP: without a token only /healthz answers (and
+// /v1/auth/redirect, a browser back from signing in, whose unknown state
+// is a 400); with an Origin header, or without Mcpx-Client (but a
+// Prometheus server's GETs of /metrics and /v1/fleet/sd, and that
+// browser's navigation), the browser guard refuses first;
 // and no answer ever carries an Access-Control-* header (CORS stays shut).
 func TestNoRouteButHealthzAnswersWithoutIdentity(t *testing.T) {
 	is, err := auth.Open(auth.Options{Dir: t.TempDir()})
@@ -270,6 +272,7 @@ func TestNoRouteButHealthzAnswersWithoutIdentity(t *testing.T) {
 		healthz := rt.Name == wire.OpHealthz
 		// A Prometheus server sends no Mcpx-Client: its GETs need identity only.
 		scrape := rt.Name == wire.OpMetrics || rt.Name == wire.OpFleetSD
+		redirect := rt.Name == wire.OpAuthRedirect
 		for _, tc := range []struct {
 			name    string
 			headers []string
@@ -284,6 +287,8 @@ func TestNoRouteButHealthzAnswersWithoutIdentity(t *testing.T) {
 			switch {
 			case healthz && tc.name != "Origin":
 				want = 200
+			case redirect && tc.name != "Origin":
+				want = 400
 			case scrape && tc.name == "no Mcpx-Client":
 				want = 200
 			case scrape && tc.name == "preflight-style":

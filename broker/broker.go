@@ -158,7 +158,8 @@ type Broker struct {
 	subs *subscriptions
 	// oauth signs in to url servers and authorizes their requests
 	// (oauth.go, package mcp/oauth).
-	oauth *oauth.Client
+	oauth  *oauth.Client
+	signIn signIns // sign-ins callers were asked to make (signin.go)
 
 	mu   sync.RWMutex
 	cfg  *config.Config // guarded by mu
@@ -229,8 +230,8 @@ func New(opts Options) (*Broker, error) {
 			b.notify(Notice{Server: server, Key: key, Method: method, Params: params})
 		},
 		OnTools: func(server string, tools json.RawMessage) { b.pins.observe(server, tools, nil, b.emitEvent) },
-		URLTransport: func(server string, base http.RoundTripper) http.RoundTripper {
-			return b.oauth.Transport(server, base)
+		URLTransport: func(server, account string, base http.RoundTripper) http.RoundTripper {
+			return b.oauth.Transport(server, account, base)
 		},
 	})
 	b.openRecords(opts)

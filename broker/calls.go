@@ -202,11 +202,17 @@ func (b *Broker) do(ctx context.Context, r Request, op string, fn func(context.C
 
 // run runs fn on the session of res's instance under the server's call
 // timeout.
+// A call that needs a sign-in its caller can be asked for waits for it
+// (signin.go), then runs again.
 func (b *Broker) run(ctx context.Context, res resolved, server, op string, fn func(context.Context, *client.Session) error) error {
+	return b.retrySignedIn(ctx, server, res.target.Account, func() error { return b.runOnce(ctx, res, server, op, fn) })
+}
+
+func (b *Broker) runOnce(ctx context.Context, res resolved, server, op string, fn func(context.Context, *client.Session) error) error {
 	// callTimeout bounds the call, not the wait for a starting child: that
 	// has its own startTimeout, and the caller's deadline bounds both.
 	d := res.def.CallTimeout.D()
-	if e := b.oauth.Required(server); e != nil {
+	if e := b.oauth.Required(server, res.target.Account); e != nil {
 		return authRequired(op, server, e) // at once, no child started to fail
 	}
 	err := b.pool.Do(ctx, res.target, func(s *client.Session) (err error) {

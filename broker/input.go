@@ -42,6 +42,7 @@ type CallerCapabilities struct {
 func withCaller(ctx context.Context, r Request) context.Context {
 	if r.OnInput != nil {
 		ctx = withInputHandler(ctx, withCallerRoots(r.OnInput, r.Caller))
+		ctx = withSignInAsk(ctx, r)
 	}
 	if c := r.Capabilities; c != nil {
 		ctx = client.WithCallerCapabilities(ctx, client.CallerCapabilities{Elicitation: c.Elicitation, Sampling: c.Sampling})

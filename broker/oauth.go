@@ -41,7 +41,7 @@ func oauthServers(cfg *config.Config, getenv func(string) string) map[string]oau
 			srv.ClientSecret, _ = expandEnvRefs(o.ClientSecret, getenv)
 			srv.ClientMetadataURL = o.ClientMetadataURL
 			srv.PrivateKey, _ = expandEnvRefs(o.PrivateKey, getenv)
-			srv.Grant, srv.SigningAlgorithm = o.Grant, o.SigningAlgorithm
+			srv.Grant, srv.SigningAlgorithm, srv.PerCaller = o.Grant, o.SigningAlgorithm, o.PerCaller
 		}
 		out[name] = srv
 	}
@@ -80,13 +80,29 @@ func authRequired(op, server string, e *oauth.RequiredError) *Error {
 	if len(e.Scopes) > 0 {
 		msg += fmt.Sprintf(" (scopes %s)", strings.Join(e.Scopes, " "))
 	}
+	who := "the daemon's owner signs in"
+	if e.Account != "" {
+		who = "each caller signs in for themselves (perCaller): sign in"
+	}
 	return &Error{Kind: KindAuthorizationRequired, Op: op, Server: server, Msg: msg, Err: e,
-		Hint: fmt.Sprintf("the daemon's owner signs in with `mcpx auth login %s`", server)}
+		Hint: fmt.Sprintf("%s with `mcpx auth login %s`", who, server)}
 }
 
-// mayManageSignIn: signing in, for every caller of the server, is the
-// daemon's owner's (or an admin's) and only for a server they may use;
-// per-caller sign-in is not built yet.
+// signInAccount names c's own sign-in to server where it is perCaller:
+// "" for the owner (whose sign-in is the server's own file) and for
+// every caller of a server that is not; else the caller as callerKey
+// names one, "@<via>:<name>" (a token subject and a tailnet login of the
+// same name are two callers).
+func (b *Broker) signInAccount(server string, c Caller) string {
+	if c.Owner || !b.oauth.PerCaller(server) {
+		return ""
+	}
+	return "@" + c.Via + ":" + c.Name
+}
+
+// mayManageSignIn: signing in to a server is the daemon's owner's (or an
+// admin's), for every caller of the server; on a perCaller server, every
+// caller who may use it signs in for themselves.
 func (b *Broker) mayManageSignIn(c Caller, server string) error {
 	cfg := b.currentConfig()
 	if cfg.Servers[server] == nil || !c.Rights.MayUse(server) {
@@ -101,7 +117,7 @@ func (b *Broker) mayManageSignIn(c Caller, server string) error {
 			Msg:  "the server sends an Authorization header of its own (or its url differs per instance), so mcpx does not sign in to it",
 			Hint: "remove headers.Authorization from its config to sign in instead"}
 	}
-	if !c.Owner && !c.Rights.Admin() {
+	if !c.Owner && !c.Rights.Admin() && !b.oauth.PerCaller(server) {
 		return &Error{Kind: KindForbidden, Op: "sign in", Server: server,
 			Msg: "signing in to a server is for the daemon's owner or an admin: the sign-in serves every caller"}
 	}
@@ -118,6 +134,7 @@ type AuthLogin struct {
 // AuthStatus is one url server's sign-in, holding no secret.
 type AuthStatus struct {
 	Server      string
+	Caller      string // whose sign-in, on a perCaller server ("@<via>:<name>"); "" = the server's own (the owner's)
 	SignedIn    bool
 	NeedsSignIn bool
 	Reason      string
@@ -130,7 +147,7 @@ type AuthStatus struct {
 }
 
 func authStatus(s oauth.Status) AuthStatus {
-	return AuthStatus{Server: s.Server, SignedIn: s.SignedIn, NeedsSignIn: s.NeedsSignIn, Reason: s.Reason, Issuer: s.Issuer,
+	return AuthStatus{Server: s.Server, Caller: s.Account, SignedIn: s.SignedIn, NeedsSignIn: s.NeedsSignIn, Reason: s.Reason, Issuer: s.Issuer,
 		Client: s.Client, Scopes: s.Scopes, Expiry: s.Expiry, Refresh: s.Refresh, SignedInAt: s.SignedInAt}
 }
 
@@ -140,7 +157,7 @@ func (b *Broker) AuthBegin(ctx context.Context, c Caller, server, redirectURI st
 	if err := b.mayManageSignIn(c, server); err != nil {
 		return AuthLogin{}, err
 	}
-	l, err := b.oauth.Begin(ctx, server, redirectURI)
+	l, err := b.oauth.Begin(ctx, server, b.signInAccount(server, c), redirectURI)
 	if err != nil {
 		return AuthLogin{}, &Error{Kind: KindBadRequest, Op: "sign in", Server: server, Msg: err.Error(), Err: err}
 	}
@@ -153,26 +170,28 @@ func (b *Broker) AuthComplete(ctx context.Context, c Caller, server, state, code
 	if err := b.mayManageSignIn(c, server); err != nil {
 		return AuthStatus{}, err
 	}
-	st, err := b.oauth.Complete(ctx, server, state, code, iss)
-	if err != nil {
-		return AuthStatus{}, &Error{Kind: KindBadRequest, Op: "sign in", Server: server, Msg: err.Error(), Err: err}
-	}
-	// Starts that failed for want of a sign-in are not a crash loop: the
-	// next call starts afresh, with the new tokens (pool.Restart forgets
-	// the backoff).
-	b.pool.Restart(servedAs(server), "signed in")
-	return authStatus(st), nil
+	return b.completeSignIn(ctx, server, b.signInAccount(server, c), state, code, iss)
 }
 
-// AuthStatuses returns the sign-ins of the url servers c may use, by name.
+// AuthStatuses returns the sign-ins of the url servers c may use, by
+// name: of a perCaller server, c's own; the owner's, every caller's after
+// its own.
 func (b *Broker) AuthStatuses(c Caller) []AuthStatus {
 	var out []AuthStatus
 	for _, name := range b.oauth.Servers() {
 		if !c.Rights.MayUse(name) {
 			continue
 		}
-		if st, ok := b.oauth.Status(name); ok {
+		if st, ok := b.oauth.Status(name, b.signInAccount(name, c)); ok {
 			out = append(out, authStatus(st))
+		}
+		if !c.Owner {
+			continue
+		}
+		for _, a := range b.oauth.Accounts(name) {
+			if st, ok := b.oauth.Status(name, a); ok {
+				out = append(out, authStatus(st))
+			}
 		}
 	}
 	return out
@@ -184,7 +203,7 @@ func (b *Broker) AuthLogout(ctx context.Context, c Caller, server string) (revok
 	if err := b.mayManageSignIn(c, server); err != nil {
 		return false, err
 	}
-	revoked, err = b.oauth.Logout(ctx, server)
+	revoked, err = b.oauth.Logout(ctx, server, b.signInAccount(server, c))
 	if err != nil {
 		b.log.Warn("sign-out: revocation failed; the sign-in is deleted", "server", server, "err", err)
 	}

@@ -218,6 +218,7 @@ func (b *Broker) resolveIn(ctx context.Context, r Request, tool string) (_ resol
 		Server: poolName, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),
 		Sandbox:   EffectiveSandbox(def, b.currentConfig().Defaults, c, rs.Root),
+		Account:   b.signInAccount(r.Server, c),
 	}}, nil
 }
 

@@ -32,6 +32,10 @@ type OAuth struct {
 	// secret: client_credentials only.
 	PrivateKey       string `json:"privateKey,omitempty"`
 	SigningAlgorithm string `json:"signingAlgorithm,omitempty"`
+	// PerCaller makes each caller sign in for themselves: their tokens
+	// serve only their calls, on an upstream session of their own; false
+	// = the owner signs in once for every caller.
+	PerCaller bool `json:"perCaller,omitempty"`
 }
 
 const oauthWant = `an object such as {"clientId": "mcpx", "clientSecret": "${env:MCP_CLIENT_SECRET}"}`
@@ -52,6 +56,7 @@ func (p *problems) decodeOAuth(server string, raw json.RawMessage) *OAuth {
 		"grant":             {&o.Grant, `"authorization_code" or "client_credentials"`},
 		"privateKey":        {&o.PrivateKey, "a string (a PEM private key, best ${env:NAME})"},
 		"signingAlgorithm":  {&o.SigningAlgorithm, `"ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384" or "PS512"`},
+		"perCaller":         {&o.PerCaller, "true or false"},
 	}, map[string]bool{})
 	return o
 }
@@ -108,6 +113,10 @@ func (p *problems) checkGrant(name string, o *OAuth) {
 		}
 		return
 	case "client_credentials":
+		if o.PerCaller {
+			p.add(name, "oauth.perCaller", "perCaller is for sign-ins by people: a client_credentials server has one machine identity",
+				`remove "perCaller", or the client_credentials grant`)
+		}
 	default:
 		p.add(name, "oauth.grant", fmt.Sprintf("unknown grant %q", o.Grant), `use "authorization_code" (a person signs in) or "client_credentials" (machine to machine)`)
 		return

@@ -15,6 +15,9 @@ func TestOAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg, err := config.Parse([]byte(`{"servers": {"s": {"url": "https://m.example/mcp", "oauth": {"perCaller": true}}}}`), "test"); err != nil || !cfg.Servers["s"].OAuth.PerCaller {
+		t.Errorf("perCaller: %v", err)
+	}
 	o := cfg.Servers["corp"].OAuth
 	if o == nil || o.ClientID != "mcpx" || o.ClientSecret != "${env:CORP_SECRET}" || o.ClientMetadataURL != "https://example.com/mcpx/client.json" {
 		t.Fatalf("decoded %+v", o)
@@ -36,6 +39,8 @@ func TestOAuth(t *testing.T) {
 		{`{"url": "https://m.example/mcp", "oauth": {"grant": "client_credentials", "clientId": "i"}}`, "oauth.clientSecret"},
 		{`{"url": "https://m.example/mcp", "oauth": {"clientId": "i", "privateKey": "${env:K}"}}`, "oauth.privateKey"},
 		{`{"url": "https://m.example/mcp", "oauth": {"grant": "client_credentials", "clientId": "i", "privateKey": "${env:K}", "signingAlgorithm": "HS256"}}`, "oauth.signingAlgorithm"},
+		{`{"url": "https://m.example/mcp", "oauth": {"grant": "client_credentials", "clientId": "i", "clientSecret": "${env:S}", "perCaller": true}}`, "oauth.perCaller"},
+		{`{"url": "https://m.example/mcp", "oauth": {"perCaller": "yes"}}`, "oauth.perCaller"},
 	} {
 		_, err := config.Parse([]byte(`{"servers": {"s": `+tc.doc+`}}`), "test")
 		var p *config.Problem

@@ -102,6 +102,8 @@ type HandoffChild struct {
 	// Mark and the descriptors are zero, and Session names the remote's
 	// session (client.Snapshot.SessionID).
 	URL bool `json:"url,omitempty"`
+	// Account is a url instance's Target.Account: whose sign-in it uses.
+	Account string `json:"account,omitempty"`
 	// Confine is the definition's Server.Confine: an instance handed
 	// over under another sandbox setting is not adopted.
 	Confine string `json:"confine,omitempty"`
@@ -136,7 +138,7 @@ func (h HandoffChild) Files() []int {
 
 // target is the Target h's instance had: its key with its sandbox's.
 func (h HandoffChild) target() Target {
-	t := Target{Server: h.Server, Key: h.Key, Root: h.Root, Cwd: h.Cwd, Degraded: h.Degraded}
+	t := Target{Server: h.Server, Key: h.Key, Root: h.Root, Cwd: h.Cwd, Degraded: h.Degraded, Account: h.Account}
 	if h.Sandbox != nil {
 		spec := h.Sandbox.Spec
 		t.Sandbox = &spec
@@ -250,7 +252,7 @@ func handoffOf(inst *instance) (HandoffChild, bool) {
 // recordOf is inst's HandoffChild for g, its ready stdio child (but for
 // the descriptors of its pipes) or url session. Called with Pool.mu held.
 func recordOf(inst *instance, g *generation) HandoffChild {
-	h := HandoffChild{ID: inst.id, Server: inst.def.Name, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded,
+	h := HandoffChild{ID: inst.id, Server: inst.def.Name, Key: inst.key.key, Account: inst.key.account, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded,
 		Index: inst.index, Created: inst.created, Started: inst.started,
 		SchemaKey: g.schemaKey, Exec: g.execValue(), Session: g.sess.Snapshot()}
 	if c := g.proc; c != nil {
@@ -492,7 +494,7 @@ func (p *Pool) adoptURLGen(inst *instance, sp spawnSpec, h HandoffChild) (*gener
 		return nil, "its definition changed"
 	}
 	opts, holder := p.sessionOptions(inst, g)
-	sess, err := client.Restore(client.NewHTTP(sp.url, sp.headers, p.urlClient(inst.def.Name)), opts, h.Session)
+	sess, err := client.Restore(client.NewHTTP(sp.url, sp.headers, p.urlClient(inst.def.Name, inst.key.account)), opts, h.Session)
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -22,6 +22,17 @@ type Restarted struct {
 // An instance with no child, of a call: key, or whose key's owner is gone
 // is stopped, not replaced; its backoff is forgotten. Ids are sorted.
 func (p *Pool) Restart(match func(server string) bool, why string) Restarted {
+	return p.restart(func(k instKey) bool { return match(k.server) }, why)
+}
+
+// RestartAccount is Restart of the instances whose Target.Account is
+// account alone: one caller's sign-in renews that caller's sessions, not
+// another's.
+func (p *Pool) RestartAccount(match func(server string) bool, account, why string) Restarted {
+	return p.restart(func(k instKey) bool { return match(k.server) && k.account == account }, why)
+}
+
+func (p *Pool) restart(match func(instKey) bool, why string) Restarted {
 	var res Restarted
 	p.mu.Lock()
 	defer p.unlock()
@@ -30,7 +41,7 @@ func (p *Pool) Restart(match func(server string) bool, why string) Restarted {
 	}
 	var all []*instance
 	for _, inst := range p.instances {
-		if match(inst.key.server) {
+		if match(inst.key) {
 			all = append(all, inst)
 		}
 	}
@@ -61,7 +72,7 @@ func (p *Pool) replaceLocked(inst *instance, ev *event) {
 		def = inst.def
 	}
 	next, err := p.createLocked(def, Target{Server: inst.key.server, Key: inst.key.key, Root: inst.root, Cwd: inst.cwd, Degraded: inst.degraded,
-		Sandbox: inst.sandbox})
+		Sandbox: inst.sandbox, Account: inst.key.account})
 	if err != nil {
 		p.logLocked(p.log, slog.LevelWarn, "cannot make the replacement instance; the next call makes one", "server", inst.def.Name, "key", inst.key.key, "err", err)
 		return

@@ -157,8 +157,9 @@ type Options struct {
 	// URLTransport, if set, wraps HTTPClient's transport (base; nil =
 	// http.DefaultTransport) for each url server, by name: the broker's
 	// OAuth client authorizes the server's requests there (package
-	// mcp/oauth). nil, or a nil answer, = HTTPClient as it is.
-	URLTransport func(server string, base http.RoundTripper) http.RoundTripper
+	// mcp/oauth), with the sign-in of the instance's account
+	// (Target.Account). nil, or a nil answer, = HTTPClient as it is.
+	URLTransport func(server, account string, base http.RoundTripper) http.RoundTripper
 	// MaxMessageBytes bounds one message from a child; 0 =
 	// DefaultMaxMessageBytes. A larger answer fails its call.
 	MaxMessageBytes int
@@ -252,6 +253,11 @@ type Target struct {
 	// its Fingerprint is part of the instance's identity, so a caller
 	// confined otherwise never shares a child. nil = unconfined.
 	Sandbox *confine.Spec
+	// Account, for a url server, names whose sign-in its requests carry
+	// (Options.URLTransport's account): part of the instance's identity,
+	// so callers signed in apart never share an upstream session. "" =
+	// the server's own.
+	Account string
 }
 
 // Pool errors; a *Error wraps one of these.
@@ -298,9 +304,10 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Err}
 }
 
-// instKey names an instance: its server, its scope key and its sandbox
-// Spec's fingerprint ("" unconfined: the key as it always was).
-type instKey struct{ server, key, sandbox string }
+// instKey names an instance: its server, its scope key, its sandbox
+// Spec's fingerprint ("" unconfined: the key as it always was) and its
+// account (Target.Account).
+type instKey struct{ server, key, sandbox, account string }
 
 // Pool is safe for concurrent use.
 type Pool struct {

@@ -33,7 +33,7 @@ import (
 // the Spec's allowlist until the child is gone.
 
 // key is the instance key t names.
-func (t Target) key() instKey { return instKey{t.Server, t.Key, t.Sandbox.Fingerprint()} }
+func (t Target) key() instKey { return instKey{t.Server, t.Key, t.Sandbox.Fingerprint(), t.Account} }
 
 // SandboxStatus is what status shows of a confined instance.
 type SandboxStatus struct {

@@ -192,7 +192,7 @@ func (p *Pool) open(ctx context.Context, inst *instance, sp spawnSpec, g *genera
 		return tr, nil
 	case inst.def.URL != "":
 		p.unbind(inst)
-		return client.NewHTTP(sp.url, sp.headers, p.urlClient(inst.def.Name)), nil
+		return client.NewHTTP(sp.url, sp.headers, p.urlClient(inst.def.Name, inst.key.account)), nil
 	}
 	if e := p.spawn(ctx, inst, sp, g, log); e != nil {
 		return nil, e
@@ -200,13 +200,13 @@ func (p *Pool) open(ctx context.Context, inst *instance, sp spawnSpec, g *genera
 	return client.NewStdio(g.proc.Stdout(), g.proc.Stdin()), nil
 }
 
-// urlClient is the HTTP client of the url server named server: the pool's,
-// its transport wrapped by Options.URLTransport.
-func (p *Pool) urlClient(server string) *http.Client {
+// urlClient is the HTTP client of the url server named server for
+// account: the pool's, its transport wrapped by Options.URLTransport.
+func (p *Pool) urlClient(server, account string) *http.Client {
 	if p.opts.URLTransport == nil {
 		return p.opts.HTTPClient
 	}
-	rt := p.opts.URLTransport(server, p.opts.HTTPClient.Transport)
+	rt := p.opts.URLTransport(server, account, p.opts.HTTPClient.Transport)
 	if rt == nil {
 		return p.opts.HTTPClient
 	}

@@ -26,9 +26,19 @@ type AuthCallback struct {
 	Iss   string `json:"iss,omitempty"` // RFC 9207; "" = the response had none
 }
 
+// The query of GET /v1/auth/redirect: an authorization response (RFC 6749
+// section 4.1.2; iss, RFC 9207) or its error.
+const (
+	QueryCode  = "code"
+	QueryState = "state"
+	QueryIss   = "iss"
+	QueryError = "error"
+)
+
 // AuthStatus is one url server's sign-in. It holds no token.
 type AuthStatus struct {
 	Server      string    `json:"server"`
+	Caller      string    `json:"caller,omitempty"` // whose sign-in on a perCaller server ("@<via>:<name>"); absent = the server's own (the owner's)
 	SignedIn    bool      `json:"signedIn"`         // tokens are stored
 	NeedsSignIn bool      `json:"needsSignIn"`      // calls fail with authorization-required until a sign-in
 	Reason      string    `json:"reason,omitempty"` // why, when NeedsSignIn

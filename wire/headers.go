@@ -40,6 +40,7 @@ const (
 	MediaEventStream = "text/event-stream"        // a streamed call (Route.Stream): see CallStreamEvents
 	MediaTypeScript  = "text/typescript"          // a generated client module (Route.Media)
 	MediaMetrics     = "text/plain"               // Prometheus metrics, text exposition format 0.0.4 (Route.Media)
+	MediaText        = "text/plain"               // a page for a person's browser (Route.Media)
 )
 
 // Caller.Via values: how the caller reached the daemon.

@@ -134,6 +134,7 @@ const (
 	OpAuthCallback    = "authCallback"
 	OpAuthStatus      = "authStatus"
 	OpAuthLogout      = "authLogout"
+	OpAuthRedirect    = "authRedirect"
 )
 
 // The problems routes share, by what the route does.
@@ -180,6 +181,10 @@ var routes = []Route{
 	{Method: "GET", Pattern: "/v1/auth", Name: OpAuthStatus,
 		Summary:  "The sign-ins of the url servers the caller may use: signed in, needing sign-in, issuer, scopes, expiry, refresh (docs/oauth.md); never a token",
 		Response: reflect.TypeFor[AuthStatusList](), Status: 200, Problems: problemsAny},
+	{Method: "GET", Pattern: "/v1/auth/redirect", Name: OpAuthRedirect, Media: MediaText,
+		OptionalQuery: []string{QueryCode, QueryState, QueryIss, QueryError},
+		Summary:       "Where a browser comes back from signing in at a url server's authorization server, for a caller asked to by URL-mode elicitation: the state names the sign-in, the code is exchanged; a short page says how it went. Loopback TCP only, with no identity and no Mcpx-Client (a browser's navigation sends neither): the state is the capability (docs/oauth.md)",
+		Response:      reflect.TypeFor[string](), Status: 200, Problems: []string{KindBadRequest, KindInternal}},
 
 	{Method: "GET", Pattern: "/v1/servers", Name: OpListServers,
 		Summary:  "List the configured servers",
@@ -361,14 +366,14 @@ var routes = []Route{
 		Summary: "Stop the daemon: it answers, then stops accepting, drains calls and stops every child; with ?force=true it stops every child at once, cutting the calls in flight (admin)",
 		Status:  204, Problems: []string{KindBadRequest, KindForbidden, KindUnavailable, KindInternal}},
 	{Method: "DELETE", Pattern: "/v1/servers/{server}/auth", Name: OpAuthLogout,
-		Summary:  "Sign out of a url server: revoke its tokens where the authorization server offers revocation, and delete them (the owner or an admin)",
+		Summary:  "Sign out of a url server: revoke its tokens where the authorization server offers revocation, and delete them (the owner or an admin; on a perCaller server, each caller their own)",
 		Response: reflect.TypeFor[AuthLogout](), Status: 200, Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindInternal}},
 	{Method: "POST", Pattern: "/v1/servers/{server}/auth/login", Name: OpAuthLogin, Body: BodyDocument,
-		Summary: "Begin signing in to a url server for a browser sent back to a loopback redirect URI: discovery, client registration, and the authorization URL to open (the owner or an admin; docs/oauth.md)",
+		Summary: "Begin signing in to a url server for a browser sent back to a loopback redirect URI: discovery, client registration, and the authorization URL to open (the owner or an admin; on a perCaller server, each caller for themselves; docs/oauth.md)",
 		Request: reflect.TypeFor[AuthLoginRequest](), Response: reflect.TypeFor[AuthLogin](), Status: 200,
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
 	{Method: "POST", Pattern: "/v1/servers/{server}/auth/callback", Name: OpAuthCallback, Body: BodyDocument,
-		Summary: "Complete a sign-in with the authorization response the browser brought back: state, code and iss are checked, the code exchanged and the tokens stored (the owner or an admin)",
+		Summary: "Complete a sign-in with the authorization response the browser brought back: state, code and iss are checked, the code exchanged and the tokens stored (the owner or an admin; on a perCaller server, the caller who began it)",
 		Request: reflect.TypeFor[AuthCallback](), Response: reflect.TypeFor[AuthStatus](), Status: 200,
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindTooLarge, KindBodyTimeout, KindInternal}},
 	{Method: "POST", Pattern: "/v1/servers/{server}/restart", Name: OpRestartServer,

@@ -271,7 +271,11 @@ func printAuthStatus(c *cli, l *wire.AuthStatusList) {
 		if !s.Expiry.IsZero() {
 			expires = s.Expiry.Local().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Server, state, orDash(s.Issuer), expires, yesNo(s.Refresh), orDash(strings.Join(s.Scopes, " ")))
+		server := s.Server
+		if s.Caller != "" {
+			server += " (" + s.Caller + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", server, state, orDash(s.Issuer), expires, yesNo(s.Refresh), orDash(strings.Join(s.Scopes, " ")))
 	}
 	tw.Flush()
 }

@@ -60,6 +60,7 @@ func doctorCmd(ctx context.Context, c *cli, args []string) int {
 	if cfg != nil {
 		d.Nix(cfg)
 		d.Servers(ctx, cfg, src, state, bc, *timeout)
+		d.SignIns(ctx, cfg, *timeout)
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(struct {

@@ -76,6 +76,10 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	if tln != nil { // a browser signing in for a caller comes back here (docs/oauth.md)
+		rt, _ := wire.Lookup(wire.OpAuthRedirect)
+		d.Broker.SetSignInRedirect("http://" + tln.Addr().String() + rt.Pattern)
+	}
 	var nodeInfo *wire.NodeInfo
 	if node != nil {
 		if nodeInfo, err = upNode(ctx, node, &lns, so, f.maxConns); err != nil {

@@ -78,8 +78,11 @@ func status(ctx context.Context, c *cli, args []string) int {
 // signs in (docs/oauth.md).
 func printSignInNote(c *cli, l *wire.AuthStatusList) {
 	for _, s := range l.Servers {
-		if s.NeedsSignIn {
+		switch {
+		case s.NeedsSignIn && s.Caller == "":
 			fmt.Fprintf(c.stdout, "sign-in needed: %s (%s): run `mcpx auth login %s`\n", s.Server, s.Reason, s.Server)
+		case s.NeedsSignIn:
+			fmt.Fprintf(c.stdout, "sign-in needed: %s for %s (%s): `mcpx auth login %s` as that caller\n", s.Server, s.Caller, s.Reason, s.Server)
 		}
 	}
 }

@@ -3,6 +3,8 @@ package doctor_test
 import (
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/daemon/doctor"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/oauthtest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/pool/proc/sandbox"
 	"mcpx.dev/mcpx/wire"
@@ -170,5 +173,40 @@ func TestSandboxFindings(t *testing.T) {
 	}
 	if f := problems[sandbox.FeatureFilesystem]; !strings.Contains(f.Detail, "CONFIG_SECURITY_LANDLOCK") {
 		t.Errorf("the filesystem problem does not say why: %q", f.Detail)
+	}
+}
+
+// TestSignIns: each url server's sign-in metadata chain is walked; a good
+// one is OK naming its links, a broken one a problem naming the step that
+// fails, a server that needs no sign-in OK saying so, and a server with an
+// Authorization header of its own is not checked.
+func TestSignIns(t *testing.T) {
+	good := oauthtest.New(t, nil)
+	bad := oauthtest.New(t, nil)
+	bad.Resource = "https://elsewhere.example/mcp" // its resource metadata names another server
+	open := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{}`)) }))
+	defer open.Close()
+	cfg, err := config.Parse([]byte(`{"servers": {"good": {"url": "`+good.MCPURL()+`"}, "bad": {"url": "`+bad.MCPURL()+`"},
+		"open": {"url": "`+open.URL+`"}, "keyed": {"url": "`+bad.MCPURL()+`", "headers": {"Authorization": "Bearer x"}}}}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &doctor.Doctor{}
+	d.SignIns(t.Context(), cfg, 10*time.Second)
+	got := map[string]doctor.Finding{}
+	for _, f := range d.Findings {
+		got[f.Subject] = f
+	}
+	if f := got["good"]; !f.OK || !strings.Contains(f.Detail, "issuer "+good.AS.URL) || !strings.Contains(f.Detail, "dynamic registration at "+good.AS.URL+"/register") {
+		t.Errorf("good: %+v", f)
+	}
+	if f := got["bad"]; f.OK || !strings.Contains(f.Detail, "the resource metadata step fails") || f.Fix == "" {
+		t.Errorf("bad: %+v, want a problem naming the resource metadata step", f)
+	}
+	if f := got["open"]; !f.OK || !strings.Contains(f.Detail, "no sign-in needed") {
+		t.Errorf("open: %+v", f)
+	}
+	if _, ok := got["keyed"]; ok || len(d.Findings) != 3 {
+		t.Errorf("findings %+v, want three, none for the server with its own Authorization header", d.Findings)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -37,10 +38,37 @@ const (
 	EventFailed    = "failed"    // a sign-in or a refresh failed
 )
 
-func (c *Client) event(server, kind, reason string) {
-	if c.opts.OnEvent != nil {
-		c.opts.OnEvent(server, kind, reason)
+func (c *Client) event(w who, kind, reason string) {
+	if c.opts.OnEvent == nil {
+		return
 	}
+	if w.account != "" {
+		reason = strings.TrimSuffix("caller "+w.account+": "+reason, ": ")
+	}
+	c.opts.OnEvent(w.server, kind, reason)
+}
+
+// who names one sign-in: a server, and the caller it is for when the
+// server is PerCaller ("" = the server's own sign-in: the owner's, which
+// every caller uses when it is not PerCaller).
+type who struct{ server, account string }
+
+// attrs are w's log attributes (a caller is named, never a secret).
+func (w who) attrs(more ...any) []any {
+	a := []any{"server", w.server}
+	if w.account != "" {
+		a = append(a, "caller", w.account)
+	}
+	return append(a, more...)
+}
+
+// whoLocked is the sign-in a request of account to server uses: account's
+// own where the server is PerCaller, else the server's.
+func (c *Client) whoLocked(server, account string) who {
+	if !c.servers[server].PerCaller {
+		account = ""
+	}
+	return who{server, account}
 }
 
 // Server is how one url server is signed in to, from the config.
@@ -61,6 +89,10 @@ type Server struct {
 	// with SigningAlgorithm ("" = ES256 or RS256, by the key) instead of
 	// sending ClientSecret.
 	PrivateKey, SigningAlgorithm string
+	// PerCaller makes each caller (an account: Transport, Begin, …) sign
+	// in for themselves, their tokens in a file of their own; false = one
+	// sign-in for the server, whatever account is named.
+	PerCaller bool
 }
 
 // Client is mcpx's OAuth 2.1 client of url servers: it signs in (Begin,
@@ -74,9 +106,9 @@ type Client struct {
 	hc   *http.Client
 
 	mu      sync.Mutex
-	servers map[string]Server       // guarded by mu; from the config
-	states  map[string]*serverState // guarded by mu; by server name
-	pending map[string]*pending     // guarded by mu; sign-ins begun, by state
+	servers map[string]Server    // guarded by mu; from the config
+	states  map[who]*serverState // guarded by mu; by server and caller
+	pending map[string]*pending  // guarded by mu; sign-ins begun, by state
 }
 
 // serverState is what the client knows of one server beyond its record.
@@ -113,7 +145,7 @@ func New(opts Options) *Client {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Client{opts: opts, st: store{dir: opts.Dir}, log: log, hc: hc,
-		servers: map[string]Server{}, states: map[string]*serverState{}, pending: map[string]*pending{}}
+		servers: map[string]Server{}, states: map[who]*serverState{}, pending: map[string]*pending{}}
 }
 
 func (c *Client) now() time.Time {
@@ -129,8 +161,8 @@ func (c *Client) now() time.Time {
 func (c *Client) SetServers(servers map[string]Server) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for name, s := range c.states {
-		if servers[name].URL != c.servers[name].URL {
+	for w, s := range c.states {
+		if servers[w.server].URL != c.servers[w.server].URL {
 			s.needs, s.challenge, s.stepUps, s.loaded, s.rec = nil, Challenge{}, nil, false, nil
 		}
 	}
@@ -145,20 +177,27 @@ func (c *Client) Known(server string) bool {
 	return ok
 }
 
-// stateLocked returns server's state, loading its record once.
-func (c *Client) stateLocked(server string) *serverState {
-	s := c.states[server]
+// PerCaller reports whether server's callers sign in for themselves.
+func (c *Client) PerCaller(server string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.servers[server].PerCaller
+}
+
+// stateLocked returns w's state, loading its record once.
+func (c *Client) stateLocked(w who) *serverState {
+	s := c.states[w]
 	if s == nil {
 		s = &serverState{}
-		c.states[server] = s
+		c.states[w] = s
 	}
 	if !s.loaded {
 		s.loaded = true
-		rec, err := c.st.load(server)
+		rec, err := c.st.load(w)
 		if err != nil {
-			c.log.Warn("oauth: unreadable sign-in; sign in again", "server", server, "err", err)
+			c.log.Warn("oauth: unreadable sign-in; sign in again", w.attrs("err", err)...)
 		}
-		if rec != nil && rec.URL != c.servers[server].URL {
+		if rec != nil && rec.URL != c.servers[w.server].URL {
 			rec = nil // signed in to another URL under this name
 		}
 		s.rec = rec
@@ -166,21 +205,37 @@ func (c *Client) stateLocked(server string) *serverState {
 	return s
 }
 
-// Required returns why server needs a sign-in before any call, if a
-// request found out that it does; nil otherwise.
-func (c *Client) Required(server string) *RequiredError {
+// Required returns why server needs a sign-in (account's, where it is
+// PerCaller) before any call, if a request found out that it does; nil
+// otherwise.
+func (c *Client) Required(server, account string) *RequiredError {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.servers[server]; !ok {
 		return nil
 	}
-	return c.stateLocked(server).needs
+	return c.stateLocked(c.whoLocked(server, account)).needs
+}
+
+// Pending names the sign-in Begin returned state for, while it may be
+// completed: its server and account, for an authorization response that
+// comes back to the daemon itself (a browser's redirect) and names
+// nothing but the state.
+func (c *Client) Pending(state string) (server, account string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pending[state]
+	if p == nil || c.now().After(p.expires) {
+		return "", "", false
+	}
+	return p.who.server, p.who.account, true
 }
 
 // RequiredError says a url server needs a sign-in: no call reaches it
 // until someone runs `mcpx auth login <Server>`.
 type RequiredError struct {
-	Server string
+	Server  string
+	Account string // whose sign-in, on a PerCaller server; "" = the server's
 	// Scopes are the scopes a step-up asks for (the server's 403
 	// insufficient_scope); nil otherwise.
 	Scopes []string
@@ -193,19 +248,19 @@ func (e *RequiredError) Error() string {
 
 // require records that server needs a sign-in, for reason, and returns
 // the error every request gets until one.
-func (c *Client) require(server, reason string, ch Challenge, scopes []string) *RequiredError {
+func (c *Client) require(w who, reason string, ch Challenge, scopes []string) *RequiredError {
 	c.mu.Lock()
-	s := c.stateLocked(server)
+	s := c.stateLocked(w)
 	if ch.ResourceMetadata != "" || len(ch.Scopes) > 0 || ch.Error != "" {
 		s.challenge = ch
 	}
 	first := s.needs == nil
-	s.needs = &RequiredError{Server: server, Scopes: scopes, Reason: reason}
+	s.needs = &RequiredError{Server: w.server, Account: w.account, Scopes: scopes, Reason: reason}
 	e := s.needs
 	c.mu.Unlock()
 	if first {
-		c.log.Info("oauth: server needs sign-in", "server", server, "reason", reason)
-		c.event(server, EventRequired, reason)
+		c.log.Info("oauth: server needs sign-in", w.attrs("reason", reason)...)
+		c.event(w, EventRequired, reason)
 	}
 	return e
 }
@@ -213,10 +268,10 @@ func (c *Client) require(server, reason string, ch Challenge, scopes []string) *
 // stepUp decides what a 403 insufficient_scope asking for ch.Scopes
 // becomes: a RequiredError while fewer than maxStepUps were asked for the
 // same scopes, else nil (the 403 is the answer).
-func (c *Client) stepUp(server string, ch Challenge) *RequiredError {
+func (c *Client) stepUp(w who, ch Challenge) *RequiredError {
 	key := strings.Join(slices.Sorted(slices.Values(ch.Scopes)), " ")
 	c.mu.Lock()
-	s := c.stateLocked(server)
+	s := c.stateLocked(w)
 	if s.stepUps == nil {
 		s.stepUps = map[string]int{}
 	}
@@ -224,16 +279,17 @@ func (c *Client) stepUp(server string, ch Challenge) *RequiredError {
 	n := s.stepUps[key]
 	c.mu.Unlock()
 	if n > maxStepUps {
-		c.log.Warn("oauth: the server still refuses after step-up sign-ins", "server", server, "scopes", key, "stepUps", maxStepUps)
+		c.log.Warn("oauth: the server still refuses after step-up sign-ins", w.attrs("scopes", key, "stepUps", maxStepUps)...)
 		return nil
 	}
-	return c.require(server, fmt.Sprintf("the server asks for more scopes (%s)", cmp.Or(key, "unnamed")), ch, ch.Scopes)
+	return c.require(w, fmt.Sprintf("the server asks for more scopes (%s)", cmp.Or(key, "unnamed")), ch, ch.Scopes)
 }
 
 // Status is what `mcpx auth status` shows of one server. It holds no
 // secret.
 type Status struct {
 	Server      string
+	Account     string // the caller's, on a PerCaller server; "" = the server's sign-in
 	URL         string
 	SignedIn    bool      // tokens are stored
 	NeedsSignIn bool      // a request found the server needs (another) sign-in
@@ -246,17 +302,18 @@ type Status struct {
 	SignedInAt  time.Time
 }
 
-// Status returns server's status; ok is false if it is not a url server
-// the client knows.
-func (c *Client) Status(server string) (st Status, ok bool) {
+// Status returns server's status (account's sign-in, where it is
+// PerCaller); ok is false if it is not a url server the client knows.
+func (c *Client) Status(server, account string) (st Status, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	srv, ok := c.servers[server]
 	if !ok {
 		return Status{}, false
 	}
-	s := c.stateLocked(server)
-	st = Status{Server: server, URL: srv.URL}
+	w := c.whoLocked(server, account)
+	s := c.stateLocked(w)
+	st = Status{Server: server, Account: w.account, URL: srv.URL}
 	if s.needs != nil {
 		st.NeedsSignIn, st.Reason = true, s.needs.Reason
 	}
@@ -265,6 +322,27 @@ func (c *Client) Status(server string) (st Status, ok bool) {
 		st.Expiry, st.Refresh, st.SignedInAt = r.Expiry, r.RefreshToken != "", r.SignedIn
 	}
 	return st, true
+}
+
+// Accounts returns the callers with a sign-in of their own to server, a
+// PerCaller server, sorted: those stored, and those signed in or asked to
+// since the client started.
+func (c *Client) Accounts(server string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.servers[server].PerCaller {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, a := range c.st.accounts(server) {
+		seen[a] = true
+	}
+	for w, s := range c.states {
+		if w.server == server && w.account != "" && (s.rec != nil || s.needs != nil) {
+			seen[w.account] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // Servers returns the names of the servers the client knows, sorted.

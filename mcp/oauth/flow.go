@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -20,7 +19,7 @@ import (
 // pending is a sign-in begun and not yet completed. It lives in memory
 // only: the verifier never leaves the daemon.
 type pending struct {
-	server   string
+	who      who
 	url      string // the server's URL when it began
 	cfg      oauth2.Config
 	verifier string
@@ -38,21 +37,23 @@ type Login struct {
 	Expires time.Time // Complete must come before
 }
 
-// Begin starts signing in to server, for a user agent that will be sent
+// Begin starts signing in to server (account's own sign-in, where the
+// server is PerCaller; Complete must name the same account), for a user agent that will be sent
 // back to redirectURI (a loopback listener of the CLI): it discovers the
 // authorization server, identifies mcpx to it (registering if it must)
 // and returns the authorization URL (spec: basic/authorization,
 // "Authorization Flow Steps").
-func (c *Client) Begin(ctx context.Context, server, redirectURI string) (*Login, error) {
+func (c *Client) Begin(ctx context.Context, server, account, redirectURI string) (*Login, error) {
 	if err := checkRedirect(redirectURI); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	srv, ok := c.servers[server]
+	w := c.whoLocked(server, account)
 	var ch Challenge
 	var rec *record
 	if ok {
-		s := c.stateLocked(server)
+		s := c.stateLocked(w)
 		ch, rec = s.challenge, s.rec
 	}
 	c.mu.Unlock()
@@ -69,12 +70,12 @@ func (c *Client) Begin(ctx context.Context, server, redirectURI string) (*Login,
 	if err != nil {
 		return nil, fmt.Errorf("discovering the authorization server of %s: %w", server, err)
 	}
-	reg, secret, err := c.identify(ctx, server, srv, rec, meta.Server, redirectURI)
+	reg, secret, err := c.identify(ctx, w, srv, rec, meta.Server, redirectURI)
 	if err != nil {
 		return nil, err
 	}
 	scopes := c.scopes(ch, meta, rec, reg)
-	p := &pending{server: server, url: srv.URL, verifier: oauth2.GenerateVerifier(), meta: meta, client: reg,
+	p := &pending{who: w, url: srv.URL, verifier: oauth2.GenerateVerifier(), meta: meta, client: reg,
 		secret: secret, scopes: scopes, expires: c.now().Add(pendingTTL)}
 	p.cfg = oauth2.Config{ClientID: reg.ID, ClientSecret: secret, RedirectURL: redirectURI, Scopes: scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: meta.Server.AuthorizationEndpoint, TokenURL: meta.Server.TokenEndpoint,
@@ -89,7 +90,7 @@ func (c *Client) Begin(ctx context.Context, server, redirectURI string) (*Login,
 	}
 	c.pending[state] = p
 	c.mu.Unlock()
-	c.log.Info("oauth: sign-in begun", "server", server, "issuer", meta.Server.Issuer, "client", reg.Kind, "scopes", strings.Join(scopes, " "))
+	c.log.Info("oauth: sign-in begun", w.attrs("issuer", meta.Server.Issuer, "client", reg.Kind, "scopes", strings.Join(scopes, " "))...)
 	return &Login{URL: u, State: state, Expires: p.expires}, nil
 }
 
@@ -115,12 +116,15 @@ func (c *Client) scopes(ch Challenge, meta *Metadata, rec *record, reg clientReg
 	return scopes
 }
 
+// probeBody is the request that asks a server for its challenge: an
+// initialize, which a server that needs sign-in answers 401.
+const probeBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpx","version":"sign-in"}}}`
+
 // probe asks the server, with no token, for its challenge: an initialize
 // request, which a server that needs sign-in answers 401. The zero
 // Challenge when it says nothing.
 func (c *Client) probe(ctx context.Context, serverURL string) Challenge {
-	body := []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpx","version":"sign-in"}}}`)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, strings.NewReader(probeBody))
 	if err != nil {
 		return Challenge{}
 	}
@@ -142,7 +146,7 @@ func (c *Client) probe(ctx context.Context, serverURL string) Challenge {
 // issue's order: a configured client, a Client ID Metadata Document where
 // asm supports them, a registration (one kept for this issuer and
 // redirect URI, else a new one).
-func (c *Client) identify(ctx context.Context, server string, srv Server, rec *record, asm *oauthex.AuthServerMeta, redirectURI string) (clientReg, string, error) {
+func (c *Client) identify(ctx context.Context, w who, srv Server, rec *record, asm *oauthex.AuthServerMeta, redirectURI string) (clientReg, string, error) {
 	switch {
 	case srv.ClientID != "":
 		method := "none"
@@ -154,7 +158,7 @@ func (c *Client) identify(ctx context.Context, server string, srv Server, rec *r
 		return clientReg{Issuer: asm.Issuer, ID: srv.ClientMetadataURL, AuthMethod: "none", Kind: "metadata-document"}, "", nil
 	case asm.RegistrationEndpoint == "":
 		return clientReg{}, "", fmt.Errorf("the authorization server %s of %s offers no dynamic client registration"+
-			" and mcpx has no client there: register one and set servers.%s.oauth.clientId (and clientSecret)", asm.Issuer, server, server)
+			" and mcpx has no client there: register one and set servers.%s.oauth.clientId (and clientSecret)", asm.Issuer, w.server, w.server)
 	}
 	if rec != nil {
 		for _, r := range rec.Registrations {
@@ -182,27 +186,27 @@ func (c *Client) identify(ctx context.Context, server string, srv Server, rec *r
 		}
 	}
 	reg := clientReg{Issuer: asm.Issuer, RedirectURI: redirectURI, ID: resp.ClientID, Secret: resp.ClientSecret, AuthMethod: method, Kind: "registered"}
-	c.keepRegistration(server, reg)
+	c.keepRegistration(w, reg)
 	return reg, reg.Secret, nil
 }
 
 // keepRegistration adds reg to server's record (made if there is none),
 // replacing one for the same issuer and redirect URI.
-func (c *Client) keepRegistration(server string, reg clientReg) {
+func (c *Client) keepRegistration(w who, reg clientReg) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.stateLocked(server)
+	s := c.stateLocked(w)
 	rec := s.rec
 	if rec == nil {
-		rec = &record{URL: c.servers[server].URL}
+		rec = &record{URL: c.servers[w.server].URL}
 	}
 	rec.Registrations = slices.DeleteFunc(rec.Registrations, func(r clientReg) bool {
 		return r.Issuer == reg.Issuer && r.RedirectURI == reg.RedirectURI
 	})
 	rec.Registrations = append(rec.Registrations, reg)
 	s.rec = rec
-	if err := c.st.save(server, rec); err != nil {
-		c.log.Warn("oauth: keeping the client registration", "server", server, "err", err)
+	if err := c.st.save(w, rec); err != nil {
+		c.log.Warn("oauth: keeping the client registration", w.attrs("err", err)...)
 	}
 }
 
@@ -235,19 +239,20 @@ func checkRedirect(redirectURI string) error {
 	return nil
 }
 
-// Complete finishes the sign-in to server that Begin returned state for,
+// Complete finishes account's sign-in to server that Begin returned state for,
 // with the authorization response's code and iss: it checks them, exchanges
 // the code (with the PKCE verifier and the resource) and stores the
 // tokens.
-func (c *Client) Complete(ctx context.Context, server, state, code, iss string) (Status, error) {
+func (c *Client) Complete(ctx context.Context, server, account, state, code, iss string) (Status, error) {
 	c.mu.Lock()
+	w := c.whoLocked(server, account)
 	p := c.pending[state]
-	if p != nil && p.server == server {
+	if p != nil && p.who == w {
 		delete(c.pending, state) // one try: a code is good once
 	}
 	c.mu.Unlock()
 	switch {
-	case p == nil || p.server != server:
+	case p == nil || p.who != w: // another caller's sign-in is not this one's to complete
 		return Status{}, fmt.Errorf("no sign-in to %s is waiting for this answer (its state is unknown): run `mcpx auth login %s` again", server, server)
 	case c.now().After(p.expires):
 		return Status{}, fmt.Errorf("the sign-in to %s took longer than %v: run `mcpx auth login %s` again", server, pendingTTL, server)
@@ -255,33 +260,33 @@ func (c *Client) Complete(ctx context.Context, server, state, code, iss string) 
 		return Status{}, fmt.Errorf("the authorization server sent no code back")
 	}
 	if err := checkIss(iss, p.meta.Server); err != nil {
-		c.log.Warn("oauth: sign-in refused", "server", server, "err", err)
-		c.event(server, EventFailed, err.Error())
+		c.log.Warn("oauth: sign-in refused", w.attrs("err", err)...)
+		c.event(w, EventFailed, err.Error())
 		return Status{}, err
 	}
 	hctx := context.WithValue(ctx, oauth2.HTTPClient, c.hc)
 	tok, err := p.cfg.Exchange(hctx, code, oauth2.VerifierOption(p.verifier), oauth2.SetAuthURLParam("resource", p.meta.Resource))
 	if err != nil {
 		err = fmt.Errorf("exchanging the code at %s: %w", p.meta.Server.TokenEndpoint, tokenErr(err))
-		c.event(server, EventFailed, err.Error())
+		c.event(w, EventFailed, err.Error())
 		return Status{}, err
 	}
-	c.signedIn(server, p, tok)
-	c.event(server, EventSignedIn, fmt.Sprintf("signed in at %s (%s client)", p.meta.Server.Issuer, p.client.Kind))
-	st, _ := c.Status(server)
+	c.signedIn(w, p, tok)
+	c.event(w, EventSignedIn, fmt.Sprintf("signed in at %s (%s client)", p.meta.Server.Issuer, p.client.Kind))
+	st, _ := c.Status(server, account)
 	return st, nil
 }
 
 // signedIn stores p's tokens as server's sign-in and clears what a
 // request found out.
-func (c *Client) signedIn(server string, p *pending, tok *oauth2.Token) {
+func (c *Client) signedIn(w who, p *pending, tok *oauth2.Token) {
 	granted := p.scopes
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
 		granted = strings.Fields(s)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.stateLocked(server)
+	s := c.stateLocked(w)
 	rec := &record{URL: p.url, Issuer: p.meta.Server.Issuer, Resource: p.meta.Resource, Token: p.meta.Server.TokenEndpoint,
 		Revoke: p.meta.Server.RevocationEndpoint, Client: p.client, Scopes: granted, SignedIn: c.now(),
 		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry, Issued: c.now()}
@@ -289,11 +294,11 @@ func (c *Client) signedIn(server string, p *pending, tok *oauth2.Token) {
 		rec.Registrations = s.rec.Registrations
 	}
 	s.rec, s.needs = rec, nil
-	if err := c.st.save(server, rec); err != nil {
-		c.log.Warn("oauth: the sign-in is kept in memory only", "server", server, "err", err)
+	if err := c.st.save(w, rec); err != nil {
+		c.log.Warn("oauth: the sign-in is kept in memory only", w.attrs("err", err)...)
 	}
-	c.log.Info("oauth: signed in", "server", server, "issuer", rec.Issuer, "scopes", strings.Join(granted, " "),
-		"expiry", rec.Expiry, "refresh", rec.RefreshToken != "")
+	c.log.Info("oauth: signed in", w.attrs("issuer", rec.Issuer, "scopes", strings.Join(granted, " "),
+		"expiry", rec.Expiry, "refresh", rec.RefreshToken != "")...)
 }
 
 // checkIss is RFC 9207's check of the authorization response's iss

@@ -73,15 +73,15 @@ func (c *Client) machineToken(ctx context.Context, server string, ch Challenge) 
 		rec.Expiry = c.now().Add(time.Duration(n) * time.Second)
 	}
 	c.mu.Lock()
-	s := c.stateLocked(server)
+	s := c.stateLocked(who{server: server})
 	s.rec, s.needs = rec, nil
-	if err := c.st.save(server, rec); err != nil {
+	if err := c.st.save(who{server: server}, rec); err != nil {
 		c.log.Warn("oauth: the token is kept in memory only", "server", server, "err", err)
 	}
 	c.mu.Unlock()
 	c.log.Info("oauth: token from client credentials", "server", server, "issuer", asm.Issuer,
 		"scopes", strings.Join(granted, " "), "expiry", rec.Expiry, "assertion", srv.PrivateKey != "")
-	c.event(server, EventSignedIn, "a token from the client credentials at "+asm.Issuer)
+	c.event(who{server: server}, EventSignedIn, "a token from the client credentials at "+asm.Issuer)
 	return rec.AccessToken, nil
 }
 
@@ -137,7 +137,7 @@ func (t *transport) machineRoundTrip(req *http.Request) (*http.Response, error) 
 	fresh, err := t.c.machineToken(req.Context(), t.server, ch)
 	if err != nil {
 		t.c.log.Warn("oauth: no token from the client credentials", "server", t.server, "err", err)
-		t.c.event(t.server, EventFailed, err.Error())
+		t.c.event(who{server: t.server}, EventFailed, err.Error())
 		return nil, err
 	}
 	return t.send(req, fresh, true)
@@ -148,7 +148,7 @@ func (t *transport) machineRoundTrip(req *http.Request) (*http.Response, error) 
 func (c *Client) storedToken(server string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r := c.stateLocked(server).rec
+	r := c.stateLocked(who{server: server}).rec
 	if r == nil || (!r.Expiry.IsZero() && c.now().Add(r.skew()).After(r.Expiry)) {
 		return ""
 	}

@@ -35,7 +35,7 @@ func (c *clock) add(d time.Duration) {
 
 // post makes one MCP request through the server's transport.
 func post(c *oauth.Client, server, u string) (int, error) {
-	hc := &http.Client{Transport: c.Transport(server, nil)}
+	hc := &http.Client{Transport: c.Transport(server, "", nil)}
 	resp, err := hc.Post(u, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	if err != nil {
 		return 0, err
@@ -91,12 +91,12 @@ func TestSignInRefreshLogout(t *testing.T) {
 	if !errors.As(err, &req) || req.Server != "hosted" {
 		t.Fatalf("a request before sign-in: %v, want a RequiredError", err)
 	}
-	if st, _ := c.Status("hosted"); !st.NeedsSignIn || st.SignedIn {
+	if st, _ := c.Status("hosted", ""); !st.NeedsSignIn || st.SignedIn {
 		t.Errorf("status before sign-in: %+v", st)
 	}
 
 	redirect := "http://127.0.0.1:9/callback"
-	login, err := c.Begin(t.Context(), "hosted", redirect)
+	login, err := c.Begin(t.Context(), "hosted", "", redirect)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +104,10 @@ func TestSignInRefreshLogout(t *testing.T) {
 	if q.Get("state") != login.State {
 		t.Fatalf("state %q came back, want %q", q.Get("state"), login.State)
 	}
-	if _, err := c.Complete(t.Context(), "hosted", "not-the-state", q.Get("code"), q.Get("iss")); err == nil {
+	if _, err := c.Complete(t.Context(), "hosted", "", "not-the-state", q.Get("code"), q.Get("iss")); err == nil {
 		t.Error("Complete took an unknown state")
 	}
-	st, err := c.Complete(t.Context(), "hosted", q.Get("state"), q.Get("code"), q.Get("iss"))
+	st, err := c.Complete(t.Context(), "hosted", "", q.Get("state"), q.Get("code"), q.Get("iss"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,19 +138,19 @@ func TestSignInRefreshLogout(t *testing.T) {
 	}
 
 	// A second sign-in reuses the registration for the same redirect URI.
-	login, err = c.Begin(t.Context(), "hosted", redirect)
+	login, err = c.Begin(t.Context(), "hosted", "", redirect)
 	if err != nil {
 		t.Fatal(err)
 	}
 	q = browse(t, login.URL)
-	if _, err := c.Complete(t.Context(), "hosted", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
+	if _, err := c.Complete(t.Context(), "hosted", "", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.Registered(); n != 1 {
 		t.Errorf("registered %d times, want 1", n)
 	}
 
-	revoked, err := c.Logout(t.Context(), "hosted")
+	revoked, err := c.Logout(t.Context(), "hosted", "")
 	if err != nil || !revoked {
 		t.Fatalf("Logout: revoked %v, %v", revoked, err)
 	}
@@ -250,12 +250,12 @@ func TestRefreshRevoked(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	c := oauth.New(oauth.Options{Now: clk.now})
 	c.SetServers(map[string]oauth.Server{"hosted": {URL: p.MCPURL()}})
-	login, err := c.Begin(t.Context(), "hosted", "http://127.0.0.1:9/callback")
+	login, err := c.Begin(t.Context(), "hosted", "", "http://127.0.0.1:9/callback")
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := browse(t, login.URL)
-	if _, err := c.Complete(t.Context(), "hosted", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
+	if _, err := c.Complete(t.Context(), "hosted", "", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
 		t.Fatal(err)
 	}
 	p.RevokeAll()
@@ -268,7 +268,7 @@ func TestRefreshRevoked(t *testing.T) {
 	if _, err := post(c, "hosted", p.MCPURL()); !errors.As(err, &req) {
 		t.Fatalf("the next request: %v, want the same RequiredError at once", err)
 	}
-	if st, _ := c.Status("hosted"); !st.NeedsSignIn {
+	if st, _ := c.Status("hosted", ""); !st.NeedsSignIn {
 		t.Errorf("status: %+v, want NeedsSignIn", st)
 	}
 	if p.MCPRequests() != hits {
@@ -285,12 +285,12 @@ func TestShortTokenRefresh(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	c := oauth.New(oauth.Options{Now: clk.now})
 	c.SetServers(map[string]oauth.Server{"hosted": {URL: p.MCPURL()}})
-	login, err := c.Begin(t.Context(), "hosted", "http://127.0.0.1:9/callback")
+	login, err := c.Begin(t.Context(), "hosted", "", "http://127.0.0.1:9/callback")
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := browse(t, login.URL)
-	if _, err := c.Complete(t.Context(), "hosted", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
+	if _, err := c.Complete(t.Context(), "hosted", "", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
 		t.Fatal(err)
 	}
 	issued := len(p.Issued())
@@ -343,5 +343,60 @@ func TestClientMetadata(t *testing.T) {
 		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
 			t.Errorf("%s: %v, want an error saying %q", u, err, want)
 		}
+	}
+}
+
+// TestPerCallerAccounts: on a PerCaller server each account signs in for
+// itself, into a file of its own below <dir>/callers/<server>, whatever
+// its name ("../" included); its transport carries its own token and no
+// other account's; on a server that is not PerCaller every account is the
+// server's one sign-in.
+func TestPerCallerAccounts(t *testing.T) {
+	p := oauthtest.New(t, nil)
+	dir := filepath.Join(t.TempDir(), "oauth")
+	c := oauth.New(oauth.Options{Dir: dir})
+	c.SetServers(map[string]oauth.Server{"hosted": {URL: p.MCPURL(), PerCaller: true}, "shared": {URL: p.MCPURL()}})
+	evil := "@jwt:../../escaped"
+	signIn := func(server, account string) {
+		t.Helper()
+		login, err := c.Begin(t.Context(), server, account, "http://127.0.0.1:9/callback")
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := browse(t, login.URL)
+		if _, err := c.Complete(t.Context(), server, account, q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signIn("hosted", evil)
+	if st, _ := c.Status("hosted", evil); !st.SignedIn || st.Account != evil {
+		t.Errorf("the account's status: %+v", st)
+	}
+	if st, _ := c.Status("hosted", "@jwt:bob"); st.SignedIn {
+		t.Error("another account of the server is signed in by the first's sign-in")
+	}
+	if _, err := post(c, "hosted", p.MCPURL()); err == nil {
+		t.Error("the server's own sign-in (no account) carries an account's token")
+	}
+	hc := &http.Client{Transport: c.Transport("hosted", evil, nil)}
+	if resp, err := hc.Post(p.MCPURL(), "application/json", strings.NewReader(`{}`)); err != nil || resp.StatusCode != 200 {
+		t.Errorf("the account's own request: %v %v", resp, err)
+	}
+	var files []string
+	filepath.WalkDir(filepath.Dir(dir), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, strings.TrimPrefix(path, filepath.Dir(dir)+"/"))
+		}
+		return nil
+	})
+	if len(files) != 1 || !strings.HasPrefix(files[0], "oauth/callers/hosted/") || strings.Contains(files[0], "..") {
+		t.Errorf("files: %v, want one below oauth/callers/hosted", files)
+	}
+	if got := c.Accounts("hosted"); len(got) != 1 || got[0] != evil {
+		t.Errorf("Accounts = %v", got)
+	}
+	signIn("shared", "@jwt:carol")
+	if st, _ := c.Status("shared", "@jwt:dave"); !st.SignedIn || st.Account != "" {
+		t.Errorf("a server that is not PerCaller: %+v, want its one sign-in for every account", st)
 	}
 }

@@ -1,12 +1,14 @@
 package oauth
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"mcpx.dev/mcpx/internal/atomicfile"
@@ -50,49 +52,76 @@ type clientReg struct {
 	Kind       string `json:"kind"`                 // "configured", "metadata-document", "registered"
 }
 
-// store reads and writes records in dir. Its methods are not safe for
-// concurrent use: Client serializes them under its lock.
+// store reads and writes records in dir: a server's own sign-in is
+// <dir>/<server>.json; a caller's, on a PerCaller server,
+// <dir>/callers/<server>/<the caller's name, base64url>.json, a name that
+// cannot leave the directory whatever the caller is called. Its methods
+// are not safe for concurrent use: Client serializes them under its lock.
 type store struct{ dir string }
 
-func (s store) path(server string) string { return filepath.Join(s.dir, server+".json") }
+func (s store) path(w who) string {
+	if w.account == "" {
+		return filepath.Join(s.dir, w.server+".json")
+	}
+	return filepath.Join(s.callers(w.server), base64.RawURLEncoding.EncodeToString([]byte(w.account))+".json")
+}
 
-// load returns server's record; nil, nil when there is none.
-func (s store) load(server string) (*record, error) {
+func (s store) callers(server string) string { return filepath.Join(s.dir, "callers", server) }
+
+// accounts are the callers with a stored sign-in to server.
+func (s store) accounts(server string) []string {
+	if s.dir == "" {
+		return nil
+	}
+	ents, _ := os.ReadDir(s.callers(server))
+	var out []string
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if b, err := base64.RawURLEncoding.DecodeString(name); ok && err == nil && len(b) > 0 {
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+// load returns w's record; nil, nil when there is none.
+func (s store) load(w who) (*record, error) {
 	if s.dir == "" {
 		return nil, nil
 	}
 	var r record
-	found, err := atomicfile.ReadJSON(s.path(server), &r)
+	found, err := atomicfile.ReadJSON(s.path(w), &r)
 	if !found {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the sign-in of %s: %w", server, err)
+		return nil, fmt.Errorf("reading the sign-in of %s: %w", w.server, err)
 	}
 	return &r, nil
 }
 
-// save replaces server's record, 0600 in a 0700 directory.
-func (s store) save(server string, r *record) error {
+// save replaces w's record, 0600 in 0700 directories.
+func (s store) save(w who, r *record) error {
 	if s.dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	p := s.path(w)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(s.path(server), b, 0o600)
+	return atomicfile.Write(p, b, 0o600)
 }
 
-// remove deletes server's record; none is not an error.
-func (s store) remove(server string) error {
+// remove deletes w's record; none is not an error.
+func (s store) remove(w who) error {
 	if s.dir == "" {
 		return nil
 	}
-	err := os.Remove(s.path(server))
+	err := os.Remove(s.path(w))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -13,23 +13,32 @@ import (
 )
 
 // Transport returns the http.RoundTripper that authorizes server's
-// requests over base (nil = http.DefaultTransport): it sends the stored
+// requests, for account where the server is PerCaller (its own sign-in
+// alone; "" = the server's), over base (nil = http.DefaultTransport): it sends the stored
 // access token, refreshes one about to expire, refreshes once after a 401,
 // and turns a 401 it cannot cure, or a 403 insufficient_scope (step-up),
 // into a *RequiredError, which the request's caller gets as its error.
 // A request that carries an Authorization header of its own (a server's
 // configured "headers") passes through untouched.
-func (c *Client) Transport(server string, base http.RoundTripper) http.RoundTripper {
+func (c *Client) Transport(server, account string, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &transport{c: c, server: server, base: base}
+	return &transport{c: c, server: server, account: account, base: base}
 }
 
 type transport struct {
-	c      *Client
-	server string
-	base   http.RoundTripper
+	c               *Client
+	server, account string
+	base            http.RoundTripper
+}
+
+// who is the sign-in the transport's requests use now (a reload may have
+// made the server PerCaller, or not).
+func (t *transport) who() who {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return t.c.whoLocked(t.server, t.account)
 }
 
 // expirySkew refreshes an access token this long before it expires, or
@@ -56,11 +65,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.c.machine(t.server) {
 		return t.machineRoundTrip(req)
 	}
-	if e := t.c.Required(t.server); e != nil {
+	w := t.who()
+	if e := t.c.Required(w.server, w.account); e != nil {
 		closeBody(req)
 		return nil, e
 	}
-	tok, err := t.c.accessToken(req.Context(), t.server, "")
+	tok, err := t.c.accessToken(req.Context(), w, "")
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -72,7 +82,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusUnauthorized && tok != "" && (req.Body == nil || req.GetBody != nil) {
 		// The token was refused: refresh once and retry (spec: "Token
 		// Handling"), unless another request refreshed it already.
-		if fresh, err := t.c.accessToken(req.Context(), t.server, tok); err == nil && fresh != "" && fresh != tok {
+		if fresh, err := t.c.accessToken(req.Context(), w, tok); err == nil && fresh != "" && fresh != tok {
 			drain(resp)
 			if resp, err = t.send(req, fresh, true); err != nil {
 				return nil, err
@@ -87,11 +97,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if tok != "" {
 			reason = "it refused the access token and no refresh cured that"
 		}
-		return nil, t.c.require(t.server, reason, ch, nil)
+		return nil, t.c.require(w, reason, ch, nil)
 	case http.StatusForbidden:
 		ch := ParseChallenge(resp.Header.Values("WWW-Authenticate"))
 		if ch.Error == "insufficient_scope" {
-			if e := t.c.stepUp(t.server, ch); e != nil {
+			if e := t.c.stepUp(w, ch); e != nil {
 				drain(resp)
 				return nil, e
 			}
@@ -132,9 +142,9 @@ func closeBody(req *http.Request) {
 // accessToken returns server's access token, refreshed first if it is
 // about to expire or is refused (it equals refused); "" when there is no
 // sign-in. A refresh that fails is a *RequiredError: sign in again.
-func (c *Client) accessToken(ctx context.Context, server, refused string) (string, error) {
+func (c *Client) accessToken(ctx context.Context, w who, refused string) (string, error) {
 	c.mu.Lock()
-	s := c.stateLocked(server)
+	s := c.stateLocked(w)
 	c.mu.Unlock()
 	s.refresh.Lock()
 	defer s.refresh.Unlock()
@@ -154,7 +164,7 @@ func (c *Client) accessToken(ctx context.Context, server, refused string) (strin
 	}
 	if r.RefreshToken == "" {
 		if refused != "" || c.now().After(r.Expiry) {
-			return "", c.require(server, "the access token expired and there is no refresh token", Challenge{}, nil)
+			return "", c.require(w, "the access token expired and there is no refresh token", Challenge{}, nil)
 		}
 		return r.AccessToken, nil // about to expire: use it while it lasts
 	}
@@ -163,13 +173,13 @@ func (c *Client) accessToken(ctx context.Context, server, refused string) (strin
 	// leave a used refresh token, whose reuse revokes the sign-in.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
 	defer cancel()
-	fresh, err := c.refresh(rctx, server, &r)
+	fresh, err := c.refresh(rctx, w, &r)
 	if err != nil {
-		c.log.Warn("oauth: refresh failed; sign in again", "server", server, "err", err)
-		c.event(server, EventFailed, "refreshing the access token: "+err.Error())
-		return "", c.require(server, "refreshing the access token failed", Challenge{}, nil)
+		c.log.Warn("oauth: refresh failed; sign in again", w.attrs("err", err)...)
+		c.event(w, EventFailed, "refreshing the access token: "+err.Error())
+		return "", c.require(w, "refreshing the access token failed", Challenge{}, nil)
 	}
-	c.event(server, EventRefreshed, "")
+	c.event(w, EventRefreshed, "")
 	return fresh, nil
 }
 
@@ -187,7 +197,7 @@ type tokenResponse struct {
 // refresh trades r's refresh token for new tokens, with the resource
 // (RFC 8707; x/oauth2's refresher cannot send it), and stores them: a new
 // refresh token replaces the old one (rotation).
-func (c *Client) refresh(ctx context.Context, server string, r *record) (string, error) {
+func (c *Client) refresh(ctx context.Context, w who, r *record) (string, error) {
 	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {r.RefreshToken}}
 	if r.Resource != "" {
 		form.Set("resource", r.Resource)
@@ -195,7 +205,7 @@ func (c *Client) refresh(ctx context.Context, server string, r *record) (string,
 	secret := r.Client.Secret
 	if r.Client.Kind == "configured" {
 		c.mu.Lock()
-		secret = c.servers[server].ClientSecret
+		secret = c.servers[w.server].ClientSecret
 		c.mu.Unlock()
 	}
 	tr, err := c.tokenRequest(ctx, r.Token, form, r.Client, secret)
@@ -204,7 +214,7 @@ func (c *Client) refresh(ctx context.Context, server string, r *record) (string,
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.stateLocked(server)
+	s := c.stateLocked(w)
 	if s.rec == nil {
 		return "", errors.New("signed out meanwhile")
 	}
@@ -221,10 +231,10 @@ func (c *Client) refresh(ctx context.Context, server string, r *record) (string,
 		rec.Scopes = strings.Fields(tr.Scope)
 	}
 	s.rec = &rec
-	if err := c.st.save(server, &rec); err != nil {
-		c.log.Warn("oauth: the refreshed tokens are kept in memory only", "server", server, "err", err)
+	if err := c.st.save(w, &rec); err != nil {
+		c.log.Warn("oauth: the refreshed tokens are kept in memory only", w.attrs("err", err)...)
 	}
-	c.log.Info("oauth: refreshed", "server", server, "expiry", rec.Expiry, "rotated", tr.RefreshToken != "")
+	c.log.Info("oauth: refreshed", w.attrs("expiry", rec.Expiry, "rotated", tr.RefreshToken != "")...)
 	return rec.AccessToken, nil
 }
 
@@ -287,27 +297,28 @@ func cloneValues(v url.Values) url.Values {
 	return out
 }
 
-// Logout signs out of server: it revokes the tokens where the
+// Logout signs out of server (account's sign-in, where it is PerCaller): it revokes the tokens where the
 // authorization server offers revocation (RFC 7009) and deletes the
 // sign-in. revoked says whether a revocation was accepted; a refused or
 // failed one is err, after the sign-in was deleted all the same.
-func (c *Client) Logout(ctx context.Context, server string) (revoked bool, err error) {
+func (c *Client) Logout(ctx context.Context, server, account string) (revoked bool, err error) {
 	c.mu.Lock()
 	srv, ok := c.servers[server]
 	if !ok {
 		c.mu.Unlock()
 		return false, fmt.Errorf("server %q is not a url server", server)
 	}
-	s := c.stateLocked(server)
+	w := c.whoLocked(server, account)
+	s := c.stateLocked(w)
 	rec := s.rec
 	s.rec, s.needs, s.stepUps = nil, nil, nil
-	rmErr := c.st.remove(server)
+	rmErr := c.st.remove(w)
 	c.mu.Unlock()
 	if rmErr != nil {
 		return false, fmt.Errorf("deleting the sign-in of %s: %w", server, rmErr)
 	}
 	if rec == nil || rec.AccessToken == "" || rec.Revoke == "" {
-		c.log.Info("oauth: signed out", "server", server, "revoked", false)
+		c.log.Info("oauth: signed out", w.attrs("revoked", false)...)
 		return false, nil
 	}
 	secret := rec.Client.Secret
@@ -322,7 +333,7 @@ func (c *Client) Logout(ctx context.Context, server string) (revoked bool, err e
 			err = fmt.Errorf("revoking the %s at %s: %w", strings.ReplaceAll(t.hint, "_", " "), rec.Revoke, e)
 		}
 	}
-	c.log.Info("oauth: signed out", "server", server, "revoked", err == nil)
+	c.log.Info("oauth: signed out", w.attrs("revoked", err == nil)...)
 	return err == nil, err
 }
 

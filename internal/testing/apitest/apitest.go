@@ -52,6 +52,7 @@ import (
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
+	"mcpx.dev/mcpx/wire"
 )
 
 // Token is the bearer token of every Daemon's loopback TCP listener.
@@ -187,6 +188,8 @@ func (d *Daemon) serve(t testing.TB, o Options, h http.Handler, logger *slog.Log
 		t.Fatal(err)
 	}
 	d.TCPAddr = tln.Addr().String()
+	rt, _ := wire.Lookup(wire.OpAuthRedirect)
+	d.Broker.SetSignInRedirect("http://" + d.TCPAddr + rt.Pattern)
 	if o.WrapTCP != nil {
 		tln = o.WrapTCP(tln)
 	}

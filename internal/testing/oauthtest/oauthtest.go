@@ -5,6 +5,11 @@
 //	p := oauthtest.New(t, mcpHandler) // nil = a stub that answers {} to every request
 //	cfg := `{"servers": {"hosted": {"url": "` + p.MCPURL() + `"}}}`
 //	// … sign in; p.Issued() is every token, code and secret it handed out
+//
+// A browser names the person signing in with the UserHeader header at the
+// authorization endpoint (its login page, in effect); the tokens of that
+// sign-in, refreshed or not, are that person's, and Requests says whose
+// token each MCP request carried.
 package oauthtest
 
 import (
@@ -12,6 +17,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -33,8 +39,9 @@ type Provider struct {
 
 	mu         sync.Mutex
 	codes      map[string]codeGrant // guarded by mu
-	access     map[string]bool      // guarded by mu; valid access tokens
-	refresh    map[string]bool      // guarded by mu; valid refresh tokens
+	access     map[string]string    // guarded by mu; valid access tokens, and whose
+	refresh    map[string]string    // guarded by mu; valid refresh tokens, and whose
+	requests   []Request            // guarded by mu; the MCP requests with a valid token
 	issued     []string             // guarded by mu
 	registered int                  // guarded by mu
 	revoked    []string             // guarded by mu; the token_type_hint of each revocation
@@ -46,12 +53,29 @@ type Provider struct {
 	Resource  string // the resource the metadata names; "" = MCPURL()
 }
 
-type codeGrant struct{ challenge, resource, clientID, redirect string }
+type codeGrant struct{ challenge, resource, clientID, redirect, user string }
+
+// UserHeader, on the browser's request to the authorization endpoint,
+// names the person signing in ("" = nobody in particular).
+const UserHeader = "X-Oauthtest-User"
+
+// Request is one MCP request that came with a valid token.
+type Request struct {
+	User string // whose token it carried (UserHeader at its sign-in)
+	Body string // the request's body
+}
+
+// Requests returns the MCP requests that came with a valid token.
+func (p *Provider) Requests() []Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.requests)
+}
 
 // New starts a provider in front of mcp (nil = a stub answering {} to
 // every request); t's cleanup closes it.
 func New(t testing.TB, mcp http.Handler) *Provider {
-	p := &Provider{mcp: mcp, codes: map[string]codeGrant{}, access: map[string]bool{}, refresh: map[string]bool{},
+	p := &Provider{mcp: mcp, codes: map[string]codeGrant{}, access: map[string]string{}, refresh: map[string]string{},
 		PRMPath: "/.well-known/oauth-protected-resource/mcp"}
 	p.AS = httptest.NewServer(http.HandlerFunc(p.serveAS))
 	p.RS = httptest.NewServer(http.HandlerFunc(p.serveRS))
@@ -67,7 +91,8 @@ func (p *Provider) MCPURL() string { return p.RS.URL + "/mcp" }
 func (p *Provider) Lock()   { p.mu.Lock() }
 func (p *Provider) Unlock() { p.mu.Unlock() }
 
-// Issued returns every token, code and client secret handed out so far.
+// Issued returns every token, code and client secret handed out so far,
+// and every PKCE verifier a client sent.
 func (p *Provider) Issued() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -135,9 +160,17 @@ func (p *Provider) serveRS(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mcpHits++
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	valid := ok && p.access[tok]
+	user, valid := p.access[tok]
+	valid = valid && ok
 	prm := p.PRMPath
 	p.mu.Unlock()
+	if valid && r.Body != nil {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		p.mu.Lock()
+		p.requests = append(p.requests, Request{User: user, Body: string(body)})
+		p.mu.Unlock()
+	}
 	if !valid {
 		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s%s", scope="mcp:read"`, p.RS.URL, prm))
 		w.WriteHeader(http.StatusUnauthorized)
@@ -195,7 +228,7 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := p.token("code")
-	p.codes[code] = codeGrant{q.Get("code_challenge"), q.Get("resource"), q.Get("client_id"), q.Get("redirect_uri")}
+	p.codes[code] = codeGrant{q.Get("code_challenge"), q.Get("resource"), q.Get("client_id"), q.Get("redirect_uri"), r.Header.Get(UserHeader)}
 	back := q.Get("redirect_uri") + "?" + url.Values{"code": {code}, "state": {q.Get("state")}, "iss": {p.AS.URL}}.Encode()
 	http.Redirect(w, r, back, http.StatusFound)
 }
@@ -207,27 +240,34 @@ func (p *Provider) serveToken(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
 		return
 	}
+	var user string
 	switch f.Get("grant_type") {
 	case "authorization_code":
 		g, ok := p.codes[f.Get("code")]
+		user = g.user
 		delete(p.codes, f.Get("code"))
+		if v := f.Get("code_verifier"); v != "" {
+			p.issued = append(p.issued, v) // a secret the client made: Issued lists it too
+		}
 		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
 		if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge || f.Get("redirect_uri") != g.redirect {
 			http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
 			return
 		}
 	case "refresh_token":
-		if !p.refresh[f.Get("refresh_token")] {
+		u, ok := p.refresh[f.Get("refresh_token")]
+		if !ok {
 			http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
 			return
 		}
+		user = u
 		delete(p.refresh, f.Get("refresh_token")) // rotation: a refresh token is good once
 	default:
 		http.Error(w, `{"error":"unsupported_grant_type"}`, http.StatusBadRequest)
 		return
 	}
 	at, rt := p.token("access"), p.token("refresh")
-	p.access[at], p.refresh[rt] = true, true
+	p.access[at], p.refresh[rt] = user, user
 	exp := p.ExpiresIn
 	if exp == 0 {
 		exp = 3600

@@ -79,24 +79,31 @@ function card(server) {
       refresh().catch(showError);
       return `restarted ${res.server}: ${res.replaced.length} replaced, ${res.stopped.length} stopped`;
     }) : null;
+  const signin = el('span', {class: 'signin'});
   const roots = () => [...new Set(instances.filter((i) => i.server === server.name && i.root).map((i) => i.root))];
   const root = el('article', {class: 'card server', 'data-server': server.name},
     el('header', {}, el('h3', {}, server.name), el('span', {class: 'tag'}, `${server.transport} · scope ${server.scope} · sharing ${server.sharing}`),
-      count, restart),
+      count, signin, restart),
     server.description ? el('p', {class: 'tag'}, server.description) : null,
     pins, stats, charts, instancesBox, tryIt(server, roots));
-  c = {root, stats, charts, instances: instancesBox, count, pins};
+  c = {root, stats, charts, instances: instancesBox, count, pins, signin};
   cards.set(server.name, c);
   $('servers').append(root);
   return c;
 }
 
 async function refresh() {
-  const [servers, inst, sess, stats, pins] = await Promise.allSettled([
+  const [servers, inst, sess, stats, pins, signIns] = await Promise.allSettled([
     getJSON('/v1/servers'), getJSON('/v1/instances'), getJSON('/v1/sessions'),
     caller.admin ? getJSON(`/v1/stats?by=server&since=${STATS_WINDOW}`) : Promise.resolve(null),
     caller.admin ? getJSON('/v1/pins') : Promise.resolve(null),
+    getJSON('/v1/auth'),
   ]);
+  // The caller's own sign-in of each url server: the first listed.
+  const authOf = new Map();
+  for (const a of signIns.status === 'fulfilled' ? signIns.value.servers : []) {
+    if (!authOf.has(a.server)) authOf.set(a.server, a);
+  }
   const pinsOf = new Map((pins.status === 'fulfilled' && pins.value ? pins.value.servers : []).map((p) => [p.server, p]));
   const firstError = [servers, inst, sess].find((r) => r.status === 'rejected');
   if (firstError) {
@@ -116,6 +123,9 @@ async function refresh() {
     c.stats.textContent = statsLine(rows.get(s.name));
     c.instances.replaceChildren(instanceTable(mine));
     c.pins.replaceChildren(...pinsNote(s.name, pinsOf.get(s.name)));
+    const a = authOf.get(s.name);
+    if (!a || a.signedIn) c.signin.replaceChildren();
+    else if (!c.signin.firstChild) c.signin.replaceChildren(signInButton(s.name, c.signin, a));
   }
   if (sess.status === 'fulfilled') renderSessions(sess.value.sessions);
   renderFailures(instances);
@@ -147,6 +157,21 @@ async function charts() {
       lineChart({title: `${name}: calls per second by tool`, unit: 'calls/s', from: s.from, step: s.step, series: s.rate}),
       lineChart({title: `${name}: p95 latency by tool`, unit: 'ms', from: s.from, step: s.step, series: s.p95}));
   }
+}
+
+// signInButton begins the caller's sign-in to a url server (docs/oauth.md):
+// the authorization server sends the browser back to this daemon's own
+// redirect route, so it works where the dashboard is on loopback TCP; the
+// link opens in a tab of its own, and the next refresh drops the button.
+function signInButton(server, box, status) {
+  return actionButton('Sign in', {'data-action': 'sign-in'}, `Sign in to ${server}?`,
+    status.reason ? `Calls need it: ${status.reason}.` : 'Its calls need a sign-in at its authorization server.',
+    () => send('POST', `/v1/servers/${encodeURIComponent(server)}/auth/login`, {redirectUri: `${location.origin}/v1/auth/redirect`}),
+    (res) => {
+      box.replaceChildren(el('a', {href: res.authorizationUrl, target: '_blank', rel: 'noopener noreferrer', 'data-action': 'sign-in-link'},
+        `open ${server}'s sign-in page`));
+      return `signing in to ${server}: open its sign-in page; this page notices when it is done`;
+    });
 }
 
 // pinsNote is a server's tools not approved (docs/trust.md, "Tool pins"),
