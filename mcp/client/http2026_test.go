@@ -103,7 +103,8 @@ func TestHTTPErrorAnswers(t *testing.T) {
 // TestHTTPInvalidToolHeaders: over Streamable HTTP at 2026-07-28 a tool
 // whose x-mcp-header annotations are invalid (SEP-2243) is left out of
 // Tools and a call to it is refused without reaching the server; the
-// valid tool beside it is listed, and its annotated argument mirrored.
+// valid tool beside it is listed, and its annotated argument mirrored;
+// the caller's log level goes in the call's _meta.
 func TestHTTPInvalidToolHeaders(t *testing.T) {
 	var mu sync.Mutex
 	var calls []string // tool name, Mcp-Param-Region
@@ -115,7 +116,10 @@ func TestHTTPInvalidToolHeaders(t *testing.T) {
 		var msg struct {
 			ID     json.RawMessage
 			Method string
-			Params struct{ Name string }
+			Params struct {
+				Name string
+				Meta map[string]json.RawMessage `json:"_meta"`
+			}
 		}
 		json.NewDecoder(r.Body).Decode(&msg)
 		w.Header().Set("Content-Type", "application/json")
@@ -130,7 +134,7 @@ func TestHTTPInvalidToolHeaders(t *testing.T) {
 				{"name":"invalid_colon_in_name","inputSchema":{"type":"object","properties":{"value":{"type":"string","x-mcp-header":"Region:Primary"}}}}]}`
 		case "tools/call":
 			mu.Lock()
-			calls = append(calls, msg.Params.Name+" "+r.Header.Get("Mcp-Param-Region"))
+			calls = append(calls, fmt.Sprintf("%s %s %s", msg.Params.Name, r.Header.Get("Mcp-Param-Region"), msg.Params.Meta[jsonrpc.MetaLogLevel]))
 			mu.Unlock()
 			result = `{"content":[]}`
 		default:
@@ -163,13 +167,18 @@ func TestHTTPInvalidToolHeaders(t *testing.T) {
 	if _, err := s.CallTool(t.Context(), "valid_tool", json.RawMessage(`{"region":"eu"}`), nil); err != nil {
 		t.Fatal(err)
 	}
+	// A caller's log level reaches the child in _meta (SEP-2575).
+	ctx := WithCallerCapabilities(t.Context(), CallerCapabilities{LogLevel: "info"})
+	if _, err := s.CallTool(ctx, "valid_tool", json.RawMessage(`{"region":"us"}`), nil); err != nil {
+		t.Fatal(err)
+	}
 	_, err = s.CallTool(t.Context(), "invalid_number_header", json.RawMessage(`{"score":1.5}`), nil)
 	if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeInvalidParams {
 		t.Errorf("calling the invalid tool: %v, want -32602", err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if d := cmp.Diff([]string{"valid_tool eu"}, calls); d != "" {
+	if d := cmp.Diff([]string{"valid_tool eu ", `valid_tool us "info"`}, calls); d != "" {
 		t.Errorf("calls the server got (-want +got):\n%s", d)
 	}
 }

@@ -210,12 +210,16 @@ func (s *Session) metaFor(ctx context.Context) [][2][]byte {
 		caps = append(append(caps, sep...), `"sampling":{}`...)
 	}
 	caps = append(caps, '}')
-	out := make([][2][]byte, len(s.meta))
+	out := make([][2][]byte, len(s.meta), len(s.meta)+1)
 	for i, kv := range s.meta {
 		if string(kv[0]) == jsonrpc.MetaClientCapabilities {
 			kv[1] = caps
 		}
 		out[i] = kv
+	}
+	if cc.LogLevel != "" {
+		level, _ := json.Marshal(cc.LogLevel)
+		out = append(out, [2][]byte{[]byte(jsonrpc.MetaLogLevel), level})
 	}
 	return out
 }
