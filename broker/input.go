@@ -36,6 +36,9 @@ func withInputHandler(ctx context.Context, h InputHandler) context.Context {
 type CallerCapabilities struct {
 	Elicitation json.RawMessage // the caller's elicitation capability; nil = none
 	Sampling    bool
+	// LogLevel is the level of the log messages the caller wants; "" =
+	// none (client.CallerCapabilities.LogLevel).
+	LogLevel string
 }
 
 // withCaller returns ctx carrying r's input handler and capabilities.
@@ -45,7 +48,7 @@ func withCaller(ctx context.Context, r Request) context.Context {
 		ctx = withSignInAsk(ctx, r)
 	}
 	if c := r.Capabilities; c != nil {
-		ctx = client.WithCallerCapabilities(ctx, client.CallerCapabilities{Elicitation: c.Elicitation, Sampling: c.Sampling})
+		ctx = client.WithCallerCapabilities(ctx, client.CallerCapabilities{Elicitation: c.Elicitation, Sampling: c.Sampling, LogLevel: c.LogLevel})
 	}
 	return ctx
 }

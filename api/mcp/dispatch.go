@@ -154,7 +154,10 @@ func (ss *session) breqAt(cwd, server string, st *stream) broker.Request {
 	r := broker.Request{Caller: ss.caller, Context: cc, Server: server}
 	if st != nil {
 		r.OnInput = ss.onInput(st)
-		r.Capabilities = &broker.CallerCapabilities{Elicitation: ss.caps.elicitation, Sampling: ss.caps.sampling}
+		ss.mu.Lock()
+		level := ss.level
+		ss.mu.Unlock()
+		r.Capabilities = &broker.CallerCapabilities{Elicitation: ss.caps.elicitation, Sampling: ss.caps.sampling, LogLevel: level}
 	}
 	return r
 }
@@ -171,6 +174,13 @@ func (ss *session) handle(ctx context.Context, st *stream, msg *message) []byte 
 			data, _ := json.Marshal(map[string]any{"supported": []string{jsonrpc.StatelessVersion}, "requested": v})
 			return rpcErrorMsg(msg.ID, jsonrpc.CodeUnsupportedVersion, "unsupported protocol version "+v, data)
 		}
+	}
+	if l := msg.meta(jsonrpc.MetaLogLevel); ss.id == "" && slices.Contains(logLevels, l) {
+		// A stateless client's level for this request (its session
+		// is this request's).
+		ss.mu.Lock()
+		ss.level = l
+		ss.mu.Unlock()
 	}
 	var res json.RawMessage
 	var err error

@@ -3,10 +3,13 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -200,6 +203,52 @@ func TestMCPStatelessElicitationTakesAnInputRound(t *testing.T) {
 	got := apitest.CallText(t, cs, &mcp.CallToolParams{Name: "demo__ask", Arguments: map[string]any{"question": "who?"}})
 	if asked.Load() != 1 || !strings.Contains(got, "Grace") {
 		t.Errorf("asked %d times, result %q", asked.Load(), got)
+	}
+}
+
+// TestMCPStatelessEarlyInputResponses: a stateless client that sends a
+// call with inputResponses and no requestState gets them used for its
+// child's requests under their keys, the other keys ignored, as the child
+// itself would (SEP-2322): the call completes in one round.
+func TestMCPStatelessEarlyInputResponses(t *testing.T) {
+	d := apitest.StartDemo(t, map[string]string{"demo": `{"scope": "global"}`})
+	post := func(extra string) map[string]json.RawMessage {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__ask","arguments":{"question":"who?"}` + extra +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://"+d.TCPAddr+"/mcp", strings.NewReader(body))
+		for k, v := range map[string]string{"Authorization": "Bearer " + apitest.Token, "Content-Type": "application/json",
+			"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "demo__ask"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct{ Result map[string]json.RawMessage }
+		b, _ := io.ReadAll(resp.Body)
+		if i := bytes.Index(b, []byte("data: ")); i >= 0 { // an SSE answer
+			b = b[i+len("data: "):]
+		}
+		if err := json.NewDecoder(bytes.NewReader(b)).Decode(&out); err != nil || out.Result == nil {
+			t.Fatalf("%d %s: %v", resp.StatusCode, b, err)
+		}
+		return out.Result
+	}
+	first := post("")
+	var reqs map[string]json.RawMessage
+	if json.Unmarshal(first["inputRequests"], &reqs) != nil || len(reqs) != 1 {
+		b, _ := json.Marshal(first)
+		t.Fatalf("first round: %s, want one input request", b)
+	}
+	var key string
+	for k := range reqs {
+		key = k
+	}
+	got := post(`,"inputResponses":{"` + key + `":{"action":"accept","content":{"name":"Grace"}},"unknown_extra_key":{"action":"decline"}}`)
+	if rt := string(got["resultType"]); rt == `"input_required"` || !strings.Contains(string(got["content"]), "Grace") {
+		b, _ := json.Marshal(got)
+		t.Errorf("a call with the answer sent at once: %s, want it complete with the answer", b)
 	}
 }
 

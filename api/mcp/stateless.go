@@ -129,11 +129,21 @@ func (ss *session) statelessRound(ctx context.Context, st *stream, msg *message)
 	// round: it outlives this request when it waits for input.
 	cctx, cancel := context.WithCancel(ss.srv.ctx)
 	pk := &parked{caller: ss.caller, events: make(chan parkedEvent, 1), answers: map[string]chan json.RawMessage{}, cancel: cancel}
+	// inputResponses sent with no requestState answer the child's
+	// requests under their keys, once each, and the others are ignored, as
+	// the child itself would (SEP-2322: a server ignores information it
+	// does not recognize; the suite's input-required-result-ignore-extra-params).
+	early := responses.without(inputRoots)
 	ss.input = func(ctx context.Context, req broker.InputRequest) (json.RawMessage, error) {
 		// The child's own key, when it has one: a client is asked as the
 		// child asked.
 		key, answer := cmp.Or(req.ID, inputChild), make(chan json.RawMessage, 1)
 		pk.mu.Lock()
+		if a := early.get(key); a != nil {
+			early = early.without(key)
+			pk.mu.Unlock()
+			return a, nil
+		}
 		pk.answers[key] = answer
 		pk.mu.Unlock()
 		select {

@@ -21,6 +21,13 @@ import (
 // maxKept bounds the events a stream keeps for a resume.
 const maxKept = 512
 
+// retryField goes with the priming event: how long a client whose
+// connection broke waits before it resumes (SEP-1699: the server SHOULD
+// send it; the conformance suite's server-sse-retry-field). A broken
+// connection is rarely mcpx's doing, and mcpx keeps the stream's events,
+// so a second is soon enough without being a storm.
+const retryField = "retry: 1000\n"
+
 type stream struct {
 	id string
 
@@ -106,8 +113,9 @@ func parseEventID(v string) (stream string, seq int, ok bool) {
 
 // pump writes the stream's events from seq from on to w until the stream
 // ends (true) or ctx does, the connection breaks or another takes over
-// (false). A priming event (an id, no data) goes first, so a client can
-// resume even when the connection breaks before the first message.
+// (false). A priming event (an id, the retry field, no data) goes first,
+// so a client can resume even when the connection breaks before the first
+// message.
 // keepAlive is how often an idle stream sends a comment.
 func (st *stream) pump(ctx context.Context, w http.ResponseWriter, from int, keepAlive time.Duration) bool {
 	st.mu.Lock()
@@ -139,7 +147,7 @@ func (st *stream) pump(ctx context.Context, w http.ResponseWriter, from int, kee
 		}
 		return rc.Flush() == nil
 	}
-	if !write(sse.AppendEvent([]byte("id: "+st.eventID(from-1)+"\n"), "", nil)) {
+	if !write(sse.AppendEvent([]byte("id: "+st.eventID(from-1)+"\n"+retryField), "", nil)) {
 		return false
 	}
 	tick := time.NewTicker(keepAlive)

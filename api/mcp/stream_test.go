@@ -18,7 +18,7 @@ import (
 // back within the grace.
 
 // sseEvent is one event of an MCP SSE stream.
-type sseEvent struct{ id, data string }
+type sseEvent struct{ id, data, retry string }
 
 // nextEvent reads one event (comments skipped); false at the end.
 func nextEvent(br *bufio.Reader) (sseEvent, bool) {
@@ -35,6 +35,8 @@ func nextEvent(br *bufio.Reader) (sseEvent, bool) {
 			return ev, true
 		case strings.HasPrefix(line, "id: "):
 			ev.id, seen = strings.TrimPrefix(line, "id: "), true
+		case strings.HasPrefix(line, "retry: "):
+			ev.retry = strings.TrimPrefix(line, "retry: ")
 		case strings.HasPrefix(line, "data:"):
 			ev.data += strings.TrimSpace(strings.TrimPrefix(line, "data:"))
 			seen = true
@@ -53,6 +55,10 @@ func TestMCPResumeAfterADroppedConnection(t *testing.T) {
 		t.Fatalf("a call with progress answered %s", ct)
 	}
 	br := bufio.NewReader(resp.Body)
+	// The priming event says when to come back (SEP-1699).
+	if ev, ok := nextEvent(br); !ok || ev.data != "" || ev.retry != "1000" {
+		t.Errorf("first event %+v, want the priming event with retry: 1000", ev)
+	}
 	var last string
 	for {
 		ev, ok := nextEvent(br)

@@ -326,6 +326,9 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 // or null = none) and returns the CallToolResult as the child sent it. A tool that ran
 // and failed is a result with "isError":true, not an error.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, onProgress func(json.RawMessage)) (json.RawMessage, error) {
+	if err := s.refusedTool(ctx, name); err != nil {
+		return nil, err
+	}
 	b := getBuf()
 	defer putBuf(b)
 	if err := writeToolCall(b, name, args); err != nil {

@@ -254,11 +254,14 @@ func (t *httpTransport) Send(ctx context.Context, msg []byte) error {
 		return fmt.Errorf("POST %s: %w", t.url, err)
 	}
 	defer resp.Body.Close()
+	e, _ := jsonrpc.Parse(msg)
+	if answer := errorAnswer(resp, sid, e); answer != nil {
+		return t.push(ctx, answer)
+	}
 	if err := t.checkStatus(resp, sid, "POST"); err != nil {
 		return err
 	}
 	t.captureSession(resp)
-	e, _ := jsonrpc.Parse(msg)
 	if !e.IsRequest() || resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
 		// A notification or response is answered 202 with no body. Some
 		// servers answer 200 with a JSON body anyway: like the official
@@ -362,6 +365,38 @@ func mediaType(ct string) string {
 		ct = ct[:i]
 	}
 	return strings.ToLower(strings.TrimSpace(ct))
+}
+
+// errorAnswer returns the JSON-RPC error response to req that a failed
+// HTTP answer carries, nil if it carries none: the caller gets the
+// server's error (-32602 with its data, -32021, -32022 with the versions
+// it supports) instead of the bare status. A response with another id, or
+// any other body, is left to checkStatus, which reads what is left of it;
+// so are the statuses that mean something of their own (401 and 403 for
+// authorization, 404 for an ended session).
+//
+// Spec (2026-07-28, basic/transports): a server answers a request it
+// rejects with "an HTTP error status code (e.g. 400 Bad Request)" and a
+// JSON-RPC error response in the body.
+func errorAnswer(resp *http.Response, sid string, req jsonrpc.Message) []byte {
+	code := resp.StatusCode
+	if code/100 == 2 || code == http.StatusUnauthorized || code == http.StatusForbidden ||
+		code == http.StatusNotFound && sid != "" || !req.IsRequest() ||
+		mediaType(resp.Header.Get("Content-Type")) != "application/json" {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), resp.Body))
+	if !json.Valid(body) {
+		return nil
+	}
+	m, err := jsonrpc.Parse(body)
+	var e jsonrpc.Error
+	if err != nil || !m.IsResponse() || m.Error == nil || !bytes.Equal(m.ID, req.ID) ||
+		json.Unmarshal(m.Error, &e) != nil || e.Code == 0 {
+		return nil
+	}
+	return body
 }
 
 // checkStatus turns a failed HTTP answer into an error; a 404 for a

@@ -184,6 +184,11 @@ type CallerCapabilities struct {
 	// Sampling: the caller can answer sampling/createMessage (declared
 	// to the child only if Options.Sampling allows it too).
 	Sampling bool
+	// LogLevel is the level of the log messages the caller wants
+	// (logging/setLevel's, or its own request's _meta); a stateless
+	// child is asked for them in the request's _meta. "" = none: such a
+	// child sends none.
+	LogLevel string
 }
 
 type callerCapsKey struct{}

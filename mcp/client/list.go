@@ -86,6 +86,8 @@ func (s *Session) list(ctx context.Context, cache *listCache, method, key string
 	}
 	out := []byte{'['}
 	n := 0
+	var refused map[string]string // tools left out, by name: why
+	check := cache == &s.tools && s.mirrorsHeaders()
 	var cursor []byte // raw JSON string
 	seen := make(map[string]bool)
 	for page := 0; ; page++ {
@@ -113,6 +115,16 @@ func (s *Session) list(ctx context.Context, cache *listCache, method, key string
 		}
 		if items != nil {
 			if err := jsonrpc.Elements(items, func(v []byte) {
+				if check {
+					if name, why := badTool(v); why != "" {
+						if refused == nil {
+							refused = map[string]string{}
+						}
+						refused[name] = why
+						s.log.Warn("tool refused: its x-mcp-header annotation is invalid (SEP-2243)", "tool", name, "reason", why)
+						return
+					}
+				}
 				if n > 0 {
 					out = append(out, ',')
 				}
@@ -133,10 +145,49 @@ func (s *Session) list(ctx context.Context, cache *listCache, method, key string
 		cursor = next
 	}
 	out = append(out, ']')
-	if cache.put(out, gen) && s.opts.OnList != nil {
+	if cache.put(out, refused, gen) && s.opts.OnList != nil {
 		s.opts.OnList(method, out)
 	}
 	return out, nil
+}
+
+// mirrorsHeaders reports whether the session mirrors tool arguments into
+// HTTP headers (a stateless session over Streamable HTTP): its tools with
+// invalid x-mcp-header annotations are left out of Tools and refused by
+// CallTool.
+func (s *Session) mirrorsHeaders() bool { return s.meta != nil && s.x.SetToolLookup != nil }
+
+// badTool returns a listed tool's name and, if its x-mcp-header
+// annotations are invalid, why (jsonrpc.CheckParamHeaders).
+func badTool(tool []byte) (name, why string) {
+	err := jsonrpc.CheckParamHeaders(tool)
+	if err == nil {
+		return "", ""
+	}
+	var named struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(tool, &named) //nolint:errcheck // a tool without a name is refused as ""
+	return named.Name, err.Error()
+}
+
+// refusedTool returns the error of a call to a tool the session refused,
+// nil if it did not: -32602, as for an unknown tool (the tool is not in
+// Tools), saying why. It lists the tools first if they are not cached,
+// which the call's argument headers need anyway.
+func (s *Session) refusedTool(ctx context.Context, name string) error {
+	if !s.mirrorsHeaders() {
+		return nil
+	}
+	if _, err := s.Tools(ctx); err != nil {
+		return nil // the call says what is wrong, if anything
+	}
+	why := s.tools.refusedWhy(name)
+	if why == "" {
+		return nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		Message: fmt.Sprintf("unknown tool %q: mcpx refused the server's definition of it (SEP-2243): %s", name, why)}
 }
 
 // HasTool reports whether the child lists a tool by that name. It answers
@@ -170,6 +221,17 @@ type listCache struct {
 	gen   uint64                     // guarded by mu; bumped by each list_changed
 	val   json.RawMessage            // guarded by mu; nil = not cached
 	names map[string]json.RawMessage // guarded by mu; val's items by their "name" members, built on first lookup
+	// refused are the items left out of val, by name: why (tools only,
+	// see mirrorsHeaders). Guarded by mu.
+	refused map[string]string
+}
+
+// refusedWhy says why the item name was left out of the cached listing,
+// "" if it was not.
+func (c *listCache) refusedWhy(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refused[name]
 }
 
 // lookup returns val's item with that name and whether there is one, and
@@ -206,12 +268,13 @@ func (c *listCache) get() (json.RawMessage, uint64) {
 
 // put caches val unless a list_changed arrived since the listing began;
 // it reports whether it did.
-func (c *listCache) put(val json.RawMessage, gen uint64) bool {
+func (c *listCache) put(val json.RawMessage, refused map[string]string, gen uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen == gen {
 		c.val = val
 		c.names = nil
+		c.refused = refused
 		return true
 	}
 	return false

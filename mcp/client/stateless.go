@@ -118,6 +118,9 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 	// cancel=false: a child of the handshake era may take a
 	// notifications/cancelled before initialize for a protocol error.
 	res, err := s.request(pctx, jsonrpc.MethodDiscover, nil, nil, false)
+	if retryVersion(err) {
+		res, err = s.request(pctx, jsonrpc.MethodDiscover, nil, nil, false)
+	}
 	if err != nil {
 		s.meta = nil
 		switch {
@@ -164,6 +167,28 @@ func (st stateless) open(ctx context.Context, s *Session) (string, json.RawMessa
 	return jsonrpc.StatelessVersion, out, nil
 }
 
+// retryVersion reports whether err refuses the probe's protocol version
+// while listing it as supported (-32022, data.supported): the probe is
+// sent once more, as is. Any other -32022 falls back to initialize.
+//
+// SEP-2575: a server refuses a protocol version it does not speak with
+// -32022 and data {supported, requested}, and the client retries with a
+// supported one (the conformance suite's check
+// sep-2575-client-retry-supported-version) — here the one it sent, which
+// the server lists: a server may refuse a first request for reasons of its
+// own (the suite's request-metadata scenario refuses the first, whatever
+// it says).
+func retryVersion(err error) bool {
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeUnsupportedVersion {
+		return false
+	}
+	var d struct {
+		Supported []string `json:"supported"`
+	}
+	return json.Unmarshal(rpc.Data, &d) == nil && slices.Contains(d.Supported, jsonrpc.StatelessVersion)
+}
+
 // metaFor is the session's request _meta for a request made with ctx:
 // s.meta, its capabilities narrowed to the caller's when ctx carries them
 // (WithCallerCapabilities).
@@ -185,12 +210,16 @@ func (s *Session) metaFor(ctx context.Context) [][2][]byte {
 		caps = append(append(caps, sep...), `"sampling":{}`...)
 	}
 	caps = append(caps, '}')
-	out := make([][2][]byte, len(s.meta))
+	out := make([][2][]byte, len(s.meta), len(s.meta)+1)
 	for i, kv := range s.meta {
 		if string(kv[0]) == jsonrpc.MetaClientCapabilities {
 			kv[1] = caps
 		}
 		out[i] = kv
+	}
+	if cc.LogLevel != "" {
+		level, _ := json.Marshal(cc.LogLevel)
+		out = append(out, [2][]byte{[]byte(jsonrpc.MetaLogLevel), level})
 	}
 	return out
 }

@@ -25,6 +25,9 @@ import (
 // child to keep the task ttl past its creation (0 = the child's default),
 // and returns the CreateTaskResult as the child sent it.
 func (s *Session) CallToolTask(ctx context.Context, name string, args json.RawMessage, ttl time.Duration) (json.RawMessage, error) {
+	if err := s.refusedTool(ctx, name); err != nil {
+		return nil, err
+	}
 	b := getBuf()
 	defer putBuf(b)
 	if err := writeToolCall(b, name, args); err != nil {

@@ -14,6 +14,7 @@ package jsonrpc
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -168,4 +169,95 @@ func needsBase64(s string) bool {
 		}
 	}
 	return strings.HasPrefix(s, "=?base64?") && strings.HasSuffix(s, "?=")
+}
+
+// CheckParamHeaders returns an error naming the first x-mcp-header
+// annotation of a Tool object (raw) that the 2026-07-28 revision forbids,
+// nil if there is none: a client of that revision over Streamable HTTP
+// excludes such a tool from its tools and never calls it (SEP-2243,
+// basic/transports, "Custom Headers from Tool Parameters"; the
+// conformance suite's http-invalid-tool-headers scenario). A header name
+// is a non-empty HTTP token (RFC 9110 §5.6.2: ASCII letters, digits and
+// !#$%&'*+-.^_`|~), unique in the tool without regard to case, on a
+// property of type string, integer or boolean (not number: a float has no
+// one spelling; not object, array or null). A property that names no
+// type is let be.
+func CheckParamHeaders(tool json.RawMessage) error {
+	var t struct {
+		InputSchema checkedSchema `json:"inputSchema"`
+	}
+	if err := json.Unmarshal(tool, &t); err != nil {
+		return fmt.Errorf("reading its inputSchema: %w", err)
+	}
+	return t.InputSchema.check("", map[string]string{})
+}
+
+// checkedSchema is what CheckParamHeaders reads of a schema: unlike
+// schema, it tells an empty annotation from none.
+type checkedSchema struct {
+	Header     *string                  `json:"x-mcp-header"`
+	Type       json.RawMessage          `json:"type"`
+	Properties map[string]checkedSchema `json:"properties"`
+}
+
+func (s checkedSchema) check(path string, seen map[string]string) error {
+	if s.Header != nil {
+		h := *s.Header
+		switch {
+		case h == "":
+			return fmt.Errorf("property %s: x-mcp-header is empty", path)
+		case !isToken(h):
+			return fmt.Errorf("property %s: x-mcp-header %q is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~ only)", path, h)
+		case seen[strings.ToLower(h)] != "":
+			return fmt.Errorf("properties %s and %s: both map to the header %q (x-mcp-header names are unique regardless of case)", seen[strings.ToLower(h)], path, h)
+		}
+		if typ, ok := primitive(s.Type); !ok {
+			return fmt.Errorf("property %s: x-mcp-header %q on a property of type %s (string, integer or boolean only)", path, h, typ)
+		}
+		seen[strings.ToLower(h)] = path
+	}
+	for name, p := range s.Properties {
+		if err := p.check(strings.TrimPrefix(path+"."+name, "."), seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// primitive reports whether a schema's type (raw; absent = any) allows a
+// header: string, integer, boolean, or a list of them, null aside.
+func primitive(typ json.RawMessage) (string, bool) {
+	if len(typ) == 0 {
+		return "", true
+	}
+	var types []string
+	var one string
+	if json.Unmarshal(typ, &one) == nil {
+		types = []string{one}
+	} else if json.Unmarshal(typ, &types) != nil {
+		return string(typ), false
+	}
+	n := 0
+	for _, t := range types {
+		switch t {
+		case "string", "integer", "boolean":
+			n++
+		case "null":
+		default:
+			return string(typ), false
+		}
+	}
+	return string(typ), n > 0
+}
+
+// isToken reports whether s is an RFC 9110 token.
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return s != ""
 }

@@ -3,6 +3,7 @@ package jsonrpc_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,5 +54,39 @@ func TestHasParamHeaders(t *testing.T) {
 	}
 	if jsonrpc.HasParamHeaders(json.RawMessage(`{"name":"x","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}}}`)) {
 		t.Error("a tool without x-mcp-header is annotated")
+	}
+}
+
+// TestCheckParamHeaders: the invalid annotations of the conformance
+// suite's http-invalid-tool-headers scenario (SEP-2243) are refused, each
+// naming the property; valid ones pass.
+func TestCheckParamHeaders(t *testing.T) {
+	props := func(p string) json.RawMessage {
+		return json.RawMessage(`{"name":"t","inputSchema":{"type":"object","properties":{` + p + `}}}`)
+	}
+	for _, ok := range []json.RawMessage{tool, props(`"a":{"type":"string"}`), props(`"a":{"type":["string","null"],"x-mcp-header":"A"}`),
+		props(`"a":{"x-mcp-header":"A-b_c.d~1"}`), json.RawMessage(`{"name":"none"}`)} {
+		if err := jsonrpc.CheckParamHeaders(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for name, bad := range map[string]json.RawMessage{
+		"empty":         props(`"value":{"type":"string","x-mcp-header":""}`),
+		"object":        props(`"value":{"type":"object","x-mcp-header":"Data"}`),
+		"array":         props(`"value":{"type":"array","items":{"type":"string"},"x-mcp-header":"Items"}`),
+		"null":          props(`"value":{"type":"null","x-mcp-header":"Nil"}`),
+		"number":        props(`"value":{"type":"number","x-mcp-header":"Score"}`),
+		"same case":     props(`"value":{"type":"string","x-mcp-header":"Region"},"value2":{"type":"string","x-mcp-header":"Region"}`),
+		"other case":    props(`"value":{"type":"string","x-mcp-header":"MyField"},"value2":{"type":"string","x-mcp-header":"myfield"}`),
+		"space":         props(`"value":{"type":"string","x-mcp-header":"My Region"}`),
+		"colon":         props(`"value":{"type":"string","x-mcp-header":"Region:Primary"}`),
+		"non-ascii":     props(`"value":{"type":"string","x-mcp-header":"Région"}`),
+		"control":       props(`"value":{"type":"string","x-mcp-header":"Region\t1"}`),
+		"nested number": props(`"o":{"type":"object","properties":{"value":{"type":"number","x-mcp-header":"N"}}}`),
+	} {
+		err := jsonrpc.CheckParamHeaders(bad)
+		if err == nil || !strings.Contains(err.Error(), "value") {
+			t.Errorf("%s: %v, want an error naming the property", name, err)
+		}
 	}
 }

@@ -41,7 +41,11 @@ const (
 	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
 	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-	MetaRelatedTask        = "io.modelcontextprotocol/related-task"
+	// MetaLogLevel is the level of the log messages a stateless request
+	// wants sent while it is served (SEP-2575; logging/setLevel's level
+	// in the handshake era); absent = none.
+	MetaLogLevel    = "io.modelcontextprotocol/logLevel"
+	MetaRelatedTask = "io.modelcontextprotocol/related-task"
 	// ExtensionTasks names the tasks extension in capabilities.extensions.
 	ExtensionTasks = "io.modelcontextprotocol/tasks"
 )

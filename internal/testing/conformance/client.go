@@ -17,15 +17,16 @@ import (
 )
 
 // PackageAlpha12 is the suite at 0.2.0-alpha.12, pinned in testdata/npm
-// under this alias beside Package (alpha.11), whose runs it does not
-// replace yet: it has the 2026-07-28 client scenarios of issue 33 (the
-// authorization ones among them).
+// under this alias beside Package (alpha.11): the one the tests run. Its
+// server scenarios are alpha.11's and the skills extension's; its client
+// scenarios add the 2026-07-28 ones of issue 33 (authorization,
+// request metadata, SEP-2243 headers).
 const PackageAlpha12 = "conformance-alpha12"
 
 // ClientOptions select what RunClient runs.
 type ClientOptions struct {
 	// Package is the suite's npm package (Package or PackageAlpha12); "" =
-	// Package.
+	// PackageAlpha12.
 	Package string
 	// Scenarios are run one suite run each (--scenario); required.
 	Scenarios []string
@@ -48,7 +49,7 @@ type ClientOptions struct {
 func RunClient(t testing.TB, command string, o ClientOptions) map[string]Result {
 	t.Helper()
 	node := testenv.Node(t)
-	bin := testenv.NPMPackageBin(t, cmpOr(o.Package, Package))
+	bin := testenv.NPMPackageBin(t, cmpOr(o.Package, PackageAlpha12))
 	dir := t.TempDir()
 	shim := writeShim(t, filepath.Join(dir, "nodeshim"))
 	out := filepath.Join(dir, "results")

@@ -63,7 +63,8 @@ import (
 	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
-// Package is the npm package of the suite, pinned in testdata/npm.
+// Package is the npm package of the suite at 0.2.0-alpha.11, pinned in
+// testdata/npm; Run and RunClient use [PackageAlpha12] unless told.
 const Package = "@modelcontextprotocol/conformance"
 
 // Leg is one run of the suite: a spec revision's requirements against the
@@ -84,6 +85,9 @@ var Legs = []Leg{
 // Options select what Run runs. The zero value runs the suite's default
 // ("active") selection at each scenario's own revision.
 type Options struct {
+	// Package is the suite's npm package (Package or PackageAlpha12); "" =
+	// PackageAlpha12.
+	Package string
 	// Requirements, if set, runs the scenarios this spec revision requires
 	// (plus its unscored ones), at that revision: --requirements.
 	Requirements string
@@ -101,8 +105,9 @@ type Options struct {
 // Result is one scenario's outcome.
 type Result struct {
 	Passed, Failed, Warnings int
-	// Failures are the failed checks, "<check id>: <error message>".
-	Failures []string
+	// Failures are the failed checks, "<check id>: <error message>";
+	// Warned the checks that warned, the same way.
+	Failures, Warned []string
 }
 
 // OK reports whether the scenario passed: no check failed.
@@ -130,7 +135,7 @@ var nodeShim embed.FS
 func Run(t testing.TB, url string, o Options) map[string]Result {
 	t.Helper()
 	node := testenv.Node(t)
-	bin := testenv.NPMPackageBin(t, Package)
+	bin := testenv.NPMPackageBin(t, cmpOr(o.Package, PackageAlpha12))
 	dir := t.TempDir()
 	shim := writeShim(t, filepath.Join(dir, "nodeshim"))
 	out := filepath.Join(dir, "results")
@@ -234,6 +239,7 @@ func (r *Result) count(checks []check) {
 			r.Failures = append(r.Failures, c.ID+": "+c.ErrorMessage)
 		case "WARNING":
 			r.Warnings++
+			r.Warned = append(r.Warned, c.ID+": "+c.ErrorMessage)
 		}
 	}
 }
@@ -323,4 +329,36 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// NewWarnings returns, sorted, "<scenario>: <check>: <message>" for each
+// check that warns in through and not in direct, of the scenarios that
+// pass in both: what a transparent proxy must not add.
+func NewWarnings(direct, through map[string]Result) []string {
+	var more []string
+	for _, name := range Passing(direct) {
+		r, ok := through[name]
+		if !ok || !r.OK() {
+			continue
+		}
+		seen := map[string]int{}
+		for _, w := range direct[name].Warned {
+			seen[checkID(w)]++
+		}
+		for _, w := range r.Warned {
+			if id := checkID(w); seen[id] > 0 {
+				seen[id]--
+				continue
+			}
+			more = append(more, name+": "+w)
+		}
+	}
+	slices.Sort(more)
+	return more
+}
+
+// checkID is the check id of a "<check id>: <message>" of Warned.
+func checkID(w string) string {
+	id, _, _ := strings.Cut(w, ": ")
+	return id
 }

@@ -166,3 +166,26 @@ func TestProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestNewWarnings: a check that warns through a proxy and not directly is
+// new, counted per check id; a warning both have, or one of a scenario
+// that fails, is not.
+func TestNewWarnings(t *testing.T) {
+	direct := map[string]Result{
+		"a": {Passed: 2, Warnings: 1, Warned: []string{"resume: no response"}},
+		"b": {Passed: 1},
+		"c": {Passed: 1},
+		"d": {Failed: 1},
+	}
+	through := map[string]Result{
+		"a": {Passed: 2, Warnings: 2, Warned: []string{"retry: none", "resume: no response"}},
+		"b": {Passed: 1, Warnings: 2, Warned: []string{"x: one", "x: two"}},
+		"c": {Failed: 1, Warnings: 1, Warned: []string{"y: z"}},
+		"d": {Passed: 1, Warnings: 1, Warned: []string{"w: v"}},
+	}
+	got := NewWarnings(direct, through)
+	want := []string{"a: retry: none", "b: x: one", "b: x: two"}
+	if !slices.Equal(got, want) {
+		t.Errorf("NewWarnings = %q, want %q", got, want)
+	}
+}
