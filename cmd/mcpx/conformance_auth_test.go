@@ -220,6 +220,7 @@ func keepSecrets(ev, stored, clientSecret string) {
 // fails now fails the test; one that passes now and did not is reported).
 // No token, code or client secret may appear in a daemon's log.
 func TestConformanceAuthClient(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	testenv.Node(t)
 	proctest.CheckNoLeaks(t)
 	exe, err := os.Executable()

@@ -32,6 +32,7 @@ import (
 // command is $WORK/tmp/, so the tour's worktrees stay in the test's
 // directory. $MCPX_TEST_README names another README.md to check (a draft).
 func TestDocs(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	proctest.CheckNoLeaks(t)
 	marker := proctest.Env(t)
 	pages := docPageFiles(t)

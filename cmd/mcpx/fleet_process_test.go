@@ -32,6 +32,7 @@ import (
 // views show it unreachable (bounded by the probe's timeout) and alpha ok.
 // Every process is gone at the end.
 func TestFleetProcess(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	mcpx, dir, marker := processTest(t)
 
 	url, stopControl := startTestTailnet(t, mcpx, marker, dir)

@@ -60,6 +60,7 @@ func TestMain(m *testing.M) {
 //	petstore                 serve a petstore (internal/testing/petstoretest) for the script: $PETSTORE
 //	                         its base URL, petstore.yaml its document in $WORK
 func TestScripts(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	proctest.CheckNoLeaks(t)
 	marker := proctest.Env(t)
 	testscript.Run(t, testscript.Params{

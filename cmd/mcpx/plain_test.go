@@ -22,6 +22,12 @@ import (
 // race detector keeps watching the daemon where it runs in process (api's
 // apitest daemon, broker, pool) and this package's in-process commands;
 // MCPX_TEST_RACE_SCRIPTS=1 runs the scripts on this binary again.
+//
+// The tests that start processes (the scripts, the upgrade, tailnet, fleet,
+// sandbox and conformance process tests) run in parallel with each other:
+// each owns its directories, ports and daemons, and proctest's leak checks
+// tell one test's processes from another's by their marker; most of their
+// time is waiting on children, which another test can use.
 const envRaceScripts = "MCPX_TEST_RACE_SCRIPTS"
 
 // plainDir is the directory plainMCPX built mcpx into ("" = none yet):

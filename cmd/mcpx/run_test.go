@@ -16,19 +16,26 @@ import (
 )
 
 // TestRun runs testdata/run/*.txtar once per runtime — deno and bun from
-// testdata/npm, Debian's node — with $MCPX_RUNTIME naming its binary and
+// testdata/npm, Debian's node — and testdata/run/any/*.txtar on node, with $MCPX_RUNTIME naming its binary and
 // the XDG directories of TestScripts; [deno], [bun] and [node] say which
 // runs. Extra command:
 //
 //	waitgrep file regexp     wait until file has a line matching regexp
 func TestRun(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	proctest.CheckNoLeaks(t)
 	marker := proctest.Env(t)
-	for _, rt := range scriptRuntimes(t) {
+	rts := scriptRuntimes(t)
+	for _, rt := range rts {
 		t.Run(rt.name, func(t *testing.T) {
 			testscript.Run(t, runParams(filepath.Join("testdata", "run"), rt, marker))
 		})
 	}
+	// The scripts of testdata/run/any check what the runtime has no part
+	// in (scripts in other languages): once, on node.
+	t.Run("any", func(t *testing.T) {
+		testscript.Run(t, runParams(filepath.Join("testdata", "run", "any"), rts[2], marker))
+	})
 }
 
 // scriptRuntime is a runtime the script tests run on.

@@ -41,6 +41,7 @@ var jsrPackages = []jsrtest.Package{
 //	                 for jsr:@scope/name, the JSR registry its meta.json
 //	[deno]           the runtime is deno (so [bun], [node])
 func TestRunDeps(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	testenv.Program(t, "npm", "apt-get install npm")
 	runOnRuntimes(t, filepath.Join("testdata", "rundeps"), func(t *testing.T, rt scriptRuntime, e *testscript.Env) {
 		reg := npmtest.Start(t, depsPackages...) // each script's own: they run in parallel

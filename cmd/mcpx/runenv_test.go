@@ -16,6 +16,7 @@ import (
 // execution environment, script.environment. $CALLER_PATH is the PATH the
 // script starts with, $NONIX_PATH that without nix's directory.
 func TestRunEnvironment(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	nx := testenv.Nix(t)
 	runOnRuntimes(t, filepath.Join("testdata", "runenv"), func(_ *testing.T, _ scriptRuntime, e *testscript.Env) {
 		for _, kv := range nx.CmdEnv() {

@@ -230,6 +230,7 @@ var attempts = []attempt{
 // logged it and lets the listed one through; no confined child leaves a
 // cgroup or a network namespace behind.
 func TestSandboxHostile(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	h := startHostile(t)
 	for _, a := range attempts {
 		t.Run(a.name, func(t *testing.T) {

@@ -83,6 +83,7 @@ func enforced(fs []wire.SandboxFeature, name string) bool {
 // child stays confined — the same pid, the same policy — across `mcpx
 // daemon upgrade` and across a SIGKILL of the daemon (pool.survive).
 func TestSandboxProcess(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	d, secret := confinedDaemon(t)
 	in := jailed(t, d, secret, "", 0)
 

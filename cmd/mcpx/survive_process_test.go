@@ -19,6 +19,7 @@ import (
 // directory adopts the stdio children — a global one and a session's, each
 // with its pid and its in-memory counter — and stops them when it stops.
 func TestSurviveProcess(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	mcpx, dir, marker := processTest(t)
 	childEnv := map[string]string{proctest.MarkerEnv: proctest.Marker(t)}
 	cfg, _ := json.Marshal(map[string]any{"pool": map[string]any{"survive": true}, "servers": map[string]any{

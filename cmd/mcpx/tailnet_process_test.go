@@ -66,6 +66,7 @@ func maybeTestTailnet() {
 // clear error; `mcpx status` shows the broker's node. Every process is
 // gone at the end.
 func TestServeTailnetProcess(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	t.Run("http", func(t *testing.T) { testServeTailnetProcess(t, false) })
 	t.Run("https", func(t *testing.T) { testServeTailnetProcess(t, true) })
 }

@@ -47,6 +47,7 @@ const installOtelcol = "cd internal/testing/otelcoltest && go install ./cmd/mcpx
 // CLI → API request → (pool wait, child call → the child's own span); the
 // trace id the CLI printed is the trace's; the call record carries it.
 func TestTraceProcess(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	otelcol := testenv.Program(t, "mcpx-otelcol", installOtelcol)
 	mcpx, dir, marker := processTest(t)
 

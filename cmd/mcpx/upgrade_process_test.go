@@ -187,6 +187,7 @@ func callText(ctx context.Context, c *client.Client, cl client.Caller, server, t
 // server whose executable changed between two upgrades is replaced while
 // the others are adopted. Every process is gone at the end.
 func TestUpgradeProcess(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	mcpx, dir, marker := processTest(t)
 	const restCallers, mcpCallers, upgrades = 8, 8, 20
 	// "other" runs a copy of the binary, rewritten between two upgrades:
@@ -632,6 +633,7 @@ func (m *mcpCaller) end(ctx context.Context) error {
 // the daemon (the unix socket still takes every caller). A laptop's call
 // through its own node works again after.
 func TestUpgradeTailnetProcess(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	mcpx, dir, marker := processTest(t)
 	url, stopControl := startTestTailnet(t, mcpx, marker, dir)
 	defer stopControl()
@@ -692,6 +694,7 @@ func TestUpgradeTailnetProcess(t *testing.T) {
 // recorded, and the daemon executes its running binary again instead: the
 // same pid and children, the next generation, the error in daemon info.
 func TestUpgradeBadBinaryProcess(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	mcpx, dir, marker := processTest(t)
 	cfg, _ := json.Marshal(map[string]any{"servers": map[string]any{
 		"demo": map[string]any{"command": mcpx, "args": []string{"demo-server"}, "scope": "global",

@@ -52,6 +52,7 @@ func (r *deliveries) has(kind string, n int) bool {
 // send the events handed over again), and a new daemon's ids, whose events
 // are numbered from 1 again, are not an old one's.
 func TestUpgradeWebhooksOnceProcess(t *testing.T) {
+	t.Parallel() // a process test (plain_test.go)
 	mcpx, dir, marker := processTest(t)
 	rec := &deliveries{count: map[string]int{}}
 	srv := httptest.NewServer(rec)
