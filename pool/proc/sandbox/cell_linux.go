@@ -110,7 +110,16 @@ func (c *Cell) rewrite(exe string) {
 	}
 	if f, _ := c.enforcement.Feature(FeatureUserNamespace); f.Enforced {
 		n, _ := c.enforcement.Feature(FeatureNetwork)
-		setNamespaces(attr, c.policy.privateNetwork() && n.Enforced)
+		net := c.policy.privateNetwork() && n.Enforced
+		if nsStage != "" {
+			// Through unshare, not clone flags: Go's os/exec forks
+			// the whole daemon (no vfork) for a child cloned into a
+			// user namespace, which then pays a copy-on-write fault
+			// for every page it writes afterwards (package doc, "Cost").
+			cmd.Path, cmd.Args = nsStage, unshareArgs(nsStage, net, exe)
+		} else {
+			setNamespaces(attr, net)
+		}
 	}
 	cmd.SysProcAttr = attr
 }
