@@ -30,7 +30,8 @@ type Cell struct {
 	cmd    *exec.Cmd
 	policy Policy
 	kernel Kernel
-	req    request
+	path   string // the program's path and argv, which the helper execs
+	args   []string
 	conn   *net.UnixConn // the daemon's end of the helper's socket
 	end    *os.File      // the helper's end, the daemon's copy, until Started
 
