@@ -32,6 +32,7 @@ type Cell struct {
 	kernel Kernel
 	path   string // the program's path and argv, which the helper execs
 	args   []string
+	stage  string        // the unshare the helper starts through, if any
 	conn   *net.UnixConn // the daemon's end of the helper's socket
 	end    *os.File      // the helper's end, the daemon's copy, until Started
 

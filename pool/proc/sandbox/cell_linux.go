@@ -115,6 +115,7 @@ func (c *Cell) rewrite(exe string) {
 			// user namespace, which then pays a copy-on-write fault
 			// for every page it writes afterwards (package doc, "Cost").
 			cmd.Path, cmd.Args = nsStage, unshareArgs(nsStage, net, exe)
+			c.stage = nsStage
 		} else {
 			setNamespaces(attr, net)
 		}
@@ -173,7 +174,9 @@ func (c *Cell) start(ctx context.Context, pid int) (Enforcement, error) {
 		return enf, fmt.Errorf("sandbox: the policy is %d bytes, more than the %d the helper reads", len(b), helper.MaxRequest)
 	}
 	defer c.deadline(ctx)()
-	if _, err := c.conn.Write(b); err != nil {
+	if _, err := c.conn.Write(b); errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		return enf, c.exitedEarly()
+	} else if err != nil {
 		return enf, fmt.Errorf("sandbox: sending the policy to the helper: %w", err)
 	}
 	return c.replies(enf)
@@ -223,12 +226,13 @@ func (c *Cell) replies(enf Enforcement) (Enforcement, error) {
 	reported := false
 	for {
 		n, oobn, _, _, err := c.conn.ReadMsgUnix(buf, oob)
-		if err != nil && !errors.Is(err, io.EOF) {
+		closed := errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) // ECONNRESET: it exited with the request unread
+		if err != nil && !closed {
 			return Enforcement{}, fmt.Errorf("sandbox: waiting for the helper: %w", err)
 		}
 		if err != nil || n == 0 && oobn == 0 { // its end closed
 			if !reported {
-				return Enforcement{}, errors.New("sandbox: the helper exited before it confined the child")
+				return Enforcement{}, c.exitedEarly()
 			}
 			return enf, nil // closed on exec: the program runs
 		}
@@ -254,6 +258,15 @@ func (c *Cell) replies(enf Enforcement) (Enforcement, error) {
 			return Enforcement{}, fmt.Errorf("sandbox: the helper sent a reply of kind %q", buf[0])
 		}
 	}
+}
+
+// exitedEarly is the error of a helper that exited before it reported.
+func (c *Cell) exitedEarly() error {
+	err := errors.New("sandbox: the helper exited before it confined the child")
+	if c.stage != "" {
+		err = fmt.Errorf("%w (started through %s, whose error is the child's stderr)", err, c.stage)
+	}
+	return err
 }
 
 // takeListener makes the Cell's listener of the file descriptor in oob.
