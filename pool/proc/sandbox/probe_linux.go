@@ -124,6 +124,12 @@ func setNamespaces(a *syscall.SysProcAttr, net bool) {
 	if net {
 		a.Cloneflags |= syscall.CLONE_NEWNET
 	}
+	if net {
+		// Kept across the helper's exec, which would otherwise drop
+		// every capability of a uid that is not 0: it brings lo up,
+		// then clears them (helper.dropCapabilities).
+		a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN)
+	}
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
 	a.GidMappingsEnableSetgroups = false
