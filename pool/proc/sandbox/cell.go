@@ -30,7 +30,9 @@ type Cell struct {
 	cmd    *exec.Cmd
 	policy Policy
 	kernel Kernel
-	req    request
+	path   string // the program's path and argv, which the helper execs
+	args   []string
+	stage  string        // the unshare the helper starts through, if any
 	conn   *net.UnixConn // the daemon's end of the helper's socket
 	end    *os.File      // the helper's end, the daemon's copy, until Started
 

@@ -1,9 +1,7 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"mcpx.dev/mcpx/pool/proc/sandbox/internal/helper"
 )
 
 // Prepare rewrites cmd, not yet started, so that cmd.Start starts it
@@ -50,10 +49,10 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Cell, error) {
 	}
 	c := &Cell{
 		cmd: cmd, policy: p, kernel: k, enforcement: enf, conn: conn, end: end,
-		req: request{Path: cmd.Path, Args: slices.Clone(cmd.Args), Policy: p},
+		path: cmd.Path, args: slices.Clone(cmd.Args),
 	}
-	if len(c.req.Args) == 0 {
-		c.req.Args = []string{cmd.Path}
+	if len(c.args) == 0 {
+		c.args = []string{cmd.Path}
 	}
 	c.rewrite(exe)
 	return c, nil
@@ -98,10 +97,9 @@ func (c *Cell) rewrite(exe string) {
 	fd := 3 + len(cmd.ExtraFiles)
 	cmd.ExtraFiles = append(cmd.ExtraFiles, c.end)
 	cmd.Path, cmd.Args = exe, []string{helperArg0}
-	// GOGC=off: the helper lives for its inits and a few syscalls, and
-	// the inits of a binary as large as mcpx's allocate enough to start
-	// a collection (some 6 ms of CPU per spawn); the program never sees
-	// it (TestEnvironment).
+	// GOGC=off: the helper lives for the runtime's start, a few inits and
+	// a few syscalls, and needs no collection; the program never sees it
+	// (TestEnvironment).
 	cmd.Env = append(helperEnv(c.policy.Env), "GOGC=off", envHelper+"="+strconv.Itoa(fd))
 	attr := &syscall.SysProcAttr{}
 	if cmd.SysProcAttr != nil {
@@ -110,7 +108,17 @@ func (c *Cell) rewrite(exe string) {
 	}
 	if f, _ := c.enforcement.Feature(FeatureUserNamespace); f.Enforced {
 		n, _ := c.enforcement.Feature(FeatureNetwork)
-		setNamespaces(attr, c.policy.privateNetwork() && n.Enforced)
+		net := c.policy.privateNetwork() && n.Enforced
+		if nsStage != "" {
+			// Through unshare, not clone flags: Go's os/exec forks
+			// the whole daemon (no vfork) for a child cloned into a
+			// user namespace, which then pays a copy-on-write fault
+			// for every page it writes afterwards (package doc, "Cost").
+			cmd.Path, cmd.Args = nsStage, unshareArgs(nsStage, net, exe)
+			c.stage = nsStage
+		} else {
+			setNamespaces(attr, net)
+		}
 	}
 	cmd.SysProcAttr = attr
 }
@@ -156,19 +164,22 @@ func (c *Cell) start(ctx context.Context, pid int) (Enforcement, error) {
 	if err != nil {
 		return enf, err
 	}
-	c.req.Plan, c.req.Setup = enf, setupFor(&c.policy, k)
-	b, err := json.Marshal(c.req)
-	if err != nil {
+	req, failed := requestFor(&c.policy, k, enf)
+	req.Path, req.Args = c.path, c.args
+	if err := enf.apply(helper.Report{Failures: failed}); err != nil {
 		return enf, err
 	}
-	if len(b) > maxMessage {
-		return enf, fmt.Errorf("sandbox: the policy is %d bytes, more than the %d the helper reads", len(b), maxMessage)
+	b := req.Encode()
+	if len(b) > helper.MaxRequest {
+		return enf, fmt.Errorf("sandbox: the policy is %d bytes, more than the %d the helper reads", len(b), helper.MaxRequest)
 	}
 	defer c.deadline(ctx)()
-	if _, err := c.conn.Write(b); err != nil {
+	if _, err := c.conn.Write(b); errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		return enf, c.exitedEarly()
+	} else if err != nil {
 		return enf, fmt.Errorf("sandbox: sending the policy to the helper: %w", err)
 	}
-	return c.replies()
+	return c.replies(enf)
 }
 
 // cgroup makes the child pid's cgroups where the kernel has them writable
@@ -204,42 +215,58 @@ func (c *Cell) deadline(ctx context.Context) (stop func() bool) {
 
 // replyBufs hold the buffers replies reads into: zeroing a fresh one per
 // start showed in the spawn benchmark.
-var replyBufs = sync.Pool{New: func() any { b := make([]byte, maxReply); return &b }}
+var replyBufs = sync.Pool{New: func() any { b := make([]byte, helper.MaxReply); return &b }}
 
-// replies reads the helper's messages until its end closes on exec.
-func (c *Cell) replies() (Enforcement, error) {
+// replies reads the helper's messages until its end closes on exec; enf
+// is the plan it was sent, which its report amends.
+func (c *Cell) replies(enf Enforcement) (Enforcement, error) {
 	bp := replyBufs.Get().(*[]byte)
 	defer replyBufs.Put(bp)
 	buf, oob := *bp, make([]byte, unix.CmsgSpace(4))
-	var report *Enforcement
+	reported := false
 	for {
 		n, oobn, _, _, err := c.conn.ReadMsgUnix(buf, oob)
-		if err != nil && !errors.Is(err, io.EOF) {
+		closed := errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) // ECONNRESET: it exited with the request unread
+		if err != nil && !closed {
 			return Enforcement{}, fmt.Errorf("sandbox: waiting for the helper: %w", err)
 		}
 		if err != nil || n == 0 && oobn == 0 { // its end closed
-			if report == nil {
-				return Enforcement{}, errors.New("sandbox: the helper exited before it confined the child")
+			if !reported {
+				return Enforcement{}, c.exitedEarly()
 			}
-			return *report, nil // closed on exec: the program runs
+			return enf, nil // closed on exec: the program runs
 		}
-		var r reply
-		if err := json.NewDecoder(bytes.NewReader(buf[:n])).Decode(&r); err != nil {
+		switch buf[0] {
+		case helper.ReplyError:
 			closeRights(oob[:oobn])
-			return Enforcement{}, fmt.Errorf("sandbox: reading the helper's reply: %w", err)
-		}
-		switch {
-		case r.Err != "":
-			closeRights(oob[:oobn])
-			return Enforcement{}, errors.New(r.Err)
-		case r.Listener:
+			return Enforcement{}, errors.New(string(buf[1:n]))
+		case helper.ReplyListener:
 			if err := c.takeListener(oob[:oobn]); err != nil {
 				return Enforcement{}, err
 			}
-		case r.Report != nil:
-			report = r.Report
+		case helper.ReplyReport:
+			rep, err := helper.DecodeReport(buf[1:n])
+			if err == nil {
+				err = enf.apply(rep)
+			}
+			if err != nil {
+				return Enforcement{}, err
+			}
+			reported = true
+		default:
+			closeRights(oob[:oobn])
+			return Enforcement{}, fmt.Errorf("sandbox: the helper sent a reply of kind %q", buf[0])
 		}
 	}
+}
+
+// exitedEarly is the error of a helper that exited before it reported.
+func (c *Cell) exitedEarly() error {
+	err := errors.New("sandbox: the helper exited before it confined the child")
+	if c.stage != "" {
+		err = fmt.Errorf("%w (started through %s, whose error is the child's stderr)", err, c.stage)
+	}
+	return err
 }
 
 // takeListener makes the Cell's listener of the file descriptor in oob.
@@ -308,24 +335,67 @@ func (c *Cell) Close() error {
 	return err
 }
 
-// setupFor decides what the helper does for p on kernel k, as plan does.
-func setupFor(p *Policy, k Kernel) setup {
-	var s setup
+// requestFor is what the helper does for p on kernel k, as plan decides
+// it (enf): the steps, each with the features it enforces, and which
+// features' failure refuses the exec (Enforce mode: the needed ones). A
+// step that cannot even be described here (no seccomp filter for this
+// architecture) is left out and returned as failed.
+func requestFor(p *Policy, k Kernel, enf Enforcement) (helper.Request, []helper.Failure) {
+	var r helper.Request
+	var failed []helper.Failure
+	r.Env = p.Env
 	if p.privateNetwork() && k.Namespaces {
-		s.LoopbackUp = true
+		r.LoopbackUp, r.Network = true, []string{FeatureNetwork}
 		if p.network() == NetworkProxy {
-			s.ProxyPort = p.proxyPort()
+			r.ProxyPort = p.proxyPort()
 		}
 	}
-	s.Landlock = k.Landlock
-	if p.network() == NetworkLoopback && k.Landlock >= 4 {
-		s.LandlockTCP, s.NoMPTCP = true, mptcpFilter
+	tcp := p.network() == NetworkLoopback && k.Landlock >= 4
+	noUnix, noMPTCP := !p.UnixSockets && k.Landlock < 9, tcp && mptcpFilter
+	if noUnix {
+		r.SeccompFeatures = append(r.SeccompFeatures, FeatureUnixSockets)
 	}
-	s.NoUnix = !p.UnixSockets && k.Landlock < 9
-	s.Seccomp = true
-	l := p.Limits
+	if noMPTCP {
+		r.SeccompFeatures = append(r.SeccompFeatures, FeatureNetwork)
+	}
+	if prog, err := seccompProgram(noUnix, noMPTCP); err != nil {
+		failed = append(failed, helper.Failure{Features: r.SeccompFeatures, Why: err.Error()})
+	} else {
+		r.Seccomp = encodeFilter(prog)
+	}
+	if k.Landlock > 0 {
+		features := []string{FeatureFilesystem, FeatureIPC}
+		if tcp {
+			features = append(features, FeatureNetwork)
+		}
+		if k.Landlock >= 9 {
+			features = append(features, FeatureUnixSockets)
+		}
+		if rs, err := landlockRuleset(p, k.Landlock, tcp); err != nil {
+			failed = append(failed, helper.Failure{Features: features, Why: err.Error()})
+		} else {
+			rs.Features = features
+			r.Landlock = rs
+		}
+	}
+	r.Rlimits = rlimitsFor(p.Limits, k)
+	r.Capabilities = FeatureCapabilities
+	if enf.Mode == Enforce {
+		for _, f := range enf.Features {
+			if f.Needed {
+				r.Fatal = append(r.Fatal, f.Name)
+			}
+		}
+	}
+	return r, failed
+}
+
+// rlimitsFor are the rlimits the helper sets for l on kernel k: the
+// limits no cgroup holds.
+func rlimitsFor(l Limits, k Kernel) []helper.Rlimit {
+	var out []helper.Rlimit
 	add := func(feature string, res int, cur, max uint64) {
-		s.Rlimits = append(s.Rlimits, rlimit{Feature: feature, Resource: res, Cur: cur, Max: max})
+		out = append(out, helper.Rlimit{Feature: feature, Resource: res, Cur: cur, Max: max})
 	}
 	add(FeatureCoreDumps, unix.RLIMIT_CORE, 0, 0)
 	if l.OpenFiles > 0 {
@@ -340,5 +410,26 @@ func setupFor(p *Policy, k Kernel) setup {
 	if l.Memory > 0 && k.Memory.Dir == "" {
 		add(FeatureMemory, unix.RLIMIT_DATA, uint64(l.Memory), uint64(l.Memory))
 	}
-	return s
+	return out
+}
+
+// apply marks the features of rep's failed steps not enforced, with why;
+// if rep says the helper refused to exec, it returns the
+// *NotEnforcedError that names what is missing.
+func (e *Enforcement) apply(rep helper.Report) error {
+	refused := rep.Refused
+	for _, f := range rep.Failures {
+		for _, name := range f.Features {
+			e.set(name, func(f0 *Feature) {
+				if f0.Enforced {
+					f0.Enforced, f0.Why = false, f.Why
+				}
+				refused = refused || f0.Needed && e.Mode == Enforce
+			})
+		}
+	}
+	if refused {
+		return &NotEnforcedError{Missing: e.Missing()}
+	}
+	return nil
 }

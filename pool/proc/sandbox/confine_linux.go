@@ -1,102 +1,13 @@
 package sandbox
 
 import (
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"runtime"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"mcpx.dev/mcpx/pool/proc/sandbox/internal/helper"
 )
-
-// loopbackUp brings up lo in the helper's new network namespace, which
-// starts with lo down and nothing else. The helper holds CAP_NET_ADMIN in
-// its own user namespace, which owns the network namespace.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("bringing lo up: %w", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("bringing lo up: %w", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("bringing lo up: %w", err)
-	}
-	return nil
-}
-
-// loopbackListener listens on 127.0.0.1:port with a plain TCP socket
-// (not Multipath TCP, Go's default for net.Listen).
-func loopbackListener(port uint16) (int, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
-	if err != nil {
-		return -1, err
-	}
-	err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-	if err == nil {
-		err = unix.Bind(fd, &unix.SockaddrInet4{Port: int(port), Addr: [4]byte{127, 0, 0, 1}})
-	}
-	if err == nil {
-		err = unix.Listen(fd, 128)
-	}
-	if err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
-
-// Secure bits (linux/securebits.h), which x/sys/unix does not name.
-const (
-	secbitNoRoot                 = 1 << 0
-	secbitNoRootLocked           = 1 << 1
-	secbitNoCapAmbientRaise      = 1 << 6
-	secbitNoCapAmbientRaiseLockd = 1 << 7
-)
-
-// dropCapabilities makes sure the program holds no capability after exec,
-// in its own user namespace or (without one, as root) in the host's: the
-// bounding set emptied, ambient and inheritable sets cleared, and uid 0
-// given nothing on exec (SECBIT_NOROOT, locked). Holding none already, it
-// has nothing to do: no_new_privs keeps file capabilities from adding any.
-func dropCapabilities() error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
-	}
-	if data[0].Permitted == 0 && data[1].Permitted == 0 {
-		return nil
-	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		return fmt.Errorf("clearing ambient capabilities: %w", err)
-	}
-	for c := 0; ; c++ {
-		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
-		if errors.Is(err, unix.EINVAL) {
-			break // past the kernel's last capability
-		}
-		if err != nil {
-			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
-		}
-	}
-	bits := secbitNoRoot | secbitNoRootLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLockd
-	if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
-		return fmt.Errorf("setting securebits: %w", err)
-	}
-	data[0].Inheritable, data[1].Inheritable = 0, 0
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("clearing inheritable capabilities: %w", err)
-	}
-	return nil
-}
 
 // auditArch is this architecture's AUDIT_ARCH, as seccomp reports it.
 var auditArch = map[string]uint32{
@@ -105,7 +16,7 @@ var auditArch = map[string]uint32{
 	"riscv64": unix.AUDIT_ARCH_RISCV64,
 }
 
-// installSeccomp installs the helper's seccomp filter, which the program
+// seccompProgram is the helper's seccomp filter, which the program
 // inherits. It refuses what Landlock cannot see:
 //
 //   - noUnix: socket(2) for AF_UNIX (EACCES), so that below Landlock ABI 9
@@ -118,10 +29,10 @@ var auditArch = map[string]uint32{
 //   - always io_uring (ENOSYS), whose socket operations a socket(2) filter
 //     cannot see, and system calls of another ABI than the native one
 //     (i386 and x32 on amd64: their socketcall hides its arguments).
-func installSeccomp(noUnix, noMPTCP bool) error {
+func seccompProgram(noUnix, noMPTCP bool) ([]unix.SockFilter, error) {
 	arch, ok := auditArch[runtime.GOARCH]
 	if !ok {
-		return fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
+		return nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
 	}
 	const (
 		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -142,7 +53,7 @@ func installSeccomp(noUnix, noMPTCP bool) error {
 	if runtime.GOARCH == "amd64" {
 		x32 = insn{code: jge, k: 0x40000000, jt: "enosys"} // __X32_SYSCALL_BIT
 	}
-	prog, err := assemble([]insn{
+	return assemble([]insn{
 		{code: ld, k: archOff},
 		{code: jeq, k: arch, jf: "enosys"},
 		{code: ld, k: nr},
@@ -158,15 +69,27 @@ func installSeccomp(noUnix, noMPTCP bool) error {
 		{label: "eacces", code: ret, k: unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)},
 		{label: "enosys", code: ret, k: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
 	})
+}
+
+// encodeFilter is prog as the helper reads it: struct sock_filter's bytes.
+func encodeFilter(prog []unix.SockFilter) []byte {
+	b := make([]byte, 0, 8*len(prog))
+	for _, in := range prog {
+		b = binary.LittleEndian.AppendUint16(b, in.Code)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.LittleEndian.AppendUint32(b, in.K)
+	}
+	return b
+}
+
+// installSeccomp installs, on this thread, the filter seccompProgram makes,
+// as the helper does (for BenchmarkSeccompSyscall).
+func installSeccomp(noUnix, noMPTCP bool) error {
+	prog, err := seccompProgram(noUnix, noMPTCP)
 	if err != nil {
 		return err
 	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("installing the seccomp filter: %w", err)
-	}
-	runtime.KeepAlive(prog)
-	return nil
+	return helper.InstallSeccomp(encodeFilter(prog))
 }
 
 // insn is a classic BPF instruction whose jumps name labels ("" or

@@ -22,22 +22,32 @@
 // # How a child starts
 //
 // Go's os/exec has no hook between fork and exec, so Prepare rewrites the
-// command to start a helper: this very binary (os.Executable), entered
-// through MaybeExec, which cmd/mcpx and this package's tests call first
-// thing. The helper is started in a user namespace of its own (the
-// daemon's uid and gid mapped to themselves, nothing else), with an IPC
-// namespace and, for NetworkNone and NetworkProxy, a network namespace.
-// Started moves it into the child's cgroups, then sends it the request
-// (the Policy, argv, and what to do) on an inherited unix socket — never
-// in argv, which /proc shows, nor in the environment, which the child
-// would inherit. The helper brings lo up, makes the proxy's listener on
-// its own 127.0.0.1 and sends it back (SCM_RIGHTS), sets no_new_privs,
+// command to start a helper: this very binary (os.Executable), which
+// becomes the helper in the init of package internal/helper. That package imports
+// only errors, syscall and unsafe, so Go runs its init right after
+// syscall's and before every other package's (the spec's order: by import
+// path, among packages whose imports are done); MaybeExec, which cmd/mcpx
+// and this package's tests call first thing, is left with nothing to do.
+// The helper is started in a user namespace of its own (the daemon's uid
+// and gid mapped to themselves, nothing else), with an IPC namespace and,
+// for NetworkNone and NetworkProxy, a network namespace: through
+// util-linux's unshare (2.38 and later, which Probe looks for in /usr/bin
+// and /bin) where there is one, else by clone flags. Started moves it
+// into the child's cgroups, then sends it the request on an inherited
+// unix socket — never in argv, which /proc shows, nor in the
+// environment, which the child would inherit. The daemon decides every
+// step and sends the system calls' arguments (the seccomp filter already
+// assembled, Landlock's rights per path), each step naming the features
+// it enforces. The helper brings lo up, makes the proxy's listener on its
+// own 127.0.0.1 and sends it back (SCM_RIGHTS), sets no_new_privs,
 // installs the seccomp filter, restricts itself with Landlock, sets the
-// rlimits, drops every capability, reports, and execs the program with
-// exactly Policy.Env. The socket closes on exec: that is how Started knows
-// the program runs. The child keeps the helper's pid; nothing of the
-// helper stays. Everything it sets is inherited by what the child starts
-// and cannot be undone by it.
+// rlimits, drops every capability, reports the steps that failed, and
+// execs the program with exactly Policy.Env — unless a step failed whose
+// feature the policy needs in Enforce mode: then it reports and exits.
+// The socket closes on exec: that is how Started knows the program runs.
+// The child keeps the helper's pid; nothing of the helper stays.
+// Everything it sets is inherited by what the child starts and cannot be
+// undone by it.
 //
 // # What is enforced, and by what
 //
@@ -117,17 +127,49 @@
 //
 // # Cost
 //
-// BenchmarkSpawn compares /bin/true started plainly and confined. On a
-// loaded two-core VM (2026-12-06) a confined start cost some ten times a
-// plain one, in CPU (33–48 ms against 3–4 ms) and in wall time: the helper
-// is a Go program, and starting one is most of it (15–20 ms of CPU for
-// this package's test binary, 7 ms for an empty Go program). In the mcpx
-// binary the helper also runs every package's init: 65–72 ms of CPU up to
-// MaybeExec (2026-12-07, loaded), after mcpx's own heavy inits were made
-// lazy and the helper given GOGC=off (81–88 ms before); some 15 ms of it
-// is a dependency's init (jsonschema/v6 compiling its metaschemas), which
-// only not linking it into the helper would save. bench/README.md,
-// "Containment's cost (issue 32)", has the figures.
+// What a confined spawn costs over a plain one (bench/README.md,
+// "Containment's cost (issue 32)", has the figures) is three things:
+//
+//   - The daemon's fork. Go's os/exec vforks (CLONE_VM|CLONE_VFORK) unless
+//     the child is cloned into a user namespace: then the daemon's id maps
+//     must be written while the child waits, so it forks the whole daemon,
+//     copying its page tables, and the daemon takes a copy-on-write fault
+//     for every page it writes afterwards — some 500 faults and 20 ms of
+//     CPU per confined spawn in the pool's benchmark, 10,000 faults and
+//     ~220 ms for a process with a 40 MB heap, on this VM (2026-12-07).
+//     unshare does the namespaces and the maps in the vforked child
+//     instead, which leaves the daemon ~3 ms over a plain spawn (cgroups,
+//     the request). Where unshare is missing or older than 2.38, the
+//     helper is cloned into its namespaces as before and the daemon pays
+//     that fork; nothing else differs.
+//   - The helper: a second Go process start before the program's. In its
+//     own package's init it skips the rest of the binary's inits (mcpx:
+//     59 -> 22 ms of CPU up to the helper; its jsonschema dependency's init
+//     alone was ~15 ms); what is left is the Go runtime's start in a large
+//     binary (its itab table, its module data, the dynamic loader, its
+//     threads) and the exec: ~15-20 ms, against ~7 ms for an empty Go
+//     program and ~3 ms for /bin/true.
+//   - The namespaces and unshare's own exec: ~6 ms of the child's CPU.
+//
+// Not chosen, measured or reasoned out:
+//
+//   - No helper: confining a locked daemon thread (no_new_privs, seccomp
+//     and Landlock are per thread and inherited by a clone) and forking
+//     the program from it. Landlock on that thread refuses the write of
+//     the child's /proc/PID/uid_map that Go's os/exec makes from it, and
+//     the child's loopback and the proxy's listener must be made inside
+//     its network namespace, by a process there that holds CAP_NET_ADMIN
+//     after its exec: a stage in the child is needed for NetworkNone and
+//     NetworkProxy, the default network. rlimits are per process, so they
+//     would need a stage too (prlimit(2) after the fork races the exec),
+//     and a child forked from a thread that then exits gets its parent-death
+//     signal (the Spawner's reason to fork from one long-lived thread).
+//   - A helper that is not mcpx (an empty Go program costs ~7 ms): no
+//     binary is committed, and `go install` of one module builds one
+//     command, so mcpx would have to find or build a second one.
+//   - setns into prepared namespaces: a daemon that is not root cannot
+//     join a user namespace (it is multithreaded) nor a network namespace
+//     (CAP_SYS_ADMIN in its own user namespace).
 //
 // Landlock is called through x/sys/unix, not go-landlock: go-landlock's
 // all-thread restriction links libcap's psx, a cgo wrapper around every

@@ -18,3 +18,12 @@ func WithKernel(t testing.TB, f func(*Kernel)) {
 	probed = k
 	t.Cleanup(func() { probed = old })
 }
+
+// WithNamespaceStage starts, for t, the helper through path instead of
+// the unshare Probe found (an unshare that fails, say).
+func WithNamespaceStage(t testing.TB, path string) {
+	Probe()
+	old := nsStage
+	nsStage = path
+	t.Cleanup(func() { nsStage = old })
+}

@@ -2,25 +2,15 @@ package sandbox
 
 import (
 	"errors"
-	"fmt"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"mcpx.dev/mcpx/pool/proc/sandbox/internal/helper"
 )
 
 // Landlock through x/sys/unix's system calls, not go-landlock: its
 // all-thread restriction links libcap's psx, which hooks every thread the
 // binary creates and costs every daemon ~10 MB (package doc, "Cost"); the
 // helper restricts its one thread.
-
-// What x/sys/unix does not name, from include/uapi/linux/landlock.h.
-const ruleNetPort = 2 // LANDLOCK_RULE_NET_PORT
-
-// netPortAttr is struct landlock_net_port_attr.
-type netPortAttr struct {
-	allowedAccess uint64
-	port          uint64
-}
 
 // landlockRights are the access rights a ruleset handles, as in struct
 // landlock_ruleset_attr.
@@ -86,78 +76,35 @@ func pathRights(handled uint64, dir, write bool) uint64 {
 	return a & handled
 }
 
-// restrictLandlock confines this thread, and the program it execs, to p's
-// paths (and under NetworkLoopback its TCP ports), and scopes its signals
-// and abstract unix sockets to its own domain, with what ABI s.Landlock
-// offers (Plan has decided whether that is enough). It restricts this
-// thread only: the helper execs from it, and an exec leaves no other
-// thread.
-func restrictLandlock(p *Policy, s setup) error {
-	h := handledRights(s.Landlock, s.LandlockTCP)
+// landlockRuleset is the ruleset that confines the helper's thread, and
+// the program it execs, to p's paths (and under NetworkLoopback, if tcp,
+// its TCP ports), and scopes its signals and abstract unix sockets to its
+// own domain, with what ABI abi offers (Plan has decided whether that is
+// enough). Whether a path is a directory the helper finds when it opens
+// it: each rule carries the rights for either.
+func landlockRuleset(p *Policy, abi int, tcp bool) (*helper.Ruleset, error) {
+	h := handledRights(abi, tcp)
 	if h.fs == 0 && h.net == 0 && h.scoped == 0 {
-		return errors.New("landlock: the kernel restricts nothing")
+		return nil, errors.New("landlock: the kernel restricts nothing")
 	}
-	attr := unix.LandlockRulesetAttr{Handled_access_fs: h.fs, Handled_access_net: h.net, Scoped: h.scoped}
-	r0, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
-	if e != 0 {
-		return fmt.Errorf("landlock_create_ruleset: %w", e)
-	}
-	fd := int(r0)
-	defer unix.Close(fd)
-	for _, path := range p.Read {
-		if err := addPathRule(fd, path, h.fs, false); err != nil {
-			return err
-		}
-	}
-	for _, path := range p.Write {
-		if err := addPathRule(fd, path, h.fs, true); err != nil {
-			return err
+	r := &helper.Ruleset{FS: h.fs, Net: h.net, Scoped: h.scoped}
+	for _, list := range []struct {
+		paths []string
+		write bool
+	}{{p.Read, false}, {p.Write, true}} {
+		for _, path := range list.paths {
+			r.Paths = append(r.Paths, helper.PathRule{Path: path, Dir: pathRights(h.fs, true, list.write), File: pathRights(h.fs, false, list.write)})
 		}
 	}
 	if h.net != 0 {
 		for _, port := range p.ConnectTCP {
-			if err := addRule(fd, ruleNetPort, unsafe.Pointer(&netPortAttr{unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, uint64(port)})); err != nil {
-				return fmt.Errorf("landlock: connect to TCP port %d: %w", port, err)
-			}
+			r.Ports = append(r.Ports, helper.PortRule{Access: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, Port: uint64(port)})
 		}
 		for _, port := range p.BindTCP {
-			if err := addRule(fd, ruleNetPort, unsafe.Pointer(&netPortAttr{unix.LANDLOCK_ACCESS_NET_BIND_TCP, uint64(port)})); err != nil {
-				return fmt.Errorf("landlock: bind to TCP port %d: %w", port, err)
-			}
+			r.Ports = append(r.Ports, helper.PortRule{Access: unix.LANDLOCK_ACCESS_NET_BIND_TCP, Port: uint64(port)})
 		}
 	}
-	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); e != 0 {
-		return fmt.Errorf("landlock_restrict_self: %w", e)
-	}
-	return nil
-}
-
-// addPathRule adds the rule for one of the policy's paths: directory
-// rights for a directory, file rights for anything else. A path that
-// cannot be opened allows nothing, so it needs no rule.
-func addPathRule(ruleset int, path string, handled uint64, write bool) error {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("landlock: %s: %w", path, err)
-	}
-	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-	attr := unix.LandlockPathBeneathAttr{Allowed_access: pathRights(handled, dir, write), Parent_fd: int32(fd)}
-	if err := addRule(ruleset, unix.LANDLOCK_RULE_PATH_BENEATH, unsafe.Pointer(&attr)); err != nil {
-		return fmt.Errorf("landlock: %s: %w", path, err)
-	}
-	return nil
-}
-
-func addRule(ruleset, typ int, attr unsafe.Pointer) error {
-	if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), uintptr(typ), uintptr(attr), 0, 0, 0); e != 0 {
-		return e
-	}
-	return nil
+	return r, nil
 }
 
 // landlockVersion asks the kernel for its Landlock ABI version, or, with

@@ -115,7 +115,7 @@ func TestPrivateNetwork(t *testing.T) {
 			wantOK(t, r, o.Do+o.Arg)
 		}
 	})
-	t.Run("on", func(t *testing.T) {
+	on := func(t *testing.T) {
 		requireKernel(t, 1, true)
 		r := runConfined(t, f.policy, ops...)
 		wantOK(t, r, "listen-self")
@@ -123,6 +123,13 @@ func TestPrivateNetwork(t *testing.T) {
 		for _, a := range targets[1:] {
 			wantErr(t, r, "connect"+a, syscall.ENETUNREACH)
 		}
+	}
+	t.Run("on", on)
+	// Without unshare the helper is cloned into its namespaces, and
+	// keeps CAP_NET_ADMIN there (ambient) to bring lo up.
+	t.Run("on, cloned", func(t *testing.T) {
+		sandbox.WithNamespaceStage(t, "")
+		on(t)
 	})
 }
 

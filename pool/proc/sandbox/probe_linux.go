@@ -40,10 +40,16 @@ func landlockABI() (int, string) {
 	return v, ""
 }
 
-// probeNamespaces starts a process in new user, IPC and network namespaces that
-// fails to exec a missing file: ENOENT from the exec means the clone and the
-// id maps worked, anything else names why they did not.
+// probeNamespaces finds how this machine starts a child in new user,
+// IPC and network namespaces: through util-linux's unshare (unshareStage),
+// else by clone flags; it starts a process so, that fails to exec a
+// missing file: ENOENT from the exec means the namespaces and the id maps
+// worked, anything else names why they did not.
 func probeNamespaces() (bool, string) {
+	if stage, err := probeUnshare(); err == nil {
+		nsStage = stage
+		return true, ""
+	}
 	cmd := exec.Command("/nonexistent/mcpx-sandbox-probe")
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	setNamespaces(cmd.SysProcAttr, true)
@@ -65,6 +71,50 @@ func probeNamespaces() (bool, string) {
 	return false, why
 }
 
+// nsStage is the unshare program a confined child's helper is started
+// through, "" where there is none that does what unshareArgs asks (then
+// the helper is cloned into its namespaces). Set once, by probe.
+var nsStage string
+
+// unsharePaths are where util-linux installs unshare (Debian and Ubuntu
+// mark util-linux essential; Fedora, Arch and Alpine's util-linux have
+// it too). Only these: not the daemon's PATH.
+var unsharePaths = []string{"/usr/bin/unshare", "/bin/unshare"}
+
+// probeUnshare returns an unshare that makes the namespaces as
+// unshareArgs asks (util-linux 2.38 and later: --map-current-user), by
+// running it on a missing file: its exit status 127 says it made them and
+// failed only to exec.
+func probeUnshare() (string, error) {
+	for _, path := range unsharePaths {
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		cmd := exec.Command(path, unshareArgs(path, true, "/nonexistent/mcpx-sandbox-probe")[1:]...)
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 127 {
+			return path, nil
+		}
+		return "", fmt.Errorf("%s: %v", path, err)
+	}
+	return "", errors.New("no unshare")
+}
+
+// unshareArgs is the argv that makes unshare (at path) enter new user and
+// IPC namespaces (and, if net, a network namespace) with the daemon's uid
+// and gid mapped to themselves and setgroups denied, as setNamespaces
+// does, keep the capabilities it holds in them (ambient, which the
+// helper needs for the loopback and clears before its exec), and exec
+// exe in the same process.
+func unshareArgs(path string, net bool, exe string) []string {
+	args := []string{path, "--user", "--map-current-user", "--keep-caps", "--ipc"}
+	if net {
+		args = append(args, "--net")
+	}
+	return append(args, "--", exe)
+}
+
 // setNamespaces makes a process start in a user namespace of its own, in
 // which it keeps the daemon's own uid and gid, mapped to themselves and
 // nothing else, with an IPC namespace of its own (no System V IPC or POSIX
@@ -73,6 +123,12 @@ func setNamespaces(a *syscall.SysProcAttr, net bool) {
 	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWIPC
 	if net {
 		a.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	if net {
+		// Kept across the helper's exec, which would otherwise drop
+		// every capability of a uid that is not 0: it brings lo up,
+		// then clears them (helper.dropCapabilities).
+		a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN)
 	}
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
 	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}

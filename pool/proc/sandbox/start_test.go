@@ -42,3 +42,19 @@ func TestStartErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestStartStageFails: when the unshare the helper starts through fails
+// (as unshare does when the namespaces cannot be made: it exits 1), the
+// start fails naming it, and nothing is left running.
+func TestStartStageFails(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	requireKernel(t, 1, true)
+	f := newFixture(t)
+	sandbox.WithNamespaceStage(t, "/bin/false")
+	p := f.policy
+	p.Env = append(slices.Clone(p.Env), proctest.Env(t))
+	_, err := sandbox.Start(context.Background(), exec.Command(f.testBin), p)
+	if err == nil || !strings.Contains(err.Error(), "started through /bin/false") {
+		t.Errorf("Start through a failing unshare: %v; want an error naming it", err)
+	}
+}
