@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
 // The scripts (TestScripts, TestRun, TestRunDeps, TestDocs) start mcpx
@@ -52,6 +54,9 @@ var plainMCPX = sync.OnceValues(func() (string, error) {
 	}
 	plainDir = dir
 	cmd := exec.Command(goTool, "build", "-buildvcs=false", "-o", filepath.Join(dir, "mcpx"), "mcpx.dev/mcpx/cmd/mcpx")
+	// A marker of its own: the build is no test's child, whichever test's
+	// leak check sees it running (proctest).
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=plain-build.%d", proctest.MarkerEnv, os.Getpid()))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building mcpx for the scripts: %v\n%s", err, out)
 	}

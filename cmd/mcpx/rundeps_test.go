@@ -79,7 +79,7 @@ type (
 )
 
 // runOnRuntimes runs the scripts of dir on each runtime as TestRun does,
-// with setup before each script's own Setup and more applied to the
+// with setup after each script's own Setup and more applied to the
 // parameters (nil: none).
 func runOnRuntimes(t *testing.T, dir string, setup func(*testing.T, scriptRuntime, *testscript.Env), more func(scriptRuntime, *testscript.Params)) {
 	proctest.CheckNoLeaks(t)
@@ -89,8 +89,11 @@ func runOnRuntimes(t *testing.T, dir string, setup func(*testing.T, scriptRuntim
 			p := runParams(dir, rt, marker)
 			own := p.Setup
 			p.Setup = func(e *testscript.Env) error {
-				setup(t, rt, e)
-				return own(e)
+				if err := own(e); err != nil {
+					return err
+				}
+				setup(t, rt, e) // after: it may read what own set ($PATH)
+				return nil
 			}
 			if more != nil {
 				more(rt, &p)
