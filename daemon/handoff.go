@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"mcpx.dev/mcpx/api/mcp"
@@ -76,6 +77,16 @@ func TakeHandoff(getenv func(string) string) (*Handoff, error) {
 	var h Handoff
 	if err := json.Unmarshal(b, &h); err != nil {
 		return nil, fmt.Errorf("reading the handoff state %s: %w", path, err)
+	}
+	// The listeners' and connections' descriptors crossed the exec open;
+	// close-on-exec again before anything is started (the watchdog
+	// daemon.New starts would hold the listening socket after this
+	// daemon's death, and the next daemon would find it served).
+	for _, l := range h.Listeners {
+		syscall.CloseOnExec(l.FD)
+	}
+	for _, c := range h.Conns {
+		syscall.CloseOnExec(c.FD)
 	}
 	return &h, nil
 }
