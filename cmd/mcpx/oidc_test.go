@@ -43,7 +43,9 @@ import (
 // its next call authorization-required, once. No token or client secret
 // is in either daemon's log.
 func TestSignInAtOIDCProvider(t *testing.T) {
-	t.Parallel()
+	// Not parallel: its daemons run in this process, which becomes their
+	// child subreaper; the orphans of the parallel scripts' daemons would
+	// come to it and stay zombies once its daemons' reapers stop.
 	testenv.Node(t)
 	proctest.CheckNoLeaks(t)
 	start := time.Now()

@@ -101,7 +101,9 @@ type program struct {
 func (h *Harness) start(t testing.TB, args []string, word string, env []string) *program {
 	t.Helper()
 	cmd := exec.Command(h.node, append([]string{filepath.Join(h.dir, args[0])}, args[1:]...)...)
-	cmd.Env = append(os.Environ(), env...)
+	// The test's marker: the browser's processes too are the test's own,
+	// and no other test's (proctest), whichever test checks for leaks.
+	cmd.Env = append(append(os.Environ(), env...), proctest.Env(t))
 	p := &program{name: args[0], stderr: new(testenv.SyncBuffer), got: make(chan string, 1)}
 	cmd.Stderr = p.stderr
 	stdin, err := cmd.StdinPipe()
