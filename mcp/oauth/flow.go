@@ -81,7 +81,15 @@ func (c *Client) Begin(ctx context.Context, server, account, redirectURI string)
 		Endpoint: oauth2.Endpoint{AuthURL: meta.Server.AuthorizationEndpoint, TokenURL: meta.Server.TokenEndpoint,
 			AuthStyle: authStyle(reg.AuthMethod)}}
 	state := rand.Text()
-	u := p.cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(p.verifier), oauth2.SetAuthURLParam("resource", meta.Resource))
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(p.verifier), oauth2.SetAuthURLParam("resource", meta.Resource)}
+	if slices.Contains(scopes, "offline_access") {
+		// OpenID Connect Core 1.0, section 11: an OpenID provider ignores
+		// offline_access (no refresh token) unless the request asks for
+		// consent; an authorization server that does not know prompt
+		// ignores it (RFC 6749, section 3.1).
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "consent"))
+	}
+	u := p.cfg.AuthCodeURL(state, opts...)
 	c.mu.Lock()
 	for k, q := range c.pending {
 		if c.now().After(q.expires) {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -398,5 +399,26 @@ func TestPerCallerAccounts(t *testing.T) {
 	signIn("shared", "@jwt:carol")
 	if st, _ := c.Status("shared", "@jwt:dave"); !st.SignedIn || st.Account != "" {
 		t.Errorf("a server that is not PerCaller: %+v, want its one sign-in for every account", st)
+	}
+}
+
+// TestOfflineAccessAsksConsent: asking for offline_access (the
+// authorization server lists it) asks for consent too, as OpenID Connect
+// wants before it issues a refresh token.
+func TestOfflineAccessAsksConsent(t *testing.T) {
+	p := oauthtest.New(t, nil)
+	c := oauth.New(oauth.Options{})
+	c.SetServers(map[string]oauth.Server{"hosted": {URL: p.MCPURL()}})
+	login, err := c.Begin(t.Context(), "hosted", "", "http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(login.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	if !slices.Contains(strings.Fields(q.Get("scope")), "offline_access") || q.Get("prompt") != "consent" {
+		t.Errorf("the authorization request asks scope %q, prompt %q; want offline_access with prompt=consent", q.Get("scope"), q.Get("prompt"))
 	}
 }

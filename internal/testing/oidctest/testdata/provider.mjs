@@ -37,10 +37,9 @@ const provider = new Provider(issuer, {
   findAccount: async (_ctx, id) => (accounts.has(id) ? { accountId: id, claims: async () => ({ sub: id }) } : undefined),
   scopes: ['openid', 'offline_access'],
   rotateRefreshToken: true,
-  // Refresh tokens for every client registered for the grant: by default
-  // oidc-provider honours offline_access only with prompt=consent (OpenID
-  // Connect's rule), which an OAuth 2.1 client such as mcpx does not send.
-  issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+  // Refresh tokens as oidc-provider issues them by default: for
+  // offline_access, which it grants only to a request with prompt=consent
+  // (OpenID Connect Core, section 11), as mcpx sends.
   features: {
     devInteractions: { enabled: true },
     registration: { enabled: true },
