@@ -134,7 +134,7 @@ func TestSignInAtOIDCProvider(t *testing.T) {
 	if status, body := refreshAt(t, first); status != http.StatusBadRequest || !strings.Contains(body, "invalid_grant") {
 		t.Errorf("the refresh token a rotation replaced: %d %s; want 400 invalid_grant", status, body)
 	}
-	grants, seen := len(h.Grants(t)), len(h.Seen(t))
+	grants := len(h.Grants(t))
 	if code, _, stderr := mcpx("call", "--broker", local.sock, "hosted.whoami", "{}"); code != exitFailed || !strings.Contains(stderr, "authorization-required") ||
 		!strings.Contains(stderr, "mcpx auth login hosted") {
 		t.Errorf("a call after the provider revoked the sign-in: exit %d, %s; want 4, authorization-required naming the command", code, stderr)
@@ -143,7 +143,7 @@ func TestSignInAtOIDCProvider(t *testing.T) {
 	if len(after) != 1 || after[0].Type != "refresh_token" || after[0].OK {
 		t.Errorf("after the revocation the provider saw %+v; want one refused refresh", after)
 	}
-	grants, seen = len(h.Grants(t)), len(h.Seen(t))
+	grants, seen := len(h.Grants(t)), len(h.Seen(t))
 	if code, _, stderr := mcpx("call", "--broker", local.sock, "hosted.whoami", "{}"); code != exitFailed || !strings.Contains(stderr, "authorization-required") {
 		t.Errorf("the call after that: exit %d, %s; want authorization-required at once", code, stderr)
 	}
