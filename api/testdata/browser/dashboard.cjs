@@ -172,6 +172,12 @@ async function main() {
     await page.waitForFunction(() => [...document.querySelectorAll('#traffic figure.chart')].length === 2 &&
       [...document.querySelectorAll('#traffic figure.chart')].every((f) => Number(f.dataset.points) > 0), null, {timeout});
     await page.locator('article[data-server="notes"] figure.chart polyline[data-series="echo"]').first().waitFor({timeout});
+    // A redraw may come between the two servers' calls landing in the
+    // call log: wait (bounded) for a legend that names both.
+    await page.waitForFunction(() => {
+      const l = document.querySelector('#traffic figure.chart ul.legend');
+      return l && l.textContent.includes('notes') && l.textContent.includes('flaky');
+    }, null, {timeout}).catch(() => {});
     const legend = await page.locator('#traffic figure.chart').first().locator('ul.legend').textContent();
     check(legend.includes('notes') && legend.includes('flaky'), `the calls chart names the servers called (${legend})`);
 
