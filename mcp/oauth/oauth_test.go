@@ -45,6 +45,19 @@ func post(c *oauth.Client, server, u string) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// signIn signs c in to its server "hosted" as the owner, through browse.
+func signIn(t *testing.T, c *oauth.Client) {
+	t.Helper()
+	login, err := c.Begin(t.Context(), "hosted", "", "http://127.0.0.1:9/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := browse(t, login.URL)
+	if _, err := c.Complete(t.Context(), "hosted", "", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // browse follows the authorization URL as a browser would, up to the
 // redirect to the loopback listener, and returns that redirect's query.
 func browse(t *testing.T, authURL string) url.Values {
@@ -251,14 +264,7 @@ func TestRefreshRevoked(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	c := oauth.New(oauth.Options{Now: clk.now})
 	c.SetServers(map[string]oauth.Server{"hosted": {URL: p.MCPURL()}})
-	login, err := c.Begin(t.Context(), "hosted", "", "http://127.0.0.1:9/callback")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := browse(t, login.URL)
-	if _, err := c.Complete(t.Context(), "hosted", "", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
-		t.Fatal(err)
-	}
+	signIn(t, c)
 	p.RevokeAll()
 	clk.add(2 * time.Minute)
 	var req *oauth.RequiredError
@@ -286,14 +292,7 @@ func TestShortTokenRefresh(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	c := oauth.New(oauth.Options{Now: clk.now})
 	c.SetServers(map[string]oauth.Server{"hosted": {URL: p.MCPURL()}})
-	login, err := c.Begin(t.Context(), "hosted", "", "http://127.0.0.1:9/callback")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := browse(t, login.URL)
-	if _, err := c.Complete(t.Context(), "hosted", "", q.Get("state"), q.Get("code"), q.Get("iss")); err != nil {
-		t.Fatal(err)
-	}
+	signIn(t, c)
 	issued := len(p.Issued())
 	clk.add(time.Second)
 	for range 3 {
