@@ -81,8 +81,9 @@ func readStat(pid int) (*proc, error) {
 	return p, nil
 }
 
-// descendantsOf returns the processes whose parent chain reaches root.
-func (pt procTable) descendantsOf(root int) []*proc {
+// descendantsOf returns the processes whose parent chain reaches root,
+// but for those prune says to leave out, with everything below them.
+func (pt procTable) descendantsOf(root int, prune func(*proc) bool) []*proc {
 	children := make(map[int][]*proc)
 	for _, p := range pt {
 		children[p.ppid] = append(children[p.ppid], p)
@@ -96,6 +97,9 @@ func (pt procTable) descendantsOf(root int) []*proc {
 		for _, c := range children[pid] {
 			if !seen[c.pid] {
 				seen[c.pid] = true
+				if prune != nil && prune(c) {
+					continue
+				}
 				out = append(out, c)
 				queue = append(queue, c.pid)
 			}
@@ -107,14 +111,16 @@ func (pt procTable) descendantsOf(root int) []*proc {
 // owned returns, sorted by pid, the processes not in before that belong to
 // the test: descendants of root, members of a process group led by one of
 // them, and carriers of marker (when not ""). Descendants that carry another
-// test's marker are left to that test.
+// test's marker are left to that test, with their own descendants.
 func (pt procTable) owned(root int, marker string, before map[procID]bool) []*proc {
 	set := make(map[int]*proc)
 	leaders := make(map[int]bool)
-	for _, p := range pt.descendantsOf(root) {
-		if other := markerIn(p.pid); other != "" && other != marker {
-			continue
-		}
+	// A process carrying another test's marker is that test's, and so is
+	// everything below it, marked or not (a daemon's children whose
+	// environment it chose, a sandboxed child's): tests that run in
+	// parallel each see only their own.
+	other := func(p *proc) bool { m := markerIn(p.pid); return m != "" && m != marker }
+	for _, p := range pt.descendantsOf(root, other) {
 		set[p.pid] = p
 		leaders[p.pid] = true
 	}

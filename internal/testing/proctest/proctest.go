@@ -93,7 +93,7 @@ func CheckNoLeaks(t testing.TB) {
 		return
 	}
 	before := make(map[procID]bool)
-	for _, p := range procs.descendantsOf(os.Getpid()) {
+	for _, p := range procs.descendantsOf(os.Getpid(), nil) {
 		before[p.id()] = true
 	}
 	t.Cleanup(func() {

@@ -147,7 +147,7 @@ func waitChildren(t *testing.T, pid, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pt.descendantsOf(pid)) >= n {
+		if len(pt.descendantsOf(pid, nil)) >= n {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -209,6 +209,24 @@ func TestDescendantWithOtherMarkerIgnored(t *testing.T) {
 	cmd.Env = append(os.Environ(), MarkerEnv+"=someone-else")
 	start(t, cmd)
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if got := f.finish(); got != "" {
+		t.Errorf("report = %q, want none", got)
+	}
+}
+
+// What runs below another test's marked process is that test's too, marked
+// or not (a daemon gives its children an environment of its own): tests
+// that run in parallel do not report each other's children.
+func TestUnmarkedBelowOtherMarkerIgnored(t *testing.T) {
+	quick(t)
+	f := newFake(t)
+	CheckNoLeaks(f)
+	cmd := exec.Command("sh", "-c", "env -u "+MarkerEnv+" sleep 60; true")
+	cmd.Env = append(os.Environ(), MarkerEnv+"=someone-else")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start(t, cmd)
+	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
+	waitChildren(t, cmd.Process.Pid, 1)
 	if got := f.finish(); got != "" {
 		t.Errorf("report = %q, want none", got)
 	}
