@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -253,8 +254,8 @@ func TestSignInByURLElicitation(t *testing.T) {
 }
 
 // TestNoSecretAnywhere runs a full sign-in (registration, code, PKCE),
-// calls that refresh the token on every one (it expires within the
-// refresh margin), a stdio child beside it, and a sign-out with
+// calls that refresh the token on every one (each comes after the
+// token of a second expired), a stdio child beside it, and a sign-out with
 // revocation, with tracing on and records kept; then no token, code,
 // verifier or client secret the provider handed out or was sent is in the
 // daemon's log, its events, its call records, its spans, its metrics, any
@@ -265,7 +266,7 @@ func TestNoSecretAnywhere(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	defer tracing.Use(tp)()
 	p := oauthtest.New(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demo.NewServer() }, nil))
-	p.ExpiresIn = 20 // inside the 30 s refresh margin: every call refreshes first
+	p.ExpiresIn = 1 // a second: each call below, a second after the last token, refreshes first
 	cfg := apitest.DemoConfig(t, map[string]string{"demo": `{"scope": "global"}`})
 	hosted, err := config.Parse([]byte(`{"servers": {"hosted": {"url": "`+p.MCPURL()+`"}}}`), "test")
 	if err != nil {
@@ -287,7 +288,9 @@ func TestNoSecretAnywhere(t *testing.T) {
 	if r := oauthSignIn(t, d.Unix, "hosted", "owner"); r.StatusCode != 200 {
 		t.Fatalf("sign in: %d %s", r.StatusCode, r.Bytes)
 	}
+	time.Sleep(time.Second) // the token's life: not a figure, the refresh's cause
 	call("hosted", "one", 200)
+	time.Sleep(time.Second)
 	call("hosted", "two", 200)
 	call("demo", "child", 200)
 	for _, pid := range childPids(t) {
