@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/internal/demo"
@@ -298,9 +299,22 @@ func written(h *hostile, a attempt, variant string) []string {
 // checkNamespacesGone: the network namespace of every confined child that
 // has ended is held by nothing of the daemon's (its egress listener is
 // closed), and so is gone; the running one's is (its listener).
+//
+// A child that has just ended may still have its listener open while the
+// daemon handles its exit: the check waits for that, bounded.
 func checkNamespacesGone(t *testing.T, h *hostile) {
 	t.Helper()
 	held := testenv.SocketNamespaces(t, h.d.cmd.Process.Pid)
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		stale := false
+		for pid, ns := range h.confined {
+			stale = stale || (!running(pid) && held[ns])
+		}
+		if !stale {
+			break
+		}
+		held = testenv.SocketNamespaces(t, h.d.cmd.Process.Pid)
+	}
 	for pid, ns := range h.confined {
 		switch alive := running(pid); {
 		case !alive && held[ns]:
