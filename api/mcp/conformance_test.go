@@ -159,6 +159,19 @@ func TestConformanceThroughMCPX(t *testing.T) {
 					t.Logf("the upstream lost the answer, mcpx could not resume it: %s", w)
 					continue
 				}
+				// A warning can be a clock too: a notification that did not
+				// arrive within the suite's wait (seen once in CI: the
+				// stateless upstream's prompts list_changed on its
+				// subscription stream, under load). The scenario runs once
+				// more alone; the first warning stays in the log. A warning
+				// mcpx causes comes back the second time.
+				name, _, _ := strings.Cut(w, ": ")
+				again := conformance.Run(t, conformance.Proxy(t, endpoint, apitest.Token),
+					conformance.Options{Scenarios: []string{name}, SpecVersion: leg.requirements})
+				if r, ok := again[name]; ok && r.OK() && len(conformance.NewWarnings(direct, again)) == 0 {
+					t.Logf("a warning under load, gone when run alone: %s", w)
+					continue
+				}
 				t.Errorf("a warning mcpx adds: %s", w)
 			}
 		})
