@@ -231,7 +231,10 @@ var attempts = []attempt{
 // logged it and lets the listed one through; no confined child leaves a
 // cgroup or a network namespace behind.
 func TestSandboxHostile(t *testing.T) {
-	t.Parallel() // a process test (plain_test.go)
+	// Not parallel: beside the other process tests, its check that an
+	// ended child's network namespace is let go failed in two of three
+	// clean-clone runs (the daemon still held a socket there after 15 s);
+	// alone it passes. Open: see the closing note of 2026-12-07.
 	h := startHostile(t)
 	for _, a := range attempts {
 		t.Run(a.name, func(t *testing.T) {
