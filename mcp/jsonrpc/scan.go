@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 )
 
 // ErrNotObject is Members' error for a value that is not an object.
@@ -143,13 +144,14 @@ func SkipString(b []byte, i int) int {
 	return i
 }
 
-// Unquote decodes a raw JSON string; ok is false if raw is not a string.
+// Unquote decodes a raw JSON string as encoding/json does (invalid UTF-8
+// becomes U+FFFD); ok is false if raw is not a string.
 func Unquote(raw []byte) (s string, ok bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
 	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner), true
 	}
 	if err := json.Unmarshal(raw, &s); err != nil {
