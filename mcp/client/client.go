@@ -417,6 +417,11 @@ func (s *Session) request(ctx context.Context, method string, params []byte, onP
 		err := s.err
 		s.mu.Unlock()
 		putBuf(b)
+		if errors.Is(err, ErrSessionExpired) {
+			// The server ended the session (a GET stream's 404 can tell
+			// before this request's own POST would): it never saw this.
+			return nil, fmt.Errorf("calling %s: %w: %w", method, ErrNotDelivered, err)
+		}
 		return nil, fmt.Errorf("calling %s: %w", method, err)
 	}
 	s.pending[id] = c

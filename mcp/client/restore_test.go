@@ -299,3 +299,33 @@ func TestRestoreHTTPSessionExpired(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreHTTPSessionExpiredSeenFirstByGET: the restored session's GET
+// stream can meet the 404 before any call: the session ends, and a call
+// made after that was never sent, so it is undelivered too (the pool sends
+// it again in a new session), not just "session closed".
+func TestRestoreHTTPSessionExpiredSeenFirstByGET(t *testing.T) {
+	h := startRecordingHTTP(t, &mcp.StreamableHTTPOptions{})
+	snap := handOverHTTP(t, h)
+	req, _ := http.NewRequest(http.MethodDelete, h.ts.URL, nil)
+	req.Header.Set("Mcp-Session-Id", snap.SessionID)
+	resp, err := h.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	s, err := Restore(NewHTTP(h.ts.URL, nil, h.ts.Client()), Options{}, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	select {
+	case <-s.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the GET stream's 404 did not end the restored session")
+	}
+	_, err = s.CallTool(t.Context(), "echo", json.RawMessage(`{"message":"x"}`), nil)
+	if !errors.Is(err, ErrSessionExpired) || !errors.Is(err, ErrNotDelivered) {
+		t.Fatalf("CallTool error = %v, want ErrSessionExpired and ErrNotDelivered", err)
+	}
+}
