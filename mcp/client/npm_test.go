@@ -75,7 +75,7 @@ func TestEverythingStdio(t *testing.T) {
 	js := npmServer(t, "server-everything")
 	root := t.TempDir()
 	c, tr := startNode(t, nil, js, "stdio")
-	s, err := Connect(t.Context(), tr, Options{Root: root})
+	s, err := Connect(t.Context(), tr, Options{Root: root, ProbeWait: npmProbeWait})
 	if err != nil {
 		t.Fatalf("Connect: %v (stderr: %s)", err, c.stderr.String())
 	}
@@ -185,7 +185,7 @@ func TestFilesystemUsesRoot(t *testing.T) {
 	}
 	// Started with another directory: the client's roots replace it.
 	c, tr := startNode(t, nil, js, t.TempDir())
-	s, err := Connect(t.Context(), tr, Options{Root: root})
+	s, err := Connect(t.Context(), tr, Options{Root: root, ProbeWait: npmProbeWait})
 	if err != nil {
 		t.Fatalf("Connect: %v (stderr: %s)", err, c.stderr.String())
 	}
@@ -227,7 +227,7 @@ func TestGopls(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.22\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "m.go"), []byte("// Package m greets.\npackage m\n\n// Hello greets.\nfunc Hello() string { return \"hi\" }\n"), 0o644)
 	c, tr := startProc(t, dir, []string{"GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"}, gopls, "mcp")
-	s, err := Connect(t.Context(), tr, Options{Root: dir})
+	s, err := Connect(t.Context(), tr, Options{Root: dir, ProbeWait: npmProbeWait})
 	if err != nil {
 		t.Fatalf("Connect: %v (stderr: %s)", err, c.stderr.String())
 	}
@@ -241,3 +241,9 @@ func TestGopls(t *testing.T) {
 		t.Errorf("go_package_api = %s, %v", truncate(res, 500), err)
 	}
 }
+
+// npmProbeWait is the era probe's wait for node children: node starts in
+// well under a second on a quiet machine and in more than the default 5 s
+// on a loaded one (seen at load ~18), and the probe's wait is not what
+// these tests are about.
+const npmProbeWait = time.Minute
