@@ -269,15 +269,7 @@ func TestRestoreHTTPSession(t *testing.T) {
 // ErrNotDelivered: safe to send again in a new session) and ends, without
 // a DELETE for the dead session.
 func TestRestoreHTTPSessionExpired(t *testing.T) {
-	h := startRecordingHTTP(t, &mcp.StreamableHTTPOptions{})
-	snap := handOverHTTP(t, h)
-	req, _ := http.NewRequest(http.MethodDelete, h.ts.URL, nil)
-	req.Header.Set("Mcp-Session-Id", snap.SessionID)
-	resp, err := h.ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	h, snap := handedOverThenEnded(t)
 	n := h.count()
 	s, err := Restore(NewHTTP(h.ts.URL, nil, h.ts.Client()), Options{}, snap)
 	if err != nil {
@@ -305,15 +297,7 @@ func TestRestoreHTTPSessionExpired(t *testing.T) {
 // made after that was never sent, so it is undelivered too (the pool sends
 // it again in a new session), not just "session closed".
 func TestRestoreHTTPSessionExpiredSeenFirstByGET(t *testing.T) {
-	h := startRecordingHTTP(t, &mcp.StreamableHTTPOptions{})
-	snap := handOverHTTP(t, h)
-	req, _ := http.NewRequest(http.MethodDelete, h.ts.URL, nil)
-	req.Header.Set("Mcp-Session-Id", snap.SessionID)
-	resp, err := h.ts.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	h, snap := handedOverThenEnded(t)
 	s, err := Restore(NewHTTP(h.ts.URL, nil, h.ts.Client()), Options{}, snap)
 	if err != nil {
 		t.Fatal(err)
@@ -328,4 +312,20 @@ func TestRestoreHTTPSessionExpiredSeenFirstByGET(t *testing.T) {
 	if !errors.Is(err, ErrSessionExpired) || !errors.Is(err, ErrNotDelivered) {
 		t.Fatalf("CallTool error = %v, want ErrSessionExpired and ErrNotDelivered", err)
 	}
+}
+
+// handedOverThenEnded hands over an HTTP session, then ends it at the
+// server (DELETE) before it is restored.
+func handedOverThenEnded(t *testing.T) (*recordingHTTP, Snapshot) {
+	t.Helper()
+	h := startRecordingHTTP(t, &mcp.StreamableHTTPOptions{})
+	snap := handOverHTTP(t, h)
+	req, _ := http.NewRequest(http.MethodDelete, h.ts.URL, nil)
+	req.Header.Set("Mcp-Session-Id", snap.SessionID)
+	resp, err := h.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return h, snap
 }
