@@ -164,7 +164,16 @@ func brokerNode(t *testing.T, tn *tailnet, logs io.Writer, extra ...string) (*ts
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.New(broker.Options{Config: cfg})
+	serveBroker(t, n, cfg, is, "")
+	return n, is
+}
+
+// serveBroker serves the real API over a real broker of cfg (state in
+// stateDir, "" = none) on n's listener, with identity from n's WhoIs or a
+// token of is, until the test ends.
+func serveBroker(t *testing.T, n *tsnet.Node, cfg *config.Config, is *auth.Issuer, stateDir string) {
+	t.Helper()
+	b, err := broker.New(broker.Options{Config: cfg, StateDir: stateDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +203,6 @@ func brokerNode(t *testing.T, tn *tailnet, logs io.Writer, extra ...string) (*ts
 		}
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return n, is
 }
 
 // peer calls the broker from one node.

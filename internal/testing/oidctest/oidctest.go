@@ -242,6 +242,9 @@ type Request struct {
 	Client string `json:"client"` // the token's client
 	Active bool   `json:"active"` // the provider said the token is active
 	Token  string `json:"token"`  // the bearer token as sent ("" = none)
+	// Message is the echo tool's message, when the request was that
+	// call: which call it was ("" for every other request).
+	Message string `json:"message"`
 }
 
 // Seen returns every request the resource server's /mcp got, in order.

@@ -8,7 +8,8 @@
 // (the token's subject) and echo. It prints "MCP <url>" once it serves.
 //
 // GET /test/seen is every request /mcp got, in order:
-// {method, status, sub, client, active, token} (token: the bearer token as sent).
+// {method, status, sub, client, active, token, message} (token: the bearer
+// token as sent; message: the echo tool's argument, to tell calls apart).
 //
 // Environment: NODE_MODULES (testdata/npm/node_modules), RS_SECRET (the
 // introspection client's secret). The provider's issuer is the first line
@@ -70,6 +71,7 @@ app.use('/mcp', (req, res, next) => {
   res.on('finish', () => seen.push({
     method: req.method, status: res.statusCode, sub: req.auth?.extra?.sub ?? '', client: req.auth?.clientId ?? '', active: Boolean(req.auth),
     token: (req.headers.authorization || '').replace(/^Bearer /i, ''),
+    message: String(req.body?.params?.arguments?.message ?? ''),
   }));
   next();
 });
