@@ -191,24 +191,30 @@ func TestBundleErrorsNameTheFile(t *testing.T) {
 func TestResolve(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, map[string]string{
-		"near/scripts/report.ts": "",
-		"far/scripts/report.ts":  "",
-		"far/scripts/other.js":   "",
-		"cwd/local.ts":           "",
-		"cwd/hello.sh":           "",
-		"cwd/sub/x.mjs":          "",
+		"near/scripts/report.ts":      "",
+		"far/scripts/report.ts":       "",
+		"far/scripts/other.js":        "",
+		"cwd/local.ts":                "",
+		"cwd/hello.sh":                "",
+		"cwd/sub/x.mjs":               "",
+		"far/scripts/demo/fetch.ts":   "",
+		"near/scripts/demo/fetch.js":  "",
+		"far/scripts/demo/.hidden.ts": "",
+		"far/scripts/demo/deep/no.ts": "",
 	})
 	dirs := []string{filepath.Join(root, "near"), filepath.Join(root, "far")}
 	cwd := filepath.Join(root, "cwd")
 	for _, tc := range []struct{ arg, want, err string }{
 		{"report", filepath.Join(root, "near/scripts/report.ts"), ""},
+		{"demo:fetch", filepath.Join(root, "near/scripts/demo/fetch.js"), ""}, // a recipe, the nearest
+		{"demo:deep", "", "no script named \"demo:deep\"; the scripts here: demo:fetch, other, report"},
 		{"other", filepath.Join(root, "far/scripts/other.js"), ""},
 		{"local.ts", filepath.Join(cwd, "local.ts"), ""},
 		{"hello.sh", filepath.Join(cwd, "hello.sh"), ""},
-		{"gone.sh", "", "no script named \"gone.sh\"; the scripts here: other, report"},
+		{"gone.sh", "", "no script named \"gone.sh\"; the scripts here: demo:fetch, other, report"},
 		{"sub/x.mjs", filepath.Join(cwd, "sub/x.mjs"), ""},
 		{filepath.Join(cwd, "local.ts"), filepath.Join(cwd, "local.ts"), ""},
-		{"sub", "", "no script named \"sub\"; the scripts here: other, report"},
+		{"sub", "", "no script named \"sub\"; the scripts here: demo:fetch, other, report"},
 		{"./sub", "", "no script file ./sub"},
 		{"gone.ts", "", "no script file gone.ts"},
 	} {
