@@ -223,6 +223,9 @@ func TestResolve(t *testing.T) {
 			t.Errorf("Resolve(%q) = %q, %v; want %q, %q", tc.arg, got, err, tc.want, tc.err)
 		}
 	}
+	if s, ok := scripts.Lookup(dirs, "demo:fetch"); !ok || s.Server != "demo" || len(s.Shadows) != 1 || s.Shadows[0] != filepath.Join(root, "far/scripts/demo/fetch.ts") {
+		t.Errorf("Lookup(demo:fetch) = %+v, %v; want the near recipe of server demo, shadowing the far one", s, ok)
+	}
 	if _, err := scripts.Resolve(nil, cwd, "report"); err == nil || !strings.Contains(err.Error(), "no scripts/ directory on the config chain") {
 		t.Errorf("Resolve with no scripts anywhere: %v", err)
 	}
