@@ -116,6 +116,8 @@ var runtimeSource = sync.OnceValue(func() string {
 		"EventElicitationComplete":     quote(wire.StreamElicitationComplete),
 		"ListResourceTemplatesPattern": quote(pattern(wire.OpListResourceTemplates)),
 		"RenewLeasePattern":            quote(pattern(wire.OpRenewLease)),
+		"ListSessionsPattern":          quote(pattern(wire.OpListSessions)),
+		"SetSessionPattern":            quote(pattern(wire.OpSetSession)),
 		"TypesPattern":                 quote(pattern(wire.OpTypes)),
 		"ListToolsPattern":             quote(pattern(wire.OpListTools)),
 		"CatalogPattern":               quote(pattern(wire.OpCatalog)),
@@ -153,7 +155,7 @@ var runtimeNames = []string{
 	"Task", "callToolAsTask", "getTask", "listTasks", "taskResult", "cancelTask",
 	"LogMessage", "ResourceTemplate", "listResourceTemplates", "CompleteRequest", "CompleteResult", "complete", "setLogLevel",
 	"ReadResourceResult", "ResourceUpdated", "ResourceOptions", "readResource", "subscribeResource",
-	"Lease", "ToolHit", "Catalog", "mcpx", "Frame", "captureFrames", "errorFrames",
+	"Lease", "SessionRecord", "ToolHit", "Catalog", "mcpx", "Frame", "captureFrames", "errorFrames",
 	// Globals the runtime uses (the web APIs through globalThis, typed by
 	// the runtime itself, so that no lib setting is needed; still kept
 	// free, as a script beside the client uses them too).

@@ -25,6 +25,10 @@ var (
 	notNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 )
 
+// IsServerName says whether name is a valid server name: letters, digits,
+// _ and -. A recipe's directory (scripts/<server>/) is named so too.
+func IsServerName(name string) bool { return serverName.MatchString(name) }
+
 var scopeKinds = []ScopeKind{ScopeGlobal, ScopeRepo, ScopeWorktree, ScopeCwd, ScopeSession, ScopeParentSession, ScopePid, ScopeCall}
 
 // transportTypes are the client formats' "type" values: what each requires.

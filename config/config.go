@@ -428,16 +428,21 @@ type Records struct {
 }
 
 // Log configures the daemon's log: JSON records in <state>/logs (rotated
-// by size, a few files kept; `mcpx log` reads them) and text on stderr,
-// both at the same levels. The daemon reads it at start; a reload that
-// changes it takes effect at the next start.
+// by size, a few files kept; `mcpx log` reads them) and text on stderr.
+// A record's level is its session's, else its server's, else the global
+// one ($MCPX_LOG_LEVEL, else Level; with neither, debug to the file and
+// info to stderr). The daemon reads it at start; a reload that changes it
+// takes effect at the next start.
 type Log struct {
-	// Level is the lowest level logged: debug, info, warn or error.
-	// "" = info.
+	// Level is the lowest level logged, to the file and stderr: debug,
+	// info, warn or error. "" = debug to the file, info to stderr.
 	Level string `json:"level,omitempty"`
 	// Servers sets a level per server, for the records that name it (its
 	// children's stderr, spawns, crashes): {"github": "debug"}.
 	Servers map[string]string `json:"servers,omitempty"`
+	// Sessions sets a level per session, by its scope key, for the records
+	// that name it; it wins over the server's: {"session:agent-7": "debug"}.
+	Sessions map[string]string `json:"sessions,omitempty"`
 	// MaxBytes is the size at which the current file is rotated.
 	// 0 = 10 MiB.
 	MaxBytes int64 `json:"maxBytes,omitempty"`
@@ -446,7 +451,7 @@ type Log struct {
 	MaxFiles int `json:"maxFiles,omitempty"`
 }
 
-// LogLevels are the values of log.level and log.servers.
+// LogLevels are the values of log.level, log.servers and log.sessions.
 var LogLevels = []string{"debug", "info", "warn", "error"}
 
 // On reports whether the call log is on.

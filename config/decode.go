@@ -9,6 +9,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"mcpx.dev/mcpx/internal/suggest"
 )
@@ -406,6 +407,10 @@ func (p *problems) decodeRecords(rc *Records, raw json.RawMessage) {
 	p.decodeFields("", "records.", members, fields, map[string]bool{})
 }
 
+// logSessionPrefixes begin the scope keys of sessions (docs/scopes.md), the
+// keys log.sessions names.
+var logSessionPrefixes = []string{"session:", "psession:", "lease:", "pid:"}
+
 func (p *problems) decodeLog(lc *Log, raw json.RawMessage) {
 	if isNull(raw) {
 		return
@@ -418,6 +423,7 @@ func (p *problems) decodeLog(lc *Log, raw json.RawMessage) {
 	fields := map[string]fieldSpec{
 		"level":    {&lc.Level, `"debug", "info", "warn" or "error"`},
 		"servers":  {&lc.Servers, `an object of server names to levels, such as {"github": "debug"}`},
+		"sessions": {&lc.Sessions, `an object of session keys to levels, such as {"session:agent-7": "debug"}`},
 		"maxBytes": {&lc.MaxBytes, "a non-negative integer (bytes)"},
 		"maxFiles": {&lc.MaxFiles, "a non-negative integer"},
 	}
@@ -430,6 +436,14 @@ func (p *problems) decodeLog(lc *Log, raw json.RawMessage) {
 	level("log.level", lc.Level)
 	for _, name := range slices.Sorted(maps.Keys(lc.Servers)) {
 		level("log.servers."+name, lc.Servers[name])
+	}
+	for _, key := range slices.Sorted(maps.Keys(lc.Sessions)) {
+		level("log.sessions."+key, lc.Sessions[key])
+		if !slices.ContainsFunc(logSessionPrefixes, func(p string) bool { return strings.HasPrefix(key, p) && len(key) > len(p) }) {
+			p.add("", "log.sessions."+key, fmt.Sprintf("%q is no session key", key),
+				fmt.Sprintf("name a session by its key, as `mcpx sessions ls` prints it: %s followed by the id (\"session:%s\")",
+					strings.Join(logSessionPrefixes, " "), key))
+		}
 	}
 	if lc.MaxBytes < 0 {
 		p.add("", "log.maxBytes", "log.maxBytes is negative", "leave it out for 10 MiB")

@@ -91,7 +91,11 @@ func New(o Options) (_ *Daemon, err error) {
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	if d.Log, d.LogFile, err = OpenLog(o.Config.Log, o.StateDir, stderr); err != nil {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if d.Log, d.LogFile, err = OpenLog(o.Config.Log, o.StateDir, stderr, getenv); err != nil {
 		return nil, err
 	}
 	d.closers = append(d.closers, func() { d.LogFile.Close() })
@@ -118,10 +122,6 @@ func New(o Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.closers = append(d.closers, func() { nix.Close() }) // after the broker: its children are gone by then
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
 	hooks, err := webhookHooks(o.Config.Webhooks, getenv)
 	if err != nil {
 		return nil, err
@@ -242,20 +242,48 @@ func LogPath(state string) string {
 }
 
 // OpenLog opens the daemon's log: JSON records in <state>/logs (package
-// logs) and text on stderr, at the config's levels.
-func OpenLog(lc config.Log, state string, stderr io.Writer) (*slog.Logger, *daemonlog.File, error) {
-	lv := daemonlog.Levels{Level: slog.LevelInfo, Servers: map[string]slog.Level{}}
-	if lc.Level != "" {
-		lv.Level, _ = daemonlog.ParseLevel(lc.Level) // checked at load
-	}
+// logs) and text on stderr. A record's level is its session's
+// (log.sessions), else its server's (log.servers), else the global one:
+// $MCPX_LOG_LEVEL (read with getenv), else log.level, both sinks; with
+// neither, debug to the file and info to stderr.
+func OpenLog(lc config.Log, state string, stderr io.Writer, getenv func(string) string) (*slog.Logger, *daemonlog.File, error) {
+	file := daemonlog.Levels{Level: slog.LevelDebug, Servers: map[string]slog.Level{}, Sessions: map[string]slog.Level{}}
 	for name, l := range lc.Servers {
-		lv.Servers[name], _ = daemonlog.ParseLevel(l)
+		file.Servers[name], _ = daemonlog.ParseLevel(l) // checked at load
+	}
+	for key, l := range lc.Sessions {
+		file.Sessions[key], _ = daemonlog.ParseLevel(l)
+	}
+	errs := file
+	errs.Level = slog.LevelInfo
+	if lc.Level != "" {
+		file.Level, _ = daemonlog.ParseLevel(lc.Level)
+		errs.Level = file.Level
+	}
+	env := getenv(LogLevelEnv)
+	badEnv := false
+	if env != "" {
+		if l, err := daemonlog.ParseLevel(env); err == nil {
+			file.Level, errs.Level = l, l
+		} else {
+			badEnv = true
+		}
 	}
 	f, err := daemonlog.Open(daemonlog.Options{Dir: filepath.Join(state, LogDir), MaxBytes: lc.MaxBytes, MaxFiles: lc.MaxFiles})
 	if err != nil {
 		return nil, nil, err
 	}
 	all := &slog.HandlerOptions{Level: slog.LevelDebug} // the levels are daemonlog.Levels'
-	h := daemonlog.NewHandler(lv, slog.NewJSONHandler(f, all), slog.NewTextHandler(stderr, all))
-	return slog.New(h), f, nil
+	log := slog.New(slog.NewMultiHandler(
+		daemonlog.NewHandler(file, slog.NewJSONHandler(f, all)),
+		daemonlog.NewHandler(errs, slog.NewTextHandler(stderr, all))))
+	if badEnv {
+		log.Warn("$"+LogLevelEnv+" is not a level: the config's levels apply", "value", env,
+			"hint", "set it to debug, info, warn or error, or unset it")
+	}
+	return log, f, nil
 }
+
+// LogLevelEnv names the variable that sets the daemon's global log level,
+// over the config's log.level (scripts read it too, for their records).
+const LogLevelEnv = "MCPX_LOG_LEVEL"

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"mcpx.dev/mcpx/config"
 )
 
 // Extensions are the file extensions of scripts, in the order a name is
@@ -14,8 +16,11 @@ var Extensions = []string{".ts", ".mjs", ".js"}
 
 // Script is a named script found on the chain.
 type Script struct {
-	// Name is the file's base name without its extension.
+	// Name is the file's base name without its extension; a recipe's is
+	// <server>:<recipe>, for scripts/<server>/<recipe>.ts.
 	Name string `json:"name"`
+	// Server is a recipe's server; "" for a script of scripts/ itself.
+	Server string `json:"server,omitempty"`
 	// Path is the script file, absolute.
 	Path string `json:"path"`
 	// Source is the chain directory whose scripts/ holds it.
@@ -40,6 +45,11 @@ func Find(dirs []string) []Script {
 		}
 		for _, f := range files {
 			name := strings.TrimSuffix(f, filepath.Ext(f))
+			server, _, recipe := strings.Cut(filepath.ToSlash(name), "/")
+			if !recipe {
+				server = ""
+			}
+			name = strings.ReplaceAll(filepath.ToSlash(name), "/", ":")
 			path := filepath.Join(in, f)
 			if s, ok := byName[name]; ok {
 				if s.Path != path {
@@ -47,7 +57,7 @@ func Find(dirs []string) []Script {
 				}
 				continue
 			}
-			byName[name] = &Script{Name: name, Path: path, Source: dir}
+			byName[name] = &Script{Name: name, Server: server, Path: path, Source: dir}
 			names = append(names, name)
 		}
 	}
@@ -60,9 +70,26 @@ func Find(dirs []string) []Script {
 }
 
 // scriptFiles returns the script files of dir/scripts, one per name (the
-// first extension of Extensions wins within a directory), sorted.
+// first extension of Extensions wins within a directory), and the recipes
+// of each subdirectory named as a server may be (scripts/<server>/<recipe>.ts,
+// as "<server>/<recipe>.ts"; deeper directories are none), sorted.
 func scriptFiles(dir string) []string {
-	entries, err := os.ReadDir(filepath.Join(dir, "scripts"))
+	in := filepath.Join(dir, "scripts")
+	files := filesIn(in, "")
+	entries, _ := os.ReadDir(in)
+	for _, e := range entries {
+		if e.IsDir() && config.IsServerName(e.Name()) {
+			files = append(files, filesIn(filepath.Join(in, e.Name()), e.Name()+"/")...)
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
+// filesIn returns the script files of the directory in, one per name, each
+// prefixed by prefix.
+func filesIn(in, prefix string) []string {
+	entries, err := os.ReadDir(in)
 	if err != nil {
 		return nil
 	}
@@ -76,10 +103,9 @@ func scriptFiles(dir string) []string {
 				continue
 			}
 			seen[name] = true
-			files = append(files, n)
+			files = append(files, prefix+n)
 		}
 	}
-	slices.Sort(files)
 	return files
 }
 

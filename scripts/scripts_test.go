@@ -191,24 +191,30 @@ func TestBundleErrorsNameTheFile(t *testing.T) {
 func TestResolve(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, map[string]string{
-		"near/scripts/report.ts": "",
-		"far/scripts/report.ts":  "",
-		"far/scripts/other.js":   "",
-		"cwd/local.ts":           "",
-		"cwd/hello.sh":           "",
-		"cwd/sub/x.mjs":          "",
+		"near/scripts/report.ts":      "",
+		"far/scripts/report.ts":       "",
+		"far/scripts/other.js":        "",
+		"cwd/local.ts":                "",
+		"cwd/hello.sh":                "",
+		"cwd/sub/x.mjs":               "",
+		"far/scripts/demo/fetch.ts":   "",
+		"near/scripts/demo/fetch.js":  "",
+		"far/scripts/demo/.hidden.ts": "",
+		"far/scripts/demo/deep/no.ts": "",
 	})
 	dirs := []string{filepath.Join(root, "near"), filepath.Join(root, "far")}
 	cwd := filepath.Join(root, "cwd")
 	for _, tc := range []struct{ arg, want, err string }{
 		{"report", filepath.Join(root, "near/scripts/report.ts"), ""},
+		{"demo:fetch", filepath.Join(root, "near/scripts/demo/fetch.js"), ""}, // a recipe, the nearest
+		{"demo:deep", "", "no script named \"demo:deep\"; the scripts here: demo:fetch, other, report"},
 		{"other", filepath.Join(root, "far/scripts/other.js"), ""},
 		{"local.ts", filepath.Join(cwd, "local.ts"), ""},
 		{"hello.sh", filepath.Join(cwd, "hello.sh"), ""},
-		{"gone.sh", "", "no script named \"gone.sh\"; the scripts here: other, report"},
+		{"gone.sh", "", "no script named \"gone.sh\"; the scripts here: demo:fetch, other, report"},
 		{"sub/x.mjs", filepath.Join(cwd, "sub/x.mjs"), ""},
 		{filepath.Join(cwd, "local.ts"), filepath.Join(cwd, "local.ts"), ""},
-		{"sub", "", "no script named \"sub\"; the scripts here: other, report"},
+		{"sub", "", "no script named \"sub\"; the scripts here: demo:fetch, other, report"},
 		{"./sub", "", "no script file ./sub"},
 		{"gone.ts", "", "no script file gone.ts"},
 	} {
@@ -216,6 +222,9 @@ func TestResolve(t *testing.T) {
 		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
 			t.Errorf("Resolve(%q) = %q, %v; want %q, %q", tc.arg, got, err, tc.want, tc.err)
 		}
+	}
+	if s, ok := scripts.Lookup(dirs, "demo:fetch"); !ok || s.Server != "demo" || len(s.Shadows) != 1 || s.Shadows[0] != filepath.Join(root, "far/scripts/demo/fetch.ts") {
+		t.Errorf("Lookup(demo:fetch) = %+v, %v; want the near recipe of server demo, shadowing the far one", s, ok)
 	}
 	if _, err := scripts.Resolve(nil, cwd, "report"); err == nil || !strings.Contains(err.Error(), "no scripts/ directory on the config chain") {
 		t.Errorf("Resolve with no scripts anywhere: %v", err)

@@ -168,3 +168,31 @@ func TestLongLine(t *testing.T) {
 		t.Errorf("read %d records: %.200v", len(got), fmt.Sprint(got))
 	}
 }
+
+// TestLevelsMostSpecificFirst: a record's level is its session's (the
+// scope key it names), else its server's, else the global one, whether the
+// key and server come with the record or from a derived logger (issue 35).
+func TestLevelsMostSpecificFirst(t *testing.T) {
+	f := open(t, daemonlog.Options{Dir: t.TempDir()})
+	lv := daemonlog.Levels{Level: slog.LevelWarn,
+		Servers:  map[string]slog.Level{"gh": slog.LevelError, "web": slog.LevelDebug},
+		Sessions: map[string]slog.Level{"session:dbg": slog.LevelDebug, "lease:quiet": slog.LevelError}}
+	log := slog.New(daemonlog.NewHandler(lv, slog.NewJSONHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	log.Info("global info")                                             // dropped: warn
+	log.Warn("gh warn", "server", "gh")                                 // dropped: the server's error
+	log.Debug("gh session debug", "server", "gh", "key", "session:dbg") // kept: the session's debug
+	log.With("key", "session:dbg").Debug("session derived")             // kept
+	log.With("server", "gh").With("key", "session:dbg").Info("both derived")
+	log.With("server", "gh").Info("gh other key", "key", "session:x") // dropped: no session level, the server's
+	log.Debug("web debug", "server", "web", "key", "session:x")       // kept: the server's
+	log.With("server", "web").Warn("web quiet", "key", "lease:quiet") // dropped: the session's error
+	var msgs []string
+	for _, l := range lines(t, f, daemonlog.Query{Level: slog.LevelDebug}) {
+		var rec struct{ Msg string }
+		json.Unmarshal([]byte(l), &rec)
+		msgs = append(msgs, rec.Msg)
+	}
+	if want := "gh session debug,session derived,both derived,web debug"; strings.Join(msgs, ",") != want {
+		t.Errorf("logged %v, want %s", msgs, want)
+	}
+}

@@ -928,6 +928,62 @@ async function $request(method: string, path: string, server: string, what: stri
 /** A lease: the lifetime of the run's pid-scoped instances (mcpx run holds one and renews it). */
 export type Lease = { id: string; key: string; ttl: string; expires: string };
 
+/**
+ * A session's record (GET /v1/sessions/{key}, as `mcpx sessions show` prints it): the run's session: key, or its
+ * lease: key, with its running instances. A session has a record from its first instance on.
+ */
+export type SessionRecord = {
+  key: string; scope: string; name?: string;
+  /** Its own idle timeout (a Go duration); absent = each server's. */
+  idleTimeout?: string;
+  creator: { name: string; via: string; owner: boolean; host?: string; cwd?: string };
+  created: string; lastUsed: string; calls: number;
+  instances: { id: string; server: string; key: string; root: string; state: string; pid?: number; calls: number;
+    [key: string]: unknown }[];
+  [key: string]: unknown;
+};
+
+// $ownSession finds the record of the caller's own session id under prefix ("session:" or "lease:") among the
+// sessions the broker lists for this caller: the broker keys an owner's id as sent ("@"-led ids get one more "@"),
+// another caller's as <prefix>@<via>:<name>/<id> (docs/scopes.md); undefined when it has no running instance.
+async function $ownSession(prefix: string, id: string, o: Connection | undefined): Promise<SessionRecord | undefined> {
+  const doc = await $request("GET", "/v1/sessions", "", "sessions", undefined, o) as
+    { sessions: SessionRecord[] };
+  const own = prefix + (id.startsWith("@") ? "@" + id : id);
+  return doc.sessions.find((s) => s.key === own) ?? doc.sessions.find((s) => {
+    const rest = s.key.startsWith(prefix + "@") ? s.key.slice(prefix.length) : "";
+    return rest.endsWith("/" + id) && !rest.slice(0, rest.length - id.length - 1).includes("/");
+  });
+}
+
+// $sessionOf is the run's session (prefix "session:") or lease ("lease:") as mcpx.session and mcpx.lease show it.
+function $sessionOf(prefix: string, env: string, what: string) {
+  const id = (): string => {
+    const v = $env(env) ?? "";
+    if (v === "") throw new McpxError({ type: "https://mcpx.dev/problems/" + "bad-request", title: `no ${what}`, status: 400,
+      detail: `this script has no ${what}: $${env} is empty (mcpx run gives each run one)` });
+    return v;
+  };
+  return {
+    /** Its record, or null while it has no running instance (no call yet reached a server of its scope). */
+    async info(options?: Connection): Promise<SessionRecord | null> {
+      return (await $ownSession(prefix, id(), options)) ?? null;
+    },
+    /**
+     * Sets its own idle timeout (a Go duration, "30m"; "0" returns to each server's), as `mcpx sessions set --idle`
+     * does; answers the record. It needs a running instance: call a server of its scope first.
+     */
+    async idle(timeout: string, options?: Connection): Promise<SessionRecord> {
+      const s = await $ownSession(prefix, id(), options);
+      if (s === undefined) throw new McpxError({ type: "https://mcpx.dev/problems/" + "not-found", title: `no ${what} record`,
+        status: 404, detail: `the run's ${what} ${id()} has no running instance yet: its record begins with its first ` +
+          `instance (call a server of its scope first)` });
+      return await $request("PATCH", "/v1/sessions/{key}".replace("{key}", encodeURIComponent(s.key)), "", "sessions",
+        { idleTimeout: timeout }, options) as SessionRecord;
+    },
+  };
+}
+
 /** One search hit: a tool, with what each term scored. */
 export type ToolHit = { server: string; name: string; score: number; [key: string]: unknown };
 
@@ -950,8 +1006,15 @@ function $query(params: { [name: string]: string | number | undefined }): string
  * run), and the broker's listings as `mcpx types`, `mcpx search` and `mcpx catalog` print them, for this caller.
  */
 export const mcpx = {
-  /** The run's session: its session-scoped instances are the run's own. */
-  get session(): string { return $env("MCPX_SESSION_ID") ?? ""; },
+  /**
+   * The run's session: its session-scoped instances are the run's own. `id` is it ("" outside a run; the object
+   * prints as it), `info()` its record, `idle(timeout)` sets its own idle timeout.
+   */
+  session: {
+    get id(): string { return $env("MCPX_SESSION_ID") ?? ""; },
+    toString(): string { return $env("MCPX_SESSION_ID") ?? ""; },
+    ...$sessionOf("session:", "MCPX_SESSION_ID", "session"),
+  },
   /** The session of whoever started the run (the agent's). */
   get parentSession(): string { return $env("MCPX_PARENT_SESSION_ID") ?? ""; },
   lease: {
@@ -965,6 +1028,8 @@ export const mcpx = {
       return await $request("POST", "/v1/leases/{lease}/renew".replace("{lease}", encodeURIComponent(id)), "", "lease",
         ttl === undefined ? {} : { ttl }, options) as Lease;
     },
+    /** The record of the lease's session (its lease: key: the run's pid-scoped instances), as session.info. */
+    ...$sessionOf("lease:", "MCPX_LEASE", "lease"),
   },
   /** The TypeScript declarations of a server's tools, or of one tool, with the server's instructions. */
   async types(server: string, tool?: string, options?: Connection): Promise<string> {
