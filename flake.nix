@@ -25,6 +25,10 @@
         imports = [ ./nix/nixos.nix ];
         services.mcpx.package = lib.mkDefault self.packages.${pkgs.stdenv.hostPlatform.system}.default;
       };
+      darwinModules.default = { pkgs, lib, ... }: {
+        imports = [ ./nix/darwin.nix ];
+        services.mcpx.package = lib.mkDefault self.packages.${pkgs.stdenv.hostPlatform.system}.default;
+      };
       homeManagerModules.default = { pkgs, lib, ... }: {
         imports = [ ./nix/home-manager.nix ];
         services.mcpx.package = lib.mkDefault self.packages.${pkgs.stdenv.hostPlatform.system}.default;

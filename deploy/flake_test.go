@@ -202,6 +202,16 @@ func TestModules(t *testing.T) {
 			}
 		}
 	}
+	// nix-darwin: a launchd user agent running the same command line,
+	// $HOME for systemd's %h, with the package's and extraPackages' PATH.
+	agent, _ := dig(eval("darwin.nix"), "launchd", "user", "agents", "mcpx").(map[string]any)
+	cmd, _ := agent["command"].(string)
+	if !regexp.MustCompile(`^/bin/sh -c 'exec "/nix/store/[^"]+-mcpx/bin/mcpx" "serve" "--state-dir" "\$HOME/.local/state/mcpx" "--config" "/nix/store/[^"]+-mcpx-config.json" "--tailnet" .*"--tailnet-tags" "tag:mcpx,tag:dev"'$`).MatchString(cmd) {
+		t.Errorf("darwin.nix: command = %s", cmd)
+	}
+	if sc := jsonText(agent["serviceConfig"]); !strings.Contains(sc, `"Label":"dev.mcpx.serve"`) || !regexp.MustCompile(`"PATH":"/nix/store/[^"]+-mcpx/bin:/nix/store/[^"]+-coreutils/bin:/usr/bin:/bin"`).MatchString(sc) {
+		t.Errorf("darwin.nix: serviceConfig = %s", sc)
+	}
 	// With enable = false a module sets nothing.
 	settings = `{ enable = false; package = pkgs.stub "mcpx"; }`
 	if v := eval("nixos.nix"); len(v) != 0 {
