@@ -49,8 +49,9 @@ func TestInstallScript(t *testing.T) {
 	// A release archive of the real binary, with its checksum.
 	dir := t.TempDir()
 	mcpx := filepath.Join(dir, "build", "mcpx")
-	build := exec.Command(goBin, "build", "-o", mcpx, "./cmd/mcpx")
-	build.Dir = root
+	// Built as TestStaticNonRoot builds it, so the two share the build cache.
+	build := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", mcpx, "./cmd/mcpx")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
