@@ -9,8 +9,12 @@
       forAll = f: nixpkgs.lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
     in
     {
+      # mcpx wraps git, deno, bun and node onto its PATH (nix/package.nix:
+      # `mcpx.override { runtimes = [ ... ]; }` for another set);
+      # mcpx-bare is the binary alone.
       packages = forAll (pkgs: rec {
         mcpx = pkgs.callPackage ./nix/package.nix { src = self; };
+        mcpx-bare = mcpx.override { runtimes = [ ]; };
         default = mcpx;
       });
 
@@ -19,6 +23,10 @@
       # package from this flake unless services.mcpx.package says otherwise.
       nixosModules.default = { pkgs, lib, ... }: {
         imports = [ ./nix/nixos.nix ];
+        services.mcpx.package = lib.mkDefault self.packages.${pkgs.stdenv.hostPlatform.system}.default;
+      };
+      darwinModules.default = { pkgs, lib, ... }: {
+        imports = [ ./nix/darwin.nix ];
         services.mcpx.package = lib.mkDefault self.packages.${pkgs.stdenv.hostPlatform.system}.default;
       };
       homeManagerModules.default = { pkgs, lib, ... }: {

@@ -24,7 +24,7 @@ func (b *Broker) adapterOf(name string, s *config.Server, source string) adapter
 		op, err := openapi.New(b.openAPIConfig(name, s.OpenAPI, source))
 		return orFailed("openapi", op, err)
 	case s.CLI != nil:
-		op, err := cli.New(cliConfig(name, s.CLI))
+		op, err := cli.New(b.cliConfig(name, s.CLI))
 		return orFailed("cli", op, err)
 	}
 	return nil
@@ -32,15 +32,23 @@ func (b *Broker) adapterOf(name string, s *config.Server, source string) adapter
 
 // cliConfig is a cli block as clitools takes it. Its processes run through
 // proc.RunTracked, so that the daemon's orphan reaper leaves their exit
-// status to the call.
-func cliConfig(name string, c *config.CLI) cli.Config {
+// status to the call. A tool's nix: program is resolved by the daemon's
+// resolver, as a nix: command is (built once, cached).
+func (b *Broker) cliConfig(name string, c *config.CLI) cli.Config {
 	tools := make(map[string]cli.Tool, len(c.Tools))
 	for tool, t := range maps.All(c.Tools) {
 		if t != nil {
 			tools[tool] = cli.Tool{Description: t.Description, Args: t.Args, Input: t.Input, Output: t.Output}
 		}
 	}
-	return cli.Config{Server: name, Tools: tools, Run: proc.RunTracked}
+	cfg := cli.Config{Server: name, Tools: tools, Run: proc.RunTracked}
+	if nix := b.nix; nix != nil {
+		cfg.Resolve = func(ctx context.Context, spec string) (string, error) {
+			p, err := nix.Resolve(ctx, spec)
+			return p.Path, err
+		}
+	}
+	return cfg
 }
 
 // openAPIConfig is an openapi block as openapitools takes it: a relative

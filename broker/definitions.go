@@ -36,12 +36,19 @@ func (b *Broker) applyServers() {
 // program's store path (with no nix process once cached: package
 // nixresolve), a plain command stays as it is and is looked up on PATH at
 // exec. A spec never falls back to PATH. An execution environment other
-// than the host becomes its captured variables (cached the same way). The
-// pool runs this in the spawning goroutine, so a slow resolution holds up
-// only that start.
-func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, string) (pool.Program, error) {
-	return func(ctx context.Context, command, environment string) (pool.Program, error) {
+// than the host becomes its captured variables (cached the same way);
+// "auto" is the one of dir, the child's working directory
+// (autoEnvironment). The pool runs this in the spawning goroutine, so a
+// slow resolution holds up only that start.
+func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, string, string) (pool.Program, error) {
+	return func(ctx context.Context, command, environment, dir string) (pool.Program, error) {
 		prog := pool.Program{Path: command}
+		if environment == config.EnvironmentAuto {
+			var err error
+			if environment, err = autoEnvironment(dir); err != nil {
+				return prog, err
+			}
+		}
 		if environment != "" && environment != nixspec.EnvHost {
 			if nix == nil {
 				return prog, fmt.Errorf("environment %s: this daemon has no nix resolver, so nix environments cannot be captured; use environment \"host\"", environment)
@@ -51,6 +58,9 @@ func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, stri
 				return prog, err
 			}
 			prog.Env, prog.Environment = d.EnvVars(), environment
+			if nixresolve.HasShellHook(prog.Env) {
+				prog.Wrap = nixresolve.ShellHookWrap
+			}
 			prog.EnvRev = cmp.Or(d.Locked.Rev, d.Locked.NarHash)
 			if d.FileHash != "" {
 				prog.EnvRev = "sha256:" + d.FileHash

@@ -94,7 +94,9 @@ func (b *Broker) NixList() NixList {
 				ns.Program = NixProgram{Program: p, Pinned: ns.Pinned}
 			}
 		}
-		if es, err := nixspec.ParseEnvironment(s.Environment); err == nil && es.Kind != nixspec.EnvHost {
+		if s.Environment == config.EnvironmentAuto {
+			ns.Environment = s.Environment // its directories' are its instances'
+		} else if es, err := nixspec.ParseEnvironment(s.Environment); err == nil && es.Kind != nixspec.EnvHost {
 			ns.Environment = s.Environment
 			if b.nix != nil {
 				if key, err := b.nix.EnvironmentKey(s.Environment); err == nil {
@@ -110,6 +112,9 @@ func (b *Broker) NixList() NixList {
 		}
 	}
 	if b.nix != nil {
+		for _, key := range b.instanceEnvironments() {
+			refs[key] = true
+		}
 		for _, e := range b.nix.Entries() {
 			if !refs[e.Spec] {
 				out.Unreferenced = append(out.Unreferenced, NixProgram(e))
@@ -148,7 +153,8 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 	}
 	isSpec := nixspec.Is(s.Command)
 	envKey, _ := b.nix.EnvironmentKey(s.Environment)
-	if !isSpec && envKey == "" {
+	auto := s.Environment == config.EnvironmentAuto
+	if !isSpec && envKey == "" && !auto {
 		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,
 			Msg: "neither the server's command nor its environment is a nix one; there is nothing to refresh"}
 	}
@@ -172,6 +178,13 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 		}
 		out.Environment, out.EnvironmentChanged = s.Environment, !maps.Equal(prev.Vars, next.Vars)
 	}
+	if auto {
+		changed, err := b.refreshAuto(ctx, server)
+		if err != nil {
+			return NixRefreshed{}, nixRefreshError(ctx, op, server, "environment", err)
+		}
+		out.Environment, out.EnvironmentChanged = s.Environment, changed
+	}
 	if !out.Changed && !out.EnvironmentChanged {
 		return out, nil
 	}
@@ -183,7 +196,7 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 		key, err := b.nix.Key(d.Command)
 		sameProgram := out.Changed && err == nil && nixspec.Is(d.Command) && key == out.Current.Spec
 		ek, _ := b.nix.EnvironmentKey(d.Environment)
-		sameEnv := out.EnvironmentChanged && ek != "" && ek == envKey
+		sameEnv := out.EnvironmentChanged && ((ek != "" && ek == envKey) || (auto && name == server))
 		if sameProgram || sameEnv {
 			b.revs[name]++
 			out.Replaced = append(out.Replaced, name)
@@ -214,8 +227,24 @@ func nixRefreshError(ctx context.Context, op, server, what string, err error) er
 	return e
 }
 
+// instanceEnvironments are the cache keys of the nix environments the
+// pool's instances run in: those of an "auto" server are its
+// directories', named by no config.
+func (b *Broker) instanceEnvironments() []string {
+	var keys []string
+	for _, in := range b.pool.Instances() {
+		if in.Program == nil || in.Program.Environment == "" {
+			continue
+		}
+		if key, err := b.nix.EnvironmentKey(in.Program.Environment); err == nil && key != "" {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
 // NixGC drops the nix cache entries no configured server's command or
-// environment names,
+// environment names, and no instance runs in,
 // with their GC roots (nixresolve.GC), and returns them. A server added
 // later with such a spec resolves it again.
 func (b *Broker) NixGC() ([]NixProgram, error) {
@@ -235,6 +264,7 @@ func (b *Broker) NixGC() ([]NixProgram, error) {
 			keys = append(keys, key)
 		}
 	}
+	keys = append(keys, b.instanceEnvironments()...)
 	gone, err := b.nix.GC(func(spec string) bool { return slices.Contains(keys, spec) })
 	var dropped []NixProgram
 	for _, p := range gone {

@@ -150,8 +150,11 @@ func (p *problems) checkEnvironment(name string, s *Server) {
 			"name a flake or shell.nix the daemon's owner controls; project files under a caller's directory are never run")
 		return
 	}
+	if s.Environment == EnvironmentAuto {
+		return
+	}
 	if _, err := nixspec.ParseEnvironment(s.Environment); err != nil {
-		p.add(name, "environment", err.Error(), `e.g. "host", "flake:path:/src/app#dev" or "shell:/src/app/shell.nix"`)
+		p.add(name, "environment", err.Error(), `e.g. "host", "auto" (the child's directory's flake.nix or shell.nix), "flake:path:/src/app#dev" or "shell:/src/app/shell.nix"`)
 	}
 }
 

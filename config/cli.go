@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"mcpx.dev/mcpx/adapter/cli/argv"
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 )
 
 // decodeCLI decodes a server's "cli" block field by field, so that a
@@ -77,6 +78,11 @@ func (p *problems) checkCLI(name string, c *CLI) {
 		}
 		for _, pr := range argv.Check(t.Args, t.Input) {
 			p.add(name, field+"."+pr.Field, pr.Msg, "")
+		}
+		if len(t.Args) > 0 && nixspec.Is(t.Args[0]) {
+			if _, err := nixspec.Parse(t.Args[0]); err != nil {
+				p.add(name, field+".args[0]", err.Error(), "write it as nix:<flakeref>#<attr>, e.g. nix:nixpkgs#jq or nix:path:/src/tool#tool")
+			}
 		}
 		for i, a := range t.Args {
 			if strings.Contains(a, "${mcpx.") {

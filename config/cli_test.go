@@ -52,6 +52,8 @@ func TestCLIErrors(t *testing.T) {
 			"x", "args", "cli.tools.NAME.args"},
 		{"env on an openapi server", `{"servers":{"x":{"env":{"A":"b"},"openapi":{"spec":"p.yaml"}}}}`,
 			"x", "env", "env is set beside openapi"},
+		{"a nix: program with no attribute", `{"servers":{"x":{"cli":{"tools":{"t":{"args":["nix:path:/src/tool#"]}}}}}}`,
+			"x", "cli.tools.t.args[0]", "nix:"},
 		{"ready on a cli server", `{"servers":{"x":{"ready":{"stderr":"x"},"cli":{"tools":{"t":{"args":["ls"]}}}}}}`,
 			"x", "ready", "a cli server has no stderr"},
 	} {

@@ -141,8 +141,9 @@ type Server struct {
 	InheritEnv InheritEnv `json:"inheritEnv,omitzero"`
 	// Environment is where the child runs: "host" (the default: the
 	// daemon's environment, filtered as InheritEnv says), "flake:<ref>[#attr]"
-	// (that flake's devShell) or "shell:<file>" (a legacy shell.nix),
-	// captured once by nix print-dev-env (package nixresolve).
+	// (that flake's devShell), "shell:<file>" (a legacy shell.nix),
+	// captured once by nix print-dev-env (package nixresolve), or
+	// EnvironmentAuto.
 	Environment string `json:"environment,omitempty"`
 
 	// streamable-HTTP child
@@ -614,3 +615,9 @@ func ScopeNames() []string {
 // ScopeKinds returns every scope kind, in the order of the table in
 // docs/scopes.md. The caller owns the slice.
 func ScopeKinds() []ScopeKind { return append([]ScopeKind(nil), scopeKinds...) }
+
+// EnvironmentAuto is the environment of a child's (or a script's) own
+// directory: its flake.nix's default devShell, else its shell.nix, else
+// the host. For a server the directory is the child's working directory
+// (its cwd, else its instance root); with neither, the host.
+const EnvironmentAuto = "auto"

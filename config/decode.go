@@ -194,7 +194,7 @@ func serverFields(s *Server, typ *string, ready *json.RawMessage) map[string]fie
 		"args":          {&s.Args, strs},
 		"env":           {&s.Env, strMap},
 		"inheritEnv":    {&s.InheritEnv, "true, false or a list of variable names"},
-		"environment":   {&s.Environment, `"host", "flake:<flakeref>[#attr]" or "shell:<file>"`},
+		"environment":   {&s.Environment, `"host", "auto", "flake:<flakeref>[#attr]" or "shell:<file>"`},
 		"cwd":           {&s.Cwd, str},
 		"url":           {&s.URL, str},
 		"headers":       {&s.Headers, strMap},

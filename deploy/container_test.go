@@ -84,8 +84,8 @@ func TestContainerfile(t *testing.T) {
 		}
 	}
 	stages := parseContainerfile(t, string(b))
-	if len(stages) != 2 {
-		t.Fatalf("%d stages, want a build stage and a final one", len(stages))
+	if len(stages) != 3 {
+		t.Fatalf("%d stages, want a build stage, a minimal image and the default one", len(stages))
 	}
 	gomod, _ := os.ReadFile(filepath.Join(root, "go.mod"))
 	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(gomod)
@@ -107,8 +107,35 @@ func TestContainerfile(t *testing.T) {
 	if !static {
 		t.Error("the build stage does not build ./cmd/mcpx with CGO_ENABLED=0")
 	}
+	if !strings.HasSuffix(stages[1][0].args, " AS minimal") {
+		t.Errorf("the second stage is FROM %s, want the minimal image (AS minimal)", stages[1][0].args)
+	}
+	for _, st := range stages[1:] {
+		checkFinalStage(t, st)
+	}
+	// The default image puts a runtime set on PATH: git and node unless
+	// the RUNTIMES build argument says otherwise.
+	var runtimes string
+	installs := false
+	for _, in := range stages[2] {
+		if in.cmd == "ARG" && strings.HasPrefix(in.args, "RUNTIMES=") {
+			runtimes = strings.Trim(strings.TrimPrefix(in.args, "RUNTIMES="), `"`)
+		}
+		if in.cmd == "RUN" && strings.Contains(in.args, "apt-get install") && strings.Contains(in.args, "$RUNTIMES") {
+			installs = true
+		}
+	}
+	if f := strings.Fields(runtimes); !slices.Contains(f, "git") || !slices.Contains(f, "nodejs") || !installs {
+		t.Errorf("the default image: ARG RUNTIMES=%q, installed: %v; want git and nodejs installed from $RUNTIMES", runtimes, installs)
+	}
+}
+
+// checkFinalStage checks an image stage: a numeric non-root user, the
+// state directory a volume owned by it, the entrypoint a file it copies.
+func checkFinalStage(t *testing.T, stage []instruction) {
+	t.Helper()
 	final := map[string][]instruction{}
-	for _, in := range stages[1] {
+	for _, in := range stage {
 		final[in.cmd] = append(final[in.cmd], in)
 	}
 	if len(final["USER"]) != 1 {

@@ -88,6 +88,30 @@ func TestFlakeCheck(t *testing.T) {
 	if want := `{"main":"mcpx","name":"mcpx-dev","sub":["cmd/mcpx"]}`; strings.TrimSpace(out) != want {
 		t.Errorf("package = %s, want %s", out, want)
 	}
+	// The package wraps its runtime set onto PATH, after the caller's;
+	// another set is an override away, and mcpx-bare has none.
+	out, err = nixRun(t, n, "eval", "--json", "--no-write-lock-file", "--override-input", "nixpkgs", stubRef(t),
+		"path:"+dir+"#packages."+n.System, "--apply", `ps: map (p: { rt = map (r: r.name) p.runtimes; post = p.postInstall; }) [
+			ps.default (ps.default.override { runtimes = [ (builtins.head ps.default.runtimes) ]; }) ps.mcpx-bare ]`)
+	if err != nil {
+		t.Fatalf("nix eval of the runtimes: %v", err)
+	}
+	var rts []struct {
+		RT   []string `json:"rt"`
+		Post string   `json:"post"`
+	}
+	if err := json.Unmarshal([]byte(out), &rts); err != nil || len(rts) != 3 {
+		t.Fatalf("runtimes: %s, %v", out, err)
+	}
+	if got := strings.Join(rts[0].RT, " "); got != "git deno bun nodejs" || !regexp.MustCompile(`wrapProgram \$out/bin/mcpx --suffix PATH : /nix/store/\S+-git/bin:\S+-deno/bin:\S+-bun/bin:\S+-nodejs/bin`).MatchString(rts[0].Post) {
+		t.Errorf("the default package's runtimes %q, postInstall %q; want git, deno, bun and node wrapped onto PATH", got, rts[0].Post)
+	}
+	if got := strings.Join(rts[1].RT, " "); got != "git" || strings.Contains(rts[1].Post, "nodejs") {
+		t.Errorf("overridden to git alone: runtimes %q, postInstall %q", got, rts[1].Post)
+	}
+	if len(rts[2].RT) != 0 || rts[2].Post != "" {
+		t.Errorf("mcpx-bare: runtimes %q, postInstall %q; want none", rts[2].RT, rts[2].Post)
+	}
 	// The check can fail: a flake whose package is not a derivation.
 	b, _ := os.ReadFile(filepath.Join(dir, "nix", "package.nix"))
 	testenv.WriteFile(t, filepath.Join(dir, "nix", "package.nix"), strings.Replace(string(b), `vendorHash = "sha256-`, `vendorHash = "md5-`, 1))
@@ -177,6 +201,16 @@ func TestModules(t *testing.T) {
 				t.Errorf("%s: %s = %s, the unit mcpx writes has %s", tc.module, k, got, want[k])
 			}
 		}
+	}
+	// nix-darwin: a launchd user agent running the same command line,
+	// $HOME for systemd's %h, with the package's and extraPackages' PATH.
+	agent, _ := dig(eval("darwin.nix"), "launchd", "user", "agents", "mcpx").(map[string]any)
+	cmd, _ := agent["command"].(string)
+	if !regexp.MustCompile(`^/bin/sh -c 'exec "/nix/store/[^"]+-mcpx/bin/mcpx" "serve" "--state-dir" "\$HOME/.local/state/mcpx" "--config" "/nix/store/[^"]+-mcpx-config.json" "--tailnet" .*"--tailnet-tags" "tag:mcpx,tag:dev"'$`).MatchString(cmd) {
+		t.Errorf("darwin.nix: command = %s", cmd)
+	}
+	if sc := jsonText(agent["serviceConfig"]); !strings.Contains(sc, `"Label":"dev.mcpx.serve"`) || !regexp.MustCompile(`"PATH":"/nix/store/[^"]+-mcpx/bin:/nix/store/[^"]+-coreutils/bin:/usr/bin:/bin"`).MatchString(sc) {
+		t.Errorf("darwin.nix: serviceConfig = %s", sc)
 	}
 	// With enable = false a module sets nothing.
 	settings = `{ enable = false; package = pkgs.stub "mcpx"; }`

@@ -1,120 +1,144 @@
 package deploy_test
 
 import (
-	"errors"
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
-	"mcpx.dev/mcpx/deploy"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
-// TestServerFor: which entry `mcpx install` writes. The stdio bridge by
-// default, the broker flags passed on (a socket and the token file made
-// absolute, a URL or tailnet name as given); with --http the running
-// daemon's URL and token (and a note that they change), or the broker's
-// URL or tailnet name with the token; --http with --tsnet, or to a
-// socket, is refused, as is one with no daemon that could answer. The
-// token and the daemon's record are read only when the entry needs them.
-func TestServerFor(t *testing.T) {
-	t.Chdir(t.TempDir())
-	wd, _ := os.Getwd()
-	unused := func(what string) func() {
-		return func() { t.Errorf("%s read for an entry that does not need it", what) }
+// installEnv is a clean user for install.sh: a temp HOME and XDG
+// directories, PATH of bin (first) and the system's directories only, no
+// systemd user manager (the service is written, its commands printed).
+func installEnv(t *testing.T, home, bin string) []string {
+	return []string{"HOME=" + home, "PATH=" + bin + ":/usr/bin:/bin", "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local/state"), "XDG_RUNTIME_DIR=" + filepath.Join(home, "run"),
+		"MCPX_SERVICE_PLATFORM=linux", "MCPX_NO_AUTOSTART=1"}
+}
+
+func runInstall(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	script := filepath.Join(testenv.RepoRoot(t), "install.sh")
+	cmd := exec.Command("/bin/sh", append([]string{script}, args...)...)
+	cmd.Env, cmd.Dir = env, t.TempDir()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestInstallScript: install.sh passes shellcheck; run as a new user with
+// no network, it installs a release archive (checked against its
+// .sha256) or runs go install, writes the user service naming the
+// installed binary, and prints the next step; a corrupt archive, an
+// unknown platform are refused, naming what is wrong.
+func TestInstallScript(t *testing.T) {
+	t.Parallel() // a go build and shell runs, nothing shared
+	shellcheck := testenv.Program(t, "shellcheck", "apt-get install -y shellcheck")
+	goBin := testenv.Program(t, "go", "see https://go.dev/doc/install")
+	root := testenv.RepoRoot(t)
+	if out, err := exec.Command(shellcheck, "-s", "sh", filepath.Join(root, "install.sh")).CombinedOutput(); err != nil {
+		t.Errorf("shellcheck install.sh: %v\n%s", err, out)
 	}
-	noToken := unused("the token")
-	noDaemon := unused("the daemon record")
-	noOwnerToken := unused("an owner token")
-	token := func(tok string) func() (string, error) { return func() (string, error) { return tok, nil } }
-	daemon := func(d deploy.Daemon, err error) func() (deploy.Daemon, error) {
-		return func() (deploy.Daemon, error) { return d, err }
+
+	// A release archive of the real binary, with its checksum.
+	dir := t.TempDir()
+	mcpx := filepath.Join(dir, "build", "mcpx")
+	// Built as TestStaticNonRoot builds it, so the two share the build cache.
+	build := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", mcpx, "./cmd/mcpx")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	running := deploy.Daemon{Pid: 42, URL: "http://127.0.0.1:4000", Socket: "/run/mcpx.sock", Answers: true}
-	for _, tc := range []struct {
-		name  string
-		o     deploy.ServerOptions
-		want  deploy.Server
-		notes string // in the notes
-		err   string // in the error
-	}{
-		{name: "bridge", want: deploy.Server{Args: []string{"mcp"}}},
-		{name: "bridge to a socket", o: deploy.ServerOptions{Broker: "other.sock", TokenFile: "tok"},
-			want: deploy.Server{Args: []string{"mcp", "--broker", filepath.Join(wd, "other.sock"), "--token-file", filepath.Join(wd, "tok")}}},
-		{name: "bridge to a tailnet name", o: deploy.ServerOptions{Broker: "mcpx", Tailnet: true, TSNet: true},
-			want: deploy.Server{Args: []string{"mcp", "--broker", "mcpx", "--tsnet"}}},
-		{name: "bridge to a URL", o: deploy.ServerOptions{Broker: "https://b.example/"}, want: deploy.Server{Args: []string{"mcp", "--broker", "https://b.example/"}}},
-		{name: "the running daemon", o: deploy.ServerOptions{HTTP: true, Token: token(""), Daemon: daemon(running, nil), OwnerToken: token("mcpx_otok")},
-			want:  deploy.Server{URL: "http://127.0.0.1:4000/mcp", Headers: map[string]string{"Authorization": "Bearer mcpx_otok"}},
-			notes: "an owner token of its own, which survives the daemon's restarts and upgrades"},
-		{name: "an owner token that cannot be made", o: deploy.ServerOptions{HTTP: true, Token: token(""), Daemon: daemon(running, nil),
-			OwnerToken: func() (string, error) { return "", errors.New("creating the token directory: denied") }},
-			err: "creating the token directory: denied"},
-		{name: "no daemon record", o: deploy.ServerOptions{HTTP: true, StateDir: "/st", Token: token(""), Daemon: daemon(deploy.Daemon{}, os.ErrNotExist)},
-			err: "no daemon record is in /st (file does not exist): start the daemon"},
-		{name: "a daemon with no TCP", o: deploy.ServerOptions{HTTP: true, Token: token(""), Daemon: daemon(deploy.Daemon{Pid: 42}, nil)},
-			err: "the daemon (pid 42) serves no loopback TCP"},
-		{name: "a daemon that does not answer", o: deploy.ServerOptions{HTTP: true, StateDir: "/st", Token: token(""), Daemon: daemon(deploy.Daemon{Pid: 42, URL: running.URL, Socket: "/run/mcpx.sock"}, nil)},
-			err: "the daemon of the record in /st (pid 42) does not answer on /run/mcpx.sock"},
-		{name: "a tailnet name", o: deploy.ServerOptions{HTTP: true, Broker: "mcpx", Tailnet: true, Token: token("")},
-			want: deploy.Server{URL: "http://mcpx/mcp"}},
-		{name: "a URL", o: deploy.ServerOptions{HTTP: true, Broker: "https://b.example/", Token: token("btok")},
-			want: deploy.Server{URL: "https://b.example/mcp", Headers: map[string]string{"Authorization": "Bearer btok"}}},
-		{name: "a socket", o: deploy.ServerOptions{HTTP: true, Broker: "other.sock", Token: token("")}, err: "the socket other.sock is reached through the stdio bridge: leave out --http"},
-		{name: "--tsnet", o: deploy.ServerOptions{HTTP: true, Broker: "mcpx", Tailnet: true, TSNet: true}, err: "--http with --tsnet"},
-		{name: "a token that does not read", o: deploy.ServerOptions{HTTP: true, Token: func() (string, error) { return "", errors.New("--token-file: gone") }},
-			err: "--token-file: gone"},
-	} {
-		o := tc.o
-		if o.Token == nil {
-			o.Token = func() (string, error) { noToken(); return "", nil }
+	archive := filepath.Join(dir, "mcpx_linux_amd64.tar.gz")
+	writeArchive(t, archive, mcpx)
+	sum := sha256.Sum256(must(os.ReadFile(archive)))
+	testenv.WriteFile(t, archive+".sha256", hex.EncodeToString(sum[:])+"  mcpx_linux_amd64.tar.gz\n")
+
+	home := filepath.Join(dir, "home")
+	noGo := filepath.Join(dir, "nogo")
+	os.MkdirAll(noGo, 0o755)
+	out, err := runInstall(t, installEnv(t, home, noGo), "--archive", archive)
+	if err != nil {
+		t.Fatalf("install from the archive: %v\n%s", err, out)
+	}
+	installed := filepath.Join(home, ".local", "bin", "mcpx")
+	if got, want := must(os.ReadFile(installed)), must(os.ReadFile(mcpx)); string(got) != string(want) {
+		t.Errorf("%s is not the archive's binary", installed)
+	}
+	unit := string(must(os.ReadFile(filepath.Join(home, ".config", "systemd", "user", "mcpx.service"))))
+	if !strings.Contains(unit, `ExecStart="`+installed+`" "serve"`) {
+		t.Errorf("the unit does not run the installed binary:\n%s", unit)
+	}
+	for _, want := range []string{"sha256 checked", "installed " + installed, "not on your PATH", "next: " + installed + " status"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("install output lacks %q:\n%s", want, out)
 		}
-		if o.Daemon == nil {
-			o.Daemon = func() (deploy.Daemon, error) { noDaemon(); return deploy.Daemon{}, nil }
-		}
-		if o.OwnerToken == nil {
-			o.OwnerToken = func() (string, error) { noOwnerToken(); return "", nil }
-		}
-		got, notes, err := deploy.ServerFor(o)
-		switch {
-		case tc.err != "":
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: %+v, %v; want an error saying %q", tc.name, got, err, tc.err)
-			}
-		case err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		default:
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-			}
-			if joined := strings.Join(notes, "\n"); (tc.notes == "") != (joined == "") || !strings.Contains(joined, tc.notes) {
-				t.Errorf("%s: notes %q, want %q", tc.name, notes, tc.notes)
-			}
-		}
+	}
+
+	// go install, when go is on PATH: the module at the version asked,
+	// into the bin directory (go here stands in for the module proxy,
+	// which is not reachable offline: it copies the binary built above).
+	goDir := filepath.Join(dir, "gostub")
+	testenv.WriteFiles(t, goDir, map[string]string{"go": "#!/bin/sh\necho \"$GOBIN $*\" > " + filepath.Join(dir, "go.args") + "\ncp " + mcpx + " \"$GOBIN/mcpx\"\n"})
+	os.Chmod(filepath.Join(goDir, "go"), 0o755)
+	home2 := filepath.Join(dir, "home2")
+	out, err = runInstall(t, installEnv(t, home2, goDir), "--version", "v1.2.3", "--no-service")
+	if err != nil {
+		t.Fatalf("install with go: %v\n%s", err, out)
+	}
+	if got, want := strings.TrimSpace(string(must(os.ReadFile(filepath.Join(dir, "go.args"))))), filepath.Join(home2, ".local", "bin")+" install mcpx.dev/mcpx/cmd/mcpx@v1.2.3"; got != want {
+		t.Errorf("go ran as %q, want %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(home2, ".config", "systemd", "user", "mcpx.service")); err == nil || !strings.Contains(out, "next: "+filepath.Join(home2, ".local", "bin", "mcpx")+" service install") {
+		t.Errorf("--no-service: a unit was written (%v), or the next step is not the service:\n%s", err, out)
+	}
+
+	// A corrupt archive is not installed.
+	testenv.WriteFile(t, archive+".sha256", strings.Repeat("0", 64)+"  mcpx_linux_amd64.tar.gz\n")
+	home3 := filepath.Join(dir, "home3")
+	if out, err := runInstall(t, installEnv(t, home3, noGo), "--archive", archive); err == nil || !strings.Contains(out, "not installed") {
+		t.Errorf("an archive whose checksum does not match: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(home3, ".local", "bin", "mcpx")); err == nil {
+		t.Error("the corrupt archive's binary was installed")
+	}
+	// Another platform is refused by name.
+	testenv.WriteFiles(t, filepath.Join(dir, "sunos"), map[string]string{"uname": "#!/bin/sh\necho SunOS\n"})
+	os.Chmod(filepath.Join(dir, "sunos", "uname"), 0o755)
+	if out, err := runInstall(t, installEnv(t, home3, filepath.Join(dir, "sunos")), "--archive", archive); err == nil || !strings.Contains(out, "SunOS is not supported") {
+		t.Errorf("on SunOS: %v\n%s", err, out)
 	}
 }
 
-// TestCheckBinary: `go run`'s temporary build (…/go-buildNNN/bNNN/exe/
-// <name>) is refused for a unit or hook, with the fix; an installed
-// binary and `go test`'s (bNNN/<name>.test, this test's own) are not.
-func TestCheckBinary(t *testing.T) {
-	for path, refused := range map[string]bool{
-		"/tmp/go-build123/b001/exe/mcpx":            true,
-		"/home/ann/tmp/go-build9/b417/exe/mcpx-dev": true,
-		"/tmp/go-build123/b001/mcpx.test":           false,
-		"/home/ann/go/bin/mcpx":                     false,
-		"/tmp/go-build123/b001/exe/sub/mcpx":        false,
-		"/opt/exe/mcpx":                             false,
-	} {
-		err := deploy.CheckBinary(path)
-		if refused != (err != nil) || refused && !strings.Contains(err.Error(), "`go install ./cmd/mcpx`") {
-			t.Errorf("CheckBinary(%s) = %v, want refused %v (with the fix)", path, err, refused)
-		}
+func writeArchive(t *testing.T, path, bin string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	self, err := deploy.Executable(true)
-	if real, _ := filepath.EvalSymlinks(os.Args[0]); err != nil || self == "" || !filepath.IsAbs(self) || (real != "" && filepath.IsAbs(real) && self != real) {
-		t.Errorf("Executable(true) in go test's binary: %q, %v; want this binary (%s)", self, err, real)
+	defer f.Close()
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	data := must(os.ReadFile(bin))
+	tw.WriteHeader(&tar.Header{Name: "mcpx_linux_amd64/mcpx", Mode: 0o755, Size: int64(len(data))})
+	tw.Write(data)
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
 	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

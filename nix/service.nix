@@ -17,6 +17,7 @@ let
       ++ lib.optionals (tn.tags != [ ]) [ "--tailnet-tags" (lib.concatStringsSep "," tn.tags) ]);
 in
 {
+  argv = [ "${cfg.package}/bin/mcpx" ] ++ args;
   execStart = lib.concatStringsSep " " (map (a: "\"${a}\"") ([ "${cfg.package}/bin/mcpx" ] ++ args));
   path = lib.makeBinPath ([ cfg.package ] ++ cfg.extraPackages);
   serviceConfig = {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"mcpx.dev/mcpx/nixresolve/nixspec"
@@ -280,4 +281,25 @@ func (r *Resolver) EnvironmentKey(env string) (string, error) {
 		return "", nil
 	}
 	return r.absEnv(es).String(), nil
+}
+
+// ShellHookWrap is the argv that starts a command in an environment with a
+// shellHook, as `nix develop -c` does: bash (the environment's, else the
+// host's, found on the command's PATH) evaluates the hook, which the
+// environment's variables hold as $shellHook, in the command's directory,
+// then execs the command (appended, with its arguments). Unlike nix
+// develop, the hook reads no stdin and writes to stderr: an MCP child's
+// stdin and stdout are its protocol stream, a script's stdout its output.
+// The hook sees the shell's exported variables, not its bash functions.
+var ShellHookWrap = []string{"bash", "-c", `eval "$shellHook" </dev/null >&2; exec "$@"`, "mcpx-shellhook"}
+
+// HasShellHook reports whether vars (KEY=VALUE, as EnvVars) hold a
+// non-empty shellHook: the command is then started by ShellHookWrap.
+func HasShellHook(vars []string) bool {
+	for _, kv := range vars {
+		if v, ok := strings.CutPrefix(kv, "shellHook="); ok && strings.TrimSpace(v) != "" {
+			return true
+		}
+	}
+	return false
 }

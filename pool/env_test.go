@@ -76,7 +76,7 @@ func TestExecutionEnvironment(t *testing.T) {
 	s := demoServer(t, "dev", "OVERRIDDEN=server")
 	s.Command, s.Environment = "mcpx-devtool", "flake:path:/src#dev"
 	var envs []string
-	resolve := func(_ context.Context, command, environment string) (pool.Program, error) {
+	resolve := func(_ context.Context, command, environment, _ string) (pool.Program, error) {
 		envs = append(envs, environment)
 		return pool.Program{Path: command, Env: []string{"DEV_VAR=dev", "PATH=" + bin, "OVERRIDDEN=dev", "GITHUB_TOKEN=from-shell"},
 			Environment: environment, EnvRev: "sha256-abc"}, nil

@@ -456,7 +456,7 @@ func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c inherite
 	}
 	if p.opts.Resolve != nil {
 		ctx, cancel := context.WithTimeout(p.ctx, inst.startTimeout(p.opts.StartTimeout))
-		r, err := p.opts.Resolve(ctx, sp.command, inst.def.Environment)
+		r, err := p.opts.Resolve(ctx, sp.command, inst.def.Environment, sp.cwd)
 		cancel()
 		if err != nil {
 			return nil, "resolving its command: " + err.Error()

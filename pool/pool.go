@@ -194,8 +194,10 @@ type Options struct {
 	// before the start timeout begins, bounded only by the pool's
 	// lifetime and its own bounds. nil = commands are run as written.
 	// environment is the server's Environment, which the hook may turn
-	// into variables (Program.Env).
-	Resolve func(ctx context.Context, command, environment string) (Program, error)
+	// into variables (Program.Env); dir is the child's working directory
+	// ("" = the daemon's), where an environment such as "auto" is looked
+	// for.
+	Resolve func(ctx context.Context, command, environment, dir string) (Program, error)
 	// ExecHashMax is the largest executable whose content is hashed for
 	// its identity (package execid); larger ones are identified by their
 	// stat. 0 = execid.DefaultHashMax.

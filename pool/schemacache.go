@@ -368,7 +368,7 @@ func (p *Pool) entryOf(ctx context.Context, t Target, live bool) *schemaEntry {
 	if def.URL == "" && def.Adapter == nil {
 		run := sp
 		if p.opts.Resolve != nil {
-			r, err := p.opts.Resolve(ctx, sp.command, def.Environment)
+			r, err := p.opts.Resolve(ctx, sp.command, def.Environment, sp.cwd)
 			if err != nil {
 				return nil
 			}

@@ -99,6 +99,7 @@ type spawnSpec struct {
 	args       []string
 	env        []string // KEY=VALUE, appended to the inherited environment
 	devEnv     []string // KEY=VALUE of the execution environment (Options.Resolve), under env
+	wrap       []string // the argv that starts command (Program.Wrap), if any
 	inherit    []string // names of the daemon's variables passed beyond the allowlist
 	inheritAll bool     // pass the daemon's whole environment
 	cwd        string
@@ -195,6 +196,15 @@ func (sp spawnSpec) procCommand(base []string) proc.Command {
 	path := name
 	if sp.path != "" {
 		path = sp.path // found on the child's own PATH (execid), not the daemon's
+	}
+	if len(sp.wrap) > 0 {
+		// The wrapper execs the very file identified, with the arguments.
+		wrapper := sp.wrap[0]
+		if found := proc.LookPath(wrapper, env); found != "" && !strings.Contains(wrapper, "/") {
+			wrapper = found
+		}
+		args := append(append(slices.Clone(sp.wrap), path), sp.args...)
+		return proc.Command{Path: wrapper, Args: args, Dir: sp.cwd, Env: env}
 	}
 	return proc.Command{Path: path, Args: append([]string{name}, sp.args...), Dir: sp.cwd, Env: env}
 }

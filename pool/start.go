@@ -166,11 +166,11 @@ func (p *Pool) resolve(inst *instance, sp *spawnSpec) (*Program, error) {
 	if inst.def.URL != "" || inst.def.Adapter != nil || p.opts.Resolve == nil {
 		return nil, nil
 	}
-	r, err := p.opts.Resolve(p.ctx, sp.command, inst.def.Environment)
+	r, err := p.opts.Resolve(p.ctx, sp.command, inst.def.Environment, sp.cwd)
 	if err != nil {
 		return nil, err
 	}
-	sp.command, sp.devEnv = r.Path, r.Env
+	sp.command, sp.devEnv, sp.wrap = r.Path, r.Env, r.Wrap
 	if r.Spec == "" && r.Environment == "" {
 		return nil, nil
 	}

@@ -73,6 +73,11 @@ type InstanceStatus struct {
 type Program struct {
 	Path string   // what to exec
 	Env  []string // KEY=VALUE under the server's own env (proc.Env.Dev)
+	// Wrap, if set, is the argv that starts Path (a shell running the
+	// environment's hook first): Wrap[0], looked up on the child's PATH,
+	// is exec'd with Wrap[1:], then Path and its arguments. The exec
+	// identity stays Path's.
+	Wrap []string
 
 	Spec        string // the program spec as configured (nix:<ref>#<attr>)
 	Rev         string // its locked git revision, if any

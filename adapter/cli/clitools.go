@@ -74,6 +74,11 @@ type Config struct {
 	// when nil. The daemon passes proc.RunTracked, so that its orphan
 	// reaper leaves the exit status to the call.
 	Run func(*exec.Cmd) error
+	// Resolve maps a tool's program written as a nix: spec (args[0]
+	// beginning "nix:") to the file to exec, at each call (the daemon's
+	// resolver builds it once and caches it). nil = such a tool fails
+	// saying so.
+	Resolve func(ctx context.Context, spec string) (string, error)
 }
 
 // DefaultMaxOutput is the stdout kept of one call when Config.MaxOutput is 0.

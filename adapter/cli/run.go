@@ -174,7 +174,7 @@ const waitDelay = 2 * time.Second
 
 // run runs argv in the scope and makes the result.
 func (n *namespace) run(ctx context.Context, t *tool, argv []string) *adapter.Result {
-	path, err := lookPath(argv[0], n.scope)
+	path, err := n.program(ctx, argv[0])
 	if err != nil {
 		return adapter.TextResult(fmt.Sprintf("%s: %v", t.name, err), true)
 	}
@@ -268,6 +268,18 @@ func clipText(s string, n int) string {
 // lookPath finds the program as a shell of the scope would: a name with a
 // slash as it is (relative to the scope's Cwd), another on the PATH of the
 // scope's environment.
+// program is the file a tool's program prog names: a nix: spec's
+// (Config.Resolve), else prog found on the scope's PATH (lookPath).
+func (n *namespace) program(ctx context.Context, prog string) (string, error) {
+	if !strings.HasPrefix(prog, "nix:") {
+		return lookPath(prog, n.scope)
+	}
+	if n.o.cfg.Resolve == nil {
+		return "", fmt.Errorf("program %s: this daemon has no nix resolver, so nix: programs cannot run; name a program on PATH", prog)
+	}
+	return n.o.cfg.Resolve(ctx, prog)
+}
+
 func lookPath(prog string, scope adapter.Scope) (string, error) {
 	if strings.Contains(prog, "/") {
 		return prog, nil

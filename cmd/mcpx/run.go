@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/config/chain"
+	"mcpx.dev/mcpx/nixresolve"
 	"mcpx.dev/mcpx/observe/tracing"
 	"mcpx.dev/mcpx/scripts"
 	"mcpx.dev/mcpx/scripts/runner"
@@ -167,6 +168,9 @@ func (sf *scriptFlags) run(ctx context.Context, c *cli, fs *flag.FlagSet, src sc
 	}
 	run.Session, run.ParentSession, run.Cwd = r.Caller().Session, r.Caller().ParentSession, dir
 	s.Started, s.Lib, s.Argv, s.Env, s.Envelope = run.Started, scripts.LibDirs(chainDirs(c, sf.chain, dir)), argv, append(devEnv, s.Env...), *sf.asJSON
+	if nixresolve.HasShellHook(devEnv) {
+		s.Wrap = nixresolve.ShellHookWrap
+	}
 	s.Stdin, s.Stdout, s.Stderr = c.stdin, c.stdout, stderr
 	code := runScript(ctx, c, strings.TrimPrefix(fs.Name(), "mcpx "), r, s)
 	// Release the lease and stop the run's session (with a context of

@@ -14,6 +14,7 @@ import (
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/config/chain"
 	"mcpx.dev/mcpx/nixresolve"
+	"mcpx.dev/mcpx/nixresolve/nixspec"
 	"mcpx.dev/mcpx/scripts"
 )
 
@@ -118,6 +119,9 @@ func NewPlan(o PlanOptions) (*Plan, error) {
 		if s.Interpreter, err = scripts.Interpreter(s.Path, p.Settings.Interpreter); err != nil {
 			return nil, err
 		}
+		if err = p.nixInterpreter(o, s.Interpreter, filepath.Ext(s.Path)); err != nil {
+			return nil, err
+		}
 	}
 	jsOnly := o.Export != "" || o.Args != nil || o.Prefix != nil || o.Suffix != nil
 	switch {
@@ -142,6 +146,35 @@ func NewPlan(o PlanOptions) (*Plan, error) {
 	s.Env = environ(p.Settings.Env)
 	p.Script = s
 	return p, nil
+}
+
+// nixInterpreter replaces a nix: spec at the head of interp (the
+// script.interpreter of ext) with the program nix builds for it, built
+// once and cached in the state directory, as a nix: runtime is; a
+// relative path ref is the directory's of the config file that set it.
+func (p *Plan) nixInterpreter(o PlanOptions, interp []string, ext string) error {
+	if len(interp) == 0 || !nixspec.Is(interp[0]) {
+		return nil
+	}
+	dir, from := o.Cwd, fmt.Sprintf("script.interpreter[%q]", ext)
+	if file := p.Settings.InterpreterFiles[ext]; file != "" {
+		dir, from = filepath.Dir(file), from+" ("+file+")"
+	}
+	r, err := nixresolve.New(nixresolve.Options{CacheDir: filepath.Join(p.state, scriptEnvDir), Dir: dir})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	prog, err := r.Resolve(ctx, interp[0])
+	if err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	interp[0] = prog.Path
+	return nil
 }
 
 // runtime picks the JavaScript runtime (PlanOptions.Runtime says how).

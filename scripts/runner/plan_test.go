@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,14 +83,15 @@ func TestLoadSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := runner.Settings{
-		Prefix:         []string{"far()", "near()"},
-		Suffix:         []string{"cli()"},
-		Interpreter:    map[string]string{".py": "python3 -u", ".rb": "ruby"},
-		Env:            map[string]string{"A": "near", "B": "cli"},
-		Deps:           config.ScriptDeps{Packages: map[string]string{"is-odd": "3.0.1"}},
-		ConfigDirs:     []string{filepath.Dir(tr.nearConfig), filepath.Join(tr.far, ".mcpx")},
-		Environment:    "auto",
-		EnvironmentDir: filepath.Dir(tr.nearConfig),
+		Prefix:           []string{"far()", "near()"},
+		Suffix:           []string{"cli()"},
+		Interpreter:      map[string]string{".py": "python3 -u", ".rb": "ruby"},
+		InterpreterFiles: map[string]string{".py": filepath.Join(tr.far, ".mcpx", "config.json"), ".rb": tr.nearConfig},
+		Env:              map[string]string{"A": "near", "B": "cli"},
+		Deps:             config.ScriptDeps{Packages: map[string]string{"is-odd": "3.0.1"}},
+		ConfigDirs:       []string{filepath.Dir(tr.nearConfig), filepath.Join(tr.far, ".mcpx")},
+		Environment:      "auto",
+		EnvironmentDir:   filepath.Dir(tr.nearConfig),
 	}
 	if got, _ := json.Marshal(set); string(got) != string(must(json.Marshal(want))) {
 		t.Errorf("settings from %s:\n got %s\nwant %s", tr.deeper, got, must(json.Marshal(want)))
@@ -329,5 +331,56 @@ func TestPlanRuntime(t *testing.T) {
 	if _, err := runner.NewPlan(opts(runner.PlanOptions{})); err == nil || !strings.Contains(err.Error(), "script.runtime ("+tr.nearConfig+")") ||
 		!strings.Contains(err.Error(), "nosuch") {
 		t.Errorf("a nix: runtime nix cannot build: %v, want an error naming the setting and the spec", err)
+	}
+}
+
+// interpFlake is a flake (no inputs) whose package "lua" is a program
+// that names the script it is given: a stand-in interpreter nix builds.
+const interpFlake = `{
+  outputs = { self }: {
+    packages.x86_64-linux.lua = derivation {
+      name = "lua"; system = "x86_64-linux"; builder = "/bin/sh";
+      args = [ "-c" "/bin/mkdir -p $out/bin && printf '#!/bin/sh\\necho interpreted \"$@\"\\n' > $out/bin/lua && /bin/chmod +x $out/bin/lua" ];
+    };
+  };
+}
+`
+
+// TestPlanNixInterpreter: a script.interpreter whose command is a nix:
+// spec runs the program nix builds (a relative path ref is the config
+// file's directory's), with the arguments written after it; a spec that
+// fails is an error naming the setting, its file and nix's message.
+func TestPlanNixInterpreter(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	nx := testenv.Nix(t)
+	for _, kv := range nx.CmdEnv() {
+		if k, v, _ := strings.Cut(kv, "="); k == "NIX_CONFIG" || k == "XDG_CACHE_HOME" {
+			t.Setenv(k, v)
+		}
+	}
+	tr := newPlanTree(t, map[string]string{
+		"sub/.mcpx/config.json": `{"script": {"interpreter": {".lua": "nix:path:../ip#lua -x"}}}`,
+		"sub/ip/flake.nix":      interpFlake,
+		"sub/hello.lua":         "print('hi')\n",
+	})
+	state := t.TempDir()
+	opts := runner.PlanOptions{Script: "./hello.lua", Cwd: tr.near, Chain: tr.chainOf(t, tr.near), State: state, LookPath: fakeRuntimes,
+		Getenv: func(string) string { return "" }}
+	p, err := runner.NewPlan(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := p.Script.Interpreter
+	if len(in) != 2 || !strings.HasPrefix(in[0], "/nix/store/") || !strings.HasSuffix(in[0], "/bin/lua") || in[1] != "-x" {
+		t.Fatalf("interpreter %q, want the store path nix built, then -x", in)
+	}
+	out, err := exec.Command(in[0], in[1], p.Script.Path).Output()
+	if err != nil || string(out) != "interpreted -x "+p.Script.Path+"\n" {
+		t.Errorf("the built interpreter printed %q, %v", out, err)
+	}
+	testenv.WriteFiles(t, tr.near, map[string]string{".mcpx/config.json": `{"script": {"interpreter": {".lua": "nix:path:../ip#nosuch"}}}`})
+	_, err = runner.NewPlan(opts)
+	if err == nil || !strings.Contains(err.Error(), `script.interpreter[".lua"] (`+tr.nearConfig+")") || !strings.Contains(err.Error(), "does not provide attribute") {
+		t.Errorf("a spec that fails: %v, want the setting, its file and nix's message", err)
 	}
 }

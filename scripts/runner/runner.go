@@ -193,6 +193,12 @@ type Script struct {
 	// Env are variables (KEY=value) the script gets beyond the caller's
 	// environment and before the run's own MCPX_* ones.
 	Env []string
+	// Wrap, if set, is the argv that starts the script's command (a
+	// shell running its environment's hook first:
+	// nixresolve.ShellHookWrap): Wrap[0], found on Env's PATH, with
+	// Wrap[1:], then the command and its arguments. Not for a script the
+	// kernel confines.
+	Wrap []string
 	// Cache is the run cache: the generated clients, and each run's own
 	// directory, removed when it ends. It is created if missing.
 	Cache string
@@ -284,6 +290,9 @@ func (r *Run) Script(ctx context.Context, s Script) (scripts.Envelope, error) {
 		return env, err
 	}
 	cmd.Dir = r.dir
+	if len(s.Wrap) > 0 && !kernel {
+		wrap(cmd, s.Wrap, s.Env)
+	}
 	cmd.Env = append(append(cmd.Env, s.Env...),
 		"MCPX_SESSION_ID="+r.caller.Session,
 		"MCPX_PARENT_SESSION_ID="+r.caller.ParentSession,
@@ -410,4 +419,27 @@ func (r *Run) bundle(ctx context.Context, s Script, dir string) (*exec.Cmd, erro
 	cmd := exec.Command(s.Runtime.Path, s.Runtime.Args(runnerPath, s.Argv)...)
 	cmd.Env = append(os.Environ(), s.Runtime.Env()...)
 	return cmd, nil
+}
+
+// wrap makes cmd start through argv (Script.Wrap): argv[0], found on the
+// PATH of env (the script's variables) else the caller's, runs argv[1:],
+// then cmd's program and arguments.
+func wrap(cmd *exec.Cmd, argv []string, env []string) {
+	path := argv[0]
+	dirs := os.Getenv("PATH")
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			dirs = p
+		}
+	}
+	if !strings.Contains(path, "/") {
+		for _, d := range filepath.SplitList(dirs) {
+			if fi, err := os.Stat(filepath.Join(d, path)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				path = filepath.Join(d, path)
+				break
+			}
+		}
+	}
+	cmd.Args = append(append(slices.Clone(argv), cmd.Path), cmd.Args[1:]...)
+	cmd.Path, cmd.Err = path, nil
 }

@@ -19,6 +19,9 @@ type Settings struct {
 	// Interpreter are the commands by extension; Env the variables. The
 	// nearest layer wins per key, the command line's over all.
 	Interpreter, Env map[string]string
+	// InterpreterFiles are the config files that set each extension's
+	// interpreter (a relative nix: path ref is its directory's).
+	InterpreterFiles map[string]string
 	// Deps are the merged script.deps (config.MergeDeps).
 	Deps config.ScriptDeps
 	// ConfigDirs are the directories of the config files used, nearest
@@ -61,6 +64,14 @@ func LoadSettings(ch chain.Chain, prefix, suffix config.Lines, env map[string]st
 		}
 		pres, sufs = append(pres, sc.Prefix), append(sufs, sc.Suffix)
 		interps, envs = append(interps, sc.Interpreter), append(envs, sc.Env)
+		for ext := range sc.Interpreter {
+			if _, ok := set.InterpreterFiles[ext]; !ok {
+				if set.InterpreterFiles == nil {
+					set.InterpreterFiles = map[string]string{}
+				}
+				set.InterpreterFiles[ext] = d.Config
+			}
+		}
 		deps, set.ConfigDirs = append(deps, sc.Deps), append(set.ConfigDirs, filepath.Dir(d.Config))
 		if set.Environment == "" && sc.Environment != "" {
 			set.Environment, set.EnvironmentDir = sc.Environment, filepath.Dir(d.Config)

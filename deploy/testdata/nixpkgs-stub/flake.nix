@@ -19,16 +19,25 @@
           nullOr = t: "null or ${t}"; either = a: b: "${a} or ${b}"; listOf = t: "list of ${t}";
         };
         optionals = c: l: if c then l else [ ];
+        optionalString = c: s: if c then s else "";
         concatStringsSep = builtins.concatStringsSep;
         makeBinPath = ps: concatStringsSep ":" (map (p: "${p}/bin") ps);
         platforms.unix = [ "x86_64-linux" "aarch64-linux" "x86_64-darwin" "aarch64-darwin" ];
       };
-      pkgsFor = system: rec {
+      pkgsFor = system: let pkgs = rec {
         inherit lib;
         stdenv.hostPlatform.system = system;
-        callPackage = f: args: import f ({ inherit lib buildGoModule; } // args);
+        # As nixpkgs' callPackage: the function's arguments from pkgs,
+        # args over them, and .override to call it again with more.
+        callPackage = f: args:
+          let
+            fn = import f;
+            make = a: fn (builtins.intersectAttrs (builtins.functionArgs fn) pkgs // a) // { override = more: make (a // more); };
+          in make args;
         stub = name: derivation { inherit name system; builder = "/bin/sh"; args = [ "-c" "echo > $out" ]; };
         coreutils = stub "coreutils";
+        git = stub "git"; deno = stub "deno"; bun = stub "bun"; nodejs = stub "nodejs";
+        makeWrapper = stub "make-wrapper";
         writeText = name: text: builtins.toFile name text;
         buildGoModule = a:
           assert builtins.isString a.vendorHash && builtins.substring 0 7 a.vendorHash == "sha256-";
@@ -40,8 +49,9 @@
             src = a.src;
             vendorHash = a.vendorHash;
             subPackages = a.subPackages;
-          }) // { meta = a.meta; };
-      };
+            postInstall = a.postInstall or "";
+          }) // { meta = a.meta; } // (a.passthru or { });
+      }; in pkgs;
     in
     {
       inherit lib;
