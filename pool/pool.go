@@ -105,6 +105,12 @@ type Server struct {
 	// Keys are the targets known before any call (a global server's).
 	// A change of these alone replaces no instance.
 	HealthInterval, HealthTimeout time.Duration `json:"-"`
+	// HealthURL, on a url server with a HealthInterval, is fetched (GET,
+	// with no headers and no sign-in) at each health check after the
+	// ping; an answer other than HealthExpect (0 = 200), or none within
+	// HealthTimeout, fails the check as an unanswered ping does.
+	HealthURL    string `json:"-"`
+	HealthExpect int    `json:"-"`
 	Min                           int           `json:"-"`
 	Warm                          bool          `json:"-"`
 	Keys                          []Target      `json:"-"`
