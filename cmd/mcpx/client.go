@@ -19,6 +19,7 @@ import (
 // brokerOpts are the flags that say which broker to talk to, and how.
 type brokerOpts struct {
 	addr      string // --broker
+	remote    string // --remote: a broker saved in the client config
 	tsnet     bool   // --tsnet: reach a tailnet name through an embedded node
 	tokenFile string // --token-file
 	config    string // --config: the daemon of this config file (paths.Of)
@@ -30,7 +31,8 @@ type brokerOpts struct {
 // brokerFlag registers --broker, --tsnet and --token-file on fs.
 func brokerFlag(fs *flag.FlagSet) *brokerOpts {
 	bo := new(brokerOpts)
-	fs.StringVar(&bo.addr, "broker", "", "the daemon: a unix socket path, an http(s):// URL, or a tailnet name such as sandbox (default $MCPX_BROKER, else the default socket)")
+	fs.StringVar(&bo.addr, "broker", "", "the daemon: a unix socket path, an http(s):// URL, or a tailnet name such as sandbox (default $MCPX_BROKER, else the default remote, else the default socket)")
+	fs.StringVar(&bo.remote, "remote", "", "a broker saved with `mcpx remote add` (default $MCPX_REMOTE, else the default remote); local = the local daemon")
 	fs.BoolVar(&bo.tsnet, "tsnet", false, "reach a tailnet --broker through an embedded tailnet node (state in <state dir>/tsnet-client) rather than this machine's tailscaled")
 	fs.StringVar(&bo.tokenFile, "token-file", "", "file holding the bearer token for an http(s) or tailnet broker (default $MCPX_TOKEN)")
 	if fs.Lookup("config") == nil { // `mcpx config --sources` has its own --config
@@ -45,6 +47,9 @@ func brokerFlag(fs *flag.FlagSet) *brokerOpts {
 // (closed when the command ends). Other addresses are not dialled until
 // the first request.
 func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Client, error) {
+	if err := bo.resolve(c); err != nil {
+		return nil, err
+	}
 	addr := bo.addr
 	if addr == "" {
 		addr = c.getenv("MCPX_BROKER")
@@ -59,7 +64,7 @@ func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Clien
 	}
 	if bo.standalone {
 		if bo.addr != "" || bo.tsnet {
-			return nil, fmt.Errorf("--standalone runs the pool in this process: drop --broker / --tsnet")
+			return nil, fmt.Errorf("--standalone runs the pool in this process: drop --broker / --remote / --tsnet")
 		}
 		if addr, err = startStandalone(ctx, c, chosen.Config); err != nil {
 			return nil, err
