@@ -248,4 +248,3 @@ func cmpDash(s string) string {
 	}
 	return s
 }
-
