@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
@@ -270,6 +272,7 @@ func callContext(r *http.Request, c broker.Caller) (broker.CallContext, error) {
 		ParentSession: h.Get(wire.HeaderParentSession),
 		Lease:         h.Get(wire.HeaderLease),
 		Scope:         config.ScopeKind(h.Get(wire.HeaderScope)),
+		Client:        clipText(h.Get("User-Agent"), 80),
 	}
 	if v := h.Get(wire.HeaderPid); v != "" && c.Local {
 		pid, err := strconv.Atoi(v)
@@ -296,4 +299,20 @@ func request(r *http.Request) (broker.Request, error) {
 		return broker.Request{}, err
 	}
 	return broker.Request{Caller: c, Context: cc, Server: param(r, "server")}, nil
+}
+
+// clipText is s cut to at most n bytes, on a rune boundary, with the
+// control characters dropped: a header recorded and shown as it came.
+func clipText(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+	for len(s) > n {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }

@@ -25,6 +25,7 @@ type CallContext struct {
 	Lease         string // Mcpx-Lease: remote pid-style lifetime
 	Pid           int    // Mcpx-Pid: only trusted from unix-socket callers; 0 = none
 	CallID        string // unique per call; the broker assigns it
+	Client        string // the caller's User-Agent, clipped; recorded with a session's creator
 	// Scope is the scope the caller asks for (Mcpx-Scope) instead of the
 	// server's configured one; "" = the configured one. The broker's
 	// scopeFor decides whether the server's scopePolicy allows it.

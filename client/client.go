@@ -28,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,18 @@ type Options struct {
 // ClientName is the Mcpx-Client header Do sends when the caller sets none:
 // the network listeners refuse requests without one (the browser guard).
 const ClientName = "mcpx-go"
+
+// UserAgent is the User-Agent Do sends when the caller sets none:
+// mcpx/<module version>, which the broker records with a session's
+// creator.
+var UserAgent = "mcpx/" + moduleVersion()
+
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
 
 // Client talks to one daemon.
 type Client struct {
@@ -202,6 +215,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 	tracing.Inject(ctx, req.Header) // the caller's trace, if its ctx has one (mcpx call --trace)
 	if req.Header.Get(wire.HeaderClient) == "" {
 		req.Header.Set(wire.HeaderClient, ClientName) // the network listeners' browser guard
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", UserAgent)
 	}
 	tok := c.bearer()
 	if tok != "" && req.Header.Get(wire.HeaderAuthorization) == "" {
