@@ -273,6 +273,12 @@ func callContext(r *http.Request, c broker.Caller) (broker.CallContext, error) {
 		Lease:         h.Get(wire.HeaderLease),
 		Scope:         config.ScopeKind(h.Get(wire.HeaderScope)),
 		Client:        clipText(h.Get("User-Agent"), 80),
+		ScopeFrom:     config.CallerKind(h.Get(wire.HeaderScopeFrom)),
+	}
+	if k := cc.ScopeFrom; k != "" && !config.IsCallerKind(k) {
+		return cc, &broker.Error{Kind: broker.KindBadRequest, Op: "read headers", Field: wire.HeaderScopeFrom,
+			Msg:  fmt.Sprintf("%s %q is not a caller kind", wire.HeaderScopeFrom, clipText(string(k), 40)),
+			Hint: "send flag, env, script or api, or omit the header (api)"}
 	}
 	if v := h.Get(wire.HeaderPid); v != "" && c.Local {
 		pid, err := strconv.Atoi(v)

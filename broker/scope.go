@@ -30,6 +30,10 @@ type CallContext struct {
 	// server's configured one; "" = the configured one. The broker's
 	// scopeFor decides whether the server's scopePolicy allows it.
 	Scope config.ScopeKind
+	// ScopeFrom is the kind of caller Scope came from, as it declares it
+	// (Mcpx-Scope-From); "" = api. The scopePolicy may take overrides
+	// from some kinds only.
+	ScopeFrom config.CallerKind
 }
 
 // ResolvedScope is where a call lands.

@@ -393,9 +393,13 @@ func (b *Broker) ReleaseLease(ctx context.Context, c Caller, id string) error {
 
 // scopeFor is the one place a request's scope kind is decided: the
 // server's configured scope, or the caller's Mcpx-Scope override when the
-// server's scopePolicy allows it. A refused override is an error naming the
-// policy, never a silent fall back to the configured scope.
-func scopeFor(server string, def *config.Server, requested config.ScopeKind) (config.ScopeKind, error) {
+// server's scopePolicy allows it — the scope, and the kind of caller it
+// came from (from: Mcpx-Scope-From, "" = api) — and pool.scopePolicy, if
+// set, allows it too (a project file's server cannot open more than the
+// owner did). A refused override is an error naming the server, the kind
+// and the setting to change, never a silent fall back to the configured
+// scope.
+func scopeFor(server string, def *config.Server, requested config.ScopeKind, from config.CallerKind, bound *config.ScopePolicy) (config.ScopeKind, error) {
 	if requested == "" || requested == def.Scope {
 		return def.Scope, nil
 	}
@@ -404,16 +408,36 @@ func scopeFor(server string, def *config.Server, requested config.ScopeKind) (co
 			Msg:  fmt.Sprintf("Mcpx-Scope %q is not a scope", requested),
 			Hint: "scopes: " + strings.Join(config.ScopeNames(), ", ")}
 	}
+	from = cmp.Or(from, config.CallerAPI)
 	sp := def.ScopePolicy
 	switch {
 	case !sp.AllowOverride:
 		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "scopePolicy.allowOverride",
 			Msg:  fmt.Sprintf("the server's scope is %q and its scopePolicy.allowOverride is false, so Mcpx-Scope %q is refused", def.Scope, requested),
 			Hint: "drop Mcpx-Scope (--scope), or have the daemon's owner set scopePolicy.allowOverride for this server"}
+	case !sp.AllowsFrom(from):
+		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "scopePolicy.allowOverride",
+			Msg: fmt.Sprintf("Mcpx-Scope %q came from a caller of kind %q, and the server's scopePolicy.allowOverride takes overrides only from %s",
+				requested, from, sp.OverrideText()),
+			Hint: fmt.Sprintf("ask through one of those, or have the daemon's owner add %q to servers.%s.scopePolicy.allowOverride", from, server)}
 	case !sp.Allows(def.Scope, requested):
 		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "scopePolicy.allow",
 			Msg:  fmt.Sprintf("Mcpx-Scope %q is not in the server's scopePolicy.allow (%s)", requested, scopeList(sp.Allow)),
 			Hint: "ask for one of the allowed scopes, or drop Mcpx-Scope"}
+	}
+	if bound == nil {
+		return requested, nil
+	}
+	switch {
+	case !bound.AllowsFrom(from):
+		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "pool.scopePolicy.allowOverride",
+			Msg: fmt.Sprintf("Mcpx-Scope %q came from a caller of kind %q, and pool.scopePolicy.allowOverride, which bounds every server's, takes overrides only from %s",
+				requested, from, bound.OverrideText()),
+			Hint: fmt.Sprintf("ask through one of those, or have the daemon's owner add %q to pool.scopePolicy.allowOverride in the daemon's config", from)}
+	case !bound.Allows("", requested):
+		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "pool.scopePolicy.allow",
+			Msg:  fmt.Sprintf("Mcpx-Scope %q is not in pool.scopePolicy.allow (%s), which bounds every server's", requested, scopeList(bound.Allow)),
+			Hint: fmt.Sprintf("ask for one of those scopes, or have the daemon's owner add %q to pool.scopePolicy.allow in the daemon's config", requested)}
 	}
 	return requested, nil
 }

@@ -168,7 +168,7 @@ func (b *Broker) resolveIn(ctx context.Context, r Request, tool string) (_ resol
 	if cc.CallID == "" {
 		cc.CallID = newCallID()
 	}
-	kind, err := scopeFor(r.Server, def, cc.Scope)
+	kind, err := scopeFor(r.Server, def, cc.Scope, cc.ScopeFrom, b.currentConfig().Pool.ScopePolicy)
 	if err != nil {
 		return resolved{}, err
 	}

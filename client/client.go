@@ -138,6 +138,10 @@ type Caller struct {
 	// Scope asks for this scope instead of the server's (Mcpx-Scope); the
 	// server's scopePolicy must allow it, else the call is refused (403).
 	Scope string
+	// ScopeFrom is where Scope came from (Mcpx-Scope-From: "flag",
+	// "env", "script"); "" = not declared, which the broker takes as
+	// "api".
+	ScopeFrom string
 	// Pid is the pid whose lifetime pid-scoped instances follow. It is sent
 	// over the unix socket only: the daemon trusts it from no one else.
 	Pid int
@@ -163,6 +167,9 @@ func (c *Client) header(cl *Caller) http.Header {
 	set(wire.HeaderParentSession, cl.ParentSession)
 	set(wire.HeaderLease, cl.Lease)
 	set(wire.HeaderScope, cl.Scope)
+	if cl.Scope != "" {
+		set(wire.HeaderScopeFrom, cl.ScopeFrom)
+	}
 	if c.unix && cl.Pid > 0 {
 		h.Set(wire.HeaderPid, strconv.Itoa(cl.Pid))
 	}

@@ -175,6 +175,7 @@ func (o callerOpts) caller(c *cli) (client.Caller, error) {
 		ParentSession: c.getenv("MCPX_PARENT_SESSION_ID"),
 		Lease:         cmp.Or(o.lease, c.getenv("MCPX_LEASE")),
 		Scope:         cmp.Or(o.scope, c.getenv("MCPX_SCOPE")),
+		ScopeFrom:     scopeFrom(o.scope, c.getenv("MCPX_SCOPE")),
 		// The CLI lives for one call; a pid-scoped instance belongs to the
 		// process that runs it (the shell or the agent), so send the parent.
 		Pid: os.Getppid(),
@@ -266,4 +267,16 @@ func problemText(p *wire.Problem) string {
 		s += fmt.Sprintf(" (%d %s)", p.Status, p.Kind())
 	}
 	return s
+}
+
+// scopeFrom is the kind of caller a scope override comes from: the --scope
+// flag, else $MCPX_SCOPE (Mcpx-Scope-From).
+func scopeFrom(flagValue, env string) string {
+	switch {
+	case flagValue != "":
+		return "flag"
+	case env != "":
+		return "env"
+	}
+	return ""
 }
