@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
@@ -270,6 +272,13 @@ func callContext(r *http.Request, c broker.Caller) (broker.CallContext, error) {
 		ParentSession: h.Get(wire.HeaderParentSession),
 		Lease:         h.Get(wire.HeaderLease),
 		Scope:         config.ScopeKind(h.Get(wire.HeaderScope)),
+		Client:        clipText(h.Get("User-Agent"), 80),
+		ScopeFrom:     config.CallerKind(h.Get(wire.HeaderScopeFrom)),
+	}
+	if k := cc.ScopeFrom; k != "" && !config.IsCallerKind(k) {
+		return cc, &broker.Error{Kind: broker.KindBadRequest, Op: "read headers", Field: wire.HeaderScopeFrom,
+			Msg:  fmt.Sprintf("%s %q is not a caller kind", wire.HeaderScopeFrom, clipText(string(k), 40)),
+			Hint: "send flag, env, script or api, or omit the header (api)"}
 	}
 	if v := h.Get(wire.HeaderPid); v != "" && c.Local {
 		pid, err := strconv.Atoi(v)
@@ -296,4 +305,20 @@ func request(r *http.Request) (broker.Request, error) {
 		return broker.Request{}, err
 	}
 	return broker.Request{Caller: c, Context: cc, Server: param(r, "server")}, nil
+}
+
+// clipText is s cut to at most n bytes, on a rune boundary, with the
+// control characters dropped: a header recorded and shown as it came.
+func clipText(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+	for len(s) > n {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }

@@ -97,8 +97,16 @@ func (s *server) releaseLease(w http.ResponseWriter, r *http.Request) error {
 func sessionDoc(c broker.Caller, s broker.Session) wire.Session {
 	doc := wire.Session{Key: s.Key, Scope: s.Scope, Name: s.Name,
 		Creator: wire.SessionCreator{Name: s.Creator.Name, Via: s.Creator.Via, Owner: s.Creator.Owner,
-			Host: s.Creator.Host, Cwd: s.Creator.Cwd},
-		Created: s.Created, LastUsed: s.LastUsed, Calls: s.Calls, Instances: []wire.Instance{}}
+			Host: s.Creator.Host, Cwd: s.Creator.Cwd, Pid: s.Creator.Pid, User: s.Creator.User,
+			ParentSession: s.Creator.ParentSession, Client: s.Creator.Client},
+		Created: s.Created, LastUsed: s.LastUsed, Calls: s.Calls, Instances: []wire.Instance{}, Dropped: s.Dropped}
+	for _, a := range s.History {
+		d := wire.SessionAttachment{At: a.At, Pid: a.Pid, Cwd: a.Cwd, End: a.End}
+		if !a.Ended.IsZero() {
+			d.Ended = &a.Ended
+		}
+		doc.History = append(doc.History, d)
+	}
 	if s.IdleTimeout > 0 {
 		doc.IdleTimeout = s.IdleTimeout.String()
 	}

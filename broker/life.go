@@ -14,6 +14,7 @@ import (
 func keepAlive(d *pool.Server, s *config.Server, defaults config.Defaults) {
 	if s.Health.On() {
 		d.HealthInterval, d.HealthTimeout = s.Health.Interval.D(), s.Health.Timeout.D()
+		d.HealthURL, d.HealthExpect = s.Health.URL, s.Health.Expect
 	}
 	d.Min, d.Warm = s.Min, s.Warm
 	if s.Scope == config.ScopeGlobal && (s.Min > 0 || s.Warm) {

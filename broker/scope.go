@@ -25,10 +25,15 @@ type CallContext struct {
 	Lease         string // Mcpx-Lease: remote pid-style lifetime
 	Pid           int    // Mcpx-Pid: only trusted from unix-socket callers; 0 = none
 	CallID        string // unique per call; the broker assigns it
+	Client        string // the caller's User-Agent, clipped; recorded with a session's creator
 	// Scope is the scope the caller asks for (Mcpx-Scope) instead of the
 	// server's configured one; "" = the configured one. The broker's
 	// scopeFor decides whether the server's scopePolicy allows it.
 	Scope config.ScopeKind
+	// ScopeFrom is the kind of caller Scope came from, as it declares it
+	// (Mcpx-Scope-From); "" = api. The scopePolicy may take overrides
+	// from some kinds only.
+	ScopeFrom config.CallerKind
 }
 
 // ResolvedScope is where a call lands.

@@ -40,6 +40,14 @@ type Creator struct {
 	Owner bool   // the daemon's own user
 	Host  string // the machine it ran on, when known: the broker's own for local callers
 	Cwd   string // its declared cwd, canonical
+	// Pid is its process (Mcpx-Pid, a local caller's only); User the
+	// login name of a local caller's uid; ParentSession the
+	// Mcpx-Parent-Session it declared; Client its User-Agent (the mcpx
+	// CLI and Go client send mcpx/<version>).
+	Pid           int
+	User          string
+	ParentSession string
+	Client        string
 }
 
 // Session is one caller-owned key and its instances.
@@ -53,6 +61,10 @@ type Session struct {
 	LastUsed    time.Time // the latest of its instances'
 	Calls       int64     // over its running instances
 	Instances   []Instance
+	// History is who attached to it and how each detached, oldest first
+	// (sessionhist.go); Dropped counts older entries let go.
+	History []Attachment
+	Dropped int
 }
 
 // SessionSettings are what SetSession changes; nil fields stay as they are.
@@ -69,14 +81,17 @@ type sessionMeta struct {
 	creator Creator
 	name    string
 	idle    time.Duration
+	history []Attachment // the newest maxAttachments
+	dropped int          // attachments let go before them
 }
 
 // sessionRegistry holds sessionMeta by key. Its methods take only its own
 // lock, so the pool may call them (KeyAlive, KeyIdleTimeout) with its lock
 // held; nothing here calls the pool.
 type sessionRegistry struct {
-	mu sync.Mutex
-	m  map[string]*sessionMeta // guarded by mu
+	mu   sync.Mutex
+	m    map[string]*sessionMeta // guarded by mu
+	seen uint64                  // guarded by mu; the last pool event syncHistory read
 }
 
 // maxSessionMeta bounds the registry; past it, entries of keys with no
@@ -118,7 +133,9 @@ func (r *sessionRegistry) get(key string) (sessionMeta, bool) {
 	if m == nil {
 		return sessionMeta{}, false
 	}
-	return *m, true
+	c := *m
+	c.history = slices.Clone(m.history)
+	return c, true
 }
 
 // named reports whether key's session has a name: its instances outlive
@@ -146,14 +163,25 @@ func (b *Broker) keyAlive(key string) bool {
 	return keyAlive(key)
 }
 
-// noteSession records the creator of a caller-owned key on its first call.
-func (b *Broker) noteSession(key string, c Caller, cwd string) {
+// noteSession records the creator of a caller-owned key on its first call,
+// and the caller's process as attached to it (sessionhist.go).
+func (b *Broker) noteSession(key string, c Caller, cc CallContext) {
 	if _, ok := sessionScope(key); !ok {
 		return
 	}
-	cr := Creator{Name: c.Name, Via: c.Via, Owner: c.Owner, Cwd: cwd}
+	defer func() {
+		b.syncReaps()
+		b.sessions.attachKey(key, cc.Pid, cc.Cwd, b.leases.now())
+	}()
+	if _, known := b.sessions.get(key); known {
+		return
+	}
+	cr := Creator{Name: c.Name, Via: c.Via, Owner: c.Owner, Cwd: cc.Cwd, Pid: cc.Pid, ParentSession: cc.ParentSession, Client: cc.Client}
 	if c.Local || c.Via == "tcp-loopback" {
 		cr.Host = hostname
+	}
+	if c.Local {
+		cr.User = userName(c.Uid)
 	}
 	b.sessions.note(key, cr, func() map[string]bool {
 		live := map[string]bool{}
@@ -182,6 +210,7 @@ func mayManageSession(c Caller, meta sessionMeta, known bool) bool {
 
 // Sessions lists the sessions c may see, sorted by key.
 func (b *Broker) Sessions(c Caller) []Session {
+	b.syncHistory()
 	byKey := map[string][]Instance{}
 	for _, in := range b.Instances() {
 		if _, ok := sessionScope(in.Key); ok {
@@ -205,7 +234,8 @@ func (b *Broker) session(c Caller, key string, ins []Instance) (Session, bool) {
 		return Session{}, false
 	}
 	scope, _ := sessionScope(key)
-	s := Session{Key: key, Scope: scope, Name: meta.name, IdleTimeout: meta.idle, Creator: meta.creator, Instances: ins}
+	s := Session{Key: key, Scope: scope, Name: meta.name, IdleTimeout: meta.idle, Creator: meta.creator, Instances: ins,
+		History: meta.history, Dropped: meta.dropped}
 	for _, in := range ins {
 		if s.Created.IsZero() || in.Created.Before(s.Created) {
 			s.Created = in.Created
@@ -237,6 +267,7 @@ func (b *Broker) Session(c Caller, ref string) (Session, error) {
 }
 
 func (b *Broker) sessionByRef(c Caller, ref, op string) (Session, error) {
+	b.syncHistory()
 	key, err := b.SessionKey(c, ref, op)
 	if err != nil {
 		return Session{}, err
@@ -261,6 +292,7 @@ func (b *Broker) StopSession(ctx context.Context, c Caller, ref string) error {
 	if err != nil {
 		return err
 	}
+	b.sessions.detachKey(s.Key, DetachKilled, b.leases.now())
 	return b.stopInstances(ctx, s.Instances, "stop session")
 }
 
@@ -352,6 +384,7 @@ func (b *Broker) ReleaseLease(ctx context.Context, c Caller, id string) error {
 	if err != nil {
 		return err
 	}
+	b.sessions.detachKey(key, DetachReleased, b.leases.now())
 	if b.sessions.named(key) {
 		return nil
 	}
@@ -360,9 +393,13 @@ func (b *Broker) ReleaseLease(ctx context.Context, c Caller, id string) error {
 
 // scopeFor is the one place a request's scope kind is decided: the
 // server's configured scope, or the caller's Mcpx-Scope override when the
-// server's scopePolicy allows it. A refused override is an error naming the
-// policy, never a silent fall back to the configured scope.
-func scopeFor(server string, def *config.Server, requested config.ScopeKind) (config.ScopeKind, error) {
+// server's scopePolicy allows it — the scope, and the kind of caller it
+// came from (from: Mcpx-Scope-From, "" = api) — and pool.scopePolicy, if
+// set, allows it too (a project file's server cannot open more than the
+// owner did). A refused override is an error naming the server, the kind
+// and the setting to change, never a silent fall back to the configured
+// scope.
+func scopeFor(server string, def *config.Server, requested config.ScopeKind, from config.CallerKind, bound *config.ScopePolicy) (config.ScopeKind, error) {
 	if requested == "" || requested == def.Scope {
 		return def.Scope, nil
 	}
@@ -371,16 +408,36 @@ func scopeFor(server string, def *config.Server, requested config.ScopeKind) (co
 			Msg:  fmt.Sprintf("Mcpx-Scope %q is not a scope", requested),
 			Hint: "scopes: " + strings.Join(config.ScopeNames(), ", ")}
 	}
+	from = cmp.Or(from, config.CallerAPI)
 	sp := def.ScopePolicy
 	switch {
 	case !sp.AllowOverride:
 		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "scopePolicy.allowOverride",
 			Msg:  fmt.Sprintf("the server's scope is %q and its scopePolicy.allowOverride is false, so Mcpx-Scope %q is refused", def.Scope, requested),
 			Hint: "drop Mcpx-Scope (--scope), or have the daemon's owner set scopePolicy.allowOverride for this server"}
+	case !sp.AllowsFrom(from):
+		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "scopePolicy.allowOverride",
+			Msg: fmt.Sprintf("Mcpx-Scope %q came from a caller of kind %q, and the server's scopePolicy.allowOverride takes overrides only from %s",
+				requested, from, sp.OverrideText()),
+			Hint: fmt.Sprintf("ask through one of those, or have the daemon's owner add %q to servers.%s.scopePolicy.allowOverride", from, server)}
 	case !sp.Allows(def.Scope, requested):
 		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "scopePolicy.allow",
 			Msg:  fmt.Sprintf("Mcpx-Scope %q is not in the server's scopePolicy.allow (%s)", requested, scopeList(sp.Allow)),
 			Hint: "ask for one of the allowed scopes, or drop Mcpx-Scope"}
+	}
+	if bound == nil {
+		return requested, nil
+	}
+	switch {
+	case !bound.AllowsFrom(from):
+		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "pool.scopePolicy.allowOverride",
+			Msg: fmt.Sprintf("Mcpx-Scope %q came from a caller of kind %q, and pool.scopePolicy.allowOverride, which bounds every server's, takes overrides only from %s",
+				requested, from, bound.OverrideText()),
+			Hint: fmt.Sprintf("ask through one of those, or have the daemon's owner add %q to pool.scopePolicy.allowOverride in the daemon's config", from)}
+	case !bound.Allows("", requested):
+		return "", &Error{Kind: KindForbidden, Op: "resolve scope", Server: server, Field: "pool.scopePolicy.allow",
+			Msg:  fmt.Sprintf("Mcpx-Scope %q is not in pool.scopePolicy.allow (%s), which bounds every server's", requested, scopeList(bound.Allow)),
+			Hint: fmt.Sprintf("ask for one of those scopes, or have the daemon's owner add %q to pool.scopePolicy.allow in the daemon's config", requested)}
 	}
 	return requested, nil
 }

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -383,5 +384,56 @@ func TestSessionsByName(t *testing.T) {
 	// Now the name is alice's alone, for the admin too.
 	if key, err := b.SessionKey(local, name, "test"); err != nil || key != aS {
 		t.Errorf("after bob's stopped: %q (%v), want %s", key, err, aS)
+	}
+}
+
+// TestScopeOverrideByCallerKind: an allowOverride that lists caller kinds
+// takes the override of those kinds only (an undeclared one is "api"),
+// and pool.scopePolicy bounds every server's: a server whose own policy
+// is wider gets no more than the pool allows. Each refusal names the
+// server, the kind and the setting to change.
+func TestScopeOverrideByCallerKind(t *testing.T) {
+	t.Parallel()
+	var bound *config.ScopePolicy
+	b := startDemoBroker(t, demoSetup{scopes: map[string]config.ScopeKind{"kinds": config.ScopeGlobal, "open": config.ScopeGlobal},
+		server: func(s *config.Server) {
+			s.ScopePolicy = config.ScopePolicy{AllowOverride: true}
+			if s.Name == "kinds" {
+				s.ScopePolicy.OverrideBy = []config.CallerKind{config.CallerFlag, config.CallerScript}
+			}
+		},
+		config: func(c *config.Config) {
+			bound = &config.ScopePolicy{Allow: []config.ScopeKind{config.ScopeGlobal, config.ScopeSession}, AllowOverride: true, OverrideBy: []config.CallerKind{config.CallerFlag}}
+			c.Pool.ScopePolicy = bound
+		}})
+	call := func(server string, scope config.ScopeKind, from config.CallerKind) error {
+		r := req(server, "")
+		r.Context.Session, r.Context.Scope, r.Context.ScopeFrom = "s1", scope, from
+		_, err := b.CallTool(t.Context(), r, "pid", nil, nil)
+		return err
+	}
+	if err := call("kinds", config.ScopeSession, config.CallerFlag); err != nil {
+		t.Fatalf("a --scope override of a server taking flag: %v", err)
+	}
+	for _, from := range []config.CallerKind{"", config.CallerEnv} {
+		be := wantKind(t, call("kinds", config.ScopeSession, from), broker.KindForbidden, "scopePolicy.allowOverride")
+		kind := cmp.Or(from, config.CallerAPI)
+		if be.Server != "kinds" || !strings.Contains(be.Msg, fmt.Sprintf("kind %q", kind)) || !strings.Contains(be.Hint, fmt.Sprintf("add %q to servers.kinds.scopePolicy.allowOverride", kind)) {
+			t.Errorf("override from %q: %v, want it to name the server, kind %q and the setting", from, be, kind)
+		}
+	}
+	// The pool bounds the server's own "true" (and the script kind "kinds" takes).
+	for _, server := range []string{"open", "kinds"} {
+		be := wantKind(t, call(server, config.ScopeSession, config.CallerScript), broker.KindForbidden, "pool.scopePolicy.allowOverride")
+		if be.Server != server || !strings.Contains(be.Hint, `add "script" to pool.scopePolicy.allowOverride`) {
+			t.Errorf("%s from a script under the pool's bound: %v", server, be)
+		}
+	}
+	be := wantKind(t, call("open", config.ScopeCall, config.CallerFlag), broker.KindForbidden, "pool.scopePolicy.allow")
+	if !strings.Contains(be.Hint, `add "call" to pool.scopePolicy.allow`) {
+		t.Errorf("a scope outside the pool's allow: %v", be)
+	}
+	if err := call("open", config.ScopeSession, config.CallerFlag); err != nil {
+		t.Errorf("an override both allow: %v", err)
 	}
 }

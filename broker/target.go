@@ -168,7 +168,7 @@ func (b *Broker) resolveIn(ctx context.Context, r Request, tool string) (_ resol
 	if cc.CallID == "" {
 		cc.CallID = newCallID()
 	}
-	kind, err := scopeFor(r.Server, def, cc.Scope)
+	kind, err := scopeFor(r.Server, def, cc.Scope, cc.ScopeFrom, b.currentConfig().Pool.ScopePolicy)
 	if err != nil {
 		return resolved{}, err
 	}
@@ -209,7 +209,7 @@ func (b *Broker) resolveIn(ctx context.Context, r Request, tool string) (_ resol
 	if def.OffersRoots() && wholeDisk(rs.Root) {
 		rs.Degraded = strings.TrimPrefix(rs.Degraded+"; "+wholeDiskNote(rs.Root), "; ")
 	}
-	b.noteSession(rs.Key, c, cc.Cwd)
+	b.noteSession(rs.Key, c, cc)
 	poolName := sv.poolName(r.Server)
 	if poolName != r.Server {
 		b.ensureDef(poolName, sv.sources[r.Server].File, def)

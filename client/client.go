@@ -28,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,18 @@ type Options struct {
 // ClientName is the Mcpx-Client header Do sends when the caller sets none:
 // the network listeners refuse requests without one (the browser guard).
 const ClientName = "mcpx-go"
+
+// UserAgent is the User-Agent Do sends when the caller sets none:
+// mcpx/<module version>, which the broker records with a session's
+// creator.
+var UserAgent = "mcpx/" + moduleVersion()
+
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
 
 // Client talks to one daemon.
 type Client struct {
@@ -125,6 +138,10 @@ type Caller struct {
 	// Scope asks for this scope instead of the server's (Mcpx-Scope); the
 	// server's scopePolicy must allow it, else the call is refused (403).
 	Scope string
+	// ScopeFrom is where Scope came from (Mcpx-Scope-From: "flag",
+	// "env", "script"); "" = not declared, which the broker takes as
+	// "api".
+	ScopeFrom string
 	// Pid is the pid whose lifetime pid-scoped instances follow. It is sent
 	// over the unix socket only: the daemon trusts it from no one else.
 	Pid int
@@ -150,6 +167,9 @@ func (c *Client) header(cl *Caller) http.Header {
 	set(wire.HeaderParentSession, cl.ParentSession)
 	set(wire.HeaderLease, cl.Lease)
 	set(wire.HeaderScope, cl.Scope)
+	if cl.Scope != "" {
+		set(wire.HeaderScopeFrom, cl.ScopeFrom)
+	}
 	if c.unix && cl.Pid > 0 {
 		h.Set(wire.HeaderPid, strconv.Itoa(cl.Pid))
 	}
@@ -202,6 +222,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, h htt
 	tracing.Inject(ctx, req.Header) // the caller's trace, if its ctx has one (mcpx call --trace)
 	if req.Header.Get(wire.HeaderClient) == "" {
 		req.Header.Set(wire.HeaderClient, ClientName) // the network listeners' browser guard
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", UserAgent)
 	}
 	tok := c.bearer()
 	if tok != "" && req.Header.Get(wire.HeaderAuthorization) == "" {

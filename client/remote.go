@@ -73,6 +73,43 @@ type Config struct {
 	// --runtime nor $MCPX_RUNTIME names one: deno, bun, node, or a path to
 	// one's binary.
 	Runtime string `json:"runtime,omitempty"`
+	// Remotes are brokers saved by name (`mcpx remote add`), reached with
+	// --remote NAME or $MCPX_REMOTE, and DefaultRemote the one a command
+	// naming no broker uses instead of the local daemon.
+	Remotes       map[string]Remote `json:"remotes,omitempty"`
+	DefaultRemote string            `json:"defaultRemote,omitempty"`
+}
+
+// Remote is a broker saved in the client config.
+type Remote struct {
+	// Broker is what --broker would be: a tailnet name, an http(s) URL
+	// or a socket path.
+	Broker string `json:"broker"`
+	// TSNet reaches a tailnet Broker through the CLI's own tailnet node,
+	// as --tsnet does.
+	TSNet bool `json:"tsnet,omitempty"`
+	// TokenFile holds its bearer token (the file's path, never the
+	// token): used when neither --token-file nor $MCPX_TOKEN is given.
+	TokenFile string `json:"tokenFile,omitempty"`
+}
+
+// LocalRemote is the remote name that means the local daemon: --remote
+// local sets a default remote aside for one command.
+const LocalRemote = "local"
+
+// remoteName matches a remote's name.
+var remoteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// CheckRemoteName refuses a name a remote cannot have: empty, with
+// characters other than letters, digits, '.', '_' and '-', or "local".
+func CheckRemoteName(name string) error {
+	if name == LocalRemote {
+		return fmt.Errorf("remote name %q is taken: --remote local means the local daemon", name)
+	}
+	if !remoteName.MatchString(name) {
+		return fmt.Errorf("remote name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", name)
+	}
+	return nil
 }
 
 // DefaultClientConfig is the client's config file, beside the daemon's
@@ -100,9 +137,48 @@ func LoadConfig(path string) (*Config, error) {
 	dec.DisallowUnknownFields()
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("client config %s: %w (want {\"pathMappings\": {\"/local/dir\": \"/broker/dir\"}, \"runtime\": \"bun\"})", path, err)
+		return nil, fmt.Errorf("client config %s: %w (want {\"pathMappings\": {\"/local/dir\": \"/broker/dir\"}, \"runtime\": \"bun\", \"remotes\": {\"sandbox\": {\"broker\": \"sandbox\", \"tsnet\": true}}})", path, err)
+	}
+	for name, r := range cfg.Remotes {
+		if err := CheckRemoteName(name); err != nil {
+			return nil, fmt.Errorf("client config %s: remotes: %w", path, err)
+		}
+		if r.Broker == "" {
+			return nil, fmt.Errorf("client config %s: remote %q has no broker: set \"broker\" to a tailnet name, an http(s) URL or a socket path", path, name)
+		}
+	}
+	if cfg.DefaultRemote != "" && cfg.Remotes[cfg.DefaultRemote].Broker == "" {
+		return nil, fmt.Errorf("client config %s: defaultRemote %q names no remote in \"remotes\": add it (`mcpx remote add %s ...`) or drop defaultRemote", path, cfg.DefaultRemote, cfg.DefaultRemote)
 	}
 	return &cfg, nil
+}
+
+// SaveConfig writes cfg to path (mode 0600, its directory made 0700 if
+// need be), replacing the file at once so a reader never sees half of it.
+func SaveConfig(path string, cfg *Config) error {
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("writing the client config: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".client-*.json")
+	if err != nil {
+		return fmt.Errorf("writing the client config: %w", err)
+	}
+	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the client config %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing the client config %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing the client config %s: %w", path, err)
+	}
+	return nil
 }
 
 // PathMap turns a directory on this machine into the same directory on the

@@ -107,6 +107,7 @@ var runtimeSource = sync.OnceValue(func() string {
 		"HeaderParentSession":          quote(wire.HeaderParentSession),
 		"HeaderLease":                  quote(wire.HeaderLease),
 		"HeaderScope":                  quote(wire.HeaderScope),
+		"HeaderScopeFrom":              quote(wire.HeaderScopeFrom),
 		"CallToolPattern":              quote(callTool.Pattern),
 		"QueryTask":                    quote(wire.QueryTask),
 		"GetTaskPattern":               quote(pattern(wire.OpGetTask)),

@@ -45,6 +45,7 @@ func (p *problems) checkPool(pc *Pool) {
 	}
 	p.duration("", "pool.idleTimeout", &pc.IdleTimeout.Default, defaults.IdleTimeout)
 	p.checkPoolLife(pc)
+	p.checkPoolScopePolicy(pc)
 	p.duration("", "pool.reapInterval", &pc.ReapInterval, defaults.ReapInterval)
 	p.duration("", "pool.waitTimeout", &pc.WaitTimeout, defaults.WaitTimeout)
 	if pc.ExecWatch == 0 {
@@ -554,6 +555,27 @@ func (p *problems) checkScopePolicy(name string, s *Server) {
 	if !sp.AllowOverride {
 		p.warn(name, "scopePolicy.allow", "scopePolicy.allow has no effect while scopePolicy.allowOverride is false",
 			`set "allowOverride": true to let callers choose among the listed scopes`)
+	}
+}
+
+// checkPoolScopePolicy checks pool.scopePolicy: known scopes in allow.
+func (p *problems) checkPoolScopePolicy(pc *Pool) {
+	sp := pc.ScopePolicy
+	if sp == nil {
+		return
+	}
+	names := make([]string, len(scopeKinds))
+	for i, k := range scopeKinds {
+		names[i] = string(k)
+	}
+	for _, k := range sp.Allow {
+		if !slices.Contains(scopeKinds, k) {
+			p.add("", "pool.scopePolicy.allow", fmt.Sprintf("unknown scope %q", k), hintFor(string(k), names, "scopes"))
+		}
+	}
+	if !sp.AllowOverride {
+		p.warn("", "pool.scopePolicy.allowOverride", "pool.scopePolicy.allowOverride is false: no server's scope may be overridden, whatever its own scopePolicy says",
+			`set "allowOverride" to true or to the caller kinds to take overrides from, such as ["flag"]`)
 	}
 }
 

@@ -64,9 +64,6 @@
 package config
 
 import (
-	"bytes"
-	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -257,33 +254,6 @@ type Ready struct {
 // OffersRoots reports whether s's children are offered MCP roots (Roots).
 func (s *Server) OffersRoots() bool { return s.Roots == nil || *s.Roots }
 
-// ScopePolicy is a server's scope policy: whether a caller may override the
-// configured scope at call time (the Mcpx-Scope header), and with which
-// scopes. The defaults — Allow every scope, AllowOverride false — keep the
-// configured scope the only one in force: the scope decides who shares a
-// child and its state (a call-scoped server is isolated per call, a global
-// one shared by all), so only the config's owner may open it to callers,
-// and listing the scopes is needed only once overriding is on.
-type ScopePolicy struct {
-	// Allow lists the scopes a caller may ask for; nil = every scope.
-	// When set, it must include the configured scope.
-	Allow []ScopeKind `json:"allow,omitempty"`
-	// AllowOverride lets a caller's Mcpx-Scope replace the configured
-	// scope, when the scope it names is in Allow. false = a call naming a
-	// scope other than the configured one is refused.
-	AllowOverride bool `json:"allowOverride,omitempty"`
-}
-
-// Allows reports whether the policy lets a caller ask for kind: the
-// configured scope always, any other when AllowOverride is on and Allow
-// names it (or is nil).
-func (sp ScopePolicy) Allows(configured, kind ScopeKind) bool {
-	if kind == configured {
-		return true
-	}
-	return sp.AllowOverride && (sp.Allow == nil || slices.Contains(sp.Allow, kind))
-}
-
 // MaxPreludeBytes bounds a server's prelude: it is read by agents with a
 // context budget, next to the declarations it explains.
 const MaxPreludeBytes = 4096
@@ -326,6 +296,9 @@ type Pool struct {
 	IdleTimeout IdleTimeouts `json:"idleTimeout,omitzero"`
 	// Health is the health check of servers that set none; nil = none.
 	Health *Health `json:"health,omitempty"`
+	// ScopePolicy, if set, bounds every server's scope policy (a project
+	// file's too): an override must be allowed by both.
+	ScopePolicy *ScopePolicy `json:"scopePolicy,omitempty"`
 	// Survive: stdio children outlive a daemon that is killed, and the
 	// next daemon of the same state directory adopts them (pool.Options.Survive).
 	Survive bool `json:"survive,omitempty"`
@@ -579,25 +552,6 @@ func (c *Config) Normalize() error {
 	p.checkSandboxes(c)
 	c.Warnings = p.warns
 	return p.err(c.Source)
-}
-
-// UnmarshalJSON reads {"allow": [...], "allowOverride": bool} and refuses
-// other fields: a misspelt "allowOverrides" must not silently leave
-// overriding off.
-func (sp *ScopePolicy) UnmarshalJSON(b []byte) error {
-	type plain ScopePolicy
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	var v plain
-	if err := d.Decode(&v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fmt.Errorf(`want {"allow": [scope names], "allowOverride": true or false}, got %s for %s`, te.Value, cmp.Or(te.Field, "the policy"))
-		}
-		return fmt.Errorf(`want {"allow": [scope names], "allowOverride": true or false}: %v`, err)
-	}
-	*sp = ScopePolicy(v)
-	return nil
 }
 
 // IsScopeKind reports whether k names a scope.

@@ -340,6 +340,7 @@ func (p *problems) decodePool(pc *Pool, raw json.RawMessage) {
 		"maxInstances": {&pc.MaxInstances, "a non-negative integer"},
 		"idleTimeout":  {&pc.IdleTimeout, `a duration string such as "5m", or one per scope such as {"call": "30s", "session": "30m", "default": "10m"}`},
 		"health":       {&pc.Health, `an object such as {"interval": "30s", "timeout": "5s"}`},
+		"scopePolicy":  {&pc.ScopePolicy, `an object such as {"allow": ["session", "call"], "allowOverride": ["flag"]}`},
 		"reapInterval": {&pc.ReapInterval, `a duration string such as "30s"`},
 		"waitTimeout":  {&pc.WaitTimeout, `a duration string such as "10s"`},
 		"execWatch":    {&pc.ExecWatch, `a duration string such as "10s", or "off"`},

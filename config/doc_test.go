@@ -245,11 +245,14 @@ func exampleDoc(key string, v any) map[string]any {
 			server["rate"] = "100/m"
 		case "health":
 			server["health"] = map[string]any{"interval": "30s"}
+			if len(segs) > 3 && (segs[3] == "url" || segs[3] == "expect") {
+				server = map[string]any{"url": "https://mcp.example.com/mcp", "health": map[string]any{"interval": "30s", "url": "https://mcp.example.com/healthz"}}
+			}
 		}
 		doc["servers"] = map[string]any{"x": server}
 	case key == "limits.ownerBurst":
 		doc["limits"] = map[string]any{"ownerRate": "100/m"}
-	case key == "pool.health.timeout":
+	case key == "pool.health.timeout", key == "pool.health.url", key == "pool.health.expect":
 		doc["pool"] = map[string]any{"health": map[string]any{"interval": "30s"}}
 	case segs[0] == "webhooks[]":
 		doc["webhooks"] = []any{map[string]any{"url": "https://hooks.example.com/mcpx", "secret": "s"}}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -26,7 +27,17 @@ type Health struct {
 	// defaults.HealthTimeout and half the interval. At most half the
 	// interval, so that a wedged child is replaced within two intervals.
 	Timeout Duration `json:"timeout,omitempty"`
+	// URL, on a url server only, is fetched (GET, with none of the
+	// server's headers or sign-in) at each check after the ping; an answer
+	// other than Expect, or none within Timeout, fails the check as an
+	// unanswered ping does.
+	URL string `json:"url,omitempty"`
+	// Expect is the status URL must answer; 0 = 200.
+	Expect int `json:"expect,omitempty"`
 }
+
+// healthFields are the keys of a health object.
+var healthFields = []string{"interval", "timeout", "url", "expect"}
 
 // UnmarshalJSON reads {"interval": ..., "timeout": ...} and refuses other
 // fields: a misspelt "timout" must not leave the default in force unseen.
@@ -37,8 +48,8 @@ func (h *Health) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf(`want an object such as {"interval": "30s", "timeout": "5s"}, got %s`, clip(string(b), 20))
 	}
 	for k := range m {
-		if k != "interval" && k != "timeout" {
-			return fmt.Errorf("unknown field %q in health; %s", k, hintFor(k, []string{"interval", "timeout"}, "fields"))
+		if !slices.Contains(healthFields, k) {
+			return fmt.Errorf("unknown field %q in health; %s", k, hintFor(k, healthFields, "fields"))
 		}
 	}
 	var v plain
@@ -122,6 +133,9 @@ func (p *problems) checkPoolLife(pc *Pool) {
 	}
 	if pc.Health != nil {
 		p.checkHealth("", "pool.health", pc.Health)
+		if pc.Health.URL != "" || pc.Health.Expect != 0 {
+			p.add("", "pool.health.url", "a health URL is one server's", `move "url" (and "expect") to the url server's own "health"`)
+		}
 	}
 }
 
@@ -132,7 +146,13 @@ func (p *problems) checkLife(name string, s *Server, pc *Pool) {
 		h := *pc.Health
 		s.Health = &h
 	} else if s.Health != nil {
+		if s.Health.Interval == 0 && s.Health.URL != "" && pc.Health.On() {
+			// {"url": ...} alone: checked at pool.health's pace.
+			s.Health.Interval = pc.Health.Interval
+			s.Health.Timeout = cmp.Or(s.Health.Timeout, pc.Health.Timeout)
+		}
 		p.checkHealth(name, "health", s.Health)
+		p.checkHealthURL(name, s)
 	}
 	switch {
 	case s.Min < 0:
@@ -145,6 +165,28 @@ func (p *problems) checkLife(name string, s *Server, pc *Pool) {
 	if s.Warm && s.Scope != ScopeGlobal && s.Min == 0 {
 		p.warn(name, "warm", fmt.Sprintf("warm on a %s-scoped server warms only the keys already used, so nothing at the daemon's start", s.Scope),
 			`use scope "global" to warm at start, or drop "warm"`)
+	}
+}
+
+// checkHealthURL checks a server's health.url and health.expect: an
+// absolute http(s) URL, on a url server, and a status code.
+func (p *problems) checkHealthURL(name string, s *Server) {
+	h := s.Health
+	if h.Expect != 0 && (h.Expect < 100 || h.Expect > 599) {
+		p.add(name, "health.expect", fmt.Sprintf("expect %d is no HTTP status", h.Expect), "use a status such as 200 or 204, or leave it out for 200")
+	}
+	if h.URL == "" {
+		if h.Expect != 0 {
+			p.add(name, "health.expect", "expect is set with no health.url", `add "url": the address to fetch, such as "https://host/healthz"`)
+		}
+		return
+	}
+	if s.URL == "" {
+		p.add(name, "health.url", "a health URL is for url servers: a stdio child is checked by its ping alone", `drop "url" from "health"`)
+		return
+	}
+	if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.add(name, "health.url", fmt.Sprintf("health URL %q is not an absolute http(s) URL", h.URL), `such as "https://mcp.example.com/healthz"`)
 	}
 }
 

@@ -46,6 +46,16 @@ func TestLifeErrors(t *testing.T) {
 			"x", "health.timeout", []string{"over half the interval 2s", "within two intervals"}},
 		{"health field misspelt", `{"servers":{"x":{"command":"a","health":{"interval":"30s","timout":"1s"}}}}`,
 			"x", "health", []string{`unknown field "timout"`, `did you mean "timeout"?`}},
+		{"health url on a stdio server", `{"servers":{"x":{"command":"a","health":{"interval":"30s","url":"http://h/healthz"}}}}`,
+			"x", "health.url", []string{"for url servers", `drop "url"`}},
+		{"health url not absolute", `{"servers":{"x":{"url":"https://h/mcp","health":{"interval":"30s","url":"/healthz"}}}}`,
+			"x", "health.url", []string{`"/healthz" is not an absolute http(s) URL`}},
+		{"health expect no status", `{"servers":{"x":{"url":"https://h/mcp","health":{"interval":"30s","url":"https://h/z","expect":42}}}}`,
+			"x", "health.expect", []string{"expect 42 is no HTTP status"}},
+		{"health expect without url", `{"servers":{"x":{"url":"https://h/mcp","health":{"interval":"30s","expect":204}}}}`,
+			"x", "health.expect", []string{"no health.url"}},
+		{"pool health url", `{"pool":{"health":{"interval":"30s","url":"https://h/z"}}}`,
+			"", "pool.health.url", []string{"one server's", "url server's own"}},
 		{"pool health too short", `{"pool":{"health":{"interval":"10ms"}}}`,
 			"", "pool.health.interval", []string{"under the minimum"}},
 		{"min negative", `{"servers":{"x":{"command":"a","min":-1}}}`, "x", "min", []string{"min is -1"}},
@@ -100,6 +110,19 @@ func TestLifeDefaults(t *testing.T) {
 	}
 	if b, _ := json.Marshal(plain.Pool.IdleTimeout); string(b) != `"7m0s"` {
 		t.Errorf("plain idleTimeout written as %s", b)
+	}
+}
+
+// TestHealthURLTakesThePoolInterval: {"url": ...} alone on a url server
+// is checked at pool.health's pace, and keeps its URL and status.
+func TestHealthURLTakesThePoolInterval(t *testing.T) {
+	cfg, err := config.Parse([]byte(`{"pool":{"health":{"interval":"20s"}},"servers":{"x":{"url":"https://h/mcp","health":{"url":"https://h/z","expect":204}}}}`), "/etc/mcpx.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := cfg.Servers["x"].Health
+	if h.Interval.D() != 20*time.Second || h.Timeout.D() != 5*time.Second || h.URL != "https://h/z" || h.Expect != 204 {
+		t.Errorf("health = %+v, want pool.health's interval 20s and timeout 5s with the server's url and expect 204", h)
 	}
 }
 

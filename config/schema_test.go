@@ -142,6 +142,7 @@ func decoderKeys(t *testing.T) map[string]bool {
 	keys["servers.*.allocate.*"] = true
 	for _, k := range jsonKeys(reflect.TypeFor[ScopePolicy]()) {
 		add("servers.*.scopePolicy", k)
+		add("pool.scopePolicy", k)
 	}
 	for _, k := range jsonKeys(reflect.TypeFor[Alloc]()) {
 		add("servers.*.allocate.*", k)

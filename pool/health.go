@@ -3,8 +3,11 @@ package pool
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -41,7 +44,7 @@ const (
 // change of those alone replaces no instance.
 func lifeless(def *Server) Server {
 	d := *def
-	d.HealthInterval, d.HealthTimeout, d.Min, d.Warm, d.Keys = 0, 0, 0, false, nil
+	d.HealthInterval, d.HealthTimeout, d.HealthURL, d.HealthExpect, d.Min, d.Warm, d.Keys = 0, 0, "", 0, 0, false, nil
 	return d
 }
 
@@ -227,7 +230,7 @@ func (p *Pool) checkHealth(pinged map[*generation]time.Time) {
 			timeout = min(p.opts.ProbeTimeout, def.HealthInterval/2)
 		}
 		detail := fmt.Sprintf("the child was wedged: a health check's ping got no answer within %s while it was idle, so it was killed and a new one started", timeout)
-		p.probeLocked(inst, g, timeout, detail, func() { p.replaceWedged(inst, g) })
+		p.probeLocked(inst, g, timeout, detail, p.urlCheck(def, timeout), func() { p.replaceWedged(inst, g) })
 	}
 	p.keepLocked(now)
 	p.unlock()
@@ -241,13 +244,20 @@ func (p *Pool) checkHealth(pinged map[*generation]time.Time) {
 // probeLocked pings g in the background, one probe per child at a time,
 // bounded by timeout; a child that does not answer is killed as wedged
 // (detail says why, for its event and status), then after runs, if set.
-// p.mu is held, so Close never waits on a WaitGroup still being added to.
-func (p *Pool) probeLocked(inst *instance, g *generation, timeout time.Duration, detail string, after func()) {
+// check, if set, runs once the ping is answered: a failure it reports
+// (why) kills the child as a silent one is. p.mu is held, so Close never
+// waits on a WaitGroup still being added to.
+func (p *Pool) probeLocked(inst *instance, g *generation, timeout time.Duration, detail string, check func() string, after func()) {
 	if p.closed || g.sess == nil || !g.probing.CompareAndSwap(false, true) {
 		return
 	}
 	p.wg.Go(func() {
 		killed := p.probeOnce(inst, g, timeout, detail)
+		if !killed && check != nil && g.sess != nil {
+			if why := check(); why != "" {
+				killed = p.killWedged(inst, g, timeout, "the server failed its health check: "+why+", so its connection was closed and a new one opened")
+			}
+		}
 		g.probing.Store(false)
 		if killed && after != nil {
 			after()
@@ -340,4 +350,39 @@ func (p *Pool) warm(t Target) {
 		return
 	}
 	p.log.Info("warmed a server's tool list", "server", t.Server, "key", t.Key)
+}
+
+// urlCheck is def's health URL check (Server.HealthURL), nil if it has
+// none: a GET bounded by timeout, failing (why) unless it is answered with
+// the status expected. The request carries none of the server's headers
+// or sign-in, so a health URL elsewhere learns no secret.
+func (p *Pool) urlCheck(def *Server, timeout time.Duration) func() string {
+	if def.HealthURL == "" || def.URL == "" {
+		return nil
+	}
+	url, want := def.HealthURL, cmp.Or(def.HealthExpect, http.StatusOK)
+	return func() string {
+		ctx, cancel := context.WithTimeout(p.ctx, timeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Sprintf("GET %s: %v", url, err)
+		}
+		resp, err := p.opts.HTTPClient.Do(req)
+		if err != nil {
+			if p.ctx.Err() != nil {
+				return "" // the pool is closing
+			}
+			if ctx.Err() != nil {
+				return fmt.Sprintf("GET %s got no answer within %s", url, timeout)
+			}
+			return fmt.Sprintf("GET %s failed (%v)", url, errors.Unwrap(err))
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) //nolint:errcheck // drained for reuse only
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			return fmt.Sprintf("GET %s answered %d, want %d", url, resp.StatusCode, want)
+		}
+		return ""
+	}
 }

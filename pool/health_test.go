@@ -2,14 +2,19 @@ package pool_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/proctest"
@@ -215,4 +220,48 @@ func TestMinForgetsAKeyStoppedByRequest(t *testing.T) {
 			t.Errorf("after the stop: events %+v, instances %+v; want none started", evs, p.Instances())
 		}
 	})
+}
+
+// TestHealthURLFailsAURLServer: a url server's health URL is fetched at
+// each health check beside the ping; an answer other than the one
+// expected fails the check as an unanswered ping does (a wedged event
+// and status naming the URL and the status), and a new connection is
+// opened in the old one's place.
+func TestHealthURLFailsAURLServer(t *testing.T) {
+	t.Parallel()
+	var status atomic.Int32
+	status.Store(http.StatusNoContent)
+	var checks atomic.Int32
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demo.NewServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			checks.Add(1)
+			w.WriteHeader(int(status.Load()))
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	def := pool.Server{Name: "remote", URL: srv.URL + "/mcp", HealthInterval: 800 * time.Millisecond, HealthTimeout: 400 * time.Millisecond,
+		HealthURL: srv.URL + "/healthz", HealthExpect: http.StatusNoContent}
+	p := newPool(t, pool.Options{}, def)
+	tg := pool.Target{Server: "remote", Key: "global"}
+	mustCall(t, p, tg, "echo", map[string]any{"message": "hi"})
+	testenv.WaitFor(t, "a passing health check", func() bool { return checks.Load() >= 1 })
+	if s := p.Stats(); s.Wedged != 0 {
+		evs, _, _ := p.Events().Since(0)
+		t.Fatalf("stats = %+v after passing checks, want none wedged; events %+v", s, evs)
+	}
+	after := lastEvent(p)
+	status.Store(http.StatusServiceUnavailable)
+	evs := waitEvents(t, p.Events(), after, "a wedged event", func(ev pool.Event) bool { return ev.Kind == pool.EventWedged })
+	ev := evs[len(evs)-1]
+	want := "GET " + srv.URL + "/healthz answered 503, want 204"
+	if !strings.Contains(ev.Reason, "health check") || !strings.Contains(ev.Reason, want) {
+		t.Errorf("wedged event reason = %q, want it to name the health check and %q", ev.Reason, want)
+	}
+	status.Store(http.StatusNoContent)
+	if got := mustCall(t, p, tg, "echo", map[string]any{"message": "again"}); got != "again" {
+		t.Errorf("echo after the failed check = %q", got)
+	}
 }

@@ -336,7 +336,7 @@ func (p *Pool) probe(inst *instance, g *generation) {
 	p.mu.Lock()
 	defer p.unlock()
 	detail := fmt.Sprintf("the child was wedged: a call timed out and a ping got no answer within %s, so it was killed; the next call starts a new one", p.opts.ProbeTimeout)
-	p.probeLocked(inst, g, p.opts.ProbeTimeout, detail, nil)
+	p.probeLocked(inst, g, p.opts.ProbeTimeout, detail, nil, nil)
 }
 
 // probeOnce pings g, bounded by timeout, and kills it as wedged (detail
@@ -349,6 +349,12 @@ func (p *Pool) probeOnce(inst *instance, g *generation, timeout time.Duration, d
 	if err == nil || isRPCError(err) || !timedOut {
 		return false // it answered, or it is gone and its watcher has it
 	}
+	return p.killWedged(inst, g, timeout, detail)
+}
+
+// killWedged marks g, inst's child, wedged (detail says why) and kills it;
+// false if it is no longer inst's ready child.
+func (p *Pool) killWedged(inst *instance, g *generation, timeout time.Duration, detail string) bool {
 	p.mu.Lock()
 	if inst.phase != phaseReady || inst.gen != g {
 		p.unlock()

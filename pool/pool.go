@@ -105,9 +105,15 @@ type Server struct {
 	// Keys are the targets known before any call (a global server's).
 	// A change of these alone replaces no instance.
 	HealthInterval, HealthTimeout time.Duration `json:"-"`
-	Min                           int           `json:"-"`
-	Warm                          bool          `json:"-"`
-	Keys                          []Target      `json:"-"`
+	// HealthURL, on a url server with a HealthInterval, is fetched (GET,
+	// with no headers and no sign-in) at each health check after the
+	// ping; an answer other than HealthExpect (0 = 200), or none within
+	// HealthTimeout, fails the check as an unanswered ping does.
+	HealthURL    string   `json:"-"`
+	HealthExpect int      `json:"-"`
+	Min          int      `json:"-"`
+	Warm         bool     `json:"-"`
+	Keys         []Target `json:"-"`
 
 	// Revision is opaque to the pool. Its owner bumps it when what the
 	// definition runs changed while the definition did not (a nix: command

@@ -9,6 +9,7 @@ const (
 	HeaderLease         = "Mcpx-Lease"          // a remote caller's pid-style lifetime
 	HeaderPid           = "Mcpx-Pid"            // the caller's pid; trusted from unix-socket callers only
 	HeaderScope         = "Mcpx-Scope"          // a scope asked for instead of the server's; its scopePolicy decides
+	HeaderScopeFrom     = "Mcpx-Scope-From"     // where Mcpx-Scope came from: flag, env, script (none = api)
 )
 
 // HeaderInfo describes one caller-context header, for generated documents.
@@ -23,7 +24,8 @@ var callerHeaders = []HeaderInfo{
 	{HeaderSession, false, "The caller's session id (the CLI sends $MCPX_SESSION_ID). Session scopes are keyed by it; a non-owner's ids are namespaced by its name."},
 	{HeaderParentSession, false, "The session that started the caller's session (the CLI sends $MCPX_PARENT_SESSION_ID); parent-session scopes are keyed by it."},
 	{HeaderLease, false, "A lease id from POST /v1/leases (the CLI sends $MCPX_LEASE): pid scopes are keyed by it, preferred to Mcpx-Pid, and their instances stop when it ends. A lease that expired, was released or is another caller's is refused (bad-request)."},
-	{HeaderScope, false, "A scope (global, repo, worktree, cwd, session, parent-session, pid, call) to use instead of the server's configured one (the CLI sends --scope or $MCPX_SCOPE). Allowed only when the server's scopePolicy.allowOverride is true and scopePolicy.allow names it; otherwise forbidden, naming the policy field."},
+	{HeaderScope, false, "A scope (global, repo, worktree, cwd, session, parent-session, pid, call) to use instead of the server's configured one (the CLI sends --scope or $MCPX_SCOPE). Allowed only when the server's scopePolicy.allowOverride is true (or names the caller's kind, Mcpx-Scope-From) and scopePolicy.allow names it, and pool.scopePolicy, if set, allows it too; otherwise forbidden, naming the policy field."},
+	{HeaderScopeFrom, false, "Where Mcpx-Scope came from, as the caller declares it: flag (the CLI's --scope), env (the CLI's $MCPX_SCOPE) script (a script's; the run's relay sets it on what it forwards) or api; absent = api. A scopePolicy.allowOverride that lists caller kinds takes overrides only from those. Anything else is refused (bad-request)."},
 	{HeaderPid, true, "The caller's process id, honoured from unix-socket callers only, and only when it is the connecting process or one of its ancestors (else 400); ignored over TCP."},
 }
 

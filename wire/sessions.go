@@ -31,6 +31,27 @@ type SessionCreator struct {
 	Owner bool   `json:"owner"`          // the daemon's own user
 	Host  string `json:"host,omitempty"` // the machine it ran on, when known (the broker's for local callers)
 	Cwd   string `json:"cwd,omitempty"`  // its declared cwd
+	// Pid is its process (a local caller's only), User the login name of
+	// a local caller's uid, ParentSession the Mcpx-Parent-Session it
+	// declared, Client its User-Agent (mcpx/<version> from the mcpx CLI).
+	Pid           int    `json:"pid,omitempty"`
+	User          string `json:"user,omitempty"`
+	ParentSession string `json:"parentSession,omitempty"`
+	Client        string `json:"client,omitempty"`
+}
+
+// SessionAttachment is one process's use of a session: from its first
+// call (At) until it detached (Ended, End), if it has.
+type SessionAttachment struct {
+	At    time.Time  `json:"at"`
+	Pid   int        `json:"pid,omitempty"` // absent for a remote caller
+	Cwd   string     `json:"cwd,omitempty"`
+	Ended *time.Time `json:"ended,omitempty"`
+	// End is how it ended: "released" (its lease released), "killed"
+	// (the session stopped by request), "idle" (its instances reaped for
+	// idleness), "pid-gone" (its process exited) or "expired" (its lease
+	// ran out).
+	End string `json:"end,omitempty"`
 }
 
 // Session is one caller-owned scope key (session:, psession:, lease: or
@@ -47,6 +68,10 @@ type Session struct {
 	LastUsed    time.Time      `json:"lastUsed"`
 	Calls       int64          `json:"calls"`
 	Instances   []Instance     `json:"instances"`
+	// History is who attached and how each detached, oldest first: the
+	// newest 32; Dropped counts the older ones let go.
+	History []SessionAttachment `json:"history,omitempty"`
+	Dropped int                 `json:"dropped,omitempty"`
 }
 
 // SessionList is the /v1/sessions document: the caller's own sessions, or

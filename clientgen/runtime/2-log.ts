@@ -399,6 +399,7 @@ function $declare(o: Connection, headers: { [name: string]: string }): void {
     [@@HeaderParentSession@@, o.parentSession ?? $env("MCPX_PARENT_SESSION_ID")],
     [@@HeaderLease@@, o.lease ?? $env("MCPX_LEASE")],
     [@@HeaderScope@@, o.scope ?? $env("MCPX_SCOPE")],
+    [@@HeaderScopeFrom@@, (o.scope ?? $env("MCPX_SCOPE")) ? "script" : undefined],
     // W3C trace context: `mcpx run --trace` starts a trace and sets it.
     ["traceparent", $env("TRACEPARENT")],
   ];

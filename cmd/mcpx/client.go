@@ -19,6 +19,7 @@ import (
 // brokerOpts are the flags that say which broker to talk to, and how.
 type brokerOpts struct {
 	addr      string // --broker
+	remote    string // --remote: a broker saved in the client config
 	tsnet     bool   // --tsnet: reach a tailnet name through an embedded node
 	tokenFile string // --token-file
 	config    string // --config: the daemon of this config file (paths.Of)
@@ -30,7 +31,8 @@ type brokerOpts struct {
 // brokerFlag registers --broker, --tsnet and --token-file on fs.
 func brokerFlag(fs *flag.FlagSet) *brokerOpts {
 	bo := new(brokerOpts)
-	fs.StringVar(&bo.addr, "broker", "", "the daemon: a unix socket path, an http(s):// URL, or a tailnet name such as sandbox (default $MCPX_BROKER, else the default socket)")
+	fs.StringVar(&bo.addr, "broker", "", "the daemon: a unix socket path, an http(s):// URL, or a tailnet name such as sandbox (default $MCPX_BROKER, else the default remote, else the default socket)")
+	fs.StringVar(&bo.remote, "remote", "", "a broker saved with `mcpx remote add` (default $MCPX_REMOTE, else the default remote); local = the local daemon")
 	fs.BoolVar(&bo.tsnet, "tsnet", false, "reach a tailnet --broker through an embedded tailnet node (state in <state dir>/tsnet-client) rather than this machine's tailscaled")
 	fs.StringVar(&bo.tokenFile, "token-file", "", "file holding the bearer token for an http(s) or tailnet broker (default $MCPX_TOKEN)")
 	if fs.Lookup("config") == nil { // `mcpx config --sources` has its own --config
@@ -45,6 +47,9 @@ func brokerFlag(fs *flag.FlagSet) *brokerOpts {
 // (closed when the command ends). Other addresses are not dialled until
 // the first request.
 func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Client, error) {
+	if err := bo.resolve(c); err != nil {
+		return nil, err
+	}
 	addr := bo.addr
 	if addr == "" {
 		addr = c.getenv("MCPX_BROKER")
@@ -59,7 +64,7 @@ func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Clien
 	}
 	if bo.standalone {
 		if bo.addr != "" || bo.tsnet {
-			return nil, fmt.Errorf("--standalone runs the pool in this process: drop --broker / --tsnet")
+			return nil, fmt.Errorf("--standalone runs the pool in this process: drop --broker / --remote / --tsnet")
 		}
 		if addr, err = startStandalone(ctx, c, chosen.Config); err != nil {
 			return nil, err
@@ -170,6 +175,7 @@ func (o callerOpts) caller(c *cli) (client.Caller, error) {
 		ParentSession: c.getenv("MCPX_PARENT_SESSION_ID"),
 		Lease:         cmp.Or(o.lease, c.getenv("MCPX_LEASE")),
 		Scope:         cmp.Or(o.scope, c.getenv("MCPX_SCOPE")),
+		ScopeFrom:     scopeFrom(o.scope, c.getenv("MCPX_SCOPE")),
 		// The CLI lives for one call; a pid-scoped instance belongs to the
 		// process that runs it (the shell or the agent), so send the parent.
 		Pid: os.Getppid(),
@@ -261,4 +267,16 @@ func problemText(p *wire.Problem) string {
 		s += fmt.Sprintf(" (%d %s)", p.Status, p.Kind())
 	}
 	return s
+}
+
+// scopeFrom is the kind of caller a scope override comes from: the --scope
+// flag, else $MCPX_SCOPE (Mcpx-Scope-From).
+func scopeFrom(flagValue, env string) string {
+	switch {
+	case flagValue != "":
+		return "flag"
+	case env != "":
+		return "env"
+	}
+	return ""
 }

@@ -76,6 +76,7 @@ func commands() []command {
 		{"refresh", "[--json] [server]", "drop the schema cache of a server (or of all) and list the tools of their running children again", refreshCmd},
 		{"reload", "", "make the daemon read its config again (a config with errors is refused)", reloadCmd},
 		{"nix", "ls|refresh <server>|gc [--json]", "list nix: servers with their locked rev and store path, re-resolve one (its instances are replaced), or drop unused cache entries", nixCmd},
+		{"remote", "add <name> [address] [--tsnet] [--token-file F] [--default] | ls [--json] | rm <name> | default [<name>|--none]", "save brokers on other machines by name in the client config; `mcpx --remote <name> <command>` (or $MCPX_REMOTE, or the default remote) talks to one", remoteCmd},
 		{"fleet", "ls [--json] [--tag t | --probe] [--tsnet] [--broker B]", "list the brokers on the tailnet (tagged tag:mcpx, or found by probing) with their servers, instances and health", fleetCmd},
 		{"auth", "login <server> [--no-browser] [--port N] | status [--json] | logout <server> | client-metadata <https-url> [--port N] [--serve ADDR]", "sign in to a url server behind OAuth (the browser and its redirect on this machine), show the sign-ins, sign out, or print (or serve) mcpx's client metadata document for the URL you publish it at (docs/oauth.md)", authCmd},
 		{"whoami", "[--json]", "show how the broker sees this caller: identity and rights", whoamiCmd},
@@ -98,7 +99,11 @@ func commands() []command {
 
 // run is mcpx's main, minus the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return runCLI(ctx, &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}, args)
+}
+
+// runCLI runs the command of args in c's environment.
+func runCLI(ctx context.Context, c *cli, args []string) int {
 	defer func() {
 		for _, f := range slices.Backward(c.closers) {
 			f()

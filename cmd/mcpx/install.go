@@ -106,6 +106,11 @@ func installCmd(_ context.Context, c *cli, args []string) int {
 // An HTTP entry of the local daemon gets an owner token of its own
 // (pendingToken).
 func mcpServer(c *cli, bo *brokerOpts, httpForm bool, state string, tok *pendingToken) (deploy.Server, []string, error) {
+	if bo.remote != "" { // the entry names the saved remote's broker itself
+		if err := bo.resolve(c); err != nil {
+			return deploy.Server{}, nil, err
+		}
+	}
 	_, tailnet := client.BrokerAddr(bo.addr)
 	return deploy.ServerFor(deploy.ServerOptions{HTTP: httpForm, Broker: bo.addr, Tailnet: bo.addr != "" && tailnet, TSNet: bo.tsnet, TokenFile: bo.tokenFile,
 		Token: func() (string, error) { return brokerToken(c, bo.tokenFile) },

@@ -167,8 +167,36 @@ func printSession(c *cli, s *wire.Session, now time.Time) {
 	cr := s.Creator
 	where := strings.TrimSpace(strings.Join([]string{cr.Host, cr.Cwd}, " "))
 	fmt.Fprintf(c.stdout, "creator: %s via %s %s\n", orDash(cr.Name), orDash(cr.Via), where)
+	var more []string
+	for _, kv := range [][2]string{{"pid", pid(cr.Pid)}, {"user", cr.User}, {"parent session", cr.ParentSession}, {"client", cr.Client}} {
+		if kv[1] != "" && kv[1] != "-" {
+			more = append(more, kv[0]+" "+kv[1])
+		}
+	}
+	if len(more) > 0 {
+		fmt.Fprintf(c.stdout, "         %s\n", strings.Join(more, ", "))
+	}
 	fmt.Fprintf(c.stdout, "created: %s ago, last used %s ago, %d calls\n", human(now.Sub(s.Created)), human(now.Sub(s.LastUsed)), s.Calls)
+	printHistory(c, s, now)
 	printInstances(c, s.Instances, now)
+}
+
+// printHistory lists who attached to s and how each detached.
+func printHistory(c *cli, s *wire.Session, now time.Time) {
+	if len(s.History) == 0 {
+		return
+	}
+	fmt.Fprintln(c.stdout, "history:")
+	if s.Dropped > 0 {
+		fmt.Fprintf(c.stdout, "  (%d older attachments not kept)\n", s.Dropped)
+	}
+	for _, a := range s.History {
+		end := "attached"
+		if a.Ended != nil {
+			end = fmt.Sprintf("%s %s ago", a.End, human(now.Sub(*a.Ended)))
+		}
+		fmt.Fprintf(c.stdout, "  %s ago  pid %s  %s  %s\n", human(now.Sub(a.At)), pid(a.Pid), orDash(a.Cwd), end)
+	}
 }
 
 // leaseCmd is `mcpx lease run [--ttl 30s] [--json] -- <cmd> [args…]`: run

@@ -139,6 +139,13 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	for _, k := range hopHeaders {
 		h.Del(k)
 	}
+	// What the script sends is the script's, whatever it declares: a
+	// scopePolicy that takes overrides from some caller kinds only must
+	// not take the script's for the CLI's.
+	h.Del(wire.HeaderScopeFrom)
+	if h.Get(wire.HeaderScope) != "" {
+		h.Set(wire.HeaderScopeFrom, "script")
+	}
 	if cwd := h.Get(wire.HeaderCwd); cwd != "" {
 		mapped, ok := r.paths.Map(cwd)
 		if !ok {

@@ -735,6 +735,7 @@ function $declare(o: Connection, headers: { [name: string]: string }): void {
     ["Mcpx-Parent-Session", o.parentSession ?? $env("MCPX_PARENT_SESSION_ID")],
     ["Mcpx-Lease", o.lease ?? $env("MCPX_LEASE")],
     ["Mcpx-Scope", o.scope ?? $env("MCPX_SCOPE")],
+    ["Mcpx-Scope-From", (o.scope ?? $env("MCPX_SCOPE")) ? "script" : undefined],
     // W3C trace context: `mcpx run --trace` starts a trace and sets it.
     ["traceparent", $env("TRACEPARENT")],
   ];
