@@ -21,6 +21,8 @@ func call(ctx context.Context, c *cli, args []string) int {
 	fs := newFlags(c, "call")
 	brokerAddr := brokerFlag(fs)
 	standaloneFlag(fs, brokerAddr)
+	chain := addChainPathFlags(fs)
+	brokerAddr.chain = &chain
 	noAutostart := autostartFlag(fs)
 	asJSON := fs.Bool("json", false, "print the raw CallToolResult JSON")
 	progress := fs.Bool("progress", false, "print progress to stderr (default: when stderr is a terminal)")
@@ -38,6 +40,9 @@ func call(ctx context.Context, c *cli, args []string) int {
 	}
 	if *logLevel != "" && !slices.Contains(wire.MCPLogLevels(), *logLevel) {
 		return usageError(c, fs, "--log-level %q is not one of %s", *logLevel, strings.Join(wire.MCPLogLevels(), ", "))
+	}
+	if (*chain.override != "" || *chain.fallback != "") && !brokerAddr.standalone {
+		return usageError(c, fs, "--override-paths and --fallback-paths shape the config chain of a pool this command runs: add --standalone (a running daemon's chain is its own: mcpx serve --override-paths …)")
 	}
 	if len(pos) < 1 || len(pos) > 2 {
 		return usageError(c, fs, "want <server>.<tool> and optional JSON arguments")

@@ -26,6 +26,9 @@ type brokerOpts struct {
 	// standalone (--standalone, standalone.go): serve the command from a
 	// pool in this process, not a daemon.
 	standalone bool
+	// chain: the command's --override-paths and --fallback-paths, which a
+	// --standalone pool takes as its own (nil: the command has none).
+	chain *chainFlagValues
 }
 
 // brokerFlag registers --broker, --tsnet and --token-file on fs.
@@ -66,7 +69,7 @@ func newBrokerClient(ctx context.Context, c *cli, bo *brokerOpts) (*client.Clien
 		if bo.addr != "" || bo.tsnet {
 			return nil, fmt.Errorf("--standalone runs the pool in this process: drop --broker / --remote / --tsnet")
 		}
-		if addr, err = startStandalone(ctx, c, chosen.Config); err != nil {
+		if addr, err = startStandalone(ctx, c, chosen.Config, bo.chain); err != nil {
 			return nil, err
 		}
 	}

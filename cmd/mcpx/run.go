@@ -75,6 +75,7 @@ func scriptFlagSet(fs *flag.FlagSet) *scriptFlags {
 	}
 	sf.trace = traceFlag(fs)
 	sf.chain = addChainPathFlags(fs)
+	sf.broker.chain = &sf.chain
 	standaloneFlag(fs, sf.broker)
 	fs.Var(&sf.prefix, "prefix", "a line to run before the script (repeatable; - = the config chain's script.prefix lines there; without -, they are replaced)")
 	fs.Var(&sf.env, "env", "KEY=VALUE in the script's environment (repeatable; over the config chain's script.env)")

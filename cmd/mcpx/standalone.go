@@ -25,10 +25,12 @@ const standaloneWait = 30 * time.Second
 
 // startStandalone runs `mcpx serve` in this process, for this command
 // alone: on a socket and state directory of a new temporary directory, no
-// TCP, with the config of --config ($MCPX_CONFIG, else the default). It
+// TCP, with the config of --config ($MCPX_CONFIG, else the default) and
+// the command's --override-paths and --fallback-paths (else their
+// variables). It
 // returns the socket; the daemon is stopped (its children with it) and the
 // directory removed by c's closers, when the command returns.
-func startStandalone(ctx context.Context, c *cli, config string) (string, error) {
+func startStandalone(ctx context.Context, c *cli, config string, chain *chainFlagValues) (string, error) {
 	dir, err := os.MkdirTemp("", "mcpx-standalone-")
 	if err != nil {
 		return "", fmt.Errorf("--standalone: %w", err)
@@ -37,6 +39,9 @@ func startStandalone(ctx context.Context, c *cli, config string) (string, error)
 	args := []string{"--socket", sock, "--state-dir", filepath.Join(dir, "state"), "--listen", "off"}
 	if config != "" {
 		args = append(args, "--config", config)
+	}
+	if chain != nil {
+		args = append(args, "--override-paths", *chain.override, "--fallback-paths", *chain.fallback)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	log := new(logTail) // the daemon's own log: shown only if it fails to start
