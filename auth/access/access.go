@@ -1,0 +1,253 @@
+// Package access keeps the access tokens of the daemon's public face
+// (docs/public.md): opaque bearer secrets, each bound to one resource
+// (RFC 8707: the public URL of /mcp or of /mcp/<server>), one OAuth client,
+// the scopes it was granted, the rights its approver gave it (package
+// rights, never more than the approver's own) and an expiry.
+//
+//	st, err := access.Open(filepath.Join(state, "auth"))
+//	secret, tok, err := st.Issue(access.Grant{Client: "https://app.example/cm.json", Resource: "https://mcpx.example/mcp",
+//		Scopes: []string{"mcp"}, Rights: rights.Rights{{Servers: []string{"github"}}}, TTL: time.Hour})
+//	tok, err = st.Check(secret) // on every request of the public face
+//	err = st.Revoke(tok.ID)      // refused from the next request on
+//
+// # At rest
+//
+// The file (TokensFile, mode 0600 in a 0700 directory, replaced
+// atomically) holds each token's record and the SHA-256 of its secret,
+// never the secret: a secret is 256 random bits, so its hash is as good as
+// a password's slow hash (as package auth/owner keeps the owner's tokens).
+// Expired tokens are dropped whenever the file is written. The daemon is
+// the file's only writer.
+package access
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"mcpx.dev/mcpx/auth/rights"
+	"mcpx.dev/mcpx/internal/atomicfile"
+)
+
+// TokensFile is the file, in Open's directory, that holds the tokens.
+const TokensFile = "public-tokens.json"
+
+// Prefix begins every access token's secret: it tells one from the
+// owner's tokens ("mcpx_") and from a signed token, and makes a leaked one
+// easy to search for.
+const Prefix = "mcpxat_"
+
+// MaxTTL bounds a token's life, whatever its grant asks.
+const MaxTTL = 24 * time.Hour
+
+// Errors of Check. None says anything about the tokens there are.
+var (
+	ErrMalformed = errors.New("the bearer token is not an access token of this broker")
+	ErrUnknown   = errors.New("the access token is unknown or was revoked")
+	ErrExpired   = errors.New("the access token has expired")
+)
+
+// Grant is what a token is issued for.
+type Grant struct {
+	Client     string        // the OAuth client's id (a CIMD URL, or a registered id)
+	ClientName string        // what the client calls itself, for listings; "" = Client
+	Resource   string        // the resource the token is bound to (RFC 8707)
+	Scopes     []string      // the scopes granted
+	Rights     rights.Rights // what the bearer may use: the approver's, narrowed by consent
+	Approver   string        // who approved it (a tailnet login, "owner")
+	TTL        time.Duration // how long it lives; 0 or more than MaxTTL = MaxTTL
+}
+
+// Token is an issued token's record: everything but its secret.
+type Token struct {
+	ID         string        `json:"id"` // short, for listing and revoking; not a secret
+	Client     string        `json:"client"`
+	ClientName string        `json:"clientName,omitempty"`
+	Resource   string        `json:"resource"`
+	Scopes     []string      `json:"scopes"`
+	Rights     rights.Rights `json:"rights"`
+	Approver   string        `json:"approver,omitempty"`
+	Created    time.Time     `json:"created"`
+	Expires    time.Time     `json:"expires"`
+	SHA256     string        `json:"sha256"` // of the secret
+}
+
+// HasScope reports whether the token was granted scope.
+func (t Token) HasScope(scope string) bool { return slices.Contains(t.Scopes, scope) }
+
+type file struct {
+	Tokens []Token `json:"tokens"`
+}
+
+// Store is one directory's access tokens. Its methods are safe for
+// concurrent use.
+type Store struct {
+	dir string
+	now func() time.Time
+
+	mu     sync.Mutex
+	byHash map[string]Token // guarded by mu
+}
+
+// Open returns the tokens kept in dir, reading what is there.
+func Open(dir string) (*Store, error) {
+	s := &Store{dir: dir, now: time.Now, byHash: map[string]Token{}}
+	b, err := os.ReadFile(filepath.Join(dir, TokensFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return s, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the public face's access tokens: %w", err)
+	}
+	var f file
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w (remove the file: every client of the public face then signs in again)", filepath.Join(dir, TokensFile), err)
+	}
+	for _, t := range f.Tokens {
+		s.byHash[t.SHA256] = t
+	}
+	return s, nil
+}
+
+// SetClock replaces the store's clock (tests).
+func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
+// Issue makes a token for g and returns its secret, which is not kept.
+func (s *Store) Issue(g Grant) (string, Token, error) {
+	switch {
+	case g.Client == "":
+		return "", Token{}, errors.New("an access token needs a client")
+	case g.Resource == "":
+		return "", Token{}, errors.New("an access token needs a resource")
+	}
+	ttl := g.TTL
+	if ttl <= 0 || ttl > MaxTTL {
+		ttl = MaxTTL
+	}
+	secret := Prefix + random(32)
+	now := s.now().UTC()
+	t := Token{ID: random(9), Client: g.Client, ClientName: g.ClientName, Resource: g.Resource,
+		Scopes: slices.Clone(g.Scopes), Rights: g.Rights, Approver: g.Approver,
+		Created: now.Truncate(time.Second), Expires: now.Add(ttl), SHA256: hash(secret)}
+	if t.Rights == nil {
+		t.Rights = rights.None()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byHash[t.SHA256] = t
+	if err := s.saveLocked(); err != nil {
+		delete(s.byHash, t.SHA256)
+		return "", Token{}, err
+	}
+	return secret, t, nil
+}
+
+// Check returns the token whose secret this is. Its error is ErrMalformed,
+// ErrUnknown or ErrExpired.
+func (s *Store) Check(secret string) (Token, error) {
+	if !strings.HasPrefix(secret, Prefix) || len(secret) > 128 {
+		return Token{}, ErrMalformed
+	}
+	s.mu.Lock()
+	t, ok := s.byHash[hash(secret)] // a map lookup by a hash leaks nothing of the secret
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return Token{}, ErrUnknown
+	case !s.now().Before(t.Expires):
+		return Token{}, ErrExpired
+	}
+	return t, nil
+}
+
+// Revoke removes the token of id; its secret is refused from the next
+// request on.
+func (s *Store) Revoke(id string) error {
+	return s.RevokeWhere(func(t Token) bool { return t.ID == id }, "no access token "+id+": `mcpx token ls` lists them")
+}
+
+// RevokeWhere removes every token match selects; none is the error when
+// none is selected ("" = no error then).
+func (s *Store) RevokeWhere(match func(Token) bool, none string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gone := map[string]Token{}
+	for h, t := range s.byHash {
+		if match(t) {
+			gone[h] = t
+			delete(s.byHash, h)
+		}
+	}
+	if len(gone) == 0 {
+		if none == "" {
+			return nil
+		}
+		return errors.New(none)
+	}
+	if err := s.saveLocked(); err != nil {
+		for h, t := range gone {
+			s.byHash[h] = t
+		}
+		return err
+	}
+	return nil
+}
+
+// List returns the live tokens, oldest first.
+func (s *Store) List() []Token {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var out []Token
+	for _, t := range s.byHash {
+		if now.Before(t.Expires) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b Token) int { return a.Created.Compare(b.Created) })
+	return out
+}
+
+// saveLocked writes the live tokens.
+func (s *Store) saveLocked() error {
+	now := s.now()
+	f := file{Tokens: []Token{}}
+	for h, t := range s.byHash {
+		if !now.Before(t.Expires) {
+			delete(s.byHash, h)
+			continue
+		}
+		f.Tokens = append(f.Tokens, t)
+	}
+	slices.SortFunc(f.Tokens, func(a, b Token) int { return strings.Compare(a.ID, b.ID) })
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("saving the public face's access tokens: %w", err)
+	}
+	b, _ := json.MarshalIndent(f, "", "  ")
+	if err := atomicfile.Write(filepath.Join(s.dir, TokensFile), append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("saving the public face's access tokens: %w", err)
+	}
+	return nil
+}
+
+func random(n int) string {
+	b := make([]byte, n)
+	rand.Read(b) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func hash(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
