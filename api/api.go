@@ -37,6 +37,7 @@ import (
 
 	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/api/metrics"
+	"mcpx.dev/mcpx/api/public"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/owner"
 	"mcpx.dev/mcpx/broker"
@@ -112,6 +113,9 @@ type Options struct {
 	// /v1/fleet; nil = not on a tailnet (the first answers "off", the
 	// second 503).
 	Tailnet *Tailnet
+	// Public is the public face's resource server (package api/public),
+	// served by NewFaces' Public handler; nil = no public face.
+	Public *public.Face
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -155,7 +159,7 @@ type server struct {
 // ConnContext (Serve and NewServer do that) for unix-socket callers to be
 // admitted.
 func New(opts Options) http.Handler {
-	return newServer(opts).mount(routes(), opts)
+	return NewFaces(opts).Private
 }
 
 // mount returns the handler of table, and gives the MCP endpoint code
