@@ -49,7 +49,7 @@ func (f *Face) check(server, authz string) (access.Token, error) {
 	switch {
 	case errors.Is(err, access.ErrExpired):
 		return access.Token{}, f.invalid("the access token has expired: refresh it or sign in again")
-	case err != nil:
+	case err != nil || tok.Refresh:
 		return access.Token{}, f.invalid("the access token is not one this server issued, or it was revoked: sign in again")
 	case tok.Resource != f.Resource("") && tok.Resource != f.Resource(server):
 		return access.Token{}, f.invalid("the access token was issued for another resource; this one is " + f.Resource(server))

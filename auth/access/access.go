@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,13 +82,20 @@ type Token struct {
 	Created    time.Time     `json:"created"`
 	Expires    time.Time     `json:"expires"`
 	SHA256     string        `json:"sha256"` // of the secret
+	// Refresh marks a refresh token; Family is the sign-in both kinds
+	// descend from (revoked together); Rotated marks a refresh token
+	// already exchanged, whose reuse revokes its family.
+	Refresh bool   `json:"refresh,omitempty"`
+	Family  string `json:"family,omitempty"`
+	Rotated bool   `json:"rotated,omitempty"`
 }
 
 // HasScope reports whether the token was granted scope.
 func (t Token) HasScope(scope string) bool { return slices.Contains(t.Scopes, scope) }
 
 type file struct {
-	Tokens []Token `json:"tokens"`
+	Tokens  []Token  `json:"tokens"`
+	Clients []Client `json:"clients,omitempty"`
 }
 
 // Store is one directory's access tokens. Its methods are safe for
@@ -96,13 +104,14 @@ type Store struct {
 	dir string
 	now func() time.Time
 
-	mu     sync.Mutex
-	byHash map[string]Token // guarded by mu
+	mu      sync.Mutex
+	byHash  map[string]Token  // guarded by mu
+	clients map[string]Client // guarded by mu: by id
 }
 
 // Open returns the tokens kept in dir, reading what is there.
 func Open(dir string) (*Store, error) {
-	s := &Store{dir: dir, now: time.Now, byHash: map[string]Token{}}
+	s := &Store{dir: dir, now: time.Now, byHash: map[string]Token{}, clients: map[string]Client{}}
 	b, err := os.ReadFile(filepath.Join(dir, TokensFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -117,29 +126,98 @@ func Open(dir string) (*Store, error) {
 	for _, t := range f.Tokens {
 		s.byHash[t.SHA256] = t
 	}
+	for _, c := range f.Clients {
+		s.clients[c.ID] = c
+	}
 	return s, nil
 }
 
 // SetClock replaces the store's clock (tests).
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
 
-// Issue makes a token for g and returns its secret, which is not kept.
+// Issue makes an access token for g and returns its secret, which is not
+// kept.
 func (s *Store) Issue(g Grant) (string, Token, error) {
+	return s.issue(g, false, "")
+}
+
+// RefreshTTL is how long a refresh token lives.
+const RefreshTTL = 30 * 24 * time.Hour
+
+// IssuePair makes an access token and a refresh token of one new family
+// for g and returns their secrets.
+func (s *Store) IssuePair(g Grant) (access, refresh string, tok Token, err error) {
+	family := random(9)
+	access, tok, err = s.issue(g, false, family)
+	if err != nil {
+		return "", "", Token{}, err
+	}
+	refresh, _, err = s.issue(g, true, family)
+	return access, refresh, tok, err
+}
+
+// ErrReused is Rotate's error for a refresh token already exchanged: its
+// whole family is revoked, since one of its two holders is a thief.
+var ErrReused = errors.New("the refresh token was already used; every token of that sign-in is revoked: sign in again")
+
+// Rotate exchanges a live refresh token of client for a new access token
+// and refresh token of the same family and grant, and marks it used. A
+// used one revokes its family (ErrReused).
+func (s *Store) Rotate(secret, client string) (access, refresh string, tok Token, err error) {
+	old, err := s.Check(secret)
+	switch {
+	case err != nil:
+		return "", "", Token{}, err
+	case !old.Refresh || old.Client != client:
+		return "", "", Token{}, ErrUnknown
+	}
+	s.mu.Lock()
+	cur, ok := s.byHash[old.SHA256]
+	reused := ok && cur.Rotated
+	if ok && !reused {
+		cur.Rotated = true
+		s.byHash[old.SHA256] = cur
+		err = s.saveLocked()
+	}
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return "", "", Token{}, ErrUnknown
+	case reused:
+		s.RevokeWhere(func(t Token) bool { return t.Family == old.Family }, "") //nolint:errcheck // refused either way
+		return "", "", Token{}, ErrReused
+	case err != nil:
+		return "", "", Token{}, err
+	}
+	g := Grant{Client: old.Client, ClientName: old.ClientName, Resource: old.Resource, Scopes: old.Scopes, Rights: old.Rights,
+		Approver: old.Approver, TTL: time.Hour}
+	if access, tok, err = s.issue(g, false, old.Family); err != nil {
+		return "", "", Token{}, err
+	}
+	g.TTL = old.Expires.Sub(s.now()) // the family lives no longer than its first refresh token
+	refresh, _, err = s.issue(g, true, old.Family)
+	return access, refresh, tok, err
+}
+
+func (s *Store) issue(g Grant, refresh bool, family string) (string, Token, error) {
 	switch {
 	case g.Client == "":
 		return "", Token{}, errors.New("an access token needs a client")
 	case g.Resource == "":
 		return "", Token{}, errors.New("an access token needs a resource")
 	}
-	ttl := g.TTL
-	if ttl <= 0 || ttl > MaxTTL {
-		ttl = MaxTTL
+	ttl, max := g.TTL, MaxTTL
+	if refresh {
+		max = RefreshTTL
+	}
+	if ttl <= 0 || ttl > max {
+		ttl = max
 	}
 	secret := Prefix + random(32)
 	now := s.now().UTC()
 	t := Token{ID: random(9), Client: g.Client, ClientName: g.ClientName, Resource: g.Resource,
 		Scopes: slices.Clone(g.Scopes), Rights: g.Rights, Approver: g.Approver,
-		Created: now.Truncate(time.Second), Expires: now.Add(ttl), SHA256: hash(secret)}
+		Created: now.Truncate(time.Second), Expires: now.Add(ttl), SHA256: hash(secret), Refresh: refresh, Family: family}
 	if t.Rights == nil {
 		t.Rights = rights.None()
 	}
@@ -222,7 +300,8 @@ func (s *Store) List() []Token {
 // saveLocked writes the live tokens.
 func (s *Store) saveLocked() error {
 	now := s.now()
-	f := file{Tokens: []Token{}}
+	f := file{Tokens: []Token{}, Clients: slices.Collect(maps.Values(s.clients))}
+	slices.SortFunc(f.Clients, func(a, b Client) int { return strings.Compare(a.ID, b.ID) })
 	for h, t := range s.byHash {
 		if !now.Before(t.Expires) {
 			delete(s.byHash, h)

@@ -117,3 +117,65 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestRotate: a refresh token is exchanged once for a new pair of its
+// family; exchanging it again revokes the family, the new pair included;
+// another client cannot use it.
+func TestRotate(t *testing.T) {
+	t.Parallel()
+	st, err := access.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := access.Grant{Client: "c1", Resource: "https://m.example/mcp", Scopes: []string{"mcp"}, Rights: rights.Rights{{Servers: []string{"demo"}}}}
+	at, rt, _, err := st.IssuePair(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := st.Rotate(rt, "c2"); !errors.Is(err, access.ErrUnknown) {
+		t.Fatalf("another client's rotation: %v", err)
+	}
+	if _, _, _, err := st.Rotate(at, "c1"); !errors.Is(err, access.ErrUnknown) {
+		t.Fatalf("rotating an access token: %v", err)
+	}
+	at2, rt2, tok2, err := st.Rotate(rt, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tok2.Rights.MayUse("demo") || tok2.Rights.MayUse("x") || tok2.Resource != g.Resource {
+		t.Fatalf("the rotated token's grant: %+v", tok2)
+	}
+	if _, err := st.Check(at2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := st.Rotate(rt, "c1"); !errors.Is(err, access.ErrReused) {
+		t.Fatalf("reuse: %v", err)
+	}
+	for _, s := range []string{at, at2, rt2} {
+		if _, err := st.Check(s); !errors.Is(err, access.ErrUnknown) {
+			t.Errorf("after reuse a token of the family lives: %v", err)
+		}
+	}
+}
+
+func TestRegister(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := access.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Register("app", []string{"https://app.example/cb", "http://127.0.0.1:3000/cb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2, _ := access.Open(dir)
+	if got, ok := st2.Client(c.ID); !ok || got.Name != "app" || len(got.RedirectURIs) != 2 {
+		t.Fatalf("after reopening: %+v %v", got, ok)
+	}
+	for _, bad := range [][]string{nil, {"http://app.example/cb"}, {"https://app.example/cb#x"}, {"javascript:alert(1)"}, {"/cb"}} {
+		if _, err := st.Register("x", bad); err == nil {
+			t.Errorf("registered redirects %q", bad)
+		}
+	}
+}
