@@ -61,6 +61,7 @@ type Face struct {
 	tokens *access.Store
 	log    *slog.Logger
 	limit  *limiter
+	authz  *authz
 }
 
 // CheckURL says what is wrong with a public URL, if anything.
@@ -90,7 +91,7 @@ func New(opts Options) (*Face, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Face{origin: origin, tokens: opts.Tokens, log: log, limit: newLimiter(opts.Limit)}, nil
+	return &Face{origin: origin, tokens: opts.Tokens, log: log, limit: newLimiter(opts.Limit), authz: newAuthz()}, nil
 }
 
 // Origin is the public face's origin, e.g. "https://mcpx.example.com".
@@ -130,7 +131,7 @@ func ServerPath(path string) (string, bool) {
 // Owns reports whether path is one the face answers itself (ServeHTTP).
 func (f *Face) Owns(path string) bool {
 	_, ok := prmServer(path)
-	return ok
+	return ok || asPaths[path]
 }
 
 // prmServer returns the server whose metadata path is path ("" = /mcp).
@@ -157,6 +158,9 @@ type prm struct {
 
 // ServeHTTP answers the paths Owns reports.
 func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.serveAS(w, r) {
+		return
+	}
 	server, ok := prmServer(r.URL.Path)
 	if !ok {
 		http.NotFound(w, r)

@@ -146,14 +146,28 @@ const RefreshTTL = 30 * 24 * time.Hour
 
 // IssuePair makes an access token and a refresh token of one new family
 // for g and returns their secrets.
-func (s *Store) IssuePair(g Grant) (access, refresh string, tok Token, err error) {
+// The access token lives accessTTL (at most g.TTL); the refresh token
+// g.TTL (0 = RefreshTTL), and so does the family.
+func (s *Store) IssuePair(g Grant, accessTTL time.Duration) (access, refresh string, tok Token, err error) {
 	family := random(9)
-	access, tok, err = s.issue(g, false, family)
+	a := g
+	if a.TTL <= 0 || accessTTL < a.TTL {
+		a.TTL = accessTTL
+	}
+	access, tok, err = s.issue(a, false, family)
 	if err != nil {
 		return "", "", Token{}, err
 	}
 	refresh, _, err = s.issue(g, true, family)
 	return access, refresh, tok, err
+}
+
+// RevokeFamily revokes t and every token of its sign-in.
+func (s *Store) RevokeFamily(t Token) error {
+	if t.Family == "" {
+		return s.Revoke(t.ID)
+	}
+	return s.RevokeWhere(func(x Token) bool { return x.Family == t.Family }, "")
 }
 
 // ErrReused is Rotate's error for a refresh token already exchanged: its
@@ -190,7 +204,7 @@ func (s *Store) Rotate(secret, client string) (access, refresh string, tok Token
 		return "", "", Token{}, err
 	}
 	g := Grant{Client: old.Client, ClientName: old.ClientName, Resource: old.Resource, Scopes: old.Scopes, Rights: old.Rights,
-		Approver: old.Approver, TTL: time.Hour}
+		Approver: old.Approver, TTL: min(time.Hour, old.Expires.Sub(s.now()))}
 	if access, tok, err = s.issue(g, false, old.Family); err != nil {
 		return "", "", Token{}, err
 	}

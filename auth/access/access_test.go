@@ -128,7 +128,7 @@ func TestRotate(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := access.Grant{Client: "c1", Resource: "https://m.example/mcp", Scopes: []string{"mcp"}, Rights: rights.Rights{{Servers: []string{"demo"}}}}
-	at, rt, _, err := st.IssuePair(g)
+	at, rt, _, err := st.IssuePair(g, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
