@@ -143,6 +143,7 @@ type server struct {
 	logFile     *daemonlog.File // Options.Log; may be nil
 	tailnet     *Tailnet        // Options.Tailnet; may be nil
 	mcp         *mcp.Server     // Options.MCP; may be nil
+	public      *public.Face    // Options.Public; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -201,6 +202,7 @@ func newServer(opts Options) *server {
 		callFeed:    &callFeed{},
 		tailnet:     opts.Tailnet,
 		mcp:         opts.MCP,
+		public:      opts.Public,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
