@@ -56,7 +56,6 @@ type pending struct {
 	expires                                           time.Time
 	approved                                          *Approval
 	denied                                            bool
-	code                                              string // issued once approved: sha256 of it is codes' key
 }
 
 // Approval is what the owner approved an authorization with.
