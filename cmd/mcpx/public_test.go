@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"mcpx.dev/mcpx/auth/access"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/client"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/internal/testing/testenv"
@@ -148,4 +150,33 @@ func selfSigned(t *testing.T, dir string) (cert, key string, pool *x509.CertPool
 	pool = x509.NewCertPool()
 	pool.AddCert(c)
 	return cert, key, pool
+}
+
+// TestTokenLsListsPublicTokens: `mcpx token ls`'s table of the public
+// face's tokens names each live access token's id, client, resource,
+// servers and approver, never a secret, and leaves out refresh tokens.
+func TestTokenLsListsPublicTokens(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	st, err := access.Open(filepath.Join(state, "auth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, rt, tok, err := st.IssuePair(access.Grant{Client: "mcpxc_x", ClientName: "Claude", Resource: "https://mcpx.test/mcp",
+		Scopes: []string{"mcp"}, Rights: rights.Rights{{Servers: []string{"notes"}}}, Approver: "local:1000"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := printPublicTokens(&cli{stdout: &out, getenv: func(string) string { return "" }}, state); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if !strings.Contains(s, tok.ID) || !strings.Contains(s, "Claude") || !strings.Contains(s, "https://mcpx.test/mcp") ||
+		!strings.Contains(s, "notes") || !strings.Contains(s, "local:1000") || strings.Count(s, "\n") != 4 {
+		t.Errorf("token ls:\n%s", s)
+	}
+	if strings.Contains(s, at) || strings.Contains(s, rt) {
+		t.Error("token ls prints a secret")
+	}
 }
