@@ -37,6 +37,7 @@ import (
 
 	"mcpx.dev/mcpx/api/mcp"
 	"mcpx.dev/mcpx/api/metrics"
+	"mcpx.dev/mcpx/api/public"
 	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/owner"
 	"mcpx.dev/mcpx/broker"
@@ -112,6 +113,9 @@ type Options struct {
 	// /v1/fleet; nil = not on a tailnet (the first answers "off", the
 	// second 503).
 	Tailnet *Tailnet
+	// Public is the public face's resource server (package api/public),
+	// served by NewFaces' Public handler; nil = no public face.
+	Public *public.Face
 }
 
 // server holds what every handler needs. It is immutable after New.
@@ -139,6 +143,7 @@ type server struct {
 	logFile     *daemonlog.File // Options.Log; may be nil
 	tailnet     *Tailnet        // Options.Tailnet; may be nil
 	mcp         *mcp.Server     // Options.MCP; may be nil
+	public      *public.Face    // Options.Public; may be nil
 	// openAPI is the broker's OpenAPI document, built on first use.
 	openAPIDoc func() ([]byte, error)
 	// toolDocs are the tool documents, built once per tool-list change.
@@ -155,7 +160,7 @@ type server struct {
 // ConnContext (Serve and NewServer do that) for unix-socket callers to be
 // admitted.
 func New(opts Options) http.Handler {
-	return newServer(opts).mount(routes(), opts)
+	return NewFaces(opts).Private
 }
 
 // mount returns the handler of table, and gives the MCP endpoint code
@@ -197,6 +202,7 @@ func newServer(opts Options) *server {
 		callFeed:    &callFeed{},
 		tailnet:     opts.Tailnet,
 		mcp:         opts.MCP,
+		public:      opts.Public,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -35,8 +35,9 @@ const (
 	denyTokenWrongBroker  = "token-wrong-broker"
 	denyTokenRevoked      = "token-revoked"
 	denyTokenMinter       = "token-minter"
-	denyIdentity          = "identity" // the listener's Identify refused (the tailnet: no grant, WhoIs failed)
-	denyRights            = "rights"   // admitted, but the caller's rights refuse the request (403)
+	denyIdentity          = "identity"     // the listener's Identify refused (the tailnet: no grant, WhoIs failed)
+	denyPublicToken       = "public-token" // the public face: no access token, or one it does not admit
+	denyRights            = "rights"       // admitted, but the caller's rights refuse the request (403)
 	denyOther             = "other"
 )
 

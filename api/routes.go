@@ -63,6 +63,7 @@ var handlers = map[string]handlerFunc{
 	wire.OpMintToken:             (*server).mintToken,
 	wire.OpRevokeToken:           (*server).revokeToken,
 	wire.OpRotateKey:             (*server).rotateTokenKey,
+	wire.OpApprovePublic:         (*server).approvePublic,
 	wire.OpAnswerInput:           (*server).answerInput,
 	wire.OpMetrics:               (*server).getMetrics,
 	wire.OpLog:                   (*server).streamLog,

@@ -39,6 +39,7 @@ type Listeners struct {
 type listener struct {
 	ln   net.Listener
 	opts api.ServeOptions
+	h    http.Handler // its own handler (the public face's); nil = the one Actors is given
 	// inherited are the idle connections a predecessor handed over, and
 	// served what Actors serves ln as (handlisteners.go).
 	inherited []net.Conn
@@ -52,6 +53,20 @@ func (s *Listeners) Add(ln net.Listener, opts api.ServeOptions) {
 		s.list = append(s.list, listener{ln: ln, opts: opts})
 	}
 }
+
+// AddPublic adds ln, the public face's listener (docs/public.md), to be
+// served with opts and h, the public face's own handler, never the
+// daemon's. An upgrade never hands it to the next image (whose loopback
+// listener could otherwise adopt it): it is closed when the drain begins,
+// and the next image listens again, so its clients retry for a moment.
+func (s *Listeners) AddPublic(ln net.Listener, opts api.ServeOptions, h http.Handler) {
+	if ln != nil {
+		s.list = append(s.list, listener{ln: notHanded{ln}, opts: opts, h: h})
+	}
+}
+
+// notHanded hides a listener's socket from an upgrade's hand-over.
+type notHanded struct{ net.Listener }
 
 // Local opens the unix socket at sock, served with opts, and, if addr is
 // not "", the loopback TCP listener at addr, served with opts and at most
@@ -110,8 +125,12 @@ func (s *Listeners) Actors(h http.Handler) []Actor {
 	for i, l := range s.list {
 		ctx, cancel := context.WithCancel(context.Background())
 		s.list[i].served = keepable(l.ln, &s.keep, l.inherited)
+		lh := h
+		if l.h != nil {
+			lh = l.h
+		}
 		out = append(out, Actor{
-			Execute:   func() error { return api.Serve(ctx, s.list[i].served, h, uncapped(l)) },
+			Execute:   func() error { return api.Serve(ctx, s.list[i].served, lh, uncapped(l)) },
 			Interrupt: func(error) { cancel() },
 		})
 	}

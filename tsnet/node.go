@@ -274,6 +274,35 @@ func (n *Node) ListenTLS(ctx context.Context) (net.Listener, error) {
 	return ln, nil
 }
 
+// FunnelPort is the port of the public face on Tailscale Funnel: 443 is
+// the tailnet's own HTTPS (ListenTLS), so Funnel takes 8443, one of the
+// ports it allows.
+const FunnelPort = 8443
+
+// ListenFunnel returns the public face's listener on Tailscale Funnel
+// (docs/public.md): TLS on FunnelPort, with the tailnet's certificate,
+// reached from the internet only (tsnet.FunnelOnly: a tailnet peer's
+// connection to that port is not accepted there, so no WhoIs identity can
+// ever reach the public face), and the URL the internet reaches it by. It
+// fails when the tailnet does not allow this node Funnel (the "funnel"
+// node attribute in the tailnet policy, and HTTPS certificates on).
+func (n *Node) ListenFunnel() (net.Listener, string, error) {
+	srv, err := n.ready()
+	if err != nil {
+		return nil, "", err
+	}
+	domains := srv.CertDomains()
+	if len(domains) == 0 {
+		return nil, "", fmt.Errorf("tailnet node %q: Funnel needs HTTPS certificates: enable HTTPS in the tailnet's DNS settings", n.Hostname)
+	}
+	ln, err := srv.ListenFunnel("tcp", fmt.Sprintf(":%d", FunnelPort), tsnetpkg.FunnelOnly())
+	if err != nil {
+		return nil, "", fmt.Errorf("tailnet node %q: Funnel on :%d: %w (the tailnet policy must give this node the \"funnel\" attribute)", n.Hostname, FunnelPort, err)
+	}
+	n.logger().Info("public face on Tailscale Funnel", "url", fmt.Sprintf("https://%s:%d", domains[0], FunnelPort))
+	return ln, fmt.Sprintf("https://%s:%d", domains[0], FunnelPort), nil
+}
+
 // probeCert asks the node for the certificate of domain, bounded by
 // CertTimeout: an announced domain proves nothing until a certificate
 // comes back.

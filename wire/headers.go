@@ -50,4 +50,5 @@ const (
 	ViaUnix        = "unix"         // the unix socket; the peer's uid is the daemon's
 	ViaTCPLoopback = "tcp-loopback" // a loopback TCP listener
 	ViaTailnet     = "tailnet"      // the embedded tailnet node; identity from WhoIs
+	ViaPublic      = "public"       // the public face: an OAuth access token's client (docs/public.md)
 )

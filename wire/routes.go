@@ -359,6 +359,11 @@ var routes = []Route{
 		Summary:  "Revoke a signed token by its id, for good (admin)",
 		Response: reflect.TypeFor[Token](), Status: 200, Problems: []string{KindNotFound, KindForbidden, KindInternal}},
 
+	{Method: "POST", Pattern: "/v1/public/approve", Name: OpApprovePublic, Body: BodyDocument,
+		Summary: "Approve (or deny) an OAuth client's sign-in on the public face by the one-time code its page shows, narrowed to servers, roots and a lifetime (the owner, on the unix socket; docs/public.md)",
+		Request: reflect.TypeFor[PublicApprove](), Response: reflect.TypeFor[PublicApproved](), Status: 200,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindUnavailable, KindTooLarge, KindBodyTimeout, KindInternal}},
+
 	{Method: "GET", Pattern: "/v1/config/sources", Name: OpConfigSources, Caller: true,
 		Summary:  "Show the config chain of the caller's cwd and which file defines each of its servers",
 		Response: reflect.TypeFor[ConfigSources](), Status: 200, Problems: problemsCaller},

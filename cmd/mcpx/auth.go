@@ -30,6 +30,7 @@ func authCmd(ctx context.Context, c *cli, args []string) int {
 	noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL instead of opening a browser")
 	port := fs.Int("port", 0, "login: the loopback port the browser is sent back to (default: any free one); client-metadata: also list this port's redirect URI")
 	serveAddr := fs.String("serve", "", "client-metadata: serve the document at its URL's path on this address (behind the proxy that publishes it) until interrupted")
+	ap := addApproveFlags(fs)
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -39,8 +40,10 @@ func authCmd(ctx context.Context, c *cli, args []string) int {
 	case len(pos) == 1 && pos[0] == "status":
 	case len(pos) == 2 && pos[0] == "client-metadata":
 		return clientMetadata(ctx, c, pos[1], *port, *serveAddr)
+	case len(pos) == 2 && pos[0] == "approve":
+		return ap.run(ctx, c, brokerAddr, pos[1], *asJSON)
 	default:
-		return usageError(c, fs, "want `login <server>`, `status`, `logout <server>` or `client-metadata <url>`")
+		return usageError(c, fs, "want `login <server>`, `status`, `logout <server>`, `client-metadata <url>` or `approve <code>`")
 	}
 	bc, err := newBrokerClient(ctx, c, brokerAddr)
 	if err != nil {

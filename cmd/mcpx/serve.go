@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -87,6 +88,11 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		}
 		defer node.Close() // after the listeners have drained
 	}
+	var faces api.Faces
+	face, err := f.public.open(node, state, log, &lns, so, func() http.Handler { return faces.Public })
+	if err != nil {
+		return fail(err)
+	}
 	ctl := daemon.NewControl(log, d.Broker, src, load)
 	token := api.NewToken()
 	info := daemon.Info(state, sock, tln, src, version())
@@ -99,11 +105,11 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	h := api.New(api.Options{Broker: d.Broker, MCP: d.MCP, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
+	faces = api.NewFaces(api.Options{Broker: d.Broker, MCP: d.MCP, Logger: log, Version: version(), Token: token, MaxDepth: cfg.Limits.MaxDepth,
 		InputWait: cfg.Limits.InputWait.D(),
 		Daemon:    &api.Daemon{Info: info, Config: ctl.Config, Stop: ctl.Stop, StopNow: ctl.StopNow, Reload: ctl.ReloadAPI, Upgrade: up.Request}, Node: nodeInfo, Tokens: tokens, Log: d.LogFile,
 		OwnerTokens: owner.Open(filepath.Join(state, "auth")),
-		Tailnet:     apiTailnet(node), Metrics: d.Metrics, CodeCache: filepath.Join(state, "code")})
+		Tailnet:     apiTailnet(node), Metrics: d.Metrics, CodeCache: filepath.Join(state, "code"), Public: face})
 	rec, err := daemon.PublishRecord(log, info, token)
 	if err != nil {
 		return fail(err)
@@ -118,7 +124,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 	add(ctl.WatchActor(src.Watched()))                             // the config file changing on disk (or appearing) reloads it, as SIGHUP does
 	add(ctl.StopActor())                                           // POST /v1/daemon/stop (`mcpx daemon stop`) stops the daemon
 	add(up.Actor(&lns))                                            // POST /v1/daemon/upgrade and SIGUSR2: drain, keep the sockets, re-execute
-	for _, a := range lns.Actors(h) {
+	for _, a := range lns.Actors(faces.Private) {
 		add(a) // each listener serves until interrupted, then drains
 	}
 	log.Info("mcpx serving", servingAttrs(sock, src, cfg, state, tln, node)...)
@@ -148,6 +154,7 @@ type serveFlags struct {
 	maxConns              int
 	drain                 time.Duration
 	tailnet               tailnetFlags
+	public                publicFlags
 	chain                 chainFlagValues
 }
 
@@ -161,6 +168,7 @@ func parseServeFlags(c *cli, args []string) (serveFlags, int, bool) {
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "also serve on this loopback TCP address (port 0: any free port; \"off\": no TCP); TCP callers need the token of the daemon record")
 	fs.IntVar(&f.maxConns, "listen-max-conns", api.DefaultMaxConns, "connections served at once on the --listen address; more wait until one closes (the unix socket is never capped)")
 	f.tailnet = addTailnetFlags(fs)
+	f.public = addPublicFlags(fs)
 	f.chain = addChainFlags(fs)
 	fs.DurationVar(&f.drain, "drain-timeout", api.DefaultDrainTimeout, "at shutdown, how long in-flight calls may finish; later ones are answered 503 with Retry-After (then as long again to stop the servers)")
 	pos, code, ok := parseFlags(fs, args)
@@ -201,6 +209,9 @@ func parseServeFlags(c *cli, args []string) (serveFlags, int, bool) {
 		if err := api.CheckLoopback(f.listen); err != nil {
 			return bad("--listen: %v", err)
 		}
+	}
+	if err := f.public.check(*f.tailnet.on); err != nil {
+		return bad("%v", err)
 	}
 	return f, 0, true
 }

@@ -66,6 +66,9 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 		if err := printOwnerTokens(c, owners); err != nil {
 			return report(c, err)
 		}
+		if err := printPublicTokens(c, *stateFlag); err != nil {
+			return report(c, err)
+		}
 	}
 	if pos[0] == "mint" && (*sub == "" || (*servers == "" && !*metricsRight)) {
 		return usageError(c, fs, "mint needs --sub NAME and --servers a,b (or --servers '*'; a --metrics token may have none)")
