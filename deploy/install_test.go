@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
@@ -20,7 +21,7 @@ import (
 func installEnv(t *testing.T, home, bin string) []string {
 	return []string{"HOME=" + home, "PATH=" + bin + ":/usr/bin:/bin", "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		"XDG_STATE_HOME=" + filepath.Join(home, ".local/state"), "XDG_RUNTIME_DIR=" + filepath.Join(home, "run"),
-		"MCPX_SERVICE_PLATFORM=linux", "MCPX_NO_AUTOSTART=1"}
+		"MCPX_SERVICE_PLATFORM=linux", "MCPX_NO_AUTOSTART=1", proctest.Env(t)}
 }
 
 func runInstall(t *testing.T, env []string, args ...string) (string, error) {
@@ -41,6 +42,7 @@ func TestInstallScript(t *testing.T) {
 	t.Parallel() // a go build and shell runs, nothing shared
 	shellcheck := testenv.Program(t, "shellcheck", "apt-get install -y shellcheck")
 	goBin := testenv.Program(t, "go", "see https://go.dev/doc/install")
+	proctest.CheckNoLeaks(t) // install.sh and the mcpx it installs start nothing that outlives them
 	root := testenv.RepoRoot(t)
 	if out, err := exec.Command(shellcheck, "-s", "sh", filepath.Join(root, "install.sh")).CombinedOutput(); err != nil {
 		t.Errorf("shellcheck install.sh: %v\n%s", err, out)

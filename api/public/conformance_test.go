@@ -23,6 +23,7 @@ import (
 	"mcpx.dev/mcpx/auth/access"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/testing/conformance"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
@@ -36,6 +37,7 @@ func TestConformanceAuthorizationServer(t *testing.T) {
 	t.Parallel()
 	node := testenv.Node(t)
 	bin := testenv.NPMPackageBin(t, conformance.PackageAlpha12)
+	proctest.CheckNoLeaks(t) // the suite's node and what it starts
 	shim, err := filepath.Abs("../../internal/testing/conformance/nodeshim/register.mjs")
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +83,7 @@ func TestConformanceAuthorizationServer(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, node, "--import", shim, bin, "authorization", "--url", issuer,
 			"--client-id", c.ID, "--resource", issuer+"/mcp", "--port", strconv.Itoa(port), "-o", out)
-		cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+ca)
+		cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+ca, proctest.Env(t))
 		stdout, _ := cmd.StdoutPipe()
 		var log strings.Builder
 		cmd.Stderr = &log
