@@ -31,14 +31,18 @@ const retryField = "retry: 1000\n"
 type stream struct {
 	id string
 
-	mu       sync.Mutex
-	evs      [][]byte // events first.. (JSON-RPC messages)
-	first    int      // seq of evs[0]
-	ended    bool     // the response is in: no more events
-	conn     int      // the current connection's number; 0 = none
-	conns    int      // connections so far
-	sent     int      // seq of the next event no connection has been written yet
-	wake     chan struct{}
+	mu    sync.Mutex
+	evs   [][]byte // events first.. (JSON-RPC messages)
+	first int      // seq of evs[0]
+	ended bool     // the response is in: no more events
+	conn  int      // the current connection's number; 0 = none
+	conns int      // connections so far
+	sent  int      // seq of the next event no connection has been written yet
+	// changed is closed (and replaced) at every change a pump waits
+	// for: a message, the end, a new connection taking over. A
+	// broadcast, not a token: a pump that is taken over must not
+	// swallow the wake-up of the one that took over.
+	changed  chan struct{}
 	fin      chan struct{} // closed by end
 	detached time.Time     // when the last connection went; zero while one is attached or none ever was
 
@@ -48,7 +52,7 @@ type stream struct {
 }
 
 func newStream(id string) *stream {
-	return &stream{id: id, wake: make(chan struct{}, 1), fin: make(chan struct{})}
+	return &stream{id: id, changed: make(chan struct{}), fin: make(chan struct{})}
 }
 
 // add appends a message. It never blocks: a stream without a connection
@@ -65,8 +69,8 @@ func (st *stream) add(msg []byte) {
 		st.evs = append(st.evs[:0:0], st.evs[n:]...)
 		st.first += n
 	}
+	st.signalLocked()
 	st.mu.Unlock()
-	st.signal()
 	if st.onAdd != nil {
 		st.onAdd()
 	}
@@ -84,15 +88,14 @@ func (st *stream) end(msg []byte) {
 	}
 	st.ended = true
 	close(st.fin)
+	st.signalLocked()
 	st.mu.Unlock()
-	st.signal()
 }
 
-func (st *stream) signal() {
-	select {
-	case st.wake <- struct{}{}:
-	default:
-	}
+// signalLocked wakes every pump waiting on the stream; st.mu is held.
+func (st *stream) signalLocked() {
+	close(st.changed)
+	st.changed = make(chan struct{})
 }
 
 // eventID is the SSE id of the event seq.
@@ -123,6 +126,7 @@ func (st *stream) pump(ctx context.Context, w http.ResponseWriter, from int, kee
 	me := st.conns
 	st.conn = me
 	st.detached = time.Time{}
+	st.signalLocked() // the connection this one takes over from returns
 	st.mu.Unlock()
 	defer func() {
 		st.mu.Lock()
@@ -164,6 +168,7 @@ func (st *stream) pump(ctx context.Context, w http.ResponseWriter, from int, kee
 		}
 		batch := st.evs[next-st.first:]
 		ended := st.ended
+		changed := st.changed
 		st.mu.Unlock()
 		for _, msg := range batch {
 			b := append(buf[:0], "id: "...)
@@ -186,7 +191,7 @@ func (st *stream) pump(ctx context.Context, w http.ResponseWriter, from int, kee
 		select {
 		case <-ctx.Done():
 			return false
-		case <-st.wake:
+		case <-changed:
 		case <-tick.C:
 			if !write(sse.AppendComment(buf[:0], "keep-alive")) {
 				return false
