@@ -46,13 +46,15 @@ func Proxy(t testing.TB, target, token string) string {
 		},
 		FlushInterval: -1,
 	}
-	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	wd := &watchdog{logf: t.Logf, after: slowAfter}
+	srv := &http.Server{Handler: wd.wrap(rp), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		srv.Serve(ln)
 	}()
 	t.Cleanup(func() {
+		wd.end()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if srv.Shutdown(ctx) != nil {
