@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/broker"
+	"mcpx.dev/mcpx/internal/sse"
 	"mcpx.dev/mcpx/mcp/jsonrpc"
 )
 
@@ -288,6 +289,10 @@ func (s *Server) getStream(w http.ResponseWriter, r *http.Request, req Request) 
 		sid, seq, ok := parseEventID(last)
 		if st2 := ss.stream(sid); ok && st2 != nil {
 			st, from = st2, seq+1
+		} else if ok && sid != ss.get.id && ss.get.attached() && ss.hold() {
+			defer ss.unhold()
+			s.holdEnded(w, r, ss, last)
+			return
 		}
 	}
 	ctx := r.Context()
@@ -299,6 +304,36 @@ func (s *Server) getStream(w http.ResponseWriter, r *http.Request, req Request) 
 	}
 	if st.pump(ctx, w, from, keepAlive) && st != ss.get {
 		ss.dropStream(st)
+	}
+}
+
+// holdEnded answers a resume of a POST stream that ended and was
+// delivered whole (so was dropped) while the session's GET stream has a
+// connection: nothing is left to replay, and taking the GET stream over
+// would end the client's own GET connection, which it would resume in
+// turn — two connections ending each other once a second for the rest of
+// the session. The TypeScript SDK resumes so after every JSON-RPC error
+// that came on a stream (it counts only results as answers). The resume
+// gets an open stream with nothing on it (its priming event repeats the
+// client's Last-Event-ID) until the client or the session ends it.
+func (s *Server) holdEnded(w http.ResponseWriter, r *http.Request, ss *session, last string) {
+	ctx, cancel := mergeDone(r.Context(), ss.ctx)
+	defer cancel()
+	write := openSSE(w)
+	if !write(sse.AppendEvent([]byte("id: "+last+"\n"+retryField), "", nil)) {
+		return
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if !write(sse.AppendComment(nil, "keep-alive")) {
+				return
+			}
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"mcpx.dev/mcpx/broker"
@@ -41,6 +42,8 @@ type session struct {
 	calls  jsonrpc.InFlight // the client's requests in flight
 
 	get *stream // the GET stream (server-initiated messages)
+	// held counts the resumes of ended streams kept open (holdEnded).
+	held atomic.Int32
 
 	mu        sync.Mutex
 	lastUse   time.Time
@@ -150,6 +153,21 @@ func (ss *session) close() {
 	ss.get.end(nil)
 	ss.dropSubscriptions()
 }
+
+// maxHeld bounds the resumes of ended streams a session keeps open at
+// once; beyond it, a resume takes the GET stream over as any GET does.
+const maxHeld = 8
+
+// hold counts one more held resume, false over maxHeld.
+func (ss *session) hold() bool {
+	if ss.held.Add(1) > maxHeld {
+		ss.held.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (ss *session) unhold() { ss.held.Add(-1) }
 
 // newStream is a POST's answer stream.
 func (ss *session) newStream() *stream {

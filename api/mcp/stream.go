@@ -137,19 +137,11 @@ func (st *stream) pump(ctx context.Context, w http.ResponseWriter, from int, kee
 		st.mu.Unlock()
 	}()
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
+	send := openSSE(w)
 	var buf []byte
 	write := func(b []byte) bool {
 		buf = b
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		return send(b)
 	}
 	if !write(sse.AppendEvent([]byte("id: "+st.eventID(from-1)+"\n"+retryField), "", nil)) {
 		return false
@@ -197,6 +189,28 @@ func (st *stream) pump(ctx context.Context, w http.ResponseWriter, from int, kee
 				return false
 			}
 		}
+	}
+}
+
+// attached reports whether a connection is streaming st now.
+func (st *stream) attached() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.conn != 0
+}
+
+// openSSE answers w as an event stream; the function it returns writes
+// and flushes, false once the connection is gone.
+func openSSE(w http.ResponseWriter) func([]byte) bool {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	return func(b []byte) bool {
+		_, err := w.Write(b)
+		return err == nil && rc.Flush() == nil
 	}
 }
 

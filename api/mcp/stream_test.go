@@ -8,6 +8,7 @@ import (
 	"time"
 
 	mcpserver "mcpx.dev/mcpx/api/mcp"
+	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
@@ -154,4 +155,55 @@ func TestMCPAbandonedCallIsCancelled(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	testenv.WaitFor(t, "the abandoned call to be cancelled", func() bool { return d.InFlight() == 0 })
+}
+
+// TestMCPResumeOfAnEndedStreamLeavesTheGETStream: a client that resumes a
+// call's stream after it ended and was delivered whole (the TypeScript
+// SDK does, after a JSON-RPC error that came on a stream) gets an open,
+// empty stream; the session's GET connection is not taken over and still
+// gets the session's messages (else the two connections end each other
+// once a second).
+func TestMCPResumeOfAnEndedStreamLeavesTheGETStream(t *testing.T) {
+	d := apitest.StartDemo(t, map[string]string{"demo": `{"scope": "global", "env": {"` + demo.EnvDescribe + `": "old"}}`})
+	m := d.RawMCP(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	get := m.Send(ctx, "GET", "", "")
+	defer get.Body.Close()
+	gbr := bufio.NewReader(get.Body)
+	if ev, ok := nextEvent(gbr); !ok || ev.retry == "" {
+		t.Fatalf("the GET stream's first event %+v", ev)
+	}
+	// The first call of a session with no roots is streamed (mcpx's
+	// warning first); strict answers it with a JSON-RPC error.
+	resp := m.Send(ctx, "POST", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"demo__strict","arguments":{"n":-1}}}`, "")
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("the first call answered %s, want a stream", ct)
+	}
+	br := bufio.NewReader(resp.Body)
+	var last string
+	for ev, ok := nextEvent(br); ok; ev, ok = nextEvent(br) {
+		last = ev.id
+		if strings.Contains(ev.data, `"id":3`) && !strings.Contains(ev.data, `"error"`) {
+			t.Errorf("strict answered %s, want an error", ev.data)
+		}
+	}
+	resp.Body.Close()
+
+	resume := m.Send(ctx, "GET", "", last)
+	defer resume.Body.Close()
+	rbr := bufio.NewReader(resume.Body)
+	if ev, ok := nextEvent(rbr); resume.StatusCode != 200 || !ok || ev.id != last || ev.data != "" {
+		t.Fatalf("the resume of an ended stream: %d, first event %+v (ok %v), want 200 and a priming event with id %s", resume.StatusCode, ev, ok, last)
+	}
+	m.Send(ctx, "POST", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"demo__redescribe","arguments":{"description":"new"}}}`, "").Body.Close()
+	for {
+		ev, ok := nextEvent(gbr)
+		if !ok {
+			t.Fatal("the GET connection ended: the resume took it over")
+		}
+		if strings.Contains(ev.data, "notifications/tools/list_changed") {
+			break
+		}
+	}
 }
