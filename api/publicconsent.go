@@ -49,9 +49,11 @@ func (s *server) servePublicConsent(h http.Handler) http.Handler {
 		}
 		hdr := w.Header()
 		hdr.Set("Cache-Control", "no-store")
+		// No form-action: Chromium holds the form's redirects to it too, and
+		// the answer sends the browser on to the public face and the client.
 		hdr.Set("X-Frame-Options", "DENY")
-		hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
-		hdr.Set("Referrer-Policy", "no-referrer")
+		hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+		hdr.Set("Referrer-Policy", "same-origin") // "no-referrer" would make a form's Origin "null"
 		hdr.Set("X-Content-Type-Options", "nosniff")
 		c, status, err := s.consentCaller(r)
 		switch {
@@ -238,7 +240,7 @@ type consentView struct {
 }
 
 var consentTmpl = template.Must(template.New("c").Parse(`<!doctype html><html><head><meta charset="utf-8">
-<title>mcpx: {{.Title}}</title><meta name="referrer" content="no-referrer"></head>
+<title>mcpx: {{.Title}}</title><meta name="referrer" content="same-origin"></head>
 <body style="font-family:sans-serif;max-width:40em;margin:3em auto"><h1>{{.Title}}</h1>
 {{with .Text}}<p id="message">{{.}}</p>{{end}}
 {{with .Again}}<p><a id="again" href="{{.}}">Back to the consent page</a></p>{{end}}
