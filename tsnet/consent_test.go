@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"html"
 	"io"
 	"math/big"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -65,8 +67,8 @@ type consentLeg struct {
 // provider then has its token, lists and calls tools (that server's
 // only), refreshes, and once the person's tailnet grant no longer covers
 // the token, fails cleanly: the token and its sign-in are revoked and the
-// client is sent to sign in again. Probes against the consent page, each
-// refused with nothing leaked, are TestPublicConsentProbes.
+// client is sent to sign in again. Before, the probes of the consent page
+// (consentRig.probes), each refused with nothing leaked.
 func TestPublicConsentOnTheTailnet(t *testing.T) {
 	chromium := testenv.Chromium(t)
 	node := testenv.Node(t)
@@ -74,6 +76,7 @@ func TestPublicConsentOnTheTailnet(t *testing.T) {
 	sdk := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "node_modules", "@modelcontextprotocol", "sdk")
 	proctest.CheckNoLeaks(t)
 	rig := startConsentRig(t)
+	t.Run("probes", rig.probes)
 	for _, leg := range []consentLeg{{name: "dcr"}} {
 		t.Run(leg.name, func(t *testing.T) {
 			rig.tn.control.SetGlobalAppCaps(grant(consentGrant))
@@ -346,4 +349,167 @@ func serveSOCKS(t *testing.T, n *tsnet.Node) string {
 	wg.Go(func() { srv.Serve(ln) }) //nolint:errcheck // ends when ln closes
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	return ln.Addr().String()
+}
+
+// probes: the consent page refused, with nothing leaked, on the public
+// listener, on loopback TCP, to a POST without its CSRF token, with a
+// wrong one, from another origin, replayed, choosing a server outside the
+// person's grant, and to a person without a grant; a denial goes back to
+// the client as access_denied.
+func (rig *consentRig) probes(t *testing.T) {
+	client := rig.register(t)
+	link, waitID := rig.authorize(t, client)
+	cid := link.Query().Get("id")
+	secrets := []string{waitID, client}
+	if code, body := rig.get(t, rig.publicHTTP, rig.origin+public.ConsentPath+"?id="+url.QueryEscape(cid)); code != http.StatusNotFound || strings.Contains(body, cid) {
+		t.Errorf("the consent page on the public listener: %d %s, want 404 naming nothing", code, body)
+	}
+	if code, body := rig.get(t, http.DefaultClient, rig.loopback+public.ConsentPath+"?id="+url.QueryEscape(cid)); code != http.StatusForbidden || !strings.Contains(body, "tailnet only") {
+		t.Errorf("the consent page on loopback TCP: %d %s, want 403", code, body)
+	}
+	form, csrf := rig.consentForm(t, link)
+	const origin = "http://broker.tail-scale.ts.net"
+	probe := func(name string, v url.Values, want string, headers ...string) {
+		t.Helper()
+		code, body := rig.post(t, v, headers...)
+		if code != http.StatusForbidden || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %s, want 403 saying %q", name, code, body, want)
+		}
+		for _, s := range append(secrets, csrf) {
+			if strings.Contains(body, s) {
+				t.Errorf("%s: the answer echoes a secret:\n%s", name, body)
+			}
+		}
+	}
+	with := func(k, v string) url.Values {
+		out := url.Values{"id": {cid}, "csrf": {csrf}, "server": {"demo"}, "decision": {"approve"}}
+		out.Set(k, v)
+		return out
+	}
+	probe("no CSRF token", with("csrf", ""), "stale", "Origin", origin)
+	probe("a wrong CSRF token", with("csrf", csrf[:len(csrf)-3]+"abc"), "stale", "Origin", origin)
+	probe("no Origin", form, "Origin")
+	probe("another origin", form, "Origin", "Origin", "https://evil.example")
+	probe("a cross-site fetch", form, "Sec-Fetch-Site", "Origin", origin, "Sec-Fetch-Site", "cross-site")
+	probe("a server outside the grant", with("server", "other"), "servers other", "Origin", origin)
+	probe("the form replayed", form, "stale", "Origin", origin)
+
+	_, csrf = rig.consentForm(t, link)
+	code, body := rig.post(t, url.Values{"id": {cid}, "csrf": {csrf}, "decision": {"deny"}}, "Origin", origin)
+	if code != http.StatusSeeOther {
+		t.Fatalf("denying: %d %s", code, body)
+	}
+	if code, body := rig.post(t, url.Values{"id": {cid}, "csrf": {csrf}, "decision": {"approve"}, "server": {"demo"}}, "Origin", origin); code != http.StatusForbidden {
+		t.Errorf("approving after denying, with the spent form: %d %s", code, body)
+	}
+	resp, err := rig.publicHTTP.Get(rig.origin + "/authorize/wait?id=" + url.QueryEscape(waitID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc, _ := url.Parse(resp.Header.Get("Location")); resp.StatusCode != http.StatusFound || loc.Query().Get("error") != "access_denied" {
+		t.Errorf("back at the client after denying: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+
+	rig.tn.control.SetGlobalAppCaps(nil)
+	testenv.WaitFor(t, "alice's grant to go", func() bool {
+		_, err := rig.broker.WhoIs(t.Context(), rig.aliceIP.String())
+		return err != nil
+	})
+	link, _ = rig.authorize(t, client)
+	if code, body := rig.get(t, rig.aliceHTTP, link.String()); code != http.StatusForbidden || !strings.Contains(body, "no tailnet grant") || strings.Contains(body, `name="csrf"`) {
+		t.Errorf("the consent page to a person without a grant: %d %s, want 403", code, body)
+	}
+}
+
+func (rig *consentRig) register(t *testing.T) string {
+	t.Helper()
+	resp, err := rig.publicHTTP.Post(rig.origin+public.RegisterPath, "application/json",
+		strings.NewReader(`{"client_name":"Probe App","redirect_uris":["http://127.0.0.1:9/callback"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		ID string `json:"client_id"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&m); resp.StatusCode != http.StatusCreated || m.ID == "" {
+		t.Fatalf("register: %d", resp.StatusCode)
+	}
+	return m.ID
+}
+
+var (
+	consentLinkRE = regexp.MustCompile(`id="consent" href="([^"]+)"`)
+	waitIDRE      = regexp.MustCompile(`url=/authorize/wait\?id=([^"]+)"`)
+	csrfRE        = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+)
+
+// authorize opens an authorization page of client and returns its consent
+// link and the id the page polls with.
+func (rig *consentRig) authorize(t *testing.T, client string) (*url.URL, string) {
+	t.Helper()
+	q := url.Values{"response_type": {"code"}, "client_id": {client}, "redirect_uri": {"http://127.0.0.1:9/callback"},
+		"code_challenge": {strings.Repeat("c", 43)}, "code_challenge_method": {"S256"}}
+	code, page := rig.get(t, rig.publicHTTP, rig.origin+public.AuthorizePath+"?"+q.Encode())
+	link, wait := consentLinkRE.FindStringSubmatch(page), waitIDRE.FindStringSubmatch(page)
+	if code != 200 || link == nil || wait == nil {
+		t.Fatalf("authorization page: %d %s", code, page)
+	}
+	u, err := url.Parse(html.UnescapeString(link[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := url.QueryUnescape(html.UnescapeString(wait[1]))
+	return u, id
+}
+
+// consentForm opens the consent page as alice and returns its form's
+// answer (demo, approved) and CSRF token, checking the page cannot be
+// framed.
+func (rig *consentRig) consentForm(t *testing.T, link *url.URL) (url.Values, string) {
+	t.Helper()
+	resp, err := rig.aliceHTTP.Get(link.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := csrfRE.FindStringSubmatch(string(b))
+	if resp.StatusCode != 200 || m == nil {
+		t.Fatalf("the consent page: %d %s", resp.StatusCode, b)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("the consent page may be framed: CSP %q, X-Frame-Options %q", csp, resp.Header.Get("X-Frame-Options"))
+	}
+	return url.Values{"id": {link.Query().Get("id")}, "csrf": {m[1]}, "server": {"demo"}, "decision": {"approve"}}, m[1]
+}
+
+func (rig *consentRig) get(t *testing.T, hc *http.Client, u string) (int, string) {
+	t.Helper()
+	resp, err := hc.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// post sends the consent form v as alice, with headers in name, value
+// pairs.
+func (rig *consentRig) post(t *testing.T, v url.Values, headers ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://broker.tail-scale.ts.net"+public.ConsentPath, strings.NewReader(v.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := rig.aliceHTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
