@@ -50,7 +50,10 @@ const consentGrant = `{"servers": ["demo"], "roots": ["/"]}`
 // consentLeg is one way the TS SDK's client identifies itself to the
 // public face: by dynamic client registration, or (a leg the CIMD work
 // adds) by a Client ID Metadata Document at clientMetadataURL, which the
-// script hands the SDK's provider as clientMetadataUrl.
+// script hands the SDK's provider as clientMetadataUrl and the tokens must
+// name as their client. setup may serve the document (say, on a loopback
+// HTTPS host); env comes last, so its NODE_EXTRA_CA_CERTS (a file with
+// both certificates) wins.
 type consentLeg struct {
 	name              string
 	clientMetadataURL string            // "" = register by DCR
@@ -86,14 +89,14 @@ func TestPublicConsentOnTheTailnet(t *testing.T) {
 			}
 			env := append(os.Environ(), "PLAYWRIGHT_CORE="+pw, "CHROMIUM="+chromium, "SDK="+sdk, "MCP_URL="+rig.origin+"/mcp",
 				"SOCKS="+rig.socks, "NODE_EXTRA_CA_CERTS="+rig.ca, "CLIENT_METADATA_URL="+leg.clientMetadataURL, proctest.Env(t))
-			rig.signIn(t, node, append(env, leg.env...))
+			rig.signIn(t, node, append(env, leg.env...), leg.clientMetadataURL)
 		})
 	}
 }
 
 // signIn runs the script, checks what it saw, takes the grant away and
 // checks the client fails cleanly.
-func (rig *consentRig) signIn(t *testing.T, node string, env []string) {
+func (rig *consentRig) signIn(t *testing.T, node string, env []string, clientID string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "consent.cjs"))
@@ -138,7 +141,10 @@ func (rig *consentRig) signIn(t *testing.T, node string, env []string) {
 			t.Errorf("tool %s listed; the consent gave demo only", name)
 		}
 	}
-	rig.checkTokens(t, got.Registered)
+	if clientID == "" {
+		clientID = got.Registered // by DCR
+	}
+	rig.checkTokens(t, clientID)
 
 	rig.tn.control.SetGlobalAppCaps(grant(`{"servers": ["other"], "roots": ["/"]}`)) // demo is no longer the approver's
 	rig.waitGrant(t, false)

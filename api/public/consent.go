@@ -35,7 +35,7 @@ const ConsentPath = "/oauth/consent"
 
 const (
 	csrfTTL  = pendingTTL // a consent form is good while its authorization waits
-	maxCSRF  = 256        // consent forms open at once
+	maxCSRF  = 256        // consent forms open at once; a new one beyond ends the oldest
 	csrfSize = 32
 )
 
@@ -143,13 +143,16 @@ func (f *Face) ConsentRequest(cid, who string) (Pending, string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
+	var first string
 	for k, t := range c.csrf {
 		if now.After(t.expires) {
 			delete(c.csrf, k)
+		} else if first == "" || t.expires.Before(c.csrf[first].expires) {
+			first = k
 		}
 	}
 	if len(c.csrf) >= maxCSRF {
-		return Pending{}, "", errors.New("too many consent forms are open; try again in a few minutes")
+		delete(c.csrf, first) // the oldest form goes stale: reloading a page makes a new one
 	}
 	c.csrf[sha(token)] = csrfTicket{consent: cid, who: who, expires: now.Add(csrfTTL)}
 	return desc, token, nil

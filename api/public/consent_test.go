@@ -175,3 +175,27 @@ func TestApproverCheckedAtUse(t *testing.T) {
 		}
 	}
 }
+
+// TestConsentFormsBounded: consent forms open at once are bounded; one
+// beyond the bound makes the oldest stale, not the newest impossible.
+func TestConsentFormsBounded(t *testing.T) {
+	t.Parallel()
+	a := newAS(t)
+	a.face.SetConsentPage("http://broker.tail.ts.net" + public.ConsentPath)
+	cid := a.consentID(a.register(redirect))
+	var tokens []string
+	for range 300 {
+		_, tok, err := a.face.ConsentRequest(cid, "alice@example.com")
+		if err != nil {
+			t.Fatalf("form %d: %v", len(tokens), err)
+		}
+		tokens = append(tokens, tok)
+	}
+	noop := func() (*public.Approval, error) { return nil, errors.New("not deciding") }
+	if _, _, err := a.face.Consent(cid, "alice@example.com", tokens[0], noop); !errors.Is(err, public.ErrCSRF) {
+		t.Errorf("the oldest form beyond the bound: %v, want ErrCSRF", err)
+	}
+	if _, _, err := a.face.Consent(cid, "alice@example.com", tokens[len(tokens)-1], noop); err == nil || errors.Is(err, public.ErrCSRF) {
+		t.Errorf("the newest form: %v, want it taken (and the choice's own error)", err)
+	}
+}
