@@ -12,6 +12,7 @@ import (
 
 	"mcpx.dev/mcpx/api/public"
 	"mcpx.dev/mcpx/auth/access"
+	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/wire"
 )
@@ -195,12 +196,45 @@ func consentApproval(c broker.Caller, remote string, form url.Values) (*public.A
 	if err != nil {
 		return nil, fmt.Errorf("the tailnet address of this browser's machine cannot be read")
 	}
-	a, err := approval(c, wire.PublicApprove{Servers: servers, Roots: roots, TTL: form.Get("ttl")})
+	// The choice read and canonicalised as the owner's would be (no
+	// check against rights there), then held to c's own below.
+	a, err := approval(broker.Caller{Name: c.Name, Owner: true}, wire.PublicApprove{Servers: servers, Roots: roots, TTL: form.Get("ttl")})
 	if err != nil {
 		return nil, err
 	}
-	a.Node = ap.Addr().Unmap().String()
+	rule, err := withinGrant(c, a.Rights[0])
+	if err != nil {
+		return nil, err
+	}
+	a.Rights, a.Node = rights.Rights{rule}, ap.Addr().Unmap().String()
 	return &a, nil
+}
+
+// withinGrant is the chosen rule as c's grant allows it: as chosen, or
+// with the tool, scope and rate limits of one of c's rules (a grant that
+// limits them gives no rule without them). Its error names what is
+// outside c's grant.
+func withinGrant(c broker.Caller, rule rights.Rule) (rights.Rule, error) {
+	first := c.Rights.Covers(rule)
+	if first == nil {
+		return rule, nil
+	}
+	var ex *rights.Excess
+	for _, g := range c.Rights {
+		r := rule
+		r.Tools, r.Scopes, r.Rate, r.Burst = g.Tools, g.Scopes, g.Rate, g.Burst
+		err := c.Rights.Covers(r)
+		if err == nil {
+			return r, nil
+		}
+		if errors.As(err, &ex) && (ex.Field == "servers" || ex.Field == "roots") {
+			first = err // what the person chose, rather than a limit they did not
+		}
+	}
+	if errors.As(first, &ex) {
+		return rights.Rule{}, fmt.Errorf("%s %s is outside your tailnet grant: give the client only servers and roots your grant gives you", ex.Field, ex.Value)
+	}
+	return rights.Rule{}, fmt.Errorf("the choice is outside your tailnet grant (%v): give the client only what your grant gives you", first)
 }
 
 // approverCheck is the public face's ApproverCheck: the tailnet peer at
