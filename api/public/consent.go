@@ -207,9 +207,23 @@ func describe(p *pending) Pending {
 	return Pending{Client: p.client.ID, ClientName: p.clientLabel, RedirectHost: u.Host, Resource: p.resource}
 }
 
-// checkApprover refuses tok if a tailnet identity approved it and the
-// tailnet no longer gives them its rights (then its sign-in is revoked).
+// checkApprover refuses tok (a *Refusal) if a tailnet identity approved
+// it and the tailnet no longer gives them its rights (then its sign-in is
+// revoked), or cannot be asked now.
 func (f *Face) checkApprover(ctx context.Context, tok access.Token) error {
+	switch err := f.approverErr(ctx, tok); {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrApproverGone):
+		return f.invalid(ErrApproverGone.Error() + ": sign in again")
+	}
+	return f.invalid("the approval of this sign-in cannot be checked now (the daemon's tailnet is not reachable): retry later")
+}
+
+// approverErr is why tok's approver no longer admits it: ErrApproverGone
+// (its sign-in is then revoked), or another error when the tailnet could
+// not be asked; nil for the owner's approvals.
+func (f *Face) approverErr(ctx context.Context, tok access.Token) error {
 	if tok.ApproverNode == "" {
 		return nil // approved by the owner, on the daemon's machine
 	}
@@ -222,12 +236,11 @@ func (f *Face) checkApprover(ctx context.Context, tok access.Token) error {
 	}
 	switch {
 	case err == nil:
-		return nil
 	case errors.Is(err, ErrApproverGone):
 		f.tokens.RevokeFamily(tok) //nolint:errcheck // refused either way
 		f.log.Warn("oauth sign-in revoked: its approver's tailnet grant no longer covers it", "client", tok.Client, "approver", tok.Approver, "token", tok.ID)
-		return f.invalid(ErrApproverGone.Error() + ": sign in again")
+	default:
+		f.log.Warn("oauth token refused: its approver could not be checked on the tailnet", "client", tok.Client, "approver", tok.Approver, "err", err)
 	}
-	f.log.Warn("oauth token refused: its approver could not be checked on the tailnet", "client", tok.Client, "approver", tok.Approver, "err", err)
-	return f.invalid("the approval of this sign-in cannot be checked now (the daemon's tailnet is not reachable): retry later")
+	return err
 }

@@ -149,6 +149,9 @@ func TestApproverCheckedAtUse(t *testing.T) {
 	if err := use(alices); err == nil || !strings.Contains(err.Error(), "cannot be checked") {
 		t.Errorf("alice's token while the tailnet cannot tell: %v, want refused", err)
 	}
+	if status, m := a.form(public.TokenPath, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {alices["refresh_token"].(string)}, "client_id": {client}}); status != 400 || m["error"] != "server_error" {
+		t.Errorf("refreshing while the tailnet cannot tell: %d %v, want server_error (the sign-in kept)", status, m)
+	}
 	answer = nil
 	if err := use(alices); err != nil {
 		t.Fatalf("alice's token once the tailnet answers again: %v", err)

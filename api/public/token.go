@@ -87,8 +87,11 @@ func (f *Face) exchangeCode(r *http.Request) (string, string, access.Token, erro
 // refresh rotates a refresh token of the client.
 func (f *Face) refresh(r *http.Request) (string, string, access.Token, error) {
 	if old, err := f.tokens.Check(r.PostForm.Get("refresh_token")); err == nil && old.Refresh && old.Client == r.PostForm.Get("client_id") {
-		if err := f.checkApprover(r.Context(), old); err != nil {
-			return "", "", access.Token{}, &grantError{"invalid_grant", err.Error()}
+		switch err := f.approverErr(r.Context(), old); {
+		case errors.Is(err, ErrApproverGone):
+			return "", "", access.Token{}, &grantError{"invalid_grant", ErrApproverGone.Error() + ": sign in again"}
+		case err != nil: // kept: the tailnet could not be asked
+			return "", "", access.Token{}, &grantError{"server_error", "the approval of this sign-in cannot be checked now: retry later"}
 		}
 	}
 	at, rt, tok, err := f.tokens.Rotate(r.PostForm.Get("refresh_token"), r.PostForm.Get("client_id"))
