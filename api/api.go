@@ -225,18 +225,19 @@ func newServer(opts Options) *server {
 }
 
 // handler builds the router from table. Middleware order, outermost first:
-// recover panics, the 404s of OAuth's paths (faces.go), the dashboard's
+// recover panics, the 404s of OAuth's paths (faces.go), the public face's
+// consent page on the tailnet (publicconsent.go), the dashboard's
 // pages (which sign browsers in), then for the API: authenticate, compress
 // (not event streams), route.
 func (s *server) handler(table []route) http.Handler {
 	rest := compress(s.router(table))
-	return s.recoverer(notOAuth(s.servePages(s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.recoverer(notOAuth(s.servePublicConsent(s.servePages(s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isMCP(r.URL.Path) {
 			s.serveMCP(w, r)
 			return
 		}
 		rest.ServeHTTP(w, r)
-	})))))
+	}))))))
 }
 
 // router mounts table's routes, and nothing else.

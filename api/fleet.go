@@ -24,6 +24,11 @@ type Tailnet struct {
 	Peers func(ctx context.Context) ([]fleet.Peer, error)
 	// Dial connects over the tailnet.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// WhoIs names the peer at a tailnet address with its grant, as the
+	// listener's Identify does; the public face asks it at each use of a
+	// token a tailnet identity approved (publicconsent.go). nil = such
+	// tokens are refused.
+	WhoIs func(ctx context.Context, addr string) (broker.Caller, error)
 	// Timeout bounds the questions to one broker; 0 = fleet.DefaultTimeout.
 	Timeout time.Duration
 	// Port is the port the brokers serve their API on over the tailnet,

@@ -34,6 +34,7 @@ func NewFaces(opts Options) Faces {
 	s := newServer(opts)
 	f := Faces{Private: s.mount(routes(), opts)}
 	if opts.Public != nil {
+		opts.Public.SetApproverCheck(s.approverCheck)
 		f.Public = s.publicHandler(opts.Public)
 	}
 	return f

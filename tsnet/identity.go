@@ -2,6 +2,7 @@ package tsnet
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -56,13 +57,22 @@ const DefaultCapability = "mcpx.dev/cap/broker"
 // element's roots.
 // Granted roots are canonicalised; one that does not exist is dropped.
 func (n *Node) Identify(r *http.Request) (broker.Caller, error) {
+	return n.WhoIs(r.Context(), r.RemoteAddr)
+}
+
+// WhoIs is Identify for a tailnet address ("100.64.0.7", or with a port)
+// rather than a request: the peer there and its grant now. The public face
+// asks it at each use of a token a tailnet identity approved
+// (api.Tailnet.WhoIs): a peer gone from the tailnet, or whose grant no
+// longer covers the token's rights, ends the token.
+func (n *Node) WhoIs(ctx context.Context, addr string) (broker.Caller, error) {
 	n.mu.Lock()
 	lc := n.lc
 	n.mu.Unlock()
 	if lc == nil {
 		return broker.Caller{}, refuse("the tailnet node is not up", "", errNotUp)
 	}
-	who, err := lc.WhoIs(r.Context(), r.RemoteAddr)
+	who, err := lc.WhoIs(ctx, addr)
 	if err != nil {
 		return broker.Caller{}, refuse("the tailnet does not know this peer", "", err)
 	}

@@ -63,6 +63,9 @@ type Approval struct {
 	Approver string        // who approved ("owner", a tailnet login)
 	Rights   rights.Rights // the approver's rights narrowed by the consent
 	TTL      time.Duration // how long the client may refresh; 0 = a day
+	// Node is the tailnet address a tailnet approver consented from
+	// (consent.go); "" for the owner's approval by code.
+	Node string
 }
 
 // issued is an authorization code's grant.
@@ -376,6 +379,8 @@ var pageTmpl = template.Must(template.New("p").Parse(`<!doctype html><html><head
 <h1>{{.Title}}</h1><p>{{.Text}}</p>{{if .Code}}<p style="font-size:2em;font-family:monospace" id="code">{{.Code}}</p>
 <p>On the machine mcpx runs on, its owner approves with:</p><pre>mcpx auth approve {{.Code}}</pre>
 <p>(or <code>mcpx auth approve {{.Code}} --servers NAME,… --roots DIR,… --ttl 8h</code> to give less). This page moves on by itself.</p>{{end}}
+{{if .Consent}}<p>On a machine of the tailnet, with your own tailnet identity: <a id="consent" href="{{.Consent}}">approve in your browser on the tailnet</a>
+(this browser must be on a tailnet machine; you choose the servers, roots and lifetime within your own grant).</p>{{end}}
 </body></html>`))
 
 func (f *Face) page(w http.ResponseWriter, status int, title, text, code string) {
@@ -386,7 +391,7 @@ func (f *Face) waitPage(w http.ResponseWriter, p *pending) {
 	u, _ := url.Parse(p.redirect)
 	f.render(w, http.StatusOK, map[string]string{"Title": "Approve " + p.clientLabel,
 		"Text": "The client " + p.clientLabel + " (returning to " + u.Host + ") asks to use this mcpx server (" + p.resource + ").",
-		"Code": p.userCode, "Refresh": waitPath + "?id=" + url.QueryEscape(p.id)})
+		"Code": p.userCode, "Refresh": waitPath + "?id=" + url.QueryEscape(p.id), "Consent": f.consentLink(p)})
 }
 
 func (f *Face) render(w http.ResponseWriter, status int, data map[string]string) {

@@ -34,6 +34,9 @@ func (f *Face) Authenticate(r *http.Request, server string) (access.Token, error
 		return access.Token{}, &Refusal{Status: http.StatusTooManyRequests, Msg: "too many refused tokens from this address; retry after a second"}
 	}
 	tok, err := f.check(server, authz)
+	if err == nil {
+		err = f.checkApprover(r.Context(), tok)
+	}
 	if err != nil {
 		f.limit.allow(r) // a refused token costs the address one of its allowance; a good one nothing
 	}

@@ -62,6 +62,8 @@ type Face struct {
 	log    *slog.Logger
 	limit  *limiter
 	authz  *authz
+	// consent is the tailnet consent page's state (consent.go).
+	consent *consent
 }
 
 // CheckURL says what is wrong with a public URL, if anything.
@@ -91,7 +93,8 @@ func New(opts Options) (*Face, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Face{origin: origin, tokens: opts.Tokens, log: log, limit: newLimiter(opts.Limit), authz: newAuthz()}, nil
+	return &Face{origin: origin, tokens: opts.Tokens, log: log, limit: newLimiter(opts.Limit), authz: newAuthz(),
+		consent: newConsent()}, nil
 }
 
 // Origin is the public face's origin, e.g. "https://mcpx.example.com".

@@ -76,7 +76,7 @@ func (f *Face) exchangeCode(r *http.Request) (string, string, access.Token, erro
 	}
 	a := p.approved
 	g := access.Grant{Client: p.client.ID, ClientName: p.clientLabel, Resource: p.resource, Scopes: []string{Scope},
-		Rights: a.Rights, Approver: a.Approver, TTL: a.TTL}
+		Rights: a.Rights, Approver: a.Approver, ApproverNode: a.Node, TTL: a.TTL}
 	at, rt, tok, err := f.tokens.IssuePair(g, accessTTL)
 	if err == nil {
 		f.log.Info("oauth tokens issued", "client", p.client.ID, "approver", a.Approver, "token", tok.ID)
@@ -86,6 +86,14 @@ func (f *Face) exchangeCode(r *http.Request) (string, string, access.Token, erro
 
 // refresh rotates a refresh token of the client.
 func (f *Face) refresh(r *http.Request) (string, string, access.Token, error) {
+	if old, err := f.tokens.Check(r.PostForm.Get("refresh_token")); err == nil && old.Refresh && old.Client == r.PostForm.Get("client_id") {
+		switch err := f.approverErr(r.Context(), old); {
+		case errors.Is(err, ErrApproverGone):
+			return "", "", access.Token{}, &grantError{"invalid_grant", ErrApproverGone.Error() + ": sign in again"}
+		case err != nil: // kept: the tailnet could not be asked
+			return "", "", access.Token{}, &grantError{"server_error", "the approval of this sign-in cannot be checked now: retry later"}
+		}
+	}
 	at, rt, tok, err := f.tokens.Rotate(r.PostForm.Get("refresh_token"), r.PostForm.Get("client_id"))
 	switch {
 	case errors.Is(err, access.ErrReused):

@@ -67,7 +67,12 @@ type Grant struct {
 	Scopes     []string      // the scopes granted
 	Rights     rights.Rights // what the bearer may use: the approver's, narrowed by consent
 	Approver   string        // who approved it (a tailnet login, "owner")
-	TTL        time.Duration // how long it lives; 0 or more than MaxTTL = MaxTTL
+	// ApproverNode is the tailnet address of the machine a tailnet
+	// approver consented from ("" = approved on the daemon's machine): the
+	// face asks the tailnet at each use whether the approver there still
+	// has the rights the token carries (docs/public.md).
+	ApproverNode string
+	TTL          time.Duration // how long it lives; 0 or more than MaxTTL = MaxTTL
 }
 
 // Token is an issued token's record: everything but its secret.
@@ -79,9 +84,11 @@ type Token struct {
 	Scopes     []string      `json:"scopes"`
 	Rights     rights.Rights `json:"rights"`
 	Approver   string        `json:"approver,omitempty"`
-	Created    time.Time     `json:"created"`
-	Expires    time.Time     `json:"expires"`
-	SHA256     string        `json:"sha256"` // of the secret
+	// ApproverNode is Grant.ApproverNode.
+	ApproverNode string    `json:"approverNode,omitempty"`
+	Created      time.Time `json:"created"`
+	Expires      time.Time `json:"expires"`
+	SHA256       string    `json:"sha256"` // of the secret
 	// Refresh marks a refresh token; Family is the sign-in both kinds
 	// descend from (revoked together); Rotated marks a refresh token
 	// already exchanged, whose reuse revokes its family.
@@ -204,7 +211,7 @@ func (s *Store) Rotate(secret, client string) (access, refresh string, tok Token
 		return "", "", Token{}, err
 	}
 	g := Grant{Client: old.Client, ClientName: old.ClientName, Resource: old.Resource, Scopes: old.Scopes, Rights: old.Rights,
-		Approver: old.Approver, TTL: min(time.Hour, old.Expires.Sub(s.now()))}
+		Approver: old.Approver, ApproverNode: old.ApproverNode, TTL: min(time.Hour, old.Expires.Sub(s.now()))}
 	if access, tok, err = s.issue(g, false, old.Family); err != nil {
 		return "", "", Token{}, err
 	}
@@ -230,7 +237,7 @@ func (s *Store) issue(g Grant, refresh bool, family string) (string, Token, erro
 	secret := Prefix + random(32)
 	now := s.now().UTC()
 	t := Token{ID: random(9), Client: g.Client, ClientName: g.ClientName, Resource: g.Resource,
-		Scopes: slices.Clone(g.Scopes), Rights: g.Rights, Approver: g.Approver,
+		Scopes: slices.Clone(g.Scopes), Rights: g.Rights, Approver: g.Approver, ApproverNode: g.ApproverNode,
 		Created: now.Truncate(time.Second), Expires: now.Add(ttl), SHA256: hash(secret), Refresh: refresh, Family: family}
 	if t.Rights == nil {
 		t.Rights = rights.None()

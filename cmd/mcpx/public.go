@@ -88,6 +88,10 @@ func (f publicFlags) open(node *tsnet.Node, state string, log *slog.Logger, lns 
 	if err != nil {
 		return nil, fmt.Errorf("--public-url: %w", err)
 	}
+	if node != nil && node.Info().DNSName != "" {
+		// A browser on the tailnet approves here (docs/public.md).
+		face.SetConsentPage("http://" + node.Info().DNSName + public.ConsentPath)
+	}
 	log.Info("public face", "url", face.Origin(), "listen", ln.Addr().String())
 	return face, nil
 }

@@ -136,5 +136,5 @@ func apiTailnet(node *tsnet.Node) *api.Tailnet {
 	if node == nil {
 		return nil
 	}
-	return &api.Tailnet{Status: node.Status, Peers: node.Peers, Dial: node.Dial}
+	return &api.Tailnet{Status: node.Status, Peers: node.Peers, Dial: node.Dial, WhoIs: node.WhoIs}
 }
