@@ -159,6 +159,10 @@ func (s *server) callTool(w http.ResponseWriter, r *http.Request) error {
 	if wantsEvents(r) {
 		return s.streamCall(w, r, req, tool, args)
 	}
+	req.OnTarget = func(t broker.CallTarget) {
+		js, _ := json.Marshal(wire.CallContext{Server: t.Server, Tool: t.Tool, Scope: t.Scope, Key: t.Key, Instance: t.Instance, Config: t.Config})
+		w.Header().Set(wire.HeaderCallContext, string(js))
+	}
 	res, err := s.b.CallTool(r.Context(), req, tool, args, nil)
 	if err != nil {
 		return err

@@ -76,6 +76,9 @@ func (b *Broker) callTool(ctx context.Context, r Request, tool string, args json
 		if err != nil {
 			return err
 		}
+		if r.OnTarget != nil {
+			r.OnTarget(b.callTarget(r, res, tool, sess))
+		}
 		if taskSupport(def) == "required" {
 			if r.NoImplicitTask {
 				return &Error{Kind: KindBadRequest, Op: "call", Server: r.Server, Field: "tool",

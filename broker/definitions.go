@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/mcp/client"
@@ -58,6 +60,12 @@ func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, stri
 				return prog, err
 			}
 			prog.Env, prog.Environment = d.EnvVars(), environment
+			if isolated(environment) {
+				if err := inIsolated(command, d); err != nil {
+					return prog, err
+				}
+				prog.Isolated, prog.EnvStorePath = true, filepath.Dir(d.Vars["PATH"])
+			}
 			if nixresolve.HasShellHook(prog.Env) {
 				prog.Wrap = nixresolve.ShellHookWrap
 			}
@@ -82,6 +90,38 @@ func resolveCommand(nix *nixresolve.Resolver) func(context.Context, string, stri
 	}
 }
 
+// poolEnvironment is the environment the pool hands the Resolve hook for
+// s: an isolated one names its packages, the command's (a nix: spec)
+// first, then the dependencies (nixspec.Isolated).
+func poolEnvironment(s *config.Server) string {
+	if s.Environment != config.EnvironmentIsolated {
+		return s.Environment
+	}
+	var pkgs []string
+	if nixspec.Is(s.Command) {
+		pkgs = append(pkgs, s.Command)
+	}
+	return nixspec.Isolated(append(pkgs, s.Dependencies...))
+}
+
+func isolated(environment string) bool {
+	return strings.HasPrefix(environment, nixspec.EnvIsolated+":") || environment == nixspec.EnvIsolated
+}
+
+// inIsolated checks that command, run in the isolated environment d, is
+// one of its programs: a nix: spec is its own package's, a path is run as
+// written, a name must be under d's PATH (the host's is not searched).
+func inIsolated(command string, d nixresolve.DevEnv) error {
+	if nixspec.Is(command) || strings.Contains(command, "/") {
+		return nil
+	}
+	bin := d.Vars["PATH"]
+	if fi, err := os.Stat(filepath.Join(bin, command)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return nil
+	}
+	return fmt.Errorf(`command %q is not in the isolated environment (%s holds only its packages' programs; the host's PATH is not searched): add the nix: package that provides it to the server's dependencies, e.g. "nix:nixpkgs#%s"`, command, bin, command)
+}
+
 // closureOf is the pool's Closure hook: a confined nix program reads its
 // store closure. nil without a resolver (a nix: command does not start
 // then anyway).
@@ -100,7 +140,7 @@ func (b *Broker) poolServer(name string, s *config.Server, source string, defaul
 		Name: name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
 		URL: s.URL, Headers: s.Headers,
 		InheritEnv: s.InheritEnv.Names, InheritAllEnv: s.InheritEnv.All,
-		Environment:  s.Environment,
+		Environment:  poolEnvironment(s),
 		Exclusive:    s.Sharing == config.SharingExclusive,
 		Max:          s.Max,
 		IdleTimeout:  s.IdleTimeout.D(),

@@ -96,14 +96,14 @@ func (b *Broker) NixList() NixList {
 		}
 		if s.Environment == config.EnvironmentAuto {
 			ns.Environment = s.Environment // its directories' are its instances'
-		} else if es, err := nixspec.ParseEnvironment(s.Environment); err == nil && es.Kind != nixspec.EnvHost {
-			ns.Environment = s.Environment
+		} else if es, err := nixspec.ParseEnvironment(poolEnvironment(s)); err == nil && es.Kind != nixspec.EnvHost {
+			ns.Environment = poolEnvironment(s)
 			if b.nix != nil {
-				if key, err := b.nix.EnvironmentKey(s.Environment); err == nil {
+				if key, err := b.nix.EnvironmentKey(poolEnvironment(s)); err == nil {
 					refs[key] = true
 				}
 				var d nixresolve.DevEnv
-				d, ns.Captured = b.nix.CachedEnvironment(s.Environment)
+				d, ns.Captured = b.nix.CachedEnvironment(poolEnvironment(s))
 				ns.Env = NixEnvironment(d)
 			}
 		}
@@ -152,7 +152,7 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 			Msg: "this daemon has no nix resolver"}
 	}
 	isSpec := nixspec.Is(s.Command)
-	envKey, _ := b.nix.EnvironmentKey(s.Environment)
+	envKey, _ := b.nix.EnvironmentKey(poolEnvironment(s))
 	auto := s.Environment == config.EnvironmentAuto
 	if !isSpec && envKey == "" && !auto {
 		return NixRefreshed{}, &Error{Kind: KindBadRequest, Op: op, Server: server,
@@ -172,11 +172,11 @@ func (b *Broker) NixRefresh(ctx context.Context, server string) (NixRefreshed, e
 		out.Changed = prev.Path != next.Path
 	}
 	if envKey != "" {
-		prev, next, err := b.nix.RefreshEnvironment(ctx, s.Environment)
+		prev, next, err := b.nix.RefreshEnvironment(ctx, poolEnvironment(s))
 		if err != nil {
 			return NixRefreshed{}, nixRefreshError(ctx, op, server, "environment", err)
 		}
-		out.Environment, out.EnvironmentChanged = s.Environment, !maps.Equal(prev.Vars, next.Vars)
+		out.Environment, out.EnvironmentChanged = poolEnvironment(s), !maps.Equal(prev.Vars, next.Vars)
 	}
 	if auto {
 		changed, err := b.refreshAuto(ctx, server)
@@ -254,7 +254,7 @@ func (b *Broker) NixGC() ([]NixProgram, error) {
 	cfg := b.currentConfig()
 	var keys []string
 	for _, s := range cfg.Servers {
-		if key, err := b.nix.EnvironmentKey(s.Environment); err == nil && key != "" {
+		if key, err := b.nix.EnvironmentKey(poolEnvironment(s)); err == nil && key != "" {
 			keys = append(keys, key)
 		}
 		if !nixspec.Is(s.Command) {
@@ -338,9 +338,9 @@ func (b *Broker) refreshInUse(ctx context.Context, why string) {
 				written[key] = s.Command
 			}
 		}
-		if key, err := b.nix.EnvironmentKey(s.Environment); err == nil && key != "" {
+		if key, err := b.nix.EnvironmentKey(poolEnvironment(s)); err == nil && key != "" {
 			users[key] = append(users[key], name)
-			written[key] = s.Environment
+			written[key] = poolEnvironment(s)
 		}
 	}
 	b.log.Debug("nix refresh pass", "why", why, "specs", len(users))

@@ -13,6 +13,7 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/suggest"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/observe/tracing"
 	"mcpx.dev/mcpx/pool"
 )
@@ -37,6 +38,10 @@ type Request struct {
 	// limits and concurrency slot, before it reaches the pool: a streamed
 	// call opens its stream then, so that a refusal is still a plain 429.
 	OnAdmitted func()
+	// OnTarget, if set, is told where a tool call runs once it has
+	// reached its instance (before the child is asked; again if the call
+	// is sent again): the daemon's context of the call.
+	OnTarget func(CallTarget)
 	// NoImplicitTask refuses a plain call of a tool whose taskSupport is
 	// required (an error wrapping ErrTaskRequired) instead of running it
 	// as a task and waiting: a client of the tasks extension is told to
@@ -102,6 +107,7 @@ func (b *Broker) Target(r Request) (pool.Target, error) {
 type resolved struct {
 	def    *config.Server
 	target pool.Target
+	config string // the config file that defines the server; "" = the built-in one
 	// use is what was authorized: the server, the canonical cwd, the
 	// scope kind and, for a call the rights allow, the tool.
 	use rights.Use
@@ -214,7 +220,7 @@ func (b *Broker) resolveIn(ctx context.Context, r Request, tool string) (_ resol
 	if poolName != r.Server {
 		b.ensureDef(poolName, sv.sources[r.Server].File, def)
 	}
-	return resolved{def: def, use: use, hidden: hidden, target: pool.Target{
+	return resolved{def: def, use: use, hidden: hidden, config: sv.sources[r.Server].File, target: pool.Target{
 		Server: poolName, Key: rs.Key, Root: rs.Root, Cwd: cc.Cwd, Degraded: rs.Degraded,
 		Ephemeral: strings.HasPrefix(rs.Key, "call:"),
 		Sandbox:   EffectiveSandbox(def, b.currentConfig().Defaults, c, rs.Root),
@@ -247,4 +253,22 @@ func wholeDiskNote(root string) string {
 		what = "/, the whole disk"
 	}
 	return fmt.Sprintf("the instance root is %s (the caller's cwd): a filesystem server offered it as its MCP root sees every file below it; call from a project directory, or give the server \"roots\": false", what)
+}
+
+// CallTarget is the daemon's context of one tool call: the server and
+// tool, the scope kind and key it was resolved to, the instance it ran on
+// and, for the owner only, the config file that defines the server.
+type CallTarget struct {
+	Server, Tool, Scope, Key, Instance string
+	Config                             string // "" unless the caller is the owner
+}
+
+// callTarget is the CallTarget of a call of tool as r asks, resolved to
+// res, on sess.
+func (b *Broker) callTarget(r Request, res resolved, tool string, sess *client.Session) CallTarget {
+	t := CallTarget{Server: r.Server, Tool: tool, Scope: res.use.Scope, Key: res.target.Key, Instance: b.pool.InstanceOf(sess)}
+	if r.Caller.Owner {
+		t.Config = res.config
+	}
+	return t
 }

@@ -90,6 +90,7 @@ var runtimeSource = sync.OnceValue(func() string {
 		"KindTimeout":                  quote(wire.KindTimeout),
 		"KindStaleClient":              quote(wire.KindStaleClient),
 		"HeaderToolHash":               quote(wire.HeaderToolHash),
+		"HeaderCallContext":            quote(wire.HeaderCallContext),
 		"StatusCanceled":               status(wire.KindCanceled),
 		"StatusTimeout":                status(wire.KindTimeout),
 		"RecordFile":                   quote(wire.RecordFile),

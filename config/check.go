@@ -151,11 +151,54 @@ func (p *problems) checkEnvironment(name string, s *Server) {
 			"name a flake or shell.nix the daemon's owner controls; project files under a caller's directory are never run")
 		return
 	}
-	if s.Environment == EnvironmentAuto {
+	switch {
+	case s.Environment == EnvironmentAuto:
+	case s.Environment == EnvironmentIsolated:
+		p.checkIsolated(name, s)
+	case strings.HasPrefix(s.Environment, EnvironmentIsolated+":"):
+		p.add(name, "environment", fmt.Sprintf("environment %q: an isolated environment's packages are its dependencies", s.Environment),
+			`write "environment": "isolated" and list the nix: packages in "dependencies"`)
+	default:
+		if _, err := nixspec.ParseEnvironment(s.Environment); err != nil {
+			p.add(name, "environment", err.Error(), `e.g. "host", "auto" (the child's directory's flake.nix or shell.nix), "isolated" (only its nix: packages), "flake:path:/src/app#dev" or "shell:/src/app/shell.nix"`)
+		}
+	}
+}
+
+// checkDependencies checks a server's dependencies: nix: specs, and only
+// beside an isolated environment.
+func (p *problems) checkDependencies(name string, s *Server) {
+	if s.Dependencies == nil {
 		return
 	}
-	if _, err := nixspec.ParseEnvironment(s.Environment); err != nil {
-		p.add(name, "environment", err.Error(), `e.g. "host", "auto" (the child's directory's flake.nix or shell.nix), "flake:path:/src/app#dev" or "shell:/src/app/shell.nix"`)
+	if s.Environment != EnvironmentIsolated {
+		p.add(name, "dependencies", "dependencies are the packages of an isolated environment, and this server's environment is not one",
+			`set "environment": "isolated", or remove dependencies`)
+		return
+	}
+	for i, d := range s.Dependencies {
+		field := fmt.Sprintf("dependencies[%d]", i)
+		switch _, err := nixspec.Parse(d); {
+		case strings.Contains(d, "${mcpx."):
+			p.add(name, field, "a dependency may not hold ${mcpx.*} placeholders", "name a flake the daemon's owner controls")
+		case err != nil:
+			p.add(name, field, err.Error(), `write it as nix:<flakeref>#<attr>, e.g. "nix:nixpkgs#jq" or "nix:path:/src/tools#lint"`)
+		}
+	}
+}
+
+// checkIsolated checks an isolated server: it is a command server, and
+// its command is in the environment — a nix: spec, or a name one of its
+// dependencies provides (which only the build can tell).
+func (p *problems) checkIsolated(name string, s *Server) {
+	switch {
+	case s.OpenAPI != nil || s.CLI != nil:
+		p.add(name, "environment", "an isolated environment is for a command server; an adapter has none", `remove environment, or use "host"`)
+	case s.Command != "" && !nixspec.Is(s.Command) && !strings.Contains(s.Command, "/") && len(s.Dependencies) == 0:
+		p.add(name, "dependencies", fmt.Sprintf("the isolated environment holds no package, so command %q is not in it", s.Command),
+			fmt.Sprintf(`list the nix: package that provides %s in dependencies (e.g. "nix:nixpkgs#%s"), or make the command a nix: spec`, s.Command, s.Command))
+	case s.Env["PATH"] != "":
+		p.add(name, "env.PATH", "an isolated environment's PATH is its packages' bin directories", `remove env.PATH, or use another environment`)
 	}
 }
 
@@ -187,6 +230,7 @@ func (p *problems) checkServer(name string, s *Server, typ transport, pc *Pool, 
 		p.checkTransport(name, s, typ, bad)
 	}
 	p.checkEnvironment(name, s)
+	p.checkDependencies(name, s)
 	p.checkStrings(name, s)
 	if s.Cwd != "" && !hasAbsPrefix(s.Cwd) && placeholderProblems(s.Cwd, s.Allocate) == nil {
 		p.add(name, "cwd", fmt.Sprintf("cwd %q is relative", s.Cwd),

@@ -139,9 +139,13 @@ type Server struct {
 	// Environment is where the child runs: "host" (the default: the
 	// daemon's environment, filtered as InheritEnv says), "flake:<ref>[#attr]"
 	// (that flake's devShell), "shell:<file>" (a legacy shell.nix),
-	// captured once by nix print-dev-env (package nixresolve), or
-	// EnvironmentAuto.
+	// captured once by nix print-dev-env (package nixresolve),
+	// EnvironmentAuto, or EnvironmentIsolated.
 	Environment string `json:"environment,omitempty"`
+	// Dependencies are the nix: packages an isolated environment holds
+	// beside the command's own (a nix: command): its PATH is their bin
+	// directories and nothing of the host's. Only with EnvironmentIsolated.
+	Dependencies []string `json:"dependencies,omitempty"`
 
 	// streamable-HTTP child
 	URL     string            `json:"url,omitempty"`
@@ -575,3 +579,9 @@ func ScopeKinds() []ScopeKind { return append([]ScopeKind(nil), scopeKinds...) }
 // the host. For a server the directory is the child's working directory
 // (its cwd, else its instance root); with neither, the host.
 const EnvironmentAuto = "auto"
+
+// EnvironmentIsolated is an environment generated to hold only the
+// runtime (a nix: command, a nix: script.runtime) and the declared
+// dependencies (nix: specs), built once by nix: the child's PATH is their
+// bin directories, none of the host's (package nixresolve).
+const EnvironmentIsolated = "isolated"

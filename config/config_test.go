@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,20 @@ func TestParseErrors(t *testing.T) {
 			"x", "environment", []string{"may not hold ${mcpx.*} placeholders", "never run"}},
 		{"environment of a url server", `{"servers":{"x":{"url":"http://h/mcp","environment":"flake:path:/src"}}}`,
 			"x", "environment", []string{"a url server has no execution environment"}},
+		{"isolated with a command it does not hold", `{"servers":{"x":{"command":"node","environment":"isolated"}}}`,
+			"x", "dependencies", []string{`holds no package, so command "node" is not in it`, `"nix:nixpkgs#node"`}},
+		{"dependencies without isolated", `{"servers":{"x":{"command":"a","dependencies":["nix:nixpkgs#jq"]}}}`,
+			"x", "dependencies", []string{"this server's environment is not one", `"environment": "isolated"`}},
+		{"dependency not a nix spec", `{"servers":{"x":{"command":"jq","environment":"isolated","dependencies":["nix:nixpkgs#jq","jq"]}}}`,
+			"x", "dependencies[1]", []string{`"jq" is not a nix program spec`, "nix:<flakeref>#<attr>"}},
+		{"dependency with a placeholder", `{"servers":{"x":{"command":"jq","environment":"isolated","dependencies":["nix:path:${mcpx.root}#jq"]}}}`,
+			"x", "dependencies[0]", []string{"may not hold ${mcpx.*} placeholders"}},
+		{"isolated packages written in the environment", `{"servers":{"x":{"command":"jq","environment":"isolated:nix:nixpkgs#jq"}}}`,
+			"x", "environment", []string{"an isolated environment's packages are its dependencies", `list the nix: packages in "dependencies"`}},
+		{"isolated with env.PATH", `{"servers":{"x":{"command":"nix:nixpkgs#jq","environment":"isolated","env":{"PATH":"/usr/bin"}}}}`,
+			"x", "env.PATH", []string{"its packages' bin directories"}},
+		{"isolated adapter", `{"servers":{"x":{"cli":{"tools":{"t":{"args":["true"]}}},"environment":"isolated"}}}`,
+			"x", "environment", []string{"for a command server"}},
 		{"unknown pool field", `{"pool":{"maxInstance":3}}`,
 			"", "pool.maxInstance", []string{`did you mean "maxInstances"?`}},
 		{"command and url", `{"servers":{"x":{"command":"a","url":"http://h/mcp"}}}`,
@@ -698,7 +713,9 @@ func TestExecWatchPeriod(t *testing.T) {
 // command) and the nix settings are read as written.
 func TestNixSection(t *testing.T) {
 	doc := `{
-		"servers": {"tool": {"command": "nix:github:owner/repo/v1#tool", "args": ["--stdio"], "env": {"A": "b"}, "environment": "flake:path:/src/app#dev"}},
+		"servers": {"tool": {"command": "nix:github:owner/repo/v1#tool", "args": ["--stdio"], "env": {"A": "b"}, "environment": "flake:path:/src/app#dev"},
+			"iso": {"command": "jq", "environment": "isolated", "dependencies": ["nix:nixpkgs#jq", "nix:./tools#lint"]},
+			"isoNix": {"command": "nix:nixpkgs#deno", "environment": "isolated"}},
 		"nix": {"binary": "/opt/nix/bin/nix", "offline": true, "timeout": "5m", "config": ["substituters = https://cache.example.org"], "refresh": "1h"}
 	}`
 	cfg, err := config.Parse([]byte(doc), "")
@@ -711,6 +728,9 @@ func TestNixSection(t *testing.T) {
 	}
 	if got := cfg.Nix.RefreshInterval(); got != time.Hour {
 		t.Errorf("refresh interval %s, want 1h", got)
+	}
+	if s := cfg.Servers["iso"]; s.Environment != config.EnvironmentIsolated || !slices.Equal(s.Dependencies, []string{"nix:nixpkgs#jq", "nix:./tools#lint"}) {
+		t.Errorf("isolated server %+v", s)
 	}
 	if s := cfg.Servers["tool"]; s.Command != "nix:github:owner/repo/v1#tool" || len(s.Args) != 1 || s.Env["A"] != "b" || s.Environment != "flake:path:/src/app#dev" {
 		t.Errorf("server %+v", s)

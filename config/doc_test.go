@@ -241,6 +241,8 @@ func exampleDoc(key string, v any) map[string]any {
 			}
 		case "cli":
 			server = map[string]any{"cli": map[string]any{"tools": map[string]any{"x": map[string]any{"args": []any{"true"}}}}}
+		case "dependencies":
+			server["environment"] = "isolated"
 		case "burst":
 			server["rate"] = "100/m"
 		case "health":

@@ -43,8 +43,14 @@ type Script struct {
 	// caller's, the default), "flake:<ref>[#attr]" (a devShell),
 	// "shell:<file>" (a legacy shell.nix; relative to the config file's
 	// directory) or "auto" (the run directory's flake.nix, else its
-	// shell.nix, else the host). The nearest layer that sets it wins.
+	// shell.nix, else the host) or "isolated" (EnvironmentIsolated: only
+	// a nix: runtime's package and Dependencies, none of the caller's
+	// PATH). The nearest layer that sets it wins.
 	Environment string `json:"environment,omitempty"`
+	// Dependencies are the nix: packages an isolated environment holds
+	// beside a nix: runtime's (or interpreter's); a relative path ref is
+	// the config file's directory's. The nearest layer that sets it wins.
+	Dependencies []string `json:"dependencies,omitempty"`
 	// Runtime is the JavaScript runtime scripts run on: "deno", "bun",
 	// "node", a path to one's binary, or a nix: spec that builds one
 	// ("nix:nixpkgs#deno"; a relative path ref is the config file's
@@ -111,7 +117,7 @@ func MergeLines(layers []Lines) []string {
 	return out
 }
 
-var scriptFields = []string{"prefix", "suffix", "interpreter", "env", "deps", "environment", "runtime"}
+var scriptFields = []string{"prefix", "suffix", "interpreter", "env", "deps", "environment", "dependencies", "runtime"}
 
 func (p *problems) decodeScript(sc *Script, raw json.RawMessage) {
 	if isNull(raw) {
@@ -138,8 +144,10 @@ func (p *problems) decodeScript(sc *Script, raw json.RawMessage) {
 			sc.Environment = p.decodeScriptEnvironment(m.value)
 		case "runtime":
 			sc.Runtime = p.decodeScriptRuntime(m.value)
+		case "dependencies":
+			sc.Dependencies = p.decodeScriptDependencies(m.value)
 		default:
-			hint := "the fields are prefix, suffix, interpreter, env, deps, environment and runtime"
+			hint := "the fields are prefix, suffix, interpreter, env, deps, environment, dependencies and runtime"
 			if s := suggest.Closest(m.key, scriptFields); s != "" {
 				hint = fmt.Sprintf("did you mean %q?", s)
 			}
@@ -289,11 +297,31 @@ func (p *problems) decodeScriptEnvironment(raw json.RawMessage) string {
 	if s == "auto" {
 		return s
 	}
+	if strings.HasPrefix(s, EnvironmentIsolated+":") {
+		p.add("", "script.environment", fmt.Sprintf("script.environment %q: an isolated environment's packages are script.dependencies", s),
+			`write "environment": "isolated" and list the nix: packages in "dependencies"`)
+		return ""
+	}
 	if _, err := nixspec.ParseEnvironment(s); err != nil {
 		p.add("", "script.environment", "script.environment: "+err.Error(), `or "auto": the run directory's flake.nix, else its shell.nix, else the host`)
 		return ""
 	}
 	return s
+}
+
+// decodeScriptDependencies reads script.dependencies: nix: specs.
+func (p *problems) decodeScriptDependencies(raw json.RawMessage) []string {
+	var specs []string
+	if err := json.Unmarshal(raw, &specs); err != nil {
+		p.add("", "script.dependencies", fmt.Sprintf("script.dependencies must be an array of nix: specs, not %s", raw), `such as ["nix:nixpkgs#jq"]`)
+		return nil
+	}
+	for i, s := range specs {
+		if _, err := nixspec.Parse(s); err != nil {
+			p.add("", fmt.Sprintf("script.dependencies[%d]", i), err.Error(), `write it as nix:<flakeref>#<attr>, e.g. "nix:nixpkgs#jq" or "nix:path:./tools#lint"`)
+		}
+	}
+	return specs
 }
 
 // decodeScriptRuntime reads script.runtime.

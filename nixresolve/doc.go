@@ -82,6 +82,16 @@
 // import (an edit to any is captured again; a file imported from outside
 // that directory is not hashed). A hit runs no nix.
 //
+// An isolated environment ("isolated:<spec> <spec>…", nixspec.Isolated)
+// holds only the packages of its nix: specs: a flake generated in
+// CacheDir/isolated/ takes each package's flake as an input and builds
+// one derivation with Nix's builtin:buildenv builder (the one profiles
+// use; no nixpkgs, no shell) over their outputs, the earlier package
+// winning a program two provide. Its one variable is PATH=<env>/bin, which
+// replaces the host's PATH where the caller starts a child. The generated
+// flake.lock keeps what the packages locked to until a refresh re-locks
+// them; the environment's root is named by its key and that lock.
+//
 // # Errors
 //
 // Every failure is an [*Error] naming the spec, saying which step failed,

@@ -25,7 +25,9 @@ type DevEnv struct {
 	Locked Locked `json:"locked,omitzero"`
 	// FileHash is the sha256 of the shell.nix the variables came from and
 	// of the .nix files it may import (shellHash; shell: environments): an
-	// edit to any of them is captured again.
+	// edit to any of them is captured again. For an isolated environment
+	// it is the sha256 of its generated flake.lock: what its packages
+	// were locked to.
 	FileHash   string            `json:"fileHash,omitempty"`
 	Vars       map[string]string `json:"vars"`
 	Root       string            `json:"root"` // the GC root of the shell's inputs (a profile in CacheDir/roots)
@@ -66,7 +68,7 @@ func (r *Resolver) Environment(ctx context.Context, env string) (DevEnv, error) 
 	r.mu.Lock()
 	d, ok := r.envs[key]
 	r.mu.Unlock()
-	if ok && d.FileHash == hash && rootAlive(d.Root) {
+	if ok && (d.FileHash == hash || es.Kind == nixspec.EnvIsolated) && rootAlive(d.Root) {
 		return d, nil
 	}
 	return r.captureShared(ctx, key, env, es)
@@ -84,6 +86,9 @@ func (r *Resolver) RefreshEnvironment(ctx context.Context, env string) (prev, ne
 	r.mu.Lock()
 	prev = r.envs[key]
 	r.mu.Unlock()
+	if es.Kind == nixspec.EnvIsolated {
+		r.forgetLock(key) // its packages are locked anew
+	}
 	next, err = r.captureShared(ctx, key, env, es)
 	return prev, next, err
 }
@@ -117,6 +122,14 @@ func (r *Resolver) absEnv(es nixspec.Environment) nixspec.Environment {
 			es.Ref = filepath.Join(r.opts.Dir, es.Ref)
 		}
 		es.Ref = filepath.Clean(es.Ref)
+	case nixspec.EnvIsolated:
+		pkgs := es.Packages()
+		for i, p := range pkgs {
+			if s, err := nixspec.Parse(p); err == nil {
+				pkgs[i] = absolute(s, r.opts.Dir).String()
+			}
+		}
+		es.Ref = strings.Join(pkgs, " ")
 	}
 	return es
 }
@@ -211,6 +224,9 @@ func (r *Resolver) capture(ctx context.Context, key, written string, es nixspec.
 			e.Err, e.Msg = ErrClosed, "the daemon is shutting down"
 		}
 		return DevEnv{}, e
+	}
+	if es.Kind == nixspec.EnvIsolated {
+		return r.captureIsolated(ctx, key, es, fail)
 	}
 	d := DevEnv{Environment: key}
 	var args []string

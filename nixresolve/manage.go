@@ -117,6 +117,9 @@ func (r *Resolver) GC(keep func(spec string) bool) ([]Program, error) {
 		}
 		delete(r.envs, k)
 		removeProfile(d.Root)
+		if strings.HasPrefix(k, nixspec.EnvIsolated+":") {
+			os.RemoveAll(r.isolatedDir(k)) // its generated flake
+		}
 		dropped = append(dropped, Program{Spec: k, Root: d.Root, Locked: d.Locked, ResolvedAt: d.CapturedAt})
 	}
 	var errs []error

@@ -41,3 +41,13 @@ func absolute(s nixspec.Spec, dir string) nixspec.Spec {
 	}
 	return s
 }
+
+// Absolute returns spec with a relative path ref (nix:.#x, nix:path:./t#x)
+// made absolute against dir: the key the resolver caches it by.
+func Absolute(spec, dir string) (string, error) {
+	s, err := nixspec.Parse(spec)
+	if err != nil {
+		return "", err
+	}
+	return absolute(s, dir).String(), nil
+}

@@ -461,7 +461,7 @@ func (p *Pool) adoptGen(inst *instance, sp spawnSpec, h HandoffChild, c inherite
 		if err != nil {
 			return nil, "resolving its command: " + err.Error()
 		}
-		sp.command, sp.devEnv = r.Path, r.Env
+		sp.command, sp.devEnv, sp.isolated = r.Path, r.Env, r.Isolated
 	}
 	g := &generation{dead: make(chan struct{}), proc: c.proc}
 	g.execOpts = execid.Options{Path: childPath(p.opts.Env, sp), Dir: sp.cwd, HashMax: p.opts.ExecHashMax, Args: sp.args}

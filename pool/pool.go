@@ -681,3 +681,16 @@ func (p *Pool) stopAsync(inst *instance, why string) {
 		p.stopInstance(ctx, inst, why)
 	})
 }
+
+// InstanceOf names the instance whose current child sess is a session to
+// ("" if none is): what a call inside Do ran on.
+func (p *Pool) InstanceOf(sess *client.Session) string {
+	p.mu.Lock()
+	defer p.unlock()
+	for _, inst := range p.instances {
+		if inst.gen != nil && inst.gen.sess == sess {
+			return inst.id
+		}
+	}
+	return ""
+}

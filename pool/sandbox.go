@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"mcpx.dev/mcpx/adapter"
 	"mcpx.dev/mcpx/internal/placeholder"
@@ -103,17 +104,26 @@ func (p *Pool) policyFor(ctx context.Context, inst *instance, sp spawnSpec, prog
 		cmd.Path = exe
 	}
 	reads := confine.ProgramReads(exe, cmd.Args, cmd.Dir)
-	if prog != nil && prog.StorePath != "" && p.opts.Closure != nil {
-		closure, err := p.opts.Closure(ctx, prog.StorePath)
+	for _, store := range storePaths(prog) {
+		if p.opts.Closure == nil {
+			break
+		}
+		closure, err := p.opts.Closure(ctx, store)
 		if err != nil {
-			return sandbox.Policy{}, fmt.Errorf("server %q: sandbox: reading the store closure of %s: %w", inst.def.Name, prog.StorePath, err)
+			return sandbox.Policy{}, fmt.Errorf("server %q: sandbox: reading the store closure of %s: %w", inst.def.Name, store, err)
 		}
 		reads = append(reads, closure...)
 	}
 	goReads, goVars := confine.GoToolchain(exe, sp.env, p.opts.Env)
 	reads = append(reads, goReads...)
 	env := append(goVars, sp.env...) // the server's own variables win
-	return inst.sandbox.Policy(confine.Facts{TmpDir: tmp, Program: reads, Env: env, Base: p.opts.Env, Ports: ports}), nil
+	base := p.opts.Env
+	if sp.isolated {
+		// The isolated environment's PATH, not the host's.
+		base = slices.DeleteFunc(slices.Clone(base), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
+		env = append(slices.Clip(sp.devEnv), env...)
+	}
+	return inst.sandbox.Policy(confine.Facts{TmpDir: tmp, Program: reads, Env: env, Base: base, Ports: ports}), nil
 }
 
 // SandboxPolicy is the policy a child of t's instance would start with
@@ -235,4 +245,17 @@ func (p *Pool) confineAdapter(inst *instance, sp spawnSpec, mark string, scope *
 		pol.Env = append(pol.Env, markVar)
 		return pol, err
 	})
+}
+
+// storePaths are the store paths prog runs from: its package and its
+// isolated environment's.
+func storePaths(prog *Program) []string {
+	var out []string
+	if prog != nil && prog.StorePath != "" {
+		out = append(out, prog.StorePath)
+	}
+	if prog != nil && prog.EnvStorePath != "" {
+		out = append(out, prog.EnvStorePath)
+	}
+	return out
 }

@@ -372,7 +372,7 @@ func (p *Pool) entryOf(ctx context.Context, t Target, live bool) *schemaEntry {
 			if err != nil {
 				return nil
 			}
-			run.command, run.devEnv = r.Path, r.Env
+			run.command, run.devEnv, run.isolated = r.Path, r.Env, r.Isolated
 		}
 		id := execid.Of(run.command, execid.Options{Path: childPath(p.opts.Env, run), Dir: run.cwd, HashMax: p.opts.ExecHashMax, Args: run.args})
 		if id.Missing() {

@@ -100,6 +100,7 @@ type spawnSpec struct {
 	env        []string // KEY=VALUE, appended to the inherited environment
 	devEnv     []string // KEY=VALUE of the execution environment (Options.Resolve), under env
 	wrap       []string // the argv that starts command (Program.Wrap), if any
+	isolated   bool     // devEnv's PATH replaces the daemon's (Program.Isolated)
 	inherit    []string // names of the daemon's variables passed beyond the allowlist
 	inheritAll bool     // pass the daemon's whole environment
 	cwd        string
@@ -176,7 +177,7 @@ func sortedKeys(m map[string]string) []string {
 // allows of base (the daemon's), sp's execution environment and its own
 // variables, then extra.
 func (sp spawnSpec) environ(base []string, extra ...string) []string {
-	return proc.Environ(base, proc.Env{Inherit: sp.inherit, InheritAll: sp.inheritAll, Dev: sp.devEnv, Set: sp.env}, extra...)
+	return proc.Environ(base, proc.Env{Inherit: sp.inherit, InheritAll: sp.inheritAll, Dev: sp.devEnv, Isolated: sp.isolated, Set: sp.env}, extra...)
 }
 
 // childPath is the PATH a child of sp gets.
@@ -191,6 +192,9 @@ func (sp spawnSpec) procCommand(base []string) proc.Command {
 		// the child's PATH, not the daemon's.
 		if found := proc.LookPath(name, env); found != "" {
 			name = found
+		} else if sp.isolated {
+			// Never the daemon's PATH: exec fails on what is not there.
+			name = filepath.Join(proc.PathOf(env), name)
 		}
 	}
 	path := name

@@ -170,7 +170,7 @@ func (p *Pool) resolve(inst *instance, sp *spawnSpec) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp.command, sp.devEnv, sp.wrap = r.Path, r.Env, r.Wrap
+	sp.command, sp.devEnv, sp.wrap, sp.isolated = r.Path, r.Env, r.Wrap, r.Isolated
 	if r.Spec == "" && r.Environment == "" {
 		return nil, nil
 	}

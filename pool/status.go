@@ -86,6 +86,11 @@ type Program struct {
 	Pinned      bool   // the spec names a rev or hash: no refresh moves it
 	Environment string // the execution environment, if not the host
 	EnvRev      string // the environment's locked rev, narHash or file hash
+	// Isolated: Env's PATH replaces the host's (proc.Env.Isolated), and
+	// EnvStorePath is the environment's package, whose store closure a
+	// confined child reads.
+	Isolated     bool
+	EnvStorePath string
 }
 
 // Stats are pool-wide counters since the pool was made.

@@ -52,3 +52,19 @@ const (
 	ViaTailnet     = "tailnet"      // the embedded tailnet node; identity from WhoIs
 	ViaPublic      = "public"       // the public face: an OAuth access token's client (docs/public.md)
 )
+
+// HeaderCallContext is on the answer of a tool call (not a streamed one):
+// the daemon's context of the call, a JSON object {"server", "tool",
+// "scope", "key", "instance", "config"?} (wire.CallContext), "config"
+// only for the owner. The generated client puts it on the call's record.
+const HeaderCallContext = "Mcpx-Call-Context"
+
+// CallContext is the value of HeaderCallContext.
+type CallContext struct {
+	Server   string `json:"server"`
+	Tool     string `json:"tool"`
+	Scope    string `json:"scope,omitempty"`
+	Key      string `json:"key,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Config   string `json:"config,omitempty"` // the file defining the server; the owner's only
+}

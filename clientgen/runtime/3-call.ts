@@ -49,9 +49,11 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   }, o.timeoutMs);
   const started = Date.now();
   let outcome = "error";
+  let daemon: LogAttrs = {};
   const path = @@CallToolPattern@@.replace("{server}", encodeURIComponent(server)).replace("{tool}", encodeURIComponent(tool));
   try {
     const res = await $web.fetch(b.url + path, { method: "POST", headers, body: JSON.stringify(args ?? {}), signal: ctl.signal });
+    daemon = $callContext(res.headers.get(@@HeaderCallContext@@));
     if (!res.ok) {
       if (res.status === 401) $recordCache = undefined; // a restarted daemon has a new token
       throw await $problem(res, server, tool, list);
@@ -83,7 +85,25 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
   } finally {
     $web.clearTimeout(timer);
     o.signal?.removeEventListener("abort", onAbort);
-    $report({ server, tool, ms: Date.now() - started, outcome });
+    const ms = Date.now() - started;
+    $report({ server, tool, ms, outcome });
+    // The call's record: the daemon's context of the call (its layer,
+    // outermost), then the call's own attributes; the run adds its
+    // fields after (session, pid, cwd, …).
+    $log("debug", "call {server}.{tool}: {outcome}", daemon, { server, tool, ms, outcome });
+  }
+}
+
+// $callContext is the daemon's context of a call, from its answer's
+// @@HeaderCallContext@@ header (server, tool, scope, key, instance, and
+// config for the owner): {} without one.
+function $callContext(header: string | null): LogAttrs {
+  if (!header) return {};
+  try {
+    const v: unknown = JSON.parse(header);
+    return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as LogAttrs) : {};
+  } catch {
+    return {};
   }
 }
 

@@ -209,8 +209,9 @@ var docExpect = map[string]docWant{
 	`mcpx exec 'demo.add({a:1,b:2})' --json`:                                                            {stdout: `(?s)"result": \{.*"content": .*"structuredContent": \{\s+"sum": 3`},
 	`echo 'return 6*7' | mcpx exec`:                                                                     {stdout: `^42\n$`},
 	`mcpx exec 'const { default: isNumber } = await import("npm:is-number@7.0.0"); return isNumber(5)'`: {stdout: `^true\n$`}, // from registry.npmjs.org
-	`mcpx run status`:                              {stdout: `^$`, stderr: `^\{"time":"[^"]+","level":"info","msg":"status: ok","template":"status: \{status\}","job":"nightly","status":"ok","session":"[^"]+","pid":\d+,"cwd":"[^"]+","mcpxVersion":"[^"]+","elapsedMs":\d+\}\n$`},
-	`MCPX_LOG_LEVEL=warn mcpx run status`:          {stdout: `^$`, stderr: `^$`},
+	`mcpx run status`:                     {stdout: `^$`, stderr: `^\{"time":"[^"]+","level":"info","msg":"status: ok","template":"status: \{status\}","job":"nightly","status":"ok","session":"[^"]+","pid":\d+,"cwd":"[^"]+","mcpxVersion":"[^"]+","elapsedMs":\d+\}\n$`},
+	`MCPX_LOG_LEVEL=warn mcpx run status`: {stdout: `^$`, stderr: `^$`},
+	`MCPX_LOG_LEVEL=debug mcpx exec 'await demo.echo({ message: "hi" })'`: {stderr: `(?m)^\{"time":"[^"]+","level":"debug","msg":"call demo\.echo: ok","template":"[^"]+","server":"demo","tool":"echo","scope":"[a-z-]+","key":"[^"]+","instance":"demo-\d+","config":"[^"]+\.json","ms":\d+,"outcome":"ok","session":"[^"]+"`},
 	`mcpx run ./hello.sh Ada`:                      {stdout: `"content":\[\{"type":"text","text":"hi Ada"\}\]`},
 	`mcpx run ./hello.sh Ada --env GREETING=hello`: {stdout: `"text":"hello Ada"`},
 	`mcpx run greet --json-args '{"name":"Ada"}' --prefix - --prefix 'const t0 = Date.now()' --suffix 'console.error(script.name, result.ok, Date.now() - t0, "ms")'`: {stdout: `^\{"type":"text","text":"hi Ada"\}\n$`, stderr: `(?m)^\{"time":"[^"]+","level":"error","msg":"greet true \d+ ms"`},

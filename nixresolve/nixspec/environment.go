@@ -11,19 +11,27 @@ const (
 	EnvHost  = "host"   // the daemon's own environment (the default)
 	EnvFlake = "flake:" // flake:<flakeref>[#attr]: the flake's devShell
 	EnvShell = "shell:" // shell:<file>: a legacy shell.nix
+	// EnvIsolated is an environment holding only its packages: the
+	// config's "isolated" (with the server's dependencies), and the form
+	// the daemon hands around, "isolated:<spec> <spec>…", with its
+	// packages' nix: specs (Isolated).
+	EnvIsolated = "isolated"
 )
 
 // Environment is a parsed execution environment.
 type Environment struct {
-	Kind string // EnvHost, EnvFlake or EnvShell
-	Ref  string // flake: the flake reference; shell: the file
+	Kind string // EnvHost, EnvFlake, EnvShell or EnvIsolated
+	// Ref is, for flake:, the flake reference; for shell:, the file; for
+	// isolated, its packages' nix: specs joined by spaces (Packages).
+	Ref  string
 	Attr string // flake: the attribute after '#'; "" = the devShell nix print-dev-env picks
 }
 
 // ParseEnvironment parses an environment value: "" or "host",
 // "flake:<flakeref>[#attr]" (a flake's devShell) or "shell:<file>" (a
 // legacy shell.nix; an absolute path, or one relative to
-// nixresolve.Options.Dir).
+// nixresolve.Options.Dir), "isolated" or "isolated:<spec> <spec>…" (only
+// the packages of those nix: specs; see Isolated).
 func ParseEnvironment(s string) (Environment, error) {
 	switch {
 	case s == "" || s == EnvHost:
@@ -44,9 +52,19 @@ func ParseEnvironment(s string) (Environment, error) {
 			return Environment{}, fmt.Errorf("environment %q names no file, or holds a control character; write shell:/path/to/shell.nix", s)
 		}
 		return Environment{Kind: EnvShell, Ref: file}, nil
+	case s == EnvIsolated:
+		return Environment{Kind: EnvIsolated}, nil
+	case strings.HasPrefix(s, EnvIsolated+":"):
+		specs := strings.Split(s[len(EnvIsolated)+1:], " ")
+		for _, sp := range specs {
+			if _, err := Parse(sp); err != nil {
+				return Environment{}, fmt.Errorf("environment %q: %w", s, err)
+			}
+		}
+		return Environment{Kind: EnvIsolated, Ref: strings.Join(specs, " ")}, nil
 	}
-	return Environment{}, fmt.Errorf("unknown environment %q; use %q (the default), %q (a devShell) or %q (a legacy shell.nix)",
-		s, EnvHost, EnvFlake+"<flakeref>[#attr]", EnvShell+"<file>")
+	return Environment{}, fmt.Errorf("unknown environment %q; use %q (the default), %q (a devShell), %q (a legacy shell.nix) or %q (only the declared nix: packages)",
+		s, EnvHost, EnvFlake+"<flakeref>[#attr]", EnvShell+"<file>", EnvIsolated)
 }
 
 // String is the environment as written in a config.
@@ -56,6 +74,26 @@ func (e Environment) String() string {
 		return EnvFlake + Installable(e.Ref, e.Attr)
 	case EnvShell:
 		return EnvShell + e.Ref
+	case EnvIsolated:
+		return Isolated(e.Packages())
 	}
 	return EnvHost
+}
+
+// Packages are an isolated environment's nix: specs, in order.
+func (e Environment) Packages() []string {
+	if e.Kind != EnvIsolated {
+		return nil
+	}
+	return strings.Fields(e.Ref)
+}
+
+// Isolated is the environment holding only the packages of specs (nix:
+// program specs, which hold no whitespace), in order: earlier wins where
+// two provide one program. No specs is an environment holding nothing.
+func Isolated(specs []string) string {
+	if len(specs) == 0 {
+		return EnvIsolated
+	}
+	return EnvIsolated + ":" + strings.Join(specs, " ")
 }

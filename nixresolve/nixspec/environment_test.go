@@ -19,6 +19,8 @@ func TestParseEnvironment(t *testing.T) {
 		{"flake:github:o/r", Environment{Kind: EnvFlake, Ref: "github:o/r"}},
 		{"shell:/src/app/shell.nix", Environment{Kind: EnvShell, Ref: "/src/app/shell.nix"}},
 		{"shell:shell.nix", Environment{Kind: EnvShell, Ref: "shell.nix"}},
+		{"isolated", Environment{Kind: EnvIsolated}},
+		{"isolated:nix:nixpkgs#jq nix:./tools#x", Environment{Kind: EnvIsolated, Ref: "nix:nixpkgs#jq nix:./tools#x"}},
 	} {
 		e, err := ParseEnvironment(c.in)
 		if err != nil || e != c.want {
@@ -30,12 +32,16 @@ func TestParseEnvironment(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"docker:ubuntu":    `unknown environment "docker:ubuntu"`,
-		"flake:githb:o/r":  `environment "flake:githb:o/r": unknown flake reference type "githb:"`,
-		"flake:":           `environment "flake:" has no flake reference; write it as flake:<flakeref>#<attr>, e.g. flake:github:owner/repo#tool or flake:path:/src/tool#tool`,
-		"flake:path:/x#":   "empty attribute",
-		"shell:":           "names no file",
-		"shell:/a\x01.nix": "control character",
+		"docker:ubuntu":            `unknown environment "docker:ubuntu"`,
+		"flake:githb:o/r":          `environment "flake:githb:o/r": unknown flake reference type "githb:"`,
+		"flake:":                   `environment "flake:" has no flake reference; write it as flake:<flakeref>#<attr>, e.g. flake:github:owner/repo#tool or flake:path:/src/tool#tool`,
+		"flake:path:/x#":           "empty attribute",
+		"shell:":                   "names no file",
+		"shell:/a\x01.nix":         "control character",
+		"isolated:":                `environment "isolated:": "" is not a nix program spec`,
+		"isolated:nix:a  nix:b":    `"" is not a nix program spec`,
+		"isolated:nixpkgs#jq":      `"nixpkgs#jq" is not a nix program spec`,
+		"isolated:nix:githb:o/r#x": `unknown flake reference type "githb:"`,
 	} {
 		if _, err := ParseEnvironment(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseEnvironment(%q) = %v, want an error containing %q", in, err, want)
@@ -44,7 +50,7 @@ func TestParseEnvironment(t *testing.T) {
 }
 
 func FuzzParseEnvironment(f *testing.F) {
-	for _, s := range []string{"host", "flake:.#dev", "flake:github:o/r", "shell:/x/shell.nix", "shell:", "flake:#"} {
+	for _, s := range []string{"host", "isolated:nix:nixpkgs#jq nix:.#x", "flake:.#dev", "flake:github:o/r", "shell:/x/shell.nix", "shell:", "flake:#"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {

@@ -25,7 +25,10 @@ type Env struct {
 	// Dev are the KEY=VALUE of an execution environment (a devShell's
 	// variables): its PATH goes before the daemon's, as in `nix develop`.
 	Dev []string
-	Set []string // KEY=VALUE, the server's own, set over the rest
+	// Isolated: Dev's PATH replaces the daemon's, which no child gets (an
+	// isolated environment's programs and nothing of the host's).
+	Isolated bool
+	Set      []string // KEY=VALUE, the server's own, set over the rest
 }
 
 // Environ builds a child's environment: the variables of base (the
@@ -38,6 +41,9 @@ func Environ(base []string, e Env, extra ...string) []string {
 	for _, kv := range base {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
+			continue
+		}
+		if e.Isolated && name == "PATH" {
 			continue
 		}
 		if e.InheritAll || envAllowed(name) || slices.Contains(e.Inherit, name) {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,6 +91,10 @@ type Plan struct {
 
 	getenv func(string) string
 	state  string
+	// runtimeSpec is the nix: spec the runtime (or the interpreter) was
+	// built from, made absolute; "" for one on the host. An isolated
+	// environment holds its package.
+	runtimeSpec string
 }
 
 // NewPlan plans a run. Its errors are the caller's to fix: a script that
@@ -173,7 +178,7 @@ func (p *Plan) nixInterpreter(o PlanOptions, interp []string, ext string) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", from, err)
 	}
-	interp[0] = prog.Path
+	interp[0], p.runtimeSpec = prog.Path, prog.Spec
 	return nil
 }
 
@@ -206,6 +211,7 @@ func (p *Plan) runtime(o PlanOptions, lookPath func(string) (string, error)) (sc
 			ctx = context.Background()
 		}
 		prog, err := r.Resolve(ctx, c.Value)
+		p.runtimeSpec = prog.Spec
 		return prog.Path, err
 	}
 	return scripts.PickRuntime(choices, lookPath, nix)
@@ -232,9 +238,22 @@ const scriptEnvDir = "script-env"
 // shell.nix, captured once and cached as a server's are (package
 // nixresolve), with the shell's PATH before the caller's. "auto" is dir's
 // flake.nix, else its shell.nix, else the host. A relative shell: file is
-// the config file's directory's.
+// the config file's directory's. "isolated" is a PATH of the bin of a
+// nix: runtime's package and script.dependencies, built once: the
+// caller's PATH is not in it.
 func (p *Plan) Environment(ctx context.Context, dir string) ([]string, error) {
 	env, from := p.Settings.Environment, p.Settings.EnvironmentDir
+	if p.Settings.Dependencies != nil && env != config.EnvironmentIsolated {
+		return nil, fmt.Errorf("script.dependencies (%s) are the packages of an isolated environment, and script.environment is %q; set it to \"isolated\", or remove dependencies",
+			p.Settings.DependenciesFile, cmp.Or(env, "host"))
+	}
+	if env == config.EnvironmentIsolated {
+		var pkgs []string
+		if p.runtimeSpec != "" {
+			pkgs = append(pkgs, p.runtimeSpec)
+		}
+		env = nixspec.Isolated(append(pkgs, p.Settings.Dependencies...))
+	}
 	if env == "auto" {
 		env, from = "host", dir
 		if fileExists(filepath.Join(dir, "flake.nix")) {
@@ -257,7 +276,7 @@ func (p *Plan) Environment(ctx context.Context, dir string) ([]string, error) {
 	}
 	vars := d.EnvVars()
 	for i, kv := range vars {
-		if path, ok := strings.CutPrefix(kv, "PATH="); ok && p.getenv("PATH") != "" {
+		if path, ok := strings.CutPrefix(kv, "PATH="); ok && p.getenv("PATH") != "" && !strings.HasPrefix(env, nixspec.EnvIsolated) {
 			vars[i] = "PATH=" + path + string(os.PathListSeparator) + p.getenv("PATH")
 		}
 	}

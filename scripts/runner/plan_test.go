@@ -327,6 +327,20 @@ func TestPlanRuntime(t *testing.T) {
 	if rt := p.Script.Runtime; rt.Name != "bun" || !strings.HasPrefix(rt.Path, "/nix/store/") || !strings.HasSuffix(rt.Path, "/bin/bun") {
 		t.Errorf("script.runtime nix:path:../rt#bun: %+v, want bun built by nix", rt)
 	}
+	// "isolated" holds the nix: runtime's package, and the PATH is its
+	// environment's alone.
+	testenv.WriteFiles(t, tr.near, map[string]string{".mcpx/config.json": `{"script": {"runtime": "nix:path:../rt#bun", "environment": "isolated"}}`})
+	env["PATH"] = "/usr/bin:/bin"
+	if p, err = runner.NewPlan(opts(runner.PlanOptions{})); err != nil {
+		t.Fatal(err)
+	}
+	vars, err := p.Environment(t.Context(), tr.near)
+	if err != nil || len(vars) != 1 || !strings.HasPrefix(vars[0], "PATH=/nix/store/") || strings.Contains(vars[0], ":/usr/bin") {
+		t.Fatalf("isolated with a nix: runtime: %q, %v; want its environment's PATH alone", vars, err)
+	}
+	if _, err := os.Stat(filepath.Join(strings.TrimPrefix(vars[0], "PATH="), "bun")); err != nil {
+		t.Errorf("the isolated environment lacks the runtime: %v", err)
+	}
 	testenv.WriteFiles(t, tr.near, map[string]string{".mcpx/config.json": `{"script": {"runtime": "nix:path:../rt#nosuch"}}`})
 	if _, err := runner.NewPlan(opts(runner.PlanOptions{})); err == nil || !strings.Contains(err.Error(), "script.runtime ("+tr.nearConfig+")") ||
 		!strings.Contains(err.Error(), "nosuch") {

@@ -2,12 +2,14 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
 
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/config/chain"
+	"mcpx.dev/mcpx/nixresolve"
 )
 
 // Settings are the "script" blocks of a config chain merged under the
@@ -31,6 +33,11 @@ type Settings struct {
 	// the directory of the file that set it (a relative shell: file is
 	// its).
 	Environment, EnvironmentDir string
+	// Dependencies are the nearest script.dependencies, relative path
+	// refs made absolute against their config file's directory, and
+	// DependenciesFile that file.
+	Dependencies     []string
+	DependenciesFile string
 	// Runtime is the nearest script.runtime, RuntimeFile the config file
 	// that set it (a relative nix: path ref is its directory's).
 	Runtime, RuntimeFile string
@@ -75,6 +82,16 @@ func LoadSettings(ch chain.Chain, prefix, suffix config.Lines, env map[string]st
 		deps, set.ConfigDirs = append(deps, sc.Deps), append(set.ConfigDirs, filepath.Dir(d.Config))
 		if set.Environment == "" && sc.Environment != "" {
 			set.Environment, set.EnvironmentDir = sc.Environment, filepath.Dir(d.Config)
+		}
+		if set.DependenciesFile == "" && sc.Dependencies != nil {
+			set.DependenciesFile = d.Config
+			for _, spec := range sc.Dependencies {
+				abs, err := nixresolve.Absolute(spec, filepath.Dir(d.Config))
+				if err != nil {
+					return Settings{}, fmt.Errorf("%s: script.dependencies: %w", d.Config, err)
+				}
+				set.Dependencies = append(set.Dependencies, abs)
+			}
 		}
 		if set.Runtime == "" && sc.Runtime != "" {
 			set.Runtime, set.RuntimeFile = sc.Runtime, d.Config
