@@ -14,6 +14,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/public"
+	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/access"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/testing/apitest"
@@ -53,8 +54,12 @@ func startPublicWith(t *testing.T, opts func(*public.Options)) *publicDaemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.face.Close)
+	is, err := auth.Open(auth.Options{Dir: t.TempDir(), Hostname: "box"}) // signed tokens: callers who are not the owner
+	if err != nil {
+		t.Fatal(err)
+	}
 	var pub http.Handler
-	p.Daemon = apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": "", "other": ""}),
+	p.Daemon = apitest.Start(t, apitest.Options{Tokens: is, Config: apitest.DemoConfig(t, map[string]string{"demo": "", "other": ""}),
 		API: func(o *api.Options) { o.Public = p.face },
 		Handler: func(o api.Options) http.Handler {
 			f := api.NewFaces(o)
