@@ -22,25 +22,29 @@ import (
 // rights.
 
 // ownerOfPublic refuses a caller who is not the owner, and a daemon with
-// no public face.
-func (s *server) ownerOfPublic(r *http.Request, op string) error {
+// no public face when needed.
+func (s *server) ownerOfPublic(r *http.Request, op string, needFace bool) error {
 	if c, _ := callerFrom(r.Context()); !c.Owner {
 		return &broker.Error{Kind: broker.KindForbidden, Op: op, Msg: "only the daemon's owner lists and revokes the public face's OAuth clients",
 			Hint: "run `mcpx token ls` or `mcpx token revoke ID` on the daemon's machine as its user"}
 	}
-	if s.public == nil {
+	if s.public == nil && needFace {
 		return &broker.Error{Kind: broker.KindUnavailable, Op: op, Msg: "this daemon serves no public face",
 			Hint: "start it with `mcpx serve --public-listen ADDR --public-url URL` or `--public funnel` (docs/public.md)"}
 	}
 	return nil
 }
 
-// listPublicClients is GET /v1/public/clients.
+// listPublicClients is GET /v1/public/clients: with no public face, none.
 func (s *server) listPublicClients(w http.ResponseWriter, r *http.Request) error {
-	if err := s.ownerOfPublic(r, "list OAuth clients"); err != nil {
+	if err := s.ownerOfPublic(r, "list OAuth clients", false); err != nil {
 		return err
 	}
-	out := wire.PublicClients{Issuer: s.public.External(), Clients: []wire.PublicClient{}}
+	if s.public == nil {
+		writeJSON(w, http.StatusOK, wire.PublicClients{Clients: []wire.PublicClient{}})
+		return nil
+	}
+	out := wire.PublicClients{Served: true, Issuer: s.public.External(), Clients: []wire.PublicClient{}}
 	for _, ct := range s.public.Clients() {
 		out.Clients = append(out.Clients, publicClientDoc(ct))
 	}
@@ -66,7 +70,7 @@ func publicClientDoc(ct access.ClientTokens) wire.PublicClient {
 
 // revokePublic is POST /v1/public/revoke.
 func (s *server) revokePublic(w http.ResponseWriter, r *http.Request) error {
-	if err := s.ownerOfPublic(r, "revoke"); err != nil {
+	if err := s.ownerOfPublic(r, "revoke", true); err != nil {
 		return err
 	}
 	b, err := s.readBody(w, r)

@@ -16,6 +16,9 @@ const (
 // PublicClients is every OAuth client of the public face, with its live
 // tokens. Never a secret.
 type PublicClients struct {
+	// Served is whether the daemon serves a public face at all; without
+	// one there are no clients.
+	Served bool `json:"served"`
 	// Issuer is the external issuer whose tokens the face takes; "" =
 	// the embedded authorization server. With one, no token is kept
 	// here: the issuer revokes them.

@@ -365,7 +365,7 @@ var routes = []Route{
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindUnavailable, KindTooLarge, KindBodyTimeout, KindInternal}},
 	{Method: "GET", Pattern: "/v1/public/clients", Name: OpListPublicClients,
 		Summary:  "List the public face's OAuth clients (name, id, how they registered, where they return to) and their live tokens (the owner; docs/public.md)",
-		Response: reflect.TypeFor[PublicClients](), Status: 200, Problems: []string{KindForbidden, KindUnavailable, KindInternal}},
+		Response: reflect.TypeFor[PublicClients](), Status: 200, Problems: []string{KindForbidden, KindInternal}},
 	{Method: "POST", Pattern: "/v1/public/revoke", Name: OpRevokePublic, Body: BodyDocument,
 		Summary: "Revoke an OAuth token of the public face with its whole sign-in, or an OAuth client with every token it holds and its registration, by id (the owner; docs/public.md)",
 		Request: reflect.TypeFor[PublicRevoke](), Response: reflect.TypeFor[PublicRevoked](), Status: 200,
