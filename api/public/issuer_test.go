@@ -42,7 +42,8 @@ func newIdP(t testing.TB, lie bool) *idp {
 			json.NewEncoder(w).Encode(map[string]string{"issuer": d.metaIssuer, "jwks_uri": d.srv.URL + "/jwks"})
 		case "/jwks":
 			b := func(n []byte) string { return base64.RawURLEncoding.EncodeToString(n) }
-			x, y := key.PublicKey.X.FillBytes(make([]byte, 32)), key.PublicKey.Y.FillBytes(make([]byte, 32))
+			pt, _ := key.PublicKey.Bytes() // 0x04 || X || Y
+			x, y := pt[1:33], pt[33:]
 			json.NewEncoder(w).Encode(map[string]any{"keys": []any{map[string]string{"kty": "EC", "crv": "P-256", "kid": "k1", "alg": "ES256", "use": "sig", "x": b(x), "y": b(y)}}})
 		default:
 			http.NotFound(w, r)
