@@ -83,7 +83,13 @@ func newIssuer(o IssuerOptions, log *slog.Logger) (*issuer, error) {
 		return nil, err
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		// A redirect may not take the metadata or the keys off https.
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(r *http.Request, via []*http.Request) error {
+			if len(via) >= 5 || (r.URL.Scheme != "https" && !(r.URL.Scheme == "http" && isLoopback(r.URL.Hostname()))) {
+				return errors.New("a redirect off https, or too many")
+			}
+			return nil
+		}}
 	}
 	if o.Now == nil {
 		o.Now = time.Now
