@@ -14,6 +14,7 @@ import (
 
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/public"
+	"mcpx.dev/mcpx/auth"
 	"mcpx.dev/mcpx/auth/access"
 	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/testing/apitest"
@@ -33,7 +34,10 @@ type publicDaemon struct {
 	mu     sync.Mutex
 }
 
-func startPublic(t *testing.T) *publicDaemon {
+func startPublic(t *testing.T) *publicDaemon { t.Helper(); return startPublicWith(t, nil) }
+
+// startPublicWith is startPublic with the face's options changed by opts.
+func startPublicWith(t *testing.T, opts func(*public.Options)) *publicDaemon {
 	t.Helper()
 	st, err := access.Open(t.TempDir())
 	if err != nil {
@@ -41,12 +45,21 @@ func startPublic(t *testing.T) *publicDaemon {
 	}
 	p := &publicDaemon{tokens: st, now: time.Now()}
 	st.SetClock(func() time.Time { p.mu.Lock(); defer p.mu.Unlock(); return p.now })
-	p.face, err = public.New(public.Options{URL: publicOrigin, Tokens: st, Limit: public.Limit{Rate: 1000, Burst: 1000}})
+	o := public.Options{URL: publicOrigin, Tokens: st, Limit: public.Limit{Rate: 1000, Burst: 1000}}
+	if opts != nil {
+		opts(&o)
+	}
+	p.face, err = public.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.face.Close)
+	is, err := auth.Open(auth.Options{Dir: t.TempDir(), Hostname: "box"}) // signed tokens: callers who are not the owner
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pub http.Handler
-	p.Daemon = apitest.Start(t, apitest.Options{Config: apitest.DemoConfig(t, map[string]string{"demo": "", "other": ""}),
+	p.Daemon = apitest.Start(t, apitest.Options{Tokens: is, Config: apitest.DemoConfig(t, map[string]string{"demo": "", "other": ""}),
 		API: func(o *api.Options) { o.Public = p.face },
 		Handler: func(o api.Options) http.Handler {
 			f := api.NewFaces(o)

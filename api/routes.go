@@ -64,6 +64,8 @@ var handlers = map[string]handlerFunc{
 	wire.OpRevokeToken:           (*server).revokeToken,
 	wire.OpRotateKey:             (*server).rotateTokenKey,
 	wire.OpApprovePublic:         (*server).approvePublic,
+	wire.OpListPublicClients:     (*server).listPublicClients,
+	wire.OpRevokePublic:          (*server).revokePublic,
 	wire.OpAnswerInput:           (*server).answerInput,
 	wire.OpMetrics:               (*server).getMetrics,
 	wire.OpLog:                   (*server).streamLog,

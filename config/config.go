@@ -108,6 +108,9 @@ type Config struct {
 	// Defaults are what every server takes unless it sets its own
 	// (sandbox.go): "defaults": {"sandbox": true} confines them all.
 	Defaults Defaults `json:"defaults,omitzero"`
+	// Public configures the public face beyond its flags (public.go): an
+	// external issuer and how its tokens' claims map to rights.
+	Public Public `json:"public,omitzero"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
 	// Disabled names the servers marked "disabled": true, in document
@@ -471,6 +474,7 @@ func Parse(data []byte, source string) (*Config, error) {
 	p.checkRecords(&cfg.Records)
 	p.checkRegistry(&cfg.Registry)
 	p.checkOTel(&cfg.OTel)
+	p.checkPublic(&cfg.Public)
 	rank := map[string]int{}
 	usesInputs := false
 	for i, d := range order {
@@ -544,6 +548,7 @@ func (c *Config) Normalize() error {
 	p.checkRecords(&c.Records)
 	p.checkRegistry(&c.Registry)
 	p.checkOTel(&c.OTel)
+	p.checkPublic(&c.Public)
 	for _, name := range slices.Sorted(maps.Keys(c.Servers)) {
 		if s := c.Servers[name]; s == nil {
 			p.add(name, "", "no definition", "give it a command or a url")

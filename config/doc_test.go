@@ -258,6 +258,9 @@ func exampleDoc(key string, v any) map[string]any {
 		doc["pool"] = map[string]any{"health": map[string]any{"interval": "30s"}}
 	case segs[0] == "webhooks[]":
 		doc["webhooks"] = []any{map[string]any{"url": "https://hooks.example.com/mcpx", "secret": "s"}}
+	case segs[0] == "public" && len(segs) > 1:
+		doc["public"] = map[string]any{"issuer": "https://idp.example.com",
+			"grants": []any{map[string]any{"claim": "sub", "values": []any{"alice"}, "servers": []any{"notes"}}}}
 	}
 	set(doc, segs, v)
 	return doc

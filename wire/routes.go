@@ -363,6 +363,13 @@ var routes = []Route{
 		Summary: "Approve (or deny) an OAuth client's sign-in on the public face by the one-time code its page shows, narrowed to servers, roots and a lifetime (the owner, on the unix socket; docs/public.md)",
 		Request: reflect.TypeFor[PublicApprove](), Response: reflect.TypeFor[PublicApproved](), Status: 200,
 		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindUnavailable, KindTooLarge, KindBodyTimeout, KindInternal}},
+	{Method: "GET", Pattern: "/v1/public/clients", Name: OpListPublicClients,
+		Summary:  "List the public face's OAuth clients (name, id, how they registered, where they return to) and their live tokens (the owner; docs/public.md)",
+		Response: reflect.TypeFor[PublicClients](), Status: 200, Problems: []string{KindForbidden, KindInternal}},
+	{Method: "POST", Pattern: "/v1/public/revoke", Name: OpRevokePublic, Body: BodyDocument,
+		Summary: "Revoke an OAuth token of the public face with its whole sign-in, or an OAuth client with every token it holds and its registration, by id (the owner; docs/public.md)",
+		Request: reflect.TypeFor[PublicRevoke](), Response: reflect.TypeFor[PublicRevoked](), Status: 200,
+		Problems: []string{KindBadRequest, KindNotFound, KindForbidden, KindUnavailable, KindTooLarge, KindBodyTimeout, KindInternal}},
 
 	{Method: "GET", Pattern: "/v1/config/sources", Name: OpConfigSources, Caller: true,
 		Summary:  "Show the config chain of the caller's cwd and which file defines each of its servers",

@@ -89,7 +89,7 @@ var asPaths = map[string]bool{ASMetadataPath: true, AuthorizePath: true, waitPat
 
 // serveAS answers the authorization server's paths; false = not one.
 func (f *Face) serveAS(w http.ResponseWriter, r *http.Request) bool {
-	if !asPaths[r.URL.Path] {
+	if !asPaths[r.URL.Path] || f.ext != nil {
 		return false
 	}
 	if !f.limit.allow(r) {

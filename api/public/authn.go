@@ -48,6 +48,17 @@ func (f *Face) check(server, authz string) (access.Token, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return access.Token{}, f.invalid("the Authorization header is not `Bearer <token>`")
 	}
+	if f.ext != nil {
+		resources := []string{f.Resource(server)}
+		if server != "" {
+			resources = append(resources, f.Resource(""))
+		}
+		tok, rf := f.ext.check(strings.TrimSpace(secret), resources)
+		if rf != nil {
+			return access.Token{}, rf
+		}
+		return tok, nil
+	}
 	tok, err := f.tokens.Check(strings.TrimSpace(secret))
 	switch {
 	case errors.Is(err, access.ErrExpired):
@@ -75,9 +86,13 @@ func (f *Face) Refuse(w http.ResponseWriter, server string, err error) {
 	if !errors.As(err, &rf) {
 		rf = &Refusal{Status: http.StatusUnauthorized, Code: "invalid_token", Msg: "the request could not be authenticated"}
 	}
-	if rf.Status == http.StatusTooManyRequests {
+	switch {
+	case rf.Status == http.StatusTooManyRequests, rf.Status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
-	} else {
+	case rf.Status == http.StatusForbidden && rf.Code == "":
+		// Valid, but it grants nothing: no challenge, which would send
+		// the client signing in again for the same token.
+	default:
 		w.Header().Set("WWW-Authenticate", f.challenge(server, rf))
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -90,7 +105,10 @@ func (f *Face) Refuse(w http.ResponseWriter, server string, err error) {
 // URL and the scope needed, in one challenge.
 func (f *Face) challenge(server string, rf *Refusal) string {
 	var b strings.Builder
-	b.WriteString(`Bearer resource_metadata="` + f.metadataURL(server) + `", scope="` + Scope + `"`)
+	b.WriteString(`Bearer resource_metadata="` + f.metadataURL(server) + `"`)
+	if sc := f.scopes(); len(sc) > 0 {
+		b.WriteString(`, scope="` + strings.Join(sc, " ") + `"`)
+	}
 	if rf.Code != "" {
 		b.WriteString(`, error="` + rf.Code + `", error_description="` + strings.ReplaceAll(rf.Msg, `"`, `'`) + `"`)
 	}

@@ -52,6 +52,9 @@ type Options struct {
 	// Limit is the rate limit of the metadata and of refused requests, per
 	// client address; the zero value = DefaultLimit.
 	Limit Limit
+	// Issuer, when set, is the external authorization server whose
+	// tokens the face takes (issuer.go); the embedded one is then off.
+	Issuer *IssuerOptions
 }
 
 // Face is the public face's resource server. Its methods are safe for
@@ -64,6 +67,7 @@ type Face struct {
 	authz  *authz
 	// consent is the tailnet consent page's state (consent.go).
 	consent *consent
+	ext     *issuer // Options.Issuer; nil = the embedded authorization server
 }
 
 // CheckURL says what is wrong with a public URL, if anything.
@@ -93,15 +97,45 @@ func New(opts Options) (*Face, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Face{origin: origin, tokens: opts.Tokens, log: log, limit: newLimiter(opts.Limit), authz: newAuthz(),
-		consent: newConsent()}, nil
+	f := &Face{origin: origin, tokens: opts.Tokens, log: log, limit: newLimiter(opts.Limit), authz: newAuthz(),
+		consent: newConsent()}
+	if opts.Issuer != nil {
+		if f.ext, err = newIssuer(*opts.Issuer, log); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// Close stops what the face runs in the background (an external
+// issuer's key refresh).
+func (f *Face) Close() {
+	if f.ext != nil {
+		f.ext.close()
+	}
 }
 
 // Origin is the public face's origin, e.g. "https://mcpx.example.com".
 func (f *Face) Origin() string { return f.origin }
 
-// Issuer is the authorization server the face names in its metadata.
-func (f *Face) Issuer() string { return f.origin }
+// Issuer is the authorization server the face names in its metadata:
+// the external issuer, or the face itself.
+func (f *Face) Issuer() string {
+	if f.ext != nil {
+		return f.ext.o.URL
+	}
+	return f.origin
+}
+
+// scopes are the scopes the face's tokens need: Scope with the embedded
+// authorization server, none with an external issuer (its audience binds
+// them).
+func (f *Face) scopes() []string {
+	if f.ext != nil {
+		return nil
+	}
+	return []string{Scope}
+}
 
 // Resource is the resource identifier of /mcp (server "") or of
 // /mcp/<server>: what a token must be bound to (RFC 8707).
@@ -134,7 +168,7 @@ func ServerPath(path string) (string, bool) {
 // Owns reports whether path is one the face answers itself (ServeHTTP).
 func (f *Face) Owns(path string) bool {
 	_, ok := prmServer(path)
-	return ok || asPaths[path]
+	return ok || (asPaths[path] && f.ext == nil)
 }
 
 // prmServer returns the server whose metadata path is path ("" = /mcp).
@@ -153,7 +187,7 @@ func prmServer(path string) (string, bool) {
 type prm struct {
 	Resource               string   `json:"resource"`
 	AuthorizationServers   []string `json:"authorization_servers"`
-	ScopesSupported        []string `json:"scopes_supported"`
+	ScopesSupported        []string `json:"scopes_supported,omitempty"`
 	BearerMethodsSupported []string `json:"bearer_methods_supported"`
 	ResourceName           string   `json:"resource_name"`
 	ResourceDocumentation  string   `json:"resource_documentation,omitempty"`
@@ -183,7 +217,7 @@ func (f *Face) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name = "mcpx: " + server
 	}
 	writeJSON(w, http.StatusOK, prm{Resource: f.Resource(server), AuthorizationServers: []string{f.Issuer()},
-		ScopesSupported: []string{Scope}, BearerMethodsSupported: []string{"header"}, ResourceName: name})
+		ScopesSupported: f.scopes(), BearerMethodsSupported: []string{"header"}, ResourceName: name})
 }
 
 // oauthError is an OAuth error response's body (RFC 6749 §5.2).

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
-	"mcpx.dev/mcpx/auth/access"
 	"mcpx.dev/mcpx/auth/owner"
 )
 
@@ -60,44 +58,6 @@ func printOwnerTokens(c *cli, ts *owner.Tokens) error {
 			used = t.LastUsed.Local().Format(time.RFC3339)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Created.Local().Format(time.RFC3339), used)
-	}
-	tw.Flush()
-	fmt.Fprintln(c.stdout)
-	return nil
-}
-
-// printPublicTokens is `mcpx token ls`'s table of the public face's OAuth
-// clients' live tokens (docs/public.md), read from the daemon's file (none:
-// nothing).
-func printPublicTokens(c *cli, state string) error {
-	if state == "" {
-		var err error
-		if state, err = stateDir(c.getenv); err != nil {
-			return err
-		}
-	}
-	st, err := access.Open(filepath.Join(state, "auth"))
-	if err != nil {
-		return err
-	}
-	var live []access.Token
-	for _, t := range st.List() {
-		if !t.Refresh {
-			live = append(live, t)
-		}
-	}
-	if len(live) == 0 {
-		return nil
-	}
-	fmt.Fprintln(c.stdout, "OAuth tokens of the public face")
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCLIENT\tRESOURCE\tSERVERS\tAPPROVER\tEXPIRES")
-	for _, t := range live {
-		servers := "-"
-		if len(t.Rights) > 0 {
-			servers = tokenList(t.Rights[0].Servers)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, cmp.Or(t.ClientName, t.Client), t.Resource, servers, orDash(t.Approver), t.Expires.Local().Format(time.RFC3339))
 	}
 	tw.Flush()
 	fmt.Fprintln(c.stdout)

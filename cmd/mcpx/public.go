@@ -13,6 +13,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/public"
 	"mcpx.dev/mcpx/auth/access"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/tsnet"
 )
@@ -64,16 +65,22 @@ func (f publicFlags) check(tailnet bool) error {
 // open opens the public face's listener and adds it to lns, served with
 // so and the handler handler returns once the API is built; it returns
 // the face, nil when there is none.
-func (f publicFlags) open(node *tsnet.Node, state string, log *slog.Logger, lns *daemon.Listeners, so api.ServeOptions, handler func() http.Handler) (*public.Face, error) {
+func (f publicFlags) open(node *tsnet.Node, state string, log *slog.Logger, lns *daemon.Listeners, so api.ServeOptions, pc config.Public, handler func() http.Handler) (*public.Face, error) {
+	iss, err := issuerOptions(pc)
+	if err != nil {
+		return nil, err
+	}
 	var ln net.Listener
 	url := *f.url
-	var err error
 	switch {
 	case *f.mode == "funnel":
 		ln, url, err = node.ListenFunnel()
 	case *f.listen != "":
 		ln, err = f.listenOwn()
 	default:
+		if iss != nil {
+			log.Warn("public.issuer is set, but no public face is served: start it with --public-listen or --public funnel")
+		}
 		return nil, nil
 	}
 	if err != nil {
@@ -84,7 +91,7 @@ func (f publicFlags) open(node *tsnet.Node, state string, log *slog.Logger, lns 
 	if err != nil {
 		return nil, err
 	}
-	face, err := public.New(public.Options{URL: url, Tokens: st, Logger: log.With("listener", "public")})
+	face, err := public.New(public.Options{URL: url, Tokens: st, Logger: log.With("listener", "public"), Issuer: iss})
 	if err != nil {
 		return nil, fmt.Errorf("--public-url: %w", err)
 	}
@@ -92,7 +99,7 @@ func (f publicFlags) open(node *tsnet.Node, state string, log *slog.Logger, lns 
 		// A browser on the tailnet approves here (docs/public.md).
 		face.SetConsentPage("http://" + node.Info().DNSName + public.ConsentPath)
 	}
-	log.Info("public face", "url", face.Origin(), "listen", ln.Addr().String())
+	log.Info("public face", "url", face.Origin(), "listen", ln.Addr().String(), "issuer", face.Issuer())
 	return face, nil
 }
 

@@ -122,6 +122,17 @@ func TestServePublicListen(t *testing.T) {
 	if resp, _ := get("GET", "/v1/servers", "Authorization", "Bearer "+rec.Token, "Mcpx-Client", "t"); resp.StatusCode != 404 {
 		t.Errorf("/v1/servers on the public face: %d", resp.StatusCode)
 	}
+	checkTokenRevokeClient(t, sock, state, func(body string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", "https://"+m[1]+"/register", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	})
 }
 
 // selfSigned writes a certificate for mcpx.test and its key into dir and
@@ -153,8 +164,9 @@ func selfSigned(t *testing.T, dir string) (cert, key string, pool *x509.CertPool
 }
 
 // TestTokenLsListsPublicTokens: `mcpx token ls`'s table of the public
-// face's tokens names each live access token's id, client, resource,
-// servers and approver, never a secret, and leaves out refresh tokens.
+// face's OAuth clients names each client's id, name, registration and
+// redirect hosts, and each live access token's id, resource, servers and
+// approver, never a secret, and leaves out refresh tokens.
 func TestTokenLsListsPublicTokens(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
@@ -162,7 +174,11 @@ func TestTokenLsListsPublicTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at, rt, tok, err := st.IssuePair(access.Grant{Client: "mcpxc_x", ClientName: "Claude", Resource: "https://mcpx.test/mcp",
+	c, err := st.Register("Claude", []string{"https://claude.ai/api/mcp/auth_callback"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, rt, tok, err := st.IssuePair(access.Grant{Client: c.ID, ClientName: "Claude", Resource: "https://mcpx.test/mcp",
 		Scopes: []string{"mcp"}, Rights: rights.Rights{{Servers: []string{"notes"}}}, Approver: "local:1000"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +189,8 @@ func TestTokenLsListsPublicTokens(t *testing.T) {
 	}
 	s := out.String()
 	if !strings.Contains(s, tok.ID) || !strings.Contains(s, "Claude") || !strings.Contains(s, "https://mcpx.test/mcp") ||
-		!strings.Contains(s, "notes") || !strings.Contains(s, "local:1000") || strings.Count(s, "\n") != 4 {
+		!strings.Contains(s, "notes") || !strings.Contains(s, "local:1000") || !strings.Contains(s, c.ID+"  Claude  dcr") ||
+		!strings.Contains(s, "claude.ai") || strings.Count(s, "\n") != 5 {
 		t.Errorf("token ls:\n%s", s)
 	}
 	if strings.Contains(s, at) || strings.Contains(s, rt) {

@@ -89,9 +89,12 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		defer node.Close() // after the listeners have drained
 	}
 	var faces api.Faces
-	face, err := f.public.open(node, state, log, &lns, so, func() http.Handler { return faces.Public })
+	face, err := f.public.open(node, state, log, &lns, so, cfg.Public, func() http.Handler { return faces.Public })
 	if err != nil {
 		return fail(err)
+	}
+	if face != nil {
+		defer face.Close()
 	}
 	ctl := daemon.NewControl(log, d.Broker, src, load)
 	token := api.NewToken()

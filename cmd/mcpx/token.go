@@ -12,7 +12,9 @@ import (
 )
 
 // tokenCmd is `mcpx token mint|ls|revoke <id>|rotate`: the broker's signed
-// bearer tokens (package auth), through the /v1/tokens routes. Minting
+// bearer tokens (package auth), through the /v1/tokens routes; `revoke`
+// and `ls` also take the public face's OAuth clients and their tokens
+// (publictoken.go). Minting
 // needs the unix socket as the daemon's user, or an admin caller. And
 // `mcpx token add <name>|revoke <name>`: the owner's named tokens for
 // loopback TCP (package auth/owner), kept in this machine's state
@@ -43,7 +45,7 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 	case len(pos) == 1 && (pos[0] == "mint" || pos[0] == "ls" || pos[0] == "rotate"):
 	case len(pos) == 2 && (pos[0] == "revoke" || pos[0] == "add"):
 	default:
-		return usageError(c, fs, "want `mint --sub NAME --servers …`, `add NAME`, `ls`, `revoke <id or name>` or `rotate`")
+		return usageError(c, fs, "want `mint --sub NAME --servers …`, `add NAME`, `ls`, `revoke <id or name>` (a signed token, an owner token, or an OAuth client or token of the public face) or `rotate`")
 	}
 	owners, err := ownerTokens(c, *stateFlag)
 	if err != nil {
@@ -98,6 +100,10 @@ func tokenCmd(ctx context.Context, c *cli, args []string) int {
 			printTokens(c, l)
 		}
 	case "revoke":
+		var done bool
+		if done, raw, err = revokePublic(ctx, c, bc, pos[1], *asJSON); done || err != nil {
+			break
+		}
 		var t *wire.Token
 		if t, raw, err = bc.RevokeToken(ctx, pos[1]); err == nil && !*asJSON {
 			fmt.Fprintf(c.stdout, "revoked %s (%s)\n", t.ID, t.Subject)

@@ -11,6 +11,7 @@ import {tryIt} from './tryit.js';
 import {startCalls} from './calls.js';
 import {showFleet} from './fleet.js';
 import {showTokens} from './tokens.js';
+import {showOAuthClients} from './oauth.js';
 
 const REFRESH_MS = 2000;
 const CHART_MS = 10000;
@@ -292,7 +293,10 @@ function show() {
   notice('');
   if (name === 'calls') startCalls();
   if (name === 'fleet') showFleet();
-  if (name === 'tokens') showTokens().catch(showError);
+  if (name === 'tokens') {
+    showTokens().catch(showError);
+    showOAuthClients().catch(showError);
+  }
 }
 
 async function main() {
