@@ -52,16 +52,24 @@ type Options struct {
 	// Limit is the rate limit of the metadata and of refused requests, per
 	// client address; the zero value = DefaultLimit.
 	Limit Limit
+	// Clients are the pre-registered clients (the config's
+	// public.clients): public clients (PKCE, no secret) known by their id.
+	Clients []access.Client
+	// FetchTest loosens the fetch of Client ID Metadata Documents, for
+	// tests only; the zero value refuses every address but public ones.
+	FetchTest FetchTest
 }
 
 // Face is the public face's resource server. Its methods are safe for
 // concurrent use.
 type Face struct {
-	origin string
-	tokens *access.Store
-	log    *slog.Logger
-	limit  *limiter
-	authz  *authz
+	origin  string
+	tokens  *access.Store
+	log     *slog.Logger
+	limit   *limiter
+	authz   *authz
+	clients map[string]access.Client // pre-registered, by id
+	cimd    *cimdCache
 }
 
 // CheckURL says what is wrong with a public URL, if anything.
@@ -91,7 +99,12 @@ func New(opts Options) (*Face, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Face{origin: origin, tokens: opts.Tokens, log: log, limit: newLimiter(opts.Limit), authz: newAuthz()}, nil
+	clients, err := preRegistered(opts.Clients)
+	if err != nil {
+		return nil, err
+	}
+	return &Face{origin: origin, tokens: opts.Tokens, log: log, limit: newLimiter(opts.Limit), authz: newAuthz(),
+		clients: clients, cimd: newCIMDCache(opts.FetchTest)}, nil
 }
 
 // Origin is the public face's origin, e.g. "https://mcpx.example.com".
