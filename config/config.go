@@ -108,6 +108,9 @@ type Config struct {
 	// Defaults are what every server takes unless it sets its own
 	// (sandbox.go): "defaults": {"sandbox": true} confines them all.
 	Defaults Defaults `json:"defaults,omitzero"`
+	// Public configures the public face's authorization server
+	// (public.go): its pre-registered clients.
+	Public Public `json:"public,omitzero"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`
 	// Disabled names the servers marked "disabled": true, in document

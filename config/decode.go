@@ -29,7 +29,7 @@ type decoded struct {
 // field that names it ("type", or Cline's "transportType").
 type transport struct{ field, value string }
 
-var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "log", "ceilingDirs", "script", "mcp", "registry", "webhooks", "otel", "defaults"}
+var topFields = []string{"servers", "mcpServers", "pool", "limits", "nix", "records", "log", "ceilingDirs", "script", "mcp", "registry", "webhooks", "otel", "defaults", "public"}
 
 // clientTop are the top-level keys of the client formats mcpx reads (see
 // the package doc) besides their servers: VS Code's "inputs", checked where
@@ -81,6 +81,8 @@ func (p *problems) decode(data []byte) (cfg *Config, order []decoded, inputs int
 			p.decodeOTel(&cfg.OTel, m.value)
 		case "defaults":
 			p.decodeDefaults(&cfg.Defaults, m.value)
+		case "public":
+			p.decodePublic(&cfg.Public, m.value)
 		case "$schema":
 			// The JSON Schema an editor checks the file against
 			// (`mcpx config schema`, schema.go); mcpx reads nothing from it.

@@ -256,6 +256,8 @@ func exampleDoc(key string, v any) map[string]any {
 		doc["pool"] = map[string]any{"health": map[string]any{"interval": "30s"}}
 	case segs[0] == "webhooks[]":
 		doc["webhooks"] = []any{map[string]any{"url": "https://hooks.example.com/mcpx", "secret": "s"}}
+	case len(segs) > 1 && segs[1] == "clients[]":
+		doc["public"] = map[string]any{"clients": []any{map[string]any{"id": "a", "redirectUris": []any{"https://a.example/cb"}}}}
 	}
 	set(doc, segs, v)
 	return doc

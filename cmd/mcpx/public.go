@@ -13,6 +13,7 @@ import (
 	"mcpx.dev/mcpx/api"
 	"mcpx.dev/mcpx/api/public"
 	"mcpx.dev/mcpx/auth/access"
+	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/daemon"
 	"mcpx.dev/mcpx/tsnet"
 )
@@ -63,8 +64,8 @@ func (f publicFlags) check(tailnet bool) error {
 
 // open opens the public face's listener and adds it to lns, served with
 // so and the handler handler returns once the API is built; it returns
-// the face, nil when there is none.
-func (f publicFlags) open(node *tsnet.Node, state string, log *slog.Logger, lns *daemon.Listeners, so api.ServeOptions, handler func() http.Handler) (*public.Face, error) {
+// the face of conf, nil when there is none.
+func (f publicFlags) open(node *tsnet.Node, state string, conf config.Public, log *slog.Logger, lns *daemon.Listeners, so api.ServeOptions, handler func() http.Handler) (*public.Face, error) {
 	var ln net.Listener
 	url := *f.url
 	var err error
@@ -84,12 +85,22 @@ func (f publicFlags) open(node *tsnet.Node, state string, log *slog.Logger, lns 
 	if err != nil {
 		return nil, err
 	}
-	face, err := public.New(public.Options{URL: url, Tokens: st, Logger: log.With("listener", "public")})
+	face, err := public.New(public.Options{URL: url, Tokens: st, Logger: log.With("listener", "public"), Clients: publicClients(conf.Clients)})
 	if err != nil {
-		return nil, fmt.Errorf("--public-url: %w", err)
+		return nil, fmt.Errorf("the public face: %w", err)
 	}
 	log.Info("public face", "url", face.Origin(), "listen", ln.Addr().String())
 	return face, nil
+}
+
+// publicClients are the config's pre-registered clients as the face
+// takes them.
+func publicClients(cs []config.PublicClient) []access.Client {
+	out := make([]access.Client, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, access.Client{ID: c.ID, Name: c.Name, RedirectURIs: c.RedirectURIs})
+	}
+	return out
 }
 
 // listenOwn listens on --public-listen, with TLS when a certificate is

@@ -89,7 +89,7 @@ func serve(ctx context.Context, c *cli, args []string) int {
 		defer node.Close() // after the listeners have drained
 	}
 	var faces api.Faces
-	face, err := f.public.open(node, state, log, &lns, so, func() http.Handler { return faces.Public })
+	face, err := f.public.open(node, state, cfg.Public, log, &lns, so, func() http.Handler { return faces.Public })
 	if err != nil {
 		return fail(err)
 	}
