@@ -123,9 +123,9 @@ func TestPublicSignInTypeScriptCIMD(t *testing.T) {
 	wg.Wait()
 	var out struct {
 		First, Iss, ClientID, Echo, EchoAfterRefresh, AfterRevoke, Error, CallbackError string
-		StateMatches, Refreshed                                                          bool
-		Tools                                                                            []string
-		RevokeStatus, Authorizations                                                     int
+		StateMatches, Refreshed                                                         bool
+		Tools                                                                           []string
+		RevokeStatus, Authorizations                                                    int
 	}
 	if err != nil || json.Unmarshal([]byte(result), &out) != nil || out.Error != "" {
 		t.Fatalf("the TypeScript client: %v %s\n%s\n%s", err, result, out.Error, stderr.String())
@@ -261,4 +261,3 @@ func loopbackCert(t *testing.T) (tls.Certificate, []byte) {
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
-

@@ -159,7 +159,7 @@ func TestCIMDProbes(t *testing.T) {
 	port := h.URL[strings.LastIndex(h.URL, ":"):]
 	for _, tc := range []struct {
 		name, client, redirect, want string
-		as                          *asTest
+		as                           *asTest
 	}{
 		{"private address", "https://10.1.2.3/client.json", redirect, "not a public internet address", a},
 		{"loopback by name, not allowed", "https://localhost" + port + "/good.json", redirect, "not a public internet address", strict},
