@@ -2,11 +2,15 @@ package public
 
 import (
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+
+	"mcpx.dev/mcpx/auth/access"
 )
 
 // TestCacheTTL: a document is kept by its Cache-Control, within bounds.
@@ -64,4 +68,37 @@ func TestFetchTestOnlyInTests(t *testing.T) {
 	if err != nil || found < 100 {
 		t.Fatalf("walked %d Go files: %v", found, err)
 	}
+}
+
+// FuzzCIMDDocument: whatever a metadata document's URL and body are, the
+// checks never panic, and a document taken is its URL's, with redirect
+// URIs the authorization server accepts and a name without control
+// characters.
+func FuzzCIMDDocument(f *testing.F) {
+	const id = "https://app.example/client.json"
+	f.Add(id, `{"client_id":"`+id+`","client_name":"App","redirect_uris":["https://app.example/cb"]}`)
+	f.Add(id, `{"client_id":"`+id+`","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none","grant_types":["authorization_code"]}`)
+	f.Add("https://app.example/", `{}`)
+	f.Add("https://app.example/a/../b", `[]`)
+	f.Add(id, `{"client_id":"`+id+`","client_secret":"s","redirect_uris":["https://app.example/cb"]}`)
+	f.Fuzz(func(t *testing.T, id, body string) {
+		if checkCIMDURL(id) != nil {
+			return
+		}
+		if u, err := url.Parse(id); err != nil || u.Scheme != "https" || u.Path == "" || u.Path == "/" || u.RawQuery != "" {
+			t.Fatalf("checkCIMDURL took %q", id)
+		}
+		c, err := parseCIMD(id, []byte(body))
+		if err != nil {
+			return
+		}
+		if c.ID != id || len(c.RedirectURIs) == 0 || strings.ContainsFunc(c.Name, unicode.IsControl) {
+			t.Fatalf("took %q from %q: %+v", body, id, c)
+		}
+		for _, r := range c.RedirectURIs {
+			if access.CheckRedirect(r) != nil {
+				t.Fatalf("took the redirect URI %q", r)
+			}
+		}
+	})
 }
