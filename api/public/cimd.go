@@ -308,7 +308,7 @@ func parseCIMD(id string, body []byte) (access.Client, error) {
 	case d.Secret != nil || d.SecretExpiry != nil:
 		return access.Client{}, cimdErrorf("the client's metadata document holds a client_secret; such a document is public")
 	case d.AuthMethod != "" && d.AuthMethod != "none":
-		return access.Client{}, cimdErrorf("the client's metadata document asks for token_endpoint_auth_method %q; this server takes none (PKCE)", clip(d.AuthMethod))
+		return access.Client{}, cimdErrorf("the client's metadata document asks for a token_endpoint_auth_method other than none; this server takes public clients (PKCE) only")
 	case !subset(d.Grants, "authorization_code", "refresh_token"):
 		return access.Client{}, cimdErrorf("the client's metadata document asks for grant_types other than authorization_code and refresh_token")
 	case !subset(d.Responses, "code"):
@@ -331,15 +331,6 @@ func subset(have []string, allowed ...string) bool {
 		}
 	}
 	return true
-}
-
-// clip shortens an echoed value of a document to a few safe characters.
-func clip(s string) string {
-	s = cleanName(s)
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // cleanName drops control characters from a name a client gives itself

@@ -49,6 +49,8 @@ func startDocHost(t *testing.T) *docHost {
 			doc["client_id"] = "https://app.example/client.json"
 		case "/secret.json":
 			doc["client_secret"] = docSecret
+		case "/jwt.json":
+			doc["token_endpoint_auth_method"] = "private_key_jwt"
 		case "/html.json":
 			w.Header().Set("Content-Type", "text/html")
 		case "/moved.json":
@@ -168,6 +170,7 @@ func TestCIMDProbes(t *testing.T) {
 		{"over the size cap", h.URL + "/big.json", redirect, "larger than 5120 bytes", a},
 		{"client_id not its URL", h.URL + "/other.json", redirect, "another client_id than its own URL", a},
 		{"a secret in the document", h.URL + "/secret.json", redirect, "holds a client_secret", a},
+		{"a confidential client", h.URL + "/jwt.json", redirect, "other than none", a},
 		{"not JSON", h.URL + "/html.json", redirect, "not served as application/json", a},
 		{"a redirect", h.URL + "/moved.json", redirect, "redirect, which is not followed", a},
 		{"not found", h.URL + "/none.json", redirect, "HTTP 404", a},
