@@ -283,6 +283,9 @@ func (b *Broker) SetConfig(cfg *config.Config) {
 	if old != nil && !reflect.DeepEqual(old.Webhooks, cfg.Webhooks) {
 		b.log.Warn("the webhooks changed; they take effect at the next start of the daemon")
 	}
+	if old != nil && !reflect.DeepEqual(old.Public, cfg.Public) {
+		b.log.Warn("the public face's settings changed; they take effect at the next start of the daemon")
+	}
 	b.applyServers()
 	if old != nil && b.refreshPolicy == config.NixRefreshOnReload {
 		select {

@@ -108,8 +108,9 @@ type Config struct {
 	// Defaults are what every server takes unless it sets its own
 	// (sandbox.go): "defaults": {"sandbox": true} confines them all.
 	Defaults Defaults `json:"defaults,omitzero"`
-	// Public configures the public face beyond its flags (public.go): an
-	// external issuer and how its tokens' claims map to rights.
+	// Public configures the public face beyond its flags (public.go):
+	// pre-registered clients of its authorization server, or an external
+	// issuer and how its tokens' claims map to rights.
 	Public Public `json:"public,omitzero"`
 	// Source is the file the config was read from ("" for the built-in one).
 	Source string `json:"-"`

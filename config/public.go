@@ -10,12 +10,18 @@ import (
 	"mcpx.dev/mcpx/auth/rights"
 )
 
-// Public configures the public face (docs/public.md) beyond its flags.
-// With Issuer set, the face takes the access tokens of that external
-// authorization server instead of running its own: JWTs checked against
+// Public configures the public face (docs/public.md) beyond its flags:
+// the pre-registered clients of its own authorization server
+// (publicclients.go), or, with Issuer set, the access tokens of that
+// external authorization server instead of its own: JWTs checked against
 // the issuer's published keys, whose claims Grants map to rights. The
-// daemon reads it at start.
+// daemon reads it at start; a reload that changes it takes effect at the
+// next start.
 type Public struct {
+	// Clients are the pre-registered OAuth clients of mcpx's own
+	// authorization server: public clients (PKCE, no secret) that sign in
+	// by their id, without dynamic registration or a metadata document.
+	Clients []PublicClient `json:"clients,omitempty"`
 	// Issuer is the external authorization server's issuer identifier
 	// ("https://idp.example.com"): https, or http on a loopback host. Its
 	// metadata (RFC 8414, or OpenID discovery) names its keys.
@@ -50,15 +56,18 @@ func (p *problems) decodePublic(pub *Public, raw json.RawMessage) {
 	}
 	members, err := objectMembers(raw)
 	if err != nil {
-		p.add("", "public", "public must be an object", `such as {"issuer": "https://idp.example.com", "grants": [{"claim": "sub", "values": ["alice"], "servers": ["notes"]}]}`)
+		p.add("", "public", "public must be an object", `such as {"clients": [{"id": "my-app", "redirectUris": ["https://app.example.com/callback"]}]} or {"issuer": "https://idp.example.com", "grants": [{"claim": "sub", "values": ["alice"], "servers": ["notes"]}]}`)
 		return
 	}
 	var grants []json.RawMessage
+	var clients json.RawMessage
 	p.decodeFields("", "public.", members, map[string]fieldSpec{
+		"clients":  {&clients, "an array of clients"},
 		"issuer":   {&pub.Issuer, "a string (the issuer's https URL)"},
 		"audience": {&pub.Audience, "a string"},
 		"grants":   {&grants, "an array of grants"},
 	}, map[string]bool{})
+	p.decodePublicClients(pub, clients)
 	for i, g := range grants {
 		field := fmt.Sprintf("public.grants[%d]", i)
 		gm, err := objectMembers(g)
@@ -89,6 +98,9 @@ func (p *problems) checkPublic(pub *Public) {
 	}
 	if pub.Issuer == "" && (pub.Audience != "" || len(pub.Grants) > 0) {
 		p.add("", "public.issuer", "audience and grants describe an external issuer, and none is given", `add "issuer": "https://idp.example.com", or drop them`)
+	}
+	if pub.Issuer != "" && len(pub.Clients) > 0 {
+		p.add("", "public.clients", "clients are registered with mcpx's own authorization server, which an external issuer turns off", "register the clients at the issuer, or drop the issuer")
 	}
 	if pub.Issuer != "" && len(pub.Grants) == 0 {
 		p.warn("", "public.grants", "no grants: every token of the issuer will be refused 403", `add one, such as {"claim": "sub", "values": ["alice"], "servers": ["notes"]}`)

@@ -80,6 +80,8 @@ var objectProbes = []struct{ path, doc string }{
 	{"servers.*.sandbox", `{"servers": {"s": {"command": "c", "sandbox": {"zzqqxx": 1}}}}`},
 	{"servers.*.sandbox.limits", `{"servers": {"s": {"command": "c", "sandbox": {"limits": {"zzqqxx": 1}}}}}`},
 	{"defaults", `{"defaults": {"zzqqxx": 1}}`},
+	{"public", `{"public": {"zzqqxx": 1}}`},
+	{"public.clients[]", `{"public": {"clients": [{"id": "a", "redirectUris": ["https://a.example/cb"], "zzqqxx": 1}]}}`},
 	{"defaults.sandbox", `{"defaults": {"sandbox": {"zzqqxx": 1}}}`},
 	{"defaults.sandbox.limits", `{"defaults": {"sandbox": {"limits": {"zzqqxx": 1}}}}`},
 }
@@ -374,6 +376,8 @@ var unknownKeyCases = []struct {
 	{"sandbox.limits", `{"servers": {"s": {"command": "c", "sandbox": {"limits": {%s "memory": "2GiB"}}}}}`, false},
 	{"defaults", `{"servers": {"s": {"command": "c"}}, "defaults": {%s "sandbox": true}}`, false},
 	{"defaults.sandbox", `{"servers": {"s": {"command": "c"}}, "defaults": {"sandbox": {%s "mode": "enforce"}}}`, false},
+	{"public", `{"servers": {"s": {"command": "c"}}, "public": {%s "clients": []}}`, false},
+	{"public.clients", `{"servers": {"s": {"command": "c"}}, "public": {"clients": [{%s "id": "a", "redirectUris": ["https://a.example/cb"]}]}}`, false},
 }
 
 // TestSchemaRefusesWhatTheDecoderRefuses feeds the same configs, each

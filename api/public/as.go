@@ -128,6 +128,7 @@ func (f *Face) asMetadata(w http.ResponseWriter) {
 		"revocation_endpoint_auth_methods_supported":     []string{"none"},
 		"scopes_supported":                               []string{Scope},
 		"authorization_response_iss_parameter_supported": true,
+		"client_id_metadata_document_supported":          true,
 	})
 }
 
@@ -174,14 +175,14 @@ func (f *Face) register(w http.ResponseWriter, r *http.Request) {
 // to the client; a good one waits for the owner's approval.
 func (f *Face) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	c, ok := f.tokens.Client(q.Get("client_id"))
-	if !ok {
-		f.page(w, http.StatusBadRequest, "Unknown client", "This client is not registered with this server. Nothing was shared.", "")
+	c, err := f.client(r.Context(), q.Get("client_id"))
+	if err != nil {
+		f.page(w, http.StatusBadRequest, "Client not accepted", clientRefusal(err), "")
 		return
 	}
 	redirect := q.Get("redirect_uri")
 	if !exactlyOneOf(c.RedirectURIs, redirect) {
-		f.page(w, http.StatusBadRequest, "Redirect URI mismatch", "The client asked to come back to an address it did not register. Nothing was shared.", "")
+		f.page(w, http.StatusBadRequest, "Redirect URI mismatch", "The client asked to come back to an address it did not register (or list in its metadata document). Nothing was shared.", "")
 		return
 	}
 	state := q.Get("state")
@@ -261,10 +262,7 @@ func (a *authz) add(c access.Client, redirect, state, challenge, resource string
 	if len(a.pending) >= maxPending {
 		return nil, errors.New("too many authorizations are waiting for approval; try again in a few minutes")
 	}
-	label := c.Name
-	if label == "" {
-		label = c.ID
-	}
+	label := clientLabel(c)
 	p := &pending{id: randomString(16), userCode: userCode(), client: c, redirect: redirect, state: state, challenge: challenge,
 		resource: resource, clientLabel: label, expires: now.Add(pendingTTL)}
 	a.pending[p.id] = p

@@ -55,16 +55,24 @@ type Options struct {
 	// Issuer, when set, is the external authorization server whose
 	// tokens the face takes (issuer.go); the embedded one is then off.
 	Issuer *IssuerOptions
+	// Clients are the pre-registered clients (the config's
+	// public.clients): public clients (PKCE, no secret) known by their id.
+	Clients []access.Client
+	// FetchTest loosens the fetch of Client ID Metadata Documents, for
+	// tests only; the zero value refuses every address but public ones.
+	FetchTest FetchTest
 }
 
 // Face is the public face's resource server. Its methods are safe for
 // concurrent use.
 type Face struct {
-	origin string
-	tokens *access.Store
-	log    *slog.Logger
-	limit  *limiter
-	authz  *authz
+	origin  string
+	tokens  *access.Store
+	log     *slog.Logger
+	limit   *limiter
+	authz   *authz
+	clients map[string]access.Client // pre-registered, by id
+	cimd    *cimdCache
 	// consent is the tailnet consent page's state (consent.go).
 	consent *consent
 	ext     *issuer // Options.Issuer; nil = the embedded authorization server
@@ -97,8 +105,12 @@ func New(opts Options) (*Face, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	clients, err := preRegistered(opts.Clients)
+	if err != nil {
+		return nil, err
+	}
 	f := &Face{origin: origin, tokens: opts.Tokens, log: log, limit: newLimiter(opts.Limit), authz: newAuthz(),
-		consent: newConsent()}
+		clients: clients, cimd: newCIMDCache(opts.FetchTest), consent: newConsent()}
 	if opts.Issuer != nil {
 		if f.ext, err = newIssuer(*opts.Issuer, log); err != nil {
 			return nil, err

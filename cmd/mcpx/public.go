@@ -91,9 +91,9 @@ func (f publicFlags) open(node *tsnet.Node, state string, log *slog.Logger, lns 
 	if err != nil {
 		return nil, err
 	}
-	face, err := public.New(public.Options{URL: url, Tokens: st, Logger: log.With("listener", "public"), Issuer: iss})
+	face, err := public.New(public.Options{URL: url, Tokens: st, Logger: log.With("listener", "public"), Issuer: iss, Clients: publicClients(pc.Clients)})
 	if err != nil {
-		return nil, fmt.Errorf("--public-url: %w", err)
+		return nil, fmt.Errorf("the public face: %w", err)
 	}
 	if node != nil && node.Info().DNSName != "" {
 		// A browser on the tailnet approves here (docs/public.md).
@@ -101,6 +101,16 @@ func (f publicFlags) open(node *tsnet.Node, state string, log *slog.Logger, lns 
 	}
 	log.Info("public face", "url", face.Origin(), "listen", ln.Addr().String(), "issuer", face.Issuer())
 	return face, nil
+}
+
+// publicClients are the config's pre-registered clients as the face
+// takes them.
+func publicClients(cs []config.PublicClient) []access.Client {
+	out := make([]access.Client, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, access.Client{ID: c.ID, Name: c.Name, RedirectURIs: c.RedirectURIs})
+	}
+	return out
 }
 
 // listenOwn listens on --public-listen, with TLS when a certificate is

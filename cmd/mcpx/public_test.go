@@ -56,13 +56,13 @@ func TestServePublicFlagsRefused(t *testing.T) {
 // TestServePublicListen: `mcpx serve --public-listen` with a certificate
 // serves, over TLS, the public face's metadata and the MCP endpoint's
 // challenge, and a 404 at the REST API; the daemon's own token opens
-// nothing there.
+// nothing there. The config's pre-registered client is known there.
 func TestServePublicListen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cert, key, pool := selfSigned(t, dir)
 	cfg := filepath.Join(dir, "config.json")
-	if err := os.WriteFile(cfg, []byte(`{"servers": {}}`), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(`{"servers": {}, "public": {"clients": [{"id": "my-app", "name": "Configured App", "redirectUris": ["https://app.example/cb"]}]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	sock, state, log := filepath.Join(dir, "mcpx.sock"), filepath.Join(dir, "state"), new(testenv.SyncBuffer)
@@ -121,6 +121,13 @@ func TestServePublicListen(t *testing.T) {
 	}
 	if resp, _ := get("GET", "/v1/servers", "Authorization", "Bearer "+rec.Token, "Mcpx-Client", "t"); resp.StatusCode != 404 {
 		t.Errorf("/v1/servers on the public face: %d", resp.StatusCode)
+	}
+	authorize := "/authorize?response_type=code&code_challenge_method=S256&code_challenge=" + strings.Repeat("c", 43) + "&redirect_uri=https://app.example/cb&client_id="
+	if resp, body := get("GET", authorize+"my-app"); resp.StatusCode != 200 || !strings.Contains(body, "Approve Configured App") {
+		t.Errorf("the config's client: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := get("GET", authorize+"other-app"); resp.StatusCode != 400 {
+		t.Errorf("a client the config does not name: %d", resp.StatusCode)
 	}
 	checkTokenRevokeClient(t, sock, state, func(body string) (int, string) {
 		req, _ := http.NewRequestWithContext(t.Context(), "POST", "https://"+m[1]+"/register", strings.NewReader(body))
