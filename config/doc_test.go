@@ -260,7 +260,7 @@ func exampleDoc(key string, v any) map[string]any {
 		doc["webhooks"] = []any{map[string]any{"url": "https://hooks.example.com/mcpx", "secret": "s"}}
 	case len(segs) > 1 && segs[1] == "clients[]":
 		doc["public"] = map[string]any{"clients": []any{map[string]any{"id": "a", "redirectUris": []any{"https://a.example/cb"}}}}
-	case segs[0] == "public" && len(segs) > 1:
+	case segs[0] == "public" && len(segs) > 1 && !strings.HasPrefix(segs[1], "clients"):
 		doc["public"] = map[string]any{"issuer": "https://idp.example.com",
 			"grants": []any{map[string]any{"claim": "sub", "values": []any{"alice"}, "servers": []any{"notes"}}}}
 	}
