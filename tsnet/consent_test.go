@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"os"
@@ -59,6 +60,9 @@ type consentLeg struct {
 	clientMetadataURL string            // "" = register by DCR
 	env               []string          // more environment for the script
 	setup             func(*consentRig) // before the script starts; nil = nothing
+	// callback is told the client's redirect URI before it signs in
+	// (a metadata document must list it); nil = nothing.
+	callback func(redirect string)
 }
 
 // TestPublicConsentOnTheTailnet: the public face's authorization page
@@ -67,7 +71,8 @@ type consentLeg struct {
 // SOCKS proxy dialling out of that machine's tsnet node) sees the client's
 // name, the host it returns to and the servers of the person's grant, and
 // gives it one server for an hour. The TS SDK's client with its OAuth
-// provider then has its token, lists and calls tools (that server's
+// provider (registering by DCR, then known by a Client ID Metadata
+// Document on a loopback HTTPS host) then has its token, lists and calls tools (that server's
 // only), refreshes, and once the person's tailnet grant no longer covers
 // the token, fails cleanly: the token and its sign-in are revoked and the
 // client is sent to sign in again. Before, the probes of the consent page
@@ -80,7 +85,8 @@ func TestPublicConsentOnTheTailnet(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	rig := startConsentRig(t)
 	t.Run("probes", rig.probes)
-	for _, leg := range []consentLeg{{name: "dcr"}} {
+	cimd := consentLeg{name: "cimd", clientMetadataURL: rig.meta.URL + "/oauth/client.json", callback: rig.meta.setRedirect}
+	for _, leg := range []consentLeg{{name: "dcr"}, cimd} {
 		t.Run(leg.name, func(t *testing.T) {
 			rig.tn.control.SetGlobalAppCaps(grant(consentGrant))
 			rig.waitGrant(t, true)
@@ -89,14 +95,15 @@ func TestPublicConsentOnTheTailnet(t *testing.T) {
 			}
 			env := append(os.Environ(), "PLAYWRIGHT_CORE="+pw, "CHROMIUM="+chromium, "SDK="+sdk, "MCP_URL="+rig.origin+"/mcp",
 				"SOCKS="+rig.socks, "NODE_EXTRA_CA_CERTS="+rig.ca, "CLIENT_METADATA_URL="+leg.clientMetadataURL, proctest.Env(t))
-			rig.signIn(t, node, append(env, leg.env...), leg.clientMetadataURL)
+			rig.signIn(t, node, append(env, leg.env...), leg)
 		})
 	}
 }
 
 // signIn runs the script, checks what it saw, takes the grant away and
 // checks the client fails cleanly.
-func (rig *consentRig) signIn(t *testing.T, node string, env []string, clientID string) {
+func (rig *consentRig) signIn(t *testing.T, node string, env []string, leg consentLeg) {
+	clientID := leg.clientMetadataURL
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "consent.cjs"))
@@ -126,6 +133,10 @@ func (rig *consentRig) signIn(t *testing.T, node string, env []string, clientID 
 		t.Fatalf("the script ended before %s\n%s", prefix, stderr.String())
 		return ""
 	}
+	if redirect := next("CALLBACK"); leg.callback != nil {
+		leg.callback(redirect)
+	}
+	io.WriteString(stdin, "GO\n") //nolint:errcheck // the script's answer says
 	var got struct {
 		URL, Client, RedirectHost, Who, Landed, Echo, Echo2, Registered string
 		Offered, Tools                                                  []string
@@ -143,6 +154,8 @@ func (rig *consentRig) signIn(t *testing.T, node string, env []string, clientID 
 	}
 	if clientID == "" {
 		clientID = got.Registered // by DCR
+	} else if (got.Registered != "" && got.Registered != clientID) || rig.meta.fetches() == 0 {
+		t.Errorf("the client registered as %q, its document fetched %d times: want it known by its metadata document", got.Registered, rig.meta.fetches())
 	}
 	rig.checkTokens(t, clientID)
 
@@ -170,7 +183,8 @@ func (rig *consentRig) checkSignedIn(t *testing.T, pageURL, client, redirectHost
 	if err != nil || u.Host != "broker.tail-scale.ts.net" || u.Path != public.ConsentPath {
 		t.Errorf("the consent page was at %q, want the broker's tailnet name", pageURL)
 	}
-	if client != "Consent E2E" || !strings.HasPrefix(redirectHost, "127.0.0.1:") || who != rig.login || strings.Join(offered, ",") != "demo" {
+	// A client known by its metadata document shows as "name (host)".
+	if !strings.HasPrefix(client, "Consent E2E") || !strings.HasPrefix(redirectHost, "127.0.0.1:") || who != rig.login || strings.Join(offered, ",") != "demo" {
 		t.Errorf("the consent page showed client %q returning to %q to %q, offering %v; want Consent E2E, 127.0.0.1, %s, [demo]",
 			client, redirectHost, who, offered, rig.login)
 	}
@@ -206,6 +220,7 @@ type consentRig struct {
 	face          *public.Face
 	origin, ca    string // the public face's origin and its certificate's file
 	socks         string // the SOCKS proxy's address
+	meta          *metadataHost
 	loopback      string // the broker's loopback TCP listener's base URL
 	publicHTTP    *http.Client
 	aliceHTTP     *http.Client
@@ -225,7 +240,13 @@ func startConsentRig(t *testing.T) *consentRig {
 	rig.origin, rig.ca = "https://"+pub.Addr().String(), ca
 	rig.publicHTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: conf}},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	if rig.face, err = public.New(public.Options{URL: rig.origin, Tokens: st, Limit: public.Limit{Rate: 1000, Burst: 1000}}); err != nil {
+	// The CIMD leg's metadata document, on a loopback HTTPS host the
+	// face may fetch from (tests only: by default it refuses loopback).
+	rig.meta = startMetadataHost(t)
+	roots := x509.NewCertPool()
+	roots.AddCert(rig.meta.Certificate())
+	fetch := public.FetchTest{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, RootCAs: roots}
+	if rig.face, err = public.New(public.Options{URL: rig.origin, Tokens: st, Limit: public.Limit{Rate: 1000, Burst: 1000}, FetchTest: fetch}); err != nil {
 		t.Fatal(err)
 	}
 	rig.face.SetConsentPage("http://broker.tail-scale.ts.net" + public.ConsentPath)
@@ -519,3 +540,35 @@ func (rig *consentRig) post(t *testing.T, v url.Values, headers ...string) (int,
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// metadataHost serves the CIMD leg's client metadata document over HTTPS
+// on loopback; its redirect URI is set once the client has one.
+type metadataHost struct {
+	*httptest.Server
+	mu       sync.Mutex
+	redirect string
+	n        int
+}
+
+func startMetadataHost(t *testing.T) *metadataHost {
+	h := &metadataHost{}
+	h.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.n++
+		redirect := h.redirect
+		h.mu.Unlock()
+		if r.URL.Path != "/oauth/client.json" || redirect == "" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"client_id": h.URL + r.URL.Path, "client_name": "Consent E2E", //nolint:errcheck // the face says
+			"redirect_uris": []string{redirect}, "token_endpoint_auth_method": "none",
+			"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"}})
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *metadataHost) setRedirect(r string) { h.mu.Lock(); h.redirect = r; h.mu.Unlock() }
+func (h *metadataHost) fetches() int         { h.mu.Lock(); defer h.mu.Unlock(); return h.n }

@@ -110,6 +110,10 @@ async function consent(authURL) {
 async function main() {
   const lines = readline.createInterface({input: process.stdin})[Symbol.asyncIterator]();
   const cb = await callback();
+  // The test may need the redirect URI first (a metadata document lists it).
+  console.log('CALLBACK ' + cb.url);
+  const {value: go} = await lines.next();
+  check(go === 'GO', `the test sends GO (got ${go})`);
   const provider = new Provider(cb.url);
   const first = new StreamableHTTPClientTransport(mcpURL, {authProvider: provider});
   try {
