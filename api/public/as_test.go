@@ -163,6 +163,18 @@ func TestAuthorizationCodeFlow(t *testing.T) {
 		"redirect_uri": {redirect}, "code_verifier": {verifier}}); st != 400 || m["error"] != "invalid_grant" {
 		t.Fatalf("reused code: %d %v", st, m)
 	}
+	// Client binding: another client can neither refresh this client's
+	// sign-in nor revoke it, and trying spends nothing of it.
+	other := a.register(redirect)
+	if st, m := a.form(public.TokenPath, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {other}}); st != 400 || m["error"] != "invalid_grant" {
+		t.Fatalf("a refresh on another client's behalf: %d %v", st, m)
+	}
+	if st, _ := a.form(public.RevokePath, url.Values{"token": {at}, "client_id": {other}}); st != 200 {
+		t.Fatalf("a revocation on another client's behalf: %d, want 200 (RFC 7009) and nothing revoked", st)
+	}
+	if err := check(at); err != nil {
+		t.Fatalf("another client revoked this client's token: %v", err)
+	}
 	st, tok2 := a.form(public.TokenPath, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {client}})
 	at2, _ := tok2["access_token"].(string)
 	rt2, _ := tok2["refresh_token"].(string)
