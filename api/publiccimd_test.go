@@ -3,18 +3,12 @@ package api_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"os"
@@ -31,6 +25,7 @@ import (
 	"mcpx.dev/mcpx/api/public"
 	"mcpx.dev/mcpx/auth/access"
 	"mcpx.dev/mcpx/internal/testing/apitest"
+	"mcpx.dev/mcpx/internal/testing/oauthtest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
@@ -87,14 +82,14 @@ func approveByCode(d *apitest.Daemon, hc *http.Client, servers ...string) browse
 func TestPublicSignInTypeScriptCIMD(t *testing.T) {
 	t.Parallel()
 	node := testenv.Node(t)
-	docs := startMetadataHost(t)
+	docs := oauthtest.NewMetadataHost(t, "TS SDK CIMD test")
 	pool := x509.NewCertPool()
 	pool.AddCert(docs.Certificate())
 	pub := startTLSPublic(t, public.FetchTest{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, RootCAs: pool})
 	browser := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pub.pool}}}
 	var browse browserStep = approveByCode(pub.Daemon, browser, "demo")
 
-	metadataURL := docs.URL + "/oauth/client.json"
+	metadataURL := docs.ClientID()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-oauth.mjs")
@@ -112,7 +107,7 @@ func TestPublicSignInTypeScriptCIMD(t *testing.T) {
 		kind, rest, _ := strings.Cut(sc.Text(), " ")
 		switch kind {
 		case "callback":
-			docs.setRedirect(rest)
+			docs.SetRedirect(rest)
 		case "authorize":
 			wg.Go(func() { browse(t, rest) })
 		case "result":
@@ -142,46 +137,13 @@ func TestPublicSignInTypeScriptCIMD(t *testing.T) {
 	if out.RevokeStatus != 200 || out.AfterRevoke != "unauthorized" || out.Authorizations != 2 {
 		t.Errorf("after revocation: %+v", out)
 	}
-	if n := docs.fetches(); n != 1 {
+	if n := docs.Fetches(); n != 1 {
 		t.Errorf("the metadata document was fetched %d times; want 1 (it is kept by its Cache-Control)", n)
 	}
 	if pub.hits(public.RegisterPath) != 0 || pub.hits(public.TokenPath) < 2 {
 		t.Errorf("the face's paths: /register %d, /token %d; want no registration, a code and a refresh", pub.hits(public.RegisterPath), pub.hits(public.TokenPath))
 	}
 }
-
-// metadataHost serves one client's metadata document over HTTPS on
-// loopback; its redirect URI is set once the client knows it.
-type metadataHost struct {
-	*httptest.Server
-	mu       sync.Mutex
-	redirect string
-	n        int
-}
-
-func startMetadataHost(t *testing.T) *metadataHost {
-	h := &metadataHost{}
-	h.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.mu.Lock()
-		h.n++
-		redirect := h.redirect
-		h.mu.Unlock()
-		if r.URL.Path != "/oauth/client.json" || redirect == "" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "max-age=3600")
-		json.NewEncoder(w).Encode(map[string]any{"client_id": h.URL + r.URL.Path, "client_name": "TS SDK CIMD test",
-			"redirect_uris": []string{redirect}, "token_endpoint_auth_method": "none",
-			"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"}})
-	}))
-	t.Cleanup(h.Close)
-	return h
-}
-
-func (h *metadataHost) setRedirect(r string) { h.mu.Lock(); h.redirect = r; h.mu.Unlock() }
-func (h *metadataHost) fetches() int         { h.mu.Lock(); defer h.mu.Unlock(); return h.n }
 
 // tlsPublic is a daemon of the demo servers "demo" and "other" whose
 // public face is served over TLS on loopback, at its own origin.
@@ -208,7 +170,7 @@ func startTLSPublic(t *testing.T, ft public.FetchTest) *tlsPublic {
 		t.Fatal(err)
 	}
 	p := &tlsPublic{origin: "https://" + ln.Addr().String(), paths: map[string]int{}}
-	cert, pemBytes := loopbackCert(t)
+	cert, pemBytes := oauthtest.LoopbackCert(t)
 	p.pool = x509.NewCertPool()
 	p.pool.AppendCertsFromPEM(pemBytes)
 	p.caFile = filepath.Join(t.TempDir(), "ca.pem")
@@ -243,21 +205,4 @@ func startTLSPublic(t *testing.T, ft public.FetchTest) *tlsPublic {
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return p
-}
-
-// loopbackCert is a self-signed certificate for 127.0.0.1, and its PEM.
-func loopbackCert(t *testing.T) (tls.Certificate, []byte) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -3,20 +3,13 @@ package tsnet_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"html"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"os"
@@ -39,6 +32,7 @@ import (
 	"mcpx.dev/mcpx/broker"
 	"mcpx.dev/mcpx/config"
 	"mcpx.dev/mcpx/internal/demo"
+	"mcpx.dev/mcpx/internal/testing/oauthtest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/tsnet"
@@ -85,7 +79,7 @@ func TestPublicConsentOnTheTailnet(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	rig := startConsentRig(t)
 	t.Run("probes", rig.probes)
-	cimd := consentLeg{name: "cimd", clientMetadataURL: rig.meta.URL + "/oauth/client.json", callback: rig.meta.setRedirect}
+	cimd := consentLeg{name: "cimd", clientMetadataURL: rig.meta.ClientID(), callback: rig.meta.SetRedirect}
 	for _, leg := range []consentLeg{{name: "dcr"}, cimd} {
 		t.Run(leg.name, func(t *testing.T) {
 			rig.tn.control.SetGlobalAppCaps(grant(consentGrant))
@@ -154,8 +148,8 @@ func (rig *consentRig) signIn(t *testing.T, node string, env []string, leg conse
 	}
 	if clientID == "" {
 		clientID = got.Registered // by DCR
-	} else if (got.Registered != "" && got.Registered != clientID) || rig.meta.fetches() == 0 {
-		t.Errorf("the client registered as %q, its document fetched %d times: want it known by its metadata document", got.Registered, rig.meta.fetches())
+	} else if (got.Registered != "" && got.Registered != clientID) || rig.meta.Fetches() == 0 {
+		t.Errorf("the client registered as %q, its document fetched %d times: want it known by its metadata document", got.Registered, rig.meta.Fetches())
 	}
 	rig.checkTokens(t, clientID)
 
@@ -220,7 +214,7 @@ type consentRig struct {
 	face          *public.Face
 	origin, ca    string // the public face's origin and its certificate's file
 	socks         string // the SOCKS proxy's address
-	meta          *metadataHost
+	meta          *oauthtest.MetadataHost
 	loopback      string // the broker's loopback TCP listener's base URL
 	publicHTTP    *http.Client
 	aliceHTTP     *http.Client
@@ -242,7 +236,7 @@ func startConsentRig(t *testing.T) *consentRig {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	// The CIMD leg's metadata document, on a loopback HTTPS host the
 	// face may fetch from (tests only: by default it refuses loopback).
-	rig.meta = startMetadataHost(t)
+	rig.meta = oauthtest.NewMetadataHost(t, "Consent E2E")
 	roots := x509.NewCertPool()
 	roots.AddCert(rig.meta.Certificate())
 	fetch := public.FetchTest{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, RootCAs: roots}
@@ -336,31 +330,18 @@ func (rig *consentRig) serve(t *testing.T, pub net.Listener) {
 // certificate for 127.0.0.1, the pool that trusts it and its PEM file.
 func publicListener(t *testing.T) (net.Listener, *x509.CertPool, string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mcpx test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
+	cert, pemBytes := oauthtest.LoopbackCert(t)
 	pool := x509.NewCertPool()
-	pool.AddCert(cert)
+	pool.AppendCertsFromPEM(pemBytes)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(ca, pemBytes, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
-	return tls.NewListener(ln, conf), pool, ca
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), pool, ca
 }
 
 // serveSOCKS serves a SOCKS5 proxy on loopback that dials out of n: a
@@ -540,35 +521,3 @@ func (rig *consentRig) post(t *testing.T, v url.Values, headers ...string) (int,
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
-
-// metadataHost serves the CIMD leg's client metadata document over HTTPS
-// on loopback; its redirect URI is set once the client has one.
-type metadataHost struct {
-	*httptest.Server
-	mu       sync.Mutex
-	redirect string
-	n        int
-}
-
-func startMetadataHost(t *testing.T) *metadataHost {
-	h := &metadataHost{}
-	h.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.mu.Lock()
-		h.n++
-		redirect := h.redirect
-		h.mu.Unlock()
-		if r.URL.Path != "/oauth/client.json" || redirect == "" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"client_id": h.URL + r.URL.Path, "client_name": "Consent E2E", //nolint:errcheck // the face says
-			"redirect_uris": []string{redirect}, "token_endpoint_auth_method": "none",
-			"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"}})
-	}))
-	t.Cleanup(h.Close)
-	return h
-}
-
-func (h *metadataHost) setRedirect(r string) { h.mu.Lock(); h.redirect = r; h.mu.Unlock() }
-func (h *metadataHost) fetches() int         { h.mu.Lock(); defer h.mu.Unlock(); return h.n }
