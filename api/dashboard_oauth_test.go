@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"mcpx.dev/mcpx/api/public"
-	"mcpx.dev/mcpx/auth/access"
-	"mcpx.dev/mcpx/auth/rights"
 	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
@@ -28,20 +25,9 @@ func TestDashboardRevokesOAuthClients(t *testing.T) {
 	pw := filepath.Dir(testenv.NPMPackageBin(t, "playwright-core"))
 	proctest.CheckNoLeaks(t)
 	p := startPublic(t)
-	c, err := p.tokens.Register("Claude", []string{"https://claude.ai/api/mcp/auth_callback"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := access.Grant{Client: c.ID, ClientName: c.Name, Resource: publicOrigin + "/mcp", Scopes: []string{public.Scope},
-		Rights: rights.Rights{{Servers: []string{"demo"}}}, Approver: "owner"}
-	at1, rt1, tok1, err := p.tokens.IssuePair(g, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at2, rt2, _, err := p.tokens.IssuePair(g, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s1, s2 := p.twoSignIns(t)
+	at1, rt1, tok1 := s1.access, s1.refresh, s1.tok
+	at2, rt2 := s2.access, s2.refresh
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "browser", "oauth.cjs"))

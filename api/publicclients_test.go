@@ -22,20 +22,9 @@ import (
 func TestPublicClientsListAndRevoke(t *testing.T) {
 	t.Parallel()
 	p := startPublic(t)
-	c, err := p.tokens.Register("Claude", []string{"https://claude.ai/api/mcp/auth_callback"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := access.Grant{Client: c.ID, ClientName: c.Name, Resource: publicOrigin + "/mcp", Scopes: []string{public.Scope},
-		Rights: rights.Rights{{Servers: []string{"demo"}}}, Approver: "owner"}
-	at1, rt1, tok1, err := p.tokens.IssuePair(g, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at2, rt2, _, err := p.tokens.IssuePair(g, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s1, s2 := p.twoSignIns(t)
+	at1, rt1, tok1 := s1.access, s1.refresh, s1.tok
+	at2, rt2 := s2.access, s2.refresh
 
 	var list wire.PublicClients
 	p.Unix.Do(t, "GET", "/v1/public/clients", "").Decode(t, &list)
@@ -101,4 +90,29 @@ func (p *publicDaemon) checkSignedOut(t *testing.T, what, at, rt, client string)
 	if r.StatusCode != http.StatusBadRequest || !strings.Contains(string(r.Bytes), "invalid_grant") {
 		t.Errorf("%s's refresh: %d %s, want invalid_grant", what, r.StatusCode, r.Bytes)
 	}
+}
+
+// tokenPair is one sign-in's tokens.
+type tokenPair struct {
+	access, refresh string
+	tok             access.Token
+}
+
+// twoSignIns registers the client "Claude" on p's face and gives it two
+// sign-ins of the owner's for the demo server.
+func (p *publicDaemon) twoSignIns(t *testing.T) (access.Client, tokenPair, tokenPair) {
+	t.Helper()
+	c, err := p.tokens.Register("Claude", []string{"https://claude.ai/api/mcp/auth_callback"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := access.Grant{Client: c.ID, ClientName: c.Name, Resource: publicOrigin + "/mcp", Scopes: []string{public.Scope},
+		Rights: rights.Rights{{Servers: []string{"demo"}}}, Approver: "owner"}
+	var out [2]tokenPair
+	for i := range out {
+		if out[i].access, out[i].refresh, out[i].tok, err = p.tokens.IssuePair(g, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, out[0], out[1]
 }
