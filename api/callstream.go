@@ -22,6 +22,8 @@ import (
 //	event: progress   the params of each notifications/progress, in order
 //	event: message    a notifications/message of the call's instance (wire.LogMessage)
 //	event: elicitation-complete  a URL-mode elicitation of this call is done
+//	event: context    where the call ran (wire.CallContext), once it reached
+//	                  an instance; just before the result or error
 //	event: result     the child's CallToolResult, unchanged
 //	event: error      a Problem, if the call failed after the stream began,
 //	                  or was cancelled because its caller's rights ended
@@ -45,6 +47,9 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 	})
 	defer s.calls.end(sc)
 	req.OnInput = sc.ask
+	// Set on the call's goroutine, read once it is done.
+	var where []byte
+	req.OnTarget = func(t broker.CallTarget) { where, _ = json.Marshal(callContextOf(t)) }
 	admitted := make(chan struct{})
 	req.OnAdmitted = func() { close(admitted) }
 	ctx, stop := s.watchRights(r)
@@ -119,6 +124,9 @@ func (s *server) streamCall(w http.ResponseWriter, r *http.Request, req broker.R
 			}
 			nq.close()
 			sendNotices(ev, nq.take())
+			if where != nil {
+				ev.send(wire.StreamContext, where)
+			}
 			if why, ok := endedRights(ctx); ok && o.err != nil {
 				o.err = why // the call was cancelled because its caller's rights ended
 			}

@@ -147,10 +147,15 @@ func TestStreamProgress(t *testing.T) {
 				progress = append(progress, p.Progress)
 			case "result":
 				json.Unmarshal([]byte(ev.Data), &result)
+			case "context":
+				var where wire.CallContext
+				if err := json.Unmarshal([]byte(ev.Data), &where); err != nil || where.Server != "demo" || where.Tool != "progress" || where.Instance == "" {
+					t.Errorf("context event %q: %v", ev.Data, err)
+				}
 			}
 		})
 		resp.Body.Close()
-		if want := "call progress progress progress result"; strings.Join(names, " ") != want {
+		if want := "call progress progress progress context result"; strings.Join(names, " ") != want {
 			t.Errorf("events %v, want %s", names, want)
 		}
 		if len(progress) == 3 && !(progress[0] < progress[1] && progress[1] < progress[2]) {

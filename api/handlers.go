@@ -160,7 +160,7 @@ func (s *server) callTool(w http.ResponseWriter, r *http.Request) error {
 		return s.streamCall(w, r, req, tool, args)
 	}
 	req.OnTarget = func(t broker.CallTarget) {
-		js, _ := json.Marshal(wire.CallContext{Server: t.Server, Tool: t.Tool, Scope: t.Scope, Key: t.Key, Instance: t.Instance, Config: t.Config})
+		js, _ := json.Marshal(callContextOf(t))
 		w.Header().Set(wire.HeaderCallContext, string(js))
 	}
 	res, err := s.b.CallTool(r.Context(), req, tool, args, nil)
@@ -169,6 +169,12 @@ func (s *server) callTool(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeRaw(w, res)
 	return nil
+}
+
+// callContextOf is where a call ran, as its answer tells the caller (a
+// plain call's wire.HeaderCallContext, a streamed one's wire.StreamContext).
+func callContextOf(t broker.CallTarget) wire.CallContext {
+	return wire.CallContext{Server: t.Server, Tool: t.Tool, Scope: t.Scope, Key: t.Key, Instance: t.Instance, Config: t.Config}
 }
 
 // checkToolHash is the check of a call's wire.HeaderToolHash (nil without

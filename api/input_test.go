@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,8 +75,8 @@ func TestElicitationAnsweredOverSSE(t *testing.T) {
 			json.Unmarshal([]byte(ev.Data), &result)
 		}
 	})
-	if len(names) != 3 || names[0] != wire.StreamCall || names[1] != wire.StreamInput || names[2] != wire.StreamResult {
-		t.Fatalf("events %v, want call, input, result", names)
+	if want := []string{wire.StreamCall, wire.StreamInput, wire.StreamContext, wire.StreamResult}; !slices.Equal(names, want) {
+		t.Fatalf("events %v, want %v", names, want)
 	}
 	if text := result.Text(); !strings.Contains(text, "Name: Ada Lovelace") || !strings.Contains(text, "Agreed to terms: true") {
 		t.Errorf("the tool saw %q, want the answer", text)
@@ -101,8 +102,8 @@ func TestElicitationDeclinedWithoutAnswer(t *testing.T) {
 			json.Unmarshal([]byte(ev.Data), &result)
 		}
 	})
-	if len(names) != 3 || names[1] != wire.StreamInput {
-		t.Fatalf("events %v, want call, input, result", names)
+	if want := []string{wire.StreamCall, wire.StreamInput, wire.StreamContext, wire.StreamResult}; !slices.Equal(names, want) {
+		t.Fatalf("events %v, want %v", names, want)
 	}
 	if !strings.Contains(result.Text(), "User declined") {
 		t.Errorf("an unanswered stream's result %q, want the tool's decline", result.Text())

@@ -116,6 +116,7 @@ var runtimeSource = sync.OnceValue(func() string {
 		"TaskResultPattern":            quote(pattern(wire.OpTaskResult)),
 		"EventMessage":                 quote(wire.StreamMessage),
 		"EventElicitationComplete":     quote(wire.StreamElicitationComplete),
+		"EventContext":                 quote(wire.StreamContext),
 		"ListResourceTemplatesPattern": quote(pattern(wire.OpListResourceTemplates)),
 		"RenewLeasePattern":            quote(pattern(wire.OpRenewLease)),
 		"ListSessionsPattern":          quote(pattern(wire.OpListSessions)),

@@ -13,8 +13,8 @@ import (
 // The events of a streamed tool call (Route.Stream; Accept:
 // MediaEventStream): first StreamCall with the call's id, then any number of
 // StreamProgress, StreamInput, StreamMessage and
-// StreamElicitationComplete, in order, then exactly one StreamResult or
-// StreamError. Errors found before the call starts (unknown
+// StreamElicitationComplete, in order, then StreamContext once the call
+// reached an instance, then exactly one StreamResult or StreamError. Errors found before the call starts (unknown
 // server, bad headers or body) are plain problem answers with their status,
 // not streams. While a call has nothing to report the server sends a
 // KeepAliveComment comment now and then, which readers skip.
@@ -22,6 +22,7 @@ const (
 	StreamCall       = "call"       // data: CallStarted, the call's id; always first
 	StreamProgress   = "progress"   // data: the params of one notifications/progress (Progress)
 	StreamInput      = "input"      // data: InputRequest: the child asks the caller (elicitation, sampling)
+	StreamContext    = "context"    // data: CallContext, where the call ran (a plain call's HeaderCallContext)
 	StreamResult     = "result"     // data: the child's CallToolResult, unchanged
 	StreamError      = "error"      // data: a Problem: the call failed after the stream began
 	KeepAliveComment = "keep-alive" // the text of the keep-alive comment
@@ -53,6 +54,7 @@ var events = []StreamEvent{
 	{Name: StreamProgress, Payload: reflect.TypeFor[Progress](), Summary: "a progress notification from the child"},
 	{Name: StreamMessage, Payload: reflect.TypeFor[LogMessage](), Summary: "a log message (notifications/message) of the call's instance, with its server"},
 	{Name: StreamElicitationComplete, Payload: reflect.TypeFor[ElicitationComplete](), Summary: "the interaction of a URL-mode elicitation finished (notifications/elicitation/complete)"},
+	{Name: StreamContext, Payload: reflect.TypeFor[CallContext](), Summary: "where the call ran: server, tool, scope, key, instance (and, for the owner, the config file); once, before the result or error, when the call reached an instance"},
 	{Name: StreamResult, Payload: reflect.TypeFor[json.RawMessage](), MCPResult: "CallToolResult", Summary: "the result; the stream ends"},
 	{Name: StreamError, Payload: reflect.TypeFor[Problem](), Summary: "the call failed; the stream ends"},
 }

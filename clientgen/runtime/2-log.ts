@@ -352,7 +352,7 @@ async function* $sse(res: $Response): AsyncGenerator<{ name: string; data: strin
 // $events reads a streamed call: the call's id, progress and input events,
 // then one result or error.
 async function $events<S>(res: $Response, o: CallOptions, server: string, tool: string,
-  b: { url: string; headers: { [name: string]: string } }): Promise<CallToolResult<S>> {
+  b: { url: string; headers: { [name: string]: string } }, onContext: (c: LogAttrs) => void): Promise<CallToolResult<S>> {
   if (!res.body) throw $unreachable("the broker's stream has no body", server, tool);
   for await (const { name, data: payload } of $sse(res)) {
     if (name === @@EventProgress@@ && o.onProgress) {
@@ -367,6 +367,8 @@ async function $events<S>(res: $Response, o: CallOptions, server: string, tool: 
       o.onMessage?.(JSON.parse(payload) as LogMessage);
     } else if (name === @@EventElicitationComplete@@) {
       o.onElicitationComplete?.(JSON.parse(payload) as { server: string; elicitationId: string });
+    } else if (name === @@EventContext@@) {
+      onContext($callContext(payload));
     } else if (name === @@EventResult@@) {
       return JSON.parse(payload) as CallToolResult<S>;
     } else if (name === @@EventError@@) {

@@ -62,7 +62,9 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
     if ((res.headers.get("Content-Type") ?? "").startsWith(@@MediaEventStream@@)) {
       const answerHeaders: { [name: string]: string } = { "Content-Type": @@MediaJSON@@, [@@HeaderClient@@]: "mcpx-ts" };
       if (b.token) answerHeaders[@@HeaderAuthorization@@] = `Bearer ${b.token}`;
-      result = await $events<S>(res, o, server, tool, { url: b.url, headers: answerHeaders });
+      result = await $events<S>(res, o, server, tool, { url: b.url, headers: answerHeaders }, (c) => {
+        daemon = c; // a streamed call's context comes as an event, not a header
+      });
     } else {
       result = (await res.json()) as CallToolResult<S>;
     }
@@ -95,8 +97,9 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
 }
 
 // $callContext is the daemon's context of a call, from its answer's
-// @@HeaderCallContext@@ header (server, tool, scope, key, instance, and
-// config for the owner): {} without one.
+// @@HeaderCallContext@@ header or a stream's @@EventContext@@ event
+// (server, tool, scope, key, instance, and config for the owner): {}
+// without one.
 function $callContext(header: string | null): LogAttrs {
   if (!header) return {};
   try {

@@ -688,7 +688,7 @@ async function* $sse(res: $Response): AsyncGenerator<{ name: string; data: strin
 // $events reads a streamed call: the call's id, progress and input events,
 // then one result or error.
 async function $events<S>(res: $Response, o: CallOptions, server: string, tool: string,
-  b: { url: string; headers: { [name: string]: string } }): Promise<CallToolResult<S>> {
+  b: { url: string; headers: { [name: string]: string } }, onContext: (c: LogAttrs) => void): Promise<CallToolResult<S>> {
   if (!res.body) throw $unreachable("the broker's stream has no body", server, tool);
   for await (const { name, data: payload } of $sse(res)) {
     if (name === "progress" && o.onProgress) {
@@ -703,6 +703,8 @@ async function $events<S>(res: $Response, o: CallOptions, server: string, tool: 
       o.onMessage?.(JSON.parse(payload) as LogMessage);
     } else if (name === "elicitation-complete") {
       o.onElicitationComplete?.(JSON.parse(payload) as { server: string; elicitationId: string });
+    } else if (name === "context") {
+      onContext($callContext(payload));
     } else if (name === "result") {
       return JSON.parse(payload) as CallToolResult<S>;
     } else if (name === "error") {
@@ -805,7 +807,9 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
     if ((res.headers.get("Content-Type") ?? "").startsWith("text/event-stream")) {
       const answerHeaders: { [name: string]: string } = { "Content-Type": "application/json", ["Mcpx-Client"]: "mcpx-ts" };
       if (b.token) answerHeaders["Authorization"] = `Bearer ${b.token}`;
-      result = await $events<S>(res, o, server, tool, { url: b.url, headers: answerHeaders });
+      result = await $events<S>(res, o, server, tool, { url: b.url, headers: answerHeaders }, (c) => {
+        daemon = c; // a streamed call's context comes as an event, not a header
+      });
     } else {
       result = (await res.json()) as CallToolResult<S>;
     }
@@ -838,8 +842,9 @@ async function $callTool<S>(server: string, tool: string, args: unknown, o: Call
 }
 
 // $callContext is the daemon's context of a call, from its answer's
-// "Mcpx-Call-Context" header (server, tool, scope, key, instance, and
-// config for the owner): {} without one.
+// "Mcpx-Call-Context" header or a stream's "context" event
+// (server, tool, scope, key, instance, and config for the owner): {}
+// without one.
 function $callContext(header: string | null): LogAttrs {
   if (!header) return {};
   try {
