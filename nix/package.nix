@@ -14,7 +14,7 @@
 buildGoModule {
   pname = "mcpx";
   inherit version src;
-  vendorHash = "sha256-81eKSj08RS5subm/lc5D5AZ3nzd51cIfcpI/2NJKVGs=";
+  vendorHash = "sha256-ncqbX4XP3FoUdoWa+0DxoLSO9JM5Hb2EZSsN8vLuQG0=";
   subPackages = [ "cmd/mcpx" ];
   env.CGO_ENABLED = "0";
   ldflags = [ "-s" "-w" ];
