@@ -141,6 +141,13 @@ func (g *generation) stop(ctx context.Context) {
 		if g.sess != nil {
 			g.sess.Close()
 		}
+		if g.egress != nil {
+			// First: a child being stopped has nothing more to fetch, and
+			// its network namespace, which the proxy's listener holds
+			// open, goes as soon as the child does, not after the stop's
+			// grace periods.
+			g.egress.Close()
+		}
 		if g.proc != nil {
 			g.proc.Stop(ctx)
 		}
@@ -148,9 +155,6 @@ func (g *generation) stop(ctx context.Context) {
 			// The session's end cancelled and waited for the adapter's
 			// calls; what they started and left is killed by its mark.
 			proc.KillMarked(g.mark)
-		}
-		if g.egress != nil {
-			g.egress.Close()
 		}
 	})
 }
