@@ -361,7 +361,9 @@ async function main() {
     await page.screenshot({path: path.join(shots, 'docs-desktop.png')});
     await page.mouse.move(800, 500);
     let missing = operations;
-    for (let i = 0; i < 400 && missing.length; i++) {
+    // The bound is the page's length (a wheel step may be lost on a
+    // loaded machine), not a clock: the loop ends once all are seen.
+    for (let i = 0; i < 1200 && missing.length; i++) {
       // A tag of many operations lists some behind "Show N more...".
       const more = page.getByText(/^Show \d+ more/);
       for (let k = await more.count() - 1; k >= 0; k--) {
