@@ -314,7 +314,7 @@ func (s *Store) List() []Token {
 			out = append(out, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b Token) int { return a.Created.Compare(b.Created) })
+	slices.SortFunc(out, byCreated)
 	return out
 }
 

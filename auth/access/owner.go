@@ -70,13 +70,19 @@ func (s *Store) Clients() []ClientTokens {
 	}
 	out := make([]ClientTokens, 0, len(by))
 	for _, ct := range by {
-		slices.SortFunc(ct.Tokens, func(a, b Token) int { return a.Created.Compare(b.Created) })
+		slices.SortFunc(ct.Tokens, byCreated)
 		out = append(out, *ct)
 	}
 	slices.SortFunc(out, func(a, b ClientTokens) int {
 		return cmp.Or(strings.Compare(a.Client.Name, b.Client.Name), strings.Compare(a.Client.ID, b.Client.ID))
 	})
 	return out
+}
+
+// byCreated orders tokens oldest first; those of one second (Created is
+// kept to the second) by id, so that a listing is the same every time.
+func byCreated(a, b Token) int {
+	return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.ID, b.ID))
 }
 
 // ErrNoSuchID is RevokeID's error for an id that is neither a live
