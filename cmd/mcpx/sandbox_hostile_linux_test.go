@@ -321,7 +321,8 @@ func checkNamespacesGone(t *testing.T, h *hostile) {
 	for pid, ns := range h.confined {
 		switch alive := running(pid); {
 		case !alive && held[ns]:
-			t.Errorf("the daemon still holds a socket in %s, the network namespace of the ended child %d", ns, pid)
+			t.Errorf("the daemon still holds a socket in %s, the network namespace of the ended child %d: %q",
+				ns, pid, testenv.SocketsIn(t, h.d.cmd.Process.Pid, ns))
 		case alive && !held[ns]:
 			// The running child's egress listener is the daemon's: were
 			// it not seen, this check could not fail.

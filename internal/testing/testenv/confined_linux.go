@@ -114,3 +114,78 @@ func SocketNamespaces(t testing.TB, pid int) map[string]bool {
 	}
 	return out
 }
+
+// SocketsIn describes the sockets process pid holds in the network
+// namespace ns (as SocketNamespaces names it: "net:[inode]"): each one's
+// fd, type, whether it listens, and its local and peer addresses — what a
+// test that finds a namespace held says about it.
+func SocketsIn(t testing.TB, pid int, ns string) []string {
+	t.Helper()
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return []string{fmt.Sprintf("pidfd_open %d: %v", pid, err)}
+	}
+	defer unix.Close(pidfd)
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	var out []string
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		if err != nil || !strings.HasPrefix(target, "socket:") {
+			continue
+		}
+		fd, err := unix.PidfdGetfd(pidfd, n, 0)
+		if err != nil {
+			continue
+		}
+		if socketNS(fd) == ns {
+			out = append(out, describeSocket(n, fd))
+		}
+		unix.Close(fd)
+	}
+	return out
+}
+
+// socketNS is the network namespace of the socket fd, "" if unknown.
+func socketNS(fd int) string {
+	ns, err := unix.IoctlRetInt(fd, unix.SIOCGSKNS)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(ns)
+	var st unix.Stat_t
+	if unix.Fstat(ns, &st) != nil {
+		return ""
+	}
+	return fmt.Sprintf("net:[%d]", st.Ino)
+}
+
+// describeSocket is "fd 12: stream, listening, 127.0.0.1:3128 <- …".
+func describeSocket(n, fd int) string {
+	typ, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	listening, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
+	kind := map[int]string{unix.SOCK_STREAM: "stream", unix.SOCK_DGRAM: "datagram", unix.SOCK_SEQPACKET: "seqpacket"}[typ]
+	if listening == 1 {
+		kind += ", listening"
+	}
+	local, peer := "?", "-"
+	if sa, err := unix.Getsockname(fd); err == nil {
+		local = sockaddr(sa)
+	}
+	if sa, err := unix.Getpeername(fd); err == nil {
+		peer = sockaddr(sa)
+	}
+	return fmt.Sprintf("fd %d: %s, %s <-> %s", n, kind, local, peer)
+}
+
+func sockaddr(sa unix.Sockaddr) string {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return fmt.Sprintf("%d.%d.%d.%d:%d", a.Addr[0], a.Addr[1], a.Addr[2], a.Addr[3], a.Port)
+	case *unix.SockaddrInet6:
+		return fmt.Sprintf("[%x]:%d", a.Addr, a.Port)
+	case *unix.SockaddrUnix:
+		return "unix:" + a.Name
+	}
+	return fmt.Sprintf("%T", sa)
+}
