@@ -288,12 +288,14 @@ func (s *Session) shutdown(cause error) {
 
 	s.cancel()
 	s.closeErr = s.t.Close()
+	// Done closes before the pending calls fail, so a caller whose call
+	// failed with the end finds Done closed and Err set.
+	close(s.done)
 	for _, c := range pending {
 		// Not deliver: this is no answer, and Send must report its own
 		// failure (e.g. ErrNotDelivered for an expired session).
 		c.ch <- response{err: err}
 	}
-	close(s.done)
 	// Whoever watches Done (the pool) reports the end; this is for tracing.
 	s.log.Debug("mcp session ended", "err", err)
 }
