@@ -46,6 +46,7 @@ type hostile struct {
 	witness             int               // the witness child's pid
 	confined            map[int]string    // jail's children and their network namespaces
 	watch               *testenv.Confined // their cgroups, at the end
+	namespaces          []*os.File        // their network namespaces, held open (noteConfined)
 }
 
 const (
@@ -66,6 +67,11 @@ func startHostile(t *testing.T) *hostile {
 	k := sandbox.Probe()
 	h := &hostile{dir: dir, home: filepath.Join(dir, "home"), state: filepath.Join(dir, "state"), secret: "s3cr3t-" + randHex(t), confined: map[int]string{},
 		watch: testenv.WatchConfined(t, k.Memory.Dir, k.Pids.Dir)}
+	t.Cleanup(func() {
+		for _, f := range h.namespaces {
+			f.Close()
+		}
+	})
 	wts := testenv.Worktrees(t, filepath.Join(dir, "repo", "main"), map[string]string{"README": "the repo\n"}, "a", "b")
 	h.a, h.b = wts[1], wts[2]
 	testenv.WriteFiles(t, h.b, map[string]string{"secret.txt": "worktree b's own"})
@@ -120,15 +126,31 @@ func (h *hostile) call(server, tool string, args map[string]any) (string, error)
 
 // noteConfined records jail's running children and their network
 // namespaces, for the check that none outlives its child.
+//
+// It keeps each namespace open until the test ends: the kernel reuses a
+// freed namespace's inode number for the next one made (seen here: a
+// child's successor got its ended predecessor's "net:[…]" whenever the
+// predecessor's namespace was freed first), so only a namespace held open
+// keeps its name its own for the check that the daemon holds nothing in it.
 func (h *hostile) noteConfined(t *testing.T) {
 	for _, in := range h.d.instances() {
-		if in.Server == "jail" && in.Pid != 0 && in.Sandbox != nil {
-			ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", in.Pid))
-			if err == nil {
-				h.confined[in.Pid] = ns
-				h.watch.Note(in.Pid)
-			}
+		if in.Server != "jail" || in.Pid == 0 || in.Sandbox == nil {
+			continue
 		}
+		if _, seen := h.confined[in.Pid]; seen {
+			continue
+		}
+		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", in.Pid))
+		if err != nil {
+			continue // it has ended
+		}
+		h.namespaces = append(h.namespaces, f)
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+			t.Fatalf("the network namespace of %d: %v", in.Pid, err)
+		}
+		h.confined[in.Pid] = fmt.Sprintf("net:[%d]", st.Ino)
+		h.watch.Note(in.Pid)
 	}
 }
 
@@ -231,10 +253,7 @@ var attempts = []attempt{
 // logged it and lets the listed one through; no confined child leaves a
 // cgroup or a network namespace behind.
 func TestSandboxHostile(t *testing.T) {
-	// Not parallel: beside the other process tests, its check that an
-	// ended child's network namespace is let go failed in two of three
-	// clean-clone runs (the daemon still held a socket there after 15 s);
-	// alone it passes. Open: see the closing note of 2026-12-07.
+	t.Parallel()
 	h := startHostile(t)
 	for _, a := range attempts {
 		t.Run(a.name, func(t *testing.T) {
@@ -301,7 +320,8 @@ func written(h *hostile, a attempt, variant string) []string {
 
 // checkNamespacesGone: the network namespace of every confined child that
 // has ended is held by nothing of the daemon's (its egress listener is
-// closed), and so is gone; the running one's is (its listener).
+// closed), so that it goes once the test lets go of it; the running one's
+// is (its listener).
 //
 // A child that has just ended may still have its listener open while the
 // daemon handles its exit: the check waits for that, bounded.
