@@ -195,7 +195,7 @@ func TestStaticNonRoot(t *testing.T) {
 	build := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/mcpx")
 	build.Dir = testenv.RepoRoot(t)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := testenv.GoBuild(build); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	f, err := elf.Open(bin)

@@ -54,7 +54,7 @@ func TestInstallScript(t *testing.T) {
 	// Built as TestStaticNonRoot builds it, so the two share the build cache.
 	build := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", mcpx, "./cmd/mcpx")
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := testenv.GoBuild(build); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	archive := filepath.Join(dir, "mcpx_linux_amd64.tar.gz")

@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
+	"mcpx.dev/mcpx/mcp/client"
 	"mcpx.dev/mcpx/pool"
 	"mcpx.dev/mcpx/pool/confine"
 	"mcpx.dev/mcpx/pool/proc/sandbox"
@@ -50,15 +53,48 @@ func benchContained(b *testing.B) map[string]*confine.Spec {
 // BenchmarkContainmentSpawn is spawn-to-first-call: a new pool, the demo
 // child started, initialized and asked one echo; the pool's Close (which
 // kills and reaps the child) is outside the timer but inside the child's
-// CPU, which the kernel counts only once it is reaped.
+// CPU, which the kernel counts only once it is reaped. The demo child is a
+// Go program that starts in ~50 ms of CPU here: the smallest start a
+// confined spawn is compared with.
 func BenchmarkContainmentSpawn(b *testing.B) {
-	variants := benchContained(b)
-	for _, name := range []string{"unconfined", "confined", "confined-no-limits", "confined-host-network"} {
+	def := pool.Server{Name: "demo", Command: os.Args[0], Env: map[string]string{
+		demo.EnvServer: "1", "GORACE": "atexit_sleep_ms=0", proctest.MarkerEnv: proctest.Marker(b)}}
+	benchSpawn(b, def, benchEcho(b.Context()), benchContained(b), "unconfined", "confined", "confined-no-limits", "confined-host-network")
+}
+
+// BenchmarkContainmentSpawnNode is BenchmarkContainmentSpawn for what the
+// sandbox is on by default for: servers installed from npm (two reference
+// servers, under node), confined as mcpx registry add confines one (no
+// network, the default limits).
+func BenchmarkContainmentSpawnNode(b *testing.B) {
+	for _, c := range []struct{ pkg, tool, args string }{
+		{"@modelcontextprotocol/server-everything", "echo", `{"message":"hi"}`},
+		{"@modelcontextprotocol/server-filesystem", "list_allowed_directories", `{}`},
+	} {
+		name := strings.TrimPrefix(c.pkg, "@modelcontextprotocol/server-")
+		b.Run(name, func(b *testing.B) {
+			def := pool.Server{Name: name, Command: testenv.Node(b),
+				Args: []string{testenv.NPMPackageBin(b, c.pkg), os.TempDir()},
+				Env:  map[string]string{proctest.MarkerEnv: proctest.Marker(b)}}
+			if name == "everything" {
+				def.Args[1] = "stdio"
+			}
+			call := func(s *client.Session) error {
+				_, err := s.CallTool(b.Context(), c.tool, json.RawMessage(c.args), nil)
+				return err
+			}
+			benchSpawn(b, def, call, benchContained(b), "unconfined", "confined")
+		})
+	}
+}
+
+// benchSpawn runs the spawn benchmark of def, its first call call, for
+// each variant named.
+func benchSpawn(b *testing.B, def pool.Server, call func(*client.Session) error, variants map[string]*confine.Spec, names ...string) {
+	for _, name := range names {
 		b.Run(name, func(b *testing.B) {
 			proctest.CheckNoLeaks(b)
-			def := pool.Server{Name: "demo", Command: os.Args[0], Env: map[string]string{
-				demo.EnvServer: "1", "GORACE": "atexit_sleep_ms=0", proctest.MarkerEnv: proctest.Marker(b)}}
-			tg := pool.Target{Server: "demo", Key: "global", Sandbox: variants[name]}
+			tg := pool.Target{Server: def.Name, Key: "global", Sandbox: variants[name]}
 			var self time.Duration
 			var flt int64
 			children := benchChildrenCPU()
@@ -67,7 +103,7 @@ func BenchmarkContainmentSpawn(b *testing.B) {
 				f0 := benchSelfFaults()
 				p := pool.New(pool.Options{ReapInterval: -1, ExecWatch: -1})
 				p.SetServers([]pool.Server{def})
-				if err := p.Do(b.Context(), tg, benchEcho(b.Context())); err != nil {
+				if err := p.Do(b.Context(), tg, call); err != nil {
 					b.Fatal(err)
 				}
 				if variants[name] != nil && p.Instances()[0].Sandbox == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"mcpx.dev/mcpx/internal/testing/proctest"
+	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
 // The scripts (TestScripts, TestRun, TestRunDeps, TestDocs) start mcpx
@@ -53,11 +54,14 @@ var plainMCPX = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	plainDir = dir
-	cmd := exec.Command(goTool, "build", "-buildvcs=false", "-o", filepath.Join(dir, "mcpx"), "mcpx.dev/mcpx/cmd/mcpx")
+	// -trimpath and CGO_ENABLED=0 as deploy's tests build it (static, as
+	// the Containerfile does): the packages compiled once serve both
+	// (testenv.GoBuild).
+	cmd := exec.Command(goTool, "build", "-trimpath", "-buildvcs=false", "-o", filepath.Join(dir, "mcpx"), "mcpx.dev/mcpx/cmd/mcpx")
 	// A marker of its own: the build is no test's child, whichever test's
 	// leak check sees it running (proctest).
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=plain-build.%d", proctest.MarkerEnv, os.Getpid()))
-	if out, err := cmd.CombinedOutput(); err != nil {
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", fmt.Sprintf("%s=plain-build.%d", proctest.MarkerEnv, os.Getpid()))
+	if out, err := testenv.GoBuild(cmd); err != nil {
 		return "", fmt.Errorf("building mcpx for the scripts: %v\n%s", err, out)
 	}
 	return dir, nil
