@@ -140,16 +140,12 @@ func (h *hostile) noteConfined(t *testing.T) {
 		if _, seen := h.confined[in.Pid]; seen {
 			continue
 		}
-		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", in.Pid))
+		ns, f, err := testenv.HoldNetNS(in.Pid)
 		if err != nil {
 			continue // it has ended
 		}
 		h.namespaces = append(h.namespaces, f)
-		var st syscall.Stat_t
-		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-			t.Fatalf("the network namespace of %d: %v", in.Pid, err)
-		}
-		h.confined[in.Pid] = fmt.Sprintf("net:[%d]", st.Ino)
+		h.confined[in.Pid] = ns
 		h.watch.Note(in.Pid)
 	}
 }

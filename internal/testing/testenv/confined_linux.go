@@ -22,16 +22,27 @@ import (
 //	w := testenv.WatchConfined(t, k.Memory.Dir, k.Pids.Dir)
 //	b := newBroker(t) // its Close a cleanup
 //	w.Note(pid)
+//
+// It holds each child's network namespace open from Note to the check: the
+// kernel gives a freed namespace's inode number to the next one made, so a
+// name ("net:[N]") read once and compared later could be another child's
+// namespace — another test's, in a package whose tests run in parallel.
 type Confined struct {
 	mu    sync.Mutex
 	dirs  []string
-	netns map[int]string // pid -> "net:[N]"
+	netns map[int]heldNS // pid -> its namespace
+}
+
+// heldNS is a network namespace, named and held open.
+type heldNS struct {
+	name string // "net:[N]"
+	f    *os.File
 }
 
 // WatchConfined starts watching; cgroupDirs are where the sandbox makes
 // its children's cgroups ("" ignored).
 func WatchConfined(t testing.TB, cgroupDirs ...string) *Confined {
-	c := &Confined{netns: map[int]string{}}
+	c := &Confined{netns: map[int]heldNS{}}
 	for _, d := range cgroupDirs {
 		if d != "" {
 			c.dirs = append(c.dirs, d)
@@ -43,12 +54,31 @@ func WatchConfined(t testing.TB, cgroupDirs ...string) *Confined {
 
 // Note records pid, a running confined child, and its network namespace.
 func (c *Confined) Note(pid int) {
-	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, seen := c.netns[pid]; !seen || err == nil {
-		c.netns[pid] = ns
+	if h, seen := c.netns[pid]; seen && h.f != nil {
+		return
 	}
+	var h heldNS
+	h.name, h.f, _ = HoldNetNS(pid)
+	c.netns[pid] = h
+}
+
+// HoldNetNS opens pid's network namespace and names it as
+// SocketNamespaces does ("net:[N]"). The name is the namespace's only as
+// long as f stays open: once a namespace is freed, the kernel gives its
+// inode number to the next one made.
+func HoldNetNS(pid int) (name string, f *os.File, err error) {
+	f, err = os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return "", nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return "", nil, err
+	}
+	return fmt.Sprintf("net:[%d]", st.Ino), f, nil
 }
 
 // Noted is how many children were noted.
@@ -68,8 +98,11 @@ func (c *Confined) check(t testing.TB) {
 				t.Errorf("the cgroup %s of the confined child %d outlives it", cg, pid)
 			}
 		}
-		if ns != "" && held[ns] {
-			t.Errorf("a socket of this process holds %s, the network namespace of the confined child %d", ns, pid)
+		if ns.name != "" && held[ns.name] {
+			t.Errorf("a socket of this process holds %s, the network namespace of the confined child %d", ns.name, pid)
+		}
+		if ns.f != nil {
+			ns.f.Close()
 		}
 	}
 }
