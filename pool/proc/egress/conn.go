@@ -54,7 +54,7 @@ func (s *Served) track(c net.Conn, client bool) (*trackedConn, bool) {
 func (s *Served) refuseConn(c net.Conn) {
 	why := fmt.Sprintf("connection limit reached (%d at once)", s.p.opts.MaxConns)
 	s.counts.refused.Add(1)
-	s.log.Warn("egress refused", "why", why)
+	s.logRefusal("", "why", why)
 	body := "mcpx egress (server " + s.b.Server + "): " + why + "\n"
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)

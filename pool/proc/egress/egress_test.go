@@ -565,3 +565,27 @@ func TestServeBadAllowlist(t *testing.T) {
 		t.Errorf("Serve with a bad allowlist left its listener open: %v", err)
 	}
 }
+
+// TestRefusalLogSpaced: a child that asks for a refused host again and
+// again gets a 403 each time, counted, but past the burst its refusals
+// are not each logged: the daemon's log is not the child's to fill.
+func TestRefusalLogSpaced(t *testing.T) {
+	h := tcpHost(t, "127.0.0.2:0")
+	_, hp, _ := net.SplitHostPort(h.Addr().String())
+	p, l := newProxy(t, egress.Options{RefusalLogEvery: time.Hour})
+	_, proxy := serve(t, p, gh("api.example.test:"+hp))
+	const n = egress.RefusalLogBurst + 30
+	for i := range n {
+		c, _, resp := tryConnect(t, proxy, "evil.example.test:"+hp)
+		c.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("refusal %d: %s, want 403", i, resp.Status)
+		}
+	}
+	if got := len(l.records("egress refused")); got != egress.RefusalLogBurst {
+		t.Errorf("%d refusals logged of %d, want the burst, %d", got, n, egress.RefusalLogBurst)
+	}
+	if got := p.Counts()["gh"].Refused; got != n {
+		t.Errorf("Counts: %d refused, want every one, %d", got, n)
+	}
+}

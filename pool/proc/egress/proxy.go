@@ -19,6 +19,10 @@ const (
 	DefaultIdleTimeout    = 5 * time.Minute
 	DefaultHeaderTimeout  = 10 * time.Second
 	DefaultMaxHeaderBytes = 64 << 10
+	// A binding's first RefusalLogBurst refusals are logged one by one;
+	// after that, one record per DefaultRefusalLogEvery (Options).
+	RefusalLogBurst        = 20
+	DefaultRefusalLogEvery = 10 * time.Second
 )
 
 // Options configure a Proxy. The zero value is ready: the system's resolver,
@@ -28,7 +32,16 @@ type Options struct {
 	// for every upstream that could not be reached, each with the binding's
 	// server and instance, the host and port asked for, and why. Nil
 	// discards them. Paths, queries and headers are never logged.
+	//
+	// A child that asks again and again for what it may not reach would
+	// write the daemon's log full: past a binding's first RefusalLogBurst
+	// refusals, one is logged per RefusalLogEvery, with "unlogged", the
+	// count of those not logged since the last record. Counts counts
+	// every one.
 	Logger *slog.Logger
+	// RefusalLogEvery spaces the refusal records past the burst; 0 means
+	// DefaultRefusalLogEvery.
+	RefusalLogEvery time.Duration
 
 	// Resolver resolves the host names children ask for; nil means
 	// net.DefaultResolver. Tests inject one that maps names to loopback
@@ -80,7 +93,7 @@ type Binding struct {
 // all its instances.
 type Counts struct {
 	Allowed uint64 // connections (CONNECT) and requests (plain HTTP) let through
-	Refused uint64 // refusals, each logged
+	Refused uint64 // refusals, logged (Options.Logger says how often)
 	Failed  uint64 // allowed, but the name did not resolve or the host did not answer
 }
 
@@ -119,6 +132,9 @@ func New(opts Options) *Proxy {
 	}
 	if opts.MaxHeaderBytes <= 0 {
 		opts.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if opts.RefusalLogEvery <= 0 {
+		opts.RefusalLogEvery = DefaultRefusalLogEvery
 	}
 	log := opts.Logger
 	if log == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -41,7 +42,17 @@ type Served struct {
 	closed  bool                      // guarded by mu
 	conns   map[*trackedConn]struct{} // guarded by mu: clients and upstreams
 	clients int                       // guarded by mu: clients in conns
+
+	// The refusal log's spacing (logRefusal).
+	logMu         sync.Mutex
+	logged        int            // guarded by logMu: refusals logged
+	lastLogged    time.Time      // guarded by logMu
+	unlogged      int            // guarded by logMu: refusals since lastLogged not logged
+	unloggedHosts map[string]int // guarded by logMu: their hosts, at most maxUnloggedHosts
 }
+
+// maxUnloggedHosts bounds the hosts a spaced refusal record names.
+const maxUnloggedHosts = 8
 
 func newServed(p *Proxy, ln net.Listener, b Binding, allow *Allowlist) *Served {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -159,11 +170,52 @@ func (s *Served) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // refuse logs, counts and answers a refusal.
 func (s *Served) refuse(w http.ResponseWriter, ref *Refusal, code int) {
 	s.counts.refused.Add(1)
-	s.log.Warn("egress refused", "host", clip(ref.Host), "port", ref.Port, "why", ref.Why)
+	s.logRefusal(clip(ref.Host), "host", clip(ref.Host), "port", ref.Port, "why", ref.Why)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	fmt.Fprintf(w, "mcpx egress (server %s): %s\n", s.b.Server, ref.Error())
+}
+
+// logRefusal logs a refusal of host ("" for none: the connection limit)
+// with the attributes args, unless the binding is past its burst and logged
+// one less than RefusalLogEvery ago. A record after some went unlogged says
+// how many, and names their hosts (up to maxUnloggedHosts, each with its
+// count), so that every refused host is named in the log all the same.
+func (s *Served) logRefusal(host string, args ...any) {
+	now := time.Now()
+	s.logMu.Lock()
+	log := s.logged < RefusalLogBurst || now.Sub(s.lastLogged) >= s.p.opts.RefusalLogEvery
+	unlogged, hosts := 0, map[string]int(nil)
+	if log {
+		s.logged++
+		s.lastLogged = now
+		unlogged, hosts = s.unlogged, s.unloggedHosts
+		s.unlogged, s.unloggedHosts = 0, nil
+	} else {
+		s.unlogged++
+		if _, seen := s.unloggedHosts[host]; host != "" && (seen || len(s.unloggedHosts) < maxUnloggedHosts) {
+			if s.unloggedHosts == nil {
+				s.unloggedHosts = map[string]int{}
+			}
+			s.unloggedHosts[host]++
+		}
+	}
+	s.logMu.Unlock()
+	if !log {
+		return
+	}
+	if unlogged > 0 {
+		args = append(args, "unlogged", unlogged)
+		if len(hosts) > 0 {
+			names := slices.Sorted(maps.Keys(hosts))
+			for i, h := range names {
+				names[i] = fmt.Sprintf("%s (%d)", h, hosts[h])
+			}
+			args = append(args, "unloggedHosts", strings.Join(names, ", "))
+		}
+	}
+	s.log.Warn("egress refused", args...)
 }
 
 // clip bounds what a child's request puts in a log line.
