@@ -9,3 +9,10 @@ func SetDaemonUID(t *testing.T, uid int) {
 	daemonUID = func() int { return uid }
 	t.Cleanup(func() { daemonUID = prev })
 }
+
+// SetAfterStamp runs f between a project file's stat and its read, for
+// the test.
+func SetAfterStamp(t *testing.T, f func(path string)) {
+	afterStamp = f
+	t.Cleanup(func() { afterStamp = nil })
+}

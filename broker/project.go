@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -425,6 +427,9 @@ func (b *Broker) merge(cwd string, base *served, layers []*projectLayer) (*serve
 // children drain as for a changed config.
 func (p *projects) file(path string) *projectFile {
 	stamp, skip, err := fileStamp(path)
+	if afterStamp != nil {
+		afterStamp(path)
+	}
 	p.mu.Lock()
 	f := p.files[path]
 	p.mu.Unlock()
@@ -436,8 +441,23 @@ func (p *projects) file(path string) *projectFile {
 	}
 	f = &projectFile{stamp: stamp, skip: skip, err: err}
 	if err == nil && skip == "" {
-		f.cfg, f.err = config.Load(path)
-		f.ignored = ownerSections(path)
+		// Checked again and read as one open file: a file swapped in
+		// since the stat is judged on its own owner and mode, and its
+		// stamp is what the cache keeps.
+		data, fi, rerr := config.ReadTrusted(path, daemonUID())
+		if fi != nil {
+			f.stamp, f.skip = stampOf(fi), ""
+		}
+		var untrusted *config.UntrustedError
+		switch {
+		case errors.As(rerr, &untrusted):
+			f.skip = rerr.Error()
+		case rerr != nil:
+			f.err = rerr
+		default:
+			f.cfg, f.err = config.Parse(data, path)
+			f.ignored = ownerSections(data)
+		}
 	}
 	p.mu.Lock()
 	if len(p.files) >= chain.MaxCached {
@@ -472,6 +492,11 @@ func (b *Broker) dropChanged() {
 	b.applyServers()
 }
 
+// afterStamp, if set (tests only), runs between a project file's stat and
+// its read: where a file swapped in would be read on its predecessor's
+// trust, had the read not checked again.
+var afterStamp func(path string)
+
 // daemonUID is the uid whose project files are trusted: the daemon's (a
 // variable for tests, which cannot chown a file to another user unless
 // root).
@@ -486,6 +511,14 @@ func fileStamp(path string) (stamp, skip string, err error) {
 	if err != nil {
 		return "", "", err
 	}
+	if err := config.TrustedInfo(fi, daemonUID()); err != nil {
+		skip = err.Error()
+	}
+	return stampOf(fi), skip, nil
+}
+
+// stampOf is the cache's stamp of a file stat'ed as fi.
+func stampOf(fi fs.FileInfo) string {
 	st, _ := fi.Sys().(*syscall.Stat_t)
 	var ino, uid, gid uint64
 	if st != nil {
@@ -493,21 +526,13 @@ func fileStamp(path string) (stamp, skip string, err error) {
 	}
 	// The owner is part of the stamp: a chown changes neither size, mtime,
 	// inode nor mode, and decides whether the file is trusted.
-	stamp = fmt.Sprintf("%d/%d/%d/%o/%d/%d", fi.Size(), fi.ModTime().UnixNano(), ino, fi.Mode(), uid, gid)
-	if err := config.TrustedInfo(fi, daemonUID()); err != nil {
-		skip = err.Error()
-	}
-	return stamp, skip, nil
+	return fmt.Sprintf("%d/%d/%d/%o/%d/%d", fi.Size(), fi.ModTime().UnixNano(), ino, fi.Mode(), uid, gid)
 }
 
-// ownerSections lists the top-level fields of a project file other than
-// its servers: the pool, limits, nix, records and ceilingDirs are the
-// daemon's, set in its own config only.
-func ownerSections(path string) []string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
+// ownerSections lists the top-level fields of a project file's content
+// (data) other than its servers: the pool, limits, nix, records and
+// ceilingDirs are the daemon's, set in its own config only.
+func ownerSections(data []byte) []string {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(data, &top) != nil {
 		return nil

@@ -495,3 +495,44 @@ func TestSkippedProjectFileNamedInNotFound(t *testing.T) {
 		t.Errorf("a guest's hint names the file: %q", be.Hint)
 	}
 }
+
+// TestProjectFileSwappedAfterItsStat: a project file that passes the trust
+// check and is then replaced (renamed over, as anyone who may write its
+// directory can) by a file others may write is judged again when it is
+// read: the replacement's server is never served, and the file is skipped
+// saying why.
+func TestProjectFileSwappedAfterItsStat(t *testing.T) {
+	f := newProjectFixture(t)
+	repo := filepath.Join(f.root, "src/repo")
+	projFile := filepath.Join(repo, ".mcpx/config.json")
+	writeJSON(t, projFile, map[string]any{"servers": map[string]any{"extra": demoDef(t, map[string]string{"FLAVOR": "project"})}})
+	swapped := false
+	broker.SetAfterStamp(t, func(path string) {
+		if path != projFile || swapped {
+			return
+		}
+		swapped = true
+		evil := projFile + ".evil"
+		writeJSON(t, evil, map[string]any{"servers": map[string]any{"evil": demoDef(t, map[string]string{"FLAVOR": "evil"})}})
+		if err := os.Chmod(evil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(evil, projFile); err != nil {
+			t.Fatal(err)
+		}
+	})
+	got := names(t, f.b, owner, repo)
+	if !swapped {
+		t.Fatal("the project file was never read: this test could not fail")
+	}
+	if slices.Contains(got, "evil") {
+		t.Errorf("servers = %v: the file swapped in after the trust check was read as trusted", got)
+	}
+	src, err := f.b.ConfigSources(broker.Request{Caller: owner, Context: broker.CallContext{Cwd: repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src.Chain) == 0 || src.Chain[0].Config != projFile || src.Chain[0].Applied || !strings.Contains(src.Chain[0].Skipped, "other users may write it") {
+		t.Errorf("sources = %+v, want the swapped-in file skipped, saying others may write it", src.Chain)
+	}
+}

@@ -375,6 +375,30 @@ func LoadScript(path string) (Script, error) {
 	if err != nil {
 		return Script{}, &Problem{Op: "load config", Err: err, Msg: fmt.Sprintf("reading config file %s: %v", path, err)}
 	}
+	return ParseScript(data, path)
+}
+
+// LoadScriptTrusted is LoadScript of a file ReadTrusted reads for the
+// user uid: an untrusted file returns its *UntrustedError (and no
+// Script), a missing one nothing.
+func LoadScriptTrusted(path string, uid int) (Script, error) {
+	data, _, err := ReadTrusted(path, uid)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Script{}, nil
+	}
+	var untrusted *UntrustedError
+	if errors.As(err, &untrusted) {
+		return Script{}, err
+	}
+	if err != nil {
+		return Script{}, &Problem{Op: "load config", Err: err, Msg: fmt.Sprintf("reading config file %s: %v", path, err)}
+	}
+	return ParseScript(data, path)
+}
+
+// ParseScript parses the "script" block of a config file's content (data,
+// read from source).
+func ParseScript(data []byte, path string) (Script, error) {
 	var p problems
 	members, err := objectMembers(data)
 	if err != nil {

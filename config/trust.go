@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -42,6 +43,44 @@ func Trusted(path string) error {
 	}
 	return TrustedInfo(fi, os.Getuid())
 }
+
+// ReadTrusted reads the config file at path if Trusted would trust it for
+// the user uid, and returns its content and what its open descriptor
+// stat'ed (following symlinks, as Trusted). The check and the read are of
+// one open file: a file replaced between a stat and a read by whoever may
+// write its directory is not read on the strength of its predecessor's
+// owner and mode. An untrusted file returns its FileInfo and an
+// *UntrustedError, and is not read; so is anything but a regular file.
+func ReadTrusted(path string, uid int) ([]byte, fs.FileInfo, error) {
+	// O_NONBLOCK: a FIFO opens at once instead of waiting for a writer,
+	// and is then refused as no regular file; a regular file ignores it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fi, &UntrustedError{Why: fmt.Sprintf("it is not a regular file (%s)", fi.Mode().Type())}
+	}
+	if err := TrustedInfo(fi, uid); err != nil {
+		return nil, fi, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, fi, err
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fi, fmt.Errorf("config file %s is over %d MiB", path, maxConfigBytes>>20)
+	}
+	return data, fi, nil
+}
+
+// maxConfigBytes bounds a config file ReadTrusted reads.
+const maxConfigBytes = 16 << 20
 
 // TrustedInfo is Trusted for a file already stat'ed (fi), as the user uid:
 // for a caller that needs the stat for more (the broker's cache stamps

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"mcpx.dev/mcpx/config"
@@ -107,5 +108,47 @@ func TestTrusted(t *testing.T) {
 	var ue *config.UntrustedError
 	if err := config.Trusted(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) || errors.As(err, &ue) {
 		t.Errorf("a missing file: %v, want the stat's error", err)
+	}
+}
+
+// TestReadTrusted: the content of a trusted file, through a symlink too;
+// an untrusted file, a directory and a FIFO are refused unread, saying
+// why — the FIFO at once, not once a writer comes (a plain open and read
+// of it would wait for one forever).
+func TestReadTrusted(t *testing.T) {
+	dir := t.TempDir()
+	uid := os.Getuid()
+	ok := filepath.Join(dir, "ok.json")
+	if err := os.WriteFile(ok, []byte(`{"servers":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(ok, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{ok, link} {
+		data, fi, err := config.ReadTrusted(p, uid)
+		if err != nil || string(data) != `{"servers":{}}` || fi == nil || !fi.Mode().IsRegular() {
+			t.Errorf("ReadTrusted(%s) = %q, %v, %v; want the file's content", p, data, fi, err)
+		}
+	}
+	open := filepath.Join(dir, "open.json")
+	if err := os.WriteFile(open, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o666)
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for p, why := range map[string]string{open: "other users may write it", dir: "not a regular file", fifo: "not a regular file"} {
+		data, _, err := config.ReadTrusted(p, uid)
+		var untrusted *config.UntrustedError
+		if !errors.As(err, &untrusted) || !strings.Contains(err.Error(), why) || data != nil {
+			t.Errorf("ReadTrusted(%s) = %q, %v; want refused unread: %q", p, data, err, why)
+		}
+	}
+	if _, _, err := config.ReadTrusted(filepath.Join(dir, "missing.json"), uid); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
 	}
 }

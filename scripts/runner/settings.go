@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -58,14 +59,15 @@ func LoadSettings(ch chain.Chain, prefix, suffix config.Lines, env map[string]st
 		if d.Config == "" {
 			continue
 		}
+		// Checked and read as one open file (config.ReadTrusted).
+		sc, err := config.LoadScriptTrusted(d.Config, os.Getuid())
 		var untrusted *config.UntrustedError
-		if err := config.Trusted(d.Config); errors.As(err, &untrusted) {
+		if errors.As(err, &untrusted) {
 			if warn != nil {
 				warn(d.Config, err)
 			}
 			continue
-		} // not stat'ed: LoadScript says why
-		sc, err := config.LoadScript(d.Config)
+		}
 		if err != nil {
 			return Settings{}, err
 		}
