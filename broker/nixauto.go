@@ -17,7 +17,7 @@ import (
 // child working in dir: dir's flake.nix (its default devShell, as
 // flake:path:<dir>), else its shell.nix, else the host ("" dir, the
 // daemon's own, is the host too). The file is run by nix as the daemon's
-// user, so it must be one config.Trusted would run: owned by this user or
+// user, so it must be one config.ReadTrusted would run: owned by this user or
 // root and writable by its owner only; else the start fails naming it.
 func autoEnvironment(dir string) (string, error) {
 	if dir == "" {

@@ -424,7 +424,7 @@ func BenchmarkTargetChain(b *testing.B) {
 // TestProjectFileOwnerChange (real-use 14): a trusted project file that
 // another user comes to own is skipped at once, and the reverse is used
 // at once, though neither its size, mtime, inode nor mode changed. Root's
-// file is trusted as the daemon user's own (config.Trusted), whoever the
+// file is trusted as the daemon user's own (config.ReadTrusted), whoever the
 // daemon runs as. Run as root, the owners change by real chowns;
 // otherwise the daemon's uid changes instead (SetDaemonUID), as if the
 // file's owner had.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
@@ -363,24 +362,11 @@ func (p *problems) decodeStringMap(field string, raw json.RawMessage, example st
 	return m
 }
 
-// LoadScript reads only the "script" block of the config file at path, as
-// `mcpx run` does for each file of the chain: the file's other fields are
-// the daemon's. A missing file has none; an error names the file and
-// field.
-func LoadScript(path string) (Script, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Script{}, nil
-	}
-	if err != nil {
-		return Script{}, &Problem{Op: "load config", Err: err, Msg: fmt.Sprintf("reading config file %s: %v", path, err)}
-	}
-	return ParseScript(data, path)
-}
-
-// LoadScriptTrusted is LoadScript of a file ReadTrusted reads for the
-// user uid: an untrusted file returns its *UntrustedError (and no
-// Script), a missing one nothing.
+// LoadScriptTrusted reads only the "script" block of the config file at
+// path, as `mcpx run` does for each file of the chain (the file's other
+// fields are the daemon's), if ReadTrusted trusts it for the user uid: an
+// untrusted file returns its *UntrustedError (and no Script), a missing
+// one nothing, and any other error names the file and field.
 func LoadScriptTrusted(path string, uid int) (Script, error) {
 	data, _, err := ReadTrusted(path, uid)
 	if errors.Is(err, fs.ErrNotExist) {

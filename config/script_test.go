@@ -36,14 +36,14 @@ func TestLoadScript(t *testing.T) {
 		return p
 	}
 	p := write(`{"servers": {"x": {"comand": "ignored here"}}, "script": {"prefix": [null, "a"], "suffix": null}}`)
-	sc, err := LoadScript(p)
+	sc, err := LoadScriptTrusted(p, os.Getuid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(sc.Prefix) != 2 || sc.Prefix[0] != nil || *sc.Prefix[1] != "a" || sc.Suffix != nil {
 		t.Errorf("LoadScript = %+v", sc)
 	}
-	if sc, err := LoadScript(filepath.Join(dir, "none.json")); err != nil || sc.Prefix != nil {
+	if sc, err := LoadScriptTrusted(filepath.Join(dir, "none.json"), os.Getuid()); err != nil || sc.Prefix != nil {
 		t.Errorf("a missing file: %+v, %v", sc, err)
 	}
 	for body, want := range map[string]string{
@@ -53,7 +53,7 @@ func TestLoadScript(t *testing.T) {
 		`{"script": ["a"]}`:           "script must be an object",
 		`{"script": {"suffix": [true`: "config " + p,
 	} {
-		_, err := LoadScript(write(body))
+		_, err := LoadScriptTrusted(write(body), os.Getuid())
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: error %v, want it to name %s and say %q", body, err, p, want)
 		}
@@ -79,7 +79,7 @@ func TestLoadScriptInterpreterEnv(t *testing.T) {
 		}
 	}
 	write(`{"script": {"interpreter": {".py": "python3 -u"}, "env": {"A": "1"}}}`)
-	sc, err := LoadScript(p)
+	sc, err := LoadScriptTrusted(p, os.Getuid())
 	if err != nil || sc.Interpreter[".py"] != "python3 -u" || sc.Env["A"] != "1" {
 		t.Fatalf("LoadScript = %+v, %v", sc, err)
 	}
@@ -93,7 +93,7 @@ func TestLoadScriptInterpreterEnv(t *testing.T) {
 		`{"script": {"env": ["A=1"]}}`:                   `script.env must be an object of strings`,
 	} {
 		write(body)
-		_, err := LoadScript(p)
+		_, err := LoadScriptTrusted(p, os.Getuid())
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: error %v, want it to name %s and say %q", body, err, p, want)
 		}
@@ -116,20 +116,20 @@ func TestLoadScriptDepsEnvironment(t *testing.T) {
 		}
 	}
 	write(`{"script": {"deps": {"from": ["specifiers", "host"], "packages": {"is-number": "7.0.0", "@s/p": "^1"}, "registry": "http://127.0.0.1:4873/"}, "environment": "shell:shell.nix"}}`)
-	sc, err := LoadScript(p)
+	sc, err := LoadScriptTrusted(p, os.Getuid())
 	if err != nil || !slices.Equal(sc.Deps.From, []string{"specifiers", "host"}) || sc.Deps.Packages["@s/p"] != "^1" ||
 		sc.Deps.Registry != "http://127.0.0.1:4873/" || sc.Environment != "shell:shell.nix" {
 		t.Fatalf("LoadScript = %+v, %v", sc, err)
 	}
 	for _, rt := range []string{"deno", "bun", "node", "/opt/bun/bin/bun", "nix:nixpkgs#deno", "nix:.#node"} {
 		write(`{"script": {"runtime": "` + rt + `"}}`)
-		if sc, err := LoadScript(p); err != nil || sc.Runtime != rt {
+		if sc, err := LoadScriptTrusted(p, os.Getuid()); err != nil || sc.Runtime != rt {
 			t.Errorf("runtime %q: %+v, %v", rt, sc, err)
 		}
 	}
 	for _, env := range []string{"host", "auto", "flake:.#dev", "flake:path:/src/app"} {
 		write(`{"script": {"environment": "` + env + `"}}`)
-		if sc, err := LoadScript(p); err != nil || sc.Environment != env {
+		if sc, err := LoadScriptTrusted(p, os.Getuid()); err != nil || sc.Environment != env {
 			t.Errorf("environment %q: %+v, %v", env, sc, err)
 		}
 	}
@@ -150,7 +150,7 @@ func TestLoadScriptDepsEnvironment(t *testing.T) {
 		`{"script": {"runtime": 7}}`:                               `script.runtime must be a string, not 7`,
 	} {
 		write(body)
-		_, err := LoadScript(p)
+		_, err := LoadScriptTrusted(p, os.Getuid())
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: error %v, want it to name %s and say %q", body, err, p, want)
 		}

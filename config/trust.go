@@ -8,15 +8,19 @@ import (
 	"syscall"
 )
 
-// Trusted says whether the config file at path may be used for what it
-// would run as this process's user: its servers' commands (the broker's
-// project files) and its script lines, interpreters and environment
-// (`mcpx run`). It returns nil when it may, an *UntrustedError saying why
-// not, or the error of stat'ing it (the file is then not used either; a
-// load of it would fail the same way). It follows symlinks: what counts is
-// the file read.
+// ReadTrusted reads the config file at path if it may be used for what it
+// would run as the user uid: its servers' commands (the broker's project
+// files) and its script lines, interpreters and environment (`mcpx run`).
+// It returns the content and what its open descriptor stat'ed; an
+// untrusted file returns its FileInfo and an *UntrustedError saying why,
+// unread; so does anything but a regular file; a file it cannot open
+// returns the open's error. It follows symlinks: what counts is the file
+// read. The check and the read are of one open file: a file replaced
+// between a stat and a read by whoever may write its directory is not read
+// on the strength of its predecessor's owner and mode.
 //
-//	if err := config.Trusted(path); err != nil {
+//	data, _, err := config.ReadTrusted(path, os.Getuid())
+//	if err != nil {
 //		log.Printf("%s is not used: %v", path, err)
 //	}
 //
@@ -36,21 +40,6 @@ import (
 //     anyone who may write it may choose what runs as this user. The
 //     group bits are checked too because a file's group seldom holds this
 //     user alone.
-func Trusted(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	return TrustedInfo(fi, os.Getuid())
-}
-
-// ReadTrusted reads the config file at path if Trusted would trust it for
-// the user uid, and returns its content and what its open descriptor
-// stat'ed (following symlinks, as Trusted). The check and the read are of
-// one open file: a file replaced between a stat and a read by whoever may
-// write its directory is not read on the strength of its predecessor's
-// owner and mode. An untrusted file returns its FileInfo and an
-// *UntrustedError, and is not read; so is anything but a regular file.
 func ReadTrusted(path string, uid int) ([]byte, fs.FileInfo, error) {
 	// O_NONBLOCK: a FIFO opens at once instead of waiting for a writer,
 	// and is then refused as no regular file; a regular file ignores it.
@@ -82,7 +71,8 @@ func ReadTrusted(path string, uid int) ([]byte, fs.FileInfo, error) {
 // maxConfigBytes bounds a config file ReadTrusted reads.
 const maxConfigBytes = 16 << 20
 
-// TrustedInfo is Trusted for a file already stat'ed (fi), as the user uid:
+// TrustedInfo is ReadTrusted's rule for a file already stat'ed (fi), as
+// the user uid:
 // for a caller that needs the stat for more (the broker's cache stamps
 // files by it).
 func TrustedInfo(fi fs.FileInfo, uid int) error {

@@ -90,23 +90,23 @@ func TestTrusted(t *testing.T) {
 		// Root-owned and group-writable: still not trusted (owner root
 		// widens the owners, never the writers).
 		p := file("root-group", 0, 0o664)
-		if err := config.Trusted(p); err == nil || !strings.Contains(err.Error(), "mode 664") {
+		if err := readTrusted(p); err == nil || !strings.Contains(err.Error(), "mode 664") {
 			t.Errorf("root's group-writable file: %v, want not trusted", err)
 		}
 	}
-	// Trusted is TrustedInfo for this process's user; a file it cannot
-	// stat is not trusted, and the error is the stat's.
+	// ReadTrusted is TrustedInfo for the user it is given; a file it
+	// cannot open is not trusted, and the error is the open's.
 	own := file("mine", os.Getuid(), 0o644)
 	if root {
 		if err := os.Chown(own, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := config.Trusted(own); err != nil {
+	if err := readTrusted(own); err != nil {
 		t.Errorf("this user's own file: %v, want it trusted", err)
 	}
 	var ue *config.UntrustedError
-	if err := config.Trusted(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) || errors.As(err, &ue) {
+	if err := readTrusted(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) || errors.As(err, &ue) {
 		t.Errorf("a missing file: %v, want the stat's error", err)
 	}
 }
@@ -151,4 +151,10 @@ func TestReadTrusted(t *testing.T) {
 	if _, _, err := config.ReadTrusted(filepath.Join(dir, "missing.json"), uid); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
 	}
+}
+
+// readTrusted is ReadTrusted's verdict for this process's user.
+func readTrusted(path string) error {
+	_, _, err := config.ReadTrusted(path, os.Getuid())
+	return err
 }

@@ -17,7 +17,7 @@
 // NewPlan decides what runs before the broker is reached: the script,
 // found by name on the config chain's scripts/ directories or as a file;
 // the chain's script settings (LoadSettings: each config.json's "script"
-// block, nearest first, under the command line's, a file config.Trusted
+// block, nearest first, under the command line's, a file config.ReadTrusted
 // refuses left out); whether it runs on an interpreter (by extension or
 // shebang) or a JavaScript runtime, and which runtime; where its packages
 // come from; and whether the run needs its relay. Plan.Environment

@@ -46,7 +46,7 @@ type Settings struct {
 
 // LoadSettings merges the "script" blocks of the config chain ch (each
 // config.json's, nearest first) under the command line's prefix and
-// suffix lines and env, the nearest layer of all. A file config.Trusted
+// suffix lines and env, the nearest layer of all. A file config.ReadTrusted
 // refuses is not used (its lines and commands would run as this user):
 // warn, when not nil, is told of it. One that does not load is an error
 // naming the file and field.
