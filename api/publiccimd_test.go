@@ -26,6 +26,7 @@ import (
 	"mcpx.dev/mcpx/auth/access"
 	"mcpx.dev/mcpx/internal/testing/apitest"
 	"mcpx.dev/mcpx/internal/testing/oauthtest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 )
 
@@ -94,7 +95,9 @@ func TestPublicSignInTypeScriptCIMD(t *testing.T) {
 	defer cancel()
 	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-oauth.mjs")
 	cmd := exec.CommandContext(ctx, node, script, pub.origin+"/mcp", metadataURL)
-	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+pub.caFile)
+	// Its own marker: the client is this test's child, not one another
+	// test's leak check may find (proctest).
+	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+pub.caFile, proctest.Env(t))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, _ := cmd.StdoutPipe()
