@@ -122,7 +122,7 @@ func TestDashboardInChromium(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "browser", "dashboard.cjs"))
 	cmd.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+pw, "CHROMIUM="+browserPath, "MCPX_URL="+d.TCP.Base,
 		"MCPX_TOKEN="+apitest.Token, "SHOTS="+shots, "MCPX_OPERATIONS="+string(want),
-		"MCPX_VIEWER_TOKEN="+viewer.Token, "MCPX_DOOMED_TOKEN="+doomed.Token, "MCPX_WORKTREE="+worktree)
+		"MCPX_VIEWER_TOKEN="+viewer.Token, "MCPX_DOOMED_TOKEN="+doomed.Token, "MCPX_WORKTREE="+worktree, proctest.Env(t))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()

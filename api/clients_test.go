@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"mcpx.dev/mcpx/internal/testing/apitest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
@@ -88,6 +89,7 @@ func scriptRuntimes(t *testing.T) []scriptRuntime {
 			cmd := exec.Command(node, tsc, "--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler",
 				"--rewriteRelativeImportExtensions", "--types", "", "--skipLibCheck", "--outDir", out,
 				filepath.Join(dir, "client.ts"), filepath.Join(dir, "script.ts"))
+			cmd.Env = append(os.Environ(), proctest.Env(t))
 			if b, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("tsc: %v\n%s", err, b)
 			}
@@ -150,7 +152,7 @@ func runScript(t *testing.T, d *apitest.Daemon, argv []string, cwd, stateDir, wo
 	home := t.TempDir()
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_STATE_HOME=" + stateDir,
 		"DENO_DIR=" + filepath.Join(home, "deno"), "DENO_NO_UPDATE_CHECK=1", "NO_COLOR=1",
-		"BUN_INSTALL_CACHE_DIR=" + filepath.Join(home, "bun"), "MCPX_SESSION_ID=script-session"}
+		"BUN_INSTALL_CACHE_DIR=" + filepath.Join(home, "bun"), "MCPX_SESSION_ID=script-session", proctest.Env(t)}
 	var stderr testenv.SyncBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()

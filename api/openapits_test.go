@@ -84,6 +84,7 @@ func TestOpenAPITypeScript(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.CommandContext(t.Context(), node, gen, in, "-o", filepath.Join(dir, name+".ts"))
+		cmd.Env = append(os.Environ(), proctest.Env(t))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("openapi-typescript %s: %v\n%s", name, err, out)
 		}
@@ -103,6 +104,7 @@ func TestOpenAPITypeScript(t *testing.T) {
 			"--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler",
 			"--allowImportingTsExtensions", "--types", "", "use.ts")
 		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), proctest.Env(t))
 		out, err := cmd.CombinedOutput()
 		if _, exited := err.(*exec.ExitError); err != nil && !exited {
 			t.Fatalf("running tsc: %v", err)

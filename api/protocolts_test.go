@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"mcpx.dev/mcpx/internal/testing/apitest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
@@ -41,9 +42,11 @@ func TestTypeScriptClientProtocol(t *testing.T) {
 	}
 	testenv.WriteFile(t, filepath.Join(dir, "protocol.ts"), string(script))
 	js := filepath.Join(dir, "js")
-	if b, err := exec.Command(node, tsc, "--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler",
+	tscCmd := exec.Command(node, tsc, "--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler",
 		"--rewriteRelativeImportExtensions", "--types", "", "--skipLibCheck", "--strict", "--outDir", js,
-		filepath.Join(dir, "client.ts"), filepath.Join(dir, "protocol.ts")).CombinedOutput(); err != nil {
+		filepath.Join(dir, "client.ts"), filepath.Join(dir, "protocol.ts"))
+	tscCmd.Env = append(os.Environ(), proctest.Env(t))
+	if b, err := tscCmd.CombinedOutput(); err != nil {
 		t.Fatalf("tsc: %v\n%s", err, b)
 	}
 	if err := os.WriteFile(filepath.Join(js, "package.json"), []byte(`{"type":"module"}`), 0o644); err != nil {
@@ -51,7 +54,7 @@ func TestTypeScriptClientProtocol(t *testing.T) {
 	}
 	cmd := exec.CommandContext(t.Context(), node, filepath.Join(js, "protocol.js"))
 	cmd.Dir = cwd
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "XDG_STATE_HOME=" + stateDir}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "XDG_STATE_HOME=" + stateDir, proctest.Env(t)}
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr []byte

@@ -123,7 +123,7 @@ func TestTypeScriptClientResources(t *testing.T) {
 			home := t.TempDir()
 			cmd.Dir = dir
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "MCPX_URL=http://" + d.TCPAddr, "MCPX_TOKEN=" + apitest.Token,
-				"DENO_DIR=" + filepath.Join(home, "deno"), "DENO_NO_UPDATE_CHECK=1", "NO_COLOR=1"}
+				"DENO_DIR=" + filepath.Join(home, "deno"), "DENO_NO_UPDATE_CHECK=1", "NO_COLOR=1", proctest.Env(t)}
 			var stderr testenv.SyncBuffer
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()

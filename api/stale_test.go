@@ -11,6 +11,7 @@ import (
 
 	"mcpx.dev/mcpx/internal/demo"
 	"mcpx.dev/mcpx/internal/testing/apitest"
+	"mcpx.dev/mcpx/internal/testing/proctest"
 	"mcpx.dev/mcpx/internal/testing/testenv"
 	"mcpx.dev/mcpx/wire"
 )
@@ -89,6 +90,7 @@ func TestTypeScriptClientStale(t *testing.T) {
 	cmd := exec.Command(node, tsc, "--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler",
 		"--rewriteRelativeImportExtensions", "--types", "", "--skipLibCheck", "--outDir", out,
 		filepath.Join(dir, "client.ts"), filepath.Join(dir, "stale.ts"))
+	cmd.Env = append(os.Environ(), proctest.Env(t))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tsc: %v\n%s", err, b)
 	}
@@ -108,7 +110,7 @@ func TestTypeScriptClientStale(t *testing.T) {
 
 	run := exec.Command(node, filepath.Join(out, "stale.js"))
 	home := t.TempDir()
-	run.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_STATE_HOME=" + stateDir}
+	run.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_STATE_HOME=" + stateDir, proctest.Env(t)}
 	run.WaitDelay = 10 * time.Second
 	stdout, err := run.Output()
 	if err != nil {

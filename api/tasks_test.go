@@ -220,6 +220,7 @@ func TestTypeScriptClientTasks(t *testing.T) {
 	cmd := exec.Command(node, tsc, "--strict", "--target", "es2022", "--module", "esnext", "--moduleResolution", "bundler",
 		"--rewriteRelativeImportExtensions", "--types", "", "--skipLibCheck", "--outDir", js,
 		filepath.Join(dir, "client.ts"), filepath.Join(dir, "tasks.ts"))
+	cmd.Env = append(os.Environ(), proctest.Env(t))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tsc: %v\n%s", err, b)
 	}
@@ -251,7 +252,7 @@ func runNode(t *testing.T, env []string, argv ...string) []byte {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = env
+	cmd.Env = append(env[:len(env):len(env)], proctest.Env(t))
 	raw, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError

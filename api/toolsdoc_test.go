@@ -211,7 +211,7 @@ func TestToolDocumentsOfRealServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(t.Context(), node, cli, "lint", "--format=stylish", path)
-	cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true")
+	cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true", proctest.Env(t))
 	out, err := cmd.CombinedOutput()
 	t.Logf("redocly lint:\n%s", out)
 	if err != nil {

@@ -101,7 +101,7 @@ func (rig *consentRig) signIn(t *testing.T, node string, env []string, leg conse
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "consent.cjs"))
-	cmd.Env = env
+	cmd.Env = append(env[:len(env):len(env)], proctest.Env(t))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdin, _ := cmd.StdinPipe()

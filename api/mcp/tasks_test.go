@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -37,7 +38,9 @@ func TestMCPTasksTypeScriptSDKClient(t *testing.T) {
 	script := filepath.Join(testenv.RepoRoot(t), "testdata", "npm", "clients", "mcp-ts-tasks.mjs")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	raw, err := exec.CommandContext(ctx, node, script, "http://"+d.TCPAddr+"/mcp", a, b).Output()
+	cmd := exec.CommandContext(ctx, node, script, "http://"+d.TCPAddr+"/mcp", a, b)
+	cmd.Env = append(os.Environ(), proctest.Env(t))
+	raw, err := cmd.Output()
 	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		t.Fatalf("%s failed: %v\n%s", filepath.Base(script), err, ee.Stderr)
 	} else if err != nil {
