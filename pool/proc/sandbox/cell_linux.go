@@ -109,16 +109,29 @@ func (c *Cell) rewrite(exe string) {
 	if f, _ := c.enforcement.Feature(FeatureUserNamespace); f.Enforced {
 		n, _ := c.enforcement.Feature(FeatureNetwork)
 		net := c.policy.privateNetwork() && n.Enforced
-		if nsStage != "" {
+		switch {
+		case helper.PreRuntime && !goStage:
+			// The C stage makes them itself, once it has read the
+			// request (by when Started has moved it into its
+			// cgroups): neither unshare's exec nor the daemon's fork.
+			ns := "ipc"
+			if net {
+				ns = "ipc,net"
+			}
+			cmd.Env = append(cmd.Env, envUnshare+"="+ns)
+		case nsStage != "":
 			// Through unshare, not clone flags: Go's os/exec forks
 			// the whole daemon (no vfork) for a child cloned into a
 			// user namespace, which then pays a copy-on-write fault
 			// for every page it writes afterwards (package doc, "Cost").
 			cmd.Path, cmd.Args = nsStage, unshareArgs(nsStage, net, exe)
 			c.stage = nsStage
-		} else {
+		default:
 			setNamespaces(attr, net)
 		}
+	}
+	if helper.PreRuntime && goStage {
+		cmd.Env = append(cmd.Env, envGoStage+"=1")
 	}
 	cmd.SysProcAttr = attr
 }

@@ -19,11 +19,20 @@ func WithKernel(t testing.TB, f func(*Kernel)) {
 	t.Cleanup(func() { probed = old })
 }
 
-// WithNamespaceStage starts, for t, the helper through path instead of
-// the unshare Probe found (an unshare that fails, say).
+// WithNamespaceStage starts, for t, the Go helper through path instead
+// of the unshare Probe found (an unshare that fails, say; "": cloned into
+// its namespaces).
 func WithNamespaceStage(t testing.TB, path string) {
 	Probe()
+	WithGoStage(t)
 	old := nsStage
 	nsStage = path
 	t.Cleanup(func() { nsStage = old })
+}
+
+// WithGoStage makes, for t, the helper the Go one, started as in a
+// binary built without cgo (through unshare, or cloned).
+func WithGoStage(t testing.TB) {
+	goStage = true
+	t.Cleanup(func() { goStage = false })
 }

@@ -187,7 +187,7 @@ func checkEnv(env []string) error {
 			return fmt.Errorf("sandbox policy: env[%d] %q is not KEY=value", i, kv)
 		case seen[k]:
 			return fmt.Errorf("sandbox policy: env sets %s twice: keep one", k)
-		case k == envHelper:
+		case k == envHelper || k == envUnshare || k == envGoStage:
 			return fmt.Errorf("sandbox policy: env sets %s, which the sandbox's own helper reads: remove it", k)
 		}
 		seen[k] = true

@@ -50,6 +50,10 @@ func Run() {
 		syscall.Write(2, []byte(msg))
 		syscall.Exit(126)
 	}
+	if _, ok := syscall.Getenv(EnvUnshare); ok {
+		syscall.CloseOnExec(fd)
+		syscall.Exit(fail(fd, "sandbox: the helper cannot make its namespaces: this executable has no C stage (built without cgo); was it replaced since the daemon started?"))
+	}
 	syscall.Exit(run(fd))
 }
 

@@ -23,6 +23,17 @@ import "errors"
 // and the replies out (a unix SOCK_SEQPACKET socket, one message each).
 const Env = "MCPX_SANDBOX_HELPER"
 
+// EnvUnshare asks the helper to make its namespaces itself, right after
+// it has read the Request: new user and IPC namespaces ("ipc") and a
+// network namespace too ("ipc,net"), with the daemon's uid and gid mapped
+// to themselves. Only the C stage can (PreRuntime): unshare(2) of a user
+// namespace needs a single-threaded process; the Go helper refuses it.
+const EnvUnshare = "MCPX_SANDBOX_UNSHARE"
+
+// EnvGoStage, set (to anything), makes the C stage step aside for the Go
+// helper: for tests that run the Go helper in a binary built with cgo.
+const EnvGoStage = "MCPX_SANDBOX_GO_STAGE"
+
 // MaxRequest bounds the request. The kernel bounds a SOCK_SEQPACKET
 // message by the socket's send buffer, some 200 KiB.
 const MaxRequest = 1 << 20
