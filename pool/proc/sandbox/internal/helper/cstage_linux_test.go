@@ -3,6 +3,7 @@
 package helper
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"reflect"
 	"syscall"
@@ -69,6 +70,6 @@ func TestCDecode(t *testing.T) {
 	// Counts and lengths past what is there, and a varint of 11 bytes.
 	check("huge count", []byte{0, 0x80, 0x80, 0x80, 0x80, 0x10})
 	check("huge length", []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 'x'})
-	long := append([]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0}, (&Request{Args: []string{"a"}}).Encode()[1:]...)
+	long := append(append(bytes.Repeat([]byte{0x80}, 10), 0), (&Request{Args: []string{"a"}}).Encode()[1:]...)
 	check("long varint", long) // the path's length, 0 in 11 bytes
 }
