@@ -13,15 +13,15 @@ import (
 
 // BenchmarkSpawn measures what confining costs a spawn: /bin/true started
 // and waited for plainly, and confined (the helper — this test binary —
-// started in its namespaces, moved into its cgroups, confining itself,
-// then exec'ing /bin/true). Compare them as ratios in one run; cpu-ms/op
+// in its namespaces, moved into its cgroups, confining itself, then
+// exec'ing /bin/true). Compare them as ratios in one run; cpu-ms/op
 // (the CPU time of this process and its children) is steadier than ns/op
 // on a loaded machine:
 //
 //	go test -run '^$' -bench Spawn ./pool/proc/sandbox
 //
-// In the mcpx binary the helper also runs every package's init: see
-// BenchmarkSpawn's note in the package doc.
+// confined-go-stage starts the Go helper, as a binary built without cgo
+// does; the others the C stage (package doc, "Cost").
 func BenchmarkSpawn(b *testing.B) {
 	b.Run("plain", func(b *testing.B) {
 		defer cpuPerOp(b)()
@@ -44,10 +44,14 @@ func BenchmarkSpawn(b *testing.B) {
 		"confined-host-network": {Read: sandbox.SystemRead(), Write: sandbox.Devices(), Env: []string{"PATH=/usr/bin:/bin"},
 			Network: sandbox.NetworkAll},
 	}
-	for _, name := range []string{"confined", "confined-limits", "confined-host-network"} {
+	policies["confined-go-stage"] = policies["confined"]
+	for _, name := range []string{"confined", "confined-limits", "confined-host-network", "confined-go-stage"} {
 		p := policies[name]
 		p.Mode = sandbox.BestEffort // measure what this kernel can do
 		b.Run(name, func(b *testing.B) {
+			if name == "confined-go-stage" {
+				sandbox.WithGoStage(b) // the helper of a binary built without cgo
+			}
 			defer cpuPerOp(b)()
 			for b.Loop() {
 				cmd := exec.Command("/bin/true")

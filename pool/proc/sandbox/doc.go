@@ -22,19 +22,29 @@
 // # How a child starts
 //
 // Go's os/exec has no hook between fork and exec, so Prepare rewrites the
-// command to start a helper: this very binary (os.Executable), which
-// becomes the helper in the init of package internal/helper. That package imports
-// only errors, syscall and unsafe, so Go runs its init right after
-// syscall's and before every other package's (the spec's order: by import
-// path, among packages whose imports are done); MaybeExec, which cmd/mcpx
-// and this package's tests call first thing, is left with nothing to do.
-// The helper is started in a user namespace of its own (the daemon's uid
-// and gid mapped to themselves, nothing else), with an IPC namespace and,
-// for NetworkNone and NetworkProxy, a network namespace: through
-// util-linux's unshare (2.38 and later, which Probe looks for in /usr/bin
-// and /bin) where there is one, else by clone flags. Started moves it
-// into the child's cgroups, then sends it the request on an inherited
-// unix socket — never in argv, which /proc shows, nor in the
+// command to start a helper: this very binary (os.Executable). Built with
+// cgo (helper.PreRuntime), the binary has the helper's C stage: an ELF
+// constructor (package internal/helper, cstage_linux.c; runc's nsexec is
+// the same idea) that runs when the binary is loaded, before the Go
+// runtime starts, and becomes the helper; in every other start it returns
+// after one getenv. Built without cgo (deploy's static build), the helper
+// is Go: the init of package internal/helper, which imports only errors,
+// syscall and unsafe, so Go runs it right after syscall's and before
+// every other package's (the spec's order: by import path, among packages
+// whose imports are done). MaybeExec, which cmd/mcpx and this package's
+// tests call first thing, is left with nothing to do either way. The two
+// read the same request, take the same steps and send the same replies.
+//
+// The helper runs in a user namespace of its own (the daemon's uid and
+// gid mapped to themselves, nothing else), with an IPC namespace and, for
+// NetworkNone and NetworkProxy, a network namespace. The C stage makes
+// them itself (unshare(2), then its own setgroups and id maps), which
+// only a single-threaded process can, once it has read the request; the
+// daemon starts it like any child. The Go helper is started in them:
+// through util-linux's unshare (2.38 and later, which Probe looks for in
+// /usr/bin and /bin) where there is one, else by clone flags. Started
+// moves the helper into the child's cgroups, then sends it the request on
+// an inherited unix socket — never in argv, which /proc shows, nor in the
 // environment, which the child would inherit. The daemon decides every
 // step and sends the system calls' arguments (the seccomp filter already
 // assembled, Landlock's rights per path), each step naming the features
@@ -128,7 +138,8 @@
 // # Cost
 //
 // What a confined spawn costs over a plain one (bench/README.md,
-// "Containment's cost (issue 32)", has the figures) is three things:
+// "Containment's cost (issue 32)" and "A helper before the Go runtime",
+// has the figures) is three things:
 //
 //   - The daemon's fork. Go's os/exec vforks (CLONE_VM|CLONE_VFORK) unless
 //     the child is cloned into a user namespace: then the daemon's id maps
@@ -137,19 +148,21 @@
 //     for every page it writes afterwards — some 500 faults and 20 ms of
 //     CPU per confined spawn in the pool's benchmark, 10,000 faults and
 //     ~220 ms for a process with a 40 MB heap, on this VM (2026-12-07).
-//     unshare does the namespaces and the maps in the vforked child
-//     instead, which leaves the daemon ~3 ms over a plain spawn (cgroups,
-//     the request). Where unshare is missing or older than 2.38, the
-//     helper is cloned into its namespaces as before and the daemon pays
-//     that fork; nothing else differs.
-//   - The helper: a second Go process start before the program's. In its
-//     own package's init it skips the rest of the binary's inits (mcpx:
-//     59 -> 22 ms of CPU up to the helper; its jsonschema dependency's init
-//     alone was ~15 ms); what is left is the Go runtime's start in a large
-//     binary (its itab table, its module data, the dynamic loader, its
-//     threads) and the exec: ~15-20 ms, against ~7 ms for an empty Go
-//     program and ~3 ms for /bin/true.
-//   - The namespaces and unshare's own exec: ~6 ms of the child's CPU.
+//     The C stage makes its namespaces itself, and without it unshare
+//     does, both in the vforked child, which leaves the daemon ~1.5-3 ms
+//     over a plain spawn (cgroups, the request). Only a binary without
+//     cgo on a system without unshare 2.38 clones the helper into its
+//     namespaces and pays that fork.
+//   - The helper's start. The C stage's is an exec of the binary and its
+//     dynamic loader, up to the constructor: ~3.4 ms of CPU for mcpx,
+//     against ~2.9 ms for /bin/true and ~20 ms for the Go helper up to
+//     its check (2026-12-07). The Go helper, in its own package's init,
+//     skips the rest of the binary's inits (mcpx: 59 -> 22 ms of CPU up to
+//     the helper; its jsonschema dependency's init alone was ~15 ms); what
+//     is left is the Go runtime's start in a large binary (its itab table,
+//     its module data, the dynamic loader, its threads) and the exec.
+//   - The namespaces: made by the C stage, ~1-2 ms of the child's CPU;
+//     through unshare(1), its exec too, ~6 ms.
 //
 // Not chosen, measured or reasoned out:
 //
@@ -164,12 +177,27 @@
 //     would need a stage too (prlimit(2) after the fork races the exec),
 //     and a child forked from a thread that then exits gets its parent-death
 //     signal (the Spawner's reason to fork from one long-lived thread).
-//   - A helper that is not mcpx (an empty Go program costs ~7 ms): no
-//     binary is committed, and `go install` of one module builds one
-//     command, so mcpx would have to find or build a second one.
+//   - A helper that is not mcpx (an empty Go program costs ~7 ms, a C one
+//     what the C stage costs): no binary is committed, and `go install`
+//     of one module builds one command, so mcpx would have to find or
+//     build a second one. The C stage is that helper, inside mcpx.
+//   - Only the C stage, no Go helper: deploy's static build is built
+//     without cgo (a static binary needs no libc on the host), and so are
+//     cross-compiled ones; they keep the Go helper.
+//   - A C stage that leaves to the Go helper what it cannot do: the Go
+//     helper can do nothing the C stage cannot (and cannot make its
+//     namespaces), so a failure in the C stage is the start's error
+//     (ReplyError), as the Go helper's is. The Go helper, asked to make
+//     namespaces (a binary without cgo put in place of the daemon's own),
+//     refuses.
 //   - setns into prepared namespaces: a daemon that is not root cannot
 //     join a user namespace (it is multithreaded) nor a network namespace
 //     (CAP_SYS_ADMIN in its own user namespace).
+//
+// The C stage needs cgo, and with it external linking (gcc or clang at
+// build time; without a C compiler Go builds without cgo, and the binary
+// has the Go helper): the Go toolchain links a package with C files of its
+// own only so, by default.
 //
 // Landlock is called through x/sys/unix, not go-landlock: go-landlock's
 // all-thread restriction links libcap's psx, a cgo wrapper around every

@@ -7,10 +7,10 @@
 // dynamic loader's and one getenv. It reads the same Request, sends the
 // same replies and takes the same steps in the same order, with the same
 // texts, so the daemon cannot tell the stages apart except by its speed
-// (TestPreRuntimeStage tells them apart by the helper's threads). Unlike
-// the Go helper, which is single-threaded nowhere, it can also make the
-// namespaces itself: unshare(2) with CLONE_NEWUSER needs a single-threaded
-// process, which saves the daemon starting it through unshare(1).
+// (TestStages tells them apart by the helper's threads). Unlike the Go
+// helper, which is never single-threaded, it can also make the namespaces
+// itself (unshare(2) of a user namespace refuses a process with threads),
+// which saves the daemon starting it through unshare(1).
 //
 // Everything here runs in a process that is about to exec or exit: what
 // it allocates it never frees, and every allocation is bounded by the

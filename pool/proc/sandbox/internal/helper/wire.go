@@ -10,6 +10,12 @@
 // fmt are done, and every github.com/ package before it is ready). In the mcpx binary that skips some 400 packages' inits
 // (package sandbox's doc, "Cost").
 //
+// Built with cgo, this package also has the C stage (cstage_linux.c): the
+// same helper in C, run by an ELF constructor before the Go runtime
+// starts, which saves the runtime's start and can make the namespaces
+// itself (EnvUnshare). PreRuntime says which a binary has; the daemon,
+// the same binary, starts the helper accordingly.
+//
 // The daemon (package sandbox) decides everything: the Request is a list
 // of system calls' arguments, each step with the features it enforces; the
 // helper reports the steps that failed and, if one of them was for a
