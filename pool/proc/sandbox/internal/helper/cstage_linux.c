@@ -36,7 +36,7 @@
 #define ENV_GO_STAGE "MCPX_SANDBOX_GO_STAGE"
 
 void mcpx_buf_add(struct buf *w, const void *p, size_t n) {
-	if (w->oom)
+	if (w->oom || n == 0)
 		return;
 	if (w->n + n > w->cap) {
 		size_t cap = 2 * (w->n + n) + 64;
@@ -107,7 +107,7 @@ struct dec {
 	const unsigned char *b;
 	size_t n;
 	int err; // 1: cut short, 2: out of memory
-	char *arena;
+	char *arena, *arena_end;
 };
 
 static uint64_t d_uint(struct dec *d) {
@@ -133,6 +133,11 @@ static struct str d_str(struct dec *d) {
 	if (n > d->n) {
 		if (!d->err)
 			d->err = 1;
+		d->n = 0;
+		return s;
+	}
+	if (n + 1 > (size_t)(d->arena_end - d->arena)) { // cannot happen: see mcpx_decode
+		d->err = 2;
 		d->n = 0;
 		return s;
 	}
@@ -208,8 +213,13 @@ static void decode_landlock(struct dec *d, struct request *r) {
 // mcpx_decode decodes the request in b (n bytes) into r; it returns NULL
 // or the error's text, DecodeRequest's.
 const char *mcpx_decode(const unsigned char *b, size_t n, struct request *r) {
-	struct dec d = {b, n, 0, malloc(2 * n + 1)};
+	// The arena: every string read takes its bytes and a NUL; each one
+	// read before an error took a length byte at least, and after one
+	// (the rest of a list, then a few fields) no more than the bytes
+	// left when its list's count was read, and a few.
+	struct dec d = {b, n, 0, malloc(2 * n + 16), NULL};
 	memset(r, 0, sizeof *r);
+	d.arena_end = d.arena == NULL ? NULL : d.arena + 2 * n + 16;
 	if (d.arena == NULL)
 		return "sandbox: the helper's request does not fit in memory";
 	r->path = d_str(&d);
@@ -255,7 +265,10 @@ static void send_reply(int fd, const struct buf *w) {
 void mcpx_fail(int fd, struct buf *why) {
 	struct buf w = {0};
 	mcpx_buf_add(&w, "E", 1);
-	mcpx_buf_add(&w, why->b, why->n);
+	if (why->oom)
+		mcpx_buf_str(&w, "sandbox: the helper ran out of memory");
+	else
+		mcpx_buf_add(&w, why->b, why->n);
 	send_reply(fd, &w);
 	_exit(126);
 }

@@ -2,7 +2,7 @@
 
 package helper
 
-// #cgo CFLAGS: -Wall -Wextra -Werror -O2
+// #cgo CFLAGS: -Wall -Wextra -O2
 // #include <stdlib.h>
 // #include "cstage_linux.h"
 import "C"

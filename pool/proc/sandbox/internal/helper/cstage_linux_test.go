@@ -69,6 +69,7 @@ func TestCDecode(t *testing.T) {
 	}
 	// Counts and lengths past what is there, and a varint of 11 bytes.
 	check("huge count", []byte{0, 0x80, 0x80, 0x80, 0x80, 0x10})
+	check("a list cut at its first item", append([]byte{0, 50, 0x7f}, make([]byte, 49)...))
 	check("huge length", []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 'x'})
 	long := append(append(bytes.Repeat([]byte{0x80}, 10), 0), (&Request{Args: []string{"a"}}).Encode()[1:]...)
 	check("long varint", long) // the path's length, 0 in 11 bytes
