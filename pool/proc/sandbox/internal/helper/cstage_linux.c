@@ -454,8 +454,9 @@ __attribute__((constructor)) static void mcpx_stage(void) {
 		mcpx_buf_str(&w, "mcpx sandbox helper: " ENV_HELPER "=");
 		mcpx_buf_str(&w, v);
 		mcpx_buf_str(&w, " is no file descriptor\n");
-		if (!w.oom && write(2, w.b, w.n) < 0)
-			_exit(126);
+		if (!w.oom && write(2, w.b, w.n) < 0) {
+			// nowhere left to say it
+		}
 		_exit(126);
 	}
 	run(fd, getenv(ENV_UNSHARE));
