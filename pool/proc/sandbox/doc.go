@@ -27,7 +27,7 @@
 // constructor (package internal/helper, cstage_linux.c; runc's nsexec is
 // the same idea) that runs when the binary is loaded, before the Go
 // runtime starts, and becomes the helper; in every other start it returns
-// after one getenv. Built without cgo (deploy's static build), the helper
+// after one getenv. Built without cgo (the Containerfile's static build), the helper
 // is Go: the init of package internal/helper, which imports only errors,
 // syscall and unsafe, so Go runs it right after syscall's and before
 // every other package's (the spec's order: by import path, among packages
@@ -153,16 +153,23 @@
 //     over a plain spawn (cgroups, the request). Only a binary without
 //     cgo on a system without unshare 2.38 clones the helper into its
 //     namespaces and pays that fork.
-//   - The helper's start. The C stage's is an exec of the binary and its
-//     dynamic loader, up to the constructor: ~3.4 ms of CPU for mcpx,
-//     against ~2.9 ms for /bin/true and ~20 ms for the Go helper up to
-//     its check (2026-12-07). The Go helper, in its own package's init,
-//     skips the rest of the binary's inits (mcpx: 59 -> 22 ms of CPU up to
-//     the helper; its jsonschema dependency's init alone was ~15 ms); what
-//     is left is the Go runtime's start in a large binary (its itab table,
-//     its module data, the dynamic loader, its threads) and the exec.
-//   - The namespaces: made by the C stage, ~1-2 ms of the child's CPU;
-//     through unshare(1), its exec too, ~6 ms.
+//   - The helper. The C stage costs an exec of the binary and its dynamic
+//     loader up to the constructor, about what /bin/true's costs (mcpx:
+//     ~2.5 ms of CPU and ~53 page faults, against 1.6-2.8 ms and 49, and
+//     15-18 ms and ~420 for the Go helper up to its check), then its
+//     steps: reading the request ~0.2 ms, the namespaces ~0.6 ms,
+//     confining itself ~0.55 ms (medians over 300 of BenchmarkSpawn's
+//     spawns, 2026-12-07). The Go helper costs the Go runtime's start in a large
+//     binary (its itab table, its module data, the dynamic loader, its
+//     threads) up to its own package's init, which skips the rest of the
+//     binary's inits (mcpx: 59 -> 22 ms of CPU up to the helper; its
+//     jsonschema dependency's init alone was ~15 ms), and unshare's exec
+//     (~6 ms with the namespaces). BenchmarkSpawn, a confined /bin/true
+//     against a plain one, daemon and children: +5.6-6.3 ms with the C
+//     stage, +16-20 ms with the Go helper.
+//   - What confining costs the program itself: Landlock's checks on its
+//     opens, the seccomp filter on its system calls, its cgroups' charges:
+//     too little to tell apart from the noise of a spawn here.
 //
 // Not chosen, measured or reasoned out:
 //
@@ -181,7 +188,7 @@
 //     what the C stage costs): no binary is committed, and `go install`
 //     of one module builds one command, so mcpx would have to find or
 //     build a second one. The C stage is that helper, inside mcpx.
-//   - Only the C stage, no Go helper: deploy's static build is built
+//   - Only the C stage, no Go helper: the Containerfile's static build is
 //     without cgo (a static binary needs no libc on the host), and so are
 //     cross-compiled ones; they keep the Go helper.
 //   - A C stage that leaves to the Go helper what it cannot do: the Go
