@@ -33,6 +33,8 @@ func TestValidate(t *testing.T) {
 		{"env form", func(p *sandbox.Policy) { p.Env = append(p.Env, "JUSTAKEY") }, `env[2] "JUSTAKEY" is not KEY=value`},
 		{"env twice", func(p *sandbox.Policy) { p.Env = append(p.Env, "PATH=/bin") }, `env sets PATH twice`},
 		{"env helper", func(p *sandbox.Policy) { p.Env = append(p.Env, "MCPX_SANDBOX_HELPER=3") }, `env sets MCPX_SANDBOX_HELPER, which the sandbox's own helper reads`},
+		{"env helper's namespaces", func(p *sandbox.Policy) { p.Env = append(p.Env, "MCPX_SANDBOX_UNSHARE=ipc") }, `env sets MCPX_SANDBOX_UNSHARE, which the sandbox's own helper reads`},
+		{"env helper's stage", func(p *sandbox.Policy) { p.Env = append(p.Env, "MCPX_SANDBOX_GO_STAGE=1") }, `env sets MCPX_SANDBOX_GO_STAGE, which the sandbox's own helper reads`},
 		{"memory", func(p *sandbox.Policy) { p.Limits.Memory = -1 }, `limits.memory -1 is negative`},
 		{"cpu", func(p *sandbox.Policy) { p.Limits.CPU = -time.Second }, `limits.cpu -1s is negative`},
 	} {
