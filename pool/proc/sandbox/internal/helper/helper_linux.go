@@ -50,10 +50,6 @@ func Run() {
 		syscall.Write(2, []byte(msg))
 		syscall.Exit(126)
 	}
-	if _, ok := syscall.Getenv(EnvUnshare); ok {
-		syscall.CloseOnExec(fd)
-		syscall.Exit(fail(fd, "sandbox: the helper cannot make its namespaces: this executable has no C stage (built without cgo); was it replaced since the daemon started?"))
-	}
 	syscall.Exit(run(fd))
 }
 
@@ -78,6 +74,11 @@ func run(fd int) int {
 	req, err := readRequest(fd)
 	if err != nil {
 		return fail(fd, err.Error())
+	}
+	// Read first, as the C stage does: a helper that exits with the
+	// request unread resets the socket, and the daemon would not read why.
+	if _, ok := syscall.Getenv(EnvUnshare); ok {
+		return fail(fd, "sandbox: the helper cannot make its namespaces: this executable has no C stage (built without cgo); was it replaced since the daemon started?")
 	}
 	rep, why := confine(fd, &req)
 	if why != "" {
