@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"mcpx.dev/mcpx/internal/testing/proctest"
 )
 
 // TestMalformedRequest: a helper sent a request it cannot decode replies
@@ -17,6 +19,7 @@ import (
 // (which, also in this test binary, runs in this package's init).
 func TestMalformedRequest(t *testing.T) {
 	t.Parallel()
+	proctest.CheckNoLeaks(t)
 	valid := sampleRequest()
 	valid.Path, valid.Args = "/bin/true", []string{"true"} // never reached
 	valid.LoopbackUp, valid.ProxyPort = false, 0           // nor these, in the host's network
@@ -81,7 +84,7 @@ func runHelper(t *testing.T, msg []byte, env ...string) (string, syscall.WaitSta
 	mine, theirs := os.NewFile(uintptr(fds[0]), "daemon"), os.NewFile(uintptr(fds[1]), "helper")
 	defer mine.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append([]string{Env + "=3"}, env...)
+	cmd.Env = append([]string{Env + "=3", proctest.Env(t)}, env...)
 	cmd.ExtraFiles = []*os.File{theirs}
 	err = cmd.Start()
 	theirs.Close()
