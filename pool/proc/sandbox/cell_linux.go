@@ -20,10 +20,10 @@ import (
 )
 
 // Prepare rewrites cmd, not yet started, so that cmd.Start starts it
-// confined by p: cmd.Start then runs the helper (this very binary, entered
-// through MaybeExec, with only the MCPX_ variables of p.Env) in the
-// namespaces p needs, and the helper, once Started has sent it p, confines
-// itself and execs cmd's program with exactly p.Env. cmd.Env must be nil
+// confined by p: cmd.Start then runs the helper (this very binary, with
+// only the MCPX_ variables of p.Env), which is in the namespaces p needs
+// or, the C stage, makes them, and the helper, once Started has sent it
+// p, confines itself and execs cmd's program with exactly p.Env. cmd.Env must be nil
 // or equal to p.Env; cmd's Dir, stdio, ExtraFiles and SysProcAttr (process
 // group, parent-death signal) carry over to the child.
 //
