@@ -62,6 +62,44 @@ func BenchmarkContainmentSpawn(b *testing.B) {
 	benchSpawn(b, def, benchEcho(b.Context()), benchContained(b), "unconfined", "confined", "confined-no-limits", "confined-host-network")
 }
 
+// BenchmarkContainmentSpawnInterleaved is BenchmarkContainmentSpawn's
+// unconfined and confined demo child, one spawn of each per op, in turn
+// first, so that a shared machine's load drifts over both alike: per
+// variant its wall time, its child's CPU (reaped at Close) and this
+// process's CPU per spawn.
+func BenchmarkContainmentSpawnInterleaved(b *testing.B) {
+	proctest.CheckNoLeaks(b)
+	def := pool.Server{Name: "demo", Command: os.Args[0], Env: map[string]string{
+		demo.EnvServer: "1", "GORACE": "atexit_sleep_ms=0", proctest.MarkerEnv: proctest.Marker(b)}}
+	variants := benchContained(b)
+	names := [2]string{"unconfined", "confined"}
+	call := benchEcho(b.Context())
+	var wall, self, child [2]time.Duration
+	n := 0
+	for b.Loop() {
+		for k := range 2 {
+			i := (n + k) % 2
+			tg := pool.Target{Server: def.Name, Key: "global", Sandbox: variants[names[i]]}
+			c0, s0, w0 := benchChildrenCPU(), benchSelfCPU(), time.Now()
+			p := pool.New(pool.Options{ReapInterval: -1, ExecWatch: -1})
+			p.SetServers([]pool.Server{def})
+			if err := p.Do(b.Context(), tg, call); err != nil {
+				b.Fatal(err)
+			}
+			wall[i] += time.Since(w0)
+			self[i] += benchSelfCPU() - s0
+			p.Close(context.Background())
+			child[i] += benchChildrenCPU() - c0
+		}
+		n++
+	}
+	for i, name := range names {
+		b.ReportMetric(float64(wall[i])/float64(b.N), name+"-ns/spawn")
+		b.ReportMetric(float64(child[i])/float64(b.N), name+"-child-cpu-ns/spawn")
+		b.ReportMetric(float64(self[i])/float64(b.N), name+"-pool-cpu-ns/spawn")
+	}
+}
+
 // BenchmarkContainmentSpawnNode is BenchmarkContainmentSpawn for what the
 // sandbox is on by default for: servers installed from npm (two reference
 // servers, under node), confined as mcpx registry add confines one (no
