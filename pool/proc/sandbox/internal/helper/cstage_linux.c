@@ -90,6 +90,8 @@ void mcpx_buf_errno(struct buf *w, int e) {
 	mcpx_buf_str(w, s + 1);
 }
 
+// mcpx_errno_text is mcpx_buf_errno's text alone, for TestErrnoText (it
+// leaks it).
 const char *mcpx_errno_text(int e) {
 	struct buf w = {0};
 	mcpx_buf_errno(&w, e);
@@ -211,7 +213,7 @@ static void decode_landlock(struct dec *d, struct request *r) {
 }
 
 // mcpx_decode decodes the request in b (n bytes) into r; it returns NULL
-// or the error's text, DecodeRequest's.
+// or the error's text, DecodeRequest's. What r points to is never freed.
 const char *mcpx_decode(const unsigned char *b, size_t n, struct request *r) {
 	// The arena: every string read takes its bytes and a NUL; each one
 	// read before an error took a length byte at least, and after one
