@@ -167,9 +167,11 @@
 //     (~6 ms with the namespaces). BenchmarkSpawn, a confined /bin/true
 //     against a plain one, daemon and children: +5.6-6.3 ms with the C
 //     stage, +16-20 ms with the Go helper.
-//   - What confining costs the program itself: Landlock's checks on its
-//     opens, the seccomp filter on its system calls, its cgroups' charges:
-//     too little to tell apart from the noise of a spawn here.
+//   - What confining costs the program itself (Landlock's checks on its
+//     opens, the seccomp filter on its system calls, a fresh memory
+//     cgroup) and the pool beyond this package's code: not told apart;
+//     the pool's benchmark shows ~3.5 ms per spawn more than the helper
+//     and the daemon's sandbox code add up to, at load 5.
 //
 // Not chosen, measured or reasoned out:
 //
