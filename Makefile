@@ -37,8 +37,8 @@ faults: deps
 # FUZZTIME is a count of inputs (Nx), not a duration: Go 1.26's fuzz
 # coordinator can fail a target with a bare "context deadline exceeded"
 # when a duration runs out while a worker is busy (go.dev/issue/75804, fixed
-# in Go 1.27); a count sets no deadline. CI runs 50000x, about 2 minutes for
-# all targets here; the default is ten times that.
+# in Go 1.27); a count sets no deadline. CI runs 10000x (.ci/run says
+# why); the default is fifty times that.
 FUZZTIME ?= 500000x
 fuzz:
 	@set -e; grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sort | while IFS=: read -r file decl; do \
