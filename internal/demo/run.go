@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -157,13 +159,28 @@ func failAtStart(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer)
 	return 0, false
 }
 
-// HangStdinEnded is what EnvHang=1 writes to stderr when its stdin ends:
-// tests tell a child stopped through its stdin from one killed outright.
+// HangStdinEnded is what EnvHang=1 writes to stderr when its stdin ends.
+// A child killed outright may have written it too: the client that gives
+// up on it closes its stdin as it goes, before the kill.
 const HangStdinEnded = "demo: stdin ended; hanging on until killed"
 
+// HangTerminated is what EnvHang=1 writes to stderr when it gets SIGTERM,
+// before it exits: the second step of a stop through the graces (its
+// stdin's end, a grace, SIGTERM). A child killed outright never writes it,
+// which is how tests tell the two apart.
+const HangTerminated = "demo: SIGTERM; exiting"
+
 // hang consumes in without answering and, even after EOF, keeps the process
-// alive until ctx is done, so that callers must signal it to stop it.
+// alive until ctx is done or it gets SIGTERM, so that callers must signal
+// it to stop it.
 func hang(ctx context.Context, in io.Reader, stderr io.Writer) {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go func() {
+		<-term
+		fmt.Fprintln(stderr, HangTerminated)
+		os.Exit(143) // as the signal's default action would have it
+	}()
 	io.Copy(io.Discard, in)
 	fmt.Fprintln(stderr, HangStdinEnded)
 	<-ctx.Done()
