@@ -32,9 +32,12 @@ type Cell struct {
 	kernel Kernel
 	path   string // the program's path and argv, which the helper execs
 	args   []string
-	stage  string        // the unshare the helper starts through, if any
-	conn   *net.UnixConn // the daemon's end of the helper's socket
-	end    *os.File      // the helper's end, the daemon's copy, until Started
+	stage  string // the unshare the helper starts through, if any
+	// selfJoin: the helper is the C stage, which moves itself into its
+	// cgroups (helper.Join); else Started moves it.
+	selfJoin bool
+	conn     *net.UnixConn // the daemon's end of the helper's socket
+	end      *os.File      // the helper's end, the daemon's copy, until Started
 
 	mu          sync.Mutex
 	enforcement Enforcement

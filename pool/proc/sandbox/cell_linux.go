@@ -112,8 +112,8 @@ func (c *Cell) rewrite(exe string) {
 		switch {
 		case helper.PreRuntime && !goStage:
 			// The C stage makes them itself, once it has read the
-			// request (by when Started has moved it into its
-			// cgroups): neither unshare's exec nor the daemon's fork.
+			// request and moved itself into its cgroups: neither
+			// unshare's exec nor the daemon's fork.
 			ns := "ipc"
 			if net {
 				ns = "ipc,net"
@@ -133,6 +133,7 @@ func (c *Cell) rewrite(exe string) {
 	if helper.PreRuntime && goStage {
 		cmd.Env = append(cmd.Env, envGoStage+"=1")
 	}
+	c.selfJoin = helper.PreRuntime && !goStage
 	cmd.SysProcAttr = attr
 }
 
@@ -151,8 +152,9 @@ func helperEnv(env []string) []string {
 }
 
 // Started finishes the start of the Cell's cmd, which the caller has
-// started: it moves the helper into the child's cgroups, sends it the
-// policy, and waits until the helper has confined itself and exec'd the
+// started: it makes the child's cgroups, sends the helper the policy
+// (the C stage moves itself into the cgroups; the Go helper Started
+// moves), and waits until the helper has confined itself and exec'd the
 // program (or failed to: then it kills the helper, and the caller waits
 // for cmd as after any failed start). It returns what confines the child.
 func (c *Cell) Started(ctx context.Context) (Enforcement, error) {
@@ -172,13 +174,16 @@ func (c *Cell) Started(ctx context.Context) (Enforcement, error) {
 }
 
 func (c *Cell) start(ctx context.Context, pid int) (Enforcement, error) {
-	k := c.cgroup(pid)
+	k, cgs := c.cgroup(pid)
 	enf, err := Plan(&c.policy, k)
 	if err != nil {
 		return enf, err
 	}
 	req, failed := requestFor(&c.policy, k, enf)
 	req.Path, req.Args = c.path, c.args
+	if c.selfJoin {
+		req.Join = selfJoins(cgs)
+	}
 	if err := enf.apply(helper.Report{Failures: failed}); err != nil {
 		return enf, err
 	}
@@ -196,16 +201,17 @@ func (c *Cell) start(ctx context.Context, pid int) (Enforcement, error) {
 }
 
 // cgroup makes the child pid's cgroups where the kernel has them writable
-// and moves pid into them. It returns the kernel as it turned out: with no
-// cgroups if they could not be made, so that the plan falls back to the
-// rlimits (and Enforce refuses what they cannot hold).
-func (c *Cell) cgroup(pid int) Kernel {
+// and, unless the helper moves itself (selfJoin), moves pid into them. It
+// returns the kernel as it turned out: with no cgroups if they could not
+// be made, so that the plan falls back to the rlimits (and Enforce refuses
+// what they cannot hold); and the cgroups.
+func (c *Cell) cgroup(pid int) (Kernel, []cgroup) {
 	k := c.kernel
 	if k.Memory.Dir == "" && k.Pids.Dir == "" {
-		return k
+		return k, nil
 	}
 	cgs, err := newCgroups(k, pid, c.policy.Limits)
-	if err == nil {
+	if err == nil && !c.selfJoin {
 		err = joinCgroups(cgs, pid)
 	}
 	c.mu.Lock()
@@ -213,8 +219,9 @@ func (c *Cell) cgroup(pid int) Kernel {
 	c.mu.Unlock()
 	if err != nil {
 		k.Memory, k.Pids, k.CgroupWhy = CgroupDir{}, CgroupDir{}, err.Error()
+		return k, nil
 	}
-	return k
+	return k, cgs
 }
 
 // deadline makes the socket's reads and writes fail when ctx is done,

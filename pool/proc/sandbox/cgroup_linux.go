@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"mcpx.dev/mcpx/pool/proc/sandbox/internal/helper"
 )
 
 // cgroupFS is where probeCgroups reads the mounts and the daemon's own
@@ -332,6 +333,29 @@ func joinCgroups(cs []cgroup, pid int) error {
 		}
 	}
 	return nil
+}
+
+// selfJoins are the moves into cs the C stage makes itself: a v1
+// cgroup's tasks file, which moves the writing thread alone and spares
+// the move the kernel's global lock (helper.Join); a v2 cgroup's
+// cgroup.procs, which has no such file outside threaded subtrees.
+func selfJoins(cs []cgroup) []helper.Join {
+	var out []helper.Join
+	for _, c := range cs {
+		file := "cgroup.procs"
+		if c.Version == 1 {
+			file = "tasks"
+		}
+		var features []string
+		if c.Memory {
+			features = append(features, FeatureMemory)
+		}
+		if c.Pids {
+			features = append(features, FeatureProcesses)
+		}
+		out = append(out, helper.Join{File: filepath.Join(c.Dir, file), Features: features})
+	}
+	return out
 }
 
 // readCounters reads the limit events of cs.

@@ -43,16 +43,17 @@
 // daemon starts it like any child. The Go helper is started in them:
 // through util-linux's unshare (2.38 and later, which Probe looks for in
 // /usr/bin and /bin) where there is one, else by clone flags. Started
-// moves the helper into the child's cgroups, then sends it the request on
-// an inherited unix socket — never in argv, which /proc shows, nor in the
+// makes the child's cgroups, then sends the helper the request on an
+// inherited unix socket — never in argv, which /proc shows, nor in the
 // environment, which the child would inherit. The daemon decides every
 // step and sends the system calls' arguments (the seccomp filter already
 // assembled, Landlock's rights per path), each step naming the features
-// it enforces. The helper brings lo up, makes the proxy's listener on its
-// own 127.0.0.1 and sends it back (SCM_RIGHTS), sets no_new_privs,
-// installs the seccomp filter, restricts itself with Landlock, sets the
-// rlimits, drops every capability, reports the steps that failed, and
-// execs the program with exactly Policy.Env — unless a step failed whose
+// it enforces. The helper moves itself into the cgroups (the Go helper,
+// which has threads, is moved by Started: see Cost), brings lo up, makes
+// the proxy's listener on its own 127.0.0.1 and sends it back
+// (SCM_RIGHTS), sets no_new_privs, installs the seccomp filter, restricts
+// itself with Landlock, sets the rlimits, drops every capability, reports
+// the steps that failed, and execs the program with exactly Policy.Env — unless a step failed whose
 // feature the policy needs in Enforce mode: then it reports and exits.
 // The socket closes on exec: that is how Started knows the program runs.
 // The child keeps the helper's pid; nothing of the helper stays.
@@ -167,6 +168,17 @@
 //     (~6 ms with the namespaces). BenchmarkSpawn, a confined /bin/true
 //     against a plain one, daemon and children: +5.6-6.3 ms with the C
 //     stage, +16-20 ms with the Go helper.
+//   - The move into the cgroups. Writing a pid to cgroup.procs moves a
+//     whole process and takes the kernel's global threadgroup lock, whose
+//     write side waits for an RCU grace period: ~5-6 ms of wall time (not
+//     CPU) for the first move after a quiet spell, on this VM's cgroup v1
+//     (2026-12-08). The C stage, single-threaded, writes "0" (itself) to
+//     a v1 cgroup's tasks file instead, which moves one thread and skips
+//     that lock: ~0.05 ms. A confined spawn of the pool's demo child
+//     went from ~7.5 to ~3 ms of wall time over a plain one (bench/README.md,
+//     "A cgroup the helper joins itself"). The Go helper has threads, so
+//     Started moves it with cgroup.procs; so does the C stage on v2, whose
+//     domain cgroups have no tasks file.
 //   - What confining costs the program itself (Landlock's checks on its
 //     opens, the seccomp filter on its system calls, a fresh memory
 //     cgroup) and the pool beyond this package's code: not told apart;

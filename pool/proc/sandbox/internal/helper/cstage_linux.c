@@ -245,6 +245,13 @@ const char *mcpx_decode(const unsigned char *b, size_t n, struct request *r) {
 	r->nrlimits = r->rlimits == NULL ? 0 : nl;
 	r->capabilities = d_str(&d);
 	r->fatal = d_strs(&d);
+	size_t nj = d_count(&d);
+	r->joins = d_alloc(&d, nj, sizeof *r->joins);
+	for (size_t i = 0; r->joins != NULL && i < nj; i++) {
+		r->joins[i].file = d_str(&d);
+		r->joins[i].features = d_strs(&d);
+	}
+	r->njoins = r->joins == NULL ? 0 : nj;
 	switch (d.err) {
 	case 1:
 		return "sandbox: the helper's message is cut short";
@@ -314,8 +321,9 @@ static void read_request(int fd, struct request *r) {
 		mcpx_fail_str(fd, err);
 }
 
-// write_file writes s to path, for the id maps; it returns 0 or an errno.
-static int write_file(const char *path, const char *s) {
+// mcpx_write_file writes s to path, for the id maps and the cgroups; it returns
+// 0 or an errno.
+int mcpx_write_file(const char *path, const char *s) {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
@@ -330,8 +338,8 @@ static int write_file(const char *path, const char *s) {
 // uid and gid to themselves and denying setgroups, as `unshare --user
 // --map-current-user` does; in them it holds every capability, which the
 // steps need (CAP_NET_ADMIN for lo) and dropCapabilities then drops. It
-// runs after the request is read: the daemon has moved this process into
-// its cgroups by then, so what the namespaces cost is charged there.
+// runs after the request is read and this process has moved itself into
+// its cgroups (mcpx_join), so what the namespaces cost is charged there.
 static void make_namespaces(int fd, const char *what) {
 	int flags = CLONE_NEWUSER | CLONE_NEWIPC;
 	if (strcmp(what, "ipc,net") == 0)
@@ -350,17 +358,17 @@ static void make_namespaces(int fd, const char *what) {
 	char map[64];
 	if (e == 0) {
 		step = "denying setgroups";
-		e = write_file("/proc/self/setgroups", "deny");
+		e = mcpx_write_file("/proc/self/setgroups", "deny");
 	}
 	if (e == 0) {
 		step = "writing /proc/self/uid_map";
 		snprintf(map, sizeof map, "%u %u 1", (unsigned)uid, (unsigned)uid);
-		e = write_file("/proc/self/uid_map", map);
+		e = mcpx_write_file("/proc/self/uid_map", map);
 	}
 	if (e == 0) {
 		step = "writing /proc/self/gid_map";
 		snprintf(map, sizeof map, "%u %u 1", (unsigned)gid, (unsigned)gid);
-		e = write_file("/proc/self/gid_map", map);
+		e = mcpx_write_file("/proc/self/gid_map", map);
 	}
 	if (e != 0) {
 		struct buf w = {0};
@@ -422,15 +430,16 @@ static void exec_program(int fd, const struct request *r) {
 	mcpx_fail(fd, &w);
 }
 
-// run is helper_linux.go's run: read the request, make the namespaces if
-// asked, confine, report, exec.
+// run is helper_linux.go's run: read the request, join the cgroups, make
+// the namespaces if asked, confine, report, exec.
 static void run(int fd, const char *unshare_what) {
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
 	struct request r;
 	read_request(fd, &r);
+	struct report rep = {.fatal = &r.fatal};
+	mcpx_join(&r, &rep);
 	if (unshare_what != NULL)
 		make_namespaces(fd, unshare_what);
-	struct report rep = {.fatal = &r.fatal};
 	struct buf why = {0};
 	if (mcpx_confine(fd, &r, &rep, &why) != 0)
 		mcpx_fail(fd, &why);

@@ -58,5 +58,8 @@ func cDecode(b []byte) (r Request, why string) {
 	for _, l := range unsafe.Slice(cr.rlimits, cr.nrlimits) {
 		r.Rlimits = append(r.Rlimits, Rlimit{Feature: str(l.feature), Resource: int(l.resource), Cur: uint64(l.cur), Max: uint64(l.max)})
 	}
+	for _, j := range unsafe.Slice(cr.joins, cr.njoins) {
+		r.Join = append(r.Join, Join{File: str(j.file), Features: strs(j.features)})
+	}
 	return r, ""
 }

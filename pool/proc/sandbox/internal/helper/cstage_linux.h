@@ -36,6 +36,11 @@ struct rlim {
 	uint64_t resource, cur, max;
 };
 
+struct join {
+	struct str file;
+	struct strs features;
+};
+
 // request is wire.go's Request.
 struct request {
 	struct str path;
@@ -56,6 +61,8 @@ struct request {
 	size_t nrlimits;
 	struct str capabilities;
 	struct strs fatal;
+	struct join *joins;
+	size_t njoins;
 };
 
 // buf is a growing byte buffer for a reply; oom marks a failed growth
@@ -86,6 +93,8 @@ void mcpx_fail_str(int fd, const char *why) __attribute__((noreturn));
 
 const char *mcpx_decode(const unsigned char *b, size_t n, struct request *r);
 const char *mcpx_errno_text(int e);
+int mcpx_write_file(const char *path, const char *s);
+void mcpx_join(const struct request *r, struct report *rep);
 int mcpx_confine(int fd, const struct request *r, struct report *rep, struct buf *why);
 
 #endif

@@ -242,6 +242,23 @@ static int drop_capabilities(struct buf *why) {
 	return 0;
 }
 
+// mcpx_join is join: this process moves itself into each cgroup of the
+// request, writing "0" (the writer: this thread, the only one) to its file.
+void mcpx_join(const struct request *r, struct report *rep) {
+	for (size_t i = 0; i < r->njoins; i++) {
+		const struct join *j = &r->joins[i];
+		int e = j->file.nul ? EINVAL : mcpx_write_file(j->file.p, "0");
+		if (e != 0) {
+			struct buf w = {0};
+			mcpx_buf_str(&w, "moving into the cgroup ");
+			mcpx_buf_add(&w, j->file.p, j->file.n);
+			mcpx_buf_str(&w, ": ");
+			mcpx_buf_errno(&w, e);
+			record(rep, &j->features, &w);
+		}
+	}
+}
+
 // mcpx_confine is confine: the network, no_new_privs, seccomp, Landlock,
 // the rlimits, capabilities, each failure recorded in rep. It returns
 // non-zero, with why, for what must not be skipped.

@@ -80,7 +80,8 @@ func run(fd int) int {
 	if _, ok := syscall.Getenv(EnvUnshare); ok {
 		return fail(fd, "sandbox: the helper cannot make its namespaces: this executable has no C stage (built without cgo); was it replaced since the daemon started?")
 	}
-	rep, why := confine(fd, &req)
+	rep := join(&req)
+	rep, why := confine(fd, &req, rep)
 	if why != "" {
 		return fail(fd, why)
 	}
@@ -102,10 +103,38 @@ func run(fd int) int {
 	return fail(fd, why)
 }
 
-// confine does the request's steps in order: the network, no_new_privs,
-// seccomp, Landlock, the rlimits, capabilities. A step that fails is a
-// Failure of its features; why is for what must not be skipped.
-func confine(fd int, req *Request) (rep Report, why string) {
+// join moves this process into the request's cgroups, writing "0" (the
+// writer) to each one's file: the daemon names cgroup.procs, the whole
+// process, for this helper, which has threads. A move that fails is a
+// Failure of its features.
+func join(req *Request) (rep Report) {
+	for _, j := range req.Join {
+		if err := writeFile(j.File, "0"); err != nil && len(j.Features) > 0 {
+			rep.Failures = append(rep.Failures, Failure{Features: j.Features, Why: wrap("moving into the cgroup "+j.File, err).Error()})
+		}
+	}
+	return rep
+}
+
+// writeFile writes s to path.
+func writeFile(path, s string) error {
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	n, err := syscall.Write(fd, []byte(s))
+	if err == nil && n != len(s) {
+		err = syscall.EIO
+	}
+	return err
+}
+
+// confine does the request's steps in order, after join's (rep): the
+// network, no_new_privs, seccomp, Landlock, the rlimits, capabilities. A
+// step that fails is a Failure of its features; why is for what must not
+// be skipped.
+func confine(fd int, req *Request, rep Report) (_ Report, why string) {
 	check := func(features []string, err error) {
 		if err != nil && len(features) > 0 {
 			rep.Failures = append(rep.Failures, Failure{Features: features, Why: err.Error()})

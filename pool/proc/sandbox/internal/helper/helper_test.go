@@ -40,6 +40,7 @@ func sampleRequest() Request {
 			Features: []string{"filesystem", "ipc"}},
 		Rlimits:      []Rlimit{{Feature: "open-files", Resource: 7, Cur: 1024, Max: 1024}, {Feature: "core-dumps", Resource: 4}},
 		Capabilities: "capabilities", Fatal: []string{"filesystem", "network"},
+		Join: []Join{{File: "/sys/fs/cgroup/memory/mcpx-1/tasks", Features: []string{"memory"}}, {File: "/sys/fs/cgroup/pids/mcpx-1/tasks"}},
 	}
 }
 
