@@ -243,6 +243,13 @@ func TestSandboxGopls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The dependency must be in the module cache, which the sandbox lets
+	// gopls read; go test of this package alone does not put it there.
+	dl := exec.CommandContext(ctx, "go", "mod", "download", "github.com/oklog/run")
+	dl.Dir = testenv.RepoRoot(t)
+	if out, err := dl.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download github.com/oklog/run: %v\n%s", err, out)
+	}
 	var sums []string
 	for line := range strings.Lines(string(sum)) {
 		if strings.HasPrefix(line, "github.com/oklog/run v1.2.0") {
