@@ -5,6 +5,8 @@ package helper
 import (
 	"os"
 	"os/exec"
+	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -99,4 +101,45 @@ func runHelper(t *testing.T, msg []byte, env ...string) (string, syscall.WaitSta
 	n, _ := mine.Read(buf)
 	cmd.Wait()
 	return string(buf[:max(n, 0)]), cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+// TestJoinFails: a cgroup the helper cannot move itself into is a failure
+// of the features its limits enforce, named in the report with the file
+// and why: it refuses the exec where one of them is fatal, and execs
+// where none is. Each stage this binary has.
+func TestJoinFails(t *testing.T) {
+	t.Parallel()
+	proctest.CheckNoLeaks(t)
+	stages := map[string]string{"go": EnvGoStage + "=1"}
+	if PreRuntime {
+		stages["c"] = ""
+	}
+	const want = "moving into the cgroup /nonexistent/mcpx-1/tasks: no such file or directory"
+	for stage, stageEnv := range stages {
+		for _, fatal := range []bool{true, false} {
+			t.Run(stage+"/fatal="+strconv.FormatBool(fatal), func(t *testing.T) {
+				t.Parallel()
+				req := Request{Path: "/bin/true", Args: []string{"true"},
+					Join: []Join{{File: "/nonexistent/mcpx-1/tasks", Features: []string{"memory", "processes"}}}}
+				if fatal {
+					req.Fatal = []string{"processes"}
+				}
+				reply, status := runHelper(t, req.Encode(), stageEnv)
+				if !strings.HasPrefix(reply, string(rune(ReplyReport))) {
+					t.Fatalf("reply %q; want a report", reply)
+				}
+				rep, err := DecodeReport([]byte(reply[1:]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantRep := Report{Failures: []Failure{{Features: []string{"memory", "processes"}, Why: want}}, Refused: fatal}
+				if !reflect.DeepEqual(rep, wantRep) {
+					t.Errorf("report %+v; want %+v", rep, wantRep)
+				}
+				if wantExit := map[bool]int{true: 126, false: 0}[fatal]; status.Signaled() || status.ExitStatus() != wantExit {
+					t.Errorf("the helper ended %v; want exit status %d (126: refused; 0: /bin/true ran)", status, wantExit)
+				}
+			})
+		}
+	}
 }
