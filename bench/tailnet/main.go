@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command tailnet measures mcpx over its embedded tailnet node against the
 // unix socket, in one run, on a test tailnet on loopback (package
 // internal/testing/testtailnet: no internet, no tailscaled):
@@ -9,7 +11,8 @@
 // calls/s at concurrency -c, in interleaved rounds; the daemon's idle RSS
 // with and without --tailnet; and the time from starting `mcpx serve
 // --tailnet` to its first answered call over the tailnet. It is apart from
-// bench/load so that the load tool builds without tsnet.
+// bench/load so that the load tool builds without tsnet. Linux only (the
+// daemons it starts die with it by their parent-death signal).
 package main
 
 import (
