@@ -124,10 +124,13 @@ func setNamespaces(a *syscall.SysProcAttr, net bool) {
 	if net {
 		a.Cloneflags |= syscall.CLONE_NEWNET
 	}
+	// Kept across the helper's exec, which would otherwise drop every
+	// capability of a uid that is not 0, as unshare --keep-caps keeps
+	// them: CAP_SETPCAP to drop the bounding set and lock the secure
+	// bits, CAP_NET_ADMIN to bring lo up; the helper then clears them
+	// all (helper.dropCapabilities).
+	a.AmbientCaps = append(a.AmbientCaps, unix.CAP_SETPCAP)
 	if net {
-		// Kept across the helper's exec, which would otherwise drop
-		// every capability of a uid that is not 0: it brings lo up,
-		// then clears them (helper.dropCapabilities).
 		a.AmbientCaps = append(a.AmbientCaps, unix.CAP_NET_ADMIN)
 	}
 	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
