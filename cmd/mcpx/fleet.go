@@ -14,8 +14,9 @@ import (
 )
 
 // fleetCmd is `mcpx fleet ls [--json] [--tag t] [--probe]`: the brokers
-// on the tailnet. With --tsnet (and no --broker) the CLI's own node finds
-// and asks them; otherwise the daemon named by --broker (default the local
+// on the tailnet. With --tsnet and no broker named (--broker, --remote,
+// $MCPX_BROKER, $MCPX_REMOTE) the CLI's own node finds and asks them;
+// otherwise the daemon named (default the default remote, else the local
 // one) does, with its node (GET /v1/fleet). `mcpx --broker <name> …`
 // then drives any of them.
 func fleetCmd(ctx context.Context, c *cli, args []string) int {
@@ -44,7 +45,7 @@ func fleetCmd(ctx context.Context, c *cli, args []string) int {
 		return usageError(c, fs, "--timeout must be positive, e.g. 2s")
 	}
 	var f *wire.Fleet
-	if bo.tsnet && bo.addr == "" && c.getenv("MCPX_BROKER") == "" {
+	if bo.tsnet && !bo.named(c) {
 		// The CLI's own node is the one looking.
 		state, err := stateDir(c.getenv)
 		if err != nil {

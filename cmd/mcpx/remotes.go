@@ -65,6 +65,12 @@ func (bo *brokerOpts) resolve(c *cli) error {
 	return nil
 }
 
+// named reports whether the command names a broker by flag or
+// environment (steps 1 and 2), which the default remote does not.
+func (bo *brokerOpts) named(c *cli) bool {
+	return bo.addr != "" || bo.remote != "" || c.getenv("MCPX_BROKER") != "" || c.getenv("MCPX_REMOTE") != ""
+}
+
 func remoteNames(cfg client.Config) string {
 	if len(cfg.Remotes) == 0 {
 		return "it has none"

@@ -114,6 +114,19 @@ func TestRemotePrecedence(t *testing.T) {
 	if code, _, errOut := mcpx(nil, "status", "--remote", "nope"); code == exitOK || !strings.Contains(errOut, `no remote "nope"`) || !strings.Contains(errOut, "def, other") {
 		t.Errorf("an unknown remote: exit %d: %s; want an error naming it and the saved ones", code, errOut)
 	}
+	// fleet ls --tsnet asks its own node only when no broker is named:
+	// a named one is asked (here: looked up, and not found).
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{nil, []string{"fleet", "ls", "--tsnet", "--remote", "nope"}},
+		{map[string]string{"MCPX_REMOTE": "nope"}, []string{"fleet", "ls", "--tsnet"}},
+	} {
+		if code, _, errOut := mcpx(tc.env, tc.args...); code == exitOK || !strings.Contains(errOut, `no remote "nope"`) {
+			t.Errorf("%v %v: exit %d: %s; want the named remote looked up (and not found)", tc.env, tc.args, code, errOut)
+		}
+	}
 	if code, _, errOut := mcpx(nil, "status", "--remote", "other", "--broker", urls["flag"]); code == exitOK || !strings.Contains(errOut, "drop one") {
 		t.Errorf("--remote and --broker: exit %d: %s; want a usage error", code, errOut)
 	}
