@@ -85,12 +85,13 @@ func TestPolicy(t *testing.T) {
 }
 
 // TestProgramReads lays out the program kinds a confined child runs and
-// checks what of each is readable, and that neither the home directory
-// nor / ever is.
+// checks what of each is readable, and that neither the home directory,
+// a temporary directory nor / ever is.
 func TestProgramReads(t *testing.T) {
 	root := t.TempDir()
-	home := filepath.Join(root, "home")
+	home, tmp := filepath.Join(root, "home"), filepath.Join(root, "tmp")
 	t.Setenv("HOME", home)
+	t.Setenv("TMPDIR", tmp)
 	file := func(rel string) string {
 		p := filepath.Join(root, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -114,6 +115,7 @@ func TestProgramReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	inHome := file("home/server")
+	inTmp, scriptInTmp := file("tmp/server"), file("tmp/server.py")
 
 	for _, c := range []struct {
 		name      string
@@ -132,6 +134,8 @@ func TestProgramReads(t *testing.T) {
 		{"a binary", gobin, []string{"gopls", "mcp"}, []string{filepath.Join(root, "opt/bin")}, nil},
 		{"a link into a package", link, []string{"x-server"}, []string{filepath.Join(root, reg), filepath.Join(root, "opt/bin")}, nil},
 		{"a binary in the home directory", inHome, []string{"server"}, []string{inHome}, []string{home}},
+		{"a binary in the temporary directory", inTmp, []string{"server"}, []string{inTmp}, []string{tmp}},
+		{"a script in the temporary directory", "/usr/bin/python3", []string{"python3", scriptInTmp}, []string{scriptInTmp}, []string{tmp}},
 	} {
 		dir := ""
 		if c.name == "relative script" {

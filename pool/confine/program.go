@@ -37,6 +37,11 @@ var nodeFamily = map[string]bool{"node": true, "nodejs": true, "bun": true, "den
 //     directory;
 //   - any other executable: its directory.
 //
+// A directory that holds others' files too is never read for a program
+// in it, only the program's file: /, the home directory, and the
+// temporary directories ($TMPDIR, /tmp, /var/tmp, /dev/shm), where the
+// daemon's other instances keep their private directories.
+//
 // dir is the child's working directory, for a relative program file.
 func ProgramReads(exe string, args []string, dir string) []string {
 	var out []string
@@ -77,6 +82,17 @@ func interpreter(base string) bool {
 	return false
 }
 
+// shared returns whether a directory holds others' files too: /, the
+// home directory, a temporary directory.
+func shared() func(dir string) bool {
+	userHome, _ := os.UserHomeDir()
+	wide := []string{"/", ".", "/tmp", "/var/tmp", "/dev/shm", filepath.Clean(os.TempDir())}
+	if userHome != "" {
+		wide = append(wide, filepath.Clean(userHome))
+	}
+	return func(d string) bool { return slices.Contains(wide, d) }
+}
+
 // paths are p and, if it is a symbolic link, where it leads.
 func paths(p string) []string {
 	p = filepath.Clean(p)
@@ -111,10 +127,9 @@ func firstFile(args []string, dir string) string {
 // home is where file's own files are: the directory above its outermost
 // node_modules, else (for a node entry point, pkg) its package's
 // directory, else its own directory.
-// It is never the home directory or /: the file alone, then.
+// It is never a shared directory (shared): the file alone, then.
 func home(file string, pkg bool) string {
-	userHome, _ := os.UserHomeDir()
-	wide := func(d string) bool { return d == "/" || d == "." || d == userHome }
+	wide := shared()
 	if i := strings.Index(file, "/node_modules/"); i > 0 {
 		if d := file[:i]; !wide(d) {
 			return d
