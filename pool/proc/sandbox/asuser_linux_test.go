@@ -45,7 +45,12 @@ func TestAsAnotherUser(t *testing.T) {
 	if err := os.Chown(tmp, nobody, nobody); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "sandbox.test")
+	// The binary in a directory of its own: a confined child may read its
+	// program's directory.
+	bin := filepath.Join(dir, "bin", "sandbox.test")
+	if err := os.Mkdir(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := copyFile(os.Args[0], bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
