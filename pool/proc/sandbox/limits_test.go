@@ -141,9 +141,16 @@ func TestMemoryLimitWithoutCgroup(t *testing.T) {
 	if len(r.results) > 0 || r.state.Success() {
 		t.Errorf("the allocation finished: %+v (exit %v)", r.results, r.state)
 	}
-	// The Go runtime says "out of memory"; under the race detector, its
-	// allocator gives up first ("failed to allocate").
-	if !strings.Contains(r.stderr, "out of memory") && !strings.Contains(r.stderr, "failed to allocate") {
+	// The Go runtime says "out of memory", or, refused memory for its
+	// own structures, "cannot allocate memory"; under the race detector,
+	// its allocator gives up first ("failed to allocate"). Go 1.26's
+	// collector, refused memory mid-mark, sometimes faults instead (a
+	// SIGSEGV in runtime.(*spanQueue)), with the child's goroutine still
+	// in alloc. The last two came about 1 run in 20 each here.
+	oom := strings.Contains(r.stderr, "out of memory") || strings.Contains(r.stderr, "cannot allocate memory") ||
+		strings.Contains(r.stderr, "failed to allocate")
+	fault := strings.HasPrefix(r.stderr, "SIGSEGV") && strings.Contains(r.stderr, "sandbox_test.alloc(")
+	if !oom && !fault {
 		t.Errorf("stderr %q; want the runtime's out of memory", r.stderr)
 	}
 	if f, _ := r.enf.Feature(sandbox.FeatureMemory); !f.Enforced || !strings.HasPrefix(f.By, "RLIMIT_DATA") {
