@@ -43,6 +43,7 @@ type Cell struct {
 	enforcement Enforcement
 	listener    net.Listener // NetworkProxy, after Started
 	cgroups     []cgroup
+	cgroupFD    *os.File // the v2 cgroup cmd.Start clones the child into, until Started
 	counters    counters // read by Close
 	closed      bool
 }

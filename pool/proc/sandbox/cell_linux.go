@@ -55,6 +55,7 @@ func Prepare(cmd *exec.Cmd, p Policy) (*Cell, error) {
 		c.args = []string{cmd.Path}
 	}
 	c.rewrite(exe)
+	c.cloneInto()
 	return c, nil
 }
 
@@ -137,6 +138,29 @@ func (c *Cell) rewrite(exe string) {
 	cmd.SysProcAttr = attr
 }
 
+// cloneInto makes the child's v2 cgroup, where the kernel has one for
+// it, before the child exists, and has cmd.Start clone it there
+// (CLONE_INTO_CGROUP): it never moves, and no move waits for the kernel's
+// global lock (package doc, "Cost"). A cgroup it cannot make leaves the
+// Cell's kernel without it, so that the plan falls back as in cgroup.
+func (c *Cell) cloneInto() {
+	cgs, err := newCgroups(c.kernel, 2, cloneName(), c.policy.Limits)
+	if err == nil && len(cgs) == 0 {
+		return // no v2 cgroup here
+	}
+	var f *os.File
+	if err == nil {
+		f, err = os.Open(cgs[0].Dir)
+	}
+	if err != nil {
+		removeCgroups(cgs)
+		c.kernel = c.kernel.without(2, err)
+		return
+	}
+	c.cgroups, c.cgroupFD = cgs, f
+	c.cmd.SysProcAttr.UseCgroupFD, c.cmd.SysProcAttr.CgroupFD = true, int(f.Fd())
+}
+
 // helperEnv is what of the child's environment the helper gets: the
 // daemon's MCPX_ markers (the pool's, which its watchdog kills by; tests'),
 // nothing meant for the program (LD_PRELOAD, GODEBUG) that would act on
@@ -159,6 +183,7 @@ func helperEnv(env []string) []string {
 // for cmd as after any failed start). It returns what confines the child.
 func (c *Cell) Started(ctx context.Context) (Enforcement, error) {
 	c.end.Close() // the helper holds its own copy
+	c.closeCgroupFD()
 	if c.cmd.Process == nil {
 		return Enforcement{}, errors.New("sandbox: Started before cmd.Start")
 	}
@@ -200,28 +225,45 @@ func (c *Cell) start(ctx context.Context, pid int) (Enforcement, error) {
 	return c.replies(enf)
 }
 
-// cgroup makes the child pid's cgroups where the kernel has them writable
-// and, unless the helper moves itself (selfJoin), moves pid into them. It
-// returns the kernel as it turned out: with no cgroups if they could not
-// be made, so that the plan falls back to the rlimits (and Enforce refuses
-// what they cannot hold); and the cgroups.
+// cgroup makes the child pid's v1 cgroups where the kernel has them
+// writable and, unless the helper moves itself (selfJoin), moves pid into
+// them (its v2 cgroup it was cloned into: cloneInto). It returns the
+// kernel as it turned out: without the cgroups that could not be made, so
+// that the plan falls back to the rlimits (and Enforce refuses what they
+// cannot hold); and the v1 cgroups.
 func (c *Cell) cgroup(pid int) (Kernel, []cgroup) {
 	k := c.kernel
-	if k.Memory.Dir == "" && k.Pids.Dir == "" {
-		return k, nil
-	}
-	cgs, err := newCgroups(k, pid, c.policy.Limits)
+	cgs, err := newCgroups(k, 1, cgroupName(pid), c.policy.Limits)
 	if err == nil && !c.selfJoin {
 		err = joinCgroups(cgs, pid)
 	}
 	c.mu.Lock()
-	c.cgroups = cgs
+	c.cgroups = append(c.cgroups, cgs...)
 	c.mu.Unlock()
 	if err != nil {
-		k.Memory, k.Pids, k.CgroupWhy = CgroupDir{}, CgroupDir{}, err.Error()
-		return k, nil
+		return k.without(1, err), nil
 	}
 	return k, cgs
+}
+
+// without is k with no cgroup of version, for err.
+func (k Kernel) without(version int, err error) Kernel {
+	for _, d := range []*CgroupDir{&k.Memory, &k.Pids} {
+		if d.Version == version {
+			*d = CgroupDir{}
+		}
+	}
+	k.CgroupWhy = err.Error()
+	return k
+}
+
+// closeCgroupFD closes the v2 cgroup's directory, which cmd.Start has
+// cloned the child into, or which it never will.
+func (c *Cell) closeCgroupFD() {
+	if c.cgroupFD != nil {
+		c.cgroupFD.Close()
+		c.cgroupFD = nil
+	}
 }
 
 // deadline makes the socket's reads and writes fail when ctx is done,
@@ -346,6 +388,7 @@ func (c *Cell) Close() error {
 		c.conn.Close()
 	}
 	c.end.Close()
+	c.closeCgroupFD() // cmd never started
 	if c.listener != nil {
 		c.listener.Close()
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -181,15 +182,16 @@ func findCgroup(mounts []cgroupMount, self, controller string) (CgroupDir, strin
 // for its children ("no internal processes").
 var v2Ready sync.Map // dir -> error
 
-// newCgroups makes the cgroups of the child pid under k's directories and
-// writes l's limits into them. On error none is left.
-func newCgroups(k Kernel, pid int, l Limits) ([]cgroup, error) {
+// newCgroups makes the cgroups named name under those of k's directories
+// of cgroup version (1 or 2), and writes l's limits into them. On error
+// none is left.
+func newCgroups(k Kernel, version int, name string, l Limits) ([]cgroup, error) {
 	var out []cgroup
 	add := func(d CgroupDir, memory, pids bool) error {
-		if d.Dir == "" {
+		if d.Dir == "" || d.Version != version {
 			return nil
 		}
-		if i := slices.IndexFunc(out, func(c cgroup) bool { return c.Dir == filepath.Join(d.Dir, cgroupName(pid)) }); i >= 0 {
+		if i := slices.IndexFunc(out, func(c cgroup) bool { return c.Dir == filepath.Join(d.Dir, name) }); i >= 0 {
 			out[i].Memory, out[i].Pids = out[i].Memory || memory, out[i].Pids || pids
 			return nil
 		}
@@ -198,11 +200,11 @@ func newCgroups(k Kernel, pid int, l Limits) ([]cgroup, error) {
 				return err
 			}
 		}
-		c := cgroup{Dir: filepath.Join(d.Dir, cgroupName(pid)), Version: d.Version, Memory: memory, Pids: pids}
+		c := cgroup{Dir: filepath.Join(d.Dir, name), Version: d.Version, Memory: memory, Pids: pids}
 		err := os.Mkdir(c.Dir, 0o755)
 		if errors.Is(err, os.ErrExist) {
-			// A dead daemon's, of an earlier process with this pid: its
-			// counters would be taken for this child's.
+			// A dead daemon's, of an earlier process with this name:
+			// its counters would be taken for this child's.
 			if _, err = c.remove(); err == nil {
 				err = os.Mkdir(c.Dir, 0o755)
 			}
@@ -230,7 +232,16 @@ func newCgroups(k Kernel, pid int, l Limits) ([]cgroup, error) {
 	return out, nil
 }
 
+// cgroupName is the name of the v1 cgroups of the child pid, made once it
+// runs.
 func cgroupName(pid int) string { return fmt.Sprintf("mcpx-%d", pid) }
+
+// cloneSeq numbers the v2 cgroups, made before the child they hold.
+var cloneSeq atomic.Uint64
+
+// cloneName is the name of a v2 cgroup a child is cloned into: it is made
+// before the child has a pid, so it is named for the daemon and a count.
+func cloneName() string { return fmt.Sprintf("mcpx-%d-%d", os.Getpid(), cloneSeq.Add(1)) }
 
 // prepareV2 readies the daemon's own v2 cgroup dir to hold children's
 // cgroups with the memory and pids controllers: the daemon's processes
@@ -335,17 +346,15 @@ func joinCgroups(cs []cgroup, pid int) error {
 	return nil
 }
 
-// selfJoins are the moves into cs the C stage makes itself: a v1
-// cgroup's tasks file, which moves the writing thread alone and spares
-// the move the kernel's global lock (helper.Join); a v2 cgroup's
-// cgroup.procs, which has no such file outside threaded subtrees.
+// selfJoins are the moves into the v1 cgroups cs the C stage makes
+// itself: to a cgroup's tasks file, which moves the writing thread alone
+// and spares the move the kernel's global lock (helper.Join). A v2
+// cgroup has no such file outside threaded subtrees: the child is cloned
+// into it instead (Cell.cloneInto).
 func selfJoins(cs []cgroup) []helper.Join {
 	var out []helper.Join
 	for _, c := range cs {
-		file := "cgroup.procs"
-		if c.Version == 1 {
-			file = "tasks"
-		}
+		file := "tasks"
 		var features []string
 		if c.Memory {
 			features = append(features, FeatureMemory)

@@ -36,3 +36,22 @@ func WithGoStage(t testing.TB) {
 	goStage = true
 	t.Cleanup(func() { goStage = false })
 }
+
+// OwnCgroupV2 is this process's own cgroup v2 directory, "" if there is
+// no v2 hierarchy (whatever its controllers).
+func OwnCgroupV2() string {
+	mountinfo, self, err := cgroupFS{}.read()
+	if err != nil {
+		return ""
+	}
+	path, ok := ownCgroup(self, "")
+	for _, m := range parseMountinfo(mountinfo) {
+		if m.version != 2 || !ok {
+			continue
+		}
+		if dir, ok := m.dir(path); ok {
+			return dir
+		}
+	}
+	return ""
+}

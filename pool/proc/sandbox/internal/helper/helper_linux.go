@@ -104,9 +104,10 @@ func run(fd int) int {
 }
 
 // join moves this process into the request's cgroups, writing "0" (the
-// writer) to each one's file: the daemon names cgroup.procs, the whole
-// process, for this helper, which has threads. A move that fails is a
-// Failure of its features.
+// writer) to each one's file, as the C stage does. The daemon sends this
+// helper none (it has threads: a tasks file would move one of them) and
+// moves it itself; a test sends some. A move that fails is a Failure of
+// its features.
 func join(req *Request) (rep Report) {
 	for _, j := range req.Join {
 		if err := writeFile(j.File, "0"); err != nil && len(j.Features) > 0 {

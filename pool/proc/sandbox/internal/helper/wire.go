@@ -83,8 +83,9 @@ type Request struct {
 // writing thread alone: the kernel then skips the global lock a move of a
 // whole process takes, and with it a wait for an RCU grace period, some
 // 5 ms of a confined spawn's wall time on an idle machine (bench/README.md,
-// "A cgroup the helper joins itself"). The daemon names cgroup.procs
-// (the whole process) for the Go helper, which has threads, and for v2.
+// "A cgroup the helper joins itself"). The daemon sends Join to the C
+// stage only: the Go helper has threads, and the daemon moves it; and a
+// child is cloned into its v2 cgroup, which has no tasks file.
 type Join struct {
 	File     string
 	Features []string
