@@ -35,30 +35,31 @@
 // tests call first thing, is left with nothing to do either way. The two
 // read the same request, take the same steps and send the same replies.
 //
-// The helper runs in a user namespace of its own (the daemon's uid and
-// gid mapped to themselves, nothing else), with an IPC namespace and, for
-// NetworkNone and NetworkProxy, a network namespace. The C stage makes
-// them itself (unshare(2), then its own setgroups and id maps), which
-// only a single-threaded process can, once it has read the request; the
-// daemon starts it like any child. The Go helper is started in them:
-// through util-linux's unshare (2.38 and later, which Probe looks for in
-// /usr/bin and /bin) where there is one, else by clone flags. Started
-// makes the child's cgroups, then sends the helper the request on an
-// inherited unix socket — never in argv, which /proc shows, nor in the
-// environment, which the child would inherit. The daemon decides every
-// step and sends the system calls' arguments (the seccomp filter already
-// assembled, Landlock's rights per path), each step naming the features
-// it enforces. The helper moves itself into the cgroups (the Go helper,
-// which has threads, is moved by Started: see Cost), brings lo up, makes
-// the proxy's listener on its own 127.0.0.1 and sends it back
-// (SCM_RIGHTS), sets no_new_privs, installs the seccomp filter, restricts
-// itself with Landlock, sets the rlimits, drops every capability, reports
-// the steps that failed, and execs the program with exactly Policy.Env — unless a step failed whose
-// feature the policy needs in Enforce mode: then it reports and exits.
-// The socket closes on exec: that is how Started knows the program runs.
-// The child keeps the helper's pid; nothing of the helper stays.
-// Everything it sets is inherited by what the child starts and cannot be
-// undone by it.
+// The helper runs in a user namespace of its own (the daemon's uid and gid
+// mapped to themselves, nothing else), with an IPC namespace and, for
+// NetworkNone and NetworkProxy, a network namespace. The C stage makes them
+// itself (unshare(2), then its own setgroups and id maps), which only a
+// single-threaded process can, once it has read the request; the daemon
+// starts it like any child. The Go helper is started in them: through
+// util-linux's unshare (2.38 and later, which Probe looks for in /usr/bin
+// and /bin) where there is one, else by clone flags. A child's cgroup v2
+// Prepare makes, and cmd.Start clones the helper into it
+// (CLONE_INTO_CGROUP); its v1 cgroups, named for its pid, Started makes.
+// Started then sends the helper the request on an inherited unix socket —
+// never in argv, which /proc shows, nor in the environment, which the child
+// would inherit. The daemon decides every step and sends the system calls'
+// arguments (the seccomp filter already assembled, Landlock's rights per
+// path), each step naming the features it enforces. The helper moves itself
+// into the v1 cgroups (the Go helper, which has threads, is moved by
+// Started: see Cost), brings lo up, makes the proxy's listener on its own
+// 127.0.0.1 and sends it back (SCM_RIGHTS), sets no_new_privs, installs the
+// seccomp filter, restricts itself with Landlock, sets the rlimits, drops
+// every capability, reports the steps that failed, and execs the program
+// with exactly Policy.Env — unless a step failed whose feature the policy
+// needs in Enforce mode: then it reports and exits. The socket closes on
+// exec: that is how Started knows the program runs. The child keeps the
+// helper's pid; nothing of the helper stays. Everything it sets is inherited
+// by what the child starts and cannot be undone by it.
 //
 // # What is enforced, and by what
 //
@@ -171,14 +172,16 @@
 //   - The move into the cgroups. Writing a pid to cgroup.procs moves a
 //     whole process and takes the kernel's global threadgroup lock, whose
 //     write side waits for an RCU grace period: ~5-6 ms of wall time (not
-//     CPU) for the first move after a quiet spell, on this VM's cgroup v1
-//     (2026-12-08). The C stage, single-threaded, writes "0" (itself) to
-//     a v1 cgroup's tasks file instead, which moves one thread and skips
-//     that lock: ~0.05 ms. A confined spawn of the pool's demo child
-//     went from ~7.5 to ~3 ms of wall time over a plain one (bench/README.md,
-//     "A cgroup the helper joins itself"). The Go helper has threads, so
-//     Started moves it with cgroup.procs; so does the C stage on v2, whose
-//     domain cgroups have no tasks file.
+//     CPU) for the first move after a quiet spell on this VM's cgroup v1,
+//     4-19 ms on its v2 hierarchy (2026-12-08). So no child is moved that
+//     need not be: a v2 cgroup is made before the child and the child
+//     cloned into it (~0.1-0.25 ms more than a plain clone); into a v1
+//     one the C stage, single-threaded, moves itself by writing "0" to
+//     its tasks file, which moves one thread and skips that lock (~0.05
+//     ms). A confined spawn of the pool's demo child went from ~7.5 to ~3
+//     ms of wall time over a plain one on v1 (bench/README.md, "A cgroup
+//     the helper joins itself"). Only the Go helper, which has threads,
+//     is still moved into its v1 cgroups by Started.
 //   - What confining costs the program itself (Landlock's checks on its
 //     opens, the seccomp filter on its system calls, a fresh memory
 //     cgroup) and the pool beyond this package's code: not told apart;
