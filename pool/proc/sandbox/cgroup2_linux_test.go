@@ -34,29 +34,41 @@ func TestCloneIntoCgroup(t *testing.T) {
 	}
 	k := sandbox.Probe()
 
-	c, err := startConfined(t, p, op{"read", "/proc/self/cgroup"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := c.wait(t)
-	res := r.get(t, "read/proc/self/cgroup")
-	m := regexp.MustCompile(`(?m)^0::(/.*)$`).FindStringSubmatch(res.Out)
-	if m == nil {
-		t.Fatalf("the child's /proc/self/cgroup has no v2 line: %q (%s)", res.Out, res.Err)
-	}
-	name := filepath.Base(m[1])
-	if !regexp.MustCompile(`^mcpx-[0-9]+-[0-9]+$`).MatchString(name) || !strings.HasPrefix(filepath.Join(k.Pids.Dir, name), k.Pids.Dir+"/") {
-		t.Errorf("the child's v2 cgroup is %q; want a mcpx-<daemon pid>-<n> under %s", m[1], k.Pids.Dir)
-	}
-	if _, err := os.Stat(filepath.Join(k.Pids.Dir, name)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the child's cgroup %s after Close: %v; want it gone", name, err)
+	// Each way the helper starts: the C stage; the Go helper through
+	// unshare; the Go helper cloned into its namespaces (clone3 with
+	// CLONE_NEWUSER and CLONE_INTO_CGROUP at once).
+	for _, stage := range []string{"c", "go", "go-cloned"} {
+		t.Run(stage, func(t *testing.T) {
+			switch stage {
+			case "go":
+				sandbox.WithGoStage(t)
+			case "go-cloned":
+				sandbox.WithNamespaceStage(t, "")
+			}
+			c, err := startConfined(t, p, op{"read", "/proc/self/cgroup"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := c.wait(t).get(t, "read/proc/self/cgroup")
+			m := regexp.MustCompile(`(?m)^0::(/.*)$`).FindStringSubmatch(res.Out)
+			if m == nil {
+				t.Fatalf("the child's /proc/self/cgroup has no v2 line: %q (%s)", res.Out, res.Err)
+			}
+			name := filepath.Base(m[1])
+			if !regexp.MustCompile(`^mcpx-[0-9]+-[0-9]+$`).MatchString(name) {
+				t.Errorf("the child's v2 cgroup is %q; want a mcpx-<daemon pid>-<n> under %s", m[1], k.Pids.Dir)
+			}
+			if _, err := os.Stat(filepath.Join(k.Pids.Dir, name)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the child's cgroup %s after Close: %v; want it gone", name, err)
+			}
+		})
 	}
 
 	// One that cannot be made: the child starts without it.
 	sandbox.WithKernel(t, func(k *sandbox.Kernel) {
 		k.Pids = sandbox.CgroupDir{Dir: filepath.Join(f.dir, "no-such-cgroup"), Version: 2}
 	})
-	r = runConfined(t, p, op{"read", "/proc/self/cgroup"})
+	r := runConfined(t, p, op{"read", "/proc/self/cgroup"})
 	if out := r.get(t, "read/proc/self/cgroup").Out; strings.Contains(out, "mcpx-") && regexp.MustCompile(`(?m)^0::.*mcpx-[0-9]+-[0-9]+`).MatchString(out) {
 		t.Errorf("without its v2 cgroup the child is in %q", out)
 	}
