@@ -144,7 +144,7 @@ func (c *Cell) rewrite(exe string) {
 // global lock (package doc, "Cost"). A cgroup it cannot make leaves the
 // Cell's kernel without it, so that the plan falls back as in cgroup.
 func (c *Cell) cloneInto() {
-	cgs, err := newCgroups(c.kernel, 2, cloneName(), c.policy.Limits)
+	cgs, err := newCgroups(c.kernel, 2, cloneName(), c.policy.Limits, false)
 	if err == nil && len(cgs) == 0 {
 		return // no v2 cgroup here
 	}
@@ -233,7 +233,7 @@ func (c *Cell) start(ctx context.Context, pid int) (Enforcement, error) {
 // cannot hold); and the v1 cgroups.
 func (c *Cell) cgroup(pid int) (Kernel, []cgroup) {
 	k := c.kernel
-	cgs, err := newCgroups(k, 1, cgroupName(pid), c.policy.Limits)
+	cgs, err := newCgroups(k, 1, cgroupName(pid), c.policy.Limits, true)
 	if err == nil && !c.selfJoin {
 		err = joinCgroups(cgs, pid)
 	}

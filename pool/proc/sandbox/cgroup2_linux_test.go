@@ -55,8 +55,8 @@ func TestCloneIntoCgroup(t *testing.T) {
 				t.Fatalf("the child's /proc/self/cgroup has no v2 line: %q (%s)", res.Out, res.Err)
 			}
 			name := filepath.Base(m[1])
-			if !regexp.MustCompile(`^mcpx-[0-9]+-[0-9]+$`).MatchString(name) {
-				t.Errorf("the child's v2 cgroup is %q; want a mcpx-<daemon pid>-<n> under %s", m[1], k.Pids.Dir)
+			if !regexp.MustCompile(`^mcpx-[0-9]+-[A-Z2-7]{8}-[0-9]+$`).MatchString(name) {
+				t.Errorf("the child's v2 cgroup is %q; want a mcpx-<daemon pid>-<token>-<n> under %s", m[1], k.Pids.Dir)
 			}
 			if _, err := os.Stat(filepath.Join(k.Pids.Dir, name)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the child's cgroup %s after Close: %v; want it gone", name, err)
@@ -69,7 +69,7 @@ func TestCloneIntoCgroup(t *testing.T) {
 		k.Pids = sandbox.CgroupDir{Dir: filepath.Join(f.dir, "no-such-cgroup"), Version: 2}
 	})
 	r := runConfined(t, p, op{"read", "/proc/self/cgroup"})
-	if out := r.get(t, "read/proc/self/cgroup").Out; strings.Contains(out, "mcpx-") && regexp.MustCompile(`(?m)^0::.*mcpx-[0-9]+-[0-9]+`).MatchString(out) {
+	if out := r.get(t, "read/proc/self/cgroup").Out; strings.Contains(out, "mcpx-") && regexp.MustCompile(`(?m)^0::.*mcpx-[0-9]+-`).MatchString(out) {
 		t.Errorf("without its v2 cgroup the child is in %q", out)
 	}
 	if f.kernel.Root {

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -231,5 +232,51 @@ func TestV2MoveKillRemove(t *testing.T) {
 	}
 	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Errorf("the sleeper ended %v; want killed", err)
+	}
+}
+
+// TestTakenCgroupName: a cgroup that exists already under a v2 clone's
+// name is an error, never emptied, since an adopted child (of the daemon
+// this one upgraded in place, with its pid) may live there; under a v1
+// name, made for a child's pid, it is a dead daemon's and is emptied and
+// made anew. On this machine's real v2 hierarchy, with no limits.
+func TestTakenCgroupName(t *testing.T) {
+	proctest.CheckNoLeaks(t)
+	base := realV2(t)
+	k := Kernel{Pids: CgroupDir{Dir: base, Version: 2}}
+	name := fmt.Sprintf("mcpx-test-taken-%d", os.Getpid())
+	dir := filepath.Join(base, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(dir)
+	cmd := exec.Command("/bin/sleep", "60")
+	cmd.Env = []string{proctest.Env(t)}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	if err := writeFile(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
+		t.Fatal(err)
+	}
+
+	if cgs, err := newCgroups(k, 2, name, Limits{}, false); err == nil || !errors.Is(err, os.ErrExist) {
+		removeCgroups(cgs)
+		t.Fatalf("a taken clone name: %v; want an error that it exists", err)
+	}
+	if pids, _ := readPids(filepath.Join(dir, "cgroup.procs")); !slices.Equal(pids, []int{cmd.Process.Pid}) {
+		t.Fatalf("%s holds %v after the refusal; want the sleeper %d, untouched", dir, pids, cmd.Process.Pid)
+	}
+
+	cgs, err := newCgroups(k, 2, name, Limits{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the stale cgroup's sleeper ended %v; want killed", err)
+	}
+	if left, err := removeCgroups(cgs); err != nil || left != 0 {
+		t.Errorf("removing the new cgroup: %d left, %v", left, err)
 	}
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -184,8 +185,10 @@ var v2Ready sync.Map // dir -> error
 
 // newCgroups makes the cgroups named name under those of k's directories
 // of cgroup version (1 or 2), and writes l's limits into them. On error
-// none is left.
-func newCgroups(k Kernel, version int, name string, l Limits) ([]cgroup, error) {
+// none is left. One that exists already is a dead daemon's if stale says
+// names like it are never any live child's (v1's, named for a pid): it is
+// emptied and made anew; else it is an error.
+func newCgroups(k Kernel, version int, name string, l Limits, stale bool) ([]cgroup, error) {
 	var out []cgroup
 	add := func(d CgroupDir, memory, pids bool) error {
 		if d.Dir == "" || d.Version != version {
@@ -202,7 +205,7 @@ func newCgroups(k Kernel, version int, name string, l Limits) ([]cgroup, error) 
 		}
 		c := cgroup{Dir: filepath.Join(d.Dir, name), Version: d.Version, Memory: memory, Pids: pids}
 		err := os.Mkdir(c.Dir, 0o755)
-		if errors.Is(err, os.ErrExist) {
+		if errors.Is(err, os.ErrExist) && stale {
 			// A dead daemon's, of an earlier process with this name:
 			// its counters would be taken for this child's.
 			if _, err = c.remove(); err == nil {
@@ -239,9 +242,18 @@ func cgroupName(pid int) string { return fmt.Sprintf("mcpx-%d", pid) }
 // cloneSeq numbers the v2 cgroups, made before the child they hold.
 var cloneSeq atomic.Uint64
 
+// cloneToken tells this daemon's v2 cgroups from those of an earlier one
+// with its pid: the daemon before an upgrade in place, whose children it
+// adopted with their cgroups.
+var cloneToken = sync.OnceValue(func() string { return rand.Text()[:8] })
+
 // cloneName is the name of a v2 cgroup a child is cloned into: it is made
-// before the child has a pid, so it is named for the daemon and a count.
-func cloneName() string { return fmt.Sprintf("mcpx-%d-%d", os.Getpid(), cloneSeq.Add(1)) }
+// before the child has a pid, so it is named for the daemon (its pid and
+// token) and a count. One of that name that exists already is never taken
+// for a dead daemon's (newCgroups): an adopted child may live in it.
+func cloneName() string {
+	return fmt.Sprintf("mcpx-%d-%s-%d", os.Getpid(), cloneToken(), cloneSeq.Add(1))
+}
 
 // prepareV2 readies the daemon's own v2 cgroup dir to hold children's
 // cgroups with the memory and pids controllers: the daemon's processes
