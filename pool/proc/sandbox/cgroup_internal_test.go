@@ -181,6 +181,26 @@ func realV2(t *testing.T) string {
 	return ""
 }
 
+// sleeperIn makes the cgroup dir and starts a sleeper in it; both are gone
+// when t ends.
+func sleeperIn(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(dir) })
+	cmd := exec.Command("/bin/sleep", "60")
+	cmd.Env = []string{proctest.Env(t)}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if err := writeFile(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
 // TestV2MoveKillRemove exercises, on this machine's real cgroup v2
 // hierarchy (which here has no controllers), the v2 steps that need none:
 // moving a cgroup's processes to a leaf (what enableV2 does to the
@@ -190,20 +210,7 @@ func TestV2MoveKillRemove(t *testing.T) {
 	proctest.CheckNoLeaks(t)
 	base := realV2(t)
 	parent := filepath.Join(base, fmt.Sprintf("mcpx-test-%d", os.Getpid()))
-	if err := os.Mkdir(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Remove(parent)
-	cmd := exec.Command("/bin/sleep", "60")
-	cmd.Env = []string{proctest.Env(t)}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	if err := writeFile(filepath.Join(parent, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
-		t.Fatal(err)
-	}
+	cmd := sleeperIn(t, parent)
 	leaf := filepath.Join(parent, "mcpx-daemon")
 	if err := moveToLeaf(parent, leaf); err != nil {
 		t.Fatal(err)
@@ -246,20 +253,7 @@ func TestTakenCgroupName(t *testing.T) {
 	k := Kernel{Pids: CgroupDir{Dir: base, Version: 2}}
 	name := fmt.Sprintf("mcpx-test-taken-%d", os.Getpid())
 	dir := filepath.Join(base, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Remove(dir)
-	cmd := exec.Command("/bin/sleep", "60")
-	cmd.Env = []string{proctest.Env(t)}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	if err := writeFile(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
-		t.Fatal(err)
-	}
+	cmd := sleeperIn(t, dir)
 
 	if cgs, err := newCgroups(k, 2, name, Limits{}, false); err == nil || !errors.Is(err, os.ErrExist) {
 		removeCgroups(cgs)
