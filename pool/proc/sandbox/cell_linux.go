@@ -144,9 +144,12 @@ func (c *Cell) rewrite(exe string) {
 // global lock (package doc, "Cost"). A cgroup it cannot make leaves the
 // Cell's kernel without it, so that the plan falls back as in cgroup.
 func (c *Cell) cloneInto() {
+	if c.kernel.Memory.Version != 2 && c.kernel.Pids.Version != 2 {
+		return // none here: no name to make
+	}
 	cgs, err := newCgroups(c.kernel, 2, cloneName(), c.policy.Limits, false)
 	if err == nil && len(cgs) == 0 {
-		return // no v2 cgroup here
+		return
 	}
 	var f *os.File
 	if err == nil {
@@ -176,9 +179,9 @@ func helperEnv(env []string) []string {
 }
 
 // Started finishes the start of the Cell's cmd, which the caller has
-// started: it makes the child's cgroups, sends the helper the policy
-// (the C stage moves itself into the cgroups; the Go helper Started
-// moves), and waits until the helper has confined itself and exec'd the
+// started: it makes the child's v1 cgroups (its v2 one it was cloned
+// into), sends the helper the policy (the C stage moves itself into the
+// v1 cgroups; the Go helper Started moves), and waits until the helper has confined itself and exec'd the
 // program (or failed to: then it kills the helper, and the caller waits
 // for cmd as after any failed start). It returns what confines the child.
 func (c *Cell) Started(ctx context.Context) (Enforcement, error) {
